@@ -1,0 +1,94 @@
+package imagegen
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Check them with errors.Is; every error the service
+// returns for one of these conditions wraps the matching sentinel.
+var (
+	// ErrUnauthorized: the API key is missing, malformed, unknown or revoked.
+	ErrUnauthorized = errors.New("imagegen: unauthorized")
+	// ErrInsufficientCredits: the balance does not cover the charge.
+	ErrInsufficientCredits = errors.New("imagegen: insufficient credits")
+	// ErrTaskNotFound: the task does not exist or belongs to another user.
+	ErrTaskNotFound = errors.New("imagegen: task not found")
+	// ErrInvalidParams: the request failed validation. *ValidationError wraps it.
+	ErrInvalidParams = errors.New("imagegen: invalid params")
+	// ErrRateLimited: the caller exceeded its request rate.
+	ErrRateLimited = errors.New("imagegen: rate limit exceeded")
+	// ErrNoTask: no task is ready to be claimed right now.
+	ErrNoTask = errors.New("imagegen: no task ready")
+	// ErrLeaseLost: the caller no longer holds the task's lease (it expired,
+	// another worker claimed the task, or the task already finished).
+	ErrLeaseLost = errors.New("imagegen: lease lost")
+	// ErrInvalidTransition: the task is not in a state that allows the change.
+	ErrInvalidTransition = errors.New("imagegen: invalid task transition")
+	// ErrDuplicateEntry: a ledger entry with the same owner and reference exists.
+	ErrDuplicateEntry = errors.New("imagegen: duplicate ledger entry")
+	// ErrKeyNotFound: no API key matches (or it belongs to another user).
+	ErrKeyNotFound = errors.New("imagegen: api key not found")
+	// ErrImageNotFound: the image does not exist or has expired.
+	ErrImageNotFound = errors.New("imagegen: image not found")
+)
+
+// ValidationError reports a request that breaks a rule of the interface.
+// It names the offending field; errors.Is(err, ErrInvalidParams) holds.
+type ValidationError struct {
+	Field   string // JSON field name, or "" for the body as a whole
+	Message string // what is wrong, for the client
+}
+
+func (e *ValidationError) Error() string {
+	if e.Field == "" {
+		return e.Message
+	}
+	return e.Field + ": " + e.Message
+}
+
+// Unwrap lets errors.Is(err, ErrInvalidParams) match.
+func (e *ValidationError) Unwrap() error { return ErrInvalidParams }
+
+func invalid(field, format string, args ...any) *ValidationError {
+	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// ModelError is the one error type every Model returns for a failed
+// generation, whatever the provider.
+type ModelError struct {
+	Provider  string // e.g. "openai", "placeholder"
+	Retryable bool   // a later attempt may succeed (rate limit, 5xx, timeout)
+	Refused   bool   // the provider refused the content; never retried
+	// Message is safe to show to the user: no provider internals, no keys.
+	// When empty, a generic message is shown.
+	Message string
+	Err     error // the underlying cause, for logs only
+}
+
+func (e *ModelError) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = "generation failed"
+	}
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Provider, msg, e.Err)
+	}
+	return e.Provider + ": " + msg
+}
+
+func (e *ModelError) Unwrap() error { return e.Err }
+
+// UserMessage is the failure reason shown in the task's error field.
+func (e *ModelError) UserMessage() string {
+	switch {
+	case e.Refused && e.Message != "":
+		return "refused by content policy: " + e.Message
+	case e.Refused:
+		return "refused by content policy"
+	case e.Message != "":
+		return e.Message
+	default:
+		return "image generation failed"
+	}
+}

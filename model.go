@@ -1,0 +1,40 @@
+package imagegen
+
+import "context"
+
+// Model generates images. Implementations live in model/ (placeholder,
+// provider adapters, routing); the service only sees this interface.
+type Model interface {
+	// Plan chooses what will run req and what it costs, at submit. It
+	// must be quick and must not do I/O. A *ValidationError refuses the
+	// request (for example a ratio that the chosen model cannot make).
+	Plan(req Request) (Plan, error)
+	// Generate runs a planned generation. Failures are *ModelError.
+	Generate(ctx context.Context, g Generation) ([]GeneratedImage, error)
+}
+
+// Plan is the model's choice for one request, recorded on the task.
+type Plan struct {
+	Model string // name of the model that will run the task
+	Cost  int64  // credits, 1 to 3
+}
+
+// Generation is the work handed to a Model.
+type Generation struct {
+	TaskID  string
+	Model   string // Plan.Model, as chosen at submit
+	Request Request
+	Attempt int
+}
+
+// GeneratedImage is one picture produced by a model.
+type GeneratedImage struct {
+	ContentType string
+	Data        []byte
+}
+
+// Cost limits of INTERFACE.md §8.
+const (
+	MinCost = 1
+	MaxCost = 3
+)

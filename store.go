@@ -1,0 +1,126 @@
+package imagegen
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps tasks, images, the credit ledger and API keys. Every state
+// change is atomic and conditional (compare-and-set), so any number of API
+// processes and workers may share one Store. A Store reads time from its
+// own clock (the memory store from an injected Clock, Redis from its
+// server), so lease and retention arithmetic never mixes two clocks.
+//
+// Implementations must pass the conformance suite in store/storetest.
+type Store interface {
+	TaskStore
+	CreditStore
+	KeyStore
+}
+
+// TaskStore is the task queue with leases.
+type TaskStore interface {
+	// CreateTask debits t.Cost from t.Owner's balance, appends the charge
+	// to the ledger (reference "task:"+t.ID), and stores t as pending, all
+	// in one atomic step. It returns the balance after the charge, or
+	// ErrInsufficientCredits (and changes nothing) when the balance is short.
+	CreateTask(ctx context.Context, t *Task) (balance int64, err error)
+
+	// Task returns the owner's task, or ErrTaskNotFound when it does not
+	// exist, has expired, or belongs to another owner.
+	Task(ctx context.Context, owner, id string) (*Task, error)
+
+	// ClaimTask moves the oldest ready pending task to processing,
+	// increments its Attempt (the fencing token) and leases it for lease.
+	// It returns ErrNoTask when none is ready.
+	ClaimTask(ctx context.Context, lease time.Duration) (*Task, error)
+
+	// RenewLease extends the lease of attempt to now+lease.
+	// ErrLeaseLost when attempt no longer holds the task.
+	RenewLease(ctx context.Context, id string, attempt int, lease time.Duration) error
+
+	// CompleteTask stores the images and moves the task to success.
+	// ErrLeaseLost when attempt no longer holds the task.
+	CompleteTask(ctx context.Context, id string, attempt int, images []Image) error
+
+	// FailTask moves the task to failed with the user-facing reason and
+	// refunds its cost exactly once. ErrLeaseLost when attempt no longer
+	// holds the task.
+	FailTask(ctx context.Context, id string, attempt int, reason string) error
+
+	// RetryTask gives the task back to the queue (processing -> pending),
+	// ready again after delay; lastErr is kept for operators.
+	// ErrLeaseLost when attempt no longer holds the task.
+	RetryTask(ctx context.Context, id string, attempt int, delay time.Duration, lastErr string) error
+
+	// CancelTask fails a pending task of owner and refunds it.
+	// ErrInvalidTransition when the task is no longer pending.
+	CancelTask(ctx context.Context, owner, id, reason string) error
+
+	// RecoverExpired sends tasks whose lease has ended back to pending, or
+	// fails and refunds them when they have had maxAttempts attempts.
+	// It returns how many tasks it moved.
+	RecoverExpired(ctx context.Context, maxAttempts int) (int, error)
+
+	// Image returns a stored image, or ErrImageNotFound.
+	Image(ctx context.Context, id string) (*Image, error)
+}
+
+// LedgerKind says what a ledger entry is for.
+type LedgerKind string
+
+// Ledger entry kinds.
+const (
+	LedgerGrant  LedgerKind = "grant"  // credits added by the operator or host app
+	LedgerCharge LedgerKind = "charge" // a task's price, debited at submit
+	LedgerRefund LedgerKind = "refund" // a failed task's price, given back
+	LedgerWeb    LedgerKind = "web"    // web use charged by the host app
+)
+
+// LedgerEntry is one append-only change to a balance.
+type LedgerEntry struct {
+	Owner  string
+	Kind   LedgerKind
+	Amount int64  // positive adds credits, negative takes them
+	Ref    string // unique per owner: "task:<id>", "refund:<id>", an idempotency key
+	At     time.Time
+}
+
+// CreditStore is the append-only credit ledger. The balance is the sum of
+// the owner's entries and never goes below zero.
+type CreditStore interface {
+	// AddEntry appends e (At is set by the store) and returns the new
+	// balance. A negative entry that would make the balance negative
+	// returns ErrInsufficientCredits; an entry whose Ref the owner already
+	// used returns ErrDuplicateEntry and the current balance. Neither
+	// changes anything.
+	AddEntry(ctx context.Context, e LedgerEntry) (balance int64, err error)
+	// Balance returns the owner's balance (0 for an unknown owner).
+	Balance(ctx context.Context, owner string) (int64, error)
+	// Ledger returns the owner's entries, oldest first.
+	Ledger(ctx context.Context, owner string) ([]LedgerEntry, error)
+}
+
+// APIKey is a stored API key. Only its SHA-256 hash is kept.
+type APIKey struct {
+	ID        string
+	Owner     string
+	Hash      string // hex SHA-256 of the key
+	Hint      string // the first characters, to tell keys apart in a list
+	CreatedAt time.Time
+	Revoked   bool
+}
+
+// KeyStore keeps API keys by hash.
+type KeyStore interface {
+	// PutKey stores a new key.
+	PutKey(ctx context.Context, k APIKey) error
+	// KeyByHash returns the key with the given hash, or ErrKeyNotFound
+	// when none exists or it is revoked.
+	KeyByHash(ctx context.Context, hash string) (*APIKey, error)
+	// Keys lists the owner's keys, revoked ones included.
+	Keys(ctx context.Context, owner string) ([]APIKey, error)
+	// RevokeKey revokes the owner's key with the given id, or returns
+	// ErrKeyNotFound.
+	RevokeKey(ctx context.Context, owner, id string) error
+}

@@ -1,0 +1,241 @@
+package imagegen
+
+import (
+	"net/url"
+	"time"
+	"unicode/utf8"
+)
+
+// Status is the state of a task (INTERFACE.md §3).
+type Status string
+
+// The four task states.
+const (
+	StatusPending    Status = "pending"
+	StatusProcessing Status = "processing"
+	StatusSuccess    Status = "success"
+	StatusFailed     Status = "failed"
+)
+
+// Terminal reports whether no transition leaves s.
+func (s Status) Terminal() bool { return s == StatusSuccess || s == StatusFailed }
+
+// Valid reports whether s is one of the four states.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusPending, StatusProcessing, StatusSuccess, StatusFailed:
+		return true
+	}
+	return false
+}
+
+// CanTransition reports whether a task may move from s to next:
+//
+//	pending    -> processing  (a worker claims it)
+//	pending    -> failed      (cancelled or expired before it ran)
+//	processing -> success     (the lease holder stores the images)
+//	processing -> failed      (the lease holder gives up; refunded)
+//	processing -> pending     (lease expired, or a retryable error)
+//
+// Terminal states are final. Stores apply every change as a
+// compare-and-set against the current state.
+func (s Status) CanTransition(next Status) bool {
+	switch s {
+	case StatusPending:
+		return next == StatusProcessing || next == StatusFailed
+	case StatusProcessing:
+		return next == StatusSuccess || next == StatusFailed || next == StatusPending
+	}
+	return false
+}
+
+// Scene says what kind of generation a request asks for.
+type Scene string
+
+// The two scenes of INTERFACE.md §2.1.
+const (
+	SceneTextToImage  Scene = "text-to-image"
+	SceneImageToImage Scene = "image-to-image"
+)
+
+// AspectRatio is the requested shape of the image.
+type AspectRatio string
+
+// The allowed aspect ratios; AspectAuto is the default.
+const (
+	AspectAuto AspectRatio = "auto"
+	Aspect1x1  AspectRatio = "1:1"
+	Aspect3x2  AspectRatio = "3:2"
+	Aspect2x3  AspectRatio = "2:3"
+	Aspect9x16 AspectRatio = "9:16"
+	Aspect16x9 AspectRatio = "16:9"
+	Aspect3x4  AspectRatio = "3:4"
+	Aspect4x3  AspectRatio = "4:3"
+)
+
+// AspectRatios lists every concrete ratio (all but auto), in a fixed order.
+func AspectRatios() []AspectRatio {
+	return []AspectRatio{Aspect1x1, Aspect3x2, Aspect2x3, Aspect9x16, Aspect16x9, Aspect3x4, Aspect4x3}
+}
+
+// Size returns the ratio as width and height units (16:9 gives 16, 9).
+// It returns 0, 0 for auto or an unknown value.
+func (a AspectRatio) Size() (w, h int) {
+	switch a {
+	case Aspect1x1:
+		return 1, 1
+	case Aspect3x2:
+		return 3, 2
+	case Aspect2x3:
+		return 2, 3
+	case Aspect9x16:
+		return 9, 16
+	case Aspect16x9:
+		return 16, 9
+	case Aspect3x4:
+		return 3, 4
+	case Aspect4x3:
+		return 4, 3
+	}
+	return 0, 0
+}
+
+// Valid reports whether a is auto or one of the concrete ratios.
+func (a AspectRatio) Valid() bool {
+	w, _ := a.Size()
+	return a == AspectAuto || w > 0
+}
+
+// NearestAspectRatio returns the allowed ratio closest to width:height
+// (compared on a log scale, so 2:1 and 1:2 are equally far from 1:1).
+func NearestAspectRatio(width, height int) AspectRatio {
+	if width <= 0 || height <= 0 {
+		return Aspect1x1
+	}
+	target := float64(width) / float64(height)
+	best, bestDist := Aspect1x1, -1.0
+	for _, a := range AspectRatios() {
+		w, h := a.Size()
+		r := float64(w) / float64(h)
+		d := r / target
+		if d < 1 {
+			d = 1 / d
+		}
+		if bestDist < 0 || d < bestDist {
+			best, bestDist = a, d
+		}
+	}
+	return best
+}
+
+// Limits on a generation request (INTERFACE.md §2.1, §8 and DESIGN.md).
+const (
+	MaxPromptChars = 2000
+	MaxImageInputs = 8
+	MaxURLLength   = 2048
+)
+
+// Request is the body of the submit operation (INTERFACE.md §2.1).
+type Request struct {
+	Scene       Scene       `json:"scene"`
+	Prompt      string      `json:"prompt"`
+	AspectRatio AspectRatio `json:"aspect_ratio,omitempty"`
+	ImageInput  []string    `json:"image_input,omitempty"`
+}
+
+// Normalize fills defaults: an empty aspect ratio becomes auto.
+func (r *Request) Normalize() {
+	if r.AspectRatio == "" {
+		r.AspectRatio = AspectAuto
+	}
+}
+
+// Validate checks every rule of the interface and returns a
+// *ValidationError naming the first bad field.
+func (r Request) Validate() error {
+	switch r.Scene {
+	case SceneTextToImage, SceneImageToImage:
+	case "":
+		return invalid("scene", "is required")
+	default:
+		return invalid("scene", "must be one of text-to-image, image-to-image")
+	}
+	if !utf8.ValidString(r.Prompt) {
+		return invalid("prompt", "must be valid UTF-8")
+	}
+	switch n := utf8.RuneCountInString(r.Prompt); {
+	case n == 0:
+		return invalid("prompt", "is required")
+	case n > MaxPromptChars:
+		return invalid("prompt", "must be at most %d characters (got %d)", MaxPromptChars, n)
+	}
+	if r.AspectRatio != "" && !r.AspectRatio.Valid() {
+		return invalid("aspect_ratio", "must be one of auto, 1:1, 3:2, 2:3, 9:16, 16:9, 3:4, 4:3")
+	}
+	if r.Scene == SceneTextToImage {
+		if r.ImageInput != nil {
+			return invalid("image_input", "is not accepted for scene text-to-image")
+		}
+		return nil
+	}
+	switch n := len(r.ImageInput); {
+	case n == 0:
+		return invalid("image_input", "is required for scene image-to-image (1 to %d URLs)", MaxImageInputs)
+	case n > MaxImageInputs:
+		return invalid("image_input", "must hold at most %d URLs (got %d)", MaxImageInputs, n)
+	}
+	for i, raw := range r.ImageInput {
+		if err := checkImageURL(raw); err != "" {
+			return invalid("image_input", "item %d %s", i, err)
+		}
+	}
+	return nil
+}
+
+func checkImageURL(raw string) string {
+	if len(raw) > MaxURLLength {
+		return "is longer than 2048 bytes"
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
+		return "must be an absolute http or https URL"
+	}
+	if u.User != nil {
+		return "must not carry user credentials"
+	}
+	return ""
+}
+
+// Task is one generation task as the store keeps it.
+type Task struct {
+	ID      string
+	Owner   string  // user id; only the owner can see the task
+	Request Request // as submitted, normalised
+	Model   string  // the model chosen at submit (Plan.Model)
+	Cost    int64   // credits charged at submit
+
+	Status Status
+	// Attempt counts claims. It is the fencing token: the worker that
+	// claimed attempt n is the only one that may finish the task while
+	// Attempt == n and the task is processing.
+	Attempt     int
+	LeaseUntil  time.Time // when the current lease ends (processing only)
+	RunAfter    time.Time // a pending task is not claimed before this time
+	Images      []string  // image ids, on success
+	Error       string    // user-facing reason, on failure
+	LastError   string    // the last attempt's error, for operators
+	Refunded    bool      // the cost was given back (failed tasks)
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	FinishedAt  time.Time // when it reached success or failed
+	ExpiresAt   time.Time // when a finished task and its images are removed
+}
+
+// Image is one generated picture.
+type Image struct {
+	ID          string // set by the store's caller before CompleteTask
+	TaskID      string
+	ContentType string // e.g. "image/png"
+	Data        []byte
+	ExpiresAt   time.Time // set by the store
+}
