@@ -218,17 +218,17 @@ type Task struct {
 	// Attempt counts claims. It is the fencing token: the worker that
 	// claimed attempt n is the only one that may finish the task while
 	// Attempt == n and the task is processing.
-	Attempt     int
-	LeaseUntil  time.Time // when the current lease ends (processing only)
-	RunAfter    time.Time // a pending task is not claimed before this time
-	Images      []string  // image ids, on success
-	Error       string    // user-facing reason, on failure
-	LastError   string    // the last attempt's error, for operators
-	Refunded    bool      // the cost was given back (failed tasks)
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	FinishedAt  time.Time // when it reached success or failed
-	ExpiresAt   time.Time // when a finished task and its images are removed
+	Attempt    int
+	LeaseUntil time.Time // when the current lease ends (processing only)
+	RunAfter   time.Time // a pending task is not claimed before this time
+	Images     []string  // image ids, on success
+	Error      string    // user-facing reason, on failure
+	LastError  string    // the last attempt's error, for operators
+	Refunded   bool      // the cost was given back (failed tasks)
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	FinishedAt time.Time // when it reached success or failed
+	ExpiresAt  time.Time // when a finished task and its images are removed
 }
 
 // Image is one generated picture.
