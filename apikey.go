@@ -1,0 +1,173 @@
+package imagegen
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// API keys that the service makes look like
+//
+//	igk_<32 random base62 characters><6 base62 characters of CRC-32>
+//
+// The prefix makes them easy to spot (and to scan for in leaked code);
+// the checksum lets a mistyped or made-up key be refused without a store
+// lookup. Only the SHA-256 of a key is stored. Keys that an operator
+// imports (ImportKey, `-demo-key`) may have any form of at least
+// MinImportedKeyLength characters.
+const (
+	APIKeyPrefix         = "igk_"
+	MinImportedKeyLength = 16
+	MaxAPIKeyLength      = 256
+
+	keyRandomChars   = 32 // about 190 bits
+	keyChecksumChars = 6
+	generatedKeyLen  = len(APIKeyPrefix) + keyRandomChars + keyChecksumChars
+	base62           = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+)
+
+// NewAPIKey returns a fresh random key with prefix and checksum.
+func NewAPIKey() string {
+	var b [keyRandomChars]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	body := make([]byte, 0, generatedKeyLen)
+	body = append(body, APIKeyPrefix...)
+	for _, c := range b {
+		body = append(body, base62[int(c)%len(base62)]) // 256 % 62 bias is irrelevant at 190 bits
+	}
+	body = append(body, keyChecksum(body[len(APIKeyPrefix):])...)
+	return string(body)
+}
+
+func keyChecksum(random []byte) []byte {
+	sum := crc32.ChecksumIEEE(random)
+	out := make([]byte, keyChecksumChars)
+	for i := keyChecksumChars - 1; i >= 0; i-- {
+		out[i] = base62[sum%62]
+		sum /= 62
+	}
+	return out
+}
+
+// CheckAPIKeyFormat refuses, without any lookup, a key that cannot be
+// valid: empty, too long, or carrying our prefix with a bad checksum.
+// The error wraps ErrUnauthorized.
+func CheckAPIKeyFormat(key string) error {
+	switch {
+	case len(key) > MaxAPIKeyLength:
+		return fmt.Errorf("key too long: %w", ErrUnauthorized)
+	case strings.HasPrefix(key, APIKeyPrefix):
+		if len(key) != generatedKeyLen {
+			return fmt.Errorf("key has the wrong length: %w", ErrUnauthorized)
+		}
+		random, sum := key[len(APIKeyPrefix):generatedKeyLen-keyChecksumChars], key[generatedKeyLen-keyChecksumChars:]
+		if subtle.ConstantTimeCompare(keyChecksum([]byte(random)), []byte(sum)) != 1 {
+			return fmt.Errorf("key checksum mismatch: %w", ErrUnauthorized)
+		}
+	case len(key) < MinImportedKeyLength:
+		return fmt.Errorf("key too short: %w", ErrUnauthorized)
+	}
+	return nil
+}
+
+// HashAPIKey returns the hex SHA-256 of key, the only form that is stored.
+func HashAPIKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// keyHint is the part of a key shown in lists: enough to tell keys apart,
+// never enough to matter.
+func keyHint(key string) string {
+	n := 8
+	if !strings.HasPrefix(key, APIKeyPrefix) {
+		n = min(4, len(key)/4)
+	}
+	return key[:n] + "…"
+}
+
+// CreateKey makes a new key for owner and stores its hash. The key is
+// returned once, here; it cannot be read back later.
+func (s *Service) CreateKey(ctx context.Context, owner string) (string, APIKey, error) {
+	key := NewAPIKey()
+	rec, err := s.putKey(ctx, owner, key)
+	return key, rec, err
+}
+
+// ImportKey stores an operator-chosen key (at least 16 characters) for
+// owner, for demos and migrations.
+func (s *Service) ImportKey(ctx context.Context, owner, key string) (APIKey, error) {
+	if len(key) < MinImportedKeyLength || len(key) > MaxAPIKeyLength || strings.ContainsAny(key, " \t\r\n") {
+		return APIKey{}, invalid("key", "must be %d to %d characters without white space", MinImportedKeyLength, MaxAPIKeyLength)
+	}
+	if err := CheckAPIKeyFormat(key); err != nil {
+		return APIKey{}, invalid("key", "starts with %q but is not a valid generated key", APIKeyPrefix)
+	}
+	return s.putKey(ctx, owner, key)
+}
+
+func (s *Service) putKey(ctx context.Context, owner, key string) (APIKey, error) {
+	if owner == "" {
+		return APIKey{}, invalid("owner", "is required")
+	}
+	rec := APIKey{
+		ID:        "key_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16],
+		Owner:     owner,
+		Hash:      HashAPIKey(key),
+		Hint:      keyHint(key),
+		CreatedAt: s.cfg.Clock.Now().UTC(),
+	}
+	if err := s.cfg.Store.PutKey(ctx, rec); err != nil {
+		return APIKey{}, fmt.Errorf("imagegen: put key: %w", err)
+	}
+	return rec, nil
+}
+
+// Authenticate returns the owner of key. Every kind of bad key (missing,
+// malformed, unknown, revoked) gives an error wrapping ErrUnauthorized.
+func (s *Service) Authenticate(ctx context.Context, key string) (string, error) {
+	if key == "" {
+		return "", fmt.Errorf("no key: %w", ErrUnauthorized)
+	}
+	if err := CheckAPIKeyFormat(key); err != nil {
+		return "", err
+	}
+	hash := HashAPIKey(key)
+	rec, err := s.cfg.Store.KeyByHash(ctx, hash)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrKeyNotFound):
+		return "", fmt.Errorf("unknown key: %w", ErrUnauthorized)
+	default:
+		return "", fmt.Errorf("imagegen: authenticate: %w", err)
+	}
+	if subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(hash)) != 1 || rec.Revoked {
+		return "", fmt.Errorf("unknown key: %w", ErrUnauthorized)
+	}
+	return rec.Owner, nil
+}
+
+// Keys lists owner's keys (hashes and hints only).
+func (s *Service) Keys(ctx context.Context, owner string) ([]APIKey, error) {
+	ks, err := s.cfg.Store.Keys(ctx, owner)
+	if err != nil {
+		return nil, fmt.Errorf("imagegen: keys: %w", err)
+	}
+	return ks, nil
+}
+
+// RevokeKey revokes owner's key id; it stops working at once.
+func (s *Service) RevokeKey(ctx context.Context, owner, id string) error {
+	if err := s.cfg.Store.RevokeKey(ctx, owner, id); err != nil {
+		return fmt.Errorf("imagegen: revoke key: %w", err)
+	}
+	return nil
+}

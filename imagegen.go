@@ -1,0 +1,175 @@
+package imagegen
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Config configures a Service. Store and Model are required; every other
+// field has a default, filled by New.
+type Config struct {
+	Store  Store
+	Model  Model
+	Clock  Clock        // default SystemClock
+	Logger *slog.Logger // default slog.Default()
+
+	// Workers is how many generations Run executes at once (default 4).
+	Workers int
+	// GenerateTimeout bounds one attempt of one generation (default 2m).
+	GenerateTimeout time.Duration
+	// LeaseDuration is how long a claimed task stays with its worker
+	// without a renewal (default 30s). Workers renew at a third of it.
+	LeaseDuration time.Duration
+	// MaxAttempts is how many times a task is tried before it fails
+	// (default 3). Lease expiries and retryable model errors both count.
+	MaxAttempts int
+	// RetryBackoff is the delay before the second attempt; it doubles
+	// for each further attempt, up to MaxRetryBackoff (defaults 2s, 1m).
+	RetryBackoff    time.Duration
+	MaxRetryBackoff time.Duration
+	// PollInterval is how often an idle worker looks for work that was
+	// not submitted through this process (default 250ms).
+	PollInterval time.Duration
+	// ShutdownTimeout is how long Run waits, after its context ends, for
+	// running generations to finish before it cancels them and gives
+	// their tasks back to the queue (default 30s).
+	ShutdownTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.Workers = cmp.Or(c.Workers, 4)
+	c.GenerateTimeout = cmp.Or(c.GenerateTimeout, 2*time.Minute)
+	c.LeaseDuration = cmp.Or(c.LeaseDuration, 30*time.Second)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, 3)
+	c.RetryBackoff = cmp.Or(c.RetryBackoff, 2*time.Second)
+	c.MaxRetryBackoff = cmp.Or(c.MaxRetryBackoff, time.Minute)
+	c.PollInterval = cmp.Or(c.PollInterval, 250*time.Millisecond)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 30*time.Second)
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("imagegen: Config.Store is required")
+	case c.Model == nil:
+		return errors.New("imagegen: Config.Model is required")
+	case c.Workers < 0:
+		return fmt.Errorf("imagegen: Config.Workers must not be negative (got %d)", c.Workers)
+	case c.GenerateTimeout < 0, c.LeaseDuration < 0, c.RetryBackoff < 0,
+		c.MaxRetryBackoff < 0, c.PollInterval < 0, c.ShutdownTimeout < 0:
+		return errors.New("imagegen: Config durations must not be negative")
+	case c.MaxAttempts < 1:
+		return fmt.Errorf("imagegen: Config.MaxAttempts must be at least 1 (got %d)", c.MaxAttempts)
+	}
+	return nil
+}
+
+// Service is the image-generation task service: it takes submissions,
+// answers task queries, and (in Run) executes generations. It is safe for
+// concurrent use; any number of Services may share one Store.
+type Service struct {
+	cfg  Config
+	log  *slog.Logger
+	wake chan struct{} // nudges idle local workers after a submit
+}
+
+// New returns a Service for cfg, or an error naming the bad field.
+func New(cfg Config) (*Service, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Service{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1)}, nil
+}
+
+// Store returns the service's store.
+func (s *Service) Store() Store { return s.cfg.Store }
+
+// Submitted is the answer to a submit (INTERFACE.md §2.2).
+type Submitted struct {
+	TaskID           string `json:"task_id"`
+	Status           Status `json:"status"`
+	CreditsUsed      int64  `json:"credits_used"`
+	CreditsRemaining int64  `json:"credits_remaining"`
+}
+
+// Submit validates req, prices it with the model, and creates a pending
+// task for owner, debiting the price in the same atomic store operation.
+// Errors: *ValidationError (ErrInvalidParams), ErrInsufficientCredits.
+func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submitted, error) {
+	if err := req.Validate(); err != nil {
+		return Submitted{}, err
+	}
+	req.Normalize()
+	plan, err := s.cfg.Model.Plan(req)
+	if err != nil {
+		if errors.Is(err, ErrInvalidParams) {
+			return Submitted{}, err
+		}
+		return Submitted{}, fmt.Errorf("imagegen: plan: %w", err)
+	}
+	if err := checkCost(plan.Cost); err != nil {
+		return Submitted{}, fmt.Errorf("imagegen: model %q: %w", plan.Model, err)
+	}
+	t := &Task{
+		ID:      uuid.NewString(),
+		Owner:   owner,
+		Request: req,
+		Model:   plan.Model,
+		Cost:    plan.Cost,
+		Status:  StatusPending,
+	}
+	balance, err := s.cfg.Store.CreateTask(ctx, t)
+	if err != nil {
+		return Submitted{}, fmt.Errorf("imagegen: submit: %w", err)
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return Submitted{TaskID: t.ID, Status: StatusPending, CreditsUsed: t.Cost, CreditsRemaining: balance}, nil
+}
+
+// Task returns owner's task, or ErrTaskNotFound when it does not exist,
+// has expired, or belongs to someone else.
+func (s *Service) Task(ctx context.Context, owner, id string) (*Task, error) {
+	if id == "" || len(id) > 128 {
+		return nil, ErrTaskNotFound
+	}
+	t, err := s.cfg.Store.Task(ctx, owner, id)
+	if err != nil {
+		return nil, fmt.Errorf("imagegen: task: %w", err)
+	}
+	return t, nil
+}
+
+// Cancel fails owner's pending task and refunds it. A task that a worker
+// has already claimed cannot be cancelled (ErrInvalidTransition).
+func (s *Service) Cancel(ctx context.Context, owner, id string) error {
+	if err := s.cfg.Store.CancelTask(ctx, owner, id, "cancelled"); err != nil {
+		return fmt.Errorf("imagegen: cancel: %w", err)
+	}
+	return nil
+}
+
+// Image returns a stored image by id, or ErrImageNotFound.
+func (s *Service) Image(ctx context.Context, id string) (*Image, error) {
+	img, err := s.cfg.Store.Image(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("imagegen: image: %w", err)
+	}
+	return img, nil
+}

@@ -1,0 +1,247 @@
+package imagegen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Run executes generations until ctx ends: it claims ready tasks (at most
+// Config.Workers at a time), runs them on the model with a renewed lease,
+// and regularly sends tasks whose lease expired (their worker died) back
+// to the queue. When ctx ends it stops claiming, waits up to
+// Config.ShutdownTimeout for running generations, then cancels the rest and
+// gives their tasks back to the queue. It returns nil after a clean stop.
+func (s *Service) Run(ctx context.Context) error {
+	if s.cfg.Workers == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	// Generations outlive ctx by up to ShutdownTimeout.
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.recoverLoop(ctx)
+	}()
+
+	slots := make(chan struct{}, s.cfg.Workers)
+	var running sync.WaitGroup
+claim:
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			break claim
+		}
+		t, err := s.cfg.Store.ClaimTask(ctx, s.cfg.LeaseDuration)
+		if err != nil {
+			<-slots
+			if ctx.Err() != nil {
+				break claim
+			}
+			if !errors.Is(err, ErrNoTask) {
+				s.log.ErrorContext(ctx, "claim task", "err", err)
+			}
+			select {
+			case <-s.wake:
+			case <-s.cfg.Clock.After(s.cfg.PollInterval):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		running.Add(1)
+		go func() {
+			defer func() { <-slots; running.Done() }()
+			s.process(workCtx, t)
+		}()
+	}
+
+	done := make(chan struct{})
+	go func() { running.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-s.cfg.Clock.After(s.cfg.ShutdownTimeout):
+		s.log.Warn("shutdown timeout: cancelling running generations")
+		cancelWork()
+		<-done
+	}
+	wg.Wait()
+	return nil
+}
+
+// RunOnce claims one ready task and runs it to the end of this attempt in
+// the calling goroutine. It reports whether there was a task. Tests use it
+// to drive work deterministically.
+func (s *Service) RunOnce(ctx context.Context) (bool, error) {
+	t, err := s.cfg.Store.ClaimTask(ctx, s.cfg.LeaseDuration)
+	if errors.Is(err, ErrNoTask) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("imagegen: claim: %w", err)
+	}
+	s.process(ctx, t)
+	return true, nil
+}
+
+// Recover sends tasks whose lease expired back to the queue, or fails and
+// refunds them after MaxAttempts. Run calls it regularly.
+func (s *Service) Recover(ctx context.Context) (int, error) {
+	n, err := s.cfg.Store.RecoverExpired(ctx, s.cfg.MaxAttempts)
+	if err != nil {
+		return n, fmt.Errorf("imagegen: recover: %w", err)
+	}
+	return n, nil
+}
+
+func (s *Service) recoverLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.cfg.Clock.After(s.cfg.LeaseDuration / 2):
+		}
+		if n, err := s.Recover(ctx); err != nil && ctx.Err() == nil {
+			s.log.ErrorContext(ctx, "recover expired leases", "err", err)
+		} else if n > 0 {
+			s.log.InfoContext(ctx, "recovered tasks with expired leases", "count", n)
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// process runs one claimed attempt of t and records its outcome.
+func (s *Service) process(ctx context.Context, t *Task) {
+	log := s.log.With("task_id", t.ID, "attempt", t.Attempt, "model", t.Model)
+	genCtx, cancel := context.WithTimeout(ctx, s.cfg.GenerateTimeout)
+	defer cancel()
+
+	renewDone := make(chan struct{})
+	go func() {
+		defer close(renewDone)
+		s.renewLease(genCtx, cancel, t, log)
+	}()
+	imgs, err := s.cfg.Model.Generate(genCtx, Generation{TaskID: t.ID, Model: t.Model, Request: t.Request, Attempt: t.Attempt})
+	timedOut := errors.Is(genCtx.Err(), context.DeadlineExceeded)
+	cancel()
+	<-renewDone
+
+	// Record the outcome even if ctx was cancelled meanwhile.
+	storeCtx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancelStore()
+	if err == nil && len(imgs) == 0 {
+		err = &ModelError{Provider: t.Model, Message: "the model returned no image"}
+	}
+	if err == nil {
+		err = s.complete(storeCtx, t, imgs)
+		s.logOutcome(log, err, "task succeeded", "images", len(imgs))
+		return
+	}
+
+	var me *ModelError
+	isModelErr := errors.As(err, &me)
+	switch {
+	case isModelErr && me.Refused:
+		err = s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, me.UserMessage())
+		s.logOutcome(log, err, "task refused by the model")
+	case ctx.Err() != nil && !timedOut:
+		// Shutting down: give the task back at once for another worker.
+		err = s.cfg.Store.RetryTask(storeCtx, t.ID, t.Attempt, 0, "worker shut down")
+		s.logOutcome(log, err, "task released on shutdown")
+	case t.Attempt < s.cfg.MaxAttempts && (timedOut || !isModelErr || me.Retryable):
+		delay := s.backoff(t.Attempt)
+		lastErr := err.Error()
+		err = s.cfg.Store.RetryTask(storeCtx, t.ID, t.Attempt, delay, lastErr)
+		s.logOutcome(log, err, "task will be retried", "delay", delay, "cause", lastErr)
+	default:
+		reason := failureReason(err, timedOut, t.Attempt)
+		log.Info("generation failed", "cause", err.Error())
+		err = s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, reason)
+		s.logOutcome(log, err, "task failed and refunded", "reason", reason)
+	}
+}
+
+func (s *Service) complete(ctx context.Context, t *Task, gen []GeneratedImage) error {
+	imgs := make([]Image, len(gen))
+	for i, g := range gen {
+		imgs[i] = Image{ID: uuid.NewString(), TaskID: t.ID, ContentType: g.ContentType, Data: g.Data}
+	}
+	return s.cfg.Store.CompleteTask(ctx, t.ID, t.Attempt, imgs)
+}
+
+func (s *Service) logOutcome(log *slog.Logger, err error, msg string, args ...any) {
+	switch {
+	case err == nil:
+		log.Info(msg, args...)
+	case errors.Is(err, ErrLeaseLost):
+		log.Warn("lease lost before the outcome was stored; another worker owns the task", "outcome", msg)
+	default:
+		log.Warn("could not store the outcome; the lease will expire and the task be retried", "outcome", msg, "err", err)
+	}
+}
+
+// renewLease extends t's lease every third of its duration until ctx
+// ends. If the lease is lost, it cancels the generation.
+func (s *Service) renewLease(ctx context.Context, cancel context.CancelFunc, t *Task, log *slog.Logger) {
+	every := s.cfg.LeaseDuration / 3
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.cfg.Clock.After(every):
+		}
+		err := s.cfg.Store.RenewLease(ctx, t.ID, t.Attempt, s.cfg.LeaseDuration)
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrLeaseLost):
+			log.Warn("lease lost; cancelling the generation")
+			cancel()
+			return
+		case ctx.Err() != nil:
+			return
+		default:
+			log.Warn("lease renewal failed; will try again", "err", err)
+		}
+	}
+}
+
+// backoff is the delay before attempt+1: RetryBackoff doubled per attempt,
+// capped, with the upper half jittered so retries of many tasks spread.
+func (s *Service) backoff(attempt int) time.Duration {
+	d := s.cfg.RetryBackoff
+	for i := 1; i < attempt && d < s.cfg.MaxRetryBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, s.cfg.MaxRetryBackoff)
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d/2)
+}
+
+func failureReason(err error, timedOut bool, attempts int) string {
+	var me *ModelError
+	switch {
+	case timedOut:
+		return fmt.Sprintf("image generation timed out (%d attempts)", attempts)
+	case errors.As(err, &me) && !me.Retryable:
+		return me.UserMessage()
+	case errors.As(err, &me):
+		return fmt.Sprintf("%s (%d attempts)", me.UserMessage(), attempts)
+	default:
+		return fmt.Sprintf("image generation failed (%d attempts)", attempts)
+	}
+}
