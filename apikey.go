@@ -131,28 +131,29 @@ func (s *Service) putKey(ctx context.Context, owner, key string) (APIKey, error)
 	return rec, nil
 }
 
-// Authenticate returns the owner of key. Every kind of bad key (missing,
-// malformed, unknown, revoked) gives an error wrapping ErrUnauthorized.
-func (s *Service) Authenticate(ctx context.Context, key string) (string, error) {
+// Authenticate returns the stored record of key (its ID and Owner). Every
+// kind of bad key (missing, malformed, unknown, revoked) gives an error
+// wrapping ErrUnauthorized.
+func (s *Service) Authenticate(ctx context.Context, key string) (*APIKey, error) {
 	if key == "" {
-		return "", fmt.Errorf("no key: %w", ErrUnauthorized)
+		return nil, fmt.Errorf("no key: %w", ErrUnauthorized)
 	}
 	if err := CheckAPIKeyFormat(key); err != nil {
-		return "", err
+		return nil, err
 	}
 	hash := HashAPIKey(key)
 	rec, err := s.cfg.Store.KeyByHash(ctx, hash)
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrKeyNotFound):
-		return "", fmt.Errorf("unknown key: %w", ErrUnauthorized)
+		return nil, fmt.Errorf("unknown key: %w", ErrUnauthorized)
 	default:
-		return "", fmt.Errorf("imagegen: authenticate: %w", err)
+		return nil, fmt.Errorf("imagegen: authenticate: %w", err)
 	}
 	if subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(hash)) != 1 || rec.Revoked {
-		return "", fmt.Errorf("unknown key: %w", ErrUnauthorized)
+		return nil, fmt.Errorf("unknown key: %w", ErrUnauthorized)
 	}
-	return rec.Owner, nil
+	return rec, nil
 }
 
 // Keys lists owner's keys (hashes and hints only).

@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+// Error codes. The first six are those of INTERFACE.md §7; the last three
+// cover conditions §7 does not name (an unknown path, a wrong method, a
+// body over 1 MiB) with the same body shape.
+const (
+	CodeUnauthorized        = "unauthorized"
+	CodeInsufficientCredits = "insufficient_credits"
+	CodeTaskNotFound        = "task_not_found"
+	CodeInvalidParams       = "invalid_params"
+	CodeRateLimitExceeded   = "rate_limit_exceeded"
+	CodeInternalError       = "internal_error"
+	CodeNotFound            = "not_found"
+	CodeMethodNotAllowed    = "method_not_allowed"
+	CodeBodyTooLarge        = "request_too_large"
+)
+
+// ErrorBody is the JSON body of every error response.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail holds the machine-readable code and a message for people.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	encode(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: message}})
+}
+
+// respondErr is the one place that maps errors to statuses and codes.
+func (h *Handler) respondErr(w http.ResponseWriter, r *http.Request, err error) {
+	var ve *imagegen.ValidationError
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &ve):
+		writeError(w, http.StatusUnprocessableEntity, CodeInvalidParams, ve.Error())
+	case errors.Is(err, imagegen.ErrInvalidParams):
+		writeError(w, http.StatusUnprocessableEntity, CodeInvalidParams, "invalid request parameters")
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "request body must be at most 1 MiB")
+	case errors.Is(err, imagegen.ErrUnauthorized):
+		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or invalid API key")
+	case errors.Is(err, imagegen.ErrInsufficientCredits):
+		writeError(w, http.StatusForbidden, CodeInsufficientCredits, "not enough credits for this generation")
+	case errors.Is(err, imagegen.ErrTaskNotFound):
+		writeError(w, http.StatusNotFound, CodeTaskNotFound, "task not found")
+	default:
+		h.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, CodeInternalError, "internal server error")
+	}
+}
+
+func writeRateLimited(w http.ResponseWriter, retryAfter time.Duration, message string) {
+	w.Header().Set("Retry-After", strconv.FormatInt(ceilSeconds(retryAfter), 10))
+	writeError(w, http.StatusTooManyRequests, CodeRateLimitExceeded, message)
+}
+
+// ceilSeconds rounds d up to whole seconds, at least 1.
+func ceilSeconds(d time.Duration) int64 {
+	s := int64((d + time.Second - 1) / time.Second)
+	return max(s, 1)
+}
+
+func notFound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, CodeNotFound, "no such endpoint: "+r.URL.Path)
+	})
+}
+
+func methodNotAllowed(allow string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method "+r.Method+" is not allowed here; use "+allow)
+	})
+}

@@ -1,0 +1,21 @@
+package httpapi
+
+import "net/http"
+
+// routes lists every route of the API in one place.
+func (h *Handler) routes() {
+	p := h.cfg.Prefix
+	api := func(next http.Handler) http.Handler { return h.authenticate(h.limitRate(next)) }
+
+	h.mux.Handle("POST "+p+"/generate", api(h.handleSubmit()))
+	h.mux.Handle(p+"/generate", methodNotAllowed("POST"))
+
+	h.mux.Handle("GET "+p+"/tasks/{task_id}", api(h.handleTask()))
+	h.mux.Handle(p+"/tasks/{task_id}", methodNotAllowed("GET, HEAD"))
+
+	// Signed, keyless image downloads (so <img> tags work).
+	h.mux.Handle("GET "+p+"/images/{image_id}", h.handleImage())
+	h.mux.Handle(p+"/images/{image_id}", methodNotAllowed("GET, HEAD"))
+
+	h.mux.Handle(p+"/", notFound())
+}
