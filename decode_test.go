@@ -1,0 +1,129 @@
+package imagegen_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+)
+
+func TestDecodeRequest(t *testing.T) {
+	long := strings.Repeat("é", imagegen.MaxPromptChars) // 2000 code points, 4000 bytes
+	urls := func(n int) string {
+		s := make([]string, n)
+		for i := range s {
+			s[i] = `"https://example.com/` + string(rune('a'+i)) + `.png"`
+		}
+		return "[" + strings.Join(s, ",") + "]"
+	}
+	tests := []struct {
+		name  string
+		body  string
+		field string // "" with ok=false means a body-level error
+		ok    bool
+		want  imagegen.Request
+	}{
+		{name: "minimal t2i", body: `{"scene":"text-to-image","prompt":"a cat"}`, ok: true,
+			want: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a cat", AspectRatio: imagegen.AspectAuto}},
+		{name: "t2i with ratio", body: `{"scene":"text-to-image","prompt":"a cat","aspect_ratio":"16:9"}`, ok: true,
+			want: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a cat", AspectRatio: imagegen.Aspect16x9}},
+		{name: "i2i", body: `{"scene":"image-to-image","prompt":"x","image_input":["http://example.com/a.png"]}`, ok: true,
+			want: imagegen.Request{Scene: imagegen.SceneImageToImage, Prompt: "x", AspectRatio: imagegen.AspectAuto, ImageInput: []string{"http://example.com/a.png"}}},
+		{name: "white space around", body: " \n{\"scene\":\"text-to-image\",\"prompt\":\"p\"}\n ", ok: true,
+			want: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p", AspectRatio: imagegen.AspectAuto}},
+		{name: "2000 code points", body: `{"scene":"text-to-image","prompt":"` + long + `"}`, ok: true,
+			want: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: long, AspectRatio: imagegen.AspectAuto}},
+		{name: "8 urls", body: `{"scene":"image-to-image","prompt":"x","image_input":` + urls(8) + `}`, ok: true},
+
+		{name: "empty body", body: ``},
+		{name: "not json", body: `scene=text`},
+		{name: "array", body: `[]`},
+		{name: "string", body: `"x"`},
+		{name: "null", body: `null`},
+		{name: "truncated", body: `{"scene":"text-to-image"`},
+		{name: "trailing data", body: `{"scene":"text-to-image","prompt":"p"}{}`},
+		{name: "trailing garbage", body: `{"scene":"text-to-image","prompt":"p"} x`},
+		{name: "invalid utf8", body: "{\"scene\":\"text-to-image\",\"prompt\":\"\xff\"}"},
+		{name: "unknown field", body: `{"scene":"text-to-image","prompt":"p","cost":0}`, field: "cost"},
+		{name: "owner not settable", body: `{"scene":"text-to-image","prompt":"p","owner":"x"}`, field: "owner"},
+		{name: "status not settable", body: `{"scene":"text-to-image","prompt":"p","status":"success"}`, field: "status"},
+		{name: "case variant", body: `{"Scene":"text-to-image","prompt":"p"}`, field: "Scene"},
+		{name: "duplicate key", body: `{"scene":"text-to-image","prompt":"p","prompt":"q"}`, field: "prompt"},
+		{name: "scene missing", body: `{"prompt":"p"}`, field: "scene"},
+		{name: "scene bad", body: `{"scene":"video","prompt":"p"}`, field: "scene"},
+		{name: "scene wrong type", body: `{"scene":1,"prompt":"p"}`, field: "scene"},
+		{name: "scene null", body: `{"scene":null,"prompt":"p"}`, field: "scene"},
+		{name: "prompt missing", body: `{"scene":"text-to-image"}`, field: "prompt"},
+		{name: "prompt empty", body: `{"scene":"text-to-image","prompt":""}`, field: "prompt"},
+		{name: "prompt wrong type", body: `{"scene":"text-to-image","prompt":["p"]}`, field: "prompt"},
+		{name: "prompt 2001", body: `{"scene":"text-to-image","prompt":"` + long + `a"}`, field: "prompt"},
+		{name: "ratio bad", body: `{"scene":"text-to-image","prompt":"p","aspect_ratio":"5:4"}`, field: "aspect_ratio"},
+		{name: "ratio wrong type", body: `{"scene":"text-to-image","prompt":"p","aspect_ratio":1.5}`, field: "aspect_ratio"},
+		{name: "t2i with images", body: `{"scene":"text-to-image","prompt":"p","image_input":["https://example.com/a.png"]}`, field: "image_input"},
+		{name: "t2i with empty images", body: `{"scene":"text-to-image","prompt":"p","image_input":[]}`, field: "image_input"},
+		{name: "t2i with null images", body: `{"scene":"text-to-image","prompt":"p","image_input":null}`, field: "image_input"},
+		{name: "i2i without images", body: `{"scene":"image-to-image","prompt":"p"}`, field: "image_input"},
+		{name: "i2i empty images", body: `{"scene":"image-to-image","prompt":"p","image_input":[]}`, field: "image_input"},
+		{name: "i2i 9 images", body: `{"scene":"image-to-image","prompt":"p","image_input":` + urls(9) + `}`, field: "image_input"},
+		{name: "i2i images wrong type", body: `{"scene":"image-to-image","prompt":"p","image_input":"https://example.com/a.png"}`, field: "image_input"},
+		{name: "i2i images null item", body: `{"scene":"image-to-image","prompt":"p","image_input":[null]}`, field: "image_input"},
+		{name: "i2i images number item", body: `{"scene":"image-to-image","prompt":"p","image_input":[1]}`, field: "image_input"},
+		{name: "i2i relative url", body: `{"scene":"image-to-image","prompt":"p","image_input":["/a.png"]}`, field: "image_input"},
+		{name: "i2i ftp url", body: `{"scene":"image-to-image","prompt":"p","image_input":["ftp://example.com/a.png"]}`, field: "image_input"},
+		{name: "i2i file url", body: `{"scene":"image-to-image","prompt":"p","image_input":["file:///etc/passwd"]}`, field: "image_input"},
+		{name: "i2i credentials", body: `{"scene":"image-to-image","prompt":"p","image_input":["https://u:p@example.com/a.png"]}`, field: "image_input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			got, err := imagegen.DecodeRequest([]byte(tt.body))
+			if tt.ok {
+				is.NoErr(err)
+				if tt.want.Scene != "" {
+					is.Equal(got.Scene, tt.want.Scene)
+					is.Equal(got.Prompt, tt.want.Prompt)
+					is.Equal(got.AspectRatio, tt.want.AspectRatio)
+					is.Equal(got.ImageInput, tt.want.ImageInput)
+				}
+				return
+			}
+			var ve *imagegen.ValidationError
+			is.True(errors.As(err, &ve)) // a *ValidationError
+			is.True(errors.Is(err, imagegen.ErrInvalidParams))
+			is.Equal(ve.Field, tt.field)
+			if tt.field != "" {
+				is.True(strings.HasPrefix(err.Error(), tt.field+": ")) // message names the field
+			}
+		})
+	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"scene":"text-to-image","prompt":"a cat"}`,
+		`{"scene":"image-to-image","prompt":"x","image_input":["http://example.com/a.png"],"aspect_ratio":"auto"}`,
+		`{"scene":"text-to-image","prompt":"p","prompt":"q"}`,
+		`{"scene":null}`, `[]`, `{`, "{\"prompt\":\"\xff\"}", `{"image_input":[null,1,{}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := imagegen.DecodeRequest(body)
+		if err != nil {
+			if !errors.Is(err, imagegen.ErrInvalidParams) {
+				t.Fatalf("error %v does not wrap ErrInvalidParams", err)
+			}
+			return
+		}
+		// Whatever decodes must be a valid, normalised request.
+		if err := req.Validate(); err != nil {
+			t.Fatalf("decoded request does not validate: %v", err)
+		}
+		if req.AspectRatio == "" {
+			t.Fatal("aspect ratio not normalised")
+		}
+	})
+}
