@@ -1,0 +1,29 @@
+// Package ratelimit has the rate limiters of imagegen.
+//
+// [Memory] implements [imagegen.Limiter] in process: each key (an API
+// key, a user) may make at most Limit requests in any rolling Window
+// (default 10 per minute). It keeps an exact sliding log per key, so
+// there is no burst at window boundaries, and every answer carries what
+// the RateLimit, RateLimit-Policy and Retry-After headers need:
+//
+//   - Remaining: requests the key may still make now, after this one;
+//   - Reset: how long until one more request is allowed; 0 while
+//     Remaining > 0, else until the oldest request in the window leaves it;
+//   - RetryAfter: on a refusal, how long until a request is allowed (equal
+//     to Reset then); 0 when allowed.
+//
+// A refused request is not recorded, so a client that retries early does
+// not push its wait further out.
+//
+// [IPLimiter] limits failed authentications per client address (an IPv4
+// address or an IPv6 /64) with a token bucket, so that API keys cannot be
+// brute-forced: the HTTP layer asks [IPLimiter.Blocked] before any key
+// lookup and reports [IPLimiter.Failure] after a failed one.
+//
+// Both take the time from an [imagegen.Clock], so tests advance a manual
+// clock instead of sleeping, and both keep memory bounded by dropping
+// state that no longer matters and capping how many keys they track.
+//
+// Every Limiter implementation runs the shared suite in
+// [github.com/imagegen/imagegen/ratelimit/limitertest].
+package ratelimit
