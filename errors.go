@@ -29,6 +29,8 @@ var (
 	ErrDuplicateEntry = errors.New("imagegen: duplicate ledger entry")
 	// ErrKeyNotFound: no API key matches (or it belongs to another user).
 	ErrKeyNotFound = errors.New("imagegen: api key not found")
+	// ErrKeyExists: a key with the same hash is already stored.
+	ErrKeyExists = errors.New("imagegen: api key exists")
 	// ErrImageNotFound: the image does not exist or has expired.
 	ErrImageNotFound = errors.New("imagegen: image not found")
 )

@@ -143,7 +143,7 @@ func (s *Service) process(ctx context.Context, t *Task) {
 	storeCtx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancelStore()
 	if err == nil && len(imgs) == 0 {
-		err = &ModelError{Provider: t.Model, Message: "the model returned no image"}
+		err = &ModelError{Provider: t.Model, Retryable: true, Message: "the model returned no image"}
 	}
 	if err == nil {
 		err = s.complete(storeCtx, t, imgs)

@@ -27,8 +27,8 @@ func (h *Handler) limitRate(next http.Handler) http.Handler {
 		if !res.Allowed {
 			reset = res.RetryAfter
 		}
-		w.Header()["RateLimit-Policy"] = []string{policyHeader(res.Limit, res.Window)}
-		w.Header()["RateLimit"] = []string{`"default";r=` + strconv.Itoa(res.Remaining) + ";t=" + strconv.FormatInt(wholeSeconds(reset), 10)}
+		w.Header().Set("RateLimit-Policy", policyHeader(res.Limit, res.Window))
+		w.Header().Set("RateLimit", `"default";r=`+strconv.Itoa(res.Remaining)+";t="+strconv.FormatInt(wholeSeconds(reset), 10))
 		if !res.Allowed {
 			writeRateLimited(w, res.RetryAfter, fmt.Sprintf("rate limit exceeded: at most %d requests per %s per API key", res.Limit, res.Window))
 			return

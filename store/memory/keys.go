@@ -1,0 +1,60 @@
+package memory
+
+import (
+	"context"
+	"errors"
+
+	"github.com/imagegen/imagegen"
+)
+
+// PutKey stores a new key; ErrKeyExists when its hash is taken.
+func (s *Store) PutKey(_ context.Context, k imagegen.APIKey) error {
+	if k.ID == "" || k.Owner == "" || k.Hash == "" {
+		return errors.New("memory: key needs an ID, an Owner and a Hash")
+	}
+	s.lock()
+	defer s.mu.Unlock()
+	if _, ok := s.keys[k.Hash]; ok {
+		return imagegen.ErrKeyExists
+	}
+	s.keys[k.Hash] = &k
+	s.ownerKeys[k.Owner] = append(s.ownerKeys[k.Owner], k.Hash)
+	return nil
+}
+
+// KeyByHash returns the live key with the hash.
+func (s *Store) KeyByHash(_ context.Context, hash string) (*imagegen.APIKey, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	k, ok := s.keys[hash]
+	if !ok || k.Revoked {
+		return nil, imagegen.ErrKeyNotFound
+	}
+	c := *k
+	return &c, nil
+}
+
+// Keys lists the owner's keys in creation order.
+func (s *Store) Keys(_ context.Context, owner string) ([]imagegen.APIKey, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	hashes := s.ownerKeys[owner]
+	out := make([]imagegen.APIKey, 0, len(hashes))
+	for _, h := range hashes {
+		out = append(out, *s.keys[h])
+	}
+	return out, nil
+}
+
+// RevokeKey revokes the owner's key id.
+func (s *Store) RevokeKey(_ context.Context, owner, id string) error {
+	s.lock()
+	defer s.mu.Unlock()
+	for _, h := range s.ownerKeys[owner] {
+		if k := s.keys[h]; k.ID == id {
+			k.Revoked = true
+			return nil
+		}
+	}
+	return imagegen.ErrKeyNotFound
+}

@@ -1,0 +1,98 @@
+// Package memory is an in-process imagegen.Store: tasks, the work queue
+// with leases, images, the credit ledger and API keys, all behind one
+// mutex. It suits a single process (tests, demos, a small deployment);
+// several processes share state through store/redis instead.
+//
+// Finished tasks and their images are removed after the retention period.
+// The credit ledger is append-only and kept whole for the life of the
+// process, so a balance can always be checked against its entries.
+package memory
+
+import (
+	"cmp"
+	"container/heap"
+	"sync"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+var _ imagegen.Store = (*Store)(nil)
+
+// DefaultRetention is how long finished tasks and images are kept when
+// Options.Retention is zero.
+const DefaultRetention = 24 * time.Hour
+
+// Options configures a Store.
+type Options struct {
+	// Clock tells the store's time (leases, run-after, retention).
+	// Default: imagegen.SystemClock.
+	Clock imagegen.Clock
+	// Retention is how long a finished task and its images are kept.
+	// Default: DefaultRetention.
+	Retention time.Duration
+}
+
+// Store is the in-memory store. It is safe for concurrent use.
+type Store struct {
+	clock     imagegen.Clock
+	retention time.Duration
+
+	mu         sync.Mutex
+	seq        uint64
+	tasks      map[string]*record
+	pending    queue              // ready order of pending tasks
+	processing map[string]*record // leased tasks, for lease recovery
+	expiring   expiryQueue        // finished tasks, oldest expiry first
+	images     map[string]*imagegen.Image
+	accounts   map[string]*account
+	keys       map[string]*imagegen.APIKey // by hash
+	ownerKeys  map[string][]string         // owner -> key hashes, in creation order
+}
+
+// record is a task with its place in the pending queue.
+type record struct {
+	task imagegen.Task
+	// queued identifies the task's live entry in the pending queue; older
+	// entries (from before a cancel or a claim) are skipped when popped.
+	queued uint64
+}
+
+// New returns an empty Store.
+func New(o Options) *Store {
+	return &Store{
+		clock:      cmp.Or[imagegen.Clock](o.Clock, imagegen.SystemClock{}),
+		retention:  cmp.Or(o.Retention, DefaultRetention),
+		tasks:      make(map[string]*record),
+		processing: make(map[string]*record),
+		images:     make(map[string]*imagegen.Image),
+		accounts:   make(map[string]*account),
+		keys:       make(map[string]*imagegen.APIKey),
+		ownerKeys:  make(map[string][]string),
+	}
+}
+
+// lock takes the mutex, removes what has expired, and returns the time.
+// Every method starts with it, so expired data is never returned.
+func (s *Store) lock() time.Time {
+	s.mu.Lock()
+	now := s.clock.Now()
+	for len(s.expiring) > 0 && !now.Before(s.expiring[0].at) {
+		e := heap.Pop(&s.expiring).(expiry)
+		if r, ok := s.tasks[e.id]; ok && r.task.ExpiresAt.Equal(e.at) {
+			for _, img := range r.task.Images {
+				delete(s.images, img)
+			}
+			delete(s.tasks, e.id)
+		}
+	}
+	return now
+}
+
+// Len reports how many tasks and images the store holds, expired ones
+// excluded. Operators and tests use it to see retention at work.
+func (s *Store) Len() (tasks, images int) {
+	s.lock()
+	defer s.mu.Unlock()
+	return len(s.tasks), len(s.images)
+}

@@ -1,0 +1,54 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/imagegen/imagegen"
+	"github.com/matryer/is"
+)
+
+func testKeys(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	at := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+	k1 := imagegen.APIKey{ID: "key_1", Owner: "u", Hash: imagegen.HashAPIKey("first-key-0123456789"), Hint: "firs…", CreatedAt: at}
+	k2 := imagegen.APIKey{ID: "key_2", Owner: "u", Hash: imagegen.HashAPIKey("second-key-0123456789"), Hint: "seco…", CreatedAt: at}
+	other := imagegen.APIKey{ID: "key_3", Owner: "v", Hash: imagegen.HashAPIKey("other-key-0123456789"), Hint: "othe…", CreatedAt: at}
+	for _, k := range []imagegen.APIKey{k1, k2, other} {
+		is.NoErr(s.PutKey(ctx, k))
+	}
+	is.True(errors.Is(s.PutKey(ctx, imagegen.APIKey{ID: "key_4", Owner: "w", Hash: k1.Hash}), imagegen.ErrKeyExists))
+
+	got, err := s.KeyByHash(ctx, k1.Hash)
+	is.NoErr(err)
+	is.Equal(got.ID, k1.ID)
+	is.Equal(got.Owner, "u")
+	is.Equal(got.Hint, k1.Hint)
+	is.True(got.CreatedAt.Equal(at))
+	_, err = s.KeyByHash(ctx, imagegen.HashAPIKey("unknown-key-0123456789"))
+	is.True(errors.Is(err, imagegen.ErrKeyNotFound))
+
+	list, err := s.Keys(ctx, "u")
+	is.NoErr(err)
+	is.Equal(len(list), 2)
+	is.Equal(list[0].ID, k1.ID)
+	is.Equal(list[1].ID, k2.ID)
+
+	is.True(errors.Is(s.RevokeKey(ctx, "v", k1.ID), imagegen.ErrKeyNotFound)) // not v's key
+	is.True(errors.Is(s.RevokeKey(ctx, "u", "key_none"), imagegen.ErrKeyNotFound))
+	is.NoErr(s.RevokeKey(ctx, "u", k1.ID))
+	_, err = s.KeyByHash(ctx, k1.Hash)
+	is.True(errors.Is(err, imagegen.ErrKeyNotFound))
+	_, err = s.KeyByHash(ctx, k2.Hash)
+	is.NoErr(err)
+	list, err = s.Keys(ctx, "u")
+	is.NoErr(err)
+	is.Equal(len(list), 2)
+	is.True(list[0].Revoked)
+	is.True(!list[1].Revoked)
+	none, err := s.Keys(ctx, "nobody")
+	is.NoErr(err)
+	is.Equal(len(none), 0)
+}

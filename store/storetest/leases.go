@@ -1,0 +1,212 @@
+package storetest
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/imagegen/imagegen"
+	"github.com/matryer/is"
+)
+
+func image(id string) imagegen.Image {
+	return imagegen.Image{ID: id, ContentType: "image/png", Data: []byte("\x89PNG " + id)}
+}
+
+func testFencing(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 1)
+	task := submit(t, s, "u", 1)
+	c := claim(t, s)
+	stale := c.Attempt + 1
+	is.True(errors.Is(s.FailTask(ctx, task.ID, stale, "x"), imagegen.ErrLeaseLost))
+	is.True(errors.Is(s.CompleteTask(ctx, task.ID, stale, nil), imagegen.ErrLeaseLost))
+	is.True(errors.Is(s.RetryTask(ctx, task.ID, stale, 0, "x"), imagegen.ErrLeaseLost))
+	is.True(errors.Is(s.RenewLease(ctx, task.ID, stale, lease), imagegen.ErrLeaseLost))
+	is.True(errors.Is(s.RenewLease(ctx, "no-such-task", 1, lease), imagegen.ErrLeaseLost))
+
+	is.NoErr(s.CompleteTask(ctx, task.ID, c.Attempt, []imagegen.Image{image(task.ID + "-img")}))
+	done := get(t, s, "u", task.ID)
+	is.Equal(done.Status, imagegen.StatusSuccess)
+	is.Equal(done.Images, []string{task.ID + "-img"})
+	is.True(!done.FinishedAt.IsZero())
+
+	// The holder itself cannot finish twice, nor fail a success.
+	is.True(errors.Is(s.CompleteTask(ctx, task.ID, c.Attempt, nil), imagegen.ErrLeaseLost))
+	is.True(errors.Is(s.FailTask(ctx, task.ID, c.Attempt, "late"), imagegen.ErrLeaseLost))
+	is.True(errors.Is(s.RetryTask(ctx, task.ID, c.Attempt, 0, "late"), imagegen.ErrLeaseLost))
+	is.True(errors.Is(s.RenewLease(ctx, task.ID, c.Attempt, lease), imagegen.ErrLeaseLost))
+	is.True(errors.Is(s.CancelTask(ctx, "u", task.ID, "cancelled"), imagegen.ErrInvalidTransition))
+	after := get(t, s, "u", task.ID)
+	is.Equal(after.Status, imagegen.StatusSuccess)
+	is.Equal(after.Error, "")
+	is.Equal(balance(t, s, "u"), int64(0)) // a success is not refunded
+}
+
+func testLeaseExpiry(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 1)
+	task := submit(t, s, "u", 1)
+	first := claim(t, s)
+	h.Advance(lease / 2)
+	n, err := s.RecoverExpired(ctx, 3)
+	is.NoErr(err)
+	is.Equal(n, 0)
+	_, err = s.ClaimTask(ctx, lease)
+	is.True(errors.Is(err, imagegen.ErrNoTask)) // still leased
+	h.Advance(lease / 2)
+	n, err = s.RecoverExpired(ctx, 3)
+	is.NoErr(err)
+	is.Equal(n, 1)
+	back := get(t, s, "u", task.ID)
+	is.Equal(back.Status, imagegen.StatusPending)
+	is.Equal(back.Attempt, 1)
+
+	second := claim(t, s)
+	is.Equal(second.ID, task.ID)
+	is.Equal(second.Attempt, 2)
+	// The first worker wakes up: its token is stale.
+	is.True(errors.Is(s.CompleteTask(ctx, task.ID, first.Attempt, []imagegen.Image{image("late")}), imagegen.ErrLeaseLost))
+	is.NoErr(s.CompleteTask(ctx, task.ID, second.Attempt, []imagegen.Image{image(task.ID + "-img")}))
+	done := get(t, s, "u", task.ID)
+	is.Equal(done.Status, imagegen.StatusSuccess)
+	is.Equal(done.Images, []string{task.ID + "-img"})
+	_, err = s.Image(ctx, "late")
+	is.True(errors.Is(err, imagegen.ErrImageNotFound))
+	is.Equal(balance(t, s, "u"), int64(0))
+}
+
+func testLeaseRenewal(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 1)
+	task := submit(t, s, "u", 1)
+	c := claim(t, s)
+	for i := 0; i < 3; i++ {
+		h.Advance(lease * 8 / 10)
+		is.NoErr(s.RenewLease(ctx, task.ID, c.Attempt, lease))
+		n, err := s.RecoverExpired(ctx, 3)
+		is.NoErr(err)
+		is.Equal(n, 0)
+	}
+	is.Equal(get(t, s, "u", task.ID).Status, imagegen.StatusProcessing)
+	h.Advance(lease)
+	n, err := s.RecoverExpired(ctx, 3)
+	is.NoErr(err)
+	is.Equal(n, 1)
+}
+
+func testMaxAttempts(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 2)
+	task := submit(t, s, "u", 2)
+	for attempt := 1; attempt <= 2; attempt++ {
+		c := claim(t, s)
+		is.Equal(c.Attempt, attempt)
+		h.Advance(lease)
+		n, err := s.RecoverExpired(ctx, 2)
+		is.NoErr(err)
+		is.Equal(n, 1)
+	}
+	failed := get(t, s, "u", task.ID)
+	is.Equal(failed.Status, imagegen.StatusFailed)
+	is.True(failed.Refunded)
+	is.True(strings.TrimSpace(failed.Error) != "")
+	is.True(!failed.FinishedAt.IsZero())
+	is.Equal(balance(t, s, "u"), int64(2))
+	is.Equal(countRefs(checkLedger(t, s, "u"), "refund:"+task.ID), 1)
+	_, err := s.ClaimTask(ctx, lease)
+	is.True(errors.Is(err, imagegen.ErrNoTask))
+}
+
+func testRefundOnce(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 3)
+	task := submit(t, s, "u", 3)
+	c := claim(t, s)
+
+	// Many goroutines race to fail the same attempt: one wins.
+	const racers = 50
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins := 0
+	for i := 0; i < racers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.FailTask(ctx, task.ID, c.Attempt, "provider down")
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				wins++
+			case !errors.Is(err, imagegen.ErrLeaseLost):
+				t.Errorf("fail task: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	is.Equal(wins, 1)
+	h.Advance(lease)
+	n, err := s.RecoverExpired(ctx, 1)
+	is.NoErr(err)
+	is.Equal(n, 0) // a failed task holds no lease
+	is.True(errors.Is(s.CancelTask(ctx, "u", task.ID, "cancelled"), imagegen.ErrInvalidTransition))
+
+	failed := get(t, s, "u", task.ID)
+	is.Equal(failed.Status, imagegen.StatusFailed)
+	is.Equal(failed.Error, "provider down")
+	is.True(failed.Refunded)
+	is.Equal(balance(t, s, "u"), int64(3))
+	entries := checkLedger(t, s, "u")
+	is.Equal(countRefs(entries, "refund:"+task.ID), 1)
+	is.Equal(entries[len(entries)-1].Kind, imagegen.LedgerRefund)
+}
+
+func testRetry(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 1)
+	task := submit(t, s, "u", 1)
+	c := claim(t, s)
+	is.NoErr(s.RetryTask(ctx, task.ID, c.Attempt, lease, "503 from provider"))
+	back := get(t, s, "u", task.ID)
+	is.Equal(back.Status, imagegen.StatusPending)
+	is.Equal(back.LastError, "503 from provider")
+	is.Equal(back.Error, "") // not shown to the user
+	_, err := s.ClaimTask(ctx, lease)
+	is.True(errors.Is(err, imagegen.ErrNoTask)) // not before its delay
+	h.Advance(lease)
+	again := claim(t, s)
+	is.Equal(again.ID, task.ID)
+	is.Equal(again.Attempt, 2)
+	is.True(errors.Is(s.CompleteTask(ctx, task.ID, c.Attempt, nil), imagegen.ErrLeaseLost))
+	is.Equal(balance(t, s, "u"), int64(0))
+}
+
+func testCancel(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 2)
+	pending := submit(t, s, "u", 1)
+	running := submit(t, s, "u", 1)
+	is.NoErr(s.CancelTask(ctx, "u", pending.ID, "cancelled"))
+	got := get(t, s, "u", pending.ID)
+	is.Equal(got.Status, imagegen.StatusFailed)
+	is.Equal(got.Error, "cancelled")
+	is.True(got.Refunded)
+	is.Equal(balance(t, s, "u"), int64(1))
+
+	c := claim(t, s) // the cancelled task is never handed out
+	is.Equal(c.ID, running.ID)
+	is.True(errors.Is(s.CancelTask(ctx, "u", running.ID, "cancelled"), imagegen.ErrInvalidTransition))
+	is.True(errors.Is(s.CancelTask(ctx, "u", pending.ID, "cancelled"), imagegen.ErrInvalidTransition))
+	_, err := s.ClaimTask(ctx, lease)
+	is.True(errors.Is(err, imagegen.ErrNoTask))
+	is.Equal(countRefs(checkLedger(t, s, "u"), "refund:"+pending.ID), 1)
+}

@@ -1,0 +1,74 @@
+// Package storetest is the conformance suite for imagegen.Store. Every
+// store runs it from its own tests, on fresh stores made by a NewFunc:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) storetest.Harness {
+//			clock := imagegentest.NewClock(time.Time{})
+//			return storetest.Harness{
+//				Store:     memory.New(memory.Options{Clock: clock, Retention: time.Hour}),
+//				Advance:   clock.Advance,
+//				Retention: time.Hour,
+//			}
+//		})
+//	}
+//
+// Nothing in the suite knows the backend; a behaviour that applies to all
+// stores is tested here and only here.
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+// Harness is one fresh store under test.
+type Harness struct {
+	Store imagegen.Store
+	// Advance moves the store's time forward by d: its clock, and for a
+	// backend with server-side expiry, the server's time too.
+	Advance func(d time.Duration)
+	// Retention is the store's configured retention of finished tasks.
+	Retention time.Duration
+}
+
+// NewFunc returns a fresh, empty store. It registers its own cleanup
+// with t.Cleanup.
+type NewFunc func(t *testing.T) Harness
+
+// Run runs every conformance test as a subtest of t.
+func Run(t *testing.T, newStore NewFunc) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, Harness)
+	}{
+		{"CreateTaskDebitsAndQueues", testCreateTask},
+		{"InsufficientCreditsChangeNothing", testInsufficientCredits},
+		{"ConcurrentSubmitsNeverOverdraw", testConcurrentSubmits},
+		{"OnlyTheOwnerSeesATask", testOwnership},
+		{"ClaimOldestReadyFirst", testClaimOrder},
+		{"ConcurrentClaimsTakeEachTaskOnce", testConcurrentClaims},
+		{"FencingTokenGuardsEveryFinish", testFencing},
+		{"ExpiredLeaseIsReclaimed", testLeaseExpiry},
+		{"RenewedLeaseIsKept", testLeaseRenewal},
+		{"MaxAttemptsFailsAndRefunds", testMaxAttempts},
+		{"RefundExactlyOnce", testRefundOnce},
+		{"RetryWaitsForItsDelay", testRetry},
+		{"CancelPendingOnly", testCancel},
+		{"LedgerRules", testLedger},
+		{"RetentionRemovesFinishedTasksAndImages", testRetention},
+		{"APIKeys", testKeys},
+		{"ReturnedValuesAreCopies", testCopies},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, newStore(t))
+		})
+	}
+}
+
+var ctx = context.Background()
+
+const lease = 10 * time.Second

@@ -1,0 +1,184 @@
+package storetest
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/imagegen/imagegen"
+	"github.com/matryer/is"
+)
+
+func testCreateTask(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 5)
+	task := newTask("u", 3)
+	b, err := s.CreateTask(ctx, task)
+	is.NoErr(err)
+	is.Equal(b, int64(2))
+	got := get(t, s, "u", task.ID)
+	is.Equal(got.Status, imagegen.StatusPending)
+	is.Equal(got.Cost, int64(3))
+	is.Equal(got.Model, "test")
+	is.Equal(got.Request.Prompt, task.Request.Prompt)
+	is.Equal(got.Request.ImageInput, task.Request.ImageInput)
+	is.Equal(got.Attempt, 0)
+	is.True(!got.CreatedAt.IsZero())
+	entries := checkLedger(t, s, "u")
+	is.Equal(countRefs(entries, "task:"+task.ID), 1)
+	is.Equal(entries[len(entries)-1].Kind, imagegen.LedgerCharge)
+	is.Equal(entries[len(entries)-1].Amount, int64(-3))
+	claimed := claim(t, s)
+	is.Equal(claimed.ID, task.ID)
+}
+
+func testInsufficientCredits(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 2)
+	task := newTask("u", 3)
+	_, err := s.CreateTask(ctx, task)
+	is.True(errors.Is(err, imagegen.ErrInsufficientCredits))
+	_, err = s.Task(ctx, "u", task.ID)
+	is.True(errors.Is(err, imagegen.ErrTaskNotFound)) // no task without its charge
+	is.Equal(balance(t, s, "u"), int64(2))
+	is.Equal(len(checkLedger(t, s, "u")), 1)
+	_, err = s.ClaimTask(ctx, lease)
+	is.True(errors.Is(err, imagegen.ErrNoTask))
+
+	// An owner with no ledger at all has nothing to spend.
+	_, err = s.CreateTask(ctx, newTask("nobody", 1))
+	is.True(errors.Is(err, imagegen.ErrInsufficientCredits))
+	is.Equal(balance(t, s, "nobody"), int64(0))
+}
+
+func testConcurrentSubmits(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	const submits, credits = 1000, 37
+	grant(t, s, "u", credits)
+	var (
+		wg                sync.WaitGroup
+		mu                sync.Mutex
+		accepted, refused int
+		unexpected        []error
+	)
+	for i := 0; i < submits; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, err := s.CreateTask(ctx, newTask("u", 1))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil && b >= 0:
+				accepted++
+			case errors.Is(err, imagegen.ErrInsufficientCredits):
+				refused++
+			default:
+				unexpected = append(unexpected, err)
+			}
+		}()
+	}
+	wg.Wait()
+	is.Equal(unexpected, nil)
+	is.Equal(accepted, credits)
+	is.Equal(refused, submits-credits)
+	is.Equal(balance(t, s, "u"), int64(0))
+	is.Equal(len(checkLedger(t, s, "u")), credits+1)
+	claimed := 0
+	for {
+		_, err := s.ClaimTask(ctx, lease)
+		if errors.Is(err, imagegen.ErrNoTask) {
+			break
+		}
+		is.NoErr(err)
+		claimed++
+	}
+	is.Equal(claimed, credits) // every charge has its task
+}
+
+func testOwnership(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "alice", 1)
+	task := submit(t, s, "alice", 1)
+	_, err := s.Task(ctx, "mallory", task.ID)
+	is.True(errors.Is(err, imagegen.ErrTaskNotFound))
+	_, err = s.Task(ctx, "alice", "no-such-task")
+	is.True(errors.Is(err, imagegen.ErrTaskNotFound))
+	err = s.CancelTask(ctx, "mallory", task.ID, "cancelled")
+	is.True(errors.Is(err, imagegen.ErrTaskNotFound))
+	is.Equal(get(t, s, "alice", task.ID).Status, imagegen.StatusPending)
+}
+
+func testClaimOrder(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 3)
+	var ids []string
+	for i := 0; i < 3; i++ {
+		ids = append(ids, submit(t, s, "u", 1).ID)
+		h.Advance(time.Millisecond)
+	}
+	for _, id := range ids {
+		c := claim(t, s)
+		is.Equal(c.ID, id)
+		is.Equal(c.Status, imagegen.StatusProcessing)
+		is.Equal(c.Attempt, 1)
+		is.True(c.LeaseUntil.After(c.CreatedAt))
+		stored := get(t, s, "u", id)
+		is.Equal(stored.Status, imagegen.StatusProcessing)
+		is.Equal(stored.Attempt, 1)
+		is.True(stored.LeaseUntil.Equal(c.LeaseUntil))
+	}
+	_, err := s.ClaimTask(ctx, lease)
+	is.True(errors.Is(err, imagegen.ErrNoTask))
+}
+
+func testConcurrentClaims(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	const tasks, workers = 100, 8
+	grant(t, s, "u", tasks)
+	for i := 0; i < tasks; i++ {
+		submit(t, s, "u", 1)
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[string]int{}
+		wg   sync.WaitGroup
+		errs []error
+	)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c, err := s.ClaimTask(ctx, lease)
+				mu.Lock()
+				switch {
+				case errors.Is(err, imagegen.ErrNoTask):
+					mu.Unlock()
+					return
+				case err != nil:
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
+				seen[c.ID]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	is.Equal(errs, nil)
+	is.Equal(len(seen), tasks)
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("task %s claimed %d times", id, n)
+		}
+	}
+}
