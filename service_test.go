@@ -1,0 +1,191 @@
+package imagegen_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/store/memory"
+)
+
+const lease = 30 * time.Second
+
+type fixture struct {
+	svc   *imagegen.Service
+	store imagegen.Store
+	clock *imagegentest.Clock
+	model *imagegentest.Model
+}
+
+func newFixture(t *testing.T, model *imagegentest.Model, cfg ...func(*imagegen.Config)) fixture {
+	t.Helper()
+	clock := imagegentest.NewClock(time.Time{})
+	store := memory.New(memory.Options{Clock: clock, Retention: time.Hour})
+	c := imagegen.Config{Store: store, Model: model, Clock: clock, LeaseDuration: lease, MaxAttempts: 3, Workers: 2, Logger: quiet}
+	for _, f := range cfg {
+		f(&c)
+	}
+	svc, err := imagegen.New(c)
+	is.New(t).NoErr(err)
+	return fixture{svc: svc, store: store, clock: clock, model: model}
+}
+
+var ctx = context.Background()
+
+// quiet keeps the workers' logs out of test output.
+var quiet = slog.New(slog.DiscardHandler)
+
+var textReq = imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse"}
+
+func (f fixture) submit(t *testing.T, owner string) imagegen.Submitted {
+	t.Helper()
+	sub, err := f.svc.Submit(ctx, owner, textReq)
+	is.New(t).NoErr(err)
+	return sub
+}
+
+func (f fixture) task(t *testing.T, owner, id string) *imagegen.Task {
+	t.Helper()
+	task, err := f.svc.Task(ctx, owner, id)
+	is.New(t).NoErr(err)
+	return task
+}
+
+func (f fixture) balance(t *testing.T, owner string) int64 {
+	t.Helper()
+	b, err := f.svc.Balance(ctx, owner)
+	is.New(t).NoErr(err)
+	return b
+}
+
+func TestConfigValidation(t *testing.T) {
+	is := is.New(t)
+	_, err := imagegen.New(imagegen.Config{Model: imagegentest.NewModel(1)})
+	is.True(err != nil) // no store
+	store := memory.New(memory.Options{})
+	_, err = imagegen.New(imagegen.Config{Store: store})
+	is.True(err != nil) // no model
+	_, err = imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1), Workers: -1})
+	is.True(err != nil)
+	_, err = imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1)})
+	is.NoErr(err)
+}
+
+func TestSubmitChargesThePlannedPrice(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(3))
+	_, err := f.svc.Grant(ctx, "u", 7, "")
+	is.NoErr(err)
+	sub := f.submit(t, "u")
+	is.Equal(sub.Status, imagegen.StatusPending)
+	is.Equal(sub.CreditsUsed, int64(3))
+	is.Equal(sub.CreditsRemaining, int64(4))
+	task := f.task(t, "u", sub.TaskID)
+	is.Equal(task.Model, "scripted")
+	is.Equal(task.Cost, int64(3))
+	is.Equal(task.Request.AspectRatio, imagegen.AspectAuto) // normalised
+
+	f.submit(t, "u")
+	_, err = f.svc.Submit(ctx, "u", textReq)
+	is.True(errors.Is(err, imagegen.ErrInsufficientCredits))
+	is.Equal(f.balance(t, "u"), int64(1))
+
+	_, err = f.svc.Submit(ctx, "u", imagegen.Request{Scene: "bogus", Prompt: "x"})
+	is.True(errors.Is(err, imagegen.ErrInvalidParams))
+}
+
+func TestSubmitRefusesAnOutOfRangePrice(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(4))
+	_, err := f.svc.Grant(ctx, "u", 10, "")
+	is.NoErr(err)
+	_, err = f.svc.Submit(ctx, "u", textReq)
+	is.True(err != nil)
+	is.True(!errors.Is(err, imagegen.ErrInvalidParams)) // the operator's mistake, not the client's
+	is.Equal(f.balance(t, "u"), int64(10))
+}
+
+func TestCredits(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1))
+	b, err := f.svc.Grant(ctx, "u", 5, "signup")
+	is.NoErr(err)
+	is.Equal(b, int64(5))
+	b, err = f.svc.Grant(ctx, "u", 5, "signup")
+	is.True(errors.Is(err, imagegen.ErrDuplicateEntry)) // idempotent
+	is.Equal(b, int64(5))
+	b, err = f.svc.ChargeWeb(ctx, "u", 2, "page-view-1")
+	is.NoErr(err)
+	is.Equal(b, int64(3))
+	_, err = f.svc.ChargeWeb(ctx, "u", 2, "page-view-1")
+	is.True(errors.Is(err, imagegen.ErrDuplicateEntry))
+	_, err = f.svc.ChargeWeb(ctx, "u", 4, "page-view-2")
+	is.True(errors.Is(err, imagegen.ErrInsufficientCredits))
+	_, err = f.svc.ChargeWeb(ctx, "u", 0, "")
+	is.True(errors.Is(err, imagegen.ErrInvalidParams))
+	_, err = f.svc.Grant(ctx, "u", -1, "")
+	is.True(errors.Is(err, imagegen.ErrInvalidParams))
+
+	// Web use and API use share the balance.
+	f.submit(t, "u")
+	ledger, err := f.svc.Ledger(ctx, "u")
+	is.NoErr(err)
+	var sum int64
+	for _, e := range ledger {
+		sum += e.Amount
+	}
+	is.Equal(sum, f.balance(t, "u"))
+	is.Equal(sum, int64(2))
+	is.Equal(len(ledger), 3) // grant, web, charge
+}
+
+func TestKeys(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1))
+	key, rec, err := f.svc.CreateKey(ctx, "u")
+	is.NoErr(err)
+	got, err := f.svc.Authenticate(ctx, key)
+	is.NoErr(err)
+	is.Equal(got.Owner, "u")
+	is.Equal(got.ID, rec.ID)
+
+	_, err = f.svc.ImportKey(ctx, "v", "short")
+	is.True(errors.Is(err, imagegen.ErrInvalidParams))
+	_, err = f.svc.ImportKey(ctx, "v", "igk_looks-generated-but-is-not")
+	is.True(errors.Is(err, imagegen.ErrInvalidParams))
+	_, err = f.svc.ImportKey(ctx, "v", "demo-key-for-v-0001")
+	is.NoErr(err)
+	got, err = f.svc.Authenticate(ctx, "demo-key-for-v-0001")
+	is.NoErr(err)
+	is.Equal(got.Owner, "v")
+
+	keys, err := f.svc.Keys(ctx, "u")
+	is.NoErr(err)
+	is.Equal(len(keys), 1)
+	is.True(keys[0].Hash != key) // only the hash is stored
+	is.NoErr(f.svc.RevokeKey(ctx, "u", rec.ID))
+	_, err = f.svc.Authenticate(ctx, key)
+	is.True(errors.Is(err, imagegen.ErrUnauthorized))
+	_, err = f.svc.Authenticate(ctx, "")
+	is.True(errors.Is(err, imagegen.ErrUnauthorized))
+}
+
+func TestCancel(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(2))
+	_, err := f.svc.Grant(ctx, "u", 2, "")
+	is.NoErr(err)
+	sub := f.submit(t, "u")
+	is.True(errors.Is(f.svc.Cancel(ctx, "other", sub.TaskID), imagegen.ErrTaskNotFound))
+	is.NoErr(f.svc.Cancel(ctx, "u", sub.TaskID))
+	task := f.task(t, "u", sub.TaskID)
+	is.Equal(task.Status, imagegen.StatusFailed)
+	is.Equal(f.balance(t, "u"), int64(2))
+	is.True(errors.Is(f.svc.Cancel(ctx, "u", sub.TaskID), imagegen.ErrInvalidTransition))
+}

@@ -1,0 +1,324 @@
+package imagegen_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
+)
+
+var (
+	retryable = &imagegen.ModelError{Provider: "scripted", Retryable: true, Message: "provider busy", Err: errors.New("503")}
+	refused   = &imagegen.ModelError{Provider: "scripted", Refused: true, Message: "nudity"}
+)
+
+func (f fixture) runOnce(t *testing.T) bool {
+	t.Helper()
+	ran, err := f.svc.RunOnce(ctx)
+	is.New(t).NoErr(err)
+	return ran
+}
+
+func (f fixture) funded(t *testing.T, owner string, credits int64) {
+	t.Helper()
+	_, err := f.svc.Grant(ctx, owner, credits, "")
+	is.New(t).NoErr(err)
+}
+
+func TestRunOnceSuccess(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1))
+	f.funded(t, "u", 1)
+	sub := f.submit(t, "u")
+	is.True(f.runOnce(t))
+	is.True(!f.runOnce(t)) // queue empty
+
+	task := f.task(t, "u", sub.TaskID)
+	is.Equal(task.Status, imagegen.StatusSuccess)
+	is.Equal(len(task.Images), 1)
+	img, err := f.svc.Image(ctx, task.Images[0])
+	is.NoErr(err)
+	is.Equal(img.ContentType, "image/png")
+	is.Equal(img.Data, imagegentest.TinyPNG())
+	calls := f.model.Calls()
+	is.Equal(len(calls), 1)
+	is.Equal(calls[0].TaskID, sub.TaskID)
+	is.Equal(calls[0].Request.Prompt, textReq.Prompt)
+	is.Equal(calls[0].Attempt, 1)
+	is.Equal(f.balance(t, "u"), int64(0)) // success keeps the charge
+}
+
+func TestRetryableErrorIsRetriedWithBackoff(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Fail(retryable)),
+		func(c *imagegen.Config) { c.RetryBackoff = 10 * time.Second })
+	f.funded(t, "u", 1)
+	sub := f.submit(t, "u")
+	is.True(f.runOnce(t))
+	task := f.task(t, "u", sub.TaskID)
+	is.Equal(task.Status, imagegen.StatusPending) // back in the queue
+	is.True(strings.Contains(task.LastError, "503"))
+	is.True(!f.runOnce(t)) // not before the backoff
+	f.clock.Advance(10 * time.Second)
+	is.True(f.runOnce(t))
+	task = f.task(t, "u", sub.TaskID)
+	is.Equal(task.Status, imagegen.StatusSuccess)
+	is.Equal(task.Attempt, 2)
+	is.Equal(f.balance(t, "u"), int64(0)) // charged once
+}
+
+func TestRetriesEndInFailureAndOneRefund(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(2,
+		imagegentest.Fail(retryable), imagegentest.Fail(retryable), imagegentest.Fail(retryable)))
+	f.funded(t, "u", 2)
+	sub := f.submit(t, "u")
+	for i := 0; i < 3; i++ {
+		f.clock.Advance(time.Hour) // past any backoff
+		is.True(f.runOnce(t))
+	}
+	task := f.task(t, "u", sub.TaskID)
+	is.Equal(task.Status, imagegen.StatusFailed)
+	is.True(strings.Contains(task.Error, "provider busy"))
+	is.True(!strings.Contains(task.Error, "503")) // provider internals stay out of the user's message
+	is.Equal(len(f.model.Calls()), 3)
+	is.Equal(f.balance(t, "u"), int64(2)) // refunded
+	ledger, err := f.svc.Ledger(ctx, "u")
+	is.NoErr(err)
+	is.Equal(len(ledger), 3) // grant, charge, one refund
+}
+
+func TestRefusalIsNotRetried(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Fail(refused)))
+	f.funded(t, "u", 1)
+	sub := f.submit(t, "u")
+	is.True(f.runOnce(t))
+	task := f.task(t, "u", sub.TaskID)
+	is.Equal(task.Status, imagegen.StatusFailed)
+	is.Equal(task.Error, "refused by content policy: nudity")
+	is.Equal(len(f.model.Calls()), 1)
+	is.Equal(f.balance(t, "u"), int64(1))
+}
+
+func TestPlainErrorIsRetried(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Fail(errors.New("boom"))))
+	f.funded(t, "u", 1)
+	sub := f.submit(t, "u")
+	is.True(f.runOnce(t))
+	is.Equal(f.task(t, "u", sub.TaskID).Status, imagegen.StatusPending)
+}
+
+func TestNoImagesIsAFailure(t *testing.T) {
+	is := is.New(t)
+	empty := func(context.Context, imagegen.Generation) ([]imagegen.GeneratedImage, error) { return nil, nil }
+	f := newFixture(t, imagegentest.NewModel(1, empty, empty, empty))
+	f.funded(t, "u", 1)
+	sub := f.submit(t, "u")
+	for i := 0; i < 3; i++ {
+		f.clock.Advance(time.Hour)
+		is.True(f.runOnce(t))
+	}
+	task := f.task(t, "u", sub.TaskID)
+	is.Equal(task.Status, imagegen.StatusFailed)
+	is.Equal(f.balance(t, "u"), int64(1))
+}
+
+func TestExpiredLeaseGoesBackToPendingThenFails(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1))
+	f.funded(t, "u", 1)
+	sub := f.submit(t, "u")
+	// Three workers claim the task and die.
+	for attempt := 1; attempt <= 3; attempt++ {
+		claimed, err := f.store.ClaimTask(ctx, lease)
+		is.NoErr(err)
+		is.Equal(claimed.Attempt, attempt)
+		n, err := f.svc.Recover(ctx)
+		is.NoErr(err)
+		is.Equal(n, 0) // the lease is still valid
+		f.clock.Advance(lease)
+		n, err = f.svc.Recover(ctx)
+		is.NoErr(err)
+		is.Equal(n, 1)
+		want := imagegen.StatusPending
+		if attempt == 3 {
+			want = imagegen.StatusFailed
+		}
+		is.Equal(f.task(t, "u", sub.TaskID).Status, want)
+	}
+	is.Equal(f.balance(t, "u"), int64(1)) // refunded once
+	is.True(!f.runOnce(t))
+}
+
+func TestExpiredLeaseIsFinishedByAnotherWorker(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1))
+	f.funded(t, "u", 1)
+	sub := f.submit(t, "u")
+	dead, err := f.store.ClaimTask(ctx, lease)
+	is.NoErr(err)
+	f.clock.Advance(lease)
+	_, err = f.svc.Recover(ctx)
+	is.NoErr(err)
+	is.True(f.runOnce(t))
+	task := f.task(t, "u", sub.TaskID)
+	is.Equal(task.Status, imagegen.StatusSuccess)
+	is.Equal(task.Attempt, 2)
+	// The dead worker wakes up late: it can change nothing.
+	is.True(errors.Is(f.store.FailTask(ctx, sub.TaskID, dead.Attempt, "late"), imagegen.ErrLeaseLost))
+	is.Equal(f.task(t, "u", sub.TaskID).Status, imagegen.StatusSuccess)
+	is.Equal(f.balance(t, "u"), int64(0))
+}
+
+func TestLeaseIsRenewedWhileTheModelRuns(t *testing.T) {
+	is := is.New(t)
+	started, release := make(chan struct{}), make(chan struct{})
+	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Block(started, release)))
+	f.funded(t, "u", 1)
+	sub := f.submit(t, "u")
+	done := make(chan struct{})
+	go func() { defer close(done); f.runOnce(t) }()
+	<-started
+	// Four lease periods pass in steps of a third; the renewer keeps up.
+	for i := 0; i < 12; i++ {
+		waitFor(t, func() bool { return f.clock.Waiters() > 0 }) // renewer is waiting
+		f.clock.Advance(lease / 3)
+		waitFor(t, func() bool {
+			task := f.task(t, "u", sub.TaskID)
+			return task.LeaseUntil.After(f.clock.Now())
+		})
+		n, err := f.svc.Recover(ctx)
+		is.NoErr(err)
+		is.Equal(n, 0) // never taken away
+	}
+	close(release)
+	<-done
+	task := f.task(t, "u", sub.TaskID)
+	is.Equal(task.Status, imagegen.StatusSuccess)
+	is.Equal(task.Attempt, 1)
+}
+
+func TestGenerationTimeout(t *testing.T) {
+	is := is.New(t)
+	never := make(chan struct{})
+	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Block(nil, never)),
+		func(c *imagegen.Config) { c.GenerateTimeout = 5 * time.Millisecond; c.MaxAttempts = 1 })
+	f.funded(t, "u", 1)
+	sub := f.submit(t, "u")
+	is.True(f.runOnce(t))
+	task := f.task(t, "u", sub.TaskID)
+	is.Equal(task.Status, imagegen.StatusFailed)
+	is.True(strings.Contains(task.Error, "timed out"))
+	is.Equal(f.balance(t, "u"), int64(1))
+}
+
+func TestRunProcessesConcurrentlyAndStops(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1))
+	f.funded(t, "u", 20)
+	var ids []string
+	for i := 0; i < 20; i++ {
+		ids = append(ids, f.submit(t, "u").TaskID)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	stopped := make(chan error)
+	go func() { stopped <- f.svc.Run(runCtx) }()
+	waitFor(t, func() bool {
+		for _, id := range ids {
+			if f.task(t, "u", id).Status != imagegen.StatusSuccess {
+				return false
+			}
+		}
+		return true
+	})
+	cancel()
+	is.NoErr(<-stopped)
+	is.Equal(len(f.model.Calls()), 20) // each task ran once
+}
+
+func TestRunBoundsConcurrency(t *testing.T) {
+	is := is.New(t)
+	var mu sync.Mutex
+	running, peak := 0, 0
+	release := make(chan struct{})
+	step := func(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+		mu.Lock()
+		running++
+		peak = max(peak, running)
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return imagegentest.Succeed()(ctx, g)
+	}
+	f := newFixture(t, imagegentest.NewModel(1, step, step, step, step, step))
+	f.funded(t, "u", 5)
+	for i := 0; i < 5; i++ {
+		f.submit(t, "u")
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	stopped := make(chan error)
+	go func() { stopped <- f.svc.Run(runCtx) }()
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return running == 2 })
+	close(release)
+	waitFor(t, func() bool { return len(f.model.Calls()) == 5 })
+	cancel()
+	is.NoErr(<-stopped)
+	is.Equal(peak, 2) // Config.Workers
+}
+
+func TestShutdownReleasesRunningTasks(t *testing.T) {
+	is := is.New(t)
+	started := make(chan struct{})
+	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Block(started, make(chan struct{}))),
+		func(c *imagegen.Config) { c.ShutdownTimeout = time.Minute })
+	f.funded(t, "u", 1)
+	sub := f.submit(t, "u")
+	runCtx, cancel := context.WithCancel(ctx)
+	stopped := make(chan error)
+	go func() { stopped <- f.svc.Run(runCtx) }()
+	<-started
+	cancel()
+	// Run waits for the generation up to ShutdownTimeout, then gives up on it.
+	select {
+	case <-stopped:
+		t.Fatal("Run returned before the shutdown timeout")
+	default:
+	}
+	for {
+		select {
+		case err := <-stopped:
+			is.NoErr(err)
+			task := f.task(t, "u", sub.TaskID)
+			is.Equal(task.Status, imagegen.StatusPending) // released for another worker
+			is.Equal(f.balance(t, "u"), int64(0))         // still paid for: it will run
+			return
+		default:
+			f.clock.Advance(time.Minute) // fire the shutdown timer once Run waits on it
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// waitFor polls cond until it holds, for at most 5 seconds of real time:
+// it waits for other goroutines to catch up, it measures nothing.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
