@@ -1,9 +1,13 @@
 package imagegen_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/matryer/is"
 
@@ -104,6 +108,8 @@ func TestDecodeRequest(t *testing.T) {
 func FuzzDecodeRequest(f *testing.F) {
 	for _, seed := range []string{
 		`{"scene":"text-to-image","prompt":"a cat"}`,
+		`{"scene":"text-to-image","prompt":"\u00e9\ud83d\ude00 \"q\" \\ \/ \b\f\n\r\t \ud800"}`,
+		` {"prompt" : "p" , "scene":"text-to-image" } `, `{}`, `{"scene":"text-to-image","prompt":"p",}`,
 		`{"scene":"image-to-image","prompt":"x","image_input":["http://example.com/a.png"],"aspect_ratio":"auto"}`,
 		`{"scene":"text-to-image","prompt":"p","prompt":"q"}`,
 		`{"scene":null}`, `[]`, `{`, "{\"prompt\":\"\xff\"}", `{"image_input":[null,1,{}]}`,
@@ -113,17 +119,40 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := imagegen.DecodeRequest(body)
 		if err != nil {
-			if !errors.Is(err, imagegen.ErrInvalidParams) {
-				t.Fatalf("error %v does not wrap ErrInvalidParams", err)
+			var ve *imagegen.ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, imagegen.ErrInvalidParams) {
+				t.Fatalf("error %v is not a *ValidationError wrapping ErrInvalidParams", err)
+			}
+			// Well-formed JSON objects are refused for a named field,
+			// never as malformed bodies.
+			trimmed := bytes.TrimLeft(body, " \t\r\n")
+			if ve.Field == "" && utf8.Valid(body) && json.Valid(body) && len(trimmed) > 0 && trimmed[0] == '{' {
+				t.Fatalf("valid JSON object refused as malformed: %v", err)
 			}
 			return
 		}
-		// Whatever decodes must be a valid, normalised request.
+		// Whatever decodes must be a valid, normalised request...
 		if err := req.Validate(); err != nil {
 			t.Fatalf("decoded request does not validate: %v", err)
 		}
 		if req.AspectRatio == "" {
 			t.Fatal("aspect ratio not normalised")
+		}
+		// ...and read the same by encoding/json.
+		var std struct {
+			Scene       imagegen.Scene       `json:"scene"`
+			Prompt      string               `json:"prompt"`
+			AspectRatio imagegen.AspectRatio `json:"aspect_ratio"`
+			ImageInput  []string             `json:"image_input"`
+		}
+		if err := json.Unmarshal(body, &std); err != nil {
+			t.Fatalf("encoding/json refuses a body we accepted: %v", err)
+		}
+		if std.AspectRatio == "" {
+			std.AspectRatio = imagegen.AspectAuto
+		}
+		if std.Scene != req.Scene || std.Prompt != req.Prompt || std.AspectRatio != req.AspectRatio || !slices.Equal(std.ImageInput, req.ImageInput) {
+			t.Fatalf("encoding/json reads %+v, we read %+v", std, req)
 		}
 	})
 }

@@ -53,7 +53,7 @@ func (b *bareAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(imagegen.Submitted{TaskID: id, Status: imagegen.StatusPending, CreditsUsed: 1, CreditsRemaining: 99})
 		return
 	}
-	id := strings.TrimPrefix(r.URL.Path, "/api/v1/tasks/")
+	id := r.PathValue("id")
 	b.mu.Lock()
 	_, ok = b.tasks[id]
 	b.mu.Unlock()
@@ -97,62 +97,116 @@ func newBare() *bareAPI {
 	return &bareAPI{keys: map[string]string{benchKey: "bench"}, tasks: map[string]string{}}
 }
 
+// mux routes like httpapi does, so both pay for net/http's routing.
+func (b *bareAPI) mux() http.Handler {
+	m := http.NewServeMux()
+	m.Handle("POST /api/v1/generate", b)
+	m.Handle("GET /api/v1/tasks/{id}", b)
+	return m
+}
+
 const benchBody = `{"scene":"text-to-image","prompt":"a lighthouse at dusk, oil painting","aspect_ratio":"16:9"}`
 
-func benchSubmit(b *testing.B, h http.Handler) {
+// A request maker: in process through a recorder, or over loopback HTTP.
+type doFunc func(method, path, body string) int
+
+func inProcess(h http.Handler) doFunc {
+	return func(method, path, body string) int {
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		r := httptest.NewRequest(method, path, rd)
+		r.Header.Set("Authorization", "Bearer "+benchKey)
+		if body != "" {
+			r.Header.Set("Content-Type", "application/json")
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+}
+
+// overLoopback serves h on 127.0.0.1 and sends requests with keep-alive
+// connections, as a real client would.
+func overLoopback(b *testing.B, h http.Handler) doFunc {
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	b.Cleanup(client.CloseIdleConnections)
+	return func(method, path, body string) int {
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		r, err := http.NewRequest(method, srv.URL+path, rd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Header.Set("Authorization", "Bearer "+benchKey)
+		if body != "" {
+			r.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := client.Do(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+}
+
+func run(b *testing.B, do doFunc, method, path, body string, want int) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			r := httptest.NewRequest("POST", "/api/v1/generate", strings.NewReader(benchBody))
-			r.Header.Set("Authorization", "Bearer "+benchKey)
-			r.Header.Set("Content-Type", "application/json")
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			if w.Code != http.StatusCreated {
-				b.Fatalf("status %d: %s", w.Code, w.Body)
+			if code := do(method, path, body); code != want {
+				b.Fatalf("status %d, want %d", code, want)
 			}
 		}
 	})
 }
 
-func benchPoll(b *testing.B, h http.Handler, id string) {
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			r := httptest.NewRequest("GET", "/api/v1/tasks/"+id, nil)
-			r.Header.Set("Authorization", "Bearer "+benchKey)
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			if w.Code != http.StatusOK {
-				b.Fatalf("status %d: %s", w.Code, w.Body)
-			}
-		}
-	})
+// transports names the two ways a benchmark reaches a handler.
+var transports = []struct {
+	name string
+	make func(*testing.B, http.Handler) doFunc
+}{
+	{"loopback", overLoopback},
+	{"inprocess", func(_ *testing.B, h http.Handler) doFunc { return inProcess(h) }},
 }
 
 // BenchmarkSubmit compares POST /generate through httpapi on the memory
-// store with the bare handler (DESIGN.md target: at least 0.8x).
+// store with the bare handler (DESIGN.md target: at least 0.8x), over
+// loopback HTTP and in process.
 func BenchmarkSubmit(b *testing.B) {
-	b.Run("httpapi", func(b *testing.B) {
-		h, _ := newBenchAPI(b)
-		benchSubmit(b, h)
-	})
-	b.Run("bare", func(b *testing.B) { benchSubmit(b, newBare()) })
+	for _, tr := range transports {
+		b.Run(tr.name+"/httpapi", func(b *testing.B) {
+			h, _ := newBenchAPI(b)
+			run(b, tr.make(b, h), "POST", "/api/v1/generate", benchBody, http.StatusCreated)
+		})
+		b.Run(tr.name+"/bare", func(b *testing.B) {
+			run(b, tr.make(b, newBare().mux()), "POST", "/api/v1/generate", benchBody, http.StatusCreated)
+		})
+	}
 }
 
 // BenchmarkPoll compares GET /tasks/{id} the same way.
 func BenchmarkPoll(b *testing.B) {
-	b.Run("httpapi", func(b *testing.B) {
-		h, svc := newBenchAPI(b)
-		sub, err := svc.Submit(context.Background(), "bench", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "x"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		benchPoll(b, h, sub.TaskID)
-	})
-	b.Run("bare", func(b *testing.B) {
-		bare := newBare()
-		bare.tasks["task-1"] = "bench"
-		benchPoll(b, bare, "task-1")
-	})
+	for _, tr := range transports {
+		b.Run(tr.name+"/httpapi", func(b *testing.B) {
+			h, svc := newBenchAPI(b)
+			sub, err := svc.Submit(context.Background(), "bench", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "x"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			run(b, tr.make(b, h), "GET", "/api/v1/tasks/"+sub.TaskID, "", http.StatusOK)
+		})
+		b.Run(tr.name+"/bare", func(b *testing.B) {
+			bare := newBare()
+			bare.tasks["task-1"] = "bench"
+			run(b, tr.make(b, bare.mux()), "GET", "/api/v1/tasks/task-1", "", http.StatusOK)
+		})
+	}
 }
