@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/imagegen/imagegen"
@@ -20,6 +21,9 @@ type account struct {
 func (s *Store) AddEntry(_ context.Context, e imagegen.LedgerEntry) (int64, error) {
 	if e.Owner == "" || e.Ref == "" || e.Amount == 0 {
 		return 0, errors.New("memory: ledger entry needs an Owner, a Ref and a non-zero Amount")
+	}
+	if strings.HasPrefix(e.Ref, "task:") || strings.HasPrefix(e.Ref, "refund:") {
+		return 0, fmt.Errorf("memory: ledger reference %q is reserved for task charges and refunds", e.Ref)
 	}
 	now := s.lock()
 	defer s.mu.Unlock()

@@ -36,6 +36,12 @@ func testLedger(t *testing.T, h Harness) {
 	is.NoErr(err)
 	is.Equal(b, int64(0))
 
+	// The store's own references cannot be forged.
+	for _, ref := range []string{"task:x", "refund:x"} {
+		_, err = s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 1, Ref: ref})
+		is.True(err != nil)
+	}
+
 	entries := checkLedger(t, s, "u")
 	is.Equal(len(entries), 3)
 	kinds := []imagegen.LedgerKind{imagegen.LedgerGrant, imagegen.LedgerWeb, imagegen.LedgerWeb}

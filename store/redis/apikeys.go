@@ -1,0 +1,137 @@
+package redis
+
+import (
+	"context"
+	"errors"
+
+	"github.com/imagegen/imagegen"
+)
+
+// putKeyScript stores a new key record unless its hash is taken.
+//
+//	KEYS[1] apikey:<hash>  KEYS[2] apikeys:<owner>
+//	ARGV[1] now (unused)  ARGV[2] id  ARGV[3] owner  ARGV[4] hint  ARGV[5] created (ms)  ARGV[6] hash
+//
+// Returns 1, or 0 when the hash exists.
+var putKeyScript = newScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'id', ARGV[2], 'owner', ARGV[3], 'hint', ARGV[4], 'created', ARGV[5], 'revoked', '0')
+redis.call('RPUSH', KEYS[2], ARGV[6])
+return 1
+`)
+
+// PutKey stores a new key; imagegen.ErrKeyExists when its hash is taken.
+func (s *Store) PutKey(ctx context.Context, k imagegen.APIKey) error {
+	if k.ID == "" || k.Owner == "" || k.Hash == "" {
+		return errors.New("redis store: key needs an ID, an Owner and a Hash")
+	}
+	n, err := putKeyScript.Run(ctx, s.rdb,
+		[]string{s.k.apiKey(k.Hash), s.k.apiKeys(k.Owner)},
+		s.nowArg(), k.ID, k.Owner, k.Hint, k.CreatedAt.UnixMilli(), k.Hash,
+	).Int64()
+	if err != nil {
+		return wrapErr("put key", err)
+	}
+	if n == 0 {
+		return imagegen.ErrKeyExists
+	}
+	return nil
+}
+
+// KeyByHash returns the live key with the hash.
+func (s *Store) KeyByHash(ctx context.Context, hash string) (*imagegen.APIKey, error) {
+	f, err := s.rdb.HGetAll(ctx, s.k.apiKey(hash)).Result()
+	if err != nil {
+		return nil, wrapErr("key", err)
+	}
+	if len(f) == 0 || f["revoked"] == "1" {
+		return nil, imagegen.ErrKeyNotFound
+	}
+	k := decodeKey(hash, f)
+	return &k, nil
+}
+
+// Keys lists the owner's keys, oldest first.
+func (s *Store) Keys(ctx context.Context, owner string) ([]imagegen.APIKey, error) {
+	hashes, records, err := s.ownerKeys(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]imagegen.APIKey, 0, len(hashes))
+	for i, h := range hashes {
+		if len(records[i]) > 0 {
+			out = append(out, decodeKey(h, records[i]))
+		}
+	}
+	return out, nil
+}
+
+// revokeScript marks a key revoked if it is the owner's.
+//
+//	KEYS[1] apikey:<hash>
+//	ARGV[1] now (unused)  ARGV[2] owner  ARGV[3] id
+//
+// Returns 1, or 0 when the key is not the owner's key with that id.
+var revokeScript = newScript(`
+local f = redis.call('HMGET', KEYS[1], 'owner', 'id')
+if f[1] ~= ARGV[2] or f[2] ~= ARGV[3] then return 0 end
+redis.call('HSET', KEYS[1], 'revoked', '1')
+return 1
+`)
+
+// RevokeKey revokes the owner's key id.
+func (s *Store) RevokeKey(ctx context.Context, owner, id string) error {
+	hashes, records, err := s.ownerKeys(ctx, owner)
+	if err != nil {
+		return err
+	}
+	for i, h := range hashes {
+		if records[i]["id"] != id {
+			continue
+		}
+		n, err := revokeScript.Run(ctx, s.rdb, []string{s.k.apiKey(h)}, s.nowArg(), owner, id).Int64()
+		if err != nil {
+			return wrapErr("revoke key", err)
+		}
+		if n == 1 {
+			return nil
+		}
+	}
+	return imagegen.ErrKeyNotFound
+}
+
+// ownerKeys reads the owner's key hashes and their records.
+func (s *Store) ownerKeys(ctx context.Context, owner string) ([]string, []map[string]string, error) {
+	hashes, err := s.rdb.LRange(ctx, s.k.apiKeys(owner), 0, -1).Result()
+	if err != nil {
+		return nil, nil, wrapErr("keys", err)
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]interface {
+		Result() (map[string]string, error)
+	}, len(hashes))
+	for i, h := range hashes {
+		cmds[i] = pipe.HGetAll(ctx, s.k.apiKey(h))
+	}
+	if len(hashes) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, nil, wrapErr("keys", err)
+		}
+	}
+	records := make([]map[string]string, len(hashes))
+	for i := range hashes {
+		records[i], _ = cmds[i].Result()
+	}
+	return hashes, records, nil
+}
+
+func decodeKey(hash string, f map[string]string) imagegen.APIKey {
+	return imagegen.APIKey{
+		ID:        f["id"],
+		Owner:     f["owner"],
+		Hash:      hash,
+		Hint:      f["hint"],
+		CreatedAt: msTime(f["created"]),
+		Revoked:   f["revoked"] == "1",
+	}
+}

@@ -1,0 +1,78 @@
+package redis
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+// decodeTask reads a task hash (from HGETALL, as a map or a flat list).
+func decodeTask(f map[string]string) (*imagegen.Task, error) {
+	t := &imagegen.Task{
+		ID:        f["id"],
+		Owner:     f["owner"],
+		Model:     f["model"],
+		Status:    imagegen.Status(f["status"]),
+		Error:     f["error"],
+		LastError: f["last_error"],
+		Refunded:  f["refunded"] == "1",
+	}
+	if err := json.Unmarshal([]byte(f["req"]), &t.Request); err != nil {
+		return nil, fmt.Errorf("redis store: task %s: request: %w", t.ID, err)
+	}
+	if imgs := f["images"]; imgs != "" {
+		if err := json.Unmarshal([]byte(imgs), &t.Images); err != nil {
+			return nil, fmt.Errorf("redis store: task %s: images: %w", t.ID, err)
+		}
+	}
+	t.Cost = atoi(f["cost"])
+	t.Attempt = int(atoi(f["attempt"]))
+	t.LeaseUntil = msTime(f["lease_until"])
+	t.RunAfter = msTime(f["run_after"])
+	t.CreatedAt = msTime(f["created"])
+	t.UpdatedAt = msTime(f["updated"])
+	t.FinishedAt = msTime(f["finished"])
+	t.ExpiresAt = msTime(f["expires"])
+	return t, nil
+}
+
+// flatMap turns a script's HGETALL reply into a map.
+func flatMap(reply any) (map[string]string, error) {
+	list, ok := reply.([]any)
+	if !ok || len(list)%2 != 0 {
+		return nil, fmt.Errorf("redis store: unexpected script reply %T", reply)
+	}
+	m := make(map[string]string, len(list)/2)
+	for i := 0; i < len(list); i += 2 {
+		k, _ := list[i].(string)
+		v, _ := list[i+1].(string)
+		m[k] = v
+	}
+	return m, nil
+}
+
+func atoi(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+// msTime reads a time stored as Unix milliseconds; 0 or "" is zero time.
+func msTime(s string) time.Time { return fromMS(atoi(s)) }
+
+func fromMS(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}
+
+// ledgerEntry is a ledger entry as stored (the owner is in the key).
+type ledgerEntry struct {
+	Kind   imagegen.LedgerKind `json:"kind"`
+	Amount int64               `json:"amount"`
+	Ref    string              `json:"ref"`
+	At     int64               `json:"at"`
+}

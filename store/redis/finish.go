@@ -1,0 +1,212 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/imagegen/imagegen"
+)
+
+// completeScript records the images and moves the task to success.
+//
+//	KEYS[1] task  KEYS[2] leases  KEYS[3..] image record keys
+//	ARGV[1] now   ARGV[2] attempt  ARGV[3] retention (ms)  ARGV[4] id
+//	ARGV[5] image ids (JSON)  ARGV[6..] content type of each image
+//
+// Returns 1, or 0 when attempt does not hold the lease.
+var completeScript = newScript(`
+local now = now_ms()
+if not holds(KEYS[1], ARGV[2]) then return 0 end
+local retention = tonumber(ARGV[3])
+for i = 3, #KEYS do
+  redis.call('HSET', KEYS[i], 'task', ARGV[4], 'type', ARGV[i + 3], 'expires', now + retention)
+  redis.call('PEXPIRE', KEYS[i], retention)
+end
+redis.call('HSET', KEYS[1], 'images', ARGV[5])
+finish(KEYS[1], KEYS[2], ARGV[4], 'success', now, retention)
+return 1
+`)
+
+// CompleteTask stores the images and moves the task to success. The
+// bytes go to the BlobStore first; if the lease turns out to be lost,
+// they are deleted again (and would expire anyway).
+func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image) error {
+	ids := make([]string, len(images))
+	keys := []string{s.k.task(id), s.k.leases()}
+	for i, img := range images {
+		if img.ID == "" {
+			return errors.New("redis store: image needs an ID")
+		}
+		ids[i] = img.ID
+		keys = append(keys, s.k.image(img.ID))
+	}
+	idsJSON, err := json.Marshal(ids)
+	if err != nil {
+		return fmt.Errorf("redis store: encode image ids: %w", err)
+	}
+	for _, img := range images {
+		if err := s.blobs.Put(ctx, img.ID, img.Data, s.retention); err != nil {
+			return fmt.Errorf("redis store: store image: %w", err)
+		}
+	}
+	args := []any{ms(s.retention), id, idsJSON}
+	for _, img := range images {
+		args = append(args, img.ContentType)
+	}
+	err = s.runHolder(ctx, completeScript, id, attempt, keys, args...)
+	if errors.Is(err, imagegen.ErrLeaseLost) {
+		for _, img := range images {
+			_ = s.blobs.Delete(ctx, img.ID) // best effort: they expire anyway
+		}
+	}
+	return err
+}
+
+// failScript moves the task to failed and refunds it once.
+//
+//	KEYS[1] task  KEYS[2] leases  KEYS[3] balance  KEYS[4] ledger
+//	ARGV[1] now   ARGV[2] attempt  ARGV[3] retention (ms)  ARGV[4] reason  ARGV[5] id
+//
+// Returns 1, or 0 when attempt does not hold the lease.
+var failScript = newScript(`
+local now = now_ms()
+if not holds(KEYS[1], ARGV[2]) then return 0 end
+refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
+redis.call('HSET', KEYS[1], 'error', ARGV[4])
+finish(KEYS[1], KEYS[2], ARGV[5], 'failed', now, tonumber(ARGV[3]))
+return 1
+`)
+
+// FailTask moves the task to failed and refunds it once. It reads the
+// task's owner first, to name the owner's credit keys in the script.
+func (s *Store) FailTask(ctx context.Context, id string, attempt int, reason string) error {
+	owner, err := s.rdb.HGet(ctx, s.k.task(id), "owner").Result()
+	if err != nil {
+		if isNil(err) {
+			return fmt.Errorf("redis store: task %s attempt %d: %w", id, attempt, imagegen.ErrLeaseLost)
+		}
+		return fmt.Errorf("redis store: fail task: %w", err)
+	}
+	return s.runHolder(ctx, failScript, id, attempt,
+		[]string{s.k.task(id), s.k.leases(), s.k.balance(owner), s.k.ledger(owner)},
+		ms(s.retention), reason, id)
+}
+
+// cancelScript fails the owner's pending task and refunds it.
+//
+//	KEYS[1] task  KEYS[2] pending  KEYS[3] balance  KEYS[4] ledger  KEYS[5] leases
+//	ARGV[1] now   ARGV[2] owner  ARGV[3] reason  ARGV[4] retention (ms)  ARGV[5] id
+//
+// Returns 1, 0 when there is no such task of the owner, or -1 when the
+// task is no longer pending.
+var cancelScript = newScript(`
+local now = now_ms()
+local f = redis.call('HMGET', KEYS[1], 'owner', 'status')
+if f[1] ~= ARGV[2] then return 0 end
+if f[2] ~= 'pending' then return -1 end
+redis.call('ZREM', KEYS[2], ARGV[5])
+refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
+redis.call('HSET', KEYS[1], 'error', ARGV[3])
+finish(KEYS[1], KEYS[5], ARGV[5], 'failed', now, tonumber(ARGV[4]))
+return 1
+`)
+
+// CancelTask fails owner's pending task and refunds it.
+func (s *Store) CancelTask(ctx context.Context, owner, id, reason string) error {
+	k := s.k
+	n, err := cancelScript.Run(ctx, s.rdb,
+		[]string{k.task(id), k.pending(), k.balance(owner), k.ledger(owner), k.leases()},
+		s.nowArg(), owner, reason, ms(s.retention), id,
+	).Int64()
+	switch {
+	case err != nil:
+		return fmt.Errorf("redis store: cancel: %w", err)
+	case n == 0:
+		return imagegen.ErrTaskNotFound
+	case n < 0:
+		return fmt.Errorf("redis store: cancel task %s: %w", id, imagegen.ErrInvalidTransition)
+	}
+	return nil
+}
+
+// recoverBatch is how many leases one recovery script looks at.
+const recoverBatch = 100
+
+// recoverScript requeues tasks whose lease has ended, or fails and
+// refunds those that have had maxAttempts attempts.
+//
+//	KEYS[1] leases  KEYS[2] pending
+//	KEYS[3i..3i+2] for candidate i (1-based): task, balance, ledger
+//	ARGV[1] now  ARGV[2] retention (ms)  ARGV[3] max attempts
+//	ARGV[3+i] candidate i's id
+//
+// Returns {moved, expired leases seen}.
+var recoverScript = newScript(`
+local now = now_ms()
+local retention = tonumber(ARGV[2])
+local maxAttempts = tonumber(ARGV[3])
+local moved, seen = 0, 0
+for i = 1, (#KEYS - 2) / 3 do
+  local task, balance, ledger, id = KEYS[3 * i], KEYS[3 * i + 1], KEYS[3 * i + 2], ARGV[3 + i]
+  local leaseEnd = redis.call('ZSCORE', KEYS[1], id)
+  if leaseEnd and tonumber(leaseEnd) <= now then
+    seen = seen + 1
+    local f = redis.call('HMGET', task, 'status', 'attempt')
+    if f[1] ~= 'processing' then
+      redis.call('ZREM', KEYS[1], id) -- left behind; nothing to recover
+    elseif tonumber(f[2]) >= maxAttempts then
+      refund(task, balance, ledger, id, now)
+      redis.call('HSET', task, 'error', 'image generation did not finish (' .. f[2] .. ' attempts)')
+      finish(task, KEYS[1], id, 'failed', now, retention)
+      moved = moved + 1
+    else
+      redis.call('ZREM', KEYS[1], id)
+      redis.call('HSET', task, 'status', 'pending', 'lease_until', 0, 'run_after', now,
+        'updated', now, 'last_error', 'lease expired')
+      redis.call('ZADD', KEYS[2], now, id)
+      moved = moved + 1
+    end
+  end
+end
+return {moved, seen}
+`)
+
+// RecoverExpired sends tasks whose lease ended back to pending, or fails
+// and refunds them after maxAttempts. Each batch reads the oldest leases
+// and their owners, then runs one script that checks and moves them.
+func (s *Store) RecoverExpired(ctx context.Context, maxAttempts int) (int, error) {
+	total := 0
+	for {
+		ids, err := s.rdb.ZRange(ctx, s.k.leases(), 0, recoverBatch-1).Result()
+		if err != nil || len(ids) == 0 {
+			return total, wrapErr("recover", err)
+		}
+		owners := make([]string, len(ids))
+		pipe := s.rdb.Pipeline()
+		cmds := make([]interface{ Val() string }, len(ids))
+		for i, id := range ids {
+			cmds[i] = pipe.HGet(ctx, s.k.task(id), "owner")
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+			return total, wrapErr("recover", err)
+		}
+		keys := []string{s.k.leases(), s.k.pending()}
+		args := []any{s.nowArg(), ms(s.retention), strconv.Itoa(maxAttempts)}
+		for i, id := range ids {
+			owners[i] = cmds[i].Val()
+			keys = append(keys, s.k.task(id), s.k.balance(owners[i]), s.k.ledger(owners[i]))
+			args = append(args, id)
+		}
+		res, err := recoverScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
+		if err != nil {
+			return total, wrapErr("recover", err)
+		}
+		total += int(res[0])
+		if int(res[1]) < len(ids) || len(ids) < recoverBatch {
+			return total, nil // the rest of the leases are still valid
+		}
+	}
+}

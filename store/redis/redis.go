@@ -1,0 +1,176 @@
+// Package redis is an imagegen.Store on Redis, so that any number of API
+// processes and workers share tasks, the work queue, credits, API keys
+// and images.
+//
+// Every change of state is one Lua script, declared beside the Go method
+// that runs it with a comment listing its KEYS and ARGV; each script gets
+// every key it touches in KEYS. All keys of a store share one hash tag
+// ("{prefix}"), so the scripts also run on Redis Cluster (the store then
+// lives in one slot: Cluster gives availability, not sharding).
+//
+// Time: scripts read "now" from the Redis server (TIME), so processes
+// with skewed clocks still agree on leases. Options.Clock replaces it with
+// a clock passed in ARGV, for tests that move time by hand.
+//
+// Retention: a finished task, its image records and image bytes expire
+// after Options.Retention (Redis TTLs). The credit ledger is kept whole;
+// grant and web-charge references are kept for ever, so an idempotent
+// grant cannot apply twice however late it is retried.
+//
+// Layout (P is the hash-tagged prefix, "{imagegen}" by default):
+//
+//	P:task:<id>        hash: the task
+//	P:pending          zset: pending task ids by run-after time (ms)
+//	P:leases           zset: processing task ids by lease end (ms)
+//	P:balance:<owner>  string: credit balance
+//	P:ledger:<owner>   list: ledger entries, oldest first (JSON)
+//	P:refs:<owner>     set: grant and web references used
+//	P:image:<id>       hash: image record (task, content type, expiry)
+//	P:blob:<id>        string: image bytes (default BlobStore)
+//	P:apikey:<sha256>  hash: API key record
+//	P:apikeys:<owner>  list: the owner's key hashes, oldest first
+package redis
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen"
+)
+
+var _ imagegen.Store = (*Store)(nil)
+
+// DefaultRetention is how long finished tasks and images are kept when
+// Options.Retention is zero.
+const DefaultRetention = 24 * time.Hour
+
+// Options configures a Store.
+type Options struct {
+	// Prefix names the store's keys; stores with different prefixes on
+	// one Redis are independent. Default "imagegen".
+	Prefix string
+	// Retention is how long a finished task and its images are kept.
+	// Default DefaultRetention.
+	Retention time.Duration
+	// Blobs keeps image bytes. Default: in Redis, beside the records.
+	Blobs BlobStore
+	// Clock, when set, replaces the Redis server's clock (tests only):
+	// its time is passed to every script, and reads hide what has
+	// expired by it even if its TTL has not run out on the server.
+	Clock imagegen.Clock
+}
+
+// Store is the Redis store. It is safe for concurrent use by any number
+// of goroutines and processes.
+type Store struct {
+	rdb       goredis.UniversalClient
+	k         keys
+	retention time.Duration
+	blobs     BlobStore
+	clock     imagegen.Clock // nil: server time
+}
+
+// New returns a Store on rdb (a standalone, Sentinel or Cluster client).
+func New(rdb goredis.UniversalClient, o Options) (*Store, error) {
+	if rdb == nil {
+		return nil, errors.New("redis store: client is required")
+	}
+	if o.Retention < 0 {
+		return nil, fmt.Errorf("redis store: Options.Retention must not be negative (got %v)", o.Retention)
+	}
+	s := &Store{
+		rdb:       rdb,
+		k:         keys{tag: "{" + cmp.Or(o.Prefix, "imagegen") + "}"},
+		retention: cmp.Or(o.Retention, DefaultRetention),
+		clock:     o.Clock,
+	}
+	s.blobs = o.Blobs
+	if s.blobs == nil {
+		s.blobs = &redisBlobs{rdb: rdb, k: s.k}
+	}
+	return s, nil
+}
+
+// Ping checks that Redis answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis store: ping: %w", err)
+	}
+	return nil
+}
+
+// KeyPattern matches every key of the store, for operators' tools and
+// for tests that clean up after themselves.
+func (s *Store) KeyPattern() string { return s.k.tag + ":*" }
+
+// keys names the store's keys. Variable parts come last, so keys of
+// different kinds never collide.
+type keys struct{ tag string }
+
+func (k keys) task(id string) string       { return k.tag + ":task:" + id }
+func (k keys) pending() string             { return k.tag + ":pending" }
+func (k keys) leases() string              { return k.tag + ":leases" }
+func (k keys) balance(owner string) string { return k.tag + ":balance:" + owner }
+func (k keys) ledger(owner string) string  { return k.tag + ":ledger:" + owner }
+func (k keys) refs(owner string) string    { return k.tag + ":refs:" + owner }
+func (k keys) image(id string) string      { return k.tag + ":image:" + id }
+func (k keys) blob(id string) string       { return k.tag + ":blob:" + id }
+func (k keys) apiKey(hash string) string   { return k.tag + ":apikey:" + hash }
+func (k keys) apiKeys(owner string) string { return k.tag + ":apikeys:" + owner }
+
+// nowArg is ARGV[1] of every script: the injected clock's time in
+// milliseconds, or "" to read the server's clock.
+func (s *Store) nowArg() string {
+	if s.clock == nil {
+		return ""
+	}
+	return strconv.FormatInt(s.clock.Now().UnixMilli(), 10)
+}
+
+// expired reports whether a record with the given expiry (ms, 0 for none)
+// is gone by the injected clock. Without one, Redis TTLs decide.
+func (s *Store) expired(expiresMS int64) bool {
+	return s.clock != nil && expiresMS > 0 && s.clock.Now().UnixMilli() >= expiresMS
+}
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// prelude is prepended to every script: the clock and the steps that
+// several scripts share.
+const prelude = `
+local function now_ms()
+  if ARGV[1] ~= '' then return tonumber(ARGV[1]) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- refund gives a failed task's cost back, once.
+local function refund(task, balance, ledger, id, now)
+  if redis.call('HGET', task, 'refunded') == '1' then return end
+  local cost = tonumber(redis.call('HGET', task, 'cost'))
+  redis.call('INCRBY', balance, cost)
+  redis.call('RPUSH', ledger, cjson.encode({kind = 'refund', amount = cost, ref = 'refund:' .. id, at = now}))
+  redis.call('HSET', task, 'refunded', '1')
+end
+
+-- finish ends a task and starts its retention.
+local function finish(task, leases, id, status, now, retention)
+  redis.call('ZREM', leases, id)
+  redis.call('HSET', task, 'status', status, 'lease_until', 0, 'updated', now, 'finished', now, 'expires', now + retention)
+  redis.call('PEXPIRE', task, retention)
+end
+
+-- holds reports whether attempt holds the task's lease.
+local function holds(task, attempt)
+  local f = redis.call('HMGET', task, 'status', 'attempt')
+  return f[1] == 'processing' and f[2] == attempt
+end
+`
+
+func newScript(body string) *goredis.Script { return goredis.NewScript(prelude + body) }

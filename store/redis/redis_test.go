@@ -1,0 +1,105 @@
+package redis_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/google/uuid"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen/imagegentest"
+	redisstore "github.com/imagegen/imagegen/store/redis"
+	"github.com/imagegen/imagegen/store/storetest"
+)
+
+const retention = time.Hour
+
+// TestConformanceMiniredis runs the suite on miniredis with the server's
+// clock: Advance moves miniredis's time and its TTLs together.
+func TestConformanceMiniredis(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) storetest.Harness {
+		mr := miniredis.RunT(t)
+		now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		mr.SetTime(now)
+		rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
+		t.Cleanup(func() { _ = rdb.Close() })
+		store, err := redisstore.New(rdb, redisstore.Options{Retention: retention})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return storetest.Harness{
+			Store: store,
+			Advance: func(d time.Duration) {
+				now = now.Add(d)
+				mr.SetTime(now)
+				mr.FastForward(d)
+			},
+			Retention: retention,
+		}
+	})
+}
+
+// TestConformanceRedis runs the suite on the Redis server named by
+// IMAGEGEN_TEST_REDIS, each test under its own key prefix, with an
+// injected clock (a real server's time cannot be moved).
+func TestConformanceRedis(t *testing.T) {
+	rdb := realRedis(t)
+	storetest.Run(t, func(t *testing.T) storetest.Harness {
+		clock := imagegentest.NewClock(time.Time{})
+		store := newIsolated(t, rdb, redisstore.Options{Clock: clock, Retention: retention})
+		return storetest.Harness{Store: store, Advance: clock.Advance, Retention: retention}
+	})
+}
+
+// realRedis connects to IMAGEGEN_TEST_REDIS or skips.
+func realRedis(t *testing.T) goredis.UniversalClient {
+	t.Helper()
+	url := os.Getenv("IMAGEGEN_TEST_REDIS")
+	if url == "" {
+		t.Skip("IMAGEGEN_TEST_REDIS is not set (e.g. redis://127.0.0.1:6379/15); the suite ran on miniredis only")
+	}
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatalf("IMAGEGEN_TEST_REDIS: %v", err)
+	}
+	rdb := goredis.NewClient(opt)
+	t.Cleanup(func() { _ = rdb.Close() })
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("IMAGEGEN_TEST_REDIS=%s does not answer: %v", url, err)
+	}
+	return rdb
+}
+
+// newIsolated returns a store under a fresh prefix and deletes its keys
+// (and only its keys) when the test ends.
+func newIsolated(t *testing.T, rdb goredis.UniversalClient, o redisstore.Options) *redisstore.Store {
+	t.Helper()
+	o.Prefix = "imagegen-test-" + uuid.NewString()
+	store, err := redisstore.New(rdb, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteKeys(t, rdb, store.KeyPattern()) })
+	return store
+}
+
+func deleteKeys(t *testing.T, rdb goredis.UniversalClient, pattern string) {
+	ctx := context.Background()
+	iter := rdb.Scan(ctx, 0, pattern, 500).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		batch = append(batch, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Errorf("clean up %s: %v", pattern, err)
+		return
+	}
+	if len(batch) > 0 {
+		if err := rdb.Del(ctx, batch...).Err(); err != nil {
+			t.Errorf("clean up %s: %v", pattern, err)
+		}
+	}
+}
