@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -31,9 +32,9 @@ func decodeTask(f map[string]string) (*imagegen.Task, error) {
 	t.Cost = atoi(f["cost"])
 	t.Attempt = int(atoi(f["attempt"]))
 	t.LeaseUntil = msTime(f["lease_until"])
-	t.RunAfter = msTime(f["run_after"])
+	t.RunAfter = msTime(cmp.Or(f["run_after"], f["created"]))
 	t.CreatedAt = msTime(f["created"])
-	t.UpdatedAt = msTime(f["updated"])
+	t.UpdatedAt = msTime(cmp.Or(f["updated"], f["created"])) // a new task has only "created"
 	t.FinishedAt = msTime(f["finished"])
 	t.ExpiresAt = msTime(f["expires"])
 	return t, nil

@@ -5,34 +5,69 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/imagegen/imagegen"
 )
 
-// createScript debits the task's cost, appends the charge and stores the
-// task as pending, or changes nothing when the balance is short.
+// createScript creates a batch of tasks: for each, it debits the cost,
+// appends the charge and stores the task as pending, or changes nothing
+// for that task when its owner's balance is short. Each task is checked
+// and charged on its own, in order, so a batch is exactly as if its
+// tasks had been submitted one after another. It is the hot path, so it
+// makes as few calls as it can: balances are read once per owner and
+// written back once, ledger entries (half-made in Go) are appended in
+// one RPUSH per owner, and one ZADD queues the batch.
 //
-//	KEYS[1] task  KEYS[2] balance  KEYS[3] ledger  KEYS[4] pending
-//	ARGV[1] now   ARGV[2] id  ARGV[3] owner  ARGV[4] request JSON
-//	ARGV[5] model ARGV[6] cost
+//	KEYS[1] pending
+//	KEYS[3i-1], KEYS[3i], KEYS[3i+1]  task i (1-based): task, balance, ledger
+//	ARGV[1] now
+//	ARGV[6i-4 .. 6i+1]  task i: id, owner, request JSON, model, cost,
+//	                    ledger entry JSON up to its time
 //
-// Returns {1, balance, now}, {0, balance, now} when short, or
-// {-1, 0, now} when the id is taken.
+// Returns {code_1, balance_1, ..., code_n, balance_n, now} where code is
+// 1 (created), 0 (balance short) or -1 (id taken).
 var createScript = newScript(`
 local now = now_ms()
-if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 0, now} end
-local cost = tonumber(ARGV[6])
-local balance = tonumber(redis.call('GET', KEYS[2]) or '0')
-if balance < cost then return {0, balance, now} end
-balance = redis.call('DECRBY', KEYS[2], cost)
-redis.call('RPUSH', KEYS[3], cjson.encode({kind = 'charge', amount = -cost, ref = 'task:' .. ARGV[2], at = now}))
-redis.call('HSET', KEYS[1], 'id', ARGV[2], 'owner', ARGV[3], 'req', ARGV[4], 'model', ARGV[5],
-  'cost', cost, 'status', 'pending', 'attempt', 0, 'run_after', now, 'created', now, 'updated', now)
-redis.call('ZADD', KEYS[4], now, ARGV[2])
-return {1, balance, now}
+local out, queued = {}, {}
+local balances, owners = {}, {} -- balance key -> {value, ledger key, entries}
+for i = 1, (#KEYS - 1) / 3 do
+  local task, bal = KEYS[3 * i - 1], KEYS[3 * i]
+  local a = 6 * i - 4
+  local id, cost = ARGV[a], tonumber(ARGV[a + 4])
+  local acct = balances[bal]
+  if not acct then
+    acct = {value = tonumber(redis.call('GET', bal) or '0'), ledger = KEYS[3 * i + 1], entries = {}}
+    balances[bal] = acct
+    owners[#owners + 1] = bal
+  end
+  if redis.call('EXISTS', task) == 1 then
+    out[#out + 1], out[#out + 2] = -1, 0
+  elseif acct.value < cost then
+    out[#out + 1], out[#out + 2] = 0, acct.value
+  else
+    acct.value = acct.value - cost
+    acct.entries[#acct.entries + 1] = ARGV[a + 5] .. now .. '}'
+    redis.call('HSET', task, 'id', id, 'owner', ARGV[a + 1], 'req', ARGV[a + 2], 'model', ARGV[a + 3],
+      'cost', cost, 'status', 'pending', 'created', now)
+    queued[#queued + 1], queued[#queued + 2] = now, id
+    out[#out + 1], out[#out + 2] = 1, acct.value
+  end
+end
+for _, bal in ipairs(owners) do
+  local acct = balances[bal]
+  if #acct.entries > 0 then
+    redis.call('SET', bal, acct.value)
+    redis.call('RPUSH', acct.ledger, unpack(acct.entries))
+  end
+end
+if #queued > 0 then redis.call('ZADD', KEYS[1], unpack(queued)) end
+out[#out + 1] = now
+return out
 `)
 
-// CreateTask debits t.Cost and stores t as pending in one round trip.
+// CreateTask debits t.Cost and stores t as pending, atomically, in one
+// round trip. Concurrent calls share round trips (see batcher).
 func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error) {
 	if t.ID == "" || t.Owner == "" {
 		return 0, errors.New("redis store: task needs an ID and an Owner")
@@ -44,24 +79,54 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error)
 	if err != nil {
 		return 0, fmt.Errorf("redis store: encode request: %w", err)
 	}
-	k := s.k
-	res, err := createScript.Run(ctx, s.rdb,
-		[]string{k.task(t.ID), k.balance(t.Owner), k.ledger(t.Owner), k.pending()},
-		s.nowArg(), t.ID, t.Owner, req, t.Model, t.Cost,
-	).Int64Slice()
+	ref, err := json.Marshal("task:" + t.ID)
 	if err != nil {
-		return 0, fmt.Errorf("redis store: create task: %w", err)
+		return 0, fmt.Errorf("redis store: encode reference: %w", err)
 	}
-	switch res[0] {
-	case 0:
-		return res[1], imagegen.ErrInsufficientCredits
-	case -1:
+	c := &createCall{
+		ctx:  ctx,
+		keys: [3]string{s.k.task(t.ID), s.k.balance(t.Owner), s.k.ledger(t.Owner)},
+		args: [6]any{t.ID, t.Owner, req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`},
+		done: make(chan struct{}),
+	}
+	s.creates.submit(c)
+	<-c.done
+	switch {
+	case c.err != nil:
+		return 0, c.err
+	case c.code == 0:
+		return c.balance, imagegen.ErrInsufficientCredits
+	case c.code < 0:
 		return 0, fmt.Errorf("redis store: task %q exists", t.ID)
 	}
-	now := fromMS(res[2])
+	now := fromMS(c.now)
 	t.Status, t.Attempt = imagegen.StatusPending, 0
 	t.CreatedAt, t.UpdatedAt, t.RunAfter = now, now, now
-	return res[1], nil
+	return c.balance, nil
+}
+
+// runCreates runs createScript for a batch and hands each call its result.
+func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
+	keys := make([]string, 0, 1+3*len(batch))
+	args := make([]any, 0, 1+6*len(batch))
+	keys = append(keys, s.k.pending())
+	args = append(args, s.nowArg())
+	for _, c := range batch {
+		keys = append(keys, c.keys[:]...)
+		args = append(args, c.args[:]...)
+	}
+	res, err := createScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
+	if err == nil && len(res) != 2*len(batch)+1 {
+		err = fmt.Errorf("unexpected reply of %d values for %d tasks", len(res), len(batch))
+	}
+	for i, c := range batch {
+		if err != nil {
+			c.err = fmt.Errorf("redis store: create task: %w", err)
+		} else {
+			c.code, c.balance, c.now = res[2*i], res[2*i+1], res[len(res)-1]
+		}
+		close(c.done)
+	}
 }
 
 // Task returns owner's task.

@@ -74,6 +74,7 @@ type Store struct {
 	retention time.Duration
 	blobs     BlobStore
 	clock     imagegen.Clock // nil: server time
+	creates   batcher
 }
 
 // New returns a Store on rdb (a standalone, Sentinel or Cluster client).
@@ -90,6 +91,7 @@ func New(rdb goredis.UniversalClient, o Options) (*Store, error) {
 		retention: cmp.Or(o.Retention, DefaultRetention),
 		clock:     o.Clock,
 	}
+	s.creates.run = s.runCreates
 	s.blobs = o.Blobs
 	if s.blobs == nil {
 		s.blobs = &redisBlobs{rdb: rdb, k: s.k}

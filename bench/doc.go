@@ -1,0 +1,13 @@
+// Package bench compares imagegen's Redis backend with baselines on the
+// same Redis server: a bare EVALSHA of an equivalent script, and asynq
+// (github.com/hibiken/asynq), a well-known Redis task queue. It is a
+// separate module so that asynq never becomes a dependency of imagegen.
+//
+// Run it against a real Redis (it skips without one):
+//
+//	cd bench && IMAGEGEN_TEST_REDIS=redis://127.0.0.1:6379/15 go test -run '^$' -bench . -benchtime 20000x
+//
+// Keys are written under a fresh prefix (imagegen) or queue (asynq) and
+// deleted afterwards; asynq runs in the next database number so its
+// bookkeeping keys stay apart.
+package bench

@@ -1,0 +1,109 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/google/uuid"
+	goredis "github.com/redis/go-redis/v9"
+
+	redisstore "github.com/imagegen/imagegen/store/redis"
+)
+
+var ctx = context.Background()
+
+// redisOptions reads IMAGEGEN_TEST_REDIS or skips.
+func redisOptions(b *testing.B) *goredis.Options {
+	b.Helper()
+	url := os.Getenv("IMAGEGEN_TEST_REDIS")
+	if url == "" {
+		b.Skip("IMAGEGEN_TEST_REDIS is not set (e.g. redis://127.0.0.1:6379/15)")
+	}
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		b.Fatalf("IMAGEGEN_TEST_REDIS: %v", err)
+	}
+	opt.PoolSize = 64
+	return opt
+}
+
+func newClient(b *testing.B, opt *goredis.Options) *goredis.Client {
+	rdb := goredis.NewClient(opt)
+	b.Cleanup(func() { _ = rdb.Close() })
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		b.Fatalf("redis does not answer: %v", err)
+	}
+	return rdb
+}
+
+// newStore returns a store under a fresh prefix, deleted afterwards.
+func newStore(b *testing.B, rdb *goredis.Client) *redisstore.Store {
+	store, err := redisstore.New(rdb, redisstore.Options{Prefix: "imagegen-bench-" + uuid.NewString()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { deleteKeys(b, rdb, store.KeyPattern()) })
+	return store
+}
+
+func deleteKeys(b *testing.B, rdb *goredis.Client, pattern string) {
+	iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
+	var batch []string
+	flush := func() {
+		if len(batch) > 0 {
+			if err := rdb.Unlink(ctx, batch...).Err(); err != nil {
+				b.Errorf("clean up: %v", err)
+			}
+			batch = batch[:0]
+		}
+	}
+	for iter.Next(ctx) {
+		batch = append(batch, iter.Val())
+		if len(batch) == 1000 {
+			flush()
+		}
+	}
+	flush()
+	if err := iter.Err(); err != nil {
+		b.Errorf("clean up: %v", err)
+	}
+}
+
+// bareCreate is the baseline: the Redis work of the store's submit script
+// for one task (id check, balance check and debit, ledger entry, task
+// hash, queue), sent as a bare EVALSHA per submit with precomputed
+// arguments: no batching, no Go-side encoding.
+const bareCreate = `
+local now = tonumber(ARGV[1])
+local cost = tonumber(ARGV[6])
+if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 0} end
+local balance = tonumber(redis.call('GET', KEYS[2]) or '0')
+if balance < cost then return {0, balance} end
+redis.call('SET', KEYS[2], balance - cost)
+redis.call('RPUSH', KEYS[3], ARGV[7] .. now .. '}')
+redis.call('HSET', KEYS[1], 'id', ARGV[2], 'owner', ARGV[3], 'req', ARGV[4], 'model', ARGV[5],
+  'cost', cost, 'status', 'pending', 'created', now)
+redis.call('ZADD', KEYS[4], now, ARGV[2])
+return {1, balance - cost}
+`
+
+var benchRequest = mustJSON(map[string]any{
+	"scene": "text-to-image", "prompt": "a lighthouse at dusk, oil painting", "aspect_ratio": "16:9",
+})
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func grantAll(b *testing.B, rdb *goredis.Client, key string) {
+	if err := rdb.Set(ctx, key, strconv.Itoa(1<<50), 0).Err(); err != nil {
+		b.Fatal(err)
+	}
+}

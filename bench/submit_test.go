@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"github.com/imagegen/imagegen"
+)
+
+// parallelism is goroutines per CPU in the submit benchmarks: enough
+// concurrent clients to keep Redis busy on loopback.
+const parallelism = 16
+
+// BenchmarkRedisSubmit compares one submit (debit + task + queue) through
+// the Redis store with a bare EVALSHA of an equivalent script and with
+// asynq's Client.Enqueue, all on the same server.
+func BenchmarkRedisSubmit(b *testing.B) {
+	opt := redisOptions(b)
+	req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse at dusk, oil painting", AspectRatio: imagegen.Aspect16x9}
+
+	b.Run("store", func(b *testing.B) {
+		rdb := newClient(b, opt)
+		store := newStore(b, rdb)
+		if _, err := store.AddEntry(ctx, imagegen.LedgerEntry{Owner: "bench", Kind: imagegen.LedgerGrant, Amount: 1 << 50, Ref: "grant:bench"}); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		b.SetParallelism(parallelism)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				t := &imagegen.Task{ID: uuid.NewString(), Owner: "bench", Request: req, Model: "placeholder", Cost: 1}
+				if _, err := store.CreateTask(ctx, t); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+
+	b.Run("evalsha", func(b *testing.B) {
+		rdb := newClient(b, opt)
+		prefix := "{imagegen-bench-" + uuid.NewString() + "}"
+		b.Cleanup(func() { deleteKeys(b, rdb, prefix+":*") })
+		sha, err := rdb.ScriptLoad(ctx, bareCreate).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		grantAll(b, rdb, prefix+":balance:bench")
+		b.ReportAllocs()
+		b.SetParallelism(parallelism)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				id := uuid.NewString()
+				keys := []string{prefix + ":task:" + id, prefix + ":balance:bench", prefix + ":ledger:bench", prefix + ":pending"}
+				entry := `{"kind":"charge","amount":-1,"ref":"task:` + id + `","at":`
+				if err := rdb.EvalSha(ctx, sha, keys, "1767312245000", id, "bench", benchRequest, "placeholder", 1, entry).Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+
+	b.Run("asynq", func(b *testing.B) {
+		client, queue := newAsynq(b, opt)
+		b.ReportAllocs()
+		b.SetParallelism(parallelism)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := client.Enqueue(asynq.NewTask("generate", benchRequest), asynq.Queue(queue)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+}
