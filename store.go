@@ -35,6 +35,11 @@ type TaskStore interface {
 	// It returns ErrNoTask when none is ready.
 	ClaimTask(ctx context.Context, lease time.Duration) (*Task, error)
 
+	// ClaimTasks claims up to n ready tasks, oldest first, in one step,
+	// each as ClaimTask would. It returns ErrNoTask when none is ready.
+	// Workers use it to fill several free slots at once.
+	ClaimTasks(ctx context.Context, lease time.Duration, n int) ([]*Task, error)
+
 	// RenewLease extends the lease of attempt to now+lease.
 	// ErrLeaseLost when attempt no longer holds the task.
 	RenewLease(ctx context.Context, id string, attempt int, lease time.Duration) error

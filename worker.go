@@ -38,19 +38,33 @@ func (s *Service) Run(ctx context.Context) error {
 	var running sync.WaitGroup
 claim:
 	for {
+		// Wait for one free slot, then take every other free one, and
+		// claim that many tasks in one store call.
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
 			break claim
 		}
-		t, err := s.cfg.Store.ClaimTask(ctx, s.cfg.LeaseDuration)
-		if err != nil {
+		free := 1
+	more:
+		for free < s.cfg.Workers {
+			select {
+			case slots <- struct{}{}:
+				free++
+			default:
+				break more
+			}
+		}
+		tasks, err := s.cfg.Store.ClaimTasks(ctx, s.cfg.LeaseDuration, free)
+		for range free - len(tasks) {
 			<-slots
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				break claim
 			}
 			if !errors.Is(err, ErrNoTask) {
-				s.log.ErrorContext(ctx, "claim task", "err", err)
+				s.log.ErrorContext(ctx, "claim tasks", "err", err)
 			}
 			select {
 			case <-s.wake:
@@ -59,11 +73,13 @@ claim:
 			}
 			continue
 		}
-		running.Add(1)
-		go func() {
-			defer func() { <-slots; running.Done() }()
-			s.process(workCtx, t)
-		}()
+		for _, t := range tasks {
+			running.Add(1)
+			go func() {
+				defer func() { <-slots; running.Done() }()
+				s.process(workCtx, t)
+			}()
+		}
 	}
 
 	done := make(chan struct{})

@@ -54,6 +54,29 @@ func (s *Store) Task(_ context.Context, owner, id string) (*imagegen.Task, error
 func (s *Store) ClaimTask(_ context.Context, lease time.Duration) (*imagegen.Task, error) {
 	now := s.lock()
 	defer s.mu.Unlock()
+	return s.claim(now, lease)
+}
+
+// ClaimTasks leases up to n ready pending tasks, oldest first.
+func (s *Store) ClaimTasks(_ context.Context, lease time.Duration, n int) ([]*imagegen.Task, error) {
+	now := s.lock()
+	defer s.mu.Unlock()
+	var out []*imagegen.Task
+	for len(out) < n {
+		t, err := s.claim(now, lease)
+		if err != nil {
+			break
+		}
+		out = append(out, t)
+	}
+	if len(out) == 0 {
+		return nil, imagegen.ErrNoTask
+	}
+	return out, nil
+}
+
+// claim leases the head of the queue if it is ready; s.mu is held.
+func (s *Store) claim(now time.Time, lease time.Duration) (*imagegen.Task, error) {
 	for len(s.pending) > 0 {
 		head := s.pending[0]
 		if head.seq != head.rec.queued {

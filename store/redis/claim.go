@@ -11,71 +11,97 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-// claimCandidates is how many of the oldest pending tasks a claim
-// considers, so that concurrent workers each find one in a single pass.
+// claimCandidates is how many more of the oldest pending tasks a claim
+// considers than it wants, so that concurrent workers each find theirs
+// in a single pass.
 const claimCandidates = 8
 
-// claimScript leases the first candidate that is still pending and ready.
+// claimScript leases up to ARGV[3] of the candidates that are still
+// pending and ready, in order.
 //
 //	KEYS[1] pending  KEYS[2] leases  KEYS[3..] candidate task keys
-//	ARGV[1] now      ARGV[2] lease (ms)  ARGV[3..] candidate ids
+//	ARGV[1] now      ARGV[2] lease (ms)  ARGV[3] how many  ARGV[4..] candidate ids
 //
-// Returns the claimed task (HGETALL), 0 when no candidate is ready yet,
-// or 1 when every ready candidate was taken meanwhile (look again).
+// Returns {raced, task...}: raced is 1 when a candidate was taken by
+// someone else meanwhile (so looking again may find more), and each task
+// is a claimed task's HGETALL.
 var claimScript = newScript(`
 local now = now_ms()
-local lease = tonumber(ARGV[2])
-local raced = 0
+local lease, want = tonumber(ARGV[2]), tonumber(ARGV[3])
+local out = {0}
 for i = 3, #KEYS do
-  local id = ARGV[i]
+  if #out > want then break end
+  local id = ARGV[i + 1]
   local runAfter = redis.call('ZSCORE', KEYS[1], id)
   if not runAfter then
-    raced = 1
-  elseif tonumber(runAfter) <= now then
+    out[1] = 1
+  elseif tonumber(runAfter) > now then
+    break -- candidates are in run-after order: the rest are not ready either
+  else
     redis.call('ZREM', KEYS[1], id)
     if redis.call('HGET', KEYS[i], 'status') == 'pending' then
       redis.call('HINCRBY', KEYS[i], 'attempt', 1)
       redis.call('HSET', KEYS[i], 'status', 'processing', 'lease_until', now + lease, 'updated', now)
       redis.call('ZADD', KEYS[2], now + lease, id)
-      return redis.call('HGETALL', KEYS[i])
+      out[#out + 1] = redis.call('HGETALL', KEYS[i])
     end
   end
 end
-return raced
+return out
 `)
 
-// ClaimTask leases the oldest ready pending task: one read of the queue
-// head, then one script over the candidates it found.
+// ClaimTask leases the oldest ready pending task.
 func (s *Store) ClaimTask(ctx context.Context, lease time.Duration) (*imagegen.Task, error) {
+	ts, err := s.ClaimTasks(ctx, lease, 1)
+	if err != nil {
+		return nil, err
+	}
+	return ts[0], nil
+}
+
+// ClaimTasks leases up to n ready pending tasks, oldest first: one read
+// of the queue head, then one script over the candidates it found.
+func (s *Store) ClaimTasks(ctx context.Context, lease time.Duration, n int) ([]*imagegen.Task, error) {
+	n = min(max(n, 1), 64)
 	for range 3 {
-		ids, err := s.rdb.ZRange(ctx, s.k.pending(), 0, claimCandidates-1).Result()
+		ids, err := s.rdb.ZRange(ctx, s.k.pending(), 0, int64(n+claimCandidates-1)).Result()
 		if err != nil {
 			return nil, fmt.Errorf("redis store: claim: %w", err)
 		}
 		if len(ids) == 0 {
 			return nil, imagegen.ErrNoTask
 		}
-		keys := []string{s.k.pending(), s.k.leases()}
-		args := []any{s.nowArg(), ms(lease)}
+		keys := make([]string, 0, 2+len(ids))
+		keys = append(keys, s.k.pending(), s.k.leases())
+		args := make([]any, 0, 3+len(ids))
+		args = append(args, s.nowArg(), ms(lease), n)
 		for _, id := range ids {
 			keys = append(keys, s.k.task(id))
 			args = append(args, id)
 		}
-		reply, err := claimScript.Run(ctx, s.rdb, keys, args...).Result()
+		reply, err := claimScript.Run(ctx, s.rdb, keys, args...).Slice()
 		if err != nil {
 			return nil, fmt.Errorf("redis store: claim: %w", err)
 		}
-		if n, ok := reply.(int64); ok {
-			if n == 0 {
-				return nil, imagegen.ErrNoTask
+		tasks := make([]*imagegen.Task, 0, len(reply)-1)
+		for _, r := range reply[1:] {
+			f, err := flatMap(r)
+			if err != nil {
+				return nil, err
 			}
-			continue // others took the candidates: look again
+			t, err := decodeTask(f)
+			if err != nil {
+				return nil, err
+			}
+			tasks = append(tasks, t)
 		}
-		f, err := flatMap(reply)
-		if err != nil {
-			return nil, err
+		if len(tasks) > 0 {
+			return tasks, nil
 		}
-		return decodeTask(f)
+		if raced, _ := reply[0].(int64); raced == 0 {
+			return nil, imagegen.ErrNoTask
+		}
+		// Others took the candidates: look again.
 	}
 	return nil, imagegen.ErrNoTask
 }

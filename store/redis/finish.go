@@ -10,30 +10,40 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-// completeScript records the images and moves the task to success.
+// completeScript records the images and moves the task to success. With
+// the default BlobStore it stores the bytes too, so success is one round
+// trip and no bytes are written for a lost lease.
 //
-//	KEYS[1] task  KEYS[2] leases  KEYS[3..] image record keys
+//	KEYS[1] task  KEYS[2] leases
+//	KEYS[3..]  per image: its record key, then (inline) its blob key
 //	ARGV[1] now   ARGV[2] attempt  ARGV[3] retention (ms)  ARGV[4] id
-//	ARGV[5] image ids (JSON)  ARGV[6..] content type of each image
+//	ARGV[5] image ids (JSON)  ARGV[6] inline: 1 when the bytes are here
+//	ARGV[7..]  per image: content type, then (inline) the bytes
 //
 // Returns 1, or 0 when attempt does not hold the lease.
 var completeScript = newScript(`
 local now = now_ms()
 if not holds(KEYS[1], ARGV[2]) then return 0 end
 local retention = tonumber(ARGV[3])
-for i = 3, #KEYS do
-  redis.call('HSET', KEYS[i], 'task', ARGV[4], 'type', ARGV[i + 3], 'expires', now + retention)
-  redis.call('PEXPIRE', KEYS[i], retention)
+local step = ARGV[6] == '1' and 2 or 1
+for k = 3, #KEYS, step do
+  local a = 7 + (k - 3)
+  redis.call('HSET', KEYS[k], 'task', ARGV[4], 'type', ARGV[a], 'expires', now + retention)
+  redis.call('PEXPIRE', KEYS[k], retention)
+  if step == 2 then
+    redis.call('SET', KEYS[k + 1], ARGV[a + 1], 'PX', retention)
+  end
 end
 redis.call('HSET', KEYS[1], 'images', ARGV[5])
 finish(KEYS[1], KEYS[2], ARGV[4], 'success', now, retention)
 return 1
 `)
 
-// CompleteTask stores the images and moves the task to success. The
-// bytes go to the BlobStore first; if the lease turns out to be lost,
-// they are deleted again (and would expire anyway).
+// CompleteTask stores the images and moves the task to success. With a
+// BlobStore of the operator's, the bytes go there first; if the lease
+// turns out to be lost, they are deleted again (best effort).
 func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image) error {
+	_, inline := s.blobs.(*redisBlobs)
 	ids := make([]string, len(images))
 	keys := []string{s.k.task(id), s.k.leases()}
 	for i, img := range images {
@@ -42,22 +52,27 @@ func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images
 		}
 		ids[i] = img.ID
 		keys = append(keys, s.k.image(img.ID))
+		if inline {
+			keys = append(keys, s.k.blob(img.ID))
+		}
 	}
 	idsJSON, err := json.Marshal(ids)
 	if err != nil {
 		return fmt.Errorf("redis store: encode image ids: %w", err)
 	}
+	args := []any{ms(s.retention), id, idsJSON, map[bool]string{true: "1", false: "0"}[inline]}
 	for _, img := range images {
+		args = append(args, img.ContentType)
+		if inline {
+			args = append(args, img.Data)
+			continue
+		}
 		if err := s.blobs.Put(ctx, img.ID, img.Data, s.retention); err != nil {
 			return fmt.Errorf("redis store: store image: %w", err)
 		}
 	}
-	args := []any{ms(s.retention), id, idsJSON}
-	for _, img := range images {
-		args = append(args, img.ContentType)
-	}
 	err = s.runHolder(ctx, completeScript, id, attempt, keys, args...)
-	if errors.Is(err, imagegen.ErrLeaseLost) {
+	if errors.Is(err, imagegen.ErrLeaseLost) && !inline {
 		for _, img := range images {
 			_ = s.blobs.Delete(ctx, img.ID) // best effort: they expire anyway
 		}

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
 	redisstore "github.com/imagegen/imagegen/store/redis"
 	"github.com/imagegen/imagegen/store/storetest"
@@ -102,4 +104,50 @@ func deleteKeys(t *testing.T, rdb goredis.UniversalClient, pattern string) {
 			t.Errorf("clean up %s: %v", pattern, err)
 		}
 	}
+}
+
+// mapBlobs is an operator's BlobStore, kept in a map.
+type mapBlobs struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (b *mapBlobs) Put(_ context.Context, id string, data []byte, _ time.Duration) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.m[id] = data
+	return nil
+}
+
+func (b *mapBlobs) Get(_ context.Context, id string) ([]byte, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	data, ok := b.m[id]
+	if !ok {
+		return nil, imagegen.ErrImageNotFound
+	}
+	return data, nil
+}
+
+func (b *mapBlobs) Delete(_ context.Context, id string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.m, id)
+	return nil
+}
+
+// TestConformanceExternalBlobs runs the suite with image bytes in a
+// BlobStore of the operator's instead of Redis.
+func TestConformanceExternalBlobs(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) storetest.Harness {
+		mr := miniredis.RunT(t)
+		clock := imagegentest.NewClock(time.Time{})
+		rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
+		t.Cleanup(func() { _ = rdb.Close() })
+		store, err := redisstore.New(rdb, redisstore.Options{Retention: retention, Clock: clock, Blobs: &mapBlobs{m: map[string][]byte{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return storetest.Harness{Store: store, Advance: func(d time.Duration) { clock.Advance(d); mr.FastForward(d) }, Retention: retention}
+	})
 }

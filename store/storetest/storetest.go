@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ConcurrentSubmitsNeverOverdraw", testConcurrentSubmits},
 		{"OnlyTheOwnerSeesATask", testOwnership},
 		{"ClaimOldestReadyFirst", testClaimOrder},
+		{"ClaimTasksTakesUpToNInOrder", testClaimTasks},
 		{"ConcurrentClaimsTakeEachTaskOnce", testConcurrentClaims},
 		{"FencingTokenGuardsEveryFinish", testFencing},
 		{"ExpiredLeaseIsReclaimed", testLeaseExpiry},

@@ -138,6 +138,49 @@ func testClaimOrder(t *testing.T, h Harness) {
 	is.True(errors.Is(err, imagegen.ErrNoTask))
 }
 
+func testClaimTasks(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 6)
+	var ids []string
+	for i := 0; i < 5; i++ {
+		ids = append(ids, submit(t, s, "u", 1).ID)
+		h.Advance(time.Millisecond)
+	}
+	later := submit(t, s, "u", 1)
+	h.Advance(time.Millisecond) // stores order tasks ready in the same millisecond as they like
+	first := claim(t, s)
+	is.Equal(first.ID, ids[0])
+	is.NoErr(s.RetryTask(ctx, first.ID, first.Attempt, 0, "again")) // ready again at once, behind the others
+	is.Equal(claim(t, s).ID, ids[1])
+	is.Equal(claim(t, s).ID, ids[2])
+	delayed := claim(t, s)
+	is.Equal(delayed.ID, ids[3])
+	is.NoErr(s.RetryTask(ctx, delayed.ID, delayed.Attempt, time.Hour, "later")) // not ready for an hour
+
+	got, err := s.ClaimTasks(ctx, lease, 2)
+	is.NoErr(err)
+	is.Equal(len(got), 2)
+	is.Equal(got[0].ID, ids[4])
+	is.Equal(got[1].ID, later.ID)
+	for _, g := range got {
+		is.Equal(g.Status, imagegen.StatusProcessing)
+		is.Equal(g.Attempt, 1)
+	}
+	got, err = s.ClaimTasks(ctx, lease, 10)
+	is.NoErr(err)
+	is.Equal(len(got), 1) // the retried one; the delayed one is not ready
+	is.Equal(got[0].ID, ids[0])
+	is.Equal(got[0].Attempt, 2)
+	_, err = s.ClaimTasks(ctx, lease, 10)
+	is.True(errors.Is(err, imagegen.ErrNoTask))
+	h.Advance(time.Hour)
+	got, err = s.ClaimTasks(ctx, lease, 10)
+	is.NoErr(err)
+	is.Equal(len(got), 1)
+	is.Equal(got[0].ID, ids[3])
+}
+
 func testConcurrentClaims(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
@@ -157,7 +200,17 @@ func testConcurrentClaims(t *testing.T, h Harness) {
 		go func() {
 			defer wg.Done()
 			for {
-				c, err := s.ClaimTask(ctx, lease)
+				// Half the workers claim one at a time, half in batches.
+				var claimed []*imagegen.Task
+				var err error
+				if w%2 == 0 {
+					var c *imagegen.Task
+					if c, err = s.ClaimTask(ctx, lease); err == nil {
+						claimed = append(claimed, c)
+					}
+				} else {
+					claimed, err = s.ClaimTasks(ctx, lease, 3)
+				}
 				mu.Lock()
 				switch {
 				case errors.Is(err, imagegen.ErrNoTask):
@@ -168,7 +221,9 @@ func testConcurrentClaims(t *testing.T, h Harness) {
 					mu.Unlock()
 					return
 				}
-				seen[c.ID]++
+				for _, c := range claimed {
+					seen[c.ID]++
+				}
 				mu.Unlock()
 			}
 		}()

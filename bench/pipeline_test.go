@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"github.com/imagegen/imagegen"
+)
+
+// workers is the concurrency of both pipelines.
+const workers = 16
+
+// instantModel makes a tiny image at once: the pipeline benchmarks
+// measure the queue, not a model.
+type instantModel struct{}
+
+func (instantModel) Plan(imagegen.Request) (imagegen.Plan, error) {
+	return imagegen.Plan{Model: "instant", Cost: 1}, nil
+}
+
+func (instantModel) Generate(context.Context, imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+	return []imagegen.GeneratedImage{{ContentType: "image/png", Data: []byte("\x89PNG tiny")}}, nil
+}
+
+// countingStore counts completed tasks and says when n are done.
+type countingStore struct {
+	imagegen.Store
+	n    int64
+	done atomic.Int64
+	all  chan struct{}
+}
+
+func (s *countingStore) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image) error {
+	err := s.Store.CompleteTask(ctx, id, attempt, images)
+	if err == nil && s.done.Add(1) == s.n {
+		close(s.all)
+	}
+	return err
+}
+
+// BenchmarkRedisPipeline measures end-to-end processing with an instant
+// model: b.N tasks are queued first, then the clock runs from starting
+// the workers until the last task is done. imagegen's Service on the
+// Redis store against an asynq Server, each with 16 workers.
+func BenchmarkRedisPipeline(b *testing.B) {
+	opt := redisOptions(b)
+
+	b.Run("imagegen", func(b *testing.B) {
+		rdb := newClient(b, opt)
+		store := &countingStore{Store: newStore(b, rdb), n: int64(b.N), all: make(chan struct{})}
+		svc, err := imagegen.New(imagegen.Config{
+			Store: store, Model: instantModel{}, Workers: workers,
+			PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := svc.Grant(ctx, "bench", int64(b.N), "bench"); err != nil {
+			b.Fatal(err)
+		}
+		req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "x"}
+		for range b.N {
+			if _, err := svc.Submit(ctx, "bench", req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		b.ResetTimer()
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); _ = svc.Run(ctx) }()
+		<-store.all
+		b.StopTimer()
+		cancel()
+		<-stopped
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+	})
+
+	b.Run("asynq", func(b *testing.B) {
+		client, queue := newAsynq(b, opt)
+		for range b.N {
+			if _, err := client.Enqueue(asynq.NewTask("generate", benchRequest), asynq.Queue(queue), asynq.TaskID(uuid.NewString())); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var handled atomic.Int64
+		all := make(chan struct{})
+		srv := asynq.NewServer(asynqOpt(opt), asynq.Config{
+			Concurrency: workers, Queues: map[string]int{queue: 1},
+			Logger: quietAsynq{}, LogLevel: asynq.ErrorLevel,
+		})
+		inspector := asynq.NewInspector(asynqOpt(opt))
+		defer inspector.Close()
+		b.ResetTimer()
+		err := srv.Start(asynq.HandlerFunc(func(context.Context, *asynq.Task) error {
+			handled.Add(1)
+			return nil
+		}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Done when asynq has recorded every task as processed, not just
+		// handed it to the handler.
+		go func() {
+			defer close(all)
+			for {
+				info, err := inspector.GetQueueInfo(queue)
+				if err == nil && info.Processed >= b.N {
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		<-all
+		b.StopTimer()
+		srv.Shutdown()
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+	})
+}
+
+// quietAsynq drops asynq's logs.
+type quietAsynq struct{}
+
+func (quietAsynq) Debug(...any) {}
+func (quietAsynq) Info(...any)  {}
+func (quietAsynq) Warn(...any)  {}
+func (quietAsynq) Error(...any) {}
+func (quietAsynq) Fatal(...any) {}
