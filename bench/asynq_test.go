@@ -8,10 +8,10 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// asynqOpt puts asynq in the database after imagegen's, so that its own
+// asynqOpt puts asynq in the database before imagegen's, so that its own
 // bookkeeping keys (servers, workers) are apart and easy to clean up.
 func asynqOpt(opt *goredis.Options) asynq.RedisClientOpt {
-	return asynq.RedisClientOpt{Addr: opt.Addr, DB: (opt.DB + 1) % 16, PoolSize: opt.PoolSize}
+	return asynq.RedisClientOpt{Addr: opt.Addr, DB: (opt.DB + 15) % 16, PoolSize: opt.PoolSize}
 }
 
 // newAsynq returns a client and a fresh queue name; the queue's keys and

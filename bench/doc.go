@@ -8,6 +8,6 @@
 //	cd bench && IMAGEGEN_TEST_REDIS=redis://127.0.0.1:6379/15 go test -run '^$' -bench . -benchtime 20000x
 //
 // Keys are written under a fresh prefix (imagegen) or queue (asynq) and
-// deleted afterwards; asynq runs in the next database number so its
+// deleted afterwards; asynq runs in the database numbered one lower so its
 // bookkeeping keys stay apart.
 package bench
