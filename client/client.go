@@ -1,0 +1,378 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+// Defaults of the options.
+const (
+	DefaultPollInterval    = time.Second     // Wait's first interval
+	DefaultMaxPollInterval = 6 * time.Second // Wait's interval doubles up to this
+	DefaultLongPoll        = 25 * time.Second
+	DefaultTimeout         = time.Minute // of the default http.Client, per request
+	DefaultUserAgent       = "imagegen-go-client"
+)
+
+// maxTransient is how many server errors (5xx) or network errors in a row
+// Wait tolerates before it returns the error.
+const maxTransient = 3
+
+// maxBody bounds the JSON answers the client reads.
+const maxBody = 1 << 20
+
+// Task is a task as the API shows it (INTERFACE.md §2.3).
+type Task struct {
+	TaskID string          `json:"task_id"`
+	Status imagegen.Status `json:"status"`
+	Images []string        `json:"images,omitempty"` // image URLs, when Status is success
+	Error  string          `json:"error,omitempty"`  // failure reason, when Status is failed
+}
+
+// Err returns nil unless the task failed, and then an error wrapping
+// ErrTaskFailed with the task's failure reason.
+func (t *Task) Err() error {
+	if t.Status != imagegen.StatusFailed {
+		return nil
+	}
+	return fmt.Errorf("%w: task %s: %s", ErrTaskFailed, t.TaskID, t.Error)
+}
+
+// Client calls the API with one API key. It is safe for concurrent use,
+// and its goroutines share the key's rate limit (see the package docs).
+type Client struct {
+	base      string // scheme, host and API prefix, no trailing slash
+	cred      *credential
+	hc        *http.Client
+	userAgent string
+	pollMin   time.Duration
+	pollMax   time.Duration
+	longPoll  time.Duration
+	clock     imagegen.Clock
+	budget    *budget
+}
+
+// credential is kept behind a pointer so that printing a Client's fields
+// (fmt's %+v of *c, say) shows an address, never the key.
+type credential struct{ authorization string }
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sets the HTTP client (default: one with a timeout of
+// DefaultTimeout). Its timeout must exceed the long-poll wait.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithUserAgent sets the User-Agent header (default DefaultUserAgent).
+func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
+
+// WithPollInterval sets Wait's interval between polls: first, doubling
+// after each poll up to max (defaults 1s and 6s).
+func WithPollInterval(first, max time.Duration) Option {
+	return func(c *Client) { c.pollMin, c.pollMax = first, max }
+}
+
+// WithLongPoll sets the wait Wait asks the server for with "Prefer:
+// wait=N" (default 25s, whole seconds); 0 sends no Prefer header.
+func WithLongPoll(d time.Duration) Option { return func(c *Client) { c.longPoll = d } }
+
+// WithClock sets the clock that Wait and the rate limit wait on (default
+// imagegen.SystemClock). Tests pass a manual clock and need no sleeps.
+func WithClock(clock imagegen.Clock) Option { return func(c *Client) { c.clock = clock } }
+
+// New returns a Client of the API at baseURL, authenticated with apiKey.
+//
+// baseURL is the API's root with its version prefix, such as
+// "https://img.example.com/api/v1"; a URL without a path gets "/api/v1".
+func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
+	base, err := parseBase(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	if apiKey == "" {
+		return nil, errors.New("client: API key is required")
+	}
+	for _, r := range apiKey {
+		if r <= ' ' || r > '~' {
+			return nil, errors.New("client: API key must be printable ASCII without spaces")
+		}
+	}
+	c := &Client{
+		base:      base,
+		cred:      &credential{authorization: "Bearer " + apiKey},
+		userAgent: DefaultUserAgent,
+		pollMin:   DefaultPollInterval,
+		pollMax:   DefaultMaxPollInterval,
+		longPoll:  DefaultLongPoll,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.hc == nil {
+		c.hc = &http.Client{Timeout: DefaultTimeout}
+	}
+	if c.clock == nil {
+		c.clock = imagegen.SystemClock{}
+	}
+	switch {
+	case c.pollMin <= 0 || c.pollMax < c.pollMin:
+		return nil, fmt.Errorf("client: poll interval must be positive and at most its maximum (got %v, %v)", c.pollMin, c.pollMax)
+	case c.longPoll < 0:
+		return nil, fmt.Errorf("client: long poll must not be negative (got %v)", c.longPoll)
+	}
+	c.budget = newBudget(c.clock)
+	return c, nil
+}
+
+func parseBase(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("client: base URL: %w", err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", fmt.Errorf("client: base URL %q must be http or https", u.Redacted())
+	case u.Host == "":
+		return "", fmt.Errorf("client: base URL %q has no host", u.Redacted())
+	case u.User != nil:
+		return "", errors.New("client: base URL must not carry credentials; pass the API key")
+	case u.RawQuery != "" || u.Fragment != "":
+		return "", fmt.Errorf("client: base URL %q must not have a query or fragment", u.Redacted())
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = ""
+	if u.Path == "" {
+		u.Path = "/api/v1"
+	}
+	return u.String(), nil
+}
+
+// String describes c without its API key.
+func (c *Client) String() string {
+	return "client.Client{base: " + strconv.Quote(c.base) + ", key: [REDACTED]}"
+}
+
+// GoString describes c without its API key, for %#v.
+func (c *Client) GoString() string { return c.String() }
+
+// Submit submits a generation task (POST /generate). It waits first if
+// the key has no request left in its window. Errors: *APIError, such as
+// invalid_params (imagegen.ErrInvalidParams) or insufficient_credits
+// (imagegen.ErrInsufficientCredits).
+func (c *Client) Submit(ctx context.Context, req imagegen.Request) (imagegen.Submitted, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return imagegen.Submitted{}, fmt.Errorf("client: submit: %w", err)
+	}
+	res, err := c.call(ctx, http.MethodPost, "/generate", body, "")
+	if err != nil {
+		return imagegen.Submitted{}, fmt.Errorf("client: submit: %w", err)
+	}
+	var sub imagegen.Submitted
+	if err := json.Unmarshal(res.body, &sub); err != nil {
+		return imagegen.Submitted{}, fmt.Errorf("client: submit: decoding the answer: %w", err)
+	}
+	if sub.TaskID == "" {
+		return imagegen.Submitted{}, errors.New("client: submit: the answer has no task_id")
+	}
+	return sub, nil
+}
+
+// Task returns the task's current state (GET /tasks/{id}). It waits
+// first if the key has no request left in its window. A task that does
+// not exist or belongs to another user gives an error wrapping
+// imagegen.ErrTaskNotFound.
+func (c *Client) Task(ctx context.Context, id string) (*Task, error) {
+	t, _, err := c.task(ctx, id, 0)
+	return t, err
+}
+
+func (c *Client) task(ctx context.Context, id string, wait time.Duration) (*Task, bool, error) {
+	if id == "" {
+		return nil, false, fmt.Errorf("client: task: empty task id: %w", imagegen.ErrTaskNotFound)
+	}
+	prefer := ""
+	if wait > 0 {
+		prefer = "wait=" + strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10)
+	}
+	res, err := c.call(ctx, http.MethodGet, "/tasks/"+url.PathEscape(id), nil, prefer)
+	if err != nil {
+		return nil, false, fmt.Errorf("client: task %s: %w", id, err)
+	}
+	var t Task
+	if err := json.Unmarshal(res.body, &t); err != nil {
+		return nil, false, fmt.Errorf("client: task %s: decoding the answer: %w", id, err)
+	}
+	return &t, prefer != "" && longPollApplied(res.header), nil
+}
+
+// Wait polls the task until it ends (success or failed) and returns it;
+// a failed task is not an error (see Task.Err). It polls at once, then
+// with a growing interval, or at once again when the server long-polls.
+// It waits out a 429 and retries up to 3 server or network errors in a
+// row; any other error ends it, and so does ctx.
+func (c *Client) Wait(ctx context.Context, id string) (*Task, error) {
+	return c.wait(ctx, id, 0)
+}
+
+// Generate submits req and waits for the task to end: Submit, then Wait
+// after one poll interval. A 429 on submit is waited out and retried (a
+// refused submit charges nothing).
+func (c *Client) Generate(ctx context.Context, req imagegen.Request) (*Task, error) {
+	var sub imagegen.Submitted
+	var err error
+	for range maxTransient + 1 {
+		sub, err = c.Submit(ctx, req)
+		if !isRateLimited(err) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.wait(ctx, sub.TaskID, c.pollMin)
+}
+
+func (c *Client) wait(ctx context.Context, id string, delay time.Duration) (*Task, error) {
+	next := c.pollMin
+	failures := 0
+	for {
+		if err := sleep(ctx, c.clock, delay); err != nil {
+			return nil, fmt.Errorf("client: wait for task %s: %w", id, err)
+		}
+		t, longPolled, err := c.task(ctx, id, c.longPoll)
+		switch {
+		case err == nil:
+			failures = 0
+			switch t.Status {
+			case imagegen.StatusSuccess, imagegen.StatusFailed:
+				return t, nil
+			case imagegen.StatusPending, imagegen.StatusProcessing:
+			default:
+				return nil, fmt.Errorf("client: task %s: unknown status %q", id, t.Status)
+			}
+			if longPolled {
+				delay = 0
+				continue
+			}
+			delay, next = next, min(next*2, c.pollMax)
+		case isRateLimited(err):
+			delay = 0 // the budget holds the next request back for Retry-After
+		case ctx.Err() == nil && transient(err) && failures < maxTransient:
+			failures++
+			delay, next = next, min(next*2, c.pollMax)
+		default:
+			return nil, err
+		}
+	}
+}
+
+func isRateLimited(err error) bool {
+	var apiErr *APIError
+	return errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusTooManyRequests
+}
+
+// transient reports whether err may pass by itself: a 5xx answer or a
+// failure to get an answer at all.
+func transient(err error) bool {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.StatusCode >= 500
+	}
+	var netErr *url.Error
+	return errors.As(err, &netErr)
+}
+
+// Download writes the image at url (a URL of Task.Images) to w. Image
+// URLs are signed and need no API key, so the key is not sent. An
+// unknown or expired image gives an error wrapping
+// imagegen.ErrImageNotFound.
+func (c *Client) Download(ctx context.Context, imageURL string, w io.Writer) error {
+	u, err := url.Parse(imageURL)
+	if err != nil {
+		return fmt.Errorf("client: download: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("client: download: %q is not an absolute http or https URL", u.Redacted())
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return fmt.Errorf("client: download: %w", err)
+	}
+	req.Header.Set("User-Agent", c.userAgent)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("client: download: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		apiErr := newAPIError(resp.StatusCode, resp.Header, body, c.clock.Now())
+		if resp.StatusCode == http.StatusNotFound {
+			apiErr.sentinel = imagegen.ErrImageNotFound
+		}
+		return fmt.Errorf("client: download: %w", apiErr)
+	}
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("client: download: %w", err)
+	}
+	return nil
+}
+
+// answer is a successful answer of the API.
+type answer struct {
+	header http.Header
+	body   []byte
+}
+
+// call sends one API request within the key's budget and returns its
+// answer, or an *APIError for an error status.
+func (c *Client) call(ctx context.Context, method, path string, body []byte, prefer string) (*answer, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", c.cred.authorization)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	} else {
+		req.Body, req.ContentLength, req.GetBody = nil, 0, nil
+	}
+	if prefer != "" {
+		req.Header.Set("Prefer", prefer)
+	}
+	t, err := c.budget.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		c.budget.release(t, 0, nil)
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	_ = resp.Body.Close()
+	c.budget.release(t, resp.StatusCode, resp.Header)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading the answer: %w", err)
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		return nil, newAPIError(resp.StatusCode, resp.Header, data, c.clock.Now())
+	case len(data) > maxBody:
+		return nil, fmt.Errorf("the answer is larger than %d bytes", maxBody)
+	}
+	return &answer{header: resp.Header, body: data}, nil
+}

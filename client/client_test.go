@@ -1,0 +1,525 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/client"
+	"github.com/imagegen/imagegen/imagegentest"
+)
+
+var fox = imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a red fox", AspectRatio: imagegen.Aspect16x9}
+
+func isGet(a arrival) bool { return a.method == http.MethodGet && strings.Contains(a.path, "/tasks/") }
+
+func TestSubmitTaskWaitDownload(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	v := newVClock(e.clock, 1)
+	c := e.client(v, client.WithUserAgent("client-test/1"))
+
+	sub, err := c.Submit(ctx, fox)
+	is.NoErr(err)
+	is.Equal(sub.Status, imagegen.StatusPending)
+	is.Equal(sub.CreditsUsed, int64(2))
+	is.Equal(sub.CreditsRemaining, int64(8))
+	is.True(sub.TaskID != "")
+
+	task, err := c.Task(ctx, sub.TaskID)
+	is.NoErr(err)
+	is.Equal(*task, client.Task{TaskID: sub.TaskID, Status: imagegen.StatusPending})
+	is.NoErr(task.Err())
+
+	e.runWorkers()
+	task, err = c.Wait(ctx, sub.TaskID)
+	is.NoErr(err)
+	is.Equal(task.Status, imagegen.StatusSuccess)
+	is.Equal(task.TaskID, sub.TaskID)
+	is.Equal(len(task.Images), 1)
+	is.Equal(task.Error, "")
+	is.Equal(len(v.sleeps()), 0) // the task had ended: Wait polled once
+
+	var png bytes.Buffer
+	is.NoErr(c.Download(ctx, task.Images[0], &png))
+	is.Equal(png.Bytes(), imagegentest.TinyPNG())
+
+	log := e.log()
+	is.Equal(len(log), 4)
+	is.Equal(log[0].method, "POST")
+	is.Equal(log[0].path, "/api/v1/generate")
+	is.Equal(log[0].status, http.StatusCreated)
+	is.Equal(log[0].header.Get("Content-Type"), "application/json")
+	for _, a := range log[:3] {
+		is.Equal(a.header.Get("Authorization"), "Bearer "+e.key)
+		is.Equal(a.header.Get("User-Agent"), "client-test/1")
+	}
+	is.Equal(log[1].header.Get("Prefer"), "")        // Task asks for no long poll
+	is.Equal(log[2].header.Get("Prefer"), "wait=25") // Wait does
+	is.True(strings.HasPrefix(log[3].path, "/api/v1/images/"))
+	is.Equal(log[3].header.Get("Authorization"), "") // image URLs need no key: it is not sent
+	is.Equal(log[3].status, http.StatusOK)
+}
+
+func TestWaitBacksOff(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	v := newVClock(e.clock, 1)
+	c := e.client(v)
+	sub, err := c.Submit(context.Background(), fox)
+	is.NoErr(err)
+	ready := e.clock.Now().Add(15 * time.Second)
+	v.tick = func(now time.Time) {
+		if !now.Before(ready) {
+			e.runWorkers()
+		}
+	}
+	task, err := c.Wait(context.Background(), sub.TaskID)
+	is.NoErr(err)
+	is.Equal(task.Status, imagegen.StatusSuccess)
+	is.Equal(v.sleeps(), []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 6 * time.Second, 6 * time.Second})
+	gets := only(e.log(), isGet)
+	is.Equal(len(gets), 6)
+	for _, a := range gets {
+		is.Equal(a.header.Get("Prefer"), "wait=25") // harmless: the server ignores it
+	}
+}
+
+func TestWaitLongPollsWhenTheServerDoes(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	v := newVClock(e.clock, 1)
+	c := e.client(v)
+	sub, err := c.Submit(context.Background(), fox)
+	is.NoErr(err)
+	// A server with the long-poll extension: it says it applied the
+	// wait, and the task ends during the third poll.
+	var polls atomic.Int32
+	e.setWrap(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && r.Header.Get("Prefer") == "wait=25" {
+				w.Header().Set("Preference-Applied", "wait=25")
+				if polls.Add(1) == 3 {
+					e.runWorkers()
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	task, err := c.Wait(context.Background(), sub.TaskID)
+	is.NoErr(err)
+	is.Equal(task.Status, imagegen.StatusSuccess)
+	is.Equal(polls.Load(), int32(3))
+	is.Equal(len(v.sleeps()), 0) // the server did the waiting
+}
+
+func TestWaitFailedTask(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	v := newVClock(e.clock, 1)
+	c := e.client(v)
+	e.model.Then(imagegentest.Fail(&imagegen.ModelError{Provider: "scripted", Refused: true, Message: "the prompt was blocked"}))
+	sub, err := c.Submit(context.Background(), fox)
+	is.NoErr(err)
+	v.tick = func(time.Time) { e.runWorkers() }
+	task, err := c.Wait(context.Background(), sub.TaskID)
+	is.NoErr(err) // a failed task is not an API error
+	is.Equal(task.Status, imagegen.StatusFailed)
+	is.True(strings.Contains(task.Error, "the prompt was blocked"))
+	is.Equal(task.Images, nil)
+	is.True(errors.Is(task.Err(), client.ErrTaskFailed))
+	is.True(strings.Contains(task.Err().Error(), "the prompt was blocked"))
+}
+
+func TestGenerate(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	v := newVClock(e.clock, 1)
+	c := e.client(v)
+	v.tick = func(time.Time) { e.runWorkers() }
+	task, err := c.Generate(context.Background(), fox)
+	is.NoErr(err)
+	is.Equal(task.Status, imagegen.StatusSuccess)
+	is.Equal(len(task.Images), 1)
+	is.Equal(v.sleeps(), []time.Duration{time.Second}) // one interval before the first poll
+	log := e.log()
+	is.Equal(len(log), 2)
+	is.Equal(log[0].method, "POST")
+	is.Equal(log[1].method, "GET")
+	bal, err := e.svc.Balance(context.Background(), "alice")
+	is.NoErr(err)
+	is.Equal(bal, int64(8))
+}
+
+func TestGenerateWaitsOut429OnSubmit(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, withLimit(3))
+	v := newVClock(e.clock, 1)
+	c := e.client(v)
+	e.spend(e.key, 3) // another program used the key's budget
+	v.tick = func(time.Time) { e.runWorkers() }
+	task, err := c.Generate(context.Background(), fox)
+	is.NoErr(err)
+	is.Equal(task.Status, imagegen.StatusSuccess)
+	log := e.log()
+	is.Equal(log[0].status, http.StatusTooManyRequests)
+	is.Equal(log[1].status, http.StatusCreated)
+	is.Equal(log[1].at.Sub(log[0].at), time.Minute) // after Retry-After, not before
+	bal, err := e.svc.Balance(context.Background(), "alice")
+	is.NoErr(err)
+	is.Equal(bal, int64(8)) // charged once
+}
+
+// TestErrorCodes maps every error code of INTERFACE.md §7 (and the
+// handler's extra ones) to its sentinel, keeping the server's message.
+func TestErrorCodes(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		opts     []func(*envOptions)
+		call     func(e *env, c *client.Client) error
+		status   int
+		code     string
+		sentinel error // nil: none of the sentinels
+		message  string
+	}{{
+		name: "unauthorized",
+		call: func(e *env, c *client.Client) error {
+			bad, err := client.New(e.srv.URL, imagegen.NewAPIKey(), client.WithHTTPClient(e.srv.Client()))
+			if err != nil {
+				return err
+			}
+			_, err = bad.Task(ctx, "x")
+			return err
+		},
+		status: 401, code: "unauthorized", sentinel: imagegen.ErrUnauthorized, message: "missing or invalid API key",
+	}, {
+		name: "insufficient credits",
+		call: func(e *env, c *client.Client) error {
+			poor, err := client.New(e.srv.URL, e.user("carol", 1), client.WithHTTPClient(e.srv.Client()))
+			if err != nil {
+				return err
+			}
+			_, err = poor.Submit(ctx, fox)
+			return err
+		},
+		status: 403, code: "insufficient_credits", sentinel: imagegen.ErrInsufficientCredits, message: "not enough credits for this generation",
+	}, {
+		name: "task not found",
+		call: func(e *env, c *client.Client) error {
+			_, err := c.Task(ctx, "00000000-0000-4000-8000-000000000000")
+			return err
+		},
+		status: 404, code: "task_not_found", sentinel: imagegen.ErrTaskNotFound, message: "task not found",
+	}, {
+		name: "another user's task",
+		call: func(e *env, c *client.Client) error {
+			sub, err := c.Submit(ctx, fox)
+			if err != nil {
+				return err
+			}
+			other, err := client.New(e.srv.URL, e.user("mallory", 0), client.WithHTTPClient(e.srv.Client()))
+			if err != nil {
+				return err
+			}
+			_, err = other.Wait(ctx, sub.TaskID)
+			return err
+		},
+		status: 404, code: "task_not_found", sentinel: imagegen.ErrTaskNotFound, message: "task not found",
+	}, {
+		name: "invalid params",
+		call: func(e *env, c *client.Client) error {
+			_, err := c.Submit(ctx, imagegen.Request{Scene: "text-to-image"})
+			return err
+		},
+		status: 422, code: "invalid_params", sentinel: imagegen.ErrInvalidParams, message: "prompt: is required",
+	}, {
+		name: "rate limit exceeded",
+		opts: []func(*envOptions){withLimit(3)},
+		call: func(e *env, c *client.Client) error {
+			e.spend(e.key, 3)
+			_, err := c.Task(ctx, "x")
+			var apiErr *client.APIError
+			if errors.As(err, &apiErr) && apiErr.RetryAfter != time.Minute {
+				return fmt.Errorf("RetryAfter = %v, want 1m", apiErr.RetryAfter)
+			}
+			return err
+		},
+		status: 429, code: "rate_limit_exceeded", sentinel: imagegen.ErrRateLimited, message: "rate limit exceeded: at most 3 requests per 1m0s per API key",
+	}, {
+		name: "internal error",
+		opts: []func(*envOptions){func(o *envOptions) {
+			o.store = func(clock imagegen.Clock) imagegen.Store {
+				return failingStore{memoryStore(clock)}
+			}
+		}},
+		call:   func(e *env, c *client.Client) error { _, err := c.Submit(ctx, fox); return err },
+		status: 500, code: "internal_error", message: "internal server error",
+	}, {
+		name: "unknown path",
+		call: func(e *env, c *client.Client) error {
+			wrong, err := client.New(e.srv.URL+"/api/v1/nope", e.key, client.WithHTTPClient(e.srv.Client()))
+			if err != nil {
+				return err
+			}
+			_, err = wrong.Submit(ctx, fox)
+			return err
+		},
+		status: 404, code: "not_found", message: "no such endpoint: /api/v1/nope/generate",
+	}, {
+		name: "not the API",
+		call: func(e *env, c *client.Client) error {
+			wrong, err := client.New(e.srv.URL+"/api/v0", e.key, client.WithHTTPClient(e.srv.Client()))
+			if err != nil {
+				return err
+			}
+			_, err = wrong.Submit(ctx, fox)
+			return err
+		},
+		status: 404, code: "", message: "404 page not found", // the plain text of the host's mux
+	}, {
+		name: "image not found",
+		call: func(e *env, c *client.Client) error {
+			return c.Download(ctx, e.srv.URL+"/api/v1/images/nope?expires=1&sig=x", &bytes.Buffer{})
+		},
+		status: 404, code: "not_found", sentinel: imagegen.ErrImageNotFound, message: "image not found or link expired",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			e := newEnv(t, tc.opts...)
+			c := e.client(newVClock(e.clock, 1))
+			err := tc.call(e, c)
+			var apiErr *client.APIError
+			is.True(errors.As(err, &apiErr))
+			is.Equal(apiErr.StatusCode, tc.status)
+			is.Equal(apiErr.Code, tc.code)
+			is.Equal(apiErr.Message, tc.message) // the server's own message
+			for _, s := range []error{imagegen.ErrUnauthorized, imagegen.ErrInsufficientCredits, imagegen.ErrTaskNotFound,
+				imagegen.ErrInvalidParams, imagegen.ErrRateLimited, imagegen.ErrImageNotFound} {
+				is.Equal(errors.Is(err, s), s == tc.sentinel) // its sentinel and no other
+			}
+			is.True(strings.Contains(err.Error(), tc.message))
+			is.True(!strings.Contains(err.Error(), e.key))
+			is.True(!strings.Contains(fmt.Sprintf("%+v %#v", err, err), e.key))
+		})
+	}
+}
+
+// TestWaitMeets429WithinLimit: another program spends the key's budget, so
+// Wait's first poll gets 429; it waits out Retry-After, then polls within
+// the RateLimit header's budget until the task ends, never sending more
+// than the limit in any rolling minute.
+func TestWaitMeets429WithinLimit(t *testing.T) {
+	is := is.New(t)
+	const limit = 3
+	e := newEnv(t, withLimit(limit))
+	v := newVClock(e.clock, 1)
+	c := e.client(v)
+	sub, err := c.Submit(context.Background(), fox)
+	is.NoErr(err)
+	e.spend(e.key, limit-1)
+	start := e.clock.Now()
+	ready := start.Add(3 * time.Minute)
+	v.tick = func(now time.Time) {
+		if !now.Before(ready) {
+			e.runWorkers()
+		}
+	}
+	task, err := c.Wait(context.Background(), sub.TaskID)
+	is.NoErr(err)
+	is.Equal(task.Status, imagegen.StatusSuccess)
+
+	log := e.log()
+	limited := only(log, func(a arrival) bool { return a.status == http.StatusTooManyRequests })
+	is.Equal(len(limited), 1) // only the poll it could not foresee
+	is.Equal(log[1].status, http.StatusTooManyRequests)
+	is.Equal(log[2].at.Sub(log[1].at), time.Minute) // Retry-After was honoured
+	is.True(maxInWindow(log, time.Minute) <= limit)
+	is.True(len(only(log, isGet)) >= 6)             // it kept polling through several windows
+	is.True(!e.clock.Now().Before(ready))           // and ended once the task had
+	is.True(e.clock.Now().Sub(ready) < time.Minute) // soon after
+}
+
+// TestConcurrentWaitsShareLimit: two goroutines wait for two tasks with
+// one Client; together they never exceed the key's limit and never get a
+// 429.
+func TestConcurrentWaitsShareLimit(t *testing.T) {
+	is := is.New(t)
+	const limit = 3
+	e := newEnv(t, withLimit(limit))
+	v := newVClock(e.clock, 1)
+	c := e.client(v)
+	var ids []string
+	for range 2 {
+		sub, err := c.Submit(context.Background(), fox)
+		is.NoErr(err)
+		ids = append(ids, sub.TaskID)
+	}
+	ready := e.clock.Now().Add(4 * time.Minute)
+	v.tick = func(now time.Time) {
+		if !now.Before(ready) {
+			e.runWorkers()
+		}
+	}
+
+	tasks := make([]*client.Task, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	v.start(len(ids))
+	for i, id := range ids {
+		wg.Go(func() {
+			defer v.done()
+			tasks[i], errs[i] = c.Wait(context.Background(), id)
+		})
+	}
+	v.done() // the test goroutine only waits from here on
+	wg.Wait()
+
+	for i := range ids {
+		is.NoErr(errs[i])
+		is.Equal(tasks[i].Status, imagegen.StatusSuccess)
+	}
+	log := e.log()
+	is.Equal(len(only(log, func(a arrival) bool { return a.status == http.StatusTooManyRequests })), 0)
+	is.True(maxInWindow(log, time.Minute) <= limit)
+	for _, id := range ids { // both kept polling
+		is.True(len(only(log, func(a arrival) bool { return strings.HasSuffix(a.path, id) })) >= 4)
+	}
+}
+
+func TestWaitRetriesServerErrors(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, func(o *envOptions) {
+		o.store = func(clock imagegen.Clock) imagegen.Store { return failingStore{memoryStore(clock)} }
+	})
+	v := newVClock(e.clock, 1)
+	c := e.client(v)
+	_, err := c.Wait(context.Background(), "some-task")
+	var apiErr *client.APIError
+	is.True(errors.As(err, &apiErr))
+	is.Equal(apiErr.Code, "internal_error")
+	is.Equal(len(e.log()), 4) // the first poll and 3 retries
+	is.Equal(v.sleeps(), []time.Duration{time.Second, 2 * time.Second, 4 * time.Second})
+}
+
+func TestWaitStopsOnClientErrors(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	c := e.client(newVClock(e.clock, 1))
+	_, err := c.Wait(context.Background(), "nope")
+	is.True(errors.Is(err, imagegen.ErrTaskNotFound))
+	is.Equal(len(e.log()), 1)
+	_, err = c.Task(context.Background(), "")
+	is.True(errors.Is(err, imagegen.ErrTaskNotFound))
+	is.Equal(len(e.log()), 1) // no request for an empty id
+}
+
+func TestWaitEndsWithContext(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	v := newVClock(e.clock, 1)
+	c := e.client(v)
+	sub, err := c.Submit(context.Background(), fox)
+	is.NoErr(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var polls atomic.Int32
+	e.setWrap(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet {
+				if polls.Add(1) == 3 {
+					cancel()
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	_, err = c.Wait(ctx, sub.TaskID)
+	is.True(errors.Is(err, context.Canceled))
+	is.Equal(polls.Load(), int32(3))
+}
+
+func TestDownloadErrors(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	c := e.client(newVClock(e.clock, 1))
+	sub, err := c.Submit(context.Background(), fox)
+	is.NoErr(err)
+	e.runWorkers()
+	task, err := c.Task(context.Background(), sub.TaskID)
+	is.NoErr(err)
+	var buf bytes.Buffer
+	err = c.Download(context.Background(), task.Images[0]+"x", &buf) // a tampered signature
+	is.True(errors.Is(err, imagegen.ErrImageNotFound))
+	is.Equal(buf.Len(), 0)
+	err = c.Download(context.Background(), "/api/v1/images/x", &buf)
+	is.True(err != nil) // not an absolute URL
+	is.Equal(len(e.log()), 3)
+}
+
+func TestKeyNeverShown(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	c := e.client(newVClock(e.clock, 1))
+	for _, s := range []string{
+		fmt.Sprint(c), fmt.Sprintf("%v %+v %#v %s", c, c, c, c),
+		fmt.Sprintf("%v %+v", *c, *c),
+	} {
+		is.True(!strings.Contains(s, e.key))
+	}
+	is.True(strings.Contains(c.String(), "[REDACTED]"))
+	is.True(strings.Contains(c.String(), e.srv.URL+"/api/v1"))
+
+	// Errors of every kind: from the API, from the network, from New.
+	_, err1 := c.Task(context.Background(), "nope")
+	bad := e.key + "\n"
+	_, err2 := client.New(e.srv.URL, bad)
+	e.srv.Close()
+	_, err3 := c.Submit(context.Background(), fox)
+	for _, err := range []error{err1, err2, err3} {
+		is.True(err != nil)
+		is.True(!strings.Contains(fmt.Sprintf("%v %+v", err, err), e.key))
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	for name, tc := range map[string]struct {
+		base, key string
+		opts      []client.Option
+	}{
+		"no scheme":       {base: "img.example.test", key: "k"},
+		"ftp":             {base: "ftp://img.example.test", key: "k"},
+		"no host":         {base: "http://", key: "k"},
+		"credentials":     {base: "https://user:pw@img.example.test", key: "k"},
+		"query":           {base: "https://img.example.test/?a=b", key: "k"},
+		"no key":          {base: "https://img.example.test"},
+		"key with space":  {base: "https://img.example.test", key: "a b"},
+		"zero interval":   {base: "https://img.example.test", key: "k", opts: []client.Option{client.WithPollInterval(0, time.Second)}},
+		"max below first": {base: "https://img.example.test", key: "k", opts: []client.Option{client.WithPollInterval(time.Second, time.Millisecond)}},
+		"negative wait":   {base: "https://img.example.test", key: "k", opts: []client.Option{client.WithLongPoll(-time.Second)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := client.New(tc.base, tc.key, tc.opts...)
+			is.New(t).True(err != nil)
+		})
+	}
+	for base, want := range map[string]string{
+		"http://127.0.0.1:8080":         "http://127.0.0.1:8080/api/v1",
+		"http://127.0.0.1:8080/":        "http://127.0.0.1:8080/api/v1",
+		"https://app.example.test/img/": "https://app.example.test/img",
+	} {
+		c, err := client.New(base, "k")
+		is.New(t).NoErr(err)
+		is.New(t).True(strings.Contains(c.String(), `"`+want+`"`))
+	}
+}

@@ -1,0 +1,46 @@
+// Package client is a Go client of the imagegen HTTP API (INTERFACE.md):
+// submit a generation task, wait for it to end, download its images.
+//
+//	c, err := client.New("https://img.example.com", os.Getenv("IMAGEGEN_API_KEY"))
+//	task, err := c.Generate(ctx, imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a red fox"})
+//	if err == nil && task.Status == imagegen.StatusSuccess {
+//		err = c.Download(ctx, task.Images[0], file)
+//	}
+//
+// # Rate limit
+//
+// The API allows a number of requests per minute per API key and says so
+// in every answer: the RateLimit header ("default";r=R;t=T) tells how many
+// requests are left (r) and, when none is, in how many seconds one more is
+// allowed (t); a refused request gets 429 with Retry-After. A Client keeps
+// that state for all its goroutines: before each request it waits until
+// the key has budget left, counting the requests it has in flight, so that
+// one Client polling many tasks at once stays within the key's limit. Only
+// requests made with the same key from elsewhere can still cause a 429;
+// Wait and Generate then wait for Retry-After and go on, while Submit and
+// Task return the *APIError.
+//
+// # Polling
+//
+// Wait polls with a growing interval (1s, 2s, 4s, then every 6s, so one
+// Wait alone stays within 10 requests a minute; see WithPollInterval). It
+// sends "Prefer: wait=25": a server that holds the request until the task
+// changes (long polling) answers with "Preference-Applied: wait=N", and the
+// client then polls again at once. A server without that extension ignores
+// the header.
+//
+// # Errors
+//
+// An answer with an error status is an *APIError carrying the server's
+// code and message. It wraps the sentinel errors of package imagegen, so
+//
+//	errors.Is(err, imagegen.ErrInsufficientCredits)
+//
+// works as on the server side. A task that ends failed is not an error of
+// the API: Wait and Generate return it with its Error message, and
+// Task.Err turns it into an error wrapping ErrTaskFailed.
+//
+// The API key is sent only in the Authorization header of API requests (not
+// to image URLs, which need no key) and never appears in errors or in the
+// printed Client.
+package client

@@ -1,0 +1,106 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/imagegen/imagegen"
+)
+
+// ErrTaskFailed is wrapped by Task.Err for a task whose status is failed.
+var ErrTaskFailed = errors.New("client: task failed")
+
+// APIError is an answer of the API with an error status (INTERFACE.md §7).
+//
+// Unwrap maps Code to the sentinel errors of package imagegen:
+// unauthorized to ErrUnauthorized, insufficient_credits to
+// ErrInsufficientCredits, task_not_found to ErrTaskNotFound,
+// invalid_params to ErrInvalidParams and rate_limit_exceeded to
+// ErrRateLimited. A failed image download (404) wraps ErrImageNotFound.
+// Other codes (internal_error, not_found, …) wrap nothing.
+type APIError struct {
+	StatusCode int    // HTTP status, e.g. 403
+	Code       string // error.code, e.g. "insufficient_credits"; "" if the body was not the API's error shape
+	Message    string // error.message, as the server wrote it
+	// RetryAfter is the server's Retry-After (on 429), or 0.
+	RetryAfter time.Duration
+
+	// sentinel overrides the mapping of Code (Download's ErrImageNotFound).
+	sentinel error
+}
+
+func (e *APIError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "imagegen api: %d", e.StatusCode)
+	if e.Code != "" {
+		b.WriteString(" " + e.Code)
+	}
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	}
+	if e.RetryAfter > 0 {
+		fmt.Fprintf(&b, " (retry after %v)", e.RetryAfter)
+	}
+	return b.String()
+}
+
+// Unwrap returns the imagegen sentinel error for e.Code, or nil.
+func (e *APIError) Unwrap() error {
+	if e.sentinel != nil {
+		return e.sentinel
+	}
+	switch e.Code {
+	case "unauthorized":
+		return imagegen.ErrUnauthorized
+	case "insufficient_credits":
+		return imagegen.ErrInsufficientCredits
+	case "task_not_found":
+		return imagegen.ErrTaskNotFound
+	case "invalid_params":
+		return imagegen.ErrInvalidParams
+	case "rate_limit_exceeded":
+		return imagegen.ErrRateLimited
+	}
+	return nil
+}
+
+// maxErrorMessage bounds the message kept from a body that is not the
+// API's error shape (an HTML page of a proxy, say).
+const maxErrorMessage = 200
+
+// newAPIError reads an error answer: the API's {"error":{"code","message"}}
+// body, or failing that the start of the body or the status text.
+func newAPIError(status int, header http.Header, body []byte, now time.Time) *APIError {
+	e := &APIError{StatusCode: status}
+	var shape struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &shape) == nil && shape.Error.Code != "" {
+		e.Code, e.Message = shape.Error.Code, shape.Error.Message
+	} else {
+		e.Message = plainMessage(body, status)
+	}
+	if status == http.StatusTooManyRequests {
+		e.RetryAfter, _ = parseRetryAfter(header.Get("Retry-After"), now)
+	}
+	return e
+}
+
+func plainMessage(body []byte, status int) string {
+	msg := strings.TrimSpace(string(body))
+	if !utf8.ValidString(msg) || msg == "" {
+		return http.StatusText(status)
+	}
+	if len(msg) > maxErrorMessage {
+		msg = strings.ToValidUTF8(msg[:maxErrorMessage], "") + "…"
+	}
+	return msg
+}
