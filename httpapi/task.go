@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/imagegen/imagegen"
 )
@@ -19,10 +21,23 @@ type TaskBody struct {
 }
 
 // handleTask serves GET {prefix}/tasks/{task_id} (INTERFACE.md §4.2).
+// With "Prefer: wait=N" (RFC 7240, N up to 60) it answers as soon as the
+// task is finished, or after N seconds with its state then, and says so
+// with "Preference-Applied: wait=N". The request counts once against the
+// rate limit however long it waits.
 func (h *Handler) handleTask() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := PrincipalFrom(r.Context())
-		t, err := h.cfg.Service.Task(r.Context(), p.Owner, r.PathValue("task_id"))
+		id := r.PathValue("task_id")
+		w.Header().Add("Vary", "Prefer")
+		var t *imagegen.Task
+		var err error
+		if wait, ok := preferWait(r.Header.Values("Prefer")); ok {
+			w.Header().Set("Preference-Applied", "wait="+strconv.Itoa(wait))
+			t, err = h.cfg.Service.WaitTask(r.Context(), p.Owner, id, time.Duration(wait)*time.Second)
+		} else {
+			t, err = h.cfg.Service.Task(r.Context(), p.Owner, id)
+		}
 		if err != nil {
 			h.respondErr(w, r, err)
 			return
@@ -60,4 +75,24 @@ func (h *Handler) imageURL(r *http.Request, id string, expires int64) string {
 	}
 	exp := strconv.FormatInt(expires, 10)
 	return base + h.cfg.Prefix + "/images/" + url.PathEscape(id) + "?expires=" + exp + "&sig=" + h.signer.sign(id, expires)
+}
+
+// preferWait reads the wait preference (RFC 7240) from Prefer headers, in
+// whole seconds, capped at imagegen.MaxWait. ok is false without one.
+func preferWait(headers []string) (seconds int, ok bool) {
+	for _, h := range headers {
+		for _, pref := range strings.Split(h, ",") {
+			token, _, _ := strings.Cut(pref, ";") // parameters of a preference are ignored
+			name, value, _ := strings.Cut(strings.TrimSpace(token), "=")
+			if !strings.EqualFold(strings.TrimSpace(name), "wait") {
+				continue
+			}
+			n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(value), `"`))
+			if err != nil || n < 0 {
+				return 0, false // a malformed preference is ignored, as RFC 7240 asks
+			}
+			return min(n, int(imagegen.MaxWait/time.Second)), true
+		}
+	}
+	return 0, false
 }

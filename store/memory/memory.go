@@ -46,8 +46,9 @@ type Store struct {
 	expiring   expiryQueue        // finished tasks, oldest expiry first
 	images     map[string]*imagegen.Image
 	accounts   map[string]*account
-	keys       map[string]*imagegen.APIKey // by hash
-	ownerKeys  map[string][]string         // owner -> key hashes, in creation order
+	keys       map[string]*imagegen.APIKey           // by hash
+	ownerKeys  map[string][]string                   // owner -> key hashes, in creation order
+	watchers   map[string]map[chan struct{}]struct{} // task id -> WatchTask channels
 }
 
 // record is a task with its place in the pending queue.

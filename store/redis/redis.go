@@ -29,6 +29,8 @@
 //	P:blob:<id>        string: image bytes (default BlobStore)
 //	P:apikey:<sha256>  hash: API key record
 //	P:apikeys:<owner>  list: the owner's key hashes, oldest first
+//	P:secret:<name>    string: a secret shared by all processes (SharedSecret)
+//	P:finished         pub/sub channel: ids of tasks as they finish
 package redis
 
 import (
@@ -37,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -75,12 +78,16 @@ type Store struct {
 	blobs     BlobStore
 	clock     imagegen.Clock // nil: server time
 	creates   batcher
+	watch     watcher
 }
 
 // New returns a Store on rdb (a standalone, Sentinel or Cluster client).
 func New(rdb goredis.UniversalClient, o Options) (*Store, error) {
 	if rdb == nil {
 		return nil, errors.New("redis store: client is required")
+	}
+	if strings.ContainsAny(o.Prefix, "{}") {
+		return nil, fmt.Errorf("redis store: Options.Prefix must not contain braces (got %q)", o.Prefix)
 	}
 	if o.Retention < 0 {
 		return nil, fmt.Errorf("redis store: Options.Retention must not be negative (got %v)", o.Retention)
@@ -92,6 +99,7 @@ func New(rdb goredis.UniversalClient, o Options) (*Store, error) {
 		clock:     o.Clock,
 	}
 	s.creates.run = s.runCreates
+	s.watch = watcher{rdb: rdb, channel: s.k.finished()}
 	s.blobs = o.Blobs
 	if s.blobs == nil {
 		s.blobs = &redisBlobs{rdb: rdb, k: s.k}
@@ -116,6 +124,7 @@ func (s *Store) KeyPattern() string { return s.k.tag + ":*" }
 type keys struct{ tag string }
 
 func (k keys) task(id string) string       { return k.tag + ":task:" + id }
+func (k keys) finished() string            { return k.tag + ":finished" } // pub/sub channel of finished task ids
 func (k keys) pending() string             { return k.tag + ":pending" }
 func (k keys) leases() string              { return k.tag + ":leases" }
 func (k keys) balance(owner string) string { return k.tag + ":balance:" + owner }
@@ -161,11 +170,13 @@ local function refund(task, balance, ledger, id, now)
   redis.call('HSET', task, 'refunded', '1')
 end
 
--- finish ends a task and starts its retention.
+-- finish ends a task, starts its retention and tells the watchers (on
+-- the channel "<tag>:finished", the tag being what precedes ":task:").
 local function finish(task, leases, id, status, now, retention)
   redis.call('ZREM', leases, id)
   redis.call('HSET', task, 'status', status, 'lease_until', 0, 'updated', now, 'finished', now, 'expires', now + retention)
   redis.call('PEXPIRE', task, retention)
+  redis.call('PUBLISH', string.match(task, '^(.-}):task:') .. ':finished', id)
 end
 
 -- holds reports whether attempt holds the task's lease.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/google/uuid"
+	"github.com/matryer/is"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
@@ -150,4 +151,53 @@ func TestConformanceExternalBlobs(t *testing.T) {
 		}
 		return storetest.Harness{Store: store, Advance: func(d time.Duration) { clock.Advance(d); mr.FastForward(d) }, Retention: retention}
 	})
+}
+
+// A task finished through one store (process) wakes a watcher in
+// another, and the subscription ends when the last watcher stops.
+func TestWatchAcrossProcesses(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	open := func() (*redisstore.Store, *goredis.Client) {
+		rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
+		t.Cleanup(func() { _ = rdb.Close() })
+		s, err := redisstore.New(rdb, redisstore.Options{})
+		is.NoErr(err)
+		return s, rdb
+	}
+	a, _ := open()
+	b, rdbB := open()
+	_, err := a.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 1, Ref: "g"})
+	is.NoErr(err)
+	_, err = a.CreateTask(ctx, &imagegen.Task{ID: "t1", Owner: "u", Cost: 1, Model: "m", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}})
+	is.NoErr(err)
+
+	finished, stop, err := b.WatchTask(ctx, "t1")
+	is.NoErr(err)
+	subs, err := rdbB.PubSubNumSub(ctx, "{imagegen}:finished").Result()
+	is.NoErr(err)
+	is.Equal(subs["{imagegen}:finished"], int64(1))
+
+	c, err := a.ClaimTask(ctx, time.Minute)
+	is.NoErr(err)
+	is.NoErr(a.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: "i1", ContentType: "image/png", Data: []byte("x")}}))
+	select {
+	case <-finished:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watcher in the other process was not woken")
+	}
+	stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		subs, err = rdbB.PubSubNumSub(ctx, "{imagegen}:finished").Result()
+		is.NoErr(err)
+		if subs["{imagegen}:finished"] == 0 {
+			break // no subscription is kept once nobody waits
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the subscription outlived its last watcher")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -62,6 +62,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"RetentionRemovesFinishedTasksAndImages", testRetention},
 		{"APIKeys", testKeys},
 		{"ReturnedValuesAreCopies", testCopies},
+		{"WatchTaskSeesEveryFinish", testWatch},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,84 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+)
+
+func (e *env) waitPoll(id, prefer string) <-chan *httptest.ResponseRecorder {
+	out := make(chan *httptest.ResponseRecorder, 1)
+	go func() { out <- e.do("GET", "/api/v1/tasks/"+id, e.key, "", "Prefer", prefer) }()
+	return out
+}
+
+func (e *env) submitted() string {
+	w := e.submit(e.key, t2i)
+	is.New(e.t).Equal(w.Code, http.StatusCreated)
+	var sub struct {
+		TaskID string `json:"task_id"`
+	}
+	is.New(e.t).NoErr(json.Unmarshal(w.Body.Bytes(), &sub))
+	return sub.TaskID
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestPreferWaitAnswersWhenTheTaskFinishes(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t, func(o *envOptions) { o.limit = 2 })
+	id := e.submitted()
+	got := e.waitPoll(id, "wait=30")
+	waitUntil(t, func() bool { return e.clock.Waiters() > 0 }) // the request is waiting
+	ran, err := e.svc.RunOnce(context.Background())
+	is.NoErr(err)
+	is.True(ran)
+	w := <-got
+	is.Equal(w.Code, http.StatusOK)
+	is.Equal(w.Header().Get("Preference-Applied"), "wait=30")
+	m, _ := fields(t, w)
+	is.Equal(m["status"], "success")
+	// A waited request counted once: submit + wait = the limit of 2.
+	is.Equal(w.Header().Get("RateLimit"), `"default";r=0;t=60`)
+}
+
+func TestPreferWaitTimesOutWithTheCurrentState(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	id := e.submitted()
+	got := e.waitPoll(id, "respond-async, wait=100") // capped at 60
+	waitUntil(t, func() bool { return e.clock.Waiters() > 0 })
+	e.clock.Advance(60 * time.Second)
+	w := <-got
+	is.Equal(w.Header().Get("Preference-Applied"), "wait=60")
+	m, keys := fields(t, w)
+	is.Equal(m["status"], "pending")
+	is.Equal(keys, []string{"status", "task_id"}) // still only task_id and status
+}
+
+func TestPreferWaitIgnoredWhenMalformed(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	id := e.submitted()
+	for _, prefer := range []string{"wait=soon", "wait=-1", "return=minimal"} {
+		w := e.do("GET", "/api/v1/tasks/"+id, e.key, "", "Prefer", prefer)
+		is.Equal(w.Code, http.StatusOK)
+		is.Equal(w.Header().Get("Preference-Applied"), "") // answered at once, preference not applied
+	}
+	w := e.do("GET", "/api/v1/tasks/nope", e.key, "", "Prefer", "wait=5")
+	wantError(t, w, http.StatusNotFound, "task_not_found")
+}

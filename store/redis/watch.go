@@ -1,0 +1,116 @@
+package redis
+
+import (
+	"context"
+	"sync"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen"
+)
+
+var _ imagegen.TaskWatcher = (*Store)(nil)
+
+// WatchTask returns a channel closed when task id finishes, in this or
+// any other process: the scripts that finish a task publish its id on
+// one channel per store, and one subscription per process fans it out.
+// The subscription exists only while someone is watching.
+func (s *Store) WatchTask(ctx context.Context, id string) (<-chan struct{}, func(), error) {
+	return s.watch.watch(ctx, id)
+}
+
+// watcher shares one Redis subscription among the goroutines waiting for
+// tasks to finish.
+type watcher struct {
+	rdb     goredis.UniversalClient
+	channel string
+
+	mu    sync.Mutex
+	subs  map[string]map[chan struct{}]struct{}
+	n     int             // watches open
+	ps    *goredis.PubSub // nil when n == 0
+	ready chan struct{}   // closed once ps is subscribed
+	err   error           // why subscribing failed, set before ready closes
+}
+
+func (w *watcher) watch(ctx context.Context, id string) (<-chan struct{}, func(), error) {
+	ch := make(chan struct{})
+	w.mu.Lock()
+	if w.subs == nil {
+		w.subs = make(map[string]map[chan struct{}]struct{})
+	}
+	if w.subs[id] == nil {
+		w.subs[id] = make(map[chan struct{}]struct{})
+	}
+	w.subs[id][ch] = struct{}{}
+	w.n++
+	if w.ps == nil {
+		w.start()
+	}
+	ready := w.ready
+	w.mu.Unlock()
+
+	var once sync.Once
+	stop := func() { once.Do(func() { w.unwatch(id, ch) }) }
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		stop()
+		return nil, nil, ctx.Err()
+	}
+	w.mu.Lock()
+	err := w.err
+	w.mu.Unlock()
+	if err != nil {
+		stop()
+		return nil, nil, wrapErr("watch task", err)
+	}
+	return ch, stop, nil
+}
+
+// start subscribes; w.mu is held. Watchers wait on w.ready, so no finish
+// published after WatchTask returns can be missed.
+func (w *watcher) start() {
+	ps := w.rdb.Subscribe(context.Background())
+	w.ps, w.ready, w.err = ps, make(chan struct{}), nil
+	ready := w.ready
+	go func() {
+		err := ps.Subscribe(context.Background(), w.channel)
+		if err == nil {
+			_, err = ps.Receive(context.Background()) // the confirmation
+		}
+		w.mu.Lock()
+		if w.ps == ps {
+			w.err = err
+		}
+		w.mu.Unlock()
+		close(ready)
+		if err != nil {
+			return
+		}
+		for msg := range ps.Channel() { // ends when ps is closed
+			w.mu.Lock()
+			for c := range w.subs[msg.Payload] {
+				close(c)
+			}
+			delete(w.subs, msg.Payload)
+			w.mu.Unlock()
+		}
+	}()
+}
+
+func (w *watcher) unwatch(id string, ch chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if set, ok := w.subs[id]; ok {
+		delete(set, ch)
+		if len(set) == 0 {
+			delete(w.subs, id)
+		}
+	}
+	w.n--
+	if w.n == 0 && w.ps != nil {
+		_ = w.ps.Close()
+		w.ps = nil
+	}
+}

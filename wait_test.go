@@ -1,0 +1,73 @@
+package imagegen_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
+)
+
+// noWatch hides the store's TaskWatcher, so WaitTask has to poll.
+type noWatch struct{ imagegen.Store }
+
+func TestWaitTaskReturnsWhenTheTaskFinishes(t *testing.T) {
+	for name, hide := range map[string]bool{"watched": false, "polled": true} {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			f := newFixture(t, imagegentest.NewModel(1), func(c *imagegen.Config) {
+				if hide {
+					c.Store = noWatch{c.Store}
+				}
+			})
+			f.funded(t, "u", 1)
+			sub := f.submit(t, "u")
+			got := make(chan *imagegen.Task, 1)
+			go func() {
+				task, err := f.svc.WaitTask(ctx, "u", sub.TaskID, 30*time.Second)
+				is.NoErr(err)
+				got <- task
+			}()
+			waitFor(t, func() bool { return f.clock.Waiters() > 0 }) // it is waiting
+			is.True(f.runOnce(t))
+			if hide {
+				f.clock.Advance(time.Second) // the poll comes round
+			}
+			task := <-got
+			is.Equal(task.Status, imagegen.StatusSuccess)
+			is.True(f.clock.Now().Before(task.CreatedAt.Add(30 * time.Second))) // long before the timeout
+		})
+	}
+}
+
+func TestWaitTaskTimesOutWithTheCurrentState(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1))
+	f.funded(t, "u", 1)
+	sub := f.submit(t, "u")
+	got := make(chan *imagegen.Task, 1)
+	go func() {
+		task, err := f.svc.WaitTask(ctx, "u", sub.TaskID, 10*time.Second)
+		is.NoErr(err)
+		got <- task
+	}()
+	waitFor(t, func() bool { return f.clock.Waiters() > 0 })
+	f.clock.Advance(10 * time.Second)
+	is.Equal((<-got).Status, imagegen.StatusPending)
+}
+
+func TestWaitTaskOfAFinishedOrForeignTask(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1))
+	f.funded(t, "u", 1)
+	sub := f.submit(t, "u")
+	is.True(f.runOnce(t))
+	task, err := f.svc.WaitTask(ctx, "u", sub.TaskID, time.Minute) // no wait at all
+	is.NoErr(err)
+	is.Equal(task.Status, imagegen.StatusSuccess)
+	_, err = f.svc.WaitTask(ctx, "mallory", sub.TaskID, time.Minute)
+	is.True(errors.Is(err, imagegen.ErrTaskNotFound))
+}
