@@ -62,6 +62,10 @@ type ModelError struct {
 	Provider  string // e.g. "openai", "placeholder"
 	Retryable bool   // a later attempt may succeed (rate limit, 5xx, timeout)
 	Refused   bool   // the provider refused the content; never retried
+	// InvalidInput: the request's reference images could not be used
+	// (unreachable, too large, not an image); the task fails with
+	// CodeInvalidImageInput. Set Retryable false with it.
+	InvalidInput bool
 	// Message is safe to show to the user: no provider internals, no keys.
 	// When empty, a generic message is shown.
 	Message string

@@ -156,10 +156,12 @@ func (s *Service) Task(ctx context.Context, owner, id string) (*Task, error) {
 	return t, nil
 }
 
-// Cancel fails owner's pending task and refunds it. A task that a worker
-// has already claimed cannot be cancelled (ErrInvalidTransition).
+// Cancel fails owner's pending or processing task with error "cancelled"
+// (CodeCancelled) and refunds it; a running generation is stopped. A
+// finished task is unchanged: ErrInvalidTransition. Another owner's task
+// is ErrTaskNotFound.
 func (s *Service) Cancel(ctx context.Context, owner, id string) error {
-	if err := s.cfg.Store.CancelTask(ctx, owner, id, "cancelled"); err != nil {
+	if err := s.cfg.Store.CancelTask(ctx, owner, id); err != nil {
 		return fmt.Errorf("imagegen: cancel: %w", err)
 	}
 	return nil

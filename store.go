@@ -48,22 +48,25 @@ type TaskStore interface {
 	// ErrLeaseLost when attempt no longer holds the task.
 	CompleteTask(ctx context.Context, id string, attempt int, images []Image) error
 
-	// FailTask moves the task to failed with the user-facing reason and
-	// refunds its cost exactly once. ErrLeaseLost when attempt no longer
-	// holds the task.
-	FailTask(ctx context.Context, id string, attempt int, reason string) error
+	// FailTask moves the task to failed with f as its error and refunds
+	// its cost exactly once. ErrLeaseLost when attempt no longer holds
+	// the task.
+	FailTask(ctx context.Context, id string, attempt int, f Failure) error
 
 	// RetryTask gives the task back to the queue (processing -> pending),
 	// ready again after delay; lastErr is kept for operators.
 	// ErrLeaseLost when attempt no longer holds the task.
 	RetryTask(ctx context.Context, id string, attempt int, delay time.Duration, lastErr string) error
 
-	// CancelTask fails a pending task of owner and refunds it.
-	// ErrInvalidTransition when the task is no longer pending.
-	CancelTask(ctx context.Context, owner, id, reason string) error
+	// CancelTask fails owner's pending or processing task (CodeCancelled,
+	// CancelledMessage) and refunds it; a processing task's lease ends
+	// with it, so its worker can change nothing more. ErrTaskNotFound for
+	// no such task of owner, ErrInvalidTransition when it has finished.
+	CancelTask(ctx context.Context, owner, id string) error
 
 	// RecoverExpired sends tasks whose lease has ended back to pending, or
-	// fails and refunds them when they have had maxAttempts attempts.
+	// fails (CodeInternal) and refunds them when they have had maxAttempts
+	// attempts.
 	// It returns how many tasks it moved.
 	RecoverExpired(ctx context.Context, maxAttempts int) (int, error)
 

@@ -223,6 +223,7 @@ type Task struct {
 	RunAfter   time.Time // a pending task is not claimed before this time
 	Images     []string  // image ids, on success
 	Error      string    // user-facing reason, on failure
+	ErrorCode  ErrorCode // machine-readable reason, on failure
 	LastError  string    // the last attempt's error, for operators
 	Refunded   bool      // the cost was given back (failed tasks)
 	CreatedAt  time.Time
@@ -239,3 +240,25 @@ type Image struct {
 	Data        []byte
 	ExpiresAt   time.Time // set by the store
 }
+
+// ErrorCode says why a task failed, so that clients can act on it.
+type ErrorCode string
+
+// Failure codes.
+const (
+	CodeContentPolicy     ErrorCode = "content_policy"      // the model refused the prompt or images; not retried
+	CodeInvalidImageInput ErrorCode = "invalid_image_input" // a reference image could not be fetched or decoded
+	CodeTimeout           ErrorCode = "timeout"             // generation took longer than allowed
+	CodeProviderError     ErrorCode = "provider_error"      // the model provider failed, after retries
+	CodeCancelled         ErrorCode = "cancelled"           // cancelled by its owner
+	CodeInternal          ErrorCode = "internal"            // anything else (e.g. workers kept dying)
+)
+
+// Failure is why a task failed: a code and a message for the user.
+type Failure struct {
+	Code    ErrorCode
+	Message string
+}
+
+// CancelledMessage is the error of a cancelled task (code CodeCancelled).
+const CancelledMessage = "cancelled"

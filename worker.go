@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -150,11 +151,16 @@ func (s *Service) process(ctx context.Context, t *Task) {
 		defer close(renewDone)
 		s.renewLease(genCtx, cancel, t, log)
 	}()
+	cancelled := s.cancelWhenFinishedElsewhere(genCtx, cancel, t.ID)
 	imgs, err := s.cfg.Model.Generate(genCtx, Generation{TaskID: t.ID, Model: t.Model, Request: t.Request, Attempt: t.Attempt})
 	timedOut := errors.Is(genCtx.Err(), context.DeadlineExceeded)
 	cancel()
 	<-renewDone
 
+	if cancelled.Load() {
+		log.Info("task cancelled while it ran; generation stopped")
+		return
+	}
 	// Record the outcome even if ctx was cancelled meanwhile.
 	storeCtx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancelStore()
@@ -171,7 +177,7 @@ func (s *Service) process(ctx context.Context, t *Task) {
 	isModelErr := errors.As(err, &me)
 	switch {
 	case isModelErr && me.Refused:
-		err = s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, me.UserMessage())
+		err = s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, Failure{Code: CodeContentPolicy, Message: me.UserMessage()})
 		s.logOutcome(log, err, "task refused by the model")
 	case ctx.Err() != nil && !timedOut:
 		// Shutting down: give the task back at once for another worker.
@@ -183,10 +189,10 @@ func (s *Service) process(ctx context.Context, t *Task) {
 		err = s.cfg.Store.RetryTask(storeCtx, t.ID, t.Attempt, delay, lastErr)
 		s.logOutcome(log, err, "task will be retried", "delay", delay, "cause", lastErr)
 	default:
-		reason := failureReason(err, timedOut, t.Attempt)
+		f := failure(err, timedOut, t.Attempt)
 		log.Info("generation failed", "cause", err.Error())
-		err = s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, reason)
-		s.logOutcome(log, err, "task failed and refunded", "reason", reason)
+		err = s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, f)
+		s.logOutcome(log, err, "task failed and refunded", "code", f.Code, "reason", f.Message)
 	}
 }
 
@@ -248,16 +254,45 @@ func (s *Service) backoff(attempt int) time.Duration {
 	return d/2 + rand.N(d/2)
 }
 
-func failureReason(err error, timedOut bool, attempts int) string {
+// failure is what the user is told when an attempt ends the task.
+func failure(err error, timedOut bool, attempts int) Failure {
 	var me *ModelError
 	switch {
 	case timedOut:
-		return fmt.Sprintf("image generation timed out (%d attempts)", attempts)
+		return Failure{CodeTimeout, fmt.Sprintf("image generation timed out (%d attempts)", attempts)}
+	case errors.As(err, &me) && me.InvalidInput:
+		return Failure{CodeInvalidImageInput, me.UserMessage()}
 	case errors.As(err, &me) && !me.Retryable:
-		return me.UserMessage()
+		return Failure{CodeProviderError, me.UserMessage()}
 	case errors.As(err, &me):
-		return fmt.Sprintf("%s (%d attempts)", me.UserMessage(), attempts)
+		return Failure{CodeProviderError, fmt.Sprintf("%s (%d attempts)", me.UserMessage(), attempts)}
 	default:
-		return fmt.Sprintf("image generation failed (%d attempts)", attempts)
+		return Failure{CodeInternal, fmt.Sprintf("image generation failed (%d attempts)", attempts)}
 	}
+}
+
+// cancelWhenFinishedElsewhere cancels the generation if the task ends
+// while it runs (its owner cancelled it), on stores that announce it.
+// Elsewhere the next lease renewal notices (ErrLeaseLost).
+// It reports whether it did.
+func (s *Service) cancelWhenFinishedElsewhere(ctx context.Context, cancel context.CancelFunc, id string) *atomic.Bool {
+	var cancelled atomic.Bool
+	w, ok := s.cfg.Store.(TaskWatcher)
+	if !ok {
+		return &cancelled
+	}
+	finished, stop, err := w.WatchTask(ctx, id)
+	if err != nil {
+		return &cancelled // the lease renewal is the fallback
+	}
+	go func() {
+		defer stop()
+		select {
+		case <-finished:
+			cancelled.Store(true)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return &cancelled
 }

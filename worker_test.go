@@ -88,6 +88,7 @@ func TestRetriesEndInFailureAndOneRefund(t *testing.T) {
 	is.Equal(task.Status, imagegen.StatusFailed)
 	is.True(strings.Contains(task.Error, "provider busy"))
 	is.True(!strings.Contains(task.Error, "503")) // provider internals stay out of the user's message
+	is.Equal(task.ErrorCode, imagegen.CodeProviderError)
 	is.Equal(len(f.model.Calls()), 3)
 	is.Equal(f.balance(t, "u"), int64(2)) // refunded
 	ledger, err := f.svc.Ledger(ctx, "u")
@@ -104,6 +105,7 @@ func TestRefusalIsNotRetried(t *testing.T) {
 	task := f.task(t, "u", sub.TaskID)
 	is.Equal(task.Status, imagegen.StatusFailed)
 	is.Equal(task.Error, "refused by content policy: nudity")
+	is.Equal(task.ErrorCode, imagegen.CodeContentPolicy)
 	is.Equal(len(f.model.Calls()), 1)
 	is.Equal(f.balance(t, "u"), int64(1))
 }
@@ -174,7 +176,7 @@ func TestExpiredLeaseIsFinishedByAnotherWorker(t *testing.T) {
 	is.Equal(task.Status, imagegen.StatusSuccess)
 	is.Equal(task.Attempt, 2)
 	// The dead worker wakes up late: it can change nothing.
-	is.True(errors.Is(f.store.FailTask(ctx, sub.TaskID, dead.Attempt, "late"), imagegen.ErrLeaseLost))
+	is.True(errors.Is(f.store.FailTask(ctx, sub.TaskID, dead.Attempt, imagegen.Failure{Code: imagegen.CodeInternal, Message: "late"}), imagegen.ErrLeaseLost))
 	is.Equal(f.task(t, "u", sub.TaskID).Status, imagegen.StatusSuccess)
 	is.Equal(f.balance(t, "u"), int64(0))
 }
@@ -218,6 +220,7 @@ func TestGenerationTimeout(t *testing.T) {
 	task := f.task(t, "u", sub.TaskID)
 	is.Equal(task.Status, imagegen.StatusFailed)
 	is.True(strings.Contains(task.Error, "timed out"))
+	is.Equal(task.ErrorCode, imagegen.CodeTimeout)
 	is.Equal(f.balance(t, "u"), int64(1))
 }
 
@@ -321,4 +324,37 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+func TestUnusableReferenceImageFailsAtOnce(t *testing.T) {
+	is := is.New(t)
+	bad := &imagegen.ModelError{Provider: "scripted", InvalidInput: true, Message: "image_input[0] could not be used: not a supported image"}
+	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Fail(bad)))
+	f.funded(t, "u", 1)
+	sub := f.submit(t, "u")
+	is.True(f.runOnce(t))
+	task := f.task(t, "u", sub.TaskID)
+	is.Equal(task.Status, imagegen.StatusFailed)
+	is.Equal(task.ErrorCode, imagegen.CodeInvalidImageInput)
+	is.Equal(task.Error, bad.Message)
+	is.Equal(f.balance(t, "u"), int64(1))
+}
+
+func TestCancelStopsARunningGeneration(t *testing.T) {
+	is := is.New(t)
+	started, never := make(chan struct{}), make(chan struct{})
+	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Block(started, never)))
+	f.funded(t, "u", 1)
+	sub := f.submit(t, "u")
+	done := make(chan struct{})
+	go func() { defer close(done); f.runOnce(t) }()
+	<-started
+	is.NoErr(f.svc.Cancel(ctx, "u", sub.TaskID))
+	<-done // the generation was stopped: Block only returns when its context ends
+	task := f.task(t, "u", sub.TaskID)
+	is.Equal(task.Status, imagegen.StatusFailed)
+	is.Equal(task.ErrorCode, imagegen.CodeCancelled)
+	is.Equal(task.Error, "cancelled")
+	is.Equal(f.balance(t, "u"), int64(1)) // refunded
+	is.True(errors.Is(f.svc.Cancel(ctx, "u", sub.TaskID), imagegen.ErrInvalidTransition))
 }

@@ -140,14 +140,14 @@ func (s *Store) CompleteTask(_ context.Context, id string, attempt int, images [
 }
 
 // FailTask moves the task to failed and refunds it once.
-func (s *Store) FailTask(_ context.Context, id string, attempt int, reason string) error {
+func (s *Store) FailTask(_ context.Context, id string, attempt int, f imagegen.Failure) error {
 	now := s.lock()
 	defer s.mu.Unlock()
 	r, err := s.holder(id, attempt)
 	if err != nil {
 		return err
 	}
-	s.fail(r, reason, now)
+	s.fail(r, f, now)
 	return nil
 }
 
@@ -164,19 +164,19 @@ func (s *Store) RetryTask(_ context.Context, id string, attempt int, delay time.
 	return nil
 }
 
-// CancelTask fails owner's pending task and refunds it.
-func (s *Store) CancelTask(_ context.Context, owner, id, reason string) error {
+// CancelTask fails owner's pending or processing task and refunds it.
+func (s *Store) CancelTask(_ context.Context, owner, id string) error {
 	now := s.lock()
 	defer s.mu.Unlock()
 	r, ok := s.tasks[id]
 	if !ok || r.task.Owner != owner {
 		return imagegen.ErrTaskNotFound
 	}
-	if r.task.Status != imagegen.StatusPending {
+	if r.task.Status.Terminal() {
 		return fmt.Errorf("memory: cancel %s task: %w", r.task.Status, imagegen.ErrInvalidTransition)
 	}
-	r.queued = 0 // its queue entry is skipped when popped
-	s.fail(r, reason, now)
+	r.queued = 0 // a pending task's queue entry is skipped when popped
+	s.fail(r, imagegen.Failure{Code: imagegen.CodeCancelled, Message: imagegen.CancelledMessage}, now)
 	return nil
 }
 
@@ -192,7 +192,7 @@ func (s *Store) RecoverExpired(_ context.Context, maxAttempts int) (int, error) 
 		}
 		n++
 		if r.task.Attempt >= maxAttempts {
-			s.fail(r, fmt.Sprintf("image generation did not finish (%d attempts)", r.task.Attempt), now)
+			s.fail(r, imagegen.Failure{Code: imagegen.CodeInternal, Message: fmt.Sprintf("image generation did not finish (%d attempts)", r.task.Attempt)}, now)
 			continue
 		}
 		r.task.LastError = "lease expired"
@@ -238,7 +238,7 @@ func (s *Store) requeue(r *record, runAfter, now time.Time) {
 }
 
 // fail ends the task as failed and refunds its cost, once.
-func (s *Store) fail(r *record, reason string, now time.Time) {
+func (s *Store) fail(r *record, f imagegen.Failure, now time.Time) {
 	if !r.task.Refunded {
 		// The refund reference is unique per task, so it cannot collide.
 		_, _ = s.appendEntry(imagegen.LedgerEntry{
@@ -246,7 +246,7 @@ func (s *Store) fail(r *record, reason string, now time.Time) {
 		}, now)
 		r.task.Refunded = true
 	}
-	r.task.Error = reason
+	r.task.Error, r.task.ErrorCode = f.Message, f.Code
 	s.finish(r, imagegen.StatusFailed, now)
 }
 

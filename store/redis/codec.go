@@ -18,6 +18,7 @@ func decodeTask(f map[string]string) (*imagegen.Task, error) {
 		Model:     f["model"],
 		Status:    imagegen.Status(f["status"]),
 		Error:     f["error"],
+		ErrorCode: imagegen.ErrorCode(f["error_code"]),
 		LastError: f["last_error"],
 		Refunded:  f["refunded"] == "1",
 	}

@@ -84,20 +84,21 @@ func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images
 //
 //	KEYS[1] task  KEYS[2] leases  KEYS[3] balance  KEYS[4] ledger
 //	ARGV[1] now   ARGV[2] attempt  ARGV[3] retention (ms)  ARGV[4] reason  ARGV[5] id
+//	ARGV[6] error code
 //
 // Returns 1, or 0 when attempt does not hold the lease.
 var failScript = newScript(`
 local now = now_ms()
 if not holds(KEYS[1], ARGV[2]) then return 0 end
 refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
-redis.call('HSET', KEYS[1], 'error', ARGV[4])
+redis.call('HSET', KEYS[1], 'error', ARGV[4], 'error_code', ARGV[6])
 finish(KEYS[1], KEYS[2], ARGV[5], 'failed', now, tonumber(ARGV[3]))
 return 1
 `)
 
 // FailTask moves the task to failed and refunds it once. It reads the
 // task's owner first, to name the owner's credit keys in the script.
-func (s *Store) FailTask(ctx context.Context, id string, attempt int, reason string) error {
+func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen.Failure) error {
 	owner, err := s.rdb.HGet(ctx, s.k.task(id), "owner").Result()
 	if err != nil {
 		if isNil(err) {
@@ -107,34 +108,37 @@ func (s *Store) FailTask(ctx context.Context, id string, attempt int, reason str
 	}
 	return s.runHolder(ctx, failScript, id, attempt,
 		[]string{s.k.task(id), s.k.leases(), s.k.balance(owner), s.k.ledger(owner)},
-		ms(s.retention), reason, id)
+		ms(s.retention), f.Message, id, string(f.Code))
 }
 
-// cancelScript fails the owner's pending task and refunds it.
+// cancelScript fails the owner's pending or processing task and refunds
+// it. A processing task's lease ends with it (finish takes it out of the
+// leases), so its worker can change nothing more.
 //
 //	KEYS[1] task  KEYS[2] pending  KEYS[3] balance  KEYS[4] ledger  KEYS[5] leases
 //	ARGV[1] now   ARGV[2] owner  ARGV[3] reason  ARGV[4] retention (ms)  ARGV[5] id
+//	ARGV[6] error code
 //
 // Returns 1, 0 when there is no such task of the owner, or -1 when the
-// task is no longer pending.
+// task has finished.
 var cancelScript = newScript(`
 local now = now_ms()
 local f = redis.call('HMGET', KEYS[1], 'owner', 'status')
 if f[1] ~= ARGV[2] then return 0 end
-if f[2] ~= 'pending' then return -1 end
+if f[2] ~= 'pending' and f[2] ~= 'processing' then return -1 end
 redis.call('ZREM', KEYS[2], ARGV[5])
 refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
-redis.call('HSET', KEYS[1], 'error', ARGV[3])
+redis.call('HSET', KEYS[1], 'error', ARGV[3], 'error_code', ARGV[6])
 finish(KEYS[1], KEYS[5], ARGV[5], 'failed', now, tonumber(ARGV[4]))
 return 1
 `)
 
-// CancelTask fails owner's pending task and refunds it.
-func (s *Store) CancelTask(ctx context.Context, owner, id, reason string) error {
+// CancelTask fails owner's pending or processing task and refunds it.
+func (s *Store) CancelTask(ctx context.Context, owner, id string) error {
 	k := s.k
 	n, err := cancelScript.Run(ctx, s.rdb,
 		[]string{k.task(id), k.pending(), k.balance(owner), k.ledger(owner), k.leases()},
-		s.nowArg(), owner, reason, ms(s.retention), id,
+		s.nowArg(), owner, imagegen.CancelledMessage, ms(s.retention), id, string(imagegen.CodeCancelled),
 	).Int64()
 	switch {
 	case err != nil:
@@ -174,7 +178,8 @@ for i = 1, (#KEYS - 2) / 3 do
       redis.call('ZREM', KEYS[1], id) -- left behind; nothing to recover
     elseif tonumber(f[2]) >= maxAttempts then
       refund(task, balance, ledger, id, now)
-      redis.call('HSET', task, 'error', 'image generation did not finish (' .. f[2] .. ' attempts)')
+      redis.call('HSET', task, 'error', 'image generation did not finish (' .. f[2] .. ' attempts)',
+        'error_code', 'internal')
       finish(task, KEYS[1], id, 'failed', now, retention)
       moved = moved + 1
     else

@@ -100,3 +100,8 @@ func countRefs(entries []imagegen.LedgerEntry, ref string) int {
 	}
 	return n
 }
+
+// fail is a provider failure with the given message.
+func fail(msg string) imagegen.Failure {
+	return imagegen.Failure{Code: imagegen.CodeProviderError, Message: msg}
+}

@@ -21,7 +21,7 @@ func testFencing(t *testing.T, h Harness) {
 	task := submit(t, s, "u", 1)
 	c := claim(t, s)
 	stale := c.Attempt + 1
-	is.True(errors.Is(s.FailTask(ctx, task.ID, stale, "x"), imagegen.ErrLeaseLost))
+	is.True(errors.Is(s.FailTask(ctx, task.ID, stale, fail("x")), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.CompleteTask(ctx, task.ID, stale, nil), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.RetryTask(ctx, task.ID, stale, 0, "x"), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.RenewLease(ctx, task.ID, stale, lease), imagegen.ErrLeaseLost))
@@ -35,10 +35,10 @@ func testFencing(t *testing.T, h Harness) {
 
 	// The holder itself cannot finish twice, nor fail a success.
 	is.True(errors.Is(s.CompleteTask(ctx, task.ID, c.Attempt, nil), imagegen.ErrLeaseLost))
-	is.True(errors.Is(s.FailTask(ctx, task.ID, c.Attempt, "late"), imagegen.ErrLeaseLost))
+	is.True(errors.Is(s.FailTask(ctx, task.ID, c.Attempt, fail("late")), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.RetryTask(ctx, task.ID, c.Attempt, 0, "late"), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.RenewLease(ctx, task.ID, c.Attempt, lease), imagegen.ErrLeaseLost))
-	is.True(errors.Is(s.CancelTask(ctx, "u", task.ID, "cancelled"), imagegen.ErrInvalidTransition))
+	is.True(errors.Is(s.CancelTask(ctx, "u", task.ID), imagegen.ErrInvalidTransition))
 	after := get(t, s, "u", task.ID)
 	is.Equal(after.Status, imagegen.StatusSuccess)
 	is.Equal(after.Error, "")
@@ -116,6 +116,7 @@ func testMaxAttempts(t *testing.T, h Harness) {
 	is.Equal(failed.Status, imagegen.StatusFailed)
 	is.True(failed.Refunded)
 	is.True(strings.TrimSpace(failed.Error) != "")
+	is.Equal(failed.ErrorCode, imagegen.CodeInternal)
 	is.True(!failed.FinishedAt.IsZero())
 	is.Equal(balance(t, s, "u"), int64(2))
 	is.Equal(countRefs(checkLedger(t, s, "u"), "refund:"+task.ID), 1)
@@ -139,7 +140,7 @@ func testRefundOnce(t *testing.T, h Harness) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.FailTask(ctx, task.ID, c.Attempt, "provider down")
+			err := s.FailTask(ctx, task.ID, c.Attempt, fail("provider down"))
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -156,11 +157,12 @@ func testRefundOnce(t *testing.T, h Harness) {
 	n, err := s.RecoverExpired(ctx, 1)
 	is.NoErr(err)
 	is.Equal(n, 0) // a failed task holds no lease
-	is.True(errors.Is(s.CancelTask(ctx, "u", task.ID, "cancelled"), imagegen.ErrInvalidTransition))
+	is.True(errors.Is(s.CancelTask(ctx, "u", task.ID), imagegen.ErrInvalidTransition))
 
 	failed := get(t, s, "u", task.ID)
 	is.Equal(failed.Status, imagegen.StatusFailed)
 	is.Equal(failed.Error, "provider down")
+	is.Equal(failed.ErrorCode, imagegen.CodeProviderError)
 	is.True(failed.Refunded)
 	is.Equal(balance(t, s, "u"), int64(3))
 	entries := checkLedger(t, s, "u")
@@ -192,21 +194,47 @@ func testRetry(t *testing.T, h Harness) {
 func testCancel(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
-	grant(t, s, "u", 2)
+	grant(t, s, "u", 3)
 	pending := submit(t, s, "u", 1)
 	running := submit(t, s, "u", 1)
-	is.NoErr(s.CancelTask(ctx, "u", pending.ID, "cancelled"))
+	done := submit(t, s, "u", 1)
+	is.NoErr(s.CancelTask(ctx, "u", pending.ID))
 	got := get(t, s, "u", pending.ID)
 	is.Equal(got.Status, imagegen.StatusFailed)
-	is.Equal(got.Error, "cancelled")
+	is.Equal(got.Error, imagegen.CancelledMessage)
+	is.Equal(got.ErrorCode, imagegen.CodeCancelled)
 	is.True(got.Refunded)
 	is.Equal(balance(t, s, "u"), int64(1))
 
-	c := claim(t, s) // the cancelled task is never handed out
+	// The cancelled task is never handed out.
+	c := claim(t, s)
 	is.Equal(c.ID, running.ID)
-	is.True(errors.Is(s.CancelTask(ctx, "u", running.ID, "cancelled"), imagegen.ErrInvalidTransition))
-	is.True(errors.Is(s.CancelTask(ctx, "u", pending.ID, "cancelled"), imagegen.ErrInvalidTransition))
-	_, err := s.ClaimTask(ctx, lease)
+	c2 := claim(t, s)
+	is.Equal(c2.ID, done.ID)
+	is.NoErr(s.CompleteTask(ctx, done.ID, c2.Attempt, nil))
+
+	// A processing task is cancelled too, and its worker loses the lease.
+	is.NoErr(s.CancelTask(ctx, "u", running.ID))
+	got = get(t, s, "u", running.ID)
+	is.Equal(got.Status, imagegen.StatusFailed)
+	is.Equal(got.ErrorCode, imagegen.CodeCancelled)
+	is.True(errors.Is(s.RenewLease(ctx, running.ID, c.Attempt, lease), imagegen.ErrLeaseLost))
+	is.True(errors.Is(s.CompleteTask(ctx, running.ID, c.Attempt, nil), imagegen.ErrLeaseLost))
+	h.Advance(lease)
+	n, err := s.RecoverExpired(ctx, 3)
+	is.NoErr(err)
+	is.Equal(n, 0) // it holds no lease any more
+	is.Equal(balance(t, s, "u"), int64(2))
+
+	// Finished tasks stay as they are.
+	for _, id := range []string{pending.ID, running.ID, done.ID} {
+		is.True(errors.Is(s.CancelTask(ctx, "u", id), imagegen.ErrInvalidTransition))
+	}
+	is.Equal(get(t, s, "u", done.ID).Status, imagegen.StatusSuccess)
+	_, err = s.ClaimTask(ctx, lease)
 	is.True(errors.Is(err, imagegen.ErrNoTask))
-	is.Equal(countRefs(checkLedger(t, s, "u"), "refund:"+pending.ID), 1)
+	entries := checkLedger(t, s, "u")
+	is.Equal(countRefs(entries, "refund:"+pending.ID), 1)
+	is.Equal(countRefs(entries, "refund:"+running.ID), 1)
+	is.Equal(countRefs(entries, "refund:"+done.ID), 0)
 }
