@@ -132,3 +132,28 @@ type KeyStore interface {
 	// ErrKeyNotFound.
 	RevokeKey(ctx context.Context, owner, id string) error
 }
+
+// IdempotencyRecord is what a store keeps for one idempotency key.
+type IdempotencyRecord struct {
+	Fingerprint string // identifies the request (a hash of its body)
+	Done        bool   // false while the first request is in flight
+	Status      int    // the first request's HTTP status, once Done
+	Body        []byte // the first request's response body, once Done
+}
+
+// IdempotencyStore keeps idempotency keys of submit requests, per owner,
+// so that a retried request is answered with the first one's response.
+// Both stores in this module implement it.
+type IdempotencyStore interface {
+	// BeginIdempotent records that the request with owner's key and
+	// fingerprint is in flight, for at most inFlight, and returns nil.
+	// If the key is already recorded, it changes nothing and returns the
+	// record (which may hold another fingerprint).
+	BeginIdempotent(ctx context.Context, owner, key, fingerprint string, inFlight time.Duration) (*IdempotencyRecord, error)
+	// FinishIdempotent stores the response of the request in flight and
+	// keeps it for ttl.
+	FinishIdempotent(ctx context.Context, owner, key string, status int, body []byte, ttl time.Duration) error
+	// AbandonIdempotent forgets the key (the request failed in a way a
+	// retry may fix), so the next request with it runs afresh.
+	AbandonIdempotent(ctx context.Context, owner, key string) error
+}

@@ -49,6 +49,9 @@ type Store struct {
 	keys       map[string]*imagegen.APIKey           // by hash
 	ownerKeys  map[string][]string                   // owner -> key hashes, in creation order
 	watchers   map[string]map[chan struct{}]struct{} // task id -> WatchTask channels
+
+	idem         map[string]idemRecord // owner\x00key -> idempotency record
+	idemExpiring expiryQueue
 }
 
 // record is a task with its place in the pending queue.
@@ -87,6 +90,7 @@ func (s *Store) lock() time.Time {
 			delete(s.tasks, e.id)
 		}
 	}
+	s.sweepIdem(now)
 	return now
 }
 

@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"APIKeys", testKeys},
 		{"ReturnedValuesAreCopies", testCopies},
 		{"WatchTaskSeesEveryFinish", testWatch},
+		{"IdempotencyKeys", testIdempotency},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,73 @@
+package memory
+
+import (
+	"container/heap"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+var _ imagegen.IdempotencyStore = (*Store)(nil)
+
+type idemRecord struct {
+	rec     imagegen.IdempotencyRecord
+	expires time.Time
+}
+
+func idemKey(owner, key string) string { return owner + "\x00" + key }
+
+// BeginIdempotent records a request in flight, or returns the record
+// the key already has.
+func (s *Store) BeginIdempotent(_ context.Context, owner, key, fingerprint string, inFlight time.Duration) (*imagegen.IdempotencyRecord, error) {
+	now := s.lock()
+	defer s.mu.Unlock()
+	k := idemKey(owner, key)
+	if r, ok := s.idem[k]; ok && now.Before(r.expires) {
+		c := r.rec
+		c.Body = slices.Clone(c.Body)
+		return &c, nil
+	}
+	s.setIdem(k, idemRecord{rec: imagegen.IdempotencyRecord{Fingerprint: fingerprint}, expires: now.Add(inFlight)})
+	return nil, nil
+}
+
+// FinishIdempotent stores the response of the request in flight.
+func (s *Store) FinishIdempotent(_ context.Context, owner, key string, status int, body []byte, ttl time.Duration) error {
+	now := s.lock()
+	defer s.mu.Unlock()
+	k := idemKey(owner, key)
+	r := s.idem[k]
+	r.rec.Done, r.rec.Status, r.rec.Body = true, status, slices.Clone(body)
+	r.expires = now.Add(ttl)
+	s.setIdem(k, r)
+	return nil
+}
+
+// AbandonIdempotent forgets the key.
+func (s *Store) AbandonIdempotent(_ context.Context, owner, key string) error {
+	s.lock()
+	defer s.mu.Unlock()
+	delete(s.idem, idemKey(owner, key))
+	return nil
+}
+
+// setIdem stores r and schedules its removal; s.mu is held.
+func (s *Store) setIdem(k string, r idemRecord) {
+	if s.idem == nil {
+		s.idem = make(map[string]idemRecord)
+	}
+	s.idem[k] = r
+	heap.Push(&s.idemExpiring, expiry{at: r.expires, id: k})
+}
+
+// sweepIdem removes expired idempotency records; s.mu is held.
+func (s *Store) sweepIdem(now time.Time) {
+	for len(s.idemExpiring) > 0 && !now.Before(s.idemExpiring[0].at) {
+		e := heap.Pop(&s.idemExpiring).(expiry)
+		if r, ok := s.idem[e.id]; ok && !now.Before(r.expires) {
+			delete(s.idem, e.id)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package redis
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+var _ imagegen.IdempotencyStore = (*Store)(nil)
+
+// idemKey names an owner's idempotency key; the owner's length keeps
+// owner and key apart whatever they contain.
+func (s *Store) idemKey(owner, key string) string {
+	return s.k.tag + ":idem:" + strconv.Itoa(len(owner)) + ":" + owner + ":" + key
+}
+
+// beginIdemScript records a request in flight unless the key holds a
+// live record.
+//
+//	KEYS[1] idempotency record
+//	ARGV[1] now  ARGV[2] fingerprint  ARGV[3] in-flight time (ms)
+//
+// Returns false when recorded now, else {fingerprint, state, status, body}.
+var beginIdemScript = newScript(`
+local now = now_ms()
+local f = redis.call('HMGET', KEYS[1], 'fp', 'state', 'status', 'body', 'expires')
+if f[1] and tonumber(f[5]) > now then return {f[1], f[2], f[3], f[4]} end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'fp', ARGV[2], 'state', 'inflight', 'expires', now + tonumber(ARGV[3]))
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return false
+`)
+
+// BeginIdempotent records a request in flight, or returns the record the
+// key already has.
+func (s *Store) BeginIdempotent(ctx context.Context, owner, key, fingerprint string, inFlight time.Duration) (*imagegen.IdempotencyRecord, error) {
+	reply, err := beginIdemScript.Run(ctx, s.rdb, []string{s.idemKey(owner, key)}, s.nowArg(), fingerprint, ms(inFlight)).Slice()
+	if isNil(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, wrapErr("begin idempotent request", err)
+	}
+	str := func(i int) string { v, _ := reply[i].(string); return v }
+	status, _ := strconv.Atoi(str(2))
+	return &imagegen.IdempotencyRecord{
+		Fingerprint: str(0),
+		Done:        str(1) == "done",
+		Status:      status,
+		Body:        []byte(str(3)),
+	}, nil
+}
+
+// finishIdemScript stores the response of the request in flight.
+//
+//	KEYS[1] idempotency record
+//	ARGV[1] now  ARGV[2] status  ARGV[3] body  ARGV[4] ttl (ms)
+var finishIdemScript = newScript(`
+local now = now_ms()
+redis.call('HSET', KEYS[1], 'state', 'done', 'status', ARGV[2], 'body', ARGV[3], 'expires', now + tonumber(ARGV[4]))
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+`)
+
+// FinishIdempotent stores the response of the request in flight.
+func (s *Store) FinishIdempotent(ctx context.Context, owner, key string, status int, body []byte, ttl time.Duration) error {
+	err := finishIdemScript.Run(ctx, s.rdb, []string{s.idemKey(owner, key)}, s.nowArg(), status, body, ms(ttl)).Err()
+	return wrapErr("finish idempotent request", err)
+}
+
+// AbandonIdempotent forgets the key.
+func (s *Store) AbandonIdempotent(ctx context.Context, owner, key string) error {
+	return wrapErr("abandon idempotent request", s.rdb.Del(ctx, s.idemKey(owner, key)).Err())
+}
