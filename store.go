@@ -157,3 +157,19 @@ type IdempotencyStore interface {
 	// retry may fix), so the next request with it runs afresh.
 	AbandonIdempotent(ctx context.Context, owner, key string) error
 }
+
+// TaskPage is one page of an owner's tasks, newest first.
+type TaskPage struct {
+	Tasks []*Task
+	// Next is the cursor of the following page, "" on the last page.
+	Next string
+}
+
+// TaskLister lists an owner's tasks. Both stores in this module
+// implement it.
+type TaskLister interface {
+	// ListTasks returns up to limit of owner's tasks, newest first,
+	// starting after cursor ("" for the first page), only those with the
+	// given status when status is not "". Expired tasks are not listed.
+	ListTasks(ctx context.Context, owner string, status Status, limit int, cursor string) (TaskPage, error)
+}

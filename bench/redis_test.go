@@ -74,7 +74,7 @@ func deleteKeys(b *testing.B, rdb *goredis.Client, pattern string) {
 
 // bareCreate is the baseline: the Redis work of the store's submit script
 // for one task (id check, balance check and debit, ledger entry, task
-// hash, queue), sent as a bare EVALSHA per submit with precomputed
+// hash, queue, the owner's task index), sent as a bare EVALSHA per submit with precomputed
 // arguments: no batching, no Go-side encoding.
 const bareCreate = `
 local now = tonumber(ARGV[1])

@@ -54,7 +54,7 @@ func BenchmarkRedisSubmit(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				id := uuid.NewString()
-				keys := []string{prefix + ":task:" + id, prefix + ":balance:bench", prefix + ":ledger:bench", prefix + ":pending"}
+				keys := []string{prefix + ":task:" + id, prefix + ":balance:bench", prefix + ":ledger:bench", prefix + ":pending", prefix + ":tasks:bench"}
 				entry := `{"kind":"charge","amount":-1,"ref":"task:` + id + `","at":`
 				if err := rdb.EvalSha(ctx, sha, keys, "1767312245000", id, "bench", benchRequest, "placeholder", 1, entry).Err(); err != nil {
 					b.Fatal(err)

@@ -50,6 +50,7 @@ type Store struct {
 	ownerKeys  map[string][]string                   // owner -> key hashes, in creation order
 	watchers   map[string]map[chan struct{}]struct{} // task id -> WatchTask channels
 
+	ownerTasks   map[string][]string   // owner -> task ids, oldest first (ListTasks)
 	idem         map[string]idemRecord // owner\x00key -> idempotency record
 	idemExpiring expiryQueue
 }
@@ -57,6 +58,7 @@ type Store struct {
 // record is a task with its place in the pending queue.
 type record struct {
 	task imagegen.Task
+	seq  uint64 // submission order, for listing
 	// queued identifies the task's live entry in the pending queue; older
 	// entries (from before a cancel or a claim) are skipped when popped.
 	queued uint64
@@ -73,6 +75,7 @@ func New(o Options) *Store {
 		accounts:   make(map[string]*account),
 		keys:       make(map[string]*imagegen.APIKey),
 		ownerKeys:  make(map[string][]string),
+		ownerTasks: make(map[string][]string),
 	}
 }
 

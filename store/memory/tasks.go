@@ -32,8 +32,13 @@ func (s *Store) CreateTask(_ context.Context, t *imagegen.Task) (int64, error) {
 	}
 	t.Status, t.Attempt = imagegen.StatusPending, 0
 	t.CreatedAt, t.UpdatedAt, t.RunAfter = now, now, now
-	r := &record{task: copyTask(*t)}
+	s.seq++
+	r := &record{task: copyTask(*t), seq: s.seq}
 	s.tasks[t.ID] = r
+	s.ownerTasks[t.Owner] = append(s.ownerTasks[t.Owner], t.ID)
+	if n := len(s.ownerTasks[t.Owner]); n >= 64 && n&(n-1) == 0 {
+		s.compactOwnerTasks(t.Owner) // at powers of two: amortised O(1)
+	}
 	s.enqueue(r)
 	return balance, nil
 }

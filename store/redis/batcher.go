@@ -19,7 +19,7 @@ const batchTimeout = 10 * time.Second
 // createCall is one CreateTask waiting for its batch.
 type createCall struct {
 	ctx  context.Context
-	keys [3]string
+	keys [4]string
 	args [6]any
 	done chan struct{}
 	// Results, set before done is closed.

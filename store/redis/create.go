@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/imagegen/imagegen"
 )
@@ -20,9 +21,9 @@ import (
 // one RPUSH per owner, and one ZADD queues the batch.
 //
 //	KEYS[1] pending
-//	KEYS[3i-1], KEYS[3i], KEYS[3i+1]  task i (1-based): task, balance, ledger
-//	ARGV[1] now
-//	ARGV[6i-4 .. 6i+1]  task i: id, owner, request JSON, model, cost,
+//	KEYS[4i-2 .. 4i+1]  task i (1-based): task, balance, ledger, owner's task index
+//	ARGV[1] now  ARGV[2] how long an owner's task index outlives its last task (ms)
+//	ARGV[6i-3 .. 6i+2]  task i: id, owner, request JSON, model, cost,
 //	                    ledger entry JSON up to its time
 //
 // Returns {code_1, balance_1, ..., code_n, balance_n, now} where code is
@@ -31,13 +32,13 @@ var createScript = newScript(`
 local now = now_ms()
 local out, queued = {}, {}
 local balances, owners = {}, {} -- balance key -> {value, ledger key, entries}
-for i = 1, (#KEYS - 1) / 3 do
-  local task, bal = KEYS[3 * i - 1], KEYS[3 * i]
-  local a = 6 * i - 4
+for i = 1, (#KEYS - 1) / 4 do
+  local task, bal, index = KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i + 1]
+  local a = 6 * i - 3
   local id, cost = ARGV[a], tonumber(ARGV[a + 4])
   local acct = balances[bal]
   if not acct then
-    acct = {value = tonumber(redis.call('GET', bal) or '0'), ledger = KEYS[3 * i + 1], entries = {}}
+    acct = {value = tonumber(redis.call('GET', bal) or '0'), ledger = KEYS[4 * i], entries = {}}
     balances[bal] = acct
     owners[#owners + 1] = bal
   end
@@ -51,6 +52,8 @@ for i = 1, (#KEYS - 1) / 3 do
     redis.call('HSET', task, 'id', id, 'owner', ARGV[a + 1], 'req', ARGV[a + 2], 'model', ARGV[a + 3],
       'cost', cost, 'status', 'pending', 'created', now)
     queued[#queued + 1], queued[#queued + 2] = now, id
+    redis.call('ZADD', index, 0, string.format('%013d', now) .. ':' .. id)
+    redis.call('PEXPIRE', index, ARGV[2])
     out[#out + 1], out[#out + 2] = 1, acct.value
   end
 end
@@ -85,7 +88,7 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error)
 	}
 	c := &createCall{
 		ctx:  ctx,
-		keys: [3]string{s.k.task(t.ID), s.k.balance(t.Owner), s.k.ledger(t.Owner)},
+		keys: [4]string{s.k.task(t.ID), s.k.balance(t.Owner), s.k.ledger(t.Owner), s.k.ownerTasks(t.Owner)},
 		args: [6]any{t.ID, t.Owner, req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`},
 		done: make(chan struct{}),
 	}
@@ -107,10 +110,10 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error)
 
 // runCreates runs createScript for a batch and hands each call its result.
 func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
-	keys := make([]string, 0, 1+3*len(batch))
-	args := make([]any, 0, 1+6*len(batch))
+	keys := make([]string, 0, 1+4*len(batch))
+	args := make([]any, 0, 2+6*len(batch))
 	keys = append(keys, s.k.pending())
-	args = append(args, s.nowArg())
+	args = append(args, s.nowArg(), ms(s.retention+24*time.Hour))
 	for _, c := range batch {
 		keys = append(keys, c.keys[:]...)
 		args = append(args, c.args[:]...)

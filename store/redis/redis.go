@@ -22,6 +22,7 @@
 //	P:task:<id>        hash: the task
 //	P:pending          zset: pending task ids by run-after time (ms)
 //	P:leases           zset: processing task ids by lease end (ms)
+//	P:tasks:<owner>    zset: the owner's tasks, "<created ms, 13 digits>:<id>" (for listing)
 //	P:balance:<owner>  string: credit balance
 //	P:ledger:<owner>   list: ledger entries, oldest first (JSON)
 //	P:refs:<owner>     set: grant and web references used
@@ -123,17 +124,18 @@ func (s *Store) KeyPattern() string { return s.k.tag + ":*" }
 // different kinds never collide.
 type keys struct{ tag string }
 
-func (k keys) task(id string) string       { return k.tag + ":task:" + id }
-func (k keys) finished() string            { return k.tag + ":finished" } // pub/sub channel of finished task ids
-func (k keys) pending() string             { return k.tag + ":pending" }
-func (k keys) leases() string              { return k.tag + ":leases" }
-func (k keys) balance(owner string) string { return k.tag + ":balance:" + owner }
-func (k keys) ledger(owner string) string  { return k.tag + ":ledger:" + owner }
-func (k keys) refs(owner string) string    { return k.tag + ":refs:" + owner }
-func (k keys) image(id string) string      { return k.tag + ":image:" + id }
-func (k keys) blob(id string) string       { return k.tag + ":blob:" + id }
-func (k keys) apiKey(hash string) string   { return k.tag + ":apikey:" + hash }
-func (k keys) apiKeys(owner string) string { return k.tag + ":apikeys:" + owner }
+func (k keys) task(id string) string          { return k.tag + ":task:" + id }
+func (k keys) ownerTasks(owner string) string { return k.tag + ":tasks:" + owner }
+func (k keys) finished() string               { return k.tag + ":finished" } // pub/sub channel of finished task ids
+func (k keys) pending() string                { return k.tag + ":pending" }
+func (k keys) leases() string                 { return k.tag + ":leases" }
+func (k keys) balance(owner string) string    { return k.tag + ":balance:" + owner }
+func (k keys) ledger(owner string) string     { return k.tag + ":ledger:" + owner }
+func (k keys) refs(owner string) string       { return k.tag + ":refs:" + owner }
+func (k keys) image(id string) string         { return k.tag + ":image:" + id }
+func (k keys) blob(id string) string          { return k.tag + ":blob:" + id }
+func (k keys) apiKey(hash string) string      { return k.tag + ":apikey:" + hash }
+func (k keys) apiKeys(owner string) string    { return k.tag + ":apikeys:" + owner }
 
 // nowArg is ARGV[1] of every script: the injected clock's time in
 // milliseconds, or "" to read the server's clock.

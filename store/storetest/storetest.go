@@ -64,6 +64,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ReturnedValuesAreCopies", testCopies},
 		{"WatchTaskSeesEveryFinish", testWatch},
 		{"IdempotencyKeys", testIdempotency},
+		{"ListTasksNewestFirst", testList},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,63 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/imagegen/imagegen"
+)
+
+var _ imagegen.TaskLister = (*Store)(nil)
+
+// ListTasks returns a page of owner's tasks, newest first. The cursor is
+// the position in the owner's submission order to continue below.
+func (s *Store) ListTasks(_ context.Context, owner string, status imagegen.Status, limit int, cursor string) (imagegen.TaskPage, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	kept := s.compactOwnerTasks(owner)
+	start := len(kept) - 1
+	if cursor != "" {
+		seq, err := strconv.ParseUint(cursor, 10, 64)
+		if err != nil {
+			return imagegen.TaskPage{}, fmt.Errorf("memory: bad cursor: %w", imagegen.ErrInvalidParams)
+		}
+		for start >= 0 && s.tasks[kept[start]].seq >= seq {
+			start--
+		}
+	}
+	var page imagegen.TaskPage
+	for i := start; i >= 0; i-- {
+		r := s.tasks[kept[i]]
+		if status != "" && r.task.Status != status {
+			continue
+		}
+		if len(page.Tasks) == limit {
+			page.Next = strconv.FormatUint(s.tasks[page.Tasks[len(page.Tasks)-1].ID].seq, 10)
+			break
+		}
+		t := copyTask(r.task)
+		page.Tasks = append(page.Tasks, &t)
+	}
+	return page, nil
+}
+
+// compactOwnerTasks drops from owner's index the tasks that retention
+// removed, and returns it; s.mu is held. Cursors are sequence numbers,
+// so compaction does not move them.
+func (s *Store) compactOwnerTasks(owner string) []string {
+	ids := s.ownerTasks[owner]
+	kept := ids[:0]
+	for _, id := range ids {
+		if _, ok := s.tasks[id]; ok {
+			kept = append(kept, id)
+		}
+	}
+	clear(ids[len(kept):])
+	if len(kept) == 0 {
+		delete(s.ownerTasks, owner)
+		return nil
+	}
+	s.ownerTasks[owner] = kept
+	return kept
+}

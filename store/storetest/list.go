@@ -1,0 +1,77 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/imagegen/imagegen"
+	"github.com/matryer/is"
+)
+
+func testList(t *testing.T, h Harness) {
+	l, ok := h.Store.(imagegen.TaskLister)
+	if !ok {
+		t.Skip("the store does not implement imagegen.TaskLister")
+	}
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 7)
+	grant(t, s, "v", 1)
+	var ids []string
+	for i := 0; i < 7; i++ {
+		ids = append(ids, submit(t, s, "u", 1).ID)
+		h.Advance(time.Millisecond)
+	}
+	other := submit(t, s, "v", 1)
+	// Finish the two oldest: one success, one failure.
+	c := claim(t, s)
+	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil))
+	c = claim(t, s)
+	is.NoErr(s.FailTask(ctx, c.ID, c.Attempt, fail("no")))
+
+	// All of u's, newest first, three at a time.
+	var got []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		is.True(pages < 10)
+		page, err := l.ListTasks(ctx, "u", "", 3, cursor)
+		is.NoErr(err)
+		is.True(len(page.Tasks) <= 3)
+		for _, task := range page.Tasks {
+			is.Equal(task.Owner, "u")
+			got = append(got, task.ID)
+		}
+		if page.Next == "" {
+			break
+		}
+		cursor = page.Next
+	}
+	want := make([]string, 0, len(ids))
+	for i := len(ids) - 1; i >= 0; i-- {
+		want = append(want, ids[i])
+	}
+	is.Equal(got, want)
+
+	// Filtered by status.
+	page, err := l.ListTasks(ctx, "u", imagegen.StatusPending, 10, "")
+	is.NoErr(err)
+	is.Equal(len(page.Tasks), 5)
+	is.Equal(page.Next, "")
+	page, err = l.ListTasks(ctx, "u", imagegen.StatusFailed, 10, "")
+	is.NoErr(err)
+	is.Equal(len(page.Tasks), 1)
+	is.Equal(page.Tasks[0].ID, ids[1])
+
+	// Others' tasks never show; expired ones are gone.
+	page, err = l.ListTasks(ctx, "v", "", 10, "")
+	is.NoErr(err)
+	is.Equal(len(page.Tasks), 1)
+	is.Equal(page.Tasks[0].ID, other.ID)
+	h.Advance(h.Retention + time.Second)
+	page, err = l.ListTasks(ctx, "u", "", 10, "")
+	is.NoErr(err)
+	is.Equal(len(page.Tasks), 5) // the two finished ones expired
+	for _, task := range page.Tasks {
+		is.Equal(task.Status, imagegen.StatusPending)
+	}
+}
