@@ -15,14 +15,24 @@
 // A refused request is not recorded, so a client that retries early does
 // not push its wait further out.
 //
+// [Redis] gives the same answers with its state in Redis, so that any
+// number of API processes on one Redis share each key's limit. Each key
+// is a sorted set of its accepted requests' times ("{" + Prefix + key +
+// "}", a hash tag for Redis Cluster); one embedded Lua script per
+// [Redis.Allow] expires, counts and records atomically in one round trip,
+// reading the time inside Redis (TIME), so processes with skewed clocks
+// agree. Every key expires a Window after its last accepted request.
+//
 // [IPLimiter] limits failed authentications per client address (an IPv4
 // address or an IPv6 /64) with a token bucket, so that API keys cannot be
 // brute-forced: the HTTP layer asks [IPLimiter.Blocked] before any key
 // lookup and reports [IPLimiter.Failure] after a failed one.
 //
-// Both take the time from an [imagegen.Clock], so tests advance a manual
-// clock instead of sleeping, and both keep memory bounded by dropping
-// state that no longer matters and capping how many keys they track.
+// Memory and IPLimiter take the time from an [imagegen.Clock], so tests
+// advance a manual clock instead of sleeping, and both keep memory
+// bounded by dropping state that no longer matters and capping how many
+// keys they track. Redis tests move miniredis's clock, or pass
+// RedisConfig.Now on a real server.
 //
 // Every Limiter implementation runs the shared suite in
 // [github.com/imagegen/imagegen/ratelimit/limitertest].

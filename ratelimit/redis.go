@@ -1,0 +1,195 @@
+package ratelimit
+
+import (
+	"cmp"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen"
+)
+
+var _ imagegen.Limiter = (*Redis)(nil)
+
+// DefaultRedisPrefix is RedisConfig.Prefix when it is left empty.
+const DefaultRedisPrefix = "imagegen:rl:"
+
+// RedisConfig configures a Redis limiter. Every field has a default.
+type RedisConfig struct {
+	// Limit is how many requests a key may make in any rolling Window
+	// (default 10).
+	Limit int
+	// Window is the length of the rolling window (default 1m). It must be
+	// at least a millisecond and a whole number of microseconds.
+	Window time.Duration
+	// Prefix starts the name of every Redis key of the limiter (default
+	// DefaultRedisPrefix). Limiters with the same prefix on one Redis
+	// share their counts; give each policy its own prefix.
+	Prefix string
+	// Now, when set, replaces the Redis server's clock, for tests only:
+	// its time is passed to the script instead of read there with TIME.
+	// Key TTLs still run on the server's clock, so with Now set a key is
+	// kept for at least a minute (or Window if longer) after its last
+	// request, so that a test clock slower than the server's does not
+	// lose requests still in its window.
+	Now func() time.Time
+}
+
+func (c RedisConfig) withDefaults() RedisConfig {
+	c.Limit = cmp.Or(c.Limit, 10)
+	c.Window = cmp.Or(c.Window, time.Minute)
+	c.Prefix = cmp.Or(c.Prefix, DefaultRedisPrefix)
+	return c
+}
+
+func (c RedisConfig) validate() error {
+	switch {
+	case c.Limit < 0:
+		return fmt.Errorf("ratelimit: RedisConfig.Limit must not be negative (got %d)", c.Limit)
+	case c.Window < 0:
+		return fmt.Errorf("ratelimit: RedisConfig.Window must not be negative (got %v)", c.Window)
+	case c.Window != 0 && c.Window < time.Millisecond:
+		return fmt.Errorf("ratelimit: RedisConfig.Window must be at least 1ms (got %v)", c.Window)
+	case c.Window%time.Microsecond != 0:
+		return fmt.Errorf("ratelimit: RedisConfig.Window must be a whole number of microseconds (got %v)", c.Window)
+	}
+	return nil
+}
+
+// Redis is a limiter whose state lives in Redis, so that every process
+// on one Redis shares it: each key may make at most Limit requests in any
+// rolling Window, counted across all processes, with the same answers as
+// [Memory] (see [Memory.Allow]).
+//
+// Each key is a sorted set of the times of its accepted requests in the
+// window, named "{" + Prefix + key + "}" (a hash tag, for Redis Cluster).
+// One Lua script per Allow expires old requests, counts and records, so
+// concurrent requests from any number of processes never exceed the limit
+// and each costs one round trip. Time is read inside Redis (TIME, to the
+// microsecond), so processes with skewed clocks agree. Every key expires a
+// Window after its last accepted request, so memory is bounded by the
+// keys active in one Window. Redis 5 or later is required (a script that
+// reads TIME and then writes).
+//
+// It is safe for concurrent use.
+type Redis struct {
+	rdb    redis.UniversalClient
+	allow  *redis.Script
+	limit  int
+	window time.Duration
+	prefix string
+	now    func() time.Time // nil: the server's clock
+	// The script's constant arguments, formatted once.
+	windowArg, limitArg, ttlArg string
+}
+
+// NewRedis returns a Redis limiter on rdb (a standalone, Sentinel or
+// Cluster client) configured by cfg, with defaults for its zero fields.
+func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
+	if rdb == nil {
+		return nil, errors.New("ratelimit.NewRedis: client is required")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("ratelimit.NewRedis: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	ttl := cfg.Window
+	if cfg.Now != nil {
+		ttl = max(ttl, time.Minute)
+	}
+	return &Redis{
+		rdb:       rdb,
+		allow:     redis.NewScript(allowScript),
+		limit:     cfg.Limit,
+		window:    cfg.Window,
+		prefix:    cfg.Prefix,
+		now:       cfg.Now,
+		windowArg: strconv.FormatInt(cfg.Window.Microseconds(), 10),
+		limitArg:  strconv.Itoa(cfg.Limit),
+		ttlArg:    strconv.FormatInt(ceilMillis(ttl), 10),
+	}, nil
+}
+
+// allowScript records one request for a key if the key has room. It
+// returns {allowed, count, free, now}: whether the request was accepted,
+// how many requests are in the window after it, when one more will be
+// allowed (µs; 0 while count < limit) and the time it used (µs).
+//
+//	KEYS[1]  the key's sorted set: accepted requests scored by time (µs)
+//	ARGV[1]  now (µs), or "" to read the server's clock with TIME
+//	ARGV[2]  window (µs)
+//	ARGV[3]  limit
+//	ARGV[4]  the key's time to live (ms)
+//
+//go:embed redis_allow.lua
+var allowScript string
+
+// Allow records one request for key if key made fewer than Limit requests
+// in the last Window, counting the requests of every process on this
+// Redis, and reports the outcome with the same fields as [Memory.Allow].
+// A refused request is not recorded. Allow fails only when Redis does
+// (or ctx ends); the error wraps Redis's.
+func (r *Redis) Allow(ctx context.Context, key string) (imagegen.LimitResult, error) {
+	now := ""
+	if r.now != nil {
+		now = strconv.FormatInt(r.now().UnixMicro(), 10)
+	}
+	v, err := r.allow.Run(ctx, r.rdb, []string{r.redisKey(key)}, now, r.windowArg, r.limitArg, r.ttlArg).Int64Slice()
+	if err != nil {
+		return imagegen.LimitResult{}, fmt.Errorf("ratelimit: redis allow: %w", err)
+	}
+	if len(v) != 4 {
+		return imagegen.LimitResult{}, fmt.Errorf("ratelimit: redis allow: script returned %d values, want 4", len(v))
+	}
+	allowed, count, free, at := v[0] == 1, int(v[1]), v[2], v[3]
+	res := imagegen.LimitResult{
+		Allowed: allowed,
+		Limit:   r.limit,
+		Window:  r.window,
+	}
+	if count < r.limit {
+		res.Remaining = r.limit - count
+	} else {
+		res.Reset = time.Duration(free-at) * time.Microsecond
+		if !allowed {
+			res.RetryAfter = res.Reset
+		}
+	}
+	return res, nil
+}
+
+// KeyPattern is a SCAN/KEYS pattern that matches every key of the
+// limiter (and of any limiter with the same Prefix), for operators' tools
+// and tests that clean up after themselves.
+func (r *Redis) KeyPattern() string { return "{" + globEscape(r.prefix) + "*" }
+
+// redisKey names key's sorted set, wrapped in a hash tag for Cluster. A
+// key holding "}" only shortens the tag, which is harmless: each script
+// run touches that one key.
+func (r *Redis) redisKey(key string) string { return "{" + r.prefix + key + "}" }
+
+// globEscape quotes the characters special in a Redis glob pattern.
+func globEscape(s string) string {
+	if !strings.ContainsAny(s, `*?[]\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[]\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// ceilMillis rounds d up to whole milliseconds.
+func ceilMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
