@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/matryer/is"
@@ -24,161 +24,167 @@ var fox = imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a red fox"
 func isGet(a arrival) bool { return a.method == http.MethodGet && strings.Contains(a.path, "/tasks/") }
 
 func TestSubmitTaskWaitDownload(t *testing.T) {
-	is := is.New(t)
-	ctx := context.Background()
-	e := newEnv(t)
-	v := newVClock(e.clock, 1)
-	c := e.client(v, client.WithUserAgent("client-test/1"))
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		ctx := context.Background()
+		e := newEnv(t)
+		sl := &sleepLog{}
+		c := e.client(client.WithUserAgent("client-test/1"), client.WithClock(sl))
 
-	sub, err := c.Submit(ctx, fox)
-	is.NoErr(err)
-	is.Equal(sub.Status, imagegen.StatusPending)
-	is.Equal(sub.CreditsUsed, int64(2))
-	is.Equal(sub.CreditsRemaining, int64(8))
-	is.True(sub.TaskID != "")
+		sub, err := c.Submit(ctx, fox)
+		is.NoErr(err)
+		is.Equal(sub.Status, imagegen.StatusPending)
+		is.Equal(sub.CreditsUsed, int64(2))
+		is.Equal(sub.CreditsRemaining, int64(8))
+		is.True(sub.TaskID != "")
 
-	task, err := c.Task(ctx, sub.TaskID)
-	is.NoErr(err)
-	is.Equal(*task, client.Task{TaskID: sub.TaskID, Status: imagegen.StatusPending})
-	is.NoErr(task.Err())
+		task, err := c.Task(ctx, sub.TaskID)
+		is.NoErr(err)
+		is.Equal(*task, client.Task{TaskID: sub.TaskID, Status: imagegen.StatusPending})
+		is.NoErr(task.Err())
 
-	e.runWorkers()
-	task, err = c.Wait(ctx, sub.TaskID)
-	is.NoErr(err)
-	is.Equal(task.Status, imagegen.StatusSuccess)
-	is.Equal(task.TaskID, sub.TaskID)
-	is.Equal(len(task.Images), 1)
-	is.Equal(task.Error, "")
-	is.Equal(len(v.sleeps()), 0) // the task had ended: Wait polled once
+		e.runWorkers()
+		task, err = c.Wait(ctx, sub.TaskID)
+		is.NoErr(err)
+		is.Equal(task.Status, imagegen.StatusSuccess)
+		is.Equal(task.TaskID, sub.TaskID)
+		is.Equal(len(task.Images), 1)
+		is.Equal(task.Error, "")
+		is.Equal(len(sl.sleeps()), 0) // the task had ended: Wait polled once
 
-	var png bytes.Buffer
-	is.NoErr(c.Download(ctx, task.Images[0], &png))
-	is.Equal(png.Bytes(), imagegentest.TinyPNG())
+		var png bytes.Buffer
+		is.NoErr(c.Download(ctx, task.Images[0], &png))
+		is.Equal(png.Bytes(), imagegentest.TinyPNG())
 
-	log := e.log()
-	is.Equal(len(log), 4)
-	is.Equal(log[0].method, "POST")
-	is.Equal(log[0].path, "/api/v1/generate")
-	is.Equal(log[0].status, http.StatusCreated)
-	is.Equal(log[0].header.Get("Content-Type"), "application/json")
-	for _, a := range log[:3] {
-		is.Equal(a.header.Get("Authorization"), "Bearer "+e.key)
-		is.Equal(a.header.Get("User-Agent"), "client-test/1")
-	}
-	is.Equal(log[1].header.Get("Prefer"), "")        // Task asks for no long poll
-	is.Equal(log[2].header.Get("Prefer"), "wait=25") // Wait does
-	is.True(strings.HasPrefix(log[3].path, "/api/v1/images/"))
-	is.Equal(log[3].header.Get("Authorization"), "") // image URLs need no key: it is not sent
-	is.Equal(log[3].status, http.StatusOK)
-}
-
-func TestWaitBacksOff(t *testing.T) {
-	is := is.New(t)
-	e := newEnv(t)
-	v := newVClock(e.clock, 1)
-	c := e.client(v)
-	sub, err := c.Submit(context.Background(), fox)
-	is.NoErr(err)
-	ready := e.clock.Now().Add(15 * time.Second)
-	v.tick = func(now time.Time) {
-		if !now.Before(ready) {
-			e.runWorkers()
+		log := e.log()
+		is.Equal(len(log), 4)
+		is.Equal(log[0].method, "POST")
+		is.Equal(log[0].path, "/api/v1/generate")
+		is.Equal(log[0].status, http.StatusCreated)
+		is.Equal(log[0].header.Get("Content-Type"), "application/json")
+		for _, a := range log[:3] {
+			is.Equal(a.header.Get("Authorization"), "Bearer "+e.key)
+			is.Equal(a.header.Get("User-Agent"), "client-test/1")
 		}
-	}
-	task, err := c.Wait(context.Background(), sub.TaskID)
-	is.NoErr(err)
-	is.Equal(task.Status, imagegen.StatusSuccess)
-	is.Equal(v.sleeps(), []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 6 * time.Second, 6 * time.Second})
-	gets := only(e.log(), isGet)
-	is.Equal(len(gets), 6)
-	for _, a := range gets {
-		is.Equal(a.header.Get("Prefer"), "wait=25") // harmless: the server ignores it
-	}
+		is.Equal(log[1].header.Get("Prefer"), "")        // Task asks for no long poll
+		is.Equal(log[2].header.Get("Prefer"), "wait=25") // Wait does
+		is.True(strings.HasPrefix(log[3].path, "/api/v1/images/"))
+		is.Equal(log[3].header.Get("Authorization"), "") // image URLs need no key: it is not sent
+		is.Equal(log[3].status, http.StatusOK)
+	})
 }
 
-func TestWaitLongPollsWhenTheServerDoes(t *testing.T) {
-	is := is.New(t)
-	e := newEnv(t)
-	v := newVClock(e.clock, 1)
-	c := e.client(v)
-	sub, err := c.Submit(context.Background(), fox)
-	is.NoErr(err)
-	// A server with the long-poll extension: it says it applied the
-	// wait, and the task ends during the third poll.
-	var polls atomic.Int32
-	e.setWrap(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodGet && r.Header.Get("Prefer") == "wait=25" {
-				w.Header().Set("Preference-Applied", "wait=25")
-				if polls.Add(1) == 3 {
-					e.runWorkers()
-				}
-			}
-			next.ServeHTTP(w, r)
-		})
+// TestWaitLongPolls: the real handler holds each poll up to 25 s (Prefer:
+// wait=25) and answers as soon as the task ends; the client polls again at
+// once, without sleeping.
+func TestWaitLongPolls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		e := newEnv(t)
+		sl := &sleepLog{}
+		c := e.client(client.WithClock(sl))
+		sub, err := c.Submit(context.Background(), fox)
+		is.NoErr(err)
+		start := time.Now()
+		e.finishAfter(time.Minute)
+		task, err := c.Wait(context.Background(), sub.TaskID)
+		is.NoErr(err)
+		is.Equal(task.Status, imagegen.StatusSuccess)
+		is.Equal(time.Since(start), time.Minute) // answered the moment it ended
+		is.Equal(len(sl.sleeps()), 0)            // the server did the waiting
+		gets := only(e.log(), isGet)
+		is.Equal(len(gets), 3) // at 0, 25 and 50 s
+		for i, a := range gets {
+			is.Equal(a.at.Sub(start), time.Duration(i)*25*time.Second)
+			is.Equal(a.header.Get("Prefer"), "wait=25")
+		}
 	})
-	task, err := c.Wait(context.Background(), sub.TaskID)
-	is.NoErr(err)
-	is.Equal(task.Status, imagegen.StatusSuccess)
-	is.Equal(polls.Load(), int32(3))
-	is.Equal(len(v.sleeps()), 0) // the server did the waiting
+}
+
+// TestWaitBacksOffWhenPreferIgnored: a server without the long-poll
+// extension ignores Prefer, and Wait polls with a growing interval.
+func TestWaitBacksOffWhenPreferIgnored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		e := newEnv(t)
+		e.setWrap(ignorePrefer)
+		sl := &sleepLog{}
+		c := e.client(client.WithClock(sl))
+		sub, err := c.Submit(context.Background(), fox)
+		is.NoErr(err)
+		e.finishAfter(15 * time.Second)
+		task, err := c.Wait(context.Background(), sub.TaskID)
+		is.NoErr(err)
+		is.Equal(task.Status, imagegen.StatusSuccess)
+		is.Equal(sl.sleeps(), []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 6 * time.Second, 6 * time.Second})
+		gets := only(e.log(), isGet)
+		is.Equal(len(gets), 6) // at 0, 1, 3, 7, 13 and 19 s
+		for _, a := range gets {
+			is.Equal(a.header.Get("Prefer"), "wait=25") // harmless: ignored
+		}
+	})
 }
 
 func TestWaitFailedTask(t *testing.T) {
-	is := is.New(t)
-	e := newEnv(t)
-	v := newVClock(e.clock, 1)
-	c := e.client(v)
-	e.model.Then(imagegentest.Fail(&imagegen.ModelError{Provider: "scripted", Refused: true, Message: "the prompt was blocked"}))
-	sub, err := c.Submit(context.Background(), fox)
-	is.NoErr(err)
-	v.tick = func(time.Time) { e.runWorkers() }
-	task, err := c.Wait(context.Background(), sub.TaskID)
-	is.NoErr(err) // a failed task is not an API error
-	is.Equal(task.Status, imagegen.StatusFailed)
-	is.True(strings.Contains(task.Error, "the prompt was blocked"))
-	is.Equal(task.Images, nil)
-	is.True(errors.Is(task.Err(), client.ErrTaskFailed))
-	is.True(strings.Contains(task.Err().Error(), "the prompt was blocked"))
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		e := newEnv(t)
+		c := e.client()
+		e.model.Then(imagegentest.Fail(&imagegen.ModelError{Provider: "scripted", Refused: true, Message: "the prompt was blocked"}))
+		sub, err := c.Submit(context.Background(), fox)
+		is.NoErr(err)
+		e.finishAfter(10 * time.Second)
+		task, err := c.Wait(context.Background(), sub.TaskID)
+		is.NoErr(err) // a failed task is not an API error
+		is.Equal(task.Status, imagegen.StatusFailed)
+		is.True(strings.Contains(task.Error, "the prompt was blocked"))
+		is.Equal(task.Images, nil)
+		is.True(errors.Is(task.Err(), client.ErrTaskFailed))
+		is.True(strings.Contains(task.Err().Error(), "the prompt was blocked"))
+	})
 }
 
 func TestGenerate(t *testing.T) {
-	is := is.New(t)
-	e := newEnv(t)
-	v := newVClock(e.clock, 1)
-	c := e.client(v)
-	v.tick = func(time.Time) { e.runWorkers() }
-	task, err := c.Generate(context.Background(), fox)
-	is.NoErr(err)
-	is.Equal(task.Status, imagegen.StatusSuccess)
-	is.Equal(len(task.Images), 1)
-	is.Equal(v.sleeps(), []time.Duration{time.Second}) // one interval before the first poll
-	log := e.log()
-	is.Equal(len(log), 2)
-	is.Equal(log[0].method, "POST")
-	is.Equal(log[1].method, "GET")
-	bal, err := e.svc.Balance(context.Background(), "alice")
-	is.NoErr(err)
-	is.Equal(bal, int64(8))
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		e := newEnv(t)
+		sl := &sleepLog{}
+		c := e.client(client.WithClock(sl))
+		e.finishAfter(500 * time.Millisecond)
+		task, err := c.Generate(context.Background(), fox)
+		is.NoErr(err)
+		is.Equal(task.Status, imagegen.StatusSuccess)
+		is.Equal(len(task.Images), 1)
+		is.Equal(sl.sleeps(), []time.Duration{time.Second}) // one interval before the first poll
+		log := e.log()
+		is.Equal(len(log), 2)
+		is.Equal(log[0].method, "POST")
+		is.Equal(log[1].method, "GET")
+		bal, err := e.svc.Balance(context.Background(), "alice")
+		is.NoErr(err)
+		is.Equal(bal, int64(8))
+	})
 }
 
 func TestGenerateWaitsOut429OnSubmit(t *testing.T) {
-	is := is.New(t)
-	e := newEnv(t, withLimit(3))
-	v := newVClock(e.clock, 1)
-	c := e.client(v)
-	e.spend(e.key, 3) // another program used the key's budget
-	v.tick = func(time.Time) { e.runWorkers() }
-	task, err := c.Generate(context.Background(), fox)
-	is.NoErr(err)
-	is.Equal(task.Status, imagegen.StatusSuccess)
-	log := e.log()
-	is.Equal(log[0].status, http.StatusTooManyRequests)
-	is.Equal(log[1].status, http.StatusCreated)
-	is.Equal(log[1].at.Sub(log[0].at), time.Minute) // after Retry-After, not before
-	bal, err := e.svc.Balance(context.Background(), "alice")
-	is.NoErr(err)
-	is.Equal(bal, int64(8)) // charged once
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		e := newEnv(t, withLimit(3))
+		c := e.client()
+		e.spend(e.key, 3) // another program used the key's budget
+		e.finishAfter(2 * time.Minute)
+		task, err := c.Generate(context.Background(), fox)
+		is.NoErr(err)
+		is.Equal(task.Status, imagegen.StatusSuccess)
+		log := e.log()
+		is.Equal(log[0].status, http.StatusTooManyRequests)
+		is.Equal(log[1].status, http.StatusCreated)
+		is.Equal(log[1].at.Sub(log[0].at), time.Minute) // after Retry-After, not before
+		is.Equal(len(only(log, func(a arrival) bool { return a.status == http.StatusTooManyRequests })), 1)
+		bal, err := e.svc.Balance(context.Background(), "alice")
+		is.NoErr(err)
+		is.Equal(bal, int64(8)) // charged once
+	})
 }
 
 // TestErrorCodes maps every error code of INTERFACE.md §7 (and the
@@ -196,22 +202,14 @@ func TestErrorCodes(t *testing.T) {
 	}{{
 		name: "unauthorized",
 		call: func(e *env, c *client.Client) error {
-			bad, err := client.New(e.srv.URL, imagegen.NewAPIKey(), client.WithHTTPClient(e.srv.Client()))
-			if err != nil {
-				return err
-			}
-			_, err = bad.Task(ctx, "x")
+			_, err := e.clientFor(e.base, imagegen.NewAPIKey()).Task(ctx, "x")
 			return err
 		},
 		status: 401, code: "unauthorized", sentinel: imagegen.ErrUnauthorized, message: "missing or invalid API key",
 	}, {
 		name: "insufficient credits",
 		call: func(e *env, c *client.Client) error {
-			poor, err := client.New(e.srv.URL, e.user("carol", 1), client.WithHTTPClient(e.srv.Client()))
-			if err != nil {
-				return err
-			}
-			_, err = poor.Submit(ctx, fox)
+			_, err := e.clientFor(e.base, e.user("carol", 1)).Submit(ctx, fox)
 			return err
 		},
 		status: 403, code: "insufficient_credits", sentinel: imagegen.ErrInsufficientCredits, message: "not enough credits for this generation",
@@ -229,11 +227,7 @@ func TestErrorCodes(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			other, err := client.New(e.srv.URL, e.user("mallory", 0), client.WithHTTPClient(e.srv.Client()))
-			if err != nil {
-				return err
-			}
-			_, err = other.Wait(ctx, sub.TaskID)
+			_, err = e.clientFor(e.base, e.user("mallory", 0)).Wait(ctx, sub.TaskID)
 			return err
 		},
 		status: 404, code: "task_not_found", sentinel: imagegen.ErrTaskNotFound, message: "task not found",
@@ -260,60 +254,61 @@ func TestErrorCodes(t *testing.T) {
 	}, {
 		name: "internal error",
 		opts: []func(*envOptions){func(o *envOptions) {
-			o.store = func(clock imagegen.Clock) imagegen.Store {
-				return failingStore{memoryStore(clock)}
-			}
+			o.store = func() imagegen.Store { return failingStore{memoryStore()} }
 		}},
 		call:   func(e *env, c *client.Client) error { _, err := c.Submit(ctx, fox); return err },
 		status: 500, code: "internal_error", message: "internal server error",
 	}, {
 		name: "unknown path",
 		call: func(e *env, c *client.Client) error {
-			wrong, err := client.New(e.srv.URL+"/api/v1/nope", e.key, client.WithHTTPClient(e.srv.Client()))
-			if err != nil {
-				return err
-			}
-			_, err = wrong.Submit(ctx, fox)
+			_, err := e.clientFor(e.base+"/api/v1/nope", e.key).Submit(ctx, fox)
 			return err
 		},
 		status: 404, code: "not_found", message: "no such endpoint: /api/v1/nope/generate",
 	}, {
 		name: "not the API",
 		call: func(e *env, c *client.Client) error {
-			wrong, err := client.New(e.srv.URL+"/api/v0", e.key, client.WithHTTPClient(e.srv.Client()))
-			if err != nil {
-				return err
-			}
-			_, err = wrong.Submit(ctx, fox)
+			_, err := e.clientFor(e.base+"/api/v0", e.key).Submit(ctx, fox)
 			return err
 		},
 		status: 404, code: "", message: "404 page not found", // the plain text of the host's mux
 	}, {
 		name: "image not found",
 		call: func(e *env, c *client.Client) error {
-			return c.Download(ctx, e.srv.URL+"/api/v1/images/nope?expires=1&sig=x", &bytes.Buffer{})
+			return c.Download(ctx, e.base+"/api/v1/images/nope?expires=1&sig=x", &bytes.Buffer{})
 		},
 		status: 404, code: "not_found", sentinel: imagegen.ErrImageNotFound, message: "image not found or link expired",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			is := is.New(t)
-			e := newEnv(t, tc.opts...)
-			c := e.client(newVClock(e.clock, 1))
-			err := tc.call(e, c)
-			var apiErr *client.APIError
-			is.True(errors.As(err, &apiErr))
-			is.Equal(apiErr.StatusCode, tc.status)
-			is.Equal(apiErr.Code, tc.code)
-			is.Equal(apiErr.Message, tc.message) // the server's own message
-			for _, s := range []error{imagegen.ErrUnauthorized, imagegen.ErrInsufficientCredits, imagegen.ErrTaskNotFound,
-				imagegen.ErrInvalidParams, imagegen.ErrRateLimited, imagegen.ErrImageNotFound} {
-				is.Equal(errors.Is(err, s), s == tc.sentinel) // its sentinel and no other
-			}
-			is.True(strings.Contains(err.Error(), tc.message))
-			is.True(!strings.Contains(err.Error(), e.key))
-			is.True(!strings.Contains(fmt.Sprintf("%+v %#v", err, err), e.key))
+			synctest.Test(t, func(t *testing.T) {
+				is := is.New(t)
+				e := newEnv(t, tc.opts...)
+				err := tc.call(e, e.client())
+				var apiErr *client.APIError
+				is.True(errors.As(err, &apiErr))
+				is.Equal(apiErr.StatusCode, tc.status)
+				is.Equal(apiErr.Code, tc.code)
+				is.Equal(apiErr.Message, tc.message) // the server's own message
+				for _, s := range []error{imagegen.ErrUnauthorized, imagegen.ErrInsufficientCredits, imagegen.ErrTaskNotFound,
+					imagegen.ErrInvalidParams, imagegen.ErrRateLimited, imagegen.ErrImageNotFound} {
+					is.Equal(errors.Is(err, s), s == tc.sentinel) // its sentinel and no other
+				}
+				is.True(strings.Contains(err.Error(), tc.message))
+				is.True(!strings.Contains(err.Error(), e.key))
+				is.True(!strings.Contains(fmt.Sprintf("%+v %#v", err, err), e.key))
+			})
 		})
 	}
+}
+
+// Both ways the server may answer polls: holding them (long polls), or at
+// once (a server without the extension, so Wait backs off).
+var pollModes = []struct {
+	name string
+	wrap func(http.Handler) http.Handler
+}{
+	{"long polls", nil},
+	{"short polls", ignorePrefer},
 }
 
 // TestWaitMeets429WithinLimit: another program spends the key's budget, so
@@ -321,175 +316,170 @@ func TestErrorCodes(t *testing.T) {
 // the RateLimit header's budget until the task ends, never sending more
 // than the limit in any rolling minute.
 func TestWaitMeets429WithinLimit(t *testing.T) {
-	is := is.New(t)
-	const limit = 3
-	e := newEnv(t, withLimit(limit))
-	v := newVClock(e.clock, 1)
-	c := e.client(v)
-	sub, err := c.Submit(context.Background(), fox)
-	is.NoErr(err)
-	e.spend(e.key, limit-1)
-	start := e.clock.Now()
-	ready := start.Add(3 * time.Minute)
-	v.tick = func(now time.Time) {
-		if !now.Before(ready) {
-			e.runWorkers()
-		}
-	}
-	task, err := c.Wait(context.Background(), sub.TaskID)
-	is.NoErr(err)
-	is.Equal(task.Status, imagegen.StatusSuccess)
+	for _, mode := range pollModes {
+		t.Run(mode.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				is := is.New(t)
+				const limit = 3
+				e := newEnv(t, withLimit(limit))
+				e.setWrap(mode.wrap)
+				c := e.client()
+				sub, err := c.Submit(context.Background(), fox)
+				is.NoErr(err)
+				e.spend(e.key, limit-1)
+				start := time.Now()
+				e.finishAfter(3 * time.Minute)
+				task, err := c.Wait(context.Background(), sub.TaskID)
+				is.NoErr(err)
+				is.Equal(task.Status, imagegen.StatusSuccess)
 
-	log := e.log()
-	limited := only(log, func(a arrival) bool { return a.status == http.StatusTooManyRequests })
-	is.Equal(len(limited), 1) // only the poll it could not foresee
-	is.Equal(log[1].status, http.StatusTooManyRequests)
-	is.Equal(log[2].at.Sub(log[1].at), time.Minute) // Retry-After was honoured
-	is.True(maxInWindow(log, time.Minute) <= limit)
-	is.True(len(only(log, isGet)) >= 6)             // it kept polling through several windows
-	is.True(!e.clock.Now().Before(ready))           // and ended once the task had
-	is.True(e.clock.Now().Sub(ready) < time.Minute) // soon after
+				log := e.log()
+				limited := only(log, func(a arrival) bool { return a.status == http.StatusTooManyRequests })
+				is.Equal(len(limited), 1) // only the poll it could not foresee
+				is.Equal(log[1].status, http.StatusTooManyRequests)
+				is.Equal(log[2].at.Sub(log[1].at), time.Minute) // Retry-After was honoured
+				is.True(maxInWindow(log, time.Minute) <= limit)
+				is.True(len(only(log, isGet)) >= 5)                    // it kept polling through several windows
+				is.True(time.Since(start) < 3*time.Minute+time.Minute) // and ended soon after the task
+			})
+		})
+	}
 }
 
 // TestConcurrentWaitsShareLimit: two goroutines wait for two tasks with
 // one Client; together they never exceed the key's limit and never get a
 // 429.
 func TestConcurrentWaitsShareLimit(t *testing.T) {
-	is := is.New(t)
-	const limit = 3
-	e := newEnv(t, withLimit(limit))
-	v := newVClock(e.clock, 1)
-	c := e.client(v)
-	var ids []string
-	for range 2 {
-		sub, err := c.Submit(context.Background(), fox)
-		is.NoErr(err)
-		ids = append(ids, sub.TaskID)
-	}
-	ready := e.clock.Now().Add(4 * time.Minute)
-	v.tick = func(now time.Time) {
-		if !now.Before(ready) {
-			e.runWorkers()
-		}
-	}
+	for _, mode := range pollModes {
+		t.Run(mode.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				is := is.New(t)
+				const limit = 3
+				e := newEnv(t, withLimit(limit))
+				e.setWrap(mode.wrap)
+				c := e.client()
+				var ids []string
+				for range 2 {
+					sub, err := c.Submit(context.Background(), fox)
+					is.NoErr(err)
+					ids = append(ids, sub.TaskID)
+				}
+				e.finishAfter(4 * time.Minute)
+				tasks := make([]*client.Task, len(ids))
+				errs := make([]error, len(ids))
+				var wg sync.WaitGroup
+				for i, id := range ids {
+					wg.Go(func() { tasks[i], errs[i] = c.Wait(context.Background(), id) })
+				}
+				wg.Wait()
 
-	tasks := make([]*client.Task, len(ids))
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
-	v.start(len(ids))
-	for i, id := range ids {
-		wg.Go(func() {
-			defer v.done()
-			tasks[i], errs[i] = c.Wait(context.Background(), id)
+				for i := range ids {
+					is.NoErr(errs[i])
+					is.Equal(tasks[i].Status, imagegen.StatusSuccess)
+				}
+				log := e.log()
+				is.Equal(len(only(log, func(a arrival) bool { return a.status == http.StatusTooManyRequests })), 0)
+				is.True(maxInWindow(log, time.Minute) <= limit)
+				for _, id := range ids { // both kept polling
+					is.True(len(only(log, func(a arrival) bool { return strings.HasSuffix(a.path, id) })) >= 3)
+				}
+			})
 		})
-	}
-	v.done() // the test goroutine only waits from here on
-	wg.Wait()
-
-	for i := range ids {
-		is.NoErr(errs[i])
-		is.Equal(tasks[i].Status, imagegen.StatusSuccess)
-	}
-	log := e.log()
-	is.Equal(len(only(log, func(a arrival) bool { return a.status == http.StatusTooManyRequests })), 0)
-	is.True(maxInWindow(log, time.Minute) <= limit)
-	for _, id := range ids { // both kept polling
-		is.True(len(only(log, func(a arrival) bool { return strings.HasSuffix(a.path, id) })) >= 4)
 	}
 }
 
 func TestWaitRetriesServerErrors(t *testing.T) {
-	is := is.New(t)
-	e := newEnv(t, func(o *envOptions) {
-		o.store = func(clock imagegen.Clock) imagegen.Store { return failingStore{memoryStore(clock)} }
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		e := newEnv(t, func(o *envOptions) {
+			o.store = func() imagegen.Store { return failingStore{memoryStore()} }
+		})
+		sl := &sleepLog{}
+		c := e.client(client.WithClock(sl))
+		_, err := c.Wait(context.Background(), "some-task")
+		var apiErr *client.APIError
+		is.True(errors.As(err, &apiErr))
+		is.Equal(apiErr.Code, "internal_error")
+		is.Equal(len(e.log()), 4) // the first poll and 3 retries
+		is.Equal(sl.sleeps(), []time.Duration{time.Second, 2 * time.Second, 4 * time.Second})
 	})
-	v := newVClock(e.clock, 1)
-	c := e.client(v)
-	_, err := c.Wait(context.Background(), "some-task")
-	var apiErr *client.APIError
-	is.True(errors.As(err, &apiErr))
-	is.Equal(apiErr.Code, "internal_error")
-	is.Equal(len(e.log()), 4) // the first poll and 3 retries
-	is.Equal(v.sleeps(), []time.Duration{time.Second, 2 * time.Second, 4 * time.Second})
 }
 
 func TestWaitStopsOnClientErrors(t *testing.T) {
-	is := is.New(t)
-	e := newEnv(t)
-	c := e.client(newVClock(e.clock, 1))
-	_, err := c.Wait(context.Background(), "nope")
-	is.True(errors.Is(err, imagegen.ErrTaskNotFound))
-	is.Equal(len(e.log()), 1)
-	_, err = c.Task(context.Background(), "")
-	is.True(errors.Is(err, imagegen.ErrTaskNotFound))
-	is.Equal(len(e.log()), 1) // no request for an empty id
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		e := newEnv(t)
+		c := e.client()
+		_, err := c.Wait(context.Background(), "nope")
+		is.True(errors.Is(err, imagegen.ErrTaskNotFound))
+		is.Equal(len(e.log()), 1)
+		_, err = c.Task(context.Background(), "")
+		is.True(errors.Is(err, imagegen.ErrTaskNotFound))
+		is.Equal(len(e.log()), 1) // no request for an empty id
+	})
 }
 
 func TestWaitEndsWithContext(t *testing.T) {
-	is := is.New(t)
-	e := newEnv(t)
-	v := newVClock(e.clock, 1)
-	c := e.client(v)
-	sub, err := c.Submit(context.Background(), fox)
-	is.NoErr(err)
-	ctx, cancel := context.WithCancel(context.Background())
-	var polls atomic.Int32
-	e.setWrap(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodGet {
-				if polls.Add(1) == 3 {
-					cancel()
-				}
-			}
-			next.ServeHTTP(w, r)
-		})
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		e := newEnv(t)
+		c := e.client()
+		sub, err := c.Submit(context.Background(), fox)
+		is.NoErr(err)
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, err = c.Wait(ctx, sub.TaskID) // the task never ends
+		is.True(errors.Is(err, context.DeadlineExceeded))
+		is.Equal(time.Since(start), 2*time.Minute)
+		is.Equal(len(only(e.log(), isGet)), 5) // at 0, 25, 50, 75 and 100 s
 	})
-	_, err = c.Wait(ctx, sub.TaskID)
-	is.True(errors.Is(err, context.Canceled))
-	is.Equal(polls.Load(), int32(3))
 }
 
 func TestDownloadErrors(t *testing.T) {
-	is := is.New(t)
-	e := newEnv(t)
-	c := e.client(newVClock(e.clock, 1))
-	sub, err := c.Submit(context.Background(), fox)
-	is.NoErr(err)
-	e.runWorkers()
-	task, err := c.Task(context.Background(), sub.TaskID)
-	is.NoErr(err)
-	var buf bytes.Buffer
-	err = c.Download(context.Background(), task.Images[0]+"x", &buf) // a tampered signature
-	is.True(errors.Is(err, imagegen.ErrImageNotFound))
-	is.Equal(buf.Len(), 0)
-	err = c.Download(context.Background(), "/api/v1/images/x", &buf)
-	is.True(err != nil) // not an absolute URL
-	is.Equal(len(e.log()), 3)
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		e := newEnv(t)
+		c := e.client()
+		sub, err := c.Submit(context.Background(), fox)
+		is.NoErr(err)
+		e.runWorkers()
+		task, err := c.Task(context.Background(), sub.TaskID)
+		is.NoErr(err)
+		var buf bytes.Buffer
+		err = c.Download(context.Background(), task.Images[0]+"x", &buf) // a tampered signature
+		is.True(errors.Is(err, imagegen.ErrImageNotFound))
+		is.Equal(buf.Len(), 0)
+		err = c.Download(context.Background(), "/api/v1/images/x", &buf)
+		is.True(err != nil) // not an absolute URL
+		is.Equal(len(e.log()), 3)
+	})
 }
 
 func TestKeyNeverShown(t *testing.T) {
-	is := is.New(t)
-	e := newEnv(t)
-	c := e.client(newVClock(e.clock, 1))
-	for _, s := range []string{
-		fmt.Sprint(c), fmt.Sprintf("%v %+v %#v %s", c, c, c, c),
-		fmt.Sprintf("%v %+v", *c, *c),
-	} {
-		is.True(!strings.Contains(s, e.key))
-	}
-	is.True(strings.Contains(c.String(), "[REDACTED]"))
-	is.True(strings.Contains(c.String(), e.srv.URL+"/api/v1"))
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		e := newEnv(t)
+		c := e.client()
+		for _, s := range []string{
+			fmt.Sprint(c), fmt.Sprintf("%v %+v %#v %s", c, c, c, c),
+			fmt.Sprintf("%v %+v", *c, *c),
+		} {
+			is.True(!strings.Contains(s, e.key))
+		}
+		is.True(strings.Contains(c.String(), "[REDACTED]"))
+		is.True(strings.Contains(c.String(), e.base+"/api/v1"))
 
-	// Errors of every kind: from the API, from the network, from New.
-	_, err1 := c.Task(context.Background(), "nope")
-	bad := e.key + "\n"
-	_, err2 := client.New(e.srv.URL, bad)
-	e.srv.Close()
-	_, err3 := c.Submit(context.Background(), fox)
-	for _, err := range []error{err1, err2, err3} {
-		is.True(err != nil)
-		is.True(!strings.Contains(fmt.Sprintf("%v %+v", err, err), e.key))
-	}
+		// Errors of every kind: from the API, from New, from the network.
+		_, err1 := c.Task(context.Background(), "nope")
+		_, err2 := client.New(e.base, e.key+"\n")
+		_ = e.srv.Close()
+		_, err3 := c.Submit(context.Background(), fox)
+		for _, err := range []error{err1, err2, err3} {
+			is.True(err != nil)
+			is.True(!strings.Contains(fmt.Sprintf("%v %+v", err, err), e.key))
+		}
+	})
 }
 
 func TestNewValidates(t *testing.T) {

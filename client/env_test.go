@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/matryer/is"
@@ -21,18 +23,27 @@ import (
 	"github.com/imagegen/imagegen/store/memory"
 )
 
+// The tests that involve time run in a synctest bubble (testing/synctest):
+// the client, the real API handler, its store, limiter and long polls all
+// use the time package, whose clock in a bubble is fake and moves on only
+// when every goroutine of the test (client and server alike) is blocked.
+// So a Wait that polls for three minutes runs at once, deterministically,
+// and the server's time is the client's. The client talks to the server
+// over an in-memory network (net.Pipe), as a bubble requires; the Example
+// uses a loopback httptest server.
+
 // env is the real API handler (httpapi on the memory store, a scripted
-// model, a manual clock, the memory limiter) behind a loopback httptest
-// server that logs every request it gets.
+// model, the memory limiter) behind an http.Server on an in-memory
+// network, which logs every request it gets. Create it in a bubble.
 type env struct {
 	t     *testing.T
-	clock *imagegentest.Clock
 	svc   *imagegen.Service
 	model *imagegentest.Model
 	mux   *http.ServeMux // the real handler, for requests made around the server
-	srv   *httptest.Server
-	key   string // a key of "alice", who has 10 credits
-	limit int
+	srv   *http.Server
+	hc    *http.Client // dials the server
+	base  string       // the server's URL
+	key   string       // a key of "alice", who has 10 credits
 
 	mu       sync.Mutex
 	requests []arrival
@@ -41,16 +52,16 @@ type env struct {
 
 // arrival is one request the server got.
 type arrival struct {
-	at     time.Time // on the manual clock
+	at     time.Time
 	method string
 	path   string
 	status int
-	header http.Header
+	header http.Header // as the client sent it
 }
 
 type envOptions struct {
 	limit int
-	store func(imagegen.Clock) imagegen.Store
+	store func() imagegen.Store
 }
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -62,31 +73,39 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	for _, f := range opts {
 		f(&o)
 	}
-	clock := imagegentest.NewClock(time.Time{})
-	var store imagegen.Store = memory.New(memory.Options{Clock: clock})
+	var store imagegen.Store = memory.New(memory.Options{})
 	if o.store != nil {
-		store = o.store(clock)
+		store = o.store()
 	}
 	model := imagegentest.NewModel(2)
-	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, Clock: clock, MaxAttempts: 2, Logger: quiet})
+	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, MaxAttempts: 2, Logger: quiet})
 	is.NoErr(err)
-	limiter, err := ratelimit.NewMemory(ratelimit.Config{Limit: o.limit, Window: time.Minute, Clock: clock})
+	limiter, err := ratelimit.NewMemory(ratelimit.Config{Limit: o.limit, Window: time.Minute})
 	is.NoErr(err)
-	api, err := httpapi.New(httpapi.Config{Service: svc, Limiter: limiter, Clock: clock, Logger: quiet})
+	api, err := httpapi.New(httpapi.Config{Service: svc, Limiter: limiter, Logger: quiet})
 	is.NoErr(err)
 	mux := http.NewServeMux()
 	api.Register(mux)
-	e := &env{t: t, clock: clock, svc: svc, model: model, mux: mux, limit: o.limit}
-	e.srv = httptest.NewServer(http.HandlerFunc(e.serve))
-	t.Cleanup(e.srv.Close)
+
+	ln := newPipeListener()
+	tr := &http.Transport{DialContext: ln.dial}
+	e := &env{
+		t: t, svc: svc, model: model, mux: mux, base: "http://imagegen.test",
+		hc: &http.Client{Transport: tr},
+	}
+	e.srv = &http.Server{Handler: http.HandlerFunc(e.serve)}
+	go func() { _ = e.srv.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = e.srv.Close()
+		tr.CloseIdleConnections()
+	})
 	e.key = e.user("alice", 10)
 	return e
 }
 
 func withLimit(n int) func(*envOptions) { return func(o *envOptions) { o.limit = n } }
 
-// setWrap makes the server wrap the real handler with wrap (to add
-// headers, say).
+// setWrap makes the server wrap the real handler (to change headers, say).
 func (e *env) setWrap(wrap func(http.Handler) http.Handler) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -94,6 +113,7 @@ func (e *env) setWrap(wrap func(http.Handler) http.Handler) {
 }
 
 func (e *env) serve(w http.ResponseWriter, r *http.Request) {
+	at, sent := time.Now(), r.Header.Clone()
 	var h http.Handler = e.mux
 	e.mu.Lock()
 	if e.wrap != nil {
@@ -101,11 +121,10 @@ func (e *env) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	e.mu.Unlock()
 	rec := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-	at := e.clock.Now()
 	h.ServeHTTP(rec, r)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.requests = append(e.requests, arrival{at: at, method: r.Method, path: r.URL.Path, status: rec.status, header: r.Header.Clone()})
+	e.requests = append(e.requests, arrival{at: at, method: r.Method, path: r.URL.Path, status: rec.status, header: sent})
 }
 
 type statusWriter struct {
@@ -118,8 +137,10 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-// log returns the requests the server got so far.
+// log returns the requests the server got so far, once every request in
+// flight has been handled (the server logs a request after answering it).
 func (e *env) log() []arrival {
+	synctest.Wait()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return slices.Clone(e.requests)
@@ -137,10 +158,15 @@ func (e *env) user(owner string, credits int64) string {
 	return key
 }
 
-// client returns a Client of the test server on virtual time v.
-func (e *env) client(v *vclock, opts ...client.Option) *client.Client {
+// client returns a Client of the server with alice's key.
+func (e *env) client(opts ...client.Option) *client.Client {
 	e.t.Helper()
-	c, err := client.New(e.srv.URL, e.key, append([]client.Option{client.WithClock(v), client.WithHTTPClient(e.srv.Client())}, opts...)...)
+	return e.clientFor(e.base, e.key, opts...)
+}
+
+func (e *env) clientFor(base, key string, opts ...client.Option) *client.Client {
+	e.t.Helper()
+	c, err := client.New(base, key, append([]client.Option{client.WithHTTPClient(e.hc)}, opts...)...)
 	is.New(e.t).NoErr(err)
 	return c
 }
@@ -158,6 +184,19 @@ func (e *env) spend(key string, n int) {
 	}
 }
 
+// finishAfter runs the service's workers once d has passed: the tasks
+// submitted by then end (as the scripted model says).
+func (e *env) finishAfter(d time.Duration) {
+	ctx := e.t.Context()
+	go func() {
+		select {
+		case <-time.After(d):
+			e.runWorkers()
+		case <-ctx.Done():
+		}
+	}()
+}
+
 // runWorkers runs the service's workers until no task is ready.
 func (e *env) runWorkers() {
 	for range 100 {
@@ -170,6 +209,16 @@ func (e *env) runWorkers() {
 			return
 		}
 	}
+}
+
+// ignorePrefer makes the server one without the long-poll extension: it
+// never sees the Prefer header (the log still shows it was sent).
+func ignorePrefer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.Clone(r.Context())
+		r.Header.Del("Prefer")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // maxInWindow returns the largest number of requests among reqs that
@@ -198,99 +247,76 @@ func only(reqs []arrival, keep func(arrival) bool) []arrival {
 	return out
 }
 
-// vclock is virtual time for the clients of a test. It counts the
-// goroutines that use it; when every one of them waits on After, it moves
-// the manual clock to the earliest wake-up, calls tick, and wakes the
-// sleepers that are due. Nothing sleeps for real.
-type vclock struct {
-	clock *imagegentest.Clock
-	tick  func(now time.Time) // called after each move, while no goroutine runs
-
-	mu       sync.Mutex
-	running  int
-	sleepers []sleeper
-	slept    []time.Duration
+// sleepLog is the time package's clock (fake in a bubble) that records
+// every wait the client asks of it.
+type sleepLog struct {
+	mu    sync.Mutex
+	slept []time.Duration
 }
 
-type sleeper struct {
-	at time.Time
-	ch chan time.Time
+var _ imagegen.Clock = (*sleepLog)(nil)
+
+func (*sleepLog) Now() time.Time { return time.Now() }
+
+func (s *sleepLog) After(d time.Duration) <-chan time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.slept = append(s.slept, d)
+	return time.After(d)
 }
 
-var _ imagegen.Clock = (*vclock)(nil)
-
-// newVClock returns virtual time used by running goroutines.
-func newVClock(clock *imagegentest.Clock, running int) *vclock {
-	return &vclock{clock: clock, running: running}
+func (s *sleepLog) sleeps() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.slept)
 }
 
-func (v *vclock) Now() time.Time { return v.clock.Now() }
+// pipeListener is an in-memory network: dial hands the server one end of
+// a net.Pipe.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
 
-func (v *vclock) After(d time.Duration) <-chan time.Time {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	v.slept = append(v.slept, d)
-	if d <= 0 {
-		ch <- v.clock.Now()
-		return ch
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
 	}
-	v.sleepers = append(v.sleepers, sleeper{at: v.clock.Now().Add(d), ch: ch})
-	v.running--
-	v.advance()
-	return ch
 }
 
-// start counts n more goroutines; done counts one fewer.
-func (v *vclock) start(n int) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.running += n
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
 }
 
-func (v *vclock) done() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.running--
-	v.advance()
-}
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
 
-func (v *vclock) advance() {
-	if v.running > 0 || len(v.sleepers) == 0 {
-		return
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	server, client := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	next := v.sleepers[0].at
-	for _, s := range v.sleepers {
-		if s.at.Before(next) {
-			next = s.at
-		}
-	}
-	v.clock.Set(next)
-	if v.tick != nil {
-		v.tick(next)
-	}
-	kept := v.sleepers[:0]
-	for _, s := range v.sleepers {
-		if s.at.After(next) {
-			kept = append(kept, s)
-			continue
-		}
-		s.ch <- next
-		v.running++
-	}
-	v.sleepers = kept
 }
 
-// sleeps returns the durations passed to After so far.
-func (v *vclock) sleeps() []time.Duration {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return slices.Clone(v.slept)
-}
+type pipeAddr struct{}
 
-func memoryStore(clock imagegen.Clock) imagegen.Store {
-	return memory.New(memory.Options{Clock: clock})
-}
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
+
+func memoryStore() imagegen.Store { return memory.New(memory.Options{}) }
 
 // failingStore fails the operations a submit and a task query need.
 type failingStore struct{ imagegen.Store }
