@@ -17,5 +17,9 @@ func (h *Handler) routes() {
 	h.mux.Handle("GET "+p+"/images/{image_id}", h.handleImage())
 	h.mux.Handle(p+"/images/{image_id}", methodNotAllowed("GET, HEAD"))
 
+	// The OpenAPI description of the API (no key needed).
+	h.mux.Handle("GET "+p+"/openapi.json", h.handleOpenAPI())
+	h.mux.Handle(p+"/openapi.json", methodNotAllowed("GET, HEAD"))
+
 	h.mux.Handle(p+"/", notFound())
 }

@@ -1,0 +1,538 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/store/memory"
+)
+
+// exchange is one request to the real handler and the answer it got.
+type exchange struct {
+	name   string
+	method string
+	target string
+	header http.Header
+	body   []byte
+	// specValid says whether the request follows the description. A few
+	// requests the handler refuses are valid as far as a description can
+	// tell (an unknown key, duplicate JSON keys).
+	specValid bool
+	// component names the components.responses entry for answers on no
+	// route of the description (an unknown path, a method not allowed).
+	component string
+
+	status     int
+	respHeader http.Header
+	respBody   []byte
+}
+
+func (x *exchange) request() *http.Request {
+	r := httptest.NewRequest(x.method, x.target, bytes.NewReader(x.body))
+	r.Header = x.header.Clone()
+	return r
+}
+
+func (x *exchange) errorCode() string {
+	var body httpapi.ErrorBody
+	_ = json.Unmarshal(x.respBody, &body)
+	return body.Error.Code
+}
+
+// recorder sends requests to real handlers and keeps the exchanges.
+type recorder struct {
+	t   *testing.T
+	ips int
+	all []*exchange
+}
+
+type reqOpt func(*exchange)
+
+func invalid(x *exchange)          { x.specValid = false }
+func component(name string) reqOpt { return func(x *exchange) { x.component = name } }
+func header(k, v string) reqOpt    { return func(x *exchange) { x.header.Set(k, v) } }
+func from(ip string) reqOpt        { return func(x *exchange) { x.header.Set("X-Test-IP", ip) } }
+
+// do sends one request to e's handler, from an address of its own unless
+// from says otherwise.
+func (rc *recorder) do(e *env, name, method, target, key, body string, opts ...reqOpt) *exchange {
+	rc.t.Helper()
+	x := &exchange{name: name, method: method, target: target, header: http.Header{}, body: []byte(body), specValid: true}
+	if key != "" {
+		x.header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		x.header.Set("Content-Type", "application/json")
+	}
+	for _, o := range opts {
+		o(x)
+	}
+	r := x.request()
+	rc.ips++
+	r.RemoteAddr = "198.51.100." + strconv.Itoa(rc.ips%250+1) + ":1234"
+	if ip := r.Header.Get("X-Test-IP"); ip != "" {
+		r.RemoteAddr = ip + ":1234"
+	}
+	w := httptest.NewRecorder()
+	e.h.ServeHTTP(w, r)
+	x.status, x.respHeader, x.respBody = w.Code, w.Result().Header, w.Body.Bytes()
+	rc.all = append(rc.all, x)
+	return x
+}
+
+func (rc *recorder) find(name string) *exchange {
+	for _, x := range rc.all {
+		if x.name == name {
+			return x
+		}
+	}
+	rc.t.Fatalf("no exchange %q", name)
+	return nil
+}
+
+// recordExchanges drives the real handler through every endpoint, every
+// outcome and every error code.
+func recordExchanges(t *testing.T) *recorder {
+	t.Helper()
+	is := is.New(t)
+	ctx := context.Background()
+	rc := &recorder{t: t}
+	e := newEnv(t)
+	rich := e.user("rich", 1000)
+
+	// The description itself.
+	rc.do(e, "openapi", "GET", "/api/v1/openapi.json", "", "")
+	rc.do(e, "openapi with a key", "GET", "/api/v1/openapi.json", rich, "")
+	rc.do(e, "openapi wrong method", "POST", "/api/v1/openapi.json", "", "", component("MethodNotAllowed"))
+
+	// Submits that succeed.
+	rc.do(e, "submit text-to-image", "POST", "/api/v1/generate", rich, t2i)
+	rc.do(e, "submit default ratio", "POST", "/api/v1/generate", rich, `{"scene":"text-to-image","prompt":"p"}`)
+	for _, ratio := range []string{"auto", "1:1", "3:2", "2:3", "9:16", "16:9", "3:4", "4:3"} {
+		rc.do(e, "submit ratio "+ratio, "POST", "/api/v1/generate", rich, `{"scene":"text-to-image","prompt":"p","aspect_ratio":"`+ratio+`"}`)
+	}
+	rc.do(e, "submit 2000 code points", "POST", "/api/v1/generate", rich, `{"scene":"text-to-image","prompt":"`+strings.Repeat("é", 2000)+`"}`)
+	rc.do(e, "submit image-to-image", "POST", "/api/v1/generate", rich,
+		`{"scene":"image-to-image","prompt":"p","image_input":["https://example.com/a.png","HTTP://example.com/b?x=1"]}`)
+	eight := strings.TrimSuffix(strings.Repeat(`"https://example.com/x.png",`, 8), ",")
+	rc.do(e, "submit 8 images", "POST", "/api/v1/generate", rich, `{"scene":"image-to-image","prompt":"p","image_input":[`+eight+`]}`)
+
+	// Submits refused with 422: the description refuses them too, except
+	// where noted.
+	for name, body := range map[string]string{
+		"malformed":          `{"scene":`,
+		"not an object":      `[]`,
+		"unknown field":      `{"scene":"text-to-image","prompt":"p","model":"x"}`,
+		"case variant":       `{"scene":"text-to-image","Prompt":"p"}`,
+		"wrong type":         `{"scene":"text-to-image","prompt":7}`,
+		"no scene":           `{"prompt":"p"}`,
+		"bad scene":          `{"scene":"video","prompt":"p"}`,
+		"empty prompt":       `{"scene":"text-to-image","prompt":""}`,
+		"long prompt":        `{"scene":"text-to-image","prompt":"` + strings.Repeat("é", 2001) + `"}`,
+		"bad ratio":          `{"scene":"text-to-image","prompt":"p","aspect_ratio":"7:5"}`,
+		"i2i no images":      `{"scene":"image-to-image","prompt":"p"}`,
+		"i2i empty images":   `{"scene":"image-to-image","prompt":"p","image_input":[]}`,
+		"i2i 9 images":       `{"scene":"image-to-image","prompt":"p","image_input":[` + eight + `,"https://example.com/9.png"]}`,
+		"i2i ftp":            `{"scene":"image-to-image","prompt":"p","image_input":["ftp://example.com/a.png"]}`,
+		"i2i relative":       `{"scene":"image-to-image","prompt":"p","image_input":["/a.png"]}`,
+		"i2i credentials":    `{"scene":"image-to-image","prompt":"p","image_input":["https://u:pw@example.com/a.png"]}`,
+		"t2i with images":    `{"scene":"text-to-image","prompt":"p","image_input":["https://example.com/a.png"]}`,
+		"t2i with no images": `{"scene":"text-to-image","prompt":"p","image_input":[]}`,
+		"empty":              ``,
+	} {
+		opts := []reqOpt{invalid}
+		if body == "" {
+			opts = append(opts, header("Content-Type", "application/json"))
+		}
+		rc.do(e, "invalid: "+name, "POST", "/api/v1/generate", rich, body, opts...)
+	}
+	rc.do(e, "invalid: duplicate key", "POST", "/api/v1/generate", rich, `{"scene":"text-to-image","prompt":"p","prompt":"p"}`) // JSON Schema sees one key
+	rc.do(e, "invalid: content type", "POST", "/api/v1/generate", rich, t2i, header("Content-Type", "text/plain"), invalid)
+	big := `{"scene":"text-to-image","prompt":"` + strings.Repeat("a", httpapi.MaxBodyBytes) + `"}`
+	rc.do(e, "too large", "POST", "/api/v1/generate", rich, big, invalid)
+
+	// Authentication.
+	rc.do(e, "submit without key", "POST", "/api/v1/generate", "", t2i, invalid)
+	rc.do(e, "submit unknown key", "POST", "/api/v1/generate", imagegen.NewAPIKey(), t2i)
+	rc.do(e, "poll basic auth", "GET", "/api/v1/tasks/x", "", "", header("Authorization", "Basic "+rich), invalid)
+	rc.do(e, "poll unknown key", "GET", "/api/v1/tasks/x", imagegen.NewAPIKey(), "")
+
+	// Credits.
+	poor := e.user("poor", 3)
+	rc.do(e, "submit with 3 credits", "POST", "/api/v1/generate", poor, t2i)
+	rc.do(e, "insufficient credits", "POST", "/api/v1/generate", poor, t2i)
+
+	// A task through its states (the worker runs only the scripted model:
+	// nothing is fetched). Earlier tasks run first.
+	e.runAll()
+	started, release := make(chan struct{}), make(chan struct{})
+	e.model.Then(imagegentest.Block(started, release))
+	id := taskID(t, rc.do(e, "submit to watch", "POST", "/api/v1/generate", e.key, t2i))
+	rc.do(e, "poll pending", "GET", "/api/v1/tasks/"+id, e.key, "")
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = e.svc.RunOnce(ctx) }()
+	<-started
+	rc.do(e, "poll processing", "GET", "/api/v1/tasks/"+id, e.key, "")
+	close(release)
+	<-done
+	ok := rc.do(e, "poll success", "GET", "/api/v1/tasks/"+id, e.key, "")
+	rc.do(e, "long poll of an ended task", "GET", "/api/v1/tasks/"+id, e.key, "", header("Prefer", "wait=25"))
+	var task httpapi.TaskBody
+	is.NoErr(json.Unmarshal(ok.respBody, &task))
+	is.Equal(len(task.Images), 1)
+	image := strings.TrimPrefix(task.Images[0], "https://img.example.test")
+	rc.do(e, "download image", "GET", image, "", "")
+	rc.do(e, "download with a key", "GET", image, e.key, "")
+	rc.do(e, "download tampered", "GET", image[:len(image)-2]+"xx", "", "")
+	rc.do(e, "download no signature", "GET", strings.Split(image, "?")[0], "", "", invalid)
+	rc.do(e, "download wrong method", "DELETE", image, "", "", component("MethodNotAllowed"))
+
+	e.model.Then(imagegentest.Fail(&imagegen.ModelError{Provider: "scripted", Refused: true, Message: "the prompt was blocked"}))
+	failed := taskID(t, rc.do(e, "submit to fail", "POST", "/api/v1/generate", e.key, t2i))
+	e.runAll()
+	rc.do(e, "poll failed", "GET", "/api/v1/tasks/"+failed, e.key, "")
+
+	rc.do(e, "task not found", "GET", "/api/v1/tasks/00000000-0000-4000-8000-000000000000", e.key, "")
+	rc.do(e, "another user's task", "GET", "/api/v1/tasks/"+id, rich, "")
+	rc.do(e, "task wrong method", "PATCH", "/api/v1/tasks/"+id, e.key, "", component("MethodNotAllowed"))
+	rc.do(e, "generate wrong method", "GET", "/api/v1/generate", e.key, "", component("MethodNotAllowed"))
+	rc.do(e, "unknown path", "GET", "/api/v1/nope", e.key, "", component("NotFound"))
+	rc.do(e, "API root", "GET", "/api/v1/", "", "", component("NotFound"))
+
+	// Rate limits: per key, and failed authentications per client IP.
+	limited := newEnv(t, func(o *envOptions) { o.limit = 2 })
+	rc.do(limited, "poll within limit", "GET", "/api/v1/tasks/x", limited.key, "")
+	rc.do(limited, "poll at limit", "GET", "/api/v1/tasks/x", limited.key, "")
+	rc.do(limited, "submit over limit", "POST", "/api/v1/generate", limited.key, t2i)
+	rc.do(limited, "poll over limit", "GET", "/api/v1/tasks/x", limited.key, "")
+	for i := range 100 {
+		x := rc.do(limited, "guess "+strconv.Itoa(i), "GET", "/api/v1/tasks/x", imagegen.NewAPIKey(), "", from("203.0.113.7"))
+		if x.status == http.StatusTooManyRequests {
+			x.name = "guessing keys"
+			break
+		}
+	}
+	is.Equal(rc.find("guessing keys").status, http.StatusTooManyRequests)
+
+	// Server errors.
+	clock := imagegentest.NewClock(time.Time{})
+	broken := newEnv(t, func(o *envOptions) {
+		o.store = failingStore{memory.New(memory.Options{Clock: clock, Retention: retention})}
+	})
+	rc.do(broken, "submit, store down", "POST", "/api/v1/generate", broken.key, t2i)
+	rc.do(broken, "poll, store down", "GET", "/api/v1/tasks/x", broken.key, "")
+	lost := newEnv(t, func(o *envOptions) {
+		o.store = imageLostStore{memory.New(memory.Options{Clock: clock, Retention: retention})}
+	})
+	lostID := taskID(t, rc.do(lost, "submit, images to be lost", "POST", "/api/v1/generate", lost.key, t2i))
+	lost.runAll()
+	var lostTask httpapi.TaskBody
+	is.NoErr(json.Unmarshal(rc.do(lost, "poll, images to be lost", "GET", "/api/v1/tasks/"+lostID, lost.key, "").respBody, &lostTask))
+	is.Equal(len(lostTask.Images), 1)
+	rc.do(lost, "download, store down", "GET", strings.TrimPrefix(lostTask.Images[0], "https://img.example.test"), "", "")
+	return rc
+}
+
+// imageLostStore fails to read images.
+type imageLostStore struct{ imagegen.Store }
+
+func (imageLostStore) Image(context.Context, string) (*imagegen.Image, error) { return nil, errBroken }
+
+// runAll runs the workers until no task is ready.
+func (e *env) runAll() {
+	for range 100 {
+		ran, err := e.svc.RunOnce(context.Background())
+		is.New(e.t).NoErr(err)
+		if !ran {
+			return
+		}
+	}
+}
+
+func taskID(t *testing.T, x *exchange) string {
+	t.Helper()
+	var sub imagegen.Submitted
+	is.New(t).NoErr(json.Unmarshal(x.respBody, &sub))
+	return sub.TaskID
+}
+
+// spec is a loaded, valid description with its router.
+type spec struct {
+	doc    *openapi3.T
+	router routers.Router
+}
+
+func loadSpec(t *testing.T, data []byte, opts ...openapi3.ValidationOption) spec {
+	t.Helper()
+	is := is.New(t)
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(data)
+	is.NoErr(err)
+	is.NoErr(doc.Validate(loader.Context, opts...))
+	router, err := gorillamux.NewRouter(doc)
+	is.NoErr(err)
+	return spec{doc: doc, router: router}
+}
+
+func bearerOnly(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+	if in.SecurityScheme.Type != "http" || in.SecurityScheme.Scheme != "bearer" {
+		return fmt.Errorf("unexpected security scheme %q", in.SecuritySchemeName)
+	}
+	auth := in.RequestValidationInput.Request.Header.Get("Authorization")
+	if len(auth) <= len("Bearer ") || !strings.EqualFold(auth[:len("Bearer ")], "Bearer ") {
+		return errors.New("no bearer token")
+	}
+	return nil
+}
+
+// check validates an exchange: the request against the description (its
+// error is returned, as some requests are meant to be refused) and the
+// answer, which must always follow the description.
+func (s spec) check(x *exchange) (route *routers.Route, reqErr, respErr error) {
+	ctx := context.Background()
+	r := x.request()
+	route, params, routeErr := s.router.FindRoute(r)
+	if x.component != "" {
+		if routeErr == nil {
+			return route, nil, fmt.Errorf("%s %s has a route, but %s was expected", x.method, x.target, x.component)
+		}
+		resp := s.doc.Components.Responses[x.component]
+		if resp == nil {
+			return nil, nil, fmt.Errorf("no components.responses.%s", x.component)
+		}
+		route = &routers.Route{Spec: s.doc, Method: x.method, Path: r.URL.Path,
+			Operation: &openapi3.Operation{Responses: openapi3.NewResponses(openapi3.WithStatus(x.status, resp))}}
+	} else if routeErr != nil {
+		return nil, nil, fmt.Errorf("no route for %s %s: %w", x.method, x.target, routeErr)
+	}
+	in := &openapi3filter.RequestValidationInput{
+		Request: r, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: bearerOnly, MultiError: true},
+	}
+	if x.component == "" {
+		reqErr = openapi3filter.ValidateRequest(ctx, in)
+	}
+	out := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in,
+		Status:                 x.status,
+		Header:                 x.respHeader,
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	out.SetBodyBytes(x.respBody)
+	return route, reqErr, openapi3filter.ValidateResponse(ctx, out)
+}
+
+func readSpecFile(t *testing.T) []byte {
+	t.Helper()
+	data, err := os.ReadFile("openapi.json")
+	is.New(t).NoErr(err)
+	return data
+}
+
+// TestOpenAPIConformance drives the real handler through every endpoint
+// and error and validates every request and every answer against
+// openapi.json; it also checks that every answer the description lists
+// was seen.
+func TestOpenAPIConformance(t *testing.T) {
+	is := is.New(t)
+	s := loadSpec(t, readSpecFile(t))
+	rc := recordExchanges(t)
+
+	type outcome struct{ path, method, status string }
+	seen := map[outcome]bool{}
+	codes := map[string]bool{}
+	for _, x := range rc.all {
+		route, reqErr, respErr := s.check(x)
+		if respErr != nil {
+			t.Errorf("%s: %s %s -> %d: answer does not follow the description: %v\n%s", x.name, x.method, x.target, x.status, respErr, x.respBody)
+		}
+		if (reqErr == nil) != x.specValid {
+			t.Errorf("%s: %s %s: request valid per description = %v, want %v (%v)", x.name, x.method, x.target, reqErr == nil, x.specValid, reqErr)
+		}
+		if x.component != "" {
+			seen[outcome{"components", x.component, strconv.Itoa(x.status)}] = true
+		} else if route != nil {
+			seen[outcome{route.Path, strings.ToLower(x.method), strconv.Itoa(x.status)}] = true
+		}
+		if x.status >= 400 {
+			codes[x.errorCode()] = true
+			is.Equal(x.respHeader.Get("Content-Type"), "application/json")
+		}
+		if x.status == http.StatusTooManyRequests {
+			is.True(x.respHeader.Get("Retry-After") != "")
+		}
+	}
+
+	// Every answer the description lists was produced by the handler.
+	for path, item := range s.doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status := range op.Responses.Map() {
+				if !seen[outcome{path, strings.ToLower(method), status}] {
+					t.Errorf("no exchange produced %s %s -> %s", method, path, status)
+				}
+			}
+		}
+	}
+	is.True(seen[outcome{"components", "NotFound", "404"}])
+	is.True(seen[outcome{"components", "MethodNotAllowed", "405"}])
+	for _, code := range []string{
+		httpapi.CodeUnauthorized, httpapi.CodeInsufficientCredits, httpapi.CodeTaskNotFound, httpapi.CodeInvalidParams,
+		httpapi.CodeRateLimitExceeded, httpapi.CodeInternalError, httpapi.CodeNotFound, httpapi.CodeMethodNotAllowed, httpapi.CodeBodyTooLarge,
+	} {
+		if !codes[code] {
+			t.Errorf("no exchange produced error code %s", code)
+		}
+	}
+	// The description's list of codes is exactly the handler's.
+	var enum []string
+	for _, v := range s.doc.Components.Schemas["Error"].Value.Properties["error"].Value.Properties["code"].Value.Enum {
+		enum = append(enum, v.(string))
+	}
+	got := slices.Sorted(func(yield func(string) bool) {
+		for c := range codes {
+			if !yield(c) {
+				return
+			}
+		}
+	})
+	slices.Sort(enum)
+	is.Equal(enum, got)
+}
+
+// TestOpenAPIRejectsMutations: a copy of the description with one field
+// or header renamed must reject the real exchanges, so the conformance
+// test cannot pass against a description that drifted from the handler.
+func TestOpenAPIRejectsMutations(t *testing.T) {
+	rc := recordExchanges(t)
+	original := readSpecFile(t)
+	for _, m := range []struct {
+		name     string
+		exchange string // an exchange the mutated description must reject
+		request  bool   // the request is rejected, not the answer
+		mutate   func(doc map[string]any)
+	}{
+		{"submit: credits_remaining renamed", "submit text-to-image", false, func(doc map[string]any) {
+			rename(schema(doc, "Submitted"), "credits_remaining", "credits_left")
+		}},
+		{"pending task: task_id renamed", "poll pending", false, func(doc map[string]any) {
+			rename(schema(doc, "TaskInProgress"), "task_id", "id")
+		}},
+		{"task: images renamed", "poll success", false, func(doc map[string]any) {
+			rename(schema(doc, "TaskSucceeded"), "images", "image_urls")
+		}},
+		{"task: error renamed", "poll failed", false, func(doc map[string]any) {
+			rename(schema(doc, "TaskFailed"), "error", "reason")
+		}},
+		{"error: code renamed", "task not found", false, func(doc map[string]any) {
+			rename(dig(schema(doc, "Error"), "properties", "error"), "code", "error_code")
+		}},
+		{"status value changed", "poll processing", false, func(doc map[string]any) {
+			dig(schema(doc, "TaskInProgress"), "properties", "status")["enum"] = []any{"pending", "running"}
+		}},
+		{"RateLimit header renamed", "submit text-to-image", false, func(doc map[string]any) {
+			headers := dig(doc, "paths", "/generate", "post", "responses", "201", "headers")
+			headers["RateLimit-Remaining"] = headers["RateLimit"]
+			delete(headers, "RateLimit")
+		}},
+		{"request: aspect_ratio renamed", "submit text-to-image", true, func(doc map[string]any) {
+			rename(schema(doc, "GenerationRequest"), "aspect_ratio", "ratio")
+		}},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			is := is.New(t)
+			var doc map[string]any
+			is.NoErr(json.Unmarshal(original, &doc))
+			m.mutate(doc)
+			data, err := json.Marshal(doc)
+			is.NoErr(err)
+			s := loadSpec(t, data, openapi3.DisableExamplesValidation()) // the examples follow the original
+			_, reqErr, respErr := s.check(rc.find(m.exchange))
+			if m.request {
+				is.True(reqErr != nil) // the mutated description refuses the real request
+			} else {
+				is.True(respErr != nil) // the mutated description refuses the real answer
+			}
+		})
+	}
+}
+
+func schema(doc map[string]any, name string) map[string]any {
+	return dig(doc, "components", "schemas", name)
+}
+
+func dig(m map[string]any, path ...string) map[string]any {
+	for _, p := range path {
+		m = m[p].(map[string]any)
+	}
+	return m
+}
+
+// rename renames a property of an object schema, in properties and in
+// required.
+func rename(s map[string]any, from, to string) {
+	props := s["properties"].(map[string]any)
+	props[to] = props[from]
+	delete(props, from)
+	if req, ok := s["required"].([]any); ok {
+		for i, r := range req {
+			if r == from {
+				req[i] = to
+			}
+		}
+	}
+}
+
+func TestOpenAPIServed(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	w := e.do("GET", "/api/v1/openapi.json", "", "")
+	is.Equal(w.Code, http.StatusOK)
+	is.Equal(w.Header().Get("Content-Type"), "application/json")
+	is.Equal(w.Body.Bytes(), readSpecFile(t)) // the file, as it is
+	is.Equal(e.do("HEAD", "/api/v1/openapi.json", "", "").Body.Len(), 0)
+	wantError(t, e.do("PUT", "/api/v1/openapi.json", "", "{}"), http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed)
+
+	// Mounted elsewhere, it names its own prefix as the server.
+	h, err := httpapi.New(httpapi.Config{Service: e.svc, Limiter: allowAll{}, Prefix: "/img/v2/", Logger: quiet})
+	is.NoErr(err)
+	r := httptest.NewRequest("GET", "/img/v2/openapi.json", nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	is.Equal(rec.Code, http.StatusOK)
+	body, err := io.ReadAll(rec.Body)
+	is.NoErr(err)
+	is.Equal(body, httpapi.OpenAPI("/img/v2"))
+	s := loadSpec(t, body)
+	is.Equal(len(s.doc.Servers), 1)
+	is.Equal(s.doc.Servers[0].URL, "/img/v2")
+	is.Equal(string(httpapi.OpenAPI("/img/v2")), strings.Replace(string(readSpecFile(t)), `"url": "/api/v1"`, `"url": "/img/v2"`, 1))
+	is.Equal(httpapi.OpenAPI(""), readSpecFile(t))
+}
+
+// allowAll is a limiter that allows everything.
+type allowAll struct{}
+
+func (allowAll) Allow(context.Context, string) (imagegen.LimitResult, error) {
+	return imagegen.LimitResult{Allowed: true, Limit: 1, Window: time.Minute, Remaining: 1}, nil
+}
