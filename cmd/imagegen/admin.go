@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"text/tabwriter"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+// adminFlags are the flags every admin command shares.
+type adminFlags struct {
+	redisURL string
+	owner    string
+}
+
+func (a *adminFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&a.redisURL, "redis", "", "Redis URL of the store to manage (required)")
+	fs.StringVar(&a.owner, "owner", "", "user id (required)")
+}
+
+// parseAdmin parses args for an admin command; extra registers more flags.
+func parseAdmin(name string, args []string, getenv func(string) string, stderr io.Writer, extra func(*flag.FlagSet)) (adminFlags, error) {
+	var a adminFlags
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	a.register(fs)
+	if extra != nil {
+		extra(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		return a, err
+	}
+	if fs.NArg() > 0 {
+		return a, fmt.Errorf("%s takes no arguments (got %q)", name, fs.Args())
+	}
+	if err := envDefaults(fs, getenv); err != nil {
+		return a, err
+	}
+	switch {
+	case a.redisURL == "":
+		return a, errRedisRequired
+	case a.owner == "":
+		return a, errors.New("-owner is required")
+	}
+	return a, nil
+}
+
+// withService opens the Redis store and runs fn with a service on it.
+func withService(ctx context.Context, redisURL string, fn func(*imagegen.Service) error) error {
+	be, err := openBackend(ctx, backendConfig{redisURL: redisURL, retention: 24 * time.Hour, rateLimit: 1})
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	svc, err := newService(runtimeConfig{retention: 24 * time.Hour, lease: 30 * time.Second}, be.store, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	return fn(svc)
+}
+
+// keysCmd: imagegen keys create|list|revoke.
+func keysCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("usage: imagegen keys create|list|revoke -redis URL -owner USER [-id KEY_ID]")
+	}
+	var id string
+	a, err := parseAdmin("keys "+args[0], args[1:], getenv, stderr, func(fs *flag.FlagSet) {
+		if args[0] == "revoke" {
+			fs.StringVar(&id, "id", "", "id of the key to revoke (from keys list)")
+		}
+	})
+	if err != nil {
+		return helpIsNoError(err)
+	}
+	return withService(ctx, a.redisURL, func(svc *imagegen.Service) error {
+		switch args[0] {
+		case "create":
+			key, rec, err := svc.CreateKey(ctx, a.owner)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "created key %s for %s; the key is shown once:\n%s\n", rec.ID, a.owner, key)
+			return nil
+		case "list":
+			keys, err := svc.Keys(ctx, a.owner)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tHINT\tCREATED\tSTATE")
+			for _, k := range keys {
+				state := "active"
+				if k.Revoked {
+					state = "revoked"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, k.Hint, k.CreatedAt.Format(time.RFC3339), state)
+			}
+			return tw.Flush()
+		case "revoke":
+			if id == "" {
+				return errors.New("-id is required")
+			}
+			if err := svc.RevokeKey(ctx, a.owner, id); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "revoked key %s of %s\n", id, a.owner)
+			return nil
+		default:
+			return fmt.Errorf("unknown keys command %q (create, list, revoke)", args[0])
+		}
+	})
+}
+
+// creditsCmd: imagegen credits grant|show.
+func creditsCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("usage: imagegen credits grant|show -redis URL -owner USER [-amount N] [-ref REF]")
+	}
+	var amount int64
+	var ref string
+	a, err := parseAdmin("credits "+args[0], args[1:], getenv, stderr, func(fs *flag.FlagSet) {
+		if args[0] == "grant" {
+			fs.Int64Var(&amount, "amount", 0, "credits to add (positive)")
+			fs.StringVar(&ref, "ref", "", "idempotency reference: a grant with a ref already used is not applied again")
+		}
+	})
+	if err != nil {
+		return helpIsNoError(err)
+	}
+	return withService(ctx, a.redisURL, func(svc *imagegen.Service) error {
+		switch args[0] {
+		case "grant":
+			balance, err := svc.Grant(ctx, a.owner, amount, ref)
+			if errors.Is(err, imagegen.ErrDuplicateEntry) {
+				fmt.Fprintf(stdout, "grant %q was already applied; %s has %d credits\n", ref, a.owner, balance)
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "granted %d credits to %s; balance %d\n", amount, a.owner, balance)
+			return nil
+		case "show":
+			balance, err := svc.Balance(ctx, a.owner)
+			if err != nil {
+				return err
+			}
+			ledger, err := svc.Ledger(ctx, a.owner)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "%s has %d credits\n", a.owner, balance)
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "AT\tKIND\tAMOUNT\tREF")
+			for _, e := range ledger {
+				fmt.Fprintf(tw, "%s\t%s\t%+d\t%s\n", e.At.Format(time.RFC3339), e.Kind, e.Amount, e.Ref)
+			}
+			return tw.Flush()
+		default:
+			return fmt.Errorf("unknown credits command %q (grant, show)", args[0])
+		}
+	})
+}
+
+func helpIsNoError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}

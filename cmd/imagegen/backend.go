@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/ratelimit"
+	"github.com/imagegen/imagegen/store/memory"
+	redisstore "github.com/imagegen/imagegen/store/redis"
+)
+
+// backend is where state lives: in this process (memory) or in Redis,
+// shared by every process pointed at the same URL.
+type backend struct {
+	store   imagegen.Store
+	limiter imagegen.Limiter // per-key request limit
+	// signingKey signs image URLs; with Redis every API process must use
+	// the same one.
+	signingKey []byte
+	close      func() error
+}
+
+type backendConfig struct {
+	redisURL   string // "" for the memory store
+	retention  time.Duration
+	rateLimit  int
+	signingKey string
+}
+
+func openBackend(ctx context.Context, c backendConfig) (backend, error) {
+	clock := imagegen.SystemClock{}
+	if c.redisURL == "" {
+		limiter, err := ratelimit.NewMemory(ratelimit.Config{Limit: c.rateLimit, Window: time.Minute, Clock: clock})
+		if err != nil {
+			return backend{}, err
+		}
+		return backend{
+			store:      memory.New(memory.Options{Clock: clock, Retention: c.retention}),
+			limiter:    limiter,
+			signingKey: []byte(c.signingKey), // empty: httpapi makes a random one
+			close:      func() error { return nil },
+		}, nil
+	}
+
+	rdb, err := dialRedis(ctx, c.redisURL)
+	if err != nil {
+		return backend{}, err
+	}
+	fail := func(err error) (backend, error) { _ = rdb.Close(); return backend{}, err }
+	store, err := redisstore.New(rdb, redisstore.Options{Retention: c.retention})
+	if err != nil {
+		return fail(err)
+	}
+	limiter, err := ratelimit.NewRedis(rdb, ratelimit.RedisConfig{Limit: c.rateLimit, Window: time.Minute})
+	if err != nil {
+		return fail(err)
+	}
+	key := []byte(c.signingKey)
+	if len(key) == 0 {
+		// Every API process on this Redis signs with the same key: the
+		// first one to start makes it.
+		if key, err = store.SharedSecret(ctx, "url-signing", randomKey); err != nil {
+			return fail(err)
+		}
+	}
+	return backend{store: store, limiter: limiter, signingKey: key, close: rdb.Close}, nil
+}
+
+// dialRedis connects to a redis:// or rediss:// URL and checks it answers.
+func dialRedis(ctx context.Context, url string) (*goredis.Client, error) {
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("-redis: %w", err)
+	}
+	rdb := goredis.NewClient(opt)
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(pingCtx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redis at %s does not answer: %w", redactURL(opt), err)
+	}
+	return rdb, nil
+}
+
+// redactURL names a Redis server without its password.
+func redactURL(opt *goredis.Options) string {
+	return fmt.Sprintf("%s db %d", opt.Addr, opt.DB)
+}
+
+func randomKey() []byte {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on Go 1.24+
+	return b
+}
+
+// errRedisRequired is returned by commands that only make sense against
+// a shared store.
+var errRedisRequired = errors.New("-redis URL is required (the memory store lives inside one serve process)")

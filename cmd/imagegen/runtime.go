@@ -1,0 +1,63 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"log/slog"
+	"time"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/fetch"
+	"github.com/imagegen/imagegen/model/placeholder"
+)
+
+// runtimeConfig is what every process that runs generations shares:
+// serve (with workers) and worker.
+type runtimeConfig struct {
+	redisURL         string
+	workers          int
+	placeholderDelay time.Duration
+	allowPrivateURLs bool
+	retention        time.Duration
+	lease            time.Duration
+}
+
+func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int) {
+	fs.StringVar(&c.redisURL, "redis", "", "Redis URL (redis://host:port/db) shared by every process; empty keeps state in this process")
+	fs.IntVar(&c.workers, "workers", defaultWorkers, "concurrent generations in this process (0 runs none)")
+	fs.DurationVar(&c.placeholderDelay, "placeholder-delay", 2*time.Second, "how long the placeholder model takes per image")
+	fs.BoolVar(&c.allowPrivateURLs, "allow-private-urls", false, "let image_input URLs point at loopback and private addresses (development only)")
+	fs.DurationVar(&c.retention, "retention", 24*time.Hour, "how long finished tasks and their images are kept (use one value for all processes)")
+	fs.DurationVar(&c.lease, "lease", 30*time.Second, "how long a worker holds a task before another may take it over (renewed while it runs)")
+}
+
+func (c runtimeConfig) validate() error {
+	switch {
+	case c.workers < 0:
+		return errors.New("-workers must not be negative")
+	case c.retention <= 0:
+		return errors.New("-retention must be positive")
+	case c.placeholderDelay < 0:
+		return errors.New("-placeholder-delay must not be negative")
+	case c.lease < time.Second:
+		return errors.New("-lease must be at least 1s")
+	}
+	return nil
+}
+
+// newService wires the model and the service on store.
+func newService(c runtimeConfig, store imagegen.Store, log *slog.Logger) (*imagegen.Service, error) {
+	clock := imagegen.SystemClock{}
+	fetcher, err := fetch.New(fetch.Options{AllowPrivate: c.allowPrivateURLs})
+	if err != nil {
+		return nil, err
+	}
+	model, err := placeholder.New(placeholder.Options{Delay: c.placeholderDelay, Fetcher: fetcher, Clock: clock})
+	if err != nil {
+		return nil, err
+	}
+	return imagegen.New(imagegen.Config{
+		Store: store, Model: model, Clock: clock, Logger: log,
+		Workers: c.workers, LeaseDuration: c.lease,
+	})
+}

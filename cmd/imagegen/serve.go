@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/ratelimit"
+)
+
+type serveConfig struct {
+	runtimeConfig
+	addr        string
+	publicURL   string
+	demoKeys    stringList
+	demoCredits int64
+	rateLimit   int
+	signingKey  string
+}
+
+func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
+	var c serveConfig
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address")
+	fs.StringVar(&c.publicURL, "public-url", "", "base of image URLs, e.g. https://img.example.com (default: http://<addr>)")
+	fs.Var(&c.demoKeys, "demo-key", "API key of a demo user, at least 16 characters (repeatable; each key gets its own user)")
+	fs.Int64Var(&c.demoCredits, "demo-credits", 100, "credits granted to each demo user")
+	fs.IntVar(&c.rateLimit, "rate-limit", 10, "requests per API key per rolling minute")
+	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: random per process; with -redis, one shared by all processes)")
+	c.runtimeConfig.register(fs, 4)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("serve takes no arguments (got %q)", fs.Args())
+	}
+	if err := envDefaults(fs, getenv); err != nil {
+		return c, err
+	}
+	switch {
+	case c.demoCredits < 0:
+		return c, errors.New("-demo-credits must not be negative")
+	case c.rateLimit < 1:
+		return c, errors.New("-rate-limit must be at least 1")
+	case c.signingKey != "" && len(c.signingKey) < 16:
+		return c, errors.New("-signing-key must be at least 16 bytes")
+	}
+	return c, c.runtimeConfig.validate()
+}
+
+// serve runs the API and workers on the memory store (or Redis, with
+// -redis) and the placeholder model until ctx ends, then shuts down
+// gracefully.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c, err := parseServe(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+
+	clock := imagegen.SystemClock{}
+	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, retention: c.retention, rateLimit: c.rateLimit, signingKey: c.signingKey})
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	svc, err := newService(c.runtimeConfig, be.store, log)
+	if err != nil {
+		return err
+	}
+	if err := createDemoUsers(ctx, svc, c, stdout); err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return err
+	}
+	publicURL := c.publicURL
+	if publicURL == "" {
+		publicURL = "http://" + displayAddr(ln.Addr())
+	}
+	authFailures, err := ratelimit.NewIPLimiter(ratelimit.IPConfig{Clock: clock})
+	if err != nil {
+		return err
+	}
+	api, err := httpapi.New(httpapi.Config{
+		Service:      svc,
+		PublicURL:    publicURL,
+		Limiter:      be.limiter,
+		AuthFailures: authFailures,
+		SigningKey:   be.signingKey,
+		Logger:       log,
+	})
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	api.Register(mux)
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      90 * time.Second, // above the longest Prefer: wait (60 s)
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = svc.Run(ctx) // returns once running generations finished or were released
+	}()
+	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "workers", c.workers, "store", storeName(c.redisURL))
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err = <-serveErr:
+	case <-ctx.Done():
+		log.Info("shutting down")
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		err = srv.Shutdown(shutdownCtx)
+		cancel()
+	}
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	log.Info("stopped")
+	return err
+}
+
+// createDemoUsers gives each -demo-key its own user with -demo-credits,
+// or, with no -demo-key, makes one demo user and prints its new key once.
+func createDemoUsers(ctx context.Context, svc *imagegen.Service, c serveConfig, stdout io.Writer) error {
+	grant := func(owner string) error {
+		if c.demoCredits == 0 {
+			return nil
+		}
+		_, err := svc.Grant(ctx, owner, c.demoCredits, "demo-credits")
+		if errors.Is(err, imagegen.ErrDuplicateEntry) {
+			return nil // granted by an earlier start on the same Redis
+		}
+		return err
+	}
+	if len(c.demoKeys) == 0 {
+		key, _, err := svc.CreateKey(ctx, "demo")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "demo user %q has %d credits; API key (shown once):\n%s\n", "demo", c.demoCredits, key)
+		return grant("demo")
+	}
+	for i, key := range c.demoKeys {
+		owner := fmt.Sprintf("demo-%d", i+1)
+		if _, err := svc.ImportKey(ctx, owner, key); err != nil && !errors.Is(err, imagegen.ErrKeyExists) {
+			return fmt.Errorf("-demo-key #%d: %w", i+1, err)
+		}
+		if err := grant(owner); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// displayAddr turns a listen address into one a client can use
+// (0.0.0.0 and :: become 127.0.0.1 / [::1]).
+func displayAddr(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func storeName(redisURL string) string {
+	if redisURL == "" {
+		return "memory"
+	}
+	return "redis"
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server goroutine and the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type server struct {
+	base           string
+	stdout, stderr *syncBuffer
+	stop           func() error
+}
+
+// startServe runs `imagegen serve` on a free loopback port.
+func startServe(t *testing.T, env map[string]string, args ...string) server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	done := make(chan error, 1)
+	args = append([]string{"serve", "-addr", "127.0.0.1:0"}, args...)
+	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, stdout, stderr) }()
+	addrRe := regexp.MustCompile(`api=(http://127\.0\.0\.1:\d+)/api/v1`)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
+			s := server{base: m[1], stdout: stdout, stderr: stderr}
+			s.stop = func() error { cancel(); return <-done }
+			t.Cleanup(func() { cancel() })
+			return s
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited: %v\n%s", err, stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", stderr)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (s server) call(t *testing.T, method, path, key, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.base+path, strings.NewReader(body))
+	is.New(t).NoErr(err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	is.New(t).NoErr(err)
+	defer resp.Body.Close()
+	var m map[string]any
+	is.New(t).NoErr(json.NewDecoder(resp.Body).Decode(&m))
+	return resp.StatusCode, m
+}
+
+// waitTask polls (within the rate limit of the test server) until the task ends.
+func (s server) waitTask(t *testing.T, key, id string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		code, m := s.call(t, "GET", "/api/v1/tasks/"+id, key, "")
+		is.New(t).Equal(code, http.StatusOK)
+		if m["status"] == "success" || m["status"] == "failed" {
+			return m
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("task did not finish")
+	return nil
+}
+
+func TestServeEndToEnd(t *testing.T) {
+	is := is.New(t)
+	const key = "test-demo-key-0123456789"
+	s := startServe(t, map[string]string{"IMAGEGEN_PLACEHOLDER_DELAY": "10ms"},
+		"-demo-key", key, "-demo-credits", "5", "-rate-limit", "1000")
+
+	code, sub := s.call(t, "POST", "/api/v1/generate", key, `{"scene":"text-to-image","prompt":"a red fox","aspect_ratio":"16:9"}`)
+	is.Equal(code, http.StatusCreated)
+	is.Equal(sub["credits_remaining"], 4.0)
+	task := s.waitTask(t, key, sub["task_id"].(string))
+	is.Equal(task["status"], "success")
+	url := task["images"].([]any)[0].(string)
+	is.True(strings.HasPrefix(url, s.base+"/api/v1/images/"))
+	resp, err := http.Get(url) // no key needed
+	is.NoErr(err)
+	defer resp.Body.Close()
+	is.Equal(resp.StatusCode, http.StatusOK)
+	img, err := png.Decode(resp.Body)
+	is.NoErr(err)
+	is.Equal(img.Bounds().Dx(), 1024) // 16:9 at the default long side
+	is.Equal(img.Bounds().Dy(), 576)
+
+	// A refused prompt fails and is refunded.
+	code, sub = s.call(t, "POST", "/api/v1/generate", key, `{"scene":"text-to-image","prompt":"NSFW stuff"}`)
+	is.Equal(code, http.StatusCreated)
+	is.Equal(sub["credits_remaining"], 3.0)
+	task = s.waitTask(t, key, sub["task_id"].(string))
+	is.Equal(task["status"], "failed")
+	is.True(strings.Contains(task["error"].(string), "content policy"))
+	_, sub = s.call(t, "POST", "/api/v1/generate", key, `{"scene":"text-to-image","prompt":"a cat"}`)
+	is.Equal(sub["credits_remaining"], 3.0) // 4 after the refund, minus 1
+
+	is.NoErr(s.stop())                                 // graceful shutdown returns cleanly
+	is.True(!strings.Contains(s.stderr.String(), key)) // the key is never logged
+	is.True(!strings.Contains(s.stdout.String(), key))
+}
+
+func TestServePrintsAGeneratedKeyOnce(t *testing.T) {
+	is := is.New(t)
+	s := startServe(t, nil, "-placeholder-delay", "0s")
+	key := regexp.MustCompile(`igk_[0-9A-Za-z]{38}`).FindString(s.stdout.String())
+	is.True(key != "")
+	code, sub := s.call(t, "POST", "/api/v1/generate", key, `{"scene":"text-to-image","prompt":"a cat"}`)
+	is.Equal(code, http.StatusCreated)
+	is.Equal(sub["credits_remaining"], 99.0) // -demo-credits default 100
+	is.NoErr(s.stop())
+	is.True(!strings.Contains(s.stderr.String(), key))
+}
+
+func TestServeRateLimitFromEnv(t *testing.T) {
+	is := is.New(t)
+	const key = "another-demo-key-0123456789"
+	s := startServe(t, map[string]string{"IMAGEGEN_RATE_LIMIT": "2", "IMAGEGEN_DEMO_KEY": key})
+	for i := 0; i < 2; i++ {
+		code, _ := s.call(t, "GET", "/api/v1/tasks/x", key, "")
+		is.Equal(code, http.StatusNotFound)
+	}
+	code, m := s.call(t, "GET", "/api/v1/tasks/x", key, "")
+	is.Equal(code, http.StatusTooManyRequests)
+	is.Equal(m["error"].(map[string]any)["code"], "rate_limit_exceeded")
+	is.NoErr(s.stop())
+}
+
+func TestParseServe(t *testing.T) {
+	is := is.New(t)
+	env := map[string]string{"IMAGEGEN_WORKERS": "7", "IMAGEGEN_DEMO_KEY": "a-key-of-sixteen-chars,b-key-of-sixteen-chars", "IMAGEGEN_RETENTION": "1h"}
+	c, err := parseServe([]string{"-workers", "2"}, func(k string) string { return env[k] }, io.Discard)
+	is.NoErr(err)
+	is.Equal(c.workers, 2) // the flag wins over the env
+	is.Equal(c.retention, time.Hour)
+	is.Equal([]string(c.demoKeys), []string{"a-key-of-sixteen-chars", "b-key-of-sixteen-chars"})
+	for _, bad := range [][]string{{"-rate-limit", "0"}, {"-workers", "-1"}, {"-retention", "0s"}, {"-signing-key", "short"}, {"extra"}} {
+		_, err := parseServe(bad, func(string) string { return "" }, io.Discard)
+		is.True(err != nil)
+	}
+	_, err = parseServe(nil, func(k string) string { return map[string]string{"IMAGEGEN_WORKERS": "many"}[k] }, io.Discard)
+	is.True(err != nil) // a bad env value is an error, not ignored
+}
+
+func TestRunUsage(t *testing.T) {
+	is := is.New(t)
+	var out, errOut bytes.Buffer
+	is.True(run(context.Background(), nil, func(string) string { return "" }, &out, &errOut) != nil)
+	is.True(run(context.Background(), []string{"bogus"}, func(string) string { return "" }, &out, &errOut) != nil)
+	is.NoErr(run(context.Background(), []string{"help"}, func(string) string { return "" }, &out, &errOut))
+	is.True(strings.Contains(out.String(), "serve"))
+}

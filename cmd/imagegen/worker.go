@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+)
+
+// worker runs generations only, against a shared Redis, until ctx ends;
+// then it lets running generations finish (or gives their tasks back).
+func worker(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	var c runtimeConfig
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.register(fs, 4)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("worker takes no arguments (got %q)", fs.Args())
+	}
+	if err := envDefaults(fs, getenv); err != nil {
+		return err
+	}
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if c.redisURL == "" {
+		return errRedisRequired
+	}
+	if c.workers == 0 {
+		return errors.New("-workers must be at least 1 for a worker process")
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, retention: c.retention, rateLimit: 1})
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	svc, err := newService(c, be.store, log)
+	if err != nil {
+		return err
+	}
+	log.Info("imagegen worker running", "workers", c.workers, "lease", c.lease)
+	err = svc.Run(ctx)
+	log.Info("stopped")
+	return err
+}

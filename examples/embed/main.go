@@ -1,0 +1,147 @@
+// Command embed shows imagegen mounted inside an existing web app: the
+// app keeps its own pages and its own login, the API sits beside them on
+// the same mux under /api/v1, and the app charges web use from the same
+// credit balance that API generations draw on.
+//
+//	go run ./examples/embed
+//	curl -s -X POST -H 'Cookie: session=alice' localhost:8081/poster   # web use: 1 credit
+//	curl -s -H 'Cookie: session=alice' localhost:8081/balance
+//	curl -s -X POST -H 'Cookie: session=alice' -H 'Content-Type: application/json' \
+//	     -d '{"scene":"text-to-image","prompt":"a cat"}' localhost:8081/api/v1/generate
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/fetch"
+	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/model/placeholder"
+	"github.com/imagegen/imagegen/ratelimit"
+	"github.com/imagegen/imagegen/store/memory"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	app, err := newApp(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	go func() { _ = app.svc.Run(ctx) }()
+	srv := &http.Server{Addr: "127.0.0.1:8081", Handler: app.mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { <-ctx.Done(); _ = srv.Shutdown(context.Background()) }()
+	log.Println("listening on http://127.0.0.1:8081")
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		log.Fatal(err)
+	}
+}
+
+// app is an existing web app that adds image generation.
+type app struct {
+	svc *imagegen.Service
+	mux *http.ServeMux
+}
+
+func newApp(ctx context.Context) (*app, error) {
+	store := memory.New(memory.Options{})
+	fetcher, err := fetch.New(fetch.Options{})
+	if err != nil {
+		return nil, err
+	}
+	model, err := placeholder.New(placeholder.Options{Fetcher: fetcher, LongSide: 256})
+	if err != nil {
+		return nil, err
+	}
+	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, Logger: slog.Default()})
+	if err != nil {
+		return nil, err
+	}
+	// The app's own users get their sign-up credits through the ledger.
+	for _, user := range []string{"alice", "bob"} {
+		if _, err := svc.Grant(ctx, user, 20, "signup"); err != nil {
+			return nil, err
+		}
+	}
+	limiter, err := ratelimit.NewMemory(ratelimit.Config{})
+	if err != nil {
+		return nil, err
+	}
+	api, err := httpapi.New(httpapi.Config{
+		Service: svc,
+		Limiter: limiter,
+		// The app's own login decides who calls the API; API keys work too.
+		Authenticator: httpapi.AuthenticatorFunc(func(r *http.Request) (httpapi.Principal, error) {
+			if user, ok := sessionUser(r); ok {
+				return httpapi.Principal{Owner: user, RateKey: "session:" + user}, nil
+			}
+			return httpapi.BearerKeys{Service: svc}.Authenticate(r)
+		}),
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	a := &app{svc: svc, mux: http.NewServeMux()}
+	api.Register(a.mux)
+	a.mux.HandleFunc("GET /{$}", a.home)
+	a.mux.HandleFunc("POST /poster", a.buyPoster)
+	a.mux.HandleFunc("GET /balance", a.balance)
+	return a, nil
+}
+
+// sessionUser stands in for the app's real session handling.
+func sessionUser(r *http.Request) (string, bool) {
+	c, err := r.Cookie("session")
+	if err != nil || (c.Value != "alice" && c.Value != "bob") {
+		return "", false
+	}
+	return c.Value, true
+}
+
+func (a *app) home(w http.ResponseWriter, r *http.Request) {
+	fmt.Fprintln(w, "Welcome to the poster shop. POST /poster to buy a print (1 credit).")
+}
+
+// buyPoster is web use: it charges the same balance that API generations
+// use. The request's idempotency key makes a retried click charge once.
+func (a *app) buyPoster(w http.ResponseWriter, r *http.Request) {
+	user, ok := sessionUser(r)
+	if !ok {
+		http.Error(w, "please log in", http.StatusUnauthorized)
+		return
+	}
+	left, err := a.svc.ChargeWeb(r.Context(), user, 1, r.Header.Get("Idempotency-Key"))
+	switch {
+	case errors.Is(err, imagegen.ErrInsufficientCredits):
+		http.Error(w, "not enough credits", http.StatusPaymentRequired)
+	case errors.Is(err, imagegen.ErrDuplicateEntry):
+		fmt.Fprintf(w, "already charged; %d credits left\n", left)
+	case err != nil:
+		http.Error(w, "something went wrong", http.StatusInternalServerError)
+	default:
+		fmt.Fprintf(w, "poster ordered; %d credits left\n", left)
+	}
+}
+
+func (a *app) balance(w http.ResponseWriter, r *http.Request) {
+	user, ok := sessionUser(r)
+	if !ok {
+		http.Error(w, "please log in", http.StatusUnauthorized)
+		return
+	}
+	b, err := a.svc.Balance(r.Context(), user)
+	if err != nil {
+		http.Error(w, "something went wrong", http.StatusInternalServerError)
+		return
+	}
+	fmt.Fprintf(w, "%d\n", b)
+}

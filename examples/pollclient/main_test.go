@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/ratelimit"
+	"github.com/imagegen/imagegen/store/memory"
+)
+
+func TestGenerateHonoursRetryAfter(t *testing.T) {
+	is := is.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clock := imagegentest.NewClock(time.Time{})
+	release := make(chan struct{})
+	svc, err := imagegen.New(imagegen.Config{
+		Store: memory.New(memory.Options{Clock: clock}),
+		Model: imagegentest.NewModel(1, imagegentest.Block(nil, release)),
+		Clock: clock,
+	})
+	is.NoErr(err)
+	key, _, err := svc.CreateKey(ctx, "u")
+	is.NoErr(err)
+	_, err = svc.Grant(ctx, "u", 5, "")
+	is.NoErr(err)
+	limiter, err := ratelimit.NewMemory(ratelimit.Config{Limit: 3, Clock: clock})
+	is.NoErr(err)
+	api, err := httpapi.New(httpapi.Config{Service: svc, Limiter: limiter, Clock: clock})
+	is.NoErr(err)
+	mux := http.NewServeMux()
+	api.Register(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	go func() { _ = svc.Run(ctx) }()
+
+	var slept []time.Duration
+	polls := 0
+	c := &client{base: srv.URL + "/api/v1", key: key, http: srv.Client(), every: 5 * time.Second,
+		// Instead of sleeping, move the server's clock; finish the task
+		// once the client has met a 429; it keeps polling until then.
+		sleep: func(_ context.Context, d time.Duration) error {
+			slept = append(slept, d)
+			clock.Advance(d)
+			if polls++; polls == 4 {
+				close(release)
+			}
+			return nil
+		}}
+	task, err := c.generate(ctx, request{Scene: "text-to-image", Prompt: "a fox"})
+	is.NoErr(err)
+	is.Equal(task.Status, "success")
+	is.Equal(len(task.Images), 1)
+	is.True(strings.HasPrefix(task.Images[0], srv.URL))
+	var waitedForLimit bool
+	for _, d := range slept {
+		waitedForLimit = waitedForLimit || d > 5*time.Second // a Retry-After wait
+	}
+	is.True(waitedForLimit)
+}
