@@ -29,6 +29,9 @@ const (
 // Wait tolerates before it returns the error.
 const maxTransient = 3
 
+// maxSubmitTries bounds Generate's submits that meet a 429.
+const maxSubmitTries = 4
+
 // maxBody bounds the JSON answers the client reads.
 const maxBody = 1 << 20
 
@@ -78,9 +81,9 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
 
 // WithPollInterval sets Wait's interval between polls: first, doubling
-// after each poll up to max (defaults 1s and 6s).
-func WithPollInterval(first, max time.Duration) Option {
-	return func(c *Client) { c.pollMin, c.pollMax = first, max }
+// after each poll up to maxInterval (defaults 1s and 6s).
+func WithPollInterval(first, maxInterval time.Duration) Option {
+	return func(c *Client) { c.pollMin, c.pollMax = first, maxInterval }
 }
 
 // WithLongPoll sets the wait Wait asks the server for with "Prefer:
@@ -219,7 +222,8 @@ func (c *Client) task(ctx context.Context, id string, wait time.Duration) (*Task
 
 // Wait polls the task until it ends (success or failed) and returns it;
 // a failed task is not an error (see Task.Err). It polls at once, then
-// with a growing interval, or at once again when the server long-polls.
+// with a growing interval, or at once again after a poll that the server
+// held (long polling: it answered "Preference-Applied: wait=N").
 // It waits out a 429 and retries up to 3 server or network errors in a
 // row; any other error ends it, and so does ctx.
 func (c *Client) Wait(ctx context.Context, id string) (*Task, error) {
@@ -232,7 +236,7 @@ func (c *Client) Wait(ctx context.Context, id string) (*Task, error) {
 func (c *Client) Generate(ctx context.Context, req imagegen.Request) (*Task, error) {
 	var sub imagegen.Submitted
 	var err error
-	for range maxTransient + 1 {
+	for range maxSubmitTries {
 		sub, err = c.Submit(ctx, req)
 		if !isRateLimited(err) {
 			break
@@ -251,6 +255,7 @@ func (c *Client) wait(ctx context.Context, id string, delay time.Duration) (*Tas
 		if err := sleep(ctx, c.clock, delay); err != nil {
 			return nil, fmt.Errorf("client: wait for task %s: %w", id, err)
 		}
+		sent := c.clock.Now()
 		t, longPolled, err := c.task(ctx, id, c.longPoll)
 		switch {
 		case err == nil:
@@ -262,8 +267,10 @@ func (c *Client) wait(ctx context.Context, id string, delay time.Duration) (*Tas
 			default:
 				return nil, fmt.Errorf("client: task %s: unknown status %q", id, t.Status)
 			}
-			if longPolled {
-				delay = 0
+			// After a long poll that the server held, poll again at once;
+			// one that came back at once is no better than a short poll.
+			if longPolled && c.clock.Now().Sub(sent) >= c.pollMin {
+				delay, next = 0, c.pollMin
 				continue
 			}
 			delay, next = next, min(next*2, c.pollMax)

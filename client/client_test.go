@@ -101,6 +101,30 @@ func TestWaitLongPolls(t *testing.T) {
 	})
 }
 
+// TestWaitBacksOffWhenLongPollsReturnAtOnce: a server that says it applied
+// the wait but answers at once does not make Wait poll in a tight loop.
+func TestWaitBacksOffWhenLongPollsReturnAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		e := newEnv(t)
+		e.setWrap(func(next http.Handler) http.Handler {
+			return ignorePrefer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Preference-Applied", "wait=25")
+				next.ServeHTTP(w, r)
+			}))
+		})
+		sl := &sleepLog{}
+		c := e.client(client.WithClock(sl))
+		sub, err := c.Submit(context.Background(), fox)
+		is.NoErr(err)
+		e.finishAfter(5 * time.Second)
+		task, err := c.Wait(context.Background(), sub.TaskID)
+		is.NoErr(err)
+		is.Equal(task.Status, imagegen.StatusSuccess)
+		is.Equal(sl.sleeps(), []time.Duration{time.Second, 2 * time.Second, 4 * time.Second})
+	})
+}
+
 // TestWaitBacksOffWhenPreferIgnored: a server without the long-poll
 // extension ignores Prefer, and Wait polls with a growing interval.
 func TestWaitBacksOffWhenPreferIgnored(t *testing.T) {

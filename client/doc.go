@@ -22,12 +22,13 @@
 //
 // # Polling
 //
-// Wait polls with a growing interval (1s, 2s, 4s, then every 6s, so one
-// Wait alone stays within 10 requests a minute; see WithPollInterval). It
-// sends "Prefer: wait=25": a server that holds the request until the task
-// changes (long polling) answers with "Preference-Applied: wait=N", and the
-// client then polls again at once. A server without that extension ignores
-// the header.
+// Wait sends "Prefer: wait=25" (RFC 7240) with each poll: a server with
+// the long-poll extension holds the request until the task ends or 25
+// seconds pass, says so with "Preference-Applied: wait=N", and the client
+// then polls again at once. A server without it ignores the header, and
+// Wait polls with a growing interval instead (1s, 2s, 4s, then every 6s,
+// so one Wait alone stays within 10 requests a minute; see
+// WithPollInterval and WithLongPoll).
 //
 // # Errors
 //
