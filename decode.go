@@ -42,7 +42,7 @@ func (s *scanner) object(req *Request) error {
 		return invalid("", "request body must be a JSON object")
 	}
 	s.pos++
-	var seen [4]bool
+	var seen [len(fieldNames)]bool
 	for first := true; ; first = false {
 		s.space()
 		if s.peek('}') && first {
@@ -86,7 +86,7 @@ func (s *scanner) object(req *Request) error {
 	return nil
 }
 
-var fieldNames = [...]string{"scene", "prompt", "aspect_ratio", "image_input"}
+var fieldNames = [...]string{"scene", "prompt", "aspect_ratio", "image_input", "callback_url"}
 
 func fieldIndex(name string) int {
 	for i, f := range fieldNames {
@@ -117,6 +117,8 @@ func (s *scanner) field(req *Request, name string) error {
 		req.Scene = Scene(v)
 	case "prompt":
 		req.Prompt = v
+	case "callback_url":
+		req.CallbackURL = v
 	default:
 		req.AspectRatio = AspectRatio(v)
 	}

@@ -78,6 +78,10 @@ func TestDecodeRequest(t *testing.T) {
 		{name: "i2i relative url", body: `{"scene":"image-to-image","prompt":"p","image_input":["/a.png"]}`, field: "image_input"},
 		{name: "i2i ftp url", body: `{"scene":"image-to-image","prompt":"p","image_input":["ftp://example.com/a.png"]}`, field: "image_input"},
 		{name: "i2i file url", body: `{"scene":"image-to-image","prompt":"p","image_input":["file:///etc/passwd"]}`, field: "image_input"},
+		{name: "callback", body: `{"scene":"text-to-image","prompt":"p","callback_url":"https://app.example.com/hook"}`, ok: true,
+			want: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p", AspectRatio: imagegen.AspectAuto}},
+		{name: "callback not a url", body: `{"scene":"text-to-image","prompt":"p","callback_url":"hook"}`, field: "callback_url"},
+		{name: "callback wrong type", body: `{"scene":"text-to-image","prompt":"p","callback_url":1}`, field: "callback_url"},
 		{name: "i2i credentials", body: `{"scene":"image-to-image","prompt":"p","image_input":["https://u:p@example.com/a.png"]}`, field: "image_input"},
 	}
 	for _, tt := range tests {
@@ -144,6 +148,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			Prompt      string               `json:"prompt"`
 			AspectRatio imagegen.AspectRatio `json:"aspect_ratio"`
 			ImageInput  []string             `json:"image_input"`
+			CallbackURL string               `json:"callback_url"`
 		}
 		if err := json.Unmarshal(body, &std); err != nil {
 			t.Fatalf("encoding/json refuses a body we accepted: %v", err)
@@ -151,7 +156,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		if std.AspectRatio == "" {
 			std.AspectRatio = imagegen.AspectAuto
 		}
-		if std.Scene != req.Scene || std.Prompt != req.Prompt || std.AspectRatio != req.AspectRatio || !slices.Equal(std.ImageInput, req.ImageInput) {
+		if std.Scene != req.Scene || std.Prompt != req.Prompt || std.AspectRatio != req.AspectRatio || !slices.Equal(std.ImageInput, req.ImageInput) || std.CallbackURL != req.CallbackURL {
 			t.Fatalf("encoding/json reads %+v, we read %+v", std, req)
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,6 +41,11 @@ type Config struct {
 	// running generations to finish before it cancels them and gives
 	// their tasks back to the queue (default 30s).
 	ShutdownTimeout time.Duration
+
+	// AllowHTTPCallbacks lets callback_url be plain http (development);
+	// by default it must be https. Either way deliveries go through the
+	// SSRF guard of the webhook sender.
+	AllowHTTPCallbacks bool
 }
 
 func (c Config) withDefaults() Config {
@@ -112,6 +118,9 @@ type Submitted struct {
 func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submitted, error) {
 	if err := req.Validate(); err != nil {
 		return Submitted{}, err
+	}
+	if req.CallbackURL != "" && !s.cfg.AllowHTTPCallbacks && !strings.HasPrefix(strings.ToLower(req.CallbackURL), "https://") {
+		return Submitted{}, invalid("callback_url", "must be an https URL")
 	}
 	req.Normalize()
 	plan, err := s.cfg.Model.Plan(req)

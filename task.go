@@ -141,6 +141,10 @@ type Request struct {
 	Prompt      string      `json:"prompt"`
 	AspectRatio AspectRatio `json:"aspect_ratio,omitempty"`
 	ImageInput  []string    `json:"image_input,omitempty"`
+	// CallbackURL is an optional extension: when the task ends, its body
+	// is POSTed there, signed (package webhook). Absolute https URL;
+	// http too when the server allows insecure callbacks.
+	CallbackURL string `json:"callback_url,omitempty"`
 }
 
 // Normalize fills defaults: an empty aspect ratio becomes auto.
@@ -172,6 +176,11 @@ func (r Request) Validate() error {
 	if r.AspectRatio != "" && !r.AspectRatio.Valid() {
 		return invalid("aspect_ratio", "must be one of auto, 1:1, 3:2, 2:3, 9:16, 16:9, 3:4, 4:3")
 	}
+	if r.CallbackURL != "" {
+		if err := checkURL(r.CallbackURL); err != "" {
+			return invalid("callback_url", "%s", err)
+		}
+	}
 	if r.Scene == SceneTextToImage {
 		if r.ImageInput != nil {
 			return invalid("image_input", "is not accepted for scene text-to-image")
@@ -185,14 +194,14 @@ func (r Request) Validate() error {
 		return invalid("image_input", "must hold at most %d URLs (got %d)", MaxImageInputs, n)
 	}
 	for i, raw := range r.ImageInput {
-		if err := checkImageURL(raw); err != "" {
+		if err := checkURL(raw); err != "" {
 			return invalid("image_input", "item %d %s", i, err)
 		}
 	}
 	return nil
 }
 
-func checkImageURL(raw string) string {
+func checkURL(raw string) string {
 	if len(raw) > MaxURLLength {
 		return "is longer than 2048 bytes"
 	}

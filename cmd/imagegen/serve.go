@@ -120,11 +120,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = svc.Run(ctx) // returns once running generations finished or were released
-	}()
+	if c.workers > 0 { // -workers 0: this process serves the API only
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = svc.Run(ctx) // returns once running generations finished or were released
+		}()
+	}
 	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "workers", c.workers, "store", storeName(c.redisURL))
 
 	serveErr := make(chan error, 1)

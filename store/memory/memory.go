@@ -53,6 +53,8 @@ type Store struct {
 	ownerTasks   map[string][]string   // owner -> task ids, oldest first (ListTasks)
 	idem         map[string]idemRecord // owner\x00key -> idempotency record
 	idemExpiring expiryQueue
+	hooks        map[string]*hook  // task id -> callback delivery
+	secrets      map[string][]byte // SharedSecret
 }
 
 // record is a task with its place in the pending queue.

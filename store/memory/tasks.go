@@ -262,6 +262,7 @@ func (s *Store) finish(r *record, status imagegen.Status, now time.Time) {
 	r.task.UpdatedAt, r.task.FinishedAt = now, now
 	r.task.ExpiresAt = now.Add(s.retention)
 	heap.Push(&s.expiring, expiry{at: r.task.ExpiresAt, id: r.task.ID})
+	s.queueWebhook(r, now)
 	s.notifyFinished(r.task.ID)
 }
 

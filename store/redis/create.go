@@ -23,8 +23,8 @@ import (
 //	KEYS[1] pending
 //	KEYS[4i-2 .. 4i+1]  task i (1-based): task, balance, ledger, owner's task index
 //	ARGV[1] now  ARGV[2] how long an owner's task index outlives its last task (ms)
-//	ARGV[6i-3 .. 6i+2]  task i: id, owner, request JSON, model, cost,
-//	                    ledger entry JSON up to its time
+//	ARGV[7i-4 .. 7i+2]  task i: id, owner, request JSON, model, cost,
+//	                    ledger entry JSON up to its time, callback URL or ""
 //
 // Returns {code_1, balance_1, ..., code_n, balance_n, now} where code is
 // 1 (created), 0 (balance short) or -1 (id taken).
@@ -34,7 +34,7 @@ local out, queued = {}, {}
 local balances, owners = {}, {} -- balance key -> {value, ledger key, entries}
 for i = 1, (#KEYS - 1) / 4 do
   local task, bal, index = KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i + 1]
-  local a = 6 * i - 3
+  local a = 7 * i - 4
   local id, cost = ARGV[a], tonumber(ARGV[a + 4])
   local acct = balances[bal]
   if not acct then
@@ -51,6 +51,7 @@ for i = 1, (#KEYS - 1) / 4 do
     acct.entries[#acct.entries + 1] = ARGV[a + 5] .. now .. '}'
     redis.call('HSET', task, 'id', id, 'owner', ARGV[a + 1], 'req', ARGV[a + 2], 'model', ARGV[a + 3],
       'cost', cost, 'status', 'pending', 'created', now)
+    if ARGV[a + 6] ~= '' then redis.call('HSET', task, 'callback', ARGV[a + 6]) end
     queued[#queued + 1], queued[#queued + 2] = now, id
     redis.call('ZADD', index, 0, string.format('%013d', now) .. ':' .. id)
     redis.call('PEXPIRE', index, ARGV[2])
@@ -89,7 +90,7 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error)
 	c := &createCall{
 		ctx:  ctx,
 		keys: [4]string{s.k.task(t.ID), s.k.balance(t.Owner), s.k.ledger(t.Owner), s.k.ownerTasks(t.Owner)},
-		args: [6]any{t.ID, t.Owner, req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`},
+		args: [7]any{t.ID, t.Owner, req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`, t.Request.CallbackURL},
 		done: make(chan struct{}),
 	}
 	s.creates.submit(c)
@@ -111,7 +112,7 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error)
 // runCreates runs createScript for a batch and hands each call its result.
 func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
 	keys := make([]string, 0, 1+4*len(batch))
-	args := make([]any, 0, 2+6*len(batch))
+	args := make([]any, 0, 2+7*len(batch))
 	keys = append(keys, s.k.pending())
 	args = append(args, s.nowArg(), ms(s.retention+24*time.Hour))
 	for _, c := range batch {

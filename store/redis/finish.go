@@ -14,8 +14,8 @@ import (
 // the default BlobStore it stores the bytes too, so success is one round
 // trip and no bytes are written for a lost lease.
 //
-//	KEYS[1] task  KEYS[2] leases
-//	KEYS[3..]  per image: its record key, then (inline) its blob key
+//	KEYS[1] task  KEYS[2] leases  KEYS[3] webhooks
+//	KEYS[4..]  per image: its record key, then (inline) its blob key
 //	ARGV[1] now   ARGV[2] attempt  ARGV[3] retention (ms)  ARGV[4] id
 //	ARGV[5] image ids (JSON)  ARGV[6] inline: 1 when the bytes are here
 //	ARGV[7..]  per image: content type, then (inline) the bytes
@@ -26,8 +26,8 @@ local now = now_ms()
 if not holds(KEYS[1], ARGV[2]) then return 0 end
 local retention = tonumber(ARGV[3])
 local step = ARGV[6] == '1' and 2 or 1
-for k = 3, #KEYS, step do
-  local a = 7 + (k - 3)
+for k = 4, #KEYS, step do
+  local a = 7 + (k - 4)
   redis.call('HSET', KEYS[k], 'task', ARGV[4], 'type', ARGV[a], 'expires', now + retention)
   redis.call('PEXPIRE', KEYS[k], retention)
   if step == 2 then
@@ -35,7 +35,7 @@ for k = 3, #KEYS, step do
   end
 end
 redis.call('HSET', KEYS[1], 'images', ARGV[5])
-finish(KEYS[1], KEYS[2], ARGV[4], 'success', now, retention)
+finish(KEYS[1], KEYS[2], ARGV[4], 'success', now, retention, KEYS[3])
 return 1
 `)
 
@@ -45,7 +45,7 @@ return 1
 func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image) error {
 	_, inline := s.blobs.(*redisBlobs)
 	ids := make([]string, len(images))
-	keys := []string{s.k.task(id), s.k.leases()}
+	keys := []string{s.k.task(id), s.k.leases(), s.k.webhooks()}
 	for i, img := range images {
 		if img.ID == "" {
 			return errors.New("redis store: image needs an ID")
@@ -82,7 +82,7 @@ func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images
 
 // failScript moves the task to failed and refunds it once.
 //
-//	KEYS[1] task  KEYS[2] leases  KEYS[3] balance  KEYS[4] ledger
+//	KEYS[1] task  KEYS[2] leases  KEYS[3] balance  KEYS[4] ledger  KEYS[5] webhooks
 //	ARGV[1] now   ARGV[2] attempt  ARGV[3] retention (ms)  ARGV[4] reason  ARGV[5] id
 //	ARGV[6] error code
 //
@@ -92,7 +92,7 @@ local now = now_ms()
 if not holds(KEYS[1], ARGV[2]) then return 0 end
 refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
 redis.call('HSET', KEYS[1], 'error', ARGV[4], 'error_code', ARGV[6])
-finish(KEYS[1], KEYS[2], ARGV[5], 'failed', now, tonumber(ARGV[3]))
+finish(KEYS[1], KEYS[2], ARGV[5], 'failed', now, tonumber(ARGV[3]), KEYS[5])
 return 1
 `)
 
@@ -107,7 +107,7 @@ func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen
 		return fmt.Errorf("redis store: fail task: %w", err)
 	}
 	return s.runHolder(ctx, failScript, id, attempt,
-		[]string{s.k.task(id), s.k.leases(), s.k.balance(owner), s.k.ledger(owner)},
+		[]string{s.k.task(id), s.k.leases(), s.k.balance(owner), s.k.ledger(owner), s.k.webhooks()},
 		ms(s.retention), f.Message, id, string(f.Code))
 }
 
@@ -115,7 +115,7 @@ func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen
 // it. A processing task's lease ends with it (finish takes it out of the
 // leases), so its worker can change nothing more.
 //
-//	KEYS[1] task  KEYS[2] pending  KEYS[3] balance  KEYS[4] ledger  KEYS[5] leases
+//	KEYS[1] task  KEYS[2] pending  KEYS[3] balance  KEYS[4] ledger  KEYS[5] leases  KEYS[6] webhooks
 //	ARGV[1] now   ARGV[2] owner  ARGV[3] reason  ARGV[4] retention (ms)  ARGV[5] id
 //	ARGV[6] error code
 //
@@ -129,7 +129,7 @@ if f[2] ~= 'pending' and f[2] ~= 'processing' then return -1 end
 redis.call('ZREM', KEYS[2], ARGV[5])
 refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
 redis.call('HSET', KEYS[1], 'error', ARGV[3], 'error_code', ARGV[6])
-finish(KEYS[1], KEYS[5], ARGV[5], 'failed', now, tonumber(ARGV[4]))
+finish(KEYS[1], KEYS[5], ARGV[5], 'failed', now, tonumber(ARGV[4]), KEYS[6])
 return 1
 `)
 
@@ -137,7 +137,7 @@ return 1
 func (s *Store) CancelTask(ctx context.Context, owner, id string) error {
 	k := s.k
 	n, err := cancelScript.Run(ctx, s.rdb,
-		[]string{k.task(id), k.pending(), k.balance(owner), k.ledger(owner), k.leases()},
+		[]string{k.task(id), k.pending(), k.balance(owner), k.ledger(owner), k.leases(), k.webhooks()},
 		s.nowArg(), owner, imagegen.CancelledMessage, ms(s.retention), id, string(imagegen.CodeCancelled),
 	).Int64()
 	switch {
@@ -157,8 +157,8 @@ const recoverBatch = 100
 // recoverScript requeues tasks whose lease has ended, or fails and
 // refunds those that have had maxAttempts attempts.
 //
-//	KEYS[1] leases  KEYS[2] pending
-//	KEYS[3i..3i+2] for candidate i (1-based): task, balance, ledger
+//	KEYS[1] leases  KEYS[2] pending  KEYS[3] webhooks
+//	KEYS[3i+1..3i+3] for candidate i (1-based): task, balance, ledger
 //	ARGV[1] now  ARGV[2] retention (ms)  ARGV[3] max attempts
 //	ARGV[3+i] candidate i's id
 //
@@ -168,8 +168,8 @@ local now = now_ms()
 local retention = tonumber(ARGV[2])
 local maxAttempts = tonumber(ARGV[3])
 local moved, seen = 0, 0
-for i = 1, (#KEYS - 2) / 3 do
-  local task, balance, ledger, id = KEYS[3 * i], KEYS[3 * i + 1], KEYS[3 * i + 2], ARGV[3 + i]
+for i = 1, (#KEYS - 3) / 3 do
+  local task, balance, ledger, id = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3], ARGV[3 + i]
   local leaseEnd = redis.call('ZSCORE', KEYS[1], id)
   if leaseEnd and tonumber(leaseEnd) <= now then
     seen = seen + 1
@@ -180,7 +180,7 @@ for i = 1, (#KEYS - 2) / 3 do
       refund(task, balance, ledger, id, now)
       redis.call('HSET', task, 'error', 'image generation did not finish (' .. f[2] .. ' attempts)',
         'error_code', 'internal')
-      finish(task, KEYS[1], id, 'failed', now, retention)
+      finish(task, KEYS[1], id, 'failed', now, retention, KEYS[3])
       moved = moved + 1
     else
       redis.call('ZREM', KEYS[1], id)
@@ -213,7 +213,7 @@ func (s *Store) RecoverExpired(ctx context.Context, maxAttempts int) (int, error
 		if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
 			return total, wrapErr("recover", err)
 		}
-		keys := []string{s.k.leases(), s.k.pending()}
+		keys := []string{s.k.leases(), s.k.pending(), s.k.webhooks()}
 		args := []any{s.nowArg(), ms(s.retention), strconv.Itoa(maxAttempts)}
 		for i, id := range ids {
 			owners[i] = cmds[i].Val()

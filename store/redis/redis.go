@@ -22,6 +22,7 @@
 //	P:task:<id>        hash: the task
 //	P:pending          zset: pending task ids by run-after time (ms)
 //	P:leases           zset: processing task ids by lease end (ms)
+//	P:webhooks         zset: finished task ids whose callback is due, by due time (ms)
 //	P:tasks:<owner>    zset: the owner's tasks, "<created ms, 13 digits>:<id>" (for listing)
 //	P:balance:<owner>  string: credit balance
 //	P:ledger:<owner>   list: ledger entries, oldest first (JSON)
@@ -128,6 +129,7 @@ func (k keys) task(id string) string          { return k.tag + ":task:" + id }
 func (k keys) ownerTasks(owner string) string { return k.tag + ":tasks:" + owner }
 func (k keys) finished() string               { return k.tag + ":finished" } // pub/sub channel of finished task ids
 func (k keys) pending() string                { return k.tag + ":pending" }
+func (k keys) webhooks() string               { return k.tag + ":webhooks" }
 func (k keys) leases() string                 { return k.tag + ":leases" }
 func (k keys) balance(owner string) string    { return k.tag + ":balance:" + owner }
 func (k keys) ledger(owner string) string     { return k.tag + ":ledger:" + owner }
@@ -172,9 +174,13 @@ local function refund(task, balance, ledger, id, now)
   redis.call('HSET', task, 'refunded', '1')
 end
 
--- finish ends a task, starts its retention and tells the watchers (on
--- the channel "<tag>:finished", the tag being what precedes ":task:").
-local function finish(task, leases, id, status, now, retention)
+-- finish ends a task, starts its retention, queues its callback if it
+-- has one, and tells the watchers (on the channel "<tag>:finished", the
+-- tag being what precedes ":task:").
+local function finish(task, leases, id, status, now, retention, hooks)
+  if redis.call('HEXISTS', task, 'callback') == 1 then
+    redis.call('ZADD', hooks, now, id)
+  end
   redis.call('ZREM', leases, id)
   redis.call('HSET', task, 'status', status, 'lease_until', 0, 'updated', now, 'finished', now, 'expires', now + retention)
   redis.call('PEXPIRE', task, retention)

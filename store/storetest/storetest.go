@@ -65,6 +65,8 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"WatchTaskSeesEveryFinish", testWatch},
 		{"IdempotencyKeys", testIdempotency},
 		{"ListTasksNewestFirst", testList},
+		{"WebhookDeliveries", testWebhooks},
+		{"SharedSecrets", testSharedSecret},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,86 @@
+package redis
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+var (
+	_ imagegen.WebhookStore = (*Store)(nil)
+	_ imagegen.SecretStore  = (*Store)(nil)
+)
+
+// claimHooksScript leases the due deliveries among the candidates.
+//
+//	KEYS[1] webhooks  KEYS[2..] candidate task keys
+//	ARGV[1] now  ARGV[2] lease (ms)  ARGV[3..] candidate ids
+//
+// Returns {id, owner, callback, attempts, ...} for each claimed delivery.
+var claimHooksScript = newScript(`
+local now = now_ms()
+local out = {}
+for i = 2, #KEYS do
+  local id = ARGV[i + 1]
+  local due = redis.call('ZSCORE', KEYS[1], id)
+  if due and tonumber(due) <= now then
+    local f = redis.call('HMGET', KEYS[i], 'owner', 'callback', 'hook_attempts')
+    if not f[1] or not f[2] then
+      redis.call('ZREM', KEYS[1], id) -- the task expired: nothing to send
+    else
+      redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), id)
+      out[#out + 1], out[#out + 2], out[#out + 3], out[#out + 4] = id, f[1], f[2], f[3] or '0'
+    end
+  end
+end
+return out
+`)
+
+// ClaimWebhooks leases up to n due deliveries, oldest first.
+func (s *Store) ClaimWebhooks(ctx context.Context, lease time.Duration, n int) ([]imagegen.WebhookDelivery, error) {
+	ids, err := s.rdb.ZRange(ctx, s.k.webhooks(), 0, int64(max(n, 1))-1).Result()
+	if err != nil || len(ids) == 0 {
+		return nil, wrapErr("claim webhooks", err)
+	}
+	keys := []string{s.k.webhooks()}
+	args := []any{s.nowArg(), ms(lease)}
+	for _, id := range ids {
+		keys = append(keys, s.k.task(id))
+		args = append(args, id)
+	}
+	reply, err := claimHooksScript.Run(ctx, s.rdb, keys, args...).StringSlice()
+	if err != nil {
+		return nil, wrapErr("claim webhooks", err)
+	}
+	out := make([]imagegen.WebhookDelivery, 0, len(reply)/4)
+	for i := 0; i+3 < len(reply); i += 4 {
+		attempts, _ := strconv.Atoi(reply[i+3])
+		out = append(out, imagegen.WebhookDelivery{TaskID: reply[i], Owner: reply[i+1], URL: reply[i+2], Attempts: attempts})
+	}
+	return out, nil
+}
+
+// AckWebhook removes a delivery.
+func (s *Store) AckWebhook(ctx context.Context, taskID string) error {
+	return wrapErr("ack webhook", s.rdb.ZRem(ctx, s.k.webhooks(), taskID).Err())
+}
+
+// retryHookScript counts an attempt and reschedules a delivery.
+//
+//	KEYS[1] webhooks  KEYS[2] task
+//	ARGV[1] now  ARGV[2] delay (ms)  ARGV[3] id
+var retryHookScript = newScript(`
+local now = now_ms()
+if not redis.call('ZSCORE', KEYS[1], ARGV[3]) then return 0 end
+redis.call('HINCRBY', KEYS[2], 'hook_attempts', 1)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+return 1
+`)
+
+// RetryWebhook counts an attempt and reschedules the delivery.
+func (s *Store) RetryWebhook(ctx context.Context, taskID string, delay time.Duration) error {
+	err := retryHookScript.Run(ctx, s.rdb, []string{s.k.webhooks(), s.k.task(taskID)}, s.nowArg(), ms(delay), taskID).Err()
+	return wrapErr("retry webhook", err)
+}

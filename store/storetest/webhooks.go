@@ -1,0 +1,99 @@
+package storetest
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/imagegen/imagegen"
+	"github.com/matryer/is"
+)
+
+func testWebhooks(t *testing.T, h Harness) {
+	w, ok := h.Store.(imagegen.WebhookStore)
+	if !ok {
+		t.Skip("the store does not implement imagegen.WebhookStore")
+	}
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 3)
+	withHook := func() *imagegen.Task {
+		task := newTask("u", 1)
+		task.Request.CallbackURL = "https://app.example.com/hooks?task=1"
+		_, err := s.CreateTask(ctx, task)
+		is.NoErr(err)
+		return task
+	}
+	ok1 := withHook()
+	plain := submit(t, s, "u", 1)
+	cancelled := withHook()
+
+	got, err := w.ClaimWebhooks(ctx, lease, 10)
+	is.NoErr(err)
+	is.Equal(len(got), 0) // nothing has finished
+
+	c := claim(t, s)
+	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil))
+	c = claim(t, s)
+	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil)) // no callback: nothing queued
+	is.NoErr(s.CancelTask(ctx, "u", cancelled.ID))
+	_ = plain
+
+	got, err = w.ClaimWebhooks(ctx, lease, 10)
+	is.NoErr(err)
+	is.Equal(len(got), 2)
+	ids := map[string]imagegen.WebhookDelivery{}
+	for _, d := range got {
+		ids[d.TaskID] = d
+	}
+	is.Equal(ids[ok1.ID], imagegen.WebhookDelivery{TaskID: ok1.ID, Owner: "u", URL: "https://app.example.com/hooks?task=1", Attempts: 0})
+	_, has := ids[cancelled.ID]
+	is.True(has)
+
+	// Leased: not handed out again until the lease ends.
+	got, err = w.ClaimWebhooks(ctx, lease, 10)
+	is.NoErr(err)
+	is.Equal(len(got), 0)
+	h.Advance(lease)
+	got, err = w.ClaimWebhooks(ctx, lease, 1)
+	is.NoErr(err)
+	is.Equal(len(got), 1)
+
+	// A failed attempt counts and waits for its delay; an ack ends it.
+	is.NoErr(w.RetryWebhook(ctx, ok1.ID, time.Minute))
+	is.NoErr(w.AckWebhook(ctx, cancelled.ID))
+	h.Advance(lease)
+	got, err = w.ClaimWebhooks(ctx, lease, 10)
+	is.NoErr(err)
+	is.Equal(len(got), 0)
+	h.Advance(time.Minute)
+	got, err = w.ClaimWebhooks(ctx, lease, 10)
+	is.NoErr(err)
+	is.Equal(len(got), 1)
+	is.Equal(got[0].TaskID, ok1.ID)
+	is.Equal(got[0].Attempts, 1)
+	is.NoErr(w.AckWebhook(ctx, ok1.ID))
+	h.Advance(time.Hour)
+	got, err = w.ClaimWebhooks(ctx, lease, 10)
+	is.NoErr(err)
+	is.Equal(len(got), 0)
+}
+
+func testSharedSecret(t *testing.T, h Harness) {
+	ss, ok := h.Store.(imagegen.SecretStore)
+	if !ok {
+		t.Skip("the store does not implement imagegen.SecretStore")
+	}
+	is := is.New(t)
+	calls := 0
+	gen := func() []byte { calls++; return []byte{byte(calls), 2, 3} }
+	a, err := ss.SharedSecret(ctx, "webhook:u", gen)
+	is.NoErr(err)
+	b, err := ss.SharedSecret(ctx, "webhook:u", gen)
+	is.NoErr(err)
+	is.True(bytes.Equal(a, b)) // the first one stays
+	is.Equal(a, []byte{1, 2, 3})
+	c, err := ss.SharedSecret(ctx, "webhook:v", gen)
+	is.NoErr(err)
+	is.True(!bytes.Equal(a, c))
+}

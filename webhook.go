@@ -1,0 +1,37 @@
+package imagegen
+
+import (
+	"context"
+	"time"
+)
+
+// WebhookDelivery is a finished task whose callback is due.
+type WebhookDelivery struct {
+	TaskID   string
+	Owner    string
+	URL      string // the task's callback_url
+	Attempts int    // attempts made before this one
+}
+
+// WebhookStore keeps the callbacks of finished tasks until they are
+// delivered. A store that implements it queues a task's delivery in the
+// same atomic step that finishes a task with a callback_url, so no
+// callback is lost to a crash; deliveries are leased like tasks, so one
+// dispatcher at a time sends each.
+type WebhookStore interface {
+	// ClaimWebhooks leases up to n due deliveries: they are not due
+	// again until lease has passed (unless acknowledged or retried).
+	ClaimWebhooks(ctx context.Context, lease time.Duration, n int) ([]WebhookDelivery, error)
+	// AckWebhook removes a delivery: it was delivered, or given up.
+	AckWebhook(ctx context.Context, taskID string) error
+	// RetryWebhook counts a failed attempt and makes the delivery due
+	// again after delay.
+	RetryWebhook(ctx context.Context, taskID string, delay time.Duration) error
+}
+
+// SecretStore keeps named secrets shared by every process on the store.
+type SecretStore interface {
+	// SharedSecret returns the secret stored under name, first storing
+	// the one generate makes if there is none.
+	SharedSecret(ctx context.Context, name string, generate func() []byte) ([]byte, error)
+}
