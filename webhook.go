@@ -2,6 +2,10 @@ package imagegen
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -34,4 +38,26 @@ type SecretStore interface {
 	// SharedSecret returns the secret stored under name, first storing
 	// the one generate makes if there is none.
 	SharedSecret(ctx context.Context, name string, generate func() []byte) ([]byte, error)
+}
+
+// WebhookSecretPrefix starts every webhook signing secret (the Standard
+// Webhooks format: "whsec_" and the base64 of the key).
+const WebhookSecretPrefix = "whsec_"
+
+// WebhookSecret returns owner's webhook signing secret, making it on
+// first use. Receivers verify callbacks with it (client.VerifyWebhook).
+func (s *Service) WebhookSecret(ctx context.Context, owner string) (string, error) {
+	ss, ok := s.cfg.Store.(SecretStore)
+	if !ok {
+		return "", errors.New("imagegen: the store cannot keep webhook secrets")
+	}
+	key, err := ss.SharedSecret(ctx, "webhook:"+owner, func() []byte {
+		b := make([]byte, 32)
+		_, _ = rand.Read(b) // crypto/rand.Read does not fail
+		return b
+	})
+	if err != nil {
+		return "", fmt.Errorf("imagegen: webhook secret: %w", err)
+	}
+	return WebhookSecretPrefix + base64.StdEncoding.EncodeToString(key), nil
 }

@@ -61,8 +61,9 @@ type Options struct {
 // Fetcher downloads user-given URLs under the guards. It is safe for
 // concurrent use.
 type Fetcher struct {
-	o      Options
-	client *http.Client
+	o           Options
+	client      *http.Client
+	noRedirects *http.Client // same transport, for Post
 }
 
 // New returns a Fetcher, or an error naming a bad option.
@@ -106,6 +107,10 @@ func New(o Options) (*Fetcher, error) {
 			IdleConnTimeout:       30 * time.Second,
 		},
 		CheckRedirect: f.checkRedirect,
+	}
+	f.noRedirects = &http.Client{
+		Transport:     f.client.Transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return f, nil
 }

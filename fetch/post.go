@@ -1,0 +1,36 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+)
+
+// Post sends body to rawURL under the same guards as Fetch (scheme,
+// SSRF check at connect, no proxy, timeout) but follows no redirect: a
+// 3xx answer is returned as it is. It returns the status code; the
+// answer's body is read (up to 64 KiB) and dropped. Webhook deliveries
+// use it.
+func (f *Fetcher) Post(ctx context.Context, rawURL string, header http.Header, body []byte) (int, error) {
+	if err := checkURL(rawURL); err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
+	if err != nil {
+		return 0, ErrBadURL
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("User-Agent", f.o.UserAgent)
+	resp, err := f.noRedirects.Do(req)
+	if err != nil {
+		return 0, unwrapURLError(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	return resp.StatusCode, nil
+}

@@ -1,0 +1,204 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/fetch"
+	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/store/memory"
+	"github.com/imagegen/imagegen/webhook"
+)
+
+var ctx = context.Background()
+
+// receiver is the user's endpoint: it verifies every call and answers
+// with the scripted statuses (then 200).
+type receiver struct {
+	t       *testing.T
+	secret  func() string
+	clock   *imagegentest.Clock
+	mu      sync.Mutex
+	answers []int
+	calls   []call
+}
+
+type call struct {
+	id       string
+	verified error
+	body     []byte
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	err := webhook.Verify(rc.secret(), r.Header, body, rc.clock.Now(), webhook.DefaultTolerance)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.calls = append(rc.calls, call{id: r.Header.Get(webhook.HeaderID), verified: err, body: body})
+	status := http.StatusOK
+	if len(rc.answers) > 0 {
+		status, rc.answers = rc.answers[0], rc.answers[1:]
+	}
+	if status == http.StatusFound {
+		http.Redirect(w, r, "/elsewhere", status)
+		return
+	}
+	w.WriteHeader(status)
+}
+
+func (rc *receiver) got() []call {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]call(nil), rc.calls...)
+}
+
+type fixture struct {
+	svc   *imagegen.Service
+	clock *imagegentest.Clock
+	recv  *receiver
+	url   string
+	disp  *webhook.Dispatcher
+}
+
+func newFixture(t *testing.T, allowPrivate bool, answers ...int) *fixture {
+	is := is.New(t)
+	clock := imagegentest.NewClock(time.Time{})
+	svc, err := imagegen.New(imagegen.Config{
+		Store: memory.New(memory.Options{Clock: clock}), Model: imagegentest.NewModel(1), Clock: clock,
+		AllowHTTPCallbacks: true, Logger: slog.New(slog.DiscardHandler),
+	})
+	is.NoErr(err)
+	f := &fixture{svc: svc, clock: clock}
+	f.recv = &receiver{t: t, clock: clock, answers: answers, secret: func() string {
+		s, err := svc.WebhookSecret(ctx, "u")
+		is.NoErr(err)
+		return s
+	}}
+	srv := httptest.NewServer(f.recv)
+	t.Cleanup(srv.Close)
+	f.url = srv.URL + "/hooks"
+	poster, err := fetch.New(fetch.Options{AllowPrivate: allowPrivate})
+	is.NoErr(err)
+	f.disp, err = webhook.NewDispatcher(webhook.Config{
+		Service: svc, Poster: poster, Clock: clock, Logger: slog.New(slog.DiscardHandler), MaxAttempts: 3,
+		Render: func(t *imagegen.Task) ([]byte, error) {
+			return json.Marshal(map[string]any{"task_id": t.ID, "status": t.Status})
+		},
+	})
+	is.NoErr(err)
+	_, err = svc.Grant(ctx, "u", 10, "")
+	is.NoErr(err)
+	return f
+}
+
+func (f *fixture) finishedTask(t *testing.T) string {
+	is := is.New(t)
+	sub, err := f.svc.Submit(ctx, "u", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p", CallbackURL: f.url})
+	is.NoErr(err)
+	ran, err := f.svc.RunOnce(ctx)
+	is.NoErr(err)
+	is.True(ran)
+	return sub.TaskID
+}
+
+func TestDeliveryIsSignedAndRetriedAfterA500(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, true, http.StatusInternalServerError)
+	id := f.finishedTask(t)
+
+	n, err := f.disp.RunOnce(ctx)
+	is.NoErr(err)
+	is.Equal(n, 1) // answered 500
+	n, err = f.disp.RunOnce(ctx)
+	is.NoErr(err)
+	is.Equal(n, 0) // not before its backoff
+	f.clock.Advance(5 * time.Second)
+	n, err = f.disp.RunOnce(ctx)
+	is.NoErr(err)
+	is.Equal(n, 1) // answered 200
+	f.clock.Advance(time.Hour)
+	n, err = f.disp.RunOnce(ctx)
+	is.NoErr(err)
+	is.Equal(n, 0) // delivered: never again
+
+	calls := f.recv.got()
+	is.Equal(len(calls), 2)
+	for _, c := range calls {
+		is.NoErr(c.verified)      // signed with the user's secret
+		is.Equal(c.id, "msg_"+id) // the same id on the retry, for deduplication
+		var body map[string]any
+		is.NoErr(json.Unmarshal(c.body, &body))
+		is.Equal(body["task_id"], id)
+		is.Equal(body["status"], "success")
+	}
+	// A tampered body fails verification.
+	secret, err := f.svc.WebhookSecret(ctx, "u")
+	is.NoErr(err)
+	h, err := webhook.Headers(secret, "msg_"+id, f.clock.Now(), calls[1].body)
+	is.NoErr(err)
+	is.Equal(webhook.Verify(secret, h, append(calls[1].body, ' '), f.clock.Now(), webhook.DefaultTolerance), webhook.ErrInvalidSignature)
+}
+
+func TestRedirectsAreNotFollowedAndDeliveryGivesUp(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, true, http.StatusFound, http.StatusFound, http.StatusFound, http.StatusFound)
+	f.finishedTask(t)
+	for range 3 {
+		n, err := f.disp.RunOnce(ctx)
+		is.NoErr(err)
+		is.Equal(n, 1)
+		f.clock.Advance(time.Hour)
+	}
+	n, err := f.disp.RunOnce(ctx)
+	is.NoErr(err)
+	is.Equal(n, 0)                 // given up after MaxAttempts (3)
+	is.Equal(len(f.recv.got()), 3) // /elsewhere was never called
+}
+
+func TestDeliveriesGoThroughTheSSRFGuard(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, false) // the receiver is on loopback: refused
+	f.finishedTask(t)
+	n, err := f.disp.RunOnce(ctx)
+	is.NoErr(err)
+	is.Equal(n, 1)
+	is.Equal(len(f.recv.got()), 0) // never connected
+}
+
+func TestTaskWithoutCallbackSendsNothing(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, true)
+	_, err := f.svc.Submit(ctx, "u", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"})
+	is.NoErr(err)
+	_, err = f.svc.RunOnce(ctx)
+	is.NoErr(err)
+	n, err := f.disp.RunOnce(ctx)
+	is.NoErr(err)
+	is.Equal(n, 0)
+}
+
+func TestCallbackMustBeHTTPSByDefault(t *testing.T) {
+	is := is.New(t)
+	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Options{}), Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler)})
+	is.NoErr(err)
+	_, err = svc.Grant(ctx, "u", 1, "")
+	is.NoErr(err)
+	_, err = svc.Submit(ctx, "u", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p", CallbackURL: "http://app.example.com/hook"})
+	var ve *imagegen.ValidationError
+	is.True(errors.As(err, &ve))
+	is.Equal(ve.Field, "callback_url")
+	bal, err := svc.Balance(ctx, "u")
+	is.NoErr(err)
+	is.Equal(bal, int64(1)) // nothing charged
+}

@@ -1,0 +1,22 @@
+package webhook_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/imagegen/imagegen/webhook"
+)
+
+// A receiver checks each callback before trusting it.
+func ExampleVerify() {
+	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" // GET /api/v1/webhook-secret
+	body := []byte(`{"task_id":"3f0c","status":"success","images":["https://img.example.com/a.png"]}`)
+	sent := time.Unix(1767312245, 0)
+	header, _ := webhook.Headers(secret, "msg_3f0c", sent, body) // what the server sends
+
+	fmt.Println(webhook.Verify(secret, header, body, sent.Add(2*time.Second), webhook.DefaultTolerance))
+	fmt.Println(webhook.Verify(secret, header, []byte(`{"task_id":"3f0c","status":"failed"}`), sent, webhook.DefaultTolerance))
+	// Output:
+	// <nil>
+	// webhook: no valid signature
+}

@@ -1,0 +1,124 @@
+// Package webhook delivers task callbacks: when a task that was
+// submitted with a callback_url ends, its body (as GET /tasks/{id} would
+// show it) is POSTed to that URL, signed per the Standard Webhooks
+// scheme (https://www.standardwebhooks.com):
+//
+//	webhook-id:        msg_<task id>   (the same on every retry: dedupe on it)
+//	webhook-timestamp: Unix seconds of this attempt
+//	webhook-signature: v1,<base64 HMAC-SHA256(key, id + "." + timestamp + "." + body)>
+//
+// The key is the user's secret ("whsec_" + base64 key, from
+// Service.WebhookSecret or GET {prefix}/webhook-secret). A delivery
+// answered with anything but 2xx, or not answered, is retried with
+// exponential backoff (5 s, doubling, at most 10 min apart, 10 attempts
+// by default: about an hour), through the guarded fetcher's SSRF check,
+// never following redirects. Deliveries are queued by the store in the
+// same step that finishes the task, so on Redis they survive restarts.
+//
+// Receivers verify with Verify (also client.VerifyWebhook).
+package webhook
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+// Header names of the Standard Webhooks scheme.
+const (
+	HeaderID        = "webhook-id"
+	HeaderTimestamp = "webhook-timestamp"
+	HeaderSignature = "webhook-signature"
+)
+
+// Errors of Verify.
+var (
+	ErrBadSecret        = errors.New("webhook: secret must be whsec_ followed by base64")
+	ErrMissingHeaders   = errors.New("webhook: missing webhook-id, webhook-timestamp or webhook-signature")
+	ErrTimestamp        = errors.New("webhook: timestamp too far from now")
+	ErrInvalidSignature = errors.New("webhook: no valid signature")
+)
+
+// DefaultTolerance is how far a timestamp may be from the receiver's
+// clock in Verify.
+const DefaultTolerance = 5 * time.Minute
+
+func key(secret string) ([]byte, error) {
+	b64, ok := strings.CutPrefix(secret, imagegen.WebhookSecretPrefix)
+	if !ok {
+		return nil, ErrBadSecret
+	}
+	k, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(k) == 0 {
+		return nil, ErrBadSecret
+	}
+	return k, nil
+}
+
+// Sign returns the webhook-signature value for a message.
+func Sign(secret, id string, timestamp time.Time, body []byte) (string, error) {
+	k, err := key(secret)
+	if err != nil {
+		return "", err
+	}
+	return "v1," + signature(k, id, timestamp.Unix(), body), nil
+}
+
+func signature(k []byte, id string, ts int64, body []byte) string {
+	mac := hmac.New(sha256.New, k)
+	mac.Write([]byte(id + "." + strconv.FormatInt(ts, 10) + "."))
+	mac.Write(body)
+	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// Headers returns the three headers of a signed message.
+func Headers(secret, id string, timestamp time.Time, body []byte) (http.Header, error) {
+	sig, err := Sign(secret, id, timestamp, body)
+	if err != nil {
+		return nil, err
+	}
+	h := http.Header{}
+	h.Set(HeaderID, id)
+	h.Set(HeaderTimestamp, strconv.FormatInt(timestamp.Unix(), 10))
+	h.Set(HeaderSignature, sig)
+	h.Set("Content-Type", "application/json")
+	return h, nil
+}
+
+// Verify checks a received message: its timestamp is within tolerance of
+// now, and one of its signatures (the header may list several, space
+// separated, as during a secret rotation) is right for body. Compare in
+// constant time.
+func Verify(secret string, header http.Header, body []byte, now time.Time, tolerance time.Duration) error {
+	k, err := key(secret)
+	if err != nil {
+		return err
+	}
+	id, tsText, sigs := header.Get(HeaderID), header.Get(HeaderTimestamp), header.Get(HeaderSignature)
+	if id == "" || tsText == "" || sigs == "" {
+		return ErrMissingHeaders
+	}
+	ts, err := strconv.ParseInt(tsText, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: %q", ErrTimestamp, tsText)
+	}
+	if d := now.Sub(time.Unix(ts, 0)); d > tolerance || d < -tolerance {
+		return ErrTimestamp
+	}
+	want := []byte(signature(k, id, ts, body))
+	for _, s := range strings.Fields(sigs) {
+		v, sig, ok := strings.Cut(s, ",")
+		if ok && v == "v1" && hmac.Equal([]byte(sig), want) {
+			return nil
+		}
+	}
+	return ErrInvalidSignature
+}
