@@ -3,7 +3,6 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/redistest"
 	"github.com/imagegen/imagegen/ratelimit"
 	"github.com/imagegen/imagegen/ratelimit/limitertest"
 )
@@ -364,23 +364,7 @@ func TestRedisErrors(t *testing.T) {
 }
 
 // realRedis connects to IMAGEGEN_TEST_REDIS or skips.
-func realRedis(t testing.TB) redis.UniversalClient {
-	t.Helper()
-	url := os.Getenv("IMAGEGEN_TEST_REDIS")
-	if url == "" {
-		t.Skip("IMAGEGEN_TEST_REDIS is not set (e.g. redis://127.0.0.1:6379/15); the Redis limiter ran on miniredis only")
-	}
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatalf("IMAGEGEN_TEST_REDIS: %v", err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { _ = rdb.Close() })
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("IMAGEGEN_TEST_REDIS=%s does not answer: %v", url, err)
-	}
-	return rdb
-}
+func realRedis(t testing.TB) redis.UniversalClient { return redistest.Connect(t) }
 
 // newIsolated returns a limiter under a fresh prefix and deletes its keys
 // (and only its keys) when the test ends.
@@ -392,31 +376,10 @@ func newIsolated(t testing.TB, rdb redis.UniversalClient, cfg ratelimit.RedisCon
 	return lim
 }
 
-// scanKeys lists the keys matching pattern with SCAN.
 func scanKeys(t testing.TB, rdb redis.UniversalClient, pattern string) []string {
-	t.Helper()
-	var keys []string
-	iter := rdb.Scan(context.Background(), 0, pattern, 500).Iterator()
-	for iter.Next(context.Background()) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		t.Errorf("scan %s: %v", pattern, err)
-	}
-	return keys
+	return redistest.Keys(t, rdb, pattern)
 }
 
-// deleteKeys deletes the keys matching pattern (and no other) with SCAN
-// and DEL; never FLUSHDB, the server may be shared.
 func deleteKeys(t testing.TB, rdb redis.UniversalClient, pattern string) {
-	t.Helper()
-	keys := scanKeys(t, rdb, pattern)
-	for len(keys) > 0 {
-		n := min(len(keys), 500)
-		if err := rdb.Del(context.Background(), keys[:n]...).Err(); err != nil {
-			t.Errorf("clean up %s: %v", pattern, err)
-			return
-		}
-		keys = keys[n:]
-	}
+	redistest.DeleteKeys(t, rdb, pattern)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"image/png"
 	"io"
 	"net/http"
@@ -71,16 +70,7 @@ func startServe(t *testing.T, env map[string]string, args ...string) server {
 
 func (s server) call(t *testing.T, method, path, key, body string) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(method, s.base+path, strings.NewReader(body))
-	is.New(t).NoErr(err)
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	is.New(t).NoErr(err)
-	defer resp.Body.Close()
-	var m map[string]any
-	is.New(t).NoErr(json.NewDecoder(resp.Body).Decode(&m))
-	return resp.StatusCode, m
+	return httpCall(t, method, s.base+path, key, body)
 }
 
 // waitTask polls (within the rate limit of the test server) until the task ends.

@@ -2,7 +2,6 @@ package redis_test
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/redistest"
 	redisstore "github.com/imagegen/imagegen/store/redis"
 	"github.com/imagegen/imagegen/store/storetest"
 )
@@ -58,23 +58,7 @@ func TestConformanceRedis(t *testing.T) {
 }
 
 // realRedis connects to IMAGEGEN_TEST_REDIS or skips.
-func realRedis(t *testing.T) goredis.UniversalClient {
-	t.Helper()
-	url := os.Getenv("IMAGEGEN_TEST_REDIS")
-	if url == "" {
-		t.Skip("IMAGEGEN_TEST_REDIS is not set (e.g. redis://127.0.0.1:6379/15); the suite ran on miniredis only")
-	}
-	opt, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Fatalf("IMAGEGEN_TEST_REDIS: %v", err)
-	}
-	rdb := goredis.NewClient(opt)
-	t.Cleanup(func() { _ = rdb.Close() })
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("IMAGEGEN_TEST_REDIS=%s does not answer: %v", url, err)
-	}
-	return rdb
-}
+func realRedis(t *testing.T) goredis.UniversalClient { return redistest.Connect(t) }
 
 // newIsolated returns a store under a fresh prefix and deletes its keys
 // (and only its keys) when the test ends.
@@ -90,21 +74,7 @@ func newIsolated(t *testing.T, rdb goredis.UniversalClient, o redisstore.Options
 }
 
 func deleteKeys(t *testing.T, rdb goredis.UniversalClient, pattern string) {
-	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, pattern, 500).Iterator()
-	var batch []string
-	for iter.Next(ctx) {
-		batch = append(batch, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		t.Errorf("clean up %s: %v", pattern, err)
-		return
-	}
-	if len(batch) > 0 {
-		if err := rdb.Del(ctx, batch...).Err(); err != nil {
-			t.Errorf("clean up %s: %v", pattern, err)
-		}
-	}
+	redistest.DeleteKeys(t, rdb, pattern)
 }
 
 // mapBlobs is an operator's BlobStore, kept in a map.

@@ -1,0 +1,61 @@
+// Package redistest helps tests run against the real Redis named by
+// IMAGEGEN_TEST_REDIS (a redis:// URL), cleaning up only their own keys.
+package redistest
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// EnvVar names the Redis the suites also run against when it is set.
+const EnvVar = "IMAGEGEN_TEST_REDIS"
+
+// Connect returns a client of the Redis named by IMAGEGEN_TEST_REDIS, or
+// skips the test (saying so) when the variable is not set. It fails the
+// test when the variable is set but Redis does not answer.
+func Connect(t testing.TB) goredis.UniversalClient {
+	t.Helper()
+	url := os.Getenv(EnvVar)
+	if url == "" {
+		t.Skip(EnvVar + " is not set (e.g. redis://127.0.0.1:6379/15); this suite ran on miniredis only")
+	}
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatalf("%s: %v", EnvVar, err)
+	}
+	rdb := goredis.NewClient(opt)
+	t.Cleanup(func() { _ = rdb.Close() })
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("%s=%s does not answer: %v", EnvVar, url, err)
+	}
+	return rdb
+}
+
+// Keys lists the keys matching pattern, with SCAN.
+func Keys(t testing.TB, rdb goredis.UniversalClient, pattern string) []string {
+	t.Helper()
+	var keys []string
+	iter := rdb.Scan(context.Background(), 0, pattern, 500).Iterator()
+	for iter.Next(context.Background()) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Errorf("scan %s: %v", pattern, err)
+	}
+	return keys
+}
+
+// DeleteKeys deletes the keys matching pattern, and no other; never
+// FLUSHDB: the server may be shared.
+func DeleteKeys(t testing.TB, rdb goredis.UniversalClient, pattern string) {
+	t.Helper()
+	for _, k := range Keys(t, rdb, pattern) {
+		if err := rdb.Del(context.Background(), k).Err(); err != nil {
+			t.Errorf("clean up %s: %v", pattern, err)
+			return
+		}
+	}
+}
