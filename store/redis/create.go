@@ -17,8 +17,9 @@ import (
 // and charged on its own, in order, so a batch is exactly as if its
 // tasks had been submitted one after another. It is the hot path, so it
 // makes as few calls as it can: balances are read once per owner and
-// written back once, ledger entries (half-made in Go) are appended in
-// one RPUSH per owner, and one ZADD queues the batch.
+// written back once, ledger entries (half-made in Go) and task index
+// entries are appended in one call each per owner, and one ZADD queues
+// the batch.
 //
 //	KEYS[1] pending
 //	KEYS[4i-2 .. 4i+1]  task i (1-based): task, balance, ledger, owner's task index
@@ -38,7 +39,8 @@ for i = 1, (#KEYS - 1) / 4 do
   local id, cost = ARGV[a], tonumber(ARGV[a + 4])
   local acct = balances[bal]
   if not acct then
-    acct = {value = tonumber(redis.call('GET', bal) or '0'), ledger = KEYS[4 * i], entries = {}}
+    acct = {value = tonumber(redis.call('GET', bal) or '0'), ledger = KEYS[4 * i], entries = {},
+      index = index, members = {}}
     balances[bal] = acct
     owners[#owners + 1] = bal
   end
@@ -53,8 +55,7 @@ for i = 1, (#KEYS - 1) / 4 do
       'cost', cost, 'status', 'pending', 'created', now)
     if ARGV[a + 6] ~= '' then redis.call('HSET', task, 'callback', ARGV[a + 6]) end
     queued[#queued + 1], queued[#queued + 2] = now, id
-    redis.call('ZADD', index, 0, string.format('%013d', now) .. ':' .. id)
-    redis.call('PEXPIRE', index, ARGV[2])
+    acct.members[#acct.members + 1], acct.members[#acct.members + 2] = 0, string.format('%013d', now) .. ':' .. id
     out[#out + 1], out[#out + 2] = 1, acct.value
   end
 end
@@ -63,6 +64,8 @@ for _, bal in ipairs(owners) do
   if #acct.entries > 0 then
     redis.call('SET', bal, acct.value)
     redis.call('RPUSH', acct.ledger, unpack(acct.entries))
+    redis.call('ZADD', acct.index, unpack(acct.members))
+    redis.call('PEXPIRE', acct.index, ARGV[2])
   end
 end
 if #queued > 0 then redis.call('ZADD', KEYS[1], unpack(queued)) end
