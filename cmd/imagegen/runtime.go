@@ -26,7 +26,7 @@ func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int) {
 	fs.StringVar(&c.redisURL, "redis", "", "Redis URL (redis://host:port/db) shared by every process; empty keeps state in this process")
 	fs.IntVar(&c.workers, "workers", defaultWorkers, "concurrent generations in this process (0 runs none)")
 	fs.DurationVar(&c.placeholderDelay, "placeholder-delay", 2*time.Second, "how long the placeholder model takes per image")
-	fs.BoolVar(&c.allowPrivateURLs, "allow-private-urls", false, "let image_input URLs point at loopback and private addresses (development only)")
+	fs.BoolVar(&c.allowPrivateURLs, "allow-private-urls", false, "let image_input and callback_url URLs point at loopback and private addresses, and callbacks use http (development only)")
 	fs.DurationVar(&c.retention, "retention", 24*time.Hour, "how long finished tasks and their images are kept (use one value for all processes)")
 	fs.DurationVar(&c.lease, "lease", 30*time.Second, "how long a worker holds a task before another may take it over (renewed while it runs)")
 }
@@ -59,5 +59,6 @@ func newService(c runtimeConfig, store imagegen.Store, log *slog.Logger) (*image
 	return imagegen.New(imagegen.Config{
 		Store: store, Model: model, Clock: clock, Logger: log,
 		Workers: c.workers, LeaseDuration: c.lease,
+		AllowHTTPCallbacks: c.allowPrivateURLs,
 	})
 }

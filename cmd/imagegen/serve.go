@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/ratelimit"
+	"github.com/imagegen/imagegen/webhook"
 )
 
 type serveConfig struct {
@@ -110,6 +112,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	mux := http.NewServeMux()
 	api.Register(mux)
+	callbacks, err := fetch.New(fetch.Options{AllowPrivate: c.allowPrivateURLs})
+	if err != nil {
+		return err
+	}
+	dispatcher, err := webhook.NewDispatcher(webhook.Config{Service: svc, Render: api.TaskJSON, Poster: callbacks, Logger: log})
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -120,6 +130,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = dispatcher.Run(ctx) // callbacks of finished tasks, from this or any process
+	}()
 	if c.workers > 0 { // -workers 0: this process serves the API only
 		wg.Add(1)
 		go func() {
