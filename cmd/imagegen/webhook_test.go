@@ -12,6 +12,9 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
+	redisstore "github.com/imagegen/imagegen/store/redis"
 	"github.com/imagegen/imagegen/webhook"
 )
 
@@ -52,9 +55,16 @@ func TestWebhookDeliverySurvivesARestart(t *testing.T) {
 	args := []string{"-redis", r.url(), "-demo-key", key, "-allow-private-urls", "-placeholder-delay", "0", "-workers", "1"}
 	a, base := startServeProcess(t, args...)
 
-	code, secret := httpCall(t, "GET", base+"/api/v1/webhook-secret", key, "")
-	is.Equal(code, http.StatusOK)
-	recv := &hookReceiver{secret: secret["secret"].(string)}
+	// The user's secret, as GET /api/v1/webhook-secret gives it (made on
+	// first use; here the test makes it through the store the processes share).
+	rdb := r.client(t)
+	store, err := redisstore.New(rdb, redisstore.Options{})
+	is.NoErr(err)
+	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1)})
+	is.NoErr(err)
+	secret, err := svc.WebhookSecret(context.Background(), "demo-1")
+	is.NoErr(err)
+	recv := &hookReceiver{secret: secret}
 	srv := httptest.NewServer(recv)
 	defer srv.Close()
 
@@ -63,7 +73,6 @@ func TestWebhookDeliverySurvivesARestart(t *testing.T) {
 	is.Equal(code, http.StatusCreated)
 	id := sub["task_id"].(string)
 
-	rdb := r.client(t)
 	waitUntil(t, 20*time.Second, "the first delivery is answered 500 and its retry recorded", func() bool {
 		n, _ := rdb.HGet(context.Background(), "{imagegen}:task:"+id, "hook_attempts").Int()
 		return recv.count() == 1 && n == 1
