@@ -1,0 +1,131 @@
+package provider
+
+import (
+	"cmp"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+// DefaultMaxRetries is how many times a failed call is retried when
+// Config.MaxRetries is 0.
+const DefaultMaxRetries = 3
+
+// maxMaxRetries bounds Config.MaxRetries, so a typo cannot loop for long.
+const maxMaxRetries = 10
+
+// Config holds what every adapter needs. Adapters embed it in their own
+// Config; Resolve fills the defaults and checks it. Adapters never read
+// environment variables: the program that starts them does.
+type Config struct {
+	// HTTPClient sends the requests. Default: DefaultHTTPClient().
+	// An injected client is used as is (its redirect policy included:
+	// custom auth headers survive cross-host redirects in net/http).
+	HTTPClient *http.Client
+	// BaseURL is the API root, such as "https://api.openai.com/v1";
+	// tests point it at a fake server. Default: the adapter's.
+	BaseURL string
+	// APIKey authenticates the calls. Required.
+	APIKey Secret
+	// Cost is the price of one generation in credits, 1 to 3.
+	// Default: the adapter's.
+	Cost int64
+	// MaxRetries is how many times a call that failed in a retryable way
+	// (408, 429, 5xx, network errors) is tried again within one
+	// Generate. 0 means DefaultMaxRetries (3); a negative value means
+	// none; at most 10.
+	MaxRetries int
+	// Clock times the waits between retries. Default imagegen.SystemClock.
+	Clock imagegen.Clock
+}
+
+// Defaults are an adapter's values for the fields left empty.
+type Defaults struct {
+	Provider string // names the adapter in errors, e.g. "openai"
+	BaseURL  string
+	Cost     int64
+}
+
+// Resolve returns c with defaults filled in, or an error naming the bad
+// field ("openai: Config.Cost must be 1 to 3 (got 7)").
+func (c Config) Resolve(d Defaults) (Config, error) {
+	c.BaseURL = strings.TrimRight(cmp.Or(c.BaseURL, d.BaseURL), "/")
+	c.Cost = cmp.Or(c.Cost, d.Cost, imagegen.MinCost)
+	switch {
+	case c.MaxRetries == 0:
+		c.MaxRetries = DefaultMaxRetries
+	case c.MaxRetries < 0:
+		c.MaxRetries = 0
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = DefaultHTTPClient()
+	}
+	if c.Clock == nil {
+		c.Clock = imagegen.SystemClock{}
+	}
+	if err := c.validate(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", d.Provider, err)
+	}
+	return c, nil
+}
+
+func (c Config) validate() error {
+	if c.APIKey.IsZero() {
+		return fmt.Errorf("Config.APIKey is required")
+	}
+	if strings.ContainsAny(c.APIKey.Reveal(), "\r\n") {
+		return fmt.Errorf("Config.APIKey must be one line")
+	}
+	u, err := url.Parse(c.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("Config.BaseURL must be an absolute http(s) URL without credentials, query or fragment (got %q)", c.BaseURL)
+	}
+	if c.Cost < imagegen.MinCost || c.Cost > imagegen.MaxCost {
+		return fmt.Errorf("Config.Cost must be %d to %d (got %d)", imagegen.MinCost, imagegen.MaxCost, c.Cost)
+	}
+	if c.MaxRetries > maxMaxRetries {
+		return fmt.Errorf("Config.MaxRetries must be at most %d (got %d)", maxMaxRetries, c.MaxRetries)
+	}
+	return nil
+}
+
+// Policy returns the retry policy of a resolved config: its retries and
+// clock, and its key scrubbed from every error. Adapters add Classify
+// and RetryDelay.
+func (c Config) Policy(provider string) Policy {
+	return Policy{
+		Provider:   provider,
+		MaxRetries: c.MaxRetries,
+		Clock:      c.Clock,
+		Secrets:    []Secret{c.APIKey},
+	}
+}
+
+// URL joins the base URL and a path that starts with "/".
+func (c Config) URL(path string) string { return c.BaseURL + path }
+
+// DefaultHTTPClient returns a new client for provider APIs: connect and
+// TLS handshakes bounded to 10 s, an answer's headers within 3 minutes
+// (image models are slow), the whole call within 4 minutes, and no
+// redirects (a provider API does not redirect, and following one would
+// send the key elsewhere). It never returns http.DefaultClient.
+func DefaultHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	t.TLSHandshakeTimeout = 10 * time.Second
+	t.ResponseHeaderTimeout = 3 * time.Minute
+	t.ExpectContinueTimeout = time.Second
+	t.MaxIdleConnsPerHost = 16
+	return &http.Client{
+		Transport: t,
+		Timeout:   4 * time.Minute,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}

@@ -1,0 +1,118 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+// BuildFunc makes a fresh request for one attempt, bound to ctx. It is
+// called again for every retry, so a body can be sent again.
+type BuildFunc func(ctx context.Context) (*http.Request, error)
+
+// Do sends the request that build makes until it succeeds, fails in a
+// way that is not retryable, or runs out of retries, and returns the 2xx
+// answer with its body read. Every failure is a *imagegen.ModelError:
+//
+//   - a non-2xx answer is classified by p.Classify (default
+//     DefaultClassify: 408, 429 and 5xx are retryable); Do retries when
+//     the error says Retryable;
+//   - a transport error, or a 2xx body cut short, is retryable
+//     (NetworkError), unless ctx itself has ended;
+//   - between attempts Do waits on p.Clock for the delay the provider
+//     asked for (retry-after-ms, Retry-After, then p.RetryDelay), else
+//     for an exponential backoff with jitter;
+//   - it never waits past ctx's deadline: when the wait would end after
+//     it, or the provider asks for more than p.MaxRetryAfter, Do returns
+//     the last (retryable) error at once.
+//
+// At most 1+p.MaxRetries attempts are made.
+func Do(ctx context.Context, client *http.Client, build BuildFunc, p Policy) (*Response, error) {
+	if client == nil {
+		return nil, &imagegen.ModelError{Provider: p.Provider, Message: MsgMisconfigured, Err: errors.New("no HTTP client")}
+	}
+	p = p.withDefaults()
+	for retry := 0; ; retry++ {
+		resp, fail, err := attempt(ctx, client, build, p)
+		if err == nil {
+			return resp, nil
+		}
+		if !err.Retryable || retry >= p.MaxRetries || ctx.Err() != nil {
+			return nil, err
+		}
+		delay, asked := p.delay(retry, fail)
+		if asked && delay > p.MaxRetryAfter {
+			return nil, stopped(err, fmt.Errorf("the provider asked to wait %v, more than %v", delay, p.MaxRetryAfter))
+		}
+		if werr := Wait(ctx, p.Clock, delay); werr != nil {
+			return nil, stopped(err, werr)
+		}
+	}
+}
+
+// attempt makes one call. fail is set when the answer was not 2xx.
+func attempt(ctx context.Context, client *http.Client, build BuildFunc, p Policy) (*Response, *Failure, *imagegen.ModelError) {
+	req, err := build(ctx)
+	if err != nil {
+		return nil, nil, &imagegen.ModelError{Provider: p.Provider, Message: MsgMisconfigured, Err: fmt.Errorf("building the request: %w", scrubError(err, p.Secrets))}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, nil, NetworkError(p.Provider, scrubError(err, p.Secrets))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxFailureBody))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxFailureBody))
+		f := &Failure{Status: resp.StatusCode, Header: resp.Header, Body: []byte(scrub(string(body), p.Secrets))}
+		e := p.Classify(*f)
+		if e == nil { // a classifier must not let a failure pass
+			e = DefaultClassify(p.Provider)(*f)
+		}
+		return nil, f, e
+	}
+	if resp.ContentLength > p.MaxBodyBytes {
+		return nil, nil, BadAnswer(p.Provider, false, fmt.Errorf("answer of %d bytes, more than %d", resp.ContentLength, p.MaxBodyBytes))
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, p.MaxBodyBytes+1))
+	if err != nil {
+		return nil, nil, NetworkError(p.Provider, fmt.Errorf("reading the answer: %w", scrubError(err, p.Secrets)))
+	}
+	if int64(len(body)) > p.MaxBodyBytes {
+		return nil, nil, BadAnswer(p.Provider, false, fmt.Errorf("answer of more than %d bytes", p.MaxBodyBytes))
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}, nil, nil
+}
+
+// delay is the wait before retry number retry, and whether the provider
+// asked for it.
+func (p Policy) delay(retry int, f *Failure) (time.Duration, bool) {
+	if f != nil {
+		if d, ok := RetryAfter(f.Header, p.Clock.Now()); ok {
+			return d, true
+		}
+		if p.RetryDelay != nil {
+			if d, ok := p.RetryDelay(*f); ok && d >= 0 {
+				return d, true
+			}
+		}
+	}
+	return Backoff(retry, p.BaseDelay, p.MaxDelay), false
+}
+
+// stopped is last, retryable still, with why Do did not try again added
+// to its logged cause.
+func stopped(last *imagegen.ModelError, why error) *imagegen.ModelError {
+	e := *last
+	if last.Err == nil {
+		e.Err = fmt.Errorf("not retried: %w", why)
+	} else {
+		e.Err = fmt.Errorf("%w (not retried: %w)", last.Err, why)
+	}
+	return &e
+}

@@ -1,0 +1,60 @@
+// Package provider is the plumbing that every provider adapter (openai,
+// gemini, and the ones to come) shares, written once: configuration, a
+// key type that never prints, a retrying HTTP call, the mapping of
+// provider failures onto *imagegen.ModelError, aspect-ratio and crop
+// helpers, and reference-image fetching.
+//
+// # Writing an adapter
+//
+//	type Config struct {
+//		provider.Config            // HTTPClient, BaseURL, APIKey, Cost, MaxRetries, Clock
+//		Model   string
+//		Fetcher provider.ImageFetcher
+//	}
+//
+//	func New(c Config) (*Model, error) {
+//		pc, err := c.Config.Resolve(provider.Defaults{Provider: "acme", BaseURL: "https://api.acme.example/v1", Cost: 2})
+//		...
+//		policy := pc.Policy("acme")
+//		policy.Classify = classify // the provider's error body → NewError(..., Refusal()/OperatorError()/Retry(...))
+//		return &Model{cfg: &pc, policy: policy}, nil // keep the config behind a pointer
+//	}
+//
+//	func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+//		refs, err := provider.FetchReferences(ctx, "acme", m.fetcher, g.Request.ImageInput, provider.PNG, provider.JPEG)
+//		ratio := provider.TargetRatio(g.Request, refs, nil)
+//		build, err := provider.PostJSON(m.cfg.URL("/generate"), body, header) // header carries m.cfg.APIKey.Reveal()
+//		resp, err := provider.Do(ctx, m.cfg.HTTPClient, build, m.policy)   // retries; errors are *imagegen.ModelError
+//		...
+//		img, _, err = provider.CropToRatio(img, ratio)                        // when the provider's size is only near
+//	}
+//
+// # Failures
+//
+// Every error an adapter returns is a *imagegen.ModelError. NewError maps
+// an HTTP status: 408, 429 and 5xx are retryable; 401, 403 and 404 are
+// operator errors (a bad key, no access, a wrong model name: not
+// retryable, the user reads "the image service is misconfigured");
+// other statuses are "the image provider rejected the request". Refused
+// is set only when the adapter recognises a content refusal
+// (Refusal option). The user-facing Message never carries the
+// provider's words; those go to Err, for operator logs, with the key
+// scrubbed out.
+//
+// # Retries
+//
+// Do retries what Classify marks retryable, at most Policy.MaxRetries
+// times (Config.MaxRetries, default 3), waiting on the injected clock:
+// the provider's retry-after-ms, Retry-After (seconds or HTTP date) or
+// body hint (Policy.RetryDelay, e.g. Google's RetryInfo), else
+// exponential backoff with jitter. It never waits past the context's
+// deadline: it returns the last retryable error at once instead, so
+// the task queue can retry later.
+//
+// # Keys
+//
+// Secret prints as "[redacted]" through fmt, log/slog and encoding/json.
+// Adapters call Reveal only to set the auth header, and keep their
+// resolved Config behind a pointer (fmt prints unexported struct fields
+// without calling their methods).
+package provider

@@ -1,0 +1,114 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"mime"
+	"slices"
+	"strings"
+
+	"github.com/imagegen/imagegen"
+)
+
+// ImageFetcher downloads an image a user named by URL. The project's
+// guarded fetcher (*fetch.Fetcher: SSRF guard, size and time limits) is
+// one; adapters take this interface so they never fetch user URLs with a
+// plain HTTP client.
+type ImageFetcher interface {
+	Fetch(ctx context.Context, url string) (data []byte, contentType string, err error)
+}
+
+// Reference is a fetched reference image, ready to send to a provider.
+type Reference struct {
+	Data        []byte
+	ContentType string // an image/* type the provider accepts
+	// Width and Height are read from the header; 0 when the standard
+	// library cannot read it (WebP, HEIC).
+	Width, Height int
+}
+
+// Common MIME types, for FetchReferences' accept list.
+const (
+	PNG  = "image/png"
+	JPEG = "image/jpeg"
+	WebP = "image/webp"
+	GIF  = "image/gif"
+	HEIC = "image/heic"
+	HEIF = "image/heif"
+)
+
+// FetchReferences fetches the reference images of a request, in order,
+// through f. The type of each is taken from its bytes, else from its
+// Content-Type; one the provider does not accept (not in accept) is
+// converted to PNG when the standard library can decode it.
+//
+// Failures are *imagegen.ModelError naming the item (image_input[i]):
+// a timeout (or ctx ending) is retryable; anything else (unreachable,
+// refused by the fetcher's guards, not an image, a format that cannot be
+// converted) is InvalidInput. The fetcher's error goes to Err only.
+func FetchReferences(ctx context.Context, provider string, f ImageFetcher, urls []string, accept ...string) ([]Reference, error) {
+	if len(urls) == 0 {
+		return nil, nil
+	}
+	if f == nil {
+		return nil, &imagegen.ModelError{Provider: provider, InvalidInput: true, Message: "reference images are not available on this server", Err: errors.New("no ImageFetcher configured")}
+	}
+	refs := make([]Reference, 0, len(urls))
+	for i, u := range urls {
+		data, ct, err := f.Fetch(ctx, u)
+		if err != nil {
+			return nil, referenceError(provider, i, err)
+		}
+		ref, err := newReference(data, ct, accept)
+		if err != nil {
+			return nil, &imagegen.ModelError{Provider: provider, InvalidInput: true,
+				Message: fmt.Sprintf("image_input[%d] is not a supported image", i), Err: fmt.Errorf("image_input[%d]: %w", i, err)}
+		}
+		refs = append(refs, ref)
+	}
+	return refs, nil
+}
+
+func referenceError(provider string, i int, err error) *imagegen.ModelError {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || isTimeout(err) {
+		return &imagegen.ModelError{Provider: provider, Retryable: true,
+			Message: fmt.Sprintf("image_input[%d] timed out while downloading", i), Err: fmt.Errorf("image_input[%d]: %w", i, err)}
+	}
+	return &imagegen.ModelError{Provider: provider, InvalidInput: true,
+		Message: fmt.Sprintf("image_input[%d] could not be downloaded", i), Err: fmt.Errorf("image_input[%d]: %w", i, err)}
+}
+
+func newReference(data []byte, contentType string, accept []string) (Reference, error) {
+	ct := ContentType(data)
+	if ct == "" {
+		mt, _, err := mime.ParseMediaType(contentType)
+		if err != nil || !strings.HasPrefix(mt, "image/") {
+			return Reference{}, fmt.Errorf("content of type %q is not an image", contentType)
+		}
+		ct = mt
+	}
+	ref := Reference{Data: data, ContentType: ct}
+	if s, err := ImageSize(data); err == nil {
+		ref.Width, ref.Height = s.W, s.H
+	}
+	if len(accept) == 0 || slices.Contains(accept, ct) {
+		return ref, nil
+	}
+	if ref.Width == 0 || int64(ref.Width)*int64(ref.Height) > MaxCropPixels {
+		return Reference{}, fmt.Errorf("%s is not accepted (%s) and cannot be converted to PNG", ct, strings.Join(accept, ", "))
+	}
+	img, _, err := image.Decode(bytes.NewReader(data))
+	if err != nil {
+		return Reference{}, fmt.Errorf("%s is not accepted (%s) and cannot be converted to PNG: %w", ct, strings.Join(accept, ", "), err)
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		return Reference{}, fmt.Errorf("converting %s to PNG: %w", ct, err)
+	}
+	ref.Data, ref.ContentType = buf.Bytes(), PNG
+	return ref, nil
+}

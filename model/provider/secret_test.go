@@ -1,0 +1,83 @@
+package provider_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen/model/provider"
+	"github.com/imagegen/imagegen/model/provider/providertest"
+)
+
+const key = "sk-test-0123456789abcdef"
+
+func TestSecretNeverPrints(t *testing.T) {
+	is := is.New(t)
+	s := provider.Secret(key)
+	is.Equal(s.Reveal(), key)
+	is.Equal(s.String(), "[redacted]")
+	is.Equal(s.GoString(), "[redacted]")
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%10s", "%d"} {
+		is.Equal(fmt.Sprintf(verb, s), "[redacted]") // every verb
+	}
+	b, err := json.Marshal(map[string]provider.Secret{"k": s})
+	is.NoErr(err)
+	is.Equal(string(b), `{"k":"[redacted]"}`)
+	providertest.NoSecret(t, key, s)
+}
+
+func TestConfigNeverPrintsItsKey(t *testing.T) {
+	is := is.New(t)
+	c, err := provider.Config{APIKey: key}.Resolve(provider.Defaults{Provider: "acme", BaseURL: "https://api.acme.example/v1", Cost: 2})
+	is.NoErr(err)
+	providertest.NoSecret(t, key, c)
+	providertest.NoSecret(t, key, &c)
+	providertest.NoSecret(t, key, c.Policy("acme"))
+	providertest.NoSecret(t, key, struct{ Inner provider.Config }{c})
+}
+
+func TestConfigResolve(t *testing.T) {
+	d := provider.Defaults{Provider: "acme", BaseURL: "https://api.acme.example/v1/", Cost: 2}
+	t.Run("defaults", func(t *testing.T) {
+		is := is.New(t)
+		c, err := provider.Config{APIKey: key}.Resolve(d)
+		is.NoErr(err)
+		is.Equal(c.BaseURL, "https://api.acme.example/v1") // trailing slash trimmed
+		is.Equal(c.URL("/images"), "https://api.acme.example/v1/images")
+		is.Equal(c.Cost, int64(2))
+		is.Equal(c.MaxRetries, provider.DefaultMaxRetries)
+		is.True(c.HTTPClient != nil && c.HTTPClient != http.DefaultClient)
+		is.True(c.HTTPClient.Timeout > 0)
+		is.True(c.Clock != nil)
+	})
+	t.Run("negative retries mean none", func(t *testing.T) {
+		is := is.New(t)
+		c, err := provider.Config{APIKey: key, MaxRetries: -1}.Resolve(d)
+		is.NoErr(err)
+		is.Equal(c.MaxRetries, 0)
+	})
+	for _, tc := range []struct {
+		name  string
+		c     provider.Config
+		field string
+	}{
+		{"no key", provider.Config{}, "Config.APIKey"},
+		{"key with newline", provider.Config{APIKey: "a\nb"}, "Config.APIKey"},
+		{"cost 4", provider.Config{APIKey: key, Cost: 4}, "Config.Cost"},
+		{"cost -1", provider.Config{APIKey: key, Cost: -1}, "Config.Cost"},
+		{"retries 11", provider.Config{APIKey: key, MaxRetries: 11}, "Config.MaxRetries"},
+		{"relative URL", provider.Config{APIKey: key, BaseURL: "/v1"}, "Config.BaseURL"},
+		{"ftp URL", provider.Config{APIKey: key, BaseURL: "ftp://x/v1"}, "Config.BaseURL"},
+		{"URL with query", provider.Config{APIKey: key, BaseURL: "https://x/v1?key=1"}, "Config.BaseURL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			_, err := tc.c.Resolve(d)
+			is.True(err != nil)
+			is.True(contains(err.Error(), "acme: "+tc.field)) // names provider and field
+		})
+	}
+}
