@@ -40,14 +40,22 @@ type Task struct {
 	TaskID string          `json:"task_id"`
 	Status imagegen.Status `json:"status"`
 	Images []string        `json:"images,omitempty"` // image URLs, when Status is success
-	Error  string          `json:"error,omitempty"`  // failure reason, when Status is failed
+	Error  string          `json:"error,omitempty"`  // failure reason for people, when Status is failed
+	// ErrorCode is the failure reason for programs, when Status is failed
+	// (an optional extension: "" from a server without it). One of
+	// imagegen.CodeContentPolicy, CodeInvalidImageInput, CodeTimeout,
+	// CodeProviderError, CodeCancelled, CodeInternal.
+	ErrorCode imagegen.ErrorCode `json:"error_code,omitempty"`
 }
 
 // Err returns nil unless the task failed, and then an error wrapping
-// ErrTaskFailed with the task's failure reason.
+// ErrTaskFailed with the task's failure reason (and code, if any).
 func (t *Task) Err() error {
 	if t.Status != imagegen.StatusFailed {
 		return nil
+	}
+	if t.ErrorCode != "" {
+		return fmt.Errorf("%w: task %s: %s (%s)", ErrTaskFailed, t.TaskID, t.Error, t.ErrorCode)
 	}
 	return fmt.Errorf("%w: task %s: %s", ErrTaskFailed, t.TaskID, t.Error)
 }
@@ -174,11 +182,15 @@ func (c *Client) GoString() string { return c.String() }
 // invalid_params (imagegen.ErrInvalidParams) or insufficient_credits
 // (imagegen.ErrInsufficientCredits).
 func (c *Client) Submit(ctx context.Context, req imagegen.Request) (imagegen.Submitted, error) {
+	return c.submit(ctx, req, nil)
+}
+
+func (c *Client) submit(ctx context.Context, req imagegen.Request, header http.Header) (imagegen.Submitted, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return imagegen.Submitted{}, fmt.Errorf("client: submit: %w", err)
 	}
-	res, err := c.call(ctx, http.MethodPost, "/generate", body, "")
+	res, err := c.call(ctx, http.MethodPost, "/generate", body, header)
 	if err != nil {
 		return imagegen.Submitted{}, fmt.Errorf("client: submit: %w", err)
 	}
@@ -205,11 +217,11 @@ func (c *Client) task(ctx context.Context, id string, wait time.Duration) (*Task
 	if id == "" {
 		return nil, false, fmt.Errorf("client: task: empty task id: %w", imagegen.ErrTaskNotFound)
 	}
-	prefer := ""
+	var header http.Header
 	if wait > 0 {
-		prefer = "wait=" + strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10)
+		header = http.Header{"Prefer": {"wait=" + strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10)}}
 	}
-	res, err := c.call(ctx, http.MethodGet, "/tasks/"+url.PathEscape(id), nil, prefer)
+	res, err := c.call(ctx, http.MethodGet, "/tasks/"+url.PathEscape(id), nil, header)
 	if err != nil {
 		return nil, false, fmt.Errorf("client: task %s: %w", id, err)
 	}
@@ -217,7 +229,7 @@ func (c *Client) task(ctx context.Context, id string, wait time.Duration) (*Task
 	if err := json.Unmarshal(res.body, &t); err != nil {
 		return nil, false, fmt.Errorf("client: task %s: decoding the answer: %w", id, err)
 	}
-	return &t, prefer != "" && longPollApplied(res.header), nil
+	return &t, header != nil && longPollApplied(res.header), nil
 }
 
 // Wait polls the task until it ends (success or failed) and returns it;
@@ -343,9 +355,10 @@ type answer struct {
 	body   []byte
 }
 
-// call sends one API request within the key's budget and returns its
-// answer, or an *APIError for an error status.
-func (c *Client) call(ctx context.Context, method, path string, body []byte, prefer string) (*answer, error) {
+// call sends one API request, with header's fields added, within the
+// key's budget and returns its answer, or an *APIError for an error
+// status.
+func (c *Client) call(ctx context.Context, method, path string, body []byte, header http.Header) (*answer, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -358,8 +371,10 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, pre
 	} else {
 		req.Body, req.ContentLength, req.GetBody = nil, 0, nil
 	}
-	if prefer != "" {
-		req.Header.Set("Prefer", prefer)
+	for k, vs := range header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	t, err := c.budget.acquire(ctx)
 	if err != nil {

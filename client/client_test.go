@@ -165,6 +165,7 @@ func TestWaitFailedTask(t *testing.T) {
 		is.Equal(task.Images, nil)
 		is.True(errors.Is(task.Err(), client.ErrTaskFailed))
 		is.True(strings.Contains(task.Err().Error(), "the prompt was blocked"))
+		is.Equal(task.ErrorCode, imagegen.CodeContentPolicy)
 	})
 }
 
@@ -302,6 +303,46 @@ func TestErrorCodes(t *testing.T) {
 			return c.Download(ctx, e.base+"/api/v1/images/nope?expires=1&sig=x", &bytes.Buffer{})
 		},
 		status: 404, code: "not_found", sentinel: imagegen.ErrImageNotFound, message: "image not found or link expired",
+	}, {
+		name: "task already finished",
+		call: func(e *env, c *client.Client) error {
+			sub, err := c.Submit(ctx, fox)
+			if err != nil {
+				return err
+			}
+			e.runWorkers()
+			_, err = c.Cancel(ctx, sub.TaskID)
+			return err
+		},
+		status: 409, code: "task_already_finished", sentinel: imagegen.ErrInvalidTransition, message: "the task has already finished; it was not changed",
+	}, {
+		name: "idempotency key in use",
+		call: func(e *env, c *client.Client) error {
+			store := e.svc.Store().(imagegen.IdempotencyStore)
+			if _, err := store.BeginIdempotent(ctx, "alice", "k", fingerprint(e.t, fox), time.Minute); err != nil {
+				return err
+			}
+			_, err := c.SubmitWithKey(ctx, fox, "k")
+			return err
+		},
+		status: 409, code: "idempotency_key_in_use", sentinel: client.ErrIdempotencyKeyInUse,
+		message: "a request with this Idempotency-Key is still in progress; retry later",
+	}, {
+		name: "extension missing",
+		call: func(e *env, c *client.Client) error {
+			e.setWrap(func(next http.Handler) http.Handler { // a server without the extensions
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/api/v1/credits" {
+						r = r.Clone(r.Context())
+						r.URL.Path = "/api/v1/nope"
+					}
+					next.ServeHTTP(w, r)
+				})
+			})
+			_, err := c.Credits(ctx)
+			return err
+		},
+		status: 404, code: "not_found", message: "no such endpoint: /api/v1/nope",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -314,7 +355,8 @@ func TestErrorCodes(t *testing.T) {
 				is.Equal(apiErr.Code, tc.code)
 				is.Equal(apiErr.Message, tc.message) // the server's own message
 				for _, s := range []error{imagegen.ErrUnauthorized, imagegen.ErrInsufficientCredits, imagegen.ErrTaskNotFound,
-					imagegen.ErrInvalidParams, imagegen.ErrRateLimited, imagegen.ErrImageNotFound} {
+					imagegen.ErrInvalidParams, imagegen.ErrRateLimited, imagegen.ErrImageNotFound,
+					imagegen.ErrInvalidTransition, client.ErrIdempotencyKeyInUse} {
 					is.Equal(errors.Is(err, s), s == tc.sentinel) // its sentinel and no other
 				}
 				is.True(strings.Contains(err.Error(), tc.message))

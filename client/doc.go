@@ -41,6 +41,23 @@
 // the API: Wait and Generate return it with its Error message, and
 // Task.Err turns it into an error wrapping ErrTaskFailed.
 //
+// # Extensions
+//
+// The server implements optional extensions of INTERFACE.md, which this
+// package uses where asked (a server without them answers 404 not_found):
+//
+//   - SubmitWithKey sends an Idempotency-Key, so that a submit retried
+//     after a network error or a 5xx cannot create or charge a second
+//     task: the server replays the first answer.
+//   - Cancel ends a pending or processing task (refunded); a task that
+//     has already ended gives an error wrapping
+//     imagegen.ErrInvalidTransition.
+//   - List pages through the caller's tasks, newest first.
+//   - Credits returns the credit balance.
+//   - Task.ErrorCode says, for programs, why a task failed (for example
+//     imagegen.CodeContentPolicy: retrying the same prompt will not help).
+//   - Long polls (Prefer: wait=N), which Wait uses; see Polling.
+//
 // The API key is sent only in the Authorization header of API requests (not
 // to image URLs, which need no key) and never appears in errors or in the
 // printed Client.

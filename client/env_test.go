@@ -55,6 +55,7 @@ type arrival struct {
 	at     time.Time
 	method string
 	path   string
+	query  string
 	status int
 	header http.Header // as the client sent it
 }
@@ -124,7 +125,7 @@ func (e *env) serve(w http.ResponseWriter, r *http.Request) {
 	h.ServeHTTP(rec, r)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.requests = append(e.requests, arrival{at: at, method: r.Method, path: r.URL.Path, status: rec.status, header: sent})
+	e.requests = append(e.requests, arrival{at: at, method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, status: rec.status, header: sent})
 }
 
 type statusWriter struct {

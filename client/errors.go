@@ -15,20 +15,35 @@ import (
 // ErrTaskFailed is wrapped by Task.Err for a task whose status is failed.
 var ErrTaskFailed = errors.New("client: task failed")
 
+// ErrIdempotencyKeyInUse is wrapped by the error of SubmitWithKey when
+// the server is still handling an earlier request with the same
+// idempotency key (409 idempotency_key_in_use). Retry later with the same
+// key and request: the answer will be that of the first request.
+var ErrIdempotencyKeyInUse = errors.New("client: a request with this idempotency key is still in progress")
+
 // APIError is an answer of the API with an error status (INTERFACE.md §7).
 //
 // Unwrap maps Code to the sentinel errors of package imagegen:
 // unauthorized to ErrUnauthorized, insufficient_credits to
 // ErrInsufficientCredits, task_not_found to ErrTaskNotFound,
-// invalid_params to ErrInvalidParams and rate_limit_exceeded to
-// ErrRateLimited. A failed image download (404) wraps ErrImageNotFound.
-// Other codes (internal_error, not_found, …) wrap nothing.
+// invalid_params to ErrInvalidParams, rate_limit_exceeded to
+// ErrRateLimited and (Cancel) task_already_finished to
+// ErrInvalidTransition; idempotency_key_in_use (SubmitWithKey) wraps this
+// package's ErrIdempotencyKeyInUse. A failed image download (404) wraps
+// ErrImageNotFound. Other codes (internal_error, not_found, …) wrap
+// nothing.
 type APIError struct {
 	StatusCode int    // HTTP status, e.g. 403
 	Code       string // error.code, e.g. "insufficient_credits"; "" if the body was not the API's error shape
 	Message    string // error.message, as the server wrote it
 	// RetryAfter is the server's Retry-After (on 429), or 0.
 	RetryAfter time.Duration
+	// Replayed: the server answered with the stored answer of an earlier
+	// request with the same idempotency key (SubmitWithKey), as its
+	// "Idempotent-Replayed: true" header says. A replayed
+	// insufficient_credits stays so for that key even after credits are
+	// added: use a new key.
+	Replayed bool
 
 	// sentinel overrides the mapping of Code (Download's ErrImageNotFound).
 	sentinel error
@@ -45,6 +60,9 @@ func (e *APIError) Error() string {
 	}
 	if e.RetryAfter > 0 {
 		fmt.Fprintf(&b, " (retry after %v)", e.RetryAfter)
+	}
+	if e.Replayed {
+		b.WriteString(" (replayed for the idempotency key)")
 	}
 	return b.String()
 }
@@ -65,6 +83,10 @@ func (e *APIError) Unwrap() error {
 		return imagegen.ErrInvalidParams
 	case "rate_limit_exceeded":
 		return imagegen.ErrRateLimited
+	case "task_already_finished":
+		return imagegen.ErrInvalidTransition
+	case "idempotency_key_in_use":
+		return ErrIdempotencyKeyInUse
 	}
 	return nil
 }
@@ -91,6 +113,7 @@ func newAPIError(status int, header http.Header, body []byte, now time.Time) *AP
 	if status == http.StatusTooManyRequests {
 		e.RetryAfter, _ = parseRetryAfter(header.Get("Retry-After"), now)
 	}
+	e.Replayed = header.Get("Idempotent-Replayed") == "true"
 	return e
 }
 

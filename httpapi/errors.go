@@ -9,9 +9,9 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-// Error codes. The first six are those of INTERFACE.md §7; the last three
+// Error codes. The first six are those of INTERFACE.md §7; the others
 // cover conditions §7 does not name (an unknown path, a wrong method, a
-// body over 1 MiB) with the same body shape.
+// body over 1 MiB, and the optional extensions) with the same body shape.
 const (
 	CodeUnauthorized        = "unauthorized"
 	CodeInsufficientCredits = "insufficient_credits"
@@ -22,6 +22,8 @@ const (
 	CodeNotFound            = "not_found"
 	CodeMethodNotAllowed    = "method_not_allowed"
 	CodeBodyTooLarge        = "request_too_large"
+	CodeIdempotencyConflict = "idempotency_key_in_use" // 409: the first request with the key is still running
+	CodeTaskFinished        = "task_already_finished"  // 409: cancel of a task that has ended
 )
 
 // ErrorBody is the JSON body of every error response.
@@ -56,6 +58,8 @@ func (h *Handler) respondErr(w http.ResponseWriter, r *http.Request, err error) 
 		writeError(w, http.StatusForbidden, CodeInsufficientCredits, "not enough credits for this generation")
 	case errors.Is(err, imagegen.ErrTaskNotFound):
 		writeError(w, http.StatusNotFound, CodeTaskNotFound, "task not found")
+	case errors.Is(err, imagegen.ErrInvalidTransition):
+		writeError(w, http.StatusConflict, CodeTaskFinished, "the task has already finished; it was not changed")
 	default:
 		h.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeError(w, http.StatusInternalServerError, CodeInternalError, "internal server error")

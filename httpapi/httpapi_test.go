@@ -223,9 +223,10 @@ func TestFailedTaskBodyAndRefund(t *testing.T) {
 	is.NoErr(err)
 	is.True(ran)
 	m, keys := fields(t, e.poll(e.key, id))
-	is.Equal(keys, []string{"error", "status", "task_id"})
+	is.Equal(keys, []string{"error", "error_code", "status", "task_id"}) // error_code: the optional extension
 	is.Equal(m["status"], "failed")
 	is.True(strings.Contains(m["error"].(string), "the prompt was blocked"))
+	is.Equal(m["error_code"], "content_policy")
 	bal, err := e.svc.Balance(ctx, "alice")
 	is.NoErr(err)
 	is.Equal(bal, int64(10))          // refunded

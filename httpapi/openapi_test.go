@@ -3,12 +3,15 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -42,6 +45,8 @@ type exchange struct {
 	// component names the components.responses entry for answers on no
 	// route of the description (an unknown path, a method not allowed).
 	component string
+	// want, when set, is the status the handler must answer.
+	want int
 
 	status     int
 	respHeader http.Header
@@ -73,6 +78,7 @@ func invalid(x *exchange)          { x.specValid = false }
 func component(name string) reqOpt { return func(x *exchange) { x.component = name } }
 func header(k, v string) reqOpt    { return func(x *exchange) { x.header.Set(k, v) } }
 func from(ip string) reqOpt        { return func(x *exchange) { x.header.Set("X-Test-IP", ip) } }
+func status(code int) reqOpt       { return func(x *exchange) { x.want = code } }
 
 // do sends one request to e's handler, from an address of its own unless
 // from says otherwise.
@@ -97,6 +103,9 @@ func (rc *recorder) do(e *env, name, method, target, key, body string, opts ...r
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, r)
 	x.status, x.respHeader, x.respBody = w.Code, w.Result().Header, w.Body.Bytes()
+	if x.want != 0 && x.status != x.want {
+		rc.t.Errorf("%s: %s %s -> %d, want %d\n%s", name, method, target, x.status, x.want, x.respBody)
+	}
 	rc.all = append(rc.all, x)
 	return x
 }
@@ -212,6 +221,11 @@ func recordExchanges(t *testing.T) *recorder {
 	failed := taskID(t, rc.do(e, "submit to fail", "POST", "/api/v1/generate", e.key, t2i))
 	e.runAll()
 	rc.do(e, "poll failed", "GET", "/api/v1/tasks/"+failed, e.key, "")
+	var failedTask httpapi.TaskBody
+	is.NoErr(json.Unmarshal(rc.find("poll failed").respBody, &failedTask))
+	is.Equal(failedTask.ErrorCode, imagegen.CodeContentPolicy)
+
+	recordExtensions(t, rc, e, rich, id)
 
 	rc.do(e, "task not found", "GET", "/api/v1/tasks/00000000-0000-4000-8000-000000000000", e.key, "")
 	rc.do(e, "another user's task", "GET", "/api/v1/tasks/"+id, rich, "")
@@ -226,6 +240,9 @@ func recordExchanges(t *testing.T) *recorder {
 	rc.do(limited, "poll at limit", "GET", "/api/v1/tasks/x", limited.key, "")
 	rc.do(limited, "submit over limit", "POST", "/api/v1/generate", limited.key, t2i)
 	rc.do(limited, "poll over limit", "GET", "/api/v1/tasks/x", limited.key, "")
+	rc.do(limited, "cancel over limit", "POST", "/api/v1/tasks/x/cancel", limited.key, "", status(http.StatusTooManyRequests))
+	rc.do(limited, "list over limit", "GET", "/api/v1/tasks", limited.key, "", status(http.StatusTooManyRequests))
+	rc.do(limited, "credits over limit", "GET", "/api/v1/credits", limited.key, "", status(http.StatusTooManyRequests))
 	for i := range 100 {
 		x := rc.do(limited, "guess "+strconv.Itoa(i), "GET", "/api/v1/tasks/x", imagegen.NewAPIKey(), "", from("203.0.113.7"))
 		if x.status == http.StatusTooManyRequests {
@@ -251,7 +268,145 @@ func recordExchanges(t *testing.T) *recorder {
 	is.NoErr(json.Unmarshal(rc.do(lost, "poll, images to be lost", "GET", "/api/v1/tasks/"+lostID, lost.key, "").respBody, &lostTask))
 	is.Equal(len(lostTask.Images), 1)
 	rc.do(lost, "download, store down", "GET", strings.TrimPrefix(lostTask.Images[0], "https://img.example.test"), "", "")
+	down := newEnv(t, func(o *envOptions) {
+		o.store = extensionsDownStore{memory.New(memory.Options{Clock: clock, Retention: retention})}
+	})
+	rc.do(down, "cancel, store down", "POST", "/api/v1/tasks/x/cancel", down.key, "", status(http.StatusInternalServerError))
+	rc.do(down, "list, store down", "GET", "/api/v1/tasks", down.key, "", status(http.StatusInternalServerError))
+	rc.do(down, "credits, store down", "GET", "/api/v1/credits", down.key, "", status(http.StatusInternalServerError))
+	rc.do(down, "idempotent submit, store down", "POST", "/api/v1/generate", down.key, t2i,
+		header("Idempotency-Key", "order-1"), status(http.StatusInternalServerError))
 	return rc
+}
+
+// recordExtensions drives the optional extensions: cancel, the task list,
+// the balance, idempotent submits and long polls. succeeded is a task of
+// e.key's user that ended in success.
+func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string) {
+	t.Helper()
+	is := is.New(t)
+	ctx := context.Background()
+	const unknownTask = "/api/v1/tasks/00000000-0000-4000-8000-000000000000"
+
+	// Cancel.
+	pending := taskID(t, rc.do(e, "submit to cancel", "POST", "/api/v1/generate", e.key, t2i))
+	cancel := "/api/v1/tasks/" + pending + "/cancel"
+	rc.do(e, "cancel another user's task", "POST", cancel, rich, "", status(http.StatusNotFound))
+	var task httpapi.TaskBody
+	is.NoErr(json.Unmarshal(rc.do(e, "cancel pending", "POST", cancel, e.key, "", status(http.StatusOK)).respBody, &task))
+	is.Equal(task, httpapi.TaskBody{TaskID: pending, Status: imagegen.StatusFailed, Error: imagegen.CancelledMessage, ErrorCode: imagegen.CodeCancelled})
+	rc.do(e, "cancel cancelled", "POST", cancel, e.key, "", status(http.StatusConflict))
+	rc.do(e, "cancel succeeded", "POST", "/api/v1/tasks/"+succeeded+"/cancel", e.key, "", status(http.StatusConflict))
+	rc.do(e, "cancel unknown task", "POST", unknownTask+"/cancel", e.key, "", status(http.StatusNotFound))
+	rc.do(e, "cancel without key", "POST", cancel, "", "", invalid, status(http.StatusUnauthorized))
+	rc.do(e, "cancel unknown key", "POST", cancel, imagegen.NewAPIKey(), "", status(http.StatusUnauthorized))
+	rc.do(e, "cancel wrong method", "GET", cancel, e.key, "", component("MethodNotAllowed"))
+
+	// The task list: pages, a filter, bad parameters.
+	dana := e.user("dana", 10)
+	var danas []string
+	for i := range 3 {
+		danas = append(danas, taskID(t, rc.do(e, "submit to list "+strconv.Itoa(i), "POST", "/api/v1/generate", dana, t2i)))
+	}
+	var page httpapi.TaskList
+	is.NoErr(json.Unmarshal(rc.do(e, "list first page", "GET", "/api/v1/tasks?limit=2", dana, "", status(http.StatusOK)).respBody, &page))
+	is.Equal(len(page.Tasks), 2)
+	is.Equal(page.Tasks[0].TaskID, danas[2]) // newest first
+	is.Equal(page.Tasks[1].TaskID, danas[1])
+	is.True(page.NextCursor != "")
+	next := "/api/v1/tasks?limit=2&cursor=" + url.QueryEscape(page.NextCursor)
+	page = httpapi.TaskList{}
+	last := rc.do(e, "list last page", "GET", next, dana, "", status(http.StatusOK))
+	is.NoErr(json.Unmarshal(last.respBody, &page))
+	is.Equal(len(page.Tasks), 1)
+	is.Equal(page.Tasks[0].TaskID, danas[0])
+	is.True(!bytes.Contains(last.respBody, []byte("next_cursor"))) // omitted on the last page
+	page = httpapi.TaskList{}
+	is.NoErr(json.Unmarshal(rc.do(e, "list failed tasks", "GET", "/api/v1/tasks?status=failed", e.key, "", status(http.StatusOK)).respBody, &page))
+	is.Equal(len(page.Tasks), 2) // the refused one and the cancelled one
+	for _, task := range page.Tasks {
+		is.Equal(task.Status, imagegen.StatusFailed)
+	}
+	is.Equal(page.Tasks[0].ErrorCode, imagegen.CodeCancelled)
+	is.Equal(page.Tasks[1].ErrorCode, imagegen.CodeContentPolicy)
+	page = httpapi.TaskList{}
+	is.NoErr(json.Unmarshal(rc.do(e, "list every status", "GET", "/api/v1/tasks?limit=100", e.key, "", status(http.StatusOK)).respBody, &page))
+	is.Equal(len(page.Tasks), 3) // success, failed, cancelled
+	is.Equal(page.Tasks[2].Status, imagegen.StatusSuccess)
+	is.Equal(string(rc.do(e, "list without tasks", "GET", "/api/v1/tasks", e.user("erin", 0), "", status(http.StatusOK)).respBody), `{"tasks":[]}`)
+	for name, query := range map[string]string{
+		"bad status":       "status=done",
+		"limit 0":          "limit=0",
+		"limit 101":        "limit=101",
+		"limit not number": "limit=ten",
+		"long cursor":      "cursor=" + strings.Repeat("7", 257),
+	} {
+		rc.do(e, "list: "+name, "GET", "/api/v1/tasks?"+query, e.key, "", invalid, status(http.StatusUnprocessableEntity))
+	}
+	// A cursor the server never gave looks like any other to a description.
+	rc.do(e, "list: unknown cursor", "GET", "/api/v1/tasks?cursor=bogus", e.key, "", status(http.StatusUnprocessableEntity))
+	rc.do(e, "list unknown key", "GET", "/api/v1/tasks", imagegen.NewAPIKey(), "", status(http.StatusUnauthorized))
+	rc.do(e, "list wrong method", "POST", "/api/v1/tasks", e.key, "", component("MethodNotAllowed"))
+
+	// The balance.
+	var credits httpapi.Credits
+	is.NoErr(json.Unmarshal(rc.do(e, "credits", "GET", "/api/v1/credits", dana, "", status(http.StatusOK)).respBody, &credits))
+	is.Equal(credits.CreditsRemaining, int64(4)) // 10 - 3 x 2
+	rc.do(e, "credits unknown key", "GET", "/api/v1/credits", imagegen.NewAPIKey(), "", status(http.StatusUnauthorized))
+	rc.do(e, "credits wrong method", "POST", "/api/v1/credits", e.key, "", component("MethodNotAllowed"))
+
+	// Idempotent submits.
+	key := func(k string) reqOpt { return header("Idempotency-Key", k) }
+	first := rc.do(e, "idempotent submit", "POST", "/api/v1/generate", rich, t2i, key("order-1"), status(http.StatusCreated))
+	again := rc.do(e, "idempotent submit replayed", "POST", "/api/v1/generate", rich, t2i, key("order-1"), status(http.StatusCreated))
+	is.Equal(first.respHeader.Get("Idempotent-Replayed"), "")
+	is.Equal(again.respHeader.Get("Idempotent-Replayed"), "true")
+	is.Equal(again.respBody, first.respBody) // the same task, charged once
+	rc.do(e, "idempotency key with another body", "POST", "/api/v1/generate", rich, `{"scene":"text-to-image","prompt":"another fox"}`,
+		key("order-1"), status(http.StatusUnprocessableEntity))
+	sum := sha256.Sum256([]byte(t2i))
+	rec, err := e.svc.Store().(imagegen.IdempotencyStore).BeginIdempotent(ctx, "rich", "order-2", hex.EncodeToString(sum[:]), time.Minute)
+	is.NoErr(err)
+	is.True(rec == nil) // order-2 is now in flight
+	rc.do(e, "idempotency key in use", "POST", "/api/v1/generate", rich, t2i, key("order-2"), status(http.StatusConflict))
+	rc.do(e, "idempotency key too long", "POST", "/api/v1/generate", rich, t2i, key(strings.Repeat("k", 256)), invalid, status(http.StatusUnprocessableEntity))
+	rc.do(e, "idempotency key not ASCII", "POST", "/api/v1/generate", rich, t2i, key("café"), invalid, status(http.StatusUnprocessableEntity))
+	broke := e.user("broke", 0)
+	rc.do(e, "idempotent submit, no credits", "POST", "/api/v1/generate", broke, t2i, key("k"), status(http.StatusForbidden))
+	x := rc.do(e, "idempotent submit, no credits, replayed", "POST", "/api/v1/generate", broke, t2i, key("k"), status(http.StatusForbidden))
+	is.Equal(x.respHeader.Get("Idempotent-Replayed"), "true")
+	bad := `{"scene":"video","prompt":"p"}`
+	rc.do(e, "idempotent invalid submit", "POST", "/api/v1/generate", rich, bad, key("order-3"), invalid, status(http.StatusUnprocessableEntity))
+	x = rc.do(e, "idempotent invalid submit, replayed", "POST", "/api/v1/generate", rich, bad, key("order-3"), invalid, status(http.StatusUnprocessableEntity))
+	is.Equal(x.respHeader.Get("Idempotent-Replayed"), "true")
+
+	// A long poll of a task that stays pending answers when its wait ends.
+	waiting := taskID(t, rc.do(e, "submit to wait on", "POST", "/api/v1/generate", e.key, t2i))
+	before := e.clock.Waiters() // timers of earlier work that nobody waits on any more
+	polled := make(chan *exchange, 1)
+	go func() {
+		polled <- rc.do(e, "long poll times out", "GET", "/api/v1/tasks/"+waiting, e.key, "", header("Prefer", "wait=5"), status(http.StatusOK))
+	}()
+	waitUntil(t, func() bool { return e.clock.Waiters() > before }) // the request is waiting
+	e.clock.Advance(5 * time.Second)
+	x = <-polled
+	is.Equal(x.respHeader.Get("Preference-Applied"), "wait=5")
+	is.Equal(x.respHeader.Get("Vary"), "Prefer")
+	var still httpapi.TaskBody
+	is.NoErr(json.Unmarshal(x.respBody, &still))
+	is.Equal(still, httpapi.TaskBody{TaskID: waiting, Status: imagegen.StatusPending})
+}
+
+// extensionsDownStore fails the store operations of the extensions.
+type extensionsDownStore struct{ *memory.Store }
+
+func (extensionsDownStore) CancelTask(context.Context, string, string) error { return errBroken }
+func (extensionsDownStore) Balance(context.Context, string) (int64, error)   { return 0, errBroken }
+func (extensionsDownStore) ListTasks(context.Context, string, imagegen.Status, int, string) (imagegen.TaskPage, error) {
+	return imagegen.TaskPage{}, errBroken
+}
+func (extensionsDownStore) BeginIdempotent(context.Context, string, string, string, time.Duration) (*imagegen.IdempotencyRecord, error) {
+	return nil, errBroken
 }
 
 // imageLostStore fails to read images.
@@ -399,6 +554,7 @@ func TestOpenAPIConformance(t *testing.T) {
 	for _, code := range []string{
 		httpapi.CodeUnauthorized, httpapi.CodeInsufficientCredits, httpapi.CodeTaskNotFound, httpapi.CodeInvalidParams,
 		httpapi.CodeRateLimitExceeded, httpapi.CodeInternalError, httpapi.CodeNotFound, httpapi.CodeMethodNotAllowed, httpapi.CodeBodyTooLarge,
+		httpapi.CodeIdempotencyConflict, httpapi.CodeTaskFinished,
 	} {
 		if !codes[code] {
 			t.Errorf("no exchange produced error code %s", code)
@@ -457,6 +613,38 @@ func TestOpenAPIRejectsMutations(t *testing.T) {
 		}},
 		{"request: aspect_ratio renamed", "submit text-to-image", true, func(doc map[string]any) {
 			rename(schema(doc, "GenerationRequest"), "aspect_ratio", "ratio")
+		}},
+		// The optional extensions.
+		{"failed task: error_code renamed", "poll failed", false, func(doc map[string]any) {
+			rename(schema(doc, "TaskFailed"), "error_code", "failure_code")
+		}},
+		{"failure code value changed", "cancel pending", false, func(doc map[string]any) {
+			code := schema(doc, "FailureCode")
+			code["enum"] = slices.Replace(code["enum"].([]any), 4, 5, any("canceled"))
+		}},
+		{"credits: credits_remaining renamed", "credits", false, func(doc map[string]any) {
+			rename(schema(doc, "Credits"), "credits_remaining", "balance")
+		}},
+		{"list: next_cursor renamed", "list first page", false, func(doc map[string]any) {
+			rename(schema(doc, "TaskList"), "next_cursor", "cursor")
+		}},
+		{"list: tasks renamed", "list last page", false, func(doc map[string]any) {
+			rename(schema(doc, "TaskList"), "tasks", "items")
+		}},
+		{"Idempotent-Replayed value changed", "idempotent submit replayed", false, func(doc map[string]any) {
+			dig(doc, "components", "headers", "Idempotent-Replayed", "schema")["const"] = "1"
+		}},
+		{"Vary header renamed", "poll pending", false, func(doc map[string]any) {
+			headers := dig(doc, "paths", "/tasks/{task_id}", "get", "responses", "200", "headers")
+			headers["Vary-Prefer"] = headers["Vary"]
+			delete(headers, "Vary")
+		}},
+		{"Preference-Applied value changed", "long poll times out", false, func(doc map[string]any) {
+			dig(doc, "components", "headers", "Preference-Applied", "schema")["pattern"] = "^wait=[0-9]+s$"
+		}},
+		{"request: Idempotency-Key narrowed", "idempotent submit", true, func(doc map[string]any) {
+			params := dig(doc, "paths", "/generate", "post")["parameters"].([]any)
+			params[0].(map[string]any)["schema"].(map[string]any)["maxLength"] = 4
 		}},
 	} {
 		t.Run(m.name, func(t *testing.T) {

@@ -7,11 +7,21 @@ func (h *Handler) routes() {
 	p := h.cfg.Prefix
 	api := func(next http.Handler) http.Handler { return h.authenticate(h.limitRate(next)) }
 
-	h.mux.Handle("POST "+p+"/generate", api(h.handleSubmit()))
+	h.mux.Handle("POST "+p+"/generate", api(h.idempotent(h.handleSubmit())))
 	h.mux.Handle(p+"/generate", methodNotAllowed("POST"))
 
 	h.mux.Handle("GET "+p+"/tasks/{task_id}", api(h.handleTask()))
 	h.mux.Handle(p+"/tasks/{task_id}", methodNotAllowed("GET, HEAD"))
+
+	// Extensions: cancel, listing, balance.
+	h.mux.Handle("POST "+p+"/tasks/{task_id}/cancel", api(h.handleCancel()))
+	h.mux.Handle(p+"/tasks/{task_id}/cancel", methodNotAllowed("POST"))
+	h.mux.Handle("GET "+p+"/tasks", api(h.handleList()))
+	h.mux.Handle(p+"/tasks", methodNotAllowed("GET, HEAD"))
+	h.mux.Handle("GET "+p+"/credits", api(h.handleCredits()))
+	h.mux.Handle(p+"/credits", methodNotAllowed("GET, HEAD"))
+	h.mux.Handle("GET "+p+"/webhook-secret", api(h.handleWebhookSecret()))
+	h.mux.Handle(p+"/webhook-secret", methodNotAllowed("GET, HEAD"))
 
 	// Signed, keyless image downloads (so <img> tags work).
 	h.mux.Handle("GET "+p+"/images/{image_id}", h.handleImage())

@@ -12,11 +12,9 @@ import (
 func (h *Handler) handleSubmit() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := PrincipalFrom(r.Context())
-		if ct := r.Header.Get("Content-Type"); ct != "" {
-			if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-				h.respondErr(w, r, &imagegen.ValidationError{Field: "Content-Type", Message: "must be application/json"})
-				return
-			}
+		if err := checkContentType(r); err != nil {
+			h.respondErr(w, r, err)
+			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 		if err != nil {
@@ -35,4 +33,15 @@ func (h *Handler) handleSubmit() http.Handler {
 		}
 		encode(w, http.StatusCreated, sub)
 	})
+}
+
+// checkContentType refuses a request body declared as anything but JSON
+// (a body without Content-Type is read as JSON).
+func checkContentType(r *http.Request) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return &imagegen.ValidationError{Field: "Content-Type", Message: "must be application/json"}
+		}
+	}
+	return nil
 }

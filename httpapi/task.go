@@ -18,6 +18,10 @@ type TaskBody struct {
 	Status imagegen.Status `json:"status"`
 	Images []string        `json:"images,omitempty"`
 	Error  string          `json:"error,omitempty"`
+	// ErrorCode is an extension: with error, a machine-readable reason
+	// (content_policy, invalid_image_input, timeout, provider_error,
+	// cancelled, internal).
+	ErrorCode imagegen.ErrorCode `json:"error_code,omitempty"`
 }
 
 // handleTask serves GET {prefix}/tasks/{task_id} (INTERFACE.md §4.2).
@@ -55,9 +59,12 @@ func (h *Handler) taskBody(r *http.Request, t *imagegen.Task) TaskBody {
 			body.Images[i] = h.imageURL(r, id, t.ExpiresAt.Unix())
 		}
 	case imagegen.StatusFailed:
-		body.Error = t.Error
+		body.Error, body.ErrorCode = t.Error, t.ErrorCode
 		if body.Error == "" {
 			body.Error = "image generation failed"
+		}
+		if body.ErrorCode == "" {
+			body.ErrorCode = imagegen.CodeInternal
 		}
 	}
 	return body

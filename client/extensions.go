@@ -1,0 +1,156 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/imagegen/imagegen"
+)
+
+// The methods in this file use the server's optional extensions of
+// INTERFACE.md. A server without them answers 404 (an *APIError with
+// Code "not_found"), except SubmitWithKey, whose key such a server
+// ignores.
+
+// MaxIdempotencyKey is the longest idempotency key, in bytes.
+const MaxIdempotencyKey = 255
+
+// SubmitWithKey is Submit with an idempotency key (the Idempotency-Key
+// header): after a network error, a timeout or a 5xx answer, submitting
+// again with the same key and the same request cannot create or charge a
+// second task, since the server answers with the first request's answer
+// (for 24 hours). Use a new key, such as a random UUID, for every task you
+// mean to create, and keep it until a submit with it got an answer.
+//
+// The key is 1 to MaxIdempotencyKey printable ASCII characters, not
+// starting or ending with a space (else an error wrapping
+// imagegen.ErrInvalidParams, and nothing is sent). Errors besides
+// Submit's: the key used with another request gives invalid_params
+// (imagegen.ErrInvalidParams); while the first request with the key is
+// still being handled, an error wrapping ErrIdempotencyKeyInUse. A
+// refusal for want of credits is replayed too (APIError.Replayed): after
+// adding credits, use a new key.
+func (c *Client) SubmitWithKey(ctx context.Context, req imagegen.Request, idempotencyKey string) (imagegen.Submitted, error) {
+	if !validIdempotencyKey(idempotencyKey) {
+		return imagegen.Submitted{}, fmt.Errorf("client: submit: the idempotency key must be 1 to %d printable ASCII characters, not starting or ending with a space: %w",
+			MaxIdempotencyKey, imagegen.ErrInvalidParams)
+	}
+	return c.submit(ctx, req, http.Header{"Idempotency-Key": {idempotencyKey}})
+}
+
+func validIdempotencyKey(k string) bool {
+	if k == "" || len(k) > MaxIdempotencyKey || k[0] == ' ' || k[len(k)-1] == ' ' {
+		return false // HTTP drops a header value's outer spaces
+	}
+	for i := range len(k) {
+		if k[i] < ' ' || k[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// Cancel cancels a pending or processing task (POST /tasks/{id}/cancel)
+// and returns it as it now is: failed, with ErrorCode
+// imagegen.CodeCancelled; its credits are refunded. A task that has
+// already ended is not changed, and the error wraps
+// imagegen.ErrInvalidTransition (409 task_already_finished); Task tells
+// how it ended. A task that does not exist or belongs to another user
+// gives an error wrapping imagegen.ErrTaskNotFound.
+func (c *Client) Cancel(ctx context.Context, id string) (*Task, error) {
+	if id == "" {
+		return nil, fmt.Errorf("client: cancel: empty task id: %w", imagegen.ErrTaskNotFound)
+	}
+	res, err := c.call(ctx, http.MethodPost, "/tasks/"+url.PathEscape(id)+"/cancel", nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("client: cancel %s: %w", id, err)
+	}
+	var t Task
+	if err := json.Unmarshal(res.body, &t); err != nil {
+		return nil, fmt.Errorf("client: cancel %s: decoding the answer: %w", id, err)
+	}
+	return &t, nil
+}
+
+// ListOptions selects the tasks of a List page.
+type ListOptions struct {
+	Status imagegen.Status // only tasks with this status; "" for all
+	Limit  int             // at most this many tasks (1 to 100); 0 for the server's default, 20
+	Cursor string          // the previous page's NextCursor; "" for the first page
+}
+
+// TaskList is one page of List.
+type TaskList struct {
+	Tasks []Task `json:"tasks"` // newest first
+	// NextCursor, when not "", is the Cursor of the next page. A page
+	// may hold fewer than Limit tasks, even none, and still have one.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// List returns a page of the caller's own tasks that have not expired,
+// newest first (GET /tasks). For every page, pass each NextCursor back
+// until it is "":
+//
+//	opts := client.ListOptions{Status: imagegen.StatusPending}
+//	for {
+//		page, err := c.List(ctx, opts)
+//		if err != nil { … }
+//		// use page.Tasks
+//		if page.NextCursor == "" { break }
+//		opts.Cursor = page.NextCursor
+//	}
+//
+// Each page is one request against the rate limit. A bad status, limit
+// or cursor gives an error wrapping imagegen.ErrInvalidParams.
+func (c *Client) List(ctx context.Context, opts ListOptions) (TaskList, error) {
+	q := url.Values{}
+	if opts.Status != "" {
+		q.Set("status", string(opts.Status))
+	}
+	if opts.Limit != 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.Cursor != "" {
+		q.Set("cursor", opts.Cursor)
+	}
+	path := "/tasks"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	res, err := c.call(ctx, http.MethodGet, path, nil, nil)
+	if err != nil {
+		return TaskList{}, fmt.Errorf("client: list tasks: %w", err)
+	}
+	var list TaskList
+	if err := json.Unmarshal(res.body, &list); err != nil {
+		return TaskList{}, fmt.Errorf("client: list tasks: decoding the answer: %w", err)
+	}
+	if list.Tasks == nil {
+		return TaskList{}, errors.New("client: list tasks: the answer has no tasks")
+	}
+	return list, nil
+}
+
+// Credits returns the caller's credit balance (GET /credits), which API
+// use and web use share.
+func (c *Client) Credits(ctx context.Context) (int64, error) {
+	res, err := c.call(ctx, http.MethodGet, "/credits", nil, nil)
+	if err != nil {
+		return 0, fmt.Errorf("client: credits: %w", err)
+	}
+	var body struct {
+		CreditsRemaining *int64 `json:"credits_remaining"`
+	}
+	if err := json.Unmarshal(res.body, &body); err != nil {
+		return 0, fmt.Errorf("client: credits: decoding the answer: %w", err)
+	}
+	if body.CreditsRemaining == nil {
+		return 0, errors.New("client: credits: the answer has no credits_remaining")
+	}
+	return *body.CreditsRemaining, nil
+}

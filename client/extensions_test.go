@@ -1,0 +1,208 @@
+package client_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/client"
+)
+
+func TestCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		ctx := context.Background()
+		e := newEnv(t)
+		c := e.client()
+		sub, err := c.Submit(ctx, fox)
+		is.NoErr(err)
+
+		_, err = e.clientFor(e.base, e.user("mallory", 0)).Cancel(ctx, sub.TaskID)
+		is.True(errors.Is(err, imagegen.ErrTaskNotFound)) // another user's task
+
+		task, err := c.Cancel(ctx, sub.TaskID)
+		is.NoErr(err)
+		is.Equal(*task, client.Task{TaskID: sub.TaskID, Status: imagegen.StatusFailed, Error: imagegen.CancelledMessage, ErrorCode: imagegen.CodeCancelled})
+		is.True(errors.Is(task.Err(), client.ErrTaskFailed))
+		is.True(strings.HasSuffix(task.Err().Error(), "(cancelled)"))
+		balance, err := c.Credits(ctx)
+		is.NoErr(err)
+		is.Equal(balance, int64(10)) // refunded
+
+		_, err = c.Cancel(ctx, sub.TaskID)
+		is.True(errors.Is(err, imagegen.ErrInvalidTransition)) // it has ended
+		var apiErr *client.APIError
+		is.True(errors.As(err, &apiErr))
+		is.Equal(apiErr.StatusCode, http.StatusConflict)
+		is.Equal(apiErr.Code, "task_already_finished")
+		polled, err := c.Task(ctx, sub.TaskID)
+		is.NoErr(err)
+		is.Equal(polled, task) // unchanged
+
+		n := len(e.log())
+		_, err = c.Cancel(ctx, "")
+		is.True(errors.Is(err, imagegen.ErrTaskNotFound))
+		log := e.log()
+		is.Equal(len(log), n) // nothing was sent
+		cancels := only(log, func(a arrival) bool { return a.method == http.MethodPost && strings.HasSuffix(a.path, "/cancel") })
+		is.Equal(len(cancels), 3)
+		is.Equal(cancels[1].path, "/api/v1/tasks/"+sub.TaskID+"/cancel")
+		is.Equal(cancels[1].header.Get("Authorization"), "Bearer "+e.key)
+		is.Equal(cancels[1].header.Get("Content-Type"), "") // no body
+	})
+}
+
+func TestList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		ctx := context.Background()
+		e := newEnv(t)
+		c := e.client()
+		var ids []string
+		for range 3 {
+			sub, err := c.Submit(ctx, fox)
+			is.NoErr(err)
+			ids = append(ids, sub.TaskID)
+		}
+		_, err := c.Cancel(ctx, ids[0])
+		is.NoErr(err)
+
+		page, err := c.List(ctx, client.ListOptions{Limit: 2})
+		is.NoErr(err)
+		is.Equal(page.Tasks, []client.Task{{TaskID: ids[2], Status: imagegen.StatusPending}, {TaskID: ids[1], Status: imagegen.StatusPending}})
+		is.True(page.NextCursor != "")
+		next, err := c.List(ctx, client.ListOptions{Limit: 2, Cursor: page.NextCursor})
+		is.NoErr(err)
+		is.Equal(next, client.TaskList{Tasks: []client.Task{
+			{TaskID: ids[0], Status: imagegen.StatusFailed, Error: imagegen.CancelledMessage, ErrorCode: imagegen.CodeCancelled},
+		}}) // the last page: no NextCursor
+
+		pending, err := c.List(ctx, client.ListOptions{Status: imagegen.StatusPending})
+		is.NoErr(err)
+		is.Equal(len(pending.Tasks), 2)
+		none, err := e.clientFor(e.base, e.user("bob", 0)).List(ctx, client.ListOptions{})
+		is.NoErr(err)
+		is.Equal(none, client.TaskList{Tasks: []client.Task{}}) // another user's list is their own
+
+		for _, opts := range []client.ListOptions{{Status: "done"}, {Limit: 101}, {Limit: -1}, {Cursor: "bogus"}} {
+			_, err := c.List(ctx, opts)
+			is.True(errors.Is(err, imagegen.ErrInvalidParams))
+		}
+
+		var queries []string
+		for _, a := range only(e.log(), func(a arrival) bool { return a.method == http.MethodGet && a.path == "/api/v1/tasks" }) {
+			queries = append(queries, a.query)
+		}
+		is.Equal(queries[:4], []string{"limit=2", "cursor=" + page.NextCursor + "&limit=2", "status=pending", ""})
+	})
+}
+
+func TestCredits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		ctx := context.Background()
+		e := newEnv(t)
+		c := e.client()
+		balance, err := c.Credits(ctx)
+		is.NoErr(err)
+		is.Equal(balance, int64(10))
+		sub, err := c.Submit(ctx, fox)
+		is.NoErr(err)
+		balance, err = c.Credits(ctx)
+		is.NoErr(err)
+		is.Equal(balance, sub.CreditsRemaining)
+		is.Equal(balance, int64(8))
+		_, err = e.clientFor(e.base, imagegen.NewAPIKey()).Credits(ctx)
+		is.True(errors.Is(err, imagegen.ErrUnauthorized))
+	})
+}
+
+// fingerprint is how the server identifies a request body for its
+// idempotency key: the SHA-256 of the body the client sends.
+func fingerprint(t *testing.T, req imagegen.Request) string {
+	body, err := json.Marshal(req)
+	is.New(t).NoErr(err)
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}
+
+func TestSubmitWithKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		ctx := context.Background()
+		e := newEnv(t)
+		c := e.client()
+
+		first, err := c.SubmitWithKey(ctx, fox, "order-1")
+		is.NoErr(err)
+		again, err := c.SubmitWithKey(ctx, fox, "order-1") // a retry, say after a timeout
+		is.NoErr(err)
+		is.Equal(again, first) // the first answer: the same task
+		balance, err := c.Credits(ctx)
+		is.NoErr(err)
+		is.Equal(balance, int64(8)) // charged once
+
+		other := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "another fox"}
+		_, err = c.SubmitWithKey(ctx, other, "order-1")
+		is.True(errors.Is(err, imagegen.ErrInvalidParams)) // the key was used with another request
+
+		// The first request with a key is still being handled.
+		rec, err := e.svc.Store().(imagegen.IdempotencyStore).BeginIdempotent(ctx, "alice", "order-2", fingerprint(t, fox), time.Minute)
+		is.NoErr(err)
+		is.True(rec == nil)
+		_, err = c.SubmitWithKey(ctx, fox, "order-2")
+		is.True(errors.Is(err, client.ErrIdempotencyKeyInUse))
+		is.True(!errors.Is(err, imagegen.ErrInvalidParams))
+		var apiErr *client.APIError
+		is.True(errors.As(err, &apiErr))
+		is.Equal(apiErr.StatusCode, http.StatusConflict)
+		is.Equal(apiErr.Code, "idempotency_key_in_use")
+
+		// A refusal is replayed for its key, and says so.
+		poor := e.clientFor(e.base, e.user("carol", 1))
+		_, err = poor.SubmitWithKey(ctx, fox, "k")
+		is.True(errors.As(err, &apiErr))
+		is.Equal(apiErr.Code, "insufficient_credits")
+		is.True(!apiErr.Replayed)
+		_, err = e.svc.Grant(ctx, "carol", 5, "")
+		is.NoErr(err)
+		_, err = poor.SubmitWithKey(ctx, fox, "k")
+		is.True(errors.Is(err, imagegen.ErrInsufficientCredits))
+		is.True(errors.As(err, &apiErr))
+		is.True(apiErr.Replayed)
+		is.True(strings.Contains(err.Error(), "replayed"))
+		_, err = poor.SubmitWithKey(ctx, fox, "k2") // a new key goes through
+		is.NoErr(err)
+
+		// Keys the server would refuse, or see otherwise, are not sent.
+		n := len(e.log())
+		for _, key := range []string{"", strings.Repeat("k", 256), "café", "tab\there", " padded", "padded "} {
+			_, err := c.SubmitWithKey(ctx, fox, key)
+			is.True(errors.Is(err, imagegen.ErrInvalidParams))
+		}
+		_, err = c.SubmitWithKey(ctx, fox, strings.Repeat("k", 255))
+		is.NoErr(err)
+		log := e.log()
+		is.Equal(len(log), n+1)
+
+		var keys []string
+		for _, a := range only(log, func(a arrival) bool { return a.method == http.MethodPost && a.path == "/api/v1/generate" }) {
+			keys = append(keys, a.header.Get("Idempotency-Key"))
+		}
+		is.Equal(keys[:5], []string{"order-1", "order-1", "order-1", "order-2", "k"})
+		_, err = c.Submit(ctx, fox)
+		is.NoErr(err)
+		log = e.log()
+		is.Equal(log[len(log)-1].header.Values("Idempotency-Key"), []string(nil)) // Submit sends none
+	})
+}

@@ -1,0 +1,119 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+// Idempotency keys of submit requests.
+const (
+	MaxIdempotencyKey   = 255            // characters
+	IdempotencyTTL      = 24 * time.Hour // how long a response is replayed
+	idempotencyInFlight = 2 * time.Minute
+)
+
+// idempotent makes POST {prefix}/generate idempotent under the
+// Idempotency-Key header: the same key (per user) with the same body
+// replays the first response (status and body, with
+// "Idempotent-Replayed: true") and charges nothing more; with another
+// body it is refused (422); while the first request is still running it
+// is refused (409). Responses with status 500 and above are not kept, so
+// a retry runs afresh. Without the header nothing changes.
+func (h *Handler) idempotent(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		if key == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if !validIdempotencyKey(key) {
+			h.respondErr(w, r, &imagegen.ValidationError{Field: "Idempotency-Key", Message: "must be 1 to 255 printable ASCII characters"})
+			return
+		}
+		// The fingerprint covers the body only, so a refusal that depends
+		// on anything else must not be kept and replayed.
+		if err := checkContentType(r); err != nil {
+			h.respondErr(w, r, err)
+			return
+		}
+		store, ok := h.cfg.Service.Store().(imagegen.IdempotencyStore)
+		if !ok {
+			h.respondErr(w, r, &imagegen.ValidationError{Field: "Idempotency-Key", Message: "is not supported by this server's store"})
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+		if err != nil {
+			h.respondErr(w, r, err)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sum := sha256.Sum256(body)
+		fingerprint := hex.EncodeToString(sum[:])
+
+		p, _ := PrincipalFrom(r.Context())
+		rec, err := store.BeginIdempotent(r.Context(), p.Owner, key, fingerprint, idempotencyInFlight)
+		switch {
+		case err != nil:
+			h.respondErr(w, r, err)
+		case rec == nil:
+			rw := &capture{ResponseWriter: w, status: http.StatusOK}
+			next.ServeHTTP(rw, r)
+			ctx := context.WithoutCancel(r.Context())
+			if rw.status >= 500 {
+				err = store.AbandonIdempotent(ctx, p.Owner, key)
+			} else {
+				err = store.FinishIdempotent(ctx, p.Owner, key, rw.status, rw.body.Bytes(), IdempotencyTTL)
+			}
+			if err != nil {
+				h.cfg.Logger.ErrorContext(ctx, "record idempotent response", "err", err)
+			}
+		case rec.Fingerprint != fingerprint:
+			h.respondErr(w, r, &imagegen.ValidationError{Field: "Idempotency-Key", Message: "was already used with a different request body"})
+		case !rec.Done:
+			writeError(w, http.StatusConflict, CodeIdempotencyConflict, "a request with this Idempotency-Key is still in progress; retry later")
+		default:
+			hdr := w.Header()
+			hdr["Content-Type"] = jsonContentType
+			hdr["X-Content-Type-Options"] = nosniff
+			hdr.Set("Idempotent-Replayed", "true")
+			w.WriteHeader(rec.Status)
+			_, _ = w.Write(rec.Body)
+		}
+	})
+}
+
+func validIdempotencyKey(k string) bool {
+	if len(k) == 0 || len(k) > MaxIdempotencyKey {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// capture passes a response through and keeps its status and body.
+type capture struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (c *capture) WriteHeader(status int) {
+	c.status = status
+	c.ResponseWriter.WriteHeader(status)
+}
+
+func (c *capture) Write(b []byte) (int, error) {
+	c.body.Write(b)
+	return c.ResponseWriter.Write(b)
+}

@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/imagegen/imagegen"
+)
+
+// These handlers are optional extensions of the interface: a client that
+// ignores them sees the API of INTERFACE.md unchanged.
+
+// handleCancel serves POST {prefix}/tasks/{task_id}/cancel: a pending or
+// processing task ends failed with error "cancelled" (error_code
+// "cancelled") and is refunded; the answer is the task. A finished task
+// is unchanged: 409 task_already_finished.
+func (h *Handler) handleCancel() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := PrincipalFrom(r.Context())
+		id := r.PathValue("task_id")
+		if err := h.cfg.Service.Cancel(r.Context(), p.Owner, id); err != nil {
+			h.respondErr(w, r, err)
+			return
+		}
+		t, err := h.cfg.Service.Task(r.Context(), p.Owner, id)
+		if err != nil {
+			h.respondErr(w, r, err)
+			return
+		}
+		encode(w, http.StatusOK, h.taskBody(r, t))
+	})
+}
+
+// TaskList is the body of GET {prefix}/tasks.
+type TaskList struct {
+	Tasks []TaskBody `json:"tasks"`
+	// NextCursor, when present, fetches the next page (?cursor=).
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// handleList serves GET {prefix}/tasks?status=&limit=&cursor=: the
+// user's own tasks, newest first, with cursor pagination.
+func (h *Handler) handleList() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := PrincipalFrom(r.Context())
+		q := r.URL.Query()
+		limit := 0
+		if v := q.Get("limit"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				h.respondErr(w, r, &imagegen.ValidationError{Field: "limit", Message: fmt.Sprintf("must be a whole number from 1 to %d", imagegen.MaxListLimit)})
+				return
+			}
+			limit = n
+		}
+		page, err := h.cfg.Service.ListTasks(r.Context(), p.Owner, imagegen.Status(q.Get("status")), limit, q.Get("cursor"))
+		if err != nil {
+			h.respondErr(w, r, err)
+			return
+		}
+		body := TaskList{Tasks: make([]TaskBody, len(page.Tasks)), NextCursor: page.Next}
+		for i, t := range page.Tasks {
+			body.Tasks[i] = h.taskBody(r, t)
+		}
+		encode(w, http.StatusOK, body)
+	})
+}
+
+// Credits is the body of GET {prefix}/credits.
+type Credits struct {
+	CreditsRemaining int64 `json:"credits_remaining"`
+}
+
+// handleCredits serves GET {prefix}/credits: the user's balance, which
+// the API and the host app's web use share.
+func (h *Handler) handleCredits() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := PrincipalFrom(r.Context())
+		b, err := h.cfg.Service.Balance(r.Context(), p.Owner)
+		if err != nil {
+			h.respondErr(w, r, err)
+			return
+		}
+		encode(w, http.StatusOK, Credits{CreditsRemaining: b})
+	})
+}

@@ -1,0 +1,152 @@
+package httpapi_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/httpapi"
+)
+
+func TestCancel(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	id := e.submitted() // alice: 10 - 2
+	mallory := e.user("mallory", 0)
+	wantError(t, e.do("POST", "/api/v1/tasks/"+id+"/cancel", mallory, ""), http.StatusNotFound, httpapi.CodeTaskNotFound)
+
+	w := e.do("POST", "/api/v1/tasks/"+id+"/cancel", e.key, "")
+	is.Equal(w.Code, http.StatusOK)
+	m, keys := fields(t, w)
+	is.Equal(keys, []string{"error", "error_code", "status", "task_id"})
+	is.Equal(m["status"], "failed")
+	is.Equal(m["error"], "cancelled")
+	is.Equal(m["error_code"], "cancelled")
+	bal, err := e.svc.Balance(context.Background(), "alice")
+	is.NoErr(err)
+	is.Equal(bal, int64(10)) // refunded
+
+	wantError(t, e.do("POST", "/api/v1/tasks/"+id+"/cancel", e.key, ""), http.StatusConflict, httpapi.CodeTaskFinished)
+	wantError(t, e.do("GET", "/api/v1/tasks/"+id+"/cancel", e.key, ""), http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed)
+}
+
+func TestListAndCredits(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	var ids []string
+	for i := 0; i < 3; i++ {
+		ids = append(ids, e.submitted())
+		e.clock.Advance(time.Millisecond)
+	}
+	_, err := e.svc.RunOnce(context.Background()) // the oldest succeeds
+	is.NoErr(err)
+
+	var list httpapi.TaskList
+	w := e.do("GET", "/api/v1/tasks?limit=2", e.key, "")
+	is.Equal(w.Code, http.StatusOK)
+	is.NoErr(json.Unmarshal(w.Body.Bytes(), &list))
+	is.Equal(len(list.Tasks), 2)
+	is.Equal(list.Tasks[0].TaskID, ids[2]) // newest first
+	is.Equal(list.Tasks[1].TaskID, ids[1])
+	is.True(list.NextCursor != "")
+	w = e.do("GET", "/api/v1/tasks?limit=2&cursor="+list.NextCursor, e.key, "")
+	list = httpapi.TaskList{}
+	is.NoErr(json.Unmarshal(w.Body.Bytes(), &list))
+	is.Equal(len(list.Tasks), 1)
+	is.Equal(list.Tasks[0].TaskID, ids[0])
+	is.Equal(list.Tasks[0].Status, imagegen.StatusSuccess)
+	is.Equal(len(list.Tasks[0].Images), 1)
+	is.Equal(list.NextCursor, "")
+
+	w = e.do("GET", "/api/v1/tasks?status=pending", e.key, "")
+	list = httpapi.TaskList{}
+	is.NoErr(json.Unmarshal(w.Body.Bytes(), &list))
+	is.Equal(len(list.Tasks), 2)
+
+	// Another user's list is their own.
+	w = e.do("GET", "/api/v1/tasks", e.user("bob", 0), "")
+	m, _ := fields(t, w)
+	is.Equal(m["tasks"], []any{})
+
+	for _, q := range []string{"status=done", "limit=0", "limit=101", "limit=x", "cursor=bogus"} {
+		wantError(t, e.do("GET", "/api/v1/tasks?"+q, e.key, ""), http.StatusUnprocessableEntity, httpapi.CodeInvalidParams)
+	}
+
+	w = e.do("GET", "/api/v1/credits", e.key, "")
+	m, keys := fields(t, w)
+	is.Equal(keys, []string{"credits_remaining"})
+	is.Equal(m["credits_remaining"], 4.0) // 10 - 3 x 2
+}
+
+func TestIdempotentSubmit(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	first := e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", "order-1")
+	is.Equal(first.Code, http.StatusCreated)
+
+	again := e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", "order-1")
+	is.Equal(again.Code, http.StatusCreated)
+	is.Equal(again.Body.String(), first.Body.String()) // the same task, the same balance
+	is.Equal(again.Header().Get("Idempotent-Replayed"), "true")
+	bal, err := e.svc.Balance(context.Background(), "alice")
+	is.NoErr(err)
+	is.Equal(bal, int64(8)) // charged once
+
+	other := `{"scene":"text-to-image","prompt":"something else"}`
+	msg := wantError(t, e.do("POST", "/api/v1/generate", e.key, other, "Idempotency-Key", "order-1"), http.StatusUnprocessableEntity, httpapi.CodeInvalidParams)
+	is.True(len(msg) > 0)
+
+	// Another user may use the same key.
+	w := e.do("POST", "/api/v1/generate", e.user("bob", 2), t2i, "Idempotency-Key", "order-1")
+	is.Equal(w.Code, http.StatusCreated)
+
+	// While the first request with a key runs, a second one is refused.
+	sum := sha256.Sum256([]byte(t2i))
+	rec, err := e.svc.Store().(imagegen.IdempotencyStore).BeginIdempotent(context.Background(), "alice", "order-2", hex.EncodeToString(sum[:]), time.Minute)
+	is.NoErr(err)
+	is.True(rec == nil)
+	wantError(t, e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", "order-2"), http.StatusConflict, httpapi.CodeIdempotencyConflict)
+
+	// A refusal that depends on more than the body is not kept: after a
+	// wrong Content-Type, the same key and body go through.
+	wantError(t, e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", "order-3", "Content-Type", "text/plain"),
+		http.StatusUnprocessableEntity, httpapi.CodeInvalidParams)
+	w = e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", "order-3")
+	is.Equal(w.Code, http.StatusCreated)
+	is.Equal(w.Header().Get("Idempotent-Replayed"), "")
+
+	// Errors that are the client's are replayed too; bad keys are refused.
+	poor := e.user("poor", 0)
+	wantError(t, e.do("POST", "/api/v1/generate", poor, t2i, "Idempotency-Key", "k"), http.StatusForbidden, httpapi.CodeInsufficientCredits)
+	_, err = e.svc.Grant(context.Background(), "poor", 5, "")
+	is.NoErr(err)
+	replayed := e.do("POST", "/api/v1/generate", poor, t2i, "Idempotency-Key", "k")
+	is.Equal(replayed.Code, http.StatusForbidden)
+	is.Equal(replayed.Header().Get("Idempotent-Replayed"), "true")
+	long := make([]byte, 256)
+	for i := range long {
+		long[i] = 'a'
+	}
+	wantError(t, e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", string(long)), http.StatusUnprocessableEntity, httpapi.CodeInvalidParams)
+}
+
+func TestFailedTaskHasErrorCode(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	e.model.Then(func(context.Context, imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+		return nil, &imagegen.ModelError{Provider: "scripted", Refused: true, Message: "no"}
+	})
+	id := e.submitted()
+	_, err := e.svc.RunOnce(context.Background())
+	is.NoErr(err)
+	m, keys := fields(t, e.poll(e.key, id))
+	is.Equal(keys, []string{"error", "error_code", "status", "task_id"})
+	is.Equal(m["error_code"], "content_policy")
+}
