@@ -95,14 +95,14 @@ func (c Config) validate() error {
 }
 
 // Policy returns the retry policy of a resolved config: its retries and
-// clock, and its key scrubbed from every error. Adapters add Classify
+// clock, and its key redacted from every error. Adapters add Classify
 // and RetryDelay.
 func (c Config) Policy(provider string) Policy {
 	return Policy{
 		Provider:   provider,
 		MaxRetries: c.MaxRetries,
 		Clock:      c.Clock,
-		Secrets:    []Secret{c.APIKey},
+		Redact:     Redactor(c.APIKey),
 	}
 }
 

@@ -59,17 +59,17 @@ func Do(ctx context.Context, client *http.Client, build BuildFunc, p Policy) (*R
 func attempt(ctx context.Context, client *http.Client, build BuildFunc, p Policy) (*Response, *Failure, *imagegen.ModelError) {
 	req, err := build(ctx)
 	if err != nil {
-		return nil, nil, &imagegen.ModelError{Provider: p.Provider, Message: MsgMisconfigured, Err: fmt.Errorf("building the request: %w", scrubError(err, p.Secrets))}
+		return nil, nil, &imagegen.ModelError{Provider: p.Provider, Message: MsgMisconfigured, Err: fmt.Errorf("building the request: %w", redactError(err, p.Redact))}
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, nil, NetworkError(p.Provider, scrubError(err, p.Secrets))
+		return nil, nil, NetworkError(p.Provider, redactError(err, p.Redact))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxFailureBody))
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxFailureBody))
-		f := &Failure{Status: resp.StatusCode, Header: resp.Header, Body: []byte(scrub(string(body), p.Secrets))}
+		f := &Failure{Status: resp.StatusCode, Header: resp.Header, Body: []byte(p.Redact(string(body)))}
 		e := p.Classify(*f)
 		if e == nil { // a classifier must not let a failure pass
 			e = DefaultClassify(p.Provider)(*f)
@@ -81,7 +81,7 @@ func attempt(ctx context.Context, client *http.Client, build BuildFunc, p Policy
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, p.MaxBodyBytes+1))
 	if err != nil {
-		return nil, nil, NetworkError(p.Provider, fmt.Errorf("reading the answer: %w", scrubError(err, p.Secrets)))
+		return nil, nil, NetworkError(p.Provider, fmt.Errorf("reading the answer: %w", redactError(err, p.Redact)))
 	}
 	if int64(len(body)) > p.MaxBodyBytes {
 		return nil, nil, BadAnswer(p.Provider, false, fmt.Errorf("answer of more than %d bytes", p.MaxBodyBytes))

@@ -59,7 +59,7 @@ func serve(t *testing.T, answers ...answer) (*script, string) {
 }
 
 func policy(clock imagegen.Clock, retries int) provider.Policy {
-	return provider.Policy{Provider: "acme", MaxRetries: retries, Clock: clock, Secrets: []provider.Secret{key}}
+	return provider.Policy{Provider: "acme", MaxRetries: retries, Clock: clock, Redact: provider.Redactor(key)}
 }
 
 func get(url string) provider.BuildFunc {
@@ -255,7 +255,7 @@ func TestDoTimesOut(t *testing.T) {
 	is.True(errors.Is(err, context.DeadlineExceeded))
 }
 
-func TestDoScrubsTheKey(t *testing.T) {
+func TestDoRedactsTheKey(t *testing.T) {
 	is := is.New(t)
 	_, url := serve(t, answer{status: 401, body: `{"error":"Incorrect API key provided: ` + key + `"}`})
 	_, err := provider.Do(context.Background(), http.DefaultClient, get(url), policy(providertest.NewClock(), 3))

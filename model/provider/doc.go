@@ -13,20 +13,21 @@
 //	}
 //
 //	func New(c Config) (*Model, error) {
-//		pc, err := c.Config.Resolve(provider.Defaults{Provider: "acme", BaseURL: "https://api.acme.example/v1", Cost: 2})
+//		client, err := provider.NewClient(c.Config, provider.Defaults{Provider: "acme", BaseURL: "https://api.acme.example/v1", Cost: 2})
 //		...
-//		policy := pc.Policy("acme")
-//		policy.Classify = classify // the provider's error body → NewError(..., Refusal()/OperatorError()/Retry(...))
-//		return &Model{cfg: &pc, policy: policy}, nil // keep the config behind a pointer
+//		client.Policy.Classify = classify // the provider's error body → NewError(..., Refusal()/OperatorError()/Retry(...))
+//		c.Config = provider.Config{}      // the client keeps it, key included, safe from printing
+//		return &Model{client: client, opts: c}, nil
 //	}
 //
 //	func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
-//		refs, err := provider.FetchReferences(ctx, "acme", m.fetcher, g.Request.ImageInput, provider.PNG, provider.JPEG)
+//		refs, err := provider.FetchReferences(ctx, "acme", m.opts.Fetcher, g.Request.ImageInput, provider.PNG, provider.JPEG)
 //		ratio := provider.TargetRatio(g.Request, refs, nil)
-//		build, err := provider.PostJSON(m.cfg.URL("/generate"), body, header) // header carries m.cfg.APIKey.Reveal()
-//		resp, err := provider.Do(ctx, m.cfg.HTTPClient, build, m.policy)   // retries; errors are *imagegen.ModelError
+//		header := http.Header{"Authorization": {"Bearer " + m.client.Key().Reveal()}}
+//		build, err := provider.PostJSON(m.client.URL("/generate"), body, header)
+//		resp, err := m.client.Do(ctx, build) // retries; every error is a *imagegen.ModelError
 //		...
-//		img, _, err = provider.CropToRatio(img, ratio)                        // when the provider's size is only near
+//		img, _, err = provider.CropToRatio(img, ratio) // when the provider's size is only near
 //	}
 //
 // # Failures
@@ -39,7 +40,7 @@
 // is set only when the adapter recognises a content refusal
 // (Refusal option). The user-facing Message never carries the
 // provider's words; those go to Err, for operator logs, with the key
-// scrubbed out.
+// redacted.
 //
 // # Retries
 //
@@ -54,7 +55,10 @@
 // # Keys
 //
 // Secret prints as "[redacted]" through fmt, log/slog and encoding/json.
-// Adapters call Reveal only to set the auth header, and keep their
-// resolved Config behind a pointer (fmt prints unexported struct fields
-// without calling their methods).
+// But fmt prints a field it reaches through an unexported field without
+// calling its methods, so an adapter must not keep a Secret (or a Config)
+// in its own unexported fields: it keeps the *Client, which holds the key
+// where no printing reaches it, and calls Reveal only to set the auth
+// header. Policies redact the key from provider answers and transport
+// errors (Redactor). providertest.NoSecret checks all of this.
 package provider

@@ -54,6 +54,16 @@ func OperatorError() ErrorOption {
 	}
 }
 
+// InvalidInput marks a failure caused by the request's reference images
+// (the provider could not use them): not retried, and the task fails as
+// invalid input. msg tells the user which input and why, safely.
+func InvalidInput(msg string) ErrorOption {
+	return func(e *imagegen.ModelError, _ *errorNote) {
+		e.Refused, e.Retryable, e.InvalidInput = false, false, true
+		e.Message = msg
+	}
+}
+
 // Retry overrides whether the failure may be retried (for example from
 // a provider's x-should-retry header or an error code).
 func Retry(retryable bool) ErrorOption {

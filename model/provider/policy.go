@@ -44,13 +44,13 @@ type Policy struct {
 	// RetryDelay reads a delay the provider put in the answer beyond the
 	// standard headers (Google's RetryInfo.retryDelay). Optional.
 	RetryDelay func(Failure) (time.Duration, bool)
-	// Secrets are removed from failure bodies and transport errors before
-	// anything else sees them.
-	Secrets []Secret
+	// Redact removes secrets from failure bodies and transport errors
+	// before anything else sees them (see Redactor). Optional.
+	Redact func(string) string
 }
 
 // Failure is a non-2xx answer as Do read it: its status, headers, and at
-// most the first 64 KiB of its body with the policy's secrets removed.
+// most the first 64 KiB of its body with the policy's secrets redacted.
 type Failure struct {
 	Status int
 	Header http.Header
@@ -97,6 +97,9 @@ func (p Policy) withDefaults() Policy {
 	p.MaxDelay = cmp.Or(p.MaxDelay, DefaultMaxDelay)
 	p.MaxRetryAfter = cmp.Or(p.MaxRetryAfter, DefaultMaxRetryAfter)
 	p.MaxBodyBytes = cmp.Or(p.MaxBodyBytes, DefaultMaxBodyBytes)
+	if p.Redact == nil {
+		p.Redact = func(s string) string { return s }
+	}
 	if p.Classify == nil {
 		p.Classify = DefaultClassify(p.Provider)
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 )
 
 // Redacted is what a Secret prints as, however it is printed.
@@ -15,9 +14,12 @@ const Redacted = "[redacted]"
 // users, so a key is never logged or printed by accident. Reveal gives the
 // key itself, for the one place that sets the request header.
 //
-// fmt only calls these methods on values it can reach through exported
-// fields: keep a Secret in an exported field, or behind a pointer, in any
-// struct that might be printed.
+// fmt only calls these methods on values it reaches through exported
+// fields; through an unexported field (or a pointer printed with a wrong
+// verb) it prints the string itself. So an adapter keeps its key in a
+// *Client (which holds it behind a pointer to the string, where fmt
+// prints only an address), never as a Secret field of its own unexported
+// struct.
 type Secret string
 
 var (
@@ -50,39 +52,3 @@ func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + Redacted + `"`
 
 // MarshalText writes "[redacted]".
 func (Secret) MarshalText() ([]byte, error) { return []byte(Redacted), nil }
-
-// scrub replaces every occurrence of the secrets in s. Empty and very
-// short secrets are ignored (they would blank out ordinary text).
-func scrub(s string, secrets []Secret) string {
-	for _, k := range secrets {
-		if len(k) >= minScrubLen {
-			s = strings.ReplaceAll(s, string(k), Redacted)
-		}
-	}
-	return s
-}
-
-// minScrubLen is the shortest secret scrub looks for.
-const minScrubLen = 4
-
-// scrubbedError is err with the secrets removed from its message; it
-// unwraps to err so errors.Is and errors.As still work.
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-func (e *scrubbedError) Error() string { return e.msg }
-func (e *scrubbedError) Unwrap() error { return e.err }
-
-// scrubError returns err, or a wrapper whose message has no secret.
-func scrubError(err error, secrets []Secret) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	if clean := scrub(msg, secrets); clean != msg {
-		return &scrubbedError{msg: clean, err: err}
-	}
-	return err
-}

@@ -35,8 +35,24 @@ func TestConfigNeverPrintsItsKey(t *testing.T) {
 	is.NoErr(err)
 	providertest.NoSecret(t, key, c)
 	providertest.NoSecret(t, key, &c)
-	providertest.NoSecret(t, key, c.Policy("acme"))
+	providertest.NoSecretAnywhere(t, key, c.Policy("acme"))
 	providertest.NoSecret(t, key, struct{ Inner provider.Config }{c})
+}
+
+func TestClientKeepsItsKeyFromAnyPrinting(t *testing.T) {
+	is := is.New(t)
+	c, err := provider.NewClient(provider.Config{APIKey: key}, provider.Defaults{Provider: "acme", BaseURL: "https://api.acme.example/v1/", Cost: 2})
+	is.NoErr(err)
+	is.Equal(c.Key().Reveal(), key)
+	is.Equal(c.Provider, "acme")
+	is.Equal(c.Cost, int64(2))
+	is.Equal(c.URL("/x"), "https://api.acme.example/v1/x")
+	is.Equal(c.Policy.Provider, "acme")
+	is.Equal(c.Policy.Redact("said "+key), "said [redacted]")
+	providertest.NoSecretAnywhere(t, key, c)
+	providertest.NoSecretAnywhere(t, key, *c)
+	_, err = provider.NewClient(provider.Config{}, provider.Defaults{Provider: "acme", BaseURL: "https://api.acme.example"})
+	is.True(err != nil)
 }
 
 func TestConfigResolve(t *testing.T) {

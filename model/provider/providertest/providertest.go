@@ -109,7 +109,8 @@ func (f *Fetcher) Asked() []string {
 // crop's position can be told.
 func PNG(w, h int) []byte {
 	var buf bytes.Buffer
-	if err := png.Encode(&buf, picture(w, h)); err != nil {
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(&buf, picture(w, h)); err != nil {
 		panic(err)
 	}
 	return buf.Bytes()
@@ -126,14 +127,16 @@ func JPEG(w, h int) []byte {
 
 func picture(w, h int) image.Image {
 	img := image.NewNRGBA(image.Rect(0, 0, w, h))
-	for y := range h {
-		for x := range w {
-			c := color.NRGBA{R: 200, G: 120, B: 40, A: 255}
-			if x < w/2 {
-				c = color.NRGBA{R: 40, G: 60, B: 160, A: 255}
-			}
-			img.SetNRGBA(x, y, c)
+	row := make([]byte, 4*w)
+	for x := range w {
+		c := color.NRGBA{R: 200, G: 120, B: 40, A: 255}
+		if x < w/2 {
+			c = color.NRGBA{R: 40, G: 60, B: 160, A: 255}
 		}
+		copy(row[4*x:], []byte{c.R, c.G, c.B, c.A})
+	}
+	for y := range h {
+		copy(img.Pix[y*img.Stride:], row)
 	}
 	return img
 }
@@ -171,23 +174,40 @@ func Spec(t testing.TB, provider, name string) []byte {
 
 // NoSecret fails the test if secret shows in any way v may be printed
 // or logged: fmt's %v, %+v, %#v, %s and %q, log/slog's text and JSON
-// handlers, and encoding/json.
+// handlers, and encoding/json. A provider.Config passes it; a Model
+// should pass NoSecretAnywhere.
 func NoSecret(t testing.TB, secret string, v any) {
 	t.Helper()
-	var out []string
-	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q"} {
-		out = append(out, fmt.Sprintf(verb, v))
-	}
-	var buf bytes.Buffer
-	slog.New(slog.NewTextHandler(&buf, nil)).Info("config", "value", v)
-	slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", "value", v)
-	out = append(out, buf.String())
-	if b, err := json.Marshal(v); err == nil {
-		out = append(out, string(b))
-	}
-	for _, s := range out {
+	for _, s := range printed(v) {
 		if strings.Contains(s, secret) {
 			t.Errorf("the key shows in %q", s)
 		}
 	}
+}
+
+// NoSecretAnywhere is NoSecret for v as it is and for v inside a
+// caller's unexported struct field, where fmt calls no method of v (so
+// a Secret type's own redaction does not help): what holds a key must
+// hold it where printing cannot reach, as *provider.Client does.
+func NoSecretAnywhere(t testing.TB, secret string, v any) {
+	t.Helper()
+	NoSecret(t, secret, v)
+	type holder struct{ inner any }
+	NoSecret(t, secret, holder{v})
+	NoSecret(t, secret, &holder{v})
+}
+
+func printed(v any) []string {
+	var out []string
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+		out = append(out, fmt.Sprintf(verb, v))
+	}
+	var buf bytes.Buffer
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("value", "value", v)
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("value", "value", v)
+	out = append(out, buf.String())
+	if b, err := json.Marshal(v); err == nil {
+		out = append(out, string(b))
+	}
+	return out
 }

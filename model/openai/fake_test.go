@@ -1,0 +1,233 @@
+package openai_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/imagegen/imagegen/model/provider/providertest"
+)
+
+const key = "sk-proj-TESTKEY-0123456789abcdefghij"
+
+// answer is a scripted failure the fake serves before it succeeds.
+type answer struct {
+	status int
+	header map[string]string
+	body   []byte
+}
+
+// part is one multipart file part the fake received.
+type part struct {
+	name, filename, contentType string
+	data                        []byte
+}
+
+// call is one request the fake received.
+type call struct {
+	path   string
+	header http.Header
+	json   map[string]any      // generations
+	fields map[string][]string // edits
+	files  []part              // edits
+}
+
+// fake is an OpenAI Images API on 127.0.0.1 that follows the wire spec
+// (/work/shared/specs/openai): it validates every request against the
+// OpenAPI subset, checks the key, serves scripted failures, then answers
+// like the documented example responses with a PNG of the asked size.
+type fake struct {
+	t        *testing.T
+	srv      *httptest.Server
+	spec     *specValidator
+	gptBody  []byte // examples/generations.response.gpt-image-1.json
+	dalleURL []byte // examples/generations.response.dall-e-3.json
+	// answerURL makes dall-e-3 answers carry the example's url even when
+	// b64_json was asked for.
+	answerURL bool
+	hang      chan struct{} // when set, requests wait on it (or the client)
+
+	mu       sync.Mutex
+	failures []answer
+	calls    []call
+	pngs     map[string][]byte
+}
+
+func newFake(t *testing.T, failures ...answer) *fake {
+	t.Helper()
+	f := &fake{
+		t:        t,
+		gptBody:  providertest.Spec(t, "openai", "examples/generations.response.gpt-image-1.json"),
+		dalleURL: providertest.Spec(t, "openai", "examples/generations.response.dall-e-3.json"),
+		failures: failures,
+		pngs:     map[string][]byte{},
+	}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	f.spec = newSpecValidator(t, f.srv.URL+"/v1")
+	t.Cleanup(func() {
+		for _, err := range f.spec.errors() {
+			t.Errorf("a request breaks the OpenAI spec: %v", err)
+		}
+	})
+	return f
+}
+
+// example returns a file of examples/ (the test skips when absent).
+func example(t *testing.T, name string) []byte {
+	return providertest.Spec(t, "openai", "examples/"+name)
+}
+
+func (f *fake) baseURL() string { return f.srv.URL + "/v1" }
+
+func (f *fake) Calls() []call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]call(nil), f.calls...)
+}
+
+func (f *fake) png(size string) []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if b, ok := f.pngs[size]; ok {
+		return b
+	}
+	w, h, _ := strings.Cut(size, "x")
+	wi, _ := strconv.Atoi(w)
+	hi, _ := strconv.Atoi(h)
+	if wi <= 0 || hi <= 0 {
+		wi, hi = 1024, 1024
+	}
+	b := providertest.PNG(wi, hi)
+	f.pngs[size] = b
+	return b
+}
+
+func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	f.spec.validate(r, body)
+	c := call{path: r.URL.Path, header: r.Header.Clone()}
+	if mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+		c.fields, c.files = parseMultipart(f.t, body, params["boundary"])
+	} else if err := json.Unmarshal(body, &c.json); err != nil {
+		f.t.Errorf("request body is not JSON: %v", err)
+	}
+	f.mu.Lock()
+	f.calls = append(f.calls, c)
+	var next *answer
+	if len(f.failures) > 0 {
+		next = &f.failures[0]
+		f.failures = f.failures[1:]
+	}
+	f.mu.Unlock()
+
+	if f.hang != nil {
+		select {
+		case <-r.Context().Done():
+		case <-f.hang:
+		case <-time.After(10 * time.Second):
+		}
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Request-Id", "req_test")
+	if r.Header.Get("Authorization") != "Bearer "+key {
+		w.WriteHeader(http.StatusUnauthorized)
+		// OpenAI's 401 names a masked key; this fake echoes it whole, to
+		// check that the adapter scrubs it.
+		fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
+			strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		return
+	}
+	if next != nil {
+		for k, v := range next.header {
+			w.Header().Set(k, v)
+		}
+		w.WriteHeader(next.status)
+		_, _ = w.Write(next.body)
+		return
+	}
+	_, _ = w.Write(f.success(c))
+}
+
+// success is the example answer of the model, with the picture replaced
+// by a PNG of the size asked for.
+func (f *fake) success(c call) []byte {
+	model, size, format := str(c.json["model"]), str(c.json["size"]), str(c.json["response_format"])
+	if c.fields != nil {
+		model, size = first(c.fields["model"]), first(c.fields["size"])
+	}
+	var resp map[string]any
+	if model == "dall-e-3" {
+		must(f.t, json.Unmarshal(f.dalleURL, &resp))
+		if format == "b64_json" && !f.answerURL {
+			item := resp["data"].([]any)[0].(map[string]any)
+			delete(item, "url")
+			item["b64_json"] = base64.StdEncoding.EncodeToString(f.png(size))
+		}
+	} else {
+		must(f.t, json.Unmarshal(f.gptBody, &resp))
+		resp["data"].([]any)[0].(map[string]any)["b64_json"] = base64.StdEncoding.EncodeToString(f.png(size))
+		resp["size"] = size
+	}
+	out, err := json.Marshal(resp)
+	must(f.t, err)
+	return out
+}
+
+func parseMultipart(t *testing.T, body []byte, boundary string) (map[string][]string, []part) {
+	fields := map[string][]string{}
+	var files []part
+	mr := multipart.NewReader(bytes.NewReader(body), boundary)
+	for range 100 {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Errorf("bad multipart body: %v", err)
+			break
+		}
+		data, _ := io.ReadAll(p)
+		if p.FileName() != "" {
+			files = append(files, part{p.FormName(), p.FileName(), p.Header.Get("Content-Type"), data})
+			continue
+		}
+		fields[p.FormName()] = append(fields[p.FormName()], string(data))
+	}
+	return fields, files
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func first(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

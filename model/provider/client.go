@@ -1,0 +1,51 @@
+package provider
+
+import (
+	"context"
+	"net/http"
+)
+
+// Client is what an adapter keeps of its configuration: the resolved
+// settings and retry policy, with the API key held behind a pointer to
+// the string, where neither fmt (whatever the verb or nesting), log/slog
+// nor encoding/json reach it. An adapter whose Model holds a *Client,
+// and not its Config, can be printed and logged safely.
+type Client struct {
+	Provider string
+	BaseURL  string // without a trailing slash
+	Cost     int64
+	HTTP     *http.Client
+	// Policy is Config.Policy: retries, clock and key redaction. Adapters
+	// set Classify (and RetryDelay) on it after NewClient.
+	Policy Policy
+	key    *Secret
+}
+
+// NewClient resolves c with the adapter's defaults (Config.Resolve) and
+// returns its client, or an error naming the bad field.
+func NewClient(c Config, d Defaults) (*Client, error) {
+	rc, err := c.Resolve(d)
+	if err != nil {
+		return nil, err
+	}
+	key := rc.APIKey
+	return &Client{
+		Provider: d.Provider,
+		BaseURL:  rc.BaseURL,
+		Cost:     rc.Cost,
+		HTTP:     rc.HTTPClient,
+		Policy:   rc.Policy(d.Provider),
+		key:      &key,
+	}, nil
+}
+
+// Key returns the API key; call Reveal on it only to set the auth header.
+func (c *Client) Key() Secret { return *c.key }
+
+// URL joins the base URL and a path that starts with "/".
+func (c *Client) URL(path string) string { return c.BaseURL + path }
+
+// Do is Do with the client's HTTP client and policy.
+func (c *Client) Do(ctx context.Context, build BuildFunc) (*Response, error) {
+	return Do(ctx, c.HTTP, build, c.Policy)
+}
