@@ -1,0 +1,68 @@
+package gemini
+
+import (
+	"encoding/base64"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/model/provider"
+)
+
+// The request body of models/{model}:generateContent
+// (GenerateContentRequest in proto3 JSON: lowerCamelCase names, bytes as
+// standard base64).
+type generateRequest struct {
+	Contents         []content        `json:"contents"`
+	GenerationConfig generationConfig `json:"generationConfig"`
+}
+
+type content struct {
+	Role  string `json:"role,omitempty"`
+	Parts []part `json:"parts"`
+}
+
+type part struct {
+	Text       string `json:"text,omitempty"`
+	InlineData *blob  `json:"inlineData,omitempty"`
+	Thought    bool   `json:"thought,omitempty"`
+}
+
+type blob struct {
+	MimeType string `json:"mimeType"`
+	Data     string `json:"data"` // base64
+}
+
+type generationConfig struct {
+	ResponseModalities []string     `json:"responseModalities"`
+	ImageConfig        *imageConfig `json:"imageConfig,omitempty"`
+}
+
+type imageConfig struct {
+	AspectRatio string `json:"aspectRatio,omitempty"`
+	ImageSize   string `json:"imageSize,omitempty"`
+}
+
+// request is the body for req: the prompt, then each reference inline;
+// IMAGE (with TEXT, which every Gemini image model takes) as the answer's
+// modalities; the aspect ratio, except for auto with references, where
+// the model follows them.
+func (m *Model) request(req imagegen.Request, refs []provider.Reference) generateRequest {
+	parts := []part{{Text: req.Prompt}}
+	for _, r := range refs {
+		parts = append(parts, part{InlineData: &blob{MimeType: r.ContentType, Data: base64.StdEncoding.EncodeToString(r.Data)}})
+	}
+	ic := imageConfig{ImageSize: m.cfg.ImageSize}
+	switch {
+	case req.AspectRatio != "" && req.AspectRatio != imagegen.AspectAuto:
+		ic.AspectRatio = string(req.AspectRatio)
+	case len(refs) == 0:
+		ic.AspectRatio = string(imagegen.Aspect1x1) // auto, text-to-image (DESIGN.md)
+	}
+	body := generateRequest{
+		Contents:         []content{{Role: "user", Parts: parts}},
+		GenerationConfig: generationConfig{ResponseModalities: []string{"TEXT", "IMAGE"}},
+	}
+	if ic != (imageConfig{}) {
+		body.GenerationConfig.ImageConfig = &ic
+	}
+	return body
+}

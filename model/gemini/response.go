@@ -1,0 +1,137 @@
+package gemini
+
+import (
+	"cmp"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"mime"
+	"strings"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/model/provider"
+)
+
+// generateResponse is the answer (GenerateContentResponse).
+type generateResponse struct {
+	Candidates     []candidate `json:"candidates"`
+	PromptFeedback *struct {
+		BlockReason string `json:"blockReason"`
+	} `json:"promptFeedback"`
+	ModelVersion string `json:"modelVersion"`
+	ResponseID   string `json:"responseId"`
+}
+
+type candidate struct {
+	Content *struct {
+		Parts []part `json:"parts"`
+	} `json:"content"`
+	FinishReason  string `json:"finishReason"`
+	FinishMessage string `json:"finishMessage"`
+}
+
+// User messages of the failures Gemini answers with HTTP 200.
+const (
+	msgRecitation = "the image provider declined because the result would resemble existing protected content"
+	msgNoImage    = "the image model did not produce an image for this prompt; try rephrasing it"
+	msgGlitch     = "the image model did not return an image, please retry later"
+)
+
+// refusals are the finish reasons that mean the content was refused.
+func refusal(reason string) (string, bool) {
+	switch reason {
+	case "SAFETY", "IMAGE_SAFETY", "PROHIBITED_CONTENT", "IMAGE_PROHIBITED_CONTENT", "BLOCKLIST", "SPII":
+		return provider.MsgRefused, true
+	case "RECITATION", "IMAGE_RECITATION":
+		return msgRecitation, true
+	}
+	return "", false
+}
+
+// images reads the pictures of an answer. The answers without one
+// (all HTTP 200) fail:
+//
+//	promptFeedback.blockReason set                        refused
+//	finishReason SAFETY, IMAGE_SAFETY, PROHIBITED_CONTENT,
+//	  IMAGE_PROHIBITED_CONTENT, BLOCKLIST, SPII,
+//	  RECITATION, IMAGE_RECITATION                        refused
+//	no image, finishReason NO_IMAGE, STOP (text only),
+//	  MAX_TOKENS or LANGUAGE                              failed, not retried: the same prompt
+//	                                                      would most likely get the same answer
+//	no image, any other reason (IMAGE_OTHER, OTHER, tool
+//	  calls, none), or no candidate at all                failed, retryable: a glitch
+func images(resp *provider.Response) ([]imagegen.GeneratedImage, error) {
+	var body generateResponse
+	if err := provider.DecodeJSON(Provider, resp, &body); err != nil {
+		return nil, err
+	}
+	if pf := body.PromptFeedback; pf != nil && pf.BlockReason != "" && pf.BlockReason != "BLOCK_REASON_UNSPECIFIED" {
+		return nil, answered(fmt.Sprintf("promptFeedback.blockReason %s", pf.BlockReason), provider.Refusal(), provider.Code(pf.BlockReason))
+	}
+	if len(body.Candidates) == 0 {
+		return nil, provider.BadAnswer(Provider, true, errors.New("HTTP 200: no candidates and no block reason"))
+	}
+	c := body.Candidates[0]
+	if msg, ok := refusal(c.FinishReason); ok {
+		return nil, answered("finishReason "+c.FinishReason, provider.Refusal(msg), provider.Code(c.FinishReason))
+	}
+	var imgs []imagegen.GeneratedImage
+	var text []string
+	if c.Content != nil {
+		for i, p := range c.Content.Parts {
+			switch {
+			case p.Thought:
+				continue // thinking, not the answer
+			case p.InlineData != nil && isImage(p.InlineData.MimeType):
+				data, err := decodeBase64(p.InlineData.Data)
+				if err != nil {
+					return nil, provider.BadAnswer(Provider, true, fmt.Errorf("parts[%d].inlineData.data: %w", i, err))
+				}
+				ct := provider.ContentType(data)
+				if ct == "" {
+					ct = p.InlineData.MimeType
+				}
+				imgs = append(imgs, imagegen.GeneratedImage{ContentType: ct, Data: data})
+			case p.Text != "":
+				text = append(text, p.Text)
+			}
+		}
+	}
+	if len(imgs) > 0 {
+		return imgs, nil
+	}
+	cause := fmt.Sprintf("finishReason %s with no image", cmp.Or(c.FinishReason, "(none)"))
+	if len(text) > 0 {
+		cause += "; text: " + provider.Snippet([]byte(strings.Join(text, " ")))
+	}
+	switch c.FinishReason {
+	case "NO_IMAGE", "STOP", "MAX_TOKENS", "LANGUAGE":
+		return nil, answered(cause, provider.Retry(false), provider.UserMessage(msgNoImage), provider.Code(c.FinishReason))
+	}
+	return nil, answered(cause, provider.Retry(true), provider.UserMessage(msgGlitch), provider.Code(c.FinishReason))
+}
+
+// answered is a failure that came as an HTTP 200 answer.
+func answered(cause string, opts ...provider.ErrorOption) *imagegen.ModelError {
+	return provider.NewError(Provider, 200, cause, opts...)
+}
+
+func isImage(mimeType string) bool {
+	mt, _, err := mime.ParseMediaType(mimeType)
+	return err == nil && strings.HasPrefix(mt, "image/")
+}
+
+// decodeBase64 takes every base64 form proto3 JSON allows.
+func decodeBase64(s string) ([]byte, error) {
+	var first error
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		data, err := enc.DecodeString(s)
+		if err == nil {
+			return data, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return nil, first
+}
