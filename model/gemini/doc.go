@@ -36,7 +36,9 @@
 // *fetch.Fetcher) and sent as inlineData parts after the prompt, with
 // the MIME type read from their bytes (else from the Content-Type).
 // PNG, JPEG, WebP, HEIC and HEIF are sent as they are, GIF is converted
-// to PNG, anything else fails the task as invalid input.
+// to PNG, anything else fails the task as invalid input, as do
+// references too large to send inline together (a request must stay
+// under about 20 MB; the Files API is not used).
 //
 // # Failures
 //

@@ -93,6 +93,9 @@ func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen
 		if err != nil {
 			return nil, err
 		}
+		if err := checkInline(refs); err != nil {
+			return nil, err
+		}
 	}
 	body := m.request(req, refs)
 	header := http.Header{}

@@ -447,6 +447,15 @@ func TestReferenceFailures(t *testing.T) {
 	_, err = generate(m, i2i("x", imagegen.Aspect1x1, "https://img.example/missing.png"))
 	is.True(modelError(t, err).InvalidInput)
 
+	big := make([]byte, 8<<20) // two of them are too much to send inline
+	copy(big, providertest.PNG(8, 8))
+	fetcher.Images["https://img.example/big.png"] = providertest.Image{Data: big}
+	_, err = generate(m, i2i("x", imagegen.Aspect1x1, "https://img.example/big.png", "https://img.example/big.png"))
+	me = modelError(t, err)
+	is.True(me.InvalidInput && !me.Retryable)
+	is.True(strings.Contains(me.Message, "too large together"))
+	is.Equal(len(f.Calls()), 0)
+
 	noFetcher, _ := newModel(t, f, gemini.Config{})
 	_, err = noFetcher.Plan(i2i("x", imagegen.Aspect1x1, "https://img.example/ok.png"))
 	var ve *imagegen.ValidationError

@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"encoding/base64"
+	"fmt"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/model/provider"
@@ -65,4 +66,24 @@ func (m *Model) request(req imagegen.Request, refs []provider.Reference) generat
 		body.GenerationConfig.ImageConfig = &ic
 	}
 	return body
+}
+
+// maxInlineBytes bounds the base64 of the reference images: a request
+// must stay under about 20 MB (WIRE.md), or use the Files API, which
+// this adapter does not.
+const maxInlineBytes = 19 << 20
+
+// checkInline fails, as invalid input, references too large to send
+// inline together.
+func checkInline(refs []provider.Reference) error {
+	total := 0
+	for _, r := range refs {
+		total += base64.StdEncoding.EncodedLen(len(r.Data))
+	}
+	if total <= maxInlineBytes {
+		return nil
+	}
+	return &imagegen.ModelError{Provider: Provider, InvalidInput: true,
+		Message: "the reference images are too large together for this provider (at most about 14 MB in all)",
+		Err:     fmt.Errorf("%d bytes of base64 inline data, at most %d", total, maxInlineBytes)}
 }

@@ -316,3 +316,61 @@ func TestWait(t *testing.T) {
 	is.True(errors.Is(provider.Wait(cancelled, clock, time.Second), context.Canceled))
 	is.Equal(clock.Waits(), []time.Duration{time.Second})
 }
+
+// waitingClock never fires; it tells when someone waits on it.
+type waitingClock struct{ waiting chan time.Duration }
+
+func (c waitingClock) Now() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
+func (c waitingClock) After(d time.Duration) <-chan time.Time {
+	c.waiting <- d
+	return nil
+}
+
+func TestDoStopsWaitingWhenTheContextEnds(t *testing.T) {
+	is := is.New(t)
+	s, url := serve(t, answer{status: 503, header: map[string]string{"Retry-After": "30"}})
+	clock := waitingClock{waiting: make(chan time.Duration, 1)}
+	cctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-clock.waiting // Do is waiting to retry
+		cancel()
+	}()
+	_, err := provider.Do(cctx, http.DefaultClient, get(url), policy(clock, 3))
+	me := modelError(t, err)
+	is.True(me.Retryable)
+	is.True(errors.Is(err, context.Canceled))
+	is.Equal(s.calls.Load(), int32(1))
+}
+
+func TestDefaultHTTPClientDoesNotFollowRedirects(t *testing.T) {
+	is := is.New(t)
+	var leaked atomic.Value
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Store(r.Header.Get("X-Api-Key"))
+	}))
+	defer elsewhere.Close()
+	_, url := serve(t, answer{status: http.StatusFound, header: map[string]string{"Location": elsewhere.URL}})
+	build := provider.Get(url, http.Header{"X-Api-Key": {key}})
+	_, err := provider.Do(context.Background(), provider.DefaultHTTPClient(), build, policy(providertest.NewClock(), 0))
+	me := modelError(t, err)
+	is.True(!me.Retryable)
+	is.True(strings.Contains(me.Err.Error(), "HTTP 302"))
+	is.Equal(leaked.Load(), nil) // the key never went elsewhere
+}
+
+func TestGetAndPostBuildFreshRequests(t *testing.T) {
+	is := is.New(t)
+	h := http.Header{"Authorization": {"Bearer x"}}
+	for _, build := range []provider.BuildFunc{provider.Get("http://127.0.0.1:1/p", h), provider.Post("http://127.0.0.1:1/p", "text/plain", []byte("hi"), h)} {
+		r1, err := build(context.Background())
+		is.NoErr(err)
+		r2, err := build(context.Background())
+		is.NoErr(err)
+		r1.Header.Set("Authorization", "changed")
+		is.Equal(r2.Header.Get("Authorization"), "Bearer x") // headers are copied
+		is.Equal(h.Get("Authorization"), "Bearer x")
+		is.Equal(r2.Header.Get("Accept"), "application/json")
+	}
+	_, err := provider.PostJSON("http://127.0.0.1:1/p", func() {}, nil)
+	is.True(err != nil) // cannot encode
+}

@@ -30,6 +30,14 @@
 //		img, _, err = provider.CropToRatio(img, ratio) // when the provider's size is only near
 //	}
 //
+// Polling adapters (Replicate, fal, Stability's async results) build
+// their status calls with Get, wait between polls with Wait (on the
+// client's Policy.Clock, never past the deadline), and download URL
+// results with DownloadResult. Tests use package providertest: a clock
+// that records waits, a scripted ImageFetcher, PNG/JPEG makers, the
+// wire-spec loader (skips when /work/shared/specs is absent) and
+// NoSecretAnywhere.
+//
 // # Failures
 //
 // Every error an adapter returns is a *imagegen.ModelError. NewError maps

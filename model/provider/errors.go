@@ -23,8 +23,11 @@ const (
 	MsgBadAnswer     = "the image provider sent an answer that could not be used"
 )
 
-// ErrorOption adjusts what NewError builds.
-type ErrorOption func(*imagegen.ModelError, *errorNote)
+// ErrorOption adjusts what NewError builds; the options are the
+// functions below.
+type ErrorOption struct {
+	apply func(*imagegen.ModelError, *errorNote)
+}
 
 type errorNote struct {
 	code  string
@@ -34,64 +37,64 @@ type errorNote struct {
 // Refusal marks a content refusal: Refused, never retried, with
 // MsgRefused or msg when given.
 func Refusal(msg ...string) ErrorOption {
-	return func(e *imagegen.ModelError, _ *errorNote) {
+	return ErrorOption{func(e *imagegen.ModelError, _ *errorNote) {
 		e.Refused, e.Retryable, e.InvalidInput = true, false, false
 		e.Message = MsgRefused
 		if len(msg) > 0 && msg[0] != "" {
 			e.Message = msg[0]
 		}
-	}
+	}}
 }
 
 // OperatorError marks a failure the operator must fix (a bad or revoked
 // API key, no access to the model, no billing): not retried, and the
 // user reads MsgMisconfigured, not blame.
 func OperatorError() ErrorOption {
-	return func(e *imagegen.ModelError, n *errorNote) {
+	return ErrorOption{func(e *imagegen.ModelError, n *errorNote) {
 		e.Refused, e.Retryable, e.InvalidInput = false, false, false
 		e.Message = MsgMisconfigured
 		n.code = strings.TrimSpace("operator error " + n.code)
-	}
+	}}
 }
 
 // InvalidInput marks a failure caused by the request's reference images
 // (the provider could not use them): not retried, and the task fails as
 // invalid input. msg tells the user which input and why, safely.
 func InvalidInput(msg string) ErrorOption {
-	return func(e *imagegen.ModelError, _ *errorNote) {
+	return ErrorOption{func(e *imagegen.ModelError, _ *errorNote) {
 		e.Refused, e.Retryable, e.InvalidInput = false, false, true
 		e.Message = msg
-	}
+	}}
 }
 
 // Retry overrides whether the failure may be retried (for example from
 // a provider's x-should-retry header or an error code).
 func Retry(retryable bool) ErrorOption {
-	return func(e *imagegen.ModelError, _ *errorNote) {
+	return ErrorOption{func(e *imagegen.ModelError, _ *errorNote) {
 		if !e.Refused {
 			e.Retryable = retryable
 		}
-	}
+	}}
 }
 
 // UserMessage sets the message shown to the user. It must be safe: no
 // provider internals, no keys.
 func UserMessage(msg string) ErrorOption {
-	return func(e *imagegen.ModelError, _ *errorNote) { e.Message = msg }
+	return ErrorOption{func(e *imagegen.ModelError, _ *errorNote) { e.Message = msg }}
 }
 
 // Code names the provider's error code or type in the logged cause.
 func Code(code string) ErrorOption {
-	return func(_ *imagegen.ModelError, n *errorNote) {
+	return ErrorOption{func(_ *imagegen.ModelError, n *errorNote) {
 		if code != "" {
 			n.code = strings.TrimSpace(n.code + " " + code)
 		}
-	}
+	}}
 }
 
 // Cause wraps err in the logged cause (errors.Is and errors.As see it).
 func Cause(err error) ErrorOption {
-	return func(_ *imagegen.ModelError, n *errorNote) { n.cause = err }
+	return ErrorOption{func(_ *imagegen.ModelError, n *errorNote) { n.cause = err }}
 }
 
 // NewError turns a provider's failed answer into the one error type of
@@ -113,12 +116,14 @@ func NewError(provider string, status int, providerMessage string, opts ...Error
 	case status == http.StatusRequestTimeout || status >= 500:
 		e.Retryable, e.Message = true, MsgUnavailable
 	case status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusNotFound:
-		OperatorError()(e, n)
+		OperatorError().apply(e, n)
 	default:
 		e.Message = MsgRejected
 	}
 	for _, o := range opts {
-		o(e, n)
+		if o.apply != nil {
+			o.apply(e, n)
+		}
 	}
 	head := fmt.Sprintf("HTTP %d", status)
 	if n.code != "" {

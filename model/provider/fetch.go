@@ -112,3 +112,22 @@ func newReference(data []byte, contentType string, accept []string) (Reference, 
 	ref.Data, ref.ContentType = buf.Bytes(), PNG
 	return ref, nil
 }
+
+// DownloadResult fetches a generated image that a provider answered
+// with a URL (dall-e, Replicate, fal), through f. A failure is a
+// retryable *imagegen.ModelError (MsgUnavailable); the URL, often
+// signed, is kept out of the error. The type comes from the bytes.
+func DownloadResult(ctx context.Context, provider string, f ImageFetcher, url string) (imagegen.GeneratedImage, error) {
+	if f == nil {
+		return imagegen.GeneratedImage{}, &imagegen.ModelError{Provider: provider, Message: MsgMisconfigured, Err: errors.New("the provider answered with a URL and no ImageFetcher is configured")}
+	}
+	data, _, err := f.Fetch(ctx, url)
+	if err != nil {
+		return imagegen.GeneratedImage{}, &imagegen.ModelError{Provider: provider, Retryable: true, Message: MsgUnavailable, Err: fmt.Errorf("downloading the result: %w", err)}
+	}
+	ct := ContentType(data)
+	if ct == "" {
+		return imagegen.GeneratedImage{}, BadAnswer(provider, true, errors.New("the downloaded result is not an image"))
+	}
+	return imagegen.GeneratedImage{ContentType: ct, Data: data}, nil
+}

@@ -85,3 +85,27 @@ func TestFetchReferencesFailures(t *testing.T) {
 		is.Equal(len(refs), 0)
 	})
 }
+
+func TestDownloadResult(t *testing.T) {
+	is := is.New(t)
+	png := providertest.PNG(16, 9)
+	f := &providertest.Fetcher{Images: map[string]providertest.Image{
+		"https://cdn.example/out.png?sig=secret": {Data: png, ContentType: "binary/octet-stream"},
+		"https://cdn.example/page":               {Data: []byte("<html>")},
+	}}
+	img, err := provider.DownloadResult(context.Background(), "acme", f, "https://cdn.example/out.png?sig=secret")
+	is.NoErr(err)
+	is.Equal(img.ContentType, "image/png")
+	is.Equal(img.Data, png)
+
+	_, err = provider.DownloadResult(context.Background(), "acme", f, "https://cdn.example/gone.png?sig=secret")
+	me := modelError(t, err)
+	is.True(me.Retryable)
+	is.True(!strings.Contains(err.Error(), "sig=secret"))
+
+	_, err = provider.DownloadResult(context.Background(), "acme", f, "https://cdn.example/page")
+	is.True(modelError(t, err).Retryable)
+
+	_, err = provider.DownloadResult(context.Background(), "acme", nil, "https://cdn.example/out.png")
+	is.True(!modelError(t, err).Retryable)
+}

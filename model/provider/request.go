@@ -28,6 +28,24 @@ func Post(url, contentType string, body []byte, header http.Header) BuildFunc {
 	}
 }
 
+// Get returns a BuildFunc that GETs url with the given headers (for
+// polling a prediction, say), afresh for every attempt.
+func Get(url string, header http.Header) BuildFunc {
+	return func(ctx context.Context) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range header {
+			req.Header[k] = append([]string(nil), v...)
+		}
+		if req.Header.Get("Accept") == "" {
+			req.Header.Set("Accept", "application/json")
+		}
+		return req, nil
+	}
+}
+
 // PostJSON returns a BuildFunc that POSTs v encoded as JSON.
 func PostJSON(url string, v any, header http.Header) (BuildFunc, error) {
 	body, err := json.Marshal(v)
