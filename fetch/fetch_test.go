@@ -1,17 +1,12 @@
 package fetch_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
-	"image"
-	"image/color"
-	"image/png"
+	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,231 +17,295 @@ import (
 	"github.com/imagegen/imagegen/fetch"
 )
 
-// pngOf returns a w x h PNG.
-func pngOf(w, h int) []byte {
-	img := image.NewNRGBA(image.Rect(0, 0, w, h))
-	img.Set(0, 0, color.NRGBA{R: 255, A: 255})
-	var buf bytes.Buffer
-	_ = png.Encode(&buf, img)
-	return buf.Bytes()
-}
-
-// hugeHeader is a PNG whose header claims 100000 x 100000 pixels and
-// which has no image data: only DecodeConfig may look at it.
-func hugeHeader() []byte {
-	var b bytes.Buffer
-	b.WriteString("\x89PNG\r\n\x1a\n")
-	ihdr := make([]byte, 13)
-	binary.BigEndian.PutUint32(ihdr[0:], 100000)
-	binary.BigEndian.PutUint32(ihdr[4:], 100000)
-	ihdr[8], ihdr[9] = 8, 6 // 8-bit RGBA
-	chunk := append([]byte("IHDR"), ihdr...)
-	_ = binary.Write(&b, binary.BigEndian, uint32(13))
-	b.Write(chunk)
-	_ = binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(chunk))
-	return b.Bytes()
-}
-
-// site is a loopback test server that counts its hits.
-type site struct {
-	*httptest.Server
-	hits atomic.Int64
-}
-
-func newSite(t *testing.T, h http.HandlerFunc) *site {
-	s := &site{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.hits.Add(1)
-		h(w, r)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-// resolver maps every name to one address.
-type resolver struct{ ip string }
-
-func (r resolver) LookupIPAddr(context.Context, string) ([]net.IPAddr, error) {
-	return []net.IPAddr{{IP: net.ParseIP(r.ip)}}, nil
-}
-
-// toSite is a Dial that sends every connection to the test site and
-// records which (checked) address was asked for.
-func toSite(s *site, asked *atomic.Value) func(context.Context, string, string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		asked.Store(addr)
-		return (&net.Dialer{}).DialContext(ctx, network, s.Listener.Addr().String())
-	}
-}
-
-var ctx = context.Background()
-
-func TestFetchAPublicAddress(t *testing.T) {
+// A public name is fetched without AllowPrivate: the guard checks the
+// resolved public address and the connection goes to that address (the
+// test's Dial then carries it to the loopback site).
+func TestFetchPublicAddress(t *testing.T) {
 	is := is.New(t)
 	img := pngOf(30, 20)
+	var agent atomic.Value
 	s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
+		agent.Store(r.Header.Get("User-Agent"))
 		w.Header().Set("Content-Type", "image/png")
 		_, _ = w.Write(img)
 	})
-	var asked atomic.Value
-	f, err := fetch.New(fetch.Options{Resolver: resolver{"93.184.216.34"}, Dial: toSite(s, &asked)})
+	d := dialTo(s)
+	f, err := fetch.New(fetch.Options{Resolver: resolver(t, map[string][]string{"images.example": {"93.184.216.34"}}), Dial: d.Dial})
 	is.NoErr(err)
-	data, ct, err := f.Fetch(ctx, "http://images.example/cat.png")
+	data, ct, err := f.Fetch(t.Context(), "http://images.example/cat.png")
 	is.NoErr(err)
 	is.Equal(data, img)
 	is.Equal(ct, "image/png")
-	is.Equal(asked.Load(), "93.184.216.34:80") // connected to the checked address, not a re-resolved one
-	decoded, format, err := f.Image(ctx, "http://images.example/cat.png")
+	is.Equal(agent.Load(), "imagegen-fetch/1")
+	decoded, format, err := f.Image(t.Context(), "http://images.example/cat.png")
 	is.NoErr(err)
 	is.Equal(format, "png")
-	is.Equal(decoded.Bounds().Dx(), 30)
+	is.Equal(decoded.Bounds().Size().X, 30)
+	is.Equal(decoded.Bounds().Size().Y, 20)
+	for _, a := range d.Asked() {
+		is.Equal(a, "93.184.216.34:80") // the checked address, never a re-resolved name
+	}
+	is.True(len(d.Asked()) >= 1)
 }
 
-func TestSSRFGuardAtConnect(t *testing.T) {
-	for _, ip := range []string{"127.0.0.1", "10.1.2.3", "169.254.169.254", "192.168.1.1", "100.64.0.1", "::1", "fd00::1", "fe80::1", "::ffff:127.0.0.1", "0.0.0.0"} {
-		t.Run(ip, func(t *testing.T) {
-			is := is.New(t)
-			s := newSite(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(pngOf(1, 1)) })
-			var asked atomic.Value
-			f, err := fetch.New(fetch.Options{Resolver: resolver{ip}, Dial: toSite(s, &asked)})
-			is.NoErr(err)
-			_, _, err = f.Fetch(ctx, "http://innocent.example/a.png")
-			is.True(errors.Is(err, fetch.ErrBlockedAddress))
-			is.Equal(s.hits.Load(), int64(0)) // never connected
-			is.Equal(asked.Load(), nil)
+func TestRedirects(t *testing.T) {
+	// /hops/N redirects to /hops/N-1; /hops/0 is the image.
+	s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/hops/0":
+			_, _ = w.Write(pngOf(1, 1))
+		case strings.HasPrefix(r.URL.Path, "/hops/"):
+			n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/hops/"))
+			http.Redirect(w, r, fmt.Sprintf("/hops/%d", n-1), http.StatusFound)
+		case r.URL.Path == "/to-ftp":
+			http.Redirect(w, r, "ftp://images.example/a.png", http.StatusFound)
+		case r.URL.Path == "/to-internal":
+			http.Redirect(w, r, "http://internal.example/hops/0", http.StatusFound)
+		case r.URL.Path == "/to-userinfo":
+			http.Redirect(w, r, "http://user:pw@images.example/hops/0", http.StatusFound)
+		}
+	})
+	setup := func(t *testing.T) (*fetch.Fetcher, *dialer) {
+		d := dialTo(s)
+		f, err := fetch.New(fetch.Options{
+			Resolver: resolver(t, map[string][]string{"images.example": {"93.184.216.34"}, "internal.example": {"10.0.0.1"}}),
+			Dial:     d.Dial,
+		})
+		is.New(t).NoErr(err)
+		return f, d
+	}
+	t.Run("3 allowed", func(t *testing.T) {
+		f, _ := setup(t)
+		_, _, err := f.Fetch(t.Context(), "http://images.example/hops/3")
+		is.New(t).NoErr(err)
+	})
+	t.Run("4th refused", func(t *testing.T) {
+		f, _ := setup(t)
+		_, _, err := f.Fetch(t.Context(), "http://images.example/hops/4")
+		is.New(t).True(errors.Is(err, fetch.ErrTooManyRedirects))
+	})
+	t.Run("MaxRedirects 1", func(t *testing.T) {
+		is := is.New(t)
+		d := dialTo(s)
+		f, err := fetch.New(fetch.Options{MaxRedirects: 1, Resolver: resolver(t, map[string][]string{"images.example": {"93.184.216.34"}}), Dial: d.Dial})
+		is.NoErr(err)
+		_, _, err = f.Fetch(t.Context(), "http://images.example/hops/1")
+		is.NoErr(err)
+		_, _, err = f.Fetch(t.Context(), "http://images.example/hops/2")
+		is.True(errors.Is(err, fetch.ErrTooManyRedirects))
+	})
+	t.Run("to ftp refused", func(t *testing.T) {
+		f, _ := setup(t)
+		_, _, err := f.Fetch(t.Context(), "http://images.example/to-ftp")
+		is.New(t).True(errors.Is(err, fetch.ErrBadURL))
+	})
+	t.Run("to credentials refused", func(t *testing.T) {
+		f, _ := setup(t)
+		_, _, err := f.Fetch(t.Context(), "http://images.example/to-userinfo")
+		is.New(t).True(errors.Is(err, fetch.ErrBadURL))
+	})
+	t.Run("to blocked address refused at connect", func(t *testing.T) {
+		is := is.New(t)
+		f, d := setup(t)
+		_, _, err := f.Fetch(t.Context(), "http://images.example/to-internal")
+		is.True(errors.Is(err, fetch.ErrBlockedAddress))
+		for _, a := range d.Asked() {
+			is.Equal(a, "93.184.216.34:80") // 10.0.0.1 was never dialled
+		}
+	})
+}
+
+func TestByteLimit(t *testing.T) {
+	s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/exact":
+			_, _ = w.Write(make([]byte, 1000))
+		case "/declared": // claims a large body, then stalls: only the header can refuse it in time
+			w.Header().Set("Content-Length", "1000000")
+			_, _ = w.Write(make([]byte, 10))
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		case "/endless": // no Content-Length, never ends: only a capped read stops it
+			w.(http.Flusher).Flush()
+			chunk := make([]byte, 4096)
+			for r.Context().Err() == nil {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		}
+	})
+	f, err := fetch.New(fetch.Options{AllowPrivate: true, MaxBytes: 1000, Timeout: 10 * time.Second})
+	is.New(t).NoErr(err)
+	t.Run("at the limit", func(t *testing.T) {
+		data, _, err := f.Fetch(t.Context(), s.URL+"/exact")
+		is.New(t).NoErr(err)
+		is.New(t).Equal(len(data), 1000)
+	})
+	for _, path := range []string{"/declared", "/endless"} {
+		t.Run(path, func(t *testing.T) {
+			_, _, err := f.Fetch(t.Context(), s.URL+path)
+			is.New(t).True(errors.Is(err, fetch.ErrTooLarge))
 		})
 	}
 }
 
-func TestAllowPrivateAndAllowHosts(t *testing.T) {
-	is := is.New(t)
-	s := newSite(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(pngOf(2, 2)) })
-	f, err := fetch.New(fetch.Options{AllowPrivate: true})
-	is.NoErr(err)
-	_, _, err = f.Image(ctx, s.URL+"/a.png")
-	is.NoErr(err)
-
-	var asked atomic.Value
-	f, err = fetch.New(fetch.Options{AllowHosts: []string{"CDN.provider.example"}, Resolver: resolver{"10.0.0.5"}, Dial: toSite(s, &asked)})
-	is.NoErr(err)
-	_, _, err = f.Fetch(ctx, "http://cdn.provider.example/a.png")
-	is.NoErr(err)
-	_, _, err = f.Fetch(ctx, "http://other.example/a.png")
-	is.True(errors.Is(err, fetch.ErrBlockedAddress))
-}
-
-func TestRedirects(t *testing.T) {
-	is := is.New(t)
-	var s *site
-	s = newSite(t, func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/img":
-			_, _ = w.Write(pngOf(1, 1))
-		case "/ftp":
-			http.Redirect(w, r, "ftp://example.com/a.png", http.StatusFound)
-		case "/private":
-			http.Redirect(w, r, "http://internal.example/img", http.StatusFound)
-		default: // /r/N redirects N more times, then to /img
-			n := strings.Count(r.URL.Path, "/") - 1
-			if n <= 0 {
-				http.Redirect(w, r, "/img", http.StatusFound)
-				return
-			}
-			http.Redirect(w, r, strings.TrimSuffix(r.URL.Path, "/x"), http.StatusFound)
-		}
-	})
-	var asked atomic.Value
-	dial := toSite(s, &asked)
-	f, err := fetch.New(fetch.Options{
-		Resolver: resolverFunc(func(host string) string {
-			if host == "internal.example" {
-				return "10.0.0.1"
-			}
-			return "93.184.216.34"
-		}),
-		Dial: dial,
-	})
-	is.NoErr(err)
-	_, _, err = f.Fetch(ctx, "http://a.example/r/x/x") // 3 redirects: allowed
-	is.NoErr(err)
-	_, _, err = f.Fetch(ctx, "http://a.example/r/x/x/x") // 4: refused
-	is.True(errors.Is(err, fetch.ErrTooManyRedirects))
-	_, _, err = f.Fetch(ctx, "http://a.example/ftp")
-	is.True(errors.Is(err, fetch.ErrBadURL))
-	_, _, err = f.Fetch(ctx, "http://a.example/private") // the redirect target is checked at connect too
-	is.True(errors.Is(err, fetch.ErrBlockedAddress))
-}
-
-type resolverFunc func(host string) string
-
-func (r resolverFunc) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, error) {
-	return []net.IPAddr{{IP: net.ParseIP(r(host))}}, nil
-}
-
-func TestLimits(t *testing.T) {
+func TestPixelLimit(t *testing.T) {
 	is := is.New(t)
 	s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
-		case "/big":
-			_, _ = w.Write(make([]byte, 2000))
-		case "/big-chunked":
-			w.(http.Flusher).Flush() // no Content-Length
-			_, _ = w.Write(make([]byte, 2000))
 		case "/huge":
-			_, _ = w.Write(hugeHeader())
-		case "/text":
-			_, _ = w.Write([]byte("<html>not an image</html>"))
-		case "/missing":
-			http.NotFound(w, r)
-		case "/slow":
-			<-r.Context().Done() // hangs until the fetcher gives up
+			_, _ = w.Write(pngHeader(10000, 10000))
+		case "/small":
+			_, _ = w.Write(pngOf(30, 20))
 		}
 	})
-	f, err := fetch.New(fetch.Options{AllowPrivate: true, MaxBytes: 1000, Timeout: 200 * time.Millisecond})
+	f, err := fetch.New(fetch.Options{AllowPrivate: true})
 	is.NoErr(err)
-	_, _, err = f.Fetch(ctx, s.URL+"/big")
-	is.True(errors.Is(err, fetch.ErrTooLarge))
-	_, _, err = f.Fetch(ctx, s.URL+"/big-chunked")
-	is.True(errors.Is(err, fetch.ErrTooLarge))
-	_, _, err = f.Image(ctx, s.URL+"/huge")
-	is.True(errors.Is(err, fetch.ErrTooManyPixels)) // refused from the header alone
-	_, _, err = f.Image(ctx, s.URL+"/text")
+	_, _, err = f.Image(t.Context(), s.URL+"/huge")
+	is.True(errors.Is(err, fetch.ErrTooManyPixels)) // refused on the header: a decode would fail with ErrNotImage
+
+	f, err = fetch.New(fetch.Options{AllowPrivate: true, MaxPixels: 599})
+	is.NoErr(err)
+	_, _, err = f.Image(t.Context(), s.URL+"/small")
+	is.True(errors.Is(err, fetch.ErrTooManyPixels))
+	f, err = fetch.New(fetch.Options{AllowPrivate: true, MaxPixels: 600})
+	is.NoErr(err)
+	_, _, err = f.Image(t.Context(), s.URL+"/small")
+	is.NoErr(err)
+}
+
+func TestNotImageAndStatus(t *testing.T) {
+	is := is.New(t)
+	s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/text":
+			_, _ = w.Write([]byte("<html>not an image</html>"))
+		case "/truncated":
+			_, _ = w.Write(pngOf(30, 20)[:60])
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	f, err := fetch.New(fetch.Options{AllowPrivate: true})
+	is.NoErr(err)
+	_, _, err = f.Image(t.Context(), s.URL+"/text")
 	is.True(errors.Is(err, fetch.ErrNotImage))
-	_, _, err = f.Fetch(ctx, s.URL+"/missing")
+	_, _, err = f.Image(t.Context(), s.URL+"/truncated")
+	is.True(errors.Is(err, fetch.ErrNotImage))
+
+	_, _, err = f.Fetch(t.Context(), s.URL+"/missing")
 	is.True(errors.Is(err, fetch.ErrStatus))
-	is.True(strings.Contains(err.Error(), "404"))
-	_, _, err = f.Fetch(ctx, s.URL+"/slow")
-	is.True(errors.Is(err, context.DeadlineExceeded))
+	var se *fetch.StatusError
+	is.True(errors.As(err, &se))
+	is.Equal(se.Code, 404)
+	is.Equal(err.Error(), "unexpected HTTP status 404")
+}
+
+func TestTimeoutAndCancel(t *testing.T) {
+	is := is.New(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/cancel" {
+			cancel() // the caller gives up while the request is in flight
+		}
+		<-r.Context().Done() // hangs until the fetcher stops
+	})
+	f, err := fetch.New(fetch.Options{AllowPrivate: true, Timeout: 50 * time.Millisecond})
+	is.NoErr(err)
+	_, _, err = f.Fetch(t.Context(), s.URL+"/slow")
+	is.True(errors.Is(err, context.DeadlineExceeded)) // the fetcher's own timeout
+
+	f, err = fetch.New(fetch.Options{AllowPrivate: true, Timeout: time.Minute})
+	is.NoErr(err)
+	_, _, err = f.Fetch(ctx, s.URL+"/cancel")
+	is.True(errors.Is(err, context.Canceled))
+}
+
+// Connection failures say what went wrong without naming our internals
+// (here the resolver's address).
+func TestDownloadErrorsAreSafe(t *testing.T) {
+	is := is.New(t)
+	f, err := fetch.New(fetch.Options{Resolver: failing{}})
+	is.NoErr(err)
+	_, _, err = f.Fetch(t.Context(), "http://nowhere.example/a.png")
+	is.True(err != nil)
+	is.Equal(err.Error(), "could not be downloaded: host not found")
+	var dnsErr *net.DNSError
+	is.True(errors.As(err, &dnsErr)) // the cause stays available for logs
+
+	// A port nothing listens on: connection refused.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	addr := l.Addr().String()
+	is.NoErr(l.Close())
+	dev, err := fetch.New(fetch.Options{AllowPrivate: true})
+	is.NoErr(err)
+	_, _, err = dev.Fetch(t.Context(), "http://"+addr+"/a.png")
+	is.Equal(err.Error(), "could not be downloaded: connection refused")
+}
+
+type failing struct{}
+
+func (failing) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, error) {
+	return nil, &net.DNSError{Err: "no such host", Name: host, Server: "10.9.8.7:53", IsNotFound: true}
 }
 
 func TestBadURLs(t *testing.T) {
-	f, err := fetch.New(fetch.Options{})
+	names := resolver(t, nil) // any lookup fails the test
+	d := &dialer{to: "127.0.0.1:1"}
+	f, err := fetch.New(fetch.Options{Resolver: names, Dial: d.Dial})
 	is.New(t).NoErr(err)
-	for _, u := range []string{"", "/a.png", "ftp://example.com/a.png", "http://", "https://user:pw@example.com/a.png", "javascript:alert(1)", "file:///etc/passwd"} {
-		_, _, err := f.Fetch(ctx, u)
-		is.New(t).True(errors.Is(err, fetch.ErrBadURL))
-	}
-}
-
-func TestAllowedTable(t *testing.T) {
-	for ip, want := range map[string]bool{
-		"93.184.216.34": true, "8.8.8.8": true, "2606:4700::1111": true,
-		"127.0.0.1": false, "127.255.0.9": false, "10.0.0.1": false, "172.16.0.1": false, "172.31.255.255": false,
-		"172.32.0.1": true, "192.168.0.1": false, "169.254.169.254": false, "100.64.0.1": false, "100.128.0.1": true,
-		"0.0.0.0": false, "255.255.255.255": false, "224.0.0.1": false, "198.18.0.1": false,
-		"::": false, "::1": false, "fc00::1": false, "fd12::1": false, "fe80::1": false, "ff02::1": false,
-		"::ffff:10.0.0.1": false, "::ffff:8.8.8.8": true, "64:ff9b::a00:1": false,
+	for _, u := range []string{
+		"", "/a.png", "images.example/a.png", "//images.example/a.png",
+		"ftp://images.example/a.png", "file:///etc/passwd", "javascript:alert(1)", "data:image/png;base64,AAAA",
+		"http://", "http:///a.png", "http://:80/a.png", "http:images.example",
+		"https://user:pw@images.example/a.png", "https://user@images.example/a.png",
+		"http://[::1", "http://images.example/%zz",
 	} {
-		if got := fetch.Allowed(net.ParseIP(ip)); got != want {
-			t.Errorf("Allowed(%s) = %v, want %v", ip, got, want)
-		}
+		t.Run(u, func(t *testing.T) {
+			_, _, err := f.Fetch(t.Context(), u)
+			is.New(t).True(errors.Is(err, fetch.ErrBadURL))
+		})
 	}
+	is.New(t).Equal(names.calls.Load(), int64(0))
+	is.New(t).Equal(len(d.Asked()), 0)
 }
 
 func TestOptionsValidation(t *testing.T) {
-	is := is.New(t)
-	for _, o := range []fetch.Options{{MaxBytes: -1}, {MaxPixels: -1}, {Timeout: -1}} {
-		_, err := fetch.New(o)
-		is.True(err != nil)
+	for field, o := range map[string]fetch.Options{
+		"MaxBytes":     {MaxBytes: -1},
+		"MaxPixels":    {MaxPixels: -1},
+		"Timeout":      {Timeout: -time.Second},
+		"MaxRedirects": {MaxRedirects: -1},
+	} {
+		t.Run(field, func(t *testing.T) {
+			_, err := fetch.New(o)
+			is.New(t).True(err != nil)
+			is.New(t).True(strings.Contains(err.Error(), "Options."+field))
+		})
 	}
+}
+
+func TestPostFollowsNoRedirect(t *testing.T) {
+	is := is.New(t)
+	var got atomic.Value
+	s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Method + " " + r.Header.Get("X-Sig"))
+		http.Redirect(w, r, "/elsewhere", http.StatusFound)
+	})
+	dev, err := fetch.New(fetch.Options{AllowPrivate: true})
+	is.NoErr(err)
+	status, err := dev.Post(t.Context(), s.URL+"/hook", http.Header{"X-Sig": {"v1"}}, []byte("{}"))
+	is.NoErr(err)
+	is.Equal(status, http.StatusFound)
+	is.Equal(got.Load(), "POST v1")
+	is.Equal(s.hits.Load(), int64(1))
+
+	guarded, err := fetch.New(fetch.Options{})
+	is.NoErr(err)
+	_, err = guarded.Post(t.Context(), s.URL+"/hook", nil, nil)
+	is.True(errors.Is(err, fetch.ErrBlockedAddress))
+	is.Equal(s.hits.Load(), int64(1))
 }

@@ -28,7 +28,7 @@ func (f *Fetcher) Post(ctx context.Context, rawURL string, header http.Header, b
 	req.Header.Set("User-Agent", f.o.UserAgent)
 	resp, err := f.noRedirects.Do(req)
 	if err != nil {
-		return 0, unwrapURLError(err)
+		return 0, failure(ctx, err, "connection failed")
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

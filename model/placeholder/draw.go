@@ -1,17 +1,15 @@
 package placeholder
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"image"
-	"image/png"
 )
 
 // palette is what a prompt decides about its picture.
 type palette struct {
 	from, to [3]uint8 // gradient corners
-	shape    [3]uint8 // shape colour
-	seed     [32]byte // places of the shapes
+	shape    [3]uint8 // colour of the rings and bars
+	seed     [32]byte // places and sizes of the shapes
 }
 
 func paletteOf(prompt string) palette {
@@ -24,110 +22,111 @@ func paletteOf(prompt string) palette {
 	}
 }
 
-// draw paints the picture: a diagonal gradient, rings and bars from the
-// prompt's hash, and the reference images as tiles along the bottom.
+// draw paints the picture: a diagonal gradient, three rings and three
+// bars from the prompt's hash, and the reference images as tiles along
+// the bottom third.
 func draw(prompt string, w, h int, refs []image.Image) *image.NRGBA {
 	p := paletteOf(prompt)
 	img := image.NewNRGBA(image.Rect(0, 0, w, h))
-	span := w + h - 2
-	if span == 0 {
-		span = 1
-	}
-	for y := 0; y < h; y++ {
-		row := img.Pix[y*img.Stride:]
-		for x := 0; x < w; x++ {
-			t := (x + y) * 255 / span
-			o := x * 4
-			for c := 0; c < 3; c++ {
-				row[o+c] = uint8((int(p.from[c])*(255-t) + int(p.to[c])*t) / 255)
-			}
-			row[o+3] = 255
-		}
-	}
-	// Three rings and three bars, placed by the hash.
+	gradient(img, p.from, p.to)
 	short := min(w, h)
-	for i := 0; i < 3; i++ {
+	for i := range 3 {
 		cx, cy := int(p.seed[6+i])*w/256, int(p.seed[9+i])*h/256
 		r := short/8 + int(p.seed[12+i])*short/1024
 		ring(img, cx, cy, r, max(2, short/64), p.shape)
 		bx := int(p.seed[15+i]) * w / 256
-		fill(img, image.Rect(bx, 0, bx+max(2, w/64), h), p.shape, 96)
+		blend(img, image.Rect(bx, 0, bx+max(2, w/64), h), p.shape, 96)
 	}
-	if len(refs) > 0 {
-		tiles(img, refs)
-	}
+	tiles(img, refs)
 	return img
+}
+
+// gradient fills img from colour a (top left) to b (bottom right). The
+// w+h-1 diagonal colours are computed once.
+func gradient(img *image.NRGBA, a, b [3]uint8) {
+	w, h := img.Rect.Dx(), img.Rect.Dy()
+	span := max(1, w+h-2)
+	diag := make([]byte, 4*(w+h-1))
+	for d := range w + h - 1 {
+		t := d * 255 / span
+		for c := range 3 {
+			diag[4*d+c] = uint8((int(a[c])*(255-t) + int(b[c])*t) / 255)
+		}
+		diag[4*d+3] = 255
+	}
+	for y := range h {
+		copy(img.Pix[y*img.Stride:y*img.Stride+4*w], diag[4*y:])
+	}
 }
 
 // ring draws a circle outline of the given thickness.
 func ring(img *image.NRGBA, cx, cy, r, thick int, c [3]uint8) {
 	outer, inner := r*r, (r-thick)*(r-thick)
-	b := img.Bounds().Intersect(image.Rect(cx-r, cy-r, cx+r+1, cy+r+1))
+	b := img.Rect.Intersect(image.Rect(cx-r, cy-r, cx+r+1, cy+r+1))
 	for y := b.Min.Y; y < b.Max.Y; y++ {
 		for x := b.Min.X; x < b.Max.X; x++ {
-			d := (x-cx)*(x-cx) + (y-cy)*(y-cy)
-			if d <= outer && d >= inner {
+			if d := (x-cx)*(x-cx) + (y-cy)*(y-cy); d <= outer && d >= inner {
 				o := img.PixOffset(x, y)
-				img.Pix[o], img.Pix[o+1], img.Pix[o+2] = c[0], c[1], c[2]
+				copy(img.Pix[o:o+3], c[:])
 			}
 		}
 	}
 }
 
-// fill blends colour c over rect r with the given alpha (0 to 255).
-func fill(img *image.NRGBA, r image.Rectangle, c [3]uint8, alpha int) {
-	r = r.Intersect(img.Bounds())
+// blend mixes colour c into rect r with alpha 0 to 255.
+func blend(img *image.NRGBA, r image.Rectangle, c [3]uint8, alpha int) {
+	r = r.Intersect(img.Rect)
 	for y := r.Min.Y; y < r.Max.Y; y++ {
 		for x := r.Min.X; x < r.Max.X; x++ {
 			o := img.PixOffset(x, y)
-			for k := 0; k < 3; k++ {
+			for k := range 3 {
 				img.Pix[o+k] = uint8((int(img.Pix[o+k])*(255-alpha) + int(c[k])*alpha) / 255)
 			}
 		}
 	}
 }
 
-// tiles draws the reference images, scaled to fit, side by side along
-// the bottom third of the picture.
+// tiles draws the reference images side by side along the bottom third,
+// each scaled to fit its tile.
 func tiles(img *image.NRGBA, refs []image.Image) {
-	w, h := img.Bounds().Dx(), img.Bounds().Dy()
-	tileH := max(1, h/3)
-	tileW := max(1, w/len(refs))
+	if len(refs) == 0 {
+		return
+	}
+	w, h := img.Rect.Dx(), img.Rect.Dy()
+	tileW, tileH := max(1, w/len(refs)), max(1, h/3)
 	for i, ref := range refs {
-		area := image.Rect(i*tileW, h-tileH, (i+1)*tileW, h)
-		scaleInto(img, area.Inset(max(1, tileH/16)), ref)
+		tile := image.Rect(i*tileW, h-tileH, (i+1)*tileW, h)
+		scaleInto(img, tile.Inset(max(1, tileH/16)), ref)
 	}
 }
 
-// scaleInto draws src into dst (nearest neighbour), keeping its ratio.
+// scaleInto draws src into dst by nearest neighbour, keeping src's ratio
+// and blending its transparency over what is there.
 func scaleInto(img *image.NRGBA, dst image.Rectangle, src image.Image) {
 	sb := src.Bounds()
 	if sb.Empty() || dst.Empty() {
 		return
 	}
-	// Fit src's ratio inside dst.
 	dw, dh := dst.Dx(), dst.Dy()
 	if sb.Dx()*dh > sb.Dy()*dw {
 		dh = max(1, sb.Dy()*dw/sb.Dx())
 	} else {
 		dw = max(1, sb.Dx()*dh/sb.Dy())
 	}
-	for y := 0; y < dh; y++ {
+	cols := make([]int, dw)
+	for x := range cols {
+		cols[x] = sb.Min.X + x*sb.Dx()/dw
+	}
+	for y := range dh {
 		sy := sb.Min.Y + y*sb.Dy()/dh
-		for x := 0; x < dw; x++ {
-			sx := sb.Min.X + x*sb.Dx()/dw
-			r, g, b, _ := src.At(sx, sy).RGBA()
-			o := img.PixOffset(dst.Min.X+x, dst.Min.Y+y)
-			img.Pix[o], img.Pix[o+1], img.Pix[o+2], img.Pix[o+3] = uint8(r>>8), uint8(g>>8), uint8(b>>8), 255
+		o := img.PixOffset(dst.Min.X, dst.Min.Y+y)
+		for _, sx := range cols {
+			r, g, b, a := src.At(sx, sy).RGBA() // alpha-premultiplied, 16 bits
+			px := img.Pix[o : o+3]
+			for k, v := range [3]uint32{r, g, b} {
+				px[k] = uint8((v + uint32(px[k])*257*(0xffff-a)/0xffff) >> 8)
+			}
+			o += 4
 		}
 	}
-}
-
-func encodePNG(img image.Image) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(&buf, img); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }

@@ -10,13 +10,21 @@ import (
 	"github.com/imagegen/imagegen/model/placeholder"
 )
 
-func Example() {
-	m, _ := placeholder.New(placeholder.Options{LongSide: 64})
-	plan, _ := m.Plan(imagegen.Request{})
-	out, _ := m.Generate(context.Background(), imagegen.Generation{
-		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse", AspectRatio: imagegen.Aspect16x9},
-	})
-	img, _ := png.Decode(bytes.NewReader(out[0].Data))
-	fmt.Println(plan.Model, plan.Cost, out[0].ContentType, img.Bounds().Dx(), img.Bounds().Dy())
-	// Output: placeholder 1 image/png 64 36
+func ExampleModel() {
+	m, err := placeholder.New(placeholder.Options{LongSide: 64})
+	if err != nil {
+		panic(err)
+	}
+	req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse", AspectRatio: imagegen.Aspect16x9}
+	plan, _ := m.Plan(req)
+	out, err := m.Generate(context.Background(), imagegen.Generation{Model: plan.Model, Request: req})
+	if err != nil {
+		panic(err)
+	}
+	img, err := png.Decode(bytes.NewReader(out[0].Data))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(plan.Model, plan.Cost, out[0].ContentType, img.Bounds())
+	// Output: placeholder 1 image/png (0,0)-(64,36)
 }

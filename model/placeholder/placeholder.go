@@ -5,31 +5,30 @@
 //     side follows the aspect ratio (16:9 gives 1024x576). auto is 1:1
 //     for text-to-image and the nearest allowed ratio of the first
 //     reference image for image-to-image.
-//   - Picture: a gradient and shapes whose colours and places come from a
-//     hash of the prompt; for image-to-image, the reference images
-//     (fetched through the guarded fetcher) are drawn in as a strip of
-//     tiles along the bottom. The same input gives the same bytes.
+//   - Picture: a gradient, rings and bars whose colours and places come
+//     from a hash of the prompt; for image-to-image the reference images
+//     (fetched through Options.Fetcher, in order) are drawn in as a strip
+//     of tiles along the bottom. The same input gives the same bytes.
 //   - Refusal: a prompt holding a term of Options.BlockList (default
 //     "nsfw", any case) fails as a content-policy refusal, before any
-//     delay or fetch.
-//   - Cost: Options.Cost credits (default 1); Delay: how long a picture
+//     fetch or delay.
+//   - Cost: Options.Cost credits (default 1). Delay: how long a picture
 //     takes, waited on the injected clock.
 package placeholder
 
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"image"
 	"strings"
 	"time"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/fetch"
 )
 
-// Name is the model name recorded on the tasks it runs.
+// Name is the model name recorded on the tasks it runs and the Provider
+// of its errors.
 const Name = "placeholder"
 
 var _ imagegen.Model = (*Model)(nil)
@@ -42,36 +41,48 @@ type ImageFetcher interface {
 // Options configures the placeholder model. Zero values take defaults.
 type Options struct {
 	LongSide  int            // pixels on the long side, 16 to 4096; default 1024
-	Delay     time.Duration  // time per picture; default 0
-	Cost      int64          // credits per picture, 1 to 3; default 1
-	BlockList []string       // refused terms; nil means {"nsfw"}, empty means none
+	Delay     time.Duration  // simulated generation time; default 0
+	Cost      int64          // credits per picture, imagegen.MinCost to MaxCost; default 1
+	BlockList []string       // refused terms, any case; nil means {"nsfw"}, empty means none
 	Fetcher   ImageFetcher   // for image-to-image; without one such tasks fail
-	Clock     imagegen.Clock // default imagegen.SystemClock
+	Clock     imagegen.Clock // default imagegen.SystemClock{}
 }
 
-// Model is the placeholder model. It is safe for concurrent use.
-type Model struct {
-	o       Options
-	blocked []string // lower-cased
-}
-
-// New returns a placeholder model, or an error naming a bad option.
-func New(o Options) (*Model, error) {
+func (o Options) withDefaults() Options {
 	o.LongSide = cmp.Or(o.LongSide, 1024)
 	o.Cost = cmp.Or(o.Cost, 1)
-	switch {
-	case o.LongSide < 16 || o.LongSide > 4096:
-		return nil, fmt.Errorf("placeholder: Options.LongSide must be 16 to 4096 (got %d)", o.LongSide)
-	case o.Cost < imagegen.MinCost || o.Cost > imagegen.MaxCost:
-		return nil, fmt.Errorf("placeholder: Options.Cost must be %d to %d (got %d)", imagegen.MinCost, imagegen.MaxCost, o.Cost)
-	case o.Delay < 0:
-		return nil, fmt.Errorf("placeholder: Options.Delay must not be negative (got %v)", o.Delay)
-	}
 	if o.BlockList == nil {
 		o.BlockList = []string{"nsfw"}
 	}
 	if o.Clock == nil {
 		o.Clock = imagegen.SystemClock{}
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	switch {
+	case o.LongSide < 16 || o.LongSide > 4096:
+		return fmt.Errorf("placeholder: Options.LongSide must be 16 to 4096 (got %d)", o.LongSide)
+	case o.Cost < imagegen.MinCost || o.Cost > imagegen.MaxCost:
+		return fmt.Errorf("placeholder: Options.Cost must be %d to %d (got %d)", imagegen.MinCost, imagegen.MaxCost, o.Cost)
+	case o.Delay < 0:
+		return fmt.Errorf("placeholder: Options.Delay must not be negative (got %v)", o.Delay)
+	}
+	return nil
+}
+
+// Model is the placeholder model. It is safe for concurrent use.
+type Model struct {
+	o       Options
+	blocked []string // lower-cased, non-empty terms
+}
+
+// New returns a placeholder model, or an error naming a bad option.
+func New(o Options) (*Model, error) {
+	o = o.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
 	}
 	m := &Model{o: o}
 	for _, term := range o.BlockList {
@@ -82,39 +93,29 @@ func New(o Options) (*Model, error) {
 	return m, nil
 }
 
-// Plan always chooses this model at its configured cost.
+// Plan always chooses this model at its configured cost. It refuses
+// nothing: requests are validated before they reach a model.
 func (m *Model) Plan(imagegen.Request) (imagegen.Plan, error) {
 	return imagegen.Plan{Model: Name, Cost: m.o.Cost}, nil
 }
 
-// Generate draws one PNG for g.
+// Generate draws one PNG for g. Failures are *imagegen.ModelError.
 func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
-	prompt := strings.ToLower(g.Request.Prompt)
-	for _, term := range m.blocked {
-		if strings.Contains(prompt, term) {
-			return nil, &imagegen.ModelError{Provider: Name, Refused: true, Message: "the prompt contains a blocked term"}
-		}
+	if m.refuses(g.Request.Prompt) {
+		return nil, &imagegen.ModelError{Provider: Name, Refused: true, Message: "the prompt contains a blocked term"}
+	}
+	ratio := g.Request.AspectRatio
+	if w, _ := ratio.Size(); w == 0 && ratio != imagegen.AspectAuto && ratio != "" {
+		return nil, &imagegen.ModelError{Provider: Name, Message: "unsupported aspect ratio", Err: fmt.Errorf("aspect ratio %q", ratio)}
 	}
 	refs, err := m.references(ctx, g.Request.ImageInput)
 	if err != nil {
 		return nil, err
 	}
-	if m.o.Delay > 0 {
-		select {
-		case <-m.o.Clock.After(m.o.Delay):
-		case <-ctx.Done():
-			return nil, &imagegen.ModelError{Provider: Name, Retryable: true, Message: "generation interrupted", Err: ctx.Err()}
-		}
+	if err := m.wait(ctx); err != nil {
+		return nil, err
 	}
-	ratio := g.Request.AspectRatio
-	if ratio == "" || ratio == imagegen.AspectAuto {
-		ratio = imagegen.Aspect1x1
-		if len(refs) > 0 {
-			b := refs[0].Bounds()
-			ratio = imagegen.NearestAspectRatio(b.Dx(), b.Dy())
-		}
-	}
-	w, h := size(ratio, m.o.LongSide)
+	w, h := size(chooseRatio(ratio, refs), m.o.LongSide)
 	data, err := encodePNG(draw(g.Request.Prompt, w, h, refs))
 	if err != nil {
 		return nil, &imagegen.ModelError{Provider: Name, Message: "could not encode the image", Err: err}
@@ -122,52 +123,32 @@ func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen
 	return []imagegen.GeneratedImage{{ContentType: "image/png", Data: data}}, nil
 }
 
-// references fetches the reference images, in order.
-func (m *Model) references(ctx context.Context, urls []string) ([]image.Image, error) {
-	if len(urls) == 0 {
-		return nil, nil
-	}
-	if m.o.Fetcher == nil {
-		return nil, &imagegen.ModelError{Provider: Name, InvalidInput: true, Message: "reference images are not available on this server"}
-	}
-	refs := make([]image.Image, 0, len(urls))
-	for i, u := range urls {
-		img, _, err := m.o.Fetcher.Image(ctx, u)
-		if err != nil {
-			return nil, referenceError(i, err)
+// refuses reports whether prompt holds a blocked term, in any case.
+func (m *Model) refuses(prompt string) bool {
+	prompt = strings.ToLower(prompt)
+	for _, term := range m.blocked {
+		if strings.Contains(prompt, term) {
+			return true
 		}
-		refs = append(refs, img)
 	}
-	return refs, nil
+	return false
 }
 
-// referenceError says, safely for the user, why reference i is unusable.
-// A timeout may pass on a later attempt; the rest will not.
-func referenceError(i int, err error) error {
-	reason := "could not be downloaded"
-	for _, known := range []error{fetch.ErrBlockedAddress, fetch.ErrTooLarge, fetch.ErrTooManyPixels, fetch.ErrNotImage, fetch.ErrTooManyRedirects, fetch.ErrBadURL, fetch.ErrStatus} {
-		if errors.Is(err, known) {
-			reason = known.Error()
-		}
+// wait takes Options.Delay on the clock, or stops when ctx ends.
+func (m *Model) wait(ctx context.Context) error {
+	if m.o.Delay <= 0 {
+		return nil
 	}
-	timeout := errors.Is(err, context.DeadlineExceeded)
-	if timeout {
-		reason = "timed out while downloading"
-	}
-	return &imagegen.ModelError{
-		Provider:     Name,
-		Retryable:    timeout,
-		InvalidInput: !timeout,
-		Message:      fmt.Sprintf("image_input[%d] could not be used: %s", i, reason),
-		Err:          err,
+	select {
+	case <-m.o.Clock.After(m.o.Delay):
+		return nil
+	case <-ctx.Done():
+		return interrupted(ctx)
 	}
 }
 
-// size is the picture's size for ratio with the given long side.
-func size(ratio imagegen.AspectRatio, long int) (w, h int) {
-	rw, rh := ratio.Size()
-	if rw >= rh {
-		return long, max(1, (long*rh+rw/2)/rw)
-	}
-	return max(1, (long*rw+rh/2)/rh), long
+// interrupted is the error of a generation whose context ended: the
+// task may run again.
+func interrupted(ctx context.Context) error {
+	return &imagegen.ModelError{Provider: Name, Retryable: true, Message: "generation interrupted", Err: ctx.Err()}
 }

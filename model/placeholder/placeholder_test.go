@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
-	"image/png"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -17,193 +15,313 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/fetch"
-	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/model/placeholder"
 )
-
-var ctx = context.Background()
-
-func generate(t *testing.T, m *placeholder.Model, req imagegen.Request) image.Image {
-	t.Helper()
-	out, err := m.Generate(ctx, imagegen.Generation{TaskID: "t", Model: placeholder.Name, Request: req, Attempt: 1})
-	is.New(t).NoErr(err)
-	is.New(t).Equal(len(out), 1)
-	is.New(t).Equal(out[0].ContentType, "image/png")
-	img, err := png.Decode(bytes.NewReader(out[0].Data))
-	is.New(t).NoErr(err)
-	return img
-}
 
 func TestSizesFollowTheAspectRatio(t *testing.T) {
 	m, err := placeholder.New(placeholder.Options{})
 	is.New(t).NoErr(err)
-	want := map[imagegen.AspectRatio][2]int{
-		imagegen.AspectAuto: {1024, 1024}, imagegen.Aspect1x1: {1024, 1024},
-		imagegen.Aspect16x9: {1024, 576}, imagegen.Aspect9x16: {576, 1024},
-		imagegen.Aspect3x2: {1024, 683}, imagegen.Aspect2x3: {683, 1024},
-		imagegen.Aspect4x3: {1024, 768}, imagegen.Aspect3x4: {768, 1024},
-	}
-	for ratio, wh := range want {
+	for ratio, want := range map[imagegen.AspectRatio]image.Point{
+		imagegen.AspectAuto: {1024, 1024}, // text-to-image: 1:1
+		"":                  {1024, 1024}, // not normalised: auto
+		imagegen.Aspect1x1:  {1024, 1024},
+		imagegen.Aspect16x9: {1024, 576},
+		imagegen.Aspect9x16: {576, 1024},
+		imagegen.Aspect3x2:  {1024, 683},
+		imagegen.Aspect2x3:  {683, 1024},
+		imagegen.Aspect4x3:  {1024, 768},
+		imagegen.Aspect3x4:  {768, 1024},
+	} {
 		t.Run(string(ratio), func(t *testing.T) {
-			img := generate(t, m, imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a fox", AspectRatio: ratio})
-			is.New(t).Equal([2]int{img.Bounds().Dx(), img.Bounds().Dy()}, wh)
+			t.Parallel()
+			img := generate(t, m, t2i("a fox", ratio))
+			is.New(t).Equal(img.Bounds(), image.Rectangle{Max: want})
 		})
 	}
 }
 
-func TestSameInputSameBytes(t *testing.T) {
+func TestLongSideOption(t *testing.T) {
 	is := is.New(t)
-	m, err := placeholder.New(placeholder.Options{LongSide: 64})
+	m, err := placeholder.New(placeholder.Options{LongSide: 100})
 	is.NoErr(err)
-	gen := func(prompt string) []byte {
-		out, err := m.Generate(ctx, imagegen.Generation{Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: prompt, AspectRatio: imagegen.Aspect16x9}})
-		is.NoErr(err)
-		return out[0].Data
-	}
-	is.Equal(gen("a fox"), gen("a fox"))
-	is.True(!bytes.Equal(gen("a fox"), gen("a cat")))
+	is.Equal(generate(t, m, t2i("a fox", imagegen.Aspect16x9)).Bounds().Size(), image.Pt(100, 56))
+	is.Equal(generate(t, m, t2i("a fox", imagegen.Aspect2x3)).Bounds().Size(), image.Pt(67, 100))
 }
 
-func TestBlockListRefuses(t *testing.T) {
-	is := is.New(t)
-	m, err := placeholder.New(placeholder.Options{LongSide: 16})
-	is.NoErr(err)
-	_, err = m.Generate(ctx, imagegen.Generation{Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "some NSFW art"}})
-	var me *imagegen.ModelError
-	is.True(errors.As(err, &me))
-	is.True(me.Refused)
-	is.True(!me.Retryable)
-	is.True(!strings.Contains(strings.ToLower(me.UserMessage()), "nsfw")) // the list is not revealed
-
-	open, err := placeholder.New(placeholder.Options{LongSide: 16, BlockList: []string{}})
-	is.NoErr(err)
-	_, err = open.Generate(ctx, imagegen.Generation{Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "some NSFW art"}})
-	is.NoErr(err)
-}
-
-// refServer serves a 300x600 PNG at /tall.png and 404 elsewhere.
-func refServer(t *testing.T) *httptest.Server {
-	tall := image.NewNRGBA(image.Rect(0, 0, 300, 600))
-	for i := range tall.Pix {
-		tall.Pix[i] = 200
-	}
-	tall.Set(0, 0, color.NRGBA{R: 1, A: 255})
-	var buf bytes.Buffer
-	_ = png.Encode(&buf, tall)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/tall.png" {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(buf.Bytes())
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
+// Image-to-image with auto takes the nearest ratio of the first
+// reference image, and draws the references in.
 func TestImageToImage(t *testing.T) {
 	is := is.New(t)
-	srv := refServer(t)
+	green := color.NRGBA{R: 10, G: 200, B: 30, A: 255}
+	srv := serveImages(t, map[string]image.Image{
+		"/tall.png": solid(300, 600, green),
+		"/wide.png": solid(600, 300, green),
+	})
 	f, err := fetch.New(fetch.Options{AllowPrivate: true})
 	is.NoErr(err)
 	m, err := placeholder.New(placeholder.Options{LongSide: 200, Fetcher: f})
 	is.NoErr(err)
-	req := imagegen.Request{Scene: imagegen.SceneImageToImage, Prompt: "make it blue", AspectRatio: imagegen.AspectAuto, ImageInput: []string{srv.URL + "/tall.png"}}
-	img := generate(t, m, req)
-	is.Equal([2]int{img.Bounds().Dx(), img.Bounds().Dy()}, [2]int{113, 200}) // auto: the 300x600 reference is nearest 9:16
-	withRef := img
-	req.ImageInput = nil
-	req.Scene = imagegen.SceneTextToImage
-	req.AspectRatio = imagegen.Aspect9x16
-	without := generate(t, m, req)
-	is.True(!sameImage(withRef, without)) // the reference is drawn in
+
+	img := generate(t, m, i2i("make it blue", imagegen.AspectAuto, srv.URL+"/tall.png", srv.URL+"/wide.png"))
+	is.Equal(img.Bounds().Size(), image.Pt(113, 200)) // 300x600 is nearest 9:16
+	img = generate(t, m, i2i("make it blue", imagegen.AspectAuto, srv.URL+"/wide.png", srv.URL+"/tall.png"))
+	is.Equal(img.Bounds().Size(), image.Pt(200, 113)) // the first reference decides
+	img = generate(t, m, i2i("make it blue", imagegen.Aspect1x1, srv.URL+"/tall.png"))
+	is.Equal(img.Bounds().Size(), image.Pt(200, 200)) // a concrete ratio wins
+
+	is.True(count(img, green) > 500)                                                   // the reference is drawn in
+	is.Equal(count(generate(t, m, t2i("make it blue", imagegen.Aspect1x1)), green), 0) // and only then
 }
 
-func sameImage(a, b image.Image) bool {
-	if a.Bounds() != b.Bounds() {
-		return false
-	}
-	for y := a.Bounds().Min.Y; y < a.Bounds().Max.Y; y++ {
-		for x := a.Bounds().Min.X; x < a.Bounds().Max.X; x++ {
-			if a.At(x, y) != b.At(x, y) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func TestUnusableReference(t *testing.T) {
+func TestSameInputSameBytes(t *testing.T) {
 	is := is.New(t)
-	srv := refServer(t)
-	f, err := fetch.New(fetch.Options{AllowPrivate: true})
+	gray := solid(40, 30, color.NRGBA{R: 90, G: 90, B: 90, A: 128})
+	f := &fetcher{answers: map[string]func(context.Context) (image.Image, error){
+		"https://img.example/a.png": func(context.Context) (image.Image, error) { return gray, nil },
+	}}
+	m, err := placeholder.New(placeholder.Options{LongSide: 64, Fetcher: f})
 	is.NoErr(err)
-	m, err := placeholder.New(placeholder.Options{LongSide: 16, Fetcher: f})
+	gen := func(req imagegen.Request) []byte {
+		out, err := m.Generate(t.Context(), imagegen.Generation{Request: req})
+		is.NoErr(err)
+		return out[0].Data
+	}
+	is.Equal(gen(t2i("a fox", imagegen.Aspect16x9)), gen(t2i("a fox", imagegen.Aspect16x9)))
+	is.True(!bytes.Equal(gen(t2i("a fox", imagegen.Aspect16x9)), gen(t2i("a cat", imagegen.Aspect16x9))))
+	withRef := i2i("a fox", imagegen.Aspect16x9, "https://img.example/a.png")
+	is.Equal(gen(withRef), gen(withRef))
+	is.True(!bytes.Equal(gen(withRef), gen(t2i("a fox", imagegen.Aspect16x9))))
+}
+
+func TestBlockListRefusesFirst(t *testing.T) {
+	is := is.New(t)
+	f := &fetcher{}
+	m, err := placeholder.New(placeholder.Options{LongSide: 16, Delay: time.Hour, Clock: noWait{t}, Fetcher: f})
 	is.NoErr(err)
-	_, err = m.Generate(ctx, imagegen.Generation{Request: imagegen.Request{Scene: imagegen.SceneImageToImage, Prompt: "x", ImageInput: []string{srv.URL + "/missing.png"}}})
+	for _, prompt := range []string{"some NSFW art", "nsfw", "Nsfw!"} {
+		_, err = m.Generate(t.Context(), imagegen.Generation{Request: i2i(prompt, imagegen.AspectAuto, "https://img.example/a.png")})
+		var me *imagegen.ModelError
+		is.True(errors.As(err, &me))
+		is.Equal(*me, imagegen.ModelError{Provider: "placeholder", Refused: true, Message: "the prompt contains a blocked term"})
+		is.True(!strings.Contains(strings.ToLower(me.UserMessage()), "nsfw")) // the list is not revealed
+	}
+	is.Equal(len(f.Asked()), 0) // refused before any fetch (and, by noWait, before any delay)
+
+	open, err := placeholder.New(placeholder.Options{LongSide: 16, BlockList: []string{}})
+	is.NoErr(err)
+	generate(t, open, t2i("some NSFW art", imagegen.Aspect1x1))
+
+	custom, err := placeholder.New(placeholder.Options{LongSide: 16, BlockList: []string{"Dragon"}})
+	is.NoErr(err)
+	generate(t, custom, t2i("some NSFW art", imagegen.Aspect1x1))
+	_, err = custom.Generate(t.Context(), imagegen.Generation{Request: t2i("a DRAGON", imagegen.Aspect1x1)})
 	var me *imagegen.ModelError
 	is.True(errors.As(err, &me))
-	is.True(me.InvalidInput)
-	is.True(!me.Retryable)
-	is.True(strings.HasPrefix(me.UserMessage(), "image_input[0] could not be used"))
-	is.True(!strings.Contains(me.UserMessage(), "127.0.0.1")) // no addresses in the message
-
-	guarded, err := fetch.New(fetch.Options{}) // loopback refused
-	is.NoErr(err)
-	m, err = placeholder.New(placeholder.Options{LongSide: 16, Fetcher: guarded})
-	is.NoErr(err)
-	_, err = m.Generate(ctx, imagegen.Generation{Request: imagegen.Request{Scene: imagegen.SceneImageToImage, Prompt: "x", ImageInput: []string{srv.URL + "/tall.png"}}})
-	is.True(errors.As(err, &me))
-	is.Equal(me.UserMessage(), "image_input[0] could not be used: address not allowed")
+	is.True(me.Refused)
 }
 
 func TestDelayWaitsOnTheClock(t *testing.T) {
 	is := is.New(t)
-	clock := imagegentest.NewClock(time.Time{})
+	clock := newClock()
 	m, err := placeholder.New(placeholder.Options{LongSide: 16, Delay: 2 * time.Second, Clock: clock})
 	is.NoErr(err)
 	done := make(chan error, 1)
 	go func() {
-		_, err := m.Generate(ctx, imagegen.Generation{Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "x"}})
+		_, err := m.Generate(t.Context(), imagegen.Generation{Request: t2i("x", imagegen.Aspect1x1)})
 		done <- err
 	}()
-	for clock.Waiters() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	is.Equal(clock.waitCalled(t), 2*time.Second)
 	select {
-	case <-done:
-		t.Fatal("finished before its delay")
+	case err := <-done:
+		t.Fatalf("finished before its delay: %v", err)
 	default:
 	}
-	clock.Advance(2 * time.Second)
+	clock.fire <- clock.Now()
 	is.NoErr(<-done)
+}
 
-	// A context that ends during the delay stops it.
-	cctx, cancel := context.WithCancel(ctx)
+func TestCancelDuringDelay(t *testing.T) {
+	is := is.New(t)
+	clock := newClock()
+	m, err := placeholder.New(placeholder.Options{LongSide: 16, Delay: time.Minute, Clock: clock})
+	is.NoErr(err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
 	go func() {
-		_, err := m.Generate(cctx, imagegen.Generation{Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "x"}})
+		_, err := m.Generate(ctx, imagegen.Generation{Request: t2i("x", imagegen.Aspect1x1)})
 		done <- err
 	}()
-	for clock.Waiters() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	clock.waitCalled(t)
 	cancel()
 	err = <-done
 	var me *imagegen.ModelError
 	is.True(errors.As(err, &me))
 	is.True(me.Retryable)
+	is.Equal(me.Message, "generation interrupted")
 	is.True(errors.Is(err, context.Canceled))
 }
 
-func TestPlanAndOptions(t *testing.T) {
+// Real fetch failures, through the guarded fetcher on loopback.
+func TestUnusableReference(t *testing.T) {
 	is := is.New(t)
-	m, err := placeholder.New(placeholder.Options{Cost: 3})
+	srv := serveImages(t, map[string]image.Image{"/ok.png": solid(8, 8, color.NRGBA{A: 255})})
+	dev, err := fetch.New(fetch.Options{AllowPrivate: true})
 	is.NoErr(err)
-	plan, err := m.Plan(imagegen.Request{})
+	m, err := placeholder.New(placeholder.Options{LongSide: 16, Fetcher: dev})
+	is.NoErr(err)
+	_, err = m.Generate(t.Context(), imagegen.Generation{Request: i2i("x", imagegen.AspectAuto, srv.URL+"/missing.png")})
+	var me *imagegen.ModelError
+	is.True(errors.As(err, &me))
+	is.Equal(me.Provider, "placeholder")
+	is.True(!me.Retryable)
+	is.True(me.InvalidInput)
+	is.Equal(me.UserMessage(), "image_input[0] could not be used: could not be downloaded (HTTP 404)")
+	is.True(errors.Is(err, fetch.ErrStatus)) // the cause is kept for logs
+
+	guarded, err := fetch.New(fetch.Options{}) // loopback refused
+	is.NoErr(err)
+	m, err = placeholder.New(placeholder.Options{LongSide: 16, Fetcher: guarded})
+	is.NoErr(err)
+	_, err = m.Generate(t.Context(), imagegen.Generation{Request: i2i("x", imagegen.AspectAuto, srv.URL+"/ok.png")})
+	is.True(errors.As(err, &me))
+	is.Equal(me.UserMessage(), "image_input[0] could not be used: address not allowed")
+	is.True(!strings.Contains(me.UserMessage(), "127.0.0.1"))
+}
+
+func TestReferenceErrorMapping(t *testing.T) {
+	fail := func(err error) func(context.Context) (image.Image, error) {
+		return func(context.Context) (image.Image, error) { return nil, err }
+	}
+	for _, tc := range []struct {
+		err       error
+		retryable bool
+		reason    string
+	}{
+		{fmt.Errorf("timed out: %w", context.DeadlineExceeded), true, "timed out while downloading"},
+		{&fetch.StatusError{Code: 503}, true, "could not be downloaded (HTTP 503)"},
+		{&fetch.StatusError{Code: 429}, true, "could not be downloaded (HTTP 429)"},
+		{&fetch.StatusError{Code: 403}, false, "could not be downloaded (HTTP 403)"},
+		{fmt.Errorf("x: %w", fetch.ErrBlockedAddress), false, "address not allowed"},
+		{fmt.Errorf("%w: 30 MB", fetch.ErrTooLarge), false, "too large"},
+		{fmt.Errorf("%w: 9000x9000", fetch.ErrTooManyPixels), false, "too many pixels"},
+		{fmt.Errorf("%w: webp", fetch.ErrNotImage), false, "not a supported image"},
+		{fetch.ErrTooManyRedirects, false, "too many redirects"},
+		{fetch.ErrBadURL, false, "not an http or https URL"},
+		{errors.New("connection reset by 10.0.0.7"), false, "could not be downloaded"},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			is := is.New(t)
+			f := &fetcher{answers: map[string]func(context.Context) (image.Image, error){
+				"https://a.example/1.png": func(context.Context) (image.Image, error) { return solid(4, 4, color.NRGBA{A: 255}), nil },
+				"https://a.example/2.png": fail(tc.err),
+				"https://a.example/3.png": func(context.Context) (image.Image, error) { return solid(4, 4, color.NRGBA{A: 255}), nil },
+			}}
+			m, err := placeholder.New(placeholder.Options{LongSide: 16, Fetcher: f})
+			is.NoErr(err)
+			_, err = m.Generate(t.Context(), imagegen.Generation{Request: i2i("x", imagegen.AspectAuto,
+				"https://a.example/1.png", "https://a.example/2.png", "https://a.example/3.png")})
+			var me *imagegen.ModelError
+			is.True(errors.As(err, &me))
+			is.Equal(me.Retryable, tc.retryable)
+			is.Equal(me.InvalidInput, !tc.retryable)
+			is.Equal(me.UserMessage(), "image_input[1] could not be used: "+tc.reason)
+			is.True(errors.Is(err, tc.err))
+			is.Equal(f.Asked(), []string{"https://a.example/1.png", "https://a.example/2.png"}) // in order, stops at the first error
+		})
+	}
+}
+
+func TestCancelDuringFetch(t *testing.T) {
+	is := is.New(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	f := &fetcher{answers: map[string]func(context.Context) (image.Image, error){
+		"https://a.example/1.png": func(ctx context.Context) (image.Image, error) {
+			cancel() // the worker stops while the image downloads
+			return nil, fmt.Errorf("stopped: %w", ctx.Err())
+		},
+	}}
+	m, err := placeholder.New(placeholder.Options{LongSide: 16, Fetcher: f})
+	is.NoErr(err)
+	_, err = m.Generate(ctx, imagegen.Generation{Request: i2i("x", imagegen.AspectAuto, "https://a.example/1.png")})
+	var me *imagegen.ModelError
+	is.True(errors.As(err, &me))
+	is.True(me.Retryable) // not the image's fault: the task runs again
+	is.True(!me.InvalidInput)
+	is.Equal(me.Message, "generation interrupted")
+}
+
+func TestNoFetcher(t *testing.T) {
+	is := is.New(t)
+	m, err := placeholder.New(placeholder.Options{LongSide: 16})
+	is.NoErr(err)
+	_, err = m.Generate(t.Context(), imagegen.Generation{Request: i2i("x", imagegen.AspectAuto, "https://a.example/1.png")})
+	var me *imagegen.ModelError
+	is.True(errors.As(err, &me))
+	is.True(!me.Retryable)
+	is.Equal(me.UserMessage(), "reference images are unavailable on this server")
+}
+
+func TestUnknownRatioIsAnError(t *testing.T) {
+	is := is.New(t)
+	m, err := placeholder.New(placeholder.Options{LongSide: 16})
+	is.NoErr(err)
+	_, err = m.Generate(t.Context(), imagegen.Generation{Request: t2i("x", "5:4")})
+	var me *imagegen.ModelError
+	is.True(errors.As(err, &me))
+	is.True(!me.Retryable)
+}
+
+func TestPlan(t *testing.T) {
+	is := is.New(t)
+	m, err := placeholder.New(placeholder.Options{})
+	is.NoErr(err)
+	plan, err := m.Plan(t2i("x", imagegen.AspectAuto))
+	is.NoErr(err)
+	is.Equal(plan, imagegen.Plan{Model: "placeholder", Cost: 1})
+	m, err = placeholder.New(placeholder.Options{Cost: 3})
+	is.NoErr(err)
+	plan, err = m.Plan(imagegen.Request{})
 	is.NoErr(err)
 	is.Equal(plan, imagegen.Plan{Model: "placeholder", Cost: 3})
-	for _, o := range []placeholder.Options{{LongSide: 8}, {LongSide: 5000}, {Cost: 4}, {Cost: -1}, {Delay: -time.Second}} {
-		_, err := placeholder.New(o)
-		is.True(err != nil)
+}
+
+func TestOptionsValidation(t *testing.T) {
+	for _, tc := range []struct {
+		o     placeholder.Options
+		field string // "" when valid
+	}{
+		{placeholder.Options{LongSide: 8}, "LongSide"},
+		{placeholder.Options{LongSide: 15}, "LongSide"},
+		{placeholder.Options{LongSide: 4097}, "LongSide"},
+		{placeholder.Options{LongSide: -1}, "LongSide"},
+		{placeholder.Options{Cost: 4}, "Cost"},
+		{placeholder.Options{Cost: -1}, "Cost"},
+		{placeholder.Options{Delay: -time.Second}, "Delay"},
+		{placeholder.Options{LongSide: 16, Cost: 3}, ""},
+		{placeholder.Options{LongSide: 4096, Cost: 1}, ""},
+	} {
+		t.Run(fmt.Sprintf("%+v", tc.o), func(t *testing.T) {
+			is := is.New(t)
+			_, err := placeholder.New(tc.o)
+			if tc.field == "" {
+				is.NoErr(err)
+				return
+			}
+			is.True(err != nil)
+			is.True(strings.Contains(err.Error(), "Options."+tc.field))
+		})
+	}
+}
+
+func BenchmarkGenerate1024(b *testing.B) {
+	m, err := placeholder.New(placeholder.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := imagegen.Generation{Request: t2i("a lighthouse at dusk", imagegen.Aspect1x1)}
+	for b.Loop() {
+		if _, err := m.Generate(b.Context(), g); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
