@@ -66,6 +66,10 @@ type ModelError struct {
 	// (unreachable, too large, not an image); the task fails with
 	// CodeInvalidImageInput. Set Retryable false with it.
 	InvalidInput bool
+	// Misconfigured: the operator must fix the provider's setup (a bad or
+	// revoked API key, no access to the model, no billing). Not retried
+	// on the same provider; a fallback chain moves on to the next one.
+	Misconfigured bool
 	// Message is safe to show to the user: no provider internals, no keys.
 	// When empty, a generic message is shown.
 	Message string

@@ -38,7 +38,7 @@ type errorNote struct {
 // MsgRefused or msg when given.
 func Refusal(msg ...string) ErrorOption {
 	return ErrorOption{func(e *imagegen.ModelError, _ *errorNote) {
-		e.Refused, e.Retryable, e.InvalidInput = true, false, false
+		e.Refused, e.Retryable, e.InvalidInput, e.Misconfigured = true, false, false, false
 		e.Message = MsgRefused
 		if len(msg) > 0 && msg[0] != "" {
 			e.Message = msg[0]
@@ -48,10 +48,11 @@ func Refusal(msg ...string) ErrorOption {
 
 // OperatorError marks a failure the operator must fix (a bad or revoked
 // API key, no access to the model, no billing): not retried, and the
-// user reads MsgMisconfigured, not blame.
+// user reads MsgMisconfigured, not blame. ModelError.Misconfigured is
+// set, so a fallback chain moves on to another provider.
 func OperatorError() ErrorOption {
 	return ErrorOption{func(e *imagegen.ModelError, n *errorNote) {
-		e.Refused, e.Retryable, e.InvalidInput = false, false, false
+		e.Refused, e.Retryable, e.InvalidInput, e.Misconfigured = false, false, false, true
 		e.Message = MsgMisconfigured
 		n.code = strings.TrimSpace("operator error " + n.code)
 	}}
@@ -62,7 +63,7 @@ func OperatorError() ErrorOption {
 // invalid input. msg tells the user which input and why, safely.
 func InvalidInput(msg string) ErrorOption {
 	return ErrorOption{func(e *imagegen.ModelError, _ *errorNote) {
-		e.Refused, e.Retryable, e.InvalidInput = false, false, true
+		e.Refused, e.Retryable, e.InvalidInput, e.Misconfigured = false, false, true, false
 		e.Message = msg
 	}}
 }

@@ -39,6 +39,7 @@ func TestNewErrorByStatus(t *testing.T) {
 			is.Equal(e.Retryable, tc.retryable)
 			is.True(!e.Refused && !e.InvalidInput)
 			is.Equal(e.Message, tc.msg)
+			is.Equal(e.Misconfigured, tc.msg == provider.MsgMisconfigured) // a fallback chain moves on
 			is.True(!strings.Contains(e.UserMessage(), "xyz"))                          // no internals for users
 			is.True(strings.Contains(e.Err.Error(), fmt.Sprintf("HTTP %d", tc.status))) // the status, for operators
 			is.True(strings.Contains(e.Err.Error(), "internal detail xyz"))
@@ -56,11 +57,11 @@ func TestNewErrorOptions(t *testing.T) {
 	is.Equal(r.Err.Error(), "HTTP 400 (moderation_blocked): blocked")
 
 	r = provider.NewError("acme", 200, "IMAGE_SAFETY", provider.Refusal("the picture was blocked"), provider.Retry(true))
-	is.True(r.Refused && !r.Retryable) // a refusal is never retried
+	is.True(r.Refused && !r.Retryable && !r.Misconfigured) // a refusal is never retried
 	is.Equal(r.Message, "the picture was blocked")
 
 	o := provider.NewError("acme", 400, "API key not valid", provider.OperatorError(), provider.Code("API_KEY_INVALID"))
-	is.True(!o.Retryable && !o.Refused)
+	is.True(!o.Retryable && !o.Refused && o.Misconfigured)
 	is.Equal(o.Message, provider.MsgMisconfigured)
 	is.Equal(o.Err.Error(), "HTTP 400 (operator error API_KEY_INVALID): API key not valid")
 

@@ -120,8 +120,9 @@ func (c *Chooser) Generate(ctx context.Context, g imagegen.Generation) ([]imageg
 
 // Fallback tries its models in order until one generates: it moves on
 // when a model is unavailable (a retryable error: rate limit, 5xx,
-// timeout, network), and stops at a refusal or any other error, which
-// the next provider would likely repeat.
+// timeout, network) or misconfigured (ModelError.Misconfigured: a bad
+// key, no billing), and stops at a refusal or bad input, which the next
+// provider would likely repeat.
 type Fallback struct {
 	name    string
 	entries []Entry
@@ -170,7 +171,7 @@ func (f *Fallback) Generate(ctx context.Context, g imagegen.Generation) ([]image
 		}
 		last = err
 		var me *imagegen.ModelError
-		if !errors.As(err, &me) || !me.Retryable || ctx.Err() != nil {
+		if !errors.As(err, &me) || !(me.Retryable || me.Misconfigured) || ctx.Err() != nil {
 			return nil, err // a refusal, bad input, or our own deadline: do not try elsewhere
 		}
 	}

@@ -66,6 +66,18 @@ func TestRefusalDoesNotFallBack(t *testing.T) {
 	is.Equal(len(b.Calls()), 0)
 }
 
+func TestMisconfiguredProviderFallsBack(t *testing.T) {
+	is := is.New(t)
+	badKey := &imagegen.ModelError{Provider: "a", Misconfigured: true, Message: "the image service is misconfigured"}
+	b := imagegentest.NewModel(1)
+	chain, err := route.NewFallback("chain", route.Entry{Name: "a", Model: imagegentest.NewModel(1, imagegentest.Fail(badKey))}, route.Entry{Name: "b", Model: b})
+	is.NoErr(err)
+	imgs, err := chain.Generate(ctx, imagegen.Generation{Request: t2i})
+	is.NoErr(err)
+	is.True(len(imgs) > 0)
+	is.Equal(len(b.Calls()), 1)
+}
+
 func TestEveryProviderDown(t *testing.T) {
 	is := is.New(t)
 	chain, err := route.NewFallback("chain",
