@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/model/placeholder"
 )
 
 // adminFlags are the flags every admin command shares.
@@ -58,7 +59,7 @@ func withService(ctx context.Context, redisURL string, fn func(*imagegen.Service
 		return err
 	}
 	defer be.close()
-	svc, err := newService(runtimeConfig{retention: 24 * time.Hour, lease: 30 * time.Second}, be.store, slog.New(slog.DiscardHandler))
+	svc, err := newService(runtimeConfig{model: placeholder.Name, retention: 24 * time.Hour, lease: 30 * time.Second}, noEnv, be.store, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}
@@ -175,3 +176,6 @@ func helpIsNoError(err error) error {
 	}
 	return err
 }
+
+// noEnv is an empty environment: the admin commands run no provider.
+func noEnv(string) string { return "" }

@@ -15,6 +15,7 @@ import (
 // serve (with workers) and worker.
 type runtimeConfig struct {
 	redisURL         string
+	model            string
 	workers          int
 	placeholderDelay time.Duration
 	allowPrivateURLs bool
@@ -24,6 +25,7 @@ type runtimeConfig struct {
 
 func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int) {
 	fs.StringVar(&c.redisURL, "redis", "", "Redis URL (redis://host:port/db) shared by every process; empty keeps state in this process")
+	fs.StringVar(&c.model, "model", placeholder.Name, "the model: placeholder, openai or gemini, optionally /<model id> and =<cost 1-3>; several, comma-separated, make a fallback chain (keys from OPENAI_API_KEY, GEMINI_API_KEY)")
 	fs.IntVar(&c.workers, "workers", defaultWorkers, "concurrent generations in this process (0 runs none)")
 	fs.DurationVar(&c.placeholderDelay, "placeholder-delay", 2*time.Second, "how long the placeholder model takes per image")
 	fs.BoolVar(&c.allowPrivateURLs, "allow-private-urls", false, "let image_input and callback_url URLs point at loopback and private addresses, and callbacks use http (development only)")
@@ -45,14 +47,15 @@ func (c runtimeConfig) validate() error {
 	return nil
 }
 
-// newService wires the model and the service on store.
-func newService(c runtimeConfig, store imagegen.Store, log *slog.Logger) (*imagegen.Service, error) {
+// newService wires the model and the service on store. getenv gives the
+// providers' API keys.
+func newService(c runtimeConfig, getenv func(string) string, store imagegen.Store, log *slog.Logger) (*imagegen.Service, error) {
 	clock := imagegen.SystemClock{}
 	fetcher, err := fetch.New(fetch.Options{AllowPrivate: c.allowPrivateURLs})
 	if err != nil {
 		return nil, err
 	}
-	model, err := placeholder.New(placeholder.Options{Delay: c.placeholderDelay, Fetcher: fetcher, Clock: clock})
+	model, err := newModel(c.model, modelDeps{getenv: getenv, fetcher: fetcher, clock: clock, delay: c.placeholderDelay})
 	if err != nil {
 		return nil, err
 	}

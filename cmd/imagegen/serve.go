@@ -61,7 +61,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 }
 
 // serve runs the API and workers on the memory store (or Redis, with
-// -redis) and the placeholder model until ctx ends, then shuts down
+// -redis) and the model of -model until ctx ends, then shuts down
 // gracefully.
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c, err := parseServe(args, getenv, stderr)
@@ -79,7 +79,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer be.close()
-	svc, err := newService(c.runtimeConfig, be.store, log)
+	svc, err := newService(c.runtimeConfig, getenv, be.store, log)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			_ = svc.Run(ctx) // returns once running generations finished or were released
 		}()
 	}
-	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "workers", c.workers, "store", storeName(c.redisURL))
+	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "workers", c.workers, "model", c.model, "store", storeName(c.redisURL))
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

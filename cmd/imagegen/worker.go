@@ -43,11 +43,11 @@ func worker(ctx context.Context, args []string, getenv func(string) string, stde
 		return err
 	}
 	defer be.close()
-	svc, err := newService(c, be.store, log)
+	svc, err := newService(c, getenv, be.store, log)
 	if err != nil {
 		return err
 	}
-	log.Info("imagegen worker running", "workers", c.workers, "lease", c.lease)
+	log.Info("imagegen worker running", "workers", c.workers, "model", c.model, "lease", c.lease)
 	err = svc.Run(ctx)
 	log.Info("stopped")
 	return err

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/fetch"
+	"github.com/imagegen/imagegen/model/gemini"
+	"github.com/imagegen/imagegen/model/openai"
+	"github.com/imagegen/imagegen/model/placeholder"
+	"github.com/imagegen/imagegen/model/provider"
+	"github.com/imagegen/imagegen/model/route"
+)
+
+// The guarded fetcher is what every adapter fetches reference images and
+// URL results with.
+var _ provider.ImageFetcher = (*fetch.Fetcher)(nil)
+
+// modelChoice is one item of -model: provider[/model][=cost].
+type modelChoice struct {
+	provider string // "placeholder", "openai", ...
+	model    string // the provider's model id; "" for its default
+	cost     int64  // 0 keeps the adapter's default
+}
+
+func (m modelChoice) String() string {
+	s := m.provider
+	if m.model != "" {
+		s += "/" + m.model
+	}
+	return s
+}
+
+// parseModels reads -model: a comma-separated fallback chain, such as
+// "openai", "gemini/gemini-3-pro-image-preview=3" or "openai,gemini".
+func parseModels(spec string) ([]modelChoice, error) {
+	var out []modelChoice
+	for item := range strings.SplitSeq(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		var m modelChoice
+		if name, cost, ok := strings.Cut(item, "="); ok {
+			n, err := strconv.ParseInt(cost, 10, 64)
+			if err != nil || n < imagegen.MinCost || n > imagegen.MaxCost {
+				return nil, fmt.Errorf("-model %q: the cost after = must be %d to %d", item, imagegen.MinCost, imagegen.MaxCost)
+			}
+			item, m.cost = name, n
+		}
+		m.provider, m.model, _ = strings.Cut(item, "/")
+		if !slices.Contains(providerNames(), m.provider) {
+			return nil, fmt.Errorf("-model %q: unknown provider %q (one of %s)", item, m.provider, strings.Join(providerNames(), ", "))
+		}
+		out = append(out, m)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("-model names no model")
+	}
+	return out, nil
+}
+
+// providerNames are the values -model takes before the slash.
+func providerNames() []string {
+	return []string{placeholder.Name, openai.Provider, gemini.Provider}
+}
+
+// apiKeyVar names the environment variable holding a provider's API key,
+// as the provider's own tools name it.
+func apiKeyVar(providerName string) string {
+	return strings.ToUpper(providerName) + "_API_KEY"
+}
+
+// modelDeps is what building a model needs besides its choice.
+type modelDeps struct {
+	getenv  func(string) string
+	fetcher *fetch.Fetcher
+	clock   imagegen.Clock
+	delay   time.Duration // the placeholder's
+}
+
+// newModel builds the model -model names: one adapter, or a fallback
+// chain of several (each at its own price; the chain charges the price of
+// the first that accepts the request).
+func newModel(spec string, d modelDeps) (imagegen.Model, error) {
+	choices, err := parseModels(spec)
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]route.Entry, len(choices))
+	names := make([]string, len(choices))
+	for i, c := range choices {
+		m, err := buildModel(c, d)
+		if err != nil {
+			return nil, err
+		}
+		names[i] = c.String()
+		entries[i] = route.Entry{Name: names[i], Model: m}
+	}
+	if len(entries) == 1 {
+		return entries[0].Model, nil
+	}
+	return route.NewFallback(strings.Join(names, ","), entries...)
+}
+
+// buildModel builds one adapter. A provider's API key comes from its
+// environment variable (OPENAI_API_KEY, GEMINI_API_KEY), never from a
+// flag, so it shows in no process listing; <PROVIDER>_BASE_URL points the
+// adapter at another API root (a proxy, or a fake in tests).
+func buildModel(c modelChoice, d modelDeps) (imagegen.Model, error) {
+	if c.provider == placeholder.Name {
+		if c.model != "" {
+			return nil, fmt.Errorf("-model %q: the placeholder has no model names", c)
+		}
+		return placeholder.New(placeholder.Options{Delay: d.delay, Cost: c.cost, Fetcher: d.fetcher, Clock: d.clock})
+	}
+	keyVar := apiKeyVar(c.provider)
+	key := d.getenv(keyVar)
+	if key == "" {
+		return nil, fmt.Errorf("-model %s needs the API key in %s", c, keyVar)
+	}
+	baseURL := d.getenv(strings.ToUpper(c.provider) + "_BASE_URL")
+	pc := provider.Config{APIKey: provider.Secret(key), BaseURL: baseURL, Cost: c.cost, Clock: d.clock}
+	switch c.provider {
+	case openai.Provider:
+		return openai.New(openai.Config{Config: pc, Model: c.model, Fetcher: d.fetcher})
+	case gemini.Provider:
+		return gemini.New(gemini.Config{Config: pc, Model: c.model, Fetcher: d.fetcher})
+	}
+	return nil, fmt.Errorf("-model %q: unknown provider", c)
+}

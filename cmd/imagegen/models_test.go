@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+func TestParseModels(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		want []modelChoice
+		err  string
+	}{
+		{spec: "placeholder", want: []modelChoice{{provider: "placeholder"}}},
+		{spec: "openai", want: []modelChoice{{provider: "openai"}}},
+		{spec: "gemini/gemini-3-pro-image-preview=3", want: []modelChoice{{provider: "gemini", model: "gemini-3-pro-image-preview", cost: 3}}},
+		{spec: " openai/dall-e-3 , gemini=1 ", want: []modelChoice{{provider: "openai", model: "dall-e-3"}, {provider: "gemini", cost: 1}}},
+		{spec: "", err: "names no model"},
+		{spec: " , ", err: "names no model"},
+		{spec: "midjourney", err: `unknown provider "midjourney"`},
+		{spec: "openai=4", err: "cost after = must be 1 to 3"},
+		{spec: "openai=0", err: "cost after = must be 1 to 3"},
+		{spec: "openai=two", err: "cost after = must be 1 to 3"},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			is := is.New(t)
+			got, err := parseModels(tc.spec)
+			if tc.err != "" {
+				is.True(err != nil && strings.Contains(err.Error(), tc.err))
+				return
+			}
+			is.NoErr(err)
+			is.Equal(got, tc.want)
+		})
+	}
+}
+
+func TestBuildModelNeedsTheProvidersKey(t *testing.T) {
+	is := is.New(t)
+	_, err := newModel("gemini", modelDeps{getenv: noEnv})
+	is.True(err != nil && strings.Contains(err.Error(), "GEMINI_API_KEY"))
+	_, err = newModel("placeholder/big", modelDeps{getenv: noEnv})
+	is.True(err != nil && strings.Contains(err.Error(), "no model names"))
+}
+
+// pngBase64 is a w×h PNG, base64-encoded as providers send it.
+func pngBase64(t *testing.T, w, h int) string {
+	var buf bytes.Buffer
+	is.New(t).NoErr(png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, w, h))))
+	return base64.StdEncoding.EncodeToString(buf.Bytes())
+}
+
+// TestServeWithProviderFallback runs serve with -model openai,gemini: the
+// OpenAI key is refused (an operator error), so the chain moves on to
+// Gemini, whose picture the task returns, at the chain's price, charged
+// once; neither key is ever logged.
+func TestServeWithProviderFallback(t *testing.T) {
+	is := is.New(t)
+	const openaiKey, geminiKey = "sk-test-openai-secret", "gemini-test-secret"
+	var openaiCalls, geminiCalls atomic.Int32
+	openaiFake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		openaiCalls.Add(1)
+		if r.Header.Get("Authorization") != "Bearer "+openaiKey || r.URL.Path != "/images/generations" {
+			t.Errorf("openai got %s %s", r.Method, r.URL.Path)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`)
+	}))
+	defer openaiFake.Close()
+	picture := pngBase64(t, 1024, 576)
+	geminiFake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		geminiCalls.Add(1)
+		if r.Header.Get("x-goog-api-key") != geminiKey || !strings.HasSuffix(r.URL.Path, ":generateContent") {
+			t.Errorf("gemini got %s %s", r.Method, r.URL.Path)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"candidates":[{"content":{"role":"model","parts":[{"inlineData":{"mimeType":"image/png","data":%q}}]},"finishReason":"STOP"}]}`, picture)
+	}))
+	defer geminiFake.Close()
+
+	const key = "test-demo-key-0123456789"
+	s := startServe(t, map[string]string{
+		"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": openaiFake.URL,
+		"GEMINI_API_KEY": geminiKey, "GEMINI_BASE_URL": geminiFake.URL,
+		"IMAGEGEN_MODEL": "openai=3,gemini",
+	}, "-demo-key", key, "-demo-credits", "5", "-rate-limit", "1000")
+
+	code, sub := s.call(t, "POST", "/api/v1/generate", key, `{"scene":"text-to-image","prompt":"a red fox","aspect_ratio":"16:9"}`)
+	is.Equal(code, http.StatusCreated)
+	is.Equal(sub["credits_remaining"], 2.0) // the chain's price: its first model's, 3
+	task := s.waitTask(t, key, sub["task_id"].(string))
+	is.Equal(task["status"], "success")
+	is.Equal(openaiCalls.Load(), int32(1)) // a refused key is not retried
+	is.Equal(geminiCalls.Load(), int32(1))
+	_, credits := s.call(t, "GET", "/api/v1/credits", key, "")
+	is.Equal(credits["credits_remaining"], 2.0) // charged once, no refund
+
+	is.NoErr(s.stop())
+	for _, out := range []string{s.stderr.String(), s.stdout.String()} {
+		is.True(!strings.Contains(out, openaiKey))
+		is.True(!strings.Contains(out, geminiKey))
+	}
+	is.True(strings.Contains(s.stderr.String(), `model="openai=3,gemini"`)) // the log names the chain
+}
