@@ -34,31 +34,6 @@ func newModel(t *testing.T, f *fake, c gemini.Config) (*gemini.Model, *providert
 	return m, clock
 }
 
-func t2i(prompt string, ratio imagegen.AspectRatio) imagegen.Request {
-	return imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: prompt, AspectRatio: ratio}
-}
-
-func i2i(prompt string, ratio imagegen.AspectRatio, urls ...string) imagegen.Request {
-	return imagegen.Request{Scene: imagegen.SceneImageToImage, Prompt: prompt, AspectRatio: ratio, ImageInput: urls}
-}
-
-func generate(m *gemini.Model, req imagegen.Request) ([]imagegen.GeneratedImage, error) {
-	plan, err := m.Plan(req)
-	if err != nil {
-		return nil, err
-	}
-	return m.Generate(ctx, imagegen.Generation{TaskID: "task-1", Model: plan.Model, Request: req, Attempt: 1})
-}
-
-func modelError(t *testing.T, err error) *imagegen.ModelError {
-	t.Helper()
-	var me *imagegen.ModelError
-	if !errors.As(err, &me) {
-		t.Fatalf("error %v (%T) is not a *imagegen.ModelError", err, err)
-	}
-	return me
-}
-
 func size(t *testing.T, img imagegen.GeneratedImage) provider.Size {
 	w, h := providertest.Size(t, img.Data)
 	return provider.Size{W: w, H: h}
@@ -70,11 +45,11 @@ func TestTextToImage(t *testing.T) {
 	m, clock := newModel(t, f, gemini.Config{})
 	const prompt = "A photorealistic nano banana dish in a fancy restaurant"
 
-	plan, err := m.Plan(t2i(prompt, imagegen.Aspect16x9))
+	plan, err := m.Plan(providertest.T2I(prompt, imagegen.Aspect16x9))
 	is.NoErr(err)
 	is.Equal(plan, imagegen.Plan{Model: "gemini/gemini-2.5-flash-image", Cost: 1})
 
-	imgs, err := generate(m, t2i(prompt, imagegen.Aspect16x9))
+	imgs, err := providertest.Generate(ctx, m, providertest.T2I(prompt, imagegen.Aspect16x9))
 	is.NoErr(err)
 	is.Equal(len(imgs), 1)
 	is.Equal(imgs[0].ContentType, "image/png")
@@ -100,8 +75,8 @@ func TestImageToImage(t *testing.T) {
 	}}
 	m, _ := newModel(t, f, gemini.Config{Fetcher: fetcher, ImageSize: "2K"})
 	const prompt = "Put the cat from the first image onto the sofa in the second image"
-	req := i2i(prompt, imagegen.Aspect4x3, "https://img.example/cat.png", "https://img.example/sofa.jpg")
-	imgs, err := generate(m, req)
+	req := providertest.I2I(prompt, imagegen.Aspect4x3, "https://img.example/cat.png", "https://img.example/sofa.jpg")
+	imgs, err := providertest.Generate(ctx, m, req)
 	is.NoErr(err)
 	is.Equal(fetcher.Asked(), req.ImageInput)
 	is.Equal(size(t, imgs[0]), provider.Size{W: 1152, H: 864}) // 1184x864 cropped to exactly 4:3
@@ -122,12 +97,12 @@ func TestAutoImageToImageFollowsTheFirstReference(t *testing.T) {
 		"https://img.example/wide.png": {Data: wide},
 		"https://img.example/tall.png": {Data: providertest.PNG(300, 900)},
 	}}
-	req := i2i("in watercolour", imagegen.AspectAuto, "https://img.example/wide.png", "https://img.example/tall.png")
+	req := providertest.I2I("in watercolour", imagegen.AspectAuto, "https://img.example/wide.png", "https://img.example/tall.png")
 	t.Run("no aspectRatio is sent", func(t *testing.T) {
 		is := is.New(t)
 		f := newFake(t)
 		m, _ := newModel(t, f, gemini.Config{Fetcher: fetcher})
-		imgs, err := generate(m, req)
+		imgs, err := providertest.Generate(ctx, m, req)
 		is.NoErr(err)
 		c := f.Calls()[0]
 		is.Equal(c.aspectRatio(), "")
@@ -139,7 +114,7 @@ func TestAutoImageToImageFollowsTheFirstReference(t *testing.T) {
 		f := newFake(t)
 		f.ignoreRatio = true
 		m, _ := newModel(t, f, gemini.Config{Fetcher: fetcher})
-		imgs, err := generate(m, req)
+		imgs, err := providertest.Generate(ctx, m, req)
 		is.NoErr(err)
 		is.Equal(size(t, imgs[0]), provider.Size{W: 1024, H: 576})
 	})
@@ -149,7 +124,7 @@ func TestAutoImageToImageFollowsTheFirstReference(t *testing.T) {
 		f.ignoreRatio = true
 		heic := &providertest.Fetcher{Images: map[string]providertest.Image{"https://img.example/a.heic": {Data: []byte("\x00\x00\x00\x18ftypheic...."), ContentType: "image/heic"}}}
 		m, _ := newModel(t, f, gemini.Config{Fetcher: heic})
-		imgs, err := generate(m, i2i("x", imagegen.AspectAuto, "https://img.example/a.heic"))
+		imgs, err := providertest.Generate(ctx, m, providertest.I2I("x", imagegen.AspectAuto, "https://img.example/a.heic"))
 		is.NoErr(err)
 		is.Equal(f.Calls()[0].req.Contents[0].Parts[1].InlineData.MimeType, "image/heic")
 		is.Equal(size(t, imgs[0]), provider.Size{W: 1024, H: 1024})
@@ -177,7 +152,7 @@ func TestEveryAspectRatio(t *testing.T) {
 			t.Parallel()
 			is := is.New(t)
 			prompt := "a fox " + string(ratio)
-			imgs, err := generate(m, t2i(prompt, ratio))
+			imgs, err := providertest.Generate(ctx, m, providertest.T2I(prompt, ratio))
 			is.NoErr(err)
 			sent := "?"
 			for _, c := range f.Calls() {
@@ -202,7 +177,7 @@ func TestAnswerOfAnotherShapeIsCropped(t *testing.T) {
 	f := newFake(t)
 	f.ignoreRatio = true
 	m, _ := newModel(t, f, gemini.Config{})
-	imgs, err := generate(m, t2i("a fox", imagegen.Aspect9x16))
+	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect9x16))
 	is.NoErr(err)
 	is.Equal(size(t, imgs[0]), provider.Size{W: 576, H: 1024})
 }
@@ -225,8 +200,8 @@ func TestRefusals(t *testing.T) {
 			is := is.New(t)
 			f := newFake(t, answer{status: 200, body: tc.body(t)})
 			m, clock := newModel(t, f, gemini.Config{})
-			_, err := generate(m, t2i("something not allowed", imagegen.Aspect1x1))
-			me := modelError(t, err)
+			_, err := providertest.Generate(ctx, m, providertest.T2I("something not allowed", imagegen.Aspect1x1))
+			me := providertest.ModelError(t, err)
 			is.True(me.Refused)
 			is.True(!me.Retryable)
 			is.Equal(me.Provider, "gemini")
@@ -278,8 +253,8 @@ func TestAnswersWithoutAnImage(t *testing.T) {
 			is := is.New(t)
 			f := newFake(t, answer{status: 200, body: tc.body(t)})
 			m, _ := newModel(t, f, gemini.Config{Config: provider.Config{MaxRetries: -1}})
-			_, err := generate(m, t2i("a fox", imagegen.Aspect1x1))
-			me := modelError(t, err)
+			_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
+			me := providertest.ModelError(t, err)
 			is.True(!me.Refused) // failed, not refused
 			is.Equal(me.Retryable, tc.retryable)
 			is.Equal(me.Message, tc.msg)
@@ -299,7 +274,7 @@ func TestThoughtPartsAreSkipped(t *testing.T) {
 	is.NoErr(err)
 	f := newFake(t, answer{status: 200, body: body})
 	m, _ := newModel(t, f, gemini.Config{})
-	imgs, err := generate(m, t2i("a fox", imagegen.Aspect1x1))
+	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
 	is.Equal(len(imgs), 1)
 	is.Equal(size(t, imgs[0]), provider.Size{W: 64, H: 64})
@@ -309,7 +284,7 @@ func TestRateLimitThenSuccess(t *testing.T) {
 	is := is.New(t)
 	f := newFake(t, answer{status: 429, body: example(t, "error.429.resource-exhausted.json")})
 	m, clock := newModel(t, f, gemini.Config{})
-	imgs, err := generate(m, t2i("a fox", imagegen.Aspect1x1))
+	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
 	is.Equal(len(imgs), 1)
 	is.Equal(len(f.Calls()), 2)
@@ -323,9 +298,9 @@ func TestRateLimitPastTheDeadline(t *testing.T) {
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err := m.Generate(dctx, imagegen.Generation{Request: t2i("a fox", imagegen.Aspect1x1)})
+	_, err := m.Generate(dctx, imagegen.Generation{Request: providertest.T2I("a fox", imagegen.Aspect1x1)})
 	is.True(time.Since(start) < 5*time.Second) // did not wait 38 s
-	me := modelError(t, err)
+	me := providertest.ModelError(t, err)
 	is.True(me.Retryable)
 	is.Equal(me.Message, provider.MsgBusy)
 	is.True(strings.Contains(me.Err.Error(), "RESOURCE_EXHAUSTED"))
@@ -339,7 +314,7 @@ func TestServerErrorThenSuccess(t *testing.T) {
 	internal := []byte(`{"error":{"code":500,"message":"An internal error has occurred.","status":"INTERNAL"}}`)
 	f := newFake(t, answer{status: 503, body: overloaded}, answer{status: 500, body: internal})
 	m, clock := newModel(t, f, gemini.Config{})
-	imgs, err := generate(m, t2i("a fox", imagegen.Aspect1x1))
+	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
 	is.Equal(len(imgs), 1)
 	is.Equal(len(f.Calls()), 3)
@@ -354,8 +329,8 @@ func TestServerErrorsRunOut(t *testing.T) {
 	overloaded := []byte(`{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`)
 	f := newFake(t, answer{status: 503, body: overloaded}, answer{status: 503, body: overloaded}, answer{status: 503, body: overloaded})
 	m, _ := newModel(t, f, gemini.Config{Config: provider.Config{MaxRetries: 1}})
-	_, err := generate(m, t2i("a fox", imagegen.Aspect1x1))
-	me := modelError(t, err)
+	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
+	me := providertest.ModelError(t, err)
 	is.True(me.Retryable)
 	is.Equal(me.Message, provider.MsgUnavailable)
 	is.Equal(len(f.Calls()), 2)
@@ -370,9 +345,9 @@ func TestTimeout(t *testing.T) {
 	tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := m.Generate(tctx, imagegen.Generation{Request: t2i("a fox", imagegen.Aspect1x1)})
+	_, err := m.Generate(tctx, imagegen.Generation{Request: providertest.T2I("a fox", imagegen.Aspect1x1)})
 	is.True(time.Since(start) < 5*time.Second)
-	me := modelError(t, err)
+	me := providertest.ModelError(t, err)
 	is.True(me.Retryable)
 	is.Equal(me.Message, provider.MsgTimeout)
 	is.True(errors.Is(err, context.DeadlineExceeded))
@@ -384,8 +359,8 @@ func TestBadAPIKey(t *testing.T) {
 	const wrong = "AIzaSyWRONGKEY-9876543210zyxwvutsrqpon"
 	f := newFake(t)
 	m, clock := newModel(t, f, gemini.Config{Config: provider.Config{APIKey: wrong}})
-	_, err := generate(m, t2i("a fox", imagegen.Aspect1x1))
-	me := modelError(t, err)
+	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
+	me := providertest.ModelError(t, err)
 	is.True(!me.Retryable && !me.Refused && !me.InvalidInput)
 	is.Equal(me.UserMessage(), "the image service is misconfigured")
 	is.True(strings.Contains(me.Err.Error(), "HTTP 400"))
@@ -420,8 +395,8 @@ func TestOtherFailures(t *testing.T) {
 			is := is.New(t)
 			f := newFake(t, answer{status: tc.status, body: tc.body(t)})
 			m, _ := newModel(t, f, gemini.Config{Config: provider.Config{MaxRetries: -1}})
-			_, err := generate(m, t2i("a fox", imagegen.Aspect1x1))
-			me := modelError(t, err)
+			_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
+			me := providertest.ModelError(t, err)
 			is.Equal(me.Retryable, tc.retryable)
 			is.True(!me.Refused)
 			is.Equal(me.Message, tc.msg)
@@ -438,26 +413,26 @@ func TestReferenceFailures(t *testing.T) {
 		"https://img.example/page":   {Data: []byte("<!doctype html>"), ContentType: "text/html"},
 	}}
 	m, _ := newModel(t, f, gemini.Config{Fetcher: fetcher})
-	_, err := generate(m, i2i("x", imagegen.Aspect1x1, "https://img.example/ok.png", "https://img.example/page"))
-	me := modelError(t, err)
+	_, err := providertest.Generate(ctx, m, providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/ok.png", "https://img.example/page"))
+	me := providertest.ModelError(t, err)
 	is.True(me.InvalidInput && !me.Retryable)
 	is.Equal(me.Message, "image_input[1] is not a supported image")
 	is.Equal(len(f.Calls()), 0)
 
-	_, err = generate(m, i2i("x", imagegen.Aspect1x1, "https://img.example/missing.png"))
-	is.True(modelError(t, err).InvalidInput)
+	_, err = providertest.Generate(ctx, m, providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/missing.png"))
+	is.True(providertest.ModelError(t, err).InvalidInput)
 
 	big := make([]byte, 8<<20) // two of them are too much to send inline
 	copy(big, providertest.PNG(8, 8))
 	fetcher.Images["https://img.example/big.png"] = providertest.Image{Data: big}
-	_, err = generate(m, i2i("x", imagegen.Aspect1x1, "https://img.example/big.png", "https://img.example/big.png"))
-	me = modelError(t, err)
+	_, err = providertest.Generate(ctx, m, providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/big.png", "https://img.example/big.png"))
+	me = providertest.ModelError(t, err)
 	is.True(me.InvalidInput && !me.Retryable)
 	is.True(strings.Contains(me.Message, "too large together"))
 	is.Equal(len(f.Calls()), 0)
 
 	noFetcher, _ := newModel(t, f, gemini.Config{})
-	_, err = noFetcher.Plan(i2i("x", imagegen.Aspect1x1, "https://img.example/ok.png"))
+	_, err = noFetcher.Plan(providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/ok.png"))
 	var ve *imagegen.ValidationError
 	is.True(errors.As(err, &ve))
 	is.Equal(ve.Field, "scene")
@@ -472,11 +447,11 @@ func TestKeyNeverShows(t *testing.T) {
 	m, _ := newModel(t, f, c)
 	providertest.NoSecretAnywhere(t, key, m)
 	providertest.NoSecretAnywhere(t, key, *m)
-	_, err := generate(m, t2i("a fox", imagegen.Aspect1x1))
+	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
 	f = newFake(t, answer{status: 400, body: []byte(`{"error":{"code":400,"message":"bad key ` + key + `","status":"INVALID_ARGUMENT"}}`)})
 	m, _ = newModel(t, f, c)
-	_, err = generate(m, t2i("a fox", imagegen.Aspect1x1))
+	_, err = providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.True(err != nil)
 	providertest.NoSecretAnywhere(t, key, err)
 	is.True(!strings.Contains(err.Error(), key))

@@ -33,32 +33,6 @@ func newModel(t *testing.T, f *fake, c openai.Config) (*openai.Model, *providert
 	return m, clock
 }
 
-func t2i(prompt string, ratio imagegen.AspectRatio) imagegen.Request {
-	return imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: prompt, AspectRatio: ratio}
-}
-
-func i2i(prompt string, ratio imagegen.AspectRatio, urls ...string) imagegen.Request {
-	return imagegen.Request{Scene: imagegen.SceneImageToImage, Prompt: prompt, AspectRatio: ratio, ImageInput: urls}
-}
-
-// generate plans and runs req, as the service does.
-func generate(m *openai.Model, req imagegen.Request) ([]imagegen.GeneratedImage, error) {
-	plan, err := m.Plan(req)
-	if err != nil {
-		return nil, err
-	}
-	return m.Generate(ctx, imagegen.Generation{TaskID: "task-1", Model: plan.Model, Request: req, Attempt: 1})
-}
-
-func modelError(t *testing.T, err error) *imagegen.ModelError {
-	t.Helper()
-	var me *imagegen.ModelError
-	if !errors.As(err, &me) {
-		t.Fatalf("error %v (%T) is not a *imagegen.ModelError", err, err)
-	}
-	return me
-}
-
 func size(t *testing.T, img imagegen.GeneratedImage) provider.Size {
 	w, h := providertest.Size(t, img.Data)
 	return provider.Size{W: w, H: h}
@@ -69,11 +43,11 @@ func TestTextToImage(t *testing.T) {
 	f := newFake(t)
 	m, clock := newModel(t, f, openai.Config{Organization: "org-1", Project: "proj-1"})
 
-	plan, err := m.Plan(t2i("a cute baby sea otter", imagegen.Aspect1x1))
+	plan, err := m.Plan(providertest.T2I("a cute baby sea otter", imagegen.Aspect1x1))
 	is.NoErr(err)
 	is.Equal(plan, imagegen.Plan{Model: "openai/gpt-image-1", Cost: 2})
 
-	imgs, err := generate(m, t2i("a cute baby sea otter", imagegen.Aspect1x1))
+	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a cute baby sea otter", imagegen.Aspect1x1))
 	is.NoErr(err)
 	is.Equal(len(imgs), 1)
 	is.Equal(imgs[0].ContentType, "image/png")
@@ -95,10 +69,10 @@ func TestTextToImageDallE3(t *testing.T) {
 	is := is.New(t)
 	f := newFake(t)
 	m, _ := newModel(t, f, openai.Config{Model: "dall-e-3", Quality: "hd", Config: provider.Config{Cost: 3}})
-	plan, err := m.Plan(t2i("a lighthouse", imagegen.Aspect16x9))
+	plan, err := m.Plan(providertest.T2I("a lighthouse", imagegen.Aspect16x9))
 	is.NoErr(err)
 	is.Equal(plan, imagegen.Plan{Model: "openai/dall-e-3", Cost: 3})
-	imgs, err := generate(m, t2i("a lighthouse", imagegen.Aspect16x9))
+	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a lighthouse", imagegen.Aspect16x9))
 	is.NoErr(err)
 	is.Equal(size(t, imgs[0]), provider.Size{W: 1792, H: 1008})
 	is.Equal(f.Calls()[0].json, map[string]any{"model": "dall-e-3", "prompt": "a lighthouse", "n": 1.0, "size": "1792x1024", "quality": "hd", "response_format": "b64_json"})
@@ -112,15 +86,15 @@ func TestURLAnswersAreDownloadedThroughTheFetcher(t *testing.T) {
 	const exampleURL = "https://oaidalleapiprodscus.blob.core.windows.net/private/org-xxxx/user-xxxx/img-xxxx.png?st=2024-04-23T00%3A53%3A48Z&se=2024-04-23T02%3A53%3A48Z&sig=xxxx"
 	fetcher := &providertest.Fetcher{Images: map[string]providertest.Image{exampleURL: {Data: providertest.PNG(1024, 1024), ContentType: "image/png"}}}
 	m, _ := newModel(t, f, openai.Config{Model: "dall-e-3", Fetcher: fetcher})
-	imgs, err := generate(m, t2i("a cute baby sea otter", imagegen.Aspect1x1))
+	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a cute baby sea otter", imagegen.Aspect1x1))
 	is.NoErr(err)
 	is.Equal(fetcher.Asked(), []string{exampleURL})
 	is.Equal(size(t, imgs[0]), provider.Size{W: 1024, H: 1024})
 
 	// A URL that cannot be downloaded is a retryable failure.
 	fetcher.Images = nil
-	_, err = generate(m, t2i("a cute baby sea otter", imagegen.Aspect1x1))
-	me := modelError(t, err)
+	_, err = providertest.Generate(ctx, m, providertest.T2I("a cute baby sea otter", imagegen.Aspect1x1))
+	me := providertest.ModelError(t, err)
 	is.True(me.Retryable && !me.Refused)
 	is.Equal(me.Message, provider.MsgUnavailable)
 }
@@ -134,8 +108,8 @@ func TestImageToImage(t *testing.T) {
 		"https://img.example/photo.jpg": {Data: jpg, ContentType: "image/jpeg"},
 	}}
 	m, _ := newModel(t, f, openai.Config{Fetcher: fetcher, Quality: "high"})
-	req := i2i("put them in a gift basket", imagegen.AspectAuto, "https://img.example/wide.png", "https://img.example/photo.jpg")
-	imgs, err := generate(m, req)
+	req := providertest.I2I("put them in a gift basket", imagegen.AspectAuto, "https://img.example/wide.png", "https://img.example/photo.jpg")
+	imgs, err := providertest.Generate(ctx, m, req)
 	is.NoErr(err)
 	is.Equal(fetcher.Asked(), req.ImageInput)
 	// auto: the first reference is 16:9, sent as 1536x1024, cropped.
@@ -164,8 +138,8 @@ func TestImageToImageReferenceFailures(t *testing.T) {
 	f := newFake(t)
 	fetcher := &providertest.Fetcher{Err: errors.New("address not allowed")}
 	m, _ := newModel(t, f, openai.Config{Fetcher: fetcher})
-	_, err := generate(m, i2i("x", imagegen.Aspect1x1, "https://10.0.0.1/a.png"))
-	me := modelError(t, err)
+	_, err := providertest.Generate(ctx, m, providertest.I2I("x", imagegen.Aspect1x1, "https://10.0.0.1/a.png"))
+	me := providertest.ModelError(t, err)
 	is.True(me.InvalidInput && !me.Retryable)
 	is.Equal(me.Message, "image_input[0] could not be downloaded")
 	is.Equal(len(f.Calls()), 0) // the provider was not called
@@ -174,8 +148,8 @@ func TestImageToImageReferenceFailures(t *testing.T) {
 	fetcher = &providertest.Fetcher{Images: map[string]providertest.Image{"https://img.example/a.png": {Data: providertest.PNG(10, 10)}}}
 	f = newFake(t, answer{status: 400, body: []byte(`{"error":{"message":"Invalid image file or mode for image 1, please check your image file.","type":"invalid_request_error","param":"image","code":"invalid_image_file"}}`)})
 	m, _ = newModel(t, f, openai.Config{Fetcher: fetcher})
-	_, err = generate(m, i2i("x", imagegen.Aspect1x1, "https://img.example/a.png"))
-	me = modelError(t, err)
+	_, err = providertest.Generate(ctx, m, providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/a.png"))
+	me = providertest.ModelError(t, err)
 	is.True(me.InvalidInput && !me.Retryable)
 }
 
@@ -212,7 +186,7 @@ func TestEveryAspectRatio(t *testing.T) {
 				t.Parallel()
 				is := is.New(t)
 				prompt := "a fox, " + model + " " + string(ratio)
-				imgs, err := generate(m, t2i(prompt, ratio))
+				imgs, err := providertest.Generate(ctx, m, providertest.T2I(prompt, ratio))
 				is.NoErr(err)
 				sent := ""
 				for _, c := range f.Calls() {
@@ -240,7 +214,7 @@ func TestExactRatiosOnly(t *testing.T) {
 	for _, r := range imagegen.AspectRatios() {
 		t.Run(string(r), func(t *testing.T) {
 			is := is.New(t)
-			_, err := m.Plan(t2i("a fox", r))
+			_, err := m.Plan(providertest.T2I("a fox", r))
 			switch r {
 			case imagegen.Aspect1x1, imagegen.Aspect3x2, imagegen.Aspect2x3:
 				is.NoErr(err)
@@ -255,14 +229,14 @@ func TestExactRatiosOnly(t *testing.T) {
 	}
 	t.Run("auto picks the nearest exact ratio", func(t *testing.T) {
 		is := is.New(t)
-		imgs, err := generate(m, i2i("x", imagegen.AspectAuto, "https://img.example/wide.png"))
+		imgs, err := providertest.Generate(ctx, m, providertest.I2I("x", imagegen.AspectAuto, "https://img.example/wide.png"))
 		is.NoErr(err)
 		is.Equal(size(t, imgs[0]), provider.Size{W: 1536, H: 1024}) // 3:2, uncropped
 	})
 	t.Run("dall-e-3 has only 1:1", func(t *testing.T) {
 		is := is.New(t)
 		d, _ := newModel(t, f, openai.Config{Model: "dall-e-3", ExactRatiosOnly: true})
-		_, err := d.Plan(t2i("a fox", imagegen.Aspect16x9))
+		_, err := d.Plan(providertest.T2I("a fox", imagegen.Aspect16x9))
 		is.Equal(err.Error(), "aspect_ratio: must be one of 1:1 or auto for model dall-e-3")
 	})
 }
@@ -271,7 +245,7 @@ func TestDallE3RefusesImageToImage(t *testing.T) {
 	is := is.New(t)
 	f := newFake(t)
 	m, _ := newModel(t, f, openai.Config{Model: "dall-e-3", Fetcher: &providertest.Fetcher{}})
-	req := i2i("x", imagegen.Aspect1x1, "https://img.example/a.png")
+	req := providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/a.png")
 	_, err := m.Plan(req)
 	var ve *imagegen.ValidationError
 	is.True(errors.As(err, &ve))
@@ -279,14 +253,14 @@ func TestDallE3RefusesImageToImage(t *testing.T) {
 	is.Equal(ve.Message, "image-to-image is not supported by model dall-e-3")
 
 	_, err = m.Generate(ctx, imagegen.Generation{Request: req}) // even if not planned
-	is.True(!modelError(t, err).Retryable)
+	is.True(!providertest.ModelError(t, err).Retryable)
 	is.Equal(len(f.Calls()), 0)
 }
 
 func TestImageToImageNeedsAFetcher(t *testing.T) {
 	is := is.New(t)
 	m, _ := newModel(t, newFake(t), openai.Config{})
-	_, err := m.Plan(i2i("x", imagegen.Aspect1x1, "https://img.example/a.png"))
+	_, err := m.Plan(providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/a.png"))
 	var ve *imagegen.ValidationError
 	is.True(errors.As(err, &ve))
 	is.Equal(ve.Field, "scene")
@@ -301,8 +275,8 @@ func TestRefusals(t *testing.T) {
 			is := is.New(t)
 			f := newFake(t, answer{status: 400, body: example(t, tc.example)})
 			m, clock := newModel(t, f, openai.Config{Model: tc.model})
-			_, err := generate(m, t2i("something not allowed", imagegen.Aspect1x1))
-			me := modelError(t, err)
+			_, err := providertest.Generate(ctx, m, providertest.T2I("something not allowed", imagegen.Aspect1x1))
+			me := providertest.ModelError(t, err)
 			is.True(me.Refused)
 			is.True(!me.Retryable)
 			is.Equal(me.Provider, "openai")
@@ -317,7 +291,7 @@ func TestRateLimitThenSuccess(t *testing.T) {
 	is := is.New(t)
 	f := newFake(t, answer{status: 429, header: map[string]string{"Retry-After": "12"}, body: example(t, "error.rate_limit.json")})
 	m, clock := newModel(t, f, openai.Config{})
-	imgs, err := generate(m, t2i("a fox", imagegen.Aspect1x1))
+	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
 	is.Equal(len(imgs), 1)
 	is.Equal(len(f.Calls()), 2)
@@ -328,7 +302,7 @@ func TestRetryAfterMsWins(t *testing.T) {
 	is := is.New(t)
 	f := newFake(t, answer{status: 429, header: map[string]string{"Retry-After": "12", "retry-after-ms": "1500"}, body: example(t, "error.rate_limit.json")})
 	m, clock := newModel(t, f, openai.Config{})
-	_, err := generate(m, t2i("a fox", imagegen.Aspect1x1))
+	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
 	is.Equal(clock.Waits(), []time.Duration{1500 * time.Millisecond})
 }
@@ -338,7 +312,7 @@ func TestServerErrorThenSuccess(t *testing.T) {
 	body := []byte(`{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`)
 	f := newFake(t, answer{status: 500, body: body}, answer{status: 503, body: body})
 	m, clock := newModel(t, f, openai.Config{})
-	imgs, err := generate(m, t2i("a fox", imagegen.Aspect1x1))
+	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
 	is.Equal(len(imgs), 1)
 	is.Equal(len(f.Calls()), 3)
@@ -353,8 +327,8 @@ func TestServerErrorsRunOut(t *testing.T) {
 	body := []byte(`{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}`)
 	f := newFake(t, answer{status: 503, body: body}, answer{status: 503, body: body}, answer{status: 503, body: body})
 	m, _ := newModel(t, f, openai.Config{Config: provider.Config{MaxRetries: 2}})
-	_, err := generate(m, t2i("a fox", imagegen.Aspect1x1))
-	me := modelError(t, err)
+	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
+	me := providertest.ModelError(t, err)
 	is.True(me.Retryable) // the task queue may try again later
 	is.Equal(me.Message, provider.MsgUnavailable)
 	is.Equal(len(f.Calls()), 3) // bounded: 1 + MaxRetries
@@ -365,8 +339,8 @@ func TestShouldRetryHeader(t *testing.T) {
 	body := []byte(`{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}`)
 	f := newFake(t, answer{status: 503, header: map[string]string{"X-Should-Retry": "false"}, body: body})
 	m, _ := newModel(t, f, openai.Config{})
-	_, err := generate(m, t2i("a fox", imagegen.Aspect1x1))
-	is.True(!modelError(t, err).Retryable)
+	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
+	is.True(!providertest.ModelError(t, err).Retryable)
 	is.Equal(len(f.Calls()), 1)
 }
 
@@ -379,9 +353,9 @@ func TestTimeout(t *testing.T) {
 	tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := m.Generate(tctx, imagegen.Generation{Request: t2i("a fox", imagegen.Aspect1x1)})
+	_, err := m.Generate(tctx, imagegen.Generation{Request: providertest.T2I("a fox", imagegen.Aspect1x1)})
 	is.True(time.Since(start) < 5*time.Second) // bounded by the deadline
-	me := modelError(t, err)
+	me := providertest.ModelError(t, err)
 	is.True(me.Retryable)
 	is.Equal(me.Message, provider.MsgTimeout)
 	is.True(errors.Is(err, context.DeadlineExceeded))
@@ -393,8 +367,8 @@ func TestBadAPIKey(t *testing.T) {
 	const wrong = "sk-proj-WRONGKEY-9876543210zyxwvuts"
 	f := newFake(t)
 	m, clock := newModel(t, f, openai.Config{Config: provider.Config{APIKey: wrong}})
-	_, err := generate(m, t2i("a fox", imagegen.Aspect1x1))
-	me := modelError(t, err)
+	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
+	me := providertest.ModelError(t, err)
 	is.True(!me.Retryable && !me.Refused && !me.InvalidInput)
 	is.Equal(me.UserMessage(), "the image service is misconfigured") // not the user's fault
 	is.True(strings.Contains(me.Err.Error(), "HTTP 401"))            // the cause names the status
@@ -422,8 +396,8 @@ func TestOtherFailures(t *testing.T) {
 			is := is.New(t)
 			f := newFake(t, answer{status: tc.status, body: tc.body})
 			m, _ := newModel(t, f, openai.Config{Config: provider.Config{MaxRetries: -1}})
-			_, err := generate(m, t2i("a fox", imagegen.Aspect1x1))
-			me := modelError(t, err)
+			_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
+			me := providertest.ModelError(t, err)
 			is.Equal(me.Retryable, tc.retryable)
 			is.True(!me.Refused)
 			is.Equal(me.Message, tc.msg)
@@ -441,11 +415,11 @@ func TestKeyNeverShows(t *testing.T) {
 	m, _ := newModel(t, f, c)
 	providertest.NoSecretAnywhere(t, key, m)
 	providertest.NoSecretAnywhere(t, key, *m)
-	_, err := generate(m, t2i("a fox", imagegen.Aspect1x1))
+	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
 	f = newFake(t, answer{status: 400, body: []byte(`{"error":{"message":"bad key ` + key + `","type":"invalid_request_error","param":null,"code":null}}`)})
 	m, _ = newModel(t, f, c)
-	_, err = generate(m, t2i("a fox", imagegen.Aspect1x1))
+	_, err = providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.True(err != nil)
 	providertest.NoSecretAnywhere(t, key, err)
 	is.True(!strings.Contains(err.Error(), key))

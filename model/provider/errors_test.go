@@ -39,7 +39,7 @@ func TestNewErrorByStatus(t *testing.T) {
 			is.Equal(e.Retryable, tc.retryable)
 			is.True(!e.Refused && !e.InvalidInput)
 			is.Equal(e.Message, tc.msg)
-			is.Equal(e.Misconfigured, tc.msg == provider.MsgMisconfigured) // a fallback chain moves on
+			is.Equal(e.Misconfigured, tc.msg == provider.MsgMisconfigured)              // a fallback chain moves on
 			is.True(!strings.Contains(e.UserMessage(), "xyz"))                          // no internals for users
 			is.True(strings.Contains(e.Err.Error(), fmt.Sprintf("HTTP %d", tc.status))) // the status, for operators
 			is.True(strings.Contains(e.Err.Error(), "internal detail xyz"))
