@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+)
+
+// fakeNow is a clock the test moves by hand.
+type fakeNow struct{ t time.Time }
+
+func (f *fakeNow) now() time.Time          { return f.t }
+func (f *fakeNow) advance(d time.Duration) { f.t = f.t.Add(d) }
+
+func TestProgressPlainLinePerStatusChange(t *testing.T) {
+	is := is.New(t)
+	var out bytes.Buffer
+	clock := &fakeNow{t: time.Unix(1000, 0)}
+	p := newProgress(&out, false, clock.now)
+
+	p.Status("pending")
+	clock.advance(700 * time.Millisecond)
+	p.Tick() // no spinner off a terminal
+	p.Status("pending")
+	clock.advance(800 * time.Millisecond)
+	p.Status("processing")
+	p.Status("processing")
+	clock.advance(2 * time.Second)
+	p.Status("success")
+	p.Done()
+
+	is.Equal(out.String(), "status: pending (0.0s)\nstatus: processing (1.5s)\nstatus: success (3.5s)\n")
+}
+
+func TestProgressTerminalRedrawsInPlace(t *testing.T) {
+	is := is.New(t)
+	var out bytes.Buffer
+	clock := &fakeNow{t: time.Unix(1000, 0)}
+	p := newProgress(&out, true, clock.now)
+
+	p.Tick() // nothing to show before the first status
+	is.Equal(out.String(), "")
+	p.Status("pending")
+	clock.advance(100 * time.Millisecond)
+	p.Tick()
+	clock.advance(1100 * time.Millisecond)
+	p.Status("processing")
+	p.Tick()
+	p.Done()
+	p.Tick() // a late tick after Done draws nothing
+
+	is.Equal(out.String(),
+		"\r\x1b[K| pending 0.0s"+
+			"\r\x1b[K/ pending 0.1s"+
+			"\r\x1b[K/ processing 1.2s"+
+			"\r\x1b[K- processing 1.2s"+
+			"\r\x1b[K") // erased, so the next message starts on a clean line
+	is.True(!strings.Contains(out.String(), "\n")) // one line, never scrolled
+}
+
+func TestProgressSpinTicksUntilStopped(t *testing.T) {
+	is := is.New(t)
+	var out syncBuffer
+	p := newProgress(&out, true, time.Now)
+	p.Status("processing")
+	stop := p.spin(time.Millisecond)
+	waitUntil(t, 5*time.Second, "the spinner turns", func() bool {
+		return strings.Count(out.String(), "\r") >= 3
+	})
+	stop()
+	stop() // a second stop is harmless
+	p.Done()
+	n := len(out.String())
+	time.Sleep(20 * time.Millisecond)
+	is.Equal(len(out.String()), n) // no tick after stop
+
+	plain := newProgress(&out, false, time.Now)
+	plain.spin(time.Millisecond)() // off a terminal: no goroutine, nothing drawn
+	is.Equal(len(out.String()), n)
+}
+
+func TestIsTerminal(t *testing.T) {
+	is := is.New(t)
+	is.True(!isTerminal(&bytes.Buffer{}))
+	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	is.NoErr(err)
+	defer f.Close()
+	is.True(!isTerminal(f)) // a regular file
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		defer tty.Close()
+		is.True(isTerminal(tty))
+	}
+}
