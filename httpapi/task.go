@@ -27,7 +27,8 @@ type TaskBody struct {
 // handleTask serves GET {prefix}/tasks/{task_id} (INTERFACE.md §4.2).
 // With "Prefer: wait=N" (RFC 7240, N up to 60) it answers as soon as the
 // task is finished, or after N seconds with its state then, and says so
-// with "Preference-Applied: wait=N". The request counts once against the
+// with "Preference-Applied: wait=N" (only on a task answer: an error
+// answer applied no preference). The request counts once against the
 // rate limit however long it waits.
 func (h *Handler) handleTask() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -36,15 +37,18 @@ func (h *Handler) handleTask() http.Handler {
 		w.Header().Add("Vary", "Prefer")
 		var t *imagegen.Task
 		var err error
-		if wait, ok := preferWait(r.Header.Values("Prefer")); ok {
-			w.Header().Set("Preference-Applied", "wait="+strconv.Itoa(wait))
+		wait, waited := preferWait(r.Header.Values("Prefer"))
+		if waited {
 			t, err = h.cfg.Service.WaitTask(r.Context(), p.Owner, id, time.Duration(wait)*time.Second)
 		} else {
 			t, err = h.cfg.Service.Task(r.Context(), p.Owner, id)
 		}
 		if err != nil {
-			h.respondErr(w, r, err)
+			h.respondErr(w, r, err) // an error answer applied no preference
 			return
+		}
+		if waited {
+			w.Header().Set("Preference-Applied", "wait="+strconv.Itoa(wait))
 		}
 		encode(w, http.StatusOK, h.taskBody(r, t))
 	})

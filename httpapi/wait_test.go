@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/store/memory"
 )
 
 func (e *env) waitPoll(id, prefer string) <-chan *httptest.ResponseRecorder {
@@ -81,4 +84,29 @@ func TestPreferWaitIgnoredWhenMalformed(t *testing.T) {
 	}
 	w := e.do("GET", "/api/v1/tasks/nope", e.key, "", "Prefer", "wait=5")
 	wantError(t, w, http.StatusNotFound, "task_not_found")
+}
+
+// Preference-Applied says the wait was honoured, so only a task answer
+// carries it: not a 404 (unknown or another user's task), not a 500.
+func TestPreferWaitNotAppliedOnErrors(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	id := e.submitted()
+	w := e.do("GET", "/api/v1/tasks/nope", e.key, "", "Prefer", "wait=5")
+	wantError(t, w, http.StatusNotFound, "task_not_found")
+	is.Equal(w.Header().Get("Preference-Applied"), "")
+	w = e.do("GET", "/api/v1/tasks/"+id, e.user("mallory", 0), "", "Prefer", "wait=5")
+	wantError(t, w, http.StatusNotFound, "task_not_found")
+	is.Equal(w.Header().Get("Preference-Applied"), "")
+	w = e.do("GET", "/api/v1/tasks/"+id, e.key, "", "Prefer", "wait=0") // applied: answered at once
+	is.Equal(w.Code, http.StatusOK)
+	is.Equal(w.Header().Get("Preference-Applied"), "wait=0")
+
+	clock := imagegentest.NewClock(time.Time{})
+	broken := newEnv(t, func(o *envOptions) {
+		o.store = failingStore{memory.New(memory.Options{Clock: clock, Retention: retention})}
+	})
+	w = broken.do("GET", "/api/v1/tasks/x", broken.key, "", "Prefer", "wait=5")
+	wantError(t, w, http.StatusInternalServerError, "internal_error")
+	is.Equal(w.Header().Get("Preference-Applied"), "")
 }
