@@ -150,12 +150,16 @@ type IdempotencyStore interface {
 	// If the key is already recorded, it changes nothing and returns the
 	// record (which may hold another fingerprint).
 	BeginIdempotent(ctx context.Context, owner, key, fingerprint string, inFlight time.Duration) (*IdempotencyRecord, error)
-	// FinishIdempotent stores the response of the request in flight and
-	// keeps it for ttl.
-	FinishIdempotent(ctx context.Context, owner, key string, status int, body []byte, ttl time.Duration) error
+	// FinishIdempotent stores the response of the request in flight with
+	// this fingerprint and keeps it for ttl. If the key holds no such
+	// record (it expired, or a later request took the key, or it is
+	// already finished) it changes nothing and returns nil.
+	FinishIdempotent(ctx context.Context, owner, key, fingerprint string, status int, body []byte, ttl time.Duration) error
 	// AbandonIdempotent forgets the key (the request failed in a way a
-	// retry may fix), so the next request with it runs afresh.
-	AbandonIdempotent(ctx context.Context, owner, key string) error
+	// retry may fix), so the next request with it runs afresh. Like
+	// FinishIdempotent it only removes the in-flight record with this
+	// fingerprint, and otherwise changes nothing.
+	AbandonIdempotent(ctx context.Context, owner, key, fingerprint string) error
 }
 
 // TaskPage is one page of an owner's tasks, newest first.

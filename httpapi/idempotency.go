@@ -67,9 +67,9 @@ func (h *Handler) idempotent(next http.Handler) http.Handler {
 			next.ServeHTTP(rw, r)
 			ctx := context.WithoutCancel(r.Context())
 			if rw.status >= 500 {
-				err = store.AbandonIdempotent(ctx, p.Owner, key)
+				err = store.AbandonIdempotent(ctx, p.Owner, key, fingerprint)
 			} else {
-				err = store.FinishIdempotent(ctx, p.Owner, key, rw.status, rw.body.Bytes(), IdempotencyTTL)
+				err = store.FinishIdempotent(ctx, p.Owner, key, fingerprint, rw.status, rw.body.Bytes(), IdempotencyTTL)
 			}
 			if err != nil {
 				h.cfg.Logger.ErrorContext(ctx, "record idempotent response", "err", err)

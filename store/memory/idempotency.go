@@ -33,24 +33,42 @@ func (s *Store) BeginIdempotent(_ context.Context, owner, key, fingerprint strin
 	return nil, nil
 }
 
-// FinishIdempotent stores the response of the request in flight.
-func (s *Store) FinishIdempotent(_ context.Context, owner, key string, status int, body []byte, ttl time.Duration) error {
+// FinishIdempotent stores the response of the request in flight with
+// this fingerprint; without such a live record it changes nothing.
+func (s *Store) FinishIdempotent(_ context.Context, owner, key, fingerprint string, status int, body []byte, ttl time.Duration) error {
 	now := s.lock()
 	defer s.mu.Unlock()
 	k := idemKey(owner, key)
-	r := s.idem[k]
+	r, ok := s.inFlight(k, fingerprint, now)
+	if !ok {
+		return nil
+	}
 	r.rec.Done, r.rec.Status, r.rec.Body = true, status, slices.Clone(body)
 	r.expires = now.Add(ttl)
 	s.setIdem(k, r)
 	return nil
 }
 
-// AbandonIdempotent forgets the key.
-func (s *Store) AbandonIdempotent(_ context.Context, owner, key string) error {
-	s.lock()
+// AbandonIdempotent forgets the key if it holds the request in flight
+// with this fingerprint.
+func (s *Store) AbandonIdempotent(_ context.Context, owner, key, fingerprint string) error {
+	now := s.lock()
 	defer s.mu.Unlock()
-	delete(s.idem, idemKey(owner, key))
+	k := idemKey(owner, key)
+	if _, ok := s.inFlight(k, fingerprint, now); ok {
+		delete(s.idem, k)
+	}
 	return nil
+}
+
+// inFlight returns the live in-flight record of k with this fingerprint;
+// s.mu is held.
+func (s *Store) inFlight(k, fingerprint string, now time.Time) (idemRecord, bool) {
+	r, ok := s.idem[k]
+	if !ok || !now.Before(r.expires) || r.rec.Done || r.rec.Fingerprint != fingerprint {
+		return idemRecord{}, false
+	}
+	return r, true
 }
 
 // setIdem stores r and schedules its removal; s.mu is held.

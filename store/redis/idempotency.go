@@ -53,24 +53,47 @@ func (s *Store) BeginIdempotent(ctx context.Context, owner, key, fingerprint str
 	}, nil
 }
 
-// finishIdemScript stores the response of the request in flight.
+// finishIdemScript stores the response of the request in flight with
+// this fingerprint; without such a live record it changes nothing.
 //
 //	KEYS[1] idempotency record
-//	ARGV[1] now  ARGV[2] status  ARGV[3] body  ARGV[4] ttl (ms)
+//	ARGV[1] now  ARGV[2] fingerprint  ARGV[3] status  ARGV[4] body  ARGV[5] ttl (ms)
+//
+// Returns 1 when stored, else 0.
 var finishIdemScript = newScript(`
 local now = now_ms()
-redis.call('HSET', KEYS[1], 'state', 'done', 'status', ARGV[2], 'body', ARGV[3], 'expires', now + tonumber(ARGV[4]))
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
+local f = redis.call('HMGET', KEYS[1], 'fp', 'state', 'expires')
+if f[1] ~= ARGV[2] or f[2] ~= 'inflight' or tonumber(f[3]) <= now then return 0 end
+redis.call('HSET', KEYS[1], 'state', 'done', 'status', ARGV[3], 'body', ARGV[4], 'expires', now + tonumber(ARGV[5]))
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1
 `)
 
-// FinishIdempotent stores the response of the request in flight.
-func (s *Store) FinishIdempotent(ctx context.Context, owner, key string, status int, body []byte, ttl time.Duration) error {
-	err := finishIdemScript.Run(ctx, s.rdb, []string{s.idemKey(owner, key)}, s.nowArg(), status, body, ms(ttl)).Err()
+// FinishIdempotent stores the response of the request in flight with
+// this fingerprint; without such a live record it changes nothing.
+func (s *Store) FinishIdempotent(ctx context.Context, owner, key, fingerprint string, status int, body []byte, ttl time.Duration) error {
+	err := finishIdemScript.Run(ctx, s.rdb, []string{s.idemKey(owner, key)}, s.nowArg(), fingerprint, status, body, ms(ttl)).Err()
 	return wrapErr("finish idempotent request", err)
 }
 
-// AbandonIdempotent forgets the key.
-func (s *Store) AbandonIdempotent(ctx context.Context, owner, key string) error {
-	return wrapErr("abandon idempotent request", s.rdb.Del(ctx, s.idemKey(owner, key)).Err())
+// abandonIdemScript forgets the key if it holds the request in flight
+// with this fingerprint.
+//
+//	KEYS[1] idempotency record
+//	ARGV[1] now  ARGV[2] fingerprint
+//
+// Returns 1 when forgotten, else 0.
+var abandonIdemScript = newScript(`
+local now = now_ms()
+local f = redis.call('HMGET', KEYS[1], 'fp', 'state', 'expires')
+if f[1] ~= ARGV[2] or f[2] ~= 'inflight' or tonumber(f[3]) <= now then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+`)
+
+// AbandonIdempotent forgets the key if it holds the request in flight
+// with this fingerprint.
+func (s *Store) AbandonIdempotent(ctx context.Context, owner, key, fingerprint string) error {
+	err := abandonIdemScript.Run(ctx, s.rdb, []string{s.idemKey(owner, key)}, s.nowArg(), fingerprint).Err()
+	return wrapErr("abandon idempotent request", err)
 }

@@ -64,6 +64,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ReturnedValuesAreCopies", testCopies},
 		{"WatchTaskSeesEveryFinish", testWatch},
 		{"IdempotencyKeys", testIdempotency},
+		{"IdempotencyLateFinishChangesNothing", testIdempotencyLateFinish},
 		{"ListTasksNewestFirst", testList},
 		{"WebhookDeliveries", testWebhooks},
 		{"SharedSecrets", testSharedSecret},
