@@ -57,6 +57,11 @@
 //   - Task.ErrorCode says, for programs, why a task failed (for example
 //     imagegen.CodeContentPolicy: retrying the same prompt will not help).
 //   - Long polls (Prefer: wait=N), which Wait uses; see Polling.
+//   - Callbacks: a Request with CallbackURL is POSTed its task when it
+//     ends, signed per Standard Webhooks with the user's secret
+//     (WebhookSecret). A receiver checks each callback with
+//     VerifyWebhook, or WebhookVerifier.Receive in its handler, before
+//     trusting it.
 //
 // The API key is sent only in the Authorization header of API requests (not
 // to image URLs, which need no key) and never appears in errors or in the

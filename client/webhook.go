@@ -1,0 +1,117 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/webhook"
+)
+
+// Errors of webhook verification. They are package webhook's errors, so
+// errors.Is matches either name.
+var (
+	// ErrWebhookSignature: no signature of the callback is right for its
+	// body with this secret (a tampered body, or another secret).
+	ErrWebhookSignature = webhook.ErrInvalidSignature
+	// ErrWebhookTimestamp: the callback's timestamp is further from now
+	// than the tolerance (a replayed or delayed message), or malformed.
+	ErrWebhookTimestamp = webhook.ErrTimestamp
+	// ErrWebhookHeaders: a webhook-id, webhook-timestamp or
+	// webhook-signature header is missing.
+	ErrWebhookHeaders = webhook.ErrMissingHeaders
+	// ErrWebhookSecret: the secret is not "whsec_" followed by base64.
+	ErrWebhookSecret = webhook.ErrBadSecret
+)
+
+// DefaultWebhookTolerance is how far a callback's timestamp may be from
+// the receiver's clock.
+const DefaultWebhookTolerance = webhook.DefaultTolerance
+
+// maxWebhookBody bounds the callback bodies Receive reads.
+const maxWebhookBody = 1 << 20
+
+// VerifyWebhook checks a callback (a task submitted with callback_url
+// has ended) before its body is trusted: its signature is right for body
+// with the user's secret (from WebhookSecret), and its timestamp is
+// within DefaultWebhookTolerance of now. The error wraps
+// ErrWebhookSignature, ErrWebhookTimestamp, ErrWebhookHeaders or
+// ErrWebhookSecret. See WebhookVerifier.Receive for an http.Handler.
+func VerifyWebhook(secret string, header http.Header, body []byte, now time.Time) error {
+	return WebhookVerifier{Secret: secret}.Verify(header, body, now)
+}
+
+// WebhookVerifier checks the callbacks of one user, signed per the
+// Standard Webhooks scheme (package webhook).
+type WebhookVerifier struct {
+	Secret    string         // "whsec_…", from Client.WebhookSecret
+	Tolerance time.Duration  // 0 (or less): DefaultWebhookTolerance
+	Clock     imagegen.Clock // Receive's clock; nil: imagegen.SystemClock
+}
+
+// Verify checks a callback's signature and timestamp; see VerifyWebhook.
+func (v WebhookVerifier) Verify(header http.Header, body []byte, now time.Time) error {
+	tolerance := v.Tolerance
+	if tolerance <= 0 {
+		tolerance = DefaultWebhookTolerance
+	}
+	if err := webhook.Verify(v.Secret, header, body, now, tolerance); err != nil {
+		return fmt.Errorf("client: verify callback: %w", err)
+	}
+	return nil
+}
+
+// Receive reads a callback request (its body, at most 1 MiB), verifies it
+// and returns the task it carries, as GET /tasks/{id} shows it. A
+// delivery may come more than once (it is retried until a receiver
+// answers 2xx): handle each task id once. Answer 2xx only once the task
+// is safely handled, and 4xx to a callback that does not verify.
+func (v WebhookVerifier) Receive(r *http.Request) (*Task, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxWebhookBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("client: receive callback: %w", err)
+	}
+	if len(body) > maxWebhookBody {
+		return nil, errors.New("client: receive callback: body over 1 MiB")
+	}
+	clock := v.Clock
+	if clock == nil {
+		clock = imagegen.SystemClock{}
+	}
+	if err := v.Verify(r.Header, body, clock.Now()); err != nil {
+		return nil, err
+	}
+	var t Task
+	if err := json.Unmarshal(body, &t); err != nil {
+		return nil, fmt.Errorf("client: receive callback: decoding the task: %w", err)
+	}
+	if t.TaskID == "" || t.Status == "" {
+		return nil, errors.New("client: receive callback: the body is not a task")
+	}
+	return &t, nil
+}
+
+// WebhookSecret returns the caller's secret for verifying callbacks (GET
+// /webhook-secret, an extension; the server makes it on first use). Keep
+// it with the receiver, as you would the API key.
+func (c *Client) WebhookSecret(ctx context.Context) (string, error) {
+	res, err := c.call(ctx, http.MethodGet, "/webhook-secret", nil, nil)
+	if err != nil {
+		return "", fmt.Errorf("client: webhook secret: %w", err)
+	}
+	var body struct {
+		Secret string `json:"secret"`
+	}
+	if err := json.Unmarshal(res.body, &body); err != nil {
+		return "", fmt.Errorf("client: webhook secret: decoding the answer: %w", err)
+	}
+	if body.Secret == "" {
+		return "", errors.New("client: webhook secret: the answer has no secret")
+	}
+	return body.Secret, nil
+}
