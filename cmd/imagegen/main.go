@@ -4,10 +4,14 @@
 //	imagegen worker -redis URL [flags]        workers only, on a shared Redis
 //	imagegen keys create|list|revoke [flags]  manage API keys in a Redis store
 //	imagegen credits grant|show [flags]       manage credits in a Redis store
+//	imagegen generate -prompt TEXT [flags]    generate an image through a server's API
+//	imagegen tasks get TASK_ID                print a task of a server's API
 //
-// Every flag can also be set in the environment as IMAGEGEN_<NAME>, with
-// the flag name upper-cased and dashes as underscores (-rate-limit is
-// IMAGEGEN_RATE_LIMIT); a flag on the command line wins.
+// Every flag of serve, worker, keys and credits can also be set in the
+// environment as IMAGEGEN_<NAME>, with the flag name upper-cased and
+// dashes as underscores (-rate-limit is IMAGEGEN_RATE_LIMIT); a flag on
+// the command line wins. generate and tasks read the server's URL from
+// -server or IMAGEGEN_SERVER, and the API key from IMAGEGEN_API_KEY only.
 package main
 
 import (
@@ -35,6 +39,13 @@ commands:
   worker    run workers only, against a shared Redis (-redis URL)
   keys      create, list or revoke API keys in a Redis store
   credits   grant or show credits in a Redis store
+  generate  generate images through a server's API and write them to files:
+              imagegen generate -prompt TEXT [-aspect 16:9] [-image URL ...] [-o out.png] [-server URL]
+  tasks     print a task of a server's API as JSON:
+              imagegen tasks get [-server URL] TASK_ID
+
+generate and tasks take the API key from IMAGEGEN_API_KEY and the server
+from -server, IMAGEGEN_SERVER or http://127.0.0.1:8080.
 
 Run "imagegen <command> -h" for the flags of a command.
 `
@@ -54,6 +65,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return keysCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "credits":
 		return creditsCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "generate":
+		return generate(ctx, args[1:], getenv, stdout, stderr)
+	case "tasks":
+		return tasksCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"cmp"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/client"
+)
+
+// The client commands (generate, tasks) read the API key only from the
+// environment: a flag's value shows in ps and in shell history.
+const (
+	envAPIKey     = "IMAGEGEN_API_KEY"
+	envServer     = "IMAGEGEN_SERVER"
+	defaultServer = "http://127.0.0.1:8080"
+)
+
+// apiFlags are the flags every client command shares.
+type apiFlags struct {
+	server string
+}
+
+func (a *apiFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&a.server, "server", "", "base URL of the imagegen server (default $"+envServer+", else "+defaultServer+"); the API key is read from $"+envAPIKey)
+}
+
+// newAPIClient returns a client of the server of a (or $IMAGEGEN_SERVER),
+// authenticated with $IMAGEGEN_API_KEY.
+func newAPIClient(a apiFlags, getenv func(string) string) (*client.Client, string, error) {
+	server := cmp.Or(a.server, getenv(envServer), defaultServer)
+	key := strings.TrimSpace(getenv(envAPIKey))
+	if key == "" {
+		return nil, server, fmt.Errorf("set %s to your API key (it is not taken as a flag, so that it does not show in ps)", envAPIKey)
+	}
+	c, err := client.New(server, key, client.WithUserAgent("imagegen-cli"))
+	if err != nil {
+		return nil, server, err
+	}
+	return c, server, nil
+}
+
+// userError is an error told in the user's terms; it still wraps the
+// original, so errors.Is and errors.As see through it.
+type userError struct {
+	msg string
+	err error
+}
+
+func (e *userError) Error() string { return e.msg }
+func (e *userError) Unwrap() error { return e.err }
+
+// explain turns an error of the client into the server's own message,
+// with a hint where one helps. Other errors are returned as they are.
+func explain(err error, server string) error {
+	var apiErr *client.APIError
+	var opErr *net.OpError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &apiErr):
+		msg := apiErr.Message
+		switch {
+		case errors.Is(err, imagegen.ErrUnauthorized):
+			msg = fmt.Sprintf("the server refused the API key in %s: %s", envAPIKey, msg)
+		case errors.Is(err, imagegen.ErrRateLimited) && apiErr.RetryAfter > 0:
+			msg = fmt.Sprintf("%s (retry after %v)", msg, apiErr.RetryAfter)
+		case errors.Is(err, imagegen.ErrInsufficientCredits),
+			errors.Is(err, imagegen.ErrTaskNotFound),
+			errors.Is(err, imagegen.ErrInvalidParams),
+			errors.Is(err, imagegen.ErrRateLimited):
+		default:
+			msg = fmt.Sprintf("the server answered %d %s: %s", apiErr.StatusCode, apiErr.Code, msg)
+		}
+		return &userError{msg: msg, err: err}
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return &userError{msg: fmt.Sprintf("cannot reach the server at %s (set -server or %s): %v", server, envServer, opErr.Err), err: err}
+	}
+	return err
+}

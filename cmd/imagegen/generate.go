@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/client"
+)
+
+type generateConfig struct {
+	apiFlags
+	prompt string
+	aspect string
+	images stringList
+	out    string
+}
+
+func parseGenerate(args []string, stderr io.Writer) (generateConfig, error) {
+	var c generateConfig
+	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.prompt, "prompt", "", "text describing the image (required)")
+	fs.StringVar(&c.aspect, "aspect", string(imagegen.AspectAuto), "aspect ratio: "+aspectChoices())
+	fs.Var(&c.images, "image", "URL of a reference image (repeatable; makes the task image-to-image)")
+	fs.StringVar(&c.out, "o", "", "file to write (with several images: name-1.ext, name-2.ext, …; default: the task id)")
+	c.apiFlags.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return c, fmt.Errorf("generate takes no arguments (got %q); give the prompt with -prompt", fs.Args())
+	case strings.TrimSpace(c.prompt) == "":
+		return c, errors.New("-prompt is required")
+	case !imagegen.AspectRatio(c.aspect).Valid():
+		return c, fmt.Errorf("-aspect must be one of %s (got %q)", aspectChoices(), c.aspect)
+	}
+	return c, nil
+}
+
+func aspectChoices() string {
+	names := []string{string(imagegen.AspectAuto)}
+	for _, a := range imagegen.AspectRatios() {
+		names = append(names, string(a))
+	}
+	return strings.Join(names, ", ")
+}
+
+func (c generateConfig) request() imagegen.Request {
+	req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: c.prompt, AspectRatio: imagegen.AspectRatio(c.aspect)}
+	if len(c.images) > 0 {
+		req.Scene, req.ImageInput = imagegen.SceneImageToImage, c.images
+	}
+	return req
+}
+
+// generate submits a generation, shows its progress on stderr while it
+// waits, writes its images to files and prints their names on stdout.
+func generate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c, err := parseGenerate(args, stderr)
+	if err != nil {
+		return helpIsNoError(err)
+	}
+	api, server, err := newAPIClient(c.apiFlags, getenv)
+	if err != nil {
+		return err
+	}
+	sub, err := submit(ctx, api, c.request())
+	if err != nil {
+		return explain(err, server)
+	}
+	fmt.Fprintf(stderr, "submitted task %s (%s)\n", sub.TaskID, plural(sub.CreditsUsed, "credit"))
+
+	prog := newProgress(stderr, isTerminal(stderr), time.Now)
+	prog.Status(string(sub.Status))
+	task, err := watchTask(ctx, api, sub.TaskID, prog)
+	prog.Done()
+	if err != nil {
+		if ctx.Err() != nil {
+			msg := fmt.Sprintf("interrupted; task %s goes on (see it with: imagegen tasks get %s)", sub.TaskID, sub.TaskID)
+			return &userError{msg: msg, err: ctx.Err()}
+		}
+		return explain(err, server)
+	}
+	switch {
+	case task.Status == imagegen.StatusFailed:
+		return &userError{msg: fmt.Sprintf("task %s failed: %s", task.TaskID, task.Error), err: task.Err()}
+	case len(task.Images) == 0:
+		return fmt.Errorf("task %s succeeded with no image", task.TaskID)
+	}
+
+	dir := "."
+	if c.out != "" {
+		dir = filepath.Dir(c.out)
+	}
+	for i, u := range task.Images {
+		path, err := saveImage(ctx, api, u, dir, func(ext string) string {
+			return outputPath(c.out, task.TaskID, i, len(task.Images), ext)
+		})
+		if err != nil {
+			return fmt.Errorf("image %d of task %s: %w", i+1, task.TaskID, explain(err, server))
+		}
+		fmt.Fprintln(stdout, path)
+	}
+	fmt.Fprintf(stderr, "credits: %d used, %d remaining\n", sub.CreditsUsed, sub.CreditsRemaining)
+	return nil
+}
+
+// maxSubmitTries bounds the submits of one generation after server or
+// network errors.
+const maxSubmitTries = 3
+
+// submit submits req with an idempotency key, retried with the same key
+// after a server or network error (or while the server still handles
+// the first try): the server answers a retry with the
+// first answer, so a retry never creates or charges a second task. A 429
+// is not retried: the user learns when to try again.
+func submit(ctx context.Context, api *client.Client, req imagegen.Request) (imagegen.Submitted, error) {
+	key := "cli-" + rand.Text()
+	var sub imagegen.Submitted
+	var err error
+	for try := range maxSubmitTries {
+		if err = sleepCtx(ctx, time.Duration(try)*time.Second); err != nil {
+			return sub, err
+		}
+		sub, err = api.SubmitWithKey(ctx, req, key)
+		if err == nil || ctx.Err() != nil || !(retryable(err) || errors.Is(err, client.ErrIdempotencyKeyInUse)) {
+			break
+		}
+	}
+	return sub, err
+}
+
+func plural(n int64, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}

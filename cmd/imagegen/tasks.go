@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+const tasksUsage = "usage: imagegen tasks get [-server URL] TASK_ID"
+
+// tasksCmd: imagegen tasks get ID prints the task as indented JSON.
+func tasksCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "get" {
+		fmt.Fprintln(stderr, tasksUsage)
+		if len(args) == 0 {
+			return errors.New("no tasks command given")
+		}
+		return fmt.Errorf("unknown tasks command %q (get)", args[0])
+	}
+	var a apiFlags
+	fs := flag.NewFlagSet("tasks get", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, tasksUsage)
+		fs.PrintDefaults()
+	}
+	a.register(fs)
+	ids, err := parseInterspersed(fs, args[1:])
+	if err != nil {
+		return helpIsNoError(err)
+	}
+	if len(ids) != 1 {
+		return fmt.Errorf("tasks get takes one task id (got %d)\n%s", len(ids), tasksUsage)
+	}
+	api, server, err := newAPIClient(a, getenv)
+	if err != nil {
+		return err
+	}
+	task, err := api.Task(ctx, ids[0])
+	if err != nil {
+		return explain(err, server)
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false) // image URLs keep their & as is
+	enc.SetIndent("", "  ")
+	return enc.Encode(task)
+}
+
+// parseInterspersed parses fs from args with flags before or after the
+// arguments (tasks get ID -server URL), and returns the arguments.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return rest, nil
+		}
+		rest = append(rest, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
