@@ -1,0 +1,457 @@
+package fal_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/imagegen/imagegen/model/provider"
+	"github.com/imagegen/imagegen/model/provider/providertest"
+)
+
+const (
+	key       = "fal-TESTKEY-0123456789abcdef:fedcba9876543210"
+	requestID = "80e732af-660e-45cd-bd63-580e4f2a94cc"
+	cdnHost   = "https://v3.fal.media"
+	falHost   = "https://queue.fal.run" // in the examples' URLs
+)
+
+// Kinds of call the fake tells apart.
+const (
+	submitCall = "submit"
+	statusCall = "status"
+	resultCall = "result"
+	cancelCall = "cancel"
+)
+
+// answer is a scripted answer the fake serves to one call of a kind,
+// before its usual behaviour.
+type answer struct {
+	status int
+	header map[string]string
+	body   []byte
+}
+
+// wireInput is flux/dev's input as fal documents it (WIRE.md), decoded
+// strictly: an unknown field fails the test.
+type wireInput struct {
+	Prompt              *string         `json:"prompt"`
+	ImageSize           json.RawMessage `json:"image_size"`
+	NumImages           *int            `json:"num_images"`
+	NumInferenceSteps   *int            `json:"num_inference_steps"`
+	GuidanceScale       *float64        `json:"guidance_scale"`
+	Seed                *int64          `json:"seed"`
+	EnableSafetyChecker *bool           `json:"enable_safety_checker"`
+	OutputFormat        *string         `json:"output_format"`
+	Acceleration        *string         `json:"acceleration"`
+	SyncMode            *bool           `json:"sync_mode"`
+}
+
+// call is one request the fake received.
+type call struct {
+	kind   string
+	method string
+	path   string
+	query  string
+	header http.Header
+	raw    []byte
+}
+
+// presets are flux/dev's image_size presets and the sizes fal answers.
+func presets() map[string]provider.Size {
+	return map[string]provider.Size{
+		"square_hd": {W: 1024, H: 1024}, "square": {W: 512, H: 512},
+		"portrait_4_3": {W: 768, H: 1024}, "portrait_16_9": {W: 576, H: 1024},
+		"landscape_4_3": {W: 1024, H: 768}, "landscape_16_9": {W: 1024, H: 576},
+	}
+}
+
+// fake is fal's queue API on 127.0.0.1, and fal's CDN as an
+// ImageFetcher, following the wire notes (/work/shared/specs/fal): it
+// checks every call's method, path, "Authorization: Key" header and
+// body, serves scripted answers, then the documented ones: submit as
+// examples/submit.response.json, the statuses in order (IN_QUEUE 202,
+// IN_PROGRESS 202, COMPLETED 200; the last repeats), the result as
+// examples/result.flux-dev.json with an image of the asked size on the
+// CDN, and cancel as examples/cancel.*.json.
+type fake struct {
+	t     *testing.T
+	srv   *httptest.Server
+	model string // endpoint id submitted to
+	app   string // owner/app in status, result and cancel paths
+
+	// statuses are the example names the status polls answer in order,
+	// the last repeating. Default in_queue, in_progress, completed.
+	statuses []string
+	// foreignURLs makes the submit answer the example's queue.fal.run
+	// URLs as they are, instead of the fake's.
+	foreignURLs bool
+	// answerSize, when set, is the size of every answered image.
+	answerSize *provider.Size
+	// hang makes status polls wait until the client gives up.
+	hang bool
+
+	mu        sync.Mutex
+	scripts   map[string][]answer
+	calls     []call
+	completed bool
+	cdn       map[string][]byte
+	fetched   []string
+}
+
+func newFake(t *testing.T) *fake {
+	t.Helper()
+	f := &fake{t: t, model: "fal-ai/flux/dev", app: "fal-ai/flux",
+		statuses: []string{"in_queue", "in_progress", "completed"},
+		scripts:  map[string][]answer{}, cdn: map[string][]byte{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// script queues answers for the next calls of a kind.
+func (f *fake) script(kind string, answers ...answer) *fake {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.scripts[kind] = append(f.scripts[kind], answers...)
+	return f
+}
+
+func example(t testing.TB, name string) []byte {
+	return providertest.Spec(t, "fal", "examples/"+name)
+}
+
+// client is an HTTP client that reaches only the fake: a call to any
+// other host fails the test (and is not sent).
+func (f *fake) client() *http.Client {
+	inner := f.srv.Client().Transport
+	return &http.Client{
+		Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+			host, _, _ := net.SplitHostPort(r.URL.Host)
+			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+				f.t.Errorf("request to a non-loopback host: %s %s", r.Method, r.URL.Redacted())
+				return nil, fmt.Errorf("non-loopback host %s refused by the test", r.URL.Host)
+			}
+			return inner.RoundTrip(r)
+		}),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (rt roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return rt(r) }
+
+// Calls returns the calls so far, in order.
+func (f *fake) Calls() []call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]call(nil), f.calls...)
+}
+
+// kinds returns the kinds of the calls so far, in order.
+func (f *fake) kinds() []string {
+	var out []string
+	for _, c := range f.Calls() {
+		out = append(out, c.kind)
+	}
+	return out
+}
+
+// count is the number of calls of a kind.
+func (f *fake) count(kind string) int {
+	n := 0
+	for _, c := range f.Calls() {
+		if c.kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// Fetch is fal's CDN: it serves the images the results named.
+func (f *fake) Fetch(ctx context.Context, url string) ([]byte, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fetched = append(f.fetched, url)
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	data, ok := f.cdn[url]
+	if !ok {
+		return nil, "", fmt.Errorf("unexpected HTTP status 404")
+	}
+	return data, http.DetectContentType(data), nil
+}
+
+func (f *fake) Fetched() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.fetched...)
+}
+
+func (f *fake) kind(r *http.Request) string {
+	base := "/" + f.app + "/requests/" + requestID
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/"+f.model:
+		return submitCall
+	case r.Method == http.MethodGet && r.URL.Path == base+"/status":
+		return statusCall
+	case r.Method == http.MethodGet && r.URL.Path == base:
+		return resultCall
+	case r.Method == http.MethodPut && r.URL.Path == base+"/cancel":
+		return cancelCall
+	}
+	return ""
+}
+
+func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	c := call{kind: f.kind(r), method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, header: r.Header.Clone(), raw: raw}
+	f.mu.Lock()
+	f.calls = append(f.calls, c)
+	var next *answer
+	if s := f.scripts[c.kind]; len(s) > 0 && c.kind != "" {
+		next, f.scripts[c.kind] = &s[0], s[1:]
+	}
+	f.mu.Unlock()
+
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("x-fal-request-id", requestID)
+	switch {
+	case c.kind == "":
+		f.t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"detail":"Not Found"}`))
+		return
+	case r.Header.Get("Authorization") != "Key "+key:
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write(example(f.t, "error.401.json"))
+		return
+	}
+	if err := f.check(c); err != nil {
+		f.t.Errorf("%s call breaks the wire notes: %v", c.kind, err)
+	}
+	if c.kind == statusCall && f.hang {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+		return
+	}
+	if next != nil {
+		for k, v := range next.header {
+			w.Header().Set(k, v)
+		}
+		w.WriteHeader(next.status)
+		_, _ = w.Write(f.rewrite(next.body))
+		return
+	}
+	switch c.kind {
+	case submitCall:
+		_, _ = w.Write(f.rewrite(example(f.t, "submit.response.json")))
+	case statusCall:
+		f.serveStatus(w)
+	case resultCall:
+		_, _ = w.Write(f.result(c))
+	case cancelCall:
+		f.mu.Lock()
+		done := f.completed
+		f.mu.Unlock()
+		if done {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write(example(f.t, "cancel.already-completed.json"))
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write(example(f.t, "cancel.response.json"))
+	}
+}
+
+// serveStatus answers the next status of the progression: 202 while
+// IN_QUEUE or IN_PROGRESS, 200 once COMPLETED.
+func (f *fake) serveStatus(w http.ResponseWriter) {
+	f.mu.Lock()
+	name := f.statuses[0]
+	if len(f.statuses) > 1 {
+		f.statuses = f.statuses[1:]
+	}
+	body := example(f.t, "status."+name+".json")
+	var s struct{ Status string }
+	must(f.t, json.Unmarshal(body, &s))
+	if s.Status == "COMPLETED" {
+		f.completed = true
+	}
+	f.mu.Unlock()
+	if s.Status != "COMPLETED" {
+		w.WriteHeader(http.StatusAccepted)
+	}
+	_, _ = w.Write(f.rewrite(body))
+}
+
+// rewrite points the example's queue URLs at the fake (unless
+// foreignURLs) and at its app.
+func (f *fake) rewrite(body []byte) []byte {
+	s := string(body)
+	s = strings.ReplaceAll(s, falHost+"/fal-ai/flux/", falHost+"/"+f.app+"/")
+	if !f.foreignURLs {
+		s = strings.ReplaceAll(s, falHost, f.srv.URL)
+	}
+	return []byte(s)
+}
+
+// result is examples/result.flux-dev.json with the image of the size
+// asked for (or answerSize), put on the CDN.
+func (f *fake) result(c call) []byte {
+	var in wireInput
+	var size provider.Size
+	for _, sc := range f.Calls() {
+		if sc.kind == submitCall {
+			_ = json.Unmarshal(sc.raw, &in)
+		}
+	}
+	var preset string
+	if json.Unmarshal(in.ImageSize, &preset) == nil {
+		size = presets()[preset]
+	} else {
+		var wh struct{ Width, Height int }
+		must(f.t, json.Unmarshal(in.ImageSize, &wh))
+		size = provider.Size{W: wh.Width, H: wh.Height}
+	}
+	if f.answerSize != nil {
+		size = *f.answerSize
+	}
+	format := "jpeg"
+	if in.OutputFormat != nil {
+		format = *in.OutputFormat
+	}
+	url := fmt.Sprintf("%s/files/rabbit/%dx%d.%s", cdnHost, size.W, size.H, format)
+	data := providertest.JPEG(size.W, size.H)
+	if format == "png" {
+		data = providertest.PNG(size.W, size.H)
+	}
+	f.mu.Lock()
+	f.cdn[url] = data
+	f.mu.Unlock()
+
+	var doc map[string]any
+	must(f.t, json.Unmarshal(example(f.t, "result.flux-dev.json"), &doc))
+	img := doc["images"].([]any)[0].(map[string]any)
+	img["url"], img["width"], img["height"], img["content_type"] = url, size.W, size.H, "image/"+format
+	out, err := json.Marshal(doc)
+	must(f.t, err)
+	return out
+}
+
+// check validates a call against the wire notes.
+func (f *fake) check(c call) error {
+	switch c.kind {
+	case submitCall:
+		if ct := c.header.Get("Content-Type"); ct != "application/json" {
+			return fmt.Errorf("Content-Type %q", ct)
+		}
+		return checkInput(c.raw)
+	case statusCall:
+		if q := c.query; q != "" && q != "logs=0" && q != "logs=1" {
+			return fmt.Errorf("status query %q", q)
+		}
+	}
+	if len(c.raw) != 0 {
+		return fmt.Errorf("%s call with a body", c.kind)
+	}
+	return nil
+}
+
+// checkInput checks a submit body: flux/dev's fields only, with the
+// values WIRE.md lists.
+func checkInput(raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var in wireInput
+	if err := dec.Decode(&in); err != nil {
+		return fmt.Errorf("body: %w", err)
+	}
+	if in.Prompt == nil || *in.Prompt == "" {
+		return fmt.Errorf("prompt is required")
+	}
+	var preset string
+	if json.Unmarshal(in.ImageSize, &preset) == nil {
+		if _, ok := presets()[preset]; !ok {
+			return fmt.Errorf("image_size %q", preset)
+		}
+	} else if in.ImageSize != nil {
+		dec := json.NewDecoder(bytes.NewReader(in.ImageSize))
+		dec.DisallowUnknownFields()
+		var wh struct {
+			Width  *int `json:"width"`
+			Height *int `json:"height"`
+		}
+		if err := dec.Decode(&wh); err != nil || wh.Width == nil || wh.Height == nil || *wh.Width <= 0 || *wh.Height <= 0 {
+			return fmt.Errorf("image_size %s is neither a preset nor {width, height}", in.ImageSize)
+		}
+	}
+	if n := in.NumImages; n != nil && (*n < 1 || *n > 4) {
+		return fmt.Errorf("num_images %d", *n)
+	}
+	if o := in.OutputFormat; o != nil && !slices.Contains([]string{"jpeg", "png"}, *o) {
+		return fmt.Errorf("output_format %q", *o)
+	}
+	if a := in.Acceleration; a != nil && !slices.Contains([]string{"none", "regular", "high"}, *a) {
+		return fmt.Errorf("acceleration %q", *a)
+	}
+	return nil
+}
+
+// completedWith is examples/status.completed.json of a request that
+// failed with errType.
+func completedWith(t testing.TB, errType, msg string) []byte {
+	var doc map[string]any
+	must(t, json.Unmarshal(example(t, "status.completed.json"), &doc))
+	doc["error"], doc["error_type"] = msg, errType
+	out, err := json.Marshal(doc)
+	must(t, err)
+	return out
+}
+
+// syncLog is a goroutine-safe buffer for a slog handler.
+type syncLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// jsonOf decodes a JSON document for comparisons.
+func jsonOf(t testing.TB, data []byte) any {
+	t.Helper()
+	var v any
+	must(t, json.Unmarshal(data, &v))
+	return v
+}
