@@ -243,6 +243,7 @@ func recordExchanges(t *testing.T) *recorder {
 	rc.do(limited, "cancel over limit", "POST", "/api/v1/tasks/x/cancel", limited.key, "", status(http.StatusTooManyRequests))
 	rc.do(limited, "list over limit", "GET", "/api/v1/tasks", limited.key, "", status(http.StatusTooManyRequests))
 	rc.do(limited, "credits over limit", "GET", "/api/v1/credits", limited.key, "", status(http.StatusTooManyRequests))
+	rc.do(limited, "webhook secret over limit", "GET", "/api/v1/webhook-secret", limited.key, "", status(http.StatusTooManyRequests))
 	for i := range 100 {
 		x := rc.do(limited, "guess "+strconv.Itoa(i), "GET", "/api/v1/tasks/x", imagegen.NewAPIKey(), "", from("203.0.113.7"))
 		if x.status == http.StatusTooManyRequests {
@@ -274,13 +275,14 @@ func recordExchanges(t *testing.T) *recorder {
 	rc.do(down, "cancel, store down", "POST", "/api/v1/tasks/x/cancel", down.key, "", status(http.StatusInternalServerError))
 	rc.do(down, "list, store down", "GET", "/api/v1/tasks", down.key, "", status(http.StatusInternalServerError))
 	rc.do(down, "credits, store down", "GET", "/api/v1/credits", down.key, "", status(http.StatusInternalServerError))
+	rc.do(down, "webhook secret, store down", "GET", "/api/v1/webhook-secret", down.key, "", status(http.StatusInternalServerError))
 	rc.do(down, "idempotent submit, store down", "POST", "/api/v1/generate", down.key, t2i,
 		header("Idempotency-Key", "order-1"), status(http.StatusInternalServerError))
 	return rc
 }
 
 // recordExtensions drives the optional extensions: cancel, the task list,
-// the balance, idempotent submits and long polls. succeeded is a task of
+// the balance, idempotent submits, callbacks and long polls. succeeded is a task of
 // e.key's user that ended in success.
 func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string) {
 	t.Helper()
@@ -380,6 +382,30 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	x = rc.do(e, "idempotent invalid submit, replayed", "POST", "/api/v1/generate", rich, bad, key("order-3"), invalid, status(http.StatusUnprocessableEntity))
 	is.Equal(x.respHeader.Get("Idempotent-Replayed"), "true")
 
+	// Callbacks: the submit field and the signing secret.
+	rc.do(e, "submit with callback_url", "POST", "/api/v1/generate", rich,
+		`{"scene":"text-to-image","prompt":"p","callback_url":"https://hooks.example.com/imagegen?id=1"}`, status(http.StatusCreated))
+	for name, callback := range map[string]string{
+		"http":        "http://hooks.example.com/imagegen",
+		"relative":    "/imagegen",
+		"credentials": "https://u:pw@hooks.example.com/imagegen",
+		"ftp":         "ftp://hooks.example.com/imagegen",
+		"too long":    "https://hooks.example.com/" + strings.Repeat("a", 2048),
+	} {
+		rc.do(e, "invalid: callback_url "+name, "POST", "/api/v1/generate", rich,
+			`{"scene":"text-to-image","prompt":"p","callback_url":"`+callback+`"}`, invalid, status(http.StatusUnprocessableEntity))
+	}
+	secret := rc.do(e, "webhook secret", "GET", "/api/v1/webhook-secret", rich, "", status(http.StatusOK))
+	var ws httpapi.WebhookSecret
+	is.NoErr(json.Unmarshal(secret.respBody, &ws))
+	want, err := e.svc.WebhookSecret(ctx, "rich")
+	is.NoErr(err)
+	is.Equal(ws.Secret, want)
+	is.Equal(secret.respHeader.Get("Cache-Control"), "no-store")
+	rc.do(e, "webhook secret without key", "GET", "/api/v1/webhook-secret", "", "", invalid, status(http.StatusUnauthorized))
+	rc.do(e, "webhook secret unknown key", "GET", "/api/v1/webhook-secret", imagegen.NewAPIKey(), "", status(http.StatusUnauthorized))
+	rc.do(e, "webhook secret wrong method", "POST", "/api/v1/webhook-secret", e.key, "", component("MethodNotAllowed"))
+
 	// A long poll of a task that stays pending answers when its wait ends.
 	waiting := taskID(t, rc.do(e, "submit to wait on", "POST", "/api/v1/generate", e.key, t2i))
 	before := e.clock.Waiters() // timers of earlier work that nobody waits on any more
@@ -404,6 +430,9 @@ func (extensionsDownStore) CancelTask(context.Context, string, string) error { r
 func (extensionsDownStore) Balance(context.Context, string) (int64, error)   { return 0, errBroken }
 func (extensionsDownStore) ListTasks(context.Context, string, imagegen.Status, int, string) (imagegen.TaskPage, error) {
 	return imagegen.TaskPage{}, errBroken
+}
+func (extensionsDownStore) SharedSecret(context.Context, string, func() []byte) ([]byte, error) {
+	return nil, errBroken
 }
 func (extensionsDownStore) BeginIdempotent(context.Context, string, string, string, time.Duration) (*imagegen.IdempotencyRecord, error) {
 	return nil, errBroken
@@ -641,6 +670,18 @@ func TestOpenAPIRejectsMutations(t *testing.T) {
 		}},
 		{"Preference-Applied value changed", "long poll times out", false, func(doc map[string]any) {
 			dig(doc, "components", "headers", "Preference-Applied", "schema")["pattern"] = "^wait=[0-9]+s$"
+		}},
+		{"request: callback_url renamed", "submit with callback_url", true, func(doc map[string]any) {
+			rename(schema(doc, "GenerationRequest"), "callback_url", "webhook_url")
+		}},
+		{"webhook secret: secret renamed", "webhook secret", false, func(doc map[string]any) {
+			rename(schema(doc, "WebhookSecret"), "secret", "webhook_secret")
+		}},
+		{"webhook secret: prefix changed", "webhook secret", false, func(doc map[string]any) {
+			dig(schema(doc, "WebhookSecret"), "properties", "secret")["pattern"] = "^whsec-"
+		}},
+		{"webhook secret: Cache-Control changed", "webhook secret", false, func(doc map[string]any) {
+			dig(doc, "paths", "/webhook-secret", "get", "responses", "200", "headers", "Cache-Control", "schema")["const"] = "private"
 		}},
 		{"request: Idempotency-Key narrowed", "idempotent submit", true, func(doc map[string]any) {
 			params := dig(doc, "paths", "/generate", "post")["parameters"].([]any)
