@@ -1,0 +1,362 @@
+package stability_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/imagegen/imagegen/model/provider"
+	"github.com/imagegen/imagegen/model/provider/providertest"
+)
+
+const (
+	key      = "sk-TESTKEY-0123456789abcdefghijklmnopqrstuv"
+	corePath = "/v2beta/stable-image/generate/core"
+	ultra    = "/v2beta/stable-image/generate/ultra"
+	sd3Path  = "/v2beta/stable-image/generate/sd3"
+)
+
+// answer is a scripted answer the fake serves before it succeeds.
+type answer struct {
+	status int
+	header map[string]string
+	body   []byte
+}
+
+// part is one file part the fake received.
+type part struct {
+	name, filename, contentType string
+	data                        []byte
+}
+
+// call is one request the fake received.
+type call struct {
+	path   string
+	header http.Header
+	fields map[string][]string
+	files  []part
+}
+
+func (c call) field(name string) string {
+	if v := c.fields[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// answerSize is the size the fake answers for an aspect_ratio: the
+// ~1 megapixel buckets of SD3 (several are only near their ratio), and
+// whether the API takes that ratio (WIRE.md).
+func answerSize(ratio string) (provider.Size, bool) {
+	s, ok := map[string]provider.Size{
+		"1:1": {W: 1024, H: 1024}, "16:9": {W: 1344, H: 768}, "21:9": {W: 1536, H: 640},
+		"2:3": {W: 832, H: 1216}, "3:2": {W: 1216, H: 832}, "4:5": {W: 896, H: 1088},
+		"5:4": {W: 1088, H: 896}, "9:16": {W: 768, H: 1344}, "9:21": {W: 640, H: 1536},
+	}[ratio]
+	return s, ok
+}
+
+// fake is the Stability v2beta Stable Image API on 127.0.0.1, following
+// the wire notes (/work/shared/specs/stability/WIRE.md): it parses the
+// multipart form and checks every field of the endpoint (names, enums,
+// ranges, the init image), the auth and accept headers, serves scripted
+// answers, then answers like examples/generate.response.accept-json.json
+// with a PNG of the size the API gives for the ratio asked, or of the
+// init image's size.
+type fake struct {
+	t    *testing.T
+	srv  *httptest.Server
+	ok   []byte // examples/generate.response.accept-json.json
+	hang chan struct{}
+
+	mu      sync.Mutex
+	answers []answer
+	calls   []call
+	pngs    map[provider.Size][]byte
+}
+
+func newFake(t *testing.T, answers ...answer) *fake {
+	t.Helper()
+	f := &fake{t: t, ok: example(t, "generate.response.accept-json.json"), answers: answers, pngs: map[provider.Size][]byte{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// example returns a file of the wire spec's examples (the test skips
+// when the specs are absent).
+func example(t *testing.T, name string) []byte {
+	return providertest.Spec(t, "stability", "examples/"+name)
+}
+
+func (f *fake) Calls() []call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]call(nil), f.calls...)
+}
+
+func (f *fake) png(s provider.Size) []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if b, ok := f.pngs[s]; ok {
+		return b
+	}
+	b := providertest.PNG(s.W, s.H)
+	f.pngs[s] = b
+	return b
+}
+
+func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	c := call{path: r.URL.Path, header: r.Header.Clone()}
+	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	formErr := fmt.Errorf("content-type %q: the body must be multipart/form-data", r.Header.Get("Content-Type"))
+	if mt == "multipart/form-data" {
+		c.fields, c.files, formErr = parseForm(raw, params["boundary"])
+	}
+	f.mu.Lock()
+	f.calls = append(f.calls, c)
+	var next *answer
+	if len(f.answers) > 0 {
+		next = &f.answers[0]
+		f.answers = f.answers[1:]
+	}
+	f.mu.Unlock()
+
+	if f.hang != nil {
+		select {
+		case <-r.Context().Done():
+		case <-f.hang:
+		case <-time.After(10 * time.Second):
+		}
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Request-Id", "0123456789abcdef")
+	auth := r.Header.Get("Authorization")
+	switch {
+	case r.Method != http.MethodPost || !slices.Contains([]string{corePath, ultra, sd3Path}, r.URL.Path):
+		f.t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `{"id":"9b1c6e0f3a","name":"not_found","errors":["path: not found"]}`)
+		return
+	case auth != "Bearer "+key && auth != key: // the docs' samples send the bare key too
+		w.WriteHeader(http.StatusUnauthorized)
+		// Echoes what it got, to check that the adapter scrubs the key.
+		fmt.Fprintf(w, `{"id":"4f1a9c2e7b","name":"unauthorized","errors":["authorization: invalid or missing API key %s"]}`, strings.TrimPrefix(auth, "Bearer "))
+		return
+	case formErr != nil:
+		f.t.Errorf("request is not a valid form: %v", formErr)
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write(example(f.t, "error.400.bad_request.json"))
+		return
+	}
+	if err := checkForm(r.URL.Path, r.Header, c.fields, c.files); err != nil {
+		f.t.Errorf("request breaks the wire spec: %v", err)
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"id":"a1b2c3d4","name":"bad_request","errors":[%q]}`, err.Error())
+		return
+	}
+	if next != nil {
+		for k, v := range next.header {
+			w.Header().Set(k, v)
+		}
+		w.WriteHeader(next.status)
+		_, _ = w.Write(next.body)
+		return
+	}
+	_, _ = w.Write(f.success(c))
+}
+
+// success is the documented JSON answer with a PNG of the size the API
+// gives: the ratio's, or the init image's.
+func (f *fake) success(c call) []byte {
+	s, _ := answerSize(c.field("aspect_ratio"))
+	if c.field("aspect_ratio") == "" {
+		s, _ = answerSize("1:1") // the API's default ratio
+	}
+	if len(c.files) > 0 {
+		if cfg, _, err := image.DecodeConfig(bytes.NewReader(c.files[0].data)); err == nil {
+			s = provider.Size{W: cfg.Width, H: cfg.Height}
+		}
+	}
+	return withImage(f.t, f.ok, f.png(s))
+}
+
+// withImage is an answer body with its image set.
+func withImage(t *testing.T, body, png []byte) []byte {
+	var resp map[string]any
+	must(t, json.Unmarshal(body, &resp))
+	resp["image"] = base64.StdEncoding.EncodeToString(png)
+	out, err := json.Marshal(resp)
+	must(t, err)
+	return out
+}
+
+func parseForm(body []byte, boundary string) (map[string][]string, []part, error) {
+	if boundary == "" {
+		return nil, nil, fmt.Errorf("no boundary")
+	}
+	fields := map[string][]string{}
+	var files []part
+	mr := multipart.NewReader(bytes.NewReader(body), boundary)
+	for {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			return fields, files, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		data, err := io.ReadAll(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if p.FileName() != "" {
+			files = append(files, part{p.FormName(), p.FileName(), p.Header.Get("Content-Type"), data})
+			continue
+		}
+		fields[p.FormName()] = append(fields[p.FormName()], string(data))
+	}
+}
+
+// checkForm checks a request against WIRE.md's table of endpoints.
+func checkForm(path string, h http.Header, fields map[string][]string, files []part) error {
+	if a := h.Get("Accept"); a != "application/json" {
+		// WIRE.md allows image/* too; this adapter documents JSON, and
+		// the fake serves only JSON.
+		return fmt.Errorf("accept %q, want application/json", a)
+	}
+	allowed := map[string][]string{
+		corePath: {"prompt", "negative_prompt", "aspect_ratio", "seed", "style_preset", "output_format"},
+		ultra:    {"prompt", "negative_prompt", "aspect_ratio", "seed", "output_format", "strength"},
+		sd3Path:  {"prompt", "model", "mode", "strength", "aspect_ratio", "negative_prompt", "cfg_scale", "seed", "style_preset", "output_format"},
+	}[path]
+	for name, v := range fields {
+		if !slices.Contains(allowed, name) {
+			return fmt.Errorf("field %q is not taken by %s", name, path)
+		}
+		if len(v) != 1 {
+			return fmt.Errorf("field %q sent %d times", name, len(v))
+		}
+	}
+	get := func(name string) (string, bool) {
+		v, ok := fields[name]
+		if !ok {
+			return "", false
+		}
+		return v[0], true
+	}
+	prompt, _ := get("prompt")
+	if n := utf8.RuneCountInString(prompt); n < 1 || n > 10000 {
+		return fmt.Errorf("prompt: %d characters, want 1 to 10000", n)
+	}
+	if v, ok := get("aspect_ratio"); ok {
+		if _, known := answerSize(v); !known {
+			return fmt.Errorf("aspect_ratio %q", v)
+		}
+	}
+	formats := []string{"png", "jpeg", "webp"}
+	if path == sd3Path {
+		formats = []string{"png", "jpeg"}
+	}
+	if v, ok := get("output_format"); ok && !slices.Contains(formats, v) {
+		return fmt.Errorf("output_format %q", v)
+	}
+	if v, ok := get("style_preset"); ok && !slices.Contains(presets(), v) {
+		return fmt.Errorf("style_preset %q", v)
+	}
+	for _, f := range files {
+		if path == corePath || f.name != "image" || len(files) > 1 {
+			return fmt.Errorf("file part %q is not taken by %s", f.name, path)
+		}
+		if err := checkImage(f); err != nil {
+			return err
+		}
+	}
+	strength, hasStrength := get("strength")
+	if hasStrength != (len(files) == 1) {
+		return fmt.Errorf("strength goes with an image, and is required with one")
+	}
+	if hasStrength {
+		if s, err := strconv.ParseFloat(strength, 64); err != nil || s < 0 || s > 1 {
+			return fmt.Errorf("strength %q, want 0 to 1", strength)
+		}
+	}
+	if path != sd3Path {
+		return nil
+	}
+	model, _ := get("model")
+	if model != "" && !slices.Contains([]string{"sd3.5-large", "sd3.5-large-turbo", "sd3.5-medium", "sd3.5-flash", "sd3-large", "sd3-large-turbo", "sd3-medium"}, model) {
+		return fmt.Errorf("model %q", model)
+	}
+	if _, ok := get("negative_prompt"); ok && strings.HasSuffix(model, "-turbo") {
+		return fmt.Errorf("negative_prompt is not taken by %s", model)
+	}
+	mode, _ := get("mode")
+	switch mode {
+	case "", "text-to-image":
+		if len(files) > 0 {
+			return fmt.Errorf("an image with mode text-to-image")
+		}
+	case "image-to-image":
+		if len(files) == 0 {
+			return fmt.Errorf("mode image-to-image without an image")
+		}
+		if _, ok := get("aspect_ratio"); ok {
+			return fmt.Errorf("aspect_ratio is for text-to-image only")
+		}
+	default:
+		return fmt.Errorf("mode %q", mode)
+	}
+	return nil
+}
+
+// presets are the style_preset values of WIRE.md.
+func presets() []string {
+	return []string{"3d-model", "analog-film", "anime", "cinematic", "comic-book", "digital-art", "enhance", "fantasy-art",
+		"isometric", "line-art", "low-poly", "modeling-compound", "neon-punk", "origami", "photographic", "pixel-art", "tile-texture"}
+}
+
+// checkImage checks an init image: jpeg, png or webp, every side at
+// least 64 px, 4,096 to 9,437,184 pixels.
+func checkImage(p part) error {
+	if !slices.Contains([]string{"image/png", "image/jpeg", "image/webp"}, p.contentType) {
+		return fmt.Errorf("image: content type %q", p.contentType)
+	}
+	if http.DetectContentType(p.data) != p.contentType {
+		return fmt.Errorf("image: bytes of %s sent as %s", http.DetectContentType(p.data), p.contentType)
+	}
+	if p.contentType == "image/webp" {
+		return nil
+	}
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(p.data))
+	if err != nil {
+		return fmt.Errorf("image: %w", err)
+	}
+	if px := cfg.Width * cfg.Height; cfg.Width < 64 || cfg.Height < 64 || px < 4096 || px > 9_437_184 {
+		return fmt.Errorf("image: %dx%d is out of bounds", cfg.Width, cfg.Height)
+	}
+	return nil
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,70 @@
+package stability
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/model/provider"
+)
+
+// generateResponse is the answer to accept: application/json.
+type generateResponse struct {
+	Image        string `json:"image"` // base64
+	FinishReason string `json:"finish_reason"`
+	Seed         int64  `json:"seed"`
+}
+
+// msgFiltered is what the user reads of a CONTENT_FILTERED answer.
+const msgFiltered = "the generated image was blocked by the provider's content filter"
+
+// answerImage reads the picture of an answer:
+//
+//	finish_reason SUCCESS (or none) with an image   the image
+//	finish_reason CONTENT_FILTERED (HTTP 200)       refused: the image came back blurred
+//	any other finish_reason, or no image            failed, retryable
+func answerImage(resp *provider.Response) (imagegen.GeneratedImage, error) {
+	var body generateResponse
+	if err := provider.DecodeJSON(Provider, resp, &body); err != nil {
+		return imagegen.GeneratedImage{}, err
+	}
+	switch body.FinishReason {
+	case "SUCCESS", "":
+	case "CONTENT_FILTERED":
+		return imagegen.GeneratedImage{}, provider.NewError(Provider, resp.Status, fmt.Sprintf("finish_reason CONTENT_FILTERED (seed %d)", body.Seed),
+			provider.Refusal(msgFiltered), provider.Code("CONTENT_FILTERED"))
+	default:
+		return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("HTTP %d: finish_reason %q", resp.Status, body.FinishReason))
+	}
+	if body.Image == "" {
+		return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, errors.New("the answer holds no image"))
+	}
+	data, err := base64.StdEncoding.DecodeString(body.Image)
+	if err != nil {
+		return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("image: %w", err))
+	}
+	ct := provider.ContentType(data)
+	if ct == "" {
+		return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, errors.New("image is not an image"))
+	}
+	return imagegen.GeneratedImage{ContentType: ct, Data: data}, nil
+}
+
+// cropped is img centre-cropped to exactly ratio; for "" (auto with a
+// reference of unknown size) to the ratio nearest its own size, since
+// an init image sets the answer's shape.
+func cropped(img imagegen.GeneratedImage, ratio imagegen.AspectRatio) ([]imagegen.GeneratedImage, error) {
+	if ratio == "" {
+		s, err := provider.ImageSize(img.Data)
+		if err != nil {
+			return []imagegen.GeneratedImage{img}, nil // WebP: cannot crop what cannot be decoded
+		}
+		ratio = s.Ratio()
+	}
+	out, _, err := provider.CropToRatio(img, ratio)
+	if err != nil {
+		return nil, provider.BadAnswer(Provider, false, err)
+	}
+	return []imagegen.GeneratedImage{out}, nil
+}
