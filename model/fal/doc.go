@@ -2,17 +2,18 @@
 // authenticated with "Authorization: Key <key>" (the scheme word is Key,
 // not Bearer). The default model is fal-ai/flux/dev (FLUX.1 [dev]);
 // Plan records "fal/<model>" and Config.Cost on the task. The default
-// cost is 1 credit (the low end of 1–3: flux/dev is billed at about
-// $0.025 per megapixel, one image of about a megapixel per generation).
+// cost is 1 credit (of 1–3): fal bills flux/dev per megapixel, among the
+// cheaper hosted image models, and one generation asks for one image of
+// about a megapixel. Set Config.Cost for dearer endpoints.
 //
 // # The queue
 //
 // One generation is four kinds of call on https://queue.fal.run:
 //
-//	submit  POST {BaseURL}/{owner}/{app}[/{path}]           the model input → request_id, status/response/cancel URLs
-//	status  GET  .../{owner}/{app}/requests/{id}/status?logs=0   202 IN_QUEUE, 202 IN_PROGRESS, then 200 COMPLETED
-//	result  GET  .../{owner}/{app}/requests/{id}            the model output (or the failure)
-//	cancel  PUT  .../{owner}/{app}/requests/{id}/cancel     when our context ends first
+//	submit  POST {BaseURL}/{owner}/{app}[/{path}]              the model input; answers request_id and the URLs below
+//	status  GET  {BaseURL}/{owner}/{app}/requests/{id}/status  202 IN_QUEUE, 202 IN_PROGRESS, then 200 COMPLETED (?logs=0)
+//	result  GET  {BaseURL}/{owner}/{app}/requests/{id}         the model output, or the request's failure
+//	cancel  PUT  {BaseURL}/{owner}/{app}/requests/{id}/cancel  when Generate gives up before COMPLETED
 //
 // Status, result and cancel use owner/app without the endpoint's path
 // (and keep a workflows/ or comfy/ namespace). The URLs the submit
@@ -21,8 +22,10 @@
 // polled every Config.PollInterval (default 1 s) on the injected clock.
 // When the context ends, or its deadline would pass before the next
 // poll, Generate returns a retryable error (a deadline reads "did not
-// answer in time") and sends one cancel with a short context of its own;
-// the outcome (CANCELLATION_REQUESTED, ALREADY_COMPLETED, ...) is logged.
+// answer in time"); whenever it gives up on a request before COMPLETED
+// (that, or a poll that failed), it sends one cancel with a short
+// context of its own, and logs the outcome (CANCELLATION_REQUESTED,
+// ALREADY_COMPLETED, ...). Queue progress is logged at debug level.
 //
 // # Aspect ratios
 //
@@ -31,14 +34,14 @@
 // one exists, else a custom size. The answer is centre-cropped to the
 // exact ratio should a model answer another size.
 //
-//	ratio   image_size sent           result
-//	1:1     "square_hd"               1024x1024
-//	4:3     "landscape_4_3"           1024x768
-//	3:4     "portrait_4_3"            768x1024
-//	16:9    "landscape_16_9"          1024x576
-//	9:16    "portrait_16_9"           576x1024
-//	3:2     {"width":1248,"height":832}   1248x832
-//	2:3     {"width":832,"height":1248}   832x1248
+//	ratio   image_size sent                result
+//	1:1     "square_hd"                    1024x1024
+//	4:3     "landscape_4_3"                1024x768
+//	3:4     "portrait_4_3"                 768x1024
+//	16:9    "landscape_16_9"               1024x576
+//	9:16    "portrait_16_9"                576x1024
+//	3:2     {"width":1248,"height":832}    1248x832
+//	2:3     {"width":832,"height":1248}    832x1248
 //
 // auto (DESIGN.md) is 1:1 ("square_hd") for text-to-image, the only
 // scene this adapter runs.

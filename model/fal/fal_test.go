@@ -108,6 +108,9 @@ func TestQueueStatusProgression(t *testing.T) {
 	var seen []string
 	for _, line := range strings.Split(logs.String(), "\n") {
 		if strings.Contains(line, `msg="fal: request status"`) {
+			if strings.Contains(line, "IN_QUEUE") {
+				is.True(strings.Contains(line, "queue_position=2"))
+			}
 			is.True(strings.Contains(line, "request_id="+requestID))
 			_, after, _ := strings.Cut(line, "status=")
 			seen = append(seen, strings.Fields(after)[0])

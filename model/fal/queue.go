@@ -110,7 +110,7 @@ func (m *Model) await(ctx context.Context, j job) (*provider.Response, error) {
 		if err := provider.DecodeJSON(Provider, resp, &s); err != nil {
 			return nil, err
 		}
-		m.log.DebugContext(ctx, "fal: request status", "request_id", j.id, "status", s.Status, "queue_position", s.QueuePosition)
+		m.logStatus(ctx, j, s)
 		switch s.Status {
 		case statusCompleted:
 			done = true
@@ -124,6 +124,15 @@ func (m *Model) await(ctx context.Context, j job) (*provider.Response, error) {
 			return nil, unfinished(j.id, last, err)
 		}
 	}
+}
+
+// logStatus logs a poll's answer at debug level.
+func (m *Model) logStatus(ctx context.Context, j job, s queueStatus) {
+	attrs := []any{"request_id", j.id, "status", s.Status}
+	if s.QueuePosition != nil {
+		attrs = append(attrs, "queue_position", *s.QueuePosition)
+	}
+	m.log.DebugContext(ctx, "fal: request status", attrs...)
 }
 
 // unfinished is the error of a request still queued or running when our
