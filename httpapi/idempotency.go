@@ -25,15 +25,21 @@ const (
 // "Idempotent-Replayed: true") and charges nothing more; with another
 // body it is refused (422); while the first request is still running it
 // is refused (409). Responses with status 500 and above are not kept, so
-// a retry runs afresh. Without the header nothing changes.
+// a retry runs afresh. Without the header nothing changes; an empty,
+// over-long or repeated header is refused (422).
 func (h *Handler) idempotent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := r.Header.Get("Idempotency-Key")
-		if key == "" {
+		keys := r.Header.Values("Idempotency-Key")
+		if len(keys) == 0 {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if !validIdempotencyKey(key) {
+		key := keys[0]
+		switch {
+		case len(keys) > 1:
+			h.respondErr(w, r, &imagegen.ValidationError{Field: "Idempotency-Key", Message: "must be given once"})
+			return
+		case !validIdempotencyKey(key): // an empty one too: the client meant to send a key
 			h.respondErr(w, r, &imagegen.ValidationError{Field: "Idempotency-Key", Message: "must be 1 to 255 printable ASCII characters"})
 			return
 		}

@@ -1,11 +1,7 @@
 package httpapi
 
 import (
-	"fmt"
 	"net/http"
-	"strconv"
-
-	"github.com/imagegen/imagegen"
 )
 
 // These handlers are optional extensions of the interface: a client that
@@ -44,17 +40,12 @@ type TaskList struct {
 func (h *Handler) handleList() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := PrincipalFrom(r.Context())
-		q := r.URL.Query()
-		limit := 0
-		if v := q.Get("limit"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				h.respondErr(w, r, &imagegen.ValidationError{Field: "limit", Message: fmt.Sprintf("must be a whole number from 1 to %d", imagegen.MaxListLimit)})
-				return
-			}
-			limit = n
+		q, err := parseListQuery(r.URL.RawQuery)
+		if err != nil {
+			h.respondErr(w, r, err)
+			return
 		}
-		page, err := h.cfg.Service.ListTasks(r.Context(), p.Owner, imagegen.Status(q.Get("status")), limit, q.Get("cursor"))
+		page, err := h.cfg.Service.ListTasks(r.Context(), p.Owner, q.status, q.limit, q.cursor)
 		if err != nil {
 			h.respondErr(w, r, err)
 			return

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +36,13 @@ func TestCancel(t *testing.T) {
 	is.Equal(bal, int64(10)) // refunded
 
 	wantError(t, e.do("POST", "/api/v1/tasks/"+id+"/cancel", e.key, ""), http.StatusConflict, httpapi.CodeTaskFinished)
+	// Another user learns nothing, not even that the task has ended.
+	wantError(t, e.do("POST", "/api/v1/tasks/"+id+"/cancel", mallory, ""), http.StatusNotFound, httpapi.CodeTaskNotFound)
+	done := e.submitted()
+	_, err = e.svc.RunOnce(context.Background())
+	is.NoErr(err)
+	wantError(t, e.do("POST", "/api/v1/tasks/"+done+"/cancel", mallory, ""), http.StatusNotFound, httpapi.CodeTaskNotFound)
+	wantError(t, e.do("POST", "/api/v1/tasks/"+done+"/cancel", e.key, ""), http.StatusConflict, httpapi.CodeTaskFinished)
 	wantError(t, e.do("GET", "/api/v1/tasks/"+id+"/cancel", e.key, ""), http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed)
 }
 
@@ -75,8 +84,30 @@ func TestListAndCredits(t *testing.T) {
 	m, _ := fields(t, w)
 	is.Equal(m["tasks"], []any{})
 
-	for _, q := range []string{"status=done", "limit=0", "limit=101", "limit=x", "cursor=bogus"} {
-		wantError(t, e.do("GET", "/api/v1/tasks?"+q, e.key, ""), http.StatusUnprocessableEntity, httpapi.CodeInvalidParams)
+	// Every bad parameter is refused with a message that names it:
+	// unknown and repeated ones too, rather than ignored.
+	for q, field := range map[string]string{
+		"status=done":                        "status",
+		"status=Pending":                     "status",
+		"limit=0":                            "limit",
+		"limit=101":                          "limit",
+		"limit=x":                            "limit",
+		"limit=-1":                           "limit",
+		"cursor=bogus":                       "cursor",
+		"limt=5":                             "limt",
+		"page=2&limit=5":                     "page",
+		"status=pending&status=failed":       "status",
+		"limit=2&limit=3":                    "limit",
+		"status=%zz":                         "query",
+		"cursor=" + strings.Repeat("7", 257): "cursor",
+	} {
+		msg := wantError(t, e.do("GET", "/api/v1/tasks?"+q, e.key, ""), http.StatusUnprocessableEntity, httpapi.CodeInvalidParams)
+		if !strings.HasPrefix(msg, field+": ") {
+			t.Errorf("GET /tasks?%s: message %q does not name %s", q, msg, field)
+		}
+	}
+	for _, q := range []string{"", "status=&limit=&cursor=", "limit=100"} { // empty values are the defaults
+		is.Equal(e.do("GET", "/api/v1/tasks?"+q, e.key, "").Code, http.StatusOK)
 	}
 
 	w = e.do("GET", "/api/v1/credits", e.key, "")
@@ -135,6 +166,21 @@ func TestIdempotentSubmit(t *testing.T) {
 		long[i] = 'a'
 	}
 	wantError(t, e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", string(long)), http.StatusUnprocessableEntity, httpapi.CodeInvalidParams)
+	w = e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", string(long[:255])) // the longest allowed
+	is.Equal(w.Code, http.StatusCreated)
+	msg = wantError(t, e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", ""), http.StatusUnprocessableEntity, httpapi.CodeInvalidParams)
+	is.True(strings.HasPrefix(msg, "Idempotency-Key: "))
+	r := httptest.NewRequest("POST", "/api/v1/generate", strings.NewReader(t2i))
+	r.Header.Set("Authorization", "Bearer "+e.key)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header["Idempotency-Key"] = []string{"order-9", "order-10"}
+	rw := httptest.NewRecorder()
+	e.h.ServeHTTP(rw, r)
+	msg = wantError(t, rw, http.StatusUnprocessableEntity, httpapi.CodeInvalidParams)
+	is.Equal(msg, "Idempotency-Key: must be given once")
+	bal, err = e.svc.Balance(context.Background(), "alice")
+	is.NoErr(err)
+	is.Equal(bal, int64(4)) // 10 - order-1 - order-3 - the 255-character key: refused requests charged nothing
 }
 
 func TestFailedTaskHasErrorCode(t *testing.T) {

@@ -345,6 +345,10 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	} {
 		rc.do(e, "list: "+name, "GET", "/api/v1/tasks?"+query, e.key, "", invalid, status(http.StatusUnprocessableEntity))
 	}
+	// Unknown and repeated parameters are refused, not ignored; a
+	// description does not say that.
+	rc.do(e, "list: unknown parameter", "GET", "/api/v1/tasks?limt=5", e.key, "", status(http.StatusUnprocessableEntity))
+	rc.do(e, "list: repeated status", "GET", "/api/v1/tasks?status=pending&status=failed", e.key, "", status(http.StatusUnprocessableEntity))
 	// A cursor the server never gave looks like any other to a description.
 	rc.do(e, "list: unknown cursor", "GET", "/api/v1/tasks?cursor=bogus", e.key, "", status(http.StatusUnprocessableEntity))
 	rc.do(e, "list unknown key", "GET", "/api/v1/tasks", imagegen.NewAPIKey(), "", status(http.StatusUnauthorized))
@@ -372,6 +376,7 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	is.True(rec == nil) // order-2 is now in flight
 	rc.do(e, "idempotency key in use", "POST", "/api/v1/generate", rich, t2i, key("order-2"), status(http.StatusConflict))
 	rc.do(e, "idempotency key too long", "POST", "/api/v1/generate", rich, t2i, key(strings.Repeat("k", 256)), invalid, status(http.StatusUnprocessableEntity))
+	rc.do(e, "idempotency key empty", "POST", "/api/v1/generate", rich, t2i, key(""), invalid, status(http.StatusUnprocessableEntity))
 	rc.do(e, "idempotency key not ASCII", "POST", "/api/v1/generate", rich, t2i, key("café"), invalid, status(http.StatusUnprocessableEntity))
 	broke := e.user("broke", 0)
 	rc.do(e, "idempotent submit, no credits", "POST", "/api/v1/generate", broke, t2i, key("k"), status(http.StatusForbidden))

@@ -112,6 +112,11 @@ func testOwnership(t *testing.T, h Harness) {
 	err = s.CancelTask(ctx, "mallory", task.ID)
 	is.True(errors.Is(err, imagegen.ErrTaskNotFound))
 	is.Equal(get(t, s, "alice", task.ID).Status, imagegen.StatusPending)
+	// Once it has ended too: another owner cannot tell that it exists.
+	is.NoErr(s.CancelTask(ctx, "alice", task.ID))
+	err = s.CancelTask(ctx, "mallory", task.ID)
+	is.True(errors.Is(err, imagegen.ErrTaskNotFound))
+	is.True(!errors.Is(err, imagegen.ErrInvalidTransition))
 }
 
 func testClaimOrder(t *testing.T, h Harness) {
