@@ -84,6 +84,7 @@ type fake struct {
 	hang chan struct{}
 
 	mu      sync.Mutex
+	answer  provider.Size // when set, the size of every successful answer
 	answers []answer
 	calls   []call
 	pngs    map[provider.Size][]byte
@@ -107,6 +108,13 @@ func (f *fake) Calls() []call {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]call(nil), f.calls...)
+}
+
+// answerWith makes every successful answer of size s.
+func (f *fake) answerWith(s provider.Size) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answer = s
 }
 
 func (f *fake) png(s provider.Size) []byte {
@@ -194,6 +202,11 @@ func (f *fake) success(c call) []byte {
 			s = provider.Size{W: cfg.Width, H: cfg.Height}
 		}
 	}
+	f.mu.Lock()
+	if f.answer != (provider.Size{}) {
+		s = f.answer
+	}
+	f.mu.Unlock()
 	return withImage(f.t, f.ok, f.png(s))
 }
 

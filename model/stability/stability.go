@@ -107,7 +107,7 @@ func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen
 	req := g.Request
 	var ref *provider.Reference
 	if req.Scene == imagegen.SceneImageToImage {
-		if !m.service.image || len(req.ImageInput) > 1 {
+		if !m.service.image || len(req.ImageInput) != 1 {
 			return nil, &imagegen.ModelError{Provider: Provider, Message: provider.MsgRejected,
 				Err: fmt.Errorf("model %s cannot run image-to-image with %d references (not planned here?)", m.cfg.Model, len(req.ImageInput))}
 		}

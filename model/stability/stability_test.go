@@ -1,8 +1,12 @@
 package stability_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"image"
+	"image/color"
+	gifenc "image/gif"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +155,38 @@ func TestAutoImageToImageFollowsTheReference(t *testing.T) {
 	is.True(got.Is(imagegen.NearestAspectRatio(600, 1000))) // the first reference's nearest ratio
 	is.Equal(got, provider.Size{W: 558, H: 992})            // 9:16, cropped from the 600x1000 answer
 	is.Equal(f.Calls()[0].field("strength"), "0.5")         // the default strength
+}
+
+func TestReferenceFormats(t *testing.T) {
+	is := is.New(t)
+	var gif bytes.Buffer
+	must(t, gifenc.Encode(&gif, image.NewPaletted(image.Rect(0, 0, 300, 200), color.Palette{color.Black, color.White}), nil))
+	webp := append([]byte("RIFF\x24\x00\x00\x00WEBPVP8 "), make([]byte, 32)...) // a header is all the fake reads
+	fetcher := &providertest.Fetcher{Images: map[string]providertest.Image{
+		"https://img.example/a.gif":  {Data: gif.Bytes(), ContentType: "image/gif"},
+		"https://img.example/b.webp": {Data: webp, ContentType: "image/webp"},
+	}}
+	f := newFake(t)
+	m, _ := newModel(t, f, stability.Config{Model: "sd3.5-large-turbo", Fetcher: fetcher})
+
+	// GIF is not taken: converted to PNG.
+	imgs, err := providertest.Generate(ctx, m, providertest.I2I("x", imagegen.AspectAuto, "https://img.example/a.gif"))
+	is.NoErr(err)
+	is.Equal(size(t, imgs[0]), provider.Size{W: 300, H: 200}) // 3:2, as the reference
+	c := f.Calls()[0]
+	is.Equal(c.files[0].contentType, "image/png")
+	is.Equal(c.files[0].filename, "image.png")
+
+	// WebP is sent as it is; its size is unknown, so auto crops to the
+	// ratio nearest the answer's own size (which follows the reference).
+	f.answerWith(provider.Size{W: 1216, H: 832})
+	imgs, err = providertest.Generate(ctx, m, providertest.I2I("x", imagegen.AspectAuto, "https://img.example/b.webp"))
+	is.NoErr(err)
+	is.Equal(size(t, imgs[0]), provider.Size{W: 1215, H: 810}) // 3:2
+	c = f.Calls()[1]
+	is.Equal(c.files[0].contentType, "image/webp")
+	is.Equal(c.files[0].filename, "image.webp")
+	is.Equal(c.files[0].data, webp)
 }
 
 func TestImageToImageIsPlannedOnlyWhereItRuns(t *testing.T) {
