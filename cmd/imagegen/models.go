@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,11 +11,13 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/fetch"
+	"github.com/imagegen/imagegen/model/fal"
 	"github.com/imagegen/imagegen/model/gemini"
 	"github.com/imagegen/imagegen/model/openai"
 	"github.com/imagegen/imagegen/model/placeholder"
 	"github.com/imagegen/imagegen/model/provider"
 	"github.com/imagegen/imagegen/model/route"
+	"github.com/imagegen/imagegen/model/stability"
 )
 
 // The guarded fetcher is what every adapter fetches reference images and
@@ -67,12 +70,18 @@ func parseModels(spec string) ([]modelChoice, error) {
 
 // providerNames are the values -model takes before the slash.
 func providerNames() []string {
-	return []string{placeholder.Name, openai.Provider, gemini.Provider}
+	return []string{placeholder.Name, openai.Provider, gemini.Provider, fal.Provider, stability.Provider}
 }
 
 // apiKeyVar names the environment variable holding a provider's API key,
 // as the provider's own tools name it.
 func apiKeyVar(providerName string) string {
+	switch providerName {
+	case fal.Provider:
+		return "FAL_KEY"
+	case "replicate":
+		return "REPLICATE_API_TOKEN"
+	}
 	return strings.ToUpper(providerName) + "_API_KEY"
 }
 
@@ -82,6 +91,7 @@ type modelDeps struct {
 	fetcher *fetch.Fetcher
 	clock   imagegen.Clock
 	delay   time.Duration // the placeholder's
+	log     *slog.Logger
 }
 
 // newModel builds the model -model names: one adapter, or a fallback
@@ -109,7 +119,7 @@ func newModel(spec string, d modelDeps) (imagegen.Model, error) {
 }
 
 // buildModel builds one adapter. A provider's API key comes from its
-// environment variable (OPENAI_API_KEY, GEMINI_API_KEY), never from a
+// environment variable (see apiKeyVar), never from a
 // flag, so it shows in no process listing; <PROVIDER>_BASE_URL points the
 // adapter at another API root (a proxy, or a fake in tests).
 func buildModel(c modelChoice, d modelDeps) (imagegen.Model, error) {
@@ -131,6 +141,10 @@ func buildModel(c modelChoice, d modelDeps) (imagegen.Model, error) {
 		return openai.New(openai.Config{Config: pc, Model: c.model, Fetcher: d.fetcher})
 	case gemini.Provider:
 		return gemini.New(gemini.Config{Config: pc, Model: c.model, Fetcher: d.fetcher})
+	case fal.Provider:
+		return fal.New(fal.Config{Config: pc, Model: c.model, Fetcher: d.fetcher, Logger: d.log})
+	case stability.Provider:
+		return stability.New(stability.Config{Config: pc, Model: c.model, Fetcher: d.fetcher})
 	}
 	return nil, fmt.Errorf("-model %q: unknown provider", c)
 }

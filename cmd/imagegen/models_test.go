@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen/fetch"
 )
 
 func TestParseModels(t *testing.T) {
@@ -47,11 +49,21 @@ func TestParseModels(t *testing.T) {
 }
 
 func TestBuildModelNeedsTheProvidersKey(t *testing.T) {
-	is := is.New(t)
-	_, err := newModel("gemini", modelDeps{getenv: noEnv})
-	is.True(err != nil && strings.Contains(err.Error(), "GEMINI_API_KEY"))
-	_, err = newModel("placeholder/big", modelDeps{getenv: noEnv})
-	is.True(err != nil && strings.Contains(err.Error(), "no model names"))
+	for provider, keyVar := range map[string]string{
+		"openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY", "fal": "FAL_KEY", "stability": "STABILITY_API_KEY",
+	} {
+		t.Run(provider, func(t *testing.T) {
+			is := is.New(t)
+			_, err := newModel(provider, modelDeps{getenv: noEnv})
+			is.True(err != nil && strings.Contains(err.Error(), keyVar)) // says where the key goes
+			env := func(k string) string { return map[string]string{keyVar: "secret-key"}[k] }
+			m, err := newModel(provider, modelDeps{getenv: env, fetcher: &fetch.Fetcher{}})
+			is.NoErr(err)
+			is.True(m != nil)
+		})
+	}
+	_, err := newModel("placeholder/big", modelDeps{getenv: noEnv})
+	is.New(t).True(err != nil && strings.Contains(err.Error(), "no model names"))
 }
 
 // pngBase64 is a w×h PNG, base64-encoded as providers send it.
