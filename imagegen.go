@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,9 +41,10 @@ type Config struct {
 	// their tasks back to the queue (default 30s).
 	ShutdownTimeout time.Duration
 
-	// AllowHTTPCallbacks lets callback_url be plain http (development);
-	// by default it must be https. Either way deliveries go through the
-	// SSRF guard of the webhook sender.
+	// AllowHTTPCallbacks lets callback_url be plain http or an address
+	// that is not public, such as localhost (development); by default it
+	// must be https to a public address. Either way deliveries go through
+	// the SSRF guard of the webhook sender.
 	AllowHTTPCallbacks bool
 }
 
@@ -119,8 +119,8 @@ func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submit
 	if err := req.Validate(); err != nil {
 		return Submitted{}, err
 	}
-	if req.CallbackURL != "" && !s.cfg.AllowHTTPCallbacks && !strings.HasPrefix(strings.ToLower(req.CallbackURL), "https://") {
-		return Submitted{}, invalid("callback_url", "must be an https URL")
+	if err := s.checkCallback(req.CallbackURL); err != nil {
+		return Submitted{}, err
 	}
 	req.Normalize()
 	plan, err := s.cfg.Model.Plan(req)

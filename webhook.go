@@ -6,6 +6,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/netip"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -60,4 +63,33 @@ func (s *Service) WebhookSecret(ctx context.Context, owner string) (string, erro
 		return "", fmt.Errorf("imagegen: webhook secret: %w", err)
 	}
 	return WebhookSecretPrefix + base64.StdEncoding.EncodeToString(key), nil
+}
+
+// checkCallback applies the service's rules to a valid callback_url (""
+// for none): https, and not an address that is plainly not public (an IP
+// literal that is loopback, private, link-local, unspecified or
+// multicast, or a localhost name), so that such a callback is refused at
+// submit instead of failing every delivery for an hour. Names that
+// resolve to such addresses are refused at delivery, by the SSRF guard.
+// AllowHTTPCallbacks (development) allows both.
+func (s *Service) checkCallback(raw string) error {
+	if raw == "" || s.cfg.AllowHTTPCallbacks {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !strings.EqualFold(u.Scheme, "https") {
+		return invalid("callback_url", "must be an https URL")
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return invalid("callback_url", "must be a public address (not localhost)")
+	}
+	if addr, err := netip.ParseAddr(host); err == nil {
+		addr = addr.Unmap()
+		if addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() || addr.IsUnspecified() || addr.IsMulticast() ||
+			addr.IsInterfaceLocalMulticast() || addr.IsLinkLocalMulticast() {
+			return invalid("callback_url", "must be a public address (not %s)", addr)
+		}
+	}
+	return nil
 }

@@ -400,6 +400,8 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 		rc.do(e, "invalid: callback_url "+name, "POST", "/api/v1/generate", rich,
 			`{"scene":"text-to-image","prompt":"p","callback_url":"`+callback+`"}`, invalid, status(http.StatusUnprocessableEntity))
 	}
+	rc.do(e, "callback_url loopback", "POST", "/api/v1/generate", rich, // not public: the description's pattern cannot tell
+		`{"scene":"text-to-image","prompt":"p","callback_url":"https://127.0.0.1/hook"}`, status(http.StatusUnprocessableEntity))
 	secret := rc.do(e, "webhook secret", "GET", "/api/v1/webhook-secret", rich, "", status(http.StatusOK))
 	var ws httpapi.WebhookSecret
 	is.NoErr(json.Unmarshal(secret.respBody, &ws))
