@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -87,13 +86,12 @@ func referenceField(p problem) bool {
 	return false
 }
 
-// refusalWords mark a content refusal in a prediction's error or a
-// problem's detail ("NSFW content detected", "flagged as sensitive").
-var refusalWords = []string{"nsfw", "flagged", "sensitive content", "content policy", "moderation", "safety filter", "safety checker", "safety system"}
-
+// refusal reports whether a prediction's error or a problem's detail
+// reads as a content refusal ("NSFW content detected", "flagged as
+// sensitive").
 func refusal(text string) bool {
 	text = strings.ToLower(text)
-	for _, w := range refusalWords {
+	for _, w := range []string{"nsfw", "flagged", "sensitive content", "content policy", "moderation", "safety filter", "safety checker", "safety system"} {
 		if strings.Contains(text, w) {
 			return true
 		}
@@ -129,11 +127,9 @@ func (p *prediction) failure() *imagegen.ModelError {
 	return e
 }
 
-// throttled reads the delay of a 429's detail, "Request was throttled.
-// Your rate limit resets in ~30s.", for when Retry-After is missing.
-var throttled = regexp.MustCompile(`resets in ~?(\d+(?:\.\d+)?)\s*s`)
-
-// retryDelay is the delay a 429's body asks for.
+// retryDelay is the delay a 429's detail asks for, "Request was
+// throttled. Your rate limit resets in ~30s.", for when Retry-After is
+// missing.
 func retryDelay(f provider.Failure) (time.Duration, bool) {
 	if f.Status != http.StatusTooManyRequests {
 		return 0, false
@@ -142,12 +138,13 @@ func retryDelay(f provider.Failure) (time.Duration, bool) {
 	if !ok {
 		return 0, false
 	}
-	m := throttled.FindStringSubmatch(p.Detail)
-	if m == nil {
+	_, rest, ok := strings.Cut(p.Detail, "resets in ")
+	if !ok {
 		return 0, false
 	}
-	s, err := strconv.ParseFloat(m[1], 64)
-	if err != nil || s < 0 || s > 1e6 {
+	num, _, ok := strings.Cut(strings.TrimPrefix(rest, "~"), "s")
+	s, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if !ok || err != nil || s < 0 || s > 1e6 {
 		return 0, false
 	}
 	return time.Duration(s * float64(time.Second)), true

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
@@ -76,7 +75,20 @@ type Model struct {
 	name   string
 }
 
-var modelPart = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+// modelPart reports whether s is an owner or a model name: letters,
+// digits, '.', '_' and '-', not starting with punctuation.
+func modelPart(s string) bool {
+	return s != "" && isAlnum(s[0]) && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == ""
+}
+
+// inputName reports whether s can name a model input (input_image).
+func inputName(s string) bool {
+	return s != "" && !('0' <= s[0] && s[0] <= '9') && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == ""
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
 
 // New returns the adapter, or an error naming a bad field.
 func New(c Config) (*Model, error) {
@@ -89,11 +101,14 @@ func New(c Config) (*Model, error) {
 	c.Config = provider.Config{}
 	c.Model = cmp.Or(c.Model, DefaultModel)
 	owner, name, ok := strings.Cut(c.Model, "/")
-	if !ok || !modelPart.MatchString(owner) || !modelPart.MatchString(name) {
+	if !ok || !modelPart(owner) || !modelPart(name) {
 		return nil, fmt.Errorf("%s: Config.Model must be an official model as owner/name (got %q)", Provider, c.Model)
 	}
 	if c.Model == DefaultModel {
 		c.ReferenceInput = cmp.Or(c.ReferenceInput, DefaultReferenceInput)
+	}
+	if c.ReferenceInput != "" && !inputName(c.ReferenceInput) {
+		return nil, fmt.Errorf("%s: Config.ReferenceInput must be an input name such as input_image (got %q)", Provider, c.ReferenceInput)
 	}
 	if c.Fetcher == nil {
 		return nil, fmt.Errorf("%s: Config.Fetcher is required (Replicate answers with URLs to download)", Provider)

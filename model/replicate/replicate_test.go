@@ -638,6 +638,7 @@ func TestNew(t *testing.T) {
 		{"bad model", replicate.Config{Config: provider.Config{APIKey: key}, Fetcher: f, Model: "flux"}, "replicate: Config.Model must be an official model as owner/name"},
 		{"a version", replicate.Config{Config: provider.Config{APIKey: key}, Fetcher: f, Model: "a/b:0123"}, "replicate: Config.Model must be"},
 		{"a path", replicate.Config{Config: provider.Config{APIKey: key}, Fetcher: f, Model: "a/../b"}, "replicate: Config.Model must be"},
+		{"bad reference input", replicate.Config{Config: provider.Config{APIKey: key}, Fetcher: f, ReferenceInput: "input image"}, "replicate: Config.ReferenceInput must be an input name"},
 		{"bad cost", replicate.Config{Config: provider.Config{APIKey: key, Cost: 4}, Fetcher: f}, "replicate: Config.Cost must be 1 to 3"},
 		{"bad output host", replicate.Config{Config: provider.Config{APIKey: key}, Fetcher: f, OutputHosts: []string{"https://x"}}, "replicate: Config.OutputHosts must hold host names"},
 		{"sync wait", replicate.Config{Config: provider.Config{APIKey: key}, Fetcher: f, SyncWait: 2 * time.Minute}, "replicate: Config.SyncWait must be at most 1m0s"},

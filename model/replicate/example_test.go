@@ -1,0 +1,68 @@
+package replicate_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/model/provider"
+	"github.com/imagegen/imagegen/model/provider/providertest"
+	"github.com/imagegen/imagegen/model/replicate"
+)
+
+// A 16:9 picture from flux-kontext-pro: the create call comes back
+// still starting, the adapter polls urls.get until the prediction
+// succeeds, downloads its output through the Fetcher and crops the
+// 1392x752 answer to exactly 16:9. A fake API stands in for
+// api.replicate.com, and a scripted fetcher for replicate.delivery.
+func Example() {
+	const output = "https://replicate.delivery/xezq/abc123/out-0.png"
+	reads := 0
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status := "starting"
+		if r.Method == http.MethodPost {
+			var body struct{ Input map[string]any }
+			_ = json.NewDecoder(r.Body).Decode(&body)
+			fmt.Println(r.Method, r.URL.Path, r.Header.Get("Prefer"), body.Input["aspect_ratio"])
+		} else {
+			reads++
+			status = map[int]string{1: "processing", 2: "succeeded"}[reads]
+			fmt.Println(r.Method, r.URL.Path, "→", status)
+		}
+		out := "null"
+		if status == "succeeded" {
+			out = fmt.Sprintf("%q", output)
+		}
+		get := srv.URL + "/v1/predictions/gm3qorzdhgbfurvjtvhg6dckhu"
+		fmt.Fprintf(w, `{"id":"gm3qorzdhgbfurvjtvhg6dckhu","status":%q,"output":%s,"error":null,"urls":{"get":%q,"cancel":%q}}`, status, out, get, get+"/cancel")
+	}))
+	defer srv.Close()
+
+	m, err := replicate.New(replicate.Config{
+		Config:  provider.Config{BaseURL: srv.URL + "/v1", APIKey: "r8_example", Clock: providertest.NewClock()},
+		Fetcher: &providertest.Fetcher{Images: map[string]providertest.Image{output: {Data: providertest.PNG(1392, 752)}}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a red panda in a bamboo forest", AspectRatio: imagegen.Aspect16x9}
+	plan, err := m.Plan(req)
+	if err != nil {
+		panic(err)
+	}
+	imgs, err := m.Generate(context.Background(), imagegen.Generation{TaskID: "t1", Model: plan.Model, Request: req, Attempt: 1})
+	if err != nil {
+		panic(err)
+	}
+	size, _ := provider.ImageSize(imgs[0].Data)
+	fmt.Println(plan.Model, plan.Cost, imgs[0].ContentType, size)
+	// Output:
+	// POST /v1/models/black-forest-labs/flux-kontext-pro/predictions wait=60 16:9
+	// GET /v1/predictions/gm3qorzdhgbfurvjtvhg6dckhu → processing
+	// GET /v1/predictions/gm3qorzdhgbfurvjtvhg6dckhu → succeeded
+	// replicate/black-forest-labs/flux-kontext-pro 2 image/png 1328x747
+}
