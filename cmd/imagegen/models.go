@@ -16,6 +16,7 @@ import (
 	"github.com/imagegen/imagegen/model/openai"
 	"github.com/imagegen/imagegen/model/placeholder"
 	"github.com/imagegen/imagegen/model/provider"
+	"github.com/imagegen/imagegen/model/replicate"
 	"github.com/imagegen/imagegen/model/route"
 	"github.com/imagegen/imagegen/model/stability"
 )
@@ -70,7 +71,7 @@ func parseModels(spec string) ([]modelChoice, error) {
 
 // providerNames are the values -model takes before the slash.
 func providerNames() []string {
-	return []string{placeholder.Name, openai.Provider, gemini.Provider, fal.Provider, stability.Provider}
+	return []string{placeholder.Name, openai.Provider, gemini.Provider, fal.Provider, replicate.Provider, stability.Provider}
 }
 
 // apiKeyVar names the environment variable holding a provider's API key,
@@ -79,7 +80,7 @@ func apiKeyVar(providerName string) string {
 	switch providerName {
 	case fal.Provider:
 		return "FAL_KEY"
-	case "replicate":
+	case replicate.Provider:
 		return "REPLICATE_API_TOKEN"
 	}
 	return strings.ToUpper(providerName) + "_API_KEY"
@@ -143,6 +144,8 @@ func buildModel(c modelChoice, d modelDeps) (imagegen.Model, error) {
 		return gemini.New(gemini.Config{Config: pc, Model: c.model, Fetcher: d.fetcher})
 	case fal.Provider:
 		return fal.New(fal.Config{Config: pc, Model: c.model, Fetcher: d.fetcher, Logger: d.log})
+	case replicate.Provider:
+		return replicate.New(replicate.Config{Config: pc, Model: c.model, Fetcher: d.fetcher})
 	case stability.Provider:
 		return stability.New(stability.Config{Config: pc, Model: c.model, Fetcher: d.fetcher})
 	}
