@@ -25,8 +25,9 @@
 //
 // auto (DESIGN.md): text-to-image sends "1:1". Image-to-image sends no
 // aspectRatio, so the model follows the reference images, and the answer
-// is centre-cropped to the ratio nearest the first reference (left as
-// it is when that reference's size cannot be read: WebP, HEIC). An
+// is centre-cropped to the ratio nearest the first reference (to the
+// ratio nearest its own size when that reference's size cannot be read:
+// WebP, HEIC). An
 // answer of another shape than asked (a model that ignores imageConfig)
 // is cropped the same way.
 //

@@ -112,28 +112,5 @@ func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen
 	if err != nil {
 		return nil, err
 	}
-	return crop(imgs, target(req, refs))
-}
-
-// target is the ratio the answer is cropped to: the requested one; for
-// auto, 1:1 for text-to-image and the first reference's nearest ratio
-// for image-to-image; "" (no crop) when that reference's size is unknown
-// (WebP, HEIC).
-func target(req imagegen.Request, refs []provider.Reference) imagegen.AspectRatio {
-	auto := req.AspectRatio == "" || req.AspectRatio == imagegen.AspectAuto
-	if auto && len(refs) > 0 && refs[0].Width == 0 {
-		return ""
-	}
-	return provider.TargetRatio(req, refs, nil)
-}
-
-func crop(imgs []imagegen.GeneratedImage, ratio imagegen.AspectRatio) ([]imagegen.GeneratedImage, error) {
-	for i, img := range imgs {
-		out, _, err := provider.CropToRatio(img, ratio)
-		if err != nil {
-			return nil, provider.BadAnswer(Provider, false, fmt.Errorf("image %d: %w", i, err))
-		}
-		imgs[i] = out
-	}
-	return imgs, nil
+	return provider.CropAll(Provider, imgs, provider.AnswerRatio(req, refs))
 }

@@ -118,7 +118,7 @@ func TestAutoImageToImageFollowsTheFirstReference(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(size(t, imgs[0]), provider.Size{W: 1024, H: 576})
 	})
-	t.Run("a reference of unknown size leaves the answer as it is", func(t *testing.T) {
+	t.Run("a reference of unknown size: the answer keeps its own (allowed) ratio", func(t *testing.T) {
 		is := is.New(t)
 		f := newFake(t)
 		f.ignoreRatio = true

@@ -54,7 +54,8 @@
 // auto (DESIGN.md): text-to-image sends "1:1". Image-to-image sends
 // "match_input_image", so that the model follows the reference, and the
 // answer is centre-cropped to the allowed ratio nearest the reference
-// (left as it is when the reference's size cannot be read: WebP).
+// (the allowed ratio nearest its own size when the reference's size
+// cannot be read: WebP).
 // output_format is "png", so that answers can be cropped.
 //
 // # Reference images

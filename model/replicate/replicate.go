@@ -187,7 +187,7 @@ func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen
 	if err != nil {
 		return nil, err
 	}
-	return crop(imgs, target(req, refs))
+	return provider.CropAll(Provider, imgs, provider.AnswerRatio(req, refs))
 }
 
 // header is what every API call sends besides its body.

@@ -173,7 +173,7 @@ func TestLargeReferenceIsSentAsItsURL(t *testing.T) {
 	is.True(strings.HasPrefix(f.callsOf(opCreate)[1].input["input_image"].(string), "data:image/jpeg;base64,"))
 }
 
-func TestImageToImageWithAWebPReferenceIsNotCropped(t *testing.T) {
+func TestImageToImageWithAWebPReferenceKeepsTheAnswersRatio(t *testing.T) {
 	is := is.New(t)
 	f := newFake(t)
 	webp := []byte("RIFF\x24\x00\x00\x00WEBPVP8 \x18\x00\x00\x00")

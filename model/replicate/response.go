@@ -113,26 +113,3 @@ func (m *Model) allowed(raw string) error {
 	}
 	return fmt.Errorf("the output is on host %q, not one of %s", host, strings.Join(m.cfg.OutputHosts, ", "))
 }
-
-// target is the ratio the output is cropped to: the requested one; for
-// auto, 1:1 for text-to-image and the reference's nearest ratio for
-// image-to-image; "" (no crop) when the reference's size is unknown
-// (WebP).
-func target(req imagegen.Request, refs []provider.Reference) imagegen.AspectRatio {
-	auto := req.AspectRatio == "" || req.AspectRatio == imagegen.AspectAuto
-	if auto && len(refs) > 0 && refs[0].Width == 0 {
-		return ""
-	}
-	return provider.TargetRatio(req, refs, nil)
-}
-
-func crop(imgs []imagegen.GeneratedImage, ratio imagegen.AspectRatio) ([]imagegen.GeneratedImage, error) {
-	for i, img := range imgs {
-		out, _, err := provider.CropToRatio(img, ratio)
-		if err != nil {
-			return nil, provider.BadAnswer(Provider, false, fmt.Errorf("output %d: %w", i, err))
-		}
-		imgs[i] = out
-	}
-	return imgs, nil
-}

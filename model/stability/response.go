@@ -50,21 +50,3 @@ func answerImage(resp *provider.Response) (imagegen.GeneratedImage, error) {
 	}
 	return imagegen.GeneratedImage{ContentType: ct, Data: data}, nil
 }
-
-// cropped is img centre-cropped to exactly ratio; for "" (auto with a
-// reference of unknown size) to the ratio nearest its own size, since
-// an init image sets the answer's shape.
-func cropped(img imagegen.GeneratedImage, ratio imagegen.AspectRatio) ([]imagegen.GeneratedImage, error) {
-	if ratio == "" {
-		s, err := provider.ImageSize(img.Data)
-		if err != nil {
-			return []imagegen.GeneratedImage{img}, nil // WebP: cannot crop what cannot be decoded
-		}
-		ratio = s.Ratio()
-	}
-	out, _, err := provider.CropToRatio(img, ratio)
-	if err != nil {
-		return nil, provider.BadAnswer(Provider, false, err)
-	}
-	return []imagegen.GeneratedImage{out}, nil
-}

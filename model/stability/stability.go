@@ -105,13 +105,15 @@ func (m *Model) Plan(req imagegen.Request) (imagegen.Plan, error) {
 // including CONTENT_FILTERED answers (HTTP 200), which are refusals.
 func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
 	req := g.Request
+	var refs []provider.Reference
 	var ref *provider.Reference
 	if req.Scene == imagegen.SceneImageToImage {
 		if !m.service.image || len(req.ImageInput) != 1 {
 			return nil, &imagegen.ModelError{Provider: Provider, Message: provider.MsgRejected,
 				Err: fmt.Errorf("model %s cannot run image-to-image with %d references (not planned here?)", m.cfg.Model, len(req.ImageInput))}
 		}
-		refs, err := provider.FetchReferences(ctx, Provider, m.cfg.Fetcher, req.ImageInput, provider.PNG, provider.JPEG, provider.WebP)
+		var err error
+		refs, err = provider.FetchReferences(ctx, Provider, m.cfg.Fetcher, req.ImageInput, provider.PNG, provider.JPEG, provider.WebP)
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +122,7 @@ func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen
 		}
 		ref = &refs[0]
 	}
-	ratio := target(req, ref)
+	ratio := provider.AnswerRatio(req, refs)
 	build, err := provider.PostForm(m.client.URL(m.service.path), m.fields(req.Prompt, ratio, ref), files(ref), m.header())
 	if err != nil {
 		return nil, &imagegen.ModelError{Provider: Provider, Message: provider.MsgMisconfigured, Err: err}
@@ -133,22 +135,7 @@ func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen
 	if err != nil {
 		return nil, err
 	}
-	return cropped(img, ratio)
-}
-
-// target is the ratio the answer is cropped to: the requested one; for
-// auto, 1:1 for text-to-image and the first reference's nearest ratio
-// for image-to-image; "" (the answer's own nearest ratio) when that
-// reference's size cannot be read (WebP).
-func target(req imagegen.Request, ref *provider.Reference) imagegen.AspectRatio {
-	var refs []provider.Reference
-	if ref != nil {
-		if ref.Width == 0 && (req.AspectRatio == "" || req.AspectRatio == imagegen.AspectAuto) {
-			return ""
-		}
-		refs = []provider.Reference{*ref}
-	}
-	return provider.TargetRatio(req, refs, nil)
+	return provider.CropAll(Provider, []imagegen.GeneratedImage{img}, ratio)
 }
 
 // header is what every call sends besides its body: Bearer auth, and

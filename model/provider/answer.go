@@ -1,0 +1,43 @@
+package provider
+
+import (
+	"fmt"
+
+	"github.com/imagegen/imagegen"
+)
+
+// AnswerRatio is the ratio a provider's answer is cropped to when the
+// provider chose its size: TargetRatio, except for auto with a first
+// reference of unknown size (WebP, HEIC), where it is "": CropAll then
+// crops each answer to the allowed ratio nearest its own size, since the
+// reference set the answer's shape.
+func AnswerRatio(req imagegen.Request, refs []Reference) imagegen.AspectRatio {
+	auto := req.AspectRatio == "" || req.AspectRatio == imagegen.AspectAuto
+	if auto && req.Scene == imagegen.SceneImageToImage && len(refs) > 0 && refs[0].Width == 0 {
+		return ""
+	}
+	return TargetRatio(req, refs, nil)
+}
+
+// CropAll centre-crops every image to ratio (CropToRatio), or with ratio
+// "" to the allowed ratio nearest its own size. An image that cannot be
+// decoded (WebP) is kept as it is; one that fails to crop is a BadAnswer
+// of provider, not retried.
+func CropAll(provider string, imgs []imagegen.GeneratedImage, ratio imagegen.AspectRatio) ([]imagegen.GeneratedImage, error) {
+	for i, img := range imgs {
+		r := ratio
+		if r == "" {
+			s, err := ImageSize(img.Data)
+			if err != nil {
+				continue // cannot crop what cannot be decoded
+			}
+			r = s.Ratio()
+		}
+		out, _, err := CropToRatio(img, r)
+		if err != nil {
+			return nil, BadAnswer(provider, false, fmt.Errorf("image %d: %w", i, err))
+		}
+		imgs[i] = out
+	}
+	return imgs, nil
+}
