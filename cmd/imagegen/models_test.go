@@ -73,11 +73,28 @@ func pngBase64(t *testing.T, w, h int) string {
 	return base64.StdEncoding.EncodeToString(buf.Bytes())
 }
 
-// TestServeWithProviderFallback runs serve with -model openai,gemini: the
-// OpenAI key is refused (an operator error), so the chain moves on to
-// Gemini, whose picture the task returns, at the chain's price, charged
-// once; neither key is ever logged.
+// TestServeWithProviderFallback runs serve with -model openai=3,gemini
+// against fakes of both: OpenAI refuses the key (an operator error, not
+// retried) or is unavailable (503, retried, then given up), so the chain
+// moves on to Gemini, whose picture the task returns, at the chain's
+// price, charged once; neither key is ever logged.
 func TestServeWithProviderFallback(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		status      int
+		body        string
+		openaiCalls int32
+	}{
+		{"bad key", http.StatusUnauthorized, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`, 1},
+		{"unavailable", http.StatusServiceUnavailable, `{"error":{"message":"The server is overloaded","type":"server_error","param":null,"code":null}}`, 4}, // 1 + 3 retries
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testFallback(t, tc.status, tc.body, tc.openaiCalls)
+		})
+	}
+}
+
+func testFallback(t *testing.T, status int, body string, wantOpenAICalls int32) {
 	is := is.New(t)
 	const openaiKey, geminiKey = "sk-test-openai-secret", "gemini-test-secret"
 	var openaiCalls, geminiCalls atomic.Int32
@@ -87,8 +104,9 @@ func TestServeWithProviderFallback(t *testing.T) {
 			t.Errorf("openai got %s %s", r.Method, r.URL.Path)
 		}
 		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		io.WriteString(w, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`)
+		w.Header().Set("retry-after-ms", "1") // keep the retries quick
+		w.WriteHeader(status)
+		io.WriteString(w, body)
 	}))
 	defer openaiFake.Close()
 	picture := pngBase64(t, 1024, 576)
@@ -114,7 +132,7 @@ func TestServeWithProviderFallback(t *testing.T) {
 	is.Equal(sub["credits_remaining"], 2.0) // the chain's price: its first model's, 3
 	task := s.waitTask(t, key, sub["task_id"].(string))
 	is.Equal(task["status"], "success")
-	is.Equal(openaiCalls.Load(), int32(1)) // a refused key is not retried
+	is.Equal(openaiCalls.Load(), wantOpenAICalls)
 	is.Equal(geminiCalls.Load(), int32(1))
 	_, credits := s.call(t, "GET", "/api/v1/credits", key, "")
 	is.Equal(credits["credits_remaining"], 2.0) // charged once, no refund
