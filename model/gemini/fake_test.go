@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/model/provider"
@@ -26,11 +25,7 @@ const (
 )
 
 // answer is a scripted answer the fake serves before it succeeds.
-type answer struct {
-	status int
-	header map[string]string
-	body   []byte
-}
+type answer = providertest.Answer
 
 // wireRequest is GenerateContentRequest as the protos name it (proto3
 // JSON), decoded strictly: an unknown field is a 400, as the API does.
@@ -88,21 +83,21 @@ func answerSize(ratio string) (provider.Size, bool) {
 // examples/response.image.json with a PNG of the model's size for the
 // ratio asked (or, with no ratio, the first reference's).
 type fake struct {
+	providertest.Script[call]
 	t           *testing.T
 	srv         *httptest.Server
-	okBody      []byte // examples/response.image.json
-	ignoreRatio bool   // answer 1024x1024 whatever was asked
-	hang        chan struct{}
+	okBody      []byte        // examples/response.image.json
+	ignoreRatio bool          // answer 1024x1024 whatever was asked
+	hang        chan struct{} // when set, requests wait on it (or the client)
 
-	mu      sync.Mutex
-	answers []answer
-	calls   []call
-	pngs    map[provider.Size][]byte
+	mu   sync.Mutex
+	pngs map[provider.Size][]byte
 }
 
 func newFake(t *testing.T, answers ...answer) *fake {
 	t.Helper()
-	f := &fake{t: t, okBody: example(t, "response.image.json"), answers: answers, pngs: map[provider.Size][]byte{}}
+	f := &fake{t: t, okBody: example(t, "response.image.json"), pngs: map[provider.Size][]byte{}}
+	f.Queue("", answers...)
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -113,12 +108,6 @@ func example(t *testing.T, name string) []byte {
 }
 
 func (f *fake) baseURL() string { return f.srv.URL + "/v1beta" }
-
-func (f *fake) Calls() []call {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]call(nil), f.calls...)
-}
 
 func (f *fake) png(s provider.Size) []byte {
 	f.mu.Lock()
@@ -137,21 +126,9 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	decodeErr := dec.Decode(&c.req)
-	f.mu.Lock()
-	f.calls = append(f.calls, c)
-	var next *answer
-	if len(f.answers) > 0 {
-		next = &f.answers[0]
-		f.answers = f.answers[1:]
-	}
-	f.mu.Unlock()
-
+	next, scripted := f.Record("", c)
 	if f.hang != nil {
-		select {
-		case <-r.Context().Done():
-		case <-f.hang:
-		case <-time.After(10 * time.Second):
-		}
+		providertest.Hang(r, f.hang)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
@@ -174,12 +151,8 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	if err := checkRequest(c.req); err != nil {
 		f.t.Errorf("request breaks the wire spec: %v", err)
 	}
-	if next != nil {
-		for k, v := range next.header {
-			w.Header().Set(k, v)
-		}
-		w.WriteHeader(next.status)
-		_, _ = w.Write(next.body)
+	if scripted {
+		next.Write(w)
 		return
 	}
 	_, _ = w.Write(f.success(c))
@@ -189,19 +162,16 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 // examples/error.400.invalid-argument.json with the ErrorInfo that
 // WIRE.md describes. It echoes the key, to check that it is redacted.
 func (f *fake) badKeyBody(got string) []byte {
-	var body map[string]any
-	must(f.t, json.Unmarshal(example(f.t, "error.400.invalid-argument.json"), &body))
-	e := body["error"].(map[string]any)
-	e["message"] = "API key not valid. Please pass a valid API key. (got " + got + ")"
-	e["details"] = []any{map[string]any{
-		"@type":    "type.googleapis.com/google.rpc.ErrorInfo",
-		"reason":   "API_KEY_INVALID",
-		"domain":   "googleapis.com",
-		"metadata": map[string]any{"service": "generativelanguage.googleapis.com"},
-	}}
-	out, err := json.Marshal(body)
-	must(f.t, err)
-	return out
+	return providertest.EditJSON(f.t, example(f.t, "error.400.invalid-argument.json"), func(body map[string]any) {
+		e := body["error"].(map[string]any)
+		e["message"] = "API key not valid. Please pass a valid API key. (got " + got + ")"
+		e["details"] = []any{map[string]any{
+			"@type":    "type.googleapis.com/google.rpc.ErrorInfo",
+			"reason":   "API_KEY_INVALID",
+			"domain":   "googleapis.com",
+			"metadata": map[string]any{"service": "generativelanguage.googleapis.com"},
+		}}
+	})
 }
 
 // success is examples/response.image.json with its image replaced.
@@ -223,16 +193,13 @@ func (f *fake) success(c call) []byte {
 
 // withImage is an answer body with the data of its inlineData part set.
 func withImage(t *testing.T, body, png []byte) []byte {
-	var resp map[string]any
-	must(t, json.Unmarshal(body, &resp))
-	for _, p := range resp["candidates"].([]any)[0].(map[string]any)["content"].(map[string]any)["parts"].([]any) {
-		if in, ok := p.(map[string]any)["inlineData"].(map[string]any); ok {
-			in["data"] = base64.StdEncoding.EncodeToString(png)
+	return providertest.EditJSON(t, body, func(resp map[string]any) {
+		for _, p := range resp["candidates"].([]any)[0].(map[string]any)["content"].(map[string]any)["parts"].([]any) {
+			if in, ok := p.(map[string]any)["inlineData"].(map[string]any); ok {
+				in["data"] = base64.StdEncoding.EncodeToString(png)
+			}
 		}
-	}
-	out, err := json.Marshal(resp)
-	must(t, err)
-	return out
+	})
 }
 
 // checkRequest checks the values WIRE.md lists.
@@ -274,21 +241,6 @@ func checkRequest(r wireRequest) error {
 		}
 	}
 	return nil
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// jsonOf decodes a JSON document for comparisons.
-func jsonOf(t *testing.T, data []byte) any {
-	t.Helper()
-	var v any
-	must(t, json.Unmarshal(data, &v))
-	return v
 }
 
 // set changes one value of a decoded JSON document at a dotted path

@@ -3,7 +3,6 @@ package gemini_test
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -19,24 +18,11 @@ import (
 
 var ctx = context.Background()
 
+// newModel returns an adapter pointed at f, with a recording clock.
 func newModel(t *testing.T, f *fake, c gemini.Config) (*gemini.Model, *providertest.Clock) {
 	t.Helper()
-	clock := providertest.NewClock()
-	c.BaseURL = f.baseURL()
-	if c.APIKey == "" {
-		c.APIKey = key
-	}
-	c.Clock = clock
-	m, err := gemini.New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, clock
-}
-
-func size(t *testing.T, img imagegen.GeneratedImage) provider.Size {
-	w, h := providertest.Size(t, img.Data)
-	return provider.Size{W: w, H: h}
+	clock := providertest.Configure(&c.Config, f.baseURL(), key)
+	return providertest.MustNew(t, gemini.New, c), clock
 }
 
 func TestTextToImage(t *testing.T) {
@@ -53,7 +39,7 @@ func TestTextToImage(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(imgs), 1)
 	is.Equal(imgs[0].ContentType, "image/png")
-	is.Equal(size(t, imgs[0]), provider.Size{W: 1344, H: 756}) // 1344x768 cropped to exactly 16:9
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1344, H: 756}) // 1344x768 cropped to exactly 16:9
 
 	c := f.Calls()[0]
 	is.Equal(c.path, modelPath)
@@ -61,7 +47,7 @@ func TestTextToImage(t *testing.T) {
 	is.Equal(c.header.Get("Content-Type"), "application/json")
 	is.Equal(c.header.Get("Authorization"), "")
 	// The body is exactly the documented text-to-image request.
-	is.Equal(jsonOf(t, c.raw), jsonOf(t, example(t, "request.text-to-image.json")))
+	is.Equal(providertest.JSON(t, c.raw), providertest.JSON(t, example(t, "request.text-to-image.json")))
 	is.Equal(len(clock.Waits()), 0)
 }
 
@@ -79,16 +65,16 @@ func TestImageToImage(t *testing.T) {
 	imgs, err := providertest.Generate(ctx, m, req)
 	is.NoErr(err)
 	is.Equal(fetcher.Asked(), req.ImageInput)
-	is.Equal(size(t, imgs[0]), provider.Size{W: 1152, H: 864}) // 1184x864 cropped to exactly 4:3
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1152, H: 864}) // 1184x864 cropped to exactly 4:3
 
 	// The body is the documented edit request, with our images (and
 	// TEXT next to IMAGE among the modalities).
-	want := jsonOf(t, example(t, "request.edit-with-reference-images.json"))
+	want := providertest.JSON(t, example(t, "request.edit-with-reference-images.json"))
 	set(want, "contents.0.parts.1.inlineData.data", base64.StdEncoding.EncodeToString(cat))
 	set(want, "contents.0.parts.2.inlineData.data", base64.StdEncoding.EncodeToString(sofa))
 	set(want, "contents.0.parts.2.inlineData.mimeType", "image/jpeg")
 	set(want, "generationConfig.responseModalities", []any{"TEXT", "IMAGE"})
-	is.Equal(jsonOf(t, f.Calls()[0].raw), want)
+	is.Equal(providertest.JSON(t, f.Calls()[0].raw), want)
 }
 
 func TestAutoImageToImageFollowsTheFirstReference(t *testing.T) {
@@ -106,8 +92,8 @@ func TestAutoImageToImageFollowsTheFirstReference(t *testing.T) {
 		is.NoErr(err)
 		c := f.Calls()[0]
 		is.Equal(c.aspectRatio(), "")
-		is.True(c.req.GenerationConfig.ImageConfig == nil)         // nothing to configure
-		is.Equal(size(t, imgs[0]), provider.Size{W: 1344, H: 756}) // the model followed it; cropped to 16:9
+		is.True(c.req.GenerationConfig.ImageConfig == nil)                        // nothing to configure
+		is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1344, H: 756}) // the model followed it; cropped to 16:9
 	})
 	t.Run("an answer of another shape is cropped to it", func(t *testing.T) {
 		is := is.New(t)
@@ -116,7 +102,7 @@ func TestAutoImageToImageFollowsTheFirstReference(t *testing.T) {
 		m, _ := newModel(t, f, gemini.Config{Fetcher: fetcher})
 		imgs, err := providertest.Generate(ctx, m, req)
 		is.NoErr(err)
-		is.Equal(size(t, imgs[0]), provider.Size{W: 1024, H: 576})
+		is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1024, H: 576})
 	})
 	t.Run("a reference of unknown size: the answer keeps its own (allowed) ratio", func(t *testing.T) {
 		is := is.New(t)
@@ -127,7 +113,7 @@ func TestAutoImageToImageFollowsTheFirstReference(t *testing.T) {
 		imgs, err := providertest.Generate(ctx, m, providertest.I2I("x", imagegen.AspectAuto, "https://img.example/a.heic"))
 		is.NoErr(err)
 		is.Equal(f.Calls()[0].req.Contents[0].Parts[1].InlineData.MimeType, "image/heic")
-		is.Equal(size(t, imgs[0]), provider.Size{W: 1024, H: 1024})
+		is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1024, H: 1024})
 	})
 }
 
@@ -161,7 +147,7 @@ func TestEveryAspectRatio(t *testing.T) {
 				}
 			}
 			is.Equal(sent, w.sent) // imageConfig.aspectRatio
-			got := size(t, imgs[0])
+			got := providertest.SizeOf(t, imgs[0])
 			is.Equal(got, w.result)
 			exact := ratio
 			if ratio == imagegen.AspectAuto {
@@ -179,7 +165,7 @@ func TestAnswerOfAnotherShapeIsCropped(t *testing.T) {
 	m, _ := newModel(t, f, gemini.Config{})
 	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect9x16))
 	is.NoErr(err)
-	is.Equal(size(t, imgs[0]), provider.Size{W: 576, H: 1024})
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 576, H: 1024})
 }
 
 func TestRefusals(t *testing.T) {
@@ -198,7 +184,7 @@ func TestRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
-			f := newFake(t, answer{status: 200, body: tc.body(t)})
+			f := newFake(t, answer{Status: 200, Body: tc.body(t)})
 			m, clock := newModel(t, f, gemini.Config{})
 			_, err := providertest.Generate(ctx, m, providertest.T2I("something not allowed", imagegen.Aspect1x1))
 			me := providertest.ModelError(t, err)
@@ -217,21 +203,17 @@ func TestRefusals(t *testing.T) {
 // another finish reason.
 func finishing(reason string) func(t *testing.T) []byte {
 	return func(t *testing.T) []byte {
-		doc := jsonOf(t, example(t, "response.no-image.finish-reason.json"))
-		set(doc, "candidates.0.finishReason", reason)
-		out, err := json.Marshal(doc)
-		must(t, err)
-		return out
+		return providertest.EditJSON(t, example(t, "response.no-image.finish-reason.json"), func(doc map[string]any) {
+			set(doc, "candidates.0.finishReason", reason)
+		})
 	}
 }
 
 // textOnly is examples/response.image.json without its image part.
 func textOnly(t *testing.T) []byte {
-	doc := jsonOf(t, example(t, "response.image.json"))
-	set(doc, "candidates.0.content.parts", []any{map[string]any{"text": "What kind of dish would you like?"}})
-	out, err := json.Marshal(doc)
-	must(t, err)
-	return out
+	return providertest.EditJSON(t, example(t, "response.image.json"), func(doc map[string]any) {
+		set(doc, "candidates.0.content.parts", []any{map[string]any{"text": "What kind of dish would you like?"}})
+	})
 }
 
 func TestAnswersWithoutAnImage(t *testing.T) {
@@ -251,7 +233,7 @@ func TestAnswersWithoutAnImage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
-			f := newFake(t, answer{status: 200, body: tc.body(t)})
+			f := newFake(t, answer{Status: 200, Body: tc.body(t)})
 			m, _ := newModel(t, f, gemini.Config{Config: provider.Config{MaxRetries: -1}})
 			_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 			me := providertest.ModelError(t, err)
@@ -265,24 +247,23 @@ func TestAnswersWithoutAnImage(t *testing.T) {
 
 func TestThoughtPartsAreSkipped(t *testing.T) {
 	is := is.New(t)
-	doc := jsonOf(t, example(t, "response.image.json"))
-	set(doc, "candidates.0.content.parts", []any{
-		map[string]any{"thought": true, "inlineData": map[string]any{"mimeType": "image/png", "data": base64.StdEncoding.EncodeToString(providertest.PNG(10, 10))}},
-		map[string]any{"inlineData": map[string]any{"mimeType": "image/png", "data": base64.StdEncoding.EncodeToString(providertest.PNG(64, 64))}},
+	body := providertest.EditJSON(t, example(t, "response.image.json"), func(doc map[string]any) {
+		set(doc, "candidates.0.content.parts", []any{
+			map[string]any{"thought": true, "inlineData": map[string]any{"mimeType": "image/png", "data": base64.StdEncoding.EncodeToString(providertest.PNG(10, 10))}},
+			map[string]any{"inlineData": map[string]any{"mimeType": "image/png", "data": base64.StdEncoding.EncodeToString(providertest.PNG(64, 64))}},
+		})
 	})
-	body, err := json.Marshal(doc)
-	is.NoErr(err)
-	f := newFake(t, answer{status: 200, body: body})
+	f := newFake(t, answer{Status: 200, Body: body})
 	m, _ := newModel(t, f, gemini.Config{})
 	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
 	is.Equal(len(imgs), 1)
-	is.Equal(size(t, imgs[0]), provider.Size{W: 64, H: 64})
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 64, H: 64})
 }
 
 func TestRateLimitThenSuccess(t *testing.T) {
 	is := is.New(t)
-	f := newFake(t, answer{status: 429, body: example(t, "error.429.resource-exhausted.json")})
+	f := newFake(t, answer{Status: 429, Body: example(t, "error.429.resource-exhausted.json")})
 	m, clock := newModel(t, f, gemini.Config{})
 	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
@@ -293,7 +274,7 @@ func TestRateLimitThenSuccess(t *testing.T) {
 
 func TestRateLimitPastTheDeadline(t *testing.T) {
 	is := is.New(t)
-	f := newFake(t, answer{status: 429, body: example(t, "error.429.resource-exhausted.json")})
+	f := newFake(t, answer{Status: 429, Body: example(t, "error.429.resource-exhausted.json")})
 	m, clock := newModel(t, f, gemini.Config{})
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -312,7 +293,7 @@ func TestServerErrorThenSuccess(t *testing.T) {
 	is := is.New(t)
 	overloaded := []byte(`{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`)
 	internal := []byte(`{"error":{"code":500,"message":"An internal error has occurred.","status":"INTERNAL"}}`)
-	f := newFake(t, answer{status: 503, body: overloaded}, answer{status: 500, body: internal})
+	f := newFake(t, answer{Status: 503, Body: overloaded}, answer{Status: 500, Body: internal})
 	m, clock := newModel(t, f, gemini.Config{})
 	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
@@ -327,7 +308,7 @@ func TestServerErrorThenSuccess(t *testing.T) {
 func TestServerErrorsRunOut(t *testing.T) {
 	is := is.New(t)
 	overloaded := []byte(`{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`)
-	f := newFake(t, answer{status: 503, body: overloaded}, answer{status: 503, body: overloaded}, answer{status: 503, body: overloaded})
+	f := newFake(t, answer{Status: 503, Body: overloaded}, answer{Status: 503, Body: overloaded}, answer{Status: 503, Body: overloaded})
 	m, _ := newModel(t, f, gemini.Config{Config: provider.Config{MaxRetries: 1}})
 	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	me := providertest.ModelError(t, err)
@@ -393,7 +374,7 @@ func TestOtherFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
-			f := newFake(t, answer{status: tc.status, body: tc.body(t)})
+			f := newFake(t, answer{Status: tc.status, Body: tc.body(t)})
 			m, _ := newModel(t, f, gemini.Config{Config: provider.Config{MaxRetries: -1}})
 			_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 			me := providertest.ModelError(t, err)
@@ -443,13 +424,13 @@ func TestKeyNeverShows(t *testing.T) {
 	c := gemini.Config{Config: provider.Config{APIKey: key}}
 	providertest.NoSecret(t, key, c)
 	providertest.NoSecret(t, key, &c)
-	f := newFake(t, answer{status: 500, body: []byte(`{"error":{"code":500,"message":"saw key ` + key + `","status":"INTERNAL"}}`)})
+	f := newFake(t, answer{Status: 500, Body: []byte(`{"error":{"code":500,"message":"saw key ` + key + `","status":"INTERNAL"}}`)})
 	m, _ := newModel(t, f, c)
 	providertest.NoSecretAnywhere(t, key, m)
 	providertest.NoSecretAnywhere(t, key, *m)
 	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
-	f = newFake(t, answer{status: 400, body: []byte(`{"error":{"code":400,"message":"bad key ` + key + `","status":"INVALID_ARGUMENT"}}`)})
+	f = newFake(t, answer{Status: 400, Body: []byte(`{"error":{"code":400,"message":"bad key ` + key + `","status":"INVALID_ARGUMENT"}}`)})
 	m, _ = newModel(t, f, c)
 	_, err = providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.True(err != nil)
