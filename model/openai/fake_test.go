@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/imagegen/imagegen/model/provider/providertest"
 )
@@ -22,11 +21,7 @@ import (
 const key = "sk-proj-TESTKEY-0123456789abcdefghij"
 
 // answer is a scripted failure the fake serves before it succeeds.
-type answer struct {
-	status int
-	header map[string]string
-	body   []byte
-}
+type answer = providertest.Answer
 
 // part is one multipart file part the fake received.
 type part struct {
@@ -48,6 +43,7 @@ type call struct {
 // OpenAPI subset, checks the key, serves scripted failures, then answers
 // like the documented example responses with a PNG of the asked size.
 type fake struct {
+	providertest.Script[call]
 	t        *testing.T
 	srv      *httptest.Server
 	spec     *specValidator
@@ -58,10 +54,8 @@ type fake struct {
 	answerURL bool
 	hang      chan struct{} // when set, requests wait on it (or the client)
 
-	mu       sync.Mutex
-	failures []answer
-	calls    []call
-	pngs     map[string][]byte
+	mu   sync.Mutex
+	pngs map[string][]byte
 }
 
 func newFake(t *testing.T, failures ...answer) *fake {
@@ -70,9 +64,9 @@ func newFake(t *testing.T, failures ...answer) *fake {
 		t:        t,
 		gptBody:  providertest.Spec(t, "openai", "examples/generations.response.gpt-image-1.json"),
 		dalleURL: providertest.Spec(t, "openai", "examples/generations.response.dall-e-3.json"),
-		failures: failures,
 		pngs:     map[string][]byte{},
 	}
+	f.Queue("", failures...)
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	f.spec = newSpecValidator(t, f.srv.URL+"/v1")
@@ -90,12 +84,6 @@ func example(t *testing.T, name string) []byte {
 }
 
 func (f *fake) baseURL() string { return f.srv.URL + "/v1" }
-
-func (f *fake) Calls() []call {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]call(nil), f.calls...)
-}
 
 func (f *fake) png(size string) []byte {
 	f.mu.Lock()
@@ -127,21 +115,9 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	} else if err := json.Unmarshal(body, &c.json); err != nil {
 		f.t.Errorf("request body is not JSON: %v", err)
 	}
-	f.mu.Lock()
-	f.calls = append(f.calls, c)
-	var next *answer
-	if len(f.failures) > 0 {
-		next = &f.failures[0]
-		f.failures = f.failures[1:]
-	}
-	f.mu.Unlock()
-
+	next, scripted := f.Record("", c)
 	if f.hang != nil {
-		select {
-		case <-r.Context().Done():
-		case <-f.hang:
-		case <-time.After(10 * time.Second):
-		}
+		providertest.Hang(r, f.hang)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -154,12 +130,8 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 			strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 		return
 	}
-	if next != nil {
-		for k, v := range next.header {
-			w.Header().Set(k, v)
-		}
-		w.WriteHeader(next.status)
-		_, _ = w.Write(next.body)
+	if scripted {
+		next.Write(w)
 		return
 	}
 	_, _ = w.Write(f.success(c))
@@ -172,22 +144,19 @@ func (f *fake) success(c call) []byte {
 	if c.fields != nil {
 		model, size = first(c.fields["model"]), first(c.fields["size"])
 	}
-	var resp map[string]any
 	if model == "dall-e-3" {
-		must(f.t, json.Unmarshal(f.dalleURL, &resp))
-		if format == "b64_json" && !f.answerURL {
-			item := resp["data"].([]any)[0].(map[string]any)
-			delete(item, "url")
-			item["b64_json"] = base64.StdEncoding.EncodeToString(f.png(size))
-		}
-	} else {
-		must(f.t, json.Unmarshal(f.gptBody, &resp))
+		return providertest.EditJSON(f.t, f.dalleURL, func(resp map[string]any) {
+			if format == "b64_json" && !f.answerURL {
+				item := resp["data"].([]any)[0].(map[string]any)
+				delete(item, "url")
+				item["b64_json"] = base64.StdEncoding.EncodeToString(f.png(size))
+			}
+		})
+	}
+	return providertest.EditJSON(f.t, f.gptBody, func(resp map[string]any) {
 		resp["data"].([]any)[0].(map[string]any)["b64_json"] = base64.StdEncoding.EncodeToString(f.png(size))
 		resp["size"] = size
-	}
-	out, err := json.Marshal(resp)
-	must(f.t, err)
-	return out
+	})
 }
 
 func parseMultipart(t *testing.T, body []byte, boundary string) (map[string][]string, []part) {
@@ -223,11 +192,4 @@ func first(v []string) string {
 		return ""
 	}
 	return v[0]
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }

@@ -20,22 +20,8 @@ var ctx = context.Background()
 // newModel returns an adapter pointed at f, with a recording clock.
 func newModel(t *testing.T, f *fake, c openai.Config) (*openai.Model, *providertest.Clock) {
 	t.Helper()
-	clock := providertest.NewClock()
-	c.BaseURL = f.baseURL()
-	if c.APIKey == "" {
-		c.APIKey = key
-	}
-	c.Clock = clock
-	m, err := openai.New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, clock
-}
-
-func size(t *testing.T, img imagegen.GeneratedImage) provider.Size {
-	w, h := providertest.Size(t, img.Data)
-	return provider.Size{W: w, H: h}
+	clock := providertest.Configure(&c.Config, f.baseURL(), key)
+	return providertest.MustNew(t, openai.New, c), clock
 }
 
 func TestTextToImage(t *testing.T) {
@@ -51,7 +37,7 @@ func TestTextToImage(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(imgs), 1)
 	is.Equal(imgs[0].ContentType, "image/png")
-	is.Equal(size(t, imgs[0]), provider.Size{W: 1024, H: 1024})
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1024, H: 1024})
 
 	calls := f.Calls()
 	is.Equal(len(calls), 1)
@@ -74,7 +60,7 @@ func TestTextToImageDallE3(t *testing.T) {
 	is.Equal(plan, imagegen.Plan{Model: "openai/dall-e-3", Cost: 3})
 	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a lighthouse", imagegen.Aspect16x9))
 	is.NoErr(err)
-	is.Equal(size(t, imgs[0]), provider.Size{W: 1792, H: 1008})
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1792, H: 1008})
 	is.Equal(f.Calls()[0].json, map[string]any{"model": "dall-e-3", "prompt": "a lighthouse", "n": 1.0, "size": "1792x1024", "quality": "hd", "response_format": "b64_json"})
 }
 
@@ -89,7 +75,7 @@ func TestURLAnswersAreDownloadedThroughTheFetcher(t *testing.T) {
 	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a cute baby sea otter", imagegen.Aspect1x1))
 	is.NoErr(err)
 	is.Equal(fetcher.Asked(), []string{exampleURL})
-	is.Equal(size(t, imgs[0]), provider.Size{W: 1024, H: 1024})
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1024, H: 1024})
 
 	// A URL that cannot be downloaded is a retryable failure.
 	fetcher.Images = nil
@@ -113,7 +99,7 @@ func TestImageToImage(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(fetcher.Asked(), req.ImageInput)
 	// auto: the first reference is 16:9, sent as 1536x1024, cropped.
-	is.Equal(size(t, imgs[0]), provider.Size{W: 1536, H: 864})
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1536, H: 864})
 
 	c := f.Calls()[0]
 	is.Equal(c.path, "/v1/images/edits")
@@ -146,7 +132,7 @@ func TestImageToImageReferenceFailures(t *testing.T) {
 
 	// The provider's own complaint about a reference is invalid input too.
 	fetcher = &providertest.Fetcher{Images: map[string]providertest.Image{"https://img.example/a.png": {Data: providertest.PNG(10, 10)}}}
-	f = newFake(t, answer{status: 400, body: []byte(`{"error":{"message":"Invalid image file or mode for image 1, please check your image file.","type":"invalid_request_error","param":"image","code":"invalid_image_file"}}`)})
+	f = newFake(t, answer{Status: 400, Body: []byte(`{"error":{"message":"Invalid image file or mode for image 1, please check your image file.","type":"invalid_request_error","param":"image","code":"invalid_image_file"}}`)})
 	m, _ = newModel(t, f, openai.Config{Fetcher: fetcher})
 	_, err = providertest.Generate(ctx, m, providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/a.png"))
 	me = providertest.ModelError(t, err)
@@ -195,7 +181,7 @@ func TestEveryAspectRatio(t *testing.T) {
 					}
 				}
 				is.Equal(sent, w.sent.String()) // the size sent
-				got := size(t, imgs[0])
+				got := providertest.SizeOf(t, imgs[0])
 				is.Equal(got, w.result) // the final image
 				want := ratio
 				if ratio == imagegen.AspectAuto {
@@ -231,7 +217,7 @@ func TestExactRatiosOnly(t *testing.T) {
 		is := is.New(t)
 		imgs, err := providertest.Generate(ctx, m, providertest.I2I("x", imagegen.AspectAuto, "https://img.example/wide.png"))
 		is.NoErr(err)
-		is.Equal(size(t, imgs[0]), provider.Size{W: 1536, H: 1024}) // 3:2, uncropped
+		is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1536, H: 1024}) // 3:2, uncropped
 	})
 	t.Run("dall-e-3 has only 1:1", func(t *testing.T) {
 		is := is.New(t)
@@ -273,7 +259,7 @@ func TestRefusals(t *testing.T) {
 	} {
 		t.Run(tc.model, func(t *testing.T) {
 			is := is.New(t)
-			f := newFake(t, answer{status: 400, body: example(t, tc.example)})
+			f := newFake(t, answer{Status: 400, Body: example(t, tc.example)})
 			m, clock := newModel(t, f, openai.Config{Model: tc.model})
 			_, err := providertest.Generate(ctx, m, providertest.T2I("something not allowed", imagegen.Aspect1x1))
 			me := providertest.ModelError(t, err)
@@ -289,7 +275,7 @@ func TestRefusals(t *testing.T) {
 
 func TestRateLimitThenSuccess(t *testing.T) {
 	is := is.New(t)
-	f := newFake(t, answer{status: 429, header: map[string]string{"Retry-After": "12"}, body: example(t, "error.rate_limit.json")})
+	f := newFake(t, answer{Status: 429, Header: map[string]string{"Retry-After": "12"}, Body: example(t, "error.rate_limit.json")})
 	m, clock := newModel(t, f, openai.Config{})
 	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
@@ -300,7 +286,7 @@ func TestRateLimitThenSuccess(t *testing.T) {
 
 func TestRetryAfterMsWins(t *testing.T) {
 	is := is.New(t)
-	f := newFake(t, answer{status: 429, header: map[string]string{"Retry-After": "12", "retry-after-ms": "1500"}, body: example(t, "error.rate_limit.json")})
+	f := newFake(t, answer{Status: 429, Header: map[string]string{"Retry-After": "12", "retry-after-ms": "1500"}, Body: example(t, "error.rate_limit.json")})
 	m, clock := newModel(t, f, openai.Config{})
 	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
@@ -310,7 +296,7 @@ func TestRetryAfterMsWins(t *testing.T) {
 func TestServerErrorThenSuccess(t *testing.T) {
 	is := is.New(t)
 	body := []byte(`{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`)
-	f := newFake(t, answer{status: 500, body: body}, answer{status: 503, body: body})
+	f := newFake(t, answer{Status: 500, Body: body}, answer{Status: 503, Body: body})
 	m, clock := newModel(t, f, openai.Config{})
 	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
@@ -325,7 +311,7 @@ func TestServerErrorThenSuccess(t *testing.T) {
 func TestServerErrorsRunOut(t *testing.T) {
 	is := is.New(t)
 	body := []byte(`{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}`)
-	f := newFake(t, answer{status: 503, body: body}, answer{status: 503, body: body}, answer{status: 503, body: body})
+	f := newFake(t, answer{Status: 503, Body: body}, answer{Status: 503, Body: body}, answer{Status: 503, Body: body})
 	m, _ := newModel(t, f, openai.Config{Config: provider.Config{MaxRetries: 2}})
 	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	me := providertest.ModelError(t, err)
@@ -337,7 +323,7 @@ func TestServerErrorsRunOut(t *testing.T) {
 func TestShouldRetryHeader(t *testing.T) {
 	is := is.New(t)
 	body := []byte(`{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}`)
-	f := newFake(t, answer{status: 503, header: map[string]string{"X-Should-Retry": "false"}, body: body})
+	f := newFake(t, answer{Status: 503, Header: map[string]string{"X-Should-Retry": "false"}, Body: body})
 	m, _ := newModel(t, f, openai.Config{})
 	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.True(!providertest.ModelError(t, err).Retryable)
@@ -394,7 +380,7 @@ func TestOtherFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
-			f := newFake(t, answer{status: tc.status, body: tc.body})
+			f := newFake(t, answer{Status: tc.status, Body: tc.body})
 			m, _ := newModel(t, f, openai.Config{Config: provider.Config{MaxRetries: -1}})
 			_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 			me := providertest.ModelError(t, err)
@@ -411,13 +397,13 @@ func TestKeyNeverShows(t *testing.T) {
 	c := openai.Config{Config: provider.Config{APIKey: key}, Fetcher: &providertest.Fetcher{}}
 	providertest.NoSecret(t, key, c)
 	providertest.NoSecret(t, key, &c)
-	f := newFake(t, answer{status: 503, body: []byte("upstream said " + key)})
+	f := newFake(t, answer{Status: 503, Body: []byte("upstream said " + key)})
 	m, _ := newModel(t, f, c)
 	providertest.NoSecretAnywhere(t, key, m)
 	providertest.NoSecretAnywhere(t, key, *m)
 	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
-	f = newFake(t, answer{status: 400, body: []byte(`{"error":{"message":"bad key ` + key + `","type":"invalid_request_error","param":null,"code":null}}`)})
+	f = newFake(t, answer{Status: 400, Body: []byte(`{"error":{"message":"bad key ` + key + `","type":"invalid_request_error","param":null,"code":null}}`)})
 	m, _ = newModel(t, f, c)
 	_, err = providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.True(err != nil)

@@ -16,7 +16,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/imagegen/imagegen/model/provider/providertest"
 )
@@ -35,17 +34,7 @@ type specValidator struct {
 // fake's /v1); the test skips when the spec is absent.
 func newSpecValidator(t *testing.T, baseURL string) *specValidator {
 	t.Helper()
-	data := providertest.Spec(t, "openai", "openapi.images-subset.yaml")
-	doc, err := openapi3.NewLoader().LoadFromData(data)
-	if err != nil {
-		t.Fatalf("loading the OpenAI spec: %v", err)
-	}
-	doc.Servers = openapi3.Servers{{URL: baseURL}}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatalf("routing the OpenAI spec: %v", err)
-	}
-	return &specValidator{router: router}
+	return &specValidator{router: providertest.OpenAPIRouter(t, "openai", "openapi.images-subset.yaml", baseURL)}
 }
 
 // validate checks one request whose body has been read.
@@ -60,43 +49,34 @@ func (v *specValidator) validate(r *http.Request, body []byte) {
 }
 
 func (v *specValidator) check(r *http.Request, body []byte) error {
-	req := r.Clone(context.Background())
-	req.URL.Scheme, req.URL.Host = "http", r.Host
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	req.ContentLength = int64(len(body))
-	route, pathParams, err := v.router.FindRoute(req)
+	input, err := providertest.RouteRequest(v.router, r, body)
 	if err != nil {
-		return fmt.Errorf("no route in the spec: %w", err)
+		return err
 	}
 	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	multipartBody := mt == "multipart/form-data"
 	// Method, path, parameters, security, and JSON bodies: kin-openapi.
-	err = openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
-		Request:    req,
-		PathParams: pathParams,
-		Route:      route,
-		Options: &openapi3filter.Options{
-			MultiError:         true,
-			ExcludeRequestBody: multipartBody,
-			AuthenticationFunc: func(_ context.Context, in *openapi3filter.AuthenticationInput) error {
-				if in.SecurityScheme.Type != "http" || in.SecurityScheme.Scheme != "bearer" {
-					return fmt.Errorf("unexpected security scheme %s", in.SecuritySchemeName)
-				}
-				if !strings.HasPrefix(req.Header.Get("Authorization"), "Bearer ") {
-					return fmt.Errorf("no bearer token")
-				}
-				return nil
-			},
+	input.Options = &openapi3filter.Options{
+		MultiError:         true,
+		ExcludeRequestBody: multipartBody,
+		AuthenticationFunc: func(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+			if in.SecurityScheme.Type != "http" || in.SecurityScheme.Scheme != "bearer" {
+				return fmt.Errorf("unexpected security scheme %s", in.SecuritySchemeName)
+			}
+			if !strings.HasPrefix(input.Request.Header.Get("Authorization"), "Bearer ") {
+				return fmt.Errorf("no bearer token")
+			}
+			return nil
 		},
-	})
-	if err != nil || !multipartBody {
+	}
+	if err := openapi3filter.ValidateRequest(context.Background(), input); err != nil || !multipartBody {
 		return err
 	}
 	// Multipart bodies: kin-openapi's form decoder reads a part whose
 	// property schema is an anyOf (model, size, image here) as null, so
 	// decode the form here, by the schema, and check the object against
 	// the schema with kin-openapi.
-	media := route.Operation.RequestBody.Value.Content.Get("multipart/form-data")
+	media := input.Route.Operation.RequestBody.Value.Content.Get("multipart/form-data")
 	if media == nil {
 		return fmt.Errorf("the spec takes no multipart/form-data body here")
 	}
