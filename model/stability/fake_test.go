@@ -3,7 +3,6 @@ package stability_test
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"image"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/imagegen/imagegen/model/provider"
@@ -31,11 +29,7 @@ const (
 )
 
 // answer is a scripted answer the fake serves before it succeeds.
-type answer struct {
-	status int
-	header map[string]string
-	body   []byte
-}
+type answer = providertest.Answer
 
 // part is one file part the fake received.
 type part struct {
@@ -78,21 +72,21 @@ func answerSize(ratio string) (provider.Size, bool) {
 // with a PNG of the size the API gives for the ratio asked, or of the
 // init image's size.
 type fake struct {
+	providertest.Script[call]
 	t    *testing.T
 	srv  *httptest.Server
-	ok   []byte // examples/generate.response.accept-json.json
-	hang chan struct{}
+	ok   []byte        // examples/generate.response.accept-json.json
+	hang chan struct{} // when set, requests wait on it (or the client)
 
-	mu      sync.Mutex
-	answer  provider.Size // when set, the size of every successful answer
-	answers []answer
-	calls   []call
-	pngs    map[provider.Size][]byte
+	mu     sync.Mutex
+	answer provider.Size // when set, the size of every successful answer
+	pngs   map[provider.Size][]byte
 }
 
 func newFake(t *testing.T, answers ...answer) *fake {
 	t.Helper()
-	f := &fake{t: t, ok: example(t, "generate.response.accept-json.json"), answers: answers, pngs: map[provider.Size][]byte{}}
+	f := &fake{t: t, ok: example(t, "generate.response.accept-json.json"), pngs: map[provider.Size][]byte{}}
+	f.Queue("", answers...)
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -102,12 +96,6 @@ func newFake(t *testing.T, answers ...answer) *fake {
 // when the specs are absent).
 func example(t *testing.T, name string) []byte {
 	return providertest.Spec(t, "stability", "examples/"+name)
-}
-
-func (f *fake) Calls() []call {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]call(nil), f.calls...)
 }
 
 // answerWith makes every successful answer of size s.
@@ -136,21 +124,9 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	if mt == "multipart/form-data" {
 		c.fields, c.files, formErr = parseForm(raw, params["boundary"])
 	}
-	f.mu.Lock()
-	f.calls = append(f.calls, c)
-	var next *answer
-	if len(f.answers) > 0 {
-		next = &f.answers[0]
-		f.answers = f.answers[1:]
-	}
-	f.mu.Unlock()
-
+	next, scripted := f.Record("", c)
 	if f.hang != nil {
-		select {
-		case <-r.Context().Done():
-		case <-f.hang:
-		case <-time.After(10 * time.Second):
-		}
+		providertest.Hang(r, f.hang)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -179,12 +155,8 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"id":"a1b2c3d4","name":"bad_request","errors":[%q]}`, err.Error())
 		return
 	}
-	if next != nil {
-		for k, v := range next.header {
-			w.Header().Set(k, v)
-		}
-		w.WriteHeader(next.status)
-		_, _ = w.Write(next.body)
+	if scripted {
+		next.Write(w)
 		return
 	}
 	_, _ = w.Write(f.success(c))
@@ -212,12 +184,9 @@ func (f *fake) success(c call) []byte {
 
 // withImage is an answer body with its image set.
 func withImage(t *testing.T, body, png []byte) []byte {
-	var resp map[string]any
-	must(t, json.Unmarshal(body, &resp))
-	resp["image"] = base64.StdEncoding.EncodeToString(png)
-	out, err := json.Marshal(resp)
-	must(t, err)
-	return out
+	return providertest.EditJSON(t, body, func(resp map[string]any) {
+		resp["image"] = base64.StdEncoding.EncodeToString(png)
+	})
 }
 
 func parseForm(body []byte, boundary string) (map[string][]string, []part, error) {
@@ -365,11 +334,4 @@ func checkImage(p part) error {
 		return fmt.Errorf("image: %dx%d is out of bounds", cfg.Width, cfg.Height)
 	}
 	return nil
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }

@@ -24,22 +24,8 @@ var ctx = context.Background()
 // newModel returns an adapter pointed at f, with a recording clock.
 func newModel(t *testing.T, f *fake, c stability.Config) (*stability.Model, *providertest.Clock) {
 	t.Helper()
-	clock := providertest.NewClock()
-	c.BaseURL = f.srv.URL
-	if c.APIKey == "" {
-		c.APIKey = key
-	}
-	c.Clock = clock
-	m, err := stability.New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, clock
-}
-
-func size(t *testing.T, img imagegen.GeneratedImage) provider.Size {
-	w, h := providertest.Size(t, img.Data)
-	return provider.Size{W: w, H: h}
+	clock := providertest.Configure(&c.Config, f.srv.URL, key)
+	return providertest.MustNew(t, stability.New, c), clock
 }
 
 func TestTextToImage(t *testing.T) {
@@ -56,7 +42,7 @@ func TestTextToImage(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(imgs), 1)
 	is.Equal(imgs[0].ContentType, "image/png")
-	is.Equal(size(t, imgs[0]), provider.Size{W: 1344, H: 756}) // 1344x768 cropped to exactly 16:9
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1344, H: 756}) // 1344x768 cropped to exactly 16:9
 
 	calls := f.Calls()
 	is.Equal(len(calls), 1)
@@ -96,7 +82,7 @@ func TestTextToImageSD3AndUltra(t *testing.T) {
 			is.Equal(plan, imagegen.Plan{Model: "stability/" + tc.model, Cost: tc.cost})
 			imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect2x3))
 			is.NoErr(err)
-			is.Equal(size(t, imgs[0]), provider.Size{W: 810, H: 1215}) // 832x1216 cropped to exactly 2:3
+			is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 810, H: 1215}) // 832x1216 cropped to exactly 2:3
 			c := f.Calls()[0]
 			is.Equal(c.path, tc.path)
 			is.Equal(c.fields, tc.fields)
@@ -128,7 +114,7 @@ func TestImageToImage(t *testing.T) {
 			is.NoErr(err)
 			is.Equal(fetcher.Asked(), req.ImageInput) // through the guarded fetcher
 			// The answer has the init image's shape (3:2), cropped to 16:9.
-			is.Equal(size(t, imgs[0]), provider.Size{W: 1200, H: 675})
+			is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1200, H: 675})
 
 			c := f.Calls()[0]
 			is.Equal(c.path, tc.path)
@@ -151,7 +137,7 @@ func TestAutoImageToImageFollowsTheReference(t *testing.T) {
 	m, _ := newModel(t, f, stability.Config{Model: "sd3.5-large", Fetcher: fetcher})
 	imgs, err := providertest.Generate(ctx, m, providertest.I2I("x", imagegen.AspectAuto, "https://img.example/tall.png"))
 	is.NoErr(err)
-	got := size(t, imgs[0])
+	got := providertest.SizeOf(t, imgs[0])
 	is.True(got.Is(imagegen.NearestAspectRatio(600, 1000))) // the first reference's nearest ratio
 	is.Equal(got, provider.Size{W: 558, H: 992})            // 9:16, cropped from the 600x1000 answer
 	is.Equal(f.Calls()[0].field("strength"), "0.5")         // the default strength
@@ -160,7 +146,7 @@ func TestAutoImageToImageFollowsTheReference(t *testing.T) {
 func TestReferenceFormats(t *testing.T) {
 	is := is.New(t)
 	var gif bytes.Buffer
-	must(t, gifenc.Encode(&gif, image.NewPaletted(image.Rect(0, 0, 300, 200), color.Palette{color.Black, color.White}), nil))
+	providertest.Must(t, gifenc.Encode(&gif, image.NewPaletted(image.Rect(0, 0, 300, 200), color.Palette{color.Black, color.White}), nil))
 	webp := append([]byte("RIFF\x24\x00\x00\x00WEBPVP8 "), make([]byte, 32)...) // a header is all the fake reads
 	fetcher := &providertest.Fetcher{Images: map[string]providertest.Image{
 		"https://img.example/a.gif":  {Data: gif.Bytes(), ContentType: "image/gif"},
@@ -172,7 +158,7 @@ func TestReferenceFormats(t *testing.T) {
 	// GIF is not taken: converted to PNG.
 	imgs, err := providertest.Generate(ctx, m, providertest.I2I("x", imagegen.AspectAuto, "https://img.example/a.gif"))
 	is.NoErr(err)
-	is.Equal(size(t, imgs[0]), provider.Size{W: 300, H: 200}) // 3:2, as the reference
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 300, H: 200}) // 3:2, as the reference
 	c := f.Calls()[0]
 	is.Equal(c.files[0].contentType, "image/png")
 	is.Equal(c.files[0].filename, "image.png")
@@ -182,7 +168,7 @@ func TestReferenceFormats(t *testing.T) {
 	f.answerWith(provider.Size{W: 1216, H: 832})
 	imgs, err = providertest.Generate(ctx, m, providertest.I2I("x", imagegen.AspectAuto, "https://img.example/b.webp"))
 	is.NoErr(err)
-	is.Equal(size(t, imgs[0]), provider.Size{W: 1215, H: 810}) // 3:2
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1215, H: 810}) // 3:2
 	c = f.Calls()[1]
 	is.Equal(c.files[0].contentType, "image/webp")
 	is.Equal(c.files[0].filename, "image.webp")
@@ -283,7 +269,7 @@ func TestEveryAspectRatio(t *testing.T) {
 					}
 				}
 				is.Equal(sent, w.sent) // the aspect_ratio sent
-				got := size(t, imgs[0])
+				got := providertest.SizeOf(t, imgs[0])
 				is.Equal(got, w.result) // the final image
 				want := ratio
 				if ratio == imagegen.AspectAuto {
@@ -297,7 +283,7 @@ func TestEveryAspectRatio(t *testing.T) {
 
 func TestContentFiltered(t *testing.T) {
 	is := is.New(t)
-	f := newFake(t, answer{status: 200, body: example(t, "generate.response.content-filtered.json")})
+	f := newFake(t, answer{Status: 200, Body: example(t, "generate.response.content-filtered.json")})
 	m, clock := newModel(t, f, stability.Config{})
 	_, err := providertest.Generate(ctx, m, providertest.T2I("something not allowed", imagegen.Aspect1x1))
 	me := providertest.ModelError(t, err)
@@ -312,7 +298,7 @@ func TestContentFiltered(t *testing.T) {
 
 func TestContentModeration(t *testing.T) {
 	is := is.New(t)
-	f := newFake(t, answer{status: 403, body: example(t, "error.403.content_moderation.json")})
+	f := newFake(t, answer{Status: 403, Body: example(t, "error.403.content_moderation.json")})
 	m, clock := newModel(t, f, stability.Config{})
 	_, err := providertest.Generate(ctx, m, providertest.T2I("something not allowed", imagegen.Aspect1x1))
 	me := providertest.ModelError(t, err)
@@ -327,7 +313,7 @@ func TestContentModeration(t *testing.T) {
 
 func TestRateLimitThenSuccess(t *testing.T) {
 	is := is.New(t)
-	f := newFake(t, answer{status: 429, header: map[string]string{"Retry-After": "7"}, body: example(t, "error.429.rate_limit_exceeded.json")})
+	f := newFake(t, answer{Status: 429, Header: map[string]string{"Retry-After": "7"}, Body: example(t, "error.429.rate_limit_exceeded.json")})
 	m, clock := newModel(t, f, stability.Config{})
 	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
@@ -338,14 +324,14 @@ func TestRateLimitThenSuccess(t *testing.T) {
 
 func TestRateLimitWithoutRetryAfterWaitsThePenalty(t *testing.T) {
 	is := is.New(t)
-	f := newFake(t, answer{status: 429, body: example(t, "error.429.rate_limit_exceeded.json")})
+	f := newFake(t, answer{Status: 429, Body: example(t, "error.429.rate_limit_exceeded.json")})
 	m, clock := newModel(t, f, stability.Config{})
 	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
 	is.Equal(clock.Waits(), []time.Duration{60 * time.Second}) // the documented time-out
 
 	// With less time left than the penalty, it gives up at once, retryable.
-	f = newFake(t, answer{status: 429, body: example(t, "error.429.rate_limit_exceeded.json")})
+	f = newFake(t, answer{Status: 429, Body: example(t, "error.429.rate_limit_exceeded.json")})
 	m, clock = newModel(t, f, stability.Config{})
 	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -360,7 +346,7 @@ func TestRateLimitWithoutRetryAfterWaitsThePenalty(t *testing.T) {
 func TestServerErrorThenSuccess(t *testing.T) {
 	is := is.New(t)
 	body := example(t, "error.500.internal_error.json")
-	f := newFake(t, answer{status: 500, body: body}, answer{status: 503, header: map[string]string{"Retry-After": "3"}, body: body})
+	f := newFake(t, answer{Status: 500, Body: body}, answer{Status: 503, Header: map[string]string{"Retry-After": "3"}, Body: body})
 	m, clock := newModel(t, f, stability.Config{})
 	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
@@ -375,7 +361,7 @@ func TestServerErrorThenSuccess(t *testing.T) {
 func TestServerErrorsRunOut(t *testing.T) {
 	is := is.New(t)
 	body := example(t, "error.500.internal_error.json")
-	f := newFake(t, answer{status: 500, body: body}, answer{status: 500, body: body}, answer{status: 500, body: body})
+	f := newFake(t, answer{Status: 500, Body: body}, answer{Status: 500, Body: body}, answer{Status: 500, Body: body})
 	m, _ := newModel(t, f, stability.Config{Config: provider.Config{MaxRetries: 2}})
 	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	me := providertest.ModelError(t, err)
@@ -444,7 +430,7 @@ func TestErrorBodies(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
-			f := newFake(t, answer{status: tc.status, body: tc.body})
+			f := newFake(t, answer{Status: tc.status, Body: tc.body})
 			m, _ := newModel(t, f, stability.Config{Config: provider.Config{MaxRetries: -1}})
 			_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 			me := providertest.ModelError(t, err)
@@ -468,7 +454,7 @@ func TestAnswersWithoutAnImage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
-			f := newFake(t, answer{status: 200, body: []byte(tc.body)})
+			f := newFake(t, answer{Status: 200, Body: []byte(tc.body)})
 			m, _ := newModel(t, f, stability.Config{Config: provider.Config{MaxRetries: -1}})
 			_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 			me := providertest.ModelError(t, err)
@@ -483,13 +469,13 @@ func TestKeyNeverShows(t *testing.T) {
 	c := stability.Config{Config: provider.Config{APIKey: key}, Model: "ultra", Fetcher: &providertest.Fetcher{}}
 	providertest.NoSecret(t, key, c)
 	providertest.NoSecret(t, key, &c)
-	f := newFake(t, answer{status: 503, body: []byte("upstream said " + key)})
+	f := newFake(t, answer{Status: 503, Body: []byte("upstream said " + key)})
 	m, _ := newModel(t, f, c)
 	providertest.NoSecretAnywhere(t, key, m)
 	providertest.NoSecretAnywhere(t, key, *m)
 	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
-	f = newFake(t, answer{status: 400, body: []byte(`{"id":"e7","name":"bad_request","errors":["authorization: ` + key + ` is not allowed here"]}`)})
+	f = newFake(t, answer{Status: 400, Body: []byte(`{"id":"e7","name":"bad_request","errors":["authorization: ` + key + ` is not allowed here"]}`)})
 	m, _ = newModel(t, f, c)
 	_, err = providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.True(err != nil)
