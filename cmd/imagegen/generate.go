@@ -100,6 +100,9 @@ func generate(ctx context.Context, args []string, getenv func(string) string, st
 	dir := "."
 	if c.out != "" {
 		dir = filepath.Dir(c.out)
+	} else if !plainFileName(task.TaskID) {
+		// Without -o the task id names the file; the server chose it.
+		return fmt.Errorf("task %q succeeded, but its id cannot name a file in this directory; give one with -o", task.TaskID)
 	}
 	for i, u := range task.Images {
 		path, err := saveImage(ctx, api, u, dir, func(ext string) string {
@@ -137,6 +140,14 @@ func submit(ctx context.Context, api *client.Client, req imagegen.Request) (imag
 		}
 	}
 	return sub, err
+}
+
+// plainFileName reports whether s can name a file in the current
+// directory as it is: not empty, no path separator of any OS, no control
+// character, and not starting with a dot ("..", hidden files).
+func plainFileName(s string) bool {
+	return s != "" && s[0] != '.' && !strings.ContainsAny(s, `/\:`) &&
+		!strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f })
 }
 
 func plural(n int64, unit string) string {
