@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/imagegen/imagegen/model/provider"
 	"github.com/imagegen/imagegen/model/provider/providertest"
@@ -25,11 +24,7 @@ const key = "r8_TESTTOKEN0123456789abcdefghijklmnopqrstu"
 
 // answer is a scripted failure the fake serves before it answers
 // normally.
-type answer struct {
-	status int
-	header map[string]string
-	body   []byte
-}
+type answer = providertest.Answer
 
 // Operations of the API the adapter uses.
 const (
@@ -111,8 +106,10 @@ type pred struct {
 // the last one stays) and are answered with the documented example
 // bodies. Outputs are PNGs of the model's size for the ratio asked, on
 // replicate.delivery URLs that the fake serves as the adapter's Fetcher
-// (with refs for the reference images): no other network.
+// (with refs for the reference images): no other network. Failures are
+// queued by operation (Queue(opCreate, ...)).
 type fake struct {
+	providertest.Script[call]
 	t    *testing.T
 	srv  *httptest.Server
 	spec *specValidator
@@ -127,17 +124,15 @@ type fake struct {
 	hanging     chan struct{} // gets a value when a read starts to hang
 	refs        *providertest.Fetcher
 
-	mu       sync.Mutex
-	failures map[string][]answer
-	calls    []call
-	preds    map[string]*pred
-	files    map[string][]byte
-	fetched  []string
+	mu      sync.Mutex
+	preds   map[string]*pred
+	files   map[string][]byte
+	fetched []string
 }
 
 func newFake(t *testing.T) *fake {
 	t.Helper()
-	f := &fake{t: t, failures: map[string][]answer{}, preds: map[string]*pred{}, files: map[string][]byte{}, refs: &providertest.Fetcher{}, hanging: make(chan struct{}, 1)}
+	f := &fake{t: t, preds: map[string]*pred{}, files: map[string][]byte{}, refs: &providertest.Fetcher{}, hanging: make(chan struct{}, 1)}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	f.spec = newSpecValidator(t, f.baseURL())
@@ -149,20 +144,6 @@ func example(t *testing.T, name string) []byte {
 }
 
 func (f *fake) baseURL() string { return f.srv.URL + "/v1" }
-
-// fail queues failures for an operation, served in order before it
-// answers normally.
-func (f *fake) fail(op string, answers ...answer) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.failures[op] = append(f.failures[op], answers...)
-}
-
-func (f *fake) Calls() []call {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.calls)
-}
 
 // callsOf are the calls of one operation.
 func (f *fake) callsOf(op string) []call {
@@ -218,25 +199,19 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		c.input = body.Input
 	}
-	f.mu.Lock()
-	f.calls = append(f.calls, c)
-	var next *answer
-	if q := f.failures[c.op]; len(q) > 0 {
-		next, f.failures[c.op] = &q[0], q[1:]
-	}
-	f.mu.Unlock()
+	next, scripted := f.Record(c.op, c)
 
 	w.Header().Set("Content-Type", "application/json")
 	switch {
 	case c.op == "":
 		f.t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
-		f.write(w, http.StatusNotFound, nil, example(f.t, "error.404.json"))
+		f.write(w, http.StatusNotFound, example(f.t, "error.404.json"))
 		return
 	case r.Header.Get("Authorization") != "Bearer "+key:
-		f.write(w, http.StatusUnauthorized, nil, example(f.t, "error.401.json"))
+		f.write(w, http.StatusUnauthorized, example(f.t, "error.401.json"))
 		return
-	case next != nil:
-		f.write(w, next.status, next.header, next.body)
+	case scripted:
+		next.Write(w)
 		return
 	}
 	switch c.op {
@@ -248,9 +223,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 			case f.hanging <- struct{}{}:
 			default:
 			}
-			select {
-			case <-r.Context().Done():
-			case <-time.After(10 * time.Second):
+			if !providertest.Hang(r, nil) {
 				f.t.Errorf("the client did not leave a hanging read")
 			}
 			return
@@ -264,23 +237,19 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (f *fake) write(w http.ResponseWriter, status int, header map[string]string, body []byte) {
-	for k, v := range header {
-		w.Header().Set(k, v)
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+func (f *fake) write(w http.ResponseWriter, status int, body []byte) {
+	answer{Status: status, Body: body}.Write(w)
 }
 
 func (f *fake) create(w http.ResponseWriter, model string, input map[string]any) {
 	spec, ok := models[model]
 	if !ok {
-		f.write(w, http.StatusNotFound, nil, example(f.t, "error.404.json"))
+		f.write(w, http.StatusNotFound, example(f.t, "error.404.json"))
 		return
 	}
 	if err := checkInput(spec, input); err != nil {
 		f.t.Errorf("input breaks %s's schema: %v", model, err)
-		f.write(w, http.StatusUnprocessableEntity, nil, example(f.t, "error.422.validation.json"))
+		f.write(w, http.StatusUnprocessableEntity, example(f.t, "error.422.validation.json"))
 		return
 	}
 	f.mu.Lock()
@@ -292,7 +261,7 @@ func (f *fake) create(w http.ResponseWriter, model string, input map[string]any)
 	if status == "starting" || status == "processing" {
 		code = http.StatusAccepted
 	}
-	f.write(w, code, nil, body)
+	f.write(w, code, body)
 }
 
 func (f *fake) read(w http.ResponseWriter, id string, cancel bool) {
@@ -305,11 +274,11 @@ func (f *fake) read(w http.ResponseWriter, id string, cancel bool) {
 	}
 	f.mu.Unlock()
 	if !ok {
-		f.write(w, http.StatusNotFound, nil, example(f.t, "error.404.json"))
+		f.write(w, http.StatusNotFound, example(f.t, "error.404.json"))
 		return
 	}
 	_, body := f.body(p)
-	f.write(w, http.StatusOK, nil, body)
+	f.write(w, http.StatusOK, body)
 }
 
 // status is where p is in the script.
@@ -335,29 +304,26 @@ func (f *fake) body(p *pred) (string, []byte) {
 		"succeeded": "prediction.succeeded.image.json", "failed": "prediction.failed.json",
 		"canceled": "prediction.canceled.json", "aborted": "prediction.canceled.json",
 	}[status]
-	var doc map[string]any
-	must(f.t, json.Unmarshal(example(f.t, name), &doc))
 	api := f.baseURL()
 	if f.foreignURLs {
 		api = "https://api.replicate.com/v1"
 	}
-	doc["id"], doc["model"], doc["input"], doc["status"] = p.id, p.model, p.input, status
-	doc["urls"] = map[string]any{
-		"get":    api + "/predictions/" + p.id,
-		"cancel": api + "/predictions/" + p.id + "/cancel",
-		"web":    "https://replicate.com/p/" + p.id,
-	}
-	switch status {
-	case "succeeded":
-		doc["output"] = f.output(p)
-	case "failed":
-		if f.errorText != "" {
-			doc["error"] = f.errorText
+	return status, providertest.EditJSON(f.t, example(f.t, name), func(doc map[string]any) {
+		doc["id"], doc["model"], doc["input"], doc["status"] = p.id, p.model, p.input, status
+		doc["urls"] = map[string]any{
+			"get":    api + "/predictions/" + p.id,
+			"cancel": api + "/predictions/" + p.id + "/cancel",
+			"web":    "https://replicate.com/p/" + p.id,
 		}
-	}
-	out, err := json.Marshal(doc)
-	must(f.t, err)
-	return status, out
+		switch status {
+		case "succeeded":
+			doc["output"] = f.output(p)
+		case "failed":
+			if f.errorText != "" {
+				doc["error"] = f.errorText
+			}
+		}
+	})
 }
 
 // output makes p's output files: one URL, or a list for a list model.
@@ -462,19 +428,4 @@ func httptestRequest(url, body string) *http.Request {
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("Authorization", "Bearer "+key)
 	return r
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// jsonOf decodes a JSON document for comparisons.
-func jsonOf(t *testing.T, data []byte) any {
-	t.Helper()
-	var v any
-	must(t, json.Unmarshal(data, &v))
-	return v
 }

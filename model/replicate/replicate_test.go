@@ -3,7 +3,6 @@ package replicate_test
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -25,27 +24,15 @@ const (
 	schnellPath = "/v1/models/black-forest-labs/flux-schnell/predictions"
 )
 
+// newModel returns an adapter pointed at f, with a recording clock and,
+// unless c has one, f as its Fetcher.
 func newModel(t *testing.T, f *fake, c replicate.Config) (*replicate.Model, *providertest.Clock) {
 	t.Helper()
-	clock := providertest.NewClock()
-	c.BaseURL = f.baseURL()
-	if c.APIKey == "" {
-		c.APIKey = key
-	}
-	c.Clock = clock
+	clock := providertest.Configure(&c.Config, f.baseURL(), key)
 	if c.Fetcher == nil {
 		c.Fetcher = f
 	}
-	m, err := replicate.New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, clock
-}
-
-func size(t *testing.T, img imagegen.GeneratedImage) provider.Size {
-	w, h := providertest.Size(t, img.Data)
-	return provider.Size{W: w, H: h}
+	return providertest.MustNew(t, replicate.New, c), clock
 }
 
 func TestTextToImage(t *testing.T) {
@@ -62,7 +49,7 @@ func TestTextToImage(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(imgs), 1)
 	is.Equal(imgs[0].ContentType, "image/png")
-	is.Equal(size(t, imgs[0]), provider.Size{W: 1328, H: 747}) // 1392x752 cropped to exactly 16:9
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1328, H: 747}) // 1392x752 cropped to exactly 16:9
 
 	calls := f.Calls()
 	is.Equal(len(calls), 3) // create (starting), read (processing), read (succeeded)
@@ -74,11 +61,11 @@ func TestTextToImage(t *testing.T) {
 	is.Equal(c.header.Get("Cancel-After"), "")  // no deadline: nothing to bound
 	// The body is the documented official-model request, without
 	// num_outputs (flux-kontext-pro has none) and asking for PNG.
-	want := jsonOf(t, example(t, "create.request.official-model.json"))
+	want := providertest.JSON(t, example(t, "create.request.official-model.json"))
 	in := want.(map[string]any)["input"].(map[string]any)
 	delete(in, "num_outputs")
 	in["output_format"] = "png"
-	is.Equal(jsonOf(t, c.raw), want)
+	is.Equal(providertest.JSON(t, c.raw), want)
 
 	id := calls[1].id
 	is.Equal(calls[1].path, "/v1/predictions/"+id) // urls.get
@@ -96,7 +83,7 @@ func TestAnsweredWithinPreferWait(t *testing.T) {
 	m, clock := newModel(t, f, replicate.Config{})
 	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
-	is.Equal(size(t, imgs[0]), provider.Size{W: 1024, H: 1024})
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1024, H: 1024})
 	is.Equal(len(f.Calls()), 1) // no polling
 	is.Equal(len(clock.Waits()), 0)
 }
@@ -108,7 +95,7 @@ func TestPollingThroughStartingAndProcessing(t *testing.T) {
 	m, clock := newModel(t, f, replicate.Config{PollInterval: 250 * time.Millisecond})
 	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect3x2))
 	is.NoErr(err)
-	is.Equal(size(t, imgs[0]), provider.Size{W: 1248, H: 832})
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1248, H: 832})
 	is.Equal(len(f.callsOf(opCreate)), 1)
 	is.Equal(len(f.callsOf(opGet)), 4)
 	is.Equal(clock.Waits(), []time.Duration{250 * time.Millisecond, 250 * time.Millisecond, 250 * time.Millisecond, 250 * time.Millisecond})
@@ -136,17 +123,17 @@ func TestImageToImage(t *testing.T) {
 	imgs, err := providertest.Generate(ctx, m, providertest.I2I(prompt, imagegen.AspectAuto, "https://img.example/cat.png"))
 	is.NoErr(err)
 	// auto follows the reference: 4:3, answered 1184x880, cropped.
-	is.Equal(size(t, imgs[0]), provider.Size{W: 1172, H: 879})
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1172, H: 879})
 
 	// The input is the documented one (input_image as a data: URI,
 	// aspect_ratio match_input_image, output_format png) with our image.
 	c := f.callsOf(opCreate)[0]
 	is.Equal(c.path, kontextPath)
-	want := jsonOf(t, example(t, "create.request.version.json")).(map[string]any)
+	want := providertest.JSON(t, example(t, "create.request.version.json")).(map[string]any)
 	in := want["input"].(map[string]any)
 	in["prompt"] = prompt
 	in["input_image"] = "data:image/png;base64," + base64.StdEncoding.EncodeToString(cat)
-	is.Equal(jsonOf(t, c.raw), map[string]any{"input": in}) // no version, no webhook
+	is.Equal(providertest.JSON(t, c.raw), map[string]any{"input": in}) // no version, no webhook
 
 	// A ratio asked for is sent as it is.
 	_, err = providertest.Generate(ctx, m, providertest.I2I(prompt, imagegen.Aspect2x3, "https://img.example/cat.png"))
@@ -166,7 +153,7 @@ func TestLargeReferenceIsSentAsItsURL(t *testing.T) {
 	imgs, err := providertest.Generate(ctx, m, providertest.I2I("x", imagegen.AspectAuto, "https://img.example/big.jpg"))
 	is.NoErr(err)
 	is.Equal(f.callsOf(opCreate)[0].input["input_image"], "https://img.example/big.jpg")
-	is.Equal(size(t, imgs[0]), provider.Size{W: 1328, H: 747}) // 16:9
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1328, H: 747}) // 16:9
 	// Replicate could not fetch an http URL: it goes inline.
 	_, err = providertest.Generate(ctx, m, providertest.I2I("x", imagegen.AspectAuto, "http://img.example/big.jpg"))
 	is.NoErr(err)
@@ -182,7 +169,7 @@ func TestImageToImageWithAWebPReferenceKeepsTheAnswersRatio(t *testing.T) {
 	imgs, err := providertest.Generate(ctx, m, providertest.I2I("x", imagegen.AspectAuto, "https://img.example/a.webp"))
 	is.NoErr(err)
 	is.True(strings.HasPrefix(f.callsOf(opCreate)[0].input["input_image"].(string), "data:image/webp;base64,"))
-	is.Equal(size(t, imgs[0]), provider.Size{W: 1024, H: 1024}) // as answered
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1024, H: 1024}) // as answered
 }
 
 func TestImageToImageLimits(t *testing.T) {
@@ -243,7 +230,7 @@ func TestEveryAspectRatio(t *testing.T) {
 				}
 			}
 			is.Equal(sent, w.sent)
-			got := size(t, imgs[0])
+			got := providertest.SizeOf(t, imgs[0])
 			is.Equal(got, w.result)
 			exact := ratio
 			if ratio == imagegen.AspectAuto {
@@ -271,7 +258,7 @@ func TestOutputAsAList(t *testing.T) {
 	id := f.callsOf(opGet)[0].id
 	is.Equal(f.Fetched(), []string{"https://replicate.delivery/xezq/" + id + "/out-0.png", "https://replicate.delivery/xezq/" + id + "/out-1.png"})
 	for _, img := range imgs {
-		is.True(size(t, img).Is(imagegen.Aspect9x16))
+		is.True(providertest.SizeOf(t, img).Is(imagegen.Aspect9x16))
 	}
 }
 
@@ -309,10 +296,10 @@ func TestOutputProblems(t *testing.T) {
 	t.Run("no output", func(t *testing.T) {
 		is := is.New(t)
 		f := newFake(t)
-		removed := jsonOf(t, example(t, "prediction.succeeded.image.json")).(map[string]any)
-		removed["output"], removed["data_removed"] = nil, true
-		body, _ := json.Marshal(removed)
-		f.fail(opCreate, answer{status: 201, body: body})
+		body := providertest.EditJSON(t, example(t, "prediction.succeeded.image.json"), func(removed map[string]any) {
+			removed["output"], removed["data_removed"] = nil, true
+		})
+		f.Queue(opCreate, answer{Status: 201, Body: body})
 		m, _ := newModel(t, f, replicate.Config{})
 		_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 		me := providertest.ModelError(t, err)
@@ -347,7 +334,7 @@ func TestRefusals(t *testing.T) {
 	t.Run("a 422 that reads as one", func(t *testing.T) {
 		is := is.New(t)
 		f := newFake(t)
-		f.fail(opCreate, answer{status: 422, body: []byte(`{"title":"Input validation failed","detail":"- input: prompt was flagged by the content moderation system\n","status":422}`)})
+		f.Queue(opCreate, answer{Status: 422, Body: []byte(`{"title":"Input validation failed","detail":"- input: prompt was flagged by the content moderation system\n","status":422}`)})
 		m, _ := newModel(t, f, replicate.Config{})
 		_, err := providertest.Generate(ctx, m, providertest.T2I("x", imagegen.Aspect1x1))
 		me := providertest.ModelError(t, err)
@@ -385,7 +372,7 @@ func TestRateLimitThenSuccess(t *testing.T) {
 	t.Run("Retry-After on create", func(t *testing.T) {
 		is := is.New(t)
 		f := newFake(t)
-		f.fail(opCreate, answer{status: 429, header: map[string]string{"Retry-After": "30"}, body: example(t, "error.429.throttled.json")})
+		f.Queue(opCreate, answer{Status: 429, Header: map[string]string{"Retry-After": "30"}, Body: example(t, "error.429.throttled.json")})
 		m, clock := newModel(t, f, replicate.Config{})
 		imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 		is.NoErr(err)
@@ -396,7 +383,7 @@ func TestRateLimitThenSuccess(t *testing.T) {
 	t.Run("the body's delay without Retry-After, on a read", func(t *testing.T) {
 		is := is.New(t)
 		f := newFake(t)
-		f.fail(opGet, answer{status: 429, body: example(t, "error.429.throttled.json")})
+		f.Queue(opGet, answer{Status: 429, Body: example(t, "error.429.throttled.json")})
 		m, clock := newModel(t, f, replicate.Config{})
 		_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 		is.NoErr(err)
@@ -406,7 +393,7 @@ func TestRateLimitThenSuccess(t *testing.T) {
 	t.Run("past the deadline", func(t *testing.T) {
 		is := is.New(t)
 		f := newFake(t)
-		f.fail(opCreate, answer{status: 429, header: map[string]string{"Retry-After": "30"}, body: example(t, "error.429.throttled.json")})
+		f.Queue(opCreate, answer{Status: 429, Header: map[string]string{"Retry-After": "30"}, Body: example(t, "error.429.throttled.json")})
 		m, clock := newModel(t, f, replicate.Config{})
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
@@ -422,10 +409,10 @@ func TestRateLimitThenSuccess(t *testing.T) {
 func TestServerErrorThenSuccess(t *testing.T) {
 	is := is.New(t)
 	f := newFake(t)
-	f.fail(opCreate,
-		answer{status: 503, body: []byte(`{"title":"Service Unavailable","detail":"Replicate is temporarily unavailable","status":503}`)},
-		answer{status: 500, body: []byte("<html>internal error</html>")})
-	f.fail(opGet, answer{status: 502, body: []byte("bad gateway")})
+	f.Queue(opCreate,
+		answer{Status: 503, Body: []byte(`{"title":"Service Unavailable","detail":"Replicate is temporarily unavailable","status":503}`)},
+		answer{Status: 500, Body: []byte("<html>internal error</html>")})
+	f.Queue(opGet, answer{Status: 502, Body: []byte("bad gateway")})
 	m, clock := newModel(t, f, replicate.Config{})
 	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
@@ -444,8 +431,8 @@ func TestServerErrorThenSuccess(t *testing.T) {
 func TestServerErrorsRunOut(t *testing.T) {
 	is := is.New(t)
 	f := newFake(t)
-	down := answer{status: 503, body: []byte(`{"title":"Service Unavailable","detail":"down","status":503}`)}
-	f.fail(opCreate, down, down, down)
+	down := answer{Status: 503, Body: []byte(`{"title":"Service Unavailable","detail":"down","status":503}`)}
+	f.Queue(opCreate, down, down, down)
 	m, _ := newModel(t, f, replicate.Config{Config: provider.Config{MaxRetries: 1}})
 	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	me := providertest.ModelError(t, err)
@@ -539,8 +526,8 @@ func TestTimeout(t *testing.T) {
 	t.Run("a read that keeps failing: cancelled", func(t *testing.T) {
 		is := is.New(t)
 		f := newFake(t)
-		down := answer{status: 503, body: []byte(`{"title":"Service Unavailable","detail":"down","status":503}`)}
-		f.fail(opGet, down, down)
+		down := answer{Status: 503, Body: []byte(`{"title":"Service Unavailable","detail":"down","status":503}`)}
+		f.Queue(opGet, down, down)
 		m, _ := newModel(t, f, replicate.Config{Config: provider.Config{MaxRetries: 1}})
 		_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 		me := providertest.ModelError(t, err)
@@ -591,7 +578,7 @@ func TestOtherFailures(t *testing.T) {
 			is := is.New(t)
 			f := newFake(t)
 			if tc.status != 0 {
-				f.fail(opCreate, answer{status: tc.status, body: tc.body(t)})
+				f.Queue(opCreate, answer{Status: tc.status, Body: tc.body(t)})
 			}
 			m, _ := newModel(t, f, replicate.Config{Model: tc.model})
 			_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
@@ -612,13 +599,13 @@ func TestKeyNeverShows(t *testing.T) {
 	providertest.NoSecret(t, key, c)
 	providertest.NoSecret(t, key, &c)
 	f := newFake(t)
-	f.fail(opCreate, answer{status: 500, body: []byte(`{"title":"Internal","detail":"saw token ` + key + `","status":500}`)})
+	f.Queue(opCreate, answer{Status: 500, Body: []byte(`{"title":"Internal","detail":"saw token ` + key + `","status":500}`)})
 	m, _ := newModel(t, f, c)
 	providertest.NoSecretAnywhere(t, key, m)
 	providertest.NoSecretAnywhere(t, key, *m)
 	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
-	f.fail(opCreate, answer{status: 403, body: []byte(`{"title":"Forbidden","detail":"token ` + key + ` may not run this model","status":403}`)})
+	f.Queue(opCreate, answer{Status: 403, Body: []byte(`{"title":"Forbidden","detail":"token ` + key + ` may not run this model","status":403}`)})
 	_, err = providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.True(err != nil)
 	providertest.NoSecretAnywhere(t, key, err)

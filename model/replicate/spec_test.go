@@ -1,10 +1,8 @@
 package replicate_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -12,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/imagegen/imagegen/model/provider/providertest"
 )
@@ -32,16 +28,7 @@ type specValidator struct {
 // fake's /v1); the test skips when the spec is absent.
 func newSpecValidator(t *testing.T, baseURL string) *specValidator {
 	t.Helper()
-	doc, err := openapi3.NewLoader().LoadFromData(providertest.Spec(t, "replicate", "openapi.json"))
-	if err != nil {
-		t.Fatalf("loading the Replicate spec: %v", err)
-	}
-	doc.Servers = openapi3.Servers{{URL: baseURL}}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatalf("routing the Replicate spec: %v", err)
-	}
-	return &specValidator{router: router}
+	return &specValidator{router: providertest.OpenAPIRouter(t, "replicate", "openapi.json", baseURL)}
 }
 
 var (
@@ -51,21 +38,12 @@ var (
 
 // check returns what is wrong with a request whose body has been read.
 func (v *specValidator) check(r *http.Request, body []byte) error {
-	req := r.Clone(context.Background())
-	req.URL.Scheme, req.URL.Host = "http", r.Host
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	req.ContentLength = int64(len(body))
-	route, pathParams, err := v.router.FindRoute(req)
+	input, err := providertest.RouteRequest(v.router, r, body)
 	if err != nil {
-		return fmt.Errorf("no route in the spec: %w", err)
+		return err
 	}
-	err = openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
-		Request:    req,
-		PathParams: pathParams,
-		Route:      route,
-		Options:    &openapi3filter.Options{MultiError: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
-	})
-	if err != nil {
+	input.Options = &openapi3filter.Options{MultiError: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
+	if err := openapi3filter.ValidateRequest(context.Background(), input); err != nil {
 		return err
 	}
 	if a := r.Header.Get("Authorization"); !strings.HasPrefix(a, "Bearer ") || len(a) < len("Bearer x") {
