@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/imagegen/imagegen/model/provider"
 	"github.com/imagegen/imagegen/model/provider/providertest"
@@ -36,11 +35,7 @@ const (
 
 // answer is a scripted answer the fake serves to one call of a kind,
 // before its usual behaviour.
-type answer struct {
-	status int
-	header map[string]string
-	body   []byte
-}
+type answer = providertest.Answer
 
 // wireInput is flux/dev's input as fal documents it (WIRE.md), decoded
 // strictly: an unknown field fails the test.
@@ -85,6 +80,7 @@ func presets() map[string]provider.Size {
 // examples/result.flux-dev.json with an image of the asked size on the
 // CDN, and cancel as examples/cancel.*.json.
 type fake struct {
+	providertest.Script[call]
 	t     *testing.T
 	srv   *httptest.Server
 	model string // endpoint id submitted to
@@ -102,8 +98,6 @@ type fake struct {
 	hang bool
 
 	mu        sync.Mutex
-	scripts   map[string][]answer
-	calls     []call
 	completed bool
 	cdn       map[string][]byte
 	fetched   []string
@@ -113,7 +107,7 @@ func newFake(t *testing.T) *fake {
 	t.Helper()
 	f := &fake{t: t, model: "fal-ai/flux/dev", app: "fal-ai/flux",
 		statuses: []string{"in_queue", "in_progress", "completed"},
-		scripts:  map[string][]answer{}, cdn: map[string][]byte{}}
+		cdn:      map[string][]byte{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -121,9 +115,7 @@ func newFake(t *testing.T) *fake {
 
 // script queues answers for the next calls of a kind.
 func (f *fake) script(kind string, answers ...answer) *fake {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.scripts[kind] = append(f.scripts[kind], answers...)
+	f.Queue(kind, answers...)
 	return f
 }
 
@@ -151,13 +143,6 @@ func (f *fake) client() *http.Client {
 type roundTrip func(*http.Request) (*http.Response, error)
 
 func (rt roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return rt(r) }
-
-// Calls returns the calls so far, in order.
-func (f *fake) Calls() []call {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]call(nil), f.calls...)
-}
 
 // kinds returns the kinds of the calls so far, in order.
 func (f *fake) kinds() []string {
@@ -218,13 +203,7 @@ func (f *fake) kind(r *http.Request) string {
 func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
 	c := call{kind: f.kind(r), method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, header: r.Header.Clone(), raw: raw}
-	f.mu.Lock()
-	f.calls = append(f.calls, c)
-	var next *answer
-	if s := f.scripts[c.kind]; len(s) > 0 && c.kind != "" {
-		next, f.scripts[c.kind] = &s[0], s[1:]
-	}
-	f.mu.Unlock()
+	next, scripted := f.Record(c.kind, c) // nothing is queued for kind ""
 
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("x-fal-request-id", requestID)
@@ -243,18 +222,12 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		f.t.Errorf("%s call breaks the wire notes: %v", c.kind, err)
 	}
 	if c.kind == statusCall && f.hang {
-		select {
-		case <-r.Context().Done():
-		case <-time.After(10 * time.Second):
-		}
+		providertest.Hang(r, nil)
 		return
 	}
-	if next != nil {
-		for k, v := range next.header {
-			w.Header().Set(k, v)
-		}
-		w.WriteHeader(next.status)
-		_, _ = w.Write(f.rewrite(next.body))
+	if scripted {
+		next.Body = f.rewrite(next.Body)
+		next.Write(w)
 		return
 	}
 	switch c.kind {
@@ -288,7 +261,7 @@ func (f *fake) serveStatus(w http.ResponseWriter) {
 	}
 	body := example(f.t, "status."+name+".json")
 	var s struct{ Status string }
-	must(f.t, json.Unmarshal(body, &s))
+	providertest.Must(f.t, json.Unmarshal(body, &s))
 	if s.Status == "COMPLETED" {
 		f.completed = true
 	}
@@ -325,7 +298,7 @@ func (f *fake) result(c call) []byte {
 		size = presets()[preset]
 	} else {
 		var wh struct{ Width, Height int }
-		must(f.t, json.Unmarshal(in.ImageSize, &wh))
+		providertest.Must(f.t, json.Unmarshal(in.ImageSize, &wh))
 		size = provider.Size{W: wh.Width, H: wh.Height}
 	}
 	if f.answerSize != nil {
@@ -344,13 +317,10 @@ func (f *fake) result(c call) []byte {
 	f.cdn[url] = data
 	f.mu.Unlock()
 
-	var doc map[string]any
-	must(f.t, json.Unmarshal(example(f.t, "result.flux-dev.json"), &doc))
-	img := doc["images"].([]any)[0].(map[string]any)
-	img["url"], img["width"], img["height"], img["content_type"] = url, size.W, size.H, "image/"+format
-	out, err := json.Marshal(doc)
-	must(f.t, err)
-	return out
+	return providertest.EditJSON(f.t, example(f.t, "result.flux-dev.json"), func(doc map[string]any) {
+		img := doc["images"].([]any)[0].(map[string]any)
+		img["url"], img["width"], img["height"], img["content_type"] = url, size.W, size.H, "image/"+format
+	})
 }
 
 // check validates a call against the wire notes.
@@ -415,12 +385,9 @@ func checkInput(raw []byte) error {
 // completedWith is examples/status.completed.json of a request that
 // failed with errType.
 func completedWith(t testing.TB, errType, msg string) []byte {
-	var doc map[string]any
-	must(t, json.Unmarshal(example(t, "status.completed.json"), &doc))
-	doc["error"], doc["error_type"] = msg, errType
-	out, err := json.Marshal(doc)
-	must(t, err)
-	return out
+	return providertest.EditJSON(t, example(t, "status.completed.json"), func(doc map[string]any) {
+		doc["error"], doc["error_type"] = msg, errType
+	})
 }
 
 // syncLog is a goroutine-safe buffer for a slog handler.
@@ -439,19 +406,4 @@ func (l *syncLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
-}
-
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// jsonOf decodes a JSON document for comparisons.
-func jsonOf(t testing.TB, data []byte) any {
-	t.Helper()
-	var v any
-	must(t, json.Unmarshal(data, &v))
-	return v
 }

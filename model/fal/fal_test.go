@@ -22,32 +22,19 @@ import (
 
 var ctx = context.Background()
 
+// newModel returns an adapter pointed at f, reaching only f (through
+// f.client, and f as its Fetcher unless c has one), with a recording
+// clock unless c has a clock, and its debug log.
 func newModel(t *testing.T, f *fake, c fal.Config) (*fal.Model, *providertest.Clock, *syncLog) {
 	t.Helper()
-	clock := providertest.NewClock()
-	logs := &syncLog{}
-	c.BaseURL = f.srv.URL
+	clock := providertest.Configure(&c.Config, f.srv.URL, key)
 	c.HTTPClient = f.client()
-	if c.APIKey == "" {
-		c.APIKey = key
-	}
-	if c.Clock == nil {
-		c.Clock = clock
-	}
 	if c.Fetcher == nil {
 		c.Fetcher = f
 	}
+	logs := &syncLog{}
 	c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	m, err := fal.New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, clock, logs
-}
-
-func size(t *testing.T, img imagegen.GeneratedImage) provider.Size {
-	w, h := providertest.Size(t, img.Data)
-	return provider.Size{W: w, H: h}
+	return providertest.MustNew(t, fal.New, c), clock, logs
 }
 
 // polls is the clock's record of a run that polled n+1 times.
@@ -73,7 +60,7 @@ func TestTextToImage(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(imgs), 1)
 	is.Equal(imgs[0].ContentType, "image/jpeg")
-	is.Equal(size(t, imgs[0]), provider.Size{W: 1024, H: 768})
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1024, H: 768})
 	is.Equal(f.Fetched(), []string{"https://v3.fal.media/files/rabbit/1024x768.jpeg"}) // from the CDN, through the Fetcher
 
 	// submit, three polls (IN_QUEUE, IN_PROGRESS, COMPLETED), result; no cancel.
@@ -88,10 +75,10 @@ func TestTextToImage(t *testing.T) {
 	is.Equal(calls[4].path, "/fal-ai/flux/requests/"+requestID)
 	// The body is the documented request, less the two fields left to
 	// the model's defaults.
-	want := jsonOf(t, example(t, "submit.request.flux-dev.json")).(map[string]any)
+	want := providertest.JSON(t, example(t, "submit.request.flux-dev.json")).(map[string]any)
 	delete(want, "num_inference_steps")
 	delete(want, "guidance_scale")
-	is.Equal(jsonOf(t, calls[0].raw), want)
+	is.Equal(providertest.JSON(t, calls[0].raw), want)
 	is.Equal(clock.Waits(), polls(2)) // on the injected clock, between the polls
 }
 
@@ -149,7 +136,7 @@ func TestEveryAspectRatio(t *testing.T) {
 			}
 			is.NoErr(json.Unmarshal(f.Calls()[0].raw, &in))
 			is.Equal(string(in.ImageSize), want[r].sent)
-			got := size(t, imgs[0])
+			got := providertest.SizeOf(t, imgs[0])
 			is.Equal(got, want[r].result)
 			if r != imagegen.AspectAuto {
 				is.True(got.Is(r)) // exactly the ratio
@@ -167,8 +154,8 @@ func TestAnswerOfAnotherSizeIsCropped(t *testing.T) {
 	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a lighthouse", imagegen.Aspect16x9))
 	is.NoErr(err)
 	is.Equal(f.Calls()[0].path, "/fal-ai/flux/schnell")
-	is.Equal(size(t, imgs[0]), provider.Size{W: 1024, H: 576}) // centre-cropped
-	is.Equal(imgs[0].ContentType, "image/png")                 // and re-encoded
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1024, H: 576}) // centre-cropped
+	is.Equal(imgs[0].ContentType, "image/png")                                // and re-encoded
 }
 
 func TestPNGOutput(t *testing.T) {
@@ -199,14 +186,12 @@ func TestImageToImageIsNotSupported(t *testing.T) {
 
 func TestNSFWRefusal(t *testing.T) {
 	is := is.New(t)
-	var doc map[string]any
-	must(t, json.Unmarshal(example(t, "result.flux-dev.json"), &doc))
-	doc["has_nsfw_concepts"] = []any{true}
-	body, err := json.Marshal(doc)
-	is.NoErr(err)
-	f := newFake(t).script(resultCall, answer{status: 200, body: body})
+	body := providertest.EditJSON(t, example(t, "result.flux-dev.json"), func(doc map[string]any) {
+		doc["has_nsfw_concepts"] = []any{true}
+	})
+	f := newFake(t).script(resultCall, answer{Status: 200, Body: body})
 	m, _, _ := newModel(t, f, fal.Config{})
-	_, err = providertest.Generate(ctx, m, providertest.T2I("something not allowed", imagegen.Aspect1x1))
+	_, err := providertest.Generate(ctx, m, providertest.T2I("something not allowed", imagegen.Aspect1x1))
 	me := providertest.ModelError(t, err)
 	is.True(me.Refused)
 	is.True(!me.Retryable && !me.Misconfigured)
@@ -221,21 +206,19 @@ func TestNSFWRefusal(t *testing.T) {
 // contentPolicy is a model error of type content_policy_violation, in
 // the shape of examples/error.422.validation.json.
 func contentPolicy(t *testing.T) []byte {
-	doc := jsonOf(t, example(t, "error.422.validation.json")).(map[string]any)
-	doc["detail"] = []any{map[string]any{
-		"loc": []any{"body", "prompt"}, "type": "content_policy_violation",
-		"msg": "The content could not be processed because it contained material flagged by a content checker.",
-		"url": "https://docs.fal.ai/errors#content_policy_violation",
-	}}
-	out, err := json.Marshal(doc)
-	must(t, err)
-	return out
+	return providertest.EditJSON(t, example(t, "error.422.validation.json"), func(doc map[string]any) {
+		doc["detail"] = []any{map[string]any{
+			"loc": []any{"body", "prompt"}, "type": "content_policy_violation",
+			"msg": "The content could not be processed because it contained material flagged by a content checker.",
+			"url": "https://docs.fal.ai/errors#content_policy_violation",
+		}}
+	})
 }
 
 func TestContentPolicyRefusal(t *testing.T) {
 	t.Run("at submit", func(t *testing.T) {
 		is := is.New(t)
-		f := newFake(t).script(submitCall, answer{status: 422, body: contentPolicy(t)})
+		f := newFake(t).script(submitCall, answer{Status: 422, Body: contentPolicy(t)})
 		m, clock, _ := newModel(t, f, fal.Config{})
 		_, err := providertest.Generate(ctx, m, providertest.T2I("something not allowed", imagegen.Aspect1x1))
 		me := providertest.ModelError(t, err)
@@ -249,8 +232,8 @@ func TestContentPolicyRefusal(t *testing.T) {
 	t.Run("as the result of a completed request", func(t *testing.T) {
 		is := is.New(t)
 		f := newFake(t).
-			script(statusCall, answer{status: 200, body: completedWith(t, "", "content policy")}).
-			script(resultCall, answer{status: 422, body: contentPolicy(t)})
+			script(statusCall, answer{Status: 200, Body: completedWith(t, "", "content policy")}).
+			script(resultCall, answer{Status: 422, Body: contentPolicy(t)})
 		m, _, _ := newModel(t, f, fal.Config{})
 		_, err := providertest.Generate(ctx, m, providertest.T2I("something not allowed", imagegen.Aspect1x1))
 		me := providertest.ModelError(t, err)
@@ -263,8 +246,8 @@ func TestRateLimitThenSuccess(t *testing.T) {
 	is := is.New(t)
 	busy := []byte(`{"detail":"Too many concurrent requests for this account"}`)
 	f := newFake(t).
-		script(submitCall, answer{status: 429, header: map[string]string{"Retry-After": "7"}, body: busy}).
-		script(statusCall, answer{status: 429, header: map[string]string{"Retry-After": "3"}, body: busy})
+		script(submitCall, answer{Status: 429, Header: map[string]string{"Retry-After": "7"}, Body: busy}).
+		script(statusCall, answer{Status: 429, Header: map[string]string{"Retry-After": "3"}, Body: busy})
 	m, clock, _ := newModel(t, f, fal.Config{})
 	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
@@ -276,7 +259,7 @@ func TestRateLimitThenSuccess(t *testing.T) {
 
 func TestRateLimitPastTheDeadline(t *testing.T) {
 	is := is.New(t)
-	f := newFake(t).script(submitCall, answer{status: 429, header: map[string]string{"Retry-After": "60"}, body: []byte(`{"detail":"busy"}`)})
+	f := newFake(t).script(submitCall, answer{Status: 429, Header: map[string]string{"Retry-After": "60"}, Body: []byte(`{"detail":"busy"}`)})
 	m, clock, _ := newModel(t, f, fal.Config{})
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -294,8 +277,8 @@ func TestServerErrorThenSuccess(t *testing.T) {
 	is := is.New(t)
 	scheduling := []byte(`{"detail":"No runner could be allocated","error_type":"runner_scheduling_failure"}`)
 	f := newFake(t).
-		script(submitCall, answer{status: 503, header: map[string]string{"X-Fal-Error-Type": "runner_scheduling_failure"}, body: scheduling}).
-		script(resultCall, answer{status: 500, body: []byte(`{"detail":"Internal Server Error","error_type":"internal_error"}`)})
+		script(submitCall, answer{Status: 503, Header: map[string]string{"X-Fal-Error-Type": "runner_scheduling_failure"}, Body: scheduling}).
+		script(resultCall, answer{Status: 500, Body: []byte(`{"detail":"Internal Server Error","error_type":"internal_error"}`)})
 	m, clock, _ := newModel(t, f, fal.Config{})
 	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
@@ -310,7 +293,7 @@ func TestServerErrorThenSuccess(t *testing.T) {
 
 func TestServerErrorsRunOut(t *testing.T) {
 	is := is.New(t)
-	down := answer{status: 502, body: []byte(`{"detail":"incomplete response","error_type":"runner_incomplete_response"}`)}
+	down := answer{Status: 502, Body: []byte(`{"detail":"incomplete response","error_type":"runner_incomplete_response"}`)}
 	f := newFake(t).script(submitCall, down, down, down)
 	m, _, _ := newModel(t, f, fal.Config{Config: provider.Config{MaxRetries: 2}})
 	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
@@ -396,7 +379,7 @@ func TestBadAPIKey(t *testing.T) {
 			const wrong = "fal-WRONGKEY-9876543210:zyxwvutsrqponmlk"
 			f := newFake(t)
 			if status == 403 {
-				f.script(submitCall, answer{status: 403, body: []byte(`{"detail":"User does not have access to this app (key ` + key + `)"}`)})
+				f.script(submitCall, answer{Status: 403, Body: []byte(`{"detail":"User does not have access to this app (key ` + key + `)"}`)})
 			}
 			c := fal.Config{}
 			if status == 401 {
@@ -445,8 +428,8 @@ func TestDocumentedFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
 			f := newFake(t).
-				script(statusCall, answer{status: 200, body: completedWith(t, tc.errType, "failed")}).
-				script(resultCall, answer{status: tc.status, header: tc.header, body: tc.body(t)})
+				script(statusCall, answer{Status: 200, Body: completedWith(t, tc.errType, "failed")}).
+				script(resultCall, answer{Status: tc.status, Header: tc.header, Body: tc.body(t)})
 			m, clock, _ := newModel(t, f, fal.Config{})
 			_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 			me := providertest.ModelError(t, err)
@@ -475,7 +458,7 @@ func TestBadAnswers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
-			f := newFake(t).script(tc.kind, answer{status: 200, body: []byte(tc.body)})
+			f := newFake(t).script(tc.kind, answer{Status: 200, Body: []byte(tc.body)})
 			m, _, _ := newModel(t, f, fal.Config{Config: provider.Config{MaxRetries: -1}})
 			_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 			me := providertest.ModelError(t, err)
@@ -513,29 +496,24 @@ func TestWorkflowNamespace(t *testing.T) {
 
 func TestSyncModeDataURI(t *testing.T) {
 	is := is.New(t)
-	var doc map[string]any
-	must(t, json.Unmarshal(example(t, "result.flux-dev.json"), &doc))
-	img := doc["images"].([]any)[0].(map[string]any)
-	img["url"] = "data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(providertest.JPEG(1024, 768))
-	body, err := json.Marshal(doc)
-	is.NoErr(err)
-	f := newFake(t).script(resultCall, answer{status: 200, body: body})
+	body := providertest.EditJSON(t, example(t, "result.flux-dev.json"), func(doc map[string]any) {
+		img := doc["images"].([]any)[0].(map[string]any)
+		img["url"] = "data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(providertest.JPEG(1024, 768))
+	})
+	f := newFake(t).script(resultCall, answer{Status: 200, Body: body})
 	m, _, _ := newModel(t, f, fal.Config{})
 	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a dog", imagegen.Aspect4x3))
 	is.NoErr(err)
-	is.Equal(size(t, imgs[0]), provider.Size{W: 1024, H: 768})
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1024, H: 768})
 	is.Equal(len(f.Fetched()), 0)
 }
 
 func TestDownloadFailure(t *testing.T) {
 	is := is.New(t)
-	var doc map[string]any
-	must(t, json.Unmarshal(example(t, "result.flux-dev.json"), &doc)) // its URL is not on the fake CDN
-	body, err := json.Marshal(doc)
-	is.NoErr(err)
-	f := newFake(t).script(resultCall, answer{status: 200, body: body})
+	body := example(t, "result.flux-dev.json") // its URL is not on the fake CDN
+	f := newFake(t).script(resultCall, answer{Status: 200, Body: body})
 	m, _, _ := newModel(t, f, fal.Config{})
-	_, err = providertest.Generate(ctx, m, providertest.T2I("a dog", imagegen.Aspect4x3))
+	_, err := providertest.Generate(ctx, m, providertest.T2I("a dog", imagegen.Aspect4x3))
 	me := providertest.ModelError(t, err)
 	is.True(me.Retryable)
 	is.Equal(me.Message, provider.MsgUnavailable)
@@ -549,8 +527,8 @@ func TestKeyNeverShows(t *testing.T) {
 	providertest.NoSecret(t, key, c)
 	providertest.NoSecret(t, key, &c)
 	f := newFake(t).
-		script(statusCall, answer{status: 500, body: []byte(`{"detail":"saw key ` + key + `","error_type":"internal_error"}`)}).
-		script(cancelCall, answer{status: 500, body: []byte(`{"detail":"saw Key ` + key + `"}`)})
+		script(statusCall, answer{Status: 500, Body: []byte(`{"detail":"saw key ` + key + `","error_type":"internal_error"}`)}).
+		script(cancelCall, answer{Status: 500, Body: []byte(`{"detail":"saw Key ` + key + `"}`)})
 	c.MaxRetries = -1
 	m, _, logs := newModel(t, f, c)
 	providertest.NoSecretAnywhere(t, key, m)
@@ -563,7 +541,7 @@ func TestKeyNeverShows(t *testing.T) {
 	is.True(strings.Contains(logs.String(), "saw Key [redacted]"))
 	is.True(!strings.Contains(logs.String(), key))
 
-	f = newFake(t).script(submitCall, answer{status: 400, body: []byte(`{"detail":"bad key ` + key + `","error_type":"bad_request"}`)})
+	f = newFake(t).script(submitCall, answer{Status: 400, Body: []byte(`{"detail":"bad key ` + key + `","error_type":"bad_request"}`)})
 	m, _, _ = newModel(t, f, c)
 	_, err = providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.True(err != nil)
