@@ -34,7 +34,7 @@ type BuildFunc func(ctx context.Context) (*http.Request, error)
 // At most 1+p.MaxRetries attempts are made.
 func Do(ctx context.Context, client *http.Client, build BuildFunc, p Policy) (*Response, error) {
 	if client == nil {
-		return nil, &imagegen.ModelError{Provider: p.Provider, Message: MsgMisconfigured, Err: errors.New("no HTTP client")}
+		return nil, &imagegen.ModelError{Provider: p.Provider, Misconfigured: true, Message: MsgMisconfigured, Err: errors.New("no HTTP client")}
 	}
 	p = p.withDefaults()
 	for retry := 0; ; retry++ {
@@ -59,7 +59,7 @@ func Do(ctx context.Context, client *http.Client, build BuildFunc, p Policy) (*R
 func attempt(ctx context.Context, client *http.Client, build BuildFunc, p Policy) (*Response, *Failure, *imagegen.ModelError) {
 	req, err := build(ctx)
 	if err != nil {
-		return nil, nil, &imagegen.ModelError{Provider: p.Provider, Message: MsgMisconfigured, Err: fmt.Errorf("building the request: %w", redactError(err, p.Redact))}
+		return nil, nil, &imagegen.ModelError{Provider: p.Provider, Misconfigured: true, Message: MsgMisconfigured, Err: fmt.Errorf("building the request: %w", redactError(err, p.Redact))}
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -119,7 +119,7 @@ func newReference(data []byte, contentType string, accept []string) (Reference, 
 // signed, is kept out of the error. The type comes from the bytes.
 func DownloadResult(ctx context.Context, provider string, f ImageFetcher, url string) (imagegen.GeneratedImage, error) {
 	if f == nil {
-		return imagegen.GeneratedImage{}, &imagegen.ModelError{Provider: provider, Message: MsgMisconfigured, Err: errors.New("the provider answered with a URL and no ImageFetcher is configured")}
+		return imagegen.GeneratedImage{}, &imagegen.ModelError{Provider: provider, Misconfigured: true, Message: MsgMisconfigured, Err: errors.New("the provider answered with a URL and no ImageFetcher is configured")}
 	}
 	data, _, err := f.Fetch(ctx, url)
 	if err != nil {
