@@ -1,6 +1,7 @@
 package providertest
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/imagegen/imagegen"
@@ -39,4 +40,28 @@ func SizeOf(t testing.TB, img imagegen.GeneratedImage) provider.Size {
 	t.Helper()
 	w, h := Size(t, img.Data)
 	return provider.Size{W: w, H: h}
+}
+
+// NewFails checks that newModel (an adapter's New) refuses c with an
+// error that begins with want.
+func NewFails[C, M any](t testing.TB, newModel func(C) (M, error), c C, want string) {
+	t.Helper()
+	_, err := newModel(c)
+	if err == nil {
+		t.Fatalf("New took the config; want an error beginning %q", want)
+	}
+	if !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("New: %q; want an error beginning %q", err, want)
+	}
+}
+
+// NoSecretInAdapter checks that secret shows in no way an adapter's
+// config c or model m may be printed or logged: NoSecret for c and &c,
+// NoSecretAnywhere for m and *m.
+func NoSecretInAdapter[C, M any](t testing.TB, secret string, c C, m *M) {
+	t.Helper()
+	NoSecret(t, secret, c)
+	NoSecret(t, secret, &c)
+	NoSecretAnywhere(t, secret, m)
+	NoSecretAnywhere(t, secret, *m)
 }
