@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/imagegen/imagegen"
@@ -89,14 +88,12 @@ type fake struct {
 	okBody      []byte        // examples/response.image.json
 	ignoreRatio bool          // answer 1024x1024 whatever was asked
 	hang        chan struct{} // when set, requests wait on it (or the client)
-
-	mu   sync.Mutex
-	pngs map[provider.Size][]byte
+	pngs        providertest.PNGs
 }
 
 func newFake(t *testing.T, answers ...answer) *fake {
 	t.Helper()
-	f := &fake{t: t, okBody: example(t, "response.image.json"), pngs: map[provider.Size][]byte{}}
+	f := &fake{t: t, okBody: example(t, "response.image.json")}
 	f.Queue("", answers...)
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
@@ -108,17 +105,6 @@ func example(t *testing.T, name string) []byte {
 }
 
 func (f *fake) baseURL() string { return f.srv.URL + "/v1beta" }
-
-func (f *fake) png(s provider.Size) []byte {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if b, ok := f.pngs[s]; ok {
-		return b
-	}
-	b := providertest.PNG(s.W, s.H)
-	f.pngs[s] = b
-	return b
-}
 
 func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
@@ -188,7 +174,7 @@ func (f *fake) success(c call) []byte {
 	if f.ignoreRatio {
 		s = provider.Size{W: 1024, H: 1024}
 	}
-	return withImage(f.t, f.okBody, f.png(s))
+	return withImage(f.t, f.okBody, f.pngs.Of(s))
 }
 
 // withImage is an answer body with the data of its inlineData part set.

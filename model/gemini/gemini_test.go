@@ -422,12 +422,9 @@ func TestReferenceFailures(t *testing.T) {
 func TestKeyNeverShows(t *testing.T) {
 	is := is.New(t)
 	c := gemini.Config{Config: provider.Config{APIKey: key}}
-	providertest.NoSecret(t, key, c)
-	providertest.NoSecret(t, key, &c)
 	f := newFake(t, answer{Status: 500, Body: []byte(`{"error":{"code":500,"message":"saw key ` + key + `","status":"INTERNAL"}}`)})
 	m, _ := newModel(t, f, c)
-	providertest.NoSecretAnywhere(t, key, m)
-	providertest.NoSecretAnywhere(t, key, *m)
+	providertest.NoSecretInAdapter(t, key, c, m)
 	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
 	f = newFake(t, answer{Status: 400, Body: []byte(`{"error":{"code":400,"message":"bad key ` + key + `","status":"INVALID_ARGUMENT"}}`)})
@@ -449,12 +446,7 @@ func TestNew(t *testing.T) {
 		{"bad image size", gemini.Config{Config: provider.Config{APIKey: key}, ImageSize: "2k"}, "gemini: Config.ImageSize must be 1K, 2K or 4K"},
 		{"bad cost", gemini.Config{Config: provider.Config{APIKey: key, Cost: 4}}, "gemini: Config.Cost must be 1 to 3"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			is := is.New(t)
-			_, err := gemini.New(tc.c)
-			is.True(err != nil)
-			is.True(strings.HasPrefix(err.Error(), tc.want))
-		})
+		t.Run(tc.name, func(t *testing.T) { providertest.NewFails(t, gemini.New, tc.c, tc.want) })
 	}
 	is := is.New(t)
 	m, err := gemini.New(gemini.Config{Config: provider.Config{APIKey: key}, Model: "gemini-3-pro-image-preview"})
