@@ -1,20 +1,18 @@
 package openai_test
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
-	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/imagegen/imagegen/model/provider"
 	"github.com/imagegen/imagegen/model/provider/providertest"
 )
 
@@ -24,10 +22,7 @@ const key = "sk-proj-TESTKEY-0123456789abcdefghij"
 type answer = providertest.Answer
 
 // part is one multipart file part the fake received.
-type part struct {
-	name, filename, contentType string
-	data                        []byte
-}
+type part = providertest.FormFile
 
 // call is one request the fake received.
 type call struct {
@@ -54,8 +49,7 @@ type fake struct {
 	answerURL bool
 	hang      chan struct{} // when set, requests wait on it (or the client)
 
-	mu   sync.Mutex
-	pngs map[string][]byte
+	pngs providertest.PNGs
 }
 
 func newFake(t *testing.T, failures ...answer) *fake {
@@ -64,7 +58,6 @@ func newFake(t *testing.T, failures ...answer) *fake {
 		t:        t,
 		gptBody:  providertest.Spec(t, "openai", "examples/generations.response.gpt-image-1.json"),
 		dalleURL: providertest.Spec(t, "openai", "examples/generations.response.dall-e-3.json"),
-		pngs:     map[string][]byte{},
 	}
 	f.Queue("", failures...)
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
@@ -85,21 +78,15 @@ func example(t *testing.T, name string) []byte {
 
 func (f *fake) baseURL() string { return f.srv.URL + "/v1" }
 
+// png is a PNG of size ("1536x1024"; 1024x1024 for "auto" or none).
 func (f *fake) png(size string) []byte {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if b, ok := f.pngs[size]; ok {
-		return b
-	}
 	w, h, _ := strings.Cut(size, "x")
 	wi, _ := strconv.Atoi(w)
 	hi, _ := strconv.Atoi(h)
 	if wi <= 0 || hi <= 0 {
 		wi, hi = 1024, 1024
 	}
-	b := providertest.PNG(wi, hi)
-	f.pngs[size] = b
-	return b
+	return f.pngs.Of(provider.Size{W: wi, H: hi})
 }
 
 func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
@@ -111,7 +98,9 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	f.spec.validate(r, body)
 	c := call{path: r.URL.Path, header: r.Header.Clone()}
 	if mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
-		c.fields, c.files = parseMultipart(f.t, body, params["boundary"])
+		if c.fields, c.files, err = providertest.ParseForm(body, params["boundary"]); err != nil {
+			f.t.Errorf("bad multipart body: %v", err)
+		}
 	} else if err := json.Unmarshal(body, &c.json); err != nil {
 		f.t.Errorf("request body is not JSON: %v", err)
 	}
@@ -157,29 +146,6 @@ func (f *fake) success(c call) []byte {
 		resp["data"].([]any)[0].(map[string]any)["b64_json"] = base64.StdEncoding.EncodeToString(f.png(size))
 		resp["size"] = size
 	})
-}
-
-func parseMultipart(t *testing.T, body []byte, boundary string) (map[string][]string, []part) {
-	fields := map[string][]string{}
-	var files []part
-	mr := multipart.NewReader(bytes.NewReader(body), boundary)
-	for range 100 {
-		p, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Errorf("bad multipart body: %v", err)
-			break
-		}
-		data, _ := io.ReadAll(p)
-		if p.FileName() != "" {
-			files = append(files, part{p.FormName(), p.FileName(), p.Header.Get("Content-Type"), data})
-			continue
-		}
-		fields[p.FormName()] = append(fields[p.FormName()], string(data))
-	}
-	return fields, files
 }
 
 func str(v any) string {

@@ -109,14 +109,14 @@ func TestImageToImage(t *testing.T) {
 		"size": {"1536x1024"}, "quality": {"high"}, "output_format": {"png"},
 	})
 	is.Equal(len(c.files), 2)
-	is.Equal(c.files[0].name, "image[]")
-	is.Equal(c.files[0].contentType, "image/png")
-	is.Equal(c.files[0].filename, "image-0.png")
-	is.Equal(c.files[0].data, wide)
-	is.Equal(c.files[1].name, "image[]")
-	is.Equal(c.files[1].contentType, "image/jpeg")
-	is.Equal(c.files[1].filename, "image-1.jpg")
-	is.Equal(c.files[1].data, jpg)
+	is.Equal(c.files[0].Name, "image[]")
+	is.Equal(c.files[0].ContentType, "image/png")
+	is.Equal(c.files[0].Filename, "image-0.png")
+	is.Equal(c.files[0].Data, wide)
+	is.Equal(c.files[1].Name, "image[]")
+	is.Equal(c.files[1].ContentType, "image/jpeg")
+	is.Equal(c.files[1].Filename, "image-1.jpg")
+	is.Equal(c.files[1].Data, jpg)
 }
 
 func TestImageToImageReferenceFailures(t *testing.T) {
@@ -395,12 +395,9 @@ func TestOtherFailures(t *testing.T) {
 func TestKeyNeverShows(t *testing.T) {
 	is := is.New(t)
 	c := openai.Config{Config: provider.Config{APIKey: key}, Fetcher: &providertest.Fetcher{}}
-	providertest.NoSecret(t, key, c)
-	providertest.NoSecret(t, key, &c)
 	f := newFake(t, answer{Status: 503, Body: []byte("upstream said " + key)})
 	m, _ := newModel(t, f, c)
-	providertest.NoSecretAnywhere(t, key, m)
-	providertest.NoSecretAnywhere(t, key, *m)
+	providertest.NoSecretInAdapter(t, key, c, m)
 	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
 	f = newFake(t, answer{Status: 400, Body: []byte(`{"error":{"message":"bad key ` + key + `","type":"invalid_request_error","param":null,"code":null}}`)})
@@ -422,12 +419,7 @@ func TestNew(t *testing.T) {
 		{"bad quality", openai.Config{Config: provider.Config{APIKey: key}, Quality: "hd"}, "openai: Config.Quality must be one of low, medium, high, auto for gpt-image-1"},
 		{"bad cost", openai.Config{Config: provider.Config{APIKey: key, Cost: 9}}, "openai: Config.Cost must be 1 to 3"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			is := is.New(t)
-			_, err := openai.New(tc.c)
-			is.True(err != nil)
-			is.True(strings.HasPrefix(err.Error(), tc.want))
-		})
+		t.Run(tc.name, func(t *testing.T) { providertest.NewFails(t, openai.New, tc.c, tc.want) })
 	}
 	is := is.New(t)
 	m, err := openai.New(openai.Config{Config: provider.Config{APIKey: key}, Model: "gpt-image-1-mini"})
