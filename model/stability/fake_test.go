@@ -7,7 +7,6 @@ import (
 	"image"
 	"io"
 	"mime"
-	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -32,10 +31,7 @@ const (
 type answer = providertest.Answer
 
 // part is one file part the fake received.
-type part struct {
-	name, filename, contentType string
-	data                        []byte
-}
+type part = providertest.FormFile
 
 // call is one request the fake received.
 type call struct {
@@ -78,14 +74,15 @@ type fake struct {
 	ok   []byte        // examples/generate.response.accept-json.json
 	hang chan struct{} // when set, requests wait on it (or the client)
 
+	pngs providertest.PNGs
+
 	mu     sync.Mutex
 	answer provider.Size // when set, the size of every successful answer
-	pngs   map[provider.Size][]byte
 }
 
 func newFake(t *testing.T, answers ...answer) *fake {
 	t.Helper()
-	f := &fake{t: t, ok: example(t, "generate.response.accept-json.json"), pngs: map[provider.Size][]byte{}}
+	f := &fake{t: t, ok: example(t, "generate.response.accept-json.json")}
 	f.Queue("", answers...)
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
@@ -105,24 +102,13 @@ func (f *fake) answerWith(s provider.Size) {
 	f.answer = s
 }
 
-func (f *fake) png(s provider.Size) []byte {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if b, ok := f.pngs[s]; ok {
-		return b
-	}
-	b := providertest.PNG(s.W, s.H)
-	f.pngs[s] = b
-	return b
-}
-
 func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
 	c := call{path: r.URL.Path, header: r.Header.Clone()}
 	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	formErr := fmt.Errorf("content-type %q: the body must be multipart/form-data", r.Header.Get("Content-Type"))
 	if mt == "multipart/form-data" {
-		c.fields, c.files, formErr = parseForm(raw, params["boundary"])
+		c.fields, c.files, formErr = providertest.ParseForm(raw, params["boundary"])
 	}
 	next, scripted := f.Record("", c)
 	if f.hang != nil {
@@ -170,7 +156,7 @@ func (f *fake) success(c call) []byte {
 		s, _ = answerSize("1:1") // the API's default ratio
 	}
 	if len(c.files) > 0 {
-		if cfg, _, err := image.DecodeConfig(bytes.NewReader(c.files[0].data)); err == nil {
+		if cfg, _, err := image.DecodeConfig(bytes.NewReader(c.files[0].Data)); err == nil {
 			s = provider.Size{W: cfg.Width, H: cfg.Height}
 		}
 	}
@@ -179,7 +165,7 @@ func (f *fake) success(c call) []byte {
 		s = f.answer
 	}
 	f.mu.Unlock()
-	return withImage(f.t, f.ok, f.png(s))
+	return withImage(f.t, f.ok, f.pngs.Of(s))
 }
 
 // withImage is an answer body with its image set.
@@ -187,33 +173,6 @@ func withImage(t *testing.T, body, png []byte) []byte {
 	return providertest.EditJSON(t, body, func(resp map[string]any) {
 		resp["image"] = base64.StdEncoding.EncodeToString(png)
 	})
-}
-
-func parseForm(body []byte, boundary string) (map[string][]string, []part, error) {
-	if boundary == "" {
-		return nil, nil, fmt.Errorf("no boundary")
-	}
-	fields := map[string][]string{}
-	var files []part
-	mr := multipart.NewReader(bytes.NewReader(body), boundary)
-	for {
-		p, err := mr.NextPart()
-		if err == io.EOF {
-			return fields, files, nil
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		data, err := io.ReadAll(p)
-		if err != nil {
-			return nil, nil, err
-		}
-		if p.FileName() != "" {
-			files = append(files, part{p.FormName(), p.FileName(), p.Header.Get("Content-Type"), data})
-			continue
-		}
-		fields[p.FormName()] = append(fields[p.FormName()], string(data))
-	}
 }
 
 // checkForm checks a request against WIRE.md's table of endpoints.
@@ -263,8 +222,8 @@ func checkForm(path string, h http.Header, fields map[string][]string, files []p
 		return fmt.Errorf("style_preset %q", v)
 	}
 	for _, f := range files {
-		if path == corePath || f.name != "image" || len(files) > 1 {
-			return fmt.Errorf("file part %q is not taken by %s", f.name, path)
+		if path == corePath || f.Name != "image" || len(files) > 1 {
+			return fmt.Errorf("file part %q is not taken by %s", f.Name, path)
 		}
 		if err := checkImage(f); err != nil {
 			return err
@@ -317,16 +276,16 @@ func presets() []string {
 // checkImage checks an init image: jpeg, png or webp, every side at
 // least 64 px, 4,096 to 9,437,184 pixels.
 func checkImage(p part) error {
-	if !slices.Contains([]string{"image/png", "image/jpeg", "image/webp"}, p.contentType) {
-		return fmt.Errorf("image: content type %q", p.contentType)
+	if !slices.Contains([]string{"image/png", "image/jpeg", "image/webp"}, p.ContentType) {
+		return fmt.Errorf("image: content type %q", p.ContentType)
 	}
-	if http.DetectContentType(p.data) != p.contentType {
-		return fmt.Errorf("image: bytes of %s sent as %s", http.DetectContentType(p.data), p.contentType)
+	if http.DetectContentType(p.Data) != p.ContentType {
+		return fmt.Errorf("image: bytes of %s sent as %s", http.DetectContentType(p.Data), p.ContentType)
 	}
-	if p.contentType == "image/webp" {
+	if p.ContentType == "image/webp" {
 		return nil
 	}
-	cfg, _, err := image.DecodeConfig(bytes.NewReader(p.data))
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(p.Data))
 	if err != nil {
 		return fmt.Errorf("image: %w", err)
 	}

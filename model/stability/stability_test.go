@@ -120,10 +120,10 @@ func TestImageToImage(t *testing.T) {
 			is.Equal(c.path, tc.path)
 			is.Equal(c.fields, tc.fields) // no aspect_ratio with an init image
 			is.Equal(len(c.files), 1)
-			is.Equal(c.files[0].name, "image")
-			is.Equal(c.files[0].filename, "image.jpg")
-			is.Equal(c.files[0].contentType, "image/jpeg")
-			is.Equal(c.files[0].data, photo)
+			is.Equal(c.files[0].Name, "image")
+			is.Equal(c.files[0].Filename, "image.jpg")
+			is.Equal(c.files[0].ContentType, "image/jpeg")
+			is.Equal(c.files[0].Data, photo)
 		})
 	}
 }
@@ -160,8 +160,8 @@ func TestReferenceFormats(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 300, H: 200}) // 3:2, as the reference
 	c := f.Calls()[0]
-	is.Equal(c.files[0].contentType, "image/png")
-	is.Equal(c.files[0].filename, "image.png")
+	is.Equal(c.files[0].ContentType, "image/png")
+	is.Equal(c.files[0].Filename, "image.png")
 
 	// WebP is sent as it is; its size is unknown, so auto crops to the
 	// ratio nearest the answer's own size (which follows the reference).
@@ -170,9 +170,9 @@ func TestReferenceFormats(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1215, H: 810}) // 3:2
 	c = f.Calls()[1]
-	is.Equal(c.files[0].contentType, "image/webp")
-	is.Equal(c.files[0].filename, "image.webp")
-	is.Equal(c.files[0].data, webp)
+	is.Equal(c.files[0].ContentType, "image/webp")
+	is.Equal(c.files[0].Filename, "image.webp")
+	is.Equal(c.files[0].Data, webp)
 }
 
 func TestImageToImageIsPlannedOnlyWhereItRuns(t *testing.T) {
@@ -467,12 +467,9 @@ func TestAnswersWithoutAnImage(t *testing.T) {
 func TestKeyNeverShows(t *testing.T) {
 	is := is.New(t)
 	c := stability.Config{Config: provider.Config{APIKey: key}, Model: "ultra", Fetcher: &providertest.Fetcher{}}
-	providertest.NoSecret(t, key, c)
-	providertest.NoSecret(t, key, &c)
 	f := newFake(t, answer{Status: 503, Body: []byte("upstream said " + key)})
 	m, _ := newModel(t, f, c)
-	providertest.NoSecretAnywhere(t, key, m)
-	providertest.NoSecretAnywhere(t, key, *m)
+	providertest.NoSecretInAdapter(t, key, c, m)
 	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
 	f = newFake(t, answer{Status: 400, Body: []byte(`{"id":"e7","name":"bad_request","errors":["authorization: ` + key + ` is not allowed here"]}`)})
@@ -498,12 +495,7 @@ func TestNew(t *testing.T) {
 		{"style on ultra", stability.Config{Config: k, Model: "ultra", StylePreset: "anime"}, `stability: Config.StylePreset is not taken by this model`},
 		{"bad cost", stability.Config{Config: provider.Config{APIKey: key, Cost: 4}}, "stability: Config.Cost must be 1 to 3"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			is := is.New(t)
-			_, err := stability.New(tc.c)
-			is.True(err != nil)
-			is.True(strings.HasPrefix(err.Error(), tc.want))
-		})
+		t.Run(tc.name, func(t *testing.T) { providertest.NewFails(t, stability.New, tc.c, tc.want) })
 	}
 	is := is.New(t)
 	m, err := stability.New(stability.Config{Config: provider.Config{APIKey: key, Cost: 1}, Model: "ultra"})
