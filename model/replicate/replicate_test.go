@@ -596,13 +596,10 @@ func TestOtherFailures(t *testing.T) {
 func TestKeyNeverShows(t *testing.T) {
 	is := is.New(t)
 	c := replicate.Config{Config: provider.Config{APIKey: key}}
-	providertest.NoSecret(t, key, c)
-	providertest.NoSecret(t, key, &c)
 	f := newFake(t)
 	f.Queue(opCreate, answer{Status: 500, Body: []byte(`{"title":"Internal","detail":"saw token ` + key + `","status":500}`)})
 	m, _ := newModel(t, f, c)
-	providertest.NoSecretAnywhere(t, key, m)
-	providertest.NoSecretAnywhere(t, key, *m)
+	providertest.NoSecretInAdapter(t, key, c, m)
 	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
 	f.Queue(opCreate, answer{Status: 403, Body: []byte(`{"title":"Forbidden","detail":"token ` + key + ` may not run this model","status":403}`)})
@@ -631,12 +628,7 @@ func TestNew(t *testing.T) {
 		{"sync wait", replicate.Config{Config: provider.Config{APIKey: key}, Fetcher: f, SyncWait: 2 * time.Minute}, "replicate: Config.SyncWait must be at most 1m0s"},
 		{"poll interval", replicate.Config{Config: provider.Config{APIKey: key}, Fetcher: f, PollInterval: -time.Second}, "replicate: Config.PollInterval must not be negative"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			is := is.New(t)
-			_, err := replicate.New(tc.c)
-			is.True(err != nil)
-			is.True(strings.HasPrefix(err.Error(), tc.want))
-		})
+		t.Run(tc.name, func(t *testing.T) { providertest.NewFails(t, replicate.New, tc.c, tc.want) })
 	}
 }
 
