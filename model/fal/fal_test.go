@@ -524,15 +524,12 @@ func TestDownloadFailure(t *testing.T) {
 func TestKeyNeverShows(t *testing.T) {
 	is := is.New(t)
 	c := fal.Config{Config: provider.Config{APIKey: key}}
-	providertest.NoSecret(t, key, c)
-	providertest.NoSecret(t, key, &c)
 	f := newFake(t).
 		script(statusCall, answer{Status: 500, Body: []byte(`{"detail":"saw key ` + key + `","error_type":"internal_error"}`)}).
 		script(cancelCall, answer{Status: 500, Body: []byte(`{"detail":"saw Key ` + key + `"}`)})
 	c.MaxRetries = -1
 	m, _, logs := newModel(t, f, c)
-	providertest.NoSecretAnywhere(t, key, m)
-	providertest.NoSecretAnywhere(t, key, *m)
+	providertest.NoSecretInAdapter(t, key, c, m)
 	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.True(err != nil)
 	providertest.NoSecretAnywhere(t, key, err)
@@ -565,12 +562,7 @@ func TestNew(t *testing.T) {
 		{"negative poll interval", fal.Config{Config: provider.Config{APIKey: key}, Fetcher: fetcher, PollInterval: -time.Second}, "fal: Config.PollInterval must not be negative"},
 		{"bad cost", fal.Config{Config: provider.Config{APIKey: key, Cost: 4}, Fetcher: fetcher}, "fal: Config.Cost must be 1 to 3"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			is := is.New(t)
-			_, err := fal.New(tc.c)
-			is.True(err != nil)
-			is.True(strings.HasPrefix(err.Error(), tc.want))
-		})
+		t.Run(tc.name, func(t *testing.T) { providertest.NewFails(t, fal.New, tc.c, tc.want) })
 	}
 	is := is.New(t)
 	m, err := fal.New(fal.Config{Config: provider.Config{APIKey: key, Cost: 2}, Fetcher: fetcher, Model: "fal-ai/flux/schnell"})
