@@ -1,7 +1,11 @@
 // Package providertest has test helpers for provider adapters: a clock
 // that records waits instead of sleeping, a scripted image fetcher,
 // PNG/JPEG makers, the wire-spec example loader, and a check that a key
-// never shows up in printed or logged values. No network, no sleeps.
+// never shows up in printed or logged values; for the adapters' fake
+// APIs, the queue of canned answers and record of calls (Script), a
+// hanging answer (Hang), multipart forms, JSON example edits and OpenAPI
+// routing; and the set-up of an adapter under test (Configure, MustNew).
+// No network, no sleeps.
 package providertest
 
 import (
