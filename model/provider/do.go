@@ -86,7 +86,7 @@ func attempt(ctx context.Context, client *http.Client, build BuildFunc, p Policy
 	if int64(len(body)) > p.MaxBodyBytes {
 		return nil, nil, BadAnswer(p.Provider, false, fmt.Errorf("answer of more than %d bytes", p.MaxBodyBytes))
 	}
-	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}, nil, nil
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body, redact: p.Redact}, nil, nil
 }
 
 // delay is the wait before retry number retry, and whether the provider

@@ -62,6 +62,7 @@ type Response struct {
 	Status int
 	Header http.Header
 	Body   []byte
+	redact func(string) string // the policy's, for text of the body that goes into errors
 }
 
 // DefaultClassify maps a failure by its status alone (see NewError),

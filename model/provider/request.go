@@ -56,10 +56,16 @@ func PostJSON(url string, v any, header http.Header) (BuildFunc, error) {
 }
 
 // DecodeJSON decodes a 2xx answer's body into v. A body that is not the
-// expected JSON is a retryable BadAnswer (a proxy's page, a cut answer).
+// expected JSON is a retryable BadAnswer (a proxy's page, a cut answer)
+// whose logged cause quotes the body's start, with the keys of the
+// Client that got the answer redacted.
 func DecodeJSON(provider string, resp *Response, v any) error {
 	if err := json.Unmarshal(resp.Body, v); err != nil {
-		return BadAnswer(provider, true, fmt.Errorf("decoding the answer (%q): %w", Snippet(resp.Body[:min(len(resp.Body), 200)]), err))
+		head := string(resp.Body[:min(len(resp.Body), 4096)])
+		if resp.redact != nil {
+			head = resp.redact(head) // a page that echoes the request may hold the key; redacted before it is cut
+		}
+		return BadAnswer(provider, true, fmt.Errorf("decoding the answer (%q): %w", Snippet([]byte(head[:min(len(head), 200)])), err))
 	}
 	return nil
 }
