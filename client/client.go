@@ -23,6 +23,7 @@ const (
 	DefaultLongPoll        = 25 * time.Second
 	DefaultTimeout         = time.Minute // of the default http.Client, per request
 	DefaultUserAgent       = "imagegen-go-client"
+	DefaultMaxDownload     = 64 << 20 // bytes Download writes at most
 )
 
 // maxTransient is how many server errors (5xx) or network errors in a row
@@ -72,6 +73,7 @@ type Client struct {
 	longPoll  time.Duration
 	clock     imagegen.Clock
 	budget    *budget
+	maxImage  int64 // bytes Download writes at most
 }
 
 // credential is kept behind a pointer so that printing a Client's fields
@@ -97,6 +99,10 @@ func WithPollInterval(first, maxInterval time.Duration) Option {
 // WithLongPoll sets the wait Wait asks the server for with "Prefer:
 // wait=N" (default 25s, whole seconds); 0 sends no Prefer header.
 func WithLongPoll(d time.Duration) Option { return func(c *Client) { c.longPoll = d } }
+
+// WithMaxDownload sets the largest image Download writes, in bytes
+// (default DefaultMaxDownload); a larger one fails with ErrTooLarge.
+func WithMaxDownload(n int64) Option { return func(c *Client) { c.maxImage = n } }
 
 // WithClock sets the clock that Wait and the rate limit wait on (default
 // imagegen.SystemClock). Tests pass a manual clock and need no sleeps.
@@ -126,6 +132,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		pollMin:   DefaultPollInterval,
 		pollMax:   DefaultMaxPollInterval,
 		longPoll:  DefaultLongPoll,
+		maxImage:  DefaultMaxDownload,
 	}
 	for _, o := range opts {
 		o(c)
@@ -316,7 +323,9 @@ func transient(err error) bool {
 // Download writes the image at url (a URL of Task.Images) to w. Image
 // URLs are signed and need no API key, so the key is not sent. An
 // unknown or expired image gives an error wrapping
-// imagegen.ErrImageNotFound.
+// imagegen.ErrImageNotFound; one larger than WithMaxDownload (64 MiB by
+// default) an error wrapping ErrTooLarge, after w has had at most that
+// many of its bytes.
 func (c *Client) Download(ctx context.Context, imageURL string, w io.Writer) error {
 	u, err := url.Parse(imageURL)
 	if err != nil {
@@ -343,8 +352,17 @@ func (c *Client) Download(ctx context.Context, imageURL string, w io.Writer) err
 		}
 		return fmt.Errorf("client: download: %w", apiErr)
 	}
-	if _, err := io.Copy(w, resp.Body); err != nil {
+	if resp.ContentLength > c.maxImage {
+		return fmt.Errorf("client: download: %w: %d bytes, more than %d", ErrTooLarge, resp.ContentLength, c.maxImage)
+	}
+	n, err := io.Copy(w, io.LimitReader(resp.Body, c.maxImage))
+	if err != nil {
 		return fmt.Errorf("client: download: %w", err)
+	}
+	if n == c.maxImage {
+		if _, err := io.ReadFull(resp.Body, make([]byte, 1)); err == nil {
+			return fmt.Errorf("client: download: %w: more than %d bytes", ErrTooLarge, c.maxImage)
+		}
 	}
 	return nil
 }

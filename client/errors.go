@@ -15,6 +15,10 @@ import (
 // ErrTaskFailed is wrapped by Task.Err for a task whose status is failed.
 var ErrTaskFailed = errors.New("client: task failed")
 
+// ErrTooLarge is wrapped by the error of Download for an image larger
+// than the client accepts (WithMaxDownload).
+var ErrTooLarge = errors.New("client: image too large")
+
 // ErrIdempotencyKeyInUse is wrapped by the error of SubmitWithKey when
 // the server is still handling an earlier request with the same
 // idempotency key (409 idempotency_key_in_use). Retry later with the same
