@@ -25,7 +25,8 @@ import (
 // server's window only frees budget as time passes, so an old r is never
 // too high for this Client.
 type budget struct {
-	clock imagegen.Clock
+	clock  imagegen.Clock
+	onWait func(time.Duration) // told before a wait for the key's limit; may be nil
 
 	mu       sync.Mutex
 	mode     meterMode
@@ -64,6 +65,9 @@ func (b *budget) acquire(ctx context.Context) (*ticket, error) {
 		case t != nil:
 			return t, nil
 		case wait > 0:
+			if b.onWait != nil {
+				b.onWait(wait)
+			}
 			if err := sleep(ctx, b.clock, wait); err != nil {
 				return nil, err
 			}

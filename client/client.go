@@ -74,6 +74,8 @@ type Client struct {
 	clock     imagegen.Clock
 	budget    *budget
 	maxImage  int64 // bytes Download writes at most
+
+	onLimitWait func(time.Duration) // WithRateLimitWait
 }
 
 // credential is kept behind a pointer so that printing a Client's fields
@@ -99,6 +101,14 @@ func WithPollInterval(first, maxInterval time.Duration) Option {
 // WithLongPoll sets the wait Wait asks the server for with "Prefer:
 // wait=N" (default 25s, whole seconds); 0 sends no Prefer header.
 func WithLongPoll(d time.Duration) Option { return func(c *Client) { c.longPoll = d } }
+
+// WithRateLimitWait sets a function told, by the goroutine about to wait,
+// each time the client holds a request back for d to keep within the
+// key's rate limit (a program shows it, say, so a long wait does not look
+// like a hang). It must not block.
+func WithRateLimitWait(f func(d time.Duration)) Option {
+	return func(c *Client) { c.onLimitWait = f }
+}
 
 // WithMaxDownload sets the largest image Download writes, in bytes
 // (default DefaultMaxDownload); a larger one fails with ErrTooLarge.
@@ -150,6 +160,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("client: long poll must not be negative (got %v)", c.longPoll)
 	}
 	c.budget = newBudget(c.clock)
+	c.budget.onWait = c.onLimitWait
 	return c, nil
 }
 

@@ -579,3 +579,33 @@ func TestNewValidates(t *testing.T) {
 		is.New(t).True(strings.Contains(c.String(), `"`+want+`"`))
 	}
 }
+
+// TestRateLimitWaitIsTold: WithRateLimitWait hears of every wait the
+// client makes for the key's limit, first the 429's Retry-After.
+func TestRateLimitWaitIsTold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		const limit = 3
+		e := newEnv(t, withLimit(limit))
+		var mu sync.Mutex
+		var waits []time.Duration
+		c := e.client(client.WithRateLimitWait(func(d time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			waits = append(waits, d)
+		}))
+		sub, err := c.Submit(context.Background(), fox)
+		is.NoErr(err)
+		e.spend(e.key, limit-1)
+		e.finishAfter(3 * time.Minute)
+		_, err = c.Wait(context.Background(), sub.TaskID)
+		is.NoErr(err)
+		mu.Lock()
+		defer mu.Unlock()
+		is.True(len(waits) >= 2)        // the 429, then the budget of later windows
+		is.Equal(waits[0], time.Minute) // Retry-After
+		for _, d := range waits {
+			is.True(d > 0 && d <= time.Minute)
+		}
+	})
+}

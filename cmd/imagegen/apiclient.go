@@ -30,14 +30,14 @@ func (a *apiFlags) register(fs *flag.FlagSet) {
 }
 
 // newAPIClient returns a client of the server of a (or $IMAGEGEN_SERVER),
-// authenticated with $IMAGEGEN_API_KEY.
-func newAPIClient(a apiFlags, getenv func(string) string) (*client.Client, string, error) {
+// authenticated with $IMAGEGEN_API_KEY, with opts added.
+func newAPIClient(a apiFlags, getenv func(string) string, opts ...client.Option) (*client.Client, string, error) {
 	server := cmp.Or(a.server, getenv(envServer), defaultServer)
 	key := strings.TrimSpace(getenv(envAPIKey))
 	if key == "" {
 		return nil, server, fmt.Errorf("set %s to your API key (it is not taken as a flag, so that it does not show in ps)", envAPIKey)
 	}
-	c, err := client.New(server, key, client.WithUserAgent("imagegen-cli"))
+	c, err := client.New(server, key, append([]client.Option{client.WithUserAgent("imagegen-cli")}, opts...)...)
 	if err != nil {
 		return nil, server, err
 	}

@@ -69,7 +69,8 @@ func generate(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return helpIsNoError(err)
 	}
-	api, server, err := newAPIClient(c.apiFlags, getenv)
+	prog := newProgress(stderr, isTerminal(stderr), time.Now)
+	api, server, err := newAPIClient(c.apiFlags, getenv, client.WithRateLimitWait(prog.RateLimitWait))
 	if err != nil {
 		return err
 	}
@@ -79,7 +80,6 @@ func generate(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	fmt.Fprintf(stderr, "submitted task %s (%s)\n", sub.TaskID, plural(sub.CreditsUsed, "credit"))
 
-	prog := newProgress(stderr, isTerminal(stderr), time.Now)
 	prog.Status(string(sub.Status))
 	task, err := watchTask(ctx, api, sub.TaskID, prog)
 	prog.Done()

@@ -23,6 +23,7 @@ type progress struct {
 	now    func() time.Time
 	start  time.Time
 	status string
+	note   string // shown after the status on a terminal until it changes
 	frame  int
 	drawn  bool // the spinner line is on screen
 }
@@ -51,11 +52,31 @@ func (p *progress) Status(status string) {
 	defer p.mu.Unlock()
 	changed := status != p.status
 	p.status = status
+	if changed {
+		p.note = ""
+	}
 	switch {
 	case p.tty:
 		p.draw()
 	case changed:
 		fmt.Fprintf(p.w, "status: %s (%s)\n", status, p.elapsed())
+	}
+}
+
+// RateLimitWait tells that the client holds its next request back for d
+// to keep within the key's rate limit, so that a long wait does not look
+// like a hang: on a terminal as a note on the line, elsewhere as a line.
+func (p *progress) RateLimitWait(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	note := fmt.Sprintf("waiting %s for the key's rate limit", d.Round(100*time.Millisecond))
+	if !p.tty {
+		fmt.Fprintf(p.w, "%s (%s)\n", note, p.elapsed())
+		return
+	}
+	p.note = note
+	if p.status != "" {
+		p.draw()
 	}
 }
 
@@ -112,6 +133,9 @@ func (p *progress) spin(interval time.Duration) (stop func()) {
 // draw rewrites the terminal line; p.mu is held.
 func (p *progress) draw() {
 	fmt.Fprintf(p.w, "\r\x1b[K%c %s %s", spinnerFrames[p.frame], p.status, p.elapsed())
+	if p.note != "" {
+		fmt.Fprintf(p.w, " (%s)", p.note)
+	}
 	p.drawn = true
 }
 

@@ -63,6 +63,26 @@ func TestProgressTerminalRedrawsInPlace(t *testing.T) {
 	is.True(!strings.Contains(out.String(), "\n")) // one line, never scrolled
 }
 
+func TestProgressTellsOfRateLimitWaits(t *testing.T) {
+	is := is.New(t)
+	var plain, tty bytes.Buffer
+	clock := &fakeNow{t: time.Unix(1000, 0)}
+	for _, p := range []*progress{newProgress(&plain, false, clock.now), newProgress(&tty, true, clock.now)} {
+		p.Status("pending")
+		p.RateLimitWait(42 * time.Second)
+		p.Tick()
+		p.Status("processing") // a new status clears the note
+		p.Done()
+	}
+	is.Equal(plain.String(), "status: pending (0.0s)\nwaiting 42s for the key's rate limit (0.0s)\nstatus: processing (0.0s)\n")
+	is.Equal(tty.String(),
+		"\r\x1b[K| pending 0.0s"+
+			"\r\x1b[K| pending 0.0s (waiting 42s for the key's rate limit)"+
+			"\r\x1b[K/ pending 0.0s (waiting 42s for the key's rate limit)"+
+			"\r\x1b[K/ processing 0.0s"+
+			"\r\x1b[K")
+}
+
 func TestProgressSpinTicksUntilStopped(t *testing.T) {
 	is := is.New(t)
 	var out syncBuffer
