@@ -1,0 +1,51 @@
+// Package imagegen is an image-generation task service: a client submits
+// a task (text-to-image, or image-to-image with reference image URLs),
+// gets its id at once, and polls it until it succeeds with images or
+// fails with a reason. Each task costs the user 1 to 3 credits.
+//
+// [Service] is the whole service, shaped to be embedded: everything it
+// touches is an interface, so a Go app plugs in its own pieces.
+//
+//   - [Store] keeps tasks, the work queue with leases, credits (an
+//     append-only ledger) and API keys: store/memory for one process,
+//     store/redis for many API and worker processes on one Redis.
+//   - [Model] prices a request at submit ([Model.Plan]) and generates it
+//     ([Model.Generate]): model/placeholder draws locally; model/openai,
+//     model/gemini, model/replicate, model/fal and model/stability call
+//     providers; model/route chooses per request and falls back between
+//     providers.
+//   - [Clock] is injected, so tests move time instead of sleeping
+//     (package imagegentest has a manual clock and a scripted model).
+//
+// Package httpapi is the HTTP face (the API of INTERFACE.md, mounted on
+// any *http.ServeMux), package client its Go client, cmd/imagegen the
+// standalone server and command line.
+//
+// # Credits
+//
+// The price is fixed at submit by the model that will run the task, and
+// debited in the same atomic store operation that creates the task: there
+// is never a task without its charge, nor a charge without its task, and
+// the balance never goes negative ([ErrInsufficientCredits]). A task that
+// ends failed is refunded exactly once. The host app grants credits and
+// charges its own web use through the same ledger ([Service.Grant],
+// [Service.ChargeWeb]), so the API and the app share one balance.
+//
+// # Work
+//
+// [Service.Run] runs the workers: each claims a pending task with a lease
+// and a fencing token, renews the lease while the model runs, and
+// finishes the task only while it holds the lease. A worker that dies
+// loses its lease and the task goes back to pending for another; after
+// Config.MaxAttempts it fails and is refunded. Retryable model errors
+// (rate limits, 5xx, timeouts) are retried with backoff; refusals are
+// not. [Service.RunOnce] runs one queued task now, for tests.
+//
+// # Errors
+//
+// Check errors with errors.Is against the sentinels ([ErrUnauthorized],
+// [ErrInsufficientCredits], [ErrTaskNotFound], [ErrInvalidParams],
+// [ErrRateLimited], ...). A request that breaks a rule of the interface
+// is a *[ValidationError] naming the field; a failed generation is a
+// *[ModelError], whose UserMessage is safe to show.
+package imagegen
