@@ -28,7 +28,7 @@ func (h *Handler) limitRate(next http.Handler) http.Handler {
 			reset = res.RetryAfter
 		}
 		w.Header().Set("RateLimit-Policy", policyHeader(res.Limit, res.Window))
-		w.Header().Set("RateLimit", `"default";r=`+strconv.Itoa(res.Remaining)+";t="+strconv.FormatInt(wholeSeconds(reset), 10))
+		w.Header().Set("RateLimit", rateLimitHeader(res.Remaining, wholeSeconds(reset)))
 		if !res.Allowed {
 			writeRateLimited(w, res.RetryAfter, fmt.Sprintf("rate limit exceeded: at most %d requests per %s per API key", res.Limit, res.Window))
 			return
@@ -45,6 +45,23 @@ func wholeSeconds(d time.Duration) int64 {
 	return ceilSeconds(d)
 }
 
+// policyHeader is the RateLimit-Policy value, built in one allocation
+// (it is on every authenticated answer).
 func policyHeader(limit int, window time.Duration) string {
-	return `"default";q=` + strconv.Itoa(limit) + ";w=" + strconv.FormatInt(wholeSeconds(window), 10)
+	var b [64]byte
+	s := append(b[:0], `"default";q=`...)
+	s = strconv.AppendInt(s, int64(limit), 10)
+	s = append(s, ";w="...)
+	s = strconv.AppendInt(s, wholeSeconds(window), 10)
+	return string(s)
+}
+
+// rateLimitHeader is the RateLimit value, built in one allocation.
+func rateLimitHeader(remaining int, resetSeconds int64) string {
+	var b [64]byte
+	s := append(b[:0], `"default";r=`...)
+	s = strconv.AppendInt(s, int64(remaining), 10)
+	s = append(s, ";t="...)
+	s = strconv.AppendInt(s, resetSeconds, 10)
+	return string(s)
 }
