@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -67,23 +68,36 @@ func fileInput(ref provider.Reference, rawURL string) string {
 // the API answers: finished when it ended within the "Prefer: wait",
 // else starting or processing.
 func (m *Model) create(ctx context.Context, input map[string]any) (*prediction, error) {
-	header := m.header()
-	if wait, ok := syncWait(ctx, m.cfg.SyncWait); ok {
-		header.Set("Prefer", fmt.Sprintf("wait=%d", wait))
-	}
-	if after, ok := cancelAfter(ctx); ok {
-		header.Set("Cancel-After", fmt.Sprintf("%ds", after))
-	}
 	path := "/models/" + url.PathEscape(m.owner) + "/" + url.PathEscape(m.name) + "/predictions"
-	build, err := provider.PostJSON(m.client.URL(path), predictionRequest{Input: input}, header)
+	post, err := provider.PostJSON(m.client.URL(path), predictionRequest{Input: input}, m.header())
 	if err != nil {
 		return nil, &imagegen.ModelError{Provider: Provider, Message: provider.MsgMisconfigured, Err: err}
 	}
-	resp, err := m.client.Do(ctx, build)
+	resp, err := m.client.Do(ctx, withTimeLeft(post, m.cfg.SyncWait))
 	if err != nil {
 		return nil, err
 	}
 	return decodePrediction(resp)
+}
+
+// withTimeLeft adds to every request that post builds the headers that
+// depend on the time left before ctx's deadline: "Prefer: wait" (at most
+// max) and "Cancel-After". They are worked out anew for each try, so a
+// retry never asks for more time than is left.
+func withTimeLeft(post provider.BuildFunc, max time.Duration) provider.BuildFunc {
+	return func(ctx context.Context) (*http.Request, error) {
+		req, err := post(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if wait, ok := syncWait(ctx, max); ok {
+			req.Header.Set("Prefer", fmt.Sprintf("wait=%d", wait))
+		}
+		if after, ok := cancelAfter(ctx); ok {
+			req.Header.Set("Cancel-After", fmt.Sprintf("%ds", after))
+		}
+		return req, nil
+	}
 }
 
 // syncWait is the N of "Prefer: wait=N": at most max, ending syncMargin
