@@ -37,6 +37,8 @@ func TestSubmitChecksCallbackURL(t *testing.T) {
 		{"https://[fe80::1%25eth0]/hook", false},
 		{"https://[fd00::1]/hook", false},
 		{"https://224.0.0.1/hook", false},
+		{"https://100.64.0.1/hook", false}, // carrier-grade NAT
+		{"https://192.0.2.1/hook", false},  // documentation
 	}
 	for _, tc := range tests {
 		t.Run(tc.url, func(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/imagegen/imagegen/fetch"
 )
 
 // WebhookDelivery is a finished task whose callback is due.
@@ -67,10 +69,10 @@ func (s *Service) WebhookSecret(ctx context.Context, owner string) (string, erro
 
 // checkCallback applies the service's rules to a valid callback_url (""
 // for none): https, and not an address that is plainly not public (an IP
-// literal that is loopback, private, link-local, unspecified or
-// multicast, or a localhost name), so that such a callback is refused at
-// submit instead of failing every delivery for an hour. Names that
-// resolve to such addresses are refused at delivery, by the SSRF guard.
+// literal that the SSRF guard of package fetch refuses, or a localhost
+// name), so that such a callback is refused at submit instead of failing
+// every delivery for an hour. Names that resolve to such addresses are
+// refused at delivery, by the same guard.
 // AllowHTTPCallbacks (development) allows both.
 func (s *Service) checkCallback(raw string) error {
 	if raw == "" || s.cfg.AllowHTTPCallbacks {
@@ -84,12 +86,8 @@ func (s *Service) checkCallback(raw string) error {
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		return invalid("callback_url", "must be a public address (not localhost)")
 	}
-	if addr, err := netip.ParseAddr(host); err == nil {
-		addr = addr.Unmap()
-		if addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() || addr.IsUnspecified() || addr.IsMulticast() ||
-			addr.IsInterfaceLocalMulticast() || addr.IsLinkLocalMulticast() {
-			return invalid("callback_url", "must be a public address (not %s)", addr)
-		}
+	if addr, err := netip.ParseAddr(host); err == nil && !fetch.AllowedAddr(addr) {
+		return invalid("callback_url", "must be a public address (not %s)", addr.WithZone(""))
 	}
 	return nil
 }

@@ -60,6 +60,9 @@ func Allowed(ip net.IP) bool {
 	return ok && allowed(addr)
 }
 
+// AllowedAddr is Allowed for a netip.Addr (a zone is ignored).
+func AllowedAddr(addr netip.Addr) bool { return allowed(addr) }
+
 func allowed(addr netip.Addr) bool {
 	if !addr.IsValid() {
 		return false
