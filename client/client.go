@@ -306,7 +306,7 @@ func (c *Client) wait(ctx context.Context, id string, delay time.Duration) (*Tas
 			delay, next = next, min(next*2, c.pollMax)
 		case isRateLimited(err):
 			delay = 0 // the budget holds the next request back for Retry-After
-		case ctx.Err() == nil && transient(err) && failures < maxTransient:
+		case ctx.Err() == nil && IsTransient(err) && failures < maxTransient:
 			failures++
 			delay, next = next, min(next*2, c.pollMax)
 		default:
@@ -320,9 +320,10 @@ func isRateLimited(err error) bool {
 	return errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusTooManyRequests
 }
 
-// transient reports whether err may pass by itself: a 5xx answer or a
-// failure to get an answer at all.
-func transient(err error) bool {
+// IsTransient reports whether an error of the client may pass by itself:
+// a 5xx answer or a failure to get an answer at all. Wait retries such
+// errors; a program that polls on its own can do the same.
+func IsTransient(err error) bool {
 	var apiErr *APIError
 	if errors.As(err, &apiErr) {
 		return apiErr.StatusCode >= 500

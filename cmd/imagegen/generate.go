@@ -135,7 +135,7 @@ func submit(ctx context.Context, api *client.Client, req imagegen.Request) (imag
 			return sub, err
 		}
 		sub, err = api.SubmitWithKey(ctx, req, key)
-		if err == nil || ctx.Err() != nil || !(retryable(err) || errors.Is(err, client.ErrIdempotencyKeyInUse)) {
+		if err == nil || ctx.Err() != nil || !(client.IsTransient(err) || errors.Is(err, client.ErrIdempotencyKeyInUse)) {
 			break
 		}
 	}

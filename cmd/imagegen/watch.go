@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/imagegen/imagegen"
@@ -42,7 +41,7 @@ func watchTask(ctx context.Context, c *client.Client, id string, prog *progress)
 		case errors.Is(err, imagegen.ErrRateLimited):
 			delay = 0 // the client holds the next request back until Retry-After
 			continue
-		case ctx.Err() == nil && retryable(err) && failures < maxPollErrors:
+		case ctx.Err() == nil && client.IsTransient(err) && failures < maxPollErrors:
 			failures++
 			delay, next = next, min(next*2, pendingPollMax)
 			continue
@@ -65,17 +64,6 @@ func watchTask(ctx context.Context, c *client.Client, id string, prog *progress)
 			return nil, fmt.Errorf("task %s has an unknown status %q", id, t.Status)
 		}
 	}
-}
-
-// retryable reports whether err may pass by itself: a 5xx answer or no
-// answer at all.
-func retryable(err error) bool {
-	var apiErr *client.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.StatusCode >= 500
-	}
-	var urlErr *url.Error
-	return errors.As(err, &urlErr)
 }
 
 // sleepCtx waits for d, or less if ctx ends first.
