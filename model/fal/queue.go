@@ -171,7 +171,7 @@ func (m *Model) cancel(ctx context.Context, j job) {
 	defer stop()
 	p := m.client.Policy
 	p.MaxRetries = 0
-	resp, err := provider.Do(cctx, m.client.HTTP, put(j.cancelURL, m.header()), p)
+	resp, err := provider.Do(cctx, m.client.HTTP, provider.Put(j.cancelURL, m.header()), p)
 	if err != nil {
 		m.log.WarnContext(cctx, "fal: cancelling the request failed", "request_id", j.id, "err", err)
 		return

@@ -1,13 +1,10 @@
 package fal
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/imagegen/imagegen/model/provider"
 )
 
 // input is the model input of fal-ai/flux/dev (and the endpoints that
@@ -27,21 +24,6 @@ type input struct {
 // "Key" (not Bearer).
 func (m *Model) header() http.Header {
 	return http.Header{"Authorization": {"Key " + m.client.Key().Reveal()}}
-}
-
-// put is a BuildFunc for a PUT without a body (the queue's cancel).
-func put(url string, header http.Header) provider.BuildFunc {
-	return func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, nil)
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range header {
-			req.Header[k] = append([]string(nil), v...)
-		}
-		req.Header.Set("Accept", "application/json")
-		return req, nil
-	}
 }
 
 // appOf checks an endpoint id, owner/app[/path] (with an optional

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 )
 
@@ -12,27 +13,36 @@ import (
 // and headers, afresh for every attempt. The header (auth included) is
 // copied into each request, never logged.
 func Post(url, contentType string, body []byte, header http.Header) BuildFunc {
-	return func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range header {
-			req.Header[k] = append([]string(nil), v...)
-		}
-		req.Header.Set("Content-Type", contentType)
-		if req.Header.Get("Accept") == "" {
-			req.Header.Set("Accept", "application/json")
-		}
-		return req, nil
+	h := header.Clone()
+	if h == nil {
+		h = http.Header{}
 	}
+	h.Set("Content-Type", contentType)
+	return build(http.MethodPost, url, body, h)
 }
 
 // Get returns a BuildFunc that GETs url with the given headers (for
 // polling a prediction, say), afresh for every attempt.
 func Get(url string, header http.Header) BuildFunc {
+	return build(http.MethodGet, url, nil, header)
+}
+
+// Put returns a BuildFunc for a PUT without a body (fal's queue cancel,
+// say), afresh for every attempt.
+func Put(url string, header http.Header) BuildFunc {
+	return build(http.MethodPut, url, nil, header)
+}
+
+// build makes each attempt's request: method, url, a fresh reader of
+// body (nil for none), a copy of header, and Accept: application/json
+// unless header says otherwise.
+func build(method, url string, body []byte, header http.Header) BuildFunc {
 	return func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		var r io.Reader
+		if body != nil {
+			r = bytes.NewReader(body)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, url, r)
 		if err != nil {
 			return nil, err
 		}
