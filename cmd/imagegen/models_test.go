@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
-	"image"
-	"image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +13,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen/fetch"
+	"github.com/imagegen/imagegen/model/provider/providertest"
 )
 
 func TestParseModels(t *testing.T) {
@@ -66,13 +64,6 @@ func TestBuildModelNeedsTheProvidersKey(t *testing.T) {
 	is.New(t).True(err != nil && strings.Contains(err.Error(), "no model names"))
 }
 
-// pngBase64 is a w×h PNG, base64-encoded as providers send it.
-func pngBase64(t *testing.T, w, h int) string {
-	var buf bytes.Buffer
-	is.New(t).NoErr(png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, w, h))))
-	return base64.StdEncoding.EncodeToString(buf.Bytes())
-}
-
 // TestServeWithProviderFallback runs serve with -model openai=3,gemini
 // against fakes of both: OpenAI refuses the key (an operator error, not
 // retried) or is unavailable (503, retried, then given up), so the chain
@@ -109,7 +100,7 @@ func testFallback(t *testing.T, status int, body string, wantOpenAICalls int32) 
 		io.WriteString(w, body)
 	}))
 	defer openaiFake.Close()
-	picture := pngBase64(t, 1024, 576)
+	picture := base64.StdEncoding.EncodeToString(providertest.PNG(1024, 576))
 	geminiFake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		geminiCalls.Add(1)
 		if r.Header.Get("x-goog-api-key") != geminiKey || !strings.HasSuffix(r.URL.Path, ":generateContent") {
