@@ -16,7 +16,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	svc, err := imagegen.New(imagegen.Config{
-		Store:  memory.New(memory.Options{}),
+		Store:  memory.New(memory.Config{}),
 		Model:  imagegentest.NewModel(2), // costs 2 credits, makes a tiny PNG
 		Logger: slog.New(slog.DiscardHandler),
 	})
@@ -56,7 +56,7 @@ func Example() {
 func ExampleService_Submit_errors() {
 	ctx := context.Background()
 	svc, err := imagegen.New(imagegen.Config{
-		Store: memory.New(memory.Options{}), Model: imagegentest.NewModel(3), Logger: slog.New(slog.DiscardHandler),
+		Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(3), Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		panic(err)
@@ -76,7 +76,7 @@ func ExampleService_Submit_errors() {
 func ExampleService_ChargeWeb() {
 	ctx := context.Background()
 	svc, err := imagegen.New(imagegen.Config{
-		Store: memory.New(memory.Options{}), Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler),
+		Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		panic(err)

@@ -12,10 +12,6 @@ const (
 	MaxListLimit     = 100
 )
 
-// ErrListingUnsupported: the store cannot list tasks (it is not a
-// TaskLister).
-var ErrListingUnsupported = errors.New("imagegen: the store cannot list tasks")
-
 // ListTasks returns a page of owner's tasks, newest first: up to limit
 // (0 means DefaultListLimit, at most MaxListLimit), only those with the
 // given status unless it is "", after cursor (from the previous page's
@@ -33,11 +29,7 @@ func (s *Service) ListTasks(ctx context.Context, owner string, status Status, li
 	if len(cursor) > 256 {
 		return TaskPage{}, invalid("cursor", "is not a cursor this server gave")
 	}
-	l, ok := s.cfg.Store.(TaskLister)
-	if !ok {
-		return TaskPage{}, ErrListingUnsupported
-	}
-	page, err := l.ListTasks(ctx, owner, status, limit, cursor)
+	page, err := s.cfg.Store.ListTasks(ctx, owner, status, limit, cursor)
 	if errors.Is(err, ErrInvalidParams) {
 		return TaskPage{}, invalid("cursor", "is not a cursor this server gave")
 	}

@@ -26,7 +26,7 @@ type fixture struct {
 func newFixture(t *testing.T, model *imagegentest.Model, cfg ...func(*imagegen.Config)) fixture {
 	t.Helper()
 	clock := imagegentest.NewClock(time.Time{})
-	store := memory.New(memory.Options{Clock: clock, Retention: time.Hour})
+	store := memory.New(memory.Config{Clock: clock, Retention: time.Hour})
 	c := imagegen.Config{Store: store, Model: model, Clock: clock, LeaseDuration: lease, MaxAttempts: 3, Workers: 2, Logger: quiet}
 	for _, f := range cfg {
 		f(&c)
@@ -68,7 +68,7 @@ func TestConfigValidation(t *testing.T) {
 	is := is.New(t)
 	_, err := imagegen.New(imagegen.Config{Model: imagegentest.NewModel(1)})
 	is.True(err != nil) // no store
-	store := memory.New(memory.Options{})
+	store := memory.New(memory.Config{})
 	_, err = imagegen.New(imagegen.Config{Store: store})
 	is.True(err != nil) // no model
 	_, err = imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1), Workers: -1})

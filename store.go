@@ -5,17 +5,29 @@ import (
 	"time"
 )
 
-// Store keeps tasks, images, the credit ledger and API keys. Every state
-// change is atomic and conditional (compare-and-set), so any number of API
-// processes and workers may share one Store. A Store reads time from its
-// own clock (the memory store from an injected Clock, Redis from its
-// server), so lease and retention arithmetic never mixes two clocks.
+// Store is the whole storage contract of the service: tasks and the work
+// queue with leases, images, the credit ledger, API keys, idempotency
+// records, task listing, finish notifications, webhook deliveries and
+// shared secrets. Every part is required; this file is the one place
+// that defines what a backend must do.
+//
+// Every state change is atomic and conditional (compare-and-set), so any
+// number of API processes and workers may share one Store. A Store reads
+// time from its own clock (the memory store from an injected Clock, Redis
+// from its server), so lease and retention arithmetic never mixes two
+// clocks.
 //
 // Implementations must pass the conformance suite in store/storetest.
+// Backends in this module: store/memory and store/redis.
 type Store interface {
 	TaskStore
+	TaskLister
+	TaskWatcher
 	CreditStore
 	KeyStore
+	IdempotencyStore
+	WebhookStore
+	SecretStore
 }
 
 // TaskStore is the task queue with leases.
@@ -143,7 +155,6 @@ type IdempotencyRecord struct {
 
 // IdempotencyStore keeps idempotency keys of submit requests, per owner,
 // so that a retried request is answered with the first one's response.
-// Both stores in this module implement it.
 type IdempotencyStore interface {
 	// BeginIdempotent records that the request with owner's key and
 	// fingerprint is in flight, for at most inFlight, and returns nil.
@@ -169,11 +180,51 @@ type TaskPage struct {
 	Next string
 }
 
-// TaskLister lists an owner's tasks. Both stores in this module
-// implement it.
+// TaskLister lists an owner's tasks.
 type TaskLister interface {
 	// ListTasks returns up to limit of owner's tasks, newest first,
 	// starting after cursor ("" for the first page), only those with the
 	// given status when status is not "". Expired tasks are not listed.
 	ListTasks(ctx context.Context, owner string, status Status, limit int, cursor string) (TaskPage, error)
+}
+
+// TaskWatcher announces when a task finishes, so that waiting for a
+// result (and stopping a cancelled generation) needs no polling. On a
+// shared backend it works across processes.
+type TaskWatcher interface {
+	// WatchTask returns a channel that is closed once task id reaches
+	// success or failed (or may be closed spuriously; callers re-read the
+	// task). stop releases the watch; call it when done waiting.
+	WatchTask(ctx context.Context, id string) (finished <-chan struct{}, stop func(), err error)
+}
+
+// WebhookDelivery is a finished task whose callback is due.
+type WebhookDelivery struct {
+	TaskID   string
+	Owner    string
+	URL      string // the task's callback_url
+	Attempts int    // attempts made before this one
+}
+
+// WebhookStore keeps the callbacks of finished tasks until they are
+// delivered. The store queues a task's delivery in the
+// same atomic step that finishes a task with a callback_url, so no
+// callback is lost to a crash; deliveries are leased like tasks, so one
+// dispatcher at a time sends each.
+type WebhookStore interface {
+	// ClaimWebhooks leases up to n due deliveries: they are not due
+	// again until lease has passed (unless acknowledged or retried).
+	ClaimWebhooks(ctx context.Context, lease time.Duration, n int) ([]WebhookDelivery, error)
+	// AckWebhook removes a delivery: it was delivered, or given up.
+	AckWebhook(ctx context.Context, taskID string) error
+	// RetryWebhook counts a failed attempt and makes the delivery due
+	// again after delay.
+	RetryWebhook(ctx context.Context, taskID string, delay time.Duration) error
+}
+
+// SecretStore keeps named secrets shared by every process on the store.
+type SecretStore interface {
+	// SharedSecret returns the secret stored under name, first storing
+	// the one generate makes if there is none.
+	SharedSecret(ctx context.Context, name string, generate func() []byte) ([]byte, error)
 }

@@ -6,37 +6,24 @@ import (
 	"time"
 )
 
-// TaskWatcher is implemented by stores that announce when a task
-// finishes, so that waiting for a result needs no polling. Both stores in
-// this module implement it (the Redis one across processes).
-type TaskWatcher interface {
-	// WatchTask returns a channel that is closed once task id reaches
-	// success or failed (or may be closed spuriously; callers re-read the
-	// task). stop releases the watch; call it when done waiting.
-	WatchTask(ctx context.Context, id string) (finished <-chan struct{}, stop func(), err error)
-}
-
 // MaxWait is the longest WaitTask waits.
 const MaxWait = 60 * time.Second
 
 // WaitTask returns owner's task as soon as it is finished (success or
 // failed), or after d (at most MaxWait) with its state then, whichever
-// comes first. It holds nothing once it returns. On a store that is not a
-// TaskWatcher it re-reads the task every Config.PollInterval.
+// comes first. It holds nothing once it returns. It waits on the store's
+// finish notification (Store.WatchTask); after a spurious one it re-reads
+// the task every Config.PollInterval.
 func (s *Service) WaitTask(ctx context.Context, owner, id string, d time.Duration) (*Task, error) {
 	d = min(d, MaxWait)
 	if d <= 0 {
 		return s.Task(ctx, owner, id)
 	}
-	var finished <-chan struct{}
-	if w, ok := s.cfg.Store.(TaskWatcher); ok {
-		ch, stop, err := w.WatchTask(ctx, id) // watch first, then read: no finish is missed
-		if err != nil {
-			return nil, fmt.Errorf("imagegen: watch task: %w", err)
-		}
-		defer stop()
-		finished = ch
+	finished, stop, err := s.cfg.Store.WatchTask(ctx, id) // watch first, then read: no finish is missed
+	if err != nil {
+		return nil, fmt.Errorf("imagegen: watch task: %w", err)
 	}
+	defer stop()
 	timeout := s.cfg.Clock.After(d)
 	for {
 		t, err := s.Task(ctx, owner, id)

@@ -277,11 +277,7 @@ func failure(err error, timedOut bool, attempts int) Failure {
 // It reports whether it did.
 func (s *Service) cancelWhenFinishedElsewhere(ctx context.Context, cancel context.CancelFunc, id string) *atomic.Bool {
 	var cancelled atomic.Bool
-	w, ok := s.cfg.Store.(TaskWatcher)
-	if !ok {
-		return &cancelled
-	}
-	finished, stop, err := w.WatchTask(ctx, id)
+	finished, stop, err := s.cfg.Store.WatchTask(ctx, id)
 	if err != nil {
 		return &cancelled // the lease renewal is the fallback
 	}

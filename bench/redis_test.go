@@ -41,7 +41,7 @@ func newClient(b *testing.B, opt *goredis.Options) *goredis.Client {
 
 // newStore returns a store under a fresh prefix, deleted afterwards.
 func newStore(b *testing.B, rdb *goredis.Client) *redisstore.Store {
-	store, err := redisstore.New(rdb, redisstore.Options{Prefix: "imagegen-bench-" + uuid.NewString()})
+	store, err := redisstore.New(rdb, redisstore.Config{Prefix: "imagegen-bench-" + uuid.NewString()})
 	if err != nil {
 		b.Fatal(err)
 	}

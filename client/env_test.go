@@ -74,14 +74,14 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	for _, f := range opts {
 		f(&o)
 	}
-	var store imagegen.Store = memory.New(memory.Options{})
+	var store imagegen.Store = memory.New(memory.Config{})
 	if o.store != nil {
 		store = o.store()
 	}
 	model := imagegentest.NewModel(2)
 	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, MaxAttempts: 2, Logger: quiet})
 	is.NoErr(err)
-	limiter, err := ratelimit.NewMemory(ratelimit.Config{Limit: o.limit, Window: time.Minute})
+	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: o.limit, Window: time.Minute})
 	is.NoErr(err)
 	api, err := httpapi.New(httpapi.Config{Service: svc, Limiter: limiter, Logger: quiet})
 	is.NoErr(err)
@@ -317,7 +317,7 @@ type pipeAddr struct{}
 func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "pipe" }
 
-func memoryStore() imagegen.Store { return memory.New(memory.Options{}) }
+func memoryStore() imagegen.Store { return memory.New(memory.Config{}) }
 
 // failingStore fails the operations a submit and a task query need.
 type failingStore struct{ imagegen.Store }

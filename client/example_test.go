@@ -22,13 +22,13 @@ import (
 func Example() {
 	ctx := context.Background()
 	svc, _ := imagegen.New(imagegen.Config{
-		Store:  memory.New(memory.Options{}),
+		Store:  memory.New(memory.Config{}),
 		Model:  imagegentest.NewModel(2),
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	key, _, _ := svc.CreateKey(ctx, "alice")
 	_, _ = svc.Grant(ctx, "alice", 3, "")
-	limiter, _ := ratelimit.NewMemory(ratelimit.Config{})
+	limiter, _ := ratelimit.NewMemory(ratelimit.MemoryConfig{})
 	api, _ := httpapi.New(httpapi.Config{Service: svc, Limiter: limiter, Logger: slog.New(slog.DiscardHandler)})
 	mux := http.NewServeMux()
 	api.Register(mux)

@@ -17,11 +17,11 @@ func Example() {
 	}))
 	defer srv.Close()
 
-	guarded, _ := fetch.New(fetch.Options{})
+	guarded, _ := fetch.New(fetch.Config{})
 	_, _, err := guarded.Image(context.Background(), srv.URL+"/ref.png")
 	fmt.Println(errors.Is(err, fetch.ErrBlockedAddress))
 
-	dev, _ := fetch.New(fetch.Options{AllowPrivate: true})
+	dev, _ := fetch.New(fetch.Config{AllowPrivate: true})
 	img, format, err := dev.Image(context.Background(), srv.URL+"/ref.png")
 	fmt.Println(format, img.Bounds().Dx(), img.Bounds().Dy(), err)
 	// Output:

@@ -33,9 +33,9 @@ type Resolver interface {
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
 }
 
-// Options configures a Fetcher. Zero values take the defaults; negative
+// Config configures a Fetcher. Zero values take the defaults; negative
 // values are refused.
-type Options struct {
+type Config struct {
 	MaxBytes     int64         // largest body accepted; default 20 MiB
 	MaxPixels    int64         // largest width*height decoded; default 40 million
 	Timeout      time.Duration // the whole fetch, redirects included; default 15s
@@ -50,21 +50,21 @@ type Options struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-func (o Options) validate() error {
+func (o Config) validate() error {
 	switch {
 	case o.MaxBytes < 0:
-		return fmt.Errorf("fetch: Options.MaxBytes must not be negative (got %d)", o.MaxBytes)
+		return fmt.Errorf("fetch: Config.MaxBytes must not be negative (got %d)", o.MaxBytes)
 	case o.MaxPixels < 0:
-		return fmt.Errorf("fetch: Options.MaxPixels must not be negative (got %d)", o.MaxPixels)
+		return fmt.Errorf("fetch: Config.MaxPixels must not be negative (got %d)", o.MaxPixels)
 	case o.Timeout < 0:
-		return fmt.Errorf("fetch: Options.Timeout must not be negative (got %v)", o.Timeout)
+		return fmt.Errorf("fetch: Config.Timeout must not be negative (got %v)", o.Timeout)
 	case o.MaxRedirects < 0:
-		return fmt.Errorf("fetch: Options.MaxRedirects must not be negative (got %d)", o.MaxRedirects)
+		return fmt.Errorf("fetch: Config.MaxRedirects must not be negative (got %d)", o.MaxRedirects)
 	}
 	return nil
 }
 
-func (o Options) withDefaults() Options {
+func (o Config) withDefaults() Config {
 	o.MaxBytes = cmp.Or(o.MaxBytes, 20<<20)
 	o.MaxPixels = cmp.Or(o.MaxPixels, 40_000_000)
 	o.Timeout = cmp.Or(o.Timeout, 15*time.Second)
@@ -87,13 +87,13 @@ func (o Options) withDefaults() Options {
 // Fetcher downloads user-given URLs under the guards. It is safe for
 // concurrent use.
 type Fetcher struct {
-	o           Options
+	o           Config
 	client      *http.Client // follows checked redirects
 	noRedirects *http.Client // same transport, for Post
 }
 
 // New returns a Fetcher, or an error naming a bad option.
-func New(o Options) (*Fetcher, error) {
+func New(o Config) (*Fetcher, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}

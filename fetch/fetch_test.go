@@ -30,7 +30,7 @@ func TestFetchPublicAddress(t *testing.T) {
 		_, _ = w.Write(img)
 	})
 	d := dialTo(s)
-	f, err := fetch.New(fetch.Options{Resolver: resolver(t, map[string][]string{"images.example": {"93.184.216.34"}}), Dial: d.Dial})
+	f, err := fetch.New(fetch.Config{Resolver: resolver(t, map[string][]string{"images.example": {"93.184.216.34"}}), Dial: d.Dial})
 	is.NoErr(err)
 	data, ct, err := f.Fetch(t.Context(), "http://images.example/cat.png")
 	is.NoErr(err)
@@ -67,7 +67,7 @@ func TestRedirects(t *testing.T) {
 	})
 	setup := func(t *testing.T) (*fetch.Fetcher, *dialer) {
 		d := dialTo(s)
-		f, err := fetch.New(fetch.Options{
+		f, err := fetch.New(fetch.Config{
 			Resolver: resolver(t, map[string][]string{"images.example": {"93.184.216.34"}, "internal.example": {"10.0.0.1"}}),
 			Dial:     d.Dial,
 		})
@@ -87,7 +87,7 @@ func TestRedirects(t *testing.T) {
 	t.Run("MaxRedirects 1", func(t *testing.T) {
 		is := is.New(t)
 		d := dialTo(s)
-		f, err := fetch.New(fetch.Options{MaxRedirects: 1, Resolver: resolver(t, map[string][]string{"images.example": {"93.184.216.34"}}), Dial: d.Dial})
+		f, err := fetch.New(fetch.Config{MaxRedirects: 1, Resolver: resolver(t, map[string][]string{"images.example": {"93.184.216.34"}}), Dial: d.Dial})
 		is.NoErr(err)
 		_, _, err = f.Fetch(t.Context(), "http://images.example/hops/1")
 		is.NoErr(err)
@@ -135,7 +135,7 @@ func TestByteLimit(t *testing.T) {
 			}
 		}
 	})
-	f, err := fetch.New(fetch.Options{AllowPrivate: true, MaxBytes: 1000, Timeout: 10 * time.Second})
+	f, err := fetch.New(fetch.Config{AllowPrivate: true, MaxBytes: 1000, Timeout: 10 * time.Second})
 	is.New(t).NoErr(err)
 	t.Run("at the limit", func(t *testing.T) {
 		data, _, err := f.Fetch(t.Context(), s.URL+"/exact")
@@ -160,16 +160,16 @@ func TestPixelLimit(t *testing.T) {
 			_, _ = w.Write(pngOf(30, 20))
 		}
 	})
-	f, err := fetch.New(fetch.Options{AllowPrivate: true})
+	f, err := fetch.New(fetch.Config{AllowPrivate: true})
 	is.NoErr(err)
 	_, _, err = f.Image(t.Context(), s.URL+"/huge")
 	is.True(errors.Is(err, fetch.ErrTooManyPixels)) // refused on the header: a decode would fail with ErrNotImage
 
-	f, err = fetch.New(fetch.Options{AllowPrivate: true, MaxPixels: 599})
+	f, err = fetch.New(fetch.Config{AllowPrivate: true, MaxPixels: 599})
 	is.NoErr(err)
 	_, _, err = f.Image(t.Context(), s.URL+"/small")
 	is.True(errors.Is(err, fetch.ErrTooManyPixels))
-	f, err = fetch.New(fetch.Options{AllowPrivate: true, MaxPixels: 600})
+	f, err = fetch.New(fetch.Config{AllowPrivate: true, MaxPixels: 600})
 	is.NoErr(err)
 	_, _, err = f.Image(t.Context(), s.URL+"/small")
 	is.NoErr(err)
@@ -187,7 +187,7 @@ func TestNotImageAndStatus(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	})
-	f, err := fetch.New(fetch.Options{AllowPrivate: true})
+	f, err := fetch.New(fetch.Config{AllowPrivate: true})
 	is.NoErr(err)
 	_, _, err = f.Image(t.Context(), s.URL+"/text")
 	is.True(errors.Is(err, fetch.ErrNotImage))
@@ -212,12 +212,12 @@ func TestTimeoutAndCancel(t *testing.T) {
 		}
 		<-r.Context().Done() // hangs until the fetcher stops
 	})
-	f, err := fetch.New(fetch.Options{AllowPrivate: true, Timeout: 50 * time.Millisecond})
+	f, err := fetch.New(fetch.Config{AllowPrivate: true, Timeout: 50 * time.Millisecond})
 	is.NoErr(err)
 	_, _, err = f.Fetch(t.Context(), s.URL+"/slow")
 	is.True(errors.Is(err, context.DeadlineExceeded)) // the fetcher's own timeout
 
-	f, err = fetch.New(fetch.Options{AllowPrivate: true, Timeout: time.Minute})
+	f, err = fetch.New(fetch.Config{AllowPrivate: true, Timeout: time.Minute})
 	is.NoErr(err)
 	_, _, err = f.Fetch(ctx, s.URL+"/cancel")
 	is.True(errors.Is(err, context.Canceled))
@@ -227,7 +227,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 // (here the resolver's address).
 func TestDownloadErrorsAreSafe(t *testing.T) {
 	is := is.New(t)
-	f, err := fetch.New(fetch.Options{Resolver: failing{}})
+	f, err := fetch.New(fetch.Config{Resolver: failing{}})
 	is.NoErr(err)
 	_, _, err = f.Fetch(t.Context(), "http://nowhere.example/a.png")
 	is.True(err != nil)
@@ -240,7 +240,7 @@ func TestDownloadErrorsAreSafe(t *testing.T) {
 	is.NoErr(err)
 	addr := l.Addr().String()
 	is.NoErr(l.Close())
-	dev, err := fetch.New(fetch.Options{AllowPrivate: true})
+	dev, err := fetch.New(fetch.Config{AllowPrivate: true})
 	is.NoErr(err)
 	_, _, err = dev.Fetch(t.Context(), "http://"+addr+"/a.png")
 	is.Equal(err.Error(), "could not be downloaded: connection refused")
@@ -255,7 +255,7 @@ func (failing) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, error
 func TestBadURLs(t *testing.T) {
 	names := resolver(t, nil) // any lookup fails the test
 	d := &dialer{to: "127.0.0.1:1"}
-	f, err := fetch.New(fetch.Options{Resolver: names, Dial: d.Dial})
+	f, err := fetch.New(fetch.Config{Resolver: names, Dial: d.Dial})
 	is.New(t).NoErr(err)
 	for _, u := range []string{
 		"", "/a.png", "images.example/a.png", "//images.example/a.png",
@@ -274,7 +274,7 @@ func TestBadURLs(t *testing.T) {
 }
 
 func TestOptionsValidation(t *testing.T) {
-	for field, o := range map[string]fetch.Options{
+	for field, o := range map[string]fetch.Config{
 		"MaxBytes":     {MaxBytes: -1},
 		"MaxPixels":    {MaxPixels: -1},
 		"Timeout":      {Timeout: -time.Second},
@@ -283,7 +283,7 @@ func TestOptionsValidation(t *testing.T) {
 		t.Run(field, func(t *testing.T) {
 			_, err := fetch.New(o)
 			is.New(t).True(err != nil)
-			is.New(t).True(strings.Contains(err.Error(), "Options."+field))
+			is.New(t).True(strings.Contains(err.Error(), "Config."+field))
 		})
 	}
 }
@@ -295,7 +295,7 @@ func TestPostFollowsNoRedirect(t *testing.T) {
 		got.Store(r.Method + " " + r.Header.Get("X-Sig"))
 		http.Redirect(w, r, "/elsewhere", http.StatusFound)
 	})
-	dev, err := fetch.New(fetch.Options{AllowPrivate: true})
+	dev, err := fetch.New(fetch.Config{AllowPrivate: true})
 	is.NoErr(err)
 	status, err := dev.Post(t.Context(), s.URL+"/hook", http.Header{"X-Sig": {"v1"}}, []byte("{}"))
 	is.NoErr(err)
@@ -303,7 +303,7 @@ func TestPostFollowsNoRedirect(t *testing.T) {
 	is.Equal(got.Load(), "POST v1")
 	is.Equal(s.hits.Load(), int64(1))
 
-	guarded, err := fetch.New(fetch.Options{})
+	guarded, err := fetch.New(fetch.Config{})
 	is.NoErr(err)
 	_, err = guarded.Post(t.Context(), s.URL+"/hook", nil, nil)
 	is.True(errors.Is(err, fetch.ErrBlockedAddress))

@@ -114,7 +114,7 @@ func (f *Fetcher) dial(ctx context.Context, network, hostport string) (net.Conn,
 }
 
 // resolve returns host's addresses: an IP literal as it is, a name
-// through Options.Resolver. An answer that is not an IP address fails.
+// through Config.Resolver. An answer that is not an IP address fails.
 func (f *Fetcher) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return []netip.Addr{a.Unmap()}, nil

@@ -61,7 +61,7 @@ func TestGuardRefusesAtConnect(t *testing.T) {
 			is := is.New(t)
 			s := newSite(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(pngOf(1, 1)) })
 			d := dialTo(s)
-			f, err := fetch.New(fetch.Options{Resolver: resolver(t, map[string][]string{"images.example": ips}), Dial: d.Dial})
+			f, err := fetch.New(fetch.Config{Resolver: resolver(t, map[string][]string{"images.example": ips}), Dial: d.Dial})
 			is.NoErr(err)
 			_, _, err = f.Fetch(t.Context(), "http://images.example/a.png")
 			is.True(errors.Is(err, fetch.ErrBlockedAddress))
@@ -77,7 +77,7 @@ func TestGuardChecksIPLiterals(t *testing.T) {
 	is := is.New(t)
 	s := newSite(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(pngOf(1, 1)) })
 	names := resolver(t, nil)
-	f, err := fetch.New(fetch.Options{Resolver: names})
+	f, err := fetch.New(fetch.Config{Resolver: names})
 	is.NoErr(err)
 	_, _, err = f.Fetch(t.Context(), s.URL+"/a.png") // http://127.0.0.1:port
 	is.True(errors.Is(err, fetch.ErrBlockedAddress))
@@ -90,13 +90,13 @@ func TestGuardChecksIPLiterals(t *testing.T) {
 func TestAllowPrivateAndAllowHosts(t *testing.T) {
 	is := is.New(t)
 	s := newSite(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(pngOf(2, 2)) })
-	dev, err := fetch.New(fetch.Options{AllowPrivate: true})
+	dev, err := fetch.New(fetch.Config{AllowPrivate: true})
 	is.NoErr(err)
 	_, _, err = dev.Image(t.Context(), s.URL+"/a.png")
 	is.NoErr(err)
 
 	d := dialTo(s)
-	f, err := fetch.New(fetch.Options{
+	f, err := fetch.New(fetch.Config{
 		AllowHosts: []string{"CDN.provider.example"},
 		Resolver:   resolver(t, map[string][]string{"cdn.provider.example": {"10.0.0.5"}, "other.example": {"10.0.0.5"}}),
 		Dial:       d.Dial,

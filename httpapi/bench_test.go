@@ -69,7 +69,7 @@ const benchKey = "bench-key-0123456789abcdef"
 func newBenchAPI(b *testing.B) (http.Handler, *imagegen.Service) {
 	clock := imagegentest.NewClock(time.Time{})
 	svc, err := imagegen.New(imagegen.Config{
-		Store: memory.New(memory.Options{Clock: clock}), Model: imagegentest.NewModel(1), Clock: clock,
+		Store: memory.New(memory.Config{Clock: clock}), Model: imagegentest.NewModel(1), Clock: clock,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -80,7 +80,7 @@ func newBenchAPI(b *testing.B) (http.Handler, *imagegen.Service) {
 	if _, err := svc.Grant(context.Background(), "bench", 1<<50, ""); err != nil {
 		b.Fatal(err)
 	}
-	limiter, err := ratelimit.NewMemory(ratelimit.Config{Limit: 1 << 30, Clock: clock})
+	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 1 << 30, Clock: clock})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -22,11 +22,11 @@ import (
 func Example() {
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
-	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Options{}), Model: imagegentest.NewModel(1), Logger: quiet})
+	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(1), Logger: quiet})
 	if err != nil {
 		panic(err)
 	}
-	limiter, err := ratelimit.NewMemory(ratelimit.Config{Limit: 10, Window: time.Minute})
+	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 10, Window: time.Minute})
 	if err != nil {
 		panic(err)
 	}

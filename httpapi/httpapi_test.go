@@ -49,16 +49,16 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	t.Helper()
 	is := is.New(t)
 	clock := imagegentest.NewClock(time.Time{})
-	o := envOptions{store: memory.New(memory.Options{Clock: clock, Retention: retention}), limit: 1000}
+	o := envOptions{store: memory.New(memory.Config{Clock: clock, Retention: retention}), limit: 1000}
 	for _, f := range opts {
 		f(&o)
 	}
 	model := imagegentest.NewModel(2)
 	svc, err := imagegen.New(imagegen.Config{Store: o.store, Model: model, Clock: clock, MaxAttempts: 2, Logger: quiet})
 	is.NoErr(err)
-	limiter, err := ratelimit.NewMemory(ratelimit.Config{Limit: o.limit, Window: time.Minute, Clock: clock})
+	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: o.limit, Window: time.Minute, Clock: clock})
 	is.NoErr(err)
-	ipLimiter, err := ratelimit.NewIPLimiter(ratelimit.IPConfig{Clock: clock})
+	ipLimiter, err := ratelimit.NewIPLimiter(ratelimit.IPLimiterConfig{Clock: clock})
 	is.NoErr(err)
 	api, err := httpapi.New(httpapi.Config{
 		Service: svc, Limiter: limiter, AuthFailures: ipLimiter, Clock: clock,
@@ -393,7 +393,7 @@ func TestInternalError(t *testing.T) {
 	is := is.New(t)
 	clock := imagegentest.NewClock(time.Time{})
 	e := newEnv(t, func(o *envOptions) {
-		o.store = failingStore{memory.New(memory.Options{Clock: clock, Retention: retention})}
+		o.store = failingStore{memory.New(memory.Config{Clock: clock, Retention: retention})}
 	})
 	msg := wantError(t, e.submit(e.key, t2i), http.StatusInternalServerError, httpapi.CodeInternalError)
 	is.True(!strings.Contains(msg, "disk on fire")) // internals stay in the log

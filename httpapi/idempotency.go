@@ -49,11 +49,7 @@ func (h *Handler) idempotent(next http.Handler) http.Handler {
 			h.respondErr(w, r, err)
 			return
 		}
-		store, ok := h.cfg.Service.Store().(imagegen.IdempotencyStore)
-		if !ok {
-			h.respondErr(w, r, &imagegen.ValidationError{Field: "Idempotency-Key", Message: "is not supported by this server's store"})
-			return
-		}
+		store := h.cfg.Service.Store()
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 		if err != nil {
 			h.respondErr(w, r, err)

@@ -30,13 +30,13 @@ func BenchmarkResultLatency(b *testing.B) {
 
 func benchLatency(b *testing.B, pollEvery time.Duration) {
 	clock := imagegen.SystemClock{}
-	store := memory.New(memory.Options{Clock: clock})
+	store := memory.New(memory.Config{Clock: clock})
 	model := imagegentest.NewModel(1)
 	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, Clock: clock, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	limiter, err := ratelimit.NewMemory(ratelimit.Config{Limit: 1 << 20, Clock: clock})
+	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 1 << 20, Clock: clock})
 	if err != nil {
 		b.Fatal(err)
 	}

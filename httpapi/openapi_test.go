@@ -256,12 +256,12 @@ func recordExchanges(t *testing.T) *recorder {
 	// Server errors.
 	clock := imagegentest.NewClock(time.Time{})
 	broken := newEnv(t, func(o *envOptions) {
-		o.store = failingStore{memory.New(memory.Options{Clock: clock, Retention: retention})}
+		o.store = failingStore{memory.New(memory.Config{Clock: clock, Retention: retention})}
 	})
 	rc.do(broken, "submit, store down", "POST", "/api/v1/generate", broken.key, t2i)
 	rc.do(broken, "poll, store down", "GET", "/api/v1/tasks/x", broken.key, "")
 	lost := newEnv(t, func(o *envOptions) {
-		o.store = imageLostStore{memory.New(memory.Options{Clock: clock, Retention: retention})}
+		o.store = imageLostStore{memory.New(memory.Config{Clock: clock, Retention: retention})}
 	})
 	lostID := taskID(t, rc.do(lost, "submit, images to be lost", "POST", "/api/v1/generate", lost.key, t2i))
 	lost.runAll()
@@ -270,7 +270,7 @@ func recordExchanges(t *testing.T) *recorder {
 	is.Equal(len(lostTask.Images), 1)
 	rc.do(lost, "download, store down", "GET", strings.TrimPrefix(lostTask.Images[0], "https://img.example.test"), "", "")
 	down := newEnv(t, func(o *envOptions) {
-		o.store = extensionsDownStore{memory.New(memory.Options{Clock: clock, Retention: retention})}
+		o.store = extensionsDownStore{memory.New(memory.Config{Clock: clock, Retention: retention})}
 	})
 	rc.do(down, "cancel, store down", "POST", "/api/v1/tasks/x/cancel", down.key, "", status(http.StatusInternalServerError))
 	rc.do(down, "list, store down", "GET", "/api/v1/tasks", down.key, "", status(http.StatusInternalServerError))
@@ -371,7 +371,7 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	rc.do(e, "idempotency key with another body", "POST", "/api/v1/generate", rich, `{"scene":"text-to-image","prompt":"another fox"}`,
 		key("order-1"), status(http.StatusUnprocessableEntity))
 	sum := sha256.Sum256([]byte(t2i))
-	rec, err := e.svc.Store().(imagegen.IdempotencyStore).BeginIdempotent(ctx, "rich", "order-2", hex.EncodeToString(sum[:]), time.Minute)
+	rec, err := e.svc.Store().BeginIdempotent(ctx, "rich", "order-2", hex.EncodeToString(sum[:]), time.Minute)
 	is.NoErr(err)
 	is.True(rec == nil) // order-2 is now in flight
 	rc.do(e, "idempotency key in use", "POST", "/api/v1/generate", rich, t2i, key("order-2"), status(http.StatusConflict))

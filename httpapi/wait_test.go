@@ -104,7 +104,7 @@ func TestPreferWaitNotAppliedOnErrors(t *testing.T) {
 
 	clock := imagegentest.NewClock(time.Time{})
 	broken := newEnv(t, func(o *envOptions) {
-		o.store = failingStore{memory.New(memory.Options{Clock: clock, Retention: retention})}
+		o.store = failingStore{memory.New(memory.Config{Clock: clock, Retention: retention})}
 	})
 	w = broken.do("GET", "/api/v1/tasks/x", broken.key, "", "Prefer", "wait=5")
 	wantError(t, w, http.StatusInternalServerError, "internal_error")

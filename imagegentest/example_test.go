@@ -20,7 +20,7 @@ func Example() {
 	busy := &imagegen.ModelError{Provider: "scripted", Retryable: true, Message: "busy"}
 	model := imagegentest.NewModel(1, imagegentest.Fail(busy), imagegentest.Succeed())
 	svc, err := imagegen.New(imagegen.Config{
-		Store: memory.New(memory.Options{Clock: clock}), Model: model, Clock: clock,
+		Store: memory.New(memory.Config{Clock: clock}), Model: model, Clock: clock,
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

@@ -16,22 +16,22 @@ import (
 // keys with the real clock. Limit 10/min: after warm-up most calls are
 // refusals, as for a busy client over its limit.
 func BenchmarkMemoryAllow(b *testing.B) {
-	benchmarkMemoryAllow(b, ratelimit.Config{}, 10_000)
+	benchmarkMemoryAllow(b, ratelimit.MemoryConfig{}, 10_000)
 }
 
 // BenchmarkMemoryAllowAccepted is the same with a limit no key reaches,
 // so every call records a request (and expires old ones: the short window
 // keeps each key's log small, as 10/min does in production).
 func BenchmarkMemoryAllowAccepted(b *testing.B) {
-	benchmarkMemoryAllow(b, ratelimit.Config{Limit: 1 << 30, Window: 10 * time.Millisecond}, 10_000)
+	benchmarkMemoryAllow(b, ratelimit.MemoryConfig{Limit: 1 << 30, Window: 10 * time.Millisecond}, 10_000)
 }
 
 // BenchmarkMemoryAllowOneKey is the worst case for contention.
 func BenchmarkMemoryAllowOneKey(b *testing.B) {
-	benchmarkMemoryAllow(b, ratelimit.Config{}, 1)
+	benchmarkMemoryAllow(b, ratelimit.MemoryConfig{}, 1)
 }
 
-func benchmarkMemoryAllow(b *testing.B, cfg ratelimit.Config, keys int) {
+func benchmarkMemoryAllow(b *testing.B, cfg ratelimit.MemoryConfig, keys int) {
 	lim, err := ratelimit.NewMemory(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -59,7 +59,7 @@ func benchmarkMemoryAllow(b *testing.B, cfg ratelimit.Config, keys int) {
 // BenchmarkIPLimiterBlocked is the per-request check for a client with no
 // recorded failures (the common case).
 func BenchmarkIPLimiterBlocked(b *testing.B) {
-	ipl, err := ratelimit.NewIPLimiter(ratelimit.IPConfig{})
+	ipl, err := ratelimit.NewIPLimiter(ratelimit.IPLimiterConfig{})
 	if err != nil {
 		b.Fatal(err)
 	}

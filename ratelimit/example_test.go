@@ -14,7 +14,7 @@ import (
 
 func Example() {
 	clock := imagegentest.NewClock(time.Time{})
-	lim, err := ratelimit.NewMemory(ratelimit.Config{Limit: 3, Window: time.Minute, Clock: clock})
+	lim, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 3, Window: time.Minute, Clock: clock})
 	if err != nil {
 		panic(err)
 	}
@@ -38,7 +38,7 @@ func Example() {
 
 func ExampleIPLimiter() {
 	clock := imagegentest.NewClock(time.Time{})
-	ipl, err := ratelimit.NewIPLimiter(ratelimit.IPConfig{Rate: 1, Burst: 2, Clock: clock})
+	ipl, err := ratelimit.NewIPLimiter(ratelimit.IPLimiterConfig{Rate: 1, Burst: 2, Clock: clock})
 	if err != nil {
 		panic(err)
 	}

@@ -44,7 +44,7 @@ type IPLimiter struct {
 
 // NewIPLimiter returns an IPLimiter configured by cfg, with defaults for
 // its zero fields.
-func NewIPLimiter(cfg IPConfig) (*IPLimiter, error) {
+func NewIPLimiter(cfg IPLimiterConfig) (*IPLimiter, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("ratelimit.NewIPLimiter: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/matryer/is"
 )
 
-func newIPLimiter(t *testing.T, cfg ratelimit.IPConfig) (*ratelimit.IPLimiter, *imagegentest.Clock) {
+func newIPLimiter(t *testing.T, cfg ratelimit.IPLimiterConfig) (*ratelimit.IPLimiter, *imagegentest.Clock) {
 	t.Helper()
 	clock := imagegentest.NewClock(time.Time{})
 	cfg.Clock = clock
@@ -27,7 +27,7 @@ func newIPLimiter(t *testing.T, cfg ratelimit.IPConfig) (*ratelimit.IPLimiter, *
 
 func TestIPLimiterBlocksAfterBurst(t *testing.T) {
 	is := is.New(t)
-	l, clock := newIPLimiter(t, ratelimit.IPConfig{}) // 1/s, burst 10
+	l, clock := newIPLimiter(t, ratelimit.IPLimiterConfig{}) // 1/s, burst 10
 	const ip = "192.0.2.7:5555"
 	for range 10 {
 		_, blocked := l.Blocked(ip)
@@ -54,7 +54,7 @@ func TestIPLimiterBlocksAfterBurst(t *testing.T) {
 
 func TestIPLimiterUnknownClientNotBlocked(t *testing.T) {
 	is := is.New(t)
-	l, _ := newIPLimiter(t, ratelimit.IPConfig{})
+	l, _ := newIPLimiter(t, ratelimit.IPLimiterConfig{})
 	wait, blocked := l.Blocked("198.51.100.1")
 	is.True(!blocked)
 	is.Equal(wait, time.Duration(0))
@@ -63,7 +63,7 @@ func TestIPLimiterUnknownClientNotBlocked(t *testing.T) {
 
 func TestIPLimiterClientsAreIndependent(t *testing.T) {
 	is := is.New(t)
-	l, _ := newIPLimiter(t, ratelimit.IPConfig{Burst: 2})
+	l, _ := newIPLimiter(t, ratelimit.IPLimiterConfig{Burst: 2})
 	l.Failure("192.0.2.1")
 	l.Failure("192.0.2.1")
 	_, blocked := l.Blocked("192.0.2.1:9")
@@ -76,7 +76,7 @@ func TestIPLimiterClientsAreIndependent(t *testing.T) {
 
 func TestIPLimiterGroupsIPv6By64(t *testing.T) {
 	is := is.New(t)
-	l, _ := newIPLimiter(t, ratelimit.IPConfig{Burst: 3})
+	l, _ := newIPLimiter(t, ratelimit.IPLimiterConfig{Burst: 3})
 	l.Failure("2001:db8:aa:bb::1")
 	l.Failure("[2001:db8:aa:bb::2]:1234")
 	l.Failure("2001:db8:aa:bb:ffff::3")
@@ -89,7 +89,7 @@ func TestIPLimiterGroupsIPv6By64(t *testing.T) {
 
 func TestIPLimiterConcurrentFailuresDeepenTheBlock(t *testing.T) {
 	is := is.New(t)
-	l, clock := newIPLimiter(t, ratelimit.IPConfig{Rate: 2, Burst: 5})
+	l, clock := newIPLimiter(t, ratelimit.IPLimiterConfig{Rate: 2, Burst: 5})
 	const ip = "203.0.113.9"
 	var wg sync.WaitGroup
 	for range 15 { // 15 guesses in flight at once all fail
@@ -108,7 +108,7 @@ func TestIPLimiterRetryAfterIsEnough(t *testing.T) {
 	for _, r := range []rate.Limit{0.1, 1.0 / 3, 0.7, 1, 3, 7, 1000} {
 		t.Run(fmt.Sprint(r), func(t *testing.T) {
 			is := is.New(t)
-			l, clock := newIPLimiter(t, ratelimit.IPConfig{Rate: r, Burst: 1})
+			l, clock := newIPLimiter(t, ratelimit.IPLimiterConfig{Rate: r, Burst: 1})
 			for range 4 {
 				clock.Advance(123456789 * time.Nanosecond)
 				if wait, blocked := l.Blocked("192.0.2.1"); blocked {
@@ -128,7 +128,7 @@ func TestIPLimiterRetryAfterIsEnough(t *testing.T) {
 
 func TestIPLimiterEvictsRefilledClients(t *testing.T) {
 	is := is.New(t)
-	l, clock := newIPLimiter(t, ratelimit.IPConfig{})
+	l, clock := newIPLimiter(t, ratelimit.IPLimiterConfig{})
 	peak := 0
 	for i := range 50_000 { // a stream of one-off failing clients
 		l.Failure(fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255))
@@ -142,7 +142,7 @@ func TestIPLimiterEvictsRefilledClients(t *testing.T) {
 func TestIPLimiterMaxClients(t *testing.T) {
 	is := is.New(t)
 	const maxClients = 200
-	l, _ := newIPLimiter(t, ratelimit.IPConfig{MaxClients: maxClients, Burst: 1})
+	l, _ := newIPLimiter(t, ratelimit.IPLimiterConfig{MaxClients: maxClients, Burst: 1})
 	for i := range 10 * maxClients {
 		l.Failure(fmt.Sprintf("10.0.%d.%d", i>>8&255, i&255))
 		is.True(l.Len() <= maxClients) // hard cap holds
@@ -151,13 +151,13 @@ func TestIPLimiterMaxClients(t *testing.T) {
 
 func TestIPConfigValidation(t *testing.T) {
 	for _, tt := range []struct {
-		cfg   ratelimit.IPConfig
+		cfg   ratelimit.IPLimiterConfig
 		field string
 	}{
-		{ratelimit.IPConfig{Rate: -1}, "IPConfig.Rate"},
-		{ratelimit.IPConfig{Rate: rate.Inf}, "IPConfig.Rate"},
-		{ratelimit.IPConfig{Burst: -1}, "IPConfig.Burst"},
-		{ratelimit.IPConfig{MaxClients: -1}, "IPConfig.MaxClients"},
+		{ratelimit.IPLimiterConfig{Rate: -1}, "IPLimiterConfig.Rate"},
+		{ratelimit.IPLimiterConfig{Rate: rate.Inf}, "IPLimiterConfig.Rate"},
+		{ratelimit.IPLimiterConfig{Burst: -1}, "IPLimiterConfig.Burst"},
+		{ratelimit.IPLimiterConfig{MaxClients: -1}, "IPLimiterConfig.MaxClients"},
 	} {
 		t.Run(tt.field, func(t *testing.T) {
 			is := is.New(t)
@@ -171,7 +171,7 @@ func TestIPConfigValidation(t *testing.T) {
 
 func TestIPLimiterBlockedDoesNotAllocate(t *testing.T) {
 	is := is.New(t)
-	l, _ := newIPLimiter(t, ratelimit.IPConfig{Burst: 1})
+	l, _ := newIPLimiter(t, ratelimit.IPLimiterConfig{Burst: 1})
 	l.Failure("192.0.2.1")
 	allocs := testing.AllocsPerRun(100, func() {
 		l.Blocked("192.0.2.1:1")     // known and blocked

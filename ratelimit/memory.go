@@ -20,7 +20,7 @@ var _ imagegen.Limiter = (*Memory)(nil)
 // It is safe for concurrent use. Allow takes one short lock on a shard
 // picked by the key's hash and does not allocate for a key it already
 // tracks. Memory stays bounded: keys idle for a whole Window are dropped
-// and at most Config.MaxKeys keys are tracked.
+// and at most MemoryConfig.MaxKeys keys are tracked.
 type Memory struct {
 	limit  int
 	window time.Duration
@@ -31,7 +31,7 @@ type Memory struct {
 
 // NewMemory returns a Memory limiter configured by cfg, with defaults for
 // its zero fields.
-func NewMemory(cfg Config) (*Memory, error) {
+func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("ratelimit.NewMemory: %w", err)
 	}

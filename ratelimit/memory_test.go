@@ -16,7 +16,7 @@ import (
 func TestMemory(t *testing.T) {
 	limitertest.Run(t, func(t *testing.T, limit int, window time.Duration) limitertest.Harness {
 		clock := imagegentest.NewClock(time.Time{})
-		lim, err := ratelimit.NewMemory(ratelimit.Config{Limit: limit, Window: window, Clock: clock})
+		lim, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: limit, Window: window, Clock: clock})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -26,7 +26,7 @@ func TestMemory(t *testing.T) {
 
 func TestMemoryDefaults(t *testing.T) {
 	is := is.New(t)
-	lim, err := ratelimit.NewMemory(ratelimit.Config{Clock: imagegentest.NewClock(time.Time{})})
+	lim, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Clock: imagegentest.NewClock(time.Time{})})
 	is.NoErr(err)
 	res, err := lim.Allow(context.Background(), "k")
 	is.NoErr(err)
@@ -34,18 +34,18 @@ func TestMemoryDefaults(t *testing.T) {
 	is.Equal(res.Window, time.Minute) // default window
 	is.Equal(res.Remaining, 9)
 
-	_, err = ratelimit.NewMemory(ratelimit.Config{}) // system clock
+	_, err = ratelimit.NewMemory(ratelimit.MemoryConfig{}) // system clock
 	is.NoErr(err)
 }
 
 func TestMemoryConfigValidation(t *testing.T) {
 	for _, tt := range []struct {
-		cfg   ratelimit.Config
+		cfg   ratelimit.MemoryConfig
 		field string
 	}{
-		{ratelimit.Config{Limit: -1}, "Config.Limit"},
-		{ratelimit.Config{Window: -time.Second}, "Config.Window"},
-		{ratelimit.Config{MaxKeys: -5}, "Config.MaxKeys"},
+		{ratelimit.MemoryConfig{Limit: -1}, "Config.Limit"},
+		{ratelimit.MemoryConfig{Window: -time.Second}, "Config.Window"},
+		{ratelimit.MemoryConfig{MaxKeys: -5}, "Config.MaxKeys"},
 	} {
 		t.Run(tt.field, func(t *testing.T) {
 			is := is.New(t)
@@ -63,7 +63,7 @@ func TestMemoryConfigValidation(t *testing.T) {
 func TestMemoryEvictsIdleKeys(t *testing.T) {
 	is := is.New(t)
 	clock := imagegentest.NewClock(time.Time{})
-	lim, err := ratelimit.NewMemory(ratelimit.Config{Clock: clock})
+	lim, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Clock: clock})
 	is.NoErr(err)
 	const perWindow, windows = 2000, 30
 	peak := 0
@@ -85,7 +85,7 @@ func TestMemoryMaxKeys(t *testing.T) {
 	is := is.New(t)
 	clock := imagegentest.NewClock(time.Time{})
 	const maxKeys = 100
-	lim, err := ratelimit.NewMemory(ratelimit.Config{Limit: 2, Clock: clock, MaxKeys: maxKeys})
+	lim, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 2, Clock: clock, MaxKeys: maxKeys})
 	is.NoErr(err)
 	for i := range 10 * maxKeys { // all live in one window
 		res, err := lim.Allow(context.Background(), fmt.Sprint("key-", i))
@@ -102,7 +102,7 @@ func TestMemoryMaxKeys(t *testing.T) {
 func TestMemoryClockStepsBack(t *testing.T) {
 	is := is.New(t)
 	clock := imagegentest.NewClock(time.Time{})
-	lim, err := ratelimit.NewMemory(ratelimit.Config{Limit: 2, Window: time.Minute, Clock: clock})
+	lim, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 2, Window: time.Minute, Clock: clock})
 	is.NoErr(err)
 	start := clock.Now()
 	clock.Advance(30 * time.Second)
@@ -119,7 +119,7 @@ func TestMemoryClockStepsBack(t *testing.T) {
 func TestMemoryAllowDoesNotAllocate(t *testing.T) {
 	is := is.New(t)
 	clock := imagegentest.NewClock(time.Time{})
-	lim, err := ratelimit.NewMemory(ratelimit.Config{Limit: 3, Clock: clock})
+	lim, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 3, Clock: clock})
 	is.NoErr(err)
 	ctx := context.Background()
 	_, _ = lim.Allow(ctx, "known") // first use creates the key's log

@@ -20,7 +20,7 @@ type Poster interface {
 
 // Config configures a Dispatcher.
 type Config struct {
-	Service *imagegen.Service // its store must be an imagegen.WebhookStore
+	Service *imagegen.Service // deliveries are queued in its store
 	// Render turns a finished task into the body to send: the task as
 	// the API shows it (httpapi.Handler.TaskJSON).
 	Render func(*imagegen.Task) ([]byte, error)
@@ -48,10 +48,6 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 	if c.Service == nil || c.Render == nil || c.Poster == nil {
 		return nil, errors.New("webhook: Config.Service, Render and Poster are required")
 	}
-	store, ok := c.Service.Store().(imagegen.WebhookStore)
-	if !ok {
-		return nil, errors.New("webhook: the service's store does not queue webhooks")
-	}
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, 10)
 	c.Backoff = cmp.Or(c.Backoff, 5*time.Second)
 	c.MaxBackoff = cmp.Or(c.MaxBackoff, 10*time.Minute)
@@ -64,7 +60,7 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	return &Dispatcher{cfg: c, store: store}, nil
+	return &Dispatcher{cfg: c, store: c.Service.Store()}, nil
 }
 
 // Run delivers due callbacks until ctx ends.

@@ -75,7 +75,7 @@ func newFixture(t *testing.T, allowPrivate bool, answers ...int) *fixture {
 	is := is.New(t)
 	clock := imagegentest.NewClock(time.Time{})
 	svc, err := imagegen.New(imagegen.Config{
-		Store: memory.New(memory.Options{Clock: clock}), Model: imagegentest.NewModel(1), Clock: clock,
+		Store: memory.New(memory.Config{Clock: clock}), Model: imagegentest.NewModel(1), Clock: clock,
 		AllowHTTPCallbacks: true, Logger: slog.New(slog.DiscardHandler),
 	})
 	is.NoErr(err)
@@ -88,7 +88,7 @@ func newFixture(t *testing.T, allowPrivate bool, answers ...int) *fixture {
 	srv := httptest.NewServer(f.recv)
 	t.Cleanup(srv.Close)
 	f.url = srv.URL + "/hooks"
-	poster, err := fetch.New(fetch.Options{AllowPrivate: allowPrivate})
+	poster, err := fetch.New(fetch.Config{AllowPrivate: allowPrivate})
 	is.NoErr(err)
 	f.disp, err = webhook.NewDispatcher(webhook.Config{
 		Service: svc, Poster: poster, Clock: clock, Logger: slog.New(slog.DiscardHandler), MaxAttempts: 3,
@@ -190,7 +190,7 @@ func TestTaskWithoutCallbackSendsNothing(t *testing.T) {
 
 func TestCallbackMustBeHTTPSByDefault(t *testing.T) {
 	is := is.New(t)
-	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Options{}), Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler)})
+	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler)})
 	is.NoErr(err)
 	_, err = svc.Grant(ctx, "u", 1, "")
 	is.NoErr(err)

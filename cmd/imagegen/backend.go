@@ -36,12 +36,12 @@ type backendConfig struct {
 func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 	clock := imagegen.SystemClock{}
 	if c.redisURL == "" {
-		limiter, err := ratelimit.NewMemory(ratelimit.Config{Limit: c.rateLimit, Window: time.Minute, Clock: clock})
+		limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: c.rateLimit, Window: time.Minute, Clock: clock})
 		if err != nil {
 			return backend{}, err
 		}
 		return backend{
-			store:      memory.New(memory.Options{Clock: clock, Retention: c.retention}),
+			store:      memory.New(memory.Config{Clock: clock, Retention: c.retention}),
 			limiter:    limiter,
 			signingKey: []byte(c.signingKey), // empty: httpapi makes a random one
 			close:      func() error { return nil },
@@ -53,7 +53,7 @@ func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 		return backend{}, err
 	}
 	fail := func(err error) (backend, error) { _ = rdb.Close(); return backend{}, err }
-	store, err := redisstore.New(rdb, redisstore.Options{Retention: c.retention})
+	store, err := redisstore.New(rdb, redisstore.Config{Retention: c.retention})
 	if err != nil {
 		return fail(err)
 	}

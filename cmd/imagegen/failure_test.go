@@ -19,7 +19,7 @@ import (
 // and inspect tasks without going through a process.
 func storeService(t *testing.T, r *redisServer) (*imagegen.Service, *redisstore.Store) {
 	t.Helper()
-	store, err := redisstore.New(r.client(t), redisstore.Options{})
+	store, err := redisstore.New(r.client(t), redisstore.Config{})
 	is.New(t).NoErr(err)
 	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler)})
 	is.New(t).NoErr(err)

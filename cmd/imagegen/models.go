@@ -128,7 +128,7 @@ func buildModel(c modelChoice, d modelDeps) (imagegen.Model, error) {
 		if c.model != "" {
 			return nil, fmt.Errorf("-model %q: the placeholder has no model names", c)
 		}
-		return placeholder.New(placeholder.Options{Delay: d.delay, Cost: c.cost, Fetcher: d.fetcher, Clock: d.clock})
+		return placeholder.New(placeholder.Config{Delay: d.delay, Cost: c.cost, Fetcher: d.fetcher, Clock: d.clock})
 	}
 	keyVar := apiKeyVar(c.provider)
 	key := d.getenv(keyVar)

@@ -51,7 +51,7 @@ func (c runtimeConfig) validate() error {
 // providers' API keys.
 func newService(c runtimeConfig, getenv func(string) string, store imagegen.Store, log *slog.Logger) (*imagegen.Service, error) {
 	clock := imagegen.SystemClock{}
-	fetcher, err := fetch.New(fetch.Options{AllowPrivate: c.allowPrivateURLs})
+	fetcher, err := fetch.New(fetch.Config{AllowPrivate: c.allowPrivateURLs})
 	if err != nil {
 		return nil, err
 	}

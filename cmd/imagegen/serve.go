@@ -95,7 +95,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if publicURL == "" {
 		publicURL = "http://" + displayAddr(ln.Addr())
 	}
-	authFailures, err := ratelimit.NewIPLimiter(ratelimit.IPConfig{Clock: clock})
+	authFailures, err := ratelimit.NewIPLimiter(ratelimit.IPLimiterConfig{Clock: clock})
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	mux := http.NewServeMux()
 	api.Register(mux)
-	callbacks, err := fetch.New(fetch.Options{AllowPrivate: c.allowPrivateURLs})
+	callbacks, err := fetch.New(fetch.Config{AllowPrivate: c.allowPrivateURLs})
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func TestWebhookDeliverySurvivesARestart(t *testing.T) {
 	// The user's secret, as GET /api/v1/webhook-secret gives it (made on
 	// first use; here the test makes it through the store the processes share).
 	rdb := r.client(t)
-	store, err := redisstore.New(rdb, redisstore.Options{})
+	store, err := redisstore.New(rdb, redisstore.Config{})
 	is.NoErr(err)
 	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1)})
 	is.NoErr(err)

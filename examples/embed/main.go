@@ -52,12 +52,12 @@ type app struct {
 }
 
 func newApp(ctx context.Context) (*app, error) {
-	store := memory.New(memory.Options{})
-	fetcher, err := fetch.New(fetch.Options{})
+	store := memory.New(memory.Config{})
+	fetcher, err := fetch.New(fetch.Config{})
 	if err != nil {
 		return nil, err
 	}
-	model, err := placeholder.New(placeholder.Options{Fetcher: fetcher, LongSide: 256})
+	model, err := placeholder.New(placeholder.Config{Fetcher: fetcher, LongSide: 256})
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func newApp(ctx context.Context) (*app, error) {
 			return nil, err
 		}
 	}
-	limiter, err := ratelimit.NewMemory(ratelimit.Config{})
+	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{})
 	if err != nil {
 		return nil, err
 	}

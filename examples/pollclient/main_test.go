@@ -24,7 +24,7 @@ func TestGenerateHonoursRetryAfter(t *testing.T) {
 	clock := imagegentest.NewClock(time.Time{})
 	release := make(chan struct{})
 	svc, err := imagegen.New(imagegen.Config{
-		Store: memory.New(memory.Options{Clock: clock}),
+		Store: memory.New(memory.Config{Clock: clock}),
 		Model: imagegentest.NewModel(1, imagegentest.Block(nil, release)),
 		Clock: clock,
 	})
@@ -33,7 +33,7 @@ func TestGenerateHonoursRetryAfter(t *testing.T) {
 	is.NoErr(err)
 	_, err = svc.Grant(ctx, "u", 5, "")
 	is.NoErr(err)
-	limiter, err := ratelimit.NewMemory(ratelimit.Config{Limit: 3, Clock: clock})
+	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 3, Clock: clock})
 	is.NoErr(err)
 	api, err := httpapi.New(httpapi.Config{Service: svc, Limiter: limiter, Clock: clock})
 	is.NoErr(err)

@@ -11,7 +11,7 @@ import (
 )
 
 func ExampleModel() {
-	m, err := placeholder.New(placeholder.Options{LongSide: 64})
+	m, err := placeholder.New(placeholder.Config{LongSide: 64})
 	if err != nil {
 		panic(err)
 	}

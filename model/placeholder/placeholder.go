@@ -1,18 +1,18 @@
 // Package placeholder is a real, local imagegen.Model for development,
 // demos and tests: it draws a PNG that depends only on its input.
 //
-//   - Size: the long side is Options.LongSide (default 1024), the short
+//   - Size: the long side is Config.LongSide (default 1024), the short
 //     side follows the aspect ratio (16:9 gives 1024x576). auto is 1:1
 //     for text-to-image and the nearest allowed ratio of the first
 //     reference image for image-to-image.
 //   - Picture: a gradient, rings and bars whose colours and places come
 //     from a hash of the prompt; for image-to-image the reference images
-//     (fetched through Options.Fetcher, in order) are drawn in as a strip
+//     (fetched through Config.Fetcher, in order) are drawn in as a strip
 //     of tiles along the bottom. The same input gives the same bytes.
-//   - Refusal: a prompt holding a term of Options.BlockList (default
+//   - Refusal: a prompt holding a term of Config.BlockList (default
 //     "nsfw", any case) fails as a content-policy refusal, before any
 //     fetch or delay.
-//   - Cost: Options.Cost credits (default 1). Delay: how long a picture
+//   - Cost: Config.Cost credits (default 1). Delay: how long a picture
 //     takes, waited on the injected clock.
 package placeholder
 
@@ -38,8 +38,8 @@ type ImageFetcher interface {
 	Image(ctx context.Context, url string) (image.Image, string, error)
 }
 
-// Options configures the placeholder model. Zero values take defaults.
-type Options struct {
+// Config configures the placeholder model. Zero values take defaults.
+type Config struct {
 	LongSide  int            // pixels on the long side, 16 to 4096; default 1024
 	Delay     time.Duration  // simulated generation time; default 0
 	Cost      int64          // credits per picture, imagegen.MinCost to MaxCost; default 1
@@ -48,7 +48,7 @@ type Options struct {
 	Clock     imagegen.Clock // default imagegen.SystemClock{}
 }
 
-func (o Options) withDefaults() Options {
+func (o Config) withDefaults() Config {
 	o.LongSide = cmp.Or(o.LongSide, 1024)
 	o.Cost = cmp.Or(o.Cost, 1)
 	if o.BlockList == nil {
@@ -60,26 +60,26 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-func (o Options) validate() error {
+func (o Config) validate() error {
 	switch {
 	case o.LongSide < 16 || o.LongSide > 4096:
-		return fmt.Errorf("placeholder: Options.LongSide must be 16 to 4096 (got %d)", o.LongSide)
+		return fmt.Errorf("placeholder: Config.LongSide must be 16 to 4096 (got %d)", o.LongSide)
 	case o.Cost < imagegen.MinCost || o.Cost > imagegen.MaxCost:
-		return fmt.Errorf("placeholder: Options.Cost must be %d to %d (got %d)", imagegen.MinCost, imagegen.MaxCost, o.Cost)
+		return fmt.Errorf("placeholder: Config.Cost must be %d to %d (got %d)", imagegen.MinCost, imagegen.MaxCost, o.Cost)
 	case o.Delay < 0:
-		return fmt.Errorf("placeholder: Options.Delay must not be negative (got %v)", o.Delay)
+		return fmt.Errorf("placeholder: Config.Delay must not be negative (got %v)", o.Delay)
 	}
 	return nil
 }
 
 // Model is the placeholder model. It is safe for concurrent use.
 type Model struct {
-	o       Options
+	o       Config
 	blocked []string // lower-cased, non-empty terms
 }
 
 // New returns a placeholder model, or an error naming a bad option.
-func New(o Options) (*Model, error) {
+func New(o Config) (*Model, error) {
 	o = o.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
@@ -134,7 +134,7 @@ func (m *Model) refuses(prompt string) bool {
 	return false
 }
 
-// wait takes Options.Delay on the clock, or stops when ctx ends.
+// wait takes Config.Delay on the clock, or stops when ctx ends.
 func (m *Model) wait(ctx context.Context) error {
 	if m.o.Delay <= 0 {
 		return nil

@@ -19,7 +19,7 @@ import (
 )
 
 func TestSizesFollowTheAspectRatio(t *testing.T) {
-	m, err := placeholder.New(placeholder.Options{})
+	m, err := placeholder.New(placeholder.Config{})
 	is.New(t).NoErr(err)
 	for ratio, want := range map[imagegen.AspectRatio]image.Point{
 		imagegen.AspectAuto: {1024, 1024}, // text-to-image: 1:1
@@ -42,7 +42,7 @@ func TestSizesFollowTheAspectRatio(t *testing.T) {
 
 func TestLongSideOption(t *testing.T) {
 	is := is.New(t)
-	m, err := placeholder.New(placeholder.Options{LongSide: 100})
+	m, err := placeholder.New(placeholder.Config{LongSide: 100})
 	is.NoErr(err)
 	is.Equal(generate(t, m, t2i("a fox", imagegen.Aspect16x9)).Bounds().Size(), image.Pt(100, 56))
 	is.Equal(generate(t, m, t2i("a fox", imagegen.Aspect2x3)).Bounds().Size(), image.Pt(67, 100))
@@ -57,9 +57,9 @@ func TestImageToImage(t *testing.T) {
 		"/tall.png": solid(300, 600, green),
 		"/wide.png": solid(600, 300, green),
 	})
-	f, err := fetch.New(fetch.Options{AllowPrivate: true})
+	f, err := fetch.New(fetch.Config{AllowPrivate: true})
 	is.NoErr(err)
-	m, err := placeholder.New(placeholder.Options{LongSide: 200, Fetcher: f})
+	m, err := placeholder.New(placeholder.Config{LongSide: 200, Fetcher: f})
 	is.NoErr(err)
 
 	img := generate(t, m, i2i("make it blue", imagegen.AspectAuto, srv.URL+"/tall.png", srv.URL+"/wide.png"))
@@ -79,7 +79,7 @@ func TestSameInputSameBytes(t *testing.T) {
 	f := &fetcher{answers: map[string]func(context.Context) (image.Image, error){
 		"https://img.example/a.png": func(context.Context) (image.Image, error) { return gray, nil },
 	}}
-	m, err := placeholder.New(placeholder.Options{LongSide: 64, Fetcher: f})
+	m, err := placeholder.New(placeholder.Config{LongSide: 64, Fetcher: f})
 	is.NoErr(err)
 	gen := func(req imagegen.Request) []byte {
 		out, err := m.Generate(t.Context(), imagegen.Generation{Request: req})
@@ -96,7 +96,7 @@ func TestSameInputSameBytes(t *testing.T) {
 func TestBlockListRefusesFirst(t *testing.T) {
 	is := is.New(t)
 	f := &fetcher{}
-	m, err := placeholder.New(placeholder.Options{LongSide: 16, Delay: time.Hour, Clock: noWait{t}, Fetcher: f})
+	m, err := placeholder.New(placeholder.Config{LongSide: 16, Delay: time.Hour, Clock: noWait{t}, Fetcher: f})
 	is.NoErr(err)
 	for _, prompt := range []string{"some NSFW art", "nsfw", "Nsfw!"} {
 		_, err = m.Generate(t.Context(), imagegen.Generation{Request: i2i(prompt, imagegen.AspectAuto, "https://img.example/a.png")})
@@ -107,11 +107,11 @@ func TestBlockListRefusesFirst(t *testing.T) {
 	}
 	is.Equal(len(f.Asked()), 0) // refused before any fetch (and, by noWait, before any delay)
 
-	open, err := placeholder.New(placeholder.Options{LongSide: 16, BlockList: []string{}})
+	open, err := placeholder.New(placeholder.Config{LongSide: 16, BlockList: []string{}})
 	is.NoErr(err)
 	generate(t, open, t2i("some NSFW art", imagegen.Aspect1x1))
 
-	custom, err := placeholder.New(placeholder.Options{LongSide: 16, BlockList: []string{"Dragon"}})
+	custom, err := placeholder.New(placeholder.Config{LongSide: 16, BlockList: []string{"Dragon"}})
 	is.NoErr(err)
 	generate(t, custom, t2i("some NSFW art", imagegen.Aspect1x1))
 	_, err = custom.Generate(t.Context(), imagegen.Generation{Request: t2i("a DRAGON", imagegen.Aspect1x1)})
@@ -123,7 +123,7 @@ func TestBlockListRefusesFirst(t *testing.T) {
 func TestDelayWaitsOnTheClock(t *testing.T) {
 	is := is.New(t)
 	clock := newClock()
-	m, err := placeholder.New(placeholder.Options{LongSide: 16, Delay: 2 * time.Second, Clock: clock})
+	m, err := placeholder.New(placeholder.Config{LongSide: 16, Delay: 2 * time.Second, Clock: clock})
 	is.NoErr(err)
 	done := make(chan error, 1)
 	go func() {
@@ -143,7 +143,7 @@ func TestDelayWaitsOnTheClock(t *testing.T) {
 func TestCancelDuringDelay(t *testing.T) {
 	is := is.New(t)
 	clock := newClock()
-	m, err := placeholder.New(placeholder.Options{LongSide: 16, Delay: time.Minute, Clock: clock})
+	m, err := placeholder.New(placeholder.Config{LongSide: 16, Delay: time.Minute, Clock: clock})
 	is.NoErr(err)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -165,9 +165,9 @@ func TestCancelDuringDelay(t *testing.T) {
 func TestUnusableReference(t *testing.T) {
 	is := is.New(t)
 	srv := serveImages(t, map[string]image.Image{"/ok.png": solid(8, 8, color.NRGBA{A: 255})})
-	dev, err := fetch.New(fetch.Options{AllowPrivate: true})
+	dev, err := fetch.New(fetch.Config{AllowPrivate: true})
 	is.NoErr(err)
-	m, err := placeholder.New(placeholder.Options{LongSide: 16, Fetcher: dev})
+	m, err := placeholder.New(placeholder.Config{LongSide: 16, Fetcher: dev})
 	is.NoErr(err)
 	_, err = m.Generate(t.Context(), imagegen.Generation{Request: i2i("x", imagegen.AspectAuto, srv.URL+"/missing.png")})
 	var me *imagegen.ModelError
@@ -178,9 +178,9 @@ func TestUnusableReference(t *testing.T) {
 	is.Equal(me.UserMessage(), "image_input[0] could not be used: could not be downloaded (HTTP 404)")
 	is.True(errors.Is(err, fetch.ErrStatus)) // the cause is kept for logs
 
-	guarded, err := fetch.New(fetch.Options{}) // loopback refused
+	guarded, err := fetch.New(fetch.Config{}) // loopback refused
 	is.NoErr(err)
-	m, err = placeholder.New(placeholder.Options{LongSide: 16, Fetcher: guarded})
+	m, err = placeholder.New(placeholder.Config{LongSide: 16, Fetcher: guarded})
 	is.NoErr(err)
 	_, err = m.Generate(t.Context(), imagegen.Generation{Request: i2i("x", imagegen.AspectAuto, srv.URL+"/ok.png")})
 	is.True(errors.As(err, &me))
@@ -216,7 +216,7 @@ func TestReferenceErrorMapping(t *testing.T) {
 				"https://a.example/2.png": fail(tc.err),
 				"https://a.example/3.png": func(context.Context) (image.Image, error) { return solid(4, 4, color.NRGBA{A: 255}), nil },
 			}}
-			m, err := placeholder.New(placeholder.Options{LongSide: 16, Fetcher: f})
+			m, err := placeholder.New(placeholder.Config{LongSide: 16, Fetcher: f})
 			is.NoErr(err)
 			_, err = m.Generate(t.Context(), imagegen.Generation{Request: i2i("x", imagegen.AspectAuto,
 				"https://a.example/1.png", "https://a.example/2.png", "https://a.example/3.png")})
@@ -240,7 +240,7 @@ func TestCancelDuringFetch(t *testing.T) {
 			return nil, fmt.Errorf("stopped: %w", ctx.Err())
 		},
 	}}
-	m, err := placeholder.New(placeholder.Options{LongSide: 16, Fetcher: f})
+	m, err := placeholder.New(placeholder.Config{LongSide: 16, Fetcher: f})
 	is.NoErr(err)
 	_, err = m.Generate(ctx, imagegen.Generation{Request: i2i("x", imagegen.AspectAuto, "https://a.example/1.png")})
 	var me *imagegen.ModelError
@@ -252,7 +252,7 @@ func TestCancelDuringFetch(t *testing.T) {
 
 func TestNoFetcher(t *testing.T) {
 	is := is.New(t)
-	m, err := placeholder.New(placeholder.Options{LongSide: 16})
+	m, err := placeholder.New(placeholder.Config{LongSide: 16})
 	is.NoErr(err)
 	_, err = m.Generate(t.Context(), imagegen.Generation{Request: i2i("x", imagegen.AspectAuto, "https://a.example/1.png")})
 	var me *imagegen.ModelError
@@ -263,7 +263,7 @@ func TestNoFetcher(t *testing.T) {
 
 func TestUnknownRatioIsAnError(t *testing.T) {
 	is := is.New(t)
-	m, err := placeholder.New(placeholder.Options{LongSide: 16})
+	m, err := placeholder.New(placeholder.Config{LongSide: 16})
 	is.NoErr(err)
 	_, err = m.Generate(t.Context(), imagegen.Generation{Request: t2i("x", "5:4")})
 	var me *imagegen.ModelError
@@ -273,12 +273,12 @@ func TestUnknownRatioIsAnError(t *testing.T) {
 
 func TestPlan(t *testing.T) {
 	is := is.New(t)
-	m, err := placeholder.New(placeholder.Options{})
+	m, err := placeholder.New(placeholder.Config{})
 	is.NoErr(err)
 	plan, err := m.Plan(t2i("x", imagegen.AspectAuto))
 	is.NoErr(err)
 	is.Equal(plan, imagegen.Plan{Model: "placeholder", Cost: 1})
-	m, err = placeholder.New(placeholder.Options{Cost: 3})
+	m, err = placeholder.New(placeholder.Config{Cost: 3})
 	is.NoErr(err)
 	plan, err = m.Plan(imagegen.Request{})
 	is.NoErr(err)
@@ -287,18 +287,18 @@ func TestPlan(t *testing.T) {
 
 func TestOptionsValidation(t *testing.T) {
 	for _, tc := range []struct {
-		o     placeholder.Options
+		o     placeholder.Config
 		field string // "" when valid
 	}{
-		{placeholder.Options{LongSide: 8}, "LongSide"},
-		{placeholder.Options{LongSide: 15}, "LongSide"},
-		{placeholder.Options{LongSide: 4097}, "LongSide"},
-		{placeholder.Options{LongSide: -1}, "LongSide"},
-		{placeholder.Options{Cost: 4}, "Cost"},
-		{placeholder.Options{Cost: -1}, "Cost"},
-		{placeholder.Options{Delay: -time.Second}, "Delay"},
-		{placeholder.Options{LongSide: 16, Cost: 3}, ""},
-		{placeholder.Options{LongSide: 4096, Cost: 1}, ""},
+		{placeholder.Config{LongSide: 8}, "LongSide"},
+		{placeholder.Config{LongSide: 15}, "LongSide"},
+		{placeholder.Config{LongSide: 4097}, "LongSide"},
+		{placeholder.Config{LongSide: -1}, "LongSide"},
+		{placeholder.Config{Cost: 4}, "Cost"},
+		{placeholder.Config{Cost: -1}, "Cost"},
+		{placeholder.Config{Delay: -time.Second}, "Delay"},
+		{placeholder.Config{LongSide: 16, Cost: 3}, ""},
+		{placeholder.Config{LongSide: 4096, Cost: 1}, ""},
 	} {
 		t.Run(fmt.Sprintf("%+v", tc.o), func(t *testing.T) {
 			is := is.New(t)
@@ -308,13 +308,13 @@ func TestOptionsValidation(t *testing.T) {
 				return
 			}
 			is.True(err != nil)
-			is.True(strings.Contains(err.Error(), "Options."+tc.field))
+			is.True(strings.Contains(err.Error(), "Config."+tc.field))
 		})
 	}
 }
 
 func BenchmarkGenerate1024(b *testing.B) {
-	m, err := placeholder.New(placeholder.Options{})
+	m, err := placeholder.New(placeholder.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,7 +23,7 @@ var (
 )
 
 func service(t *testing.T, m imagegen.Model) *imagegen.Service {
-	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Options{}), Model: m, Logger: slog.New(slog.DiscardHandler)})
+	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Config{}), Model: m, Logger: slog.New(slog.DiscardHandler)})
 	is.New(t).NoErr(err)
 	_, err = svc.Grant(ctx, "u", 10, "")
 	is.New(t).NoErr(err)

@@ -15,7 +15,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	clock := imagegentest.NewClock(time.Time{})
-	store := memory.New(memory.Options{Clock: clock, Retention: time.Hour})
+	store := memory.New(memory.Config{Clock: clock, Retention: time.Hour})
 
 	_, _ = store.AddEntry(ctx, imagegen.LedgerEntry{Owner: "alice", Kind: imagegen.LedgerGrant, Amount: 5, Ref: "grant:welcome"})
 	balance, _ := store.CreateTask(ctx, &imagegen.Task{

@@ -20,11 +20,11 @@ import (
 var _ imagegen.Store = (*Store)(nil)
 
 // DefaultRetention is how long finished tasks and images are kept when
-// Options.Retention is zero.
+// Config.Retention is zero.
 const DefaultRetention = 24 * time.Hour
 
-// Options configures a Store.
-type Options struct {
+// Config configures a Store.
+type Config struct {
 	// Clock tells the store's time (leases, run-after, retention).
 	// Default: imagegen.SystemClock.
 	Clock imagegen.Clock
@@ -67,7 +67,7 @@ type record struct {
 }
 
 // New returns an empty Store.
-func New(o Options) *Store {
+func New(o Config) *Store {
 	return &Store{
 		clock:      cmp.Or[imagegen.Clock](o.Clock, imagegen.SystemClock{}),
 		retention:  cmp.Or(o.Retention, DefaultRetention),

@@ -28,7 +28,7 @@ func Example() {
 	defer rdb.Close()
 
 	service := func() *imagegen.Service {
-		store, err := redisstore.New(rdb, redisstore.Options{Prefix: "example"})
+		store, err := redisstore.New(rdb, redisstore.Config{Prefix: "example"})
 		if err != nil {
 			panic(err)
 		}

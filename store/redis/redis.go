@@ -9,11 +9,11 @@
 // lives in one slot: Cluster gives availability, not sharding).
 //
 // Time: scripts read "now" from the Redis server (TIME), so processes
-// with skewed clocks still agree on leases. Options.Clock replaces it with
+// with skewed clocks still agree on leases. Config.Clock replaces it with
 // a clock passed in ARGV, for tests that move time by hand.
 //
 // Retention: a finished task, its image records and image bytes expire
-// after Options.Retention (Redis TTLs). The credit ledger is kept whole;
+// after Config.Retention (Redis TTLs). The credit ledger is kept whole;
 // grant and web-charge references are kept for ever, so an idempotent
 // grant cannot apply twice however late it is retried.
 //
@@ -52,11 +52,11 @@ import (
 var _ imagegen.Store = (*Store)(nil)
 
 // DefaultRetention is how long finished tasks and images are kept when
-// Options.Retention is zero.
+// Config.Retention is zero.
 const DefaultRetention = 24 * time.Hour
 
-// Options configures a Store.
-type Options struct {
+// Config configures a Store.
+type Config struct {
 	// Prefix names the store's keys; stores with different prefixes on
 	// one Redis are independent. Default "imagegen".
 	Prefix string
@@ -84,15 +84,15 @@ type Store struct {
 }
 
 // New returns a Store on rdb (a standalone, Sentinel or Cluster client).
-func New(rdb goredis.UniversalClient, o Options) (*Store, error) {
+func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 	if rdb == nil {
 		return nil, errors.New("redis store: client is required")
 	}
 	if strings.ContainsAny(o.Prefix, "{}") {
-		return nil, fmt.Errorf("redis store: Options.Prefix must not contain braces (got %q)", o.Prefix)
+		return nil, fmt.Errorf("redis store: Config.Prefix must not contain braces (got %q)", o.Prefix)
 	}
 	if o.Retention < 0 {
-		return nil, fmt.Errorf("redis store: Options.Retention must not be negative (got %v)", o.Retention)
+		return nil, fmt.Errorf("redis store: Config.Retention must not be negative (got %v)", o.Retention)
 	}
 	s := &Store{
 		rdb:       rdb,

@@ -29,7 +29,7 @@ func TestConformanceMiniredis(t *testing.T) {
 		mr.SetTime(now)
 		rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
 		t.Cleanup(func() { _ = rdb.Close() })
-		store, err := redisstore.New(rdb, redisstore.Options{Retention: retention})
+		store, err := redisstore.New(rdb, redisstore.Config{Retention: retention})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestConformanceRedis(t *testing.T) {
 	rdb := realRedis(t)
 	storetest.Run(t, func(t *testing.T) storetest.Harness {
 		clock := imagegentest.NewClock(time.Time{})
-		store := newIsolated(t, rdb, redisstore.Options{Clock: clock, Retention: retention})
+		store := newIsolated(t, rdb, redisstore.Config{Clock: clock, Retention: retention})
 		return storetest.Harness{Store: store, Advance: clock.Advance, Retention: retention}
 	})
 }
@@ -62,7 +62,7 @@ func realRedis(t *testing.T) goredis.UniversalClient { return redistest.Connect(
 
 // newIsolated returns a store under a fresh prefix and deletes its keys
 // (and only its keys) when the test ends.
-func newIsolated(t *testing.T, rdb goredis.UniversalClient, o redisstore.Options) *redisstore.Store {
+func newIsolated(t *testing.T, rdb goredis.UniversalClient, o redisstore.Config) *redisstore.Store {
 	t.Helper()
 	o.Prefix = "imagegen-test-" + uuid.NewString()
 	store, err := redisstore.New(rdb, o)
@@ -115,7 +115,7 @@ func TestConformanceExternalBlobs(t *testing.T) {
 		clock := imagegentest.NewClock(time.Time{})
 		rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
 		t.Cleanup(func() { _ = rdb.Close() })
-		store, err := redisstore.New(rdb, redisstore.Options{Retention: retention, Clock: clock, Blobs: &mapBlobs{m: map[string][]byte{}}})
+		store, err := redisstore.New(rdb, redisstore.Config{Retention: retention, Clock: clock, Blobs: &mapBlobs{m: map[string][]byte{}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +132,7 @@ func TestWatchAcrossProcesses(t *testing.T) {
 	open := func() (*redisstore.Store, *goredis.Client) {
 		rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
 		t.Cleanup(func() { _ = rdb.Close() })
-		s, err := redisstore.New(rdb, redisstore.Options{})
+		s, err := redisstore.New(rdb, redisstore.Config{})
 		is.NoErr(err)
 		return s, rdb
 	}

@@ -4,15 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imagegen/imagegen"
 	"github.com/matryer/is"
 )
 
 func testIdempotency(t *testing.T, h Harness) {
-	s, ok := h.Store.(imagegen.IdempotencyStore)
-	if !ok {
-		t.Skip("the store does not implement imagegen.IdempotencyStore")
-	}
+	s := h.Store
 	is := is.New(t)
 	const inFlight, ttl = time.Minute, 24 * time.Hour
 
@@ -69,10 +65,7 @@ func testIdempotency(t *testing.T, h Harness) {
 // later request with the key, must not write its answer or forget the
 // key: finishing or abandoning changes only its own in-flight record.
 func testIdempotencyLateFinish(t *testing.T, h Harness) {
-	s, ok := h.Store.(imagegen.IdempotencyStore)
-	if !ok {
-		t.Skip("the store does not implement imagegen.IdempotencyStore")
-	}
+	s := h.Store
 	is := is.New(t)
 	const inFlight, ttl = time.Minute, 24 * time.Hour
 	body := []byte(`{"task_id":"t","status":"pending"}`)

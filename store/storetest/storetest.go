@@ -5,7 +5,7 @@
 //		storetest.Run(t, func(t *testing.T) storetest.Harness {
 //			clock := imagegentest.NewClock(time.Time{})
 //			return storetest.Harness{
-//				Store:     memory.New(memory.Options{Clock: clock, Retention: time.Hour}),
+//				Store:     memory.New(memory.Config{Clock: clock, Retention: time.Hour}),
 //				Advance:   clock.Advance,
 //				Retention: time.Hour,
 //			}

@@ -29,10 +29,7 @@ func isClosed(ch <-chan struct{}) bool {
 }
 
 func testWatch(t *testing.T, h Harness) {
-	w, ok := h.Store.(imagegen.TaskWatcher)
-	if !ok {
-		t.Skip("the store does not implement imagegen.TaskWatcher")
-	}
+	w := h.Store
 	is := is.New(t)
 	s := h.Store
 	grant(t, s, "u", 3)

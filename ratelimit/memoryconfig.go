@@ -8,8 +8,8 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-// Config configures a Memory limiter. Every field has a default.
-type Config struct {
+// MemoryConfig configures a Memory limiter. Every field has a default.
+type MemoryConfig struct {
 	// Limit is how many requests a key may make in any rolling Window
 	// (default 10).
 	Limit int
@@ -27,10 +27,10 @@ type Config struct {
 	MaxKeys int
 }
 
-// DefaultMaxKeys is Config.MaxKeys when it is left zero.
+// DefaultMaxKeys is MemoryConfig.MaxKeys when it is left zero.
 const DefaultMaxKeys = 1 << 20
 
-func (c Config) withDefaults() Config {
+func (c MemoryConfig) withDefaults() MemoryConfig {
 	if c.Clock == nil {
 		c.Clock = imagegen.SystemClock{}
 	}
@@ -40,14 +40,14 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-func (c Config) validate() error {
+func (c MemoryConfig) validate() error {
 	switch {
 	case c.Limit < 0:
-		return fmt.Errorf("ratelimit: Config.Limit must not be negative (got %d)", c.Limit)
+		return fmt.Errorf("ratelimit: MemoryConfig.Limit must not be negative (got %d)", c.Limit)
 	case c.Window < 0:
-		return fmt.Errorf("ratelimit: Config.Window must not be negative (got %v)", c.Window)
+		return fmt.Errorf("ratelimit: MemoryConfig.Window must not be negative (got %v)", c.Window)
 	case c.MaxKeys < 0:
-		return fmt.Errorf("ratelimit: Config.MaxKeys must not be negative (got %d)", c.MaxKeys)
+		return fmt.Errorf("ratelimit: MemoryConfig.MaxKeys must not be negative (got %d)", c.MaxKeys)
 	}
 	return nil
 }

@@ -8,8 +8,8 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// IPConfig configures an IPLimiter. Every field has a default.
-type IPConfig struct {
+// IPLimiterConfig configures an IPLimiter. Every field has a default.
+type IPLimiterConfig struct {
 	// Rate is how fast a client's allowance of failed authentications
 	// refills, in failures per second (default 1).
 	Rate rate.Limit
@@ -25,10 +25,10 @@ type IPConfig struct {
 	MaxClients int
 }
 
-// DefaultMaxClients is IPConfig.MaxClients when it is left zero.
+// DefaultMaxClients is IPLimiterConfig.MaxClients when it is left zero.
 const DefaultMaxClients = 1 << 16
 
-func (c IPConfig) withDefaults() IPConfig {
+func (c IPLimiterConfig) withDefaults() IPLimiterConfig {
 	if c.Clock == nil {
 		c.Clock = imagegen.SystemClock{}
 	}
@@ -38,16 +38,16 @@ func (c IPConfig) withDefaults() IPConfig {
 	return c
 }
 
-func (c IPConfig) validate() error {
+func (c IPLimiterConfig) validate() error {
 	switch {
 	case c.Rate < 0 || c.Rate != c.Rate: // negative or NaN
-		return fmt.Errorf("ratelimit: IPConfig.Rate must be positive (got %v)", c.Rate)
+		return fmt.Errorf("ratelimit: IPLimiterConfig.Rate must be positive (got %v)", c.Rate)
 	case c.Rate == rate.Inf:
-		return fmt.Errorf("ratelimit: IPConfig.Rate must be finite (got %v)", c.Rate)
+		return fmt.Errorf("ratelimit: IPLimiterConfig.Rate must be finite (got %v)", c.Rate)
 	case c.Burst < 0:
-		return fmt.Errorf("ratelimit: IPConfig.Burst must not be negative (got %d)", c.Burst)
+		return fmt.Errorf("ratelimit: IPLimiterConfig.Burst must not be negative (got %d)", c.Burst)
 	case c.MaxClients < 0:
-		return fmt.Errorf("ratelimit: IPConfig.MaxClients must not be negative (got %d)", c.MaxClients)
+		return fmt.Errorf("ratelimit: IPLimiterConfig.MaxClients must not be negative (got %d)", c.MaxClients)
 	}
 	return nil
 }
