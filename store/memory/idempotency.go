@@ -9,8 +9,6 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-var _ imagegen.IdempotencyStore = (*Store)(nil)
-
 type idemRecord struct {
 	rec     imagegen.IdempotencyRecord
 	expires time.Time

@@ -8,8 +8,6 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-var _ imagegen.TaskLister = (*Store)(nil)
-
 // ListTasks returns a page of owner's tasks, newest first. The cursor is
 // the position in the owner's submission order to continue below.
 func (s *Store) ListTasks(_ context.Context, owner string, status imagegen.Status, limit int, cursor string) (imagegen.TaskPage, error) {

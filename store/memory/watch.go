@@ -2,11 +2,7 @@ package memory
 
 import (
 	"context"
-
-	"github.com/imagegen/imagegen"
 )
-
-var _ imagegen.TaskWatcher = (*Store)(nil)
 
 // WatchTask returns a channel closed when task id finishes.
 func (s *Store) WatchTask(_ context.Context, id string) (<-chan struct{}, func(), error) {

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"slices"
 	"sort"
 	"time"
 
@@ -74,17 +73,4 @@ func (s *Store) RetryWebhook(_ context.Context, taskID string, delay time.Durati
 		h.due = now.Add(delay)
 	}
 	return nil
-}
-
-// SharedSecret returns the secret named name, making it on first use.
-func (s *Store) SharedSecret(_ context.Context, name string, generate func() []byte) ([]byte, error) {
-	s.lock()
-	defer s.mu.Unlock()
-	if s.secrets == nil {
-		s.secrets = make(map[string][]byte)
-	}
-	if _, ok := s.secrets[name]; !ok {
-		s.secrets[name] = generate()
-	}
-	return slices.Clone(s.secrets[name]), nil
 }

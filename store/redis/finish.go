@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/imagegen/imagegen"
 )
@@ -149,84 +148,4 @@ func (s *Store) CancelTask(ctx context.Context, owner, id string) error {
 		return fmt.Errorf("redis store: cancel task %s: %w", id, imagegen.ErrInvalidTransition)
 	}
 	return nil
-}
-
-// recoverBatch is how many leases one recovery script looks at.
-const recoverBatch = 100
-
-// recoverScript requeues tasks whose lease has ended, or fails and
-// refunds those that have had maxAttempts attempts.
-//
-//	KEYS[1] leases  KEYS[2] pending  KEYS[3] webhooks
-//	KEYS[3i+1..3i+3] for candidate i (1-based): task, balance, ledger
-//	ARGV[1] now  ARGV[2] retention (ms)  ARGV[3] max attempts
-//	ARGV[3+i] candidate i's id
-//
-// Returns {moved, expired leases seen}.
-var recoverScript = newScript(`
-local now = now_ms()
-local retention = tonumber(ARGV[2])
-local maxAttempts = tonumber(ARGV[3])
-local moved, seen = 0, 0
-for i = 1, (#KEYS - 3) / 3 do
-  local task, balance, ledger, id = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3], ARGV[3 + i]
-  local leaseEnd = redis.call('ZSCORE', KEYS[1], id)
-  if leaseEnd and tonumber(leaseEnd) <= now then
-    seen = seen + 1
-    local f = redis.call('HMGET', task, 'status', 'attempt')
-    if f[1] ~= 'processing' then
-      redis.call('ZREM', KEYS[1], id) -- left behind; nothing to recover
-    elseif tonumber(f[2]) >= maxAttempts then
-      refund(task, balance, ledger, id, now)
-      redis.call('HSET', task, 'error', 'image generation did not finish (' .. f[2] .. ' attempts)',
-        'error_code', 'internal')
-      finish(task, KEYS[1], id, 'failed', now, retention, KEYS[3])
-      moved = moved + 1
-    else
-      redis.call('ZREM', KEYS[1], id)
-      redis.call('HSET', task, 'status', 'pending', 'lease_until', 0, 'run_after', now,
-        'updated', now, 'last_error', 'lease expired')
-      redis.call('ZADD', KEYS[2], now, id)
-      moved = moved + 1
-    end
-  end
-end
-return {moved, seen}
-`)
-
-// RecoverExpired sends tasks whose lease ended back to pending, or fails
-// and refunds them after maxAttempts. Each batch reads the oldest leases
-// and their owners, then runs one script that checks and moves them.
-func (s *Store) RecoverExpired(ctx context.Context, maxAttempts int) (int, error) {
-	total := 0
-	for {
-		ids, err := s.rdb.ZRange(ctx, s.k.leases(), 0, recoverBatch-1).Result()
-		if err != nil || len(ids) == 0 {
-			return total, wrapErr("recover", err)
-		}
-		owners := make([]string, len(ids))
-		pipe := s.rdb.Pipeline()
-		cmds := make([]interface{ Val() string }, len(ids))
-		for i, id := range ids {
-			cmds[i] = pipe.HGet(ctx, s.k.task(id), "owner")
-		}
-		if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
-			return total, wrapErr("recover", err)
-		}
-		keys := []string{s.k.leases(), s.k.pending(), s.k.webhooks()}
-		args := []any{s.nowArg(), ms(s.retention), strconv.Itoa(maxAttempts)}
-		for i, id := range ids {
-			owners[i] = cmds[i].Val()
-			keys = append(keys, s.k.task(id), s.k.balance(owners[i]), s.k.ledger(owners[i]))
-			args = append(args, id)
-		}
-		res, err := recoverScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
-		if err != nil {
-			return total, wrapErr("recover", err)
-		}
-		total += int(res[0])
-		if int(res[1]) < len(ids) || len(ids) < recoverBatch {
-			return total, nil // the rest of the leases are still valid
-		}
-	}
 }

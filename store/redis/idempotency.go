@@ -8,8 +8,6 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-var _ imagegen.IdempotencyStore = (*Store)(nil)
-
 // idemKey names an owner's idempotency key; the owner's length keeps
 // owner and key apart whatever they contain.
 func (s *Store) idemKey(owner, key string) string {

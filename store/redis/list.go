@@ -10,8 +10,6 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-var _ imagegen.TaskLister = (*Store)(nil)
-
 // ListTasks returns a page of owner's tasks, newest first. The owner's
 // index holds "<created>:<id>" members; the cursor is the last member
 // returned. Entries of expired tasks are dropped as they are met.

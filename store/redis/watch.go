@@ -5,11 +5,7 @@ import (
 	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
-
-	"github.com/imagegen/imagegen"
 )
-
-var _ imagegen.TaskWatcher = (*Store)(nil)
 
 // WatchTask returns a channel closed when task id finishes, in this or
 // any other process: the scripts that finish a task publish its id on

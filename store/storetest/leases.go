@@ -3,7 +3,6 @@ package storetest
 import (
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/imagegen/imagegen"
@@ -124,52 +123,6 @@ func testMaxAttempts(t *testing.T, h Harness) {
 	is.True(errors.Is(err, imagegen.ErrNoTask))
 }
 
-func testRefundOnce(t *testing.T, h Harness) {
-	is := is.New(t)
-	s := h.Store
-	grant(t, s, "u", 3)
-	task := submit(t, s, "u", 3)
-	c := claim(t, s)
-
-	// Many goroutines race to fail the same attempt: one wins.
-	const racers = 50
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	wins := 0
-	for i := 0; i < racers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := s.FailTask(ctx, task.ID, c.Attempt, fail("provider down"))
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				wins++
-			case !errors.Is(err, imagegen.ErrLeaseLost):
-				t.Errorf("fail task: %v", err)
-			}
-		}()
-	}
-	wg.Wait()
-	is.Equal(wins, 1)
-	h.Advance(lease)
-	n, err := s.RecoverExpired(ctx, 1)
-	is.NoErr(err)
-	is.Equal(n, 0) // a failed task holds no lease
-	is.True(errors.Is(s.CancelTask(ctx, "u", task.ID), imagegen.ErrInvalidTransition))
-
-	failed := get(t, s, "u", task.ID)
-	is.Equal(failed.Status, imagegen.StatusFailed)
-	is.Equal(failed.Error, "provider down")
-	is.Equal(failed.ErrorCode, imagegen.CodeProviderError)
-	is.True(failed.Refunded)
-	is.Equal(balance(t, s, "u"), int64(3))
-	entries := checkLedger(t, s, "u")
-	is.Equal(countRefs(entries, "refund:"+task.ID), 1)
-	is.Equal(entries[len(entries)-1].Kind, imagegen.LedgerRefund)
-}
-
 func testRetry(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
@@ -189,52 +142,4 @@ func testRetry(t *testing.T, h Harness) {
 	is.Equal(again.Attempt, 2)
 	is.True(errors.Is(s.CompleteTask(ctx, task.ID, c.Attempt, nil), imagegen.ErrLeaseLost))
 	is.Equal(balance(t, s, "u"), int64(0))
-}
-
-func testCancel(t *testing.T, h Harness) {
-	is := is.New(t)
-	s := h.Store
-	grant(t, s, "u", 3)
-	pending := submit(t, s, "u", 1)
-	running := submit(t, s, "u", 1)
-	done := submit(t, s, "u", 1)
-	is.NoErr(s.CancelTask(ctx, "u", pending.ID))
-	got := get(t, s, "u", pending.ID)
-	is.Equal(got.Status, imagegen.StatusFailed)
-	is.Equal(got.Error, imagegen.CancelledMessage)
-	is.Equal(got.ErrorCode, imagegen.CodeCancelled)
-	is.True(got.Refunded)
-	is.Equal(balance(t, s, "u"), int64(1))
-
-	// The cancelled task is never handed out.
-	c := claim(t, s)
-	is.Equal(c.ID, running.ID)
-	c2 := claim(t, s)
-	is.Equal(c2.ID, done.ID)
-	is.NoErr(s.CompleteTask(ctx, done.ID, c2.Attempt, nil))
-
-	// A processing task is cancelled too, and its worker loses the lease.
-	is.NoErr(s.CancelTask(ctx, "u", running.ID))
-	got = get(t, s, "u", running.ID)
-	is.Equal(got.Status, imagegen.StatusFailed)
-	is.Equal(got.ErrorCode, imagegen.CodeCancelled)
-	is.True(errors.Is(s.RenewLease(ctx, running.ID, c.Attempt, lease), imagegen.ErrLeaseLost))
-	is.True(errors.Is(s.CompleteTask(ctx, running.ID, c.Attempt, nil), imagegen.ErrLeaseLost))
-	h.Advance(lease)
-	n, err := s.RecoverExpired(ctx, 3)
-	is.NoErr(err)
-	is.Equal(n, 0) // it holds no lease any more
-	is.Equal(balance(t, s, "u"), int64(2))
-
-	// Finished tasks stay as they are.
-	for _, id := range []string{pending.ID, running.ID, done.ID} {
-		is.True(errors.Is(s.CancelTask(ctx, "u", id), imagegen.ErrInvalidTransition))
-	}
-	is.Equal(get(t, s, "u", done.ID).Status, imagegen.StatusSuccess)
-	_, err = s.ClaimTask(ctx, lease)
-	is.True(errors.Is(err, imagegen.ErrNoTask))
-	entries := checkLedger(t, s, "u")
-	is.Equal(countRefs(entries, "refund:"+pending.ID), 1)
-	is.Equal(countRefs(entries, "refund:"+running.ID), 1)
-	is.Equal(countRefs(entries, "refund:"+done.ID), 0)
 }

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"bytes"
 	"testing"
 	"time"
 
@@ -74,20 +73,4 @@ func testWebhooks(t *testing.T, h Harness) {
 	got, err = w.ClaimWebhooks(ctx, lease, 10)
 	is.NoErr(err)
 	is.Equal(len(got), 0)
-}
-
-func testSharedSecret(t *testing.T, h Harness) {
-	ss := h.Store
-	is := is.New(t)
-	calls := 0
-	gen := func() []byte { calls++; return []byte{byte(calls), 2, 3} }
-	a, err := ss.SharedSecret(ctx, "webhook:u", gen)
-	is.NoErr(err)
-	b, err := ss.SharedSecret(ctx, "webhook:u", gen)
-	is.NoErr(err)
-	is.True(bytes.Equal(a, b)) // the first one stays
-	is.Equal(a, []byte{1, 2, 3})
-	c, err := ss.SharedSecret(ctx, "webhook:v", gen)
-	is.NoErr(err)
-	is.True(!bytes.Equal(a, c))
 }

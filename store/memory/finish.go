@@ -1,0 +1,89 @@
+package memory
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+// CompleteTask stores the images and moves the task to success. The
+// images' Data is kept as given; callers must not modify it afterwards.
+func (s *Store) CompleteTask(_ context.Context, id string, attempt int, images []imagegen.Image) error {
+	for _, img := range images {
+		if img.ID == "" {
+			return errors.New("memory: image needs an ID")
+		}
+	}
+	now := s.lock()
+	defer s.mu.Unlock()
+	r, err := s.holder(id, attempt)
+	if err != nil {
+		return err
+	}
+	expires := now.Add(s.retention)
+	ids := make([]string, 0, len(images))
+	for _, img := range images {
+		img.TaskID, img.ExpiresAt = id, expires
+		s.images[img.ID] = &img
+		ids = append(ids, img.ID)
+	}
+	r.task.Images = ids
+	s.finish(r, imagegen.StatusSuccess, now)
+	return nil
+}
+
+// FailTask moves the task to failed and refunds it once.
+func (s *Store) FailTask(_ context.Context, id string, attempt int, f imagegen.Failure) error {
+	now := s.lock()
+	defer s.mu.Unlock()
+	r, err := s.holder(id, attempt)
+	if err != nil {
+		return err
+	}
+	s.fail(r, f, now)
+	return nil
+}
+
+// CancelTask fails owner's pending or processing task and refunds it.
+func (s *Store) CancelTask(_ context.Context, owner, id string) error {
+	now := s.lock()
+	defer s.mu.Unlock()
+	r, ok := s.tasks[id]
+	if !ok || r.task.Owner != owner {
+		return imagegen.ErrTaskNotFound
+	}
+	if r.task.Status.Terminal() {
+		return fmt.Errorf("memory: cancel %s task: %w", r.task.Status, imagegen.ErrInvalidTransition)
+	}
+	r.queued = 0 // a pending task's queue entry is skipped when popped
+	s.fail(r, imagegen.Failure{Code: imagegen.CodeCancelled, Message: imagegen.CancelledMessage}, now)
+	return nil
+}
+
+// fail ends the task as failed and refunds its cost, once.
+func (s *Store) fail(r *record, f imagegen.Failure, now time.Time) {
+	if !r.task.Refunded {
+		// The refund reference is unique per task, so it cannot collide.
+		_, _ = s.appendEntry(imagegen.LedgerEntry{
+			Owner: r.task.Owner, Kind: imagegen.LedgerRefund, Amount: r.task.Cost, Ref: "refund:" + r.task.ID,
+		}, now)
+		r.task.Refunded = true
+	}
+	r.task.Error, r.task.ErrorCode = f.Message, f.Code
+	s.finish(r, imagegen.StatusFailed, now)
+}
+
+func (s *Store) finish(r *record, status imagegen.Status, now time.Time) {
+	delete(s.processing, r.task.ID)
+	r.task.Status = status
+	r.task.LeaseUntil = time.Time{}
+	r.task.UpdatedAt, r.task.FinishedAt = now, now
+	r.task.ExpiresAt = now.Add(s.retention)
+	heap.Push(&s.expiring, expiry{at: r.task.ExpiresAt, id: r.task.ID})
+	s.queueWebhook(r, now)
+	s.notifyFinished(r.task.ID)
+}

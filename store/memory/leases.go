@@ -1,0 +1,125 @@
+package memory
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+// ClaimTask leases the oldest ready pending task.
+func (s *Store) ClaimTask(_ context.Context, lease time.Duration) (*imagegen.Task, error) {
+	now := s.lock()
+	defer s.mu.Unlock()
+	return s.claim(now, lease)
+}
+
+// ClaimTasks leases up to n ready pending tasks, oldest first.
+func (s *Store) ClaimTasks(_ context.Context, lease time.Duration, n int) ([]*imagegen.Task, error) {
+	now := s.lock()
+	defer s.mu.Unlock()
+	var out []*imagegen.Task
+	for len(out) < n {
+		t, err := s.claim(now, lease)
+		if err != nil {
+			break
+		}
+		out = append(out, t)
+	}
+	if len(out) == 0 {
+		return nil, imagegen.ErrNoTask
+	}
+	return out, nil
+}
+
+// claim leases the head of the queue if it is ready; s.mu is held.
+func (s *Store) claim(now time.Time, lease time.Duration) (*imagegen.Task, error) {
+	for len(s.pending) > 0 {
+		head := s.pending[0]
+		if head.seq != head.rec.queued {
+			heap.Pop(&s.pending) // left behind by a cancel
+			continue
+		}
+		if head.runAfter.After(now) {
+			break
+		}
+		heap.Pop(&s.pending)
+		r := head.rec
+		r.queued = 0
+		r.task.Status = imagegen.StatusProcessing
+		r.task.Attempt++
+		r.task.LeaseUntil = now.Add(lease)
+		r.task.UpdatedAt = now
+		s.processing[r.task.ID] = r
+		t := copyTask(r.task)
+		return &t, nil
+	}
+	return nil, imagegen.ErrNoTask
+}
+
+// RenewLease extends the lease of the holder of attempt.
+func (s *Store) RenewLease(_ context.Context, id string, attempt int, lease time.Duration) error {
+	now := s.lock()
+	defer s.mu.Unlock()
+	r, err := s.holder(id, attempt)
+	if err != nil {
+		return err
+	}
+	r.task.LeaseUntil = now.Add(lease)
+	r.task.UpdatedAt = now
+	return nil
+}
+
+// RetryTask gives the task back to the queue, ready after delay.
+func (s *Store) RetryTask(_ context.Context, id string, attempt int, delay time.Duration, lastErr string) error {
+	now := s.lock()
+	defer s.mu.Unlock()
+	r, err := s.holder(id, attempt)
+	if err != nil {
+		return err
+	}
+	r.task.LastError = lastErr
+	s.requeue(r, now.Add(delay), now)
+	return nil
+}
+
+// RecoverExpired requeues tasks whose lease ended, or fails and refunds
+// those that have had maxAttempts attempts.
+func (s *Store) RecoverExpired(_ context.Context, maxAttempts int) (int, error) {
+	now := s.lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.processing {
+		if now.Before(r.task.LeaseUntil) {
+			continue
+		}
+		n++
+		if r.task.Attempt >= maxAttempts {
+			s.fail(r, imagegen.Failure{Code: imagegen.CodeInternal, Message: fmt.Sprintf("image generation did not finish (%d attempts)", r.task.Attempt)}, now)
+			continue
+		}
+		r.task.LastError = "lease expired"
+		s.requeue(r, now, now)
+	}
+	return n, nil
+}
+
+// holder returns the task if attempt holds its lease.
+func (s *Store) holder(id string, attempt int) (*record, error) {
+	r, ok := s.tasks[id]
+	if !ok || r.task.Status != imagegen.StatusProcessing || r.task.Attempt != attempt {
+		return nil, fmt.Errorf("memory: task %s attempt %d: %w", id, attempt, imagegen.ErrLeaseLost)
+	}
+	return r, nil
+}
+
+func (s *Store) requeue(r *record, runAfter, now time.Time) {
+	delete(s.processing, r.task.ID)
+	r.task.Status = imagegen.StatusPending
+	r.task.LeaseUntil = time.Time{}
+	r.task.RunAfter = runAfter
+	r.task.UpdatedAt = now
+	s.enqueue(r)
+}
