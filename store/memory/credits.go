@@ -2,10 +2,8 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/imagegen/imagegen"
@@ -19,11 +17,8 @@ type account struct {
 
 // AddEntry appends e to the owner's ledger.
 func (s *Store) AddEntry(_ context.Context, e imagegen.LedgerEntry) (int64, error) {
-	if e.Owner == "" || e.Ref == "" || e.Amount == 0 {
-		return 0, errors.New("memory: ledger entry needs an Owner, a Ref and a non-zero Amount")
-	}
-	if strings.HasPrefix(e.Ref, "task:") || strings.HasPrefix(e.Ref, "refund:") {
-		return 0, fmt.Errorf("memory: ledger reference %q is reserved for task charges and refunds", e.Ref)
+	if err := imagegen.CheckLedgerEntry(e); err != nil {
+		return 0, err
 	}
 	now := s.lock()
 	defer s.mu.Unlock()

@@ -69,7 +69,7 @@ func (s *Store) fail(r *record, f imagegen.Failure, now time.Time) {
 	if !r.task.Refunded {
 		// The refund reference is unique per task, so it cannot collide.
 		_, _ = s.appendEntry(imagegen.LedgerEntry{
-			Owner: r.task.Owner, Kind: imagegen.LedgerRefund, Amount: r.task.Cost, Ref: "refund:" + r.task.ID,
+			Owner: r.task.Owner, Kind: imagegen.LedgerRefund, Amount: r.task.Cost, Ref: imagegen.RefundRef(r.task.ID),
 		}, now)
 		r.task.Refunded = true
 	}

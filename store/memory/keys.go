@@ -2,15 +2,14 @@ package memory
 
 import (
 	"context"
-	"errors"
 
 	"github.com/imagegen/imagegen"
 )
 
 // PutKey stores a new key; ErrKeyExists when its hash is taken.
 func (s *Store) PutKey(_ context.Context, k imagegen.APIKey) error {
-	if k.ID == "" || k.Owner == "" || k.Hash == "" {
-		return errors.New("memory: key needs an ID, an Owner and a Hash")
+	if err := imagegen.CheckNewKey(k); err != nil {
+		return err
 	}
 	s.lock()
 	defer s.mu.Unlock()

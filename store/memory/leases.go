@@ -97,7 +97,7 @@ func (s *Store) RecoverExpired(_ context.Context, maxAttempts int) (int, error) 
 		}
 		n++
 		if r.task.Attempt >= maxAttempts {
-			s.fail(r, imagegen.Failure{Code: imagegen.CodeInternal, Message: fmt.Sprintf("image generation did not finish (%d attempts)", r.task.Attempt)}, now)
+			s.fail(r, imagegen.Failure{Code: imagegen.CodeInternal, Message: imagegen.ExpiredLeaseMessage(r.task.Attempt)}, now)
 			continue
 		}
 		r.task.LastError = "lease expired"

@@ -3,7 +3,6 @@ package memory
 import (
 	"container/heap"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -12,11 +11,8 @@ import (
 
 // CreateTask debits t.Cost and stores t as pending in one step.
 func (s *Store) CreateTask(_ context.Context, t *imagegen.Task) (int64, error) {
-	if t.ID == "" || t.Owner == "" {
-		return 0, errors.New("memory: task needs an ID and an Owner")
-	}
-	if t.Cost <= 0 {
-		return 0, fmt.Errorf("memory: task cost must be positive (got %d)", t.Cost)
+	if err := imagegen.CheckNewTask(t); err != nil {
+		return 0, err
 	}
 	now := s.lock()
 	defer s.mu.Unlock()
@@ -24,7 +20,7 @@ func (s *Store) CreateTask(_ context.Context, t *imagegen.Task) (int64, error) {
 		return 0, fmt.Errorf("memory: task %q exists", t.ID)
 	}
 	balance, err := s.appendEntry(imagegen.LedgerEntry{
-		Owner: t.Owner, Kind: imagegen.LedgerCharge, Amount: -t.Cost, Ref: "task:" + t.ID,
+		Owner: t.Owner, Kind: imagegen.LedgerCharge, Amount: -t.Cost, Ref: imagegen.ChargeRef(t.ID),
 	}, now)
 	if err != nil {
 		return balance, err

@@ -3,9 +3,7 @@ package redis
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/imagegen/imagegen"
 )
@@ -33,11 +31,8 @@ return {1, balance}
 // AddEntry appends e to the owner's ledger. References "task:…" and
 // "refund:…" belong to the store's own charges and refunds.
 func (s *Store) AddEntry(ctx context.Context, e imagegen.LedgerEntry) (int64, error) {
-	if e.Owner == "" || e.Ref == "" || e.Amount == 0 {
-		return 0, errors.New("redis store: ledger entry needs an Owner, a Ref and a non-zero Amount")
-	}
-	if strings.HasPrefix(e.Ref, "task:") || strings.HasPrefix(e.Ref, "refund:") {
-		return 0, fmt.Errorf("redis store: ledger reference %q is reserved for task charges and refunds", e.Ref)
+	if err := imagegen.CheckLedgerEntry(e); err != nil {
+		return 0, err
 	}
 	k := s.k
 	res, err := addEntryScript.Run(ctx, s.rdb,

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"errors"
 
 	"github.com/imagegen/imagegen"
 )
@@ -22,8 +21,8 @@ return 1
 
 // PutKey stores a new key; imagegen.ErrKeyExists when its hash is taken.
 func (s *Store) PutKey(ctx context.Context, k imagegen.APIKey) error {
-	if k.ID == "" || k.Owner == "" || k.Hash == "" {
-		return errors.New("redis store: key needs an ID, an Owner and a Hash")
+	if err := imagegen.CheckNewKey(k); err != nil {
+		return err
 	}
 	n, err := putKeyScript.Run(ctx, s.rdb,
 		[]string{s.k.apiKey(k.Hash), s.k.apiKeys(k.Owner)},

@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -76,17 +75,14 @@ return out
 // CreateTask debits t.Cost and stores t as pending, atomically, in one
 // round trip. Concurrent calls share round trips (see batcher).
 func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error) {
-	if t.ID == "" || t.Owner == "" {
-		return 0, errors.New("redis store: task needs an ID and an Owner")
-	}
-	if t.Cost <= 0 {
-		return 0, fmt.Errorf("redis store: task cost must be positive (got %d)", t.Cost)
+	if err := imagegen.CheckNewTask(t); err != nil {
+		return 0, err
 	}
 	req, err := json.Marshal(t.Request)
 	if err != nil {
 		return 0, fmt.Errorf("redis store: encode request: %w", err)
 	}
-	ref, err := json.Marshal("task:" + t.ID)
+	ref, err := json.Marshal(imagegen.ChargeRef(t.ID))
 	if err != nil {
 		return 0, fmt.Errorf("redis store: encode reference: %w", err)
 	}
