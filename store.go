@@ -42,8 +42,15 @@ type TaskStore interface {
 	// exist, has expired, or belongs to another owner.
 	Task(ctx context.Context, owner, id string) (*Task, error)
 
+	// QueuePositions returns, for each id, how many pending tasks (of
+	// any owner) are ahead of it in the claim order, or -1 when the task
+	// is not pending (or does not exist). Tasks whose retry delay has
+	// not run out count where their run-after time puts them.
+	QueuePositions(ctx context.Context, ids []string) ([]int, error)
+
 	// ClaimTask moves the oldest ready pending task to processing,
 	// increments its Attempt (the fencing token) and leases it for lease.
+	// The first claim sets StartedAt.
 	// It returns ErrNoTask when none is ready.
 	ClaimTask(ctx context.Context, lease time.Duration) (*Task, error)
 
@@ -99,11 +106,23 @@ const (
 
 // LedgerEntry is one append-only change to a balance.
 type LedgerEntry struct {
+	// ID is set by the store: unique within the owner's ledger (in this
+	// module's backends, the entry's sequence number: 1, 2, 3...).
+	ID     string
 	Owner  string
 	Kind   LedgerKind
 	Amount int64  // positive adds credits, negative takes them
 	Ref    string // unique per owner: "task:<id>", "refund:<id>", an idempotency key
 	At     time.Time
+	// BalanceAfter is the balance once this entry applied (set by the store).
+	BalanceAfter int64
+}
+
+// LedgerPage is one page of an owner's ledger, newest first.
+type LedgerPage struct {
+	Entries []LedgerEntry
+	// Next is the cursor of the following page, "" on the last page.
+	Next string
 }
 
 // CreditStore is the append-only credit ledger. The balance is the sum of
@@ -119,6 +138,11 @@ type CreditStore interface {
 	Balance(ctx context.Context, owner string) (int64, error)
 	// Ledger returns the owner's entries, oldest first.
 	Ledger(ctx context.Context, owner string) ([]LedgerEntry, error)
+	// ListLedger returns up to limit of the owner's entries, newest
+	// first, starting after cursor ("" for the first page; otherwise a
+	// Next of an earlier page). A cursor the store did not make is
+	// ErrInvalidParams.
+	ListLedger(ctx context.Context, owner string, limit int, cursor string) (LedgerPage, error)
 }
 
 // APIKey is a stored API key. Only its SHA-256 hash is kept.

@@ -42,6 +42,7 @@ for i = 3, #KEYS do
     if redis.call('HGET', KEYS[i], 'status') == 'pending' then
       redis.call('HINCRBY', KEYS[i], 'attempt', 1)
       redis.call('HSET', KEYS[i], 'status', 'processing', 'lease_until', now + lease, 'updated', now)
+      redis.call('HSETNX', KEYS[i], 'started', now)
       redis.call('ZADD', KEYS[2], now + lease, id)
       out[#out + 1] = redis.call('HGETALL', KEYS[i])
     end

@@ -25,7 +25,7 @@
 //	P:webhooks         zset: finished task ids whose callback is due, by due time (ms)
 //	P:tasks:<owner>    zset: the owner's tasks, "<created ms, 13 digits>:<id>" (for listing)
 //	P:balance:<owner>  string: credit balance
-//	P:ledger:<owner>   list: ledger entries, oldest first (JSON)
+//	P:ledger:<owner>   list: ledger entries, oldest first (JSON; an entry's ID is its position from 1)
 //	P:refs:<owner>     set: grant and web references used
 //	P:image:<id>       hash: image record (task, content type, expiry)
 //	P:blob:<id>        string: image bytes (default BlobStore)
@@ -169,8 +169,8 @@ end
 local function refund(task, balance, ledger, id, now)
   if redis.call('HGET', task, 'refunded') == '1' then return end
   local cost = tonumber(redis.call('HGET', task, 'cost'))
-  redis.call('INCRBY', balance, cost)
-  redis.call('RPUSH', ledger, cjson.encode({kind = 'refund', amount = cost, ref = 'refund:' .. id, at = now}))
+  local after = redis.call('INCRBY', balance, cost)
+  redis.call('RPUSH', ledger, cjson.encode({kind = 'refund', amount = cost, ref = 'refund:' .. id, at = now, bal = after}))
   redis.call('HSET', task, 'refunded', '1')
 end
 

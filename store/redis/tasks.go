@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/imagegen/imagegen"
 )
 
@@ -49,7 +51,7 @@ for i = 1, (#KEYS - 1) / 4 do
     out[#out + 1], out[#out + 2] = 0, acct.value
   else
     acct.value = acct.value - cost
-    acct.entries[#acct.entries + 1] = ARGV[a + 5] .. now .. '}'
+    acct.entries[#acct.entries + 1] = ARGV[a + 5] .. now .. ',"bal":' .. acct.value .. '}'
     redis.call('HSET', task, 'id', id, 'owner', ARGV[a + 1], 'req', ARGV[a + 2], 'model', ARGV[a + 3],
       'cost', cost, 'status', 'pending', 'created', now)
     if ARGV[a + 6] ~= '' then redis.call('HSET', task, 'callback', ARGV[a + 6]) end
@@ -142,4 +144,35 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 		return nil, imagegen.ErrTaskNotFound
 	}
 	return decodeTask(f)
+}
+
+// QueuePositions asks the pending queue for each task's rank (ZRANK, in
+// claim order: run-after time, then id), in one pipelined round trip.
+func (s *Store) QueuePositions(ctx context.Context, ids []string) ([]int, error) {
+	out := make([]int, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	cmds := make([]*goredis.IntCmd, len(ids))
+	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.ZRank(ctx, s.k.pending(), id)
+		}
+		return nil
+	})
+	if err != nil && !isNil(err) {
+		return nil, wrapErr("queue positions", err)
+	}
+	for i, c := range cmds {
+		n, err := c.Result()
+		switch {
+		case isNil(err):
+			out[i] = -1
+		case err != nil:
+			return nil, wrapErr("queue positions", err)
+		default:
+			out[i] = int(n)
+		}
+	}
+	return out, nil
 }
