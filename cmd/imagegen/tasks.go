@@ -7,11 +7,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/imagegen/imagegen/client"
 )
 
 const tasksUsage = "usage: imagegen tasks get [-server URL] TASK_ID"
 
-// tasksCmd: imagegen tasks get ID prints the task as indented JSON.
+// tasksCmd: imagegen tasks get ID prints the task as indented JSON, in
+// the full view (timing, model, seed, queue position) when the server
+// has it.
 func tasksCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "get" {
 		fmt.Fprintln(stderr, tasksUsage)
@@ -35,7 +39,7 @@ func tasksCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if len(ids) != 1 {
 		return fmt.Errorf("tasks get takes one task id (got %d)\n%s", len(ids), tasksUsage)
 	}
-	api, server, err := newAPIClient(a, getenv)
+	api, server, err := newAPIClient(a, getenv, client.WithFullView())
 	if err != nil {
 		return err
 	}
