@@ -27,7 +27,7 @@ var ErrTooLarge = errors.New("client: image too large")
 // imagegen.ErrIdempotencyKeyInUse.
 var ErrIdempotencyKeyInUse = imagegen.ErrIdempotencyKeyInUse
 
-// APIError is an answer of the API with an error status (INTERFACE.md §7).
+// APIError is an answer of the API with an error status (docs/api.md, "Errors").
 //
 // Unwrap maps Code to the sentinel errors of package imagegen, as
 // imagegen.APIErrorCode.Sentinel does for the server: unauthorized to
