@@ -89,6 +89,10 @@ type Config struct {
 	// concurrency). Its Service, Render, Poster, Clock and Logger are
 	// filled in by New.
 	Webhooks webhook.Config
+
+	// NoWorkers makes Run deliver callbacks without running generations:
+	// an API-only process, with workers elsewhere on a shared store.
+	NoWorkers bool
 }
 
 // Server is the standard stack. It is an http.Handler serving the API
@@ -97,6 +101,7 @@ type Server struct {
 	svc        *imagegen.Service
 	api        *httpapi.Handler
 	dispatcher *webhook.Dispatcher
+	noWorkers  bool
 }
 
 // New builds the stack, or returns an error naming the missing or bad
@@ -172,7 +177,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	return &Server{svc: svc, api: api, dispatcher: dispatcher}, nil
+	return &Server{svc: svc, api: api, dispatcher: dispatcher, noWorkers: cfg.NoWorkers}, nil
 }
 
 func checkPublicURL(raw string) error {
@@ -204,18 +209,20 @@ func (s *Server) Register(mux *http.ServeMux) { s.api.Register(mux) }
 // ServeHTTP serves one API request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.api.ServeHTTP(w, r) }
 
-// Run runs the workers (Service.Run) and delivers callbacks until ctx
-// ends, then returns once both have stopped (running generations get
-// Config.Service.ShutdownTimeout to finish). Callbacks are queued in the
-// store, so on a shared store any process that calls Run delivers every
-// process's callbacks; a process that only serves the API need not call
-// it.
+// Run runs the workers (Service.Run, unless Config.NoWorkers) and
+// delivers callbacks until ctx ends, then returns once both have stopped
+// (running generations get Config.Service.ShutdownTimeout to finish).
+// Callbacks are queued in the store, so on a shared store any process
+// that calls Run delivers every process's callbacks.
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	wg.Add(2)
-	go func() { defer wg.Done(); errs[0] = s.svc.Run(ctx) }()
+	wg.Add(1)
 	go func() { defer wg.Done(); errs[1] = s.dispatcher.Run(ctx) }()
+	if !s.noWorkers {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[0] = s.svc.Run(ctx) }()
+	}
 	wg.Wait()
 	if ctx.Err() != nil {
 		return nil // a stop asked for is a clean stop
