@@ -33,5 +33,12 @@ func (h *Handler) routes() {
 	h.mux.Handle("GET "+p+"/openapi.json", h.handleOpenAPI())
 	h.mux.Handle(p+"/openapi.json", methodNotAllowed("GET, HEAD"))
 
+	// The OpenAI-compatible endpoint, answering in OpenAI's shapes.
+	if o := h.cfg.OpenAIPrefix; o != "" {
+		h.mux.Handle("POST "+o+"/images/generations", openAIErrors(api(h.handleOpenAIGenerations())))
+		h.mux.Handle(o+"/images/generations", openAIErrors(methodNotAllowed("POST")))
+		h.mux.Handle(o+"/images/", openAIErrors(notFound()))
+	}
+
 	h.mux.Handle(p+"/", notFound())
 }
