@@ -202,7 +202,9 @@ func TestOpenAIAspectRatio(t *testing.T) {
 func TestOpenAIErrors(t *testing.T) {
 	is := is.New(t)
 	o := newOpenAIEnv(t, 1000)
-	gen := func(body string) *httptest.ResponseRecorder { return o.do("POST", "/v1/images/generations", o.key, body) }
+	gen := func(body string) *httptest.ResponseRecorder {
+		return o.do("POST", "/v1/images/generations", o.key, body)
+	}
 
 	o.errorShape(t, gen(`{"prompt":"otter","size":"1000x700"}`), http.StatusBadRequest, "invalid_request_error", "size", "invalid_value")
 	o.errorShape(t, gen(`{"prompt":"otter","n":2}`), http.StatusBadRequest, "invalid_request_error", "n", "invalid_value")
