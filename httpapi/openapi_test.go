@@ -232,6 +232,7 @@ func recordExchanges(t *testing.T) *recorder {
 	is.Equal(failedTask.ErrorCode, imagegen.CodeContentPolicy)
 
 	recordExtensions(t, rc, e, rich, id)
+	recordOpenAI(t, rc)
 
 	rc.do(e, "task not found", "GET", "/api/v1/tasks/00000000-0000-4000-8000-000000000000", e.key, "")
 	rc.do(e, "another user's task", "GET", "/api/v1/tasks/"+id, rich, "")
@@ -473,6 +474,50 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	is.Equal(still, httpapi.TaskBody{TaskID: waiting, Status: imagegen.StatusPending})
 }
 
+// recordOpenAI drives the OpenAI-compatible endpoint through each of
+// its answers.
+func recordOpenAI(t *testing.T, rc *recorder) {
+	t.Helper()
+	const path = "/v1/images/generations"
+	e := newEnv(t, func(o *envOptions) { o.openAI = true })
+	// generate sends the request while workers run, so that it ends.
+	generate := func(name, body string, opts ...reqOpt) *exchange {
+		done := make(chan *exchange)
+		go func() { done <- rc.do(e, name, "POST", path, e.key, body, opts...) }()
+		for {
+			select {
+			case x := <-done:
+				return x
+			case <-time.After(time.Millisecond):
+				_, _ = e.svc.RunOnce(context.Background())
+			}
+		}
+	}
+	generate("openai: url", `{"model":"dall-e-3","prompt":"A cute baby sea otter","n":1,"size":"1792x1024","quality":"hd","style":"natural","response_format":"url"}`, status(http.StatusOK))
+	generate("openai: b64_json", `{"prompt":"A cute baby sea otter","size":"1024x1024","response_format":"b64_json"}`, status(http.StatusOK))
+	rc.do(e, "openai: bad size", "POST", path, e.key, `{"prompt":"otter","size":"1000x700"}`, status(http.StatusBadRequest))
+	rc.do(e, "openai: n 2", "POST", path, e.key, `{"prompt":"otter","n":2}`, invalid, status(http.StatusBadRequest))
+	rc.do(e, "openai: unknown field", "POST", path, e.key, `{"prompt":"otter","seed":2}`, invalid, status(http.StatusBadRequest))
+	e.model.Then(imagegentest.Fail(&imagegen.ModelError{Provider: "scripted", Refused: true, Message: "the prompt was blocked"}))
+	generate("openai: refused", `{"prompt":"otter"}`, status(http.StatusBadRequest))
+	e.model.Then(imagegentest.Fail(&imagegen.ModelError{Provider: "scripted", Message: "provider down"}))
+	generate("openai: failed", `{"prompt":"otter"}`, status(http.StatusInternalServerError))
+	rc.do(e, "openai: no key", "POST", path, "", `{"prompt":"otter"}`, invalid, status(http.StatusUnauthorized))
+	rc.do(e, "openai: no credits", "POST", path, e.user("penny", 0), `{"prompt":"otter"}`, status(http.StatusTooManyRequests))
+
+	// Not done in time: cancelled, refunded, 504.
+	before := e.clock.Waiters()
+	timedOut := make(chan *exchange, 1)
+	go func() { timedOut <- rc.do(e, "openai: timeout", "POST", path, e.key, `{"prompt":"otter"}`, status(http.StatusGatewayTimeout)) }()
+	waitUntil(t, func() bool { return e.clock.Waiters() > before })
+	e.clock.Advance(imagegen.MaxWait)
+	<-timedOut
+
+	limited := newEnv(t, func(o *envOptions) { o.limit = 1; o.openAI = true })
+	rc.do(limited, "openai: within limit", "POST", path, limited.key, `{"prompt":"otter","n":5}`, invalid, status(http.StatusBadRequest))
+	rc.do(limited, "openai: over limit", "POST", path, limited.key, `{"prompt":"otter"}`, status(http.StatusTooManyRequests))
+}
+
 // extensionsDownStore fails the store operations of the extensions.
 type extensionsDownStore struct{ *memory.Store }
 
@@ -613,8 +658,16 @@ func TestOpenAPIConformance(t *testing.T) {
 			seen[outcome{route.Path, strings.ToLower(x.method), strconv.Itoa(x.status)}] = true
 		}
 		if x.status >= 400 {
-			codes[x.errorCode()] = true
 			is.Equal(x.respHeader.Get("Content-Type"), "application/json")
+		}
+		if strings.HasPrefix(x.target, "/v1/") { // OpenAI's error shapes and codes
+			if x.status == http.StatusTooManyRequests && !bytes.Contains(x.respBody, []byte(`"insufficient_quota"`)) {
+				is.True(x.respHeader.Get("Retry-After") != "")
+			}
+			continue
+		}
+		if x.status >= 400 {
+			codes[x.errorCode()] = true
 		}
 		if x.status == http.StatusTooManyRequests {
 			is.True(x.respHeader.Get("Retry-After") != "")
@@ -756,6 +809,15 @@ func TestOpenAPIRejectsMutations(t *testing.T) {
 		}},
 		{"request: callback_events value changed", "submit with callback_events", true, func(doc map[string]any) {
 			dig(schema(doc, "GenerationRequest"), "properties", "callback_events", "items")["enum"] = []any{"started", "completed"}
+		}},
+		{"openai: data item url renamed", "openai: url", false, func(doc map[string]any) {
+			rename(dig(schema(doc, "OpenAIImagesResponse"), "properties", "data", "items"), "url", "image_url")
+		}},
+		{"openai: error type renamed", "openai: bad size", false, func(doc map[string]any) {
+			rename(dig(schema(doc, "OpenAIError"), "properties", "error"), "type", "kind")
+		}},
+		{"openai: size not a string", "openai: b64_json", true, func(doc map[string]any) {
+			dig(schema(doc, "OpenAIImagesRequest"), "properties", "size")["type"] = "integer"
 		}},
 		{"request: Idempotency-Key narrowed", "idempotent submit", true, func(doc map[string]any) {
 			params := dig(doc, "paths", "/generate", "post")["parameters"].([]any)
