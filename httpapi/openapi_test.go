@@ -508,7 +508,9 @@ func recordOpenAI(t *testing.T, rc *recorder) {
 	// Not done in time: cancelled, refunded, 504.
 	before := e.clock.Waiters()
 	timedOut := make(chan *exchange, 1)
-	go func() { timedOut <- rc.do(e, "openai: timeout", "POST", path, e.key, `{"prompt":"otter"}`, status(http.StatusGatewayTimeout)) }()
+	go func() {
+		timedOut <- rc.do(e, "openai: timeout", "POST", path, e.key, `{"prompt":"otter"}`, status(http.StatusGatewayTimeout))
+	}()
 	waitUntil(t, func() bool { return e.clock.Waiters() > before })
 	e.clock.Advance(imagegen.MaxWait)
 	<-timedOut
