@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,7 @@ type serveConfig struct {
 	demoCredits int64
 	rateLimit   int
 	signingKey  string
+	openAI      string
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -37,6 +39,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.Int64Var(&c.demoCredits, "demo-credits", 100, "credits granted to each demo user")
 	fs.IntVar(&c.rateLimit, "rate-limit", 10, "requests per API key per rolling minute")
 	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: random per process; with -redis, one shared by all processes)")
+	fs.StringVar(&c.openAI, "openai-prefix", "/v1", `where the OpenAI-compatible POST <prefix>/images/generations is served ("" turns it off)`)
 	c.runtimeConfig.register(fs, 4)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -54,6 +57,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return c, errors.New("-rate-limit must be at least 1")
 	case c.publicURL != "" && !absoluteHTTPURL(c.publicURL):
 		return c, errors.New("-public-url must be an absolute http(s) URL such as https://img.example.com")
+	case c.openAI != "" && (!strings.HasPrefix(c.openAI, "/") || strings.TrimSuffix(c.openAI, "/") == "/api/v1"):
+		return c, errors.New(`-openai-prefix must be a path such as /v1, other than /api/v1, or "" to turn it off`)
 	case c.signingKey != "" && len(c.signingKey) < 16:
 		return c, errors.New("-signing-key must be at least 16 bytes")
 	}
@@ -92,11 +97,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		publicURL = "http://" + displayAddr(ln.Addr())
 	}
 	stack, err := server.New(ctx, server.Config{
-		Service:    svcConfig,
-		PublicURL:  publicURL,
-		Limiter:    be.limiter,
-		SigningKey: []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
-		NoWorkers:  c.workers == 0,       // -workers 0: this process serves the API only
+		Service:      svcConfig,
+		PublicURL:    publicURL,
+		Limiter:      be.limiter,
+		SigningKey:   []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
+		OpenAIPrefix: c.openAI,
+		NoWorkers:    c.workers == 0, // -workers 0: this process serves the API only
 	})
 	if err != nil {
 		return err
