@@ -222,28 +222,34 @@ type TaskWatcher interface {
 	WatchTask(ctx context.Context, id string) (finished <-chan struct{}, stop func(), err error)
 }
 
-// WebhookDelivery is a finished task whose callback is due.
+// WebhookDelivery is a task event whose callback is due.
 type WebhookDelivery struct {
+	// ID names the delivery in AckWebhook and RetryWebhook:
+	// WebhookID(TaskID, Event).
+	ID       string
 	TaskID   string
+	Event    CallbackEvent // completed, or processing
 	Owner    string
 	URL      string // the task's callback_url
 	Attempts int    // attempts made before this one
 }
 
-// WebhookStore keeps the callbacks of finished tasks until they are
-// delivered. The store queues a task's delivery in the
-// same atomic step that finishes a task with a callback_url, so no
-// callback is lost to a crash; deliveries are leased like tasks, so one
-// dispatcher at a time sends each.
+// WebhookStore keeps the callbacks of task events until they are
+// delivered. The store queues a delivery in the same atomic step as the
+// event, for a task with a callback_url whose callback_events ask for
+// it (Wants): completed when the task finishes, processing when a
+// worker first claims it. So no callback is lost to a crash; deliveries
+// are leased like tasks, so one dispatcher at a time sends each.
 type WebhookStore interface {
 	// ClaimWebhooks leases up to n due deliveries: they are not due
 	// again until lease has passed (unless acknowledged or retried).
 	ClaimWebhooks(ctx context.Context, lease time.Duration, n int) ([]WebhookDelivery, error)
-	// AckWebhook removes a delivery: it was delivered, or given up.
-	AckWebhook(ctx context.Context, taskID string) error
-	// RetryWebhook counts a failed attempt and makes the delivery due
-	// again after delay.
-	RetryWebhook(ctx context.Context, taskID string, delay time.Duration) error
+	// AckWebhook removes the delivery with this ID
+	// (WebhookDelivery.ID): it was delivered, or given up.
+	AckWebhook(ctx context.Context, id string) error
+	// RetryWebhook counts a failed attempt of the delivery with this ID
+	// and makes it due again after delay.
+	RetryWebhook(ctx context.Context, id string, delay time.Duration) error
 }
 
 // SecretStore keeps named secrets shared by every process on the store.

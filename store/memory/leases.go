@@ -54,6 +54,7 @@ func (s *Store) claim(now time.Time, lease time.Duration) (*imagegen.Task, error
 		r.task.UpdatedAt = now
 		if r.task.StartedAt.IsZero() {
 			r.task.StartedAt = now
+			s.queueWebhook(r, imagegen.EventProcessing, now)
 		}
 		s.processing[r.task.ID] = r
 		t := copyTask(r.task)

@@ -70,6 +70,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"IdempotencyLateFinishChangesNothing", testIdempotencyLateFinish},
 		{"ListTasksNewestFirst", testList},
 		{"WebhookDeliveries", testWebhooks},
+		{"WebhookEvents", testWebhookEvents},
 		{"SharedSecrets", testSharedSecret},
 	}
 	for _, tc := range tests {
