@@ -45,7 +45,7 @@ func Example() {
 	}))
 	defer srv.Close()
 
-	clock := providertest.NewClock()
+	clock := providertest.NewInstantClock()
 	m, err := fal.New(fal.Config{
 		Config:  provider.Config{BaseURL: srv.URL, APIKey: "fal-example-key", Clock: clock},
 		Fetcher: cdn{"https://v3.fal.media/files/a.png": providertest.PNG(1024, 576)},

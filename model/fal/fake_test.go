@@ -120,7 +120,7 @@ func (f *fake) script(kind string, answers ...answer) *fake {
 }
 
 func example(t testing.TB, name string) []byte {
-	return providertest.Spec(t, "fal", "examples/"+name)
+	return providertest.Spec(t, providertest.TestData, name)
 }
 
 // client is an HTTP client that reaches only the fake: a call to any

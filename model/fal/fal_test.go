@@ -25,7 +25,7 @@ var ctx = context.Background()
 // newModel returns an adapter pointed at f, reaching only f (through
 // f.client, and f as its Fetcher unless c has one), with a recording
 // clock unless c has a clock, and its debug log.
-func newModel(t *testing.T, f *fake, c fal.Config) (*fal.Model, *providertest.Clock, *syncLog) {
+func newModel(t *testing.T, f *fake, c fal.Config) (*fal.Model, *providertest.InstantClock, *syncLog) {
 	t.Helper()
 	clock := providertest.Configure(&c.Config, f.srv.URL, key)
 	c.HTTPClient = f.client()

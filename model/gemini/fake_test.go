@@ -101,7 +101,7 @@ func newFake(t *testing.T, answers ...answer) *fake {
 }
 
 func example(t *testing.T, name string) []byte {
-	return providertest.Spec(t, "gemini", "examples/"+name)
+	return providertest.Spec(t, providertest.TestData, name)
 }
 
 func (f *fake) baseURL() string { return f.srv.URL + "/v1beta" }

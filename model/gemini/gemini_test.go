@@ -19,7 +19,7 @@ import (
 var ctx = context.Background()
 
 // newModel returns an adapter pointed at f, with a recording clock.
-func newModel(t *testing.T, f *fake, c gemini.Config) (*gemini.Model, *providertest.Clock) {
+func newModel(t *testing.T, f *fake, c gemini.Config) (*gemini.Model, *providertest.InstantClock) {
 	t.Helper()
 	clock := providertest.Configure(&c.Config, f.baseURL(), key)
 	return providertest.MustNew(t, gemini.New, c), clock

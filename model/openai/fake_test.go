@@ -33,17 +33,18 @@ type call struct {
 	files  []part              // edits
 }
 
-// fake is an OpenAI Images API on 127.0.0.1 that follows the wire spec
-// (/work/shared/specs/openai): it validates every request against the
-// OpenAPI subset, checks the key, serves scripted failures, then answers
-// like the documented example responses with a PNG of the asked size.
+// fake is an OpenAI Images API on 127.0.0.1 that follows OpenAI's
+// OpenAPI description (testdata/README.md names the files): it
+// validates every request against it, checks the key, serves scripted
+// failures, then answers like the documented example responses with a
+// PNG of the asked size.
 type fake struct {
 	providertest.Script[call]
 	t        *testing.T
 	srv      *httptest.Server
 	spec     *specValidator
-	gptBody  []byte // examples/generations.response.gpt-image-1.json
-	dalleURL []byte // examples/generations.response.dall-e-3.json
+	gptBody  []byte // testdata/generations.response.gpt-image-1.json
+	dalleURL []byte // testdata/generations.response.dall-e-3.json
 	// answerURL makes dall-e-3 answers carry the example's url even when
 	// b64_json was asked for.
 	answerURL bool
@@ -56,8 +57,8 @@ func newFake(t *testing.T, failures ...answer) *fake {
 	t.Helper()
 	f := &fake{
 		t:        t,
-		gptBody:  providertest.Spec(t, "openai", "examples/generations.response.gpt-image-1.json"),
-		dalleURL: providertest.Spec(t, "openai", "examples/generations.response.dall-e-3.json"),
+		gptBody:  example(t, "generations.response.gpt-image-1.json"),
+		dalleURL: example(t, "generations.response.dall-e-3.json"),
 	}
 	f.Queue("", failures...)
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
@@ -71,9 +72,24 @@ func newFake(t *testing.T, failures ...answer) *fake {
 	return f
 }
 
-// example returns a file of examples/ (the test skips when absent).
+// example returns a file of testdata (on the test's goroutine).
 func example(t *testing.T, name string) []byte {
-	return providertest.Spec(t, "openai", "examples/"+name)
+	return providertest.Spec(t, providertest.TestData, name)
+}
+
+// queue is a Setup that queues answers the fake serves before it
+// succeeds.
+func queue(answers ...answer) func(*testing.T, *fake) {
+	return func(_ *testing.T, f *fake) { f.Queue("", answers...) }
+}
+
+// endpoints names the calls f received: "generations" or "edits".
+func endpoints(f *fake) []string {
+	var out []string
+	for _, c := range f.Calls() {
+		out = append(out, strings.TrimPrefix(c.path, "/v1/images/"))
+	}
+	return out
 }
 
 func (f *fake) baseURL() string { return f.srv.URL + "/v1" }

@@ -43,7 +43,7 @@ func Example() {
 	defer srv.Close()
 
 	m, err := replicate.New(replicate.Config{
-		Config:  provider.Config{BaseURL: srv.URL + "/v1", APIKey: "r8_example", Clock: providertest.NewClock()},
+		Config:  provider.Config{BaseURL: srv.URL + "/v1", APIKey: "r8_example", Clock: providertest.NewInstantClock()},
 		Fetcher: &providertest.Fetcher{Images: map[string]providertest.Image{output: {Data: providertest.PNG(1392, 752)}}},
 	})
 	if err != nil {

@@ -140,7 +140,7 @@ func newFake(t *testing.T) *fake {
 }
 
 func example(t *testing.T, name string) []byte {
-	return providertest.Spec(t, "replicate", "examples/"+name)
+	return providertest.Spec(t, providertest.TestData, name)
 }
 
 func (f *fake) baseURL() string { return f.srv.URL + "/v1" }

@@ -26,7 +26,7 @@ const (
 
 // newModel returns an adapter pointed at f, with a recording clock and,
 // unless c has one, f as its Fetcher.
-func newModel(t *testing.T, f *fake, c replicate.Config) (*replicate.Model, *providertest.Clock) {
+func newModel(t *testing.T, f *fake, c replicate.Config) (*replicate.Model, *providertest.InstantClock) {
 	t.Helper()
 	clock := providertest.Configure(&c.Config, f.baseURL(), key)
 	if c.Fetcher == nil {

@@ -28,7 +28,7 @@ type specValidator struct {
 // fake's /v1); the test skips when the spec is absent.
 func newSpecValidator(t *testing.T, baseURL string) *specValidator {
 	t.Helper()
-	return &specValidator{router: providertest.OpenAPIRouter(t, "replicate", "openapi.json", baseURL)}
+	return &specValidator{router: providertest.OpenAPIRouter(t, providertest.TestData, "openapi.json", baseURL)}
 }
 
 var (

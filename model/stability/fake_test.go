@@ -92,7 +92,7 @@ func newFake(t *testing.T, answers ...answer) *fake {
 // example returns a file of the wire spec's examples (the test skips
 // when the specs are absent).
 func example(t *testing.T, name string) []byte {
-	return providertest.Spec(t, "stability", "examples/"+name)
+	return providertest.Spec(t, providertest.TestData, name)
 }
 
 // answerWith makes every successful answer of size s.

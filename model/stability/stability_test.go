@@ -22,7 +22,7 @@ import (
 var ctx = context.Background()
 
 // newModel returns an adapter pointed at f, with a recording clock.
-func newModel(t *testing.T, f *fake, c stability.Config) (*stability.Model, *providertest.Clock) {
+func newModel(t *testing.T, f *fake, c stability.Config) (*stability.Model, *providertest.InstantClock) {
 	t.Helper()
 	clock := providertest.Configure(&c.Config, f.srv.URL, key)
 	return providertest.MustNew(t, stability.New, c), clock

@@ -1,0 +1,283 @@
+package providertest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/model/provider"
+)
+
+// wrongKey is the key BadKey sends; the fakes echo what they get, so a
+// key the adapter does not scrub shows in its error.
+const wrongKey = "WRONG-KEY-0123456789abcdefghijklmnop"
+
+// timeoutDeadline is a Timeouts scenario's deadline when it names none,
+// and giveUpBound how long after it the adapter must have given up.
+const (
+	timeoutDeadline = 200 * time.Millisecond
+	giveUpBound     = 5 * time.Second
+)
+
+// Run runs h's scenarios, each as a subtest. Beyond what a scenario
+// says, it checks for every generation the calls the fake received and
+// the waits on the clock; for a success, the image's type and size; for
+// a failure, that the error is a *imagegen.ModelError of h.Provider
+// with the outcome, causes and errors.Is the scenario names, in which
+// the key shows nowhere. It also checks that the key shows nowhere the
+// adapter's config or model may be printed or logged.
+func Run[F, C any, M imagegen.Model](t *testing.T, h Harness[F, C, M]) {
+	t.Helper()
+	h.checkComplete(t)
+	t.Run("text-to-image", func(t *testing.T) { each(t, h.TextToImage, h.succeed, Success[F, C].name) })
+	t.Run("image-to-image", func(t *testing.T) { each(t, h.ImageToImage, h.succeed, Success[F, C].name) })
+	t.Run("unplannable", func(t *testing.T) { each(t, h.Unplannable, h.unplannable, Unplannable[C].name) })
+	t.Run("aspect ratios", func(t *testing.T) { each(t, h.AspectRatios, h.ratios, Ratios[F, C].name) })
+	t.Run("refusal", func(t *testing.T) { each(t, h.Refusals, h.refusal, Failure[F, C].name) })
+	t.Run("429 then success", func(t *testing.T) { each(t, h.RateLimited, h.succeed, Success[F, C].name) })
+	t.Run("5xx then success", func(t *testing.T) { each(t, h.ServerErrors, h.succeed, Success[F, C].name) })
+	t.Run("timeout", func(t *testing.T) { each(t, h.Timeouts, h.timeout, Failure[F, C].name) })
+	t.Run("bad key", func(t *testing.T) { h.badKey(t, h.BadKey) })
+	if h.GiveUp != nil {
+		t.Run("cancel on give-up", func(t *testing.T) { h.giveUp(t, *h.GiveUp) })
+	}
+	t.Run("failures", func(t *testing.T) {
+		each(t, h.Failures, func(t *testing.T, c Failure[F, C]) { h.fail(t, context.Background(), c, c.Config, c.Want) }, Failure[F, C].name)
+	})
+	t.Run("the key never shows", h.keyNeverShows)
+}
+
+// each runs run for every item of items, as a subtest named by name.
+func each[T any](t *testing.T, items []T, run func(*testing.T, T), name func(T) string) {
+	for _, item := range items {
+		t.Run(name(item), func(t *testing.T) { run(t, item) })
+	}
+}
+
+func (s Success[F, C]) name() string  { return s.Name }
+func (f Failure[F, C]) name() string  { return f.Name }
+func (u Unplannable[C]) name() string { return u.Name }
+func (r Ratios[F, C]) name() string   { return r.Name }
+func orT2I(req imagegen.Request) imagegen.Request {
+	if req.Prompt == "" {
+		return T2I("a fox", imagegen.Aspect1x1)
+	}
+	return req
+}
+
+// checkComplete fails the test when h leaves out what every adapter
+// must show.
+func (h Harness[F, C, M]) checkComplete(t *testing.T) {
+	t.Helper()
+	switch {
+	case h.Provider == "" || h.Key == "" || h.NewFake == nil || h.NewModel == nil || h.Settings == nil || h.Calls == nil:
+		t.Fatal("the harness needs Provider, Key, NewFake, NewModel, Settings and Calls")
+	case len(h.TextToImage) == 0 || slices.ContainsFunc(h.TextToImage, func(s Success[F, C]) bool { return s.Size == (provider.Size{}) || s.Plan == (imagegen.Plan{}) }):
+		t.Fatal("the harness needs TextToImage, each with its Plan and image Size")
+	case len(h.ImageToImage) == 0 && !slices.ContainsFunc(h.Unplannable, func(u Unplannable[C]) bool { return len(u.Request.ImageInput) > 0 }):
+		t.Fatal("the harness has no ImageToImage, and no Unplannable image-to-image request to show that the provider takes none")
+	case len(h.AspectRatios) == 0 || len(h.Refusals) == 0 || len(h.RateLimited) == 0 || len(h.ServerErrors) == 0 || len(h.Timeouts) == 0:
+		t.Fatal("the harness needs AspectRatios, Refusals, RateLimited, ServerErrors and Timeouts")
+	}
+}
+
+func (h Harness[F, C, M]) succeed(t *testing.T, s Success[F, C]) {
+	f := h.NewFake(t)
+	m, clock := h.NewModel(t, f, s.Config)
+	req := orT2I(s.Request)
+	if s.Setup != nil {
+		s.Setup(t, f)
+	}
+	if s.Plan != (imagegen.Plan{}) {
+		plan, err := m.Plan(req)
+		if err != nil || plan != s.Plan {
+			t.Errorf("Plan: %+v, %v; want %+v", plan, err, s.Plan)
+		}
+	}
+	imgs, err := Generate(context.Background(), m, req)
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if len(imgs) != 1 {
+		t.Fatalf("Generate made %d images; want 1", len(imgs))
+	}
+	if want := cmp.Or(s.ContentType, "image/png"); imgs[0].ContentType != want {
+		t.Errorf("the image's type is %q; want %q", imgs[0].ContentType, want)
+	}
+	if got := SizeOf(t, imgs[0]); s.Size != (provider.Size{}) && got != s.Size {
+		t.Errorf("the image is %v; want %v", got, s.Size)
+	}
+	h.checkCallsAndWaits(t, f, clock, s.Calls, s.Waits)
+	if s.Check != nil {
+		s.Check(t, f)
+	}
+}
+
+func (h Harness[F, C, M]) refusal(t *testing.T, c Failure[F, C]) {
+	h.fail(t, context.Background(), c, c.Config, Outcome{Refused: true, Message: cmp.Or(c.Want.Message, provider.MsgRefused)})
+}
+
+func (h Harness[F, C, M]) timeout(t *testing.T, c Failure[F, C]) {
+	c.Deadline = cmp.Or(c.Deadline, timeoutDeadline)
+	c.Is = cmp.Or(c.Is, error(context.DeadlineExceeded))
+	h.fail(t, context.Background(), c, c.Config, Outcome{Retryable: true, Message: provider.MsgTimeout})
+}
+
+func (h Harness[F, C, M]) badKey(t *testing.T, c Failure[F, C]) {
+	cfg := c.Config
+	h.Settings(&cfg).APIKey = wrongKey
+	err := h.fail(t, context.Background(), c, cfg, Outcome{Misconfigured: true, Message: provider.MsgMisconfigured})
+	NoSecretAnywhere(t, wrongKey, err)
+}
+
+// giveUp runs c with a clock that cancels the generation's context at
+// the adapter's first wait (a poll, most often) and never fires.
+func (h Harness[F, C, M]) giveUp(t *testing.T, c Failure[F, C]) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := c.Config
+	h.Settings(&cfg).Clock = cancelOnWait{cancel}
+	c.Is = context.Canceled
+	h.fail(t, ctx, c, cfg, Outcome{Retryable: true, Message: cmp.Or(c.Want.Message, provider.MsgUnavailable)})
+}
+
+// fail runs c's generation on cfg under ctx, checks its failure against
+// want and c, and returns the error.
+func (h Harness[F, C, M]) fail(t *testing.T, ctx context.Context, c Failure[F, C], cfg C, want Outcome) error {
+	t.Helper()
+	f := h.NewFake(t)
+	m, clock := h.NewModel(t, f, cfg)
+	if c.Setup != nil {
+		c.Setup(t, f)
+	}
+	if c.Deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Deadline)
+		defer cancel()
+	}
+	start := time.Now()
+	_, err := Generate(ctx, m, orT2I(c.Request))
+	if c.Deadline > 0 && time.Since(start) > c.Deadline+giveUpBound {
+		t.Errorf("the adapter gave up %v after a deadline of %v", time.Since(start), c.Deadline)
+	}
+	me := ModelError(t, err)
+	if me.Provider != h.Provider {
+		t.Errorf("the error's provider is %q; want %q", me.Provider, h.Provider)
+	}
+	if got := (Outcome{me.Retryable, me.Refused, me.InvalidInput, me.Misconfigured, me.Message}); got != want {
+		t.Errorf("the error %q tells %+v; want %+v", err, got, want)
+	}
+	if c.Is != nil && !errors.Is(err, c.Is) {
+		t.Errorf("the error %q is not %v", err, c.Is)
+	}
+	for _, cause := range c.Causes {
+		if me.Err == nil || !strings.Contains(me.Err.Error(), cause) {
+			t.Errorf("the error's cause %v does not say %q", me.Err, cause)
+		}
+	}
+	NoSecretAnywhere(t, h.Key.Reveal(), err)
+	h.checkCallsAndWaits(t, f, clock, c.Calls, c.Waits)
+	if c.Check != nil {
+		c.Check(t, f)
+	}
+	return err
+}
+
+func (h Harness[F, C, M]) checkCallsAndWaits(t *testing.T, f F, clock *InstantClock, calls []string, waits []Wait) {
+	t.Helper()
+	if got := h.Calls(f); !slices.Equal(got, calls) {
+		t.Errorf("the fake received %q; want %q", got, calls)
+	}
+	got := clock.Waits()
+	ok := len(got) == len(waits)
+	for i := 0; ok && i < len(got); i++ {
+		ok = got[i] >= waits[i].Min && got[i] <= waits[i].Max
+	}
+	if !ok {
+		t.Errorf("the adapter waited %v; want %v", got, waits)
+	}
+}
+
+func (h Harness[F, C, M]) unplannable(t *testing.T, u Unplannable[C]) {
+	f := h.NewFake(t)
+	m, _ := h.NewModel(t, f, u.Config)
+	_, err := m.Plan(u.Request)
+	var ve *imagegen.ValidationError
+	if !errors.As(err, &ve) || ve.Field != u.Field || ve.Message != u.Message || !errors.Is(err, imagegen.ErrInvalidParams) {
+		t.Errorf("Plan: %v; want a validation error on %s: %s", err, u.Field, u.Message)
+	}
+	// Even unplanned, the adapter refuses it, and calls no one.
+	_, err = m.Generate(context.Background(), imagegen.Generation{Request: u.Request})
+	if me := ModelError(t, err); me.Retryable || me.Refused {
+		t.Errorf("Generate, unplanned: %v is retryable or refused", err)
+	}
+	if calls := h.Calls(f); len(calls) != 0 {
+		t.Errorf("the fake received %q; want nothing", calls)
+	}
+}
+
+// ratios checks every row of r, one after the other on one fake, and
+// that r has one for every ratio.
+func (h Harness[F, C, M]) ratios(t *testing.T, r Ratios[F, C]) {
+	all := append([]imagegen.AspectRatio{imagegen.AspectAuto}, imagegen.AspectRatios()...)
+	if len(r.Want) != len(all) {
+		t.Errorf("the table has %d rows; want one for each of %v", len(r.Want), all)
+	}
+	f := h.NewFake(t)
+	m, _ := h.NewModel(t, f, r.Config)
+	for _, ratio := range all {
+		t.Run(string(ratio), func(t *testing.T) {
+			w, ok := r.Want[ratio]
+			if !ok {
+				t.Fatalf("the table has no row for %s", ratio)
+			}
+			imgs, err := Generate(context.Background(), m, T2I("a fox", ratio))
+			if err != nil {
+				t.Fatalf("Generate: %v", err)
+			}
+			if sent := r.Sent(t, f); sent != w.Sent {
+				t.Errorf("sent %s; want %s", sent, w.Sent)
+			}
+			got := SizeOf(t, imgs[0])
+			exact := ratio
+			if ratio == imagegen.AspectAuto {
+				exact = imagegen.Aspect1x1 // auto is 1:1 for text-to-image
+			}
+			if got != w.Size || !got.Is(exact) {
+				t.Errorf("the image is %v; want %v, exactly %s", got, w.Size, exact)
+			}
+		})
+	}
+}
+
+// keyNeverShows checks the text-to-image config, holding the key, and
+// the model made of it, as NoSecretInAdapter does.
+func (h Harness[F, C, M]) keyNeverShows(t *testing.T) {
+	c := h.TextToImage[0].Config
+	h.Settings(&c).APIKey = h.Key
+	m, _ := h.NewModel(t, h.NewFake(t), c)
+	key := h.Key.Reveal()
+	NoSecret(t, key, c)
+	NoSecret(t, key, &c)
+	NoSecretAnywhere(t, key, m)
+	if v := reflect.ValueOf(m); v.Kind() == reflect.Pointer && !v.IsNil() {
+		NoSecretAnywhere(t, key, v.Elem().Interface())
+	}
+}
+
+// cancelOnWait cancels the generation's context when the adapter waits
+// on it, and never fires.
+type cancelOnWait struct{ cancel context.CancelFunc }
+
+func (cancelOnWait) Now() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
+
+func (c cancelOnWait) After(time.Duration) <-chan time.Time {
+	c.cancel()
+	return make(chan time.Time)
+}
