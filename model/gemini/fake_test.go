@@ -75,17 +75,18 @@ func answerSize(ratio string) (provider.Size, bool) {
 	return s, ok
 }
 
-// fake is the Gemini API on 127.0.0.1, following the wire spec
-// (/work/shared/specs/gemini): it checks the path, the key header and
-// the body (field names as the protos and examples have them, enum
-// values), serves scripted answers, then answers like
-// examples/response.image.json with a PNG of the model's size for the
-// ratio asked (or, with no ratio, the first reference's).
+// fake is the Gemini API on 127.0.0.1, following Google's interface
+// definition of generateContent (testdata/README.md names it): it
+// checks the path, the key header and the body (field names as the
+// protos and examples have them, enum values), serves scripted answers,
+// then answers like testdata/response.image.json with a PNG of the
+// model's size for the ratio asked (or, with no ratio, the first
+// reference's).
 type fake struct {
 	providertest.Script[call]
 	t           *testing.T
 	srv         *httptest.Server
-	okBody      []byte        // examples/response.image.json
+	examples    *providertest.Examples
 	ignoreRatio bool          // answer 1024x1024 whatever was asked
 	hang        chan struct{} // when set, requests wait on it (or the client)
 	pngs        providertest.PNGs
@@ -93,15 +94,31 @@ type fake struct {
 
 func newFake(t *testing.T, answers ...answer) *fake {
 	t.Helper()
-	f := &fake{t: t, okBody: example(t, "response.image.json")}
+	f := &fake{t: t, examples: providertest.LoadExamples(t, providertest.TestData)}
 	f.Queue("", answers...)
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
 }
 
+// example returns a file of testdata (on the test's goroutine).
 func example(t *testing.T, name string) []byte {
 	return providertest.Spec(t, providertest.TestData, name)
+}
+
+// queue is a Setup that queues answers the fake serves before it
+// succeeds.
+func queue(answers ...answer) func(*testing.T, *fake) {
+	return func(_ *testing.T, f *fake) { f.Queue("", answers...) }
+}
+
+// generations names the calls f received, all to generateContent.
+func generations(f *fake) []string {
+	out := make([]string, len(f.Calls()))
+	for i := range out {
+		out[i] = "generate"
+	}
+	return out
 }
 
 func (f *fake) baseURL() string { return f.srv.URL + "/v1beta" }
@@ -131,7 +148,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	case decodeErr != nil:
 		f.t.Errorf("request body does not follow the protos: %v", decodeErr)
 		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(example(f.t, "error.400.invalid-argument.json"))
+		_, _ = w.Write(f.examples.Get("error.400.invalid-argument.json"))
 		return
 	}
 	if err := checkRequest(c.req); err != nil {
@@ -145,10 +162,11 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // badKeyBody is the 400 of a bad key: the shape of
-// examples/error.400.invalid-argument.json with the ErrorInfo that
-// WIRE.md describes. It echoes the key, to check that it is redacted.
+// testdata/error.400.invalid-argument.json with the google.rpc.ErrorInfo
+// Google's API errors carry. It echoes the key, to check that it is
+// redacted.
 func (f *fake) badKeyBody(got string) []byte {
-	return providertest.EditJSON(f.t, example(f.t, "error.400.invalid-argument.json"), func(body map[string]any) {
+	return providertest.EditJSON(f.t, f.examples.Get("error.400.invalid-argument.json"), func(body map[string]any) {
 		e := body["error"].(map[string]any)
 		e["message"] = "API key not valid. Please pass a valid API key. (got " + got + ")"
 		e["details"] = []any{map[string]any{
@@ -160,7 +178,7 @@ func (f *fake) badKeyBody(got string) []byte {
 	})
 }
 
-// success is examples/response.image.json with its image replaced.
+// success is testdata/response.image.json with its image replaced.
 func (f *fake) success(c call) []byte {
 	s := provider.Size{W: 1024, H: 1024}
 	if r := c.aspectRatio(); r != "" {
@@ -174,7 +192,7 @@ func (f *fake) success(c call) []byte {
 	if f.ignoreRatio {
 		s = provider.Size{W: 1024, H: 1024}
 	}
-	return withImage(f.t, f.okBody, f.pngs.Of(s))
+	return withImage(f.t, f.examples.Get("response.image.json"), f.pngs.Of(s))
 }
 
 // withImage is an answer body with the data of its inlineData part set.
@@ -188,7 +206,7 @@ func withImage(t *testing.T, body, png []byte) []byte {
 	})
 }
 
-// checkRequest checks the values WIRE.md lists.
+// checkRequest checks the values the API documents.
 func checkRequest(r wireRequest) error {
 	if len(r.Contents) != 1 || r.Contents[0].Role != "user" || len(r.Contents[0].Parts) == 0 {
 		return fmt.Errorf("want one user content with parts")

@@ -1,68 +1,184 @@
 package openai_test
 
 import (
-	"bytes"
-	"mime/multipart"
-	"net/http"
-	"net/http/httptest"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/model/openai"
+	"github.com/imagegen/imagegen/model/provider"
 	"github.com/imagegen/imagegen/model/provider/providertest"
 )
 
-// Every fake checks every request against the OpenAPI subset and fails
-// its test on a violation; this test drives each kind of request the
-// adapter makes through one fake, and shows that the check does reject
-// requests that break the spec.
-func TestRequestsFollowTheSpec(t *testing.T) {
-	is := is.New(t)
-	f := newFake(t)
-	fetcher := &providertest.Fetcher{Images: map[string]providertest.Image{
-		"https://img.example/a.png": {Data: providertest.PNG(64, 64)},
-		"https://img.example/b.jpg": {Data: providertest.JPEG(64, 48)},
-		"https://img.example/c.png": {Data: providertest.PNG(48, 64)},
-	}}
-	configs := []openai.Config{
-		{Fetcher: fetcher},
-		{Fetcher: fetcher, Quality: "low", Organization: "org-1"},
-		{Model: "gpt-image-1-mini", Fetcher: fetcher},
-		{Model: "dall-e-3"},
-		{Model: "dall-e-3", Quality: "standard"},
-	}
-	sent := 0
-	for _, c := range configs {
-		m, _ := newModel(t, f, c)
-		_, err := providertest.Generate(ctx, m, providertest.T2I("a lighthouse at dusk", imagegen.Aspect3x2))
-		is.NoErr(err)
-		sent++
-		if c.Model != "dall-e-3" {
-			_, err = providertest.Generate(ctx, m, providertest.I2I("the three together", imagegen.AspectAuto, "https://img.example/a.png", "https://img.example/b.jpg", "https://img.example/c.png"))
-			is.NoErr(err)
-			sent++
-		}
-	}
-	is.Equal(f.spec.count(), sent) // every request was checked (and none broke the spec: see newFake)
+type (
+	success = providertest.Success[*fake, openai.Config]
+	failure = providertest.Failure[*fake, openai.Config]
+)
 
-	bad := func(path, contentType string, body []byte) error {
-		r := httptest.NewRequest(http.MethodPost, f.baseURL()+path, bytes.NewReader(body))
-		r.Header.Set("Authorization", "Bearer "+key)
-		r.Header.Set("Content-Type", contentType)
-		return f.spec.check(r, body)
+// The scenarios every adapter must pass, as the Images API plays them.
+func TestConformance(t *testing.T) {
+	providertest.Run(t, providertest.Harness[*fake, openai.Config, *openai.Model]{
+		Provider: "openai", Key: key,
+		NewFake:  func(t *testing.T) *fake { return newFake(t) },
+		NewModel: newModel,
+		Settings: func(c *openai.Config) *provider.Config { return &c.Config },
+		Calls:    endpoints,
+
+		TextToImage:  textToImage(),
+		ImageToImage: []success{imageToImage()},
+		Unplannable: []providertest.Unplannable[openai.Config]{
+			{Name: "dall-e-3 edits nothing", Config: openai.Config{Model: "dall-e-3", Fetcher: &providertest.Fetcher{}},
+				Request: providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/a.png"), Field: "scene", Message: "image-to-image is not supported by model dall-e-3"},
+			{Name: "no fetcher", Request: providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/a.png"),
+				Field: "scene", Message: "image-to-image is not available on this server"},
+		},
+		AspectRatios: ratios(),
+		Refusals: []failure{
+			{Name: "gpt-image-1", Setup: queue(answer{Status: 400, Body: example(t, "error.moderation_blocked.gpt-image.json")}), Calls: []string{"generations"}},
+			{Name: "dall-e-3", Config: openai.Config{Model: "dall-e-3"}, Setup: queue(answer{Status: 400, Body: example(t, "error.content_policy_violation.dall-e.json")}), Calls: []string{"generations"}},
+		},
+		RateLimited: []success{
+			{Name: "Retry-After", Setup: queue(answer{Status: 429, Header: map[string]string{"Retry-After": "12"}, Body: example(t, "error.rate_limit.json")}),
+				Calls: []string{"generations", "generations"}, Waits: providertest.Waits(12 * time.Second)},
+			{Name: "retry-after-ms wins", Setup: queue(answer{Status: 429, Header: map[string]string{"Retry-After": "12", "retry-after-ms": "1500"}, Body: example(t, "error.rate_limit.json")}),
+				Calls: []string{"generations", "generations"}, Waits: providertest.Waits(1500 * time.Millisecond)},
+		},
+		ServerErrors: []success{{Setup: queue(answer{Status: 500, Body: serverError}, answer{Status: 503, Body: serverError}),
+			Calls: []string{"generations", "generations", "generations"}, Waits: []providertest.Wait{providertest.Backoff(0), providertest.Backoff(1)}}},
+		Timeouts: []failure{{Setup: hang, Calls: []string{"generations"}}},
+		BadKey:   failure{Causes: []string{"HTTP 401", "invalid_api_key"}, Calls: []string{"generations"}},
+		Failures: failures(t),
+	})
+}
+
+var serverError = []byte(`{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`)
+
+// hang makes the fake hold its answers until the client gives up.
+func hang(t *testing.T, f *fake) {
+	f.hang = make(chan struct{})
+	t.Cleanup(func() { close(f.hang) })
+}
+
+// exampleURL is the image URL of testdata/generations.response.dall-e-3.json.
+const exampleURL = "https://oaidalleapiprodscus.blob.core.windows.net/private/org-xxxx/user-xxxx/img-xxxx.png?st=2024-04-23T00%3A53%3A48Z&se=2024-04-23T02%3A53%3A48Z&sig=xxxx"
+
+func textToImage() []success {
+	urlFetcher := &providertest.Fetcher{Images: map[string]providertest.Image{exampleURL: {Data: providertest.PNG(1024, 1024), ContentType: "image/png"}}}
+	return []success{
+		{Name: "gpt-image-1", Config: openai.Config{Organization: "org-1", Project: "proj-1"}, Request: providertest.T2I("a cute baby sea otter", imagegen.Aspect1x1),
+			Plan: imagegen.Plan{Model: "openai/gpt-image-1", Cost: 2}, Size: provider.Size{W: 1024, H: 1024}, Calls: []string{"generations"},
+			Check: func(t *testing.T, f *fake) {
+				is := is.New(t)
+				c := f.Calls()[0]
+				is.Equal(c.header.Get("Authorization"), "Bearer "+key)
+				is.Equal(c.header.Get("Content-Type"), "application/json")
+				is.Equal(c.header.Get("OpenAI-Organization"), "org-1")
+				is.Equal(c.header.Get("OpenAI-Project"), "proj-1")
+				is.Equal(c.json, map[string]any{"model": "gpt-image-1", "prompt": "a cute baby sea otter", "n": 1.0, "size": "1024x1024", "output_format": "png"})
+			}},
+		{Name: "dall-e-3", Config: openai.Config{Model: "dall-e-3", Quality: "hd", Config: provider.Config{Cost: 3}}, Request: providertest.T2I("a lighthouse", imagegen.Aspect16x9),
+			Plan: imagegen.Plan{Model: "openai/dall-e-3", Cost: 3}, Size: provider.Size{W: 1792, H: 1008}, Calls: []string{"generations"},
+			Check: func(t *testing.T, f *fake) {
+				is.New(t).Equal(f.Calls()[0].json, map[string]any{"model": "dall-e-3", "prompt": "a lighthouse", "n": 1.0, "size": "1792x1024", "quality": "hd", "response_format": "b64_json"})
+			}},
+		{Name: "a URL answer is downloaded through the fetcher", Config: openai.Config{Model: "dall-e-3", Fetcher: urlFetcher},
+			Setup: func(_ *testing.T, f *fake) { f.answerURL = true },
+			Plan:  imagegen.Plan{Model: "openai/dall-e-3", Cost: 2}, Size: provider.Size{W: 1024, H: 1024}, Calls: []string{"generations"},
+			Check: func(t *testing.T, _ *fake) { is.New(t).Equal(urlFetcher.Asked(), []string{exampleURL}) }},
 	}
-	is.True(bad("/images/generations", "application/json", []byte(`{"model":"gpt-image-1","n":1}`)) != nil)               // no prompt
-	is.True(bad("/images/generations", "application/json", []byte(`{"model":"gpt-image-1","prompt":"x","n":11}`)) != nil) // n > 10
-	is.True(bad("/images/generations", "application/json", []byte(`{"prompt":"x","quality":"ultra"}`)) != nil)            // not an enum value
-	is.True(bad("/images/generations", "application/json", []byte(`{"prompt":"x","output_format":"gif"}`)) != nil)        // not an enum value
-	is.True(bad("/images/variations", "application/json", []byte(`{"prompt":"x"}`)) != nil)                               // multipart only
-	var buf bytes.Buffer
-	w := multipart.NewWriter(&buf)
-	_ = w.WriteField("prompt", "x")
-	_ = w.WriteField("n", "11")
-	_ = w.Close()
-	is.True(bad("/images/edits", w.FormDataContentType(), buf.Bytes()) != nil) // no image, n > 10
-	is.NoErr(bad("/images/generations", "application/json", []byte(`{"model":"gpt-image-1","prompt":"x","n":1,"size":"1024x1024"}`)))
+}
+
+func imageToImage() success {
+	wide, jpg := providertest.PNG(1920, 1080), providertest.JPEG(600, 800)
+	fetcher := &providertest.Fetcher{Images: map[string]providertest.Image{
+		"https://img.example/wide.png":  {Data: wide, ContentType: "image/png"},
+		"https://img.example/photo.jpg": {Data: jpg, ContentType: "image/jpeg"},
+	}}
+	req := providertest.I2I("put them in a gift basket", imagegen.AspectAuto, "https://img.example/wide.png", "https://img.example/photo.jpg")
+	return success{Config: openai.Config{Fetcher: fetcher, Quality: "high"}, Request: req,
+		// auto: the first reference is 16:9, sent as 1536x1024, cropped.
+		Size: provider.Size{W: 1536, H: 864}, Calls: []string{"edits"},
+		Check: func(t *testing.T, f *fake) {
+			is := is.New(t)
+			is.Equal(fetcher.Asked(), req.ImageInput)
+			c := f.Calls()[0]
+			is.Equal(c.header.Get("Authorization"), "Bearer "+key)
+			is.Equal(c.fields, map[string][]string{
+				"model": {"gpt-image-1"}, "prompt": {"put them in a gift basket"}, "n": {"1"},
+				"size": {"1536x1024"}, "quality": {"high"}, "output_format": {"png"},
+			})
+			is.Equal(c.files, []part{
+				{Name: "image[]", Filename: "image-0.png", ContentType: "image/png", Data: wide},
+				{Name: "image[]", Filename: "image-1.jpg", ContentType: "image/jpeg", Data: jpg},
+			})
+		}}
+}
+
+// ratios are the sizes sent for each ratio, and the images made of the
+// answers (cropped where the size is only near the ratio).
+func ratios() []providertest.Ratios[*fake, openai.Config] {
+	s := func(w, h int) providertest.Ratio { return providertest.Ratio{Sent: provider.Size{W: w, H: h}.String()} }
+	crop := func(r providertest.Ratio, w, h int) providertest.Ratio { r.Size = provider.Size{W: w, H: h}; return r }
+	sent := func(_ *testing.T, f *fake) string { return str(f.Calls()[len(f.Calls())-1].json["size"]) }
+	return []providertest.Ratios[*fake, openai.Config]{
+		{Name: "gpt-image-1", Sent: sent, Want: map[imagegen.AspectRatio]providertest.Ratio{
+			imagegen.AspectAuto: crop(s(1024, 1024), 1024, 1024),
+			imagegen.Aspect1x1:  crop(s(1024, 1024), 1024, 1024),
+			imagegen.Aspect3x2:  crop(s(1536, 1024), 1536, 1024),
+			imagegen.Aspect2x3:  crop(s(1024, 1536), 1024, 1536),
+			imagegen.Aspect16x9: crop(s(1536, 1024), 1536, 864),
+			imagegen.Aspect9x16: crop(s(1024, 1536), 864, 1536),
+			imagegen.Aspect4x3:  crop(s(1536, 1024), 1364, 1023),
+			imagegen.Aspect3x4:  crop(s(1024, 1536), 1023, 1364),
+		}},
+		{Name: "dall-e-3", Config: openai.Config{Model: "dall-e-3"}, Sent: sent, Want: map[imagegen.AspectRatio]providertest.Ratio{
+			imagegen.AspectAuto: crop(s(1024, 1024), 1024, 1024),
+			imagegen.Aspect1x1:  crop(s(1024, 1024), 1024, 1024),
+			imagegen.Aspect3x2:  crop(s(1792, 1024), 1536, 1024),
+			imagegen.Aspect2x3:  crop(s(1024, 1792), 1024, 1536),
+			imagegen.Aspect16x9: crop(s(1792, 1024), 1792, 1008),
+			imagegen.Aspect9x16: crop(s(1024, 1792), 1008, 1792),
+			imagegen.Aspect4x3:  crop(s(1792, 1024), 1364, 1023),
+			imagegen.Aspect3x4:  crop(s(1024, 1792), 1023, 1364),
+		}},
+	}
+}
+
+// failures are the other documented failures.
+func failures(t *testing.T) []failure {
+	overloaded := []byte(`{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}`)
+	unavailable := providertest.Outcome{Retryable: true, Message: provider.MsgUnavailable}
+	onlyRef := &providertest.Fetcher{Images: map[string]providertest.Image{"https://img.example/a.png": {Data: providertest.PNG(10, 10)}}}
+	once := []string{"generations"}
+	return []failure{
+		{Name: "server errors run out", Config: openai.Config{Config: provider.Config{MaxRetries: 2}},
+			Setup: queue(answer{Status: 503, Body: overloaded}, answer{Status: 503, Body: overloaded}, answer{Status: 503, Body: overloaded}),
+			Want:  unavailable, Calls: []string{"generations", "generations", "generations"}, Waits: []providertest.Wait{providertest.Backoff(0), providertest.Backoff(1)}},
+		{Name: "X-Should-Retry: false", Setup: queue(answer{Status: 503, Header: map[string]string{"X-Should-Retry": "false"}, Body: overloaded}),
+			Want: providertest.Outcome{Message: provider.MsgUnavailable}, Calls: once},
+		{Name: "invalid value", Config: openai.Config{Config: provider.Config{MaxRetries: -1}}, Setup: queue(answer{Status: 400, Body: example(t, "error.invalid_value.json")}),
+			Want: providertest.Outcome{Message: provider.MsgRejected}, Causes: []string{"param=size"}, Calls: once},
+		{Name: "insufficient quota", Config: openai.Config{Config: provider.Config{MaxRetries: -1}},
+			Setup: queue(answer{Status: 429, Body: []byte(`{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`)}),
+			Want:  providertest.Outcome{Misconfigured: true, Message: provider.MsgMisconfigured}, Causes: []string{"insufficient_quota"}, Calls: once},
+		{Name: "no access to the model", Config: openai.Config{Config: provider.Config{MaxRetries: -1}},
+			Setup: queue(answer{Status: 403, Body: []byte(`{"error":{"message":"Your organization must be verified to use the model gpt-image-1.","type":"invalid_request_error","param":null,"code":null}}`)}),
+			Want:  providertest.Outcome{Misconfigured: true, Message: provider.MsgMisconfigured}, Causes: []string{"HTTP 403"}, Calls: once},
+		{Name: "not JSON", Config: openai.Config{Config: provider.Config{MaxRetries: -1}}, Setup: queue(answer{Status: 502, Body: []byte(`<html>Bad gateway</html>`)}),
+			Want: unavailable, Causes: []string{"Bad gateway"}, Calls: once},
+		{Name: "a reference that cannot be fetched", Config: openai.Config{Fetcher: &providertest.Fetcher{Err: errors.New("address not allowed")}},
+			Request: providertest.I2I("x", imagegen.Aspect1x1, "https://10.0.0.1/a.png"),
+			Want:    providertest.Outcome{InvalidInput: true, Message: "image_input[0] could not be downloaded"}},
+		{Name: "the provider's complaint about a reference", Config: openai.Config{Fetcher: onlyRef},
+			Request: providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/a.png"),
+			Setup:   queue(answer{Status: 400, Body: []byte(`{"error":{"message":"Invalid image file or mode for image 1, please check your image file.","type":"invalid_request_error","param":"image","code":"invalid_image_file"}}`)}),
+			Want:    providertest.Outcome{InvalidInput: true, Message: "a reference image could not be used by the image provider"}, Calls: []string{"edits"}},
+		{Name: "a URL answer that cannot be downloaded", Config: openai.Config{Model: "dall-e-3", Fetcher: &providertest.Fetcher{}},
+			Setup: func(_ *testing.T, f *fake) { f.answerURL = true }, Want: unavailable, Calls: once},
+		{Name: "an answer that echoes the key", Setup: queue(answer{Status: 400, Body: []byte(`{"error":{"message":"bad key ` + key + `","type":"invalid_request_error","param":null,"code":null}}`)}),
+			Want: providertest.Outcome{Message: provider.MsgRejected}, Causes: []string{provider.Redacted}, Calls: once},
+	}
 }
