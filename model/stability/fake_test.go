@@ -50,7 +50,7 @@ func (c call) field(name string) string {
 
 // answerSize is the size the fake answers for an aspect_ratio: the
 // ~1 megapixel buckets of SD3 (several are only near their ratio), and
-// whether the API takes that ratio (WIRE.md).
+// whether the API takes that ratio.
 func answerSize(ratio string) (provider.Size, bool) {
 	s, ok := map[string]provider.Size{
 		"1:1": {W: 1024, H: 1024}, "16:9": {W: 1344, H: 768}, "21:9": {W: 1536, H: 640},
@@ -61,18 +61,18 @@ func answerSize(ratio string) (provider.Size, bool) {
 }
 
 // fake is the Stability v2beta Stable Image API on 127.0.0.1, following
-// the wire notes (/work/shared/specs/stability/WIRE.md): it parses the
+// Stability's API reference (testdata/README.md): it parses the
 // multipart form and checks every field of the endpoint (names, enums,
 // ranges, the init image), the auth and accept headers, serves scripted
-// answers, then answers like examples/generate.response.accept-json.json
+// answers, then answers like testdata/generate.response.accept-json.json
 // with a PNG of the size the API gives for the ratio asked, or of the
 // init image's size.
 type fake struct {
 	providertest.Script[call]
-	t    *testing.T
-	srv  *httptest.Server
-	ok   []byte        // examples/generate.response.accept-json.json
-	hang chan struct{} // when set, requests wait on it (or the client)
+	t        *testing.T
+	srv      *httptest.Server
+	examples *providertest.Examples
+	hang     chan struct{} // when set, requests wait on it (or the client)
 
 	pngs providertest.PNGs
 
@@ -82,17 +82,32 @@ type fake struct {
 
 func newFake(t *testing.T, answers ...answer) *fake {
 	t.Helper()
-	f := &fake{t: t, ok: example(t, "generate.response.accept-json.json")}
+	f := &fake{t: t, examples: providertest.LoadExamples(t, providertest.TestData)}
 	f.Queue("", answers...)
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
 }
 
-// example returns a file of the wire spec's examples (the test skips
-// when the specs are absent).
+// example returns a file of testdata (on the test's goroutine).
 func example(t *testing.T, name string) []byte {
 	return providertest.Spec(t, providertest.TestData, name)
+}
+
+// queue is a Setup that queues answers the fake serves before it
+// succeeds.
+func queue(answers ...answer) func(*testing.T, *fake) {
+	return func(_ *testing.T, f *fake) { f.Queue("", answers...) }
+}
+
+// services names the calls f received by their service: "core",
+// "ultra" or "sd3".
+func services(f *fake) []string {
+	var out []string
+	for _, c := range f.Calls() {
+		out = append(out, strings.TrimPrefix(c.path, "/v2beta/stable-image/generate/"))
+	}
+	return out
 }
 
 // answerWith makes every successful answer of size s.
@@ -132,7 +147,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	case formErr != nil:
 		f.t.Errorf("request is not a valid form: %v", formErr)
 		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(example(f.t, "error.400.bad_request.json"))
+		_, _ = w.Write(f.examples.Get("error.400.bad_request.json"))
 		return
 	}
 	if err := checkForm(r.URL.Path, r.Header, c.fields, c.files); err != nil {
@@ -165,7 +180,7 @@ func (f *fake) success(c call) []byte {
 		s = f.answer
 	}
 	f.mu.Unlock()
-	return withImage(f.t, f.ok, f.pngs.Of(s))
+	return withImage(f.t, f.examples.Get("generate.response.accept-json.json"), f.pngs.Of(s))
 }
 
 // withImage is an answer body with its image set.
@@ -175,10 +190,11 @@ func withImage(t *testing.T, body, png []byte) []byte {
 	})
 }
 
-// checkForm checks a request against WIRE.md's table of endpoints.
+// checkForm checks a request against the API reference's description
+// of the endpoint.
 func checkForm(path string, h http.Header, fields map[string][]string, files []part) error {
 	if a := h.Get("Accept"); a != "application/json" {
-		// WIRE.md allows image/* too; this adapter documents JSON, and
+		// The API takes image/* too; this adapter documents JSON, and
 		// the fake serves only JSON.
 		return fmt.Errorf("accept %q, want application/json", a)
 	}
@@ -267,7 +283,7 @@ func checkForm(path string, h http.Header, fields map[string][]string, files []p
 	return nil
 }
 
-// presets are the style_preset values of WIRE.md.
+// presets are the style_preset values the API takes.
 func presets() []string {
 	return []string{"3d-model", "analog-film", "anime", "cinematic", "comic-book", "digital-art", "enhance", "fantasy-art",
 		"isometric", "line-art", "low-poly", "modeling-compound", "neon-punk", "origami", "photographic", "pixel-art", "tile-texture"}
