@@ -31,7 +31,7 @@ func TestConformance(t *testing.T) {
 		TextToImage:  textToImage(t),
 		ImageToImage: imageToImage(),
 		Unplannable: []providertest.Unplannable[gemini.Config]{{Name: "no fetcher", Request: providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/ok.png"),
-			Field: "scene", Message: "image-to-image is not available on this server"}},
+			Field: "scene", Message: "image-to-image is not available on this server", Unplanned: providertest.Outcome{InvalidInput: true, Message: "reference images are not available on this server"}}},
 		AspectRatios: []providertest.Ratios[*fake, gemini.Config]{{
 			Sent: func(_ *testing.T, f *fake) string { return f.Calls()[len(f.Calls())-1].aspectRatio() },
 			Want: map[imagegen.AspectRatio]providertest.Ratio{

@@ -31,9 +31,10 @@ func TestConformance(t *testing.T) {
 		ImageToImage: []success{imageToImage()},
 		Unplannable: []providertest.Unplannable[openai.Config]{
 			{Name: "dall-e-3 edits nothing", Config: openai.Config{Model: "dall-e-3", Fetcher: &providertest.Fetcher{}},
-				Request: providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/a.png"), Field: "scene", Message: "image-to-image is not supported by model dall-e-3"},
+				Request: providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/a.png"), Field: "scene", Message: "image-to-image is not supported by model dall-e-3",
+				Unplanned: providertest.Outcome{Message: "image-to-image is not supported by this model"}},
 			{Name: "no fetcher", Request: providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/a.png"),
-				Field: "scene", Message: "image-to-image is not available on this server"},
+				Field: "scene", Message: "image-to-image is not available on this server", Unplanned: providertest.Outcome{InvalidInput: true, Message: "reference images are not available on this server"}},
 		},
 		AspectRatios: ratios(),
 		Refusals: []failure{

@@ -163,14 +163,15 @@ func imageToImage(t *testing.T) []success {
 func unplannable() []providertest.Unplannable[stability.Config] {
 	fetcher := &providertest.Fetcher{}
 	one := providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/a.png")
+	rejected := providertest.Outcome{Message: provider.MsgRejected}
 	return []providertest.Unplannable[stability.Config]{
 		{Name: "core has no init image", Config: stability.Config{Fetcher: fetcher}, Request: one,
-			Field: "scene", Message: "image-to-image is not supported by model core"},
+			Field: "scene", Message: "image-to-image is not supported by model core", Unplanned: rejected},
 		{Name: "no fetcher", Config: stability.Config{Model: "ultra"}, Request: one,
-			Field: "scene", Message: "image-to-image is not available on this server"},
+			Field: "scene", Message: "image-to-image is not available on this server", Unplanned: providertest.Outcome{InvalidInput: true, Message: "reference images are not available on this server"}},
 		{Name: "one reference only", Config: stability.Config{Model: "ultra", Fetcher: fetcher},
 			Request: providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/a.png", "https://img.example/b.png"),
-			Field:   "image_input", Message: "model stability/ultra takes one reference image"},
+			Field:   "image_input", Message: "model stability/ultra takes one reference image", Unplanned: rejected},
 	}
 }
 

@@ -95,6 +95,7 @@ type Failure[F, C any] struct {
 	Want   Outcome
 	Is     error    // errors.Is(err, Is) when set
 	Causes []string // each is in the error's cause (ModelError.Err)
+	Hides  []string // none is anywhere in the error (as the key is not)
 	Calls  []string // what the fake received
 	Waits  []Wait   // the waits on the clock; nil: none
 	Check  func(t *testing.T, f F)
@@ -113,6 +114,9 @@ type Unplannable[C any] struct {
 	Request imagegen.Request
 	Field   string // ValidationError.Field
 	Message string // ValidationError.Message
+	// Unplanned is the outcome of Generate's error when the request
+	// comes to it unplanned.
+	Unplanned Outcome
 }
 
 // Ratios is a table of what the adapter sends and makes for every

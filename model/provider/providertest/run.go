@@ -181,7 +181,9 @@ func (h Harness[F, C, M]) fail(t *testing.T, ctx context.Context, c Failure[F, C
 			t.Errorf("the error's cause %v does not say %q", me.Err, cause)
 		}
 	}
-	NoSecretAnywhere(t, h.Key.Reveal(), err)
+	for _, hidden := range append(c.Hides, h.Key.Reveal()) {
+		NoSecretAnywhere(t, hidden, err)
+	}
 	h.checkCallsAndWaits(t, f, clock, c.Calls, c.Waits)
 	if c.Check != nil {
 		c.Check(t, f)
@@ -214,8 +216,9 @@ func (h Harness[F, C, M]) unplannable(t *testing.T, u Unplannable[C]) {
 	}
 	// Even unplanned, the adapter refuses it, and calls no one.
 	_, err = m.Generate(context.Background(), imagegen.Generation{Request: u.Request})
-	if me := ModelError(t, err); me.Retryable || me.Refused {
-		t.Errorf("Generate, unplanned: %v is retryable or refused", err)
+	me := ModelError(t, err)
+	if got := (Outcome{me.Retryable, me.Refused, me.InvalidInput, me.Misconfigured, me.Message}); got != u.Unplanned {
+		t.Errorf("Generate, unplanned: %q tells %+v; want %+v", err, got, u.Unplanned)
 	}
 	if calls := h.Calls(f); len(calls) != 0 {
 		t.Errorf("the fake received %q; want nothing", calls)
