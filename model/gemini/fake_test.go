@@ -87,38 +87,16 @@ type fake struct {
 	t           *testing.T
 	srv         *httptest.Server
 	examples    *providertest.Examples
-	ignoreRatio bool          // answer 1024x1024 whatever was asked
-	hang        chan struct{} // when set, requests wait on it (or the client)
+	ignoreRatio bool // answer 1024x1024 whatever was asked
 	pngs        providertest.PNGs
 }
 
-func newFake(t *testing.T, answers ...answer) *fake {
+func newFake(t *testing.T) *fake {
 	t.Helper()
 	f := &fake{t: t, examples: providertest.LoadExamples(t, providertest.TestData)}
-	f.Queue("", answers...)
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
-}
-
-// example returns a file of testdata (on the test's goroutine).
-func example(t *testing.T, name string) []byte {
-	return providertest.Spec(t, providertest.TestData, name)
-}
-
-// queue is a Setup that queues answers the fake serves before it
-// succeeds.
-func queue(answers ...answer) func(*testing.T, *fake) {
-	return func(_ *testing.T, f *fake) { f.Queue("", answers...) }
-}
-
-// generations names the calls f received, all to generateContent.
-func generations(f *fake) []string {
-	out := make([]string, len(f.Calls()))
-	for i := range out {
-		out[i] = "generate"
-	}
-	return out
 }
 
 func (f *fake) baseURL() string { return f.srv.URL + "/v1beta" }
@@ -129,11 +107,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	decodeErr := dec.Decode(&c.req)
-	next, scripted := f.Record("", c)
-	if f.hang != nil {
-		providertest.Hang(r, f.hang)
-		return
-	}
+	next, scripted := f.Record("generate", c)
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	switch {
 	case r.Method != http.MethodPost || r.URL.Path != modelPath:
@@ -155,7 +129,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		f.t.Errorf("request breaks the wire spec: %v", err)
 	}
 	if scripted {
-		next.Write(w)
+		next.Serve(w, r)
 		return
 	}
 	_, _ = w.Write(f.success(c))

@@ -48,19 +48,17 @@ type fake struct {
 	// answerURL makes dall-e-3 answers carry the example's url even when
 	// b64_json was asked for.
 	answerURL bool
-	hang      chan struct{} // when set, requests wait on it (or the client)
 
 	pngs providertest.PNGs
 }
 
-func newFake(t *testing.T, failures ...answer) *fake {
+func newFake(t *testing.T) *fake {
 	t.Helper()
 	f := &fake{
 		t:        t,
-		gptBody:  example(t, "generations.response.gpt-image-1.json"),
-		dalleURL: example(t, "generations.response.dall-e-3.json"),
+		gptBody:  providertest.Spec(t, "generations.response.gpt-image-1.json"),
+		dalleURL: providertest.Spec(t, "generations.response.dall-e-3.json"),
 	}
-	f.Queue("", failures...)
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	f.spec = newSpecValidator(t, f.srv.URL+"/v1")
@@ -70,26 +68,6 @@ func newFake(t *testing.T, failures ...answer) *fake {
 		}
 	})
 	return f
-}
-
-// example returns a file of testdata (on the test's goroutine).
-func example(t *testing.T, name string) []byte {
-	return providertest.Spec(t, providertest.TestData, name)
-}
-
-// queue is a Setup that queues answers the fake serves before it
-// succeeds.
-func queue(answers ...answer) func(*testing.T, *fake) {
-	return func(_ *testing.T, f *fake) { f.Queue("", answers...) }
-}
-
-// endpoints names the calls f received: "generations" or "edits".
-func endpoints(f *fake) []string {
-	var out []string
-	for _, c := range f.Calls() {
-		out = append(out, strings.TrimPrefix(c.path, "/v1/images/"))
-	}
-	return out
 }
 
 func (f *fake) baseURL() string { return f.srv.URL + "/v1" }
@@ -120,11 +98,8 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	} else if err := json.Unmarshal(body, &c.json); err != nil {
 		f.t.Errorf("request body is not JSON: %v", err)
 	}
-	next, scripted := f.Record("", c)
-	if f.hang != nil {
-		providertest.Hang(r, f.hang)
-		return
-	}
+	// Calls are of the kind "generations" or "edits".
+	next, scripted := f.Record(strings.TrimPrefix(c.path, "/v1/images/"), c)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Request-Id", "req_test")
 	if r.Header.Get("Authorization") != "Bearer "+key {
@@ -136,7 +111,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if scripted {
-		next.Write(w)
+		next.Serve(w, r)
 		return
 	}
 	_, _ = w.Write(f.success(c))

@@ -34,7 +34,7 @@ type specValidator struct {
 // fake's /v1).
 func newSpecValidator(t *testing.T, baseURL string) *specValidator {
 	t.Helper()
-	return &specValidator{router: providertest.OpenAPIRouter(t, providertest.TestData, "openapi.images-subset.yaml", baseURL)}
+	return &specValidator{router: providertest.OpenAPIRouter(t, "openapi.images-subset.yaml", baseURL)}
 }
 
 // validate checks one request whose body has been read.

@@ -141,21 +141,6 @@ func newFake(t *testing.T) *fake {
 	return f
 }
 
-// example returns a file of testdata (on the test's goroutine).
-func example(t *testing.T, name string) []byte {
-	return providertest.Spec(t, providertest.TestData, name)
-}
-
-// ops names the calls f received by operation: "create", "get",
-// "cancel".
-func ops(f *fake) []string {
-	var out []string
-	for _, c := range f.Calls() {
-		out = append(out, c.op)
-	}
-	return out
-}
-
 func (f *fake) baseURL() string { return f.srv.URL + "/v1" }
 
 // callsOf are the calls of one operation.
@@ -224,7 +209,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		f.write(w, http.StatusUnauthorized, f.examples.Get("error.401.json"))
 		return
 	case scripted:
-		next.Write(w)
+		next.Serve(w, r)
 		return
 	}
 	switch c.op {
@@ -251,7 +236,8 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fake) write(w http.ResponseWriter, status int, body []byte) {
-	answer{Status: status, Body: body}.Write(w)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 func (f *fake) create(w http.ResponseWriter, model string, input map[string]any) {

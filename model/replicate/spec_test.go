@@ -29,7 +29,7 @@ type specValidator struct {
 // fake's /v1).
 func newSpecValidator(t *testing.T, baseURL string) *specValidator {
 	t.Helper()
-	return &specValidator{router: providertest.OpenAPIRouter(t, providertest.TestData, "openapi.json", baseURL)}
+	return &specValidator{router: providertest.OpenAPIRouter(t, "openapi.json", baseURL)}
 }
 
 var (

@@ -72,7 +72,6 @@ type fake struct {
 	t        *testing.T
 	srv      *httptest.Server
 	examples *providertest.Examples
-	hang     chan struct{} // when set, requests wait on it (or the client)
 
 	pngs providertest.PNGs
 
@@ -80,34 +79,12 @@ type fake struct {
 	answer provider.Size // when set, the size of every successful answer
 }
 
-func newFake(t *testing.T, answers ...answer) *fake {
+func newFake(t *testing.T) *fake {
 	t.Helper()
 	f := &fake{t: t, examples: providertest.LoadExamples(t, providertest.TestData)}
-	f.Queue("", answers...)
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
-}
-
-// example returns a file of testdata (on the test's goroutine).
-func example(t *testing.T, name string) []byte {
-	return providertest.Spec(t, providertest.TestData, name)
-}
-
-// queue is a Setup that queues answers the fake serves before it
-// succeeds.
-func queue(answers ...answer) func(*testing.T, *fake) {
-	return func(_ *testing.T, f *fake) { f.Queue("", answers...) }
-}
-
-// services names the calls f received by their service: "core",
-// "ultra" or "sd3".
-func services(f *fake) []string {
-	var out []string
-	for _, c := range f.Calls() {
-		out = append(out, strings.TrimPrefix(c.path, "/v2beta/stable-image/generate/"))
-	}
-	return out
 }
 
 // answerWith makes every successful answer of size s.
@@ -125,11 +102,8 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	if mt == "multipart/form-data" {
 		c.fields, c.files, formErr = providertest.ParseForm(raw, params["boundary"])
 	}
-	next, scripted := f.Record("", c)
-	if f.hang != nil {
-		providertest.Hang(r, f.hang)
-		return
-	}
+	// Calls are of the kind of their service: "core", "ultra" or "sd3".
+	next, scripted := f.Record(strings.TrimPrefix(c.path, "/v2beta/stable-image/generate/"), c)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Request-Id", "0123456789abcdef")
 	auth := r.Header.Get("Authorization")
@@ -157,7 +131,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if scripted {
-		next.Write(w)
+		next.Serve(w, r)
 		return
 	}
 	_, _ = w.Write(f.success(c))

@@ -10,25 +10,22 @@ import (
 
 // Harness tells Run how to test one adapter against its fake API: F is
 // the adapter's fake (what its tests script and inspect), C its Config
-// and M its Model. The scenarios say how the fake answers and what the
-// adapter must make of it; what Run checks beyond that is the same for
-// every adapter (see Run).
-type Harness[F, C any, M imagegen.Model] struct {
+// (which embeds a provider.Config) and M its Model. The scenarios say
+// how the fake answers and what the adapter must make of it; what Run
+// checks beyond that is the same for every adapter (see Run).
+type Harness[F Fake, C any, M Model] struct {
 	Provider string          // ModelError.Provider
 	Key      provider.Secret // the key the fake takes
+	New      func(C) (M, error)
 	// NewFake starts a fake API for one test.
 	NewFake func(t *testing.T) F
 	// NewModel returns the adapter built from c, pointed at f, and the
 	// InstantClock it waits on (see Configure): f's key unless c names
 	// one, a new InstantClock unless c has a clock.
 	NewModel func(t *testing.T, f F, c C) (M, *InstantClock)
-	// Settings returns the provider.Config inside c, where Run sets a
-	// wrong key or a clock of its own.
-	Settings func(c *C) *provider.Config
-	// Calls names the requests f received, in order, one word each:
-	// "generate", or "submit", "status", "result", "cancel".
-	Calls func(f F) []string
 
+	// Constructions: configs New must refuse, or take.
+	Constructions []Construction[C]
 	// TextToImage: text-to-image generations, each with its Plan and
 	// image Size; the first one's config is the one Run checks for the
 	// key.
@@ -64,18 +61,45 @@ type Harness[F, C any, M imagegen.Model] struct {
 	Failures []Failure[F, C]
 }
 
+// Fake is what Run needs of an adapter's fake API; a fake that embeds a
+// Script has it.
+type Fake interface {
+	Queue(kind string, answers ...Answer)
+	Kinds() []string
+}
+
+// Model is what Run needs of an adapter's Model.
+type Model interface {
+	imagegen.Model
+	Name() string
+}
+
+// Construction is a config for the adapter's New: New must refuse it
+// with an error that begins with Err or, when Err is empty, take it and
+// make the model Model, whose plans cost Cost when set.
+type Construction[C any] struct {
+	Name   string
+	Config C
+	Err    string
+	Model  string
+	Cost   int64
+}
+
 // Success is a generation that must succeed.
 type Success[F, C any] struct {
 	Name    string
 	Config  C
 	Request imagegen.Request // default: a 1:1 text-to-image request
-	// Setup scripts the fake before the generation (optional).
-	Setup func(t *testing.T, f F)
-	Plan  imagegen.Plan // checked when set
+	// Answers are queued for the fake's calls of kind AnswersTo (see
+	// Script) before the generation; Setup scripts the fake further.
+	Answers   []Answer
+	AnswersTo string
+	Setup     func(t *testing.T, f F)
+	Plan      imagegen.Plan // checked when set
 	// ContentType of every image; default image/png.
 	ContentType string
 	Size        provider.Size // of the one image; checked when set
-	Calls       []string      // what the fake received
+	Calls       []string      // the kinds of the calls the fake received
 	Waits       []Wait        // the waits on the clock; nil: none
 	// Check checks what is particular to the provider: the request on
 	// the wire, the references fetched (optional).
@@ -87,7 +111,10 @@ type Failure[F, C any] struct {
 	Name    string
 	Config  C
 	Request imagegen.Request // default: a 1:1 text-to-image request
-	Setup   func(t *testing.T, f F)
+	// Answers, AnswersTo and Setup script the fake, as for a Success.
+	Answers   []Answer
+	AnswersTo string
+	Setup     func(t *testing.T, f F)
 	// Deadline, when set, is the context's deadline for the generation.
 	Deadline time.Duration
 	// Want is the error's outcome. Refusals, Timeouts, BadKey and GiveUp
@@ -96,7 +123,7 @@ type Failure[F, C any] struct {
 	Is     error    // errors.Is(err, Is) when set
 	Causes []string // each is in the error's cause (ModelError.Err)
 	Hides  []string // none is anywhere in the error (as the key is not)
-	Calls  []string // what the fake received
+	Calls  []string // the kinds of the calls the fake received
 	Waits  []Wait   // the waits on the clock; nil: none
 	Check  func(t *testing.T, f F)
 }
@@ -128,14 +155,15 @@ type Ratios[F, C any] struct {
 	// preset) in f's latest request: Run asks for the ratios one after
 	// the other, on one fake.
 	Sent func(t *testing.T, f F) string
-	Want map[imagegen.AspectRatio]Ratio
-}
-
-// Ratio is what the adapter sends for one aspect ratio, and the size of
-// the image it makes.
-type Ratio struct {
-	Sent string
-	Size provider.Size
+	// Table has a row for every ratio and auto: the ratio, what the
+	// adapter sends for it (as Sent reads it, one word), and the size of
+	// the image it makes, as in
+	//
+	//	auto   1:1   1024x1024
+	//	16:9   16:9  1344x756   # 1344x768 cropped
+	//
+	// Text from # to the end of a line is a comment.
+	Table string
 }
 
 // Wait is a wait on the clock within Min and Max.

@@ -14,12 +14,12 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 )
 
-// OpenAPIRouter loads the OpenAPI description name of dir (as Spec
+// OpenAPIRouter loads the OpenAPI description name of TestData (as Spec
 // does, on the test's goroutine), with its server set to baseURL (a
 // fake's), and returns a router of its operations.
-func OpenAPIRouter(t testing.TB, dir, name, baseURL string) routers.Router {
+func OpenAPIRouter(t testing.TB, name, baseURL string) routers.Router {
 	t.Helper()
-	doc, err := openapi3.NewLoader().LoadFromData(Spec(t, dir, name))
+	doc, err := openapi3.NewLoader().LoadFromData(Spec(t, name))
 	if err != nil {
 		t.Fatalf("loading the OpenAPI description %s: %v", name, err)
 	}

@@ -14,10 +14,15 @@ import (
 // README.md.
 const TestData = "testdata"
 
-// Spec returns the file name of dir (most often TestData), or fails the
-// test when it cannot be read. It may call t.Fatal, so call it on the
-// test's goroutine only; a fake's handler serves Examples instead.
-func Spec(t testing.TB, dir, name string) []byte {
+// Spec returns the file name of TestData, or fails the test when it
+// cannot be read. It may call t.Fatal, so call it on the test's
+// goroutine only; a fake's handler serves Examples instead.
+func Spec(t testing.TB, name string) []byte {
+	t.Helper()
+	return specIn(t, TestData, name)
+}
+
+func specIn(t testing.TB, dir, name string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
@@ -44,7 +49,7 @@ func LoadExamples(t testing.TB, dir string) *Examples {
 	e := &Examples{t: t, files: map[string][]byte{}}
 	for _, entry := range entries {
 		if !entry.IsDir() && strings.HasSuffix(entry.Name(), ".json") {
-			e.files[entry.Name()] = Spec(t, dir, entry.Name())
+			e.files[entry.Name()] = specIn(t, dir, entry.Name())
 		}
 	}
 	if len(e.files) == 0 {
