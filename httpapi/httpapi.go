@@ -5,7 +5,8 @@
 // image downloads. Requests are authenticated with a Bearer API key (or
 // the host app's own Authenticator), limited per key (RateLimit-Policy,
 // RateLimit and, on 429, Retry-After headers), and failed
-// authentications are limited per client IP before any key lookup.
+// authentications are limited per client address (a valid key is never
+// refused for what others sent from its address).
 package httpapi
 
 import (
@@ -15,8 +16,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
-	"time"
 
 	"github.com/imagegen/imagegen"
 )
@@ -34,29 +35,32 @@ type Config struct {
 	PublicURL string
 	// Limiter limits requests per API key (the interface's 10 a minute).
 	Limiter imagegen.Limiter
-	// AuthFailures limits failed authentications per client IP. Nil
-	// disables that limit (not recommended on a public server).
-	AuthFailures AuthFailureLimiter
+	// AuthFailures limits failed authentications per client address. A
+	// request is authenticated first, so a valid key is always served;
+	// each failed authentication is one request to AuthFailures under the
+	// key "authfail:" + the client's address (an IPv4 address, or the /64
+	// of an IPv6 one), and once it refuses, failures get 429 with
+	// Retry-After instead of 401. Give it a limiter of its own, e.g.
+	// ratelimit.NewMemory (one process) or ratelimit.NewRedis with its own
+	// Prefix (counts shared by every API process). Nil disables the limit
+	// (not recommended on a public server).
+	AuthFailures imagegen.Limiter
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
+	// Forwarded headers are believed: when the peer is in one of these
+	// prefixes, the client is the rightmost forwarded address that is not
+	// itself a trusted proxy. Default: none, the client is the peer.
+	TrustedProxies []netip.Prefix
 	// Authenticator identifies the caller. Default: Bearer API keys
 	// checked by Service.Authenticate.
 	Authenticator Authenticator
-	// ClientIP returns the caller's address for AuthFailures. Default:
-	// the host of r.RemoteAddr. Set it when behind a trusted proxy.
+	// ClientIP names the client of a request for AuthFailures. Default:
+	// its address as read through TrustedProxies, IPv6 grouped by /64.
 	ClientIP func(r *http.Request) string
 	// SigningKey signs image URLs (HMAC-SHA256). Processes that serve the
 	// same images must share it. Default: 32 random bytes per handler.
 	SigningKey []byte
 	Clock      imagegen.Clock // default SystemClock
 	Logger     *slog.Logger   // default slog.Default()
-}
-
-// AuthFailureLimiter limits failed authentications per client IP.
-type AuthFailureLimiter interface {
-	// Blocked reports whether ip must wait, and for how long, before its
-	// next authentication attempt is even looked at.
-	Blocked(ip string) (retryAfter time.Duration, blocked bool)
-	// Failure records one failed authentication from ip.
-	Failure(ip string)
 }
 
 // Handler serves the API. Create it with New.
@@ -74,9 +78,6 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
-	}
-	if cfg.ClientIP == nil {
-		cfg.ClientIP = remoteIP
 	}
 	if len(cfg.SigningKey) == 0 {
 		cfg.SigningKey = make([]byte, 32)
@@ -97,6 +98,9 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Authenticator = BearerKeys{Service: cfg.Service}
 	}
 	h := &Handler{cfg: cfg, mux: http.NewServeMux(), signer: signer{key: cfg.SigningKey}}
+	if h.cfg.ClientIP == nil {
+		h.cfg.ClientIP = func(r *http.Request) string { return clientGroup(h.clientAddr(r)) }
+	}
 	h.routes()
 	return h, nil
 }

@@ -58,10 +58,10 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	is.NoErr(err)
 	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: o.limit, Window: time.Minute, Clock: clock})
 	is.NoErr(err)
-	ipLimiter, err := ratelimit.NewIPLimiter(ratelimit.IPLimiterConfig{Clock: clock})
+	authFailures, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 10, Window: time.Minute, Clock: clock})
 	is.NoErr(err)
 	api, err := httpapi.New(httpapi.Config{
-		Service: svc, Limiter: limiter, AuthFailures: ipLimiter, Clock: clock,
+		Service: svc, Limiter: limiter, AuthFailures: authFailures, Clock: clock,
 		PublicURL: "https://img.example.test", Logger: quiet,
 	})
 	is.NoErr(err)
@@ -288,8 +288,8 @@ func TestAuthFailuresLimitedPerIP(t *testing.T) {
 	is.True(limited != nil) // brute force from one IP is stopped
 	wantError(t, limited, http.StatusTooManyRequests, httpapi.CodeRateLimitExceeded)
 	is.True(limited.Header().Get("Retry-After") != "")
-	// While blocked, even a valid key from that IP is not looked at.
-	wantError(t, req(e.key), http.StatusTooManyRequests, httpapi.CodeRateLimitExceeded)
+	// While failures are refused, a valid key from that IP is still served.
+	wantError(t, req(e.key), http.StatusNotFound, httpapi.CodeTaskNotFound)
 	// Another IP is unaffected.
 	r := httptest.NewRequest("GET", "/api/v1/tasks/x", nil)
 	r.Header.Set("Authorization", "Bearer "+e.key)
@@ -299,7 +299,7 @@ func TestAuthFailuresLimitedPerIP(t *testing.T) {
 	wantError(t, w, http.StatusNotFound, httpapi.CodeTaskNotFound)
 	// The block ends with time.
 	e.clock.Advance(time.Hour)
-	wantError(t, req(e.key), http.StatusNotFound, httpapi.CodeTaskNotFound)
+	wantError(t, req(imagegen.NewAPIKey()), http.StatusUnauthorized, httpapi.CodeUnauthorized)
 }
 
 func TestInsufficientCredits(t *testing.T) {

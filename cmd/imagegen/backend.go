@@ -20,11 +20,22 @@ import (
 type backend struct {
 	store   imagegen.Store
 	limiter imagegen.Limiter // per-key request limit
+	// authFailures counts failed authentications per client address;
+	// on Redis every process shares the counts.
+	authFailures imagegen.Limiter
 	// signingKey signs image URLs; with Redis every API process must use
 	// the same one.
 	signingKey []byte
 	close      func() error
 }
+
+// Failed authentications allowed per client address (IPv4 address or
+// IPv6 /64) per rolling minute before they get 429 instead of 401; on
+// Redis they are counted under their own key prefix.
+const (
+	authFailureLimit  = 10
+	authFailurePrefix = "imagegen:authfail:"
+)
 
 type backendConfig struct {
 	redisURL   string // "" for the memory store
@@ -40,11 +51,16 @@ func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 		if err != nil {
 			return backend{}, err
 		}
+		authFailures, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: authFailureLimit, Window: time.Minute, Clock: clock})
+		if err != nil {
+			return backend{}, err
+		}
 		return backend{
-			store:      memory.New(memory.Config{Clock: clock, Retention: c.retention}),
-			limiter:    limiter,
-			signingKey: []byte(c.signingKey), // empty: httpapi makes a random one
-			close:      func() error { return nil },
+			store:        memory.New(memory.Config{Clock: clock, Retention: c.retention}),
+			limiter:      limiter,
+			authFailures: authFailures,
+			signingKey:   []byte(c.signingKey), // empty: httpapi makes a random one
+			close:        func() error { return nil },
 		}, nil
 	}
 
@@ -61,6 +77,10 @@ func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 	if err != nil {
 		return fail(err)
 	}
+	authFailures, err := ratelimit.NewRedis(rdb, ratelimit.RedisConfig{Limit: authFailureLimit, Window: time.Minute, Prefix: authFailurePrefix})
+	if err != nil {
+		return fail(err)
+	}
 	key := []byte(c.signingKey)
 	if len(key) == 0 {
 		// Every API process on this Redis signs with the same key: the
@@ -69,7 +89,7 @@ func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 			return fail(err)
 		}
 	}
-	return backend{store: store, limiter: limiter, signingKey: key, close: rdb.Close}, nil
+	return backend{store: store, limiter: limiter, authFailures: authFailures, signingKey: key, close: rdb.Close}, nil
 }
 
 // dialRedis connects to a redis:// or rediss:// URL and checks it answers.

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net/netip"
 	"strings"
 )
 
@@ -21,7 +22,7 @@ func envDefaults(fs *flag.FlagSet, getenv func(string) string) error {
 		if v == "" {
 			return
 		}
-		if _, repeatable := f.Value.(*stringList); repeatable {
+		if repeatable(f.Value) {
 			for _, item := range strings.Split(v, ",") {
 				if item = strings.TrimSpace(item); item != "" {
 					if e := f.Value.Set(item); e != nil {
@@ -38,6 +39,16 @@ func envDefaults(fs *flag.FlagSet, getenv func(string) string) error {
 	return err
 }
 
+// repeatable reports whether v is a flag that may be given more than
+// once (comma-separated in the env).
+func repeatable(v flag.Value) bool {
+	switch v.(type) {
+	case *stringList, *prefixList:
+		return true
+	}
+	return false
+}
+
 func envName(flagName string) string {
 	return "IMAGEGEN_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
@@ -49,5 +60,25 @@ func (l *stringList) String() string { return fmt.Sprint(len(*l)) + " values" }
 
 func (l *stringList) Set(v string) error {
 	*l = append(*l, v)
+	return nil
+}
+
+// prefixList is a repeatable CIDR flag; a bare address is its own /32 or
+// /128.
+type prefixList []netip.Prefix
+
+func (l *prefixList) String() string { return fmt.Sprint(len(*l)) + " prefixes" }
+
+func (l *prefixList) Set(v string) error {
+	v = strings.TrimSpace(v)
+	p, err := netip.ParsePrefix(v)
+	if err != nil {
+		a, aerr := netip.ParseAddr(v)
+		if aerr != nil {
+			return fmt.Errorf("not a CIDR or IP address: %q", v)
+		}
+		p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+	}
+	*l = append(*l, p.Masked())
 	return nil
 }

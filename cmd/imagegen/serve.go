@@ -15,7 +15,6 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/httpapi"
-	"github.com/imagegen/imagegen/ratelimit"
 	"github.com/imagegen/imagegen/webhook"
 )
 
@@ -27,6 +26,9 @@ type serveConfig struct {
 	demoCredits int64
 	rateLimit   int
 	signingKey  string
+	// trustedProxies are the reverse proxies whose X-Forwarded-For /
+	// Forwarded headers name the client.
+	trustedProxies prefixList
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -39,6 +41,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.Int64Var(&c.demoCredits, "demo-credits", 100, "credits granted to each demo user")
 	fs.IntVar(&c.rateLimit, "rate-limit", 10, "requests per API key per rolling minute")
 	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: random per process; with -redis, one shared by all processes)")
+	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose X-Forwarded-For / Forwarded headers name the client, for the per-address limit on failed logins (repeatable; default: none, the client is the peer address)")
 	c.runtimeConfig.register(fs, 4)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -73,7 +76,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
-	clock := imagegen.SystemClock{}
 	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, retention: c.retention, rateLimit: c.rateLimit, signingKey: c.signingKey})
 	if err != nil {
 		return err
@@ -95,17 +97,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if publicURL == "" {
 		publicURL = "http://" + displayAddr(ln.Addr())
 	}
-	authFailures, err := ratelimit.NewIPLimiter(ratelimit.IPLimiterConfig{Clock: clock})
-	if err != nil {
-		return err
-	}
 	api, err := httpapi.New(httpapi.Config{
-		Service:      svc,
-		PublicURL:    publicURL,
-		Limiter:      be.limiter,
-		AuthFailures: authFailures,
-		SigningKey:   be.signingKey,
-		Logger:       log,
+		Service:        svc,
+		PublicURL:      publicURL,
+		Limiter:        be.limiter,
+		AuthFailures:   be.authFailures,
+		TrustedProxies: c.trustedProxies,
+		SigningKey:     be.signingKey,
+		Logger:         log,
 	})
 	if err != nil {
 		return err
