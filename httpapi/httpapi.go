@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/imagegen/imagegen"
 )
@@ -59,8 +60,12 @@ type Config struct {
 	// SigningKey signs image URLs (HMAC-SHA256). Processes that serve the
 	// same images must share it. Default: 32 random bytes per handler.
 	SigningKey []byte
-	Clock      imagegen.Clock // default SystemClock
-	Logger     *slog.Logger   // default slog.Default()
+	// IdempotencyTTL is how long a submit answer is replayed for its
+	// Idempotency-Key (default DefaultIdempotencyTTL; serve passes its
+	// -retention).
+	IdempotencyTTL time.Duration
+	Clock          imagegen.Clock // default SystemClock
+	Logger         *slog.Logger   // default slog.Default()
 }
 
 // Handler serves the API. Create it with New.
@@ -83,6 +88,7 @@ func New(cfg Config) (*Handler, error) {
 		cfg.SigningKey = make([]byte, 32)
 		_, _ = rand.Read(cfg.SigningKey)
 	}
+	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, DefaultIdempotencyTTL)
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
 	switch {
 	case cfg.Service == nil:

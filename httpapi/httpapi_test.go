@@ -85,6 +85,12 @@ func (e *env) user(owner string, credits int64) string {
 }
 
 func (e *env) do(method, path, key, body string, hdr ...string) *httptest.ResponseRecorder {
+	return doOn(e.h, method, path, key, body, hdr...)
+}
+
+// doOn sends one request to h with key as Bearer token and hdr as
+// name, value pairs.
+func doOn(h http.Handler, method, path, key, body string, hdr ...string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(method, path, strings.NewReader(body))
 	if key != "" {
 		r.Header.Set("Authorization", "Bearer "+key)
@@ -96,7 +102,7 @@ func (e *env) do(method, path, key, body string, hdr ...string) *httptest.Respon
 		r.Header.Set(hdr[i], hdr[i+1])
 	}
 	w := httptest.NewRecorder()
-	e.h.ServeHTTP(w, r)
+	h.ServeHTTP(w, r)
 	return w
 }
 

@@ -103,6 +103,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Limiter:        be.limiter,
 		AuthFailures:   be.authFailures,
 		TrustedProxies: c.trustedProxies,
+		IdempotencyTTL: c.retention,
 		SigningKey:     be.signingKey,
 		Logger:         log,
 	})
