@@ -32,7 +32,13 @@ type Config struct {
 	// Prefix is where the API is mounted (default "/api/v1").
 	Prefix string
 	// PublicURL is the scheme and host that image URLs start with, for
-	// example "https://img.example.com". Default: taken from each request.
+	// example "https://img.example.com". Without it, each answer builds
+	// them from its own request: "https" if the connection to this
+	// process is TLS, else "http", and the request's Host header as sent
+	// by the client (X-Forwarded-* headers are not read). A client can
+	// then make its own answers name any host, and behind a TLS-ending
+	// proxy the URLs say http: set PublicURL on any server reachable from
+	// outside (serve always sets it). Callbacks need it.
 	PublicURL string
 	// Limiter limits requests per API key (the interface's 10 a minute).
 	Limiter imagegen.Limiter

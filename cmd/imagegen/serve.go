@@ -43,6 +43,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: random per process; with -redis, one shared by all processes)")
 	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose X-Forwarded-For / Forwarded headers name the client, for the per-address limit on failed logins (repeatable; default: none, the client is the peer address)")
 	c.runtimeConfig.register(fs, 4)
+	secretFiles(fs, "demo-key", "signing-key", "redis")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
