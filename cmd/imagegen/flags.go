@@ -4,8 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"net/netip"
+	"os"
 	"strings"
 )
 
