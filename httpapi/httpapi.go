@@ -11,6 +11,7 @@ package httpapi
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -79,6 +80,9 @@ type Handler struct {
 	cfg    Config
 	mux    *http.ServeMux
 	signer signer
+	// waitsDone ends when Drain is called; stopWaits ends it.
+	waitsDone context.Context
+	stopWaits context.CancelFunc
 }
 
 // New returns the API handler for cfg.
@@ -110,6 +114,7 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Authenticator = BearerKeys{Service: cfg.Service}
 	}
 	h := &Handler{cfg: cfg, mux: http.NewServeMux(), signer: signer{key: cfg.SigningKey}}
+	h.waitsDone, h.stopWaits = context.WithCancel(context.Background())
 	if h.cfg.ClientIP == nil {
 		h.cfg.ClientIP = func(r *http.Request) string { return clientGroup(h.clientAddr(r)) }
 	}

@@ -31,6 +31,7 @@ const retention = 24 * time.Hour
 type env struct {
 	t     *testing.T
 	h     http.Handler
+	api   *httpapi.Handler
 	svc   *imagegen.Service
 	clock *imagegentest.Clock
 	model *imagegentest.Model
@@ -67,7 +68,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	is.NoErr(err)
 	mux := http.NewServeMux()
 	api.Register(mux)
-	e := &env{t: t, h: mux, svc: svc, clock: clock, model: model}
+	e := &env{t: t, h: mux, api: api, svc: svc, clock: clock, model: model}
 	e.key = e.user("alice", 10)
 	return e
 }

@@ -130,6 +130,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 
+	srv.RegisterOnShutdown(api.Drain) // open Prefer: wait requests answer at once
+
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
