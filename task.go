@@ -231,7 +231,11 @@ type Task struct {
 	// Attempt counts claims. It is the fencing token: the worker that
 	// claimed attempt n is the only one that may finish the task while
 	// Attempt == n and the task is processing.
-	Attempt    int
+	Attempt int
+	// Released counts claims given back unfinished at a worker's
+	// shutdown (Store.ReleaseTask). They do not count against
+	// Config.MaxAttempts: the task has had Attempt - Released attempts.
+	Released   int
 	LeaseUntil time.Time // when the current lease ends (processing only)
 	RunAfter   time.Time // a pending task is not claimed before this time
 	Images     []string  // image ids, on success
