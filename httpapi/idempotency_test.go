@@ -23,7 +23,7 @@ func TestIdempotencyRefusalOfStateNotReplayed(t *testing.T) {
 		return e.do("POST", "/api/v1/generate", poor, t2i, "Idempotency-Key", "k")
 	}
 	wantError(t, submit(), http.StatusForbidden, httpapi.CodeInsufficientCredits)
-	_, err := e.svc.Grant(context.Background(), "poor", 5, "")
+	_, err := e.svc.Grant(context.Background(), "poor", 5, "top-up-1")
 	is.NoErr(err)
 	w := submit()
 	is.Equal(w.Code, http.StatusCreated) // ran afresh
