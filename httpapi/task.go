@@ -31,9 +31,9 @@ type TaskBody struct {
 // task is finished, or after N seconds with its state then, and says so
 // with "Preference-Applied: wait=N" (only on a task answer: an error
 // answer applied no preference). The request counts once against the
-// rate limit however long it waits. With ?view=full the task carries
-// TaskDetails (timing, model, seed, queue position); other query
-// parameters are ignored, as they always were.
+// rate limit however long it waits. Drain cuts open waits short. With
+// ?view=full the task carries TaskDetails (timing, model, seed, queue
+// position); other query parameters are ignored, as they always were.
 func (h *Handler) handleTask() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := PrincipalFrom(r.Context())
@@ -47,7 +47,7 @@ func (h *Handler) handleTask() http.Handler {
 		var t *imagegen.Task
 		wait, waited := preferWait(r.Header.Values("Prefer"))
 		if waited {
-			t, err = h.cfg.Service.WaitTask(r.Context(), p.Owner, id, time.Duration(wait)*time.Second)
+			t, err = h.waitTask(r, p.Owner, id, time.Duration(wait)*time.Second)
 		} else {
 			t, err = h.cfg.Service.Task(r.Context(), p.Owner, id)
 		}
