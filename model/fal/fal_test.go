@@ -314,7 +314,7 @@ func failures(t *testing.T) []failure {
 // clock unless c has a clock, and its debug log in f.logs.
 func newModel(t *testing.T, f *fake, c fal.Config) (*fal.Model, *providertest.InstantClock) {
 	t.Helper()
-	clock := providertest.Configure(&c.Config, f.srv.URL, key)
+	clock := providertest.Configure(&c.Config, f.Server.URL, key)
 	c.HTTPClient = f.client()
 	if c.Fetcher == nil {
 		c.Fetcher = f

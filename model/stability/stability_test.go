@@ -268,6 +268,6 @@ func failures(t *testing.T) []failure {
 // newModel returns an adapter pointed at f, with a recording clock.
 func newModel(t *testing.T, f *fake, c stability.Config) (*stability.Model, *providertest.InstantClock) {
 	t.Helper()
-	clock := providertest.Configure(&c.Config, f.srv.URL, key)
+	clock := providertest.Configure(&c.Config, f.Server.URL, key)
 	return providertest.MustNew(t, stability.New, c), clock
 }
