@@ -2,7 +2,6 @@ package fal_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -96,15 +95,13 @@ type fake struct {
 
 	mu        sync.Mutex
 	completed bool
-	cdn       map[string][]byte
-	fetched   []string
+	cdn       providertest.Fetcher // fal's CDN: the images the results name
 }
 
 func newFake(t *testing.T) *fake {
 	t.Helper()
 	f := &fake{model: "fal-ai/flux/dev", app: "fal-ai/flux",
-		statuses: []string{"in_queue", "in_progress", "completed"},
-		cdn:      map[string][]byte{}}
+		statuses: []string{"in_queue", "in_progress", "completed"}}
 	f.Start(t, f.serve)
 	return f
 }
@@ -139,27 +136,6 @@ func (f *fake) count(kind string) int {
 		}
 	}
 	return n
-}
-
-// Fetch is fal's CDN: it serves the images the results named.
-func (f *fake) Fetch(ctx context.Context, url string) ([]byte, string, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.fetched = append(f.fetched, url)
-	if err := ctx.Err(); err != nil {
-		return nil, "", err
-	}
-	data, ok := f.cdn[url]
-	if !ok {
-		return nil, "", fmt.Errorf("unexpected HTTP status 404")
-	}
-	return data, http.DetectContentType(data), nil
-}
-
-func (f *fake) Fetched() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.fetched...)
 }
 
 func (f *fake) kind(r *http.Request) string {
@@ -290,9 +266,7 @@ func (f *fake) result(c call) []byte {
 	if format == "png" {
 		data = providertest.PNG(size.W, size.H)
 	}
-	f.mu.Lock()
-	f.cdn[url] = data
-	f.mu.Unlock()
+	f.cdn.Add(url, providertest.Image{Data: data, ContentType: http.DetectContentType(data)})
 
 	return providertest.EditJSON(f.T, f.Examples.Get("result.flux-dev.json"), func(doc map[string]any) {
 		img := doc["images"].([]any)[0].(map[string]any)

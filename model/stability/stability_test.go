@@ -18,11 +18,6 @@ import (
 	"github.com/imagegen/imagegen/model/stability"
 )
 
-type (
-	success = providertest.Success[*fake, stability.Config]
-	failure = providertest.Failure[*fake, stability.Config]
-)
-
 // The scenarios every adapter must pass, as the Stable Image API plays
 // them.
 func TestConformance(t *testing.T) {
@@ -69,6 +64,12 @@ func constructions() []providertest.Construction[stability.Config] {
 		{Name: "ultra", Config: stability.Config{Config: provider.Config{APIKey: key, Cost: 1}, Model: "ultra"}, Model: "stability/ultra", Cost: 1},
 	}
 }
+
+// success and failure are the conformance scenarios on this package's fake.
+type (
+	success = providertest.Success[*fake, stability.Config]
+	failure = providertest.Failure[*fake, stability.Config]
+)
 
 func textToImage() []success {
 	const prompt = "a lighthouse on a cliff"
