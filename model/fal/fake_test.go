@@ -172,7 +172,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := f.check(c); err != nil {
-		f.T.Errorf("%s call breaks the wire notes: %v", c.kind, err)
+		f.T.Errorf("%s call breaks fal's documented API: %v", c.kind, err)
 	}
 	if scripted {
 		next.Body = f.rewrite(next.Body)
@@ -274,7 +274,7 @@ func (f *fake) result(c call) []byte {
 	})
 }
 
-// check validates a call against the wire notes.
+// check validates a call against fal's documented API.
 func (f *fake) check(c call) error {
 	switch c.kind {
 	case submitCall:
