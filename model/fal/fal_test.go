@@ -343,12 +343,10 @@ func TestSeedIsSent(t *testing.T) {
 		}
 		return seed
 	}
-	req := providertest.T2I("Photo of a cute dog", imagegen.Aspect1x1)
-	seed := int64(4294967294)
-	req.Seed = &seed
+	req := providertest.MaxSeedT2I("Photo of a cute dog", imagegen.Aspect1x1)
 	_, err := m.Generate(t.Context(), imagegen.Generation{TaskID: "t", Model: fluxDev.Model, Request: req, Attempt: 1})
 	is.NoErr(err)
-	is.Equal(*sent(), seed)
+	is.Equal(*sent(), int64(imagegen.MaxSeed))
 	req.Seed = nil
 	_, err = m.Generate(t.Context(), imagegen.Generation{TaskID: "t2", Model: fluxDev.Model, Request: req, Attempt: 1})
 	is.NoErr(err)

@@ -417,12 +417,10 @@ func TestSeed(t *testing.T) {
 	is := is.New(t)
 	f := newFake(t)
 	m, _ := newModel(t, f, replicate.Config{})
-	req := providertest.T2I("a fox", imagegen.Aspect1x1)
-	seed := int64(4294967294)
-	req.Seed = &seed
+	req := providertest.MaxSeedT2I("a fox", imagegen.Aspect1x1)
 	_, err := providertest.Generate(context.Background(), m, req)
 	is.NoErr(err)
-	is.Equal(f.callsOf(opCreate)[0].input["seed"], float64(seed))
+	is.Equal(f.callsOf(opCreate)[0].input["seed"], float64(imagegen.MaxSeed))
 
 	schnell, _ := newModel(t, f, replicate.Config{Model: "black-forest-labs/flux-schnell"})
 	plan, err := schnell.Plan(req)

@@ -280,9 +280,7 @@ func TestSeedIsSent(t *testing.T) {
 	is := is.New(t)
 	f := newFake(t)
 	m, _ := newModel(t, f, stability.Config{})
-	req := providertest.T2I("a lighthouse on a cliff", imagegen.Aspect16x9)
-	seed := int64(4294967294)
-	req.Seed = &seed
+	req := providertest.MaxSeedT2I("a lighthouse on a cliff", imagegen.Aspect16x9)
 	_, err := m.Generate(t.Context(), imagegen.Generation{TaskID: "t", Model: "stability/core", Request: req, Attempt: 1})
 	is.NoErr(err)
 	is.Equal(f.Calls()[0].fields["seed"], []string{"4294967294"})
