@@ -68,6 +68,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"IdempotencyLateFinishChangesNothing", testIdempotencyLateFinish},
 		{"ListTasksNewestFirst", testList},
 		{"WebhookDeliveries", testWebhooks},
+		{"WebhookDeliveriesInDueOrder", testWebhookDueOrder},
 		{"SharedSecrets", testSharedSecret},
 	}
 	for _, tc := range tests {
