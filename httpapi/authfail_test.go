@@ -31,13 +31,13 @@ func TestValidKeyServedDuringBadKeyFlood(t *testing.T) {
 			unauthorized++
 		case http.StatusTooManyRequests:
 			limited++
-			wantError(t, bad, http.StatusTooManyRequests, httpapi.CodeRateLimitExceeded)
+			wantError(t, bad, http.StatusTooManyRequests, imagegen.APIRateLimitExceeded)
 			is.True(bad.Header().Get("Retry-After") != "")
 		default:
 			t.Fatalf("bad key #%d: status %d", i, bad.Code)
 		}
 		good := e.do("GET", "/api/v1/tasks/x", e.key, "")
-		wantError(t, good, http.StatusNotFound, httpapi.CodeTaskNotFound) // served, not 429
+		wantError(t, good, http.StatusNotFound, imagegen.APITaskNotFound) // served, not 429
 	}
 	is.Equal(unauthorized, 10) // the budget: 10 failures a minute per address
 	is.Equal(limited, 90)

@@ -10,7 +10,7 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-// TaskBody is the task as the API shows it (INTERFACE.md §2.3): images
+// TaskBody is the task as the API shows it (docs/api.md, "Query a task"): images
 // only on success, error only on failure, nothing else while pending or
 // processing.
 type TaskBody struct {
@@ -24,7 +24,7 @@ type TaskBody struct {
 	ErrorCode imagegen.ErrorCode `json:"error_code,omitempty"`
 }
 
-// handleTask serves GET {prefix}/tasks/{task_id} (INTERFACE.md §4.2).
+// handleTask serves GET {prefix}/tasks/{task_id} (docs/api.md, "Query a task").
 // With "Prefer: wait=N" (RFC 7240, N up to 60) it answers as soon as the
 // task is finished, or after N seconds with its state then, and says so
 // with "Preference-Applied: wait=N" (only on a task answer: an error
