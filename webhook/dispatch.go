@@ -14,6 +14,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/retry"
+	"github.com/imagegen/imagegen/internal/slots"
 )
 
 // Poster sends a POST without following redirects; *fetch.Fetcher is one.
@@ -93,29 +94,16 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 // deliveries in flight (each ends within AttemptTimeout). A slot that
 // frees up is filled at once: deliveries do not wait for each other.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	slots := make(chan struct{}, d.cfg.Concurrency)
+	pool := slots.New(d.cfg.Concurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		select {
-		case slots <- struct{}{}: // one free slot; take the others free now too
-		case <-ctx.Done():
+		free := pool.TakeFree(ctx) // one free slot, and the others free now
+		if free == 0 {
 			return nil
 		}
-		free := 1
-	more:
-		for free < d.cfg.Concurrency {
-			select {
-			case slots <- struct{}{}:
-				free++
-			default:
-				break more
-			}
-		}
-		claimed, started, err := d.start(ctx, free, &wg, func() { <-slots })
-		for range free - started {
-			<-slots
-		}
+		claimed, started, err := d.start(ctx, free, &wg, func() { pool.Give(1) })
+		pool.Give(free - started)
 		if err != nil && ctx.Err() == nil {
 			d.cfg.Logger.ErrorContext(ctx, "webhook dispatch", "err", err)
 		}
