@@ -190,8 +190,11 @@ func TestSubmitWithKey(t *testing.T) {
 		is.Equal(apiErr.Code, "insufficient_credits")
 		_, err = e.svc.Grant(ctx, "carol", 5, uuid.NewString())
 		is.NoErr(err)
-		_, err = poor.SubmitWithKey(ctx, fox, "k")
+		topped, err := poor.SubmitWithKey(ctx, fox, "k")
 		is.NoErr(err)
+		replayed, err := poor.SubmitWithKey(ctx, fox, "k") // now the success is replayed
+		is.NoErr(err)
+		is.Equal(replayed, topped)
 
 		// Keys the server would refuse, or see otherwise, are not sent.
 		n := len(e.log())

@@ -17,6 +17,11 @@ import (
 	"github.com/imagegen/imagegen/internal/slots"
 )
 
+// HeaderEvent names the task event a delivery reports: "processing" (a
+// worker started the task) or "completed" (it reached success or
+// failed). The body is the task as it is when the delivery is sent.
+const HeaderEvent = "webhook-event"
+
 // Poster sends a POST without following redirects; *fetch.Fetcher is one.
 type Poster interface {
 	Post(ctx context.Context, url string, header http.Header, body []byte) (status int, err error)
@@ -63,6 +68,7 @@ type Dispatcher struct {
 
 	mu     sync.Mutex
 	flying map[string]int // deliveries in flight per destination
+	freed  *sync.Cond     // on mu: a delivery ended
 }
 
 // NewDispatcher returns a Dispatcher, or an error naming a bad field.
@@ -87,7 +93,9 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	return &Dispatcher{cfg: c, store: c.Service.Store(), flying: map[string]int{}}, nil
+	d := &Dispatcher{cfg: c, store: c.Service.Store(), flying: map[string]int{}}
+	d.freed = sync.NewCond(&d.mu)
+	return d, nil
 }
 
 // Run delivers due callbacks until ctx ends, then waits for the
@@ -102,7 +110,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if free == 0 {
 			return nil
 		}
-		claimed, started, err := d.start(ctx, free, &wg, func() { pool.Give(1) })
+		claimed, started, err := d.start(ctx, free, &wg, func() { pool.Give(1) }, false)
 		pool.Give(free - started)
 		if err != nil && ctx.Err() == nil {
 			d.cfg.Logger.ErrorContext(ctx, "webhook dispatch", "err", err)
@@ -118,27 +126,29 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 }
 
-// RunOnce claims the deliveries due now (up to Concurrency), sends those
-// whose destination has room and waits for them. It returns how many it
-// claimed; one claimed and not sent comes back when its lease ends.
+// RunOnce claims the deliveries due now (up to Concurrency), sends them
+// and waits for them; those to a destination that has its share in
+// flight wait for one of its deliveries to end. It returns how many it
+// claimed.
 func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 	var wg sync.WaitGroup
-	claimed, _, err := d.start(ctx, d.cfg.Concurrency, &wg, func() {})
+	claimed, _, err := d.start(ctx, d.cfg.Concurrency, &wg, func() {}, true)
 	wg.Wait()
 	return claimed, err
 }
 
 // start claims up to n due deliveries and starts each whose destination
-// has fewer than PerDestination in flight, calling done when it ends. It
-// returns how many it claimed and started.
-func (d *Dispatcher) start(ctx context.Context, n int, wg *sync.WaitGroup, done func()) (claimed, started int, err error) {
+// has fewer than PerDestination in flight (with queue, the others wait
+// for their turn; without, they stay leased until their lease ends),
+// calling done when one ends. It returns how many it claimed and started.
+func (d *Dispatcher) start(ctx context.Context, n int, wg *sync.WaitGroup, done func(), queue bool) (claimed, started int, err error) {
 	due, err := d.store.ClaimWebhooks(ctx, d.cfg.Lease, n)
 	if err != nil {
 		return 0, 0, fmt.Errorf("webhook: claim: %w", err)
 	}
 	for _, del := range due {
 		dest := destination(del.URL)
-		if !d.take(dest) {
+		if !d.take(dest, queue) {
 			d.cfg.Logger.DebugContext(ctx, "webhook postponed: its destination has its share of deliveries in flight", "task_id", del.TaskID)
 			continue
 		}
@@ -155,12 +165,16 @@ func (d *Dispatcher) start(ctx context.Context, n int, wg *sync.WaitGroup, done 
 }
 
 // take reserves a slot of dest if it has fewer than PerDestination in
-// flight.
-func (d *Dispatcher) take(dest string) bool {
+// flight; with wait, it waits for one (each delivery ends within
+// AttemptTimeout).
+func (d *Dispatcher) take(dest string, wait bool) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.flying[dest] >= d.cfg.PerDestination {
-		return false
+	for d.flying[dest] >= d.cfg.PerDestination {
+		if !wait {
+			return false
+		}
+		d.freed.Wait()
 	}
 	d.flying[dest]++
 	return true
@@ -172,6 +186,7 @@ func (d *Dispatcher) give(dest string) {
 	if d.flying[dest]--; d.flying[dest] <= 0 {
 		delete(d.flying, dest)
 	}
+	d.freed.Broadcast()
 }
 
 // destination names a callback's receiver: its URL's host and port.
@@ -184,7 +199,7 @@ func destination(rawURL string) string {
 }
 
 func (d *Dispatcher) deliver(ctx context.Context, del imagegen.WebhookDelivery) {
-	log := d.cfg.Logger.With("task_id", del.TaskID, "attempt", del.Attempts+1)
+	log := d.cfg.Logger.With("task_id", del.TaskID, "event", del.Event, "attempt", del.Attempts+1)
 	attemptCtx, cancel := context.WithTimeout(ctx, d.cfg.AttemptTimeout)
 	err := d.send(attemptCtx, del)
 	cancel()
@@ -194,17 +209,17 @@ func (d *Dispatcher) deliver(ctx context.Context, del imagegen.WebhookDelivery) 
 	switch {
 	case err == nil:
 		log.InfoContext(ctx, "webhook delivered")
-		err = d.store.AckWebhook(ctx, del.TaskID)
+		err = d.store.AckWebhook(ctx, cmp.Or(del.ID, del.TaskID))
 	case errors.Is(err, imagegen.ErrTaskNotFound):
 		log.InfoContext(ctx, "webhook dropped: the task has expired")
-		err = d.store.AckWebhook(ctx, del.TaskID)
+		err = d.store.AckWebhook(ctx, cmp.Or(del.ID, del.TaskID))
 	case del.Attempts+1 >= d.cfg.MaxAttempts:
 		log.WarnContext(ctx, "webhook given up", "err", err)
-		err = d.store.AckWebhook(ctx, del.TaskID)
+		err = d.store.AckWebhook(ctx, cmp.Or(del.ID, del.TaskID))
 	default:
 		delay := d.backoff(del.Attempts + 1)
 		log.InfoContext(ctx, "webhook will be retried", "err", err, "delay", delay)
-		err = d.store.RetryWebhook(ctx, del.TaskID, delay)
+		err = d.store.RetryWebhook(ctx, cmp.Or(del.ID, del.TaskID), delay)
 	}
 	if err != nil {
 		log.ErrorContext(ctx, "record webhook outcome; the lease will expire and it will be tried again", "err", err)
@@ -225,10 +240,11 @@ func (d *Dispatcher) send(ctx context.Context, del imagegen.WebhookDelivery) err
 	if err != nil {
 		return err
 	}
-	header, err := Headers(secret, "msg_"+del.TaskID, d.cfg.Clock.Now(), body)
+	header, err := Headers(secret, messageID(del), d.cfg.Clock.Now(), body)
 	if err != nil {
 		return err
 	}
+	header.Set(HeaderEvent, string(cmp.Or(del.Event, imagegen.EventCompleted)))
 	status, err := d.cfg.Poster.Post(ctx, del.URL, header, body)
 	if err != nil {
 		return err
@@ -242,4 +258,14 @@ func (d *Dispatcher) send(ctx context.Context, del imagegen.WebhookDelivery) err
 // backoff is the delay after the given number of failed attempts.
 func (d *Dispatcher) backoff(failed int) time.Duration {
 	return retry.Backoff(failed-1, d.cfg.Backoff, d.cfg.MaxBackoff, false)
+}
+
+// messageID is a delivery's webhook-id: the same on every retry of it,
+// and different for each event of a task ("msg_<task id>" for completed,
+// as before events could be chosen; "msg_<task id>_processing").
+func messageID(del imagegen.WebhookDelivery) string {
+	if del.Event == imagegen.EventProcessing {
+		return "msg_" + del.TaskID + "_processing"
+	}
+	return "msg_" + del.TaskID
 }

@@ -60,6 +60,9 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ReleaseDoesNotUseAnAttempt", testRelease},
 		{"CancelPendingOnly", testCancel},
 		{"LedgerRules", testLedger},
+		{"LedgerPagesNewestFirst", testLedgerPages},
+		{"LedgerSumsToBalanceUnderLoad", testLedgerSumsUnderLoad},
+		{"QueuePositions", testQueuePositions},
 		{"RetentionRemovesFinishedTasksAndImages", testRetention},
 		{"APIKeys", testKeys},
 		{"ReturnedValuesAreCopies", testCopies},
@@ -69,6 +72,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ListTasksNewestFirst", testList},
 		{"WebhookDeliveries", testWebhooks},
 		{"WebhookDeliveriesInDueOrder", testWebhookDueOrder},
+		{"WebhookEvents", testWebhookEvents},
 		{"SharedSecrets", testSharedSecret},
 	}
 	for _, tc := range tests {
