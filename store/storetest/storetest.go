@@ -68,6 +68,11 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ListTasksNewestFirst", testList},
 		{"WebhookDeliveries", testWebhooks},
 		{"SharedSecrets", testSharedSecret},
+		{"QueueStats", testQueueStats},
+		{"TaskByIDSeesEveryOwner", testTaskByID},
+		{"ListAllTasksAcrossOwners", testListAllTasks},
+		{"RequeueFailedTask", testRequeue},
+		{"PurgeExpired", testPurgeExpired},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
