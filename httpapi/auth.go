@@ -90,6 +90,7 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 			h.respondErr(w, r, err)
 			return
 		}
+		noteCaller(r.Context(), p)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
 }

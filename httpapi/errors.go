@@ -61,7 +61,8 @@ func (h *Handler) respondErr(w http.ResponseWriter, r *http.Request, err error) 
 	case errors.Is(err, imagegen.ErrInvalidTransition):
 		writeError(w, http.StatusConflict, CodeTaskFinished, "the task has already finished; it was not changed")
 	default:
-		h.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		h.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", r.Pattern,
+			"request_id", imagegen.RequestID(r.Context()), "err", err)
 		writeError(w, http.StatusInternalServerError, CodeInternalError, "internal server error")
 	}
 }

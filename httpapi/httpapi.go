@@ -47,7 +47,12 @@ type Config struct {
 	// same images must share it. Default: 32 random bytes per handler.
 	SigningKey []byte
 	Clock      imagegen.Clock // default SystemClock
-	Logger     *slog.Logger   // default slog.Default()
+	// Logger gets one line per request (method, route, status, duration,
+	// request id, key id) and the details of server errors.
+	Logger *slog.Logger // default slog.Default()
+	// Observer is told of every answer, for metrics (package metrics).
+	// Nil counts nothing.
+	Observer Observer
 }
 
 // AuthFailureLimiter limits failed authentications per client IP.
@@ -106,7 +111,9 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle(h.cfg.Prefix+"/", h)
 }
 
-// ServeHTTP serves one API request.
+// ServeHTTP serves one API request: it gives it a request id (see
+// RequestIDHeader), serves it, logs it once and reports it to the
+// Observer.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.mux.ServeHTTP(w, r)
+	h.serveObserved(w, r)
 }

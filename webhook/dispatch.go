@@ -34,6 +34,16 @@ type Config struct {
 	Concurrency  int           // deliveries in flight; default 4
 	Clock        imagegen.Clock
 	Logger       *slog.Logger
+	// Observer is told the outcome of each delivery attempt, for metrics
+	// (package metrics). Nil counts nothing.
+	Observer Observer
+}
+
+// Observer counts delivery outcomes: "delivered", "retry" (failed, will
+// be tried again), "given_up" (failed MaxAttempts times) and "dropped"
+// (the task expired first).
+type Observer interface {
+	WebhookDelivery(outcome string)
 }
 
 // Dispatcher sends due callbacks. Any number of dispatchers may share a
@@ -103,20 +113,27 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 func (d *Dispatcher) deliver(ctx context.Context, del imagegen.WebhookDelivery) {
 	log := d.cfg.Logger.With("task_id", del.TaskID, "attempt", del.Attempts+1)
 	err := d.send(ctx, del)
+	outcome := "retry"
 	switch {
 	case err == nil:
+		outcome = "delivered"
 		log.InfoContext(ctx, "webhook delivered")
 		err = d.store.AckWebhook(ctx, del.TaskID)
 	case errors.Is(err, imagegen.ErrTaskNotFound):
+		outcome = "dropped"
 		log.InfoContext(ctx, "webhook dropped: the task has expired")
 		err = d.store.AckWebhook(ctx, del.TaskID)
 	case del.Attempts+1 >= d.cfg.MaxAttempts:
+		outcome = "given_up"
 		log.WarnContext(ctx, "webhook given up", "err", err)
 		err = d.store.AckWebhook(ctx, del.TaskID)
 	default:
 		delay := d.backoff(del.Attempts + 1)
 		log.InfoContext(ctx, "webhook will be retried", "err", err, "delay", delay)
 		err = d.store.RetryWebhook(ctx, del.TaskID, delay)
+	}
+	if d.cfg.Observer != nil {
+		d.cfg.Observer.WebhookDelivery(outcome)
 	}
 	if err != nil {
 		log.ErrorContext(ctx, "record webhook outcome; the lease will expire and it will be tried again", "err", err)
