@@ -59,7 +59,7 @@ func withService(ctx context.Context, redisURL string, fn func(*imagegen.Service
 		return err
 	}
 	defer be.close()
-	svc, err := newService(runtimeConfig{model: placeholder.Name, retention: 24 * time.Hour, lease: 30 * time.Second}, noEnv, be.store, slog.New(slog.DiscardHandler))
+	svc, _, err := newService(runtimeConfig{model: placeholder.Name, retention: 24 * time.Hour, lease: 30 * time.Second}, noEnv, be.store, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		return err
 	}

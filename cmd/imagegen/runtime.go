@@ -14,6 +14,7 @@ import (
 // runtimeConfig is what every process that runs generations shares:
 // serve (with workers) and worker.
 type runtimeConfig struct {
+	opsConfig
 	redisURL         string
 	model            string
 	workers          int
@@ -31,6 +32,7 @@ func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int) {
 	fs.BoolVar(&c.allowPrivateURLs, "allow-private-urls", false, "let image_input and callback_url URLs point at loopback and private addresses, and callbacks use http (development only)")
 	fs.DurationVar(&c.retention, "retention", 24*time.Hour, "how long finished tasks and their images are kept (use one value for all processes)")
 	fs.DurationVar(&c.lease, "lease", 30*time.Second, "how long a worker holds a task before another may take it over (renewed while it runs)")
+	c.opsConfig.register(fs)
 }
 
 func (c runtimeConfig) validate() error {
@@ -44,24 +46,26 @@ func (c runtimeConfig) validate() error {
 	case c.lease < time.Second:
 		return errors.New("-lease must be at least 1s")
 	}
-	return nil
+	return c.opsConfig.validate()
 }
 
-// newService wires the model and the service on store. getenv gives the
-// providers' API keys.
-func newService(c runtimeConfig, getenv func(string) string, store imagegen.Store, log *slog.Logger) (*imagegen.Service, error) {
+// newService wires the model and the service on store, and returns both.
+// getenv gives the providers' API keys; obs (nil for none) counts what the
+// service does.
+func newService(c runtimeConfig, getenv func(string) string, store imagegen.Store, log *slog.Logger, obs imagegen.Observer) (*imagegen.Service, imagegen.Model, error) {
 	clock := imagegen.SystemClock{}
 	fetcher, err := fetch.New(fetch.Config{AllowPrivate: c.allowPrivateURLs})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	model, err := newModel(c.model, modelDeps{getenv: getenv, fetcher: fetcher, clock: clock, delay: c.placeholderDelay, log: log})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return imagegen.New(imagegen.Config{
-		Store: store, Model: model, Clock: clock, Logger: log,
+	svc, err := imagegen.New(imagegen.Config{
+		Store: store, Model: model, Clock: clock, Logger: log, Observer: obs,
 		Workers: c.workers, LeaseDuration: c.lease,
 		AllowHTTPCallbacks: c.allowPrivateURLs,
 	})
+	return svc, model, err
 }

@@ -71,7 +71,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := c.logger(stderr)
 
 	clock := imagegen.SystemClock{}
 	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, retention: c.retention, rateLimit: c.rateLimit, signingKey: c.signingKey})
@@ -79,9 +79,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer be.close()
-	svc, err := newService(c.runtimeConfig, getenv, be.store, log)
+	obs, err := newObservability(c.opsConfig, be.store)
 	if err != nil {
 		return err
+	}
+	svc, model, err := newService(c.runtimeConfig, getenv, be.store, log, obs.observer())
+	if err != nil {
+		return err
+	}
+	if c.workers > 0 {
+		obs.checkModel(model)
 	}
 	if err := createDemoUsers(ctx, svc, c, stdout); err != nil {
 		return err
@@ -106,17 +113,23 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		AuthFailures: authFailures,
 		SigningKey:   be.signingKey,
 		Logger:       log,
+		Observer:     obs.apiObserver(),
 	})
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
 	api.Register(mux)
+	probes, err := obs.probes(log, false) // load balancers probe the serving port too
+	if err != nil {
+		return err
+	}
+	probes.Register(mux)
 	callbacks, err := fetch.New(fetch.Config{AllowPrivate: c.allowPrivateURLs})
 	if err != nil {
 		return err
 	}
-	dispatcher, err := webhook.NewDispatcher(webhook.Config{Service: svc, Render: api.TaskJSON, Poster: callbacks, Logger: log})
+	dispatcher, err := webhook.NewDispatcher(webhook.Config{Service: svc, Render: api.TaskJSON, Poster: callbacks, Logger: log, Observer: obs.webhookObserver()})
 	if err != nil {
 		return err
 	}
@@ -142,7 +155,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			_ = svc.Run(ctx) // returns once running generations finished or were released
 		}()
 	}
-	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "workers", c.workers, "model", c.model, "store", storeName(c.redisURL))
+	admin := ""
+	if c.adminAddr != "" {
+		var stopAdmin func()
+		if admin, stopAdmin, err = obs.startAdmin(ctx, c.opsConfig, log); err != nil {
+			return err
+		}
+		defer stopAdmin()
+	}
+	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "workers", c.workers, "model", c.model, "store", storeName(c.redisURL), "admin", admin)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
