@@ -49,23 +49,33 @@ func (c runtimeConfig) validate() error {
 	return c.opsConfig.validate()
 }
 
-// newService wires the model and the service on store, and returns both.
-// getenv gives the providers' API keys; obs (nil for none) counts what the
-// service does.
-func newService(c runtimeConfig, getenv func(string) string, store imagegen.Store, log *slog.Logger, obs imagegen.Observer) (*imagegen.Service, imagegen.Model, error) {
+// serviceConfig wires the model of -model on store. getenv gives the
+// providers' API keys.
+func serviceConfig(c runtimeConfig, getenv func(string) string, store imagegen.Store, log *slog.Logger) (imagegen.Config, error) {
 	clock := imagegen.SystemClock{}
 	fetcher, err := fetch.New(fetch.Config{AllowPrivate: c.allowPrivateURLs})
 	if err != nil {
-		return nil, nil, err
+		return imagegen.Config{}, err
 	}
 	model, err := newModel(c.model, modelDeps{getenv: getenv, fetcher: fetcher, clock: clock, delay: c.placeholderDelay, log: log})
 	if err != nil {
-		return nil, nil, err
+		return imagegen.Config{}, err
 	}
-	svc, err := imagegen.New(imagegen.Config{
-		Store: store, Model: model, Clock: clock, Logger: log, Observer: obs,
+	return imagegen.Config{
+		Store: store, Model: model, Clock: clock, Logger: log,
 		Workers: c.workers, LeaseDuration: c.lease,
 		AllowHTTPCallbacks: c.allowPrivateURLs,
-	})
-	return svc, model, err
+	}, nil
+}
+
+// newService is the service of serviceConfig, counted by obs (nil for
+// none). It returns the model too, for the readiness check.
+func newService(c runtimeConfig, getenv func(string) string, store imagegen.Store, log *slog.Logger, obs imagegen.Observer) (*imagegen.Service, imagegen.Model, error) {
+	cfg, err := serviceConfig(c, getenv, store, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Observer = obs
+	svc, err := imagegen.New(cfg)
+	return svc, cfg.Model, err
 }
