@@ -156,11 +156,16 @@ func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submit
 	s.cfg.Observer.TaskSubmitted(req.Scene, t.Model, t.Cost)
 	s.log.LogAttrs(ctx, slog.LevelInfo, "task submitted", slog.String("task_id", t.ID), slog.String("request_id", t.RequestID),
 		slog.String("model", t.Model), slog.Int64("cost", t.Cost))
+	s.wakeWorkers()
+	return Submitted{TaskID: t.ID, Status: StatusPending, CreditsUsed: t.Cost, CreditsRemaining: balance}, nil
+}
+
+// wakeWorkers nudges an idle local worker: there is work.
+func (s *Service) wakeWorkers() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
-	return Submitted{TaskID: t.ID, Status: StatusPending, CreditsUsed: t.Cost, CreditsRemaining: balance}, nil
 }
 
 // Task returns owner's task, or ErrTaskNotFound when it does not exist,
