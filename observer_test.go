@@ -37,13 +37,17 @@ func (r *recorder) list() []string {
 func (r *recorder) TaskSubmitted(scene imagegen.Scene, model string, cost int64) {
 	r.add("submitted %s %s %d", scene, model, cost)
 }
-func (r *recorder) TaskClaimed(model string, queued time.Duration) { r.add("claimed %s %v", model, queued) }
+func (r *recorder) TaskClaimed(model string, queued time.Duration) {
+	r.add("claimed %s %v", model, queued)
+}
 func (r *recorder) TaskFinished(model string, status imagegen.Status, code imagegen.ErrorCode, took time.Duration) {
 	r.add("finished %s %s %q", model, status, code)
 }
-func (r *recorder) CreditsRefunded(credits int64)           { r.add("refunded %d", credits) }
-func (r *recorder) ProviderRequest(provider, outcome string) { r.add("provider %s %s", provider, outcome) }
-func (r *recorder) Fallback(from, to string)                { r.add("fallback %s -> %s", from, to) }
+func (r *recorder) CreditsRefunded(credits int64) { r.add("refunded %d", credits) }
+func (r *recorder) ProviderRequest(provider, outcome string) {
+	r.add("provider %s %s", provider, outcome)
+}
+func (r *recorder) Fallback(from, to string) { r.add("fallback %s -> %s", from, to) }
 
 func TestObserverSeesATaskLife(t *testing.T) {
 	is := is.New(t)
