@@ -26,6 +26,7 @@ func TestGroupHelpListsSubcommands(t *testing.T) {
 		"keys":    {"create", "list", "revoke"},
 		"credits": {"grant", "show"},
 		"tasks":   {"get"},
+		"inspect": {"stats", "list", "show", "retry", "cancel", "purge"},
 	} {
 		t.Run(group, func(t *testing.T) {
 			is := is.New(t)
