@@ -62,7 +62,7 @@ func (h *Handler) respondErr(w http.ResponseWriter, r *http.Request, err error) 
 		writeError(w, http.StatusConflict, CodeTaskFinished, "the task has already finished; it was not changed")
 	default:
 		h.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", r.Pattern,
-			"request_id", imagegen.RequestID(r.Context()), "err", err)
+			"request_id", requestIDOf(w), "err", err)
 		writeError(w, http.StatusInternalServerError, CodeInternalError, "internal server error")
 	}
 }

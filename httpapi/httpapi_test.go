@@ -39,8 +39,10 @@ type env struct {
 }
 
 type envOptions struct {
-	store imagegen.Store
-	limit int
+	store    imagegen.Store
+	limit    int
+	logger   *slog.Logger     // the API's; default quiet
+	observer httpapi.Observer // default none
 }
 
 // quiet keeps the service's logs out of test output.
@@ -50,7 +52,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	t.Helper()
 	is := is.New(t)
 	clock := imagegentest.NewClock(time.Time{})
-	o := envOptions{store: memory.New(memory.Config{Clock: clock, Retention: retention}), limit: 1000}
+	o := envOptions{store: memory.New(memory.Config{Clock: clock, Retention: retention}), limit: 1000, logger: quiet}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -63,7 +65,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	is.NoErr(err)
 	api, err := httpapi.New(httpapi.Config{
 		Service: svc, Limiter: limiter, AuthFailures: ipLimiter, Clock: clock,
-		PublicURL: "https://img.example.test", Logger: quiet,
+		PublicURL: "https://img.example.test", Logger: o.logger, Observer: o.observer,
 	})
 	is.NoErr(err)
 	mux := http.NewServeMux()

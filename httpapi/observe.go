@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
@@ -25,38 +24,43 @@ type Observer interface {
 // otherwise, and always echoed in the response.
 const RequestIDHeader = "X-Request-Id"
 
-// callInfo is what the handlers learn about a request that its log line
-// needs: filled by authenticate, read once the answer is written.
-type callInfo struct {
-	rateKey string // Principal.RateKey, "" before authentication
-}
-
-type callInfoKey struct{}
-
-// noteCaller records the authenticated caller for the request's log line.
-func noteCaller(ctx context.Context, p Principal) {
-	if info, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
-		info.rateKey = p.RateKey
+// noteCaller records the authenticated caller for the request's log
+// line. w is the writer that serveObserved handed to the routes.
+func noteCaller(w http.ResponseWriter, p Principal) {
+	if o, ok := w.(*observed); ok {
+		o.rateKey = p.RateKey
 	}
 }
 
+// requestIDOf is the id serveObserved gave the request written to w.
+func requestIDOf(w http.ResponseWriter) string {
+	if o, ok := w.(*observed); ok {
+		return o.id
+	}
+	return ""
+}
+
 // serveObserved serves r through the routes, then logs the request once
-// and reports it to the Observer.
+// and reports it to the Observer. Everything it keeps per request lives
+// in one allocation (observed). The request id reaches the service's
+// context only on requests that change something (submit, cancel), the
+// only ones it logs.
 func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	id := requestID(r.Header.Get(RequestIDHeader))
-	w.Header().Set(RequestIDHeader, id)
-	info := &callInfo{}
-	r = r.WithContext(context.WithValue(imagegen.WithRequestID(r.Context(), id), callInfoKey{}, info))
-	rec := &statusRecorder{ResponseWriter: w}
-	h.mux.ServeHTTP(rec, r)
+	o := &observed{ResponseWriter: w, id: requestID(r.Header.Get(RequestIDHeader))}
+	o.idHeader[0] = o.id
+	w.Header()[RequestIDHeader] = o.idHeader[:]
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		r = r.WithContext(imagegen.WithRequestID(r.Context(), o.id))
+	}
+	h.mux.ServeHTTP(o, r)
 	took := time.Since(start)
 
 	route := r.Pattern // set by the mux on r
 	if route == "" {
 		route = "unmatched"
 	}
-	status := rec.Status()
+	status := o.Status()
 	if h.cfg.Observer != nil {
 		h.cfg.Observer.HTTPRequest(route, status, took)
 	}
@@ -66,7 +70,7 @@ func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request) {
 	}
 	log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 		slog.String("method", r.Method), slog.String("route", route), slog.Int("status", status),
-		slog.Duration("duration", took), slog.String("request_id", id), slog.String("key_id", keyID(info.rateKey)))
+		slog.Duration("duration", took), slog.String("request_id", o.id), slog.String("key_id", keyID(o.rateKey)))
 }
 
 // keyID is a short, non-reversible id of a credential's rate key (for
@@ -116,20 +120,24 @@ func newRequestID() string {
 	return hex.EncodeToString(raw[:])
 }
 
-// statusRecorder remembers the status written through it.
-type statusRecorder struct {
+// observed is the writer the routes get: it remembers the status
+// written through it and what the log line needs.
+type observed struct {
 	http.ResponseWriter
-	status int
+	status   int
+	id       string    // the request id
+	idHeader [1]string // the response header's value, without an allocation of its own
+	rateKey  string    // Principal.RateKey, once authenticated
 }
 
-func (s *statusRecorder) WriteHeader(code int) {
+func (s *observed) WriteHeader(code int) {
 	if s.status == 0 {
 		s.status = code
 	}
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func (s *statusRecorder) Write(b []byte) (int, error) {
+func (s *observed) Write(b []byte) (int, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
 	}
@@ -137,7 +145,7 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 }
 
 // Status is the status written, 200 if the handler wrote nothing.
-func (s *statusRecorder) Status() int {
+func (s *observed) Status() int {
 	if s.status == 0 {
 		return http.StatusOK
 	}
@@ -146,10 +154,10 @@ func (s *statusRecorder) Status() int {
 
 // Unwrap lets http.ResponseController reach the connection's writer
 // (flushes, deadlines).
-func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+func (s *observed) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // Flush passes a flush on, for handlers that check http.Flusher.
-func (s *statusRecorder) Flush() {
+func (s *observed) Flush() {
 	if f, ok := s.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
