@@ -154,8 +154,10 @@ func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submit
 		return Submitted{}, fmt.Errorf("imagegen: submit: %w", err)
 	}
 	s.cfg.Observer.TaskSubmitted(req.Scene, t.Model, t.Cost)
-	s.log.LogAttrs(ctx, slog.LevelInfo, "task submitted", slog.String("task_id", t.ID), slog.String("request_id", t.RequestID),
-		slog.String("model", t.Model), slog.Int64("cost", t.Cost))
+	if s.log.Enabled(ctx, slog.LevelInfo) { // the check keeps the hot path free of the attributes' allocation
+		s.log.LogAttrs(ctx, slog.LevelInfo, "task submitted", slog.String("task_id", t.ID), slog.String("request_id", t.RequestID),
+			slog.String("model", t.Model), slog.Int64("cost", t.Cost))
+	}
 	s.wakeWorkers()
 	return Submitted{TaskID: t.ID, Status: StatusPending, CreditsUsed: t.Cost, CreditsRemaining: balance}, nil
 }

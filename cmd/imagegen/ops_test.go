@@ -308,3 +308,30 @@ func TestReadyzFollowsTheStore(t *testing.T) {
 		return probe(t, admin+"/readyz") == http.StatusOK && probe(t, s.base+"/readyz") == http.StatusOK
 	})
 }
+
+// A worker process answers its probes and serves its metrics (and,
+// with -pprof, the profiler) on -admin-addr; serve serves no profiler
+// without -pprof.
+func TestWorkerAdminListener(t *testing.T) {
+	is := is.New(t)
+	r := startRedis(t)
+	w := startImagegen(t, "worker", "-redis", r.url(), "-admin-addr", "127.0.0.1:0", "-pprof", "-log-format", "json")
+	var admin string
+	waitUntil(t, 20*time.Second, "the worker prints its admin address", func() bool {
+		m := regexp.MustCompile(`"admin":"(http://127\.0\.0\.1:\d+)"`).FindStringSubmatch(w.Output())
+		if m != nil {
+			admin = m[1]
+		}
+		return m != nil
+	})
+	is.Equal(probe(t, admin+"/healthz"), http.StatusOK)
+	is.Equal(probe(t, admin+"/readyz"), http.StatusOK)
+	is.Equal(probe(t, admin+"/debug/pprof/"), http.StatusOK)
+	_, m := scrape(t, admin)
+	is.True(m["imagegen_queue_depth"] != nil && m["go_goroutines"] != nil)
+	w.stop(t)
+
+	s := startServe(t, nil, "-admin-addr", "127.0.0.1:0")
+	is.Equal(probe(t, adminURL(t, s.stderr)+"/debug/pprof/"), http.StatusNotFound)
+	is.Equal(probe(t, s.base+"/debug/pprof/"), http.StatusNotFound)
+}
