@@ -206,8 +206,8 @@ var apiVariants = []struct {
 }
 
 // BenchmarkSubmit compares POST /generate through httpapi on the memory
-// store (without and with metrics) with the bare handler (DESIGN.md
-// target: at least 0.8x), over loopback HTTP and in process.
+// store (without and with metrics) with the bare handler (target: at
+// least 0.8x), over loopback HTTP and in process.
 func BenchmarkSubmit(b *testing.B) {
 	for _, tr := range transports {
 		for _, v := range apiVariants {

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/matryer/is"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
@@ -22,8 +24,11 @@ import (
 func TestInspectCommands(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	r := startRedis(t)
-	store, err := redisstore.New(r.client(t), redisstore.Config{})
+	r := miniredis.RunT(t)
+	url := "redis://" + r.Addr() + "/0"
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	store, err := redisstore.New(rdb, redisstore.Config{})
 	is.NoErr(err)
 	broken := &imagegen.ModelError{Provider: "scripted", Misconfigured: true, Message: "no access"}
 	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(2, imagegentest.Fail(broken)), Logger: slog.New(slog.DiscardHandler)})
@@ -41,7 +46,7 @@ func TestInspectCommands(t *testing.T) {
 
 	inspect := func(args ...string) (string, string, error) {
 		var stdout, stderr bytes.Buffer
-		err := run(ctx, append([]string{"inspect", args[0], "-redis", r.url()}, args[1:]...), noEnv, &stdout, &stderr)
+		err := run(ctx, append([]string{"inspect", args[0], "-redis", url}, args[1:]...), noEnv, &stdout, &stderr)
 		return stdout.String(), stderr.String(), err
 	}
 	out, _, err := inspect("stats")

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/matryer/is"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -272,19 +273,20 @@ func probe(t *testing.T, url string) int {
 }
 
 // TestReadyzFollowsTheStore: /readyz on the admin listener and on the
-// API port answers 503 within 2 s of Redis going away and 200 again once
-// it is back, with no restart; /healthz stays 200 throughout.
+// API port answers 503 within 2 s of Redis (an in-process miniredis on a
+// loopback port) going away and 200 again once it is back, with no
+// restart; /healthz stays 200 throughout.
 func TestReadyzFollowsTheStore(t *testing.T) {
 	is := is.New(t)
-	r := startRedis(t)
-	s := startServe(t, nil, "-redis", r.url(), "-demo-key", demoKey, "-admin-addr", "127.0.0.1:0")
+	r := miniredis.RunT(t)
+	s := startServe(t, nil, "-redis", "redis://"+r.Addr()+"/0", "-demo-key", demoKey, "-admin-addr", "127.0.0.1:0")
 	admin := adminURL(t, s.stderr)
 	for _, base := range []string{admin, s.base} {
 		is.Equal(probe(t, base+"/readyz"), http.StatusOK)
 		is.Equal(probe(t, base+"/healthz"), http.StatusOK)
 	}
 
-	r.kill()
+	r.Close()
 	down := time.Now()
 	waitUntil(t, 2*time.Second, "/readyz answers 503", func() bool {
 		return probe(t, admin+"/readyz") == http.StatusServiceUnavailable
@@ -301,9 +303,7 @@ func TestReadyzFollowsTheStore(t *testing.T) {
 	is.Equal(probe(t, s.base+"/readyz"), http.StatusServiceUnavailable)
 	is.Equal(probe(t, admin+"/healthz"), http.StatusOK) // liveness touches nothing
 
-	bin, err := exec.LookPath("redis-server")
-	is.NoErr(err)
-	r.start(t, bin)
+	is.NoErr(r.Restart()) // on the same address, with its data
 	waitUntil(t, 10*time.Second, "/readyz answers 200 again", func() bool {
 		return probe(t, admin+"/readyz") == http.StatusOK && probe(t, s.base+"/readyz") == http.StatusOK
 	})
@@ -314,8 +314,8 @@ func TestReadyzFollowsTheStore(t *testing.T) {
 // without -pprof.
 func TestWorkerAdminListener(t *testing.T) {
 	is := is.New(t)
-	r := startRedis(t)
-	w := startImagegen(t, "worker", "-redis", r.url(), "-admin-addr", "127.0.0.1:0", "-pprof", "-log-format", "json")
+	r := miniredis.RunT(t) // the worker process reaches it on loopback
+	w := startImagegen(t, "worker", "-redis", "redis://"+r.Addr()+"/0", "-admin-addr", "127.0.0.1:0", "-pprof", "-log-format", "json")
 	var admin string
 	waitUntil(t, 20*time.Second, "the worker prints its admin address", func() bool {
 		m := regexp.MustCompile(`"admin":"(http://127\.0\.0\.1:\d+)"`).FindStringSubmatch(w.Output())
