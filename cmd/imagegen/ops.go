@@ -132,9 +132,13 @@ func (o *observability) probes(log *slog.Logger, showErrors bool) (*health.Handl
 	return health.New(health.Config{Checks: o.checks, Timeout: time.Second, ShowErrors: showErrors, Logger: log})
 }
 
-// startAdmin serves the admin listener until ctx ends. It returns the
-// address it listens on.
+// startAdmin serves the admin listener of -admin-addr, if any. It
+// returns the address it listens on ("" for none) and the function that
+// stops it.
 func (o *observability) startAdmin(ctx context.Context, c opsConfig, log *slog.Logger) (string, func(), error) {
+	if c.adminAddr == "" {
+		return "", func() {}, nil
+	}
 	probes, err := o.probes(log, true)
 	if err != nil {
 		return "", nil, err

@@ -90,8 +90,9 @@ func sum(families map[string]*dto.MetricFamily, name string) float64 {
 	return total
 }
 
-// doRequest sends one API request with a request id and returns the
-// status and the echoed id.
+// doRequest sends one API request (with an X-Request-Id unless
+// requestID is "") and returns the status, the decoded JSON answer and
+// the echoed request id.
 func doRequest(t *testing.T, method, url, key, body, requestID string) (int, map[string]any, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
@@ -107,7 +108,7 @@ func doRequest(t *testing.T, method, url, key, body, requestID string) (int, map
 	is.New(t).NoErr(err)
 	defer resp.Body.Close()
 	var m map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&m)
+	is.New(t).NoErr(json.NewDecoder(resp.Body).Decode(&m))
 	return resp.StatusCode, m, resp.Header.Get("X-Request-Id")
 }
 

@@ -142,19 +142,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv.RegisterOnShutdown(stack.API().Drain) // open Prefer: wait requests answer at once
 
 	var wg sync.WaitGroup
+	admin, stopAdmin, err := obs.startAdmin(ctx, c.opsConfig, log)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		_ = stack.Run(ctx) // workers, and callbacks of finished tasks from this or any process; returns once running generations finished or were released
 	}()
-	admin := ""
-	if c.adminAddr != "" {
-		var stopAdmin func()
-		if admin, stopAdmin, err = obs.startAdmin(ctx, c.opsConfig, log); err != nil {
-			return err
-		}
-		defer stopAdmin()
-	}
 	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "workers", c.workers, "model", c.model, "store", storeName(c.redisURL), "admin", admin)
 
 	serveErr := make(chan error, 1)

@@ -53,14 +53,11 @@ func worker(ctx context.Context, args []string, getenv func(string) string, stde
 		return err
 	}
 	obs.checkModel(model)
-	admin := ""
-	if c.adminAddr != "" {
-		var stopAdmin func()
-		if admin, stopAdmin, err = obs.startAdmin(ctx, c.opsConfig, log); err != nil {
-			return err
-		}
-		defer stopAdmin()
+	admin, stopAdmin, err := obs.startAdmin(ctx, c.opsConfig, log)
+	if err != nil {
+		return err
 	}
+	defer stopAdmin()
 	log.Info("imagegen worker running", "workers", c.workers, "model", c.model, "lease", c.lease, "admin", admin)
 	err = svc.Run(ctx)
 	log.Info("stopped")
