@@ -199,7 +199,10 @@ func TestOperatedRun(t *testing.T) {
 	is.Equal(value(m, "imagegen_http_requests_total", "route", "GET /api/v1/credits", "code", "429"), 2.0)
 	is.Equal(value(m, "imagegen_http_requests_total", "route", "GET /api/v1/credits", "code", "200"), 12.0)
 	is.Equal(value(m, "imagegen_http_request_seconds", "route", "POST /api/v1/tasks/{task_id}/cancel"), 1.0)
-	is.Equal(value(m, "imagegen_task_queue_seconds"), 4.0)      // four tasks were claimed (the cancelled one maybe too)
+	// Four tasks were claimed; the cancelled one too if a worker took it
+	// before the cancel (then its call ended "cancelled").
+	claimedThenCancelled := value(m, "imagegen_provider_requests_total", "provider", "placeholder", "outcome", "cancelled")
+	is.Equal(value(m, "imagegen_task_queue_seconds"), 4+claimedThenCancelled)
 	is.Equal(value(m, "imagegen_task_generation_seconds"), 4.0) // the finishes that ran a generation
 	is.Equal(value(m, "imagegen_queue_depth", "status", "pending"), 0.0)
 	is.Equal(value(m, "imagegen_queue_depth", "status", "processing"), 0.0)
