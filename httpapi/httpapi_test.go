@@ -42,6 +42,7 @@ type env struct {
 type envOptions struct {
 	store    imagegen.Store
 	limit    int
+	openAI   bool             // serve the OpenAI-compatible endpoint at /v1
 	logger   *slog.Logger     // the API's; default quiet
 	observer httpapi.Observer // default none
 }
@@ -67,6 +68,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	api, err := httpapi.New(httpapi.Config{
 		Service: svc, Limiter: limiter, AuthFailures: authFailures, Clock: clock,
 		PublicURL: "https://img.example.test", Logger: o.logger, Observer: o.observer,
+		OpenAIPrefix: map[bool]string{true: "/v1"}[o.openAI],
 	})
 	is.NoErr(err)
 	mux := http.NewServeMux()

@@ -2,6 +2,7 @@ package gemini_test
 
 import (
 	"encoding/base64"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,11 +12,6 @@ import (
 	"github.com/imagegen/imagegen/model/gemini"
 	"github.com/imagegen/imagegen/model/provider"
 	"github.com/imagegen/imagegen/model/provider/providertest"
-)
-
-type (
-	success = providertest.Success[*fake, gemini.Config]
-	failure = providertest.Failure[*fake, gemini.Config]
 )
 
 // The scenarios every adapter must pass, as the Gemini API plays them.
@@ -69,6 +65,12 @@ func TestConformance(t *testing.T) {
 
 var overloaded = []byte(`{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`)
 
+// success and failure are the conformance scenarios on this package's fake.
+type (
+	success = providertest.Success[*fake, gemini.Config]
+	failure = providertest.Failure[*fake, gemini.Config]
+)
+
 func textToImage(t *testing.T) []success {
 	const prompt = "A photorealistic nano banana dish in a fancy restaurant"
 	plan := imagegen.Plan{Model: "gemini/gemini-2.5-flash-image", Cost: 1}
@@ -118,7 +120,7 @@ func imageToImage() []success {
 			Size: provider.Size{W: 1152, H: 864}, Calls: []string{"generate"}, // 1184x864 cropped to exactly 4:3
 			Check: func(t *testing.T, f *fake) {
 				is := is.New(t)
-				is.Equal(pair.Asked(), edit.ImageInput)
+				is.Equal(pair.Asked(), slices.Sorted(slices.Values(edit.ImageInput)))
 				// The body is the documented edit request, with our images
 				// (and TEXT next to IMAGE among the modalities).
 				want := providertest.JSON(t, providertest.Spec(t, "request.edit-with-reference-images.json"))

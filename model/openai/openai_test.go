@@ -3,6 +3,7 @@ package openai_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,11 +13,6 @@ import (
 	"github.com/imagegen/imagegen/model/openai"
 	"github.com/imagegen/imagegen/model/provider"
 	"github.com/imagegen/imagegen/model/provider/providertest"
-)
-
-type (
-	success = providertest.Success[*fake, openai.Config]
-	failure = providertest.Failure[*fake, openai.Config]
 )
 
 // The scenarios every adapter must pass, as the Images API plays them.
@@ -64,6 +60,12 @@ var serverError = []byte(`{"error":{"message":"The server had an error while pro
 // exampleURL is the image URL of testdata/generations.response.dall-e-3.json.
 const exampleURL = "https://oaidalleapiprodscus.blob.core.windows.net/private/org-xxxx/user-xxxx/img-xxxx.png?st=2024-04-23T00%3A53%3A48Z&se=2024-04-23T02%3A53%3A48Z&sig=xxxx"
 
+// success and failure are the conformance scenarios on this package's fake.
+type (
+	success = providertest.Success[*fake, openai.Config]
+	failure = providertest.Failure[*fake, openai.Config]
+)
+
 func textToImage() []success {
 	urlFetcher := &providertest.Fetcher{Images: map[string]providertest.Image{exampleURL: {Data: providertest.PNG(1024, 1024), ContentType: "image/png"}}}
 	return []success{
@@ -102,7 +104,7 @@ func imageToImage() success {
 		Size: provider.Size{W: 1536, H: 864}, Calls: []string{"edits"},
 		Check: func(t *testing.T, f *fake) {
 			is := is.New(t)
-			is.Equal(fetcher.Asked(), req.ImageInput)
+			is.Equal(fetcher.Asked(), slices.Sorted(slices.Values(req.ImageInput)))
 			c := f.Calls()[0]
 			is.Equal(c.header.Get("Authorization"), "Bearer "+key)
 			is.Equal(c.fields, map[string][]string{

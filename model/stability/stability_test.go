@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/color"
 	gifenc "image/gif"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,11 +17,6 @@ import (
 	"github.com/imagegen/imagegen/model/provider"
 	"github.com/imagegen/imagegen/model/provider/providertest"
 	"github.com/imagegen/imagegen/model/stability"
-)
-
-type (
-	success = providertest.Success[*fake, stability.Config]
-	failure = providertest.Failure[*fake, stability.Config]
 )
 
 // The scenarios every adapter must pass, as the Stable Image API plays
@@ -69,6 +65,12 @@ func constructions() []providertest.Construction[stability.Config] {
 		{Name: "ultra", Config: stability.Config{Config: provider.Config{APIKey: key, Cost: 1}, Model: "ultra"}, Model: "stability/ultra", Cost: 1},
 	}
 }
+
+// success and failure are the conformance scenarios on this package's fake.
+type (
+	success = providertest.Success[*fake, stability.Config]
+	failure = providertest.Failure[*fake, stability.Config]
+)
 
 func textToImage() []success {
 	const prompt = "a lighthouse on a cliff"
@@ -121,7 +123,7 @@ func imageToImage(t *testing.T) []success {
 	// aspect_ratio is sent with an init image.
 	initImage := func(t *testing.T, f *fake, fields map[string][]string) {
 		is := is.New(t)
-		is.Equal(fetcher.Asked()[len(fetcher.Asked())-1], winter.ImageInput[0]) // through the guarded fetcher
+		is.True(slices.Contains(fetcher.Asked(), winter.ImageInput[0])) // through the guarded fetcher
 		c := f.Calls()[0]
 		is.Equal(c.fields, fields)
 		is.Equal(c.files, []part{{Name: "image", Filename: "image.jpg", ContentType: "image/jpeg", Data: photo}})
@@ -268,6 +270,6 @@ func failures(t *testing.T) []failure {
 // newModel returns an adapter pointed at f, with a recording clock.
 func newModel(t *testing.T, f *fake, c stability.Config) (*stability.Model, *providertest.InstantClock) {
 	t.Helper()
-	clock := providertest.Configure(&c.Config, f.srv.URL, key)
+	clock := providertest.Configure(&c.Config, f.Server.URL, key)
 	return providertest.MustNew(t, stability.New, c), clock
 }

@@ -65,8 +65,8 @@ if ARGV[4] == '1' then
   local cost = tonumber(f[3])
   local balance = tonumber(redis.call('GET', KEYS[3]) or '0')
   if balance < cost then return -2 end
-  redis.call('DECRBY', KEYS[3], cost)
-  redis.call('RPUSH', KEYS[4], ARGV[5] .. now .. '}')
+  local after = redis.call('DECRBY', KEYS[3], cost)
+  redis.call('RPUSH', KEYS[4], ARGV[5] .. now .. ',"bal":' .. after .. '}')
   redis.call('HSET', KEYS[1], 'refunded', '0', 'refund_ref', ARGV[6])
 end
 redis.call('HDEL', KEYS[1], 'error', 'error_code', 'finished', 'expires')
