@@ -109,6 +109,11 @@ type Config struct {
 	// filled in by New.
 	Webhooks webhook.Config
 
+	// HTTPObserver is told of every API answer, for metrics (package
+	// metrics). Nil counts nothing. (The service's Observer is
+	// Service.Observer; the dispatcher's, Webhooks.Observer.)
+	HTTPObserver httpapi.Observer
+
 	// NoWorkers makes Run deliver callbacks without running generations:
 	// an API-only process, with workers elsewhere on a shared store.
 	NoWorkers bool
@@ -180,6 +185,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		SigningKey:     cfg.SigningKey,
 		Clock:          clock,
 		Logger:         log,
+		Observer:       cfg.HTTPObserver,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
