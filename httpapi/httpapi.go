@@ -80,7 +80,12 @@ type Config struct {
 	// -retention).
 	IdempotencyTTL time.Duration
 	Clock          imagegen.Clock // default SystemClock
-	Logger         *slog.Logger   // default slog.Default()
+	// Logger gets one line per request (method, route, status, duration,
+	// request id, key id) and the details of server errors.
+	Logger *slog.Logger // default slog.Default()
+	// Observer is told of every answer, for metrics (package metrics).
+	// Nil counts nothing.
+	Observer Observer
 }
 
 // Handler serves the API. Create it with New.
@@ -145,7 +150,9 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	}
 }
 
-// ServeHTTP serves one API request.
+// ServeHTTP serves one API request: it gives it a request id (see
+// RequestIDHeader), serves it, logs it once and reports it to the
+// Observer.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.mux.ServeHTTP(w, r)
+	h.serveObserved(w, r)
 }

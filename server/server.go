@@ -109,6 +109,11 @@ type Config struct {
 	// filled in by New.
 	Webhooks webhook.Config
 
+	// HTTPObserver is told of every API answer, for metrics (package
+	// metrics). Nil counts nothing. (The service's Observer is
+	// Service.Observer; the dispatcher's, Webhooks.Observer.)
+	HTTPObserver httpapi.Observer
+
 	// NoWorkers makes Run deliver callbacks without running generations:
 	// an API-only process, with workers elsewhere on a shared store.
 	NoWorkers bool
@@ -180,6 +185,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		SigningKey:     cfg.SigningKey,
 		Clock:          clock,
 		Logger:         log,
+		Observer:       cfg.HTTPObserver,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -222,6 +228,13 @@ func (s *Server) Service() *imagegen.Service { return s.svc }
 
 // API returns the HTTP API handler (for ImageURLs and TaskJSON).
 func (s *Server) API() *httpapi.Handler { return s.api }
+
+// Drain answers every open "Prefer: wait" request at once with its task
+// as it stands (httpapi.Handler.Drain), so that shutting the HTTP server
+// down is not held up by long polls:
+//
+//	httpServer.RegisterOnShutdown(srv.Drain)
+func (s *Server) Drain() { s.api.Drain() }
 
 // Register mounts the API on mux under its prefix.
 func (s *Server) Register(mux *http.ServeMux) { s.api.Register(mux) }

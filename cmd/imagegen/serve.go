@@ -16,6 +16,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/server"
+	"github.com/imagegen/imagegen/webhook"
 )
 
 type serveConfig struct {
@@ -81,16 +82,24 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := c.logger(stderr)
 
 	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, retention: c.retention, rateLimit: c.rateLimit})
 	if err != nil {
 		return err
 	}
 	defer be.close()
+	obs, err := newObservability(c.opsConfig, be.store)
+	if err != nil {
+		return err
+	}
 	svcConfig, err := serviceConfig(c.runtimeConfig, getenv, be.store, log)
 	if err != nil {
 		return err
+	}
+	svcConfig.Observer = obs.observer()
+	if c.workers > 0 {
+		obs.checkModel(svcConfig.Model)
 	}
 
 	ln, err := net.Listen("tcp", c.addr)
@@ -111,6 +120,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		OpenAIPrefix:   c.openAI,
 		SigningKey:     []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
 		NoWorkers:      c.workers == 0,       // -workers 0: this process serves the API only
+		HTTPObserver:   obs.apiObserver(),
+		Webhooks:       webhook.Config{Observer: obs.webhookObserver()},
 	})
 	if err != nil {
 		return err
@@ -120,6 +131,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	mux := http.NewServeMux()
 	stack.Register(mux)
+	probes, err := obs.probes(log, false) // load balancers probe the serving port too
+	if err != nil {
+		return err
+	}
+	probes.Register(mux)
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -129,15 +145,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 
-	srv.RegisterOnShutdown(stack.API().Drain) // open Prefer: wait requests answer at once
+	srv.RegisterOnShutdown(stack.Drain) // open Prefer: wait requests answer at once
 
 	var wg sync.WaitGroup
+	admin, stopAdmin, err := obs.startAdmin(ctx, c.opsConfig, log)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		_ = stack.Run(ctx) // workers, and callbacks of finished tasks from this or any process; returns once running generations finished or were released
 	}()
-	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "workers", c.workers, "model", c.model, "store", storeName(c.redisURL))
+	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "workers", c.workers, "model", c.model, "store", storeName(c.redisURL), "admin", admin)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

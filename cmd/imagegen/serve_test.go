@@ -49,7 +49,7 @@ func startServe(t *testing.T, env map[string]string, args ...string) serveProc {
 	done := make(chan error, 1)
 	args = append([]string{"serve", "-addr", "127.0.0.1:0"}, args...)
 	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, stdout, stderr) }()
-	addrRe := regexp.MustCompile(`api=(http://127\.0\.0\.1:\d+)/api/v1`)
+	addrRe := regexp.MustCompile(`"?api"?[=:]"?(http://127\.0\.0\.1:\d+)/api/v1`) // text or JSON logs
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
