@@ -101,6 +101,7 @@ type Server struct {
 	svc        *imagegen.Service
 	api        *httpapi.Handler
 	dispatcher *webhook.Dispatcher
+	limiter    imagegen.Limiter
 	noWorkers  bool
 }
 
@@ -177,7 +178,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	return &Server{svc: svc, api: api, dispatcher: dispatcher, noWorkers: cfg.NoWorkers}, nil
+	return &Server{svc: svc, api: api, dispatcher: dispatcher, limiter: cfg.Limiter, noWorkers: cfg.NoWorkers}, nil
 }
 
 func checkPublicURL(raw string) error {
@@ -202,6 +203,11 @@ func (s *Server) Service() *imagegen.Service { return s.svc }
 
 // API returns the HTTP API handler (for ImageURLs and TaskJSON).
 func (s *Server) API() *httpapi.Handler { return s.api }
+
+// Limiter returns the per-key rate limit of the API (Config.Limiter or
+// the default), for other front ends that must count against the same
+// limit, such as the web console's playground.
+func (s *Server) Limiter() imagegen.Limiter { return s.limiter }
 
 // Register mounts the API on mux under its prefix.
 func (s *Server) Register(mux *http.ServeMux) { s.api.Register(mux) }
