@@ -28,7 +28,7 @@ func addReceiver(ctx context.Context, c *client.Client, mux *http.ServeMux, hand
 	v := client.WebhookVerifier{Secret: secret}
 	mux.HandleFunc("POST /hooks/imagegen", func(w http.ResponseWriter, r *http.Request) {
 		task, err := v.Receive(r) // checks webhook-signature and webhook-timestamp (±5 min)
-		if err != nil { // errors.Is(err, client.ErrWebhookSignature), ErrWebhookTimestamp, …
+		if err != nil {           // errors.Is(err, client.ErrWebhookSignature), ErrWebhookTimestamp, …
 			http.Error(w, "bad callback", http.StatusBadRequest)
 			return
 		}

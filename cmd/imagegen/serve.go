@@ -25,6 +25,9 @@ type serveConfig struct {
 	demoCredits int64
 	rateLimit   int
 	signingKey  string
+	// trustedProxies are the reverse proxies whose X-Forwarded-For /
+	// Forwarded headers name the client.
+	trustedProxies prefixList
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -37,7 +40,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.Int64Var(&c.demoCredits, "demo-credits", 100, "credits granted to each demo user")
 	fs.IntVar(&c.rateLimit, "rate-limit", 10, "requests per API key per rolling minute")
 	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: random per process; with -redis, one shared by all processes)")
+	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose X-Forwarded-For / Forwarded headers name the client, for the per-address limit on failed logins (repeatable; default: none, the client is the peer address)")
 	c.runtimeConfig.register(fs, 4)
+	secretFiles(fs, "demo-key", "signing-key", "redis")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -92,11 +97,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		publicURL = "http://" + displayAddr(ln.Addr())
 	}
 	stack, err := server.New(ctx, server.Config{
-		Service:    svcConfig,
-		PublicURL:  publicURL,
-		Limiter:    be.limiter,
-		SigningKey: []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
-		NoWorkers:  c.workers == 0,       // -workers 0: this process serves the API only
+		Service:        svcConfig,
+		PublicURL:      publicURL,
+		Limiter:        be.limiter,
+		AuthFailures:   be.authFailures,
+		TrustedProxies: c.trustedProxies,
+		IdempotencyTTL: c.retention,
+		SigningKey:     []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
+		NoWorkers:      c.workers == 0,       // -workers 0: this process serves the API only
 	})
 	if err != nil {
 		return err
@@ -114,6 +122,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+
+	srv.RegisterOnShutdown(stack.API().Drain) // open Prefer: wait requests answer at once
 
 	var wg sync.WaitGroup
 	wg.Add(1)
