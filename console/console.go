@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -49,6 +50,14 @@ type Config struct {
 	// Limiter is the API's per-key rate limit; playground submissions
 	// count against it. Nil: the playground is not rate limited.
 	Limiter imagegen.Limiter
+
+	// AuthFailures counts failed key sign-ins per client address, like
+	// the API's failed authentications (share the same limiter); beyond
+	// its budget the sign-in form answers 429. Nil: not limited.
+	AuthFailures imagegen.Limiter
+	// ClientIP names the client of a request for AuthFailures. Default:
+	// API.ClientIP when API is set, else the request's remote address.
+	ClientIP func(*http.Request) string
 
 	// Prefix is where the app mounts the console, e.g. "/console"
 	// (default ""). Links and cookie paths start with it.
@@ -139,8 +148,23 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 	if c.imageURLs == nil {
 		c.imageURLs = cfg.API.ImageURLs
 	}
+	switch {
+	case c.cfg.ClientIP != nil:
+	case cfg.API != nil:
+		c.cfg.ClientIP = cfg.API.ClientIP
+	default:
+		c.cfg.ClientIP = remoteHost
+	}
 	c.mux = c.routes()
 	return c, nil
+}
+
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 func randomBytes32() []byte {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/server"
 )
 
 func TestSignInPageCarriesTheSecurityHeaders(t *testing.T) {
@@ -328,4 +329,20 @@ func TestCreditsArePagedNewestFirst(t *testing.T) {
 	if p := b.get("/console/credits?page=0"); p.status != http.StatusBadRequest {
 		t.Fatalf("page=0: status %d, want 400", p.status)
 	}
+}
+
+func TestFailedSignInsAreLimitedPerAddress(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	key := f.user(t, "alice", 1)
+	b := f.browser(t)
+	for i := range server.DefaultAuthFailures {
+		if p := b.submitForm("/console/signin", "/console/signin", url.Values{"key": {"wrong-key-0123456789"}}); p.status != http.StatusUnauthorized {
+			t.Fatalf("failure %d: status %d, want 401", i+1, p.status)
+		}
+	}
+	p := b.submitForm("/console/signin", "/console/signin", url.Values{"key": {"wrong-key-0123456789"}})
+	if p.status != http.StatusTooManyRequests || p.header.Get("Retry-After") == "" {
+		t.Fatalf("beyond the budget: status %d, Retry-After %q; want 429 with Retry-After", p.status, p.header.Get("Retry-After"))
+	}
+	b.signIn(key) // a good key still gets in: only failures are counted
 }

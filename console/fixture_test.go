@@ -57,13 +57,14 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 		t.Fatal(err)
 	}
 	con, err := console.New(ctx, console.Config{
-		Service:   stack.Service(),
-		API:       stack.API(),
-		Limiter:   stack.Limiter(),
-		Prefix:    "/console",
-		KeySignIn: true,
-		Operators: []string{"ops"},
-		Logger:    quiet,
+		Service:      stack.Service(),
+		API:          stack.API(),
+		Limiter:      stack.Limiter(),
+		AuthFailures: stack.AuthFailures(),
+		Prefix:       "/console",
+		KeySignIn:    true,
+		Operators:    []string{"ops"},
+		Logger:       quiet,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -91,6 +91,9 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	rec, err := c.svc.Authenticate(r.Context(), key)
 	switch {
 	case errors.Is(err, imagegen.ErrUnauthorized):
+		if c.tooManyFailures(w, r) {
+			return
+		}
 		c.render(w, r, http.StatusUnauthorized, "signin", page{Title: "Sign in", Error: "That API key was not accepted."})
 		return
 	case err != nil:
@@ -130,4 +133,23 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request) {
 	default:
 		c.render(w, r, http.StatusUnauthorized, "message", page{Title: "Sign in", Message: "Please sign in to use the console."})
 	}
+}
+
+// tooManyFailures counts a failed sign-in against the client's address
+// and, beyond the budget of Config.AuthFailures, answers 429.
+func (c *Console) tooManyFailures(w http.ResponseWriter, r *http.Request) bool {
+	if c.cfg.AuthFailures == nil {
+		return false
+	}
+	res, err := c.cfg.AuthFailures.Allow(r.Context(), "console-signin:"+c.cfg.ClientIP(r))
+	if err != nil { // the limiter's backend is down: still just a refusal
+		c.log.WarnContext(r.Context(), "console: sign-in failure limiter", "err", err)
+		return false
+	}
+	if res.Allowed {
+		return false
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(max(res.RetryAfter.Round(time.Second), time.Second)/time.Second)))
+	c.render(w, r, http.StatusTooManyRequests, "signin", page{Title: "Sign in", Error: "Too many failed sign-ins from your address. Wait a minute and try again."})
+	return true
 }

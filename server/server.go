@@ -117,6 +117,7 @@ type Server struct {
 	api        *httpapi.Handler
 	dispatcher *webhook.Dispatcher
 	limiter    imagegen.Limiter
+	authFails  imagegen.Limiter
 	noWorkers  bool
 }
 
@@ -193,7 +194,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	return &Server{svc: svc, api: api, dispatcher: dispatcher, limiter: cfg.Limiter, noWorkers: cfg.NoWorkers}, nil
+	return &Server{svc: svc, api: api, dispatcher: dispatcher, limiter: cfg.Limiter, authFails: cfg.AuthFailures, noWorkers: cfg.NoWorkers}, nil
 }
 
 func checkPublicURL(raw string) error {
@@ -223,6 +224,11 @@ func (s *Server) API() *httpapi.Handler { return s.api }
 // the default), for other front ends that must count against the same
 // limit, such as the web console's playground.
 func (s *Server) Limiter() imagegen.Limiter { return s.limiter }
+
+// AuthFailures returns the limit of failed authentications per client
+// address (Config.AuthFailures or the default), for other sign-in forms
+// that must share it, such as the web console's.
+func (s *Server) AuthFailures() imagegen.Limiter { return s.authFails }
 
 // Register mounts the API on mux under its prefix.
 func (s *Server) Register(mux *http.ServeMux) { s.api.Register(mux) }
