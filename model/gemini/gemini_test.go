@@ -2,6 +2,7 @@ package gemini_test
 
 import (
 	"encoding/base64"
+	"slices"
 	"testing"
 	"time"
 
@@ -118,7 +119,7 @@ func imageToImage() []success {
 			Size: provider.Size{W: 1152, H: 864}, Calls: []string{"generate"}, // 1184x864 cropped to exactly 4:3
 			Check: func(t *testing.T, f *fake) {
 				is := is.New(t)
-				is.Equal(pair.Asked(), edit.ImageInput)
+				is.Equal(pair.Asked(), slices.Sorted(slices.Values(edit.ImageInput)))
 				// The body is the documented edit request, with our images
 				// (and TEXT next to IMAGE among the modalities).
 				want := providertest.JSON(t, providertest.Spec(t, "request.edit-with-reference-images.json"))

@@ -3,6 +3,7 @@ package openai_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -102,7 +103,7 @@ func imageToImage() success {
 		Size: provider.Size{W: 1536, H: 864}, Calls: []string{"edits"},
 		Check: func(t *testing.T, f *fake) {
 			is := is.New(t)
-			is.Equal(fetcher.Asked(), req.ImageInput)
+			is.Equal(fetcher.Asked(), slices.Sorted(slices.Values(req.ImageInput)))
 			c := f.Calls()[0]
 			is.Equal(c.header.Get("Authorization"), "Bearer "+key)
 			is.Equal(c.fields, map[string][]string{

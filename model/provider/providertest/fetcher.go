@@ -3,6 +3,7 @@ package providertest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -42,9 +43,10 @@ func (f *Fetcher) Fetch(ctx context.Context, url string) ([]byte, string, error)
 	return nil, "", fmt.Errorf("unexpected HTTP status 404")
 }
 
-// Asked returns the URLs fetched so far, in order.
+// Asked returns the URLs fetched so far, sorted: a task's references are
+// fetched in parallel, so the order they were asked in means nothing.
 func (f *Fetcher) Asked() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]string(nil), f.asked...)
+	return slices.Sorted(slices.Values(f.asked))
 }
