@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -203,6 +204,8 @@ func (c *Console) routes() *http.ServeMux {
 	mux.HandleFunc("POST "+p+"/keys", c.csrf(c.user(c.createKey)))
 	mux.HandleFunc("POST "+p+"/keys/{id}/revoke", c.csrf(c.user(c.revokeKey)))
 	mux.HandleFunc("GET "+p+"/credits", c.user(c.creditsPage))
+	mux.HandleFunc("GET "+p+"/ops", c.operator(c.opsPage))
+	mux.HandleFunc("POST "+p+"/ops/tasks/{id}/cancel", c.csrf(c.operator(c.opsCancel)))
 	mux.HandleFunc(p+"/", c.notFound)
 	return mux
 }
@@ -213,3 +216,5 @@ func (c *Console) path(page string) string { return c.cfg.Prefix + page }
 func (c *Console) isOperatorOwner(owner string) bool {
 	return slices.Contains(c.cfg.Operators, owner)
 }
+
+func urlQueryEscape(s string) string { return url.QueryEscape(s) }

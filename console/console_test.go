@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/server"
 )
 
@@ -345,4 +346,79 @@ func TestFailedSignInsAreLimitedPerAddress(t *testing.T) {
 		t.Fatalf("beyond the budget: status %d, Retry-After %q; want 429 with Retry-After", p.status, p.header.Get("Retry-After"))
 	}
 	b.signIn(key) // a good key still gets in: only failures are counted
+}
+
+func TestOperatorPagesAreForOperatorsOnly(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	f.user(t, "alice", 3)
+	sub, err := f.svc.Submit(context.Background(), "alice", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "queued <b>cat</b>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	user := f.browser(t)
+	user.signIn(f.user(t, "bob", 1))
+	for _, path := range []string{"/console/ops", "/console/ops?owner=alice"} {
+		if p := user.get(path); p.status != http.StatusNotFound || strings.Contains(p.body, "queued") {
+			t.Errorf("a user GET %s: status %d, want 404", path, p.status)
+		}
+	}
+	if p := user.submitForm("/console/keys", "/console/ops/tasks/"+sub.TaskID+"/cancel", url.Values{"owner": {"alice"}, "reason": {"x"}}); p.status != http.StatusNotFound {
+		t.Errorf("a user's operator cancel: status %d, want 404", p.status)
+	}
+	if strings.Contains(user.get("/console/keys").body, "/console/ops") {
+		t.Error("a user sees the operator link")
+	}
+
+	ops := f.browser(t)
+	ops.signIn(f.user(t, "ops", 0))
+	p := ops.get("/console/ops?owner=alice")
+	if p.status != http.StatusOK {
+		t.Fatalf("operator: status %d", p.status)
+	}
+	contains(t, p, `id="balance">2<`, sub.TaskID, "queued &lt;b&gt;cat&lt;/b&gt;")
+	if nobody := ops.get("/console/ops?owner=nobody"); !strings.Contains(nobody.body, `id="not-found"`) {
+		t.Error("an unknown owner is not reported as such")
+	}
+}
+
+func TestOperatorCancelNeedsAReasonAndRefunds(t *testing.T) {
+	hold := make(chan struct{})
+	model := imagegentest.NewModel(1, func(ctx context.Context, _ imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+		select { // runs until cancelled (or the test ends)
+		case <-ctx.Done():
+		case <-hold:
+		}
+		return nil, ctx.Err()
+	})
+	f := newFixture(t, fixtureConfig{model: model})
+	t.Cleanup(func() { close(hold) })
+	f.user(t, "alice", 3)
+	sub, err := f.svc.Submit(context.Background(), "alice", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a long one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := f.browser(t)
+	ops.signIn(f.user(t, "ops", 0))
+	path := "/console/ops/tasks/" + sub.TaskID + "/cancel"
+	if p := ops.submitForm("/console/ops?owner=alice", path, url.Values{"owner": {"alice"}, "reason": {"  "}}); p.status != http.StatusUnprocessableEntity {
+		t.Fatalf("cancel without a reason: status %d, want 422", p.status)
+	}
+	if task, _ := f.svc.Task(context.Background(), "alice", sub.TaskID); task.Status.Terminal() {
+		t.Fatal("a cancel without a reason changed the task")
+	}
+	p := ops.submitForm("/console/ops?owner=alice", path, url.Values{"owner": {"alice"}, "reason": {"user asked by mail"}})
+	if p.status != http.StatusOK || !strings.Contains(p.body, "cancelled") {
+		t.Fatalf("cancel: status %d", p.status)
+	}
+	task, err := f.svc.Task(context.Background(), "alice", sub.TaskID)
+	if err != nil || task.Status != imagegen.StatusFailed || task.ErrorCode != imagegen.CodeCancelled || !task.Refunded {
+		t.Fatalf("task after an operator's cancel: %+v %v; want failed, cancelled, refunded", task, err)
+	}
+	if bal, _ := f.svc.Balance(context.Background(), "alice"); bal != 3 {
+		t.Fatalf("alice's balance %d, want 3 (refunded)", bal)
+	}
+	if p := ops.submitForm("/console/ops?owner=alice", "/console/ops/tasks/no-such/cancel", url.Values{"owner": {"alice"}, "reason": {"x"}}); p.status != http.StatusNotFound {
+		t.Fatalf("cancel of no task: status %d, want 404", p.status)
+	}
 }

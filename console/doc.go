@@ -50,6 +50,8 @@
 //	/tasks/{id}    one task; pending -> processing -> result live
 //	/keys          API keys: create (shown once), name, revoke
 //	/credits       balance and ledger, newest first, paged
+//	/ops           operators only: look up a user (balance, tasks, keys)
+//	               and cancel a task (refunded) with a reason, logged
 //
 // All assets (templates, one style sheet, one script) are embedded; no
 // CDN, no fonts, no build step. Everything works without JavaScript but

@@ -16,7 +16,7 @@ import (
 var assets embed.FS
 
 // pageNames are the templates in assets/, each rendered inside layout.html.
-var pageNames = []string{"signin", "message", "playground", "tasks", "task", "keys", "credits"}
+var pageNames = []string{"signin", "message", "playground", "tasks", "task", "keys", "credits", "ops"}
 
 func parsePages() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
