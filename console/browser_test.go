@@ -233,11 +233,8 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	// Another user's task is refused.
 	f.user(t, "bob", 1)
-	bobs, err := f.svc.Submit(context.Background(), "bob", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "bob's private prompt"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := chromedp.RunResponse(ctx, chromedp.Navigate(base+"/tasks/"+bobs.TaskID))
+	bobsTask := f.submit(t, "bob", "bob's private prompt")
+	res, err := chromedp.RunResponse(ctx, chromedp.Navigate(base+"/tasks/"+bobsTask))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -149,21 +149,18 @@ func TestAnotherUsersDataIsNotFound(t *testing.T) {
 	aliceKey := f.user(t, "alice", 5)
 	alice := f.browser(t)
 	alice.signIn(aliceKey)
-	sub, err := f.svc.Submit(context.Background(), "alice", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "alice's secret cat"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	taskID := f.submit(t, "alice", "alice's secret cat")
 	aliceKeys, _ := f.svc.Keys(context.Background(), "alice")
 
 	bob := f.browser(t)
 	bob.signIn(f.user(t, "bob", 5))
-	for _, path := range []string{"/console/tasks/" + sub.TaskID, "/console/api/tasks/" + sub.TaskID, "/console/tasks/no-such-task"} {
+	for _, path := range []string{"/console/tasks/" + taskID, "/console/api/tasks/" + taskID, "/console/tasks/no-such-task"} {
 		p := bob.get(path)
 		if p.status != http.StatusNotFound || strings.Contains(p.body, "secret cat") {
 			t.Errorf("bob GET %s: status %d, want 404 without alice's data", path, p.status)
 		}
 	}
-	if p := bob.submitForm("/console/tasks", "/console/tasks/"+sub.TaskID+"/cancel", nil); p.status != http.StatusNotFound {
+	if p := bob.submitForm("/console/tasks", "/console/tasks/"+taskID+"/cancel", nil); p.status != http.StatusNotFound {
 		t.Errorf("bob cancelling alice's task: status %d, want 404", p.status)
 	}
 	if p := bob.submitForm("/console/keys", "/console/keys/"+aliceKeys[0].ID+"/revoke", nil); p.status != http.StatusNotFound {
@@ -173,12 +170,12 @@ func TestAnotherUsersDataIsNotFound(t *testing.T) {
 		t.Fatalf("alice's key stopped working: %v", err)
 	}
 	for _, path := range []string{"/console/tasks", "/console/credits", "/console/keys"} {
-		if p := bob.get(path); strings.Contains(p.body, "secret cat") || strings.Contains(p.body, aliceKeys[0].ID) || strings.Contains(p.body, sub.TaskID) {
+		if p := bob.get(path); strings.Contains(p.body, "secret cat") || strings.Contains(p.body, aliceKeys[0].ID) || strings.Contains(p.body, taskID) {
 			t.Errorf("bob's %s shows alice's data", path)
 		}
 	}
 	// Alice sees her own task.
-	contains(t, alice.get("/console/tasks/"+sub.TaskID), "alice&#39;s secret cat")
+	contains(t, alice.get("/console/tasks/"+taskID), "alice&#39;s secret cat")
 }
 
 func TestUserStringsAreEscaped(t *testing.T) {
@@ -351,10 +348,7 @@ func TestFailedSignInsAreLimitedPerAddress(t *testing.T) {
 func TestOperatorPagesAreForOperatorsOnly(t *testing.T) {
 	f := newFixture(t, fixtureConfig{})
 	f.user(t, "alice", 3)
-	sub, err := f.svc.Submit(context.Background(), "alice", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "queued <b>cat</b>"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	taskID := f.submit(t, "alice", "queued <b>cat</b>")
 
 	user := f.browser(t)
 	user.signIn(f.user(t, "bob", 1))
@@ -363,7 +357,7 @@ func TestOperatorPagesAreForOperatorsOnly(t *testing.T) {
 			t.Errorf("a user GET %s: status %d, want 404", path, p.status)
 		}
 	}
-	if p := user.submitForm("/console/keys", "/console/ops/tasks/"+sub.TaskID+"/cancel", url.Values{"owner": {"alice"}, "reason": {"x"}}); p.status != http.StatusNotFound {
+	if p := user.submitForm("/console/keys", "/console/ops/tasks/"+taskID+"/cancel", url.Values{"owner": {"alice"}, "reason": {"x"}}); p.status != http.StatusNotFound {
 		t.Errorf("a user's operator cancel: status %d, want 404", p.status)
 	}
 	if strings.Contains(user.get("/console/keys").body, "/console/ops") {
@@ -376,7 +370,7 @@ func TestOperatorPagesAreForOperatorsOnly(t *testing.T) {
 	if p.status != http.StatusOK {
 		t.Fatalf("operator: status %d", p.status)
 	}
-	contains(t, p, `id="balance">2<`, sub.TaskID, "queued &lt;b&gt;cat&lt;/b&gt;")
+	contains(t, p, `id="balance">2<`, taskID, "queued &lt;b&gt;cat&lt;/b&gt;")
 	if nobody := ops.get("/console/ops?owner=nobody"); !strings.Contains(nobody.body, `id="not-found"`) {
 		t.Error("an unknown owner is not reported as such")
 	}
@@ -394,24 +388,21 @@ func TestOperatorCancelNeedsAReasonAndRefunds(t *testing.T) {
 	f := newFixture(t, fixtureConfig{model: model})
 	t.Cleanup(func() { close(hold) })
 	f.user(t, "alice", 3)
-	sub, err := f.svc.Submit(context.Background(), "alice", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a long one"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	taskID := f.submit(t, "alice", "a long one")
 	ops := f.browser(t)
 	ops.signIn(f.user(t, "ops", 0))
-	path := "/console/ops/tasks/" + sub.TaskID + "/cancel"
+	path := "/console/ops/tasks/" + taskID + "/cancel"
 	if p := ops.submitForm("/console/ops?owner=alice", path, url.Values{"owner": {"alice"}, "reason": {"  "}}); p.status != http.StatusUnprocessableEntity {
 		t.Fatalf("cancel without a reason: status %d, want 422", p.status)
 	}
-	if task, _ := f.svc.Task(context.Background(), "alice", sub.TaskID); task.Status.Terminal() {
+	if task, _ := f.svc.Task(context.Background(), "alice", taskID); task.Status.Terminal() {
 		t.Fatal("a cancel without a reason changed the task")
 	}
 	p := ops.submitForm("/console/ops?owner=alice", path, url.Values{"owner": {"alice"}, "reason": {"user asked by mail"}})
 	if p.status != http.StatusOK || !strings.Contains(p.body, "cancelled") {
 		t.Fatalf("cancel: status %d", p.status)
 	}
-	task, err := f.svc.Task(context.Background(), "alice", sub.TaskID)
+	task, err := f.svc.Task(context.Background(), "alice", taskID)
 	if err != nil || task.Status != imagegen.StatusFailed || task.ErrorCode != imagegen.CodeCancelled || !task.Refunded {
 		t.Fatalf("task after an operator's cancel: %+v %v; want failed, cancelled, refunded", task, err)
 	}

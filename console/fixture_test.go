@@ -93,6 +93,17 @@ func (f *fixture) user(t *testing.T, owner string, credits int64) string {
 	return key
 }
 
+// submit makes a text-to-image task of owner through the service and
+// returns its id.
+func (f *fixture) submit(t *testing.T, owner, prompt string) string {
+	t.Helper()
+	sub, err := f.svc.Submit(context.Background(), owner, imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: prompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub.TaskID
+}
+
 // browser is an HTTP client with its own cookie jar; it follows
 // redirects.
 type browser struct {

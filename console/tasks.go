@@ -77,22 +77,33 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request) {
 // taskPage shows one of the user's tasks; another user's task, or none,
 // is 404.
 func (c *Console) taskPage(w http.ResponseWriter, r *http.Request) {
+	if tv, ok := c.loadTask(w, r, 0); ok {
+		c.renderPage(w, r, "task", "Task", tv, flash(r))
+	}
+}
+
+// loadTask reads the viewer's task {id}, after waiting up to wait for it
+// to finish, with the viewer's balance. On failure it has answered (404
+// for another user's task or none) and returns false.
+func (c *Console) loadTask(w http.ResponseWriter, r *http.Request, wait time.Duration) (taskView, bool) {
 	v := viewerFrom(r.Context())
-	t, err := c.svc.Task(r.Context(), v.User, r.PathValue("id"))
+	t, err := c.svc.WaitTask(r.Context(), v.User, r.PathValue("id"), wait) // wait 0: read it now
 	if errors.Is(err, imagegen.ErrTaskNotFound) {
 		c.notFound(w, r)
-		return
+		return taskView{}, false
 	}
 	if err != nil {
-		c.serverError(w, r, err)
-		return
+		if r.Context().Err() == nil { // else the page went away
+			c.serverError(w, r, err)
+		}
+		return taskView{}, false
 	}
 	tv := c.view(t)
 	if tv.Balance, err = c.svc.Balance(r.Context(), v.User); err != nil {
 		c.serverError(w, r, err)
-		return
+		return taskView{}, false
 	}
-	c.renderPage(w, r, "task", "Task", tv, flash(r))
+	return tv, true
 }
 
 // cancelTask cancels the user's pending or processing task (refunded).
@@ -119,29 +130,13 @@ const maxPollWait = 25 * time.Second
 // taskJSON answers the task page's long-poll: the task as soon as it has
 // finished, or after ?wait= seconds (at most 25) with its state then.
 func (c *Console) taskJSON(w http.ResponseWriter, r *http.Request) {
-	v := viewerFrom(r.Context())
 	wait, err := strconv.Atoi(r.URL.Query().Get("wait"))
 	if err != nil || wait < 0 {
 		wait = 0
 	}
-	t, err := c.svc.WaitTask(r.Context(), v.User, r.PathValue("id"), min(time.Duration(wait)*time.Second, maxPollWait))
-	if errors.Is(err, imagegen.ErrTaskNotFound) {
-		c.notFound(w, r)
-		return
+	if tv, ok := c.loadTask(w, r, min(time.Duration(wait)*time.Second, maxPollWait)); ok {
+		writeJSON(w, http.StatusOK, tv)
 	}
-	if err != nil {
-		if r.Context().Err() != nil {
-			return // the page went away
-		}
-		c.serverError(w, r, err)
-		return
-	}
-	tv := c.view(t)
-	if tv.Balance, err = c.svc.Balance(r.Context(), v.User); err != nil {
-		c.serverError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, tv)
 }
 
 // flash turns the ?done= of a redirect after a form into a notice.
