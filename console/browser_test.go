@@ -243,4 +243,19 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("bob's task: status %d; want 404 without his prompt", res.Status)
 	}
 	shoot(t, ctx, dir, "10-other-users-task-404.png")
+
+	// An operator looks the user up.
+	opsKey := f.user(t, "ops", 0)
+	run(t, ctx, "sign out", chromedp.Click(chromedp.CSS(".who button")), chromedp.WaitVisible(chromedp.CSS("#signin")))
+	run(t, ctx, "sign in as the operator",
+		chromedp.SendKeys(chromedp.CSS("#key"), opsKey),
+		chromedp.Click(chromedp.CSS("#signin button")),
+		chromedp.WaitVisible(chromedp.CSS("#playground")),
+		chromedp.Navigate(base+"/ops?owner=alice"),
+		chromedp.WaitVisible(chromedp.CSS("#tasks")),
+	)
+	if got := text(t, ctx, "#balance"); got != "8" {
+		t.Fatalf("the operator sees alice's balance as %q, want 8", got)
+	}
+	shoot(t, ctx, dir, "11-operator-user-lookup.png")
 }
