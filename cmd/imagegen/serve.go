@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +34,8 @@ type serveConfig struct {
 	// owners who see its operator pages.
 	console   bool
 	operators stringList
+	// openAI is where the OpenAI-compatible endpoint is served ("" for off).
+	openAI string
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -48,6 +51,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose X-Forwarded-For / Forwarded headers name the client, for the per-address limit on failed logins (repeatable; default: none, the client is the peer address)")
 	fs.BoolVar(&c.console, "console", true, "serve the web console at /console/ (users sign in with one of their API keys); -console=false turns it off")
 	fs.Var(&c.operators, "operator", "owner who may see the console's operator pages (repeatable)")
+	fs.StringVar(&c.openAI, "openai-prefix", "/v1", `where the OpenAI-compatible POST <prefix>/images/generations is served ("" turns it off)`)
 	c.runtimeConfig.register(fs, 4)
 	secretFiles(fs, "demo-key", "signing-key", "redis")
 	if err := fs.Parse(args); err != nil {
@@ -66,6 +70,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return c, errors.New("-rate-limit must be at least 1")
 	case c.publicURL != "" && !absoluteHTTPURL(c.publicURL):
 		return c, errors.New("-public-url must be an absolute http(s) URL such as https://img.example.com")
+	case c.openAI != "" && (!strings.HasPrefix(c.openAI, "/") || strings.TrimSuffix(c.openAI, "/") == "/api/v1"):
+		return c, errors.New(`-openai-prefix must be a path such as /v1, other than /api/v1, or "" to turn it off`)
 	case c.signingKey != "" && len(c.signingKey) < 16:
 		return c, errors.New("-signing-key must be at least 16 bytes")
 	}
@@ -110,6 +116,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		AuthFailures:   be.authFailures,
 		TrustedProxies: c.trustedProxies,
 		IdempotencyTTL: c.retention,
+		OpenAIPrefix:   c.openAI,
 		SigningKey:     []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
 		NoWorkers:      c.workers == 0,       // -workers 0: this process serves the API only
 	})
