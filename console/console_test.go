@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -310,22 +311,27 @@ func TestCreditsArePagedNewestFirst(t *testing.T) {
 	b := f.browser(t)
 	b.signIn(f.user(t, "alice", 0))
 	for i := range 30 {
-		if _, err := f.svc.Grant(context.Background(), "alice", int64(i+1), "grant-"+strings.Repeat("x", i%3)+string(rune('a'+i%26))+string(rune('0'+i/26))); err != nil {
+		if _, err := f.svc.Grant(context.Background(), "alice", int64(i+1), fmt.Sprintf("grant-%d", i+1)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	rows := func(p page) int { return strings.Count(p.body, `<tr class="kind-`) }
 	first := b.get("/console/credits")
-	contains(t, first, `id="balance">465<`, "&#43;30<", `id="older"`)
-	if strings.Contains(first.body, "&#43;5<") || strings.Count(first.body, "<tr class=\"kind-") != 25 {
-		t.Fatalf("page 1 should hold the 25 newest entries (30 down to 6)")
+	contains(t, first, `id="balance">465<`, "&#43;30<", ">465<", "grant:grant-30", `id="older"`)
+	if strings.Contains(first.body, "grant:grant-5<") || rows(first) != 25 {
+		t.Fatalf("page 1 holds %d rows; want the 25 newest entries (30 down to 6)", rows(first))
 	}
-	second := b.get("/console/credits?page=2")
-	contains(t, second, "&#43;5<", "&#43;1<", `id="newer"`)
-	if strings.Count(second.body, "<tr class=\"kind-") != 5 || strings.Contains(second.body, `id="older"`) {
-		t.Fatal("page 2 should hold the 5 oldest entries and be the last")
+	older := regexp.MustCompile(`href="(/console/credits\?cursor=[^"]+)" id="older"`).FindStringSubmatch(first.body)
+	if older == nil {
+		t.Fatal("no link to the older page")
 	}
-	if p := b.get("/console/credits?page=0"); p.status != http.StatusBadRequest {
-		t.Fatalf("page=0: status %d, want 400", p.status)
+	second := b.get(strings.ReplaceAll(older[1], "&amp;", "&"))
+	contains(t, second, "&#43;5<", "&#43;1<", "grant:grant-1<", `id="newest"`)
+	if rows(second) != 5 || strings.Contains(second.body, `id="older"`) {
+		t.Fatalf("page 2 holds %d rows; want the 5 oldest entries, and no older page", rows(second))
+	}
+	if p := b.get("/console/credits?cursor=not-a-cursor"); p.status != http.StatusBadRequest {
+		t.Fatalf("a made-up cursor: status %d, want 400", p.status)
 	}
 }
 

@@ -1,8 +1,8 @@
 package console
 
 import (
+	"errors"
 	"net/http"
-	"strconv"
 
 	"github.com/imagegen/imagegen"
 )
@@ -12,45 +12,32 @@ const ledgerPageSize = 25
 
 // creditsData is the balance and one page of the ledger, newest first.
 type creditsData struct {
-	Balance  int64
-	Entries  []imagegen.LedgerEntry
-	Page     int
-	PrevPage int // 0 when on the first page
-	NextPage int // 0 when on the last page
+	Balance int64
+	Entries []imagegen.LedgerEntry
+	First   bool   // the newest page
+	Next    string // cursor of the older page, "" on the last
 }
 
-// creditsPage shows the balance and the ledger, newest first, in pages of
-// ledgerPageSize (?page=2 ...).
+// creditsPage shows the balance and the ledger (Service.ListLedger),
+// newest first, in pages of ledgerPageSize (?cursor= from the previous
+// page's link). Each entry shows its reference and the balance after it.
 func (c *Console) creditsPage(w http.ResponseWriter, r *http.Request) {
 	v := viewerFrom(r.Context())
-	n := 1
-	if p := r.URL.Query().Get("page"); p != "" {
-		var err error
-		if n, err = strconv.Atoi(p); err != nil || n < 1 {
-			c.render(w, r, http.StatusBadRequest, "message", pageMsg("Bad request", "The page number must be a positive number."))
-			return
-		}
+	cursor := r.URL.Query().Get("cursor")
+	page, err := c.svc.ListLedger(r.Context(), v.User, ledgerPageSize, cursor)
+	if errors.Is(err, imagegen.ErrInvalidParams) {
+		c.render(w, r, http.StatusBadRequest, "message", pageMsg("Bad request", "That ledger position is not valid."))
+		return
+	}
+	if err != nil {
+		c.serverError(w, r, err)
+		return
 	}
 	balance, err := c.svc.Balance(r.Context(), v.User)
 	if err != nil {
 		c.serverError(w, r, err)
 		return
 	}
-	ledger, err := c.svc.Ledger(r.Context(), v.User) // oldest first
-	if err != nil {
-		c.serverError(w, r, err)
-		return
-	}
-	d := creditsData{Balance: balance, Page: n}
-	end := len(ledger) - (n-1)*ledgerPageSize // exclusive, counting from the newest
-	for i := end - 1; i >= 0 && i >= end-ledgerPageSize; i-- {
-		d.Entries = append(d.Entries, ledger[i])
-	}
-	if n > 1 {
-		d.PrevPage = n - 1
-	}
-	if end-ledgerPageSize > 0 {
-		d.NextPage = n + 1
-	}
+	d := creditsData{Balance: balance, Entries: page.Entries, First: cursor == "", Next: page.Next}
 	c.renderPage(w, r, "credits", "Credits", d, "")
 }
