@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
 	"github.com/imagegen/imagegen/internal/retry"
+	"github.com/imagegen/imagegen/internal/slots"
 )
 
 // Run executes generations until ctx ends: it claims ready tasks (at most
@@ -35,31 +37,18 @@ func (s *Service) Run(ctx context.Context) error {
 		s.recoverLoop(ctx)
 	}()
 
-	slots := make(chan struct{}, s.cfg.Workers)
+	pool := slots.New(s.cfg.Workers)
 	var running sync.WaitGroup
 claim:
 	for {
 		// Wait for one free slot, then take every other free one, and
 		// claim that many tasks in one store call.
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
+		free := pool.TakeFree(ctx)
+		if free == 0 {
 			break claim
 		}
-		free := 1
-	more:
-		for free < s.cfg.Workers {
-			select {
-			case slots <- struct{}{}:
-				free++
-			default:
-				break more
-			}
-		}
 		tasks, err := s.cfg.Store.ClaimTasks(ctx, s.cfg.LeaseDuration, free)
-		for range free - len(tasks) {
-			<-slots
-		}
+		pool.Give(free - len(tasks))
 		if err != nil {
 			if ctx.Err() != nil {
 				break claim
@@ -77,7 +66,7 @@ claim:
 		for _, t := range tasks {
 			running.Add(1)
 			go func() {
-				defer func() { <-slots; running.Done() }()
+				defer func() { pool.Give(1); running.Done() }()
 				s.process(workCtx, t)
 			}()
 		}

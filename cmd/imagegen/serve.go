@@ -145,7 +145,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 
-	srv.RegisterOnShutdown(stack.API().Drain) // open Prefer: wait requests answer at once
+	srv.RegisterOnShutdown(stack.Drain) // open Prefer: wait requests answer at once
 
 	var wg sync.WaitGroup
 	admin, stopAdmin, err := obs.startAdmin(ctx, c.opsConfig, log)

@@ -71,6 +71,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"IdempotencyLateFinishChangesNothing", testIdempotencyLateFinish},
 		{"ListTasksNewestFirst", testList},
 		{"WebhookDeliveries", testWebhooks},
+		{"WebhookDeliveriesInDueOrder", testWebhookDueOrder},
 		{"WebhookEvents", testWebhookEvents},
 		{"SharedSecrets", testSharedSecret},
 		{"QueueStats", testQueueStats},
