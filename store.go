@@ -159,6 +159,7 @@ type APIKey struct {
 	Owner     string
 	Hash      string // hex SHA-256 of the key
 	Hint      string // the first characters, to tell keys apart in a list
+	Name      string // optional label the owner chose ("laptop", "CI"); may be empty
 	CreatedAt time.Time
 	Revoked   bool
 }

@@ -141,6 +141,11 @@ func New(cfg Config) (*Handler, error) {
 	return h, nil
 }
 
+// ClientIP names the client of r as the API's failed-authentication
+// limit counts it (Config.ClientIP, or the address with trusted proxies
+// applied), for other front ends that share that limit.
+func (h *Handler) ClientIP(r *http.Request) string { return h.cfg.ClientIP(r) }
+
 // Register mounts the handler on mux at its prefix (and at
 // OpenAIPrefix+"/images/" when the OpenAI-compatible endpoint is on).
 func (h *Handler) Register(mux *http.ServeMux) {

@@ -216,3 +216,25 @@ func TestDemoKeyPrintedOnceListening(t *testing.T) {
 	cancel()
 	is.NoErr(<-done)
 }
+
+func TestServeMountsTheConsole(t *testing.T) {
+	is := is.New(t)
+	s := startServe(t, nil, "-operator", "ops")
+	resp, err := http.Get(s.base + "/console/")
+	is.NoErr(err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	is.NoErr(err)
+	is.Equal(resp.StatusCode, http.StatusOK)
+	is.True(strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html"))
+	is.True(strings.Contains(resp.Header.Get("Content-Security-Policy"), "script-src 'self'"))
+	is.True(strings.Contains(string(body), `action="/console/signin"`)) // the sign-in page
+	is.NoErr(s.stop())
+
+	off := startServe(t, nil, "-console=false")
+	resp, err = http.Get(off.base + "/console/")
+	is.NoErr(err)
+	resp.Body.Close()
+	is.Equal(resp.StatusCode, http.StatusNotFound)
+	is.NoErr(off.stop())
+}
