@@ -351,6 +351,31 @@ func TestFailedSignInsAreLimitedPerAddress(t *testing.T) {
 	b.signIn(key) // a good key still gets in: only failures are counted
 }
 
+// The console's sign-in and the API share one budget of failures per
+// address: failures spent on the API leave none for guessing keys here.
+func TestSignInSharesTheAPIFailureBudget(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	for i := range server.DefaultAuthFailures {
+		r, err := http.NewRequest("GET", f.ts.URL+"/api/v1/credits", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set("Authorization", "Bearer wrong-key-0123456789")
+		res, err := f.ts.Client().Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("API failure %d: status %d, want 401", i+1, res.StatusCode)
+		}
+	}
+	p := f.browser(t).submitForm("/console/signin", "/console/signin", url.Values{"key": {"wrong-key-0123456789"}})
+	if p.status != http.StatusTooManyRequests {
+		t.Fatalf("a console sign-in after the API's failures: status %d, want 429", p.status)
+	}
+}
+
 func TestOperatorPagesAreForOperatorsOnly(t *testing.T) {
 	f := newFixture(t, fixtureConfig{})
 	f.user(t, "alice", 3)
