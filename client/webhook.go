@@ -67,9 +67,9 @@ func (v WebhookVerifier) Verify(header http.Header, body []byte, now time.Time) 
 }
 
 // Receive reads a callback request (its body, at most 1 MiB), verifies it
-// and returns the task it carries, as GET /tasks/{id} shows it. A
-// delivery may come more than once (it is retried until a receiver
-// answers 2xx): handle each task id once. Answer 2xx only once the task
+// and returns the task it carries, as GET /tasks/{id}?view=full shows it.
+// A delivery may come more than once (it is retried until a receiver
+// answers 2xx): handle each task id (and event, see WebhookEvent) once. Answer 2xx only once the task
 // is safely handled, and 4xx to a callback that does not verify.
 func (v WebhookVerifier) Receive(r *http.Request) (*Task, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxWebhookBody+1))
@@ -114,4 +114,16 @@ func (c *Client) WebhookSecret(ctx context.Context) (string, error) {
 		return "", errors.New("client: webhook secret: the answer has no secret")
 	}
 	return body.Secret, nil
+}
+
+// WebhookEvent is the task event a callback request reports (its
+// webhook-event header): imagegen.EventProcessing for a task a worker
+// has started (when it was submitted with callback_events asking for
+// it), else imagegen.EventCompleted, which a server without the header
+// only ever sends.
+func WebhookEvent(r *http.Request) imagegen.CallbackEvent {
+	if imagegen.CallbackEvent(r.Header.Get(webhook.HeaderEvent)) == imagegen.EventProcessing {
+		return imagegen.EventProcessing
+	}
+	return imagegen.EventCompleted
 }

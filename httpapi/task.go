@@ -39,7 +39,7 @@ func (h *Handler) handleTask() http.Handler {
 		p, _ := PrincipalFrom(r.Context())
 		id := r.PathValue("task_id")
 		w.Header().Add("Vary", "Prefer")
-		view, err := parseView(r.URL.Query())
+		view, err := viewOf(r)
 		if err != nil {
 			h.respondErr(w, r, err)
 			return
@@ -55,15 +55,19 @@ func (h *Handler) handleTask() http.Handler {
 			h.respondErr(w, r, err) // an error answer applied no preference
 			return
 		}
-		bodies, err := h.taskBodies(r.Context(), r, []*imagegen.Task{t}, view)
-		if err != nil {
-			h.respondErr(w, r, err)
-			return
+		body := h.taskBody(r, t)
+		if view == ViewFull {
+			positions, err := h.cfg.Service.QueuePositions(r.Context(), []*imagegen.Task{t})
+			if err != nil {
+				h.respondErr(w, r, err)
+				return
+			}
+			body.TaskDetails = detailsOf(t, positions[0])
 		}
 		if waited {
 			w.Header().Set("Preference-Applied", "wait="+strconv.Itoa(wait))
 		}
-		encode(w, http.StatusOK, bodies[0])
+		encode(w, http.StatusOK, body)
 	})
 }
 

@@ -39,6 +39,15 @@ type TaskDetails struct {
 	QueuePosition *int `json:"queue_position,omitempty"`
 }
 
+// viewOf reads the view of a request; a request without a query (the
+// common poll) is basic without parsing one.
+func viewOf(r *http.Request) (View, error) {
+	if r.URL.RawQuery == "" {
+		return ViewBasic, nil
+	}
+	return parseView(r.URL.Query())
+}
+
 // parseView reads the view parameter of a URL query ("" means basic).
 // An unknown or repeated view is a *imagegen.ValidationError.
 func parseView(q url.Values) (View, error) {
