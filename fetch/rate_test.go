@@ -16,7 +16,7 @@ import (
 func TestMinRate(t *testing.T) {
 	is := is.New(t)
 	s := dripSite(t, 20*time.Millisecond) // 50 bytes a second
-	f, err := fetch.New(fetch.Config{AllowPrivate: true, Timeout: 10 * time.Second, MinRate: 1 << 10, MinRateGrace: 100 * time.Millisecond})
+	f, err := fetch.New(fetch.Config{AllowPrivate: true, Timeout: 30 * time.Second, MinRate: 1 << 10, MinRateGrace: 100 * time.Millisecond})
 	is.NoErr(err)
 	done := make(chan error, 1)
 	go func() { _, _, err := f.Fetch(t.Context(), s.URL+"/drip.png"); done <- err }()
@@ -24,13 +24,13 @@ func TestMinRate(t *testing.T) {
 	case err := <-done:
 		is.True(errors.Is(err, fetch.ErrTooSlow))
 		is.Equal(err.Error(), "too slow: under 1024 bytes a second")
-	case <-time.After(5 * time.Second): // the timeout is 10 s: it was not what stopped it
+	case <-time.After(8 * time.Second): // the timeout is 30 s: it was not what stopped it
 		t.Fatal("the drip-fed fetch was not cut off by the minimum rate")
 	}
 
 	// A host that sends at a normal pace is not affected (a grace that
 	// absorbs a loaded test machine's scheduling).
-	f, err = fetch.New(fetch.Config{AllowPrivate: true, Timeout: 10 * time.Second, MinRate: 1 << 10, MinRateGrace: 2 * time.Second})
+	f, err = fetch.New(fetch.Config{AllowPrivate: true, Timeout: 30 * time.Second, MinRate: 1 << 10, MinRateGrace: 5 * time.Second})
 	is.NoErr(err)
 	ok := newSite(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(pngOf(64, 64)) })
 	data, _, err := f.Fetch(t.Context(), ok.URL+"/a.png")
