@@ -175,12 +175,3 @@ func (s *Service) Cancel(ctx context.Context, owner, id string) error {
 	}
 	return nil
 }
-
-// Image returns a stored image by id, or ErrImageNotFound.
-func (s *Service) Image(ctx context.Context, id string) (*Image, error) {
-	img, err := s.cfg.Store.Image(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("imagegen: image: %w", err)
-	}
-	return img, nil
-}

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // Run executes generations until ctx ends: it claims ready tasks (at most
@@ -194,14 +192,6 @@ func (s *Service) process(ctx context.Context, t *Task) {
 		err = s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, f)
 		s.logOutcome(log, err, "task failed and refunded", "code", f.Code, "reason", f.Message)
 	}
-}
-
-func (s *Service) complete(ctx context.Context, t *Task, gen []GeneratedImage) error {
-	imgs := make([]Image, len(gen))
-	for i, g := range gen {
-		imgs[i] = Image{ID: uuid.NewString(), TaskID: t.ID, ContentType: g.ContentType, Data: g.Data}
-	}
-	return s.cfg.Store.CompleteTask(ctx, t.ID, t.Attempt, imgs)
 }
 
 func (s *Service) logOutcome(log *slog.Logger, err error, msg string, args ...any) {

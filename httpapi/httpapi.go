@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -46,6 +47,17 @@ type Config struct {
 	// SigningKey signs image URLs (HMAC-SHA256). Processes that serve the
 	// same images must share it. Default: 32 random bytes per handler.
 	SigningKey []byte
+	// ImageBaseURL, when set, makes image downloads redirect (302) to
+	// ImageBaseURL + "/" + image id: a CDN whose origin serves the blob
+	// store's keys (for blob/s3, the bucket with the store's prefix as
+	// origin path). The bytes then never pass through this process.
+	ImageBaseURL string
+	// PresignTTL, when positive, makes image downloads redirect (302) to
+	// a presigned URL of the store's BlobStore, valid this long; the
+	// BlobStore must implement imagegen.BlobPresigner (blob/s3 does).
+	// Each download gets a fresh URL, so the link a client keeps (the
+	// signed API URL) works until the image expires.
+	PresignTTL time.Duration
 	Clock      imagegen.Clock // default SystemClock
 	Logger     *slog.Logger   // default slog.Default()
 }
@@ -61,9 +73,10 @@ type AuthFailureLimiter interface {
 
 // Handler serves the API. Create it with New.
 type Handler struct {
-	cfg    Config
-	mux    *http.ServeMux
-	signer signer
+	cfg       Config
+	mux       *http.ServeMux
+	signer    signer
+	presigner imagegen.BlobPresigner // set when Config.PresignTTL > 0
 }
 
 // New returns the API handler for cfg.
@@ -83,6 +96,7 @@ func New(cfg Config) (*Handler, error) {
 		_, _ = rand.Read(cfg.SigningKey)
 	}
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
+	cfg.ImageBaseURL = strings.TrimSuffix(cfg.ImageBaseURL, "/")
 	switch {
 	case cfg.Service == nil:
 		return nil, errors.New("httpapi: Config.Service is required")
@@ -92,13 +106,32 @@ func New(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("httpapi: Config.Prefix must start with / (got %q)", cfg.Prefix)
 	case len(cfg.SigningKey) < 16:
 		return nil, errors.New("httpapi: Config.SigningKey must be at least 16 bytes")
+	case cfg.PresignTTL < 0:
+		return nil, errors.New("httpapi: Config.PresignTTL must not be negative")
+	case cfg.PresignTTL > 0 && cfg.ImageBaseURL != "":
+		return nil, errors.New("httpapi: set Config.ImageBaseURL or Config.PresignTTL, not both")
+	case cfg.ImageBaseURL != "" && !isHTTPURL(cfg.ImageBaseURL):
+		return nil, fmt.Errorf("httpapi: Config.ImageBaseURL must be an http(s) URL (got %q)", cfg.ImageBaseURL)
+	}
+	var presigner imagegen.BlobPresigner
+	if cfg.PresignTTL > 0 {
+		p, ok := cfg.Service.Store().Blobs().(imagegen.BlobPresigner)
+		if !ok {
+			return nil, errors.New("httpapi: Config.PresignTTL needs a BlobStore that presigns URLs (such as blob/s3)")
+		}
+		presigner = p
 	}
 	if cfg.Authenticator == nil {
 		cfg.Authenticator = BearerKeys{Service: cfg.Service}
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux(), signer: signer{key: cfg.SigningKey}}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), signer: signer{key: cfg.SigningKey}, presigner: presigner}
 	h.routes()
 	return h, nil
+}
+
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // Register mounts the handler on mux at its prefix.

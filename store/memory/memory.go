@@ -3,7 +3,10 @@
 // mutex. It suits a single process (tests, demos, a small deployment);
 // several processes share state through store/redis instead.
 //
-// Finished tasks and their images are removed after the retention period.
+// Finished tasks and their image records are removed after the retention
+// period. Image bytes are in Config.Blobs (default: blob/memory, in this
+// process too); imagegen.Service.SweepBlobs removes the bytes whose
+// record is gone.
 // The credit ledger is append-only and kept whole for the life of the
 // process, so a balance can always be checked against its entries.
 package memory
@@ -15,6 +18,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	blobmemory "github.com/imagegen/imagegen/blob/memory"
 )
 
 var _ imagegen.Store = (*Store)(nil)
@@ -31,12 +35,15 @@ type Config struct {
 	// Retention is how long a finished task and its images are kept.
 	// Default: DefaultRetention.
 	Retention time.Duration
+	// Blobs keeps image bytes. Default: a blob/memory store.
+	Blobs imagegen.BlobStore
 }
 
 // Store is the in-memory store. It is safe for concurrent use.
 type Store struct {
 	clock     imagegen.Clock
 	retention time.Duration
+	blobs     imagegen.BlobStore
 
 	mu         sync.Mutex
 	seq        uint64
@@ -68,9 +75,15 @@ type record struct {
 
 // New returns an empty Store.
 func New(o Config) *Store {
+	clock := cmp.Or[imagegen.Clock](o.Clock, imagegen.SystemClock{})
+	blobs := o.Blobs
+	if blobs == nil {
+		blobs = blobmemory.New(blobmemory.Config{Clock: clock})
+	}
 	return &Store{
-		clock:      cmp.Or[imagegen.Clock](o.Clock, imagegen.SystemClock{}),
+		clock:      clock,
 		retention:  cmp.Or(o.Retention, DefaultRetention),
+		blobs:      blobs,
 		tasks:      make(map[string]*record),
 		processing: make(map[string]*record),
 		images:     make(map[string]*imagegen.Image),

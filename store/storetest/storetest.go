@@ -60,6 +60,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"CancelPendingOnly", testCancel},
 		{"LedgerRules", testLedger},
 		{"RetentionRemovesFinishedTasksAndImages", testRetention},
+		{"ImageRecordsKeepEveryField", testImageRecords},
 		{"APIKeys", testKeys},
 		{"ReturnedValuesAreCopies", testCopies},
 		{"WatchTaskSeesEveryFinish", testWatch},
