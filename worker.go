@@ -17,6 +17,8 @@ import (
 // to the queue. When ctx ends it stops claiming, waits up to
 // Config.ShutdownTimeout for running generations, then cancels the rest and
 // gives their tasks back to the queue. It returns nil after a clean stop.
+// It also deletes image bytes without a record (SweepBlobs) every
+// Config.BlobSweepInterval.
 func (s *Service) Run(ctx context.Context) error {
 	if s.cfg.Workers == 0 {
 		<-ctx.Done()
@@ -27,10 +29,14 @@ func (s *Service) Run(ctx context.Context) error {
 	defer cancelWork()
 
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		s.recoverLoop(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		s.sweepLoop(ctx) // workers write image bytes, so they delete those left behind
 	}()
 
 	slots := make(chan struct{}, s.cfg.Workers)
