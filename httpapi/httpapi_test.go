@@ -40,6 +40,7 @@ type env struct {
 type envOptions struct {
 	store imagegen.Store
 	limit int
+	api   func(*httpapi.Config) // changes the handler's config
 }
 
 // quiet keeps the service's logs out of test output.
@@ -49,7 +50,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	t.Helper()
 	is := is.New(t)
 	clock := imagegentest.NewClock(time.Time{})
-	o := envOptions{store: memory.New(memory.Config{Clock: clock, Retention: retention}), limit: 1000}
+	o := envOptions{store: memory.New(memory.Config{Clock: clock, Retention: retention}), limit: 1000, api: func(*httpapi.Config) {}}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -60,10 +61,12 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	is.NoErr(err)
 	ipLimiter, err := ratelimit.NewIPLimiter(ratelimit.IPLimiterConfig{Clock: clock})
 	is.NoErr(err)
-	api, err := httpapi.New(httpapi.Config{
+	cfg := httpapi.Config{
 		Service: svc, Limiter: limiter, AuthFailures: ipLimiter, Clock: clock,
 		PublicURL: "https://img.example.test", Logger: quiet,
-	})
+	}
+	o.api(&cfg)
+	api, err := httpapi.New(cfg)
 	is.NoErr(err)
 	mux := http.NewServeMux()
 	api.Register(mux)
