@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/blob"
 	"github.com/imagegen/imagegen/ratelimit"
 	"github.com/imagegen/imagegen/store/memory"
 	redisstore "github.com/imagegen/imagegen/store/redis"
@@ -28,6 +29,7 @@ type backend struct {
 
 type backendConfig struct {
 	redisURL   string // "" for the memory store
+	blobsURL   string // "" for the store's own default
 	retention  time.Duration
 	rateLimit  int
 	signingKey string
@@ -35,13 +37,20 @@ type backendConfig struct {
 
 func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 	clock := imagegen.SystemClock{}
+	var blobs imagegen.BlobStore // nil: the store's default
+	if c.blobsURL != "" {
+		var err error
+		if blobs, err = blob.Open(ctx, c.blobsURL); err != nil {
+			return backend{}, fmt.Errorf("-blobs: %w", err)
+		}
+	}
 	if c.redisURL == "" {
 		limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: c.rateLimit, Window: time.Minute, Clock: clock})
 		if err != nil {
 			return backend{}, err
 		}
 		return backend{
-			store:      memory.New(memory.Config{Clock: clock, Retention: c.retention}),
+			store:      memory.New(memory.Config{Clock: clock, Retention: c.retention, Blobs: blobs}),
 			limiter:    limiter,
 			signingKey: []byte(c.signingKey), // empty: httpapi makes a random one
 			close:      func() error { return nil },
@@ -53,7 +62,7 @@ func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 		return backend{}, err
 	}
 	fail := func(err error) (backend, error) { _ = rdb.Close(); return backend{}, err }
-	store, err := redisstore.New(rdb, redisstore.Config{Retention: c.retention})
+	store, err := redisstore.New(rdb, redisstore.Config{Retention: c.retention, Blobs: blobs})
 	if err != nil {
 		return fail(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +28,8 @@ type serveConfig struct {
 	demoCredits int64
 	rateLimit   int
 	signingKey  string
+	imageBase   string
+	presignTTL  time.Duration
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -39,6 +42,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.Int64Var(&c.demoCredits, "demo-credits", 100, "credits granted to each demo user")
 	fs.IntVar(&c.rateLimit, "rate-limit", 10, "requests per API key per rolling minute")
 	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: random per process; with -redis, one shared by all processes)")
+	fs.StringVar(&c.imageBase, "image-base-url", "", "redirect image downloads to this CDN base URL + /<image id> (its origin serves the -blobs store's objects), so the bytes never pass through this process")
+	fs.DurationVar(&c.presignTTL, "image-presign", 0, "redirect image downloads to presigned object-store URLs valid this long, e.g. 10m (needs -blobs s3://...); 0 streams them through this process")
 	c.runtimeConfig.register(fs, 4)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -56,6 +61,12 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return c, errors.New("-rate-limit must be at least 1")
 	case c.signingKey != "" && len(c.signingKey) < 16:
 		return c, errors.New("-signing-key must be at least 16 bytes")
+	case c.presignTTL < 0:
+		return c, errors.New("-image-presign must not be negative")
+	case c.presignTTL > 0 && c.imageBase != "":
+		return c, errors.New("-image-presign and -image-base-url are two ways to redirect downloads: choose one")
+	case c.presignTTL > 0 && !strings.HasPrefix(c.blobsURL, "s3:"):
+		return c, errors.New("-image-presign needs -blobs s3://... (only object storage presigns URLs)")
 	}
 	return c, c.runtimeConfig.validate()
 }
@@ -74,7 +85,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
 	clock := imagegen.SystemClock{}
-	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, retention: c.retention, rateLimit: c.rateLimit, signingKey: c.signingKey})
+	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, blobsURL: c.blobsURL, retention: c.retention, rateLimit: c.rateLimit, signingKey: c.signingKey})
 	if err != nil {
 		return err
 	}
@@ -105,6 +116,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Limiter:      be.limiter,
 		AuthFailures: authFailures,
 		SigningKey:   be.signingKey,
+		ImageBaseURL: c.imageBase,
+		PresignTTL:   c.presignTTL,
 		Logger:       log,
 	})
 	if err != nil {
@@ -142,7 +155,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			_ = svc.Run(ctx) // returns once running generations finished or were released
 		}()
 	}
-	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "workers", c.workers, "model", c.model, "store", storeName(c.redisURL))
+	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "workers", c.workers, "model", c.model, "store", storeName(c.redisURL), "blobs", blobsName(c.blobsURL))
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -209,6 +222,15 @@ func displayAddr(a net.Addr) string {
 		host = "::1"
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// blobsName says where image bytes are, without the URL's parameters.
+func blobsName(blobsURL string) string {
+	scheme, _, ok := strings.Cut(blobsURL, ":")
+	if !ok {
+		return "default"
+	}
+	return scheme
 }
 
 func storeName(redisURL string) string {

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/matryer/is"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen/blob/file"
+	"github.com/imagegen/imagegen/internal/redistest"
+)
+
+// testRedisURL is a Redis for serve processes: miniredis in this process
+// (the child connects over loopback), or, when IMAGEGEN_TEST_REDIS is
+// set, a redis-server process of the test's own (an empty server, so
+// no one else's keys are read or touched). passTime(d) lets d pass for
+// its TTLs: miniredis's clock only moves when told; a real server's
+// moves by itself.
+func testRedisURL(t *testing.T) (url string, rdb *goredis.Client, passTime func(time.Duration)) {
+	if os.Getenv(redistest.EnvVar) != "" {
+		r := startRedis(t)
+		return r.url(), r.client(t), func(time.Duration) {}
+	}
+	mr := miniredis.RunT(t)
+	rdb = goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return "redis://" + mr.Addr() + "/0", rdb, mr.FastForward
+}
+
+// largestValue returns the largest value in Redis (bytes of a string;
+// for a hash, list, set or sorted set, its fields and members added up)
+// and its key.
+func largestValue(t *testing.T, rdb *goredis.Client) (string, int) {
+	t.Helper()
+	ctx := context.Background()
+	var biggest string
+	most := 0
+	for _, k := range redistest.Keys(t, rdb, "*") {
+		n := 0
+		switch rdb.Type(ctx, k).Val() {
+		case "string":
+			n = len(rdb.Get(ctx, k).Val())
+		case "hash":
+			for f, v := range rdb.HGetAll(ctx, k).Val() {
+				n += len(f) + len(v)
+			}
+		case "list":
+			for _, v := range rdb.LRange(ctx, k, 0, -1).Val() {
+				n += len(v)
+			}
+		case "set":
+			for _, v := range rdb.SMembers(ctx, k).Val() {
+				n += len(v)
+			}
+		case "zset":
+			for _, v := range rdb.ZRange(ctx, k, 0, -1).Val() {
+				n += len(v) + 8
+			}
+		}
+		if n > most {
+			biggest, most = k, n
+		}
+	}
+	return biggest, most
+}
+
+// blobFiles lists the image files under dir (not the temporary ones).
+func blobFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".tmp" {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func get(t *testing.T, url string, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	is.New(t).NoErr(err)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	is.New(t).NoErr(err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	is.New(t).NoErr(err)
+	return resp, body
+}
+
+// serve -redis ... -blobs file://DIR: 20 tasks leave 20 PNG files, no
+// image bytes in Redis, URLs that stream the same bytes (304 on
+// If-None-Match) and still work after serve restarts; retention then
+// removes the files.
+func TestServeRedisWithFileBlobs(t *testing.T) {
+	is := is.New(t)
+	redisURL, rdb, passTime := testRedisURL(t)
+	dir := t.TempDir()
+	const key = "blob-test-key-0123456789"
+	args := []string{
+		"-redis", redisURL, "-blobs", "file://" + dir, "-demo-key", key, "-demo-credits", "100",
+		"-rate-limit", "100000", "-placeholder-delay", "0", "-workers", "4",
+		"-retention", "30s", "-blob-sweep", "1s", "-orphan-grace", "15s",
+	}
+	p, base := startServeProcess(t, args...)
+
+	ids := make([]string, 20)
+	for i := range ids {
+		code, sub := httpCall(t, "POST", base+"/api/v1/generate", key, `{"scene":"text-to-image","prompt":"a lighthouse","aspect_ratio":"1:1"}`)
+		is.Equal(code, http.StatusCreated)
+		ids[i] = sub["task_id"].(string)
+	}
+	var paths []string // the images' signed URLs, host left out
+	for _, id := range ids {
+		var task map[string]any
+		waitUntil(t, 20*time.Second, "task "+id+" succeeds", func() bool {
+			_, task = httpCall(t, "GET", base+"/api/v1/tasks/"+id, key, "")
+			return task["status"] == "success"
+		})
+		u := task["images"].([]any)[0].(string)
+		paths = append(paths, u[strings.Index(u, "/api/v1/"):])
+	}
+
+	// 20 PNG files on disk, and nothing image-sized in Redis.
+	files := blobFiles(t, dir)
+	is.Equal(len(files), 20)
+	biggestKey, biggest := largestValue(t, rdb)
+	if biggest >= 10<<10 {
+		t.Fatalf("Redis key %s holds %d bytes; image bytes belong on disk", biggestKey, biggest)
+	}
+	store, err := file.New(file.Config{Dir: dir})
+	is.NoErr(err)
+
+	etags := map[string]string{}
+	for _, path := range paths {
+		resp, body := get(t, base+path)
+		is.Equal(resp.StatusCode, http.StatusOK)
+		is.True(bytes.HasPrefix(body, []byte("\x89PNG")))
+		id := path[len("/api/v1/images/"):strings.Index(path, "?")]
+		onDisk, err := os.ReadFile(store.Path(id))
+		is.NoErr(err)
+		is.True(bytes.Equal(body, onDisk)) // the same bytes as the file
+		etags[path] = resp.Header.Get("ETag")
+		is.True(etags[path] != "")
+		resp, body = get(t, base+path, "If-None-Match", etags[path])
+		is.Equal(resp.StatusCode, http.StatusNotModified)
+		is.Equal(len(body), 0)
+	}
+
+	// A new serve process (same Redis, same directory) serves the same URLs.
+	p.stop(t)
+	_, base = startServeProcess(t, args...)
+	for _, path := range paths {
+		resp, body := get(t, base+path)
+		is.Equal(resp.StatusCode, http.StatusOK)
+		is.Equal(resp.Header.Get("ETag"), etags[path])
+		is.True(bytes.HasPrefix(body, []byte("\x89PNG")))
+	}
+
+	// Retention (30s) ends the records; the sweep then deletes the files
+	// (once they are older than -orphan-grace).
+	passTime(31 * time.Second)
+	waitUntil(t, 60*time.Second, "retention removes the image files", func() bool {
+		return len(blobFiles(t, dir)) == 0
+	})
+	resp, _ := get(t, base+paths[0])
+	is.Equal(resp.StatusCode, http.StatusNotFound)
+}
