@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/google/uuid"
 )
 
 // Credit rules. The price of a task is chosen at submit from the model
@@ -22,25 +20,60 @@ func checkCost(cost int64) error {
 	return nil
 }
 
-// Grant adds amount credits to owner's balance. ref makes the grant
-// idempotent: a second grant with the same ref returns ErrDuplicateEntry
-// and the unchanged balance. An empty ref makes a unique one.
-func (s *Service) Grant(ctx context.Context, owner string, amount int64, ref string) (int64, error) {
+// LedgerResult is the outcome of a grant or a web charge.
+type LedgerResult struct {
+	// Balance is the owner's balance after the call.
+	Balance int64
+	// AlreadyApplied reports that an entry with the same reference was
+	// applied before: this call changed nothing.
+	AlreadyApplied bool
+}
+
+// Grant adds amount credits to owner's balance, once per ref: ref (for
+// example an invoice or payment id) is required, and a grant repeated
+// with the same ref changes nothing and reports AlreadyApplied, so a
+// retried payment callback cannot grant twice.
+func (s *Service) Grant(ctx context.Context, owner string, amount int64, ref string) (LedgerResult, error) {
 	if amount <= 0 {
-		return 0, invalid("amount", "must be positive (got %d)", amount)
+		return LedgerResult{}, invalid("amount", "must be positive (got %d)", amount)
 	}
-	return s.addEntry(ctx, LedgerEntry{Owner: owner, Kind: LedgerGrant, Amount: amount, Ref: refOr(ref, "grant")})
+	return s.applyOnce(ctx, LedgerEntry{Owner: owner, Kind: LedgerGrant, Amount: amount}, ref)
 }
 
 // ChargeWeb debits amount credits for the host app's own (web) use of the
-// shared balance. ref is an idempotency key: the same ref twice charges
-// once (the second call returns ErrDuplicateEntry). It returns
-// ErrInsufficientCredits, and charges nothing, when the balance is short.
-func (s *Service) ChargeWeb(ctx context.Context, owner string, amount int64, ref string) (int64, error) {
+// shared balance, once per ref: ref (for example an order id or the
+// request's idempotency key) is required, and a charge repeated with the
+// same ref changes nothing and reports AlreadyApplied, so a retried click
+// cannot charge twice. When the balance is short it returns
+// ErrInsufficientCredits and charges nothing.
+func (s *Service) ChargeWeb(ctx context.Context, owner string, amount int64, ref string) (LedgerResult, error) {
 	if amount <= 0 {
-		return 0, invalid("amount", "must be positive (got %d)", amount)
+		return LedgerResult{}, invalid("amount", "must be positive (got %d)", amount)
 	}
-	return s.addEntry(ctx, LedgerEntry{Owner: owner, Kind: LedgerWeb, Amount: -amount, Ref: refOr(ref, "web")})
+	return s.applyOnce(ctx, LedgerEntry{Owner: owner, Kind: LedgerWeb, Amount: -amount}, ref)
+}
+
+// MaxLedgerRefLength bounds the reference of a grant or web charge.
+const MaxLedgerRefLength = 200
+
+// applyOnce adds e under the caller's ref (namespaced by kind, so a grant
+// and a web charge may share an order id).
+func (s *Service) applyOnce(ctx context.Context, e LedgerEntry, ref string) (LedgerResult, error) {
+	switch {
+	case ref == "":
+		return LedgerResult{}, invalid("ref", "is required: it makes a retried call apply once")
+	case len(ref) > MaxLedgerRefLength:
+		return LedgerResult{}, invalid("ref", "must be at most %d bytes", MaxLedgerRefLength)
+	}
+	e.Ref = string(e.Kind) + ":" + ref
+	b, err := s.addEntry(ctx, e)
+	if errors.Is(err, ErrDuplicateEntry) {
+		return LedgerResult{Balance: b, AlreadyApplied: true}, nil
+	}
+	if err != nil {
+		return LedgerResult{}, err
+	}
+	return LedgerResult{Balance: b}, nil
 }
 
 // Balance returns owner's credit balance.
@@ -74,11 +107,4 @@ func (s *Service) addEntry(ctx context.Context, e LedgerEntry) (int64, error) {
 		return 0, fmt.Errorf("imagegen: %s: %w", e.Kind, err)
 	}
 	return b, nil
-}
-
-func refOr(ref, kind string) string {
-	if ref != "" {
-		return kind + ":" + ref
-	}
-	return kind + ":" + uuid.NewString()
 }

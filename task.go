@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// Status is the state of a task (INTERFACE.md §3).
+// Status is the state of a task (docs/api.md, "Task states").
 type Status string
 
 // The four task states.
@@ -52,7 +52,7 @@ func (s Status) CanTransition(next Status) bool {
 // Scene says what kind of generation a request asks for.
 type Scene string
 
-// The two scenes of INTERFACE.md §2.1.
+// The two scenes of docs/api.md, "Submit a task".
 const (
 	SceneTextToImage  Scene = "text-to-image"
 	SceneImageToImage Scene = "image-to-image"
@@ -128,14 +128,14 @@ func NearestAspectRatio(width, height int) AspectRatio {
 	return best
 }
 
-// Limits on a generation request (INTERFACE.md §2.1, §8 and DESIGN.md).
+// Limits on a generation request (docs/api.md, "Limits").
 const (
 	MaxPromptChars = 2000
 	MaxImageInputs = 8
 	MaxURLLength   = 2048
 )
 
-// Request is the body of the submit operation (INTERFACE.md §2.1).
+// Request is the body of the submit operation (docs/api.md, "Submit a task").
 type Request struct {
 	Scene       Scene       `json:"scene"`
 	Prompt      string      `json:"prompt"`

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/imagegen/imagegen/internal/retry"
 )
 
 // Run executes generations until ctx ends: it claims ready tasks (at most
@@ -239,15 +240,7 @@ func (s *Service) renewLease(ctx context.Context, cancel context.CancelFunc, t *
 // backoff is the delay before attempt+1: RetryBackoff doubled per attempt,
 // capped, with the upper half jittered so retries of many tasks spread.
 func (s *Service) backoff(attempt int) time.Duration {
-	d := s.cfg.RetryBackoff
-	for i := 1; i < attempt && d < s.cfg.MaxRetryBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, s.cfg.MaxRetryBackoff)
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d/2)
+	return retry.Backoff(attempt-1, s.cfg.RetryBackoff, s.cfg.MaxRetryBackoff, true)
 }
 
 // failure is what the user is told when an attempt ends the task.

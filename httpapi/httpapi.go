@@ -1,4 +1,4 @@
-// Package httpapi is the HTTP face of imagegen: the API of INTERFACE.md,
+// Package httpapi is the HTTP face of imagegen: the core API (docs/api.md),
 // as an http.Handler that mounts under a prefix on any *http.ServeMux.
 //
 // Every response is JSON ({"error":{"code","message"}} for errors) except

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
@@ -81,7 +82,7 @@ func (e *env) user(owner string, credits int64) string {
 	key, _, err := e.svc.CreateKey(context.Background(), owner)
 	is.New(e.t).NoErr(err)
 	if credits > 0 {
-		_, err = e.svc.Grant(context.Background(), owner, credits, "")
+		_, err = e.svc.Grant(context.Background(), owner, credits, uuid.NewString())
 		is.New(e.t).NoErr(err)
 	}
 	return key
@@ -127,7 +128,7 @@ func fields(t *testing.T, w *httptest.ResponseRecorder) (map[string]any, []strin
 }
 
 // wantError checks the status and the exact error body shape and code.
-func wantError(t *testing.T, w *httptest.ResponseRecorder, status int, code string) string {
+func wantError(t *testing.T, w *httptest.ResponseRecorder, status int, code imagegen.APIErrorCode) string {
 	t.Helper()
 	is := is.New(t)
 	is.Equal(w.Code, status)
@@ -139,7 +140,7 @@ func wantError(t *testing.T, w *httptest.ResponseRecorder, status int, code stri
 	dec.DisallowUnknownFields()
 	is.NoErr(dec.Decode(&body))
 	is.Equal(len(body.Error), 2) // exactly code and message
-	is.Equal(body.Error["code"], code)
+	is.Equal(body.Error["code"], string(code))
 	is.True(body.Error["message"] != "")
 	return body.Error["message"]
 }
@@ -206,13 +207,13 @@ func TestTaskLifecycleBodies(t *testing.T) {
 	is.NoErr(err)
 
 	// A tampered signature or another image id is refused.
-	wantError(t, e.do("GET", path[:len(path)-2]+"xx", "", ""), http.StatusNotFound, httpapi.CodeNotFound)
-	wantError(t, e.do("GET", strings.Replace(path, "expires=", "expires=9", 1), "", ""), http.StatusNotFound, httpapi.CodeNotFound)
+	wantError(t, e.do("GET", path[:len(path)-2]+"xx", "", ""), http.StatusNotFound, imagegen.APINotFound)
+	wantError(t, e.do("GET", strings.Replace(path, "expires=", "expires=9", 1), "", ""), http.StatusNotFound, imagegen.APINotFound)
 
 	// After the retention period the task and its image are gone.
 	e.clock.Advance(retention + time.Second)
-	wantError(t, e.do("GET", path, "", ""), http.StatusNotFound, httpapi.CodeNotFound)
-	wantError(t, e.poll(e.key, id), http.StatusNotFound, httpapi.CodeTaskNotFound)
+	wantError(t, e.do("GET", path, "", ""), http.StatusNotFound, imagegen.APINotFound)
+	wantError(t, e.poll(e.key, id), http.StatusNotFound, imagegen.APITaskNotFound)
 }
 
 func TestFailedTaskBodyAndRefund(t *testing.T) {
@@ -263,14 +264,14 @@ func TestUnauthorized(t *testing.T) {
 			r.RemoteAddr = "198.51.100." + strconv.Itoa(len(messages)+10) + ":1234" // one IP per case
 			w := httptest.NewRecorder()
 			e.h.ServeHTTP(w, r)
-			messages = append(messages, wantError(t, w, http.StatusUnauthorized, httpapi.CodeUnauthorized))
+			messages = append(messages, wantError(t, w, http.StatusUnauthorized, imagegen.APIUnauthorized))
 			for _, m := range messages {
 				is.New(t).Equal(m, messages[0]) // every bad key gets the same body
 			}
 		})
 	}
 	// Submitting without a key charges nothing.
-	wantError(t, e.submit("", t2i), http.StatusUnauthorized, httpapi.CodeUnauthorized)
+	wantError(t, e.submit("", t2i), http.StatusUnauthorized, imagegen.APIUnauthorized)
 }
 
 func TestAuthFailuresLimitedPerIP(t *testing.T) {
@@ -286,23 +287,23 @@ func TestAuthFailuresLimitedPerIP(t *testing.T) {
 			limited = w
 			break
 		}
-		wantError(t, w, http.StatusUnauthorized, httpapi.CodeUnauthorized)
+		wantError(t, w, http.StatusUnauthorized, imagegen.APIUnauthorized)
 	}
 	is.True(limited != nil) // brute force from one IP is stopped
-	wantError(t, limited, http.StatusTooManyRequests, httpapi.CodeRateLimitExceeded)
+	wantError(t, limited, http.StatusTooManyRequests, imagegen.APIRateLimitExceeded)
 	is.True(limited.Header().Get("Retry-After") != "")
 	// While blocked, even a valid key from that IP is not looked at.
-	wantError(t, req(e.key), http.StatusTooManyRequests, httpapi.CodeRateLimitExceeded)
+	wantError(t, req(e.key), http.StatusTooManyRequests, imagegen.APIRateLimitExceeded)
 	// Another IP is unaffected.
 	r := httptest.NewRequest("GET", "/api/v1/tasks/x", nil)
 	r.Header.Set("Authorization", "Bearer "+e.key)
 	r.RemoteAddr = "203.0.113.9:4321"
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, r)
-	wantError(t, w, http.StatusNotFound, httpapi.CodeTaskNotFound)
+	wantError(t, w, http.StatusNotFound, imagegen.APITaskNotFound)
 	// The block ends with time.
 	e.clock.Advance(time.Hour)
-	wantError(t, req(e.key), http.StatusNotFound, httpapi.CodeTaskNotFound)
+	wantError(t, req(e.key), http.StatusNotFound, imagegen.APITaskNotFound)
 }
 
 func TestInsufficientCredits(t *testing.T) {
@@ -310,7 +311,7 @@ func TestInsufficientCredits(t *testing.T) {
 	e := newEnv(t)
 	poor := e.user("carol", 3)
 	is.Equal(e.submit(poor, t2i).Code, http.StatusCreated) // 3 - 2 = 1 left
-	msg := wantError(t, e.submit(poor, t2i), http.StatusForbidden, httpapi.CodeInsufficientCredits)
+	msg := wantError(t, e.submit(poor, t2i), http.StatusForbidden, imagegen.APIInsufficientCredits)
 	is.True(msg != "")
 	bal, err := e.svc.Balance(context.Background(), "carol")
 	is.NoErr(err)
@@ -328,10 +329,10 @@ func TestTaskNotFound(t *testing.T) {
 	other := e.user("mallory", 10)
 	missing := e.poll(e.key, "00000000-0000-4000-8000-000000000000")
 	foreign := e.poll(other, id)
-	wantError(t, missing, http.StatusNotFound, httpapi.CodeTaskNotFound)
-	wantError(t, foreign, http.StatusNotFound, httpapi.CodeTaskNotFound)
+	wantError(t, missing, http.StatusNotFound, imagegen.APITaskNotFound)
+	wantError(t, foreign, http.StatusNotFound, imagegen.APITaskNotFound)
 	is.Equal(missing.Body.String(), foreign.Body.String()) // another user's task looks missing
-	wantError(t, e.poll(e.key, strings.Repeat("x", 500)), http.StatusNotFound, httpapi.CodeTaskNotFound)
+	wantError(t, e.poll(e.key, strings.Repeat("x", 500)), http.StatusNotFound, imagegen.APITaskNotFound)
 }
 
 func TestInvalidParams(t *testing.T) {
@@ -347,12 +348,12 @@ func TestInvalidParams(t *testing.T) {
 		"empty":         ``,
 	} {
 		t.Run(name, func(t *testing.T) {
-			wantError(t, e.submit(e.key, body), http.StatusUnprocessableEntity, httpapi.CodeInvalidParams)
+			wantError(t, e.submit(e.key, body), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
 		})
 	}
 	t.Run("content type", func(t *testing.T) {
 		w := e.do("POST", "/api/v1/generate", e.key, t2i, "Content-Type", "text/plain")
-		msg := wantError(t, w, http.StatusUnprocessableEntity, httpapi.CodeInvalidParams)
+		msg := wantError(t, w, http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
 		is.New(t).True(strings.Contains(msg, "Content-Type"))
 	})
 	bal, err := e.svc.Balance(context.Background(), "alice")
@@ -365,19 +366,19 @@ func TestRateLimit(t *testing.T) {
 	e := newEnv(t, func(o *envOptions) { o.limit = 10 })
 	for i := 0; i < 10; i++ {
 		w := e.poll(e.key, "nope")
-		wantError(t, w, http.StatusNotFound, httpapi.CodeTaskNotFound)
+		wantError(t, w, http.StatusNotFound, imagegen.APITaskNotFound)
 		is.Equal(w.Header().Get("RateLimit-Policy"), `"default";q=10;w=60`)
 		is.Equal(w.Header().Get("RateLimit"), `"default";r=`+strconv.Itoa(9-i)+";t="+map[bool]string{true: "51", false: "0"}[i == 9]) // the first request leaves the window at 60 s
 		e.clock.Advance(time.Second)
 	}
 	w := e.submit(e.key, t2i)
-	wantError(t, w, http.StatusTooManyRequests, httpapi.CodeRateLimitExceeded)
+	wantError(t, w, http.StatusTooManyRequests, imagegen.APIRateLimitExceeded)
 	is.Equal(w.Header().Get("Retry-After"), "50") // the first request leaves the window at t=60s
 	bal, err := e.svc.Balance(context.Background(), "alice")
 	is.NoErr(err)
 	is.Equal(bal, int64(10)) // a limited submit charges nothing
 	// Another key has its own budget.
-	wantError(t, e.poll(e.user("dave", 1), "nope"), http.StatusNotFound, httpapi.CodeTaskNotFound)
+	wantError(t, e.poll(e.user("dave", 1), "nope"), http.StatusNotFound, imagegen.APITaskNotFound)
 	e.clock.Advance(50 * time.Second)
 	is.Equal(e.submit(e.key, t2i).Code, http.StatusCreated)
 }
@@ -398,20 +399,20 @@ func TestInternalError(t *testing.T) {
 	e := newEnv(t, func(o *envOptions) {
 		o.store = failingStore{memory.New(memory.Config{Clock: clock, Retention: retention})}
 	})
-	msg := wantError(t, e.submit(e.key, t2i), http.StatusInternalServerError, httpapi.CodeInternalError)
+	msg := wantError(t, e.submit(e.key, t2i), http.StatusInternalServerError, imagegen.APIInternalError)
 	is.True(!strings.Contains(msg, "disk on fire")) // internals stay in the log
-	wantError(t, e.poll(e.key, "x"), http.StatusInternalServerError, httpapi.CodeInternalError)
+	wantError(t, e.poll(e.key, "x"), http.StatusInternalServerError, imagegen.APIInternalError)
 }
 
 func TestRoutingErrors(t *testing.T) {
 	is := is.New(t)
 	e := newEnv(t)
-	wantError(t, e.do("GET", "/api/v1/generate", e.key, ""), http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed)
+	wantError(t, e.do("GET", "/api/v1/generate", e.key, ""), http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
 	w := e.do("DELETE", "/api/v1/tasks/abc", e.key, "")
-	wantError(t, w, http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed)
+	wantError(t, w, http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
 	is.Equal(w.Header().Get("Allow"), "GET, HEAD")
-	wantError(t, e.do("GET", "/api/v1/nope", e.key, ""), http.StatusNotFound, httpapi.CodeNotFound)
-	wantError(t, e.do("GET", "/api/v1/", "", ""), http.StatusNotFound, httpapi.CodeNotFound)
+	wantError(t, e.do("GET", "/api/v1/nope", e.key, ""), http.StatusNotFound, imagegen.APINotFound)
+	wantError(t, e.do("GET", "/api/v1/", "", ""), http.StatusNotFound, imagegen.APINotFound)
 	big := `{"scene":"text-to-image","prompt":"` + strings.Repeat("a", httpapi.MaxBodyBytes) + `"}`
-	wantError(t, e.submit(e.key, big), http.StatusRequestEntityTooLarge, httpapi.CodeBodyTooLarge)
+	wantError(t, e.submit(e.key, big), http.StatusRequestEntityTooLarge, imagegen.APIRequestTooLarge)
 }

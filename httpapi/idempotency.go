@@ -79,7 +79,7 @@ func (h *Handler) idempotent(next http.Handler) http.Handler {
 		case rec.Fingerprint != fingerprint:
 			h.respondErr(w, r, &imagegen.ValidationError{Field: "Idempotency-Key", Message: "was already used with a different request body"})
 		case !rec.Done:
-			writeError(w, http.StatusConflict, CodeIdempotencyConflict, "a request with this Idempotency-Key is still in progress; retry later")
+			writeError(w, http.StatusConflict, imagegen.APIIdempotencyKeyInUse, "a request with this Idempotency-Key is still in progress; retry later")
 		default:
 			hdr := w.Header()
 			hdr["Content-Type"] = jsonContentType

@@ -98,5 +98,5 @@ func cacheUntil(expires, now time.Time) string {
 }
 
 func imageNotFound(w http.ResponseWriter) {
-	writeError(w, http.StatusNotFound, CodeNotFound, "image not found or link expired")
+	writeError(w, http.StatusNotFound, imagegen.APINotFound, "image not found or link expired")
 }

@@ -110,7 +110,7 @@ func TestImageRecordWithoutBytesIsNotFound(t *testing.T) {
 	e := newEnv(t)
 	path, id := e.imagePath()
 	is.NoErr(e.svc.Store().Blobs().Delete(context.Background(), id))
-	wantError(t, e.do("GET", path, "", ""), http.StatusNotFound, httpapi.CodeNotFound)
+	wantError(t, e.do("GET", path, "", ""), http.StatusNotFound, imagegen.APINotFound)
 }
 
 func TestImageRedirectsToTheCDN(t *testing.T) {
@@ -124,9 +124,9 @@ func TestImageRedirectsToTheCDN(t *testing.T) {
 	is.Equal(w.Header().Get("Location"), "https://cdn.example.test/images/"+id)
 	is.Equal(w.Body.Len() < 200, true) // no image bytes through this process
 	// The signature still guards it, and it ends with the image.
-	wantError(t, e.do("GET", path[:len(path)-2]+"xx", "", ""), http.StatusNotFound, httpapi.CodeNotFound)
+	wantError(t, e.do("GET", path[:len(path)-2]+"xx", "", ""), http.StatusNotFound, imagegen.APINotFound)
 	e.clock.Advance(retention + time.Second)
-	wantError(t, e.do("GET", path, "", ""), http.StatusNotFound, httpapi.CodeNotFound)
+	wantError(t, e.do("GET", path, "", ""), http.StatusNotFound, imagegen.APINotFound)
 }
 
 func TestImageRedirectsToAPresignedURL(t *testing.T) {

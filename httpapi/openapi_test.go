@@ -62,7 +62,7 @@ func (x *exchange) request() *http.Request {
 func (x *exchange) errorCode() string {
 	var body httpapi.ErrorBody
 	_ = json.Unmarshal(x.respBody, &body)
-	return body.Error.Code
+	return string(body.Error.Code)
 }
 
 // recorder sends requests to real handlers and keeps the exchanges.
@@ -587,12 +587,12 @@ func TestOpenAPIConformance(t *testing.T) {
 	}
 	is.True(seen[outcome{"components", "NotFound", "404"}])
 	is.True(seen[outcome{"components", "MethodNotAllowed", "405"}])
-	for _, code := range []string{
-		httpapi.CodeUnauthorized, httpapi.CodeInsufficientCredits, httpapi.CodeTaskNotFound, httpapi.CodeInvalidParams,
-		httpapi.CodeRateLimitExceeded, httpapi.CodeInternalError, httpapi.CodeNotFound, httpapi.CodeMethodNotAllowed, httpapi.CodeBodyTooLarge,
-		httpapi.CodeIdempotencyConflict, httpapi.CodeTaskFinished,
+	for _, code := range []imagegen.APIErrorCode{
+		imagegen.APIUnauthorized, imagegen.APIInsufficientCredits, imagegen.APITaskNotFound, imagegen.APIInvalidParams,
+		imagegen.APIRateLimitExceeded, imagegen.APIInternalError, imagegen.APINotFound, imagegen.APIMethodNotAllowed, imagegen.APIRequestTooLarge,
+		imagegen.APIIdempotencyKeyInUse, imagegen.APITaskAlreadyFinished,
 	} {
-		if !codes[code] {
+		if !codes[string(code)] {
 			t.Errorf("no exchange produced error code %s", code)
 		}
 	}
@@ -747,7 +747,7 @@ func TestOpenAPIServed(t *testing.T) {
 	is.Equal(w.Header().Get("Content-Type"), "application/json")
 	is.Equal(w.Body.Bytes(), readSpecFile(t)) // the file, as it is
 	is.Equal(e.do("HEAD", "/api/v1/openapi.json", "", "").Body.Len(), 0)
-	wantError(t, e.do("PUT", "/api/v1/openapi.json", "", "{}"), http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed)
+	wantError(t, e.do("PUT", "/api/v1/openapi.json", "", "{}"), http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
 
 	// Mounted elsewhere, it names its own prefix as the server.
 	h, err := httpapi.New(httpapi.Config{Service: e.svc, Limiter: allowAll{}, Prefix: "/img/v2/", Logger: quiet})

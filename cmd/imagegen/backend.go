@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -21,18 +20,14 @@ import (
 type backend struct {
 	store   imagegen.Store
 	limiter imagegen.Limiter // per-key request limit
-	// signingKey signs image URLs; with Redis every API process must use
-	// the same one.
-	signingKey []byte
-	close      func() error
+	close   func() error
 }
 
 type backendConfig struct {
-	redisURL   string // "" for the memory store
-	blobsURL   string // "" for the store's own default
-	retention  time.Duration
-	rateLimit  int
-	signingKey string
+	redisURL  string // "" for the memory store
+	blobsURL  string // "" for the store's own default
+	retention time.Duration
+	rateLimit int
 }
 
 func openBackend(ctx context.Context, c backendConfig) (backend, error) {
@@ -50,10 +45,9 @@ func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 			return backend{}, err
 		}
 		return backend{
-			store:      memory.New(memory.Config{Clock: clock, Retention: c.retention, Blobs: blobs}),
-			limiter:    limiter,
-			signingKey: []byte(c.signingKey), // empty: httpapi makes a random one
-			close:      func() error { return nil },
+			store:   memory.New(memory.Config{Clock: clock, Retention: c.retention, Blobs: blobs}),
+			limiter: limiter,
+			close:   func() error { return nil },
 		}, nil
 	}
 
@@ -70,22 +64,15 @@ func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 	if err != nil {
 		return fail(err)
 	}
-	key := []byte(c.signingKey)
-	if len(key) == 0 {
-		// Every API process on this Redis signs with the same key: the
-		// first one to start makes it.
-		if key, err = store.SharedSecret(ctx, "url-signing", randomKey); err != nil {
-			return fail(err)
-		}
-	}
-	return backend{store: store, limiter: limiter, signingKey: key, close: rdb.Close}, nil
+	return backend{store: store, limiter: limiter, close: rdb.Close}, nil
 }
 
 // dialRedis connects to a redis:// or rediss:// URL and checks it answers.
 func dialRedis(ctx context.Context, url string) (*goredis.Client, error) {
 	opt, err := goredis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("-redis: %w", err)
+		// The URL may hold a password: it is not repeated.
+		return nil, errors.New("-redis must be a URL like redis://[:password@]host:port/db (or rediss:// for TLS)")
 	}
 	rdb := goredis.NewClient(opt)
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -100,12 +87,6 @@ func dialRedis(ctx context.Context, url string) (*goredis.Client, error) {
 // redactURL names a Redis server without its password.
 func redactURL(opt *goredis.Options) string {
 	return fmt.Sprintf("%s db %d", opt.Addr, opt.DB)
-}
-
-func randomKey() []byte {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails on Go 1.24+
-	return b
 }
 
 // errRedisRequired is returned by commands that only make sense against

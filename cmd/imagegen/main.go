@@ -21,9 +21,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 func main() {
+	// go-redis logs each failed dial of its pool on its own; the commands
+	// report the failure once, in their own words.
+	goredis.SetLogger(silentRedisLog{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
@@ -77,3 +82,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("unknown command %q", args[0])
 	}
 }
+
+// silentRedisLog drops go-redis's internal log lines.
+type silentRedisLog struct{}
+
+func (silentRedisLog) Printf(context.Context, string, ...any) {}

@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/matryer/is"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -222,4 +224,18 @@ func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// An unreachable Redis is one line on stderr, not a page of pool logs.
+func TestUnreachableRedisIsOneLine(t *testing.T) {
+	is := is.New(t)
+	bin := imagegenBinary(t)
+	port := freePort(t) // nothing listens there
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "keys", "list", "-redis", "redis://127.0.0.1:"+strconv.Itoa(port)+"/0", "-owner", "a").CombinedOutput()
+	is.True(err != nil) // it fails...
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	is.Equal(len(lines), 1) // ...in one line
+	is.True(strings.Contains(lines[0], "does not answer"))
 }

@@ -58,22 +58,31 @@ func (c runtimeConfig) validate() error {
 	return nil
 }
 
-// newService wires the model and the service on store. getenv gives the
+// serviceConfig wires the model of -model on store. getenv gives the
 // providers' API keys.
-func newService(c runtimeConfig, getenv func(string) string, store imagegen.Store, log *slog.Logger) (*imagegen.Service, error) {
+func serviceConfig(c runtimeConfig, getenv func(string) string, store imagegen.Store, log *slog.Logger) (imagegen.Config, error) {
 	clock := imagegen.SystemClock{}
 	fetcher, err := fetch.New(fetch.Config{AllowPrivate: c.allowPrivateURLs})
 	if err != nil {
-		return nil, err
+		return imagegen.Config{}, err
 	}
 	model, err := newModel(c.model, modelDeps{getenv: getenv, fetcher: fetcher, clock: clock, delay: c.placeholderDelay, log: log})
 	if err != nil {
-		return nil, err
+		return imagegen.Config{}, err
 	}
-	return imagegen.New(imagegen.Config{
+	return imagegen.Config{
 		Store: store, Model: model, Clock: clock, Logger: log,
 		Workers: c.workers, LeaseDuration: c.lease,
 		BlobSweepInterval: c.blobSweep, OrphanGrace: c.orphanGrace,
 		AllowHTTPCallbacks: c.allowPrivateURLs,
-	})
+	}, nil
+}
+
+// newService is the service of serviceConfig.
+func newService(c runtimeConfig, getenv func(string) string, store imagegen.Store, log *slog.Logger) (*imagegen.Service, error) {
+	cfg, err := serviceConfig(c, getenv, store, log)
+	if err != nil {
+		return nil, err
+	}
+	return imagegen.New(cfg)
 }

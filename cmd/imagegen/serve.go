@@ -9,15 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/fetch"
-	"github.com/imagegen/imagegen/httpapi"
-	"github.com/imagegen/imagegen/ratelimit"
-	"github.com/imagegen/imagegen/webhook"
+	"github.com/imagegen/imagegen/server"
 )
 
 type serveConfig struct {
@@ -59,14 +57,18 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return c, errors.New("-demo-credits must not be negative")
 	case c.rateLimit < 1:
 		return c, errors.New("-rate-limit must be at least 1")
-	case c.signingKey != "" && len(c.signingKey) < 16:
-		return c, errors.New("-signing-key must be at least 16 bytes")
+	case c.publicURL != "" && !absoluteHTTPURL(c.publicURL):
+		return c, errors.New("-public-url must be an absolute http(s) URL such as https://img.example.com")
 	case c.presignTTL < 0:
 		return c, errors.New("-image-presign must not be negative")
 	case c.presignTTL > 0 && c.imageBase != "":
 		return c, errors.New("-image-presign and -image-base-url are two ways to redirect downloads: choose one")
 	case c.presignTTL > 0 && !strings.HasPrefix(c.blobsURL, "s3:"):
 		return c, errors.New("-image-presign needs -blobs s3://... (only object storage presigns URLs)")
+	case c.imageBase != "" && !absoluteHTTPURL(c.imageBase):
+		return c, errors.New("-image-base-url must be an absolute http(s) URL such as https://cdn.example.com/images")
+	case c.signingKey != "" && len(c.signingKey) < 16:
+		return c, errors.New("-signing-key must be at least 16 bytes")
 	}
 	return c, c.runtimeConfig.validate()
 }
@@ -84,17 +86,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
-	clock := imagegen.SystemClock{}
-	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, blobsURL: c.blobsURL, retention: c.retention, rateLimit: c.rateLimit, signingKey: c.signingKey})
+	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, blobsURL: c.blobsURL, retention: c.retention, rateLimit: c.rateLimit})
 	if err != nil {
 		return err
 	}
 	defer be.close()
-	svc, err := newService(c.runtimeConfig, getenv, be.store, log)
+	svcConfig, err := serviceConfig(c.runtimeConfig, getenv, be.store, log)
 	if err != nil {
-		return err
-	}
-	if err := createDemoUsers(ctx, svc, c, stdout); err != nil {
 		return err
 	}
 
@@ -106,33 +104,23 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if publicURL == "" {
 		publicURL = "http://" + displayAddr(ln.Addr())
 	}
-	authFailures, err := ratelimit.NewIPLimiter(ratelimit.IPLimiterConfig{Clock: clock})
-	if err != nil {
-		return err
-	}
-	api, err := httpapi.New(httpapi.Config{
-		Service:      svc,
+	stack, err := server.New(ctx, server.Config{
+		Service:      svcConfig,
 		PublicURL:    publicURL,
 		Limiter:      be.limiter,
-		AuthFailures: authFailures,
-		SigningKey:   be.signingKey,
+		SigningKey:   []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
+		NoWorkers:    c.workers == 0,       // -workers 0: this process serves the API only
 		ImageBaseURL: c.imageBase,
 		PresignTTL:   c.presignTTL,
-		Logger:       log,
 	})
 	if err != nil {
 		return err
 	}
+	if err := createDemoUsers(ctx, stack.Service(), c, stdout); err != nil {
+		return err
+	}
 	mux := http.NewServeMux()
-	api.Register(mux)
-	callbacks, err := fetch.New(fetch.Config{AllowPrivate: c.allowPrivateURLs})
-	if err != nil {
-		return err
-	}
-	dispatcher, err := webhook.NewDispatcher(webhook.Config{Service: svc, Render: api.TaskJSON, Poster: callbacks, Logger: log})
-	if err != nil {
-		return err
-	}
+	stack.Register(mux)
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -146,15 +134,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = dispatcher.Run(ctx) // callbacks of finished tasks, from this or any process
+		_ = stack.Run(ctx) // workers, and callbacks of finished tasks from this or any process; returns once running generations finished or were released
 	}()
-	if c.workers > 0 { // -workers 0: this process serves the API only
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = svc.Run(ctx) // returns once running generations finished or were released
-		}()
-	}
 	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "workers", c.workers, "model", c.model, "store", storeName(c.redisURL), "blobs", blobsName(c.blobsURL))
 
 	serveErr := make(chan error, 1)
@@ -182,10 +163,7 @@ func createDemoUsers(ctx context.Context, svc *imagegen.Service, c serveConfig, 
 		if c.demoCredits == 0 {
 			return nil
 		}
-		_, err := svc.Grant(ctx, owner, c.demoCredits, "demo-credits")
-		if errors.Is(err, imagegen.ErrDuplicateEntry) {
-			return nil // granted by an earlier start on the same Redis
-		}
+		_, err := svc.Grant(ctx, owner, c.demoCredits, "demo-credits") // once per user, across restarts on a shared store
 		return err
 	}
 	if len(c.demoKeys) == 0 {
@@ -238,4 +216,11 @@ func storeName(redisURL string) string {
 		return "memory"
 	}
 	return "redis"
+}
+
+// absoluteHTTPURL reports whether raw is an absolute http(s) URL with a
+// host and no credentials, query or fragment.
+func absoluteHTTPURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil && u.RawQuery == "" && u.Fragment == ""
 }

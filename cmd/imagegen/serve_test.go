@@ -33,14 +33,14 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-type server struct {
+type serveProc struct {
 	base           string
 	stdout, stderr *syncBuffer
 	stop           func() error
 }
 
 // startServe runs `imagegen serve` on a free loopback port.
-func startServe(t *testing.T, env map[string]string, args ...string) server {
+func startServe(t *testing.T, env map[string]string, args ...string) serveProc {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
@@ -51,7 +51,7 @@ func startServe(t *testing.T, env map[string]string, args ...string) server {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
-			s := server{base: m[1], stdout: stdout, stderr: stderr}
+			s := serveProc{base: m[1], stdout: stdout, stderr: stderr}
 			s.stop = func() error { cancel(); return <-done }
 			t.Cleanup(func() { cancel() })
 			return s
@@ -68,13 +68,13 @@ func startServe(t *testing.T, env map[string]string, args ...string) server {
 	}
 }
 
-func (s server) call(t *testing.T, method, path, key, body string) (int, map[string]any) {
+func (s serveProc) call(t *testing.T, method, path, key, body string) (int, map[string]any) {
 	t.Helper()
 	return httpCall(t, method, s.base+path, key, body)
 }
 
 // waitTask polls (within the rate limit of the test server) until the task ends.
-func (s server) waitTask(t *testing.T, key, id string) map[string]any {
+func (s serveProc) waitTask(t *testing.T, key, id string) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
