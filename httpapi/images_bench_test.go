@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/google/uuid"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
@@ -22,6 +23,7 @@ import (
 	blobs3 "github.com/imagegen/imagegen/blob/s3"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/redistest"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
@@ -108,6 +110,17 @@ func BenchmarkImageDownload(b *testing.B) {
 		rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
 		b.Cleanup(func() { _ = rdb.Close() })
 		s, err := blobredis.New(rdb, blobredis.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		h, path := imageHandler(b, s)
+		benchGet(b, h, path)
+	})
+	b.Run("redis-real", func(b *testing.B) {
+		rdb := redistest.Connect(b)
+		prefix := "imagegen-bench-" + uuid.NewString()
+		b.Cleanup(func() { redistest.DeleteKeys(b, rdb, "{"+prefix+"}:*") })
+		s, err := blobredis.New(rdb, blobredis.Config{Prefix: prefix, TTL: time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -19,7 +19,7 @@ type rangeReader struct {
 	offset int64 // where the bytes start in the value (the header's length)
 	size   int64
 	pos    int64
-	buf    []byte // bytes fetched from pos on
+	buf    string // bytes fetched from pos on (kept as go-redis returns them: no copy)
 }
 
 func (r *rangeReader) Read(p []byte) (int, error) {
@@ -36,7 +36,7 @@ func (r *rangeReader) Read(p []byte) (int, error) {
 		if s == "" {
 			return 0, fmt.Errorf("redis blobs: %s changed while being read: %w", r.key, io.ErrUnexpectedEOF)
 		}
-		r.buf = []byte(s)
+		r.buf = s
 	}
 	n := copy(p, r.buf)
 	r.buf = r.buf[n:]
@@ -50,12 +50,12 @@ func (r *rangeReader) Seek(offset int64, whence int) (int64, error) {
 		return abs, fmt.Errorf("redis blobs: %w", err)
 	}
 	if abs != r.pos {
-		r.pos, r.buf = abs, nil
+		r.pos, r.buf = abs, ""
 	}
 	return abs, nil
 }
 
 func (r *rangeReader) Close() error {
-	r.buf = nil
+	r.buf = ""
 	return nil
 }
