@@ -11,9 +11,6 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/google/uuid"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
@@ -24,6 +21,7 @@ import (
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/internal/redistest"
+	"github.com/imagegen/imagegen/internal/s3test"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
@@ -128,16 +126,10 @@ func BenchmarkImageDownload(b *testing.B) {
 		benchGet(b, h, path)
 	})
 	b.Run("s3-gofakes3", func(b *testing.B) {
-		backend := s3mem.New()
-		if err := backend.CreateBucket("bench"); err != nil {
-			b.Fatal(err)
-		}
-		srv := httptest.NewServer(gofakes3.New(backend).Server())
-		b.Cleanup(srv.Close)
 		b.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 		s, err := blobs3.New(context.Background(), blobs3.Config{
-			Bucket: "bench", Region: "us-east-1", Endpoint: srv.URL, PathStyle: true, ChecksumWhenRequired: true,
-			Credentials: credentials.NewStaticCredentialsProvider("k", "s", ""),
+			Bucket: s3test.Bucket, Region: s3test.Region, Endpoint: s3test.Fake(b), PathStyle: true,
+			ChecksumWhenRequired: true, Credentials: s3test.Credentials,
 		})
 		if err != nil {
 			b.Fatal(err)

@@ -6,20 +6,17 @@ import (
 	"encoding/hex"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
 	blobs3 "github.com/imagegen/imagegen/blob/s3"
 	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/internal/s3test"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
@@ -131,14 +128,11 @@ func TestImageRedirectsToTheCDN(t *testing.T) {
 
 func TestImageRedirectsToAPresignedURL(t *testing.T) {
 	is := is.New(t)
-	backend := s3mem.New()
-	is.NoErr(backend.CreateBucket("images"))
-	s3srv := httptest.NewServer(gofakes3.New(backend).Server())
-	defer s3srv.Close()
+	endpoint := s3test.Fake(t)
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	blobs, err := blobs3.New(context.Background(), blobs3.Config{
-		Bucket: "images", Prefix: "p/", Region: "us-east-1", Endpoint: s3srv.URL, PathStyle: true,
-		ChecksumWhenRequired: true, Credentials: credentials.NewStaticCredentialsProvider("k", "s", ""),
+		Bucket: s3test.Bucket, Prefix: "p/", Region: s3test.Region, Endpoint: endpoint, PathStyle: true,
+		ChecksumWhenRequired: true, Credentials: s3test.Credentials,
 	})
 	is.NoErr(err)
 	e := newEnv(t, func(o *envOptions) {
@@ -150,7 +144,7 @@ func TestImageRedirectsToAPresignedURL(t *testing.T) {
 	is.Equal(w.Code, http.StatusFound)
 	is.Equal(w.Header().Get("Cache-Control"), "private, max-age=300")
 	loc := w.Header().Get("Location")
-	is.True(strings.HasPrefix(loc, s3srv.URL+"/images/p/"+id+"?"))
+	is.True(strings.HasPrefix(loc, endpoint+"/"+s3test.Bucket+"/p/"+id+"?"))
 	is.True(strings.Contains(loc, "X-Amz-Expires=600"))
 	res, err := http.Get(loc)
 	is.NoErr(err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,11 +14,14 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/google/uuid"
 	"github.com/matryer/is"
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/imagegen/imagegen/blob/file"
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/blob"
 	"github.com/imagegen/imagegen/internal/redistest"
+	"github.com/imagegen/imagegen/internal/s3test"
 )
 
 // testRedisURL is a Redis for serve processes: miniredis in this process
@@ -116,12 +120,42 @@ func get(t *testing.T, url string, hdr ...string) (*http.Response, []byte) {
 // If-None-Match) and still work after serve restarts; retention then
 // removes the files.
 func TestServeRedisWithFileBlobs(t *testing.T) {
+	dir := t.TempDir()
+	testServeWithBlobs(t, "file://"+dir, func() int { return len(blobFiles(t, dir)) })
+}
+
+// The same with -blobs s3://bucket/prefix: on an in-process gofakes3 the
+// serve process reaches over loopback, or on IMAGEGEN_TEST_S3
+// (moto_server).
+func TestServeRedisWithS3Blobs(t *testing.T) {
+	endpoint := s3test.Fake(t)
+	if os.Getenv(s3test.EnvVar) != "" {
+		endpoint = s3test.Real(t)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", "test") // the serve processes' credentials, from the standard chain
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	prefix := "serve-" + uuid.NewString()
+	u := "s3://" + s3test.Bucket + "/" + prefix + "?endpoint=" + url.QueryEscape(endpoint) +
+		"&region=" + s3test.Region + "&path_style=true&checksum=when_required"
+	testServeWithBlobs(t, u, nil)
+}
+
+// testServeWithBlobs runs the scenario on serve -blobs blobsURL. count,
+// when set, counts the images by another way than the BlobStore (files
+// on disk).
+func testServeWithBlobs(t *testing.T, blobsURL string, count func() int) {
 	is := is.New(t)
 	redisURL, rdb, passTime := testRedisURL(t)
-	dir := t.TempDir()
+	blobs, err := blob.Open(context.Background(), blobsURL) // the test's own view of the same store
+	is.NoErr(err)
+	t.Cleanup(func() { deleteBlobs(t, blobs) })
+	if count == nil {
+		count = func() int { return len(listBlobs(t, blobs)) }
+	}
 	const key = "blob-test-key-0123456789"
 	args := []string{
-		"-redis", redisURL, "-blobs", "file://" + dir, "-demo-key", key, "-demo-credits", "100",
+		"-redis", redisURL, "-blobs", blobsURL, "-demo-key", key, "-demo-credits", "100",
 		"-rate-limit", "100000", "-placeholder-delay", "0", "-workers", "4",
 		"-retention", "30s", "-blob-sweep", "1s", "-orphan-grace", "15s",
 	}
@@ -144,15 +178,13 @@ func TestServeRedisWithFileBlobs(t *testing.T) {
 		paths = append(paths, u[strings.Index(u, "/api/v1/"):])
 	}
 
-	// 20 PNG files on disk, and nothing image-sized in Redis.
-	files := blobFiles(t, dir)
-	is.Equal(len(files), 20)
+	// 20 images in the blob store, and nothing image-sized in Redis.
+	is.Equal(count(), 20)
+	is.Equal(len(listBlobs(t, blobs)), 20)
 	biggestKey, biggest := largestValue(t, rdb)
 	if biggest >= 10<<10 {
-		t.Fatalf("Redis key %s holds %d bytes; image bytes belong on disk", biggestKey, biggest)
+		t.Fatalf("Redis key %s holds %d bytes; image bytes belong in the blob store", biggestKey, biggest)
 	}
-	store, err := file.New(file.Config{Dir: dir})
-	is.NoErr(err)
 
 	etags := map[string]string{}
 	for _, path := range paths {
@@ -160,9 +192,7 @@ func TestServeRedisWithFileBlobs(t *testing.T) {
 		is.Equal(resp.StatusCode, http.StatusOK)
 		is.True(bytes.HasPrefix(body, []byte("\x89PNG")))
 		id := path[len("/api/v1/images/"):strings.Index(path, "?")]
-		onDisk, err := os.ReadFile(store.Path(id))
-		is.NoErr(err)
-		is.True(bytes.Equal(body, onDisk)) // the same bytes as the file
+		is.True(bytes.Equal(body, readBlob(t, blobs, id))) // the same bytes as stored
 		etags[path] = resp.Header.Get("ETag")
 		is.True(etags[path] != "")
 		resp, body = get(t, base+path, "If-None-Match", etags[path])
@@ -170,7 +200,7 @@ func TestServeRedisWithFileBlobs(t *testing.T) {
 		is.Equal(len(body), 0)
 	}
 
-	// A new serve process (same Redis, same directory) serves the same URLs.
+	// A new serve process (same Redis, same blob store) serves the same URLs.
 	p.stop(t)
 	_, base = startServeProcess(t, args...)
 	for _, path := range paths {
@@ -180,12 +210,42 @@ func TestServeRedisWithFileBlobs(t *testing.T) {
 		is.True(bytes.HasPrefix(body, []byte("\x89PNG")))
 	}
 
-	// Retention (30s) ends the records; the sweep then deletes the files
+	// Retention (30s) ends the records; the sweep then deletes the bytes
 	// (once they are older than -orphan-grace).
 	passTime(31 * time.Second)
-	waitUntil(t, 60*time.Second, "retention removes the image files", func() bool {
-		return len(blobFiles(t, dir)) == 0
+	waitUntil(t, 60*time.Second, "retention removes the images' bytes", func() bool {
+		return count() == 0
 	})
 	resp, _ := get(t, base+paths[0])
 	is.Equal(resp.StatusCode, http.StatusNotFound)
+}
+
+func listBlobs(t *testing.T, s imagegen.BlobStore) []string {
+	t.Helper()
+	var keys []string
+	if err := s.List(context.Background(), func(b imagegen.BlobInfo) error { keys = append(keys, b.Key); return nil }); err != nil {
+		t.Fatalf("list blobs: %v", err)
+	}
+	return keys
+}
+
+func readBlob(t *testing.T, s imagegen.BlobStore, key string) []byte {
+	t.Helper()
+	b, err := s.Open(context.Background(), key)
+	if err != nil {
+		t.Fatalf("open blob %s: %v", key, err)
+	}
+	defer b.Body.Close()
+	data, err := io.ReadAll(b.Body)
+	if err != nil {
+		t.Fatalf("read blob %s: %v", key, err)
+	}
+	return data
+}
+
+// deleteBlobs removes whatever a failed test left in its store.
+func deleteBlobs(t *testing.T, s imagegen.BlobStore) {
+	for _, k := range listBlobs(t, s) {
+		_ = s.Delete(context.Background(), k)
+	}
 }
