@@ -2,7 +2,9 @@ package imagegen
 
 import (
 	"net/url"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -172,6 +174,8 @@ func (r Request) Validate() error {
 		return invalid("prompt", "is required")
 	case n > MaxPromptChars:
 		return invalid("prompt", "must be at most %d characters (got %d)", MaxPromptChars, n)
+	case strings.TrimFunc(r.Prompt, unicode.IsSpace) == "":
+		return invalid("prompt", "must not be only white space")
 	}
 	if r.AspectRatio != "" && !r.AspectRatio.Valid() {
 		return invalid("aspect_ratio", "must be one of auto, 1:1, 3:2, 2:3, 9:16, 16:9, 3:4, 4:3")
@@ -227,7 +231,11 @@ type Task struct {
 	// Attempt counts claims. It is the fencing token: the worker that
 	// claimed attempt n is the only one that may finish the task while
 	// Attempt == n and the task is processing.
-	Attempt    int
+	Attempt int
+	// Released counts claims given back unfinished at a worker's
+	// shutdown (Store.ReleaseTask). They do not count against
+	// Config.MaxAttempts: the task has had Attempt - Released attempts.
+	Released   int
 	LeaseUntil time.Time // when the current lease ends (processing only)
 	RunAfter   time.Time // a pending task is not claimed before this time
 	Images     []string  // image ids, on success

@@ -180,21 +180,23 @@ func (s *Service) process(ctx context.Context, t *Task) {
 
 	var me *ModelError
 	isModelErr := errors.As(err, &me)
+	counted := t.Attempt - t.Released // claims released at shutdown do not count
 	switch {
 	case isModelErr && me.Refused:
 		err = s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, Failure{Code: CodeContentPolicy, Message: me.UserMessage()})
 		s.logOutcome(log, err, "task refused by the model")
 	case ctx.Err() != nil && !timedOut:
-		// Shutting down: give the task back at once for another worker.
-		err = s.cfg.Store.RetryTask(storeCtx, t.ID, t.Attempt, 0, "worker shut down")
+		// Shutting down: give the task back at once for another worker,
+		// without using up one of its attempts.
+		err = s.cfg.Store.ReleaseTask(storeCtx, t.ID, t.Attempt)
 		s.logOutcome(log, err, "task released on shutdown")
-	case t.Attempt < s.cfg.MaxAttempts && (timedOut || !isModelErr || me.Retryable):
-		delay := s.backoff(t.Attempt)
+	case counted < s.cfg.MaxAttempts && (timedOut || !isModelErr || me.Retryable):
+		delay := s.backoff(counted)
 		lastErr := err.Error()
 		err = s.cfg.Store.RetryTask(storeCtx, t.ID, t.Attempt, delay, lastErr)
 		s.logOutcome(log, err, "task will be retried", "delay", delay, "cause", lastErr)
 	default:
-		f := failure(err, timedOut, t.Attempt)
+		f := failure(err, timedOut, counted)
 		log.Info("generation failed", "cause", err.Error())
 		err = s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, f)
 		s.logOutcome(log, err, "task failed and refunded", "code", f.Code, "reason", f.Message)

@@ -46,9 +46,9 @@ type APIError struct {
 	RetryAfter time.Duration
 	// Replayed: the server answered with the stored answer of an earlier
 	// request with the same idempotency key (SubmitWithKey), as its
-	// "Idempotent-Replayed: true" header says. A replayed
-	// insufficient_credits stays so for that key even after credits are
-	// added: use a new key.
+	// "Idempotent-Replayed: true" header says. Only answers that depend
+	// on the request body alone are replayed (not insufficient_credits,
+	// rate limits or server errors).
 	Replayed bool
 
 	// sentinel overrides the mapping of Code (Download's ErrImageNotFound).

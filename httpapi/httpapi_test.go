@@ -32,6 +32,7 @@ const retention = 24 * time.Hour
 type env struct {
 	t     *testing.T
 	h     http.Handler
+	api   *httpapi.Handler
 	svc   *imagegen.Service
 	clock *imagegentest.Clock
 	model *imagegentest.Model
@@ -60,10 +61,10 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	is.NoErr(err)
 	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: o.limit, Window: time.Minute, Clock: clock})
 	is.NoErr(err)
-	ipLimiter, err := ratelimit.NewIPLimiter(ratelimit.IPLimiterConfig{Clock: clock})
+	authFailures, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 10, Window: time.Minute, Clock: clock})
 	is.NoErr(err)
 	cfg := httpapi.Config{
-		Service: svc, Limiter: limiter, AuthFailures: ipLimiter, Clock: clock,
+		Service: svc, Limiter: limiter, AuthFailures: authFailures, Clock: clock,
 		PublicURL: "https://img.example.test", Logger: quiet,
 	}
 	o.api(&cfg)
@@ -71,7 +72,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	is.NoErr(err)
 	mux := http.NewServeMux()
 	api.Register(mux)
-	e := &env{t: t, h: mux, svc: svc, clock: clock, model: model}
+	e := &env{t: t, h: mux, api: api, svc: svc, clock: clock, model: model}
 	e.key = e.user("alice", 10)
 	return e
 }
@@ -89,6 +90,12 @@ func (e *env) user(owner string, credits int64) string {
 }
 
 func (e *env) do(method, path, key, body string, hdr ...string) *httptest.ResponseRecorder {
+	return doOn(e.h, method, path, key, body, hdr...)
+}
+
+// doOn sends one request to h with key as Bearer token and hdr as
+// name, value pairs.
+func doOn(h http.Handler, method, path, key, body string, hdr ...string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(method, path, strings.NewReader(body))
 	if key != "" {
 		r.Header.Set("Authorization", "Bearer "+key)
@@ -100,7 +107,7 @@ func (e *env) do(method, path, key, body string, hdr ...string) *httptest.Respon
 		r.Header.Set(hdr[i], hdr[i+1])
 	}
 	w := httptest.NewRecorder()
-	e.h.ServeHTTP(w, r)
+	h.ServeHTTP(w, r)
 	return w
 }
 
@@ -292,8 +299,8 @@ func TestAuthFailuresLimitedPerIP(t *testing.T) {
 	is.True(limited != nil) // brute force from one IP is stopped
 	wantError(t, limited, http.StatusTooManyRequests, imagegen.APIRateLimitExceeded)
 	is.True(limited.Header().Get("Retry-After") != "")
-	// While blocked, even a valid key from that IP is not looked at.
-	wantError(t, req(e.key), http.StatusTooManyRequests, imagegen.APIRateLimitExceeded)
+	// While failures are refused, a valid key from that IP is still served.
+	wantError(t, req(e.key), http.StatusNotFound, imagegen.APITaskNotFound)
 	// Another IP is unaffected.
 	r := httptest.NewRequest("GET", "/api/v1/tasks/x", nil)
 	r.Header.Set("Authorization", "Bearer "+e.key)
@@ -303,7 +310,7 @@ func TestAuthFailuresLimitedPerIP(t *testing.T) {
 	wantError(t, w, http.StatusNotFound, imagegen.APITaskNotFound)
 	// The block ends with time.
 	e.clock.Advance(time.Hour)
-	wantError(t, req(e.key), http.StatusNotFound, imagegen.APITaskNotFound)
+	wantError(t, req(imagegen.NewAPIKey()), http.StatusUnauthorized, imagegen.APIUnauthorized)
 }
 
 func TestInsufficientCredits(t *testing.T) {

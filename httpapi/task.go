@@ -29,7 +29,7 @@ type TaskBody struct {
 // task is finished, or after N seconds with its state then, and says so
 // with "Preference-Applied: wait=N" (only on a task answer: an error
 // answer applied no preference). The request counts once against the
-// rate limit however long it waits.
+// rate limit however long it waits. Drain cuts open waits short.
 func (h *Handler) handleTask() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := PrincipalFrom(r.Context())
@@ -39,7 +39,7 @@ func (h *Handler) handleTask() http.Handler {
 		var err error
 		wait, waited := preferWait(r.Header.Values("Prefer"))
 		if waited {
-			t, err = h.cfg.Service.WaitTask(r.Context(), p.Owner, id, time.Duration(wait)*time.Second)
+			t, err = h.waitTask(r, p.Owner, id, time.Duration(wait)*time.Second)
 		} else {
 			t, err = h.cfg.Service.Task(r.Context(), p.Owner, id)
 		}

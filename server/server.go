@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sync"
 	"time"
@@ -40,6 +41,10 @@ import (
 // DefaultRateLimit is how many requests a key may make a minute when
 // Config.RateLimit is zero.
 const DefaultRateLimit = 10
+
+// DefaultAuthFailures is how many failed authentications a client address
+// may make a minute (then 429) when Config.AuthFailures is nil.
+const DefaultAuthFailures = 10
 
 // SigningSecretName is the name under which the default image-URL signing
 // key is kept in the store (imagegen.SecretStore).
@@ -67,9 +72,19 @@ type Config struct {
 	// RateLimit a minute. Processes that share a store should share a
 	// limiter too (ratelimit.NewRedis).
 	Limiter imagegen.Limiter
-	// AuthFailures limits failed authentications per client address.
-	// Default: an in-process limiter (ratelimit.NewIPLimiter).
-	AuthFailures httpapi.AuthFailureLimiter
+	// AuthFailures counts failed authentications per client address
+	// (httpapi.Config.AuthFailures). Default: an in-process limiter of
+	// DefaultAuthFailures a minute. Processes that share a store should
+	// share it too (ratelimit.NewRedis with a Prefix of its own).
+	AuthFailures imagegen.Limiter
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
+	// Forwarded headers name the client (httpapi.Config.TrustedProxies).
+	// Default: none, the client is the peer address.
+	TrustedProxies []netip.Prefix
+	// IdempotencyTTL is how long a submit answer is replayed for its
+	// Idempotency-Key (default httpapi.DefaultIdempotencyTTL); set it to
+	// the store's retention.
+	IdempotencyTTL time.Duration
 	// Login is the host app's own sign-in (sessions, tokens), tried before
 	// API keys: a request it refuses with an error wrapping
 	// imagegen.ErrUnauthorized is then checked as a Bearer API key.
@@ -139,11 +154,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	if cfg.AuthFailures == nil {
-		ipl, err := ratelimit.NewIPLimiter(ratelimit.IPLimiterConfig{Clock: clock})
-		if err != nil {
+		if cfg.AuthFailures, err = ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: DefaultAuthFailures, Window: time.Minute, Clock: clock}); err != nil {
 			return nil, fmt.Errorf("server: failed-authentication limiter: %w", err)
 		}
-		cfg.AuthFailures = ipl
 	}
 	if len(cfg.SigningKey) == 0 {
 		if cfg.SigningKey, err = cfg.Service.Store.SharedSecret(ctx, SigningSecretName, randomKey); err != nil {
@@ -155,17 +168,19 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		auth = httpapi.FirstOf(cfg.Login, auth)
 	}
 	api, err := httpapi.New(httpapi.Config{
-		Service:       svc,
-		Prefix:        cfg.Prefix,
-		PublicURL:     cfg.PublicURL,
-		Limiter:       cfg.Limiter,
-		AuthFailures:  cfg.AuthFailures,
-		Authenticator: auth,
-		SigningKey:    cfg.SigningKey,
-		ImageBaseURL:  cfg.ImageBaseURL,
-		PresignTTL:    cfg.PresignTTL,
-		Clock:         clock,
-		Logger:        log,
+		Service:        svc,
+		Prefix:         cfg.Prefix,
+		PublicURL:      cfg.PublicURL,
+		Limiter:        cfg.Limiter,
+		AuthFailures:   cfg.AuthFailures,
+		TrustedProxies: cfg.TrustedProxies,
+		IdempotencyTTL: cfg.IdempotencyTTL,
+		Authenticator:  auth,
+		SigningKey:     cfg.SigningKey,
+		ImageBaseURL:   cfg.ImageBaseURL,
+		PresignTTL:     cfg.PresignTTL,
+		Clock:          clock,
+		Logger:         log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)

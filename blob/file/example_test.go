@@ -31,7 +31,7 @@ func Example() {
 }
 
 func run(ctx context.Context, rdb goredis.UniversalClient, dir string) error {
-	blobs, err := file.New(file.Config{Dir: dir})
+	blobs, err := file.New(file.Config{Dir: dir}) // e.g. /var/lib/imagegen/images
 	if err != nil {
 		return err
 	}

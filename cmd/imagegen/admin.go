@@ -34,6 +34,7 @@ func parseAdmin(name string, args []string, getenv func(string) string, stderr i
 	if extra != nil {
 		extra(fs)
 	}
+	secretFiles(fs, "redis")
 	if err := fs.Parse(args); err != nil {
 		return a, err
 	}

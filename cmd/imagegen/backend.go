@@ -20,8 +20,19 @@ import (
 type backend struct {
 	store   imagegen.Store
 	limiter imagegen.Limiter // per-key request limit
-	close   func() error
+	// authFailures counts failed authentications per client address;
+	// on Redis every process shares the counts.
+	authFailures imagegen.Limiter
+	close        func() error
 }
+
+// Failed authentications allowed per client address (IPv4 address or
+// IPv6 /64) per rolling minute before they get 429 instead of 401; on
+// Redis they are counted under their own key prefix.
+const (
+	authFailureLimit  = 10
+	authFailurePrefix = "imagegen:authfail:"
+)
 
 type backendConfig struct {
 	redisURL  string // "" for the memory store
@@ -44,10 +55,15 @@ func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 		if err != nil {
 			return backend{}, err
 		}
+		authFailures, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: authFailureLimit, Window: time.Minute, Clock: clock})
+		if err != nil {
+			return backend{}, err
+		}
 		return backend{
-			store:   memory.New(memory.Config{Clock: clock, Retention: c.retention, Blobs: blobs}),
-			limiter: limiter,
-			close:   func() error { return nil },
+			store:        memory.New(memory.Config{Clock: clock, Retention: c.retention, Blobs: blobs}),
+			limiter:      limiter,
+			authFailures: authFailures,
+			close:        func() error { return nil },
 		}, nil
 	}
 
@@ -64,7 +80,11 @@ func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return backend{store: store, limiter: limiter, close: rdb.Close}, nil
+	authFailures, err := ratelimit.NewRedis(rdb, ratelimit.RedisConfig{Limit: authFailureLimit, Window: time.Minute, Prefix: authFailurePrefix})
+	if err != nil {
+		return fail(err)
+	}
+	return backend{store: store, limiter: limiter, authFailures: authFailures, close: rdb.Close}, nil
 }
 
 // dialRedis connects to a redis:// or rediss:// URL and checks it answers.

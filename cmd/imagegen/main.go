@@ -10,7 +10,10 @@
 // Every flag of serve, worker, keys and credits can also be set in the
 // environment as IMAGEGEN_<NAME>, with the flag name upper-cased and
 // dashes as underscores (-rate-limit is IMAGEGEN_RATE_LIMIT); a flag on
-// the command line wins. generate and tasks read the server's URL from
+// the command line wins. Secrets (-demo-key, -signing-key and a -redis
+// URL with a password) are best given that way or with -<name>-file (a
+// file holding the value), since the command line shows in ps.
+// generate and tasks read the server's URL from
 // -server or IMAGEGEN_SERVER, and the API key from IMAGEGEN_API_KEY only.
 package main
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/imagegen/imagegen/internal/redistest"
 	"github.com/matryer/is"
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -64,9 +65,12 @@ type redisServer struct {
 // added to its command line (e.g. "--appendonly", "yes").
 func startRedis(t *testing.T, extra ...string) *redisServer {
 	t.Helper()
+	if os.Getenv(redistest.EnvVar) == "" {
+		t.Skip(redistest.EnvVar + " is not set: this test starts and stops its own redis-server processes (on other ports), and runs only where a real Redis is available")
+	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Skip("redis-server is not installed; this test needs real Redis processes")
+		t.Fatalf("%s is set but redis-server is not on PATH: %v", redistest.EnvVar, err)
 	}
 	r := &redisServer{port: freePort(t), dir: t.TempDir()}
 	r.args = append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(r.port), "--dir", r.dir, "--save", ""}, extra...)

@@ -25,6 +25,7 @@ type runtimeConfig struct {
 	blobsURL         string
 	blobSweep        time.Duration
 	orphanGrace      time.Duration
+	shutdownTimeout  time.Duration
 }
 
 func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int) {
@@ -37,6 +38,7 @@ func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int) {
 	fs.StringVar(&c.blobsURL, "blobs", "", "where image bytes are kept: file:///dir, or s3://bucket/prefix?endpoint=URL&region=R&path_style=true&checksum=when_required (credentials from the AWS chain); empty keeps them beside the records (in this process, or in Redis with -redis). Use one value for all processes")
 	fs.DurationVar(&c.blobSweep, "blob-sweep", 5*time.Minute, "how often workers delete image bytes whose record is gone (expired, or orphaned by a crash)")
 	fs.DurationVar(&c.orphanGrace, "orphan-grace", 10*time.Minute, "how old image bytes without a record must be before the sweep deletes them (at least 15s)")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "on SIGTERM, how long running generations may finish before they are stopped and their tasks given back to the queue (without using up an attempt)")
 	fs.DurationVar(&c.lease, "lease", 30*time.Second, "how long a worker holds a task before another may take it over (renewed while it runs)")
 }
 
@@ -48,6 +50,8 @@ func (c runtimeConfig) validate() error {
 		return errors.New("-retention must be positive")
 	case c.placeholderDelay < 0:
 		return errors.New("-placeholder-delay must not be negative")
+	case c.shutdownTimeout < 0:
+		return errors.New("-shutdown-timeout must not be negative")
 	case c.lease < time.Second:
 		return errors.New("-lease must be at least 1s")
 	case c.blobSweep <= 0:
@@ -74,6 +78,7 @@ func serviceConfig(c runtimeConfig, getenv func(string) string, store imagegen.S
 		Store: store, Model: model, Clock: clock, Logger: log,
 		Workers: c.workers, LeaseDuration: c.lease,
 		BlobSweepInterval: c.blobSweep, OrphanGrace: c.orphanGrace,
+		ShutdownTimeout:    max(c.shutdownTimeout, time.Nanosecond), // 0 would mean the default
 		AllowHTTPCallbacks: c.allowPrivateURLs,
 	}, nil
 }

@@ -28,6 +28,9 @@ type serveConfig struct {
 	signingKey  string
 	imageBase   string
 	presignTTL  time.Duration
+	// trustedProxies are the reverse proxies whose X-Forwarded-For /
+	// Forwarded headers name the client.
+	trustedProxies prefixList
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -42,7 +45,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: random per process; with -redis, one shared by all processes)")
 	fs.StringVar(&c.imageBase, "image-base-url", "", "redirect image downloads to this CDN base URL + /<image id> (its origin serves the -blobs store's objects), so the bytes never pass through this process")
 	fs.DurationVar(&c.presignTTL, "image-presign", 0, "redirect image downloads to presigned object-store URLs valid this long, e.g. 10m (needs -blobs s3://...); 0 streams them through this process")
+	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose X-Forwarded-For / Forwarded headers name the client, for the per-address limit on failed logins (repeatable; default: none, the client is the peer address)")
 	c.runtimeConfig.register(fs, 4)
+	secretFiles(fs, "demo-key", "signing-key", "redis")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -105,13 +110,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		publicURL = "http://" + displayAddr(ln.Addr())
 	}
 	stack, err := server.New(ctx, server.Config{
-		Service:      svcConfig,
-		PublicURL:    publicURL,
-		Limiter:      be.limiter,
-		SigningKey:   []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
-		NoWorkers:    c.workers == 0,       // -workers 0: this process serves the API only
-		ImageBaseURL: c.imageBase,
-		PresignTTL:   c.presignTTL,
+		Service:        svcConfig,
+		PublicURL:      publicURL,
+		Limiter:        be.limiter,
+		AuthFailures:   be.authFailures,
+		TrustedProxies: c.trustedProxies,
+		IdempotencyTTL: c.retention,
+		SigningKey:     []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
+		NoWorkers:      c.workers == 0,       // -workers 0: this process serves the API only
+		ImageBaseURL:   c.imageBase,
+		PresignTTL:     c.presignTTL,
 	})
 	if err != nil {
 		return err
@@ -129,6 +137,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+
+	srv.RegisterOnShutdown(stack.API().Drain) // open Prefer: wait requests answer at once
 
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -17,6 +17,7 @@ func worker(ctx context.Context, args []string, getenv func(string) string, stde
 	fs.SetOutput(stderr)
 	c.register(fs, 4)
 	fs.Lookup("redis").Usage = "Redis URL (redis://host:port/db) of the store shared with the API processes (required)"
+	secretFiles(fs, "redis")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
