@@ -10,7 +10,9 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
+	blobmemory "github.com/imagegen/imagegen/blob/memory"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/store/memory"
 )
 
 // blobKeys lists the keys in the store's BlobStore.
@@ -25,7 +27,14 @@ func blobKeys(t *testing.T, s imagegen.Store) map[string]bool {
 
 func TestSweepDeletesOrphansAfterTheGraceAndExpiredImages(t *testing.T) {
 	is := is.New(t)
-	f := newFixture(t, imagegentest.NewModel(1)) // retention 1h, grace 10m (default)
+	// A BlobStore of its own (not the memory store's default, which loses
+	// bytes with their records): only the sweep removes anything.
+	var store imagegen.Store
+	f := newFixture(t, imagegentest.NewModel(1), func(c *imagegen.Config) { // retention 1h, grace 10m (default)
+		store = memory.New(memory.Config{Clock: c.Clock, Retention: time.Hour, Blobs: blobmemory.New(blobmemory.Config{Clock: c.Clock})})
+		c.Store = store
+	})
+	f.store = store
 	f.funded(t, "u", 1)
 	sub := f.submit(t, "u")
 	is.True(f.runOnce(t))

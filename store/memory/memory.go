@@ -4,8 +4,9 @@
 // several processes share state through store/redis instead.
 //
 // Finished tasks and their image records are removed after the retention
-// period. Image bytes are in Config.Blobs (default: blob/memory, in this
-// process too); imagegen.Service.SweepBlobs removes the bytes whose
+// period. Image bytes are in Config.Blobs. The default, a blob/memory
+// store of its own, loses an image's bytes with its record; with any
+// other BlobStore, imagegen.Service.SweepBlobs removes the bytes whose
 // record is gone.
 // The credit ledger is append-only and kept whole for the life of the
 // process, so a balance can always be checked against its entries.
@@ -13,6 +14,7 @@ package memory
 
 import (
 	"cmp"
+	"context"
 	"container/heap"
 	"sync"
 	"time"
@@ -44,6 +46,7 @@ type Store struct {
 	clock     imagegen.Clock
 	retention time.Duration
 	blobs     imagegen.BlobStore
+	ownBlobs  *blobmemory.Store // the default blobs, emptied with the records
 
 	mu         sync.Mutex
 	seq        uint64
@@ -76,14 +79,17 @@ type record struct {
 // New returns an empty Store.
 func New(o Config) *Store {
 	clock := cmp.Or[imagegen.Clock](o.Clock, imagegen.SystemClock{})
+	var own *blobmemory.Store
 	blobs := o.Blobs
 	if blobs == nil {
-		blobs = blobmemory.New(blobmemory.Config{Clock: clock})
+		own = blobmemory.New(blobmemory.Config{Clock: clock})
+		blobs = own
 	}
 	return &Store{
 		clock:      clock,
 		retention:  cmp.Or(o.Retention, DefaultRetention),
 		blobs:      blobs,
+		ownBlobs:   own,
 		tasks:      make(map[string]*record),
 		processing: make(map[string]*record),
 		images:     make(map[string]*imagegen.Image),
@@ -104,6 +110,9 @@ func (s *Store) lock() time.Time {
 		if r, ok := s.tasks[e.id]; ok && r.task.ExpiresAt.Equal(e.at) {
 			for _, img := range r.task.Images {
 				delete(s.images, img)
+				if s.ownBlobs != nil {
+					_ = s.ownBlobs.Delete(context.Background(), img) // in memory: cannot fail
+				}
 			}
 			delete(s.tasks, e.id)
 		}
