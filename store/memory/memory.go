@@ -14,8 +14,8 @@ package memory
 
 import (
 	"cmp"
-	"context"
 	"container/heap"
+	"context"
 	"sync"
 	"time"
 
