@@ -37,12 +37,7 @@ func (h *Handler) handleImage() http.Handler {
 			return
 		}
 		img, blob, err := h.cfg.Service.OpenImage(r.Context(), id)
-		if errors.Is(err, imagegen.ErrImageNotFound) {
-			imageNotFound(w)
-			return
-		}
-		if err != nil {
-			h.respondErr(w, r, err)
+		if h.imageErr(w, r, err) {
 			return
 		}
 		defer blob.Body.Close()
@@ -68,12 +63,7 @@ func (h *Handler) handleImage() http.Handler {
 // at a presigned URL of the BlobStore.
 func (h *Handler) redirectImage(w http.ResponseWriter, r *http.Request, id string, now time.Time) {
 	img, err := h.cfg.Service.Image(r.Context(), id)
-	if errors.Is(err, imagegen.ErrImageNotFound) {
-		imageNotFound(w)
-		return
-	}
-	if err != nil {
-		h.respondErr(w, r, err)
+	if h.imageErr(w, r, err) {
 		return
 	}
 	target := h.cfg.ImageBaseURL + "/" + url.PathEscape(id)
@@ -95,6 +85,20 @@ func (h *Handler) redirectImage(w http.ResponseWriter, r *http.Request, id strin
 func cacheUntil(expires, now time.Time) string {
 	maxAge := max(int64(expires.Sub(now)/time.Second), 0)
 	return "private, max-age=" + strconv.FormatInt(maxAge, 10) + ", immutable"
+}
+
+// imageErr answers err, if any (a missing image is a plain 404), and
+// reports whether it did.
+func (h *Handler) imageErr(w http.ResponseWriter, r *http.Request, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, imagegen.ErrImageNotFound):
+		imageNotFound(w)
+	default:
+		h.respondErr(w, r, err)
+	}
+	return true
 }
 
 func imageNotFound(w http.ResponseWriter) {

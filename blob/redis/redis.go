@@ -28,6 +28,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/redisglob"
 )
 
 var _ imagegen.BlobStore = (*Store)(nil)
@@ -167,7 +168,7 @@ func (s *Store) List(ctx context.Context, fn func(imagegen.BlobInfo) error) erro
 	scan := func(ctx context.Context, c goredis.UniversalClient) error {
 		var cursor uint64
 		for {
-			keys, next, err := c.Scan(ctx, cursor, globEscape(s.pre)+"*", 500).Result()
+			keys, next, err := c.Scan(ctx, cursor, redisglob.Escape(s.pre)+"*", 500).Result()
 			if err != nil {
 				return fmt.Errorf("redis blobs: list: %w", err)
 			}
@@ -211,18 +212,6 @@ func (s *Store) listBatch(ctx context.Context, c goredis.UniversalClient, keys [
 		}
 	}
 	return nil
-}
-
-// globEscape quotes the characters SCAN MATCH treats specially.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		if strings.ContainsRune(`*?[]\`, c) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 // sliceWriter appends to a slice whose capacity was sized beforehand.
