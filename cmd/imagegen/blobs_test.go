@@ -138,13 +138,15 @@ func TestServeRedisWithS3Blobs(t *testing.T) {
 	prefix := "serve-" + uuid.NewString()
 	u := "s3://" + s3test.Bucket + "/" + prefix + "?endpoint=" + url.QueryEscape(endpoint) +
 		"&region=" + s3test.Region + "&path_style=true&checksum=when_required"
-	testServeWithBlobs(t, u, nil)
+	// The restarted serve redirects downloads to presigned URLs.
+	testServeWithBlobs(t, u, nil, "-image-presign", "1m")
 }
 
 // testServeWithBlobs runs the scenario on serve -blobs blobsURL. count,
 // when set, counts the images by another way than the BlobStore (files
-// on disk).
-func testServeWithBlobs(t *testing.T, blobsURL string, count func() int) {
+// on disk). restartArgs are added to the second serve's flags; with
+// them, downloads are expected to be redirected (-image-presign).
+func testServeWithBlobs(t *testing.T, blobsURL string, count func() int, restartArgs ...string) {
 	is := is.New(t)
 	redisURL, rdb, passTime := testRedisURL(t)
 	blobs, err := blob.Open(context.Background(), blobsURL) // the test's own view of the same store
@@ -202,12 +204,16 @@ func testServeWithBlobs(t *testing.T, blobsURL string, count func() int) {
 
 	// A new serve process (same Redis, same blob store) serves the same URLs.
 	p.stop(t)
-	_, base = startServeProcess(t, args...)
+	_, base = startServeProcess(t, append(args, restartArgs...)...)
 	for _, path := range paths {
-		resp, body := get(t, base+path)
+		resp, body := get(t, base+path) // redirects are followed
 		is.Equal(resp.StatusCode, http.StatusOK)
-		is.Equal(resp.Header.Get("ETag"), etags[path])
 		is.True(bytes.HasPrefix(body, []byte("\x89PNG")))
+		redirected := !strings.HasPrefix(resp.Request.URL.String(), base)
+		is.Equal(redirected, len(restartArgs) > 0)
+		if !redirected {
+			is.Equal(resp.Header.Get("ETag"), etags[path])
+		}
 	}
 
 	// Retention (30s) ends the records; the sweep then deletes the bytes
