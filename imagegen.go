@@ -152,6 +152,7 @@ func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submit
 	if err := checkCost(plan.Cost); err != nil {
 		return Submitted{}, fmt.Errorf("imagegen: model %q: %w", plan.Model, err)
 	}
+	req.Seed = seedFor(req, plan)
 	t := &Task{
 		ID:      uuid.NewString(),
 		Owner:   owner,

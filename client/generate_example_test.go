@@ -6,17 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 
 	"github.com/google/uuid"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/client"
-	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/server"
-	"github.com/imagegen/imagegen/store/memory"
 )
 
 // generateFox is the README's "Go client" snippet: submit, wait, check
@@ -42,26 +36,19 @@ func generateFox(ctx context.Context, baseURL, apiKey string, file io.Writer) er
 func ExampleClient_Generate() {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	mux := http.NewServeMux()
-	ts := httptest.NewServer(mux)
-	defer ts.Close()
-	srv, err := server.New(ctx, server.Config{
-		Service:   imagegen.Config{Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler)},
-		PublicURL: ts.URL,
-	})
+	srv, base, closeServer, err := exampleServer(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	srv.Register(mux)
-	go func() { _ = srv.Run(ctx) }()
+	defer closeServer()
 
 	key, _, _ := srv.Service().CreateKey(ctx, "alice")
 	_, _ = srv.Service().Grant(ctx, "alice", 1, uuid.NewString())
 
 	var png bytes.Buffer
-	fmt.Println(generateFox(ctx, ts.URL+"/api/v1", key, &png), bytes.HasPrefix(png.Bytes(), []byte("\x89PNG")))
-	err = generateFox(ctx, ts.URL+"/api/v1", key, io.Discard) // the balance is spent
+	fmt.Println(generateFox(ctx, base+"/api/v1", key, &png), bytes.HasPrefix(png.Bytes(), []byte("\x89PNG")))
+	err = generateFox(ctx, base+"/api/v1", key, io.Discard) // the balance is spent
 	fmt.Println(errors.Is(err, imagegen.ErrInsufficientCredits))
 	// Output:
 	// <nil> true

@@ -3,17 +3,12 @@ package client_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"time"
 
-	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/client"
-	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/server"
-	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/webhook"
 )
 
@@ -41,21 +36,16 @@ func addReceiver(ctx context.Context, c *client.Client, mux *http.ServeMux, hand
 // A callback receiver in an app, fed a delivery signed as the server
 // signs it, then a forged one.
 func ExampleClient_WebhookSecret() {
-	ctx := context.Background()
-	api := http.NewServeMux()
-	ts := httptest.NewServer(api)
-	defer ts.Close()
-	srv, err := server.New(ctx, server.Config{
-		Service:   imagegen.Config{Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler)},
-		PublicURL: ts.URL,
-	})
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	srv, base, closeServer, err := exampleServer(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	srv.Register(api)
+	defer closeServer()
 	key, _, _ := srv.Service().CreateKey(ctx, "alice")
-	c, err := client.New(ts.URL, key)
+	c, err := client.New(base, key)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -40,9 +40,10 @@ type env struct {
 }
 
 type envOptions struct {
-	store imagegen.Store
-	limit int
-	api   func(*httpapi.Config) // changes the handler's config
+	store  imagegen.Store
+	limit  int
+	openAI bool                  // serve the OpenAI-compatible endpoint at /v1
+	api    func(*httpapi.Config) // changes the handler's config
 }
 
 // quiet keeps the service's logs out of test output.
@@ -65,7 +66,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	is.NoErr(err)
 	cfg := httpapi.Config{
 		Service: svc, Limiter: limiter, AuthFailures: authFailures, Clock: clock,
-		PublicURL: "https://img.example.test", Logger: quiet,
+		PublicURL: "https://img.example.test", Logger: quiet, OpenAIPrefix: map[bool]string{true: "/v1"}[o.openAI],
 	}
 	o.api(&cfg)
 	api, err := httpapi.New(cfg)

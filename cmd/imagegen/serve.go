@@ -31,6 +31,7 @@ type serveConfig struct {
 	// trustedProxies are the reverse proxies whose X-Forwarded-For /
 	// Forwarded headers name the client.
 	trustedProxies prefixList
+	openAI         string
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -46,6 +47,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&c.imageBase, "image-base-url", "", "redirect image downloads to this CDN base URL + /<image id> (its origin serves the -blobs store's objects), so the bytes never pass through this process")
 	fs.DurationVar(&c.presignTTL, "image-presign", 0, "redirect image downloads to presigned object-store URLs valid this long, e.g. 10m (needs -blobs s3://...); 0 streams them through this process")
 	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose X-Forwarded-For / Forwarded headers name the client, for the per-address limit on failed logins (repeatable; default: none, the client is the peer address)")
+	fs.StringVar(&c.openAI, "openai-prefix", "/v1", `where the OpenAI-compatible POST <prefix>/images/generations is served ("" turns it off)`)
 	c.runtimeConfig.register(fs, 4)
 	secretFiles(fs, "demo-key", "signing-key", "redis")
 	if err := fs.Parse(args); err != nil {
@@ -72,6 +74,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return c, errors.New("-image-presign needs -blobs s3://... (only object storage presigns URLs)")
 	case c.imageBase != "" && !absoluteHTTPURL(c.imageBase):
 		return c, errors.New("-image-base-url must be an absolute http(s) URL such as https://cdn.example.com/images")
+	case c.openAI != "" && (!strings.HasPrefix(c.openAI, "/") || strings.TrimSuffix(c.openAI, "/") == "/api/v1"):
+		return c, errors.New(`-openai-prefix must be a path such as /v1, other than /api/v1, or "" to turn it off`)
 	case c.signingKey != "" && len(c.signingKey) < 16:
 		return c, errors.New("-signing-key must be at least 16 bytes")
 	}
@@ -116,6 +120,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		AuthFailures:   be.authFailures,
 		TrustedProxies: c.trustedProxies,
 		IdempotencyTTL: c.retention,
+		OpenAIPrefix:   c.openAI,
 		SigningKey:     []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
 		NoWorkers:      c.workers == 0,       // -workers 0: this process serves the API only
 		ImageBaseURL:   c.imageBase,
