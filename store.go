@@ -261,8 +261,9 @@ type WebhookDelivery struct {
 // worker first claims it. So no callback is lost to a crash; deliveries
 // are leased like tasks, so one dispatcher at a time sends each.
 type WebhookStore interface {
-	// ClaimWebhooks leases up to n due deliveries: they are not due
-	// again until lease has passed (unless acknowledged or retried).
+	// ClaimWebhooks leases up to n due deliveries, in due-time order
+	// (the longest due first): they are not due again until lease has
+	// passed (unless acknowledged or retried).
 	ClaimWebhooks(ctx context.Context, lease time.Duration, n int) ([]WebhookDelivery, error)
 	// AckWebhook removes the delivery with this ID
 	// (WebhookDelivery.ID): it was delivered, or given up.

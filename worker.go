@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen/internal/retry"
+	"github.com/imagegen/imagegen/internal/slots"
 )
 
 // Run executes generations until ctx ends: it claims ready tasks (at most
@@ -40,31 +41,18 @@ func (s *Service) Run(ctx context.Context) error {
 		s.sweepLoop(ctx) // workers write image bytes, so they delete those left behind
 	}()
 
-	slots := make(chan struct{}, s.cfg.Workers)
+	pool := slots.New(s.cfg.Workers)
 	var running sync.WaitGroup
 claim:
 	for {
 		// Wait for one free slot, then take every other free one, and
 		// claim that many tasks in one store call.
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
+		free := pool.TakeFree(ctx)
+		if free == 0 {
 			break claim
 		}
-		free := 1
-	more:
-		for free < s.cfg.Workers {
-			select {
-			case slots <- struct{}{}:
-				free++
-			default:
-				break more
-			}
-		}
 		tasks, err := s.cfg.Store.ClaimTasks(ctx, s.cfg.LeaseDuration, free)
-		for range free - len(tasks) {
-			<-slots
-		}
+		pool.Give(free - len(tasks))
 		if err != nil {
 			if ctx.Err() != nil {
 				break claim
@@ -82,7 +70,7 @@ claim:
 		for _, t := range tasks {
 			running.Add(1)
 			go func() {
-				defer func() { <-slots; running.Done() }()
+				defer func() { pool.Give(1); running.Done() }()
 				s.process(workCtx, t)
 			}()
 		}

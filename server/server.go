@@ -229,6 +229,13 @@ func (s *Server) Service() *imagegen.Service { return s.svc }
 // API returns the HTTP API handler (for ImageURLs and TaskJSON).
 func (s *Server) API() *httpapi.Handler { return s.api }
 
+// Drain answers every open "Prefer: wait" request at once with its task
+// as it stands (httpapi.Handler.Drain), so that shutting the HTTP server
+// down is not held up by long polls:
+//
+//	httpServer.RegisterOnShutdown(srv.Drain)
+func (s *Server) Drain() { s.api.Drain() }
+
 // Register mounts the API on mux under its prefix.
 func (s *Server) Register(mux *http.ServeMux) { s.api.Register(mux) }
 

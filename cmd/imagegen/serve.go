@@ -143,7 +143,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 
-	srv.RegisterOnShutdown(stack.API().Drain) // open Prefer: wait requests answer at once
+	srv.RegisterOnShutdown(stack.Drain) // open Prefer: wait requests answer at once
 
 	var wg sync.WaitGroup
 	wg.Add(1)
