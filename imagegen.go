@@ -18,6 +18,10 @@ type Config struct {
 	Model  Model
 	Clock  Clock        // default SystemClock
 	Logger *slog.Logger // default slog.Default()
+	// Observer is told of submits, claims, finishes, refunds, provider
+	// requests and fallbacks, for metrics (package metrics). Default:
+	// NopObserver.
+	Observer Observer
 
 	// Workers is how many generations Run executes at once (default 4).
 	Workers int
@@ -69,6 +73,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
 	}
 	c.Workers = cmp.Or(c.Workers, 4)
 	c.GenerateTimeout = cmp.Or(c.GenerateTimeout, 2*time.Minute)
@@ -154,22 +161,33 @@ func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submit
 	}
 	req.Seed = seedFor(req, plan)
 	t := &Task{
-		ID:      uuid.NewString(),
-		Owner:   owner,
-		Request: req,
-		Model:   plan.Model,
-		Cost:    plan.Cost,
-		Status:  StatusPending,
+		ID:        uuid.NewString(),
+		Owner:     owner,
+		Request:   req,
+		Model:     plan.Model,
+		Cost:      plan.Cost,
+		RequestID: RequestID(ctx),
+		Status:    StatusPending,
 	}
 	balance, err := s.cfg.Store.CreateTask(ctx, t)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("imagegen: submit: %w", err)
 	}
+	s.cfg.Observer.TaskSubmitted(req.Scene, t.Model, t.Cost)
+	if s.log.Enabled(ctx, slog.LevelInfo) { // the check keeps the hot path free of the attributes' allocation
+		s.log.LogAttrs(ctx, slog.LevelInfo, "task submitted", slog.String("task_id", t.ID), slog.String("request_id", t.RequestID),
+			slog.String("model", t.Model), slog.Int64("cost", t.Cost))
+	}
+	s.wakeWorkers()
+	return Submitted{TaskID: t.ID, Status: StatusPending, CreditsUsed: t.Cost, CreditsRemaining: balance}, nil
+}
+
+// wakeWorkers nudges an idle local worker: there is work.
+func (s *Service) wakeWorkers() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
-	return Submitted{TaskID: t.ID, Status: StatusPending, CreditsUsed: t.Cost, CreditsRemaining: balance}, nil
 }
 
 // Task returns owner's task, or ErrTaskNotFound when it does not exist,
@@ -193,5 +211,20 @@ func (s *Service) Cancel(ctx context.Context, owner, id string) error {
 	if err := s.cfg.Store.CancelTask(ctx, owner, id); err != nil {
 		return fmt.Errorf("imagegen: cancel: %w", err)
 	}
+	s.cancelled(ctx, owner, id)
 	return nil
+}
+
+// cancelled counts and logs a task that was just cancelled (by its owner
+// or an operator): its finish and its refund.
+func (s *Service) cancelled(ctx context.Context, owner, id string) {
+	t, err := s.cfg.Store.Task(ctx, owner, id)
+	if err != nil {
+		s.log.WarnContext(ctx, "task cancelled; could not read it back to count it", "task_id", id, "err", err)
+		return
+	}
+	s.cfg.Observer.TaskFinished(t.Model, StatusFailed, CodeCancelled, 0)
+	s.cfg.Observer.CreditsRefunded(t.Cost)
+	s.log.InfoContext(ctx, "task cancelled and refunded", "task_id", id, "request_id", RequestID(ctx),
+		"submit_request_id", t.RequestID, "model", t.Model, "cost", t.Cost)
 }

@@ -92,7 +92,12 @@ type Config struct {
 	// -retention).
 	IdempotencyTTL time.Duration
 	Clock          imagegen.Clock // default SystemClock
-	Logger         *slog.Logger   // default slog.Default()
+	// Logger gets one line per request (method, route, status, duration,
+	// request id, key id) and the details of server errors.
+	Logger *slog.Logger // default slog.Default()
+	// Observer is told of every answer, for metrics (package metrics).
+	// Nil counts nothing.
+	Observer Observer
 }
 
 // Handler serves the API. Create it with New.
@@ -170,6 +175,11 @@ func isHTTPURL(s string) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
+// ClientIP names the client of r as the API's failed-authentication
+// limit counts it (Config.ClientIP, or the address with trusted proxies
+// applied), for other front ends that share that limit.
+func (h *Handler) ClientIP(r *http.Request) string { return h.cfg.ClientIP(r) }
+
 // Register mounts the handler on mux at its prefix (and at
 // OpenAIPrefix+"/images/" when the OpenAI-compatible endpoint is on).
 func (h *Handler) Register(mux *http.ServeMux) {
@@ -179,7 +189,9 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	}
 }
 
-// ServeHTTP serves one API request.
+// ServeHTTP serves one API request: it gives it a request id (see
+// RequestIDHeader), serves it, logs it once and reports it to the
+// Observer.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.mux.ServeHTTP(w, r)
+	h.serveObserved(w, r)
 }

@@ -40,10 +40,12 @@ type env struct {
 }
 
 type envOptions struct {
-	store  imagegen.Store
-	limit  int
-	openAI bool                  // serve the OpenAI-compatible endpoint at /v1
-	api    func(*httpapi.Config) // changes the handler's config
+	store    imagegen.Store
+	limit    int
+	openAI   bool                  // serve the OpenAI-compatible endpoint at /v1
+	logger   *slog.Logger          // the API's; default quiet
+	observer httpapi.Observer      // default none
+	api      func(*httpapi.Config) // changes the handler's config
 }
 
 // quiet keeps the service's logs out of test output.
@@ -53,7 +55,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	t.Helper()
 	is := is.New(t)
 	clock := imagegentest.NewClock(time.Time{})
-	o := envOptions{store: memory.New(memory.Config{Clock: clock, Retention: retention}), limit: 1000, api: func(*httpapi.Config) {}}
+	o := envOptions{store: memory.New(memory.Config{Clock: clock, Retention: retention}), limit: 1000, logger: quiet, api: func(*httpapi.Config) {}}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -66,7 +68,8 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	is.NoErr(err)
 	cfg := httpapi.Config{
 		Service: svc, Limiter: limiter, AuthFailures: authFailures, Clock: clock,
-		PublicURL: "https://img.example.test", Logger: quiet, OpenAIPrefix: map[bool]string{true: "/v1"}[o.openAI],
+		PublicURL: "https://img.example.test", Logger: o.logger, Observer: o.observer,
+		OpenAIPrefix: map[bool]string{true: "/v1"}[o.openAI],
 	}
 	o.api(&cfg)
 	api, err := httpapi.New(cfg)

@@ -56,6 +56,16 @@ type Config struct {
 	PerDestination int
 	Clock          imagegen.Clock
 	Logger         *slog.Logger
+	// Observer is told the outcome of each delivery attempt, for metrics
+	// (package metrics). Nil counts nothing.
+	Observer Observer
+}
+
+// Observer counts delivery outcomes: "delivered", "retry" (failed, will
+// be tried again), "given_up" (failed MaxAttempts times) and "dropped"
+// (the task expired first).
+type Observer interface {
+	WebhookDelivery(outcome string)
 }
 
 // Dispatcher sends due callbacks. Any number of dispatchers may share a
@@ -206,20 +216,27 @@ func (d *Dispatcher) deliver(ctx context.Context, del imagegen.WebhookDelivery) 
 	// The outcome is recorded even when ctx ended meanwhile.
 	ctx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancelStore()
+	outcome := "retry"
 	switch {
 	case err == nil:
+		outcome = "delivered"
 		log.InfoContext(ctx, "webhook delivered")
 		err = d.store.AckWebhook(ctx, cmp.Or(del.ID, del.TaskID))
 	case errors.Is(err, imagegen.ErrTaskNotFound):
+		outcome = "dropped"
 		log.InfoContext(ctx, "webhook dropped: the task has expired")
 		err = d.store.AckWebhook(ctx, cmp.Or(del.ID, del.TaskID))
 	case del.Attempts+1 >= d.cfg.MaxAttempts:
+		outcome = "given_up"
 		log.WarnContext(ctx, "webhook given up", "err", err)
 		err = d.store.AckWebhook(ctx, cmp.Or(del.ID, del.TaskID))
 	default:
 		delay := d.backoff(del.Attempts + 1)
 		log.InfoContext(ctx, "webhook will be retried", "err", err, "delay", delay)
 		err = d.store.RetryWebhook(ctx, cmp.Or(del.ID, del.TaskID), delay)
+	}
+	if d.cfg.Observer != nil {
+		d.cfg.Observer.WebhookDelivery(outcome)
 	}
 	if err != nil {
 		log.ErrorContext(ctx, "record webhook outcome; the lease will expire and it will be tried again", "err", err)

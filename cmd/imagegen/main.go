@@ -4,6 +4,8 @@
 //	imagegen worker -redis URL [flags]        workers only, on a shared Redis
 //	imagegen keys create|list|revoke [flags]  manage API keys in a Redis store
 //	imagegen credits grant|show [flags]       manage credits in a Redis store
+//	imagegen inspect stats|list|show|retry|cancel|purge [flags]
+//	                                          inspect and repair a Redis store's tasks
 //	imagegen generate -prompt TEXT [flags]    generate an image through a server's API
 //	imagegen tasks get TASK_ID                print a task of a server's API
 //
@@ -47,6 +49,8 @@ commands:
   worker    run workers only, against a shared Redis (-redis URL)
   keys      create, list or revoke API keys in a Redis store
   credits   grant or show credits in a Redis store
+  inspect   operators' view of a Redis store: queue stats, tasks of every user,
+            retry, cancel, purge (imagegen inspect -h)
   generate  generate images through a server's API and write them to files:
               imagegen generate -prompt TEXT [-aspect 16:9] [-image URL ...] [-o out.png] [-server URL]
   tasks     print a task of a server's API as JSON:
@@ -77,6 +81,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return generate(ctx, args[1:], getenv, stdout, stderr)
 	case "tasks":
 		return tasksCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "inspect":
+		return inspectCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -15,6 +15,7 @@ import (
 // runtimeConfig is what every process that runs generations shares:
 // serve (with workers) and worker.
 type runtimeConfig struct {
+	opsConfig
 	redisURL         string
 	model            string
 	workers          int
@@ -40,6 +41,7 @@ func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int) {
 	fs.DurationVar(&c.orphanGrace, "orphan-grace", 10*time.Minute, "how old image bytes without a record must be before the sweep deletes them (at least 15s)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "on SIGTERM, how long running generations may finish before they are stopped and their tasks given back to the queue (without using up an attempt)")
 	fs.DurationVar(&c.lease, "lease", 30*time.Second, "how long a worker holds a task before another may take it over (renewed while it runs)")
+	c.opsConfig.register(fs)
 }
 
 func (c runtimeConfig) validate() error {
@@ -59,7 +61,7 @@ func (c runtimeConfig) validate() error {
 	case c.orphanGrace < imagegen.MinOrphanGrace:
 		return fmt.Errorf("-orphan-grace must be at least %v", imagegen.MinOrphanGrace)
 	}
-	return nil
+	return c.opsConfig.validate()
 }
 
 // serviceConfig wires the model of -model on store. getenv gives the
@@ -83,11 +85,14 @@ func serviceConfig(c runtimeConfig, getenv func(string) string, store imagegen.S
 	}, nil
 }
 
-// newService is the service of serviceConfig.
-func newService(c runtimeConfig, getenv func(string) string, store imagegen.Store, log *slog.Logger) (*imagegen.Service, error) {
+// newService is the service of serviceConfig, counted by obs (nil for
+// none). It returns the model too, for the readiness check.
+func newService(c runtimeConfig, getenv func(string) string, store imagegen.Store, log *slog.Logger, obs imagegen.Observer) (*imagegen.Service, imagegen.Model, error) {
 	cfg, err := serviceConfig(c, getenv, store, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return imagegen.New(cfg)
+	cfg.Observer = obs
+	svc, err := imagegen.New(cfg)
+	return svc, cfg.Model, err
 }

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/console"
 	"github.com/imagegen/imagegen/server"
+	"github.com/imagegen/imagegen/webhook"
 )
 
 type serveConfig struct {
@@ -31,7 +33,12 @@ type serveConfig struct {
 	// trustedProxies are the reverse proxies whose X-Forwarded-For /
 	// Forwarded headers name the client.
 	trustedProxies prefixList
-	openAI         string
+	// console mounts the web console at /console/; operators are the
+	// owners who see its operator pages.
+	console   bool
+	operators stringList
+	// openAI is where the OpenAI-compatible endpoint is served ("" for off).
+	openAI string
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -47,6 +54,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&c.imageBase, "image-base-url", "", "redirect image downloads to this CDN base URL + /<image id> (its origin serves the -blobs store's objects), so the bytes never pass through this process")
 	fs.DurationVar(&c.presignTTL, "image-presign", 0, "redirect image downloads to presigned object-store URLs valid this long, e.g. 10m (needs -blobs s3://...); 0 streams them through this process")
 	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose X-Forwarded-For / Forwarded headers name the client, for the per-address limit on failed logins (repeatable; default: none, the client is the peer address)")
+	fs.BoolVar(&c.console, "console", true, "serve the web console at /console/ (users sign in with one of their API keys); -console=false turns it off")
+	fs.Var(&c.operators, "operator", "owner who may see the console's operator pages (repeatable)")
 	fs.StringVar(&c.openAI, "openai-prefix", "/v1", `where the OpenAI-compatible POST <prefix>/images/generations is served ("" turns it off)`)
 	c.runtimeConfig.register(fs, 4)
 	secretFiles(fs, "demo-key", "signing-key", "redis")
@@ -93,16 +102,24 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := c.logger(stderr)
 
 	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, blobsURL: c.blobsURL, retention: c.retention, rateLimit: c.rateLimit})
 	if err != nil {
 		return err
 	}
 	defer be.close()
+	obs, err := newObservability(c.opsConfig, be.store)
+	if err != nil {
+		return err
+	}
 	svcConfig, err := serviceConfig(c.runtimeConfig, getenv, be.store, log)
 	if err != nil {
 		return err
+	}
+	svcConfig.Observer = obs.observer()
+	if c.workers > 0 {
+		obs.checkModel(svcConfig.Model)
 	}
 
 	ln, err := net.Listen("tcp", c.addr)
@@ -125,6 +142,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		NoWorkers:      c.workers == 0,       // -workers 0: this process serves the API only
 		ImageBaseURL:   c.imageBase,
 		PresignTTL:     c.presignTTL,
+		HTTPObserver:   obs.apiObserver(),
+		Webhooks:       webhook.Config{Observer: obs.webhookObserver()},
 	})
 	if err != nil {
 		return err
@@ -134,6 +153,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	mux := http.NewServeMux()
 	stack.Register(mux)
+	probes, err := obs.probes(log, false) // load balancers probe the serving port too
+	if err != nil {
+		return err
+	}
+	probes.Register(mux)
+	if c.console {
+		if err := mountConsole(ctx, mux, stack, publicURL, c.operators, log); err != nil {
+			return err
+		}
+	}
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -146,12 +175,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv.RegisterOnShutdown(stack.Drain) // open Prefer: wait requests answer at once
 
 	var wg sync.WaitGroup
+	admin, stopAdmin, err := obs.startAdmin(ctx, c.opsConfig, log)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		_ = stack.Run(ctx) // workers, and callbacks of finished tasks from this or any process; returns once running generations finished or were released
 	}()
-	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "workers", c.workers, "model", c.model, "store", storeName(c.redisURL), "blobs", blobsName(c.blobsURL))
+	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "console", consoleURL(c.console, publicURL), "workers", c.workers, "model", c.model, "store", storeName(c.redisURL), "blobs", blobsName(c.blobsURL), "admin", admin)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -169,6 +203,33 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log.Info("stopped")
 	return err
+}
+
+// mountConsole serves the web console at /console/: sign-in with an API
+// key, sessions signed with a key kept in the store (so every process on
+// a shared store accepts them), the API's rate and failed-login limits.
+func mountConsole(ctx context.Context, mux *http.ServeMux, stack *server.Server, publicURL string, operators []string, log *slog.Logger) error {
+	u, err := url.Parse(publicURL)
+	if err != nil {
+		return err
+	}
+	con, err := console.New(ctx, console.Config{
+		Service:       stack.Service(),
+		API:           stack.API(),
+		ImageOrigins:  []string{u.Scheme + "://" + u.Host}, // image URLs start with the public URL
+		Limiter:       stack.Limiter(),
+		AuthFailures:  stack.AuthFailures(),
+		Prefix:        "/console",
+		KeySignIn:     true,
+		Operators:     operators,
+		SecureCookies: u.Scheme == "https", // served over https through a proxy
+		Logger:        log,
+	})
+	if err != nil {
+		return err
+	}
+	mux.Handle("/console/", con)
+	return nil
 }
 
 // createDemoUsers gives each -demo-key its own user with -demo-credits,
@@ -238,4 +299,11 @@ func storeName(redisURL string) string {
 func absoluteHTTPURL(raw string) bool {
 	u, err := url.Parse(raw)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil && u.RawQuery == "" && u.Fragment == ""
+}
+
+func consoleURL(on bool, publicURL string) string {
+	if !on {
+		return "off"
+	}
+	return publicURL + "/console/"
 }

@@ -23,7 +23,7 @@ const batchTimeout = 10 * time.Second
 type createCall struct {
 	ctx  context.Context
 	keys [4]string
-	args [8]any
+	args [9]any
 	done chan struct{}
 	// Results, set before done is closed.
 	code, balance, now int64
