@@ -9,6 +9,11 @@
 //   - [Store] keeps tasks, the work queue with leases, credits (an
 //     append-only ledger) and API keys: store/memory for one process,
 //     store/redis for many API and worker processes on one Redis.
+//   - [BlobStore] keeps image bytes, apart from their records in the
+//     Store: blob/memory, blob/redis (the stores' defaults), blob/file
+//     (a directory) and blob/s3 (S3-compatible object storage). Workers
+//     write the bytes before the record and [Service.SweepBlobs] deletes
+//     bytes whose record is gone.
 //   - [Model] prices a request at submit ([Model.Plan]) and generates it
 //     ([Model.Generate]): model/placeholder draws locally; model/openai,
 //     model/gemini, model/replicate, model/fal and model/stability call

@@ -33,6 +33,12 @@ var (
 	ErrKeyExists = errors.New("imagegen: api key exists")
 	// ErrImageNotFound: the image does not exist or has expired.
 	ErrImageNotFound = errors.New("imagegen: image not found")
+	// ErrBlobNotFound: a BlobStore holds nothing under the key.
+	ErrBlobNotFound = errors.New("imagegen: blob not found")
+	// ErrInvalidBlobKey: a blob key breaks the rules of CheckBlobKey.
+	ErrInvalidBlobKey = errors.New("imagegen: invalid blob key")
+	// ErrBlobSize: a blob's reader gave more or fewer bytes than announced.
+	ErrBlobSize = errors.New("imagegen: blob size mismatch")
 )
 
 // ValidationError reports a request that breaks a rule of the interface.

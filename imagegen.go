@@ -45,12 +45,27 @@ type Config struct {
 	// their tasks back to the queue (default 30s).
 	ShutdownTimeout time.Duration
 
+	// BlobSweepInterval is how often Run deletes image bytes whose record
+	// is gone (SweepBlobs): expired images, and orphans of crashes
+	// (default 5m).
+	BlobSweepInterval time.Duration
+	// OrphanGrace is how old a blob without a record must be before
+	// SweepBlobs deletes it (default 10m). It must exceed the time from
+	// writing an image's bytes to writing its record (under 10s: the
+	// store calls that record an outcome give up after it) plus any clock
+	// skew between this process and the BlobStore.
+	OrphanGrace time.Duration
+
 	// AllowHTTPCallbacks lets callback_url be plain http or an address
 	// that is not public, such as localhost (development); by default it
 	// must be https to a public address. Either way deliveries go through
 	// the SSRF guard of the webhook sender.
 	AllowHTTPCallbacks bool
 }
+
+// MinOrphanGrace is the shortest Config.OrphanGrace: longer than the
+// worker's 10s limit on recording an outcome.
+const MinOrphanGrace = 15 * time.Second
 
 func (c Config) withDefaults() Config {
 	if c.Clock == nil {
@@ -70,6 +85,8 @@ func (c Config) withDefaults() Config {
 	c.MaxRetryBackoff = cmp.Or(c.MaxRetryBackoff, time.Minute)
 	c.PollInterval = cmp.Or(c.PollInterval, 250*time.Millisecond)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 30*time.Second)
+	c.BlobSweepInterval = cmp.Or(c.BlobSweepInterval, 5*time.Minute)
+	c.OrphanGrace = cmp.Or(c.OrphanGrace, 10*time.Minute)
 	return c
 }
 
@@ -82,8 +99,10 @@ func (c Config) validate() error {
 	case c.Workers < 0:
 		return fmt.Errorf("imagegen: Config.Workers must not be negative (got %d)", c.Workers)
 	case c.GenerateTimeout < 0, c.LeaseDuration < 0, c.RetryBackoff < 0,
-		c.MaxRetryBackoff < 0, c.PollInterval < 0, c.ShutdownTimeout < 0:
+		c.MaxRetryBackoff < 0, c.PollInterval < 0, c.ShutdownTimeout < 0, c.BlobSweepInterval < 0:
 		return errors.New("imagegen: Config durations must not be negative")
+	case c.OrphanGrace < MinOrphanGrace:
+		return fmt.Errorf("imagegen: Config.OrphanGrace must be at least %v (got %v)", MinOrphanGrace, c.OrphanGrace)
 	case c.MaxAttempts < 1:
 		return fmt.Errorf("imagegen: Config.MaxAttempts must be at least 1 (got %d)", c.MaxAttempts)
 	}
@@ -208,13 +227,4 @@ func (s *Service) cancelled(ctx context.Context, owner, id string) {
 	s.cfg.Observer.CreditsRefunded(t.Cost)
 	s.log.InfoContext(ctx, "task cancelled and refunded", "task_id", id, "request_id", RequestID(ctx),
 		"submit_request_id", t.RequestID, "model", t.Model, "cost", t.Cost)
-}
-
-// Image returns a stored image by id, or ErrImageNotFound.
-func (s *Service) Image(ctx context.Context, id string) (*Image, error) {
-	img, err := s.cfg.Store.Image(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("imagegen: image: %w", err)
-	}
-	return img, nil
 }

@@ -6,7 +6,8 @@ import (
 )
 
 // Store is the whole storage contract of the service: tasks and the work
-// queue with leases, images, the credit ledger, API keys, idempotency
+// queue with leases, image records (their bytes are in a [BlobStore],
+// see blobstore.go), the credit ledger, API keys, idempotency
 // records, task listing, finish notifications, webhook deliveries and
 // shared secrets. Every part is required; this file is the one place
 // that defines what a backend must do.
@@ -21,6 +22,7 @@ import (
 // Backends in this module: store/memory and store/redis.
 type Store interface {
 	TaskStore
+	ImageStore
 	TaskLister
 	TaskWatcher
 	CreditStore
@@ -64,8 +66,12 @@ type TaskStore interface {
 	// ErrLeaseLost when attempt no longer holds the task.
 	RenewLease(ctx context.Context, id string, attempt int, lease time.Duration) error
 
-	// CompleteTask stores the images and moves the task to success.
-	// ErrLeaseLost when attempt no longer holds the task.
+	// CompleteTask stores the images' records and moves the task to
+	// success; the records expire with the task. The caller has already
+	// put their bytes in Blobs() (bytes first, so a crash leaves at most
+	// an orphan blob, never a record without bytes). The store sets each
+	// record's CreatedAt and ExpiresAt, and keeps every other field as
+	// given. ErrLeaseLost when attempt no longer holds the task.
 	CompleteTask(ctx context.Context, id string, attempt int, images []Image) error
 
 	// FailTask moves the task to failed with f as its error and refunds
@@ -96,9 +102,16 @@ type TaskStore interface {
 	// attempts (Attempt - Released: released claims do not count).
 	// It returns how many tasks it moved.
 	RecoverExpired(ctx context.Context, maxAttempts int) (int, error)
+}
 
-	// Image returns a stored image, or ErrImageNotFound.
+// ImageStore keeps the records of images; their bytes are in Blobs().
+type ImageStore interface {
+	// Image returns an image's record, or ErrImageNotFound when it does
+	// not exist or has expired.
 	Image(ctx context.Context, id string) (*Image, error)
+	// Blobs is the BlobStore that keeps the bytes of this store's images
+	// (each backend has a default; its Config.Blobs replaces it).
+	Blobs() BlobStore
 }
 
 // LedgerKind says what a ledger entry is for.

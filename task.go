@@ -267,12 +267,16 @@ type Task struct {
 	ExpiresAt  time.Time // when a finished task and its images are removed
 }
 
-// Image is one generated picture.
+// Image is the record of one generated picture. Its bytes are in the
+// store's BlobStore, under the image's ID.
 type Image struct {
 	ID          string // set by the store's caller before CompleteTask
 	TaskID      string
-	ContentType string // e.g. "image/png"
-	Data        []byte
+	Owner       string    // the task's owner
+	ContentType string    // e.g. "image/png"
+	Size        int64     // bytes
+	Checksum    string    // hex SHA-256 of the bytes
+	CreatedAt   time.Time // set by the store (when the task finished)
 	ExpiresAt   time.Time // set by the store
 }
 

@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/imagegen/imagegen/internal/retry"
 	"github.com/imagegen/imagegen/internal/slots"
 )
@@ -21,6 +19,8 @@ import (
 // to the queue. When ctx ends it stops claiming, waits up to
 // Config.ShutdownTimeout for running generations, then cancels the rest and
 // gives their tasks back to the queue. It returns nil after a clean stop.
+// It also deletes image bytes without a record (SweepBlobs) every
+// Config.BlobSweepInterval.
 func (s *Service) Run(ctx context.Context) error {
 	if s.cfg.Workers == 0 {
 		<-ctx.Done()
@@ -31,10 +31,14 @@ func (s *Service) Run(ctx context.Context) error {
 	defer cancelWork()
 
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		s.recoverLoop(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		s.sweepLoop(ctx) // workers write image bytes, so they delete those left behind
 	}()
 
 	pool := slots.New(s.cfg.Workers)
@@ -236,14 +240,6 @@ func (e *taskEvents) FellBack(from, to string, err error) {
 	e.reported.Store(true)
 	e.obs.Fallback(from, to)
 	e.log.Warn("falling back to the next model", "from", from, "to", to, "cause", fmt.Sprint(err))
-}
-
-func (s *Service) complete(ctx context.Context, t *Task, gen []GeneratedImage) error {
-	imgs := make([]Image, len(gen))
-	for i, g := range gen {
-		imgs[i] = Image{ID: uuid.NewString(), TaskID: t.ID, ContentType: g.ContentType, Data: g.Data}
-	}
-	return s.cfg.Store.CompleteTask(ctx, t.ID, t.Attempt, imgs)
 }
 
 func (s *Service) logOutcome(log *slog.Logger, err error, msg string, args ...any) {

@@ -2,7 +2,10 @@ package imagegen_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -44,10 +47,18 @@ func TestRunOnceSuccess(t *testing.T) {
 	task := f.task(t, "u", sub.TaskID)
 	is.Equal(task.Status, imagegen.StatusSuccess)
 	is.Equal(len(task.Images), 1)
-	img, err := f.svc.Image(ctx, task.Images[0])
+	img, blob, err := f.svc.OpenImage(ctx, task.Images[0])
 	is.NoErr(err)
+	defer blob.Body.Close()
 	is.Equal(img.ContentType, "image/png")
-	is.Equal(img.Data, imagegentest.TinyPNG())
+	is.Equal(img.Owner, "u")
+	is.Equal(img.TaskID, sub.TaskID)
+	is.Equal(img.Size, int64(len(imagegentest.TinyPNG())))
+	sum := sha256.Sum256(imagegentest.TinyPNG())
+	is.Equal(img.Checksum, hex.EncodeToString(sum[:]))
+	data, err := io.ReadAll(blob.Body)
+	is.NoErr(err)
+	is.Equal(data, imagegentest.TinyPNG())
 	calls := f.model.Calls()
 	is.Equal(len(calls), 1)
 	is.Equal(calls[0].TaskID, sub.TaskID)

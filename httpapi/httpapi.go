@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -74,6 +75,17 @@ type Config struct {
 	// SigningKey signs image URLs (HMAC-SHA256). Processes that serve the
 	// same images must share it. Default: 32 random bytes per handler.
 	SigningKey []byte
+	// ImageBaseURL, when set, makes image downloads redirect (302) to
+	// ImageBaseURL + "/" + image id: a CDN whose origin serves the blob
+	// store's keys (for blob/s3, the bucket with the store's prefix as
+	// origin path). The bytes then never pass through this process.
+	ImageBaseURL string
+	// PresignTTL, when positive, makes image downloads redirect (302) to
+	// a presigned URL of the store's BlobStore, valid this long; the
+	// BlobStore must implement imagegen.BlobPresigner (blob/s3 does).
+	// Each download gets a fresh URL, so the link a client keeps (the
+	// signed API URL) works until the image expires.
+	PresignTTL time.Duration
 	// OpenAIPrefix, when set (for example "/v1"), also serves the
 	// OpenAI-compatible POST {OpenAIPrefix}/images/generations, an
 	// optional extension. Default: off.
@@ -100,6 +112,8 @@ type Handler struct {
 	cfg    Config
 	mux    *http.ServeMux
 	signer signer
+	// presigner is set when Config.PresignTTL > 0.
+	presigner imagegen.BlobPresigner
 	// waitsDone ends when Drain is called; stopWaits ends it.
 	waitsDone context.Context
 	stopWaits context.CancelFunc
@@ -120,6 +134,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, DefaultIdempotencyTTL)
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
+	cfg.ImageBaseURL = strings.TrimSuffix(cfg.ImageBaseURL, "/")
 	cfg.OpenAIPrefix = strings.TrimSuffix(cfg.OpenAIPrefix, "/")
 	cfg.OpenAIWait = cmp.Or(cfg.OpenAIWait, imagegen.MaxWait)
 	cfg.ForwardedHeader = cmp.Or(http.CanonicalHeaderKey(cfg.ForwardedHeader), "X-Forwarded-For")
@@ -138,17 +153,36 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("httpapi: Config.OpenAIWait must not be negative")
 	case len(cfg.SigningKey) < 16:
 		return nil, errors.New("httpapi: Config.SigningKey must be at least 16 bytes")
+	case cfg.PresignTTL < 0:
+		return nil, errors.New("httpapi: Config.PresignTTL must not be negative")
+	case cfg.PresignTTL > 0 && cfg.ImageBaseURL != "":
+		return nil, errors.New("httpapi: set Config.ImageBaseURL or Config.PresignTTL, not both")
+	case cfg.ImageBaseURL != "" && !isHTTPURL(cfg.ImageBaseURL):
+		return nil, fmt.Errorf("httpapi: Config.ImageBaseURL must be an http(s) URL (got %q)", cfg.ImageBaseURL)
+	}
+	var presigner imagegen.BlobPresigner
+	if cfg.PresignTTL > 0 {
+		p, ok := cfg.Service.Store().Blobs().(imagegen.BlobPresigner)
+		if !ok {
+			return nil, errors.New("httpapi: Config.PresignTTL needs a BlobStore that presigns URLs (such as blob/s3)")
+		}
+		presigner = p
 	}
 	if cfg.Authenticator == nil {
 		cfg.Authenticator = BearerKeys{Service: cfg.Service}
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux(), signer: signer{key: cfg.SigningKey}}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), signer: signer{key: cfg.SigningKey}, presigner: presigner}
 	h.waitsDone, h.stopWaits = context.WithCancel(context.Background())
 	if h.cfg.ClientIP == nil {
 		h.cfg.ClientIP = func(r *http.Request) string { return clientGroup(h.clientAddr(r)) }
 	}
 	h.routes()
 	return h, nil
+}
+
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // ClientIP names the client of r as the API's failed-authentication

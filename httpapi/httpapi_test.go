@@ -42,9 +42,10 @@ type env struct {
 type envOptions struct {
 	store    imagegen.Store
 	limit    int
-	openAI   bool             // serve the OpenAI-compatible endpoint at /v1
-	logger   *slog.Logger     // the API's; default quiet
-	observer httpapi.Observer // default none
+	openAI   bool                  // serve the OpenAI-compatible endpoint at /v1
+	logger   *slog.Logger          // the API's; default quiet
+	observer httpapi.Observer      // default none
+	api      func(*httpapi.Config) // changes the handler's config
 }
 
 // quiet keeps the service's logs out of test output.
@@ -54,7 +55,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	t.Helper()
 	is := is.New(t)
 	clock := imagegentest.NewClock(time.Time{})
-	o := envOptions{store: memory.New(memory.Config{Clock: clock, Retention: retention}), limit: 1000, logger: quiet}
+	o := envOptions{store: memory.New(memory.Config{Clock: clock, Retention: retention}), limit: 1000, logger: quiet, api: func(*httpapi.Config) {}}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -65,11 +66,13 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	is.NoErr(err)
 	authFailures, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 10, Window: time.Minute, Clock: clock})
 	is.NoErr(err)
-	api, err := httpapi.New(httpapi.Config{
+	cfg := httpapi.Config{
 		Service: svc, Limiter: limiter, AuthFailures: authFailures, Clock: clock,
 		PublicURL: "https://img.example.test", Logger: o.logger, Observer: o.observer,
 		OpenAIPrefix: map[bool]string{true: "/v1"}[o.openAI],
-	})
+	}
+	o.api(&cfg)
+	api, err := httpapi.New(cfg)
 	is.NoErr(err)
 	mux := http.NewServeMux()
 	api.Register(mux)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -13,33 +14,93 @@ import (
 // signed URLs of task bodies. It needs no API key: the signature is the
 // credential, and it ends with the task's retention. A bad, expired or
 // unknown URL is a plain 404.
+//
+// By default the bytes stream from the store's BlobStore through
+// http.ServeContent: ETag (the image's SHA-256), Last-Modified,
+// Cache-Control until the image expires, If-None-Match and
+// If-Modified-Since (304), HEAD and Range requests; nothing is copied
+// whole into memory. With Config.ImageBaseURL or Config.PresignTTL the
+// answer is a 302 to the CDN or to a fresh presigned object-store URL,
+// so the bytes never pass through this process; the signed URL stays
+// the stable one clients keep.
 func (h *Handler) handleImage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("image_id")
 		q := r.URL.Query()
 		now := h.cfg.Clock.Now()
 		if !h.signer.verify(id, q.Get("expires"), q.Get("sig"), now) {
-			writeError(w, http.StatusNotFound, imagegen.APINotFound, "image not found or link expired")
+			imageNotFound(w)
 			return
 		}
-		img, err := h.cfg.Service.Image(r.Context(), id)
-		if errors.Is(err, imagegen.ErrImageNotFound) {
-			writeError(w, http.StatusNotFound, imagegen.APINotFound, "image not found or link expired")
+		if h.cfg.ImageBaseURL != "" || h.presigner != nil {
+			h.redirectImage(w, r, id, now)
 			return
 		}
-		if err != nil {
+		img, blob, err := h.cfg.Service.OpenImage(r.Context(), id)
+		if h.imageErr(w, r, err) {
+			return
+		}
+		defer blob.Body.Close()
+		hd := w.Header()
+		hd.Set("Content-Type", img.ContentType)
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Cache-Control", cacheUntil(img.ExpiresAt, now))
+		etag, modified := blob.ETag, blob.ModTime
+		if img.Checksum != "" {
+			etag = `"` + img.Checksum + `"`
+		}
+		if !img.CreatedAt.IsZero() {
+			modified = img.CreatedAt
+		}
+		if etag != "" {
+			hd.Set("ETag", etag)
+		}
+		http.ServeContent(w, r, "", modified, blob.Body)
+	})
+}
+
+// redirectImage answers 302 to the image at the CDN (ImageBaseURL) or
+// at a presigned URL of the BlobStore.
+func (h *Handler) redirectImage(w http.ResponseWriter, r *http.Request, id string, now time.Time) {
+	img, err := h.cfg.Service.Image(r.Context(), id)
+	if h.imageErr(w, r, err) {
+		return
+	}
+	target := h.cfg.ImageBaseURL + "/" + url.PathEscape(id)
+	cache := cacheUntil(img.ExpiresAt, now)
+	if h.cfg.ImageBaseURL == "" {
+		if target, err = h.presigner.PresignGet(r.Context(), id, h.cfg.PresignTTL); err != nil {
 			h.respondErr(w, r, err)
 			return
 		}
-		hd := w.Header()
-		hd.Set("Content-Type", img.ContentType)
-		hd.Set("Content-Length", strconv.Itoa(len(img.Data)))
-		hd.Set("X-Content-Type-Options", "nosniff")
-		maxAge := max(int64(img.ExpiresAt.Sub(now)/time.Second), 0)
-		hd.Set("Cache-Control", "private, max-age="+strconv.FormatInt(maxAge, 10)+", immutable")
-		w.WriteHeader(http.StatusOK)
-		if r.Method != http.MethodHead {
-			_, _ = w.Write(img.Data)
-		}
-	})
+		// A cached redirect must not outlive the presigned URL.
+		cache = "private, max-age=" + strconv.FormatInt(int64(h.cfg.PresignTTL/2/time.Second), 10)
+	}
+	w.Header().Set("Cache-Control", cache)
+	http.Redirect(w, r, target, http.StatusFound)
+}
+
+// cacheUntil is the Cache-Control of an image that expires at expires:
+// it never changes (its id is new for new bytes), until it is removed.
+func cacheUntil(expires, now time.Time) string {
+	maxAge := max(int64(expires.Sub(now)/time.Second), 0)
+	return "private, max-age=" + strconv.FormatInt(maxAge, 10) + ", immutable"
+}
+
+// imageErr answers err, if any (a missing image is a plain 404), and
+// reports whether it did.
+func (h *Handler) imageErr(w http.ResponseWriter, r *http.Request, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, imagegen.ErrImageNotFound):
+		imageNotFound(w)
+	default:
+		h.respondErr(w, r, err)
+	}
+	return true
+}
+
+func imageNotFound(w http.ResponseWriter) {
+	writeError(w, http.StatusNotFound, imagegen.APINotFound, "image not found or link expired")
 }

@@ -117,15 +117,34 @@ func (h *Handler) handleOpenAIGenerations() http.Handler {
 				data[i].URL = h.imageURL(r, id, t.ExpiresAt.Unix())
 				continue
 			}
-			img, err := h.cfg.Service.Image(r.Context(), id)
+			b64, err := h.imageBase64(r.Context(), id)
 			if err != nil {
 				h.openAIErr(w, r, err)
 				return
 			}
-			data[i].B64JSON = base64.StdEncoding.EncodeToString(img.Data)
+			data[i].B64JSON = b64
 		}
 		encode(w, http.StatusOK, OpenAIImagesResponse{Created: t.FinishedAt.Unix(), Data: data})
 	})
+}
+
+// imageBase64 reads an image's bytes from the blob store as base64 (the
+// b64_json answer holds whole images by its nature).
+func (h *Handler) imageBase64(ctx context.Context, id string) (string, error) {
+	_, blob, err := h.cfg.Service.OpenImage(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	defer blob.Body.Close()
+	var b strings.Builder
+	enc := base64.NewEncoder(base64.StdEncoding, &b)
+	if _, err := io.Copy(enc, blob.Body); err != nil {
+		return "", fmt.Errorf("httpapi: read image %s: %w", id, err)
+	}
+	if err := enc.Close(); err != nil {
+		return "", err
+	}
+	return b.String(), nil
 }
 
 // awaitOpenAI waits for the task to end, at most Config.OpenAIWait. A

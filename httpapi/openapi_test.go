@@ -216,7 +216,9 @@ func recordExchanges(t *testing.T) *recorder {
 	is.NoErr(json.Unmarshal(ok.respBody, &task))
 	is.Equal(len(task.Images), 1)
 	image := strings.TrimPrefix(task.Images[0], "https://img.example.test")
-	rc.do(e, "download image", "GET", image, "", "")
+	downloaded := rc.do(e, "download image", "GET", image, "", "")
+	rc.do(e, "download, not modified", "GET", image, "", "", header("If-None-Match", downloaded.respHeader.Get("ETag")), status(http.StatusNotModified))
+	rc.do(e, "download a range", "GET", image, "", "", header("Range", "bytes=0-9"), status(http.StatusPartialContent))
 	rc.do(e, "download with a key", "GET", image, e.key, "")
 	rc.do(e, "download tampered", "GET", image[:len(image)-2]+"xx", "", "")
 	rc.do(e, "download no signature", "GET", strings.Split(image, "?")[0], "", "", invalid)
@@ -277,6 +279,14 @@ func recordExchanges(t *testing.T) *recorder {
 	is.NoErr(json.Unmarshal(rc.do(lost, "poll, images to be lost", "GET", "/api/v1/tasks/"+lostID, lost.key, "").respBody, &lostTask))
 	is.Equal(len(lostTask.Images), 1)
 	rc.do(lost, "download, store down", "GET", strings.TrimPrefix(lostTask.Images[0], "https://img.example.test"), "", "")
+	cdn := newEnv(t, func(o *envOptions) {
+		o.api = func(c *httpapi.Config) { c.ImageBaseURL = "https://cdn.example.test" }
+	})
+	cdnID := taskID(t, rc.do(cdn, "submit, images on a CDN", "POST", "/api/v1/generate", cdn.key, t2i))
+	cdn.runAll()
+	var cdnTask httpapi.TaskBody
+	is.NoErr(json.Unmarshal(rc.do(cdn, "poll, images on a CDN", "GET", "/api/v1/tasks/"+cdnID, cdn.key, "").respBody, &cdnTask))
+	rc.do(cdn, "download, redirected to the CDN", "GET", strings.TrimPrefix(cdnTask.Images[0], "https://img.example.test"), "", "", status(http.StatusFound))
 	down := newEnv(t, func(o *envOptions) {
 		o.store = extensionsDownStore{memory.New(memory.Config{Clock: clock, Retention: retention})}
 	})

@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/redisglob"
 )
 
 var _ imagegen.Limiter = (*Redis)(nil)
@@ -167,27 +167,12 @@ func (r *Redis) Allow(ctx context.Context, key string) (imagegen.LimitResult, er
 // KeyPattern is a SCAN/KEYS pattern that matches every key of the
 // limiter (and of any limiter with the same Prefix), for operators' tools
 // and tests that clean up after themselves.
-func (r *Redis) KeyPattern() string { return "{" + globEscape(r.prefix) + "*" }
+func (r *Redis) KeyPattern() string { return "{" + redisglob.Escape(r.prefix) + "*" }
 
 // redisKey names key's sorted set, wrapped in a hash tag for Cluster. A
 // key holding "}" only shortens the tag, which is harmless: each script
 // run touches that one key.
 func (r *Redis) redisKey(key string) string { return "{" + r.prefix + key + "}" }
-
-// globEscape quotes the characters special in a Redis glob pattern.
-func globEscape(s string) string {
-	if !strings.ContainsAny(s, `*?[]\`) {
-		return s
-	}
-	var b strings.Builder
-	for _, c := range s {
-		if strings.ContainsRune(`*?[]\`, c) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
 
 // ceilMillis rounds d up to whole milliseconds.
 func ceilMillis(d time.Duration) int64 {

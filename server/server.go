@@ -102,6 +102,10 @@ type Config struct {
 	// key kept in the store under SigningSecretName, made by the first
 	// process that needs it.
 	SigningKey []byte
+	// ImageBaseURL and PresignTTL redirect image downloads to a CDN or to
+	// presigned object-store URLs (see httpapi.Config).
+	ImageBaseURL string
+	PresignTTL   time.Duration
 
 	// Callbacks sends callback deliveries. Default: the guarded fetcher
 	// (fetch.New), allowed to reach private addresses only when
@@ -189,6 +193,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		IdempotencyTTL:  cfg.IdempotencyTTL,
 		Authenticator:   auth,
 		SigningKey:      cfg.SigningKey,
+		ImageBaseURL:    cfg.ImageBaseURL,
+		PresignTTL:      cfg.PresignTTL,
 		Clock:           clock,
 		Logger:          log,
 		Observer:        cfg.HTTPObserver,

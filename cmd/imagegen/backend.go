@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/blob"
 	"github.com/imagegen/imagegen/ratelimit"
 	"github.com/imagegen/imagegen/store/memory"
 	redisstore "github.com/imagegen/imagegen/store/redis"
@@ -35,12 +36,20 @@ const (
 
 type backendConfig struct {
 	redisURL  string // "" for the memory store
+	blobsURL  string // "" for the store's own default
 	retention time.Duration
 	rateLimit int
 }
 
 func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 	clock := imagegen.SystemClock{}
+	var blobs imagegen.BlobStore // nil: the store's default
+	if c.blobsURL != "" {
+		var err error
+		if blobs, err = blob.Open(ctx, c.blobsURL); err != nil {
+			return backend{}, fmt.Errorf("-blobs: %w", err)
+		}
+	}
 	if c.redisURL == "" {
 		limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: c.rateLimit, Window: time.Minute, Clock: clock})
 		if err != nil {
@@ -51,7 +60,7 @@ func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 			return backend{}, err
 		}
 		return backend{
-			store:        memory.New(memory.Config{Clock: clock, Retention: c.retention}),
+			store:        memory.New(memory.Config{Clock: clock, Retention: c.retention, Blobs: blobs}),
 			limiter:      limiter,
 			authFailures: authFailures,
 			close:        func() error { return nil },
@@ -63,7 +72,7 @@ func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 		return backend{}, err
 	}
 	fail := func(err error) (backend, error) { _ = rdb.Close(); return backend{}, err }
-	store, err := redisstore.New(rdb, redisstore.Config{Retention: c.retention})
+	store, err := redisstore.New(rdb, redisstore.Config{Retention: c.retention, Blobs: blobs})
 	if err != nil {
 		return fail(err)
 	}

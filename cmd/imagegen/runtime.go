@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -22,6 +23,9 @@ type runtimeConfig struct {
 	allowPrivateURLs bool
 	retention        time.Duration
 	lease            time.Duration
+	blobsURL         string
+	blobSweep        time.Duration
+	orphanGrace      time.Duration
 	shutdownTimeout  time.Duration
 }
 
@@ -32,6 +36,9 @@ func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int) {
 	fs.DurationVar(&c.placeholderDelay, "placeholder-delay", 2*time.Second, "how long the placeholder model takes per image")
 	fs.BoolVar(&c.allowPrivateURLs, "allow-private-urls", false, "let image_input and callback_url URLs point at loopback and private addresses, and callbacks use http (development only)")
 	fs.DurationVar(&c.retention, "retention", 24*time.Hour, "how long finished tasks and their images are kept (use one value for all processes)")
+	fs.StringVar(&c.blobsURL, "blobs", "", "where image bytes are kept: file:///dir, or s3://bucket/prefix?endpoint=URL&region=R&path_style=true&checksum=when_required (credentials from the AWS chain); empty keeps them beside the records (in this process, or in Redis with -redis). Use one value for all processes")
+	fs.DurationVar(&c.blobSweep, "blob-sweep", 5*time.Minute, "how often workers delete image bytes whose record is gone (expired, or orphaned by a crash)")
+	fs.DurationVar(&c.orphanGrace, "orphan-grace", 10*time.Minute, "how old image bytes without a record must be before the sweep deletes them (at least 15s)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "on SIGTERM, how long running generations may finish before they are stopped and their tasks given back to the queue (without using up an attempt)")
 	fs.DurationVar(&c.lease, "lease", 30*time.Second, "how long a worker holds a task before another may take it over (renewed while it runs)")
 	c.opsConfig.register(fs)
@@ -49,6 +56,10 @@ func (c runtimeConfig) validate() error {
 		return errors.New("-shutdown-timeout must not be negative")
 	case c.lease < time.Second:
 		return errors.New("-lease must be at least 1s")
+	case c.blobSweep <= 0:
+		return errors.New("-blob-sweep must be positive")
+	case c.orphanGrace < imagegen.MinOrphanGrace:
+		return fmt.Errorf("-orphan-grace must be at least %v", imagegen.MinOrphanGrace)
 	}
 	return c.opsConfig.validate()
 }
@@ -68,6 +79,7 @@ func serviceConfig(c runtimeConfig, getenv func(string) string, store imagegen.S
 	return imagegen.Config{
 		Store: store, Model: model, Clock: clock, Logger: log,
 		Workers: c.workers, LeaseDuration: c.lease,
+		BlobSweepInterval: c.blobSweep, OrphanGrace: c.orphanGrace,
 		ShutdownTimeout:    max(c.shutdownTimeout, time.Nanosecond), // 0 would mean the default
 		AllowHTTPCallbacks: c.allowPrivateURLs,
 	}, nil

@@ -28,6 +28,8 @@ type serveConfig struct {
 	demoCredits int64
 	rateLimit   int
 	signingKey  string
+	imageBase   string
+	presignTTL  time.Duration
 	// trustedProxies are the reverse proxies whose forwardedHeader
 	// names the client.
 	trustedProxies  prefixList
@@ -50,6 +52,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.Int64Var(&c.demoCredits, "demo-credits", 100, "credits granted to each demo user")
 	fs.IntVar(&c.rateLimit, "rate-limit", 10, "requests per API key per rolling minute")
 	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: random per process; with -redis, one shared by all processes)")
+	fs.StringVar(&c.imageBase, "image-base-url", "", "redirect image downloads to this CDN base URL + /<image id> (its origin serves the -blobs store's objects), so the bytes never pass through this process")
+	fs.DurationVar(&c.presignTTL, "image-presign", 0, "redirect image downloads to presigned object-store URLs valid this long, e.g. 10m (needs -blobs s3://...); 0 streams them through this process")
 	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose -forwarded-header names the client, for the per-address limit on failed logins (repeatable; default: none, the client is the peer address)")
 	fs.StringVar(&c.forwardedHeader, "forwarded-header", "X-Forwarded-For", "the header the trusted proxies write the client's address into: X-Forwarded-For or Forwarded (only that one is read)")
 	fs.BoolVar(&c.console, "console", true, "serve the web console at /console/ (users sign in with one of their API keys); -console=false turns it off")
@@ -73,6 +77,14 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return c, errors.New("-rate-limit must be at least 1")
 	case c.publicURL != "" && !absoluteHTTPURL(c.publicURL):
 		return c, errors.New("-public-url must be an absolute http(s) URL such as https://img.example.com")
+	case c.presignTTL < 0:
+		return c, errors.New("-image-presign must not be negative")
+	case c.presignTTL > 0 && c.imageBase != "":
+		return c, errors.New("-image-presign and -image-base-url are two ways to redirect downloads: choose one")
+	case c.presignTTL > 0 && !strings.HasPrefix(c.blobsURL, "s3:"):
+		return c, errors.New("-image-presign needs -blobs s3://... (only object storage presigns URLs)")
+	case c.imageBase != "" && !absoluteHTTPURL(c.imageBase):
+		return c, errors.New("-image-base-url must be an absolute http(s) URL such as https://cdn.example.com/images")
 	case c.openAI != "" && (!strings.HasPrefix(c.openAI, "/") || strings.TrimSuffix(c.openAI, "/") == "/api/v1"):
 		return c, errors.New(`-openai-prefix must be a path such as /v1, other than /api/v1, or "" to turn it off`)
 	case c.signingKey != "" && len(c.signingKey) < 16:
@@ -94,7 +106,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log := c.logger(stderr)
 
-	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, retention: c.retention, rateLimit: c.rateLimit})
+	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, blobsURL: c.blobsURL, retention: c.retention, rateLimit: c.rateLimit})
 	if err != nil {
 		return err
 	}
@@ -131,6 +143,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		OpenAIPrefix:    c.openAI,
 		SigningKey:      []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
 		NoWorkers:       c.workers == 0,       // -workers 0: this process serves the API only
+		ImageBaseURL:    c.imageBase,
+		PresignTTL:      c.presignTTL,
 		HTTPObserver:    obs.apiObserver(),
 		Webhooks:        webhook.Config{Observer: obs.webhookObserver()},
 	})
@@ -174,7 +188,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		defer wg.Done()
 		_ = stack.Run(ctx) // workers, and callbacks of finished tasks from this or any process; returns once running generations finished or were released
 	}()
-	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "console", consoleURL(c.console, publicURL), "workers", c.workers, "model", c.model, "store", storeName(c.redisURL), "admin", admin)
+	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "console", consoleURL(c.console, publicURL), "workers", c.workers, "model", c.model, "store", storeName(c.redisURL), "blobs", blobsName(c.blobsURL), "admin", admin)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -265,6 +279,15 @@ func displayAddr(a net.Addr) string {
 		host = "::1"
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// blobsName says where image bytes are, without the URL's parameters.
+func blobsName(blobsURL string) string {
+	scheme, _, ok := strings.Cut(blobsURL, ":")
+	if !ok {
+		return "default"
+	}
+	return scheme
 }
 
 func storeName(redisURL string) string {

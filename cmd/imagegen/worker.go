@@ -39,7 +39,7 @@ func worker(ctx context.Context, args []string, getenv func(string) string, stde
 		return errors.New("-workers must be at least 1 for a worker process")
 	}
 	log := c.logger(stderr)
-	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, retention: c.retention, rateLimit: 1})
+	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, blobsURL: c.blobsURL, retention: c.retention, rateLimit: 1})
 	if err != nil {
 		return err
 	}

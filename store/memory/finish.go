@@ -10,8 +10,7 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-// CompleteTask stores the images and moves the task to success. The
-// images' Data is kept as given; callers must not modify it afterwards.
+// CompleteTask stores the images' records and moves the task to success.
 func (s *Store) CompleteTask(_ context.Context, id string, attempt int, images []imagegen.Image) error {
 	for _, img := range images {
 		if img.ID == "" {
@@ -27,7 +26,7 @@ func (s *Store) CompleteTask(_ context.Context, id string, attempt int, images [
 	expires := now.Add(s.retention)
 	ids := make([]string, 0, len(images))
 	for _, img := range images {
-		img.TaskID, img.ExpiresAt = id, expires
+		img.TaskID, img.CreatedAt, img.ExpiresAt = id, now, expires
 		s.images[img.ID] = &img
 		ids = append(ids, img.ID)
 	}

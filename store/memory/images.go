@@ -6,7 +6,7 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-// Image returns a stored image. Its Data is shared, not copied.
+// Image returns an image's record.
 func (s *Store) Image(_ context.Context, id string) (*imagegen.Image, error) {
 	s.lock()
 	defer s.mu.Unlock()
@@ -17,3 +17,6 @@ func (s *Store) Image(_ context.Context, id string) (*imagegen.Image, error) {
 	c := *img
 	return &c, nil
 }
+
+// Blobs returns the store of image bytes (Config.Blobs).
+func (s *Store) Blobs() imagegen.BlobStore { return s.blobs }

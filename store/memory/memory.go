@@ -3,7 +3,11 @@
 // mutex. It suits a single process (tests, demos, a small deployment);
 // several processes share state through store/redis instead.
 //
-// Finished tasks and their images are removed after the retention period.
+// Finished tasks and their image records are removed after the retention
+// period. Image bytes are in Config.Blobs. The default, a blob/memory
+// store of its own, loses an image's bytes with its record; with any
+// other BlobStore, imagegen.Service.SweepBlobs removes the bytes whose
+// record is gone.
 // The credit ledger is append-only and kept whole for the life of the
 // process, so a balance can always be checked against its entries.
 package memory
@@ -11,10 +15,12 @@ package memory
 import (
 	"cmp"
 	"container/heap"
+	"context"
 	"sync"
 	"time"
 
 	"github.com/imagegen/imagegen"
+	blobmemory "github.com/imagegen/imagegen/blob/memory"
 )
 
 var _ imagegen.Store = (*Store)(nil)
@@ -31,12 +37,16 @@ type Config struct {
 	// Retention is how long a finished task and its images are kept.
 	// Default: DefaultRetention.
 	Retention time.Duration
+	// Blobs keeps image bytes. Default: a blob/memory store.
+	Blobs imagegen.BlobStore
 }
 
 // Store is the in-memory store. It is safe for concurrent use.
 type Store struct {
 	clock     imagegen.Clock
 	retention time.Duration
+	blobs     imagegen.BlobStore
+	ownBlobs  *blobmemory.Store // the default blobs, emptied with the records
 
 	mu         sync.Mutex
 	seq        uint64
@@ -71,9 +81,18 @@ type record struct {
 
 // New returns an empty Store.
 func New(o Config) *Store {
+	clock := cmp.Or[imagegen.Clock](o.Clock, imagegen.SystemClock{})
+	var own *blobmemory.Store
+	blobs := o.Blobs
+	if blobs == nil {
+		own = blobmemory.New(blobmemory.Config{Clock: clock})
+		blobs = own
+	}
 	return &Store{
-		clock:      cmp.Or[imagegen.Clock](o.Clock, imagegen.SystemClock{}),
+		clock:      clock,
 		retention:  cmp.Or(o.Retention, DefaultRetention),
+		blobs:      blobs,
+		ownBlobs:   own,
 		tasks:      make(map[string]*record),
 		processing: make(map[string]*record),
 		images:     make(map[string]*imagegen.Image),
@@ -102,6 +121,9 @@ func (s *Store) sweep(now time.Time) int {
 		if r, ok := s.tasks[e.id]; ok && r.task.ExpiresAt.Equal(e.at) {
 			for _, img := range r.task.Images {
 				delete(s.images, img)
+				if s.ownBlobs != nil {
+					_ = s.ownBlobs.Delete(context.Background(), img) // in memory: cannot fail
+				}
 			}
 			delete(s.tasks, e.id)
 			n++

@@ -1,9 +1,15 @@
 package memory_test
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/store/storetest"
@@ -18,4 +24,29 @@ func TestConformance(t *testing.T) {
 			Retention: time.Hour,
 		}
 	})
+}
+
+// TestRetentionRemovesTheDefaultBlobs: the store's own in-memory bytes go
+// with their records, with no sweep.
+func TestRetentionRemovesTheDefaultBlobs(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	clock := imagegentest.NewClock(time.Time{})
+	s := memory.New(memory.Config{Clock: clock, Retention: time.Hour})
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 1, Ref: "g"})
+	is.NoErr(err)
+	_, err = s.CreateTask(ctx, &imagegen.Task{ID: "t", Owner: "u", Cost: 1, Model: "m", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}})
+	is.NoErr(err)
+	c, err := s.ClaimTask(ctx, time.Minute)
+	is.NoErr(err)
+	is.NoErr(s.Blobs().Put(ctx, "img", strings.NewReader("png"), 3, "image/png"))
+	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: "img", ContentType: "image/png", Size: 3}}))
+
+	clock.Advance(time.Hour - time.Second)
+	_, err = s.Blobs().Stat(ctx, "img")
+	is.NoErr(err) // kept while its record lives
+	clock.Advance(time.Second)
+	_, _ = s.Len() // any call removes what expired
+	_, err = s.Blobs().Stat(ctx, "img")
+	is.True(errors.Is(err, imagegen.ErrBlobNotFound))
 }

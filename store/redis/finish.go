@@ -9,40 +9,32 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-// completeScript records the images and moves the task to success. With
-// the default BlobStore it stores the bytes too, so success is one round
-// trip and no bytes are written for a lost lease.
+// completeScript records the images and moves the task to success.
 //
-//	KEYS[1] task  KEYS[2] leases  KEYS[3] webhooks
-//	KEYS[4..]  per image: its record key, then (inline) its blob key
+//	KEYS[1] task  KEYS[2] leases  KEYS[3] webhooks  KEYS[4..] image records
 //	ARGV[1] now   ARGV[2] attempt  ARGV[3] retention (ms)  ARGV[4] id
-//	ARGV[5] image ids (JSON)  ARGV[6] inline: 1 when the bytes are here
-//	ARGV[7..]  per image: content type, then (inline) the bytes
+//	ARGV[5] image ids (JSON)
+//	ARGV[6..]  per image: owner, content type, size, checksum
 //
 // Returns 1, or 0 when attempt does not hold the lease.
 var completeScript = newScript(`
 local now = now_ms()
 if not holds(KEYS[1], ARGV[2]) then return 0 end
 local retention = tonumber(ARGV[3])
-local step = ARGV[6] == '1' and 2 or 1
-for k = 4, #KEYS, step do
-  local a = 7 + (k - 4)
-  redis.call('HSET', KEYS[k], 'task', ARGV[4], 'type', ARGV[a], 'expires', now + retention)
+for k = 4, #KEYS do
+  local a = 6 + (k - 4) * 4
+  redis.call('HSET', KEYS[k], 'task', ARGV[4], 'owner', ARGV[a], 'type', ARGV[a + 1],
+    'size', ARGV[a + 2], 'sum', ARGV[a + 3], 'created', now, 'expires', now + retention)
   redis.call('PEXPIRE', KEYS[k], retention)
-  if step == 2 then
-    redis.call('SET', KEYS[k + 1], ARGV[a + 1], 'PX', retention)
-  end
 end
 redis.call('HSET', KEYS[1], 'images', ARGV[5])
 finish(KEYS[1], KEYS[2], ARGV[4], 'success', now, retention, KEYS[3])
 return 1
 `)
 
-// CompleteTask stores the images and moves the task to success. With a
-// BlobStore of the operator's, the bytes go there first; if the lease
-// turns out to be lost, they are deleted again (best effort).
+// CompleteTask stores the images' records and moves the task to success
+// in one script. The bytes are already in the BlobStore.
 func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image) error {
-	_, inline := s.blobs.(*redisBlobs)
 	ids := make([]string, len(images))
 	keys := []string{s.k.task(id), s.k.leases(), s.k.webhooks()}
 	for i, img := range images {
@@ -51,32 +43,16 @@ func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images
 		}
 		ids[i] = img.ID
 		keys = append(keys, s.k.image(img.ID))
-		if inline {
-			keys = append(keys, s.k.blob(img.ID))
-		}
 	}
 	idsJSON, err := json.Marshal(ids)
 	if err != nil {
 		return fmt.Errorf("redis store: encode image ids: %w", err)
 	}
-	args := []any{ms(s.retention), id, idsJSON, map[bool]string{true: "1", false: "0"}[inline]}
+	args := []any{ms(s.retention), id, idsJSON}
 	for _, img := range images {
-		args = append(args, img.ContentType)
-		if inline {
-			args = append(args, img.Data)
-			continue
-		}
-		if err := s.blobs.Put(ctx, img.ID, img.Data, s.retention); err != nil {
-			return fmt.Errorf("redis store: store image: %w", err)
-		}
+		args = append(args, img.Owner, img.ContentType, img.Size, img.Checksum)
 	}
-	err = s.runHolder(ctx, completeScript, id, attempt, keys, args...)
-	if errors.Is(err, imagegen.ErrLeaseLost) && !inline {
-		for _, img := range images {
-			_ = s.blobs.Delete(ctx, img.ID) // best effort: they expire anyway
-		}
-	}
-	return err
+	return s.runHolder(ctx, completeScript, id, attempt, keys, args...)
 }
 
 // failScript moves the task to failed and refunds it once.

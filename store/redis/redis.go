@@ -12,8 +12,11 @@
 // with skewed clocks still agree on leases. Config.Clock replaces it with
 // a clock passed in ARGV, for tests that move time by hand.
 //
-// Retention: a finished task, its image records and image bytes expire
-// after Config.Retention (Redis TTLs). The credit ledger is kept whole;
+// Retention: a finished task and its image records expire after
+// Config.Retention (Redis TTLs). Image bytes are in Config.Blobs; the
+// default (blob/redis, on the same client and prefix) gives each blob a
+// TTL of Retention plus BlobTTLMargin, and imagegen.Service.SweepBlobs
+// deletes bytes whose record is gone from any BlobStore. The credit ledger is kept whole;
 // grant and web-charge references are kept for ever, so an idempotent
 // grant cannot apply twice however late it is retried.
 //
@@ -29,8 +32,8 @@
 //	P:balance:<owner>  string: credit balance
 //	P:ledger:<owner>   list: ledger entries, oldest first (JSON; an entry's ID is its position from 1)
 //	P:refs:<owner>     set: grant and web references used
-//	P:image:<id>       hash: image record (task, content type, expiry)
-//	P:blob:<id>        string: image bytes (default BlobStore)
+//	P:image:<id>       hash: image record (task, owner, type, size, sum, created, expires)
+//	P:blob:<id>        string: image bytes (the default BlobStore, blob/redis)
 //	P:apikey:<sha256>  hash: API key record
 //	P:apikeys:<owner>  list: the owner's key hashes, oldest first
 //	P:secret:<name>    string: a secret shared by all processes (SharedSecret)
@@ -49,6 +52,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	blobredis "github.com/imagegen/imagegen/blob/redis"
 )
 
 var _ imagegen.Store = (*Store)(nil)
@@ -56,6 +60,11 @@ var _ imagegen.Store = (*Store)(nil)
 // DefaultRetention is how long finished tasks and images are kept when
 // Config.Retention is zero.
 const DefaultRetention = 24 * time.Hour
+
+// BlobTTLMargin is how much longer than Retention the default BlobStore
+// keeps a blob: the bytes are written just before their record, and must
+// not expire before it.
+const BlobTTLMargin = 10 * time.Minute
 
 // Config configures a Store.
 type Config struct {
@@ -65,8 +74,9 @@ type Config struct {
 	// Retention is how long a finished task and its images are kept.
 	// Default DefaultRetention.
 	Retention time.Duration
-	// Blobs keeps image bytes. Default: in Redis, beside the records.
-	Blobs BlobStore
+	// Blobs keeps image bytes. Default: blob/redis on the same client
+	// and prefix, each blob expiring after Retention + BlobTTLMargin.
+	Blobs imagegen.BlobStore
 	// Clock, when set, replaces the Redis server's clock (tests only):
 	// its time is passed to every script, and reads hide what has
 	// expired by it even if its TTL has not run out on the server.
@@ -79,7 +89,7 @@ type Store struct {
 	rdb       goredis.UniversalClient
 	k         keys
 	retention time.Duration
-	blobs     BlobStore
+	blobs     imagegen.BlobStore
 	clock     imagegen.Clock // nil: server time
 	creates   batcher
 	watch     watcher
@@ -106,7 +116,13 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 	s.watch = watcher{rdb: rdb, channel: s.k.finished()}
 	s.blobs = o.Blobs
 	if s.blobs == nil {
-		s.blobs = &redisBlobs{rdb: rdb, k: s.k}
+		blobs, err := blobredis.New(rdb, blobredis.Config{
+			Prefix: cmp.Or(o.Prefix, "imagegen"), TTL: s.retention + BlobTTLMargin, Clock: o.Clock,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("redis store: %w", err)
+		}
+		s.blobs = blobs
 	}
 	return s, nil
 }
@@ -138,7 +154,6 @@ func (k keys) balance(owner string) string    { return k.tag + ":balance:" + own
 func (k keys) ledger(owner string) string     { return k.tag + ":ledger:" + owner }
 func (k keys) refs(owner string) string       { return k.tag + ":refs:" + owner }
 func (k keys) image(id string) string         { return k.tag + ":image:" + id }
-func (k keys) blob(id string) string          { return k.tag + ":blob:" + id }
 func (k keys) apiKey(hash string) string      { return k.tag + ":apikey:" + hash }
 func (k keys) apiKeys(owner string) string    { return k.tag + ":apikeys:" + owner }
 

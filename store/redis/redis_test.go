@@ -2,7 +2,6 @@ package redis_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	blobmemory "github.com/imagegen/imagegen/blob/memory"
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/internal/redistest"
 	redisstore "github.com/imagegen/imagegen/store/redis"
@@ -77,36 +77,6 @@ func deleteKeys(t *testing.T, rdb goredis.UniversalClient, pattern string) {
 	redistest.DeleteKeys(t, rdb, pattern)
 }
 
-// mapBlobs is an operator's BlobStore, kept in a map.
-type mapBlobs struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func (b *mapBlobs) Put(_ context.Context, id string, data []byte, _ time.Duration) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.m[id] = data
-	return nil
-}
-
-func (b *mapBlobs) Get(_ context.Context, id string) ([]byte, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	data, ok := b.m[id]
-	if !ok {
-		return nil, imagegen.ErrImageNotFound
-	}
-	return data, nil
-}
-
-func (b *mapBlobs) Delete(_ context.Context, id string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.m, id)
-	return nil
-}
-
 // TestConformanceExternalBlobs runs the suite with image bytes in a
 // BlobStore of the operator's instead of Redis.
 func TestConformanceExternalBlobs(t *testing.T) {
@@ -115,7 +85,7 @@ func TestConformanceExternalBlobs(t *testing.T) {
 		clock := imagegentest.NewClock(time.Time{})
 		rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
 		t.Cleanup(func() { _ = rdb.Close() })
-		store, err := redisstore.New(rdb, redisstore.Config{Retention: retention, Clock: clock, Blobs: &mapBlobs{m: map[string][]byte{}}})
+		store, err := redisstore.New(rdb, redisstore.Config{Retention: retention, Clock: clock, Blobs: blobmemory.New(blobmemory.Config{})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +121,7 @@ func TestWatchAcrossProcesses(t *testing.T) {
 
 	c, err := a.ClaimTask(ctx, time.Minute)
 	is.NoErr(err)
-	is.NoErr(a.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: "i1", ContentType: "image/png", Data: []byte("x")}}))
+	is.NoErr(a.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: "i1", ContentType: "image/png", Size: 1}}))
 	select {
 	case <-finished:
 	case <-time.After(5 * time.Second):

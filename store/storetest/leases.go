@@ -9,10 +9,6 @@ import (
 	"github.com/matryer/is"
 )
 
-func image(id string) imagegen.Image {
-	return imagegen.Image{ID: id, ContentType: "image/png", Data: []byte("\x89PNG " + id)}
-}
-
 func testFencing(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store

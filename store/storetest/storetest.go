@@ -64,6 +64,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"LedgerSumsToBalanceUnderLoad", testLedgerSumsUnderLoad},
 		{"QueuePositions", testQueuePositions},
 		{"RetentionRemovesFinishedTasksAndImages", testRetention},
+		{"ImageRecordsKeepEveryField", testImageRecords},
 		{"APIKeys", testKeys},
 		{"ReturnedValuesAreCopies", testCopies},
 		{"WatchTaskSeesEveryFinish", testWatch},

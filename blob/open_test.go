@@ -1,0 +1,69 @@
+package blob_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen/blob"
+	"github.com/imagegen/imagegen/blob/file"
+	"github.com/imagegen/imagegen/blob/s3"
+)
+
+func TestOpenFile(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	s, err := blob.Open(context.Background(), "file://"+dir)
+	is.NoErr(err)
+	fs, ok := s.(*file.Store)
+	is.True(ok)
+	is.Equal(fs.Dir(), dir)
+}
+
+func TestOpenS3(t *testing.T) {
+	is := is.New(t)
+	backend := s3mem.New()
+	is.NoErr(backend.CreateBucket("pics"))
+	srv := httptest.NewServer(gofakes3.New(backend).Server())
+	defer srv.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	ctx := context.Background()
+	s, err := blob.Open(ctx, "s3://pics/out?endpoint="+url.QueryEscape(srv.URL)+"&region=us-east-1&path_style=true&checksum=when_required")
+	is.NoErr(err)
+	_, ok := s.(*s3.Store)
+	is.True(ok)
+	is.NoErr(s.Put(ctx, "k1", strings.NewReader("abc"), 3, "image/png"))
+	obj, err := backend.HeadObject("pics", "out/k1") // the prefix gets its slash
+	is.NoErr(err)
+	is.Equal(obj.Size, int64(3))
+
+	// A missing bucket fails at Open, not at the first image.
+	_, err = blob.Open(ctx, "s3://nope?endpoint="+url.QueryEscape(srv.URL)+"&region=us-east-1&path_style=true")
+	is.True(err != nil)
+}
+
+func TestOpenRefusesBadURLs(t *testing.T) {
+	for _, u := range []string{
+		"", "ftp://x/y", "file://relative/dir", "file:relative", "s3:///prefix",
+		"s3://b/p?path_style=maybe", "s3://b/p?checksum=sometimes", "s3://b/p?acl=public",
+	} {
+		if _, err := blob.Open(context.Background(), u); err == nil {
+			t.Errorf("%q was accepted", u)
+		}
+	}
+}
+
+func TestOpenNeverPrintsAPassword(t *testing.T) {
+	_, err := blob.Open(context.Background(), "ftp://user:hunter2@host/x")
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("error %v", err)
+	}
+}

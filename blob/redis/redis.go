@@ -1,0 +1,223 @@
+// Package redis is an imagegen.BlobStore in Redis: each blob is one
+// string, "{prefix}:blob:<key>", with an optional TTL. It is the Redis
+// store's default, so one Redis holds records and bytes; at a few
+// thousand large images a day, move the bytes to blob/file or blob/s3.
+//
+// The value is a 12-byte header ("igb1" and the write time in Unix
+// milliseconds, big-endian) followed by the bytes. Reads fetch ranges
+// (GETRANGE, 256 KiB at a time), so serving an image never copies it
+// whole into the API process. Values written before the header existed
+// (plain bytes) are still read, with an unknown (zero) ModTime; an empty
+// legacy value reads as missing.
+//
+// On Redis Cluster every key of a store shares one hash tag (one slot),
+// like the Redis store's own keys.
+package redis
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/redisglob"
+)
+
+var _ imagegen.BlobStore = (*Store)(nil)
+
+// Config configures a Store.
+type Config struct {
+	// Prefix names the keys: "{Prefix}:blob:<key>". Default "imagegen",
+	// the Redis store's default, so its blobs and records share a tag.
+	Prefix string
+	// TTL, when positive, expires each blob that long after its Put: a
+	// backstop for blobs nothing deletes. Zero keeps blobs until deleted.
+	TTL time.Duration
+	// Clock stamps each blob's ModTime. Default: imagegen.SystemClock.
+	Clock imagegen.Clock
+}
+
+// Store keeps blobs in Redis. It is safe for concurrent use.
+type Store struct {
+	rdb   goredis.UniversalClient
+	pre   string // "{prefix}:blob:"
+	ttl   time.Duration
+	clock imagegen.Clock
+}
+
+// New returns a Store on rdb.
+func New(rdb goredis.UniversalClient, c Config) (*Store, error) {
+	switch {
+	case rdb == nil:
+		return nil, errors.New("redis blobs: client is required")
+	case strings.ContainsAny(c.Prefix, "{}"):
+		return nil, fmt.Errorf("redis blobs: Config.Prefix must not contain braces (got %q)", c.Prefix)
+	case c.TTL < 0:
+		return nil, fmt.Errorf("redis blobs: Config.TTL must not be negative (got %v)", c.TTL)
+	}
+	return &Store{
+		rdb:   rdb,
+		pre:   "{" + cmp.Or(c.Prefix, "imagegen") + "}:blob:",
+		ttl:   c.TTL,
+		clock: cmp.Or[imagegen.Clock](c.Clock, imagegen.SystemClock{}),
+	}, nil
+}
+
+const (
+	magic      = "igb1"
+	headerLen  = len(magic) + 8
+	chunkBytes = 256 << 10
+)
+
+// Put stores the bytes, header first, in one SET.
+func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, _ string) error {
+	if err := imagegen.CheckBlobKey(key); err != nil {
+		return err
+	}
+	if size < 0 || size > 512<<20-int64(headerLen) {
+		return fmt.Errorf("redis blobs: %w: size %d is outside 0..512 MiB", imagegen.ErrBlobSize, size)
+	}
+	buf := make([]byte, headerLen, int64(headerLen)+size)
+	copy(buf, magic)
+	binary.BigEndian.PutUint64(buf[len(magic):], uint64(s.clock.Now().UnixMilli()))
+	w := &sliceWriter{buf}
+	if _, err := io.Copy(w, imagegen.ExactReader(key, r, size)); err != nil {
+		return fmt.Errorf("redis blobs: put %s: %w", key, err)
+	}
+	if err := s.rdb.Set(ctx, s.pre+key, w.b, s.ttl).Err(); err != nil {
+		return fmt.Errorf("redis blobs: put %s: %w", key, err)
+	}
+	return nil
+}
+
+// Open returns the blob; its Body reads ranges on demand.
+func (s *Store) Open(ctx context.Context, key string) (*imagegen.Blob, error) {
+	info, offset, err := s.stat(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	body := &rangeReader{ctx: ctx, rdb: s.rdb, key: s.pre + key, offset: offset, size: info.Size}
+	return &imagegen.Blob{BlobInfo: info, Body: body}, nil
+}
+
+// Stat reads the blob's header and length.
+func (s *Store) Stat(ctx context.Context, key string) (imagegen.BlobInfo, error) {
+	info, _, err := s.stat(ctx, key)
+	return info, err
+}
+
+// stat returns the info and the offset of the bytes in the value.
+func (s *Store) stat(ctx context.Context, key string) (imagegen.BlobInfo, int64, error) {
+	if err := imagegen.CheckBlobKey(key); err != nil {
+		return imagegen.BlobInfo{}, 0, err
+	}
+	var head *goredis.StringCmd
+	var n *goredis.IntCmd
+	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		n = p.StrLen(ctx, s.pre+key)
+		head = p.GetRange(ctx, s.pre+key, 0, int64(headerLen)-1)
+		return nil
+	})
+	if err != nil {
+		return imagegen.BlobInfo{}, 0, fmt.Errorf("redis blobs: stat %s: %w", key, err)
+	}
+	if n.Val() == 0 { // a missing key; every value written has a header
+		return imagegen.BlobInfo{}, 0, fmt.Errorf("redis blobs: %s: %w", key, imagegen.ErrBlobNotFound)
+	}
+	info, offset := decodeHeader(key, head.Val(), n.Val())
+	return info, offset, nil
+}
+
+// decodeHeader makes the info of a value whose first bytes are head and
+// whose length is n.
+func decodeHeader(key, head string, n int64) (imagegen.BlobInfo, int64) {
+	info := imagegen.BlobInfo{Key: key, Size: n}
+	offset := int64(0)
+	if len(head) == headerLen && head[:len(magic)] == magic {
+		offset = int64(headerLen)
+		msec := int64(binary.BigEndian.Uint64([]byte(head[len(magic):])))
+		info.ModTime = time.UnixMilli(msec)
+		info.Size = n - offset
+	}
+	info.ETag = `"` + strconv.FormatInt(info.ModTime.UnixMilli(), 36) + "-" + strconv.FormatInt(info.Size, 36) + `"`
+	return info, offset
+}
+
+// Delete removes the blob.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := imagegen.CheckBlobKey(key); err != nil {
+		return err
+	}
+	if err := s.rdb.Del(ctx, s.pre+key).Err(); err != nil {
+		return fmt.Errorf("redis blobs: delete %s: %w", key, err)
+	}
+	return nil
+}
+
+// List scans the store's keys (SCAN, 500 at a time) and reads each
+// one's header in a pipeline.
+func (s *Store) List(ctx context.Context, fn func(imagegen.BlobInfo) error) error {
+	scan := func(ctx context.Context, c goredis.UniversalClient) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, redisglob.Escape(s.pre)+"*", 500).Result()
+			if err != nil {
+				return fmt.Errorf("redis blobs: list: %w", err)
+			}
+			if err := s.listBatch(ctx, c, keys, fn); err != nil {
+				return err
+			}
+			if cursor = next; cursor == 0 {
+				return nil
+			}
+		}
+	}
+	if cc, ok := s.rdb.(*goredis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return scan(ctx, c) })
+	}
+	return scan(ctx, s.rdb)
+}
+
+func (s *Store) listBatch(ctx context.Context, c goredis.UniversalClient, keys []string, fn func(imagegen.BlobInfo) error) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	heads := make([]*goredis.StringCmd, len(keys))
+	lens := make([]*goredis.IntCmd, len(keys))
+	_, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, k := range keys {
+			lens[i] = p.StrLen(ctx, k)
+			heads[i] = p.GetRange(ctx, k, 0, int64(headerLen)-1)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redis blobs: list: %w", err)
+	}
+	for i, k := range keys {
+		if lens[i].Val() == 0 {
+			continue // deleted since the scan
+		}
+		info, _ := decodeHeader(strings.TrimPrefix(k, s.pre), heads[i].Val(), lens[i].Val())
+		if err := fn(info); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sliceWriter appends to a slice whose capacity was sized beforehand.
+type sliceWriter struct{ b []byte }
+
+func (w *sliceWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}

@@ -1,0 +1,140 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/google/uuid"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen"
+	blobfile "github.com/imagegen/imagegen/blob/file"
+	blobmemory "github.com/imagegen/imagegen/blob/memory"
+	blobredis "github.com/imagegen/imagegen/blob/redis"
+	blobs3 "github.com/imagegen/imagegen/blob/s3"
+	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/redistest"
+	"github.com/imagegen/imagegen/internal/s3test"
+	"github.com/imagegen/imagegen/store/memory"
+)
+
+// benchPicture is the size of a real 1024x1024 PNG.
+var benchPicture = bytes.Repeat([]byte("0123456789abcdef"), 2<<20/16)
+
+// discard is a ResponseWriter that keeps nothing, so B/op is what
+// serving costs, not what a recorder buffers.
+type discard struct{ h http.Header }
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discard) WriteHeader(int)             {}
+
+// imageHandler stores one benchPicture through a service on blobs and
+// returns the API handler and the image's signed path.
+func imageHandler(b *testing.B, blobs imagegen.BlobStore) (http.Handler, string) {
+	ctx := context.Background()
+	model := imagegentest.NewModel(1, func(context.Context, imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+		return []imagegen.GeneratedImage{{ContentType: "image/png", Data: benchPicture}}, nil
+	})
+	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Config{Retention: time.Hour, Blobs: blobs}), Model: model, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := svc.Grant(ctx, "u", 1, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	sub, err := svc.Submit(ctx, "u", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := svc.RunOnce(ctx); err != nil {
+		b.Fatal(err)
+	}
+	task, err := svc.Task(ctx, "u", sub.TaskID)
+	if err != nil || task.Status != imagegen.StatusSuccess {
+		b.Fatalf("task: %v %v", task, err)
+	}
+	api, err := httpapi.New(httpapi.Config{Service: svc, Limiter: allowAll{}, PublicURL: "https://img.example.test", Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return api, strings.TrimPrefix(api.ImageURLs(task)[0], "https://img.example.test")
+}
+
+func benchGet(b *testing.B, h http.Handler, path string) {
+	b.SetBytes(int64(len(benchPicture)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		w := &discard{h: http.Header{}}
+		h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		if w.h.Get("Content-Length") != "2097152" {
+			b.Fatalf("answer headers %v", w.h)
+		}
+	}
+}
+
+// BenchmarkImageDownload serves one 2 MiB image from each BlobStore
+// through the API, beside a bare http.ServeContent of the same bytes.
+func BenchmarkImageDownload(b *testing.B) {
+	b.Run("baseline-ServeContent", func(b *testing.B) {
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "image/png")
+			http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(benchPicture))
+		})
+		benchGet(b, h, "/img")
+	})
+	b.Run("memory", func(b *testing.B) {
+		h, path := imageHandler(b, blobmemory.New(blobmemory.Config{}))
+		benchGet(b, h, path)
+	})
+	b.Run("file", func(b *testing.B) {
+		s, err := blobfile.New(blobfile.Config{Dir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		h, path := imageHandler(b, s)
+		benchGet(b, h, path)
+	})
+	b.Run("redis-miniredis", func(b *testing.B) {
+		mr := miniredis.RunT(b)
+		rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
+		b.Cleanup(func() { _ = rdb.Close() })
+		s, err := blobredis.New(rdb, blobredis.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		h, path := imageHandler(b, s)
+		benchGet(b, h, path)
+	})
+	b.Run("redis-real", func(b *testing.B) {
+		rdb := redistest.Connect(b)
+		prefix := "imagegen-bench-" + uuid.NewString()
+		b.Cleanup(func() { redistest.DeleteKeys(b, rdb, "{"+prefix+"}:*") })
+		s, err := blobredis.New(rdb, blobredis.Config{Prefix: prefix, TTL: time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		h, path := imageHandler(b, s)
+		benchGet(b, h, path)
+	})
+	b.Run("s3-gofakes3", func(b *testing.B) {
+		b.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+		s, err := blobs3.New(context.Background(), blobs3.Config{
+			Bucket: s3test.Bucket, Region: s3test.Region, Endpoint: s3test.Fake(b), PathStyle: true,
+			ChecksumWhenRequired: true, Credentials: s3test.Credentials,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		h, path := imageHandler(b, s)
+		benchGet(b, h, path)
+	})
+}

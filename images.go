@@ -1,0 +1,80 @@
+package imagegen
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+)
+
+// complete stores the images of t's successful attempt: the bytes in the
+// store's BlobStore first, then the records, with the task's success, in
+// one CompleteTask. A crash in between leaves only blobs without records
+// (SweepBlobs deletes them); a lost lease deletes them at once.
+func (s *Service) complete(ctx context.Context, t *Task, gen []GeneratedImage) error {
+	blobs := s.cfg.Store.Blobs()
+	imgs := make([]Image, len(gen))
+	for i, g := range gen {
+		sum := sha256.Sum256(g.Data)
+		imgs[i] = Image{
+			ID: uuid.NewString(), TaskID: t.ID, Owner: t.Owner, ContentType: g.ContentType,
+			Size: int64(len(g.Data)), Checksum: hex.EncodeToString(sum[:]),
+		}
+		if err := blobs.Put(ctx, imgs[i].ID, bytes.NewReader(g.Data), imgs[i].Size, g.ContentType); err != nil {
+			s.deleteBlobs(ctx, imgs[:i])
+			return fmt.Errorf("imagegen: store image bytes: %w", err)
+		}
+	}
+	err := s.cfg.Store.CompleteTask(ctx, t.ID, t.Attempt, imgs)
+	if errors.Is(err, ErrLeaseLost) {
+		s.deleteBlobs(ctx, imgs) // no record will ever point at them
+	}
+	return err
+}
+
+// deleteBlobs removes the bytes of images that will have no record (best
+// effort: SweepBlobs removes whatever is left).
+func (s *Service) deleteBlobs(ctx context.Context, imgs []Image) {
+	for _, img := range imgs {
+		if err := s.cfg.Store.Blobs().Delete(ctx, img.ID); err != nil {
+			s.log.WarnContext(ctx, "delete image bytes without a record; the blob sweep will retry", "image_id", img.ID, "err", err)
+		}
+	}
+}
+
+// Image returns an image's record by id, or ErrImageNotFound. Its bytes
+// are read with OpenImage.
+func (s *Service) Image(ctx context.Context, id string) (*Image, error) {
+	if CheckBlobKey(id) != nil {
+		return nil, ErrImageNotFound
+	}
+	img, err := s.cfg.Store.Image(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("imagegen: image: %w", err)
+	}
+	return img, nil
+}
+
+// OpenImage returns an image's record and its bytes, open for reading
+// (close blob.Body), or ErrImageNotFound. Bytes whose record is gone are
+// never returned, and a record whose bytes are missing is
+// ErrImageNotFound too (logged: it should not happen).
+func (s *Service) OpenImage(ctx context.Context, id string) (*Image, *Blob, error) {
+	img, err := s.Image(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := s.cfg.Store.Blobs().Open(ctx, id)
+	if errors.Is(err, ErrBlobNotFound) {
+		s.log.ErrorContext(ctx, "image record without bytes", "image_id", id)
+		return nil, nil, fmt.Errorf("imagegen: image %s: %w", id, ErrImageNotFound)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("imagegen: open image: %w", err)
+	}
+	return img, b, nil
+}
