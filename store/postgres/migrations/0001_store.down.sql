@@ -1,0 +1,11 @@
+DROP FUNCTION {schema}.cancel_task(text, text, text, text, timestamptz, interval, text);
+DROP FUNCTION {schema}.fail_task(text, integer, text, text, timestamptz, interval, text);
+DROP FUNCTION {schema}.fail_locked(text, text, text, timestamptz, interval, text);
+DROP FUNCTION {schema}.add_entry(text, text, bigint, text, timestamptz);
+DROP TABLE {schema}.secrets;
+DROP TABLE {schema}.idempotency;
+DROP TABLE {schema}.api_keys;
+DROP TABLE {schema}.ledger;
+DROP TABLE {schema}.accounts;
+DROP TABLE {schema}.images;
+DROP TABLE {schema}.tasks;

@@ -1,0 +1,171 @@
+-- imagegen store, version 1: tasks and the work queue, images, the
+-- credit ledger, API keys, idempotency records and shared secrets.
+-- {schema} is replaced by the quoted schema name when applied.
+
+CREATE TABLE {schema}.tasks (
+	seq           bigint GENERATED ALWAYS AS IDENTITY,
+	id            text PRIMARY KEY,
+	owner         text NOT NULL,
+	request       jsonb NOT NULL,
+	model         text NOT NULL,
+	cost          bigint NOT NULL CHECK (cost > 0),
+	status        text NOT NULL CHECK (status IN ('pending', 'processing', 'success', 'failed')),
+	attempt       integer NOT NULL DEFAULT 0,
+	lease_until   timestamptz,
+	run_after     timestamptz NOT NULL,
+	images        text[],
+	error         text NOT NULL DEFAULT '',
+	error_code    text NOT NULL DEFAULT '',
+	last_error    text NOT NULL DEFAULT '',
+	refunded      boolean NOT NULL DEFAULT false,
+	callback_url  text NOT NULL DEFAULT '',
+	hook_due      timestamptz,
+	hook_attempts integer NOT NULL DEFAULT 0,
+	created_at    timestamptz NOT NULL,
+	updated_at    timestamptz NOT NULL,
+	finished_at   timestamptz,
+	expires_at    timestamptz
+) WITH (fillfactor = 90);
+
+-- The queue: ready pending tasks, oldest first (claims read its head).
+CREATE INDEX tasks_ready ON {schema}.tasks (run_after, seq) WHERE status = 'pending';
+-- Leases, for recovery of tasks whose worker died.
+CREATE INDEX tasks_leases ON {schema}.tasks (lease_until) WHERE status = 'processing';
+-- Retention of finished tasks.
+CREATE INDEX tasks_expiry ON {schema}.tasks (expires_at) WHERE expires_at IS NOT NULL;
+-- An owner's tasks, newest first (listing).
+CREATE INDEX tasks_owner ON {schema}.tasks (owner, seq);
+-- Callback deliveries due.
+CREATE INDEX tasks_hooks ON {schema}.tasks (hook_due, seq) WHERE hook_due IS NOT NULL;
+
+CREATE TABLE {schema}.images (
+	id           text PRIMARY KEY,
+	task_id      text NOT NULL,
+	content_type text NOT NULL,
+	data         bytea NOT NULL,
+	expires_at   timestamptz NOT NULL
+);
+CREATE INDEX images_expiry ON {schema}.images (expires_at);
+
+CREATE TABLE {schema}.accounts (
+	owner   text PRIMARY KEY,
+	balance bigint NOT NULL CHECK (balance >= 0)
+);
+
+CREATE TABLE {schema}.ledger (
+	seq    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	owner  text NOT NULL,
+	kind   text NOT NULL,
+	amount bigint NOT NULL,
+	ref    text NOT NULL,
+	at     timestamptz NOT NULL,
+	UNIQUE (owner, ref)
+);
+
+CREATE TABLE {schema}.api_keys (
+	seq        bigint GENERATED ALWAYS AS IDENTITY,
+	hash       text PRIMARY KEY,
+	id         text NOT NULL,
+	owner      text NOT NULL,
+	hint       text NOT NULL DEFAULT '',
+	created_at timestamptz NOT NULL,
+	revoked    boolean NOT NULL DEFAULT false
+);
+CREATE INDEX api_keys_owner ON {schema}.api_keys (owner, seq);
+
+CREATE TABLE {schema}.idempotency (
+	owner       text NOT NULL,
+	key         text NOT NULL,
+	fingerprint text NOT NULL,
+	done        boolean NOT NULL DEFAULT false,
+	status      integer NOT NULL DEFAULT 0,
+	body        bytea,
+	expires_at  timestamptz NOT NULL,
+	PRIMARY KEY (owner, key)
+);
+CREATE INDEX idempotency_expiry ON {schema}.idempotency (expires_at);
+
+CREATE TABLE {schema}.secrets (
+	name  text PRIMARY KEY,
+	value bytea NOT NULL
+);
+
+-- add_entry appends a grant or web entry once per reference, never
+-- taking the balance below zero. code: 1 applied, 0 balance short,
+-- -1 reference already used.
+CREATE FUNCTION {schema}.add_entry(p_owner text, p_kind text, p_amount bigint, p_ref text, p_now timestamptz,
+	OUT code integer, OUT balance bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO {schema}.accounts AS a (owner, balance) VALUES (p_owner, 0) ON CONFLICT (owner) DO NOTHING;
+	SELECT a.balance INTO balance FROM {schema}.accounts a WHERE a.owner = p_owner FOR UPDATE;
+	IF EXISTS (SELECT 1 FROM {schema}.ledger l WHERE l.owner = p_owner AND l.ref = p_ref) THEN
+		code := -1;
+		RETURN;
+	END IF;
+	IF balance + p_amount < 0 THEN
+		code := 0;
+		RETURN;
+	END IF;
+	UPDATE {schema}.accounts a SET balance = a.balance + p_amount WHERE a.owner = p_owner
+		RETURNING a.balance INTO balance;
+	INSERT INTO {schema}.ledger (owner, kind, amount, ref, at) VALUES (p_owner, p_kind, p_amount, p_ref, p_now);
+	code := 1;
+END $$;
+
+-- fail_locked ends a task the caller has locked as failed, refunds its
+-- cost once, queues its callback and tells the watchers.
+CREATE FUNCTION {schema}.fail_locked(p_id text, p_code text, p_msg text, p_now timestamptz,
+	p_retention interval, p_channel text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	t record;
+BEGIN
+	UPDATE {schema}.tasks SET refunded = true WHERE id = p_id AND NOT refunded RETURNING owner, cost INTO t;
+	IF FOUND THEN
+		UPDATE {schema}.accounts SET balance = balance + t.cost WHERE owner = t.owner;
+		INSERT INTO {schema}.ledger (owner, kind, amount, ref, at)
+			VALUES (t.owner, 'refund', t.cost, 'refund:' || p_id, p_now);
+	END IF;
+	UPDATE {schema}.tasks SET status = 'failed', error = p_msg, error_code = p_code, lease_until = NULL,
+		updated_at = p_now, finished_at = p_now, expires_at = p_now + p_retention,
+		hook_due = CASE WHEN callback_url <> '' THEN p_now END
+	WHERE id = p_id;
+	PERFORM pg_notify(p_channel, p_id);
+END $$;
+
+-- fail_task fails the task if p_attempt holds its lease.
+CREATE FUNCTION {schema}.fail_task(p_id text, p_attempt integer, p_code text, p_msg text, p_now timestamptz,
+	p_retention interval, p_channel text)
+RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM 1 FROM {schema}.tasks WHERE id = p_id AND status = 'processing' AND attempt = p_attempt FOR UPDATE;
+	IF NOT FOUND THEN
+		RETURN false;
+	END IF;
+	PERFORM {schema}.fail_locked(p_id, p_code, p_msg, p_now, p_retention, p_channel);
+	RETURN true;
+END $$;
+
+-- cancel_task fails the owner's unfinished task. 1 cancelled, 0 no
+-- such task of the owner, -1 it has finished.
+CREATE FUNCTION {schema}.cancel_task(p_owner text, p_id text, p_code text, p_msg text, p_now timestamptz,
+	p_retention interval, p_channel text)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+	st text;
+BEGIN
+	SELECT status INTO st FROM {schema}.tasks
+	WHERE id = p_id AND owner = p_owner AND (expires_at IS NULL OR expires_at > p_now) FOR UPDATE;
+	IF NOT FOUND THEN
+		RETURN 0;
+	END IF;
+	IF st NOT IN ('pending', 'processing') THEN
+		RETURN -1;
+	END IF;
+	PERFORM {schema}.fail_locked(p_id, p_code, p_msg, p_now, p_retention, p_channel);
+	RETURN 1;
+END $$;
