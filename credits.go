@@ -26,10 +26,11 @@ func checkCost(cost int64) error {
 // idempotent: a second grant with the same ref returns ErrDuplicateEntry
 // and the unchanged balance. An empty ref makes a unique one.
 func (s *Service) Grant(ctx context.Context, owner string, amount int64, ref string) (int64, error) {
-	if amount <= 0 {
-		return 0, invalid("amount", "must be positive (got %d)", amount)
+	e, err := GrantEntry(owner, amount, ref)
+	if err != nil {
+		return 0, err
 	}
-	return s.addEntry(ctx, LedgerEntry{Owner: owner, Kind: LedgerGrant, Amount: amount, Ref: refOr(ref, "grant")})
+	return s.addEntry(ctx, e)
 }
 
 // ChargeWeb debits amount credits for the host app's own (web) use of the
@@ -37,10 +38,35 @@ func (s *Service) Grant(ctx context.Context, owner string, amount int64, ref str
 // once (the second call returns ErrDuplicateEntry). It returns
 // ErrInsufficientCredits, and charges nothing, when the balance is short.
 func (s *Service) ChargeWeb(ctx context.Context, owner string, amount int64, ref string) (int64, error) {
-	if amount <= 0 {
-		return 0, invalid("amount", "must be positive (got %d)", amount)
+	e, err := WebChargeEntry(owner, amount, ref)
+	if err != nil {
+		return 0, err
 	}
-	return s.addEntry(ctx, LedgerEntry{Owner: owner, Kind: LedgerWeb, Amount: -amount, Ref: refOr(ref, "web")})
+	return s.addEntry(ctx, e)
+}
+
+// GrantEntry is the ledger entry Grant appends (the same rules, for a
+// store that appends it inside a host app's transaction).
+func GrantEntry(owner string, amount int64, ref string) (LedgerEntry, error) {
+	return newEntry(owner, LedgerGrant, amount, ref)
+}
+
+// WebChargeEntry is the ledger entry ChargeWeb appends.
+func WebChargeEntry(owner string, amount int64, ref string) (LedgerEntry, error) {
+	return newEntry(owner, LedgerWeb, amount, ref)
+}
+
+func newEntry(owner string, kind LedgerKind, amount int64, ref string) (LedgerEntry, error) {
+	switch {
+	case amount <= 0:
+		return LedgerEntry{}, invalid("amount", "must be positive (got %d)", amount)
+	case owner == "":
+		return LedgerEntry{}, invalid("owner", "is required")
+	}
+	if kind == LedgerWeb {
+		amount = -amount
+	}
+	return LedgerEntry{Owner: owner, Kind: kind, Amount: amount, Ref: refOr(ref, string(kind))}, nil
 }
 
 // Balance returns owner's credit balance.
@@ -63,9 +89,6 @@ func (s *Service) Ledger(ctx context.Context, owner string) ([]LedgerEntry, erro
 }
 
 func (s *Service) addEntry(ctx context.Context, e LedgerEntry) (int64, error) {
-	if e.Owner == "" {
-		return 0, invalid("owner", "is required")
-	}
 	b, err := s.cfg.Store.AddEntry(ctx, e)
 	if err != nil {
 		if errors.Is(err, ErrDuplicateEntry) {

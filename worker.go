@@ -69,6 +69,7 @@ claim:
 			}
 			select {
 			case <-s.wake:
+			case <-s.cfg.WorkReady:
 			case <-s.cfg.Clock.After(s.cfg.PollInterval):
 			case <-ctx.Done():
 			}
@@ -132,10 +133,7 @@ func (s *Service) recoverLoop(ctx context.Context) {
 			s.log.ErrorContext(ctx, "recover expired leases", "err", err)
 		} else if n > 0 {
 			s.log.InfoContext(ctx, "recovered tasks with expired leases", "count", n)
-			select {
-			case s.wake <- struct{}{}:
-			default:
-			}
+			s.WakeWorkers()
 		}
 	}
 }

@@ -167,8 +167,10 @@ func (l *listener) run(ctx context.Context) {
 	defer markReady()
 	pause := 50 * time.Millisecond
 	for ctx.Err() == nil {
-		err := l.listenOnce(ctx, func() {
-			if !first {
+		l.listenOnce(ctx, func() {
+			if first {
+				l.signalWork() // workers that started before it listened look once
+			} else {
 				l.wakeAll() // anything may have finished while nobody listened
 			}
 			markReady()
@@ -177,7 +179,6 @@ func (l *listener) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		_ = err
 		markReady()
 		l.wakeAll()
 		select {
@@ -191,6 +192,7 @@ func (l *listener) run(ctx context.Context) {
 
 // listenOnce connects, LISTENs and dispatches notifications until the
 // connection fails or ctx ends. listening is called once LISTEN runs.
+// Why it ended does not matter: the caller reconnects either way.
 func (l *listener) listenOnce(ctx context.Context, listening func()) error {
 	connectCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := pgx.ConnectConfig(connectCtx, l.pool.Config().ConnConfig.Copy())
