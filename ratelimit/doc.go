@@ -23,6 +23,13 @@
 // reading the time inside Redis (TIME), so processes with skewed clocks
 // agree. Every key expires a Window after its last accepted request.
 //
+// [Postgres] gives the same answers with its state in PostgreSQL, for a
+// deployment that runs only PostgreSQL: one row per key in the store's
+// schema (table rate_limits, made by the store's migrations), updated by
+// one function call per [Postgres.Allow] that locks the key's row, so
+// every process on the database shares each key's limit. Mixing stores
+// and limiters works too (a Postgres store with a Redis limiter).
+//
 // [IPLimiter] limits failed authentications per client address (an IPv4
 // address or an IPv6 /64) with a token bucket, so that API keys cannot be
 // brute-forced: the HTTP layer asks [IPLimiter.Blocked] before any key
