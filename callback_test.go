@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
@@ -46,7 +47,7 @@ func TestSubmitChecksCallbackURL(t *testing.T) {
 			req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse", CallbackURL: tc.url}
 
 			f := newFixture(t, imagegentest.NewModel(1))
-			_, err := f.svc.Grant(ctx, "u", 1, "")
+			_, err := f.svc.Grant(ctx, "u", 1, uuid.NewString())
 			is.NoErr(err)
 			_, err = f.svc.Submit(ctx, "u", req)
 			if tc.ok {
@@ -60,7 +61,7 @@ func TestSubmitChecksCallbackURL(t *testing.T) {
 			}
 
 			dev := newFixture(t, imagegentest.NewModel(1), func(c *imagegen.Config) { c.AllowHTTPCallbacks = true })
-			_, err = dev.svc.Grant(ctx, "u", 1, "")
+			_, err = dev.svc.Grant(ctx, "u", 1, uuid.NewString())
 			is.NoErr(err)
 			_, err = dev.svc.Submit(ctx, "u", req)
 			is.NoErr(err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/google/uuid"
 )
 
 // Credit rules. The price of a task is chosen at submit from the model
@@ -22,36 +20,53 @@ func checkCost(cost int64) error {
 	return nil
 }
 
-// Grant adds amount credits to owner's balance. ref makes the grant
-// idempotent: a second grant with the same ref returns ErrDuplicateEntry
-// and the unchanged balance. An empty ref makes a unique one.
-func (s *Service) Grant(ctx context.Context, owner string, amount int64, ref string) (int64, error) {
+// LedgerResult is the outcome of a grant or a web charge.
+type LedgerResult struct {
+	// Balance is the owner's balance after the call.
+	Balance int64
+	// AlreadyApplied reports that an entry with the same reference was
+	// applied before: this call changed nothing.
+	AlreadyApplied bool
+}
+
+// Grant adds amount credits to owner's balance, once per ref: ref (for
+// example an invoice or payment id) is required, and a grant repeated
+// with the same ref changes nothing and reports AlreadyApplied, so a
+// retried payment callback cannot grant twice.
+func (s *Service) Grant(ctx context.Context, owner string, amount int64, ref string) (LedgerResult, error) {
 	e, err := GrantEntry(owner, amount, ref)
 	if err != nil {
-		return 0, err
+		return LedgerResult{}, err
 	}
-	return s.addEntry(ctx, e)
+	return s.applyOnce(ctx, e)
 }
 
 // ChargeWeb debits amount credits for the host app's own (web) use of the
-// shared balance. ref is an idempotency key: the same ref twice charges
-// once (the second call returns ErrDuplicateEntry). It returns
-// ErrInsufficientCredits, and charges nothing, when the balance is short.
-func (s *Service) ChargeWeb(ctx context.Context, owner string, amount int64, ref string) (int64, error) {
+// shared balance, once per ref: ref (for example an order id or the
+// request's idempotency key) is required, and a charge repeated with the
+// same ref changes nothing and reports AlreadyApplied, so a retried click
+// cannot charge twice. When the balance is short it returns
+// ErrInsufficientCredits and charges nothing.
+func (s *Service) ChargeWeb(ctx context.Context, owner string, amount int64, ref string) (LedgerResult, error) {
 	e, err := WebChargeEntry(owner, amount, ref)
 	if err != nil {
-		return 0, err
+		return LedgerResult{}, err
 	}
-	return s.addEntry(ctx, e)
+	return s.applyOnce(ctx, e)
 }
 
-// GrantEntry is the ledger entry Grant appends (the same rules, for a
-// store that appends it inside a host app's transaction).
+// MaxLedgerRefLength bounds the reference of a grant or web charge.
+const MaxLedgerRefLength = 200
+
+// GrantEntry is the ledger entry Grant appends, checked by the same
+// rules, for a store that appends it inside a host app's own transaction
+// (postgres.Store.GrantTx). Its Ref is ref namespaced by kind, so a
+// grant and a web charge may share an order id.
 func GrantEntry(owner string, amount int64, ref string) (LedgerEntry, error) {
 	return newEntry(owner, LedgerGrant, amount, ref)
 }
 
-// WebChargeEntry is the ledger entry ChargeWeb appends.
+// WebChargeEntry is the ledger entry ChargeWeb appends (see GrantEntry).
 func WebChargeEntry(owner string, amount int64, ref string) (LedgerEntry, error) {
 	return newEntry(owner, LedgerWeb, amount, ref)
 }
@@ -60,13 +75,35 @@ func newEntry(owner string, kind LedgerKind, amount int64, ref string) (LedgerEn
 	switch {
 	case amount <= 0:
 		return LedgerEntry{}, invalid("amount", "must be positive (got %d)", amount)
+	case ref == "":
+		return LedgerEntry{}, invalid("ref", "is required: it makes a retried call apply once")
+	case len(ref) > MaxLedgerRefLength:
+		return LedgerEntry{}, invalid("ref", "must be at most %d bytes", MaxLedgerRefLength)
 	case owner == "":
 		return LedgerEntry{}, invalid("owner", "is required")
 	}
 	if kind == LedgerWeb {
 		amount = -amount
 	}
-	return LedgerEntry{Owner: owner, Kind: kind, Amount: amount, Ref: refOr(ref, string(kind))}, nil
+	return LedgerEntry{Owner: owner, Kind: kind, Amount: amount, Ref: string(kind) + ":" + ref}, nil
+}
+
+// LedgerOutcome turns what a store's AddEntry returned for an entry of
+// GrantEntry or WebChargeEntry into the result Grant and ChargeWeb give:
+// a duplicate reference is AlreadyApplied, not an error.
+func LedgerOutcome(balance int64, err error) (LedgerResult, error) {
+	if errors.Is(err, ErrDuplicateEntry) {
+		return LedgerResult{Balance: balance, AlreadyApplied: true}, nil
+	}
+	if err != nil {
+		return LedgerResult{}, err
+	}
+	return LedgerResult{Balance: balance}, nil
+}
+
+// applyOnce adds e, once per reference.
+func (s *Service) applyOnce(ctx context.Context, e LedgerEntry) (LedgerResult, error) {
+	return LedgerOutcome(s.addEntry(ctx, e))
 }
 
 // Balance returns owner's credit balance.
@@ -97,11 +134,4 @@ func (s *Service) addEntry(ctx context.Context, e LedgerEntry) (int64, error) {
 		return 0, fmt.Errorf("imagegen: %s: %w", e.Kind, err)
 	}
 	return b, nil
-}
-
-func refOr(ref, kind string) string {
-	if ref != "" {
-		return kind + ":" + ref
-	}
-	return kind + ":" + uuid.NewString()
 }

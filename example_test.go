@@ -84,14 +84,17 @@ func ExampleService_ChargeWeb() {
 	if _, err := svc.Grant(ctx, "alice", 10, "invoice-7"); err != nil {
 		panic(err)
 	}
-	balance, err := svc.ChargeWeb(ctx, "alice", 3, "order-981")
-	fmt.Println(balance, err)
-	_, err = svc.ChargeWeb(ctx, "alice", 3, "order-981") // the same reference charges once
-	fmt.Println(errors.Is(err, imagegen.ErrDuplicateEntry))
-	balance, err = svc.Balance(ctx, "alice")
+	res, err := svc.ChargeWeb(ctx, "alice", 3, "order-981")
+	fmt.Println(res.Balance, res.AlreadyApplied, err)
+	res, err = svc.ChargeWeb(ctx, "alice", 3, "order-981") // the same reference charges once
+	fmt.Println(res.Balance, res.AlreadyApplied, err)
+	_, err = svc.ChargeWeb(ctx, "alice", 3, "") // a reference is required
+	fmt.Println(errors.Is(err, imagegen.ErrInvalidParams))
+	balance, err := svc.Balance(ctx, "alice")
 	fmt.Println(balance, err)
 	// Output:
-	// 7 <nil>
+	// 7 false <nil>
+	// 7 true <nil>
 	// true
 	// 7 <nil>
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
@@ -80,7 +82,7 @@ func TestConfigValidation(t *testing.T) {
 func TestSubmitChargesThePlannedPrice(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, imagegentest.NewModel(3))
-	_, err := f.svc.Grant(ctx, "u", 7, "")
+	_, err := f.svc.Grant(ctx, "u", 7, uuid.NewString())
 	is.NoErr(err)
 	sub := f.submit(t, "u")
 	is.Equal(sub.Status, imagegen.StatusPending)
@@ -103,7 +105,7 @@ func TestSubmitChargesThePlannedPrice(t *testing.T) {
 func TestSubmitRefusesAnOutOfRangePrice(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, imagegentest.NewModel(4))
-	_, err := f.svc.Grant(ctx, "u", 10, "")
+	_, err := f.svc.Grant(ctx, "u", 10, uuid.NewString())
 	is.NoErr(err)
 	_, err = f.svc.Submit(ctx, "u", textReq)
 	is.True(err != nil)
@@ -114,22 +116,33 @@ func TestSubmitRefusesAnOutOfRangePrice(t *testing.T) {
 func TestCredits(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, imagegentest.NewModel(1))
-	b, err := f.svc.Grant(ctx, "u", 5, "signup")
+	r, err := f.svc.Grant(ctx, "u", 5, "signup")
 	is.NoErr(err)
-	is.Equal(b, int64(5))
-	b, err = f.svc.Grant(ctx, "u", 5, "signup")
-	is.True(errors.Is(err, imagegen.ErrDuplicateEntry)) // idempotent
-	is.Equal(b, int64(5))
-	b, err = f.svc.ChargeWeb(ctx, "u", 2, "page-view-1")
+	is.Equal(r, imagegen.LedgerResult{Balance: 5})
+	r, err = f.svc.Grant(ctx, "u", 5, "signup")
+	is.NoErr(err) // idempotent: a no-op that says so
+	is.Equal(r, imagegen.LedgerResult{Balance: 5, AlreadyApplied: true})
+	r, err = f.svc.ChargeWeb(ctx, "u", 2, "page-view-1")
 	is.NoErr(err)
-	is.Equal(b, int64(3))
-	_, err = f.svc.ChargeWeb(ctx, "u", 2, "page-view-1")
-	is.True(errors.Is(err, imagegen.ErrDuplicateEntry))
+	is.Equal(r, imagegen.LedgerResult{Balance: 3})
+	r, err = f.svc.ChargeWeb(ctx, "u", 2, "page-view-1")
+	is.NoErr(err)
+	is.Equal(r, imagegen.LedgerResult{Balance: 3, AlreadyApplied: true})
+	r, err = f.svc.ChargeWeb(ctx, "u", 1, "signup") // kinds have their own references
+	is.NoErr(err)
+	is.Equal(r, imagegen.LedgerResult{Balance: 2})
 	_, err = f.svc.ChargeWeb(ctx, "u", 4, "page-view-2")
 	is.True(errors.Is(err, imagegen.ErrInsufficientCredits))
-	_, err = f.svc.ChargeWeb(ctx, "u", 0, "")
+	_, err = f.svc.ChargeWeb(ctx, "u", 0, "page-view-3")
 	is.True(errors.Is(err, imagegen.ErrInvalidParams))
-	_, err = f.svc.Grant(ctx, "u", -1, "")
+	for _, ref := range []string{"", strings.Repeat("r", imagegen.MaxLedgerRefLength+1)} {
+		_, err = f.svc.ChargeWeb(ctx, "u", 1, ref) // no reference: refused, not charged
+		is.True(errors.Is(err, imagegen.ErrInvalidParams))
+		_, err = f.svc.Grant(ctx, "u", 1, ref)
+		is.True(errors.Is(err, imagegen.ErrInvalidParams))
+	}
+	is.Equal(f.balance(t, "u"), int64(2))
+	_, err = f.svc.Grant(ctx, "u", -1, uuid.NewString())
 	is.True(errors.Is(err, imagegen.ErrInvalidParams))
 
 	// Web use and API use share the balance.
@@ -141,8 +154,8 @@ func TestCredits(t *testing.T) {
 		sum += e.Amount
 	}
 	is.Equal(sum, f.balance(t, "u"))
-	is.Equal(sum, int64(2))
-	is.Equal(len(ledger), 3) // grant, web, charge
+	is.Equal(sum, int64(1))
+	is.Equal(len(ledger), 4) // grant, web, web, charge
 }
 
 func TestKeys(t *testing.T) {
@@ -179,7 +192,7 @@ func TestKeys(t *testing.T) {
 func TestCancel(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, imagegentest.NewModel(2))
-	_, err := f.svc.Grant(ctx, "u", 2, "")
+	_, err := f.svc.Grant(ctx, "u", 2, uuid.NewString())
 	is.NoErr(err)
 	sub := f.submit(t, "u")
 	is.True(errors.Is(f.svc.Cancel(ctx, "other", sub.TaskID), imagegen.ErrTaskNotFound))

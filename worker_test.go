@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
@@ -28,7 +29,7 @@ func (f fixture) runOnce(t *testing.T) bool {
 
 func (f fixture) funded(t *testing.T, owner string, credits int64) {
 	t.Helper()
-	_, err := f.svc.Grant(ctx, owner, credits, "")
+	_, err := f.svc.Grant(ctx, owner, credits, uuid.NewString())
 	is.New(t).NoErr(err)
 }
 

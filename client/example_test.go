@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/google/uuid"
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/client"
 	"github.com/imagegen/imagegen/httpapi"
@@ -27,7 +28,7 @@ func Example() {
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	key, _, _ := svc.CreateKey(ctx, "alice")
-	_, _ = svc.Grant(ctx, "alice", 3, "")
+	_, _ = svc.Grant(ctx, "alice", 3, uuid.NewString())
 	limiter, _ := ratelimit.NewMemory(ratelimit.MemoryConfig{})
 	api, _ := httpapi.New(httpapi.Config{Service: svc, Limiter: limiter, Logger: slog.New(slog.DiscardHandler)})
 	mux := http.NewServeMux()

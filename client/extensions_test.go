@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
@@ -174,7 +175,7 @@ func TestSubmitWithKey(t *testing.T) {
 		is.True(errors.As(err, &apiErr))
 		is.Equal(apiErr.Code, "insufficient_credits")
 		is.True(!apiErr.Replayed)
-		_, err = e.svc.Grant(ctx, "carol", 5, "")
+		_, err = e.svc.Grant(ctx, "carol", 5, uuid.NewString())
 		is.NoErr(err)
 		_, err = poor.SubmitWithKey(ctx, fox, "k")
 		is.True(errors.Is(err, imagegen.ErrInsufficientCredits))

@@ -13,10 +13,26 @@ import (
 
 // Principal is an authenticated caller.
 type Principal struct {
-	Owner string // the user whose tasks and credits are used
+	// Owner is the user whose tasks and credits are used. Required: a
+	// Principal without one is refused (401, and an error is logged).
+	Owner string
 	// RateKey identifies the credential for the per-key rate limit (for
-	// API keys, the key's id).
+	// API keys, the key's id). Empty means "owner:"+Owner: one limit per
+	// user, never one shared by everybody.
 	RateKey string
+}
+
+// checkPrincipal refuses a Principal without an owner (an Authenticator's
+// bug must not put every caller in one account) and gives one without a
+// RateKey its owner's limit.
+func checkPrincipal(p Principal) (Principal, error) {
+	if p.Owner == "" {
+		return p, fmt.Errorf("httpapi: the Authenticator returned a Principal without an Owner: %w", imagegen.ErrUnauthorized)
+	}
+	if p.RateKey == "" {
+		p.RateKey = "owner:" + p.Owner
+	}
+	return p, nil
 }
 
 // Authenticator identifies the caller of a request. It returns an error
@@ -32,6 +48,22 @@ type AuthenticatorFunc func(r *http.Request) (Principal, error)
 
 // Authenticate calls f(r).
 func (f AuthenticatorFunc) Authenticate(r *http.Request) (Principal, error) { return f(r) }
+
+// FirstOf tries each authenticator in turn and answers with the first one
+// that does not refuse the request with imagegen.ErrUnauthorized (a
+// success, or a server error). When all refuse, the last refusal stands.
+func FirstOf(auths ...Authenticator) Authenticator {
+	return AuthenticatorFunc(func(r *http.Request) (Principal, error) {
+		err := fmt.Errorf("no authenticator: %w", imagegen.ErrUnauthorized)
+		for _, a := range auths {
+			var p Principal
+			if p, err = a.Authenticate(r); !errors.Is(err, imagegen.ErrUnauthorized) {
+				return p, err
+			}
+		}
+		return Principal{}, err
+	})
+}
 
 // BearerKeys authenticates "Authorization: Bearer <API_KEY>" against the
 // service's hashed keys.
@@ -87,6 +119,12 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 			if errors.Is(err, imagegen.ErrUnauthorized) && h.cfg.AuthFailures != nil {
 				h.cfg.AuthFailures.Failure(ip)
 			}
+			h.respondErr(w, r, err)
+			return
+		}
+		p, err = checkPrincipal(p)
+		if err != nil {
+			h.cfg.Logger.ErrorContext(r.Context(), "refusing a request: the Authenticator's answer is unusable", "err", err)
 			h.respondErr(w, r, err)
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
@@ -77,7 +78,7 @@ func newBenchAPI(b *testing.B) (http.Handler, *imagegen.Service) {
 	if _, err := svc.ImportKey(context.Background(), "bench", benchKey); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := svc.Grant(context.Background(), "bench", 1<<50, ""); err != nil {
+	if _, err := svc.Grant(context.Background(), "bench", 1<<50, uuid.NewString()); err != nil {
 		b.Fatal(err)
 	}
 	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 1 << 30, Clock: clock})

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
@@ -78,7 +79,7 @@ func (e *env) user(owner string, credits int64) string {
 	key, _, err := e.svc.CreateKey(context.Background(), owner)
 	is.New(e.t).NoErr(err)
 	if credits > 0 {
-		_, err = e.svc.Grant(context.Background(), owner, credits, "")
+		_, err = e.svc.Grant(context.Background(), owner, credits, uuid.NewString())
 		is.New(e.t).NoErr(err)
 	}
 	return key

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
@@ -52,7 +53,7 @@ func benchLatency(b *testing.B, pollEvery time.Duration) {
 	if _, err := svc.ImportKey(ctx, "u", benchKey); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := svc.Grant(ctx, "u", int64(b.N)+1, ""); err != nil {
+	if _, err := svc.Grant(ctx, "u", int64(b.N)+1, uuid.NewString()); err != nil {
 		b.Fatal(err)
 	}
 	get := func(id, prefer string) string {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
@@ -156,7 +157,7 @@ func TestIdempotentSubmit(t *testing.T) {
 	// Errors that are the client's are replayed too; bad keys are refused.
 	poor := e.user("poor", 0)
 	wantError(t, e.do("POST", "/api/v1/generate", poor, t2i, "Idempotency-Key", "k"), http.StatusForbidden, httpapi.CodeInsufficientCredits)
-	_, err = e.svc.Grant(context.Background(), "poor", 5, "")
+	_, err = e.svc.Grant(context.Background(), "poor", 5, uuid.NewString())
 	is.NoErr(err)
 	replayed := e.do("POST", "/api/v1/generate", poor, t2i, "Idempotency-Key", "k")
 	is.Equal(replayed.Code, http.StatusForbidden)

@@ -74,7 +74,26 @@ func (h *Handler) taskBody(r *http.Request, t *imagegen.Task) TaskBody {
 	return body
 }
 
-// imageURL is the absolute, signed, expiring URL of an image.
+// ImageURLs returns the signed, expiring URLs of a successful task's
+// images, as the API shows them, for a host app's own pages (an <img> tag
+// needs no key). They start with Config.PublicURL; without it they are
+// path-absolute ("/api/v1/images/…"), which works on pages served by the
+// same host. Other tasks have none.
+func (h *Handler) ImageURLs(t *imagegen.Task) []string {
+	if t == nil || t.Status != imagegen.StatusSuccess {
+		return nil
+	}
+	urls := make([]string, len(t.Images))
+	for i, id := range t.Images {
+		urls[i] = h.signedImageURL(h.cfg.PublicURL, id, t.ExpiresAt.Unix())
+	}
+	return urls
+}
+
+// imageURL is the absolute, signed, expiring URL of an image. Without
+// Config.PublicURL its scheme and host are the request's (its Host
+// header): set PublicURL on a server reached through names you do not
+// control.
 func (h *Handler) imageURL(r *http.Request, id string, expires int64) string {
 	base := h.cfg.PublicURL
 	if base == "" {
@@ -84,6 +103,10 @@ func (h *Handler) imageURL(r *http.Request, id string, expires int64) string {
 		}
 		base = scheme + "://" + r.Host
 	}
+	return h.signedImageURL(base, id, expires)
+}
+
+func (h *Handler) signedImageURL(base, id string, expires int64) string {
 	exp := strconv.FormatInt(expires, 10)
 	return base + h.cfg.Prefix + "/images/" + url.PathEscape(id) + "?expires=" + exp + "&sig=" + h.signer.sign(id, expires)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
@@ -97,7 +98,7 @@ func newFixture(t *testing.T, allowPrivate bool, answers ...int) *fixture {
 		},
 	})
 	is.NoErr(err)
-	_, err = svc.Grant(ctx, "u", 10, "")
+	_, err = svc.Grant(ctx, "u", 10, uuid.NewString())
 	is.NoErr(err)
 	return f
 }
@@ -192,7 +193,7 @@ func TestCallbackMustBeHTTPSByDefault(t *testing.T) {
 	is := is.New(t)
 	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler)})
 	is.NoErr(err)
-	_, err = svc.Grant(ctx, "u", 1, "")
+	_, err = svc.Grant(ctx, "u", 1, uuid.NewString())
 	is.NoErr(err)
 	_, err = svc.Submit(ctx, "u", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p", CallbackURL: "http://app.example.com/hook"})
 	var ve *imagegen.ValidationError

@@ -138,15 +138,15 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 	return withService(ctx, a.redisURL, func(svc *imagegen.Service) error {
 		switch args[0] {
 		case "grant":
-			balance, err := svc.Grant(ctx, a.owner, amount, ref)
-			if errors.Is(err, imagegen.ErrDuplicateEntry) {
-				fmt.Fprintf(stdout, "grant %q was already applied; %s has %d credits\n", ref, a.owner, balance)
-				return nil
-			}
+			res, err := svc.Grant(ctx, a.owner, amount, ref)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "granted %d credits to %s; balance %d\n", amount, a.owner, balance)
+			if res.AlreadyApplied {
+				fmt.Fprintf(stdout, "grant %q was already applied; %s has %d credits\n", ref, a.owner, res.Balance)
+				return nil
+			}
+			fmt.Fprintf(stdout, "granted %d credits to %s; balance %d\n", amount, a.owner, res.Balance)
 			return nil
 		case "show":
 			balance, err := svc.Balance(ctx, a.owner)

@@ -169,10 +169,7 @@ func createDemoUsers(ctx context.Context, svc *imagegen.Service, c serveConfig, 
 		if c.demoCredits == 0 {
 			return nil
 		}
-		_, err := svc.Grant(ctx, owner, c.demoCredits, "demo-credits")
-		if errors.Is(err, imagegen.ErrDuplicateEntry) {
-			return nil // granted by an earlier start on the same Redis
-		}
+		_, err := svc.Grant(ctx, owner, c.demoCredits, "demo-credits") // once per user, across restarts on a shared store
 		return err
 	}
 	if len(c.demoKeys) == 0 {

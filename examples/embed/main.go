@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -25,18 +24,18 @@ import (
 	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/model/placeholder"
-	"github.com/imagegen/imagegen/ratelimit"
+	"github.com/imagegen/imagegen/server"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	app, err := newApp(ctx)
+	app, err := newApp(ctx, "http://127.0.0.1:8081", imagegen.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	go func() { _ = app.svc.Run(ctx) }()
+	go func() { _ = app.images.Run(ctx) }() // workers and callbacks
 	srv := &http.Server{Addr: "127.0.0.1:8081", Handler: app.mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { <-ctx.Done(); _ = srv.Shutdown(context.Background()) }()
 	log.Println("listening on http://127.0.0.1:8081")
@@ -47,13 +46,16 @@ func main() {
 
 // app is an existing web app that adds image generation.
 type app struct {
-	svc *imagegen.Service
-	mux *http.ServeMux
+	images *server.Server
+	svc    *imagegen.Service
+	mux    *http.ServeMux
 }
 
-func newApp(ctx context.Context) (*app, error) {
-	store := memory.New(memory.Config{})
-	fetcher, err := fetch.New(fetch.Config{})
+// newApp wires imagegen into the app: one server.New call, with the
+// app's own login in front of the API. tune lets a test adjust the
+// service (callbacks to loopback, say).
+func newApp(ctx context.Context, publicURL string, tune imagegen.Config) (*app, error) {
+	fetcher, err := fetch.New(fetch.Config{AllowPrivate: tune.AllowHTTPCallbacks})
 	if err != nil {
 		return nil, err
 	}
@@ -61,37 +63,29 @@ func newApp(ctx context.Context) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, Logger: slog.Default()})
-	if err != nil {
-		return nil, err
-	}
-	// The app's own users get their sign-up credits through the ledger.
-	for _, user := range []string{"alice", "bob"} {
-		if _, err := svc.Grant(ctx, user, 20, "signup"); err != nil {
-			return nil, err
-		}
-	}
-	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{})
-	if err != nil {
-		return nil, err
-	}
-	api, err := httpapi.New(httpapi.Config{
-		Service: svc,
-		Limiter: limiter,
-		// The app's own login decides who calls the API; API keys work too.
-		Authenticator: httpapi.AuthenticatorFunc(func(r *http.Request) (httpapi.Principal, error) {
+	tune.Store, tune.Model = memory.New(memory.Config{}), model
+	images, err := server.New(ctx, server.Config{
+		Service:   tune,
+		PublicURL: publicURL,
+		// The app's own login first; API keys work too.
+		Login: httpapi.AuthenticatorFunc(func(r *http.Request) (httpapi.Principal, error) {
 			if user, ok := sessionUser(r); ok {
-				return httpapi.Principal{Owner: user, RateKey: "session:" + user}, nil
+				return httpapi.Principal{Owner: user}, nil // one rate limit per user
 			}
-			return httpapi.BearerKeys{Service: svc}.Authenticate(r)
+			return httpapi.Principal{}, imagegen.ErrUnauthorized
 		}),
 	})
 	if err != nil {
 		return nil, err
 	}
-
-	a := &app{svc: svc, mux: http.NewServeMux()}
-	api.Register(a.mux)
+	a := &app{images: images, svc: images.Service(), mux: http.NewServeMux()}
+	// The app's own users get their sign-up credits through the ledger.
+	for _, user := range []string{"alice", "bob"} {
+		if _, err := a.svc.Grant(ctx, user, 20, "signup"); err != nil {
+			return nil, err
+		}
+	}
+	images.Register(a.mux)
 	a.mux.HandleFunc("GET /{$}", a.home)
 	a.mux.HandleFunc("POST /poster", a.buyPoster)
 	a.mux.HandleFunc("GET /balance", a.balance)
@@ -119,16 +113,18 @@ func (a *app) buyPoster(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "please log in", http.StatusUnauthorized)
 		return
 	}
-	left, err := a.svc.ChargeWeb(r.Context(), user, 1, r.Header.Get("Idempotency-Key"))
+	res, err := a.svc.ChargeWeb(r.Context(), user, 1, r.Header.Get("Idempotency-Key"))
 	switch {
 	case errors.Is(err, imagegen.ErrInsufficientCredits):
 		http.Error(w, "not enough credits", http.StatusPaymentRequired)
-	case errors.Is(err, imagegen.ErrDuplicateEntry):
-		fmt.Fprintf(w, "already charged; %d credits left\n", left)
+	case errors.Is(err, imagegen.ErrInvalidParams):
+		http.Error(w, "send an Idempotency-Key header with each order", http.StatusBadRequest)
 	case err != nil:
 		http.Error(w, "something went wrong", http.StatusInternalServerError)
+	case res.AlreadyApplied:
+		fmt.Fprintf(w, "already charged; %d credits left\n", res.Balance)
 	default:
-		fmt.Fprintf(w, "poster ordered; %d credits left\n", left)
+		fmt.Fprintf(w, "poster ordered; %d credits left\n", res.Balance)
 	}
 }
 

@@ -42,11 +42,11 @@ func main() {
 	defer s.store.Close()
 
 	run := time.Now().UnixNano() // order ids of this run
-	balance, err := s.buyCredits(ctx, "alice", fmt.Sprintf("credits-%d", run), 10, 500)
+	bought, err := s.buyCredits(ctx, "alice", fmt.Sprintf("credits-%d", run), 10, 500)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("credits after the order:", balance)
+	fmt.Println("credits after the order:", bought.Balance)
 	sub, err := s.orderPoster(ctx, "alice", fmt.Sprintf("poster-%d", run), "a lighthouse at dusk")
 	if err != nil {
 		log.Fatal(err)
@@ -98,22 +98,23 @@ func openShop(ctx context.Context, pool *pgxpool.Pool, schema string) (*shop, er
 }
 
 // buyCredits records a paid order and grants its credits in one
-// transaction; the order id makes the grant idempotent.
-func (s *shop) buyCredits(ctx context.Context, customer, orderID string, credits, cents int64) (int64, error) {
+// transaction; the order id makes the grant idempotent (a retried
+// payment callback reports AlreadyApplied and records nothing more).
+func (s *shop) buyCredits(ctx context.Context, customer, orderID string, credits, cents int64) (imagegen.LedgerResult, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return 0, err
+		return imagegen.LedgerResult{}, err
 	}
 	defer func() { _ = tx.Rollback(ctx) }() // a no-op after Commit
-	balance, err := s.store.GrantTx(ctx, tx, customer, credits, orderID)
-	if err != nil {
-		return balance, err
+	res, err := s.store.GrantTx(ctx, tx, customer, credits, orderID)
+	if err != nil || res.AlreadyApplied {
+		return res, err
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO `+s.table+` (id, customer, item, paid_cents) VALUES ($1, $2, $3, $4)`,
 		orderID, customer, fmt.Sprintf("%d credits", credits), cents); err != nil {
-		return 0, fmt.Errorf("record order: %w", err) // the grant rolls back with it
+		return imagegen.LedgerResult{}, fmt.Errorf("record order: %w", err) // the grant rolls back with it
 	}
-	return balance, tx.Commit(ctx)
+	return res, tx.Commit(ctx)
 }
 
 // orderPoster records a poster order and submits its generation, paid

@@ -24,16 +24,21 @@ func TestOrderAndCreditsCommitOrRollBackTogether(t *testing.T) {
 		return n
 	}
 
-	b, err := s.buyCredits(ctx, "alice", "order-1", 10, 500)
+	res, err := s.buyCredits(ctx, "alice", "order-1", 10, 500)
 	is.NoErr(err)
-	is.Equal(b, int64(10))
+	is.Equal(res.Balance, int64(10))
+	is.Equal(orders(), 1)
+	res, err = s.buyCredits(ctx, "alice", "order-1", 10, 500) // a retried payment callback
+	is.NoErr(err)
+	is.True(res.AlreadyApplied)
+	is.Equal(res.Balance, int64(10))
 	is.Equal(orders(), 1)
 
 	// The order row fails (a negative payment breaks its CHECK): the
 	// grant made before it in the same transaction is rolled back too.
 	_, err = s.buyCredits(ctx, "alice", "order-2", 10, -1)
 	is.True(err != nil)
-	b, err = s.svc.Balance(ctx, "alice")
+	b, err := s.svc.Balance(ctx, "alice")
 	is.NoErr(err)
 	is.Equal(b, int64(10))
 	is.Equal(orders(), 1)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
@@ -31,7 +32,7 @@ func TestGenerateHonoursRetryAfter(t *testing.T) {
 	is.NoErr(err)
 	key, _, err := svc.CreateKey(ctx, "u")
 	is.NoErr(err)
-	_, err = svc.Grant(ctx, "u", 5, "")
+	_, err = svc.Grant(ctx, "u", 5, uuid.NewString())
 	is.NoErr(err)
 	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 3, Clock: clock})
 	is.NoErr(err)

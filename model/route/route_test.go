@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
@@ -25,7 +26,7 @@ var (
 func service(t *testing.T, m imagegen.Model) *imagegen.Service {
 	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Config{}), Model: m, Logger: slog.New(slog.DiscardHandler)})
 	is.New(t).NoErr(err)
-	_, err = svc.Grant(ctx, "u", 10, "")
+	_, err = svc.Grant(ctx, "u", 10, uuid.NewString())
 	is.New(t).NoErr(err)
 	return svc
 }

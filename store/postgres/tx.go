@@ -15,8 +15,8 @@ import (
 // (an order row, a payment): if the app rolls back, no credit moves and
 // no task exists; once it commits, everything is there at once. They
 // follow the rules of Service.Submit, Service.Grant and Service.ChargeWeb
-// exactly, and a refusal (ErrInsufficientCredits, ErrDuplicateEntry, a
-// bad request) raises no SQL error, so the transaction stays usable and
+// exactly, and a refusal (ErrInsufficientCredits, a reference already
+// applied, a bad request) raises no SQL error, so the transaction stays usable and
 // the app decides whether to commit the rest.
 //
 // The account row of the owner stays locked until the transaction ends,
@@ -49,32 +49,32 @@ func (s *Store) SubmitTx(ctx context.Context, tx pgx.Tx, svc *imagegen.Service, 
 	return imagegen.Submitted{TaskID: t.ID, Status: imagegen.StatusPending, CreditsUsed: t.Cost, CreditsRemaining: balance}, nil
 }
 
-// GrantTx adds amount credits to owner's balance inside tx, as
-// Service.Grant does: ref makes it idempotent (a second grant with the
-// same ref returns ErrDuplicateEntry and the balance), an empty ref
-// makes a unique one.
-func (s *Store) GrantTx(ctx context.Context, tx pgx.Tx, owner string, amount int64, ref string) (int64, error) {
+// GrantTx adds amount credits to owner's balance inside tx, once per
+// ref, as Service.Grant does: ref is required, and a grant repeated with
+// the same ref changes nothing and reports AlreadyApplied.
+func (s *Store) GrantTx(ctx context.Context, tx pgx.Tx, owner string, amount int64, ref string) (imagegen.LedgerResult, error) {
 	e, err := imagegen.GrantEntry(owner, amount, ref)
 	if err != nil {
-		return 0, err
+		return imagegen.LedgerResult{}, err
 	}
 	return s.entryTx(ctx, tx, e)
 }
 
-// ChargeWebTx debits amount credits for the app's own use inside tx, as
-// Service.ChargeWeb does: ErrInsufficientCredits (nothing charged) when
-// the balance is short, ErrDuplicateEntry for a ref already charged.
-func (s *Store) ChargeWebTx(ctx context.Context, tx pgx.Tx, owner string, amount int64, ref string) (int64, error) {
+// ChargeWebTx debits amount credits for the app's own use inside tx,
+// once per ref, as Service.ChargeWeb does: ErrInsufficientCredits
+// (nothing charged) when the balance is short, AlreadyApplied for a ref
+// already charged.
+func (s *Store) ChargeWebTx(ctx context.Context, tx pgx.Tx, owner string, amount int64, ref string) (imagegen.LedgerResult, error) {
 	e, err := imagegen.WebChargeEntry(owner, amount, ref)
 	if err != nil {
-		return 0, err
+		return imagegen.LedgerResult{}, err
 	}
 	return s.entryTx(ctx, tx, e)
 }
 
-func (s *Store) entryTx(ctx context.Context, tx pgx.Tx, e imagegen.LedgerEntry) (int64, error) {
+func (s *Store) entryTx(ctx context.Context, tx pgx.Tx, e imagegen.LedgerEntry) (imagegen.LedgerResult, error) {
 	if tx == nil {
-		return 0, errors.New("postgres store: a transaction is required")
+		return imagegen.LedgerResult{}, errors.New("postgres store: a transaction is required")
 	}
-	return s.addEntry(ctx, tx, e)
+	return imagegen.LedgerOutcome(s.addEntry(ctx, tx, e))
 }

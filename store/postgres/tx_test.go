@@ -41,18 +41,18 @@ func TestRolledBackTransactionChangesNothing(t *testing.T) {
 
 	tx, err := pool.Begin(ctx)
 	is.NoErr(err)
-	b, err := s.GrantTx(ctx, tx, "alice", 10, "order-1")
+	res, err := s.GrantTx(ctx, tx, "alice", 10, "order-1")
 	is.NoErr(err)
-	is.Equal(b, int64(13))
-	b, err = s.ChargeWebTx(ctx, tx, "alice", 4, "page-1")
+	is.Equal(res.Balance, int64(13))
+	res, err = s.ChargeWebTx(ctx, tx, "alice", 4, "page-1")
 	is.NoErr(err)
-	is.Equal(b, int64(9))
+	is.Equal(res.Balance, int64(9))
 	sub, err := s.SubmitTx(ctx, tx, svc, "alice", prompt)
 	is.NoErr(err)
 	is.Equal(sub.CreditsRemaining, int64(9-sub.CreditsUsed))
 	is.NoErr(tx.Rollback(ctx))
 
-	b, err = s.Balance(ctx, "alice")
+	b, err := s.Balance(ctx, "alice")
 	is.NoErr(err)
 	is.Equal(b, int64(3))
 	ledgerAfter, err := s.Ledger(ctx, "alice")
@@ -64,8 +64,9 @@ func TestRolledBackTransactionChangesNothing(t *testing.T) {
 	is.NoErr(err)
 	is.True(!ran) // nothing to run
 	// The references were not used up: the same order can be granted again.
-	_, err = svc.Grant(ctx, "alice", 10, "order-1")
+	again, err := svc.Grant(ctx, "alice", 10, "order-1")
 	is.NoErr(err)
+	is.True(!again.AlreadyApplied)
 }
 
 // A committed host transaction is all there, and wakes idle workers of
@@ -92,8 +93,10 @@ func TestCommittedTransactionWakesWorkers(t *testing.T) {
 	// A refusal leaves the transaction usable.
 	_, err = api.ChargeWebTx(ctx, tx, "bob", 50, "too-much")
 	is.True(errors.Is(err, imagegen.ErrInsufficientCredits))
-	_, err = api.GrantTx(ctx, tx, "bob", 5, "order-7")
-	is.True(errors.Is(err, imagegen.ErrDuplicateEntry))
+	res, err := api.GrantTx(ctx, tx, "bob", 5, "order-7")
+	is.NoErr(err)
+	is.True(res.AlreadyApplied)
+	is.Equal(res.Balance, int64(5))
 	sub, err := api.SubmitTx(ctx, tx, apiSvc, "bob", prompt)
 	is.NoErr(err)
 	_, err = api.SubmitTx(ctx, tx, apiSvc, "bob", imagegen.Request{Scene: imagegen.SceneTextToImage})

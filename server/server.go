@@ -1,0 +1,224 @@
+// Package server wires the standard imagegen stack in one call: the
+// service with its workers, the HTTP API with the per-key rate limit and
+// the failed-authentication limit, and the delivery of callbacks. It is
+// the path for an app that wants "the imagegen API, mounted on my mux";
+// each part stays available for apps that wire them by hand.
+//
+//	srv, err := server.New(ctx, server.Config{
+//		Service:   imagegen.Config{Store: store, Model: model},
+//		PublicURL: "https://app.example.com",
+//	})
+//	srv.Register(mux)  // the API under /api/v1/
+//	go srv.Run(ctx)    // workers and callback deliveries, until ctx ends
+//
+// Every optional part has a default: an in-process limiter of 10 requests
+// a minute per key, an in-process limit of failed authentications per
+// client address, the guarded fetcher as the callback sender, and an
+// image-URL signing key kept in the store (so every process on a shared
+// store signs alike, and URLs survive restarts). The clock and logger of
+// Config.Service are used by every part.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/fetch"
+	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/ratelimit"
+	"github.com/imagegen/imagegen/webhook"
+)
+
+// DefaultRateLimit is how many requests a key may make a minute when
+// Config.RateLimit is zero.
+const DefaultRateLimit = 10
+
+// SigningSecretName is the name under which the default image-URL signing
+// key is kept in the store (imagegen.SecretStore).
+const SigningSecretName = "url-signing"
+
+// Config configures a Server. Service.Store, Service.Model and PublicURL
+// are required; everything else has a default.
+type Config struct {
+	// Service configures the service and its workers (imagegen.Config:
+	// Store and Model are required). Its Clock and Logger serve every
+	// other part too.
+	Service imagegen.Config
+
+	// PublicURL is the absolute http(s) URL that image URLs and callback
+	// bodies start with, e.g. "https://app.example.com". Required: image
+	// URLs must not be built from a request's Host header.
+	PublicURL string
+	// Prefix is where the API is mounted (default "/api/v1").
+	Prefix string
+
+	// RateLimit is how many requests one API key may make in any rolling
+	// minute (default DefaultRateLimit). Ignored when Limiter is set.
+	RateLimit int
+	// Limiter limits requests per key. Default: an in-process limiter of
+	// RateLimit a minute. Processes that share a store should share a
+	// limiter too (ratelimit.NewRedis).
+	Limiter imagegen.Limiter
+	// AuthFailures limits failed authentications per client address.
+	// Default: an in-process limiter (ratelimit.NewIPLimiter).
+	AuthFailures httpapi.AuthFailureLimiter
+	// Login is the host app's own sign-in (sessions, tokens), tried before
+	// API keys: a request it refuses with an error wrapping
+	// imagegen.ErrUnauthorized is then checked as a Bearer API key.
+	// Default: API keys only. (To replace API keys altogether, wire
+	// httpapi.New by hand with its Authenticator.)
+	Login httpapi.Authenticator
+	// SigningKey signs image URLs (at least 16 bytes). Default: a random
+	// key kept in the store under SigningSecretName, made by the first
+	// process that needs it.
+	SigningKey []byte
+
+	// Callbacks sends callback deliveries. Default: the guarded fetcher
+	// (fetch.New), allowed to reach private addresses only when
+	// Service.AllowHTTPCallbacks is set.
+	Callbacks webhook.Poster
+	// Webhooks tunes the callback dispatcher (attempts, backoff,
+	// concurrency). Its Service, Render, Poster, Clock and Logger are
+	// filled in by New.
+	Webhooks webhook.Config
+}
+
+// Server is the standard stack. It is an http.Handler serving the API
+// under its prefix.
+type Server struct {
+	svc        *imagegen.Service
+	api        *httpapi.Handler
+	dispatcher *webhook.Dispatcher
+}
+
+// New builds the stack, or returns an error naming the missing or bad
+// field. ctx bounds the store call that fetches the default signing key.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if err := checkPublicURL(cfg.PublicURL); err != nil {
+		return nil, err
+	}
+	if cfg.Service.Clock == nil {
+		cfg.Service.Clock = imagegen.SystemClock{}
+	}
+	if cfg.Service.Logger == nil {
+		cfg.Service.Logger = slog.Default()
+	}
+	svc, err := imagegen.New(cfg.Service)
+	if err != nil {
+		return nil, fmt.Errorf("server: Config.Service: %w", err)
+	}
+	clock, log := cfg.Service.Clock, cfg.Service.Logger
+
+	if cfg.Limiter == nil {
+		if cfg.RateLimit < 0 {
+			return nil, fmt.Errorf("server: Config.RateLimit must not be negative (got %d)", cfg.RateLimit)
+		}
+		limit := cfg.RateLimit
+		if limit == 0 {
+			limit = DefaultRateLimit
+		}
+		if cfg.Limiter, err = ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: limit, Window: time.Minute, Clock: clock}); err != nil {
+			return nil, fmt.Errorf("server: rate limiter: %w", err)
+		}
+	}
+	if cfg.AuthFailures == nil {
+		ipl, err := ratelimit.NewIPLimiter(ratelimit.IPLimiterConfig{Clock: clock})
+		if err != nil {
+			return nil, fmt.Errorf("server: failed-authentication limiter: %w", err)
+		}
+		cfg.AuthFailures = ipl
+	}
+	if len(cfg.SigningKey) == 0 {
+		if cfg.SigningKey, err = cfg.Service.Store.SharedSecret(ctx, SigningSecretName, randomKey); err != nil {
+			return nil, fmt.Errorf("server: signing key from the store: %w", err)
+		}
+	}
+	var auth httpapi.Authenticator = httpapi.BearerKeys{Service: svc}
+	if cfg.Login != nil {
+		auth = httpapi.FirstOf(cfg.Login, auth)
+	}
+	api, err := httpapi.New(httpapi.Config{
+		Service:       svc,
+		Prefix:        cfg.Prefix,
+		PublicURL:     cfg.PublicURL,
+		Limiter:       cfg.Limiter,
+		AuthFailures:  cfg.AuthFailures,
+		Authenticator: auth,
+		SigningKey:    cfg.SigningKey,
+		Clock:         clock,
+		Logger:        log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if cfg.Callbacks == nil {
+		f, err := fetch.New(fetch.Config{AllowPrivate: cfg.Service.AllowHTTPCallbacks})
+		if err != nil {
+			return nil, fmt.Errorf("server: callback sender: %w", err)
+		}
+		cfg.Callbacks = f
+	}
+	wc := cfg.Webhooks
+	wc.Service, wc.Render, wc.Poster, wc.Clock, wc.Logger = svc, api.TaskJSON, cfg.Callbacks, clock, log
+	dispatcher, err := webhook.NewDispatcher(wc)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	return &Server{svc: svc, api: api, dispatcher: dispatcher}, nil
+}
+
+func checkPublicURL(raw string) error {
+	if raw == "" {
+		return errors.New("server: Config.PublicURL is required (the scheme and host image URLs start with, e.g. https://app.example.com)")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("server: Config.PublicURL must be an absolute http(s) URL without credentials, query or fragment (got %q)", raw)
+	}
+	return nil
+}
+
+func randomKey() []byte {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return b
+}
+
+// Service returns the service: submit, tasks, credits, keys.
+func (s *Server) Service() *imagegen.Service { return s.svc }
+
+// API returns the HTTP API handler (for ImageURLs and TaskJSON).
+func (s *Server) API() *httpapi.Handler { return s.api }
+
+// Register mounts the API on mux under its prefix.
+func (s *Server) Register(mux *http.ServeMux) { s.api.Register(mux) }
+
+// ServeHTTP serves one API request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.api.ServeHTTP(w, r) }
+
+// Run runs the workers (Service.Run) and delivers callbacks until ctx
+// ends, then returns once both have stopped (running generations get
+// Config.Service.ShutdownTimeout to finish). Callbacks are queued in the
+// store, so on a shared store any process that calls Run delivers every
+// process's callbacks; a process that only serves the API need not call
+// it.
+func (s *Server) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	wg.Add(2)
+	go func() { defer wg.Done(); errs[0] = s.svc.Run(ctx) }()
+	go func() { defer wg.Done(); errs[1] = s.dispatcher.Run(ctx) }()
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil // a stop asked for is a clean stop
+	}
+	return errors.Join(errs...)
+}
