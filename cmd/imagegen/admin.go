@@ -16,12 +16,12 @@ import (
 
 // adminFlags are the flags every admin command shares.
 type adminFlags struct {
-	redisURL string
-	owner    string
+	storeFlags
+	owner string
 }
 
 func (a *adminFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&a.redisURL, "redis", "", "Redis URL of the store to manage (required)")
+	a.storeFlags.register(fs, "of the store to manage (one of -redis and -postgres is required)")
 	fs.StringVar(&a.owner, "owner", "", "user id (required)")
 }
 
@@ -43,23 +43,23 @@ func parseAdmin(name string, args []string, getenv func(string) string, stderr i
 	if err := envDefaults(fs, getenv); err != nil {
 		return a, err
 	}
-	switch {
-	case a.redisURL == "":
-		return a, errRedisRequired
-	case a.owner == "":
+	if err := a.storeFlags.check(true); err != nil {
+		return a, err
+	}
+	if a.owner == "" {
 		return a, errors.New("-owner is required")
 	}
 	return a, nil
 }
 
-// withService opens the Redis store and runs fn with a service on it.
-func withService(ctx context.Context, redisURL string, fn func(*imagegen.Service) error) error {
-	be, err := openBackend(ctx, backendConfig{redisURL: redisURL, retention: 24 * time.Hour, rateLimit: 1})
+// withService opens the shared store and runs fn with a service on it.
+func withService(ctx context.Context, stores storeFlags, fn func(*imagegen.Service) error) error {
+	be, err := openBackend(ctx, backendConfig{storeFlags: stores, retention: 24 * time.Hour, rateLimit: 1})
 	if err != nil {
 		return err
 	}
 	defer be.close()
-	svc, err := newService(runtimeConfig{model: placeholder.Name, retention: 24 * time.Hour, lease: 30 * time.Second}, noEnv, be.store, slog.New(slog.DiscardHandler))
+	svc, err := newService(runtimeConfig{model: placeholder.Name, retention: 24 * time.Hour, lease: 30 * time.Second}, noEnv, be, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func withService(ctx context.Context, redisURL string, fn func(*imagegen.Service
 // keysCmd: imagegen keys create|list|revoke.
 func keysCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: imagegen keys create|list|revoke -redis URL -owner USER [-id KEY_ID]")
+		return errors.New("usage: imagegen keys create|list|revoke -redis URL|-postgres URL -owner USER [-id KEY_ID]")
 	}
 	var id string
 	a, err := parseAdmin("keys "+args[0], args[1:], getenv, stderr, func(fs *flag.FlagSet) {
@@ -80,7 +80,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return helpIsNoError(err)
 	}
-	return withService(ctx, a.redisURL, func(svc *imagegen.Service) error {
+	return withService(ctx, a.storeFlags, func(svc *imagegen.Service) error {
 		switch args[0] {
 		case "create":
 			key, rec, err := svc.CreateKey(ctx, a.owner)
@@ -122,7 +122,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 // creditsCmd: imagegen credits grant|show.
 func creditsCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: imagegen credits grant|show -redis URL -owner USER [-amount N] [-ref REF]")
+		return errors.New("usage: imagegen credits grant|show -redis URL|-postgres URL -owner USER [-amount N] [-ref REF]")
 	}
 	var amount int64
 	var ref string
@@ -135,7 +135,7 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return helpIsNoError(err)
 	}
-	return withService(ctx, a.redisURL, func(svc *imagegen.Service) error {
+	return withService(ctx, a.storeFlags, func(svc *imagegen.Service) error {
 		switch args[0] {
 		case "grant":
 			res, err := svc.Grant(ctx, a.owner, amount, ref)

@@ -14,7 +14,7 @@ import (
 // runtimeConfig is what every process that runs generations shares:
 // serve (with workers) and worker.
 type runtimeConfig struct {
-	redisURL         string
+	storeFlags
 	model            string
 	workers          int
 	placeholderDelay time.Duration
@@ -24,7 +24,7 @@ type runtimeConfig struct {
 }
 
 func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int) {
-	fs.StringVar(&c.redisURL, "redis", "", "Redis URL (redis://host:port/db) shared by every process; empty keeps state in this process")
+	c.storeFlags.register(fs, "shared by every process; with neither -redis nor -postgres, state stays in this process")
 	fs.StringVar(&c.model, "model", placeholder.Name, "the model: placeholder, openai, gemini, fal, replicate or stability, optionally /<model id> and =<cost 1-3>; several, comma-separated, make a fallback chain (keys from OPENAI_API_KEY, GEMINI_API_KEY, FAL_KEY, REPLICATE_API_TOKEN, STABILITY_API_KEY)")
 	fs.IntVar(&c.workers, "workers", defaultWorkers, "concurrent generations in this process (0 runs none)")
 	fs.DurationVar(&c.placeholderDelay, "placeholder-delay", 2*time.Second, "how long the placeholder model takes per image")
@@ -34,6 +34,9 @@ func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int) {
 }
 
 func (c runtimeConfig) validate() error {
+	if err := c.storeFlags.check(false); err != nil {
+		return err
+	}
 	switch {
 	case c.workers < 0:
 		return errors.New("-workers must not be negative")
@@ -47,9 +50,9 @@ func (c runtimeConfig) validate() error {
 	return nil
 }
 
-// newService wires the model and the service on store. getenv gives the
-// providers' API keys.
-func newService(c runtimeConfig, getenv func(string) string, store imagegen.Store, log *slog.Logger) (*imagegen.Service, error) {
+// newService wires the model and the service on the backend's store.
+// getenv gives the providers' API keys.
+func newService(c runtimeConfig, getenv func(string) string, be backend, log *slog.Logger) (*imagegen.Service, error) {
 	clock := imagegen.SystemClock{}
 	fetcher, err := fetch.New(fetch.Config{AllowPrivate: c.allowPrivateURLs})
 	if err != nil {
@@ -60,7 +63,7 @@ func newService(c runtimeConfig, getenv func(string) string, store imagegen.Stor
 		return nil, err
 	}
 	return imagegen.New(imagegen.Config{
-		Store: store, Model: model, Clock: clock, Logger: log,
+		Store: be.store, WorkReady: be.workReady, Model: model, Clock: clock, Logger: log,
 		Workers: c.workers, LeaseDuration: c.lease,
 		AllowHTTPCallbacks: c.allowPrivateURLs,
 	})

@@ -38,7 +38,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.Var(&c.demoKeys, "demo-key", "API key of a demo user, at least 16 characters (repeatable; each key gets its own user)")
 	fs.Int64Var(&c.demoCredits, "demo-credits", 100, "credits granted to each demo user")
 	fs.IntVar(&c.rateLimit, "rate-limit", 10, "requests per API key per rolling minute")
-	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: random per process; with -redis, one shared by all processes)")
+	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: random per process; with -redis or -postgres, one shared by all processes)")
 	c.runtimeConfig.register(fs, 4)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -74,12 +74,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
 	clock := imagegen.SystemClock{}
-	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, retention: c.retention, rateLimit: c.rateLimit, signingKey: c.signingKey})
+	be, err := openBackend(ctx, backendConfig{storeFlags: c.storeFlags, retention: c.retention, rateLimit: c.rateLimit, signingKey: c.signingKey})
 	if err != nil {
 		return err
 	}
 	defer be.close()
-	svc, err := newService(c.runtimeConfig, getenv, be.store, log)
+	svc, err := newService(c.runtimeConfig, getenv, be, log)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			_ = svc.Run(ctx) // returns once running generations finished or were released
 		}()
 	}
-	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "workers", c.workers, "model", c.model, "store", storeName(c.redisURL))
+	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "workers", c.workers, "model", c.model, "store", c.storeFlags.name())
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -206,11 +206,4 @@ func displayAddr(a net.Addr) string {
 		host = "::1"
 	}
 	return net.JoinHostPort(host, port)
-}
-
-func storeName(redisURL string) string {
-	if redisURL == "" {
-		return "memory"
-	}
-	return "redis"
 }

@@ -9,14 +9,16 @@ import (
 	"log/slog"
 )
 
-// worker runs generations only, against a shared Redis, until ctx ends;
+// worker runs generations only, against a shared Redis or PostgreSQL,
+// until ctx ends;
 // then it lets running generations finish (or gives their tasks back).
 func worker(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	var c runtimeConfig
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.register(fs, 4)
-	fs.Lookup("redis").Usage = "Redis URL (redis://host:port/db) of the store shared with the API processes (required)"
+	fs.Lookup("redis").Usage = "Redis URL (redis://host:port/db) of the store shared with the API processes (this or -postgres is required)"
+	fs.Lookup("postgres").Usage = "PostgreSQL URL (postgres://user@host:port/db) of the store shared with the API processes (this or -redis is required)"
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -32,19 +34,19 @@ func worker(ctx context.Context, args []string, getenv func(string) string, stde
 	if err := c.validate(); err != nil {
 		return err
 	}
-	if c.redisURL == "" {
-		return errRedisRequired
+	if err := c.storeFlags.check(true); err != nil {
+		return err
 	}
 	if c.workers == 0 {
 		return errors.New("-workers must be at least 1 for a worker process")
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, retention: c.retention, rateLimit: 1})
+	be, err := openBackend(ctx, backendConfig{storeFlags: c.storeFlags, retention: c.retention, rateLimit: 1})
 	if err != nil {
 		return err
 	}
 	defer be.close()
-	svc, err := newService(c, getenv, be.store, log)
+	svc, err := newService(c, getenv, be, log)
 	if err != nil {
 		return err
 	}
