@@ -4,44 +4,104 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/groupcommit"
 )
 
-// completeSQL moves the task to success if attempt $3 holds it, stores
-// its images, queues its callback and tells the watchers, in one
-// statement. It returns a row only when the lease was held.
+// completeSQL moves each task of the batch whose attempt holds it to
+// success, stores its images and queues its callback, in one statement,
+// and returns the ids of those it moved.
 //
-//	$1 now  $2 id  $3 attempt  $4 retention (µs)  $5 channel
-//	$6 image ids  $7 content types  $8 image bytes
+//	$1 now  $2 task ids  $3 attempts  $4 retention (µs)
+//	$5 per image: its task id  $6 image ids  $7 content types  $8 bytes
+//	$9 synchronous_commit for this transaction ("on", or "off" with
+//	   Config.AsyncSuccess)
 const completeSQL = `
-WITH done AS (
-	UPDATE {schema}.tasks
-	SET status = 'success', images = $6::text[], lease_until = NULL, updated_at = {now}, finished_at = {now},
+WITH async AS (
+	SELECT set_config('synchronous_commit', $9, true)
+), input AS (
+	SELECT * FROM unnest($2::text[], $3::integer[]) AS i(id, attempt)
+), imgs AS (
+	SELECT * FROM unnest($5::text[], $6::text[], $7::text[], $8::bytea[]) WITH ORDINALITY
+		AS m(task_id, id, content_type, data, ord)
+), done AS (
+	UPDATE {schema}.tasks t
+	SET status = 'success', lease_until = NULL, updated_at = {now}, finished_at = {now},
+		images = coalesce((SELECT array_agg(m.id ORDER BY m.ord) FROM imgs m WHERE m.task_id = t.id), '{}'),
 		expires_at = {now} + $4 * interval '1 microsecond',
-		hook_due = CASE WHEN callback_url <> '' THEN {now} END
-	WHERE ` + holds + `
-	RETURNING id, expires_at
+		hook_due = CASE WHEN t.callback_url <> '' THEN {now} END
+	FROM input i, async
+	WHERE t.id = i.id AND t.status = 'processing' AND t.attempt = i.attempt
+	RETURNING t.id, t.expires_at
 ), stored AS (
 	INSERT INTO {schema}.images (id, task_id, content_type, data, expires_at)
-	SELECT img.id, done.id, img.content_type, img.data, done.expires_at
-	FROM done, unnest($6::text[], $7::text[], $8::bytea[]) AS img(id, content_type, data)
+	SELECT m.id, done.id, m.content_type, m.data, done.expires_at
+	FROM done JOIN imgs m ON m.task_id = done.id
 )
-SELECT pg_notify($5, done.id)::text FROM done`
+SELECT id FROM done`
 
-// CompleteTask stores the images and moves the task to success.
+type completeReq struct {
+	id      string
+	attempt int
+	images  []imagegen.Image
+}
+
+type completeCall = groupcommit.Call[completeReq, bool]
+
+// CompleteTask stores the images and moves the task to success. Calls
+// that arrive together share one statement and one commit (group
+// commit); each is checked against its own fencing token.
 func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image) error {
-	ids := make([]string, len(images))
-	types := make([]string, len(images))
-	data := make([][]byte, len(images))
-	for i, img := range images {
+	for _, img := range images {
 		if img.ID == "" {
 			return errors.New("postgres store: image needs an ID")
 		}
-		ids[i], types[i], data[i] = img.ID, img.ContentType, img.Data
 	}
-	tag, err := s.pool.Exec(ctx, s.sql(completeSQL), s.nowArg(), id, attempt, micros(s.retention), s.finished, ids, types, data)
-	return s.holderResult(id, attempt, tag.RowsAffected(), err)
+	held, err := s.completes.Do(ctx, completeReq{id: id, attempt: attempt, images: images})
+	if err == nil && held {
+		s.finishedNote.poke(id)
+	}
+	return s.holderResult(id, attempt, map[bool]int64{true: 1}[held], err)
+}
+
+// completeBatch runs completeSQL for a batch, tasks in id order (so that
+// concurrent batches lock rows in one order). A batch that fails as a
+// whole (a deadlock, an image id taken) is run again one task at a time,
+// so that one bad call fails alone.
+func (s *Store) completeBatch(ctx context.Context, batch []*completeCall) {
+	sort.Slice(batch, func(i, j int) bool { return batch[i].Req.id < batch[j].Req.id })
+	ids := make([]string, len(batch))
+	attempts := make([]int32, len(batch))
+	var imgTasks, imgIDs, types []string
+	var data [][]byte
+	for i, c := range batch {
+		ids[i], attempts[i] = c.Req.id, int32(c.Req.attempt)
+		for _, img := range c.Req.images {
+			imgTasks, imgIDs, types, data = append(imgTasks, c.Req.id), append(imgIDs, img.ID), append(types, img.ContentType), append(data, img.Data)
+		}
+	}
+	rows, err := s.pool.Query(ctx, s.sql(completeSQL), s.nowArg(), ids, attempts, micros(s.retention), imgTasks, imgIDs, types, data, s.successCommit)
+	var moved []string
+	if err == nil {
+		moved, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil && len(batch) > 1 {
+		for _, c := range batch {
+			s.completeBatch(ctx, []*completeCall{c})
+		}
+		return
+	}
+	held := make(map[string]bool, len(moved))
+	for _, id := range moved {
+		held[id] = true
+	}
+	for _, c := range batch {
+		c.Res, c.Err = held[c.Req.id], err
+	}
 }
 
 // FailTask moves the task to failed and refunds it once.

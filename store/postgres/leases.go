@@ -15,9 +15,19 @@ const maxClaim = 64
 // claimSQL leases up to $3 of the oldest ready pending tasks. SKIP LOCKED
 // lets concurrent claims pass each other's rows instead of waiting.
 //
+// A claim commits without waiting for its WAL flush (synchronous_commit
+// off, for this transaction only): the worker's loop claims one batch at
+// a time, so a flush per claim would cap the whole pipeline at one batch
+// per disk flush. This is safe: a claim lost to a database crash leaves
+// the task as it was before, pending (or under the previous lease), and
+// the fencing token then refuses the worker's finish, so the task runs
+// again; submits, finishes and refunds still wait for their flush.
+//
 //	$1 now  $2 lease (µs)  $3 how many
 const claimSQL = `
-WITH ready AS (
+WITH async AS (
+	SELECT set_config('synchronous_commit', 'off', true)
+), ready AS (
 	SELECT id FROM {schema}.tasks
 	WHERE status = 'pending' AND run_after <= {now}
 	ORDER BY run_after, seq
@@ -27,7 +37,7 @@ WITH ready AS (
 UPDATE {schema}.tasks t
 SET status = 'processing', attempt = t.attempt + 1,
 	lease_until = {now} + $2 * interval '1 microsecond', updated_at = {now}
-FROM ready WHERE t.id = ready.id
+FROM ready, async WHERE t.id = ready.id
 RETURNING ` + qualifiedTaskColumns
 
 // qualifiedTaskColumns is taskColumns of the table aliased t.
@@ -104,7 +114,7 @@ func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay tim
 			updated_at = {now}, last_error = $5
 		WHERE `+holds), s.nowArg(), id, attempt, micros(delay), lastErr)
 	if err == nil && tag.RowsAffected() == 1 && delay <= time.Second {
-		s.notify.poke()
+		s.queuedNote.poke("")
 	}
 	return s.holderResult(id, attempt, tag.RowsAffected(), err)
 }
@@ -141,7 +151,7 @@ func (s *Store) RecoverExpired(ctx context.Context, maxAttempts int) (int, error
 		}
 	}
 	if total > 0 {
-		s.notify.poke()
+		s.queuedNote.poke("")
 	}
 	s.maybeSweep(ctx)
 	return total, nil

@@ -33,14 +33,15 @@
 // (outside the pool, opened on first use): "<schema>.finished" carries
 // the ids of finished tasks (WatchTask, so Prefer: wait returns at once)
 // and "<schema>.queued" says that tasks may be ready (WorkReady, for idle
-// workers in other processes). A finish notifies in its own transaction,
-// so a watcher is never told of a finish that did not commit. A plain
-// submit does not: PostgreSQL serialises the commits of notifying
-// transactions, which would cap submits at one disk flush at a time, so
-// the store notifies "queued" just after the submit commits, coalescing
-// the submits that arrive meanwhile into one notification. SubmitTx
-// notifies inside the host's transaction instead, so workers wake only if
-// it commits. When the listening connection is lost, every watcher is
+// workers in other processes). PostgreSQL serialises the commits of
+// notifying transactions database-wide, which would cap submits and
+// finishes at one disk flush at a time; so a submit, a retry and a
+// success notify just after they commit, in a separate statement that
+// carries every notification due meanwhile. (Should the process die in
+// between, watchers notice at the end of their wait and idle workers at
+// their next poll.) The rarer failures, cancels and lease expiries
+// notify inside their own transaction, and SubmitTx inside the host's,
+// so workers wake only if the host commits. When the listening connection is lost, every watcher is
 // woken (they re-read their task) and woken again every second until it
 // is back (the polling fallback); the worker's own PollInterval remains
 // the fallback for idle workers.
@@ -82,6 +83,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/groupcommit"
 )
 
 var _ imagegen.Store = (*Store)(nil)
@@ -98,6 +100,14 @@ const DefaultRetention = 24 * time.Hour
 // records, when Config.SweepInterval is zero.
 const DefaultSweepInterval = time.Minute
 
+// Group commit of submits and of successes: at most maxBatchesInFlight
+// batches of at most maxBatch tasks are in flight at once (of each
+// kind); calls that arrive meanwhile wait for the next batch.
+const (
+	maxBatch           = 64
+	maxBatchesInFlight = 4
+)
+
 // Config configures a Store.
 type Config struct {
 	// Schema holds the store's tables (default DefaultSchema). Stores on
@@ -112,6 +122,16 @@ type Config struct {
 	SweepInterval time.Duration
 	// SweepBatch bounds the rows one DELETE removes (default 500).
 	SweepBatch int
+	// AsyncSuccess lets a success commit without waiting for its WAL
+	// flush (synchronous_commit off for that transaction only), so that a
+	// worker is free for its next task a disk flush sooner. The price: a
+	// crash of the database server (not of a worker) may undo the
+	// successes of its last fraction of a second (at most three
+	// wal_writer_delay); those tasks go back to processing and run again
+	// when their lease ends, still charged once. Submits and refunds
+	// always wait for their flush. Default false: a success is durable
+	// once CompleteTask returns.
+	AsyncSuccess bool
 	// Clock, when set, replaces the database server's clock (tests only):
 	// its time is passed to every statement.
 	Clock imagegen.Clock
@@ -128,14 +148,19 @@ type Store struct {
 	finished  string         // NOTIFY channel of finished task ids
 	queued    string         // NOTIFY channel of "tasks may be ready"
 
+	successCommit string // synchronous_commit of successes: "on" or "off"
+
 	sweepEvery time.Duration
 	sweepBatch int
 	sweepMu    sync.Mutex
 	lastSweep  time.Time
 
-	sqlCache sync.Map // template -> SQL with the schema filled in
-	notify   notifier
-	listen   *listener
+	sqlCache     sync.Map // template -> SQL with the schema filled in
+	creates      groupcommit.Batcher[createReq, createRes]
+	completes    groupcommit.Batcher[completeReq, bool]
+	queuedNote   notifier // "tasks may be ready", after submits and retries
+	finishedNote notifier // ids of tasks finished by CompleteTask
+	listen       *listener
 }
 
 // New returns a Store on pool. It does not touch the database: apply
@@ -152,17 +177,21 @@ func New(pool *pgxpool.Pool, c Config) (*Store, error) {
 	}
 	name := schemaName(c.Schema)
 	s := &Store{
-		pool:       pool,
-		schema:     name,
-		quoted:     pgx.Identifier{name}.Sanitize(),
-		retention:  cmp.Or(c.Retention, DefaultRetention),
-		clock:      c.Clock,
-		finished:   channelName(name, "finished"),
-		queued:     channelName(name, "queued"),
-		sweepEvery: cmp.Or(c.SweepInterval, DefaultSweepInterval),
-		sweepBatch: cmp.Or(c.SweepBatch, 500),
+		pool:          pool,
+		schema:        name,
+		quoted:        pgx.Identifier{name}.Sanitize(),
+		retention:     cmp.Or(c.Retention, DefaultRetention),
+		clock:         c.Clock,
+		finished:      channelName(name, "finished"),
+		queued:        channelName(name, "queued"),
+		sweepEvery:    cmp.Or(c.SweepInterval, DefaultSweepInterval),
+		successCommit: map[bool]string{false: "on", true: "off"}[c.AsyncSuccess],
+		sweepBatch:    cmp.Or(c.SweepBatch, 500),
 	}
-	s.notify = notifier{send: s.sendQueued}
+	s.queuedNote = notifier{send: func(p []string) { s.notifyAll(s.queued, p) }}
+	s.finishedNote = notifier{send: func(p []string) { s.notifyAll(s.finished, p) }}
+	s.creates = groupcommit.Batcher[createReq, createRes]{Run: s.createBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight}
+	s.completes = groupcommit.Batcher[completeReq, bool]{Run: s.completeBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight}
 	s.listen = newListener(pool, s.finished, s.queued)
 	return s, nil
 }

@@ -5,15 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/groupcommit"
 )
 
 // createSQL debits the cost, appends the charge and inserts the task in
-// one statement; it returns no row when the balance is short.
+// one statement; it returns no row when the balance is short. SubmitTx
+// runs it in the host's transaction (plain submits go in batches).
 //
 //	$1 now  $2 id  $3 owner  $4 request  $5 model  $6 cost  $7 callback URL
 const createSQL = `
@@ -31,17 +35,86 @@ WITH debit AS (
 )
 SELECT debit.balance, task.created_at FROM debit, task`
 
-// CreateTask debits t.Cost and stores t as pending, atomically. Idle
-// workers of other processes are told just after it commits.
+// CreateTask debits t.Cost and stores t as pending, atomically. Calls
+// that arrive together share one statement and one commit (group
+// commit: see createBatch); each is still charged and created on its own.
+// Idle workers of other processes are told just after it commits.
 func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error) {
-	b, err := s.createTask(ctx, s.pool, t)
-	if err == nil {
-		s.notify.poke()
+	if err := imagegen.CheckNewTask(t); err != nil {
+		return 0, err
 	}
-	return b, err
+	req, err := json.Marshal(t.Request)
+	if err != nil {
+		return 0, fmt.Errorf("postgres store: encode request: %w", err)
+	}
+	res, err := s.creates.Do(ctx, createReq{task: t, request: string(req)})
+	if err != nil {
+		return 0, err
+	}
+	switch res.code {
+	case 0:
+		return res.balance, imagegen.ErrInsufficientCredits
+	case -1:
+		return 0, fmt.Errorf("postgres store: task %q exists", t.ID)
+	}
+	t.Status, t.Attempt = imagegen.StatusPending, 0
+	t.CreatedAt, t.UpdatedAt, t.RunAfter = res.at, res.at, res.at
+	s.queuedNote.poke("")
+	return res.balance, nil
 }
 
-// createTask runs createSQL on q (the pool or a transaction).
+type createReq struct {
+	task    *imagegen.Task
+	request string // JSON
+}
+
+type createRes struct {
+	code    int32 // 1 created, 0 balance short, -1 id taken
+	balance int64
+	at      time.Time
+}
+
+type createCall = groupcommit.Call[createReq, createRes]
+
+// createBatch creates a batch of tasks with one call of the create_tasks
+// function. Tasks go in owner order (each owner's in submission order),
+// so that concurrent batches lock accounts in one order; should a
+// deadlock with a host app's transaction abort the batch anyway, its
+// tasks are created one by one instead.
+func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
+	sort.SliceStable(batch, func(i, j int) bool { return batch[i].Req.task.Owner < batch[j].Req.task.Owner })
+	n := len(batch)
+	ids, owners, reqs, models, callbacks := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	costs := make([]int64, n)
+	for i, c := range batch {
+		t := c.Req.task
+		ids[i], owners[i], reqs[i], models[i], costs[i], callbacks[i] = t.ID, t.Owner, c.Req.request, t.Model, t.Cost, t.Request.CallbackURL
+	}
+	var codes []int32
+	var balances []int64
+	var at time.Time
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT code, balance, {now} FROM {schema}.create_tasks($2, $3, $4, $5, $6, $7, {now})`),
+		s.nowArg(), ids, owners, reqs, models, costs, callbacks).Scan(&codes, &balances, &at)
+	if err == nil && (len(codes) != n || len(balances) != n) {
+		err = fmt.Errorf("create_tasks returned %d results for %d tasks", len(codes), n)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") && n > 1 {
+		for _, c := range batch {
+			s.createBatch(ctx, []*createCall{c})
+		}
+		return
+	}
+	for i, c := range batch {
+		if err != nil {
+			c.Err = wrapErr("create task", err)
+			continue
+		}
+		c.Res = createRes{code: codes[i], balance: balances[i], at: at.UTC()}
+	}
+}
+
+// createTask runs createSQL on q (a host's transaction).
 func (s *Store) createTask(ctx context.Context, q querier, t *imagegen.Task) (int64, error) {
 	if err := imagegen.CheckNewTask(t); err != nil {
 		return 0, err

@@ -236,20 +236,29 @@ func (l *listener) listenOnce(ctx context.Context, listening func()) error {
 	}
 }
 
-// notifier sends "tasks may be ready" after submits commit, at most one
-// notification in flight: submits that commit meanwhile share the next.
+// notifier sends notifications on one channel after the changes they
+// announce have committed, at most one statement in flight: payloads
+// poked meanwhile go together in the next one. (A notifying transaction
+// takes a lock that serialises commits database-wide, so announcing
+// every submit or finish in its own transaction would cap them at one
+// disk flush at a time.)
 type notifier struct {
-	send func()
+	send func(payloads []string)
 
 	mu      sync.Mutex
 	running bool
-	again   bool
+	pending map[string]struct{}
 }
 
-func (n *notifier) poke() {
+// poke queues payload (once, however often it is poked before it is
+// sent) and makes sure a sender runs.
+func (n *notifier) poke(payload string) {
 	n.mu.Lock()
+	if n.pending == nil {
+		n.pending = map[string]struct{}{}
+	}
+	n.pending[payload] = struct{}{}
 	if n.running {
-		n.again = true
 		n.mu.Unlock()
 		return
 	}
@@ -257,23 +266,27 @@ func (n *notifier) poke() {
 	n.mu.Unlock()
 	go func() {
 		for {
-			n.send()
 			n.mu.Lock()
-			if !n.again {
+			if len(n.pending) == 0 {
 				n.running = false
 				n.mu.Unlock()
 				return
 			}
-			n.again = false
+			payloads := make([]string, 0, len(n.pending))
+			for p := range n.pending {
+				payloads = append(payloads, p)
+			}
+			clear(n.pending)
 			n.mu.Unlock()
+			n.send(payloads)
 		}
 	}()
 }
 
-// sendQueued notifies the "queued" channel (best effort: idle workers
-// poll anyway).
-func (s *Store) sendQueued() {
+// notifyAll sends payloads on channel in one statement (best effort: a
+// lost wake-up is covered by polling).
+func (s *Store) notifyAll(channel string, payloads []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _ = s.pool.Exec(ctx, `SELECT pg_notify($1, '')`, s.queued)
+	_, _ = s.pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, channel, payloads)
 }

@@ -113,6 +113,48 @@ BEGIN
 	code := 1;
 END $$;
 
+-- create_tasks creates a batch of tasks (group commit): for each, in
+-- order, it debits the cost, appends the charge and inserts the task as
+-- pending, or changes nothing for that task when its owner's balance is
+-- short (code 0) or its id is taken (code -1). A batch is exactly as if
+-- its tasks had been submitted one after another. code 1: created;
+-- balance: the owner's balance after it.
+CREATE FUNCTION {schema}.create_tasks(p_ids text[], p_owners text[], p_requests text[], p_models text[],
+	p_costs bigint[], p_callbacks text[], p_now timestamptz, OUT code integer[], OUT balance bigint[])
+LANGUAGE plpgsql AS $$
+DECLARE
+	b bigint;
+BEGIN
+	code := '{}';
+	balance := '{}';
+	FOR i IN 1 .. coalesce(cardinality(p_ids), 0) LOOP
+		UPDATE {schema}.accounts a SET balance = a.balance - p_costs[i]
+			WHERE a.owner = p_owners[i] AND a.balance >= p_costs[i]
+			RETURNING a.balance INTO b;
+		IF NOT FOUND THEN
+			SELECT a.balance INTO b FROM {schema}.accounts a WHERE a.owner = p_owners[i];
+			code := code || 0;
+			balance := balance || coalesce(b, 0);
+			CONTINUE;
+		END IF;
+		INSERT INTO {schema}.tasks (id, owner, request, model, cost, status, run_after, callback_url, created_at, updated_at)
+			VALUES (p_ids[i], p_owners[i], p_requests[i]::jsonb, p_models[i], p_costs[i], 'pending', p_now,
+				p_callbacks[i], p_now, p_now)
+			ON CONFLICT (id) DO NOTHING;
+		IF NOT FOUND THEN
+			UPDATE {schema}.accounts a SET balance = a.balance + p_costs[i] WHERE a.owner = p_owners[i]
+				RETURNING a.balance INTO b;
+			code := code || -1;
+			balance := balance || b;
+			CONTINUE;
+		END IF;
+		INSERT INTO {schema}.ledger (owner, kind, amount, ref, at)
+			VALUES (p_owners[i], 'charge', -p_costs[i], 'task:' || p_ids[i], p_now);
+		code := code || 1;
+		balance := balance || b;
+	END LOOP;
+END $$;
+
 -- fail_locked ends a task the caller has locked as failed, refunds its
 -- cost once, queues its callback and tells the watchers.
 CREATE FUNCTION {schema}.fail_locked(p_id text, p_code text, p_msg text, p_now timestamptz,
