@@ -7,7 +7,7 @@ import (
 
 // DecodeRequest parses a submit body strictly and validates it. Anything
 // but one JSON object with the exact (case-sensitive) field names of
-// INTERFACE.md §2.1, each at most once and of the right type, followed by
+// docs/api.md, "Submit a task", each at most once and of the right type, followed by
 // nothing but white space, is a *ValidationError naming the field.
 // The returned request is normalised (aspect_ratio defaults to auto).
 //

@@ -62,6 +62,7 @@ func TestDecodeRequest(t *testing.T) {
 		{name: "scene null", body: `{"scene":null,"prompt":"p"}`, field: "scene"},
 		{name: "prompt missing", body: `{"scene":"text-to-image"}`, field: "prompt"},
 		{name: "prompt empty", body: `{"scene":"text-to-image","prompt":""}`, field: "prompt"},
+		{name: "prompt only white space", body: `{"scene":"text-to-image","prompt":" \t\n\u00a0\u3000"}`, field: "prompt"},
 		{name: "prompt wrong type", body: `{"scene":"text-to-image","prompt":["p"]}`, field: "prompt"},
 		{name: "prompt 2001", body: `{"scene":"text-to-image","prompt":"` + long + `a"}`, field: "prompt"},
 		{name: "ratio bad", body: `{"scene":"text-to-image","prompt":"p","aspect_ratio":"5:4"}`, field: "aspect_ratio"},

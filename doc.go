@@ -17,9 +17,10 @@
 //   - [Clock] is injected, so tests move time instead of sleeping
 //     (package imagegentest has a manual clock and a scripted model).
 //
-// Package httpapi is the HTTP face (the API of INTERFACE.md, mounted on
-// any *http.ServeMux), package client its Go client, cmd/imagegen the
-// standalone server and command line.
+// Package httpapi is the HTTP face (the API that docs/api.md describes,
+// mounted on any *http.ServeMux), package server wires the service, the
+// API, the limits and callback deliveries in one call, package client is
+// the Go client, and cmd/imagegen the standalone server and command line.
 //
 // # Credits
 //

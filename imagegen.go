@@ -109,7 +109,7 @@ func New(cfg Config) (*Service, error) {
 // Store returns the service's store.
 func (s *Service) Store() Store { return s.cfg.Store }
 
-// Submitted is the answer to a submit (INTERFACE.md §2.2).
+// Submitted is the answer to a submit (docs/api.md, "Submit a task").
 type Submitted struct {
 	TaskID           string `json:"task_id"`
 	Status           Status `json:"status"`

@@ -33,7 +33,7 @@ type GeneratedImage struct {
 	Data        []byte
 }
 
-// Cost limits of INTERFACE.md §8.
+// Cost limits of docs/api.md, "Limits".
 const (
 	MinCost = 1
 	MaxCost = 3

@@ -70,6 +70,13 @@ type TaskStore interface {
 	// ErrLeaseLost when attempt no longer holds the task.
 	RetryTask(ctx context.Context, id string, attempt int, delay time.Duration, lastErr string) error
 
+	// ReleaseTask gives the task back to the queue, ready at once, when
+	// its worker shuts down before the attempt ended: the task's
+	// Released count grows by one, so this claim does not count against
+	// maxAttempts (RecoverExpired, Config.MaxAttempts). ErrLeaseLost when
+	// attempt no longer holds the task.
+	ReleaseTask(ctx context.Context, id string, attempt int) error
+
 	// CancelTask fails owner's pending or processing task (CodeCancelled,
 	// CancelledMessage) and refunds it; a processing task's lease ends
 	// with it, so its worker can change nothing more. ErrTaskNotFound for
@@ -78,7 +85,7 @@ type TaskStore interface {
 
 	// RecoverExpired sends tasks whose lease has ended back to pending, or
 	// fails (CodeInternal) and refunds them when they have had maxAttempts
-	// attempts.
+	// attempts (Attempt - Released: released claims do not count).
 	// It returns how many tasks it moved.
 	RecoverExpired(ctx context.Context, maxAttempts int) (int, error)
 

@@ -59,6 +59,10 @@ func CheckNewKey(k APIKey) error {
 	return nil
 }
 
+// ReleasedMessage is the LastError of a task given back by
+// Store.ReleaseTask.
+const ReleasedMessage = "worker shut down"
+
 // ExpiredLeaseMessage is the error of a task that failed because its
 // lease expired on its last allowed attempt (its workers kept dying).
 func ExpiredLeaseMessage(attempts int) string {

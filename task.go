@@ -2,11 +2,13 @@ package imagegen
 
 import (
 	"net/url"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
-// Status is the state of a task (INTERFACE.md §3).
+// Status is the state of a task (docs/api.md, "Task states").
 type Status string
 
 // The four task states.
@@ -52,7 +54,7 @@ func (s Status) CanTransition(next Status) bool {
 // Scene says what kind of generation a request asks for.
 type Scene string
 
-// The two scenes of INTERFACE.md §2.1.
+// The two scenes of docs/api.md, "Submit a task".
 const (
 	SceneTextToImage  Scene = "text-to-image"
 	SceneImageToImage Scene = "image-to-image"
@@ -128,14 +130,14 @@ func NearestAspectRatio(width, height int) AspectRatio {
 	return best
 }
 
-// Limits on a generation request (INTERFACE.md §2.1, §8 and DESIGN.md).
+// Limits on a generation request (docs/api.md, "Limits").
 const (
 	MaxPromptChars = 2000
 	MaxImageInputs = 8
 	MaxURLLength   = 2048
 )
 
-// Request is the body of the submit operation (INTERFACE.md §2.1).
+// Request is the body of the submit operation (docs/api.md, "Submit a task").
 type Request struct {
 	Scene       Scene       `json:"scene"`
 	Prompt      string      `json:"prompt"`
@@ -172,6 +174,8 @@ func (r Request) Validate() error {
 		return invalid("prompt", "is required")
 	case n > MaxPromptChars:
 		return invalid("prompt", "must be at most %d characters (got %d)", MaxPromptChars, n)
+	case strings.TrimFunc(r.Prompt, unicode.IsSpace) == "":
+		return invalid("prompt", "must not be only white space")
 	}
 	if r.AspectRatio != "" && !r.AspectRatio.Valid() {
 		return invalid("aspect_ratio", "must be one of auto, 1:1, 3:2, 2:3, 9:16, 16:9, 3:4, 4:3")
@@ -227,7 +231,11 @@ type Task struct {
 	// Attempt counts claims. It is the fencing token: the worker that
 	// claimed attempt n is the only one that may finish the task while
 	// Attempt == n and the task is processing.
-	Attempt    int
+	Attempt int
+	// Released counts claims given back unfinished at a worker's
+	// shutdown (Store.ReleaseTask). They do not count against
+	// Config.MaxAttempts: the task has had Attempt - Released attempts.
+	Released   int
 	LeaseUntil time.Time // when the current lease ends (processing only)
 	RunAfter   time.Time // a pending task is not claimed before this time
 	Images     []string  // image ids, on success

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/imagegen/imagegen/internal/retry"
 )
 
 // Run executes generations until ctx ends: it claims ready tasks (at most
@@ -173,21 +173,23 @@ func (s *Service) process(ctx context.Context, t *Task) {
 
 	var me *ModelError
 	isModelErr := errors.As(err, &me)
+	counted := t.Attempt - t.Released // claims released at shutdown do not count
 	switch {
 	case isModelErr && me.Refused:
 		err = s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, Failure{Code: CodeContentPolicy, Message: me.UserMessage()})
 		s.logOutcome(log, err, "task refused by the model")
 	case ctx.Err() != nil && !timedOut:
-		// Shutting down: give the task back at once for another worker.
-		err = s.cfg.Store.RetryTask(storeCtx, t.ID, t.Attempt, 0, "worker shut down")
+		// Shutting down: give the task back at once for another worker,
+		// without using up one of its attempts.
+		err = s.cfg.Store.ReleaseTask(storeCtx, t.ID, t.Attempt)
 		s.logOutcome(log, err, "task released on shutdown")
-	case t.Attempt < s.cfg.MaxAttempts && (timedOut || !isModelErr || me.Retryable):
-		delay := s.backoff(t.Attempt)
+	case counted < s.cfg.MaxAttempts && (timedOut || !isModelErr || me.Retryable):
+		delay := s.backoff(counted)
 		lastErr := err.Error()
 		err = s.cfg.Store.RetryTask(storeCtx, t.ID, t.Attempt, delay, lastErr)
 		s.logOutcome(log, err, "task will be retried", "delay", delay, "cause", lastErr)
 	default:
-		f := failure(err, timedOut, t.Attempt)
+		f := failure(err, timedOut, counted)
 		log.Info("generation failed", "cause", err.Error())
 		err = s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, f)
 		s.logOutcome(log, err, "task failed and refunded", "code", f.Code, "reason", f.Message)
@@ -241,15 +243,7 @@ func (s *Service) renewLease(ctx context.Context, cancel context.CancelFunc, t *
 // backoff is the delay before attempt+1: RetryBackoff doubled per attempt,
 // capped, with the upper half jittered so retries of many tasks spread.
 func (s *Service) backoff(attempt int) time.Duration {
-	d := s.cfg.RetryBackoff
-	for i := 1; i < attempt && d < s.cfg.MaxRetryBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, s.cfg.MaxRetryBackoff)
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d/2)
+	return retry.Backoff(attempt-1, s.cfg.RetryBackoff, s.cfg.MaxRetryBackoff, true)
 }
 
 // failure is what the user is told when an attempt ends the task.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/retry"
 )
 
 // budget is a Client's view of its key's rate limit, shared by all the
@@ -126,7 +127,7 @@ func (b *budget) release(t *ticket, status int, h http.Header) {
 		b.mode = unmetered
 	}
 	if status == http.StatusTooManyRequests {
-		wait, ok := parseRetryAfter(h.Get("Retry-After"), now)
+		wait, ok := retry.After(h, now)
 		if !ok || wait <= 0 {
 			wait = time.Second
 		}
@@ -195,21 +196,6 @@ func parseRateLimit(v string) (r int, reset time.Duration, ok bool) {
 		ok = true
 	}
 	return r, reset, ok
-}
-
-// parseRetryAfter reads Retry-After: delay-seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if n, err := strconv.ParseInt(v, 10, 32); err == nil {
-		return time.Duration(max(n, 0)) * time.Second, true
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		return max(at.Sub(now), 0), true
-	}
-	return 0, false
 }
 
 // longPollApplied reports whether Preference-Applied holds a wait

@@ -34,24 +34,6 @@ func TestParseRateLimit(t *testing.T) {
 	}
 }
 
-func TestParseRetryAfter(t *testing.T) {
-	is := is.New(t)
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	d, ok := parseRetryAfter("50", now)
-	is.True(ok)
-	is.Equal(d, 50*time.Second)
-	d, ok = parseRetryAfter(now.Add(90*time.Second).Format(http.TimeFormat), now)
-	is.True(ok)
-	is.Equal(d, 90*time.Second)
-	d, ok = parseRetryAfter(now.Add(-time.Hour).Format(http.TimeFormat), now)
-	is.True(ok)
-	is.Equal(d, time.Duration(0))
-	_, ok = parseRetryAfter("soon", now)
-	is.True(!ok)
-	_, ok = parseRetryAfter("", now)
-	is.True(!ok)
-}
-
 func TestLongPollApplied(t *testing.T) {
 	is := is.New(t)
 	is.True(longPollApplied(http.Header{"Preference-Applied": {"wait=25"}}))

@@ -36,7 +36,7 @@ const maxSubmitTries = 4
 // maxBody bounds the JSON answers the client reads.
 const maxBody = 1 << 20
 
-// Task is a task as the API shows it (INTERFACE.md §2.3).
+// Task is a task as the API shows it (docs/api.md, "Query a task").
 type Task struct {
 	TaskID string          `json:"task_id"`
 	Status imagegen.Status `json:"status"`

@@ -212,7 +212,7 @@ func TestGenerateWaitsOut429OnSubmit(t *testing.T) {
 	})
 }
 
-// TestErrorCodes maps every error code of INTERFACE.md §7 (and the
+// TestErrorCodes maps every error code of docs/api.md, "Errors" (and the
 // handler's extra ones) to its sentinel, keeping the server's message.
 func TestErrorCodes(t *testing.T) {
 	ctx := context.Background()

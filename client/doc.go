@@ -1,4 +1,4 @@
-// Package client is a Go client of the imagegen HTTP API (INTERFACE.md):
+// Package client is a Go client of the imagegen HTTP API (docs/api.md):
 // submit a generation task, wait for it to end, download its images.
 //
 //	c, err := client.New("https://img.example.com", os.Getenv("IMAGEGEN_API_KEY"))
@@ -43,7 +43,7 @@
 //
 // # Extensions
 //
-// The server implements optional extensions of INTERFACE.md, which this
+// The server implements optional extensions of the core API (docs/api.md), which this
 // package uses where asked (a server without them answers 404 not_found):
 //
 //   - SubmitWithKey sends an Idempotency-Key, so that a submit retried

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/retry"
 )
 
 // ErrTaskFailed is wrapped by Task.Err for a task whose status is failed.
@@ -22,18 +23,19 @@ var ErrTooLarge = errors.New("client: image too large")
 // ErrIdempotencyKeyInUse is wrapped by the error of SubmitWithKey when
 // the server is still handling an earlier request with the same
 // idempotency key (409 idempotency_key_in_use). Retry later with the same
-// key and request: the answer will be that of the first request.
-var ErrIdempotencyKeyInUse = errors.New("client: a request with this idempotency key is still in progress")
+// key and request: the answer will be that of the first request. It is
+// imagegen.ErrIdempotencyKeyInUse.
+var ErrIdempotencyKeyInUse = imagegen.ErrIdempotencyKeyInUse
 
-// APIError is an answer of the API with an error status (INTERFACE.md §7).
+// APIError is an answer of the API with an error status (docs/api.md, "Errors").
 //
-// Unwrap maps Code to the sentinel errors of package imagegen:
-// unauthorized to ErrUnauthorized, insufficient_credits to
-// ErrInsufficientCredits, task_not_found to ErrTaskNotFound,
-// invalid_params to ErrInvalidParams, rate_limit_exceeded to
-// ErrRateLimited and (Cancel) task_already_finished to
-// ErrInvalidTransition; idempotency_key_in_use (SubmitWithKey) wraps this
-// package's ErrIdempotencyKeyInUse. A failed image download (404) wraps
+// Unwrap maps Code to the sentinel errors of package imagegen, as
+// imagegen.APIErrorCode.Sentinel does for the server: unauthorized to
+// ErrUnauthorized, insufficient_credits to ErrInsufficientCredits,
+// task_not_found to ErrTaskNotFound, invalid_params to ErrInvalidParams,
+// rate_limit_exceeded to ErrRateLimited, (Cancel) task_already_finished
+// to ErrInvalidTransition, and (SubmitWithKey) idempotency_key_in_use to
+// ErrIdempotencyKeyInUse. A failed image download (404) wraps
 // ErrImageNotFound. Other codes (internal_error, not_found, …) wrap
 // nothing.
 type APIError struct {
@@ -44,9 +46,9 @@ type APIError struct {
 	RetryAfter time.Duration
 	// Replayed: the server answered with the stored answer of an earlier
 	// request with the same idempotency key (SubmitWithKey), as its
-	// "Idempotent-Replayed: true" header says. A replayed
-	// insufficient_credits stays so for that key even after credits are
-	// added: use a new key.
+	// "Idempotent-Replayed: true" header says. Only answers that depend
+	// on the request body alone are replayed (not insufficient_credits,
+	// rate limits or server errors).
 	Replayed bool
 
 	// sentinel overrides the mapping of Code (Download's ErrImageNotFound).
@@ -76,23 +78,7 @@ func (e *APIError) Unwrap() error {
 	if e.sentinel != nil {
 		return e.sentinel
 	}
-	switch e.Code {
-	case "unauthorized":
-		return imagegen.ErrUnauthorized
-	case "insufficient_credits":
-		return imagegen.ErrInsufficientCredits
-	case "task_not_found":
-		return imagegen.ErrTaskNotFound
-	case "invalid_params":
-		return imagegen.ErrInvalidParams
-	case "rate_limit_exceeded":
-		return imagegen.ErrRateLimited
-	case "task_already_finished":
-		return imagegen.ErrInvalidTransition
-	case "idempotency_key_in_use":
-		return ErrIdempotencyKeyInUse
-	}
-	return nil
+	return imagegen.APIErrorCode(e.Code).Sentinel()
 }
 
 // maxErrorMessage bounds the message kept from a body that is not the
@@ -115,7 +101,7 @@ func newAPIError(status int, header http.Header, body []byte, now time.Time) *AP
 		e.Message = plainMessage(body, status)
 	}
 	if status == http.StatusTooManyRequests {
-		e.RetryAfter, _ = parseRetryAfter(header.Get("Retry-After"), now)
+		e.RetryAfter, _ = retry.After(header, now)
 	}
 	e.Replayed = header.Get("Idempotent-Replayed") == "true"
 	return e

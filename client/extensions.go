@@ -13,7 +13,7 @@ import (
 )
 
 // The methods in this file use the server's optional extensions of
-// INTERFACE.md. A server without them answers 404 (an *APIError with
+// the core API (docs/api.md). A server without them answers 404 (an *APIError with
 // Code "not_found"), except SubmitWithKey, whose key such a server
 // ignores.
 

@@ -20,6 +20,7 @@ var (
 	ErrNotImage         = errors.New("not a supported image (PNG, JPEG or GIF)")
 	ErrTooManyRedirects = errors.New("too many redirects")
 	ErrStatus           = errors.New("unexpected HTTP status")
+	ErrTooSlow          = errors.New("too slow")
 )
 
 // StatusError is a non-2xx answer. errors.Is(err, ErrStatus) holds for
@@ -54,6 +55,9 @@ func failure(ctx context.Context, err error, reason string) error {
 		if errors.Is(err, s) {
 			return err
 		}
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, ErrTooSlow) {
+		return cause
 	}
 	switch ctxErr := ctx.Err(); {
 	case errors.Is(ctxErr, context.DeadlineExceeded):

@@ -4,7 +4,8 @@
 //
 // Guards: http and https only, no credentials in the URL, no proxy, at
 // most MaxRedirects redirects (each target checked again), a timeout for
-// the whole fetch, a byte limit (on Content-Length and on the read), a
+// the whole fetch, a minimum transfer rate (MinRate, after MinRateGrace),
+// a byte limit (on Content-Length and on the read), a
 // pixel limit checked on the image header before the image is decoded,
 // and an SSRF guard: the fetcher resolves the host itself, checks every
 // address at connect time (loopback, private, link-local including cloud
@@ -36,14 +37,27 @@ type Resolver interface {
 // Config configures a Fetcher. Zero values take the defaults; negative
 // values are refused.
 type Config struct {
-	MaxBytes     int64         // largest body accepted; default 20 MiB
-	MaxPixels    int64         // largest width*height decoded; default 40 million
-	Timeout      time.Duration // the whole fetch, redirects included; default 15s
-	MaxRedirects int           // redirects followed; default 3
-	AllowPrivate bool          // development only: connect to any address
-	AllowHosts   []string      // host names exempt from the address check (still http(s) only)
-	UserAgent    string        // default "imagegen-fetch/1"
-	Resolver     Resolver      // default net.DefaultResolver
+	MaxBytes  int64 // largest body accepted; default 20 MiB
+	MaxPixels int64 // largest width*height decoded; default 40 million
+	// MaxDecodedBytes is the most memory one decoded image may take
+	// (width*height*bytes a pixel, read from the header before decoding):
+	// default 4*MaxPixels, so any 8-bit image within MaxPixels fits and a
+	// 16-bit PNG (8 bytes a pixel) may have half as many pixels.
+	MaxDecodedBytes int64
+	Timeout         time.Duration // the whole fetch, redirects included; default 15s
+	MaxRedirects    int           // redirects followed; default 3
+	// MinRate is the slowest a download may be, in bytes a second: by
+	// MinRateGrace + n/MinRate after the request began, n bytes of the
+	// body must have arrived, or Fetch fails with ErrTooSlow. It cuts off
+	// hosts that drip bytes long before Timeout. Default 16 KiB/s.
+	MinRate int64
+	// MinRateGrace is the head start before MinRate applies (connecting,
+	// the headers, the first bytes); default 5s.
+	MinRateGrace time.Duration
+	AllowPrivate bool     // development only: connect to any address
+	AllowHosts   []string // host names exempt from the address check (still http(s) only)
+	UserAgent    string   // default "imagegen-fetch/1"
+	Resolver     Resolver // default net.DefaultResolver
 	// Dial connects to an address that passed the guard (an IP literal
 	// and port). Default (&net.Dialer{Timeout: 5s}).DialContext; tests
 	// inject one.
@@ -54,10 +68,16 @@ func (o Config) validate() error {
 	switch {
 	case o.MaxBytes < 0:
 		return fmt.Errorf("fetch: Config.MaxBytes must not be negative (got %d)", o.MaxBytes)
+	case o.MaxDecodedBytes < 0:
+		return fmt.Errorf("fetch: Config.MaxDecodedBytes must not be negative (got %d)", o.MaxDecodedBytes)
 	case o.MaxPixels < 0:
 		return fmt.Errorf("fetch: Config.MaxPixels must not be negative (got %d)", o.MaxPixels)
 	case o.Timeout < 0:
 		return fmt.Errorf("fetch: Config.Timeout must not be negative (got %v)", o.Timeout)
+	case o.MinRate < 0:
+		return fmt.Errorf("fetch: Config.MinRate must not be negative (got %d)", o.MinRate)
+	case o.MinRateGrace < 0:
+		return fmt.Errorf("fetch: Config.MinRateGrace must not be negative (got %v)", o.MinRateGrace)
 	case o.MaxRedirects < 0:
 		return fmt.Errorf("fetch: Config.MaxRedirects must not be negative (got %d)", o.MaxRedirects)
 	}
@@ -67,8 +87,11 @@ func (o Config) validate() error {
 func (o Config) withDefaults() Config {
 	o.MaxBytes = cmp.Or(o.MaxBytes, 20<<20)
 	o.MaxPixels = cmp.Or(o.MaxPixels, 40_000_000)
+	o.MaxDecodedBytes = cmp.Or(o.MaxDecodedBytes, 4*o.MaxPixels)
 	o.Timeout = cmp.Or(o.Timeout, 15*time.Second)
 	o.MaxRedirects = cmp.Or(o.MaxRedirects, 3)
+	o.MinRate = cmp.Or(o.MinRate, 16<<10)
+	o.MinRateGrace = cmp.Or(o.MinRateGrace, 5*time.Second)
 	o.UserAgent = cmp.Or(o.UserAgent, "imagegen-fetch/1")
 	if o.Resolver == nil {
 		o.Resolver = net.DefaultResolver

@@ -38,13 +38,19 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 }
 
 // Fetch downloads rawURL under the guards and returns its bytes and
-// Content-Type.
+// Content-Type. It fails with ErrTooSlow when the host falls behind
+// Config.MinRate, and with a context.DeadlineExceeded error after
+// Config.Timeout.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (data []byte, contentType string, err error) {
 	if err := checkURL(rawURL); err != nil {
 		return nil, "", err
 	}
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	defer cancelCause(nil)
 	ctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
 	defer cancel()
+	guard, stopGuard := guardRate(cancelCause, f.o.MinRateGrace, f.o.MinRate)
+	defer stopGuard()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w", ErrBadURL)
@@ -63,7 +69,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (data []byte, conten
 	if resp.ContentLength > f.o.MaxBytes {
 		return nil, "", fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, resp.ContentLength, f.o.MaxBytes)
 	}
-	data, err = io.ReadAll(io.LimitReader(resp.Body, f.o.MaxBytes+1))
+	data, err = io.ReadAll(io.LimitReader(guard.reader(resp.Body), f.o.MaxBytes+1))
 	if err != nil {
 		return nil, "", failure(ctx, err, "transfer failed")
 	}

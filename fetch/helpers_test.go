@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // pngOf returns a w x h PNG.
@@ -105,4 +106,28 @@ func (d *dialer) Asked() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return append([]string(nil), d.asked...)
+}
+
+// dripSite is a loopback server that answers 200 at once and then sends
+// one byte every interval, for at most a few seconds, like a slowloris
+// image host.
+func dripSite(t *testing.T, interval time.Duration) *site {
+	t.Helper()
+	return newSite(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		w.WriteHeader(http.StatusOK)
+		rc := http.NewResponseController(w)
+		_ = rc.Flush()
+		for range 200 {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(interval):
+			}
+			if _, err := w.Write([]byte{0}); err != nil {
+				return
+			}
+			_ = rc.Flush()
+		}
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 
@@ -102,40 +101,38 @@ func PrincipalFrom(ctx context.Context) (Principal, bool) {
 	return p, ok
 }
 
-// authenticate refuses a client IP with too many failed authentications
-// before looking at its credential, then authenticates the request.
+// authFailurePrefix starts the limiter key of a client address's failed
+// authentications, so that a limiter shared with other policies keeps
+// them apart.
+const authFailurePrefix = "authfail:"
+
+// authenticate authenticates the request first, so that a valid key is
+// always served whatever others sent from the same address. Only a failed
+// authentication is counted against the client's address (an IPv4
+// address or IPv6 /64, see clientAddr): within Config.AuthFailures'
+// budget it gets 401, beyond it 429 with Retry-After.
 func (h *Handler) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var ip string
-		if h.cfg.AuthFailures != nil {
-			ip = h.cfg.ClientIP(r)
-			if wait, blocked := h.cfg.AuthFailures.Blocked(ip); blocked {
-				writeRateLimited(w, wait, "too many failed authentication attempts from this address")
+		p, err := h.cfg.Authenticator.Authenticate(r)
+		if err == nil {
+			if p, err = checkPrincipal(p); err != nil { // the host app's bug, not the client's failure
+				h.cfg.Logger.ErrorContext(r.Context(), "refusing a request: the Authenticator's answer is unusable", "err", err)
+				h.respondErr(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+			return
+		}
+		if errors.Is(err, imagegen.ErrUnauthorized) && h.cfg.AuthFailures != nil {
+			res, lerr := h.cfg.AuthFailures.Allow(r.Context(), authFailurePrefix+h.cfg.ClientIP(r))
+			switch {
+			case lerr != nil: // the limiter's backend is down: still a 401
+				h.cfg.Logger.WarnContext(r.Context(), "auth failure limiter", "err", lerr)
+			case !res.Allowed:
+				writeRateLimited(w, res.RetryAfter, "too many failed authentication attempts from this address")
 				return
 			}
 		}
-		p, err := h.cfg.Authenticator.Authenticate(r)
-		if err != nil {
-			if errors.Is(err, imagegen.ErrUnauthorized) && h.cfg.AuthFailures != nil {
-				h.cfg.AuthFailures.Failure(ip)
-			}
-			h.respondErr(w, r, err)
-			return
-		}
-		p, err = checkPrincipal(p)
-		if err != nil {
-			h.cfg.Logger.ErrorContext(r.Context(), "refusing a request: the Authenticator's answer is unusable", "err", err)
-			h.respondErr(w, r, err)
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+		h.respondErr(w, r, err)
 	})
-}
-
-func remoteIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }

@@ -179,7 +179,7 @@ var transports = []struct {
 }
 
 // BenchmarkSubmit compares POST /generate through httpapi on the memory
-// store with the bare handler (DESIGN.md target: at least 0.8x), over
+// store with the bare handler (target: at least 0.8x), over
 // loopback HTTP and in process.
 func BenchmarkSubmit(b *testing.B) {
 	for _, tr := range transports {

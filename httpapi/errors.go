@@ -9,23 +9,6 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-// Error codes. The first six are those of INTERFACE.md §7; the others
-// cover conditions §7 does not name (an unknown path, a wrong method, a
-// body over 1 MiB, and the optional extensions) with the same body shape.
-const (
-	CodeUnauthorized        = "unauthorized"
-	CodeInsufficientCredits = "insufficient_credits"
-	CodeTaskNotFound        = "task_not_found"
-	CodeInvalidParams       = "invalid_params"
-	CodeRateLimitExceeded   = "rate_limit_exceeded"
-	CodeInternalError       = "internal_error"
-	CodeNotFound            = "not_found"
-	CodeMethodNotAllowed    = "method_not_allowed"
-	CodeBodyTooLarge        = "request_too_large"
-	CodeIdempotencyConflict = "idempotency_key_in_use" // 409: the first request with the key is still running
-	CodeTaskFinished        = "task_already_finished"  // 409: cancel of a task that has ended
-)
-
 // ErrorBody is the JSON body of every error response.
 type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
@@ -33,11 +16,11 @@ type ErrorBody struct {
 
 // ErrorDetail holds the machine-readable code and a message for people.
 type ErrorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    imagegen.APIErrorCode `json:"code"`
+	Message string                `json:"message"`
 }
 
-func writeError(w http.ResponseWriter, status int, code, message string) {
+func writeError(w http.ResponseWriter, status int, code imagegen.APIErrorCode, message string) {
 	encode(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: message}})
 }
 
@@ -47,28 +30,28 @@ func (h *Handler) respondErr(w http.ResponseWriter, r *http.Request, err error) 
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &ve):
-		writeError(w, http.StatusUnprocessableEntity, CodeInvalidParams, ve.Error())
+		writeError(w, http.StatusUnprocessableEntity, imagegen.APIInvalidParams, ve.Error())
 	case errors.Is(err, imagegen.ErrInvalidParams):
-		writeError(w, http.StatusUnprocessableEntity, CodeInvalidParams, "invalid request parameters")
+		writeError(w, http.StatusUnprocessableEntity, imagegen.APIInvalidParams, "invalid request parameters")
 	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "request body must be at most 1 MiB")
+		writeError(w, http.StatusRequestEntityTooLarge, imagegen.APIRequestTooLarge, "request body must be at most 1 MiB")
 	case errors.Is(err, imagegen.ErrUnauthorized):
-		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or invalid API key")
+		writeError(w, http.StatusUnauthorized, imagegen.APIUnauthorized, "missing or invalid API key")
 	case errors.Is(err, imagegen.ErrInsufficientCredits):
-		writeError(w, http.StatusForbidden, CodeInsufficientCredits, "not enough credits for this generation")
+		writeError(w, http.StatusForbidden, imagegen.APIInsufficientCredits, "not enough credits for this generation")
 	case errors.Is(err, imagegen.ErrTaskNotFound):
-		writeError(w, http.StatusNotFound, CodeTaskNotFound, "task not found")
+		writeError(w, http.StatusNotFound, imagegen.APITaskNotFound, "task not found")
 	case errors.Is(err, imagegen.ErrInvalidTransition):
-		writeError(w, http.StatusConflict, CodeTaskFinished, "the task has already finished; it was not changed")
+		writeError(w, http.StatusConflict, imagegen.APITaskAlreadyFinished, "the task has already finished; it was not changed")
 	default:
 		h.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeError(w, http.StatusInternalServerError, CodeInternalError, "internal server error")
+		writeError(w, http.StatusInternalServerError, imagegen.APIInternalError, "internal server error")
 	}
 }
 
 func writeRateLimited(w http.ResponseWriter, retryAfter time.Duration, message string) {
 	w.Header().Set("Retry-After", strconv.FormatInt(ceilSeconds(retryAfter), 10))
-	writeError(w, http.StatusTooManyRequests, CodeRateLimitExceeded, message)
+	writeError(w, http.StatusTooManyRequests, imagegen.APIRateLimitExceeded, message)
 }
 
 // ceilSeconds rounds d up to whole seconds, at least 1.
@@ -79,13 +62,13 @@ func ceilSeconds(d time.Duration) int64 {
 
 func notFound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, CodeNotFound, "no such endpoint: "+r.URL.Path)
+		writeError(w, http.StatusNotFound, imagegen.APINotFound, "no such endpoint: "+r.URL.Path)
 	})
 }
 
 func methodNotAllowed(allow string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
-		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method "+r.Method+" is not allowed here; use "+allow)
+		writeError(w, http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed, "method "+r.Method+" is not allowed here; use "+allow)
 	})
 }

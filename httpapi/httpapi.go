@@ -1,20 +1,23 @@
-// Package httpapi is the HTTP face of imagegen: the API of INTERFACE.md,
+// Package httpapi is the HTTP face of imagegen: the core API (docs/api.md),
 // as an http.Handler that mounts under a prefix on any *http.ServeMux.
 //
 // Every response is JSON ({"error":{"code","message"}} for errors) except
 // image downloads. Requests are authenticated with a Bearer API key (or
 // the host app's own Authenticator), limited per key (RateLimit-Policy,
 // RateLimit and, on 429, Retry-After headers), and failed
-// authentications are limited per client IP before any key lookup.
+// authentications are limited per client address (a valid key is never
+// refused for what others sent from its address).
 package httpapi
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -30,33 +33,46 @@ type Config struct {
 	// Prefix is where the API is mounted (default "/api/v1").
 	Prefix string
 	// PublicURL is the scheme and host that image URLs start with, for
-	// example "https://img.example.com". Default: taken from each request.
+	// example "https://img.example.com". Without it, each answer builds
+	// them from its own request: "https" if the connection to this
+	// process is TLS, else "http", and the request's Host header as sent
+	// by the client (X-Forwarded-* headers are not read). A client can
+	// then make its own answers name any host, and behind a TLS-ending
+	// proxy the URLs say http: set PublicURL on any server reachable from
+	// outside (serve always sets it). Callbacks need it.
 	PublicURL string
 	// Limiter limits requests per API key (the interface's 10 a minute).
 	Limiter imagegen.Limiter
-	// AuthFailures limits failed authentications per client IP. Nil
-	// disables that limit (not recommended on a public server).
-	AuthFailures AuthFailureLimiter
+	// AuthFailures limits failed authentications per client address. A
+	// request is authenticated first, so a valid key is always served;
+	// each failed authentication is one request to AuthFailures under the
+	// key "authfail:" + the client's address (an IPv4 address, or the /64
+	// of an IPv6 one), and once it refuses, failures get 429 with
+	// Retry-After instead of 401. Give it a limiter of its own, e.g.
+	// ratelimit.NewMemory (one process) or ratelimit.NewRedis with its own
+	// Prefix (counts shared by every API process). Nil disables the limit
+	// (not recommended on a public server).
+	AuthFailures imagegen.Limiter
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
+	// Forwarded headers are believed: when the peer is in one of these
+	// prefixes, the client is the rightmost forwarded address that is not
+	// itself a trusted proxy. Default: none, the client is the peer.
+	TrustedProxies []netip.Prefix
 	// Authenticator identifies the caller. Default: Bearer API keys
 	// checked by Service.Authenticate.
 	Authenticator Authenticator
-	// ClientIP returns the caller's address for AuthFailures. Default:
-	// the host of r.RemoteAddr. Set it when behind a trusted proxy.
+	// ClientIP names the client of a request for AuthFailures. Default:
+	// its address as read through TrustedProxies, IPv6 grouped by /64.
 	ClientIP func(r *http.Request) string
 	// SigningKey signs image URLs (HMAC-SHA256). Processes that serve the
 	// same images must share it. Default: 32 random bytes per handler.
 	SigningKey []byte
-	Clock      imagegen.Clock // default SystemClock
-	Logger     *slog.Logger   // default slog.Default()
-}
-
-// AuthFailureLimiter limits failed authentications per client IP.
-type AuthFailureLimiter interface {
-	// Blocked reports whether ip must wait, and for how long, before its
-	// next authentication attempt is even looked at.
-	Blocked(ip string) (retryAfter time.Duration, blocked bool)
-	// Failure records one failed authentication from ip.
-	Failure(ip string)
+	// IdempotencyTTL is how long a submit answer is replayed for its
+	// Idempotency-Key (default DefaultIdempotencyTTL; serve passes its
+	// -retention).
+	IdempotencyTTL time.Duration
+	Clock          imagegen.Clock // default SystemClock
+	Logger         *slog.Logger   // default slog.Default()
 }
 
 // Handler serves the API. Create it with New.
@@ -64,6 +80,9 @@ type Handler struct {
 	cfg    Config
 	mux    *http.ServeMux
 	signer signer
+	// waitsDone ends when Drain is called; stopWaits ends it.
+	waitsDone context.Context
+	stopWaits context.CancelFunc
 }
 
 // New returns the API handler for cfg.
@@ -75,13 +94,11 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.ClientIP == nil {
-		cfg.ClientIP = remoteIP
-	}
 	if len(cfg.SigningKey) == 0 {
 		cfg.SigningKey = make([]byte, 32)
 		_, _ = rand.Read(cfg.SigningKey)
 	}
+	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, DefaultIdempotencyTTL)
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
 	switch {
 	case cfg.Service == nil:
@@ -97,6 +114,10 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Authenticator = BearerKeys{Service: cfg.Service}
 	}
 	h := &Handler{cfg: cfg, mux: http.NewServeMux(), signer: signer{key: cfg.SigningKey}}
+	h.waitsDone, h.stopWaits = context.WithCancel(context.Background())
+	if h.cfg.ClientIP == nil {
+		h.cfg.ClientIP = func(r *http.Request) string { return clientGroup(h.clientAddr(r)) }
+	}
 	h.routes()
 	return h, nil
 }

@@ -32,6 +32,7 @@ const retention = 24 * time.Hour
 type env struct {
 	t     *testing.T
 	h     http.Handler
+	api   *httpapi.Handler
 	svc   *imagegen.Service
 	clock *imagegentest.Clock
 	model *imagegentest.Model
@@ -59,16 +60,16 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	is.NoErr(err)
 	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: o.limit, Window: time.Minute, Clock: clock})
 	is.NoErr(err)
-	ipLimiter, err := ratelimit.NewIPLimiter(ratelimit.IPLimiterConfig{Clock: clock})
+	authFailures, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 10, Window: time.Minute, Clock: clock})
 	is.NoErr(err)
 	api, err := httpapi.New(httpapi.Config{
-		Service: svc, Limiter: limiter, AuthFailures: ipLimiter, Clock: clock,
+		Service: svc, Limiter: limiter, AuthFailures: authFailures, Clock: clock,
 		PublicURL: "https://img.example.test", Logger: quiet,
 	})
 	is.NoErr(err)
 	mux := http.NewServeMux()
 	api.Register(mux)
-	e := &env{t: t, h: mux, svc: svc, clock: clock, model: model}
+	e := &env{t: t, h: mux, api: api, svc: svc, clock: clock, model: model}
 	e.key = e.user("alice", 10)
 	return e
 }
@@ -86,6 +87,12 @@ func (e *env) user(owner string, credits int64) string {
 }
 
 func (e *env) do(method, path, key, body string, hdr ...string) *httptest.ResponseRecorder {
+	return doOn(e.h, method, path, key, body, hdr...)
+}
+
+// doOn sends one request to h with key as Bearer token and hdr as
+// name, value pairs.
+func doOn(h http.Handler, method, path, key, body string, hdr ...string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(method, path, strings.NewReader(body))
 	if key != "" {
 		r.Header.Set("Authorization", "Bearer "+key)
@@ -97,7 +104,7 @@ func (e *env) do(method, path, key, body string, hdr ...string) *httptest.Respon
 		r.Header.Set(hdr[i], hdr[i+1])
 	}
 	w := httptest.NewRecorder()
-	e.h.ServeHTTP(w, r)
+	h.ServeHTTP(w, r)
 	return w
 }
 
@@ -125,7 +132,7 @@ func fields(t *testing.T, w *httptest.ResponseRecorder) (map[string]any, []strin
 }
 
 // wantError checks the status and the exact error body shape and code.
-func wantError(t *testing.T, w *httptest.ResponseRecorder, status int, code string) string {
+func wantError(t *testing.T, w *httptest.ResponseRecorder, status int, code imagegen.APIErrorCode) string {
 	t.Helper()
 	is := is.New(t)
 	is.Equal(w.Code, status)
@@ -137,7 +144,7 @@ func wantError(t *testing.T, w *httptest.ResponseRecorder, status int, code stri
 	dec.DisallowUnknownFields()
 	is.NoErr(dec.Decode(&body))
 	is.Equal(len(body.Error), 2) // exactly code and message
-	is.Equal(body.Error["code"], code)
+	is.Equal(body.Error["code"], string(code))
 	is.True(body.Error["message"] != "")
 	return body.Error["message"]
 }
@@ -204,13 +211,13 @@ func TestTaskLifecycleBodies(t *testing.T) {
 	is.NoErr(err)
 
 	// A tampered signature or another image id is refused.
-	wantError(t, e.do("GET", path[:len(path)-2]+"xx", "", ""), http.StatusNotFound, httpapi.CodeNotFound)
-	wantError(t, e.do("GET", strings.Replace(path, "expires=", "expires=9", 1), "", ""), http.StatusNotFound, httpapi.CodeNotFound)
+	wantError(t, e.do("GET", path[:len(path)-2]+"xx", "", ""), http.StatusNotFound, imagegen.APINotFound)
+	wantError(t, e.do("GET", strings.Replace(path, "expires=", "expires=9", 1), "", ""), http.StatusNotFound, imagegen.APINotFound)
 
 	// After the retention period the task and its image are gone.
 	e.clock.Advance(retention + time.Second)
-	wantError(t, e.do("GET", path, "", ""), http.StatusNotFound, httpapi.CodeNotFound)
-	wantError(t, e.poll(e.key, id), http.StatusNotFound, httpapi.CodeTaskNotFound)
+	wantError(t, e.do("GET", path, "", ""), http.StatusNotFound, imagegen.APINotFound)
+	wantError(t, e.poll(e.key, id), http.StatusNotFound, imagegen.APITaskNotFound)
 }
 
 func TestFailedTaskBodyAndRefund(t *testing.T) {
@@ -261,14 +268,14 @@ func TestUnauthorized(t *testing.T) {
 			r.RemoteAddr = "198.51.100." + strconv.Itoa(len(messages)+10) + ":1234" // one IP per case
 			w := httptest.NewRecorder()
 			e.h.ServeHTTP(w, r)
-			messages = append(messages, wantError(t, w, http.StatusUnauthorized, httpapi.CodeUnauthorized))
+			messages = append(messages, wantError(t, w, http.StatusUnauthorized, imagegen.APIUnauthorized))
 			for _, m := range messages {
 				is.New(t).Equal(m, messages[0]) // every bad key gets the same body
 			}
 		})
 	}
 	// Submitting without a key charges nothing.
-	wantError(t, e.submit("", t2i), http.StatusUnauthorized, httpapi.CodeUnauthorized)
+	wantError(t, e.submit("", t2i), http.StatusUnauthorized, imagegen.APIUnauthorized)
 }
 
 func TestAuthFailuresLimitedPerIP(t *testing.T) {
@@ -284,23 +291,23 @@ func TestAuthFailuresLimitedPerIP(t *testing.T) {
 			limited = w
 			break
 		}
-		wantError(t, w, http.StatusUnauthorized, httpapi.CodeUnauthorized)
+		wantError(t, w, http.StatusUnauthorized, imagegen.APIUnauthorized)
 	}
 	is.True(limited != nil) // brute force from one IP is stopped
-	wantError(t, limited, http.StatusTooManyRequests, httpapi.CodeRateLimitExceeded)
+	wantError(t, limited, http.StatusTooManyRequests, imagegen.APIRateLimitExceeded)
 	is.True(limited.Header().Get("Retry-After") != "")
-	// While blocked, even a valid key from that IP is not looked at.
-	wantError(t, req(e.key), http.StatusTooManyRequests, httpapi.CodeRateLimitExceeded)
+	// While failures are refused, a valid key from that IP is still served.
+	wantError(t, req(e.key), http.StatusNotFound, imagegen.APITaskNotFound)
 	// Another IP is unaffected.
 	r := httptest.NewRequest("GET", "/api/v1/tasks/x", nil)
 	r.Header.Set("Authorization", "Bearer "+e.key)
 	r.RemoteAddr = "203.0.113.9:4321"
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, r)
-	wantError(t, w, http.StatusNotFound, httpapi.CodeTaskNotFound)
+	wantError(t, w, http.StatusNotFound, imagegen.APITaskNotFound)
 	// The block ends with time.
 	e.clock.Advance(time.Hour)
-	wantError(t, req(e.key), http.StatusNotFound, httpapi.CodeTaskNotFound)
+	wantError(t, req(imagegen.NewAPIKey()), http.StatusUnauthorized, imagegen.APIUnauthorized)
 }
 
 func TestInsufficientCredits(t *testing.T) {
@@ -308,7 +315,7 @@ func TestInsufficientCredits(t *testing.T) {
 	e := newEnv(t)
 	poor := e.user("carol", 3)
 	is.Equal(e.submit(poor, t2i).Code, http.StatusCreated) // 3 - 2 = 1 left
-	msg := wantError(t, e.submit(poor, t2i), http.StatusForbidden, httpapi.CodeInsufficientCredits)
+	msg := wantError(t, e.submit(poor, t2i), http.StatusForbidden, imagegen.APIInsufficientCredits)
 	is.True(msg != "")
 	bal, err := e.svc.Balance(context.Background(), "carol")
 	is.NoErr(err)
@@ -326,10 +333,10 @@ func TestTaskNotFound(t *testing.T) {
 	other := e.user("mallory", 10)
 	missing := e.poll(e.key, "00000000-0000-4000-8000-000000000000")
 	foreign := e.poll(other, id)
-	wantError(t, missing, http.StatusNotFound, httpapi.CodeTaskNotFound)
-	wantError(t, foreign, http.StatusNotFound, httpapi.CodeTaskNotFound)
+	wantError(t, missing, http.StatusNotFound, imagegen.APITaskNotFound)
+	wantError(t, foreign, http.StatusNotFound, imagegen.APITaskNotFound)
 	is.Equal(missing.Body.String(), foreign.Body.String()) // another user's task looks missing
-	wantError(t, e.poll(e.key, strings.Repeat("x", 500)), http.StatusNotFound, httpapi.CodeTaskNotFound)
+	wantError(t, e.poll(e.key, strings.Repeat("x", 500)), http.StatusNotFound, imagegen.APITaskNotFound)
 }
 
 func TestInvalidParams(t *testing.T) {
@@ -345,12 +352,12 @@ func TestInvalidParams(t *testing.T) {
 		"empty":         ``,
 	} {
 		t.Run(name, func(t *testing.T) {
-			wantError(t, e.submit(e.key, body), http.StatusUnprocessableEntity, httpapi.CodeInvalidParams)
+			wantError(t, e.submit(e.key, body), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
 		})
 	}
 	t.Run("content type", func(t *testing.T) {
 		w := e.do("POST", "/api/v1/generate", e.key, t2i, "Content-Type", "text/plain")
-		msg := wantError(t, w, http.StatusUnprocessableEntity, httpapi.CodeInvalidParams)
+		msg := wantError(t, w, http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
 		is.New(t).True(strings.Contains(msg, "Content-Type"))
 	})
 	bal, err := e.svc.Balance(context.Background(), "alice")
@@ -363,19 +370,19 @@ func TestRateLimit(t *testing.T) {
 	e := newEnv(t, func(o *envOptions) { o.limit = 10 })
 	for i := 0; i < 10; i++ {
 		w := e.poll(e.key, "nope")
-		wantError(t, w, http.StatusNotFound, httpapi.CodeTaskNotFound)
+		wantError(t, w, http.StatusNotFound, imagegen.APITaskNotFound)
 		is.Equal(w.Header().Get("RateLimit-Policy"), `"default";q=10;w=60`)
 		is.Equal(w.Header().Get("RateLimit"), `"default";r=`+strconv.Itoa(9-i)+";t="+map[bool]string{true: "51", false: "0"}[i == 9]) // the first request leaves the window at 60 s
 		e.clock.Advance(time.Second)
 	}
 	w := e.submit(e.key, t2i)
-	wantError(t, w, http.StatusTooManyRequests, httpapi.CodeRateLimitExceeded)
+	wantError(t, w, http.StatusTooManyRequests, imagegen.APIRateLimitExceeded)
 	is.Equal(w.Header().Get("Retry-After"), "50") // the first request leaves the window at t=60s
 	bal, err := e.svc.Balance(context.Background(), "alice")
 	is.NoErr(err)
 	is.Equal(bal, int64(10)) // a limited submit charges nothing
 	// Another key has its own budget.
-	wantError(t, e.poll(e.user("dave", 1), "nope"), http.StatusNotFound, httpapi.CodeTaskNotFound)
+	wantError(t, e.poll(e.user("dave", 1), "nope"), http.StatusNotFound, imagegen.APITaskNotFound)
 	e.clock.Advance(50 * time.Second)
 	is.Equal(e.submit(e.key, t2i).Code, http.StatusCreated)
 }
@@ -396,20 +403,20 @@ func TestInternalError(t *testing.T) {
 	e := newEnv(t, func(o *envOptions) {
 		o.store = failingStore{memory.New(memory.Config{Clock: clock, Retention: retention})}
 	})
-	msg := wantError(t, e.submit(e.key, t2i), http.StatusInternalServerError, httpapi.CodeInternalError)
+	msg := wantError(t, e.submit(e.key, t2i), http.StatusInternalServerError, imagegen.APIInternalError)
 	is.True(!strings.Contains(msg, "disk on fire")) // internals stay in the log
-	wantError(t, e.poll(e.key, "x"), http.StatusInternalServerError, httpapi.CodeInternalError)
+	wantError(t, e.poll(e.key, "x"), http.StatusInternalServerError, imagegen.APIInternalError)
 }
 
 func TestRoutingErrors(t *testing.T) {
 	is := is.New(t)
 	e := newEnv(t)
-	wantError(t, e.do("GET", "/api/v1/generate", e.key, ""), http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed)
+	wantError(t, e.do("GET", "/api/v1/generate", e.key, ""), http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
 	w := e.do("DELETE", "/api/v1/tasks/abc", e.key, "")
-	wantError(t, w, http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed)
+	wantError(t, w, http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
 	is.Equal(w.Header().Get("Allow"), "GET, HEAD")
-	wantError(t, e.do("GET", "/api/v1/nope", e.key, ""), http.StatusNotFound, httpapi.CodeNotFound)
-	wantError(t, e.do("GET", "/api/v1/", "", ""), http.StatusNotFound, httpapi.CodeNotFound)
+	wantError(t, e.do("GET", "/api/v1/nope", e.key, ""), http.StatusNotFound, imagegen.APINotFound)
+	wantError(t, e.do("GET", "/api/v1/", "", ""), http.StatusNotFound, imagegen.APINotFound)
 	big := `{"scene":"text-to-image","prompt":"` + strings.Repeat("a", httpapi.MaxBodyBytes) + `"}`
-	wantError(t, e.submit(e.key, big), http.StatusRequestEntityTooLarge, httpapi.CodeBodyTooLarge)
+	wantError(t, e.submit(e.key, big), http.StatusRequestEntityTooLarge, imagegen.APIRequestTooLarge)
 }

@@ -14,8 +14,13 @@ import (
 
 // Idempotency keys of submit requests.
 const (
-	MaxIdempotencyKey   = 255            // characters
-	IdempotencyTTL      = 24 * time.Hour // how long a response is replayed
+	MaxIdempotencyKey = 255 // characters
+	// DefaultIdempotencyTTL is Config.IdempotencyTTL when it is left zero.
+	DefaultIdempotencyTTL = 24 * time.Hour
+	// MaxIdempotentBody is the largest response kept for replay; a larger
+	// one is not kept (a retry runs afresh). Submit answers are a few
+	// hundred bytes, so each record is bounded by this plus the key.
+	MaxIdempotentBody   = 16 << 10
 	idempotencyInFlight = 2 * time.Minute
 )
 
@@ -24,9 +29,13 @@ const (
 // replays the first response (status and body, with
 // "Idempotent-Replayed: true") and charges nothing more; with another
 // body it is refused (422); while the first request is still running it
-// is refused (409). Responses with status 500 and above are not kept, so
-// a retry runs afresh. Without the header nothing changes; an empty,
-// over-long or repeated header is refused (422).
+// is refused (409). Only answers that depend on the body alone are kept
+// (see replayable): a refusal that depends on other state, such as 403
+// insufficient_credits before a top-up, or a server error, is forgotten,
+// so a retry runs afresh. Records are kept for Config.IdempotencyTTL and
+// hold at most MaxIdempotentBody bytes of response. Without the header
+// nothing changes; an empty, over-long or repeated header is refused
+// (422).
 func (h *Handler) idempotent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		keys := r.Header.Values("Idempotency-Key")
@@ -68,10 +77,10 @@ func (h *Handler) idempotent(next http.Handler) http.Handler {
 			rw := &capture{ResponseWriter: w, status: http.StatusOK}
 			next.ServeHTTP(rw, r)
 			ctx := context.WithoutCancel(r.Context())
-			if rw.status >= 500 {
-				err = store.AbandonIdempotent(ctx, p.Owner, key, fingerprint)
+			if replayable(rw.status) && rw.body.Len() <= MaxIdempotentBody {
+				err = store.FinishIdempotent(ctx, p.Owner, key, fingerprint, rw.status, rw.body.Bytes(), h.cfg.IdempotencyTTL)
 			} else {
-				err = store.FinishIdempotent(ctx, p.Owner, key, fingerprint, rw.status, rw.body.Bytes(), IdempotencyTTL)
+				err = store.AbandonIdempotent(ctx, p.Owner, key, fingerprint)
 			}
 			if err != nil {
 				h.cfg.Logger.ErrorContext(ctx, "record idempotent response", "err", err)
@@ -79,7 +88,7 @@ func (h *Handler) idempotent(next http.Handler) http.Handler {
 		case rec.Fingerprint != fingerprint:
 			h.respondErr(w, r, &imagegen.ValidationError{Field: "Idempotency-Key", Message: "was already used with a different request body"})
 		case !rec.Done:
-			writeError(w, http.StatusConflict, CodeIdempotencyConflict, "a request with this Idempotency-Key is still in progress; retry later")
+			writeError(w, http.StatusConflict, imagegen.APIIdempotencyKeyInUse, "a request with this Idempotency-Key is still in progress; retry later")
 		default:
 			hdr := w.Header()
 			hdr["Content-Type"] = jsonContentType
@@ -89,6 +98,23 @@ func (h *Handler) idempotent(next http.Handler) http.Handler {
 			_, _ = w.Write(rec.Body)
 		}
 	})
+}
+
+// replayable reports whether a submit answer with status depends on the
+// request body alone, so that replaying it for the same body is right: a
+// success, or a refusal of the body itself (400 malformed, 413 too large,
+// 415 wrong type, 422 invalid). Refusals that depend on the caller's
+// state or the server's (401, 403 insufficient credits, 404, 409, 429,
+// 5xx) are not kept.
+func replayable(status int) bool {
+	switch {
+	case status >= 200 && status < 300:
+		return true
+	case status == http.StatusBadRequest, status == http.StatusRequestEntityTooLarge,
+		status == http.StatusUnsupportedMediaType, status == http.StatusUnprocessableEntity:
+		return true
+	}
+	return false
 }
 
 func validIdempotencyKey(k string) bool {

@@ -19,12 +19,12 @@ func (h *Handler) handleImage() http.Handler {
 		q := r.URL.Query()
 		now := h.cfg.Clock.Now()
 		if !h.signer.verify(id, q.Get("expires"), q.Get("sig"), now) {
-			writeError(w, http.StatusNotFound, CodeNotFound, "image not found or link expired")
+			writeError(w, http.StatusNotFound, imagegen.APINotFound, "image not found or link expired")
 			return
 		}
 		img, err := h.cfg.Service.Image(r.Context(), id)
 		if errors.Is(err, imagegen.ErrImageNotFound) {
-			writeError(w, http.StatusNotFound, CodeNotFound, "image not found or link expired")
+			writeError(w, http.StatusNotFound, imagegen.APINotFound, "image not found or link expired")
 			return
 		}
 		if err != nil {

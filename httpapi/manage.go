@@ -5,7 +5,7 @@ import (
 )
 
 // These handlers are optional extensions of the interface: a client that
-// ignores them sees the API of INTERFACE.md unchanged.
+// ignores them sees the core API (docs/api.md) unchanged.
 
 // handleCancel serves POST {prefix}/tasks/{task_id}/cancel: a pending or
 // processing task ends failed with error "cancelled" (error_code

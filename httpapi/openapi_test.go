@@ -62,7 +62,7 @@ func (x *exchange) request() *http.Request {
 func (x *exchange) errorCode() string {
 	var body httpapi.ErrorBody
 	_ = json.Unmarshal(x.respBody, &body)
-	return body.Error.Code
+	return string(body.Error.Code)
 }
 
 // recorder sends requests to real handlers and keeps the exchanges.
@@ -380,8 +380,8 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	rc.do(e, "idempotency key not ASCII", "POST", "/api/v1/generate", rich, t2i, key("café"), invalid, status(http.StatusUnprocessableEntity))
 	broke := e.user("broke", 0)
 	rc.do(e, "idempotent submit, no credits", "POST", "/api/v1/generate", broke, t2i, key("k"), status(http.StatusForbidden))
-	x := rc.do(e, "idempotent submit, no credits, replayed", "POST", "/api/v1/generate", broke, t2i, key("k"), status(http.StatusForbidden))
-	is.Equal(x.respHeader.Get("Idempotent-Replayed"), "true")
+	x := rc.do(e, "idempotent submit, no credits, retried", "POST", "/api/v1/generate", broke, t2i, key("k"), status(http.StatusForbidden))
+	is.Equal(x.respHeader.Get("Idempotent-Replayed"), "") // depends on the balance: not kept
 	bad := `{"scene":"video","prompt":"p"}`
 	rc.do(e, "idempotent invalid submit", "POST", "/api/v1/generate", rich, bad, key("order-3"), invalid, status(http.StatusUnprocessableEntity))
 	x = rc.do(e, "idempotent invalid submit, replayed", "POST", "/api/v1/generate", rich, bad, key("order-3"), invalid, status(http.StatusUnprocessableEntity))
@@ -587,12 +587,12 @@ func TestOpenAPIConformance(t *testing.T) {
 	}
 	is.True(seen[outcome{"components", "NotFound", "404"}])
 	is.True(seen[outcome{"components", "MethodNotAllowed", "405"}])
-	for _, code := range []string{
-		httpapi.CodeUnauthorized, httpapi.CodeInsufficientCredits, httpapi.CodeTaskNotFound, httpapi.CodeInvalidParams,
-		httpapi.CodeRateLimitExceeded, httpapi.CodeInternalError, httpapi.CodeNotFound, httpapi.CodeMethodNotAllowed, httpapi.CodeBodyTooLarge,
-		httpapi.CodeIdempotencyConflict, httpapi.CodeTaskFinished,
+	for _, code := range []imagegen.APIErrorCode{
+		imagegen.APIUnauthorized, imagegen.APIInsufficientCredits, imagegen.APITaskNotFound, imagegen.APIInvalidParams,
+		imagegen.APIRateLimitExceeded, imagegen.APIInternalError, imagegen.APINotFound, imagegen.APIMethodNotAllowed, imagegen.APIRequestTooLarge,
+		imagegen.APIIdempotencyKeyInUse, imagegen.APITaskAlreadyFinished,
 	} {
-		if !codes[code] {
+		if !codes[string(code)] {
 			t.Errorf("no exchange produced error code %s", code)
 		}
 	}
@@ -747,7 +747,7 @@ func TestOpenAPIServed(t *testing.T) {
 	is.Equal(w.Header().Get("Content-Type"), "application/json")
 	is.Equal(w.Body.Bytes(), readSpecFile(t)) // the file, as it is
 	is.Equal(e.do("HEAD", "/api/v1/openapi.json", "", "").Body.Len(), 0)
-	wantError(t, e.do("PUT", "/api/v1/openapi.json", "", "{}"), http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed)
+	wantError(t, e.do("PUT", "/api/v1/openapi.json", "", "{}"), http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
 
 	// Mounted elsewhere, it names its own prefix as the server.
 	h, err := httpapi.New(httpapi.Config{Service: e.svc, Limiter: allowAll{}, Prefix: "/img/v2/", Logger: quiet})

@@ -8,7 +8,7 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-// handleSubmit serves POST {prefix}/generate (INTERFACE.md §4.1).
+// handleSubmit serves POST {prefix}/generate (docs/api.md, "Submit a task").
 func (h *Handler) handleSubmit() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := PrincipalFrom(r.Context())

@@ -10,7 +10,7 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-// TaskBody is the task as the API shows it (INTERFACE.md §2.3): images
+// TaskBody is the task as the API shows it (docs/api.md, "Query a task"): images
 // only on success, error only on failure, nothing else while pending or
 // processing.
 type TaskBody struct {
@@ -24,12 +24,12 @@ type TaskBody struct {
 	ErrorCode imagegen.ErrorCode `json:"error_code,omitempty"`
 }
 
-// handleTask serves GET {prefix}/tasks/{task_id} (INTERFACE.md §4.2).
+// handleTask serves GET {prefix}/tasks/{task_id} (docs/api.md, "Query a task").
 // With "Prefer: wait=N" (RFC 7240, N up to 60) it answers as soon as the
 // task is finished, or after N seconds with its state then, and says so
 // with "Preference-Applied: wait=N" (only on a task answer: an error
 // answer applied no preference). The request counts once against the
-// rate limit however long it waits.
+// rate limit however long it waits. Drain cuts open waits short.
 func (h *Handler) handleTask() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := PrincipalFrom(r.Context())
@@ -39,7 +39,7 @@ func (h *Handler) handleTask() http.Handler {
 		var err error
 		wait, waited := preferWait(r.Header.Values("Prefer"))
 		if waited {
-			t, err = h.cfg.Service.WaitTask(r.Context(), p.Owner, id, time.Duration(wait)*time.Second)
+			t, err = h.waitTask(r, p.Owner, id, time.Duration(wait)*time.Second)
 		} else {
 			t, err = h.cfg.Service.Task(r.Context(), p.Owner, id)
 		}

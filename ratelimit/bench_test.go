@@ -56,22 +56,6 @@ func benchmarkMemoryAllow(b *testing.B, cfg ratelimit.MemoryConfig, keys int) {
 	})
 }
 
-// BenchmarkIPLimiterBlocked is the per-request check for a client with no
-// recorded failures (the common case).
-func BenchmarkIPLimiterBlocked(b *testing.B) {
-	ipl, err := ratelimit.NewIPLimiter(ratelimit.IPLimiterConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ipl.Failure("192.0.2.1")
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			ipl.Blocked("198.51.100.23:40112")
-		}
-	})
-}
-
 // BenchmarkRedisAllow calls Allow from GOMAXPROCS goroutines on many keys
 // against miniredis (an in-process fake: this measures the client, the
 // script and the Go side, not a real server).

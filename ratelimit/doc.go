@@ -30,15 +30,14 @@
 // every process on the database shares each key's limit. Mixing stores
 // and limiters works too (a Postgres store with a Redis limiter).
 //
-// [IPLimiter] limits failed authentications per client address (an IPv4
-// address or an IPv6 /64) with a token bucket, so that API keys cannot be
-// brute-forced: the HTTP layer asks [IPLimiter.Blocked] before any key
-// lookup and reports [IPLimiter.Failure] after a failed one.
+// The same limiters count failed authentications per client address for
+// httpapi (Config.AuthFailures): give that policy a limiter of its own
+// (on Redis or PostgreSQL, its own Prefix, so that every API process
+// shares the failure counts).
 //
-// Memory and IPLimiter take the time from an [imagegen.Clock], so tests
-// advance a manual clock instead of sleeping, and both keep memory
-// bounded by dropping state that no longer matters and capping how many
-// keys they track. Redis tests move miniredis's clock, or pass
+// Memory takes the time from an [imagegen.Clock], so tests advance a
+// manual clock instead of sleeping, and keeps memory bounded by dropping
+// state that no longer matters and capping how many keys it tracks. Redis tests move miniredis's clock, or pass
 // RedisConfig.Now on a real server.
 //
 // Every Limiter implementation runs the shared suite in

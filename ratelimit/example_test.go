@@ -36,32 +36,6 @@ func Example() {
 	// allowed=true remaining=0 reset=10s
 }
 
-func ExampleIPLimiter() {
-	clock := imagegentest.NewClock(time.Time{})
-	ipl, err := ratelimit.NewIPLimiter(ratelimit.IPLimiterConfig{Rate: 1, Burst: 2, Clock: clock})
-	if err != nil {
-		panic(err)
-	}
-	remoteAddr := "[2001:db8:1:2::77]:50312" // as in http.Request.RemoteAddr
-	for range 3 {
-		if wait, blocked := ipl.Blocked(remoteAddr); blocked {
-			fmt.Println("429, retry after", wait)
-			continue
-		}
-		// ... the API key was looked up and is wrong:
-		ipl.Failure(remoteAddr)
-		fmt.Println("401")
-	}
-	// Another address in the same /64 is the same client.
-	_, blocked := ipl.Blocked("2001:db8:1:2::99")
-	fmt.Println("same /64 blocked:", blocked)
-	// Output:
-	// 401
-	// 401
-	// 429, retry after 1s
-	// same /64 blocked: true
-}
-
 func ExampleNewRedis() {
 	// miniredis stands in for a Redis server here; its clock is set and
 	// moved by hand. Every process that makes a limiter on the same Redis

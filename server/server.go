@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sync"
 	"time"
@@ -40,6 +41,10 @@ import (
 // DefaultRateLimit is how many requests a key may make a minute when
 // Config.RateLimit is zero.
 const DefaultRateLimit = 10
+
+// DefaultAuthFailures is how many failed authentications a client address
+// may make a minute (then 429) when Config.AuthFailures is nil.
+const DefaultAuthFailures = 10
 
 // SigningSecretName is the name under which the default image-URL signing
 // key is kept in the store (imagegen.SecretStore).
@@ -67,9 +72,19 @@ type Config struct {
 	// RateLimit a minute. Processes that share a store should share a
 	// limiter too (ratelimit.NewRedis).
 	Limiter imagegen.Limiter
-	// AuthFailures limits failed authentications per client address.
-	// Default: an in-process limiter (ratelimit.NewIPLimiter).
-	AuthFailures httpapi.AuthFailureLimiter
+	// AuthFailures counts failed authentications per client address
+	// (httpapi.Config.AuthFailures). Default: an in-process limiter of
+	// DefaultAuthFailures a minute. Processes that share a store should
+	// share it too (ratelimit.NewRedis with a Prefix of its own).
+	AuthFailures imagegen.Limiter
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
+	// Forwarded headers name the client (httpapi.Config.TrustedProxies).
+	// Default: none, the client is the peer address.
+	TrustedProxies []netip.Prefix
+	// IdempotencyTTL is how long a submit answer is replayed for its
+	// Idempotency-Key (default httpapi.DefaultIdempotencyTTL); set it to
+	// the store's retention.
+	IdempotencyTTL time.Duration
 	// Login is the host app's own sign-in (sessions, tokens), tried before
 	// API keys: a request it refuses with an error wrapping
 	// imagegen.ErrUnauthorized is then checked as a Bearer API key.
@@ -89,6 +104,10 @@ type Config struct {
 	// concurrency). Its Service, Render, Poster, Clock and Logger are
 	// filled in by New.
 	Webhooks webhook.Config
+
+	// NoWorkers makes Run deliver callbacks without running generations:
+	// an API-only process, with workers elsewhere on a shared store.
+	NoWorkers bool
 }
 
 // Server is the standard stack. It is an http.Handler serving the API
@@ -97,6 +116,7 @@ type Server struct {
 	svc        *imagegen.Service
 	api        *httpapi.Handler
 	dispatcher *webhook.Dispatcher
+	noWorkers  bool
 }
 
 // New builds the stack, or returns an error naming the missing or bad
@@ -130,11 +150,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	if cfg.AuthFailures == nil {
-		ipl, err := ratelimit.NewIPLimiter(ratelimit.IPLimiterConfig{Clock: clock})
-		if err != nil {
+		if cfg.AuthFailures, err = ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: DefaultAuthFailures, Window: time.Minute, Clock: clock}); err != nil {
 			return nil, fmt.Errorf("server: failed-authentication limiter: %w", err)
 		}
-		cfg.AuthFailures = ipl
 	}
 	if len(cfg.SigningKey) == 0 {
 		if cfg.SigningKey, err = cfg.Service.Store.SharedSecret(ctx, SigningSecretName, randomKey); err != nil {
@@ -146,15 +164,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		auth = httpapi.FirstOf(cfg.Login, auth)
 	}
 	api, err := httpapi.New(httpapi.Config{
-		Service:       svc,
-		Prefix:        cfg.Prefix,
-		PublicURL:     cfg.PublicURL,
-		Limiter:       cfg.Limiter,
-		AuthFailures:  cfg.AuthFailures,
-		Authenticator: auth,
-		SigningKey:    cfg.SigningKey,
-		Clock:         clock,
-		Logger:        log,
+		Service:        svc,
+		Prefix:         cfg.Prefix,
+		PublicURL:      cfg.PublicURL,
+		Limiter:        cfg.Limiter,
+		AuthFailures:   cfg.AuthFailures,
+		TrustedProxies: cfg.TrustedProxies,
+		IdempotencyTTL: cfg.IdempotencyTTL,
+		Authenticator:  auth,
+		SigningKey:     cfg.SigningKey,
+		Clock:          clock,
+		Logger:         log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -172,7 +192,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	return &Server{svc: svc, api: api, dispatcher: dispatcher}, nil
+	return &Server{svc: svc, api: api, dispatcher: dispatcher, noWorkers: cfg.NoWorkers}, nil
 }
 
 func checkPublicURL(raw string) error {
@@ -204,18 +224,20 @@ func (s *Server) Register(mux *http.ServeMux) { s.api.Register(mux) }
 // ServeHTTP serves one API request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.api.ServeHTTP(w, r) }
 
-// Run runs the workers (Service.Run) and delivers callbacks until ctx
-// ends, then returns once both have stopped (running generations get
-// Config.Service.ShutdownTimeout to finish). Callbacks are queued in the
-// store, so on a shared store any process that calls Run delivers every
-// process's callbacks; a process that only serves the API need not call
-// it.
+// Run runs the workers (Service.Run, unless Config.NoWorkers) and
+// delivers callbacks until ctx ends, then returns once both have stopped
+// (running generations get Config.Service.ShutdownTimeout to finish).
+// Callbacks are queued in the store, so on a shared store any process
+// that calls Run delivers every process's callbacks.
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	wg.Add(2)
-	go func() { defer wg.Done(); errs[0] = s.svc.Run(ctx) }()
+	wg.Add(1)
 	go func() { defer wg.Done(); errs[1] = s.dispatcher.Run(ctx) }()
+	if !s.noWorkers {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[0] = s.svc.Run(ctx) }()
+	}
 	wg.Wait()
 	if ctx.Err() != nil {
 		return nil // a stop asked for is a clean stop

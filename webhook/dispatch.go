@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/retry"
 )
 
 // Poster sends a POST without following redirects; *fetch.Fetcher is one.
@@ -153,9 +154,5 @@ func (d *Dispatcher) send(ctx context.Context, del imagegen.WebhookDelivery) err
 
 // backoff is the delay after the given number of failed attempts.
 func (d *Dispatcher) backoff(failed int) time.Duration {
-	delay := d.cfg.Backoff
-	for i := 1; i < failed && delay < d.cfg.MaxBackoff; i++ {
-		delay *= 2
-	}
-	return min(delay, d.cfg.MaxBackoff)
+	return retry.Backoff(failed-1, d.cfg.Backoff, d.cfg.MaxBackoff, false)
 }

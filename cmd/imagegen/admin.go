@@ -43,10 +43,10 @@ func parseAdmin(name string, args []string, getenv func(string) string, stderr i
 	if err := envDefaults(fs, getenv); err != nil {
 		return a, err
 	}
-	if err := a.storeFlags.check(true); err != nil {
-		return a, err
-	}
-	if a.owner == "" {
+	switch {
+	case a.storeFlags.check(true) != nil:
+		return a, a.storeFlags.check(true)
+	case a.owner == "":
 		return a, errors.New("-owner is required")
 	}
 	return a, nil
@@ -66,10 +66,21 @@ func withService(ctx context.Context, stores storeFlags, fn func(*imagegen.Servi
 	return fn(svc)
 }
 
+const keysUsage = `usage: imagegen keys <command> -redis URL|-postgres URL -owner USER [flags]
+
+commands:
+  create   make a new API key for the user and print it (shown once)
+  list     list the user's keys: id, hint, created, state
+  revoke   revoke the user's key -id KEY_ID (from keys list); it stops working at once
+
+Run "imagegen keys <command> -h" for the flags of a command.
+`
+
 // keysCmd: imagegen keys create|list|revoke.
 func keysCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("usage: imagegen keys create|list|revoke -redis URL|-postgres URL -owner USER [-id KEY_ID]")
+	cmd, err := pickSubcommand("keys", args, []string{"create", "list", "revoke"}, keysUsage, stdout, stderr)
+	if cmd == "" {
+		return err
 	}
 	var id string
 	a, err := parseAdmin("keys "+args[0], args[1:], getenv, stderr, func(fs *flag.FlagSet) {
@@ -119,21 +130,35 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 	})
 }
 
+const creditsUsage = `usage: imagegen credits <command> -redis URL|-postgres URL -owner USER [flags]
+
+commands:
+  grant   add -amount N credits to the user, once per -ref REF (required: an
+          invoice or payment id; running the same grant again changes nothing)
+  show    print the user's balance
+
+Run "imagegen credits <command> -h" for the flags of a command.
+`
+
 // creditsCmd: imagegen credits grant|show.
 func creditsCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("usage: imagegen credits grant|show -redis URL|-postgres URL -owner USER [-amount N] [-ref REF]")
+	cmd, err := pickSubcommand("credits", args, []string{"grant", "show"}, creditsUsage, stdout, stderr)
+	if cmd == "" {
+		return err
 	}
 	var amount int64
 	var ref string
 	a, err := parseAdmin("credits "+args[0], args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		if args[0] == "grant" {
 			fs.Int64Var(&amount, "amount", 0, "credits to add (positive)")
-			fs.StringVar(&ref, "ref", "", "idempotency reference: a grant with a ref already used is not applied again")
+			fs.StringVar(&ref, "ref", "", "reference of the grant, e.g. an invoice id (required): a grant with a ref already used is not applied again")
 		}
 	})
 	if err != nil {
 		return helpIsNoError(err)
+	}
+	if cmd == "grant" && ref == "" {
+		return errors.New("-ref is required (an invoice or payment id), so that running the grant again cannot grant twice")
 	}
 	return withService(ctx, a.storeFlags, func(svc *imagegen.Service) error {
 		switch args[0] {

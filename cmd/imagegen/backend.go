@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,12 +24,13 @@ type storeFlags struct {
 	schema      string
 }
 
-// register adds -redis, -postgres and -schema; what says what the URLs
-// are for.
+// register adds -redis, -postgres and -schema (the URLs may hold
+// passwords: they also read from files); what says what they are for.
 func (s *storeFlags) register(fs *flag.FlagSet, what string) {
 	fs.StringVar(&s.redisURL, "redis", "", "Redis URL (redis://host:port/db) "+what)
-	fs.StringVar(&s.postgresURL, "postgres", "", "PostgreSQL URL (postgres://user@host:port/db) "+what+"; apply the schema first with imagegen migrate")
+	fs.StringVar(&s.postgresURL, "postgres", "", "PostgreSQL URL (postgres://user@host:port/db) "+what+"; create its schema first with imagegen migrate")
 	fs.StringVar(&s.schema, "schema", postgres.DefaultSchema, "PostgreSQL schema of the store's tables (with -postgres)")
+	secretFiles(fs, "redis", "postgres")
 }
 
 // check refuses -redis with -postgres, and, when shared is true, neither.
@@ -63,20 +63,27 @@ var errSharedStoreRequired = errors.New("-redis URL or -postgres URL is required
 type backend struct {
 	store   imagegen.Store
 	limiter imagegen.Limiter // per-key request limit
-	// signingKey signs image URLs; on a shared store every API process
-	// must use the same one.
-	signingKey []byte
+	// authFailures counts failed authentications per client address;
+	// on a shared store every process shares the counts.
+	authFailures imagegen.Limiter
 	// workReady wakes idle workers when another process queues work
 	// (PostgreSQL's NOTIFY); nil for the other stores.
 	workReady <-chan struct{}
 	close     func() error
 }
 
+// Failed authentications allowed per client address (IPv4 address or
+// IPv6 /64) per rolling minute before they get 429 instead of 401; on a
+// shared store they are counted under their own key prefix.
+const (
+	authFailureLimit  = 10
+	authFailurePrefix = "imagegen:authfail:"
+)
+
 type backendConfig struct {
 	storeFlags
-	retention  time.Duration
-	rateLimit  int
-	signingKey string
+	retention time.Duration
+	rateLimit int
 }
 
 func openBackend(ctx context.Context, c backendConfig) (backend, error) {
@@ -89,17 +96,22 @@ func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 		return openRedis(ctx, c)
 	case c.postgresURL != "":
 		return openPostgres(ctx, c)
+	default:
+		limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: c.rateLimit, Window: time.Minute, Clock: clock})
+		if err != nil {
+			return backend{}, err
+		}
+		authFailures, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: authFailureLimit, Window: time.Minute, Clock: clock})
+		if err != nil {
+			return backend{}, err
+		}
+		return backend{
+			store:        memory.New(memory.Config{Clock: clock, Retention: c.retention}),
+			limiter:      limiter,
+			authFailures: authFailures,
+			close:        func() error { return nil },
+		}, nil
 	}
-	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: c.rateLimit, Window: time.Minute, Clock: clock})
-	if err != nil {
-		return backend{}, err
-	}
-	return backend{
-		store:      memory.New(memory.Config{Clock: clock, Retention: c.retention}),
-		limiter:    limiter,
-		signingKey: []byte(c.signingKey), // empty: httpapi makes a random one
-		close:      func() error { return nil },
-	}, nil
 }
 
 func openRedis(ctx context.Context, c backendConfig) (backend, error) {
@@ -116,27 +128,19 @@ func openRedis(ctx context.Context, c backendConfig) (backend, error) {
 	if err != nil {
 		return fail(err)
 	}
-	key, err := sharedSigningKey(ctx, store, c.signingKey)
+	authFailures, err := ratelimit.NewRedis(rdb, ratelimit.RedisConfig{Limit: authFailureLimit, Window: time.Minute, Prefix: authFailurePrefix})
 	if err != nil {
 		return fail(err)
 	}
-	return backend{store: store, limiter: limiter, signingKey: key, close: rdb.Close}, nil
-}
-
-// sharedSigningKey is -signing-key, or else the key every API process
-// on a shared store signs with: the first one to start makes it.
-func sharedSigningKey(ctx context.Context, store imagegen.SecretStore, flagKey string) ([]byte, error) {
-	if flagKey != "" {
-		return []byte(flagKey), nil
-	}
-	return store.SharedSecret(ctx, "url-signing", randomKey)
+	return backend{store: store, limiter: limiter, authFailures: authFailures, close: rdb.Close}, nil
 }
 
 // dialRedis connects to a redis:// or rediss:// URL and checks it answers.
 func dialRedis(ctx context.Context, url string) (*goredis.Client, error) {
 	opt, err := goredis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("-redis: %w", err)
+		// The URL may hold a password: it is not repeated.
+		return nil, errors.New("-redis must be a URL like redis://[:password@]host:port/db (or rediss:// for TLS)")
 	}
 	rdb := goredis.NewClient(opt)
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -151,10 +155,4 @@ func dialRedis(ctx context.Context, url string) (*goredis.Client, error) {
 // redactURL names a Redis server without its password.
 func redactURL(opt *goredis.Options) string {
 	return fmt.Sprintf("%s db %d", opt.Addr, opt.DB)
-}
-
-func randomKey() []byte {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails on Go 1.24+
-	return b
 }

@@ -3,17 +3,21 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
+	"net/netip"
+	"os"
 	"strings"
 )
 
 // envDefaults sets every flag of fs that was not given on the command line
-// from IMAGEGEN_<NAME> in the environment.
+// (neither itself nor its -<name>-file) from IMAGEGEN_<NAME> in the
+// environment.
 func envDefaults(fs *flag.FlagSet, getenv func(string) string) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] || err != nil {
+		if given[f.Name] || given[f.Name+"-file"] || err != nil {
 			return
 		}
 		name := envName(f.Name)
@@ -21,7 +25,7 @@ func envDefaults(fs *flag.FlagSet, getenv func(string) string) error {
 		if v == "" {
 			return
 		}
-		if _, repeatable := f.Value.(*stringList); repeatable {
+		if repeatable(f.Value) {
 			for _, item := range strings.Split(v, ",") {
 				if item = strings.TrimSpace(item); item != "" {
 					if e := f.Value.Set(item); e != nil {
@@ -38,6 +42,16 @@ func envDefaults(fs *flag.FlagSet, getenv func(string) string) error {
 	return err
 }
 
+// repeatable reports whether v is a flag that may be given more than
+// once (comma-separated in the env).
+func repeatable(v flag.Value) bool {
+	switch v.(type) {
+	case *stringList, *prefixList:
+		return true
+	}
+	return false
+}
+
 func envName(flagName string) string {
 	return "IMAGEGEN_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
@@ -49,5 +63,83 @@ func (l *stringList) String() string { return fmt.Sprint(len(*l)) + " values" }
 
 func (l *stringList) Set(v string) error {
 	*l = append(*l, v)
+	return nil
+}
+
+// prefixList is a repeatable CIDR flag; a bare address is its own /32 or
+// /128.
+type prefixList []netip.Prefix
+
+func (l *prefixList) String() string { return fmt.Sprint(len(*l)) + " prefixes" }
+
+func (l *prefixList) Set(v string) error {
+	v = strings.TrimSpace(v)
+	p, err := netip.ParsePrefix(v)
+	if err != nil {
+		a, aerr := netip.ParseAddr(v)
+		if aerr != nil {
+			return fmt.Errorf("not a CIDR or IP address: %q", v)
+		}
+		p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+	}
+	*l = append(*l, p.Masked())
+	return nil
+}
+
+// maxSecretFile bounds what a -<name>-file flag reads.
+const maxSecretFile = 64 << 10
+
+// secretFiles registers, for each named flag of fs, a "<name>-file" flag
+// that reads the value from a file instead (one value per line for a
+// repeatable flag), so secrets stay out of the process list, and says in
+// the flag's help that the environment and the file work too. Call it
+// after the flags are registered, before parsing.
+func secretFiles(fs *flag.FlagSet, names ...string) {
+	for _, name := range names {
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		f.Usage += fmt.Sprintf(" (a secret: set it with %s or -%s-file rather than on the command line, where ps shows it)", envName(name), name)
+		how := "trailing newline ignored"
+		if repeatable(f.Value) {
+			how = "one per line"
+		}
+		fs.Var(fileValue{target: f.Value}, name+"-file", fmt.Sprintf("file holding -%s (%s)", name, how))
+	}
+}
+
+// fileValue sets target from the contents of the file it is given.
+type fileValue struct{ target flag.Value }
+
+func (v fileValue) String() string { return "" }
+
+func (v fileValue) Set(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil {
+		return err
+	}
+	if len(b) > maxSecretFile {
+		return fmt.Errorf("%s is larger than %d bytes", path, maxSecretFile)
+	}
+	text := strings.TrimRight(string(b), "\r\n")
+	if !repeatable(v.target) {
+		if text == "" {
+			return fmt.Errorf("%s is empty", path)
+		}
+		return v.target.Set(text)
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			if err := v.target.Set(line); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }

@@ -11,7 +11,10 @@
 // Every flag of serve, worker, keys, credits and migrate can also be set in the
 // environment as IMAGEGEN_<NAME>, with the flag name upper-cased and
 // dashes as underscores (-rate-limit is IMAGEGEN_RATE_LIMIT); a flag on
-// the command line wins. generate and tasks read the server's URL from
+// the command line wins. Secrets (-demo-key, -signing-key and a -redis
+// URL with a password) are best given that way or with -<name>-file (a
+// file holding the value), since the command line shows in ps.
+// generate and tasks read the server's URL from
 // -server or IMAGEGEN_SERVER, and the API key from IMAGEGEN_API_KEY only.
 package main
 
@@ -22,9 +25,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 func main() {
+	// go-redis logs each failed dial of its pool on its own; the commands
+	// report the failure once, in their own words.
+	goredis.SetLogger(silentRedisLog{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
@@ -83,3 +91,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("unknown command %q", args[0])
 	}
 }
+
+// silentRedisLog drops go-redis's internal log lines.
+type silentRedisLog struct{}
+
+func (silentRedisLog) Printf(context.Context, string, ...any) {}

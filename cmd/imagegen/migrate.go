@@ -23,6 +23,7 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 	fs.StringVar(&url, "postgres", "", "PostgreSQL URL (postgres://user@host:port/db) (required)")
 	fs.StringVar(&schema, "schema", postgres.DefaultSchema, "schema of the store's tables (created if missing)")
 	fs.BoolVar(&down, "down", false, "undo every migration: drop the store's tables and their data (the schema stays)")
+	secretFiles(fs, "postgres")
 	fs.IntVar(&to, "to", -1, fmt.Sprintf("migrate up or down to this version (0 to %d; default the latest)", postgres.LatestVersion()))
 	if err := fs.Parse(args); err != nil {
 		return helpIsNoError(err)

@@ -14,8 +14,8 @@ import (
 	"github.com/imagegen/imagegen/store/postgres"
 )
 
-// openPostgres opens the PostgreSQL store, its limiter and signing key,
-// after checking that the schema is migrated to this build's version.
+// openPostgres opens the PostgreSQL store and its limiters, after
+// checking that the schema is migrated to this build's version.
 func openPostgres(ctx context.Context, c backendConfig) (backend, error) {
 	pool, err := dialPostgres(ctx, c.postgresURL)
 	if err != nil {
@@ -37,12 +37,12 @@ func openPostgres(ctx context.Context, c backendConfig) (backend, error) {
 	if err != nil {
 		return fail(err)
 	}
-	key, err := sharedSigningKey(ctx, store, c.signingKey)
+	authFailures, err := ratelimit.NewPostgres(pool, ratelimit.PostgresConfig{Limit: authFailureLimit, Window: time.Minute, Schema: c.schema, Prefix: authFailurePrefix})
 	if err != nil {
-		return fail(redactErr(err, c.postgresURL))
+		return fail(err)
 	}
 	return backend{
-		store: store, limiter: limiter, signingKey: key, workReady: store.WorkReady(),
+		store: store, limiter: limiter, authFailures: authFailures, workReady: store.WorkReady(),
 		close: func() error { store.Close(); pool.Close(); return nil },
 	}, nil
 }

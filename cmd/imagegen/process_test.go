@@ -10,11 +10,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/imagegen/imagegen/internal/redistest"
+	"github.com/matryer/is"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -62,9 +65,12 @@ type redisServer struct {
 // added to its command line (e.g. "--appendonly", "yes").
 func startRedis(t *testing.T, extra ...string) *redisServer {
 	t.Helper()
+	if os.Getenv(redistest.EnvVar) == "" {
+		t.Skip(redistest.EnvVar + " is not set: this test starts and stops its own redis-server processes (on other ports), and runs only where a real Redis is available")
+	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Skip("redis-server is not installed; this test needs real Redis processes")
+		t.Fatalf("%s is set but redis-server is not on PATH: %v", redistest.EnvVar, err)
 	}
 	r := &redisServer{port: freePort(t), dir: t.TempDir()}
 	r.args = append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(r.port), "--dir", r.dir, "--save", ""}, extra...)
@@ -222,4 +228,18 @@ func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// An unreachable Redis is one line on stderr, not a page of pool logs.
+func TestUnreachableRedisIsOneLine(t *testing.T) {
+	is := is.New(t)
+	bin := imagegenBinary(t)
+	port := freePort(t) // nothing listens there
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "keys", "list", "-redis", "redis://127.0.0.1:"+strconv.Itoa(port)+"/0", "-owner", "a").CombinedOutput()
+	is.True(err != nil) // it fails...
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	is.Equal(len(lines), 1) // ...in one line
+	is.True(strings.Contains(lines[0], "does not answer"))
 }

@@ -21,6 +21,7 @@ type runtimeConfig struct {
 	allowPrivateURLs bool
 	retention        time.Duration
 	lease            time.Duration
+	shutdownTimeout  time.Duration
 }
 
 func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int) {
@@ -30,6 +31,7 @@ func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int) {
 	fs.DurationVar(&c.placeholderDelay, "placeholder-delay", 2*time.Second, "how long the placeholder model takes per image")
 	fs.BoolVar(&c.allowPrivateURLs, "allow-private-urls", false, "let image_input and callback_url URLs point at loopback and private addresses, and callbacks use http (development only)")
 	fs.DurationVar(&c.retention, "retention", 24*time.Hour, "how long finished tasks and their images are kept (use one value for all processes)")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "on SIGTERM, how long running generations may finish before they are stopped and their tasks given back to the queue (without using up an attempt)")
 	fs.DurationVar(&c.lease, "lease", 30*time.Second, "how long a worker holds a task before another may take it over (renewed while it runs)")
 }
 
@@ -44,27 +46,39 @@ func (c runtimeConfig) validate() error {
 		return errors.New("-retention must be positive")
 	case c.placeholderDelay < 0:
 		return errors.New("-placeholder-delay must not be negative")
+	case c.shutdownTimeout < 0:
+		return errors.New("-shutdown-timeout must not be negative")
 	case c.lease < time.Second:
 		return errors.New("-lease must be at least 1s")
 	}
 	return nil
 }
 
-// newService wires the model and the service on the backend's store.
-// getenv gives the providers' API keys.
-func newService(c runtimeConfig, getenv func(string) string, be backend, log *slog.Logger) (*imagegen.Service, error) {
+// serviceConfig wires the model of -model on the backend's store. getenv gives the
+// providers' API keys.
+func serviceConfig(c runtimeConfig, getenv func(string) string, be backend, log *slog.Logger) (imagegen.Config, error) {
 	clock := imagegen.SystemClock{}
 	fetcher, err := fetch.New(fetch.Config{AllowPrivate: c.allowPrivateURLs})
 	if err != nil {
-		return nil, err
+		return imagegen.Config{}, err
 	}
 	model, err := newModel(c.model, modelDeps{getenv: getenv, fetcher: fetcher, clock: clock, delay: c.placeholderDelay, log: log})
 	if err != nil {
-		return nil, err
+		return imagegen.Config{}, err
 	}
-	return imagegen.New(imagegen.Config{
+	return imagegen.Config{
 		Store: be.store, WorkReady: be.workReady, Model: model, Clock: clock, Logger: log,
 		Workers: c.workers, LeaseDuration: c.lease,
+		ShutdownTimeout:    max(c.shutdownTimeout, time.Nanosecond), // 0 would mean the default
 		AllowHTTPCallbacks: c.allowPrivateURLs,
-	})
+	}, nil
+}
+
+// newService is the service of serviceConfig.
+func newService(c runtimeConfig, getenv func(string) string, be backend, log *slog.Logger) (*imagegen.Service, error) {
+	cfg, err := serviceConfig(c, getenv, be, log)
+	if err != nil {
+		return nil, err
+	}
+	return imagegen.New(cfg)
 }

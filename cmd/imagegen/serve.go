@@ -9,14 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/fetch"
-	"github.com/imagegen/imagegen/httpapi"
-	"github.com/imagegen/imagegen/ratelimit"
-	"github.com/imagegen/imagegen/webhook"
+	"github.com/imagegen/imagegen/server"
 )
 
 type serveConfig struct {
@@ -27,6 +25,9 @@ type serveConfig struct {
 	demoCredits int64
 	rateLimit   int
 	signingKey  string
+	// trustedProxies are the reverse proxies whose X-Forwarded-For /
+	// Forwarded headers name the client.
+	trustedProxies prefixList
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -38,8 +39,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.Var(&c.demoKeys, "demo-key", "API key of a demo user, at least 16 characters (repeatable; each key gets its own user)")
 	fs.Int64Var(&c.demoCredits, "demo-credits", 100, "credits granted to each demo user")
 	fs.IntVar(&c.rateLimit, "rate-limit", 10, "requests per API key per rolling minute")
-	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: random per process; with -redis or -postgres, one shared by all processes)")
+	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: one kept in the store, shared by every process on a shared store)")
+	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose X-Forwarded-For / Forwarded headers name the client, for the per-address limit on failed logins (repeatable; default: none, the client is the peer address)")
 	c.runtimeConfig.register(fs, 4)
+	secretFiles(fs, "demo-key", "signing-key")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -54,14 +57,16 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return c, errors.New("-demo-credits must not be negative")
 	case c.rateLimit < 1:
 		return c, errors.New("-rate-limit must be at least 1")
+	case c.publicURL != "" && !absoluteHTTPURL(c.publicURL):
+		return c, errors.New("-public-url must be an absolute http(s) URL such as https://img.example.com")
 	case c.signingKey != "" && len(c.signingKey) < 16:
 		return c, errors.New("-signing-key must be at least 16 bytes")
 	}
 	return c, c.runtimeConfig.validate()
 }
 
-// serve runs the API and workers on the memory store (or Redis, with
-// -redis) and the model of -model until ctx ends, then shuts down
+// serve runs the API and workers on the memory store (or a shared one,
+// with -redis or -postgres) and the model of -model until ctx ends, then shuts down
 // gracefully.
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c, err := parseServe(args, getenv, stderr)
@@ -73,17 +78,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
-	clock := imagegen.SystemClock{}
-	be, err := openBackend(ctx, backendConfig{storeFlags: c.storeFlags, retention: c.retention, rateLimit: c.rateLimit, signingKey: c.signingKey})
+	be, err := openBackend(ctx, backendConfig{storeFlags: c.storeFlags, retention: c.retention, rateLimit: c.rateLimit})
 	if err != nil {
 		return err
 	}
 	defer be.close()
-	svc, err := newService(c.runtimeConfig, getenv, be, log)
+	svcConfig, err := serviceConfig(c.runtimeConfig, getenv, be, log)
 	if err != nil {
-		return err
-	}
-	if err := createDemoUsers(ctx, svc, c, stdout); err != nil {
 		return err
 	}
 
@@ -95,31 +96,24 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if publicURL == "" {
 		publicURL = "http://" + displayAddr(ln.Addr())
 	}
-	authFailures, err := ratelimit.NewIPLimiter(ratelimit.IPLimiterConfig{Clock: clock})
-	if err != nil {
-		return err
-	}
-	api, err := httpapi.New(httpapi.Config{
-		Service:      svc,
-		PublicURL:    publicURL,
-		Limiter:      be.limiter,
-		AuthFailures: authFailures,
-		SigningKey:   be.signingKey,
-		Logger:       log,
+	stack, err := server.New(ctx, server.Config{
+		Service:        svcConfig,
+		PublicURL:      publicURL,
+		Limiter:        be.limiter,
+		AuthFailures:   be.authFailures,
+		TrustedProxies: c.trustedProxies,
+		IdempotencyTTL: c.retention,
+		SigningKey:     []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
+		NoWorkers:      c.workers == 0,       // -workers 0: this process serves the API only
 	})
 	if err != nil {
 		return err
 	}
+	if err := createDemoUsers(ctx, stack.Service(), c, stdout); err != nil {
+		return err
+	}
 	mux := http.NewServeMux()
-	api.Register(mux)
-	callbacks, err := fetch.New(fetch.Config{AllowPrivate: c.allowPrivateURLs})
-	if err != nil {
-		return err
-	}
-	dispatcher, err := webhook.NewDispatcher(webhook.Config{Service: svc, Render: api.TaskJSON, Poster: callbacks, Logger: log})
-	if err != nil {
-		return err
-	}
+	stack.Register(mux)
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -129,19 +123,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 
+	srv.RegisterOnShutdown(stack.API().Drain) // open Prefer: wait requests answer at once
+
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = dispatcher.Run(ctx) // callbacks of finished tasks, from this or any process
+		_ = stack.Run(ctx) // workers, and callbacks of finished tasks from this or any process; returns once running generations finished or were released
 	}()
-	if c.workers > 0 { // -workers 0: this process serves the API only
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = svc.Run(ctx) // returns once running generations finished or were released
-		}()
-	}
 	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "workers", c.workers, "model", c.model, "store", c.storeFlags.name())
 
 	serveErr := make(chan error, 1)
@@ -206,4 +195,11 @@ func displayAddr(a net.Addr) string {
 		host = "::1"
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// absoluteHTTPURL reports whether raw is an absolute http(s) URL with a
+// host and no credentials, query or fragment.
+func absoluteHTTPURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil && u.RawQuery == "" && u.Fragment == ""
 }

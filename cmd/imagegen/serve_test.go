@@ -5,8 +5,10 @@ import (
 	"context"
 	"image/png"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,14 +35,14 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-type server struct {
+type serveProc struct {
 	base           string
 	stdout, stderr *syncBuffer
 	stop           func() error
 }
 
 // startServe runs `imagegen serve` on a free loopback port.
-func startServe(t *testing.T, env map[string]string, args ...string) server {
+func startServe(t *testing.T, env map[string]string, args ...string) serveProc {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
@@ -51,7 +53,7 @@ func startServe(t *testing.T, env map[string]string, args ...string) server {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
-			s := server{base: m[1], stdout: stdout, stderr: stderr}
+			s := serveProc{base: m[1], stdout: stdout, stderr: stderr}
 			s.stop = func() error { cancel(); return <-done }
 			t.Cleanup(func() { cancel() })
 			return s
@@ -68,13 +70,13 @@ func startServe(t *testing.T, env map[string]string, args ...string) server {
 	}
 }
 
-func (s server) call(t *testing.T, method, path, key, body string) (int, map[string]any) {
+func (s serveProc) call(t *testing.T, method, path, key, body string) (int, map[string]any) {
 	t.Helper()
 	return httpCall(t, method, s.base+path, key, body)
 }
 
 // waitTask polls (within the rate limit of the test server) until the task ends.
-func (s server) waitTask(t *testing.T, key, id string) map[string]any {
+func (s serveProc) waitTask(t *testing.T, key, id string) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -175,4 +177,42 @@ func TestRunUsage(t *testing.T) {
 	is.True(run(context.Background(), []string{"bogus"}, func(string) string { return "" }, &out, &errOut) != nil)
 	is.NoErr(run(context.Background(), []string{"help"}, func(string) string { return "" }, &out, &errOut))
 	is.True(strings.Contains(out.String(), "serve"))
+}
+
+// keyWriter hands each stdout write to a check that runs while serve is
+// still inside the write, so the check sees the server as it is at the
+// moment the key appears.
+type keyWriter struct{ onWrite func(string) }
+
+func (w keyWriter) Write(p []byte) (int, error) { w.onWrite(string(p)); return len(p), nil }
+
+// The demo key is printed only once serve is listening: a client that
+// uses it straight away reaches the server.
+func TestDemoKeyPrintedOnceListening(t *testing.T) {
+	is := is.New(t)
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dialed := make(chan error, 1)
+	stdout := keyWriter{onWrite: func(s string) {
+		if strings.Contains(s, "igk_") {
+			conn, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				_ = conn.Close()
+			}
+			dialed <- err
+		}
+	}}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "-addr", addr}, noEnv, stdout, io.Discard) }()
+	select {
+	case err := <-dialed:
+		is.NoErr(err) // the address accepted a connection when the key was printed
+	case err := <-done:
+		t.Fatalf("serve exited before printing a key: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no key printed within 10s")
+	}
+	cancel()
+	is.NoErr(<-done)
 }

@@ -3,28 +3,30 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 )
 
-const tasksUsage = "usage: imagegen tasks get [-server URL] TASK_ID"
+const tasksUsage = `usage: imagegen tasks <command> [flags]
+
+commands:
+  get [-server URL] TASK_ID   print a task of a server's API as JSON
+
+The API key comes from IMAGEGEN_API_KEY; the server from -server,
+IMAGEGEN_SERVER or http://127.0.0.1:8080.
+`
 
 // tasksCmd: imagegen tasks get ID prints the task as indented JSON.
 func tasksCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "get" {
-		fmt.Fprintln(stderr, tasksUsage)
-		if len(args) == 0 {
-			return errors.New("no tasks command given")
-		}
-		return fmt.Errorf("unknown tasks command %q (get)", args[0])
+	if cmd, err := pickSubcommand("tasks", args, []string{"get"}, tasksUsage, stdout, stderr); cmd == "" {
+		return err
 	}
 	var a apiFlags
 	fs := flag.NewFlagSet("tasks get", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, tasksUsage)
+		fmt.Fprint(stderr, tasksUsage)
 		fs.PrintDefaults()
 	}
 	a.register(fs)

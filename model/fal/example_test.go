@@ -45,25 +45,11 @@ func Example() {
 	}))
 	defer srv.Close()
 
-	clock := providertest.NewClock()
-	m, err := fal.New(fal.Config{
+	clock := providertest.NewInstantClock()
+	fmt.Println(providertest.Demo(fal.New, fal.Config{
 		Config:  provider.Config{BaseURL: srv.URL, APIKey: "fal-example-key", Clock: clock},
 		Fetcher: cdn{"https://v3.fal.media/files/a.png": providertest.PNG(1024, 576)},
-	})
-	if err != nil {
-		panic(err)
-	}
-	req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse at dusk", AspectRatio: imagegen.Aspect16x9}
-	plan, err := m.Plan(req)
-	if err != nil {
-		panic(err)
-	}
-	imgs, err := m.Generate(context.Background(), imagegen.Generation{TaskID: "t1", Model: plan.Model, Request: req, Attempt: 1})
-	if err != nil {
-		panic(err)
-	}
-	size, _ := provider.ImageSize(imgs[0].Data)
-	fmt.Println(plan.Model, plan.Cost, imgs[0].ContentType, size, clock.Waits())
+	}, providertest.T2I("a lighthouse at dusk", imagegen.Aspect16x9)), clock.Waits())
 	// Output:
 	// POST /fal-ai/flux/dev true
 	// GET /fal-ai/flux/requests/req-1/status true

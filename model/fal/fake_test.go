@@ -37,8 +37,8 @@ const (
 // before its usual behaviour.
 type answer = providertest.Answer
 
-// wireInput is flux/dev's input as fal documents it (WIRE.md), decoded
-// strictly: an unknown field fails the test.
+// wireInput is flux/dev's input as fal documents it, decoded strictly:
+// an unknown field fails the test.
 type wireInput struct {
 	Prompt              *string         `json:"prompt"`
 	ImageSize           json.RawMessage `json:"image_size"`
@@ -72,19 +72,22 @@ func presets() map[string]provider.Size {
 }
 
 // fake is fal's queue API on 127.0.0.1, and fal's CDN as an
-// ImageFetcher, following the wire notes (/work/shared/specs/fal): it
+// ImageFetcher, following fal's client and docs (testdata/README.md): it
 // checks every call's method, path, "Authorization: Key" header and
 // body, serves scripted answers, then the documented ones: submit as
-// examples/submit.response.json, the statuses in order (IN_QUEUE 202,
+// testdata/submit.response.json, the statuses in order (IN_QUEUE 202,
 // IN_PROGRESS 202, COMPLETED 200; the last repeats), the result as
-// examples/result.flux-dev.json with an image of the asked size on the
-// CDN, and cancel as examples/cancel.*.json.
+// testdata/result.flux-dev.json with an image of the asked size on the
+// CDN, and cancel as testdata/cancel.*.json. logs is the debug log of
+// the adapters made for it (newModel).
 type fake struct {
 	providertest.Script[call]
-	t     *testing.T
-	srv   *httptest.Server
-	model string // endpoint id submitted to
-	app   string // owner/app in status, result and cancel paths
+	t        *testing.T
+	srv      *httptest.Server
+	examples *providertest.Examples
+	logs     syncLog
+	model    string // endpoint id submitted to
+	app      string // owner/app in status, result and cancel paths
 
 	// statuses are the example names the status polls answer in order,
 	// the last repeating. Default in_queue, in_progress, completed.
@@ -94,8 +97,6 @@ type fake struct {
 	foreignURLs bool
 	// answerSize, when set, is the size of every answered image.
 	answerSize *provider.Size
-	// hang makes status polls wait until the client gives up.
-	hang bool
 
 	mu        sync.Mutex
 	completed bool
@@ -105,22 +106,12 @@ type fake struct {
 
 func newFake(t *testing.T) *fake {
 	t.Helper()
-	f := &fake{t: t, model: "fal-ai/flux/dev", app: "fal-ai/flux",
+	f := &fake{t: t, examples: providertest.LoadExamples(t, providertest.TestData), model: "fal-ai/flux/dev", app: "fal-ai/flux",
 		statuses: []string{"in_queue", "in_progress", "completed"},
 		cdn:      map[string][]byte{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
-}
-
-// script queues answers for the next calls of a kind.
-func (f *fake) script(kind string, answers ...answer) *fake {
-	f.Queue(kind, answers...)
-	return f
-}
-
-func example(t testing.TB, name string) []byte {
-	return providertest.Spec(t, "fal", "examples/"+name)
 }
 
 // client is an HTTP client that reaches only the fake: a call to any
@@ -143,15 +134,6 @@ func (f *fake) client() *http.Client {
 type roundTrip func(*http.Request) (*http.Response, error)
 
 func (rt roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return rt(r) }
-
-// kinds returns the kinds of the calls so far, in order.
-func (f *fake) kinds() []string {
-	var out []string
-	for _, c := range f.Calls() {
-		out = append(out, c.kind)
-	}
-	return out
-}
 
 // count is the number of calls of a kind.
 func (f *fake) count(kind string) int {
@@ -203,7 +185,7 @@ func (f *fake) kind(r *http.Request) string {
 func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
 	c := call{kind: f.kind(r), method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, header: r.Header.Clone(), raw: raw}
-	next, scripted := f.Record(c.kind, c) // nothing is queued for kind ""
+	next, scripted := f.Record(c.kind, c) // the tests queue every answer for a kind of their own
 
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("x-fal-request-id", requestID)
@@ -215,24 +197,20 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case r.Header.Get("Authorization") != "Key "+key:
 		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = w.Write(example(f.t, "error.401.json"))
+		_, _ = w.Write(f.examples.Get("error.401.json"))
 		return
 	}
 	if err := f.check(c); err != nil {
 		f.t.Errorf("%s call breaks the wire notes: %v", c.kind, err)
 	}
-	if c.kind == statusCall && f.hang {
-		providertest.Hang(r, nil)
-		return
-	}
 	if scripted {
 		next.Body = f.rewrite(next.Body)
-		next.Write(w)
+		next.Serve(w, r)
 		return
 	}
 	switch c.kind {
 	case submitCall:
-		_, _ = w.Write(f.rewrite(example(f.t, "submit.response.json")))
+		_, _ = w.Write(f.rewrite(f.examples.Get("submit.response.json")))
 	case statusCall:
 		f.serveStatus(w)
 	case resultCall:
@@ -243,11 +221,11 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		if done {
 			w.WriteHeader(http.StatusBadRequest)
-			_, _ = w.Write(example(f.t, "cancel.already-completed.json"))
+			_, _ = w.Write(f.examples.Get("cancel.already-completed.json"))
 			return
 		}
 		w.WriteHeader(http.StatusAccepted)
-		_, _ = w.Write(example(f.t, "cancel.response.json"))
+		_, _ = w.Write(f.examples.Get("cancel.response.json"))
 	}
 }
 
@@ -259,9 +237,11 @@ func (f *fake) serveStatus(w http.ResponseWriter) {
 	if len(f.statuses) > 1 {
 		f.statuses = f.statuses[1:]
 	}
-	body := example(f.t, "status."+name+".json")
+	body := f.examples.Get("status." + name + ".json")
 	var s struct{ Status string }
-	providertest.Must(f.t, json.Unmarshal(body, &s))
+	if err := json.Unmarshal(body, &s); err != nil {
+		f.t.Errorf("status example %s: %v", name, err)
+	}
 	if s.Status == "COMPLETED" {
 		f.completed = true
 	}
@@ -283,7 +263,7 @@ func (f *fake) rewrite(body []byte) []byte {
 	return []byte(s)
 }
 
-// result is examples/result.flux-dev.json with the image of the size
+// result is testdata/result.flux-dev.json with the image of the size
 // asked for (or answerSize), put on the CDN.
 func (f *fake) result(c call) []byte {
 	var in wireInput
@@ -298,7 +278,9 @@ func (f *fake) result(c call) []byte {
 		size = presets()[preset]
 	} else {
 		var wh struct{ Width, Height int }
-		providertest.Must(f.t, json.Unmarshal(in.ImageSize, &wh))
+		if err := json.Unmarshal(in.ImageSize, &wh); err != nil {
+			f.t.Errorf("image_size %s: %v", in.ImageSize, err)
+		}
 		size = provider.Size{W: wh.Width, H: wh.Height}
 	}
 	if f.answerSize != nil {
@@ -317,7 +299,7 @@ func (f *fake) result(c call) []byte {
 	f.cdn[url] = data
 	f.mu.Unlock()
 
-	return providertest.EditJSON(f.t, example(f.t, "result.flux-dev.json"), func(doc map[string]any) {
+	return providertest.EditJSON(f.t, f.examples.Get("result.flux-dev.json"), func(doc map[string]any) {
 		img := doc["images"].([]any)[0].(map[string]any)
 		img["url"], img["width"], img["height"], img["content_type"] = url, size.W, size.H, "image/"+format
 	})
@@ -343,7 +325,7 @@ func (f *fake) check(c call) error {
 }
 
 // checkInput checks a submit body: flux/dev's fields only, with the
-// values WIRE.md lists.
+// values fal documents.
 func checkInput(raw []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -382,10 +364,10 @@ func checkInput(raw []byte) error {
 	return nil
 }
 
-// completedWith is examples/status.completed.json of a request that
+// completedWith is testdata/status.completed.json of a request that
 // failed with errType.
 func completedWith(t testing.TB, errType, msg string) []byte {
-	return providertest.EditJSON(t, example(t, "status.completed.json"), func(doc map[string]any) {
+	return providertest.EditJSON(t, providertest.Spec(t, "status.completed.json"), func(doc map[string]any) {
 		doc["error"], doc["error_type"] = msg, errType
 	})
 }

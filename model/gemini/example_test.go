@@ -1,7 +1,6 @@
 package gemini_test
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -32,21 +31,7 @@ func Example() {
 	}))
 	defer srv.Close()
 
-	m, err := gemini.New(gemini.Config{Config: provider.Config{BaseURL: srv.URL + "/v1beta", APIKey: "AIza-example"}})
-	if err != nil {
-		panic(err)
-	}
-	req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a nano banana dish", AspectRatio: imagegen.Aspect16x9}
-	plan, err := m.Plan(req)
-	if err != nil {
-		panic(err)
-	}
-	imgs, err := m.Generate(context.Background(), imagegen.Generation{TaskID: "t1", Model: plan.Model, Request: req, Attempt: 1})
-	if err != nil {
-		panic(err)
-	}
-	size, _ := provider.ImageSize(imgs[0].Data)
-	fmt.Println(plan.Model, plan.Cost, imgs[0].ContentType, size)
+	fmt.Println(providertest.Demo(gemini.New, gemini.Config{Config: provider.Config{BaseURL: srv.URL + "/v1beta", APIKey: "AIza-example"}}, providertest.T2I("a nano banana dish", imagegen.Aspect16x9)))
 	// Output:
 	// POST /v1beta/models/gemini-2.5-flash-image:generateContent [TEXT IMAGE] 16:9 true
 	// gemini/gemini-2.5-flash-image 1 image/png 1344x756

@@ -75,33 +75,28 @@ func answerSize(ratio string) (provider.Size, bool) {
 	return s, ok
 }
 
-// fake is the Gemini API on 127.0.0.1, following the wire spec
-// (/work/shared/specs/gemini): it checks the path, the key header and
-// the body (field names as the protos and examples have them, enum
-// values), serves scripted answers, then answers like
-// examples/response.image.json with a PNG of the model's size for the
-// ratio asked (or, with no ratio, the first reference's).
+// fake is the Gemini API on 127.0.0.1, following Google's interface
+// definition of generateContent (testdata/README.md names it): it
+// checks the path, the key header and the body (field names as the
+// protos and examples have them, enum values), serves scripted answers,
+// then answers like testdata/response.image.json with a PNG of the
+// model's size for the ratio asked (or, with no ratio, the first
+// reference's).
 type fake struct {
 	providertest.Script[call]
 	t           *testing.T
 	srv         *httptest.Server
-	okBody      []byte        // examples/response.image.json
-	ignoreRatio bool          // answer 1024x1024 whatever was asked
-	hang        chan struct{} // when set, requests wait on it (or the client)
+	examples    *providertest.Examples
+	ignoreRatio bool // answer 1024x1024 whatever was asked
 	pngs        providertest.PNGs
 }
 
-func newFake(t *testing.T, answers ...answer) *fake {
+func newFake(t *testing.T) *fake {
 	t.Helper()
-	f := &fake{t: t, okBody: example(t, "response.image.json")}
-	f.Queue("", answers...)
+	f := &fake{t: t, examples: providertest.LoadExamples(t, providertest.TestData)}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
-}
-
-func example(t *testing.T, name string) []byte {
-	return providertest.Spec(t, "gemini", "examples/"+name)
 }
 
 func (f *fake) baseURL() string { return f.srv.URL + "/v1beta" }
@@ -112,11 +107,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	decodeErr := dec.Decode(&c.req)
-	next, scripted := f.Record("", c)
-	if f.hang != nil {
-		providertest.Hang(r, f.hang)
-		return
-	}
+	next, scripted := f.Record("generate", c)
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	switch {
 	case r.Method != http.MethodPost || r.URL.Path != modelPath:
@@ -131,24 +122,25 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	case decodeErr != nil:
 		f.t.Errorf("request body does not follow the protos: %v", decodeErr)
 		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(example(f.t, "error.400.invalid-argument.json"))
+		_, _ = w.Write(f.examples.Get("error.400.invalid-argument.json"))
 		return
 	}
 	if err := checkRequest(c.req); err != nil {
 		f.t.Errorf("request breaks the wire spec: %v", err)
 	}
 	if scripted {
-		next.Write(w)
+		next.Serve(w, r)
 		return
 	}
 	_, _ = w.Write(f.success(c))
 }
 
 // badKeyBody is the 400 of a bad key: the shape of
-// examples/error.400.invalid-argument.json with the ErrorInfo that
-// WIRE.md describes. It echoes the key, to check that it is redacted.
+// testdata/error.400.invalid-argument.json with the google.rpc.ErrorInfo
+// Google's API errors carry. It echoes the key, to check that it is
+// redacted.
 func (f *fake) badKeyBody(got string) []byte {
-	return providertest.EditJSON(f.t, example(f.t, "error.400.invalid-argument.json"), func(body map[string]any) {
+	return providertest.EditJSON(f.t, f.examples.Get("error.400.invalid-argument.json"), func(body map[string]any) {
 		e := body["error"].(map[string]any)
 		e["message"] = "API key not valid. Please pass a valid API key. (got " + got + ")"
 		e["details"] = []any{map[string]any{
@@ -160,7 +152,7 @@ func (f *fake) badKeyBody(got string) []byte {
 	})
 }
 
-// success is examples/response.image.json with its image replaced.
+// success is testdata/response.image.json with its image replaced.
 func (f *fake) success(c call) []byte {
 	s := provider.Size{W: 1024, H: 1024}
 	if r := c.aspectRatio(); r != "" {
@@ -174,7 +166,7 @@ func (f *fake) success(c call) []byte {
 	if f.ignoreRatio {
 		s = provider.Size{W: 1024, H: 1024}
 	}
-	return withImage(f.t, f.okBody, f.pngs.Of(s))
+	return withImage(f.t, f.examples.Get("response.image.json"), f.pngs.Of(s))
 }
 
 // withImage is an answer body with the data of its inlineData part set.
@@ -188,7 +180,7 @@ func withImage(t *testing.T, body, png []byte) []byte {
 	})
 }
 
-// checkRequest checks the values WIRE.md lists.
+// checkRequest checks the values the API documents.
 func checkRequest(r wireRequest) error {
 	if len(r.Contents) != 1 || r.Contents[0].Role != "user" || len(r.Contents[0].Parts) == 0 {
 		return fmt.Errorf("want one user content with parts")

@@ -1,7 +1,6 @@
 package openai_test
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -26,21 +25,7 @@ func Example() {
 	}))
 	defer srv.Close()
 
-	m, err := openai.New(openai.Config{Config: provider.Config{BaseURL: srv.URL + "/v1", APIKey: "sk-example"}})
-	if err != nil {
-		panic(err)
-	}
-	req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse at dusk", AspectRatio: imagegen.Aspect16x9}
-	plan, err := m.Plan(req)
-	if err != nil {
-		panic(err)
-	}
-	imgs, err := m.Generate(context.Background(), imagegen.Generation{TaskID: "t1", Model: plan.Model, Request: req, Attempt: 1})
-	if err != nil {
-		panic(err)
-	}
-	size, _ := provider.ImageSize(imgs[0].Data)
-	fmt.Println(plan.Model, plan.Cost, imgs[0].ContentType, size)
+	fmt.Println(providertest.Demo(openai.New, openai.Config{Config: provider.Config{BaseURL: srv.URL + "/v1", APIKey: "sk-example"}}, providertest.T2I("a lighthouse at dusk", imagegen.Aspect16x9)))
 	// Output:
 	// POST /v1/images/generations gpt-image-1 1536x1024
 	// openai/gpt-image-1 2 image/png 1536x864

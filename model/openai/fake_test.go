@@ -33,33 +33,32 @@ type call struct {
 	files  []part              // edits
 }
 
-// fake is an OpenAI Images API on 127.0.0.1 that follows the wire spec
-// (/work/shared/specs/openai): it validates every request against the
-// OpenAPI subset, checks the key, serves scripted failures, then answers
-// like the documented example responses with a PNG of the asked size.
+// fake is an OpenAI Images API on 127.0.0.1 that follows OpenAI's
+// OpenAPI description (testdata/README.md names the files): it
+// validates every request against it, checks the key, serves scripted
+// failures, then answers like the documented example responses with a
+// PNG of the asked size.
 type fake struct {
 	providertest.Script[call]
 	t        *testing.T
 	srv      *httptest.Server
 	spec     *specValidator
-	gptBody  []byte // examples/generations.response.gpt-image-1.json
-	dalleURL []byte // examples/generations.response.dall-e-3.json
+	gptBody  []byte // testdata/generations.response.gpt-image-1.json
+	dalleURL []byte // testdata/generations.response.dall-e-3.json
 	// answerURL makes dall-e-3 answers carry the example's url even when
 	// b64_json was asked for.
 	answerURL bool
-	hang      chan struct{} // when set, requests wait on it (or the client)
 
 	pngs providertest.PNGs
 }
 
-func newFake(t *testing.T, failures ...answer) *fake {
+func newFake(t *testing.T) *fake {
 	t.Helper()
 	f := &fake{
 		t:        t,
-		gptBody:  providertest.Spec(t, "openai", "examples/generations.response.gpt-image-1.json"),
-		dalleURL: providertest.Spec(t, "openai", "examples/generations.response.dall-e-3.json"),
+		gptBody:  providertest.Spec(t, "generations.response.gpt-image-1.json"),
+		dalleURL: providertest.Spec(t, "generations.response.dall-e-3.json"),
 	}
-	f.Queue("", failures...)
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	f.spec = newSpecValidator(t, f.srv.URL+"/v1")
@@ -69,11 +68,6 @@ func newFake(t *testing.T, failures ...answer) *fake {
 		}
 	})
 	return f
-}
-
-// example returns a file of examples/ (the test skips when absent).
-func example(t *testing.T, name string) []byte {
-	return providertest.Spec(t, "openai", "examples/"+name)
 }
 
 func (f *fake) baseURL() string { return f.srv.URL + "/v1" }
@@ -104,11 +98,8 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	} else if err := json.Unmarshal(body, &c.json); err != nil {
 		f.t.Errorf("request body is not JSON: %v", err)
 	}
-	next, scripted := f.Record("", c)
-	if f.hang != nil {
-		providertest.Hang(r, f.hang)
-		return
-	}
+	// Calls are of the kind "generations" or "edits".
+	next, scripted := f.Record(strings.TrimPrefix(c.path, "/v1/images/"), c)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Request-Id", "req_test")
 	if r.Header.Get("Authorization") != "Bearer "+key {
@@ -120,7 +111,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if scripted {
-		next.Write(w)
+		next.Serve(w, r)
 		return
 	}
 	_, _ = w.Write(f.success(c))

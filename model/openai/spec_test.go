@@ -20,8 +20,8 @@ import (
 	"github.com/imagegen/imagegen/model/provider/providertest"
 )
 
-// specValidator checks requests against
-// /work/shared/specs/openai/openapi.images-subset.yaml with kin-openapi.
+// specValidator checks requests against OpenAI's OpenAPI description
+// (testdata/openapi.images-subset.yaml) with kin-openapi.
 type specValidator struct {
 	router routers.Router
 
@@ -31,10 +31,10 @@ type specValidator struct {
 }
 
 // newSpecValidator loads the spec with its server set to baseURL (the
-// fake's /v1); the test skips when the spec is absent.
+// fake's /v1).
 func newSpecValidator(t *testing.T, baseURL string) *specValidator {
 	t.Helper()
-	return &specValidator{router: providertest.OpenAPIRouter(t, "openai", "openapi.images-subset.yaml", baseURL)}
+	return &specValidator{router: providertest.OpenAPIRouter(t, "openapi.images-subset.yaml", baseURL)}
 }
 
 // validate checks one request whose body has been read.

@@ -22,10 +22,10 @@ func paletteOf(prompt string) palette {
 	}
 }
 
-// draw paints the picture: a diagonal gradient, three rings and three
-// bars from the prompt's hash, and the reference images as tiles along
-// the bottom third.
-func draw(prompt string, w, h int, refs []image.Image) *image.NRGBA {
+// draw paints the picture without its references: a diagonal gradient,
+// three rings and three bars from the prompt's hash. The references go
+// on top as tiles along the bottom third (tileOf).
+func draw(prompt string, w, h int) *image.NRGBA {
 	p := paletteOf(prompt)
 	img := image.NewNRGBA(image.Rect(0, 0, w, h))
 	gradient(img, p.from, p.to)
@@ -37,7 +37,6 @@ func draw(prompt string, w, h int, refs []image.Image) *image.NRGBA {
 		bx := int(p.seed[15+i]) * w / 256
 		blend(img, image.Rect(bx, 0, bx+max(2, w/64), h), p.shape, 96)
 	}
-	tiles(img, refs)
 	return img
 }
 
@@ -88,16 +87,12 @@ func blend(img *image.NRGBA, r image.Rectangle, c [3]uint8, alpha int) {
 
 // tiles draws the reference images side by side along the bottom third,
 // each scaled to fit its tile.
-func tiles(img *image.NRGBA, refs []image.Image) {
-	if len(refs) == 0 {
-		return
-	}
+// tileOf is where reference i of n goes: a strip of n tiles along the
+// bottom third of img.
+func tileOf(img *image.NRGBA, i, n int) image.Rectangle {
 	w, h := img.Rect.Dx(), img.Rect.Dy()
-	tileW, tileH := max(1, w/len(refs)), max(1, h/3)
-	for i, ref := range refs {
-		tile := image.Rect(i*tileW, h-tileH, (i+1)*tileW, h)
-		scaleInto(img, tile.Inset(max(1, tileH/16)), ref)
-	}
+	tileW, tileH := max(1, w/n), max(1, h/3)
+	return image.Rect(i*tileW, h-tileH, (i+1)*tileW, h).Inset(max(1, tileH/16))
 }
 
 // scaleInto draws src into dst by nearest neighbour, keeping src's ratio

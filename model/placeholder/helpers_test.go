@@ -3,6 +3,7 @@ package placeholder_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/color"
 	"image/draw"
@@ -16,6 +17,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/model/placeholder"
 )
 
@@ -96,15 +98,45 @@ type fetcher struct {
 	mu      sync.Mutex
 	answers map[string]func(ctx context.Context) (image.Image, error)
 	asked   []string
+	fetched map[string]image.Image
 }
 
-func (f *fetcher) Image(ctx context.Context, url string) (image.Image, string, error) {
+// Fetch answers the URL's image, kept aside; its "bytes" name it.
+func (f *fetcher) Fetch(ctx context.Context, url string) ([]byte, string, error) {
 	f.mu.Lock()
 	f.asked = append(f.asked, url)
 	answer := f.answers[url]
 	f.mu.Unlock()
 	img, err := answer(ctx)
-	return img, "png", err
+	if err != nil {
+		return nil, "", err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fetched == nil {
+		f.fetched = map[string]image.Image{}
+	}
+	f.fetched[url] = img
+	return []byte(url), "image/png", nil
+}
+
+func (f *fetcher) DecodeConfig(data []byte) (image.Config, string, error) {
+	img, _, err := f.Decode(data)
+	if err != nil {
+		return image.Config{}, "", err
+	}
+	b := img.Bounds()
+	return image.Config{ColorModel: img.ColorModel(), Width: b.Dx(), Height: b.Dy()}, "png", nil
+}
+
+func (f *fetcher) Decode(data []byte) (image.Image, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	img, ok := f.fetched[string(data)]
+	if !ok {
+		return nil, "", fmt.Errorf("%w: never fetched", fetch.ErrNotImage)
+	}
+	return img, "png", nil
 }
 
 func (f *fetcher) Asked() []string {

@@ -7,8 +7,15 @@
 //     reference image for image-to-image.
 //   - Picture: a gradient, rings and bars whose colours and places come
 //     from a hash of the prompt; for image-to-image the reference images
-//     (fetched through Config.Fetcher, in order) are drawn in as a strip
-//     of tiles along the bottom. The same input gives the same bytes.
+//     (fetched through Config.Fetcher, all at once) are drawn in as a
+//     strip of tiles along the bottom. The same input gives the same
+//     bytes.
+//   - Memory: references are checked on their headers (the fetcher's
+//     MaxPixels and MaxDecodedBytes) before any is decoded, then decoded
+//     one at a time, each drawn into its tile and dropped before the
+//     next: a task holds its references' fetched bytes (at most eight
+//     times the fetcher's MaxBytes) and one decoded image (at most its
+//     MaxDecodedBytes). See fetch.Config.
 //   - Refusal: a prompt holding a term of Config.BlockList (default
 //     "nsfw", any case) fails as a content-policy refusal, before any
 //     fetch or delay.
@@ -33,9 +40,13 @@ const Name = "placeholder"
 
 var _ imagegen.Model = (*Model)(nil)
 
-// ImageFetcher fetches and decodes a reference image; *fetch.Fetcher is one.
+// ImageFetcher fetches and decodes reference images; *fetch.Fetcher is
+// one. DecodeConfig checks an image's header against the same limits as
+// Decode (pixels, decoded size) without decoding it.
 type ImageFetcher interface {
-	Image(ctx context.Context, url string) (image.Image, string, error)
+	Fetch(ctx context.Context, url string) (data []byte, contentType string, err error)
+	DecodeConfig(data []byte) (image.Config, string, error)
+	Decode(data []byte) (image.Image, string, error)
 }
 
 // Config configures the placeholder model. Zero values take defaults.
@@ -116,7 +127,11 @@ func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen
 		return nil, err
 	}
 	w, h := size(chooseRatio(ratio, refs), m.o.LongSide)
-	data, err := encodePNG(draw(g.Request.Prompt, w, h, refs))
+	img := draw(g.Request.Prompt, w, h)
+	if err := m.drawReferences(img, refs); err != nil {
+		return nil, err
+	}
+	data, err := encodePNG(img)
 	if err != nil {
 		return nil, &imagegen.ModelError{Provider: Name, Message: "could not encode the image", Err: err}
 	}

@@ -11,9 +11,18 @@ import (
 	"github.com/imagegen/imagegen/fetch"
 )
 
-// references fetches the reference images in order and stops at the
-// first that cannot be used.
-func (m *Model) references(ctx context.Context, urls []string) ([]image.Image, error) {
+// reference is a fetched reference image, checked on its header and not
+// yet decoded: only one reference of a task is ever decoded at a time
+// (see drawReferences).
+type reference struct {
+	data []byte
+	size image.Point // from the header
+}
+
+// references fetches the reference images all at once (fetch.All: the
+// set within the fetcher's Timeout) and checks each header against the
+// fetcher's pixel and decoded-size limits, decoding none of them.
+func (m *Model) references(ctx context.Context, urls []string) ([]reference, error) {
 	if len(urls) == 0 {
 		return nil, nil
 	}
@@ -21,29 +30,54 @@ func (m *Model) references(ctx context.Context, urls []string) ([]image.Image, e
 		return nil, &imagegen.ModelError{Provider: Name, InvalidInput: true,
 			Message: "reference images are unavailable on this server", Err: errors.New("no ImageFetcher configured")}
 	}
-	refs := make([]image.Image, 0, len(urls))
-	for i, u := range urls {
-		img, _, err := m.o.Fetcher.Image(ctx, u)
+	refs := make([]reference, len(urls))
+	i, err := fetch.All(ctx, len(urls), func(ctx context.Context, i int) error {
+		data, _, err := m.o.Fetcher.Fetch(ctx, urls[i])
 		if err != nil {
-			if ctx.Err() != nil { // the generation was stopped, not the image's fault
-				return nil, interrupted(ctx)
-			}
-			return nil, referenceError(i, err)
+			return err
 		}
-		refs = append(refs, img)
+		cfg, _, err := m.o.Fetcher.DecodeConfig(data)
+		if err != nil {
+			return err
+		}
+		refs[i] = reference{data: data, size: image.Pt(cfg.Width, cfg.Height)}
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() != nil { // the generation was stopped, not the image's fault
+			return nil, interrupted(ctx)
+		}
+		return nil, referenceError(i, err)
 	}
 	return refs, nil
 }
 
+// drawReferences decodes the references one at a time, draws each into
+// its tile along the bottom of img, and lets it go before the next, so a
+// task holds at most one decoded reference (at most the fetcher's
+// MaxDecodedBytes) besides the fetched bytes.
+func (m *Model) drawReferences(img *image.NRGBA, refs []reference) error {
+	for i := range refs {
+		src, _, err := m.o.Fetcher.Decode(refs[i].data)
+		if err != nil {
+			return referenceError(i, err)
+		}
+		refs[i].data = nil
+		scaleInto(img, tileOf(img, i, len(refs)), src)
+	}
+	return nil
+}
+
 // referenceError says, safely for the user, why reference i cannot be
-// used. Timeouts and server-side (5xx, 429) answers may pass on a later
-// attempt; the rest will not, and fail the task as invalid input.
+// used. Server-side answers (5xx, 429) may pass on a later attempt; the
+// rest, a reference that could not be fetched in time included, will
+// not, and fail the task as invalid input.
 func referenceError(i int, err error) *imagegen.ModelError {
 	reason, retry := "could not be downloaded", false
 	var status *fetch.StatusError
 	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		reason, retry = "timed out while downloading", true
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, fetch.ErrTooSlow):
+		reason = "timed out while downloading"
 	case errors.As(err, &status):
 		reason = fmt.Sprintf("could not be downloaded (HTTP %d)", status.Code)
 		retry = status.Code >= 500 || status.Code == http.StatusTooManyRequests

@@ -1,20 +1,17 @@
 package placeholder
 
 import (
-	"image"
-
 	"github.com/imagegen/imagegen"
 )
 
 // chooseRatio resolves auto: the nearest allowed ratio of the first
 // reference image, else 1:1.
-func chooseRatio(ratio imagegen.AspectRatio, refs []image.Image) imagegen.AspectRatio {
+func chooseRatio(ratio imagegen.AspectRatio, refs []reference) imagegen.AspectRatio {
 	if ratio != imagegen.AspectAuto && ratio != "" {
 		return ratio
 	}
 	if len(refs) > 0 {
-		b := refs[0].Bounds()
-		return imagegen.NearestAspectRatio(b.Dx(), b.Dy())
+		return imagegen.NearestAspectRatio(refs[0].size.X, refs[0].size.Y)
 	}
 	return imagegen.Aspect1x1
 }

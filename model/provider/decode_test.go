@@ -19,7 +19,7 @@ func TestDecodeJSONRedactsTheKeyInTheQuotedBody(t *testing.T) {
 	is := is.New(t)
 	page := strings.Repeat("x", 165) + "<p>Authorization: Bearer " + key + "</p>"
 	_, url := serve(t, answer{status: 200, body: page})
-	resp, err := provider.Do(context.Background(), http.DefaultClient, get(url), policy(providertest.NewClock(), 0))
+	resp, err := provider.Do(context.Background(), http.DefaultClient, get(url), policy(providertest.NewInstantClock(), 0))
 	is.NoErr(err)
 	var v struct{}
 	err = provider.DecodeJSON("acme", resp, &v)

@@ -86,7 +86,7 @@ var ok = answer{status: 200, body: `{"ok":true}`}
 func TestDoSucceedsFirstTime(t *testing.T) {
 	is := is.New(t)
 	s, url := serve(t, ok)
-	clock := providertest.NewClock()
+	clock := providertest.NewInstantClock()
 	resp, err := provider.Do(context.Background(), http.DefaultClient, get(url), policy(clock, 3))
 	is.NoErr(err)
 	is.Equal(resp.Status, 200)
@@ -97,7 +97,7 @@ func TestDoSucceedsFirstTime(t *testing.T) {
 }
 
 func TestDoHonoursRetryHeaders(t *testing.T) {
-	clock0 := providertest.NewClock()
+	clock0 := providertest.NewInstantClock()
 	for _, tc := range []struct {
 		name   string
 		header map[string]string
@@ -111,7 +111,7 @@ func TestDoHonoursRetryHeaders(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
 			s, url := serve(t, answer{status: 429, header: tc.header, body: `{"error":"slow down"}`}, ok)
-			clock := providertest.NewClock()
+			clock := providertest.NewInstantClock()
 			resp, err := provider.Do(context.Background(), http.DefaultClient, get(url), policy(clock, 3))
 			is.NoErr(err)
 			is.Equal(resp.Status, 200)
@@ -128,7 +128,7 @@ func TestDoHonoursRetryHeaders(t *testing.T) {
 func TestDoRetries5xxWithBackoff(t *testing.T) {
 	is := is.New(t)
 	s, url := serve(t, answer{status: 503}, answer{status: 500}, answer{status: 502}, ok)
-	clock := providertest.NewClock()
+	clock := providertest.NewInstantClock()
 	p := policy(clock, 3)
 	p.BaseDelay, p.MaxDelay = time.Second, 3*time.Second
 	resp, err := provider.Do(context.Background(), http.DefaultClient, get(url), p)
@@ -146,7 +146,7 @@ func TestDoRetries5xxWithBackoff(t *testing.T) {
 func TestDoRetriesTransportErrors(t *testing.T) {
 	is := is.New(t)
 	s, url := serve(t, answer{hangup: true}, ok)
-	resp, err := provider.Do(context.Background(), http.DefaultClient, get(url), policy(providertest.NewClock(), 3))
+	resp, err := provider.Do(context.Background(), http.DefaultClient, get(url), policy(providertest.NewInstantClock(), 3))
 	is.NoErr(err)
 	is.Equal(resp.Status, 200)
 	is.Equal(s.calls.Load(), int32(2))
@@ -155,7 +155,7 @@ func TestDoRetriesTransportErrors(t *testing.T) {
 func TestDoAttemptsAreBounded(t *testing.T) {
 	is := is.New(t)
 	s, url := serve(t, answer{status: 503, body: "overloaded"})
-	clock := providertest.NewClock()
+	clock := providertest.NewInstantClock()
 	_, err := provider.Do(context.Background(), http.DefaultClient, get(url), policy(clock, 2))
 	me := modelError(t, err)
 	is.True(me.Retryable)
@@ -170,7 +170,7 @@ func TestDoDoesNotRetryWhatIsNotRetryable(t *testing.T) {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			is := is.New(t)
 			s, url := serve(t, answer{status: status, body: "no"})
-			_, err := provider.Do(context.Background(), http.DefaultClient, get(url), policy(providertest.NewClock(), 3))
+			_, err := provider.Do(context.Background(), http.DefaultClient, get(url), policy(providertest.NewInstantClock(), 3))
 			me := modelError(t, err)
 			is.True(!me.Retryable)
 			is.Equal(s.calls.Load(), int32(1))
@@ -181,7 +181,7 @@ func TestDoDoesNotRetryWhatIsNotRetryable(t *testing.T) {
 func TestDoNeverWaitsPastTheDeadline(t *testing.T) {
 	is := is.New(t)
 	s, url := serve(t, answer{status: 429, header: map[string]string{"Retry-After": "60"}})
-	clock := providertest.NewClock()
+	clock := providertest.NewInstantClock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -198,7 +198,7 @@ func TestDoNeverWaitsPastTheDeadline(t *testing.T) {
 func TestDoGivesUpOnTooLongRetryAfter(t *testing.T) {
 	is := is.New(t)
 	s, url := serve(t, answer{status: 503, header: map[string]string{"Retry-After": "3600"}})
-	clock := providertest.NewClock()
+	clock := providertest.NewInstantClock()
 	_, err := provider.Do(context.Background(), http.DefaultClient, get(url), policy(clock, 3))
 	me := modelError(t, err)
 	is.True(me.Retryable)
@@ -209,7 +209,7 @@ func TestDoGivesUpOnTooLongRetryAfter(t *testing.T) {
 func TestDoUsesTheAdaptersDelayParser(t *testing.T) {
 	is := is.New(t)
 	_, url := serve(t, answer{status: 429, body: `{"retryDelay":"7s"}`}, ok)
-	clock := providertest.NewClock()
+	clock := providertest.NewInstantClock()
 	p := policy(clock, 3)
 	p.RetryDelay = func(f provider.Failure) (time.Duration, bool) {
 		is.Equal(f.Status, 429)
@@ -223,7 +223,7 @@ func TestDoUsesTheAdaptersDelayParser(t *testing.T) {
 func TestDoLetsTheClassifierDecide(t *testing.T) {
 	is := is.New(t)
 	s, url := serve(t, answer{status: 429, body: `insufficient_quota`})
-	p := policy(providertest.NewClock(), 3)
+	p := policy(providertest.NewInstantClock(), 3)
 	p.Classify = func(f provider.Failure) *imagegen.ModelError {
 		return provider.NewError("acme", f.Status, string(f.Body), provider.Retry(!strings.Contains(string(f.Body), "insufficient_quota")))
 	}
@@ -247,7 +247,7 @@ func TestDoTimesOut(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := provider.Do(ctx, http.DefaultClient, get(srv.URL), policy(providertest.NewClock(), 3))
+	_, err := provider.Do(ctx, http.DefaultClient, get(srv.URL), policy(providertest.NewInstantClock(), 3))
 	is.True(time.Since(start) < 5*time.Second)
 	me := modelError(t, err)
 	is.True(me.Retryable)
@@ -258,7 +258,7 @@ func TestDoTimesOut(t *testing.T) {
 func TestDoRedactsTheKey(t *testing.T) {
 	is := is.New(t)
 	_, url := serve(t, answer{status: 401, body: `{"error":"Incorrect API key provided: ` + key + `"}`})
-	_, err := provider.Do(context.Background(), http.DefaultClient, get(url), policy(providertest.NewClock(), 3))
+	_, err := provider.Do(context.Background(), http.DefaultClient, get(url), policy(providertest.NewInstantClock(), 3))
 	me := modelError(t, err)
 	is.Equal(me.Message, provider.MsgMisconfigured)
 	is.True(!strings.Contains(err.Error(), key))
@@ -269,7 +269,7 @@ func TestDoRedactsTheKey(t *testing.T) {
 func TestDoBoundsTheBody(t *testing.T) {
 	is := is.New(t)
 	_, url := serve(t, answer{status: 200, body: strings.Repeat("x", 100)})
-	p := policy(providertest.NewClock(), 3)
+	p := policy(providertest.NewInstantClock(), 3)
 	p.MaxBodyBytes = 10
 	_, err := provider.Do(context.Background(), http.DefaultClient, get(url), p)
 	me := modelError(t, err)
@@ -306,7 +306,7 @@ func TestRetryAfter(t *testing.T) {
 
 func TestWait(t *testing.T) {
 	is := is.New(t)
-	clock := providertest.NewClock()
+	clock := providertest.NewInstantClock()
 	is.NoErr(provider.Wait(context.Background(), clock, time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -351,7 +351,7 @@ func TestDefaultHTTPClientDoesNotFollowRedirects(t *testing.T) {
 	defer elsewhere.Close()
 	_, url := serve(t, answer{status: http.StatusFound, header: map[string]string{"Location": elsewhere.URL}})
 	build := provider.Get(url, http.Header{"X-Api-Key": {key}})
-	_, err := provider.Do(context.Background(), provider.DefaultHTTPClient(), build, policy(providertest.NewClock(), 0))
+	_, err := provider.Do(context.Background(), provider.DefaultHTTPClient(), build, policy(providertest.NewInstantClock(), 0))
 	me := modelError(t, err)
 	is.True(!me.Retryable)
 	is.True(strings.Contains(me.Err.Error(), "HTTP 302"))

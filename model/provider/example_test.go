@@ -27,7 +27,7 @@ func ExampleDo() {
 	}))
 	defer srv.Close()
 
-	clock := providertest.NewClock() // records waits instead of sleeping
+	clock := providertest.NewInstantClock() // records waits instead of sleeping
 	cfg, err := provider.Config{BaseURL: srv.URL, APIKey: "sk-example", Clock: clock}.
 		Resolve(provider.Defaults{Provider: "acme", Cost: 2})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/fetch"
 )
 
 // ImageFetcher downloads an image a user named by URL. The project's
@@ -41,15 +42,20 @@ const (
 	HEIF = "image/heif"
 )
 
-// FetchReferences fetches the reference images of a request, in order,
-// through f. The type of each is taken from its bytes, else from its
-// Content-Type; one the provider does not accept (not in accept) is
-// converted to PNG when the standard library can decode it.
+// FetchReferences fetches the reference images of a request through f,
+// all at once (fetch.All: within the fetcher's Timeout, at most
+// fetch.MaxSetTime for the whole set), and returns them in order. The
+// type of each is taken from its bytes, else from its Content-Type; one
+// the provider does not accept (not in accept) is converted to PNG when
+// the standard library can decode it, one image at a time.
 //
-// Failures are *imagegen.ModelError naming the item (image_input[i]):
-// a timeout (or ctx ending) is retryable; anything else (unreachable,
-// refused by the fetcher's guards, not an image, a format that cannot be
-// converted) is InvalidInput. The fetcher's error goes to Err only.
+// Failures are *imagegen.ModelError naming the item (image_input[i]).
+// A reference that cannot be fetched in time, like one that is
+// unreachable, refused by the fetcher's guards, not an image or in a
+// format that cannot be converted, is the user's input (InvalidInput:
+// the task fails as invalid_image_input, without a retry); only ctx
+// ending (the generation stopped) is retryable. The fetcher's error goes
+// to Err only.
 func FetchReferences(ctx context.Context, provider string, f ImageFetcher, urls []string, accept ...string) ([]Reference, error) {
 	if len(urls) == 0 {
 		return nil, nil
@@ -57,25 +63,41 @@ func FetchReferences(ctx context.Context, provider string, f ImageFetcher, urls 
 	if f == nil {
 		return nil, &imagegen.ModelError{Provider: provider, InvalidInput: true, Message: "reference images are not available on this server", Err: errors.New("no ImageFetcher configured")}
 	}
+	type body struct {
+		data []byte
+		ct   string
+	}
+	bodies := make([]body, len(urls))
+	i, err := fetch.All(ctx, len(urls), func(ctx context.Context, i int) error {
+		data, ct, err := f.Fetch(ctx, urls[i])
+		bodies[i] = body{data, ct}
+		return err
+	})
+	if err != nil {
+		return nil, referenceError(ctx, provider, i, err)
+	}
 	refs := make([]Reference, 0, len(urls))
-	for i, u := range urls {
-		data, ct, err := f.Fetch(ctx, u)
-		if err != nil {
-			return nil, referenceError(provider, i, err)
-		}
-		ref, err := newReference(data, ct, accept)
+	for i, b := range bodies {
+		ref, err := newReference(b.data, b.ct, accept)
 		if err != nil {
 			return nil, &imagegen.ModelError{Provider: provider, InvalidInput: true,
 				Message: fmt.Sprintf("image_input[%d] is not a supported image", i), Err: fmt.Errorf("image_input[%d]: %w", i, err)}
 		}
+		bodies[i] = body{} // a converted image no longer needs its original
 		refs = append(refs, ref)
 	}
 	return refs, nil
 }
 
-func referenceError(provider string, i int, err error) *imagegen.ModelError {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || isTimeout(err) {
+// referenceError is the error of reference i that could not be fetched:
+// the user's input, unless ctx (the generation) ended first.
+func referenceError(ctx context.Context, provider string, i int, err error) *imagegen.ModelError {
+	if ctx.Err() != nil {
 		return &imagegen.ModelError{Provider: provider, Retryable: true,
+			Message: "generation interrupted", Err: fmt.Errorf("image_input[%d]: %w", i, err)}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, fetch.ErrTooSlow) || isTimeout(err) {
+		return &imagegen.ModelError{Provider: provider, InvalidInput: true,
 			Message: fmt.Sprintf("image_input[%d] timed out while downloading", i), Err: fmt.Errorf("image_input[%d]: %w", i, err)}
 	}
 	return &imagegen.ModelError{Provider: provider, InvalidInput: true,

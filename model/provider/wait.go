@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/imagegen/imagegen"
+	retrypkg "github.com/imagegen/imagegen/internal/retry"
 )
 
 // ErrPastDeadline: waiting would end after the context's deadline.
@@ -40,40 +38,14 @@ func Wait(ctx context.Context, clock imagegen.Clock, d time.Duration) error {
 
 // Backoff is the wait before retry number retry (0 for the first): base
 // doubled per retry, capped at maxDelay, its upper half random so that
-// many callers spread out.
+// many callers spread out (the backoff all of imagegen shares).
 func Backoff(retry int, base, maxDelay time.Duration) time.Duration {
-	d := base
-	for i := 0; i < retry && d < maxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, maxDelay)
-	if d < 2 {
-		return d
-	}
-	return d/2 + rand.N(d/2+1)
+	return retrypkg.Backoff(retry, base, maxDelay, true)
 }
 
 // RetryAfter reads the delay a server asks for: "retry-after-ms"
 // (milliseconds, as OpenAI sends), else "Retry-After" in seconds or as an
 // HTTP date (relative to now). It reports false when neither is usable.
 func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms < 1e12 {
-			return time.Duration(ms * float64(time.Millisecond)), true
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s < 0 || s > 1e9 {
-			return 0, false
-		}
-		return time.Duration(s * float64(time.Second)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
+	return retrypkg.After(h, now)
 }

@@ -1,7 +1,6 @@
 package replicate_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -42,24 +41,10 @@ func Example() {
 	}))
 	defer srv.Close()
 
-	m, err := replicate.New(replicate.Config{
-		Config:  provider.Config{BaseURL: srv.URL + "/v1", APIKey: "r8_example", Clock: providertest.NewClock()},
+	fmt.Println(providertest.Demo(replicate.New, replicate.Config{
+		Config:  provider.Config{BaseURL: srv.URL + "/v1", APIKey: "r8_example", Clock: providertest.NewInstantClock()},
 		Fetcher: &providertest.Fetcher{Images: map[string]providertest.Image{output: {Data: providertest.PNG(1392, 752)}}},
-	})
-	if err != nil {
-		panic(err)
-	}
-	req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a red panda in a bamboo forest", AspectRatio: imagegen.Aspect16x9}
-	plan, err := m.Plan(req)
-	if err != nil {
-		panic(err)
-	}
-	imgs, err := m.Generate(context.Background(), imagegen.Generation{TaskID: "t1", Model: plan.Model, Request: req, Attempt: 1})
-	if err != nil {
-		panic(err)
-	}
-	size, _ := provider.ImageSize(imgs[0].Data)
-	fmt.Println(plan.Model, plan.Cost, imgs[0].ContentType, size)
+	}, providertest.T2I("a red panda in a bamboo forest", imagegen.Aspect16x9)))
 	// Output:
 	// POST /v1/models/black-forest-labs/flux-kontext-pro/predictions wait=60 16:9
 	// GET /v1/predictions/gm3qorzdhgbfurvjtvhg6dckhu → processing

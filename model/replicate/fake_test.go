@@ -98,10 +98,10 @@ type pred struct {
 	size      provider.Size
 }
 
-// fake is Replicate's API on 127.0.0.1, following the wire spec
-// (/work/shared/specs/replicate): every request is checked against
-// openapi.json and WIRE.md, the token and the model's inputs are
-// checked, scripted failures are served, then predictions go through
+// fake is Replicate's API on 127.0.0.1, following Replicate's OpenAPI
+// description (testdata/README.md): every request is checked against
+// testdata/openapi.json and what Replicate documents beside it, the
+// token and the model's inputs are checked, scripted failures are served, then predictions go through
 // the statuses of script (the create answer first, then one per read;
 // the last one stays) and are answered with the documented example
 // bodies. Outputs are PNGs of the model's size for the ratio asked, on
@@ -110,9 +110,10 @@ type pred struct {
 // queued by operation (Queue(opCreate, ...)).
 type fake struct {
 	providertest.Script[call]
-	t    *testing.T
-	srv  *httptest.Server
-	spec *specValidator
+	t        *testing.T
+	srv      *httptest.Server
+	spec     *specValidator
+	examples *providertest.Examples
 
 	// Settings, set before the first call.
 	script      []string      // default starting, processing, succeeded
@@ -132,15 +133,12 @@ type fake struct {
 
 func newFake(t *testing.T) *fake {
 	t.Helper()
-	f := &fake{t: t, preds: map[string]*pred{}, files: map[string][]byte{}, refs: &providertest.Fetcher{}, hanging: make(chan struct{}, 1)}
+	f := &fake{t: t, examples: providertest.LoadExamples(t, providertest.TestData),
+		preds: map[string]*pred{}, files: map[string][]byte{}, refs: &providertest.Fetcher{}, hanging: make(chan struct{}, 1)}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	f.spec = newSpecValidator(t, f.baseURL())
 	return f
-}
-
-func example(t *testing.T, name string) []byte {
-	return providertest.Spec(t, "replicate", "examples/"+name)
 }
 
 func (f *fake) baseURL() string { return f.srv.URL + "/v1" }
@@ -205,13 +203,13 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case c.op == "":
 		f.t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
-		f.write(w, http.StatusNotFound, example(f.t, "error.404.json"))
+		f.write(w, http.StatusNotFound, f.examples.Get("error.404.json"))
 		return
 	case r.Header.Get("Authorization") != "Bearer "+key:
-		f.write(w, http.StatusUnauthorized, example(f.t, "error.401.json"))
+		f.write(w, http.StatusUnauthorized, f.examples.Get("error.401.json"))
 		return
 	case scripted:
-		next.Write(w)
+		next.Serve(w, r)
 		return
 	}
 	switch c.op {
@@ -238,18 +236,19 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fake) write(w http.ResponseWriter, status int, body []byte) {
-	answer{Status: status, Body: body}.Write(w)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 func (f *fake) create(w http.ResponseWriter, model string, input map[string]any) {
 	spec, ok := models[model]
 	if !ok {
-		f.write(w, http.StatusNotFound, example(f.t, "error.404.json"))
+		f.write(w, http.StatusNotFound, f.examples.Get("error.404.json"))
 		return
 	}
 	if err := checkInput(spec, input); err != nil {
 		f.t.Errorf("input breaks %s's schema: %v", model, err)
-		f.write(w, http.StatusUnprocessableEntity, example(f.t, "error.422.validation.json"))
+		f.write(w, http.StatusUnprocessableEntity, f.examples.Get("error.422.validation.json"))
 		return
 	}
 	f.mu.Lock()
@@ -274,7 +273,7 @@ func (f *fake) read(w http.ResponseWriter, id string, cancel bool) {
 	}
 	f.mu.Unlock()
 	if !ok {
-		f.write(w, http.StatusNotFound, example(f.t, "error.404.json"))
+		f.write(w, http.StatusNotFound, f.examples.Get("error.404.json"))
 		return
 	}
 	_, body := f.body(p)
@@ -308,7 +307,7 @@ func (f *fake) body(p *pred) (string, []byte) {
 	if f.foreignURLs {
 		api = "https://api.replicate.com/v1"
 	}
-	return status, providertest.EditJSON(f.t, example(f.t, name), func(doc map[string]any) {
+	return status, providertest.EditJSON(f.t, f.examples.Get(name), func(doc map[string]any) {
 		doc["id"], doc["model"], doc["input"], doc["status"] = p.id, p.model, p.input, status
 		doc["urls"] = map[string]any{
 			"get":    api + "/predictions/" + p.id,

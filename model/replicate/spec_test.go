@@ -16,19 +16,20 @@ import (
 	"github.com/imagegen/imagegen/model/provider/providertest"
 )
 
-// specValidator checks requests against Replicate's own openapi.json
-// (/work/shared/specs/replicate) with kin-openapi, and against what
-// WIRE.md adds: the bearer token, Prefer's N at most 60 (the spec's
-// pattern lets 61 to 99 through), and Cancel-After's form and minimum.
+// specValidator checks requests against Replicate's own OpenAPI
+// description (testdata/openapi.json) with kin-openapi, and against what
+// Replicate's docs add: the bearer token, Prefer's N at most 60 (the
+// spec's pattern lets 61 to 99 through), and Cancel-After's form and
+// minimum.
 type specValidator struct {
 	router routers.Router
 }
 
 // newSpecValidator loads the spec with its server set to baseURL (the
-// fake's /v1); the test skips when the spec is absent.
+// fake's /v1).
 func newSpecValidator(t *testing.T, baseURL string) *specValidator {
 	t.Helper()
-	return &specValidator{router: providertest.OpenAPIRouter(t, "replicate", "openapi.json", baseURL)}
+	return &specValidator{router: providertest.OpenAPIRouter(t, "openapi.json", baseURL)}
 }
 
 var (

@@ -1,7 +1,6 @@
 package stability_test
 
 import (
-	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -23,21 +22,7 @@ func Example() {
 	}))
 	defer srv.Close()
 
-	m, err := stability.New(stability.Config{Config: provider.Config{BaseURL: srv.URL, APIKey: "sk-example"}})
-	if err != nil {
-		panic(err)
-	}
-	req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse on a cliff", AspectRatio: imagegen.Aspect4x3}
-	plan, err := m.Plan(req)
-	if err != nil {
-		panic(err)
-	}
-	imgs, err := m.Generate(context.Background(), imagegen.Generation{TaskID: "t1", Model: plan.Model, Request: req, Attempt: 1})
-	if err != nil {
-		panic(err)
-	}
-	size, _ := provider.ImageSize(imgs[0].Data)
-	fmt.Println(plan.Model, plan.Cost, imgs[0].ContentType, size)
+	fmt.Println(providertest.Demo(stability.New, stability.Config{Config: provider.Config{BaseURL: srv.URL, APIKey: "sk-example"}}, providertest.T2I("a lighthouse on a cliff", imagegen.Aspect4x3)))
 	// Output:
 	// POST /v2beta/stable-image/generate/core 5:4 application/json
 	// stability/core 2 image/png 1088x816

@@ -50,7 +50,7 @@ func (c call) field(name string) string {
 
 // answerSize is the size the fake answers for an aspect_ratio: the
 // ~1 megapixel buckets of SD3 (several are only near their ratio), and
-// whether the API takes that ratio (WIRE.md).
+// whether the API takes that ratio.
 func answerSize(ratio string) (provider.Size, bool) {
 	s, ok := map[string]provider.Size{
 		"1:1": {W: 1024, H: 1024}, "16:9": {W: 1344, H: 768}, "21:9": {W: 1536, H: 640},
@@ -61,18 +61,17 @@ func answerSize(ratio string) (provider.Size, bool) {
 }
 
 // fake is the Stability v2beta Stable Image API on 127.0.0.1, following
-// the wire notes (/work/shared/specs/stability/WIRE.md): it parses the
+// Stability's API reference (testdata/README.md): it parses the
 // multipart form and checks every field of the endpoint (names, enums,
 // ranges, the init image), the auth and accept headers, serves scripted
-// answers, then answers like examples/generate.response.accept-json.json
+// answers, then answers like testdata/generate.response.accept-json.json
 // with a PNG of the size the API gives for the ratio asked, or of the
 // init image's size.
 type fake struct {
 	providertest.Script[call]
-	t    *testing.T
-	srv  *httptest.Server
-	ok   []byte        // examples/generate.response.accept-json.json
-	hang chan struct{} // when set, requests wait on it (or the client)
+	t        *testing.T
+	srv      *httptest.Server
+	examples *providertest.Examples
 
 	pngs providertest.PNGs
 
@@ -80,19 +79,12 @@ type fake struct {
 	answer provider.Size // when set, the size of every successful answer
 }
 
-func newFake(t *testing.T, answers ...answer) *fake {
+func newFake(t *testing.T) *fake {
 	t.Helper()
-	f := &fake{t: t, ok: example(t, "generate.response.accept-json.json")}
-	f.Queue("", answers...)
+	f := &fake{t: t, examples: providertest.LoadExamples(t, providertest.TestData)}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
-}
-
-// example returns a file of the wire spec's examples (the test skips
-// when the specs are absent).
-func example(t *testing.T, name string) []byte {
-	return providertest.Spec(t, "stability", "examples/"+name)
 }
 
 // answerWith makes every successful answer of size s.
@@ -110,11 +102,8 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	if mt == "multipart/form-data" {
 		c.fields, c.files, formErr = providertest.ParseForm(raw, params["boundary"])
 	}
-	next, scripted := f.Record("", c)
-	if f.hang != nil {
-		providertest.Hang(r, f.hang)
-		return
-	}
+	// Calls are of the kind of their service: "core", "ultra" or "sd3".
+	next, scripted := f.Record(strings.TrimPrefix(c.path, "/v2beta/stable-image/generate/"), c)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Request-Id", "0123456789abcdef")
 	auth := r.Header.Get("Authorization")
@@ -132,7 +121,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	case formErr != nil:
 		f.t.Errorf("request is not a valid form: %v", formErr)
 		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(example(f.t, "error.400.bad_request.json"))
+		_, _ = w.Write(f.examples.Get("error.400.bad_request.json"))
 		return
 	}
 	if err := checkForm(r.URL.Path, r.Header, c.fields, c.files); err != nil {
@@ -142,7 +131,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if scripted {
-		next.Write(w)
+		next.Serve(w, r)
 		return
 	}
 	_, _ = w.Write(f.success(c))
@@ -165,7 +154,7 @@ func (f *fake) success(c call) []byte {
 		s = f.answer
 	}
 	f.mu.Unlock()
-	return withImage(f.t, f.ok, f.pngs.Of(s))
+	return withImage(f.t, f.examples.Get("generate.response.accept-json.json"), f.pngs.Of(s))
 }
 
 // withImage is an answer body with its image set.
@@ -175,10 +164,11 @@ func withImage(t *testing.T, body, png []byte) []byte {
 	})
 }
 
-// checkForm checks a request against WIRE.md's table of endpoints.
+// checkForm checks a request against the API reference's description
+// of the endpoint.
 func checkForm(path string, h http.Header, fields map[string][]string, files []part) error {
 	if a := h.Get("Accept"); a != "application/json" {
-		// WIRE.md allows image/* too; this adapter documents JSON, and
+		// The API takes image/* too; this adapter documents JSON, and
 		// the fake serves only JSON.
 		return fmt.Errorf("accept %q, want application/json", a)
 	}
@@ -267,7 +257,7 @@ func checkForm(path string, h http.Header, fields map[string][]string, files []p
 	return nil
 }
 
-// presets are the style_preset values of WIRE.md.
+// presets are the style_preset values the API takes.
 func presets() []string {
 	return []string{"3d-model", "analog-film", "anime", "cinematic", "comic-book", "digital-art", "enhance", "fantasy-art",
 		"isometric", "line-art", "low-poly", "modeling-compound", "neon-punk", "origami", "photographic", "pixel-art", "tile-texture"}

@@ -2,11 +2,11 @@ package stability_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"image"
 	"image/color"
 	gifenc "image/gif"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,489 +19,256 @@ import (
 	"github.com/imagegen/imagegen/model/stability"
 )
 
-var ctx = context.Background()
+type (
+	success = providertest.Success[*fake, stability.Config]
+	failure = providertest.Failure[*fake, stability.Config]
+)
 
-// newModel returns an adapter pointed at f, with a recording clock.
-func newModel(t *testing.T, f *fake, c stability.Config) (*stability.Model, *providertest.Clock) {
-	t.Helper()
-	clock := providertest.Configure(&c.Config, f.srv.URL, key)
-	return providertest.MustNew(t, stability.New, c), clock
+// The scenarios every adapter must pass, as the Stable Image API plays
+// them.
+func TestConformance(t *testing.T) {
+	internal := providertest.Spec(t, "error.500.internal_error.json")
+	providertest.Run(t, providertest.Harness[*fake, stability.Config, *stability.Model]{
+		Provider: "stability", Key: key, New: stability.New, NewFake: newFake, NewModel: newModel,
+		Constructions: constructions(),
+
+		TextToImage:  textToImage(),
+		ImageToImage: imageToImage(t),
+		Unplannable:  unplannable(),
+		AspectRatios: ratios(),
+		Refusals: []failure{
+			{Name: "content filtered", Answers: []answer{{Status: 200, Body: providertest.Spec(t, "generate.response.content-filtered.json")}},
+				Want: providertest.Outcome{Message: "the generated image was blocked by the provider's content filter"}, Causes: []string{"CONTENT_FILTERED"}, Calls: []string{"core"}},
+			{Name: "content moderation", Answers: []answer{{Status: 403, Body: providertest.Spec(t, "error.403.content_moderation.json")}}, // a 403, but not the operator's fault
+				Causes: []string{"content_moderation"}, Calls: []string{"core"}},
+		},
+		RateLimited: []success{
+			{Name: "Retry-After", Answers: []answer{{Status: 429, Header: map[string]string{"Retry-After": "7"}, Body: providertest.Spec(t, "error.429.rate_limit_exceeded.json")}},
+				Calls: []string{"core", "core"}, Waits: providertest.Waits(7 * time.Second)},
+			{Name: "no Retry-After: the documented time-out", Answers: []answer{{Status: 429, Body: providertest.Spec(t, "error.429.rate_limit_exceeded.json")}},
+				Calls: []string{"core", "core"}, Waits: providertest.Waits(60 * time.Second)},
+		},
+		ServerErrors: []success{{Answers: []answer{{Status: 500, Body: internal}, {Status: 503, Header: map[string]string{"Retry-After": "3"}, Body: internal}},
+			Calls: []string{"core", "core", "core"}, Waits: []providertest.Wait{providertest.Backoff(0), {Min: 3 * time.Second, Max: 3 * time.Second}}}},
+		Timeouts: []failure{{Answers: []answer{{Hang: true}}, Calls: []string{"core"}}},
+		BadKey:   failure{Causes: []string{"HTTP 401", "unauthorized"}, Calls: []string{"core"}},
+		Failures: failures(t),
+	})
 }
 
-func TestTextToImage(t *testing.T) {
-	is := is.New(t)
-	f := newFake(t)
-	m, clock := newModel(t, f, stability.Config{})
+func constructions() []providertest.Construction[stability.Config] {
+	k := provider.Config{APIKey: key}
+	return []providertest.Construction[stability.Config]{
+		{Name: "no key", Err: "stability: Config.APIKey is required"},
+		{Name: "unknown model", Config: stability.Config{Config: k, Model: "stable-diffusion-xl-1024-v1-0"}, Err: `stability: Config.Model "stable-diffusion-xl-1024-v1-0" is not supported (one of core, ultra, sd3.5-large,`},
+		{Name: "strength above 1", Config: stability.Config{Config: k, Strength: 1.5}, Err: "stability: Config.Strength must be more than 0 and at most 1 (got 1.5)"},
+		{Name: "negative strength", Config: stability.Config{Config: k, Strength: -0.1}, Err: "stability: Config.Strength must be more than 0"},
+		{Name: "unknown style", Config: stability.Config{Config: k, StylePreset: "watercolour"}, Err: `stability: Config.StylePreset "watercolour" is not one of the API's presets`},
+		{Name: "style on ultra", Config: stability.Config{Config: k, Model: "ultra", StylePreset: "anime"}, Err: `stability: Config.StylePreset is not taken by this model`},
+		{Name: "bad cost", Config: stability.Config{Config: provider.Config{APIKey: key, Cost: 4}}, Err: "stability: Config.Cost must be 1 to 3"},
+		// Config.Cost wins over the model's default.
+		{Name: "ultra", Config: stability.Config{Config: provider.Config{APIKey: key, Cost: 1}, Model: "ultra"}, Model: "stability/ultra", Cost: 1},
+	}
+}
+
+func textToImage() []success {
 	const prompt = "a lighthouse on a cliff"
-
-	plan, err := m.Plan(providertest.T2I(prompt, imagegen.Aspect16x9))
-	is.NoErr(err)
-	is.Equal(plan, imagegen.Plan{Model: "stability/core", Cost: 2})
-
-	imgs, err := providertest.Generate(ctx, m, providertest.T2I(prompt, imagegen.Aspect16x9))
-	is.NoErr(err)
-	is.Equal(len(imgs), 1)
-	is.Equal(imgs[0].ContentType, "image/png")
-	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1344, H: 756}) // 1344x768 cropped to exactly 16:9
-
-	calls := f.Calls()
-	is.Equal(len(calls), 1)
-	c := calls[0]
-	is.Equal(c.path, corePath)
-	is.Equal(c.header.Get("Authorization"), "Bearer "+key)
-	is.Equal(c.header.Get("Accept"), "application/json")
-	is.True(strings.HasPrefix(c.header.Get("Content-Type"), "multipart/form-data; boundary="))
-	// WIRE.md's example request, exactly.
-	is.Equal(c.fields, map[string][]string{"prompt": {prompt}, "aspect_ratio": {"16:9"}, "output_format": {"png"}})
-	is.Equal(len(c.files), 0)
-	is.Equal(len(clock.Waits()), 0)
-}
-
-func TestTextToImageSD3AndUltra(t *testing.T) {
-	for _, tc := range []struct {
-		model  string
-		cfg    stability.Config
-		path   string
-		cost   int64
-		fields map[string][]string
-	}{
-		{"sd3.5-large", stability.Config{StylePreset: "photographic"}, sd3Path, 3, map[string][]string{
-			"prompt": {"a fox"}, "model": {"sd3.5-large"}, "mode": {"text-to-image"}, "aspect_ratio": {"2:3"}, "style_preset": {"photographic"}, "output_format": {"png"}}},
-		{"sd3.5-flash", stability.Config{}, sd3Path, 1, map[string][]string{
-			"prompt": {"a fox"}, "model": {"sd3.5-flash"}, "mode": {"text-to-image"}, "aspect_ratio": {"2:3"}, "output_format": {"png"}}},
-		{"ultra", stability.Config{}, ultra, 3, map[string][]string{
-			"prompt": {"a fox"}, "aspect_ratio": {"2:3"}, "output_format": {"png"}}},
-	} {
-		t.Run(tc.model, func(t *testing.T) {
-			is := is.New(t)
-			f := newFake(t)
-			tc.cfg.Model = tc.model
-			m, _ := newModel(t, f, tc.cfg)
-			plan, err := m.Plan(providertest.T2I("a fox", imagegen.Aspect2x3))
-			is.NoErr(err)
-			is.Equal(plan, imagegen.Plan{Model: "stability/" + tc.model, Cost: tc.cost})
-			imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect2x3))
-			is.NoErr(err)
-			is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 810, H: 1215}) // 832x1216 cropped to exactly 2:3
-			c := f.Calls()[0]
-			is.Equal(c.path, tc.path)
-			is.Equal(c.fields, tc.fields)
-		})
+	twoThree := provider.Size{W: 810, H: 1215} // 832x1216 cropped to exactly 2:3
+	fields := func(t *testing.T, f *fake, want map[string][]string) { is.New(t).Equal(f.Calls()[0].fields, want) }
+	return []success{
+		{Name: "core", Request: providertest.T2I(prompt, imagegen.Aspect16x9), Plan: imagegen.Plan{Model: "stability/core", Cost: 2},
+			Size: provider.Size{W: 1344, H: 756}, Calls: []string{"core"}, // 1344x768 cropped to exactly 16:9
+			Check: func(t *testing.T, f *fake) {
+				is := is.New(t)
+				c := f.Calls()[0]
+				is.Equal(c.header.Get("Authorization"), "Bearer "+key)
+				is.Equal(c.header.Get("Accept"), "application/json")
+				is.True(strings.HasPrefix(c.header.Get("Content-Type"), "multipart/form-data; boundary="))
+				// The API reference's example request, exactly.
+				is.Equal(c.fields, map[string][]string{"prompt": {prompt}, "aspect_ratio": {"16:9"}, "output_format": {"png"}})
+				is.Equal(len(c.files), 0)
+			}},
+		{Name: "sd3.5-large", Config: stability.Config{Model: "sd3.5-large", StylePreset: "photographic"}, Request: providertest.T2I("a fox", imagegen.Aspect2x3),
+			Plan: imagegen.Plan{Model: "stability/sd3.5-large", Cost: 3}, Size: twoThree, Calls: []string{"sd3"},
+			Check: func(t *testing.T, f *fake) {
+				fields(t, f, map[string][]string{"prompt": {"a fox"}, "model": {"sd3.5-large"}, "mode": {"text-to-image"}, "aspect_ratio": {"2:3"}, "style_preset": {"photographic"}, "output_format": {"png"}})
+			}},
+		{Name: "sd3.5-flash", Config: stability.Config{Model: "sd3.5-flash"}, Request: providertest.T2I("a fox", imagegen.Aspect2x3),
+			Plan: imagegen.Plan{Model: "stability/sd3.5-flash", Cost: 1}, Size: twoThree, Calls: []string{"sd3"},
+			Check: func(t *testing.T, f *fake) {
+				fields(t, f, map[string][]string{"prompt": {"a fox"}, "model": {"sd3.5-flash"}, "mode": {"text-to-image"}, "aspect_ratio": {"2:3"}, "output_format": {"png"}})
+			}},
+		{Name: "ultra", Config: stability.Config{Model: "ultra"}, Request: providertest.T2I("a fox", imagegen.Aspect2x3),
+			Plan: imagegen.Plan{Model: "stability/ultra", Cost: 3}, Size: twoThree, Calls: []string{"ultra"},
+			Check: func(t *testing.T, f *fake) {
+				fields(t, f, map[string][]string{"prompt": {"a fox"}, "aspect_ratio": {"2:3"}, "output_format": {"png"}})
+			}},
 	}
 }
 
-func TestImageToImage(t *testing.T) {
+func imageToImage(t *testing.T) []success {
 	photo := providertest.JPEG(1200, 800)
-	for _, tc := range []struct {
-		model  string
-		path   string
-		fields map[string][]string
-	}{
-		{"sd3.5-medium", sd3Path, map[string][]string{"prompt": {"make it winter"}, "model": {"sd3.5-medium"}, "mode": {"image-to-image"}, "strength": {"0.35"}, "output_format": {"png"}}},
-		{"ultra", ultra, map[string][]string{"prompt": {"make it winter"}, "strength": {"0.35"}, "output_format": {"png"}}},
-	} {
-		t.Run(tc.model, func(t *testing.T) {
-			is := is.New(t)
-			f := newFake(t)
-			fetcher := &providertest.Fetcher{Images: map[string]providertest.Image{
-				"https://img.example/photo.jpg": {Data: photo, ContentType: "application/octet-stream"}, // the bytes say JPEG
-			}}
-			m, _ := newModel(t, f, stability.Config{Model: tc.model, Fetcher: fetcher, Strength: 0.35})
-			req := providertest.I2I("make it winter", imagegen.Aspect16x9, "https://img.example/photo.jpg")
-			_, err := m.Plan(req)
-			is.NoErr(err)
-			imgs, err := providertest.Generate(ctx, m, req)
-			is.NoErr(err)
-			is.Equal(fetcher.Asked(), req.ImageInput) // through the guarded fetcher
-			// The answer has the init image's shape (3:2), cropped to 16:9.
-			is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1200, H: 675})
-
-			c := f.Calls()[0]
-			is.Equal(c.path, tc.path)
-			is.Equal(c.fields, tc.fields) // no aspect_ratio with an init image
-			is.Equal(len(c.files), 1)
-			is.Equal(c.files[0].Name, "image")
-			is.Equal(c.files[0].Filename, "image.jpg")
-			is.Equal(c.files[0].ContentType, "image/jpeg")
-			is.Equal(c.files[0].Data, photo)
-		})
-	}
-}
-
-func TestAutoImageToImageFollowsTheReference(t *testing.T) {
-	is := is.New(t)
-	f := newFake(t)
-	fetcher := &providertest.Fetcher{Images: map[string]providertest.Image{
-		"https://img.example/tall.png": {Data: providertest.PNG(600, 1000)}, // 0.6: nearest 9:16
-	}}
-	m, _ := newModel(t, f, stability.Config{Model: "sd3.5-large", Fetcher: fetcher})
-	imgs, err := providertest.Generate(ctx, m, providertest.I2I("x", imagegen.AspectAuto, "https://img.example/tall.png"))
-	is.NoErr(err)
-	got := providertest.SizeOf(t, imgs[0])
-	is.True(got.Is(imagegen.NearestAspectRatio(600, 1000))) // the first reference's nearest ratio
-	is.Equal(got, provider.Size{W: 558, H: 992})            // 9:16, cropped from the 600x1000 answer
-	is.Equal(f.Calls()[0].field("strength"), "0.5")         // the default strength
-}
-
-func TestReferenceFormats(t *testing.T) {
-	is := is.New(t)
 	var gif bytes.Buffer
 	providertest.Must(t, gifenc.Encode(&gif, image.NewPaletted(image.Rect(0, 0, 300, 200), color.Palette{color.Black, color.White}), nil))
 	webp := append([]byte("RIFF\x24\x00\x00\x00WEBPVP8 "), make([]byte, 32)...) // a header is all the fake reads
 	fetcher := &providertest.Fetcher{Images: map[string]providertest.Image{
-		"https://img.example/a.gif":  {Data: gif.Bytes(), ContentType: "image/gif"},
-		"https://img.example/b.webp": {Data: webp, ContentType: "image/webp"},
+		"https://img.example/photo.jpg": {Data: photo, ContentType: "application/octet-stream"}, // the bytes say JPEG
+		"https://img.example/tall.png":  {Data: providertest.PNG(600, 1000)},                    // 0.6: nearest 9:16
+		"https://img.example/a.gif":     {Data: gif.Bytes(), ContentType: "image/gif"},
+		"https://img.example/b.webp":    {Data: webp, ContentType: "image/webp"},
 	}}
-	f := newFake(t)
-	m, _ := newModel(t, f, stability.Config{Model: "sd3.5-large-turbo", Fetcher: fetcher})
-
-	// GIF is not taken: converted to PNG.
-	imgs, err := providertest.Generate(ctx, m, providertest.I2I("x", imagegen.AspectAuto, "https://img.example/a.gif"))
-	is.NoErr(err)
-	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 300, H: 200}) // 3:2, as the reference
-	c := f.Calls()[0]
-	is.Equal(c.files[0].ContentType, "image/png")
-	is.Equal(c.files[0].Filename, "image.png")
-
-	// WebP is sent as it is; its size is unknown, so auto crops to the
-	// ratio nearest the answer's own size (which follows the reference).
-	f.answerWith(provider.Size{W: 1216, H: 832})
-	imgs, err = providertest.Generate(ctx, m, providertest.I2I("x", imagegen.AspectAuto, "https://img.example/b.webp"))
-	is.NoErr(err)
-	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1215, H: 810}) // 3:2
-	c = f.Calls()[1]
-	is.Equal(c.files[0].ContentType, "image/webp")
-	is.Equal(c.files[0].Filename, "image.webp")
-	is.Equal(c.files[0].Data, webp)
-}
-
-func TestImageToImageIsPlannedOnlyWhereItRuns(t *testing.T) {
-	fetcher := &providertest.Fetcher{}
-	for _, tc := range []struct {
-		name  string
-		cfg   stability.Config
-		req   imagegen.Request
-		field string
-		msg   string
-	}{
-		{"core has no init image", stability.Config{Fetcher: fetcher}, providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/a.png"),
-			"scene", "image-to-image is not supported by model core"},
-		{"no fetcher", stability.Config{Model: "ultra"}, providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/a.png"),
-			"scene", "image-to-image is not available on this server"},
-		{"one reference only", stability.Config{Model: "ultra", Fetcher: fetcher}, providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/a.png", "https://img.example/b.png"),
-			"image_input", "model stability/ultra takes one reference image"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			is := is.New(t)
-			f := newFake(t)
-			m, _ := newModel(t, f, tc.cfg)
-			_, err := m.Plan(tc.req)
-			var ve *imagegen.ValidationError
-			is.True(errors.As(err, &ve))
-			is.Equal(ve.Field, tc.field)
-			is.Equal(ve.Message, tc.msg)
-			is.True(errors.Is(err, imagegen.ErrInvalidParams))
-
-			_, err = m.Generate(ctx, imagegen.Generation{Request: tc.req}) // even if not planned
-			is.True(!providertest.ModelError(t, err).Retryable)
-			is.Equal(len(f.Calls()), 0)
-		})
+	winter := providertest.I2I("make it winter", imagegen.Aspect16x9, "https://img.example/photo.jpg")
+	// The answer has the init image's shape (3:2), cropped to 16:9; no
+	// aspect_ratio is sent with an init image.
+	initImage := func(t *testing.T, f *fake, fields map[string][]string) {
+		is := is.New(t)
+		is.True(slices.Contains(fetcher.Asked(), winter.ImageInput[0])) // through the guarded fetcher
+		c := f.Calls()[0]
+		is.Equal(c.fields, fields)
+		is.Equal(c.files, []part{{Name: "image", Filename: "image.jpg", ContentType: "image/jpeg", Data: photo}})
+	}
+	sent := func(t *testing.T, f *fake, contentType, filename string) {
+		is := is.New(t)
+		c := f.Calls()[0]
+		is.Equal(c.files[0].ContentType, contentType)
+		is.Equal(c.files[0].Filename, filename)
+	}
+	return []success{
+		{Name: "sd3.5-medium", Config: stability.Config{Model: "sd3.5-medium", Fetcher: fetcher, Strength: 0.35}, Request: winter,
+			Plan: imagegen.Plan{Model: "stability/sd3.5-medium", Cost: 2}, Size: provider.Size{W: 1200, H: 675}, Calls: []string{"sd3"},
+			Check: func(t *testing.T, f *fake) {
+				initImage(t, f, map[string][]string{"prompt": {"make it winter"}, "model": {"sd3.5-medium"}, "mode": {"image-to-image"}, "strength": {"0.35"}, "output_format": {"png"}})
+			}},
+		{Name: "ultra", Config: stability.Config{Model: "ultra", Fetcher: fetcher, Strength: 0.35}, Request: winter,
+			Size: provider.Size{W: 1200, H: 675}, Calls: []string{"ultra"},
+			Check: func(t *testing.T, f *fake) {
+				initImage(t, f, map[string][]string{"prompt": {"make it winter"}, "strength": {"0.35"}, "output_format": {"png"}})
+			}},
+		{Name: "auto follows the reference", Config: stability.Config{Model: "sd3.5-large", Fetcher: fetcher},
+			Request: providertest.I2I("x", imagegen.AspectAuto, "https://img.example/tall.png"),
+			Size:    provider.Size{W: 558, H: 992}, Calls: []string{"sd3"}, // 9:16, cropped from the 600x1000 answer
+			Check: func(t *testing.T, f *fake) {
+				is.New(t).Equal(f.Calls()[0].field("strength"), "0.5") // the default strength
+			}},
+		{Name: "GIF is converted to PNG", Config: stability.Config{Model: "sd3.5-large-turbo", Fetcher: fetcher},
+			Request: providertest.I2I("x", imagegen.AspectAuto, "https://img.example/a.gif"),
+			Size:    provider.Size{W: 300, H: 200}, Calls: []string{"sd3"}, // 3:2, as the reference
+			Check: func(t *testing.T, f *fake) { sent(t, f, "image/png", "image.png") }},
+		// WebP is sent as it is; its size is unknown, so auto crops to the
+		// ratio nearest the answer's own size (which follows the reference).
+		{Name: "WebP is sent as it is", Config: stability.Config{Model: "sd3.5-large-turbo", Fetcher: fetcher},
+			Request: providertest.I2I("x", imagegen.AspectAuto, "https://img.example/b.webp"),
+			Setup:   func(_ *testing.T, f *fake) { f.answerWith(provider.Size{W: 1216, H: 832}) },
+			Size:    provider.Size{W: 1215, H: 810}, Calls: []string{"sd3"}, // 3:2
+			Check: func(t *testing.T, f *fake) {
+				sent(t, f, "image/webp", "image.webp")
+				is.New(t).Equal(f.Calls()[0].files[0].Data, webp)
+			}},
 	}
 }
 
-func TestReferenceFailures(t *testing.T) {
-	fetcher := &providertest.Fetcher{Images: map[string]providertest.Image{
+func unplannable() []providertest.Unplannable[stability.Config] {
+	fetcher := &providertest.Fetcher{}
+	one := providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/a.png")
+	rejected := providertest.Outcome{Message: provider.MsgRejected}
+	return []providertest.Unplannable[stability.Config]{
+		{Name: "core has no init image", Config: stability.Config{Fetcher: fetcher}, Request: one,
+			Field: "scene", Message: "image-to-image is not supported by model core", Unplanned: rejected},
+		{Name: "no fetcher", Config: stability.Config{Model: "ultra"}, Request: one,
+			Field: "scene", Message: "image-to-image is not available on this server", Unplanned: providertest.Outcome{InvalidInput: true, Message: "reference images are not available on this server"}},
+		{Name: "one reference only", Config: stability.Config{Model: "ultra", Fetcher: fetcher},
+			Request: providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/a.png", "https://img.example/b.png"),
+			Field:   "image_input", Message: "model stability/ultra takes one reference image", Unplanned: rejected},
+	}
+}
+
+// ratios: the API takes neither 4:3 nor 3:4, so the nearest it has is
+// sent, and the answer cropped.
+func ratios() []providertest.Ratios[*fake, stability.Config] {
+	const table = `
+		auto  1:1   1024x1024
+		1:1   1:1   1024x1024
+		3:2   3:2   1215x810   # 1216x832
+		2:3   2:3   810x1215   # 832x1216
+		16:9  16:9  1344x756   # 1344x768
+		9:16  9:16  756x1344   # 768x1344
+		4:3   5:4   1088x816   # 1088x896, cropped
+		3:4   4:5   816x1088   # 896x1088, cropped
+	`
+	sent := func(_ *testing.T, f *fake) string { return f.Calls()[len(f.Calls())-1].field("aspect_ratio") }
+	var out []providertest.Ratios[*fake, stability.Config]
+	for _, model := range []string{"core", "ultra", "sd3.5-large"} {
+		out = append(out, providertest.Ratios[*fake, stability.Config]{Name: model, Config: stability.Config{Model: model}, Sent: sent, Table: table})
+	}
+	return out
+}
+
+// failures maps every documented error, and answers without an image.
+func failures(t *testing.T) []failure {
+	noRetry := stability.Config{Config: provider.Config{MaxRetries: -1}}
+	rejected := providertest.Outcome{Message: provider.MsgRejected}
+	misconfigured := providertest.Outcome{Misconfigured: true, Message: provider.MsgMisconfigured}
+	badAnswer := providertest.Outcome{Retryable: true, Message: provider.MsgBadAnswer}
+	refs := &providertest.Fetcher{Images: map[string]providertest.Image{
 		"https://img.example/tiny.png":  {Data: providertest.PNG(40, 200)},
 		"https://img.example/notes.txt": {Data: []byte("hello"), ContentType: "text/plain"},
 		"https://10.0.0.1/a.png":        {Err: errors.New("address not allowed")},
 	}}
-	for _, tc := range []struct{ url, msg string }{
-		{"https://10.0.0.1/a.png", "image_input[0] could not be downloaded"},
-		{"https://img.example/notes.txt", "image_input[0] is not a supported image"},
-		{"https://img.example/tiny.png", "image_input[0] is too small for this provider (40x200; every side must be at least 64 pixels)"},
-	} {
-		t.Run(tc.url, func(t *testing.T) {
-			is := is.New(t)
-			f := newFake(t)
-			m, _ := newModel(t, f, stability.Config{Model: "ultra", Fetcher: fetcher})
-			_, err := providertest.Generate(ctx, m, providertest.I2I("x", imagegen.Aspect1x1, tc.url))
-			me := providertest.ModelError(t, err)
-			is.True(me.InvalidInput && !me.Retryable && !me.Refused)
-			is.Equal(me.Message, tc.msg)
-			is.Equal(len(f.Calls()), 0) // the provider was not called
-		})
+	once := []string{"core"}
+	internal := providertest.Spec(t, "error.500.internal_error.json")
+	return []failure{
+		{Name: "400 bad_request", Config: noRetry, Answers: []answer{{Status: 400, Body: providertest.Spec(t, "error.400.bad_request.json")}}, Want: rejected,
+			Causes: []string{"HTTP 400 (bad_request id=a1b2c3d4e5f6a1b2c3d4e5f6a1b2c3d4): prompt: is required"}, Calls: once},
+		{Name: "400 about the image", Config: noRetry, Answers: []answer{{Status: 400, Body: []byte(`{"id":"e1","name":"bad_request","errors":["image: must be at least 64 pixels on each side"]}`)}},
+			Want: providertest.Outcome{InvalidInput: true, Message: "the reference image could not be used by the image provider"}, Causes: []string{"image: must be"}, Calls: once},
+		{Name: "402 payment_required", Config: noRetry, Answers: []answer{{Status: 402, Body: []byte(`{"id":"e2","name":"payment_required","errors":["You lack sufficient credits to make this request."]}`)}},
+			Want: misconfigured, Causes: []string{"payment_required"}, Calls: once},
+		{Name: "403 other", Config: noRetry, Answers: []answer{{Status: 403, Body: []byte(`{"id":"e3","name":"forbidden","errors":["access denied"]}`)}}, Want: misconfigured, Causes: []string{"HTTP 403"}, Calls: once},
+		{Name: "404 generation_not_found", Config: noRetry, Answers: []answer{{Status: 404, Body: providertest.Spec(t, "error.404.generation_not_found.json")}},
+			Want: misconfigured, Causes: []string{"generation_not_found"}, Calls: once},
+		{Name: "413 payload too large", Config: noRetry, Answers: []answer{{Status: 413, Body: []byte(`<html><body>413 Request Entity Too Large</body></html>`)}},
+			Want: providertest.Outcome{InvalidInput: true, Message: "the reference image is too large for the image provider"}, Causes: []string{"HTTP 413"}, Calls: once},
+		{Name: "422 invalid_language", Config: noRetry, Answers: []answer{{Status: 422, Body: []byte(`{"id":"e4","name":"invalid_language","errors":["English is the only supported language for this service."]}`)}},
+			Want: providertest.Outcome{Message: "the image provider accepts prompts in English only"}, Causes: []string{"invalid_language"}, Calls: once},
+		{Name: "422 other", Config: noRetry, Answers: []answer{{Status: 422, Body: []byte(`{"id":"e5","name":"unprocessable","errors":["prompt: rejected"]}`)}}, Want: rejected, Causes: []string{"HTTP 422"}, Calls: once},
+		{Name: "429 rate_limit_exceeded", Config: noRetry, Answers: []answer{{Status: 429, Body: providertest.Spec(t, "error.429.rate_limit_exceeded.json")}},
+			Want: providertest.Outcome{Retryable: true, Message: provider.MsgBusy}, Causes: []string{"HTTP 429 (rate_limit_exceeded): You have exceeded"}, Calls: once},
+		{Name: "500 internal_error", Config: noRetry, Answers: []answer{{Status: 500, Body: internal}},
+			Want: providertest.Outcome{Retryable: true, Message: provider.MsgUnavailable}, Causes: []string{"internal_error"}, Calls: once},
+		{Name: "legacy v1 body", Config: noRetry, Answers: []answer{{Status: 400, Body: []byte(`{"id":"e6","name":"invalid_prompts","message":"prompt is empty"}`)}},
+			Want: rejected, Causes: []string{"invalid_prompts id=e6): prompt is empty"}, Calls: once},
+		{Name: "an error not JSON", Config: noRetry, Answers: []answer{{Status: 502, Body: []byte(`<html>Bad gateway</html>`)}},
+			Want: providertest.Outcome{Retryable: true, Message: provider.MsgUnavailable}, Causes: []string{"Bad gateway"}, Calls: once},
+		{Name: "server errors run out", Config: stability.Config{Config: provider.Config{MaxRetries: 2}},
+			Answers: []answer{{Status: 500, Body: internal}, {Status: 500, Body: internal}, {Status: 500, Body: internal}},
+			Want:    providertest.Outcome{Retryable: true, Message: provider.MsgUnavailable}, Causes: []string{"internal_error"},
+			Calls: []string{"core", "core", "core"}, Waits: []providertest.Wait{providertest.Backoff(0), providertest.Backoff(1)}},
+		{Name: "a rate limit past the deadline", Deadline: 30 * time.Second, Answers: []answer{{Status: 429, Body: providertest.Spec(t, "error.429.rate_limit_exceeded.json")}},
+			Want: providertest.Outcome{Retryable: true, Message: provider.MsgBusy}, Calls: once}, // less time left than the 60 s penalty
+		{Name: "an answer that echoes the key", Answers: []answer{{Status: 400, Body: []byte(`{"id":"e7","name":"bad_request","errors":["authorization: ` + key + ` is not allowed here"]}`)}},
+			Want: rejected, Causes: []string{provider.Redacted}, Calls: once},
+		// Answers without an image.
+		{Name: "no image", Config: noRetry, Answers: []answer{{Status: 200, Body: []byte(`{"finish_reason":"SUCCESS","seed":1}`)}}, Want: badAnswer, Calls: once},
+		{Name: "unknown finish reason", Config: noRetry, Answers: []answer{{Status: 200, Body: []byte(`{"image":"iVBORw0KGgo=","finish_reason":"ERROR","seed":1}`)}}, Want: badAnswer, Calls: once},
+		{Name: "not base64", Config: noRetry, Answers: []answer{{Status: 200, Body: []byte(`{"image":"***","finish_reason":"SUCCESS","seed":1}`)}}, Want: badAnswer, Calls: once},
+		{Name: "not an image", Config: noRetry, Answers: []answer{{Status: 200, Body: []byte(`{"image":"aGVsbG8=","finish_reason":"SUCCESS","seed":1}`)}}, Want: badAnswer, Calls: once},
+		{Name: "an answer not JSON", Config: noRetry, Answers: []answer{{Status: 200, Body: []byte(`<html>ok</html>`)}}, Want: badAnswer, Calls: once},
+		// References that cannot be sent: the provider is not called.
+		{Name: "a reference that cannot be fetched", Config: stability.Config{Model: "ultra", Fetcher: refs},
+			Request: providertest.I2I("x", imagegen.Aspect1x1, "https://10.0.0.1/a.png"),
+			Want:    providertest.Outcome{InvalidInput: true, Message: "image_input[0] could not be downloaded"}},
+		{Name: "a reference that is not an image", Config: stability.Config{Model: "ultra", Fetcher: refs},
+			Request: providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/notes.txt"),
+			Want:    providertest.Outcome{InvalidInput: true, Message: "image_input[0] is not a supported image"}},
+		{Name: "a reference too small", Config: stability.Config{Model: "ultra", Fetcher: refs},
+			Request: providertest.I2I("x", imagegen.Aspect1x1, "https://img.example/tiny.png"),
+			Want:    providertest.Outcome{InvalidInput: true, Message: "image_input[0] is too small for this provider (40x200; every side must be at least 64 pixels)"}},
 	}
 }
 
-func TestEveryAspectRatio(t *testing.T) {
-	type want struct {
-		sent   string
-		result provider.Size
-	}
-	s := func(w, h int) provider.Size { return provider.Size{W: w, H: h} }
-	table := map[imagegen.AspectRatio]want{
-		imagegen.AspectAuto: {"1:1", s(1024, 1024)},
-		imagegen.Aspect1x1:  {"1:1", s(1024, 1024)},
-		imagegen.Aspect3x2:  {"3:2", s(1215, 810)},  // 1216x832
-		imagegen.Aspect2x3:  {"2:3", s(810, 1215)},  // 832x1216
-		imagegen.Aspect16x9: {"16:9", s(1344, 756)}, // 1344x768
-		imagegen.Aspect9x16: {"9:16", s(756, 1344)}, // 768x1344
-		imagegen.Aspect4x3:  {"5:4", s(1088, 816)},  // not in the API: 5:4, 1088x896, cropped
-		imagegen.Aspect3x4:  {"4:5", s(816, 1088)},  // not in the API: 4:5, 896x1088, cropped
-	}
-	if len(table) != len(imagegen.AspectRatios())+1 {
-		t.Fatalf("the table misses a ratio of %v", imagegen.AspectRatios())
-	}
-	for _, model := range []string{"core", "ultra", "sd3.5-large"} {
-		f := newFake(t)
-		m, _ := newModel(t, f, stability.Config{Model: model})
-		for ratio, w := range table {
-			t.Run(model+" "+string(ratio), func(t *testing.T) {
-				t.Parallel()
-				is := is.New(t)
-				prompt := "a fox, " + model + " " + string(ratio)
-				imgs, err := providertest.Generate(ctx, m, providertest.T2I(prompt, ratio))
-				is.NoErr(err)
-				sent := ""
-				for _, c := range f.Calls() {
-					if c.field("prompt") == prompt {
-						sent = c.field("aspect_ratio")
-					}
-				}
-				is.Equal(sent, w.sent) // the aspect_ratio sent
-				got := providertest.SizeOf(t, imgs[0])
-				is.Equal(got, w.result) // the final image
-				want := ratio
-				if ratio == imagegen.AspectAuto {
-					want = imagegen.Aspect1x1 // auto is 1:1 for text-to-image
-				}
-				is.True(got.Is(want)) // exactly the ratio
-			})
-		}
-	}
-}
-
-func TestContentFiltered(t *testing.T) {
-	is := is.New(t)
-	f := newFake(t, answer{Status: 200, Body: example(t, "generate.response.content-filtered.json")})
-	m, clock := newModel(t, f, stability.Config{})
-	_, err := providertest.Generate(ctx, m, providertest.T2I("something not allowed", imagegen.Aspect1x1))
-	me := providertest.ModelError(t, err)
-	is.True(me.Refused)
-	is.True(!me.Retryable && !me.Misconfigured)
-	is.Equal(me.Provider, "stability")
-	is.Equal(me.UserMessage(), "refused by content policy: the generated image was blocked by the provider's content filter")
-	is.True(strings.Contains(me.Err.Error(), "CONTENT_FILTERED"))
-	is.Equal(len(f.Calls()), 1) // not retried
-	is.Equal(len(clock.Waits()), 0)
-}
-
-func TestContentModeration(t *testing.T) {
-	is := is.New(t)
-	f := newFake(t, answer{Status: 403, Body: example(t, "error.403.content_moderation.json")})
-	m, clock := newModel(t, f, stability.Config{})
-	_, err := providertest.Generate(ctx, m, providertest.T2I("something not allowed", imagegen.Aspect1x1))
-	me := providertest.ModelError(t, err)
-	is.True(me.Refused)
-	is.True(!me.Retryable && !me.Misconfigured) // a 403, but not the operator's fault
-	is.Equal(me.UserMessage(), "refused by content policy: the prompt or image was rejected by the provider's safety system")
-	is.True(strings.Contains(me.Err.Error(), "content_moderation"))
-	is.True(!strings.Contains(me.UserMessage(), "charged")) // the provider's words stay in the log
-	is.Equal(len(f.Calls()), 1)
-	is.Equal(len(clock.Waits()), 0)
-}
-
-func TestRateLimitThenSuccess(t *testing.T) {
-	is := is.New(t)
-	f := newFake(t, answer{Status: 429, Header: map[string]string{"Retry-After": "7"}, Body: example(t, "error.429.rate_limit_exceeded.json")})
-	m, clock := newModel(t, f, stability.Config{})
-	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
-	is.NoErr(err)
-	is.Equal(len(imgs), 1)
-	is.Equal(len(f.Calls()), 2)
-	is.Equal(clock.Waits(), []time.Duration{7 * time.Second}) // Retry-After, on the injected clock
-}
-
-func TestRateLimitWithoutRetryAfterWaitsThePenalty(t *testing.T) {
-	is := is.New(t)
-	f := newFake(t, answer{Status: 429, Body: example(t, "error.429.rate_limit_exceeded.json")})
-	m, clock := newModel(t, f, stability.Config{})
-	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
-	is.NoErr(err)
-	is.Equal(clock.Waits(), []time.Duration{60 * time.Second}) // the documented time-out
-
-	// With less time left than the penalty, it gives up at once, retryable.
-	f = newFake(t, answer{Status: 429, Body: example(t, "error.429.rate_limit_exceeded.json")})
-	m, clock = newModel(t, f, stability.Config{})
-	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	_, err = providertest.Generate(tctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
-	me := providertest.ModelError(t, err)
-	is.True(me.Retryable)
-	is.Equal(me.Message, provider.MsgBusy)
-	is.Equal(len(f.Calls()), 1)
-	is.Equal(len(clock.Waits()), 0)
-}
-
-func TestServerErrorThenSuccess(t *testing.T) {
-	is := is.New(t)
-	body := example(t, "error.500.internal_error.json")
-	f := newFake(t, answer{Status: 500, Body: body}, answer{Status: 503, Header: map[string]string{"Retry-After": "3"}, Body: body})
-	m, clock := newModel(t, f, stability.Config{})
-	imgs, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
-	is.NoErr(err)
-	is.Equal(len(imgs), 1)
-	is.Equal(len(f.Calls()), 3)
-	waits := clock.Waits()
-	is.Equal(len(waits), 2)
-	is.True(waits[0] >= 500*time.Millisecond && waits[0] <= time.Second) // backoff with jitter
-	is.Equal(waits[1], 3*time.Second)                                    // Retry-After
-}
-
-func TestServerErrorsRunOut(t *testing.T) {
-	is := is.New(t)
-	body := example(t, "error.500.internal_error.json")
-	f := newFake(t, answer{Status: 500, Body: body}, answer{Status: 500, Body: body}, answer{Status: 500, Body: body})
-	m, _ := newModel(t, f, stability.Config{Config: provider.Config{MaxRetries: 2}})
-	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
-	me := providertest.ModelError(t, err)
-	is.True(me.Retryable) // the task queue may try again later
-	is.Equal(me.Message, provider.MsgUnavailable)
-	is.True(strings.Contains(me.Err.Error(), "internal_error"))
-	is.Equal(len(f.Calls()), 3) // bounded: 1 + MaxRetries
-}
-
-func TestTimeout(t *testing.T) {
-	is := is.New(t)
-	f := newFake(t)
-	f.hang = make(chan struct{})
-	defer close(f.hang)
-	m, _ := newModel(t, f, stability.Config{})
-	tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err := providertest.Generate(tctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
-	is.True(time.Since(start) < 5*time.Second) // bounded by the deadline
-	me := providertest.ModelError(t, err)
-	is.True(me.Retryable)
-	is.Equal(me.Message, provider.MsgTimeout)
-	is.True(errors.Is(err, context.DeadlineExceeded))
-	is.Equal(len(f.Calls()), 1) // no retry once the deadline has passed
-}
-
-func TestBadAPIKey(t *testing.T) {
-	is := is.New(t)
-	const wrong = "sk-WRONGKEY-9876543210zyxwvutsrqponmlkjih"
-	f := newFake(t)
-	m, clock := newModel(t, f, stability.Config{Config: provider.Config{APIKey: wrong}})
-	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
-	me := providertest.ModelError(t, err)
-	is.True(me.Misconfigured) // an operator error: a fallback chain moves on
-	is.True(!me.Retryable && !me.Refused && !me.InvalidInput)
-	is.Equal(me.UserMessage(), "the image service is misconfigured") // not the user's fault
-	is.True(strings.Contains(me.Err.Error(), "HTTP 401"))
-	is.True(strings.Contains(me.Err.Error(), "unauthorized"))
-	is.True(!strings.Contains(err.Error(), wrong)) // the echoed key is scrubbed
-	is.Equal(len(f.Calls()), 1)
-	is.Equal(len(clock.Waits()), 0)
-}
-
-// TestErrorBodies maps every documented error (WIRE.md, "Errors").
-func TestErrorBodies(t *testing.T) {
-	for _, tc := range []struct {
-		name                                   string
-		status                                 int
-		body                                   []byte
-		retryable, refused, invalid, misconfig bool
-		msg, cause                             string
-	}{
-		{"400 bad_request", 400, example(t, "error.400.bad_request.json"), false, false, false, false, provider.MsgRejected, "HTTP 400 (bad_request id=a1b2c3d4e5f6a1b2c3d4e5f6a1b2c3d4): prompt: is required"},
-		{"400 about the image", 400, []byte(`{"id":"e1","name":"bad_request","errors":["image: must be at least 64 pixels on each side"]}`), false, false, true, false, "the reference image could not be used by the image provider", "image: must be"},
-		{"402 payment_required", 402, []byte(`{"id":"e2","name":"payment_required","errors":["You lack sufficient credits to make this request."]}`), false, false, false, true, provider.MsgMisconfigured, "payment_required"},
-		{"403 other", 403, []byte(`{"id":"e3","name":"forbidden","errors":["access denied"]}`), false, false, false, true, provider.MsgMisconfigured, "HTTP 403"},
-		{"404 generation_not_found", 404, example(t, "error.404.generation_not_found.json"), false, false, false, true, provider.MsgMisconfigured, "generation_not_found"},
-		{"413 payload too large", 413, []byte(`<html><body>413 Request Entity Too Large</body></html>`), false, false, true, false, "the reference image is too large for the image provider", "HTTP 413"},
-		{"422 invalid_language", 422, []byte(`{"id":"e4","name":"invalid_language","errors":["English is the only supported language for this service."]}`), false, false, false, false, "the image provider accepts prompts in English only", "invalid_language"},
-		{"422 other", 422, []byte(`{"id":"e5","name":"unprocessable","errors":["prompt: rejected"]}`), false, false, false, false, provider.MsgRejected, "HTTP 422"},
-		{"429 rate_limit_exceeded", 429, example(t, "error.429.rate_limit_exceeded.json"), true, false, false, false, provider.MsgBusy, "HTTP 429 (rate_limit_exceeded): You have exceeded"},
-		{"500 internal_error", 500, example(t, "error.500.internal_error.json"), true, false, false, false, provider.MsgUnavailable, "internal_error"},
-		{"legacy v1 body", 400, []byte(`{"id":"e6","name":"invalid_prompts","message":"prompt is empty"}`), false, false, false, false, provider.MsgRejected, "invalid_prompts id=e6): prompt is empty"},
-		{"not JSON", 502, []byte(`<html>Bad gateway</html>`), true, false, false, false, provider.MsgUnavailable, "Bad gateway"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			is := is.New(t)
-			f := newFake(t, answer{Status: tc.status, Body: tc.body})
-			m, _ := newModel(t, f, stability.Config{Config: provider.Config{MaxRetries: -1}})
-			_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
-			me := providertest.ModelError(t, err)
-			is.Equal(me.Retryable, tc.retryable)
-			is.Equal(me.Refused, tc.refused)
-			is.Equal(me.InvalidInput, tc.invalid)
-			is.Equal(me.Misconfigured, tc.misconfig)
-			is.Equal(me.Message, tc.msg)
-			is.True(strings.Contains(me.Err.Error(), tc.cause)) // the provider's words, for the log
-		})
-	}
-}
-
-func TestAnswersWithoutAnImage(t *testing.T) {
-	for _, tc := range []struct{ name, body string }{
-		{"no image", `{"finish_reason":"SUCCESS","seed":1}`},
-		{"unknown finish reason", `{"image":"iVBORw0KGgo=","finish_reason":"ERROR","seed":1}`},
-		{"not base64", `{"image":"***","finish_reason":"SUCCESS","seed":1}`},
-		{"not an image", `{"image":"aGVsbG8=","finish_reason":"SUCCESS","seed":1}`},
-		{"not JSON", `<html>ok</html>`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			is := is.New(t)
-			f := newFake(t, answer{Status: 200, Body: []byte(tc.body)})
-			m, _ := newModel(t, f, stability.Config{Config: provider.Config{MaxRetries: -1}})
-			_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
-			me := providertest.ModelError(t, err)
-			is.True(me.Retryable && !me.Refused)
-			is.Equal(me.Message, provider.MsgBadAnswer)
-		})
-	}
-}
-
-func TestKeyNeverShows(t *testing.T) {
-	is := is.New(t)
-	c := stability.Config{Config: provider.Config{APIKey: key}, Model: "ultra", Fetcher: &providertest.Fetcher{}}
-	f := newFake(t, answer{Status: 503, Body: []byte("upstream said " + key)})
-	m, _ := newModel(t, f, c)
-	providertest.NoSecretInAdapter(t, key, c, m)
-	_, err := providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
-	is.NoErr(err)
-	f = newFake(t, answer{Status: 400, Body: []byte(`{"id":"e7","name":"bad_request","errors":["authorization: ` + key + ` is not allowed here"]}`)})
-	m, _ = newModel(t, f, c)
-	_, err = providertest.Generate(ctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
-	is.True(err != nil)
-	providertest.NoSecretAnywhere(t, key, err)
-	is.True(!strings.Contains(err.Error(), key))
-}
-
-func TestNew(t *testing.T) {
-	k := provider.Config{APIKey: key}
-	for _, tc := range []struct {
-		name string
-		c    stability.Config
-		want string
-	}{
-		{"no key", stability.Config{}, "stability: Config.APIKey is required"},
-		{"unknown model", stability.Config{Config: k, Model: "stable-diffusion-xl-1024-v1-0"}, `stability: Config.Model "stable-diffusion-xl-1024-v1-0" is not supported (one of core, ultra, sd3.5-large,`},
-		{"strength above 1", stability.Config{Config: k, Strength: 1.5}, "stability: Config.Strength must be more than 0 and at most 1 (got 1.5)"},
-		{"negative strength", stability.Config{Config: k, Strength: -0.1}, "stability: Config.Strength must be more than 0"},
-		{"unknown style", stability.Config{Config: k, StylePreset: "watercolour"}, `stability: Config.StylePreset "watercolour" is not one of the API's presets`},
-		{"style on ultra", stability.Config{Config: k, Model: "ultra", StylePreset: "anime"}, `stability: Config.StylePreset is not taken by this model`},
-		{"bad cost", stability.Config{Config: provider.Config{APIKey: key, Cost: 4}}, "stability: Config.Cost must be 1 to 3"},
-	} {
-		t.Run(tc.name, func(t *testing.T) { providertest.NewFails(t, stability.New, tc.c, tc.want) })
-	}
-	is := is.New(t)
-	m, err := stability.New(stability.Config{Config: provider.Config{APIKey: key, Cost: 1}, Model: "ultra"})
-	is.NoErr(err)
-	is.Equal(m.Name(), "stability/ultra")
-	plan, err := m.Plan(providertest.T2I("a fox", imagegen.AspectAuto))
-	is.NoErr(err)
-	is.Equal(plan.Cost, int64(1)) // Config.Cost wins over the model's default
+// newModel returns an adapter pointed at f, with a recording clock.
+func newModel(t *testing.T, f *fake, c stability.Config) (*stability.Model, *providertest.InstantClock) {
+	t.Helper()
+	clock := providertest.Configure(&c.Config, f.srv.URL, key)
+	return providertest.MustNew(t, stability.New, c), clock
 }

@@ -85,6 +85,21 @@ func (s *Store) RetryTask(_ context.Context, id string, attempt int, delay time.
 	return nil
 }
 
+// ReleaseTask gives the task back to the queue, ready now, without
+// counting the attempt.
+func (s *Store) ReleaseTask(_ context.Context, id string, attempt int) error {
+	now := s.lock()
+	defer s.mu.Unlock()
+	r, err := s.holder(id, attempt)
+	if err != nil {
+		return err
+	}
+	r.task.Released++
+	r.task.LastError = imagegen.ReleasedMessage
+	s.requeue(r, now, now)
+	return nil
+}
+
 // RecoverExpired requeues tasks whose lease ended, or fails and refunds
 // those that have had maxAttempts attempts.
 func (s *Store) RecoverExpired(_ context.Context, maxAttempts int) (int, error) {
@@ -96,8 +111,8 @@ func (s *Store) RecoverExpired(_ context.Context, maxAttempts int) (int, error) 
 			continue
 		}
 		n++
-		if r.task.Attempt >= maxAttempts {
-			s.fail(r, imagegen.Failure{Code: imagegen.CodeInternal, Message: imagegen.ExpiredLeaseMessage(r.task.Attempt)}, now)
+		if counted := r.task.Attempt - r.task.Released; counted >= maxAttempts {
+			s.fail(r, imagegen.Failure{Code: imagegen.CodeInternal, Message: imagegen.ExpiredLeaseMessage(counted)}, now)
 			continue
 		}
 		r.task.LastError = "lease expired"

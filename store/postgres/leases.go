@@ -41,7 +41,7 @@ FROM ready, async WHERE t.id = ready.id
 RETURNING ` + qualifiedTaskColumns
 
 // qualifiedTaskColumns is taskColumns of the table aliased t.
-const qualifiedTaskColumns = `t.id, t.owner, t.request, t.model, t.cost, t.status, t.attempt, t.lease_until,
+const qualifiedTaskColumns = `t.id, t.owner, t.request, t.model, t.cost, t.status, t.attempt, t.released, t.lease_until,
 	t.run_after, t.images, t.error, t.error_code, t.last_error, t.refunded, t.created_at, t.updated_at,
 	t.finished_at, t.expires_at, t.seq`
 
@@ -119,6 +119,19 @@ func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay tim
 	return s.holderResult(id, attempt, tag.RowsAffected(), err)
 }
 
+// ReleaseTask gives the task back to the queue, ready now, without
+// counting the attempt (its Released count grows by one).
+func (s *Store) ReleaseTask(ctx context.Context, id string, attempt int) error {
+	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.tasks
+		SET status = 'pending', lease_until = NULL, run_after = {now}, updated_at = {now},
+			released = released + 1, last_error = $4
+		WHERE `+holds), s.nowArg(), id, attempt, imagegen.ReleasedMessage)
+	if err == nil && tag.RowsAffected() == 1 {
+		s.queuedNote.poke("")
+	}
+	return s.holderResult(id, attempt, tag.RowsAffected(), err)
+}
+
 // holderResult turns the outcome of a fenced statement into nil,
 // ErrLeaseLost (no row changed) or the error.
 func (s *Store) holderResult(id string, attempt int, changed int64, err error) error {
@@ -135,7 +148,8 @@ func (s *Store) holderResult(id string, attempt int, changed int64, err error) e
 const recoverBatch = 100
 
 // RecoverExpired sends tasks whose lease ended back to pending, or fails
-// and refunds them after maxAttempts, a batch per transaction (the rows
+// and refunds them after maxAttempts (claims given back by ReleaseTask
+// do not count), a batch per transaction (the rows
 // locked with SKIP LOCKED, so concurrent recoveries split the work). It
 // also sweeps expired records now and then (see Sweep).
 func (s *Store) RecoverExpired(ctx context.Context, maxAttempts int) (int, error) {
@@ -163,7 +177,7 @@ func (s *Store) recoverBatch(ctx context.Context, maxAttempts int) (int, error) 
 		return 0, wrapErr("recover", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	rows, err := tx.Query(ctx, s.sql(`SELECT id, attempt FROM {schema}.tasks
+	rows, err := tx.Query(ctx, s.sql(`SELECT id, attempt - released FROM {schema}.tasks
 		WHERE status = 'processing' AND lease_until <= {now}
 		ORDER BY lease_until LIMIT $2 FOR UPDATE SKIP LOCKED`), s.nowArg(), recoverBatch)
 	if err != nil {
@@ -173,15 +187,15 @@ func (s *Store) recoverBatch(ctx context.Context, maxAttempts int) (int, error) 
 	var n int
 	for rows.Next() {
 		var id string
-		var attempt int
-		if err := rows.Scan(&id, &attempt); err != nil {
+		var counted int // attempts, less the claims given back
+		if err := rows.Scan(&id, &counted); err != nil {
 			rows.Close()
 			return 0, wrapErr("recover", err)
 		}
 		n++
-		if attempt >= maxAttempts {
+		if counted >= maxAttempts {
 			failIDs = append(failIDs, id)
-			failMsgs = append(failMsgs, imagegen.ExpiredLeaseMessage(attempt))
+			failMsgs = append(failMsgs, imagegen.ExpiredLeaseMessage(counted))
 		} else {
 			requeue = append(requeue, id)
 		}

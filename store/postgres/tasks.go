@@ -143,7 +143,7 @@ func (s *Store) createTask(ctx context.Context, q querier, t *imagegen.Task) (in
 }
 
 // taskColumns are the columns scanTask reads, in its order.
-const taskColumns = `id, owner, request, model, cost, status, attempt, lease_until, run_after, images,
+const taskColumns = `id, owner, request, model, cost, status, attempt, released, lease_until, run_after, images,
 	error, error_code, last_error, refunded, created_at, updated_at, finished_at, expires_at, seq`
 
 // scanTask reads one row of taskColumns.
@@ -156,7 +156,7 @@ func scanTask(row pgx.Row) (*imagegen.Task, int64, error) {
 		runAfter, created, updated time.Time
 		seq                        int64
 	)
-	err := row.Scan(&t.ID, &t.Owner, &req, &t.Model, &t.Cost, &status, &t.Attempt, &lease, &runAfter, &t.Images,
+	err := row.Scan(&t.ID, &t.Owner, &req, &t.Model, &t.Cost, &status, &t.Attempt, &t.Released, &lease, &runAfter, &t.Images,
 		&t.Error, &code, &t.LastError, &t.Refunded, &created, &updated, &finished, &expires, &seq)
 	if err != nil {
 		return nil, 0, err

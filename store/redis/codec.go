@@ -32,6 +32,7 @@ func decodeTask(f map[string]string) (*imagegen.Task, error) {
 	}
 	t.Cost = atoi(f["cost"])
 	t.Attempt = int(atoi(f["attempt"]))
+	t.Released = int(atoi(f["released"]))
 	t.LeaseUntil = msTime(f["lease_until"])
 	t.RunAfter = msTime(cmp.Or(f["run_after"], f["created"]))
 	t.CreatedAt = msTime(f["created"])

@@ -150,6 +150,31 @@ func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay tim
 		[]string{s.k.task(id), s.k.leases(), s.k.pending()}, ms(delay), lastErr, id)
 }
 
+// releaseScript gives a task back to the queue, ready now, without
+// counting the attempt (released grows by one).
+//
+//	KEYS[1] task  KEYS[2] leases  KEYS[3] pending
+//	ARGV[1] now   ARGV[2] attempt  ARGV[3] last error  ARGV[4] id
+//
+// Returns 1, or 0 when attempt does not hold the lease.
+var releaseScript = newScript(`
+local now = now_ms()
+if not holds(KEYS[1], ARGV[2]) then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[4])
+redis.call('HINCRBY', KEYS[1], 'released', 1)
+redis.call('HSET', KEYS[1], 'status', 'pending', 'lease_until', 0, 'run_after', now,
+  'updated', now, 'last_error', ARGV[3])
+redis.call('ZADD', KEYS[3], now, ARGV[4])
+return 1
+`)
+
+// ReleaseTask gives the task back to the queue, ready now, without
+// counting the attempt.
+func (s *Store) ReleaseTask(ctx context.Context, id string, attempt int) error {
+	return s.runHolder(ctx, releaseScript, id, attempt,
+		[]string{s.k.task(id), s.k.leases(), s.k.pending()}, imagegen.ReleasedMessage, id)
+}
+
 // runHolder runs a script whose ARGV are now, attempt, then args, and
 // that answers 0 when attempt does not hold the lease.
 func (s *Store) runHolder(ctx context.Context, script *goredis.Script, id string, attempt int, keys []string, args ...any) error {
@@ -186,12 +211,13 @@ for i = 1, (#KEYS - 3) / 3 do
   local leaseEnd = redis.call('ZSCORE', KEYS[1], id)
   if leaseEnd and tonumber(leaseEnd) <= now then
     seen = seen + 1
-    local f = redis.call('HMGET', task, 'status', 'attempt')
+    local f = redis.call('HMGET', task, 'status', 'attempt', 'released')
+    local counted = (tonumber(f[2]) or 0) - (tonumber(f[3]) or 0) -- released claims do not count
     if f[1] ~= 'processing' then
       redis.call('ZREM', KEYS[1], id) -- left behind; nothing to recover
-    elseif tonumber(f[2]) >= maxAttempts then
+    elseif counted >= maxAttempts then
       refund(task, balance, ledger, id, now)
-      redis.call('HSET', task, 'error', 'image generation did not finish (' .. f[2] .. ' attempts)',
+      redis.call('HSET', task, 'error', 'image generation did not finish (' .. counted .. ' attempts)',
         'error_code', 'internal')
       finish(task, KEYS[1], id, 'failed', now, retention, KEYS[3])
       moved = moved + 1

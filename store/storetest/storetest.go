@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"MaxAttemptsFailsAndRefunds", testMaxAttempts},
 		{"RefundExactlyOnce", testRefundOnce},
 		{"RetryWaitsForItsDelay", testRetry},
+		{"ReleaseDoesNotUseAnAttempt", testRelease},
 		{"CancelPendingOnly", testCancel},
 		{"LedgerRules", testLedger},
 		{"RetentionRemovesFinishedTasksAndImages", testRetention},

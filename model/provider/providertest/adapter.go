@@ -10,9 +10,9 @@ import (
 
 // Configure points c, an adapter's provider.Config, at a fake API at
 // baseURL: it sets the base URL, the key when c names none, and a new
-// Clock when c has none, and returns that clock.
-func Configure(c *provider.Config, baseURL string, key provider.Secret) *Clock {
-	clock := NewClock()
+// InstantClock when c has no clock, and returns that InstantClock.
+func Configure(c *provider.Config, baseURL string, key provider.Secret) *InstantClock {
+	clock := NewInstantClock()
 	c.BaseURL = baseURL
 	if c.APIKey == "" {
 		c.APIKey = key

@@ -14,20 +14,19 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 )
 
-// OpenAPIRouter loads the OpenAPI document name of a provider's wire
-// spec (as Spec does: the test skips when it is absent), with its
-// server set to baseURL (a fake's), and returns a router of its
-// operations.
-func OpenAPIRouter(t testing.TB, provider, name, baseURL string) routers.Router {
+// OpenAPIRouter loads the OpenAPI description name of TestData (as Spec
+// does, on the test's goroutine), with its server set to baseURL (a
+// fake's), and returns a router of its operations.
+func OpenAPIRouter(t testing.TB, name, baseURL string) routers.Router {
 	t.Helper()
-	doc, err := openapi3.NewLoader().LoadFromData(Spec(t, provider, name))
+	doc, err := openapi3.NewLoader().LoadFromData(Spec(t, name))
 	if err != nil {
-		t.Fatalf("loading the %s spec %s: %v", provider, name, err)
+		t.Fatalf("loading the OpenAPI description %s: %v", name, err)
 	}
 	doc.Servers = openapi3.Servers{{URL: baseURL}}
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
-		t.Fatalf("routing the %s spec %s: %v", provider, name, err)
+		t.Fatalf("routing the OpenAPI description %s: %v", name, err)
 	}
 	return router
 }

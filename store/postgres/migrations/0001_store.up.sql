@@ -11,6 +11,7 @@ CREATE TABLE {schema}.tasks (
 	cost          bigint NOT NULL CHECK (cost > 0),
 	status        text NOT NULL CHECK (status IN ('pending', 'processing', 'success', 'failed')),
 	attempt       integer NOT NULL DEFAULT 0,
+	released      integer NOT NULL DEFAULT 0, -- claims given back at shutdown (not counted as attempts)
 	lease_until   timestamptz,
 	run_after     timestamptz NOT NULL,
 	images        text[],

@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"bytes"
+	"context"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -36,11 +37,11 @@ func TestRequestsFollowTheSpec(t *testing.T) {
 	sent := 0
 	for _, c := range configs {
 		m, _ := newModel(t, f, c)
-		_, err := providertest.Generate(ctx, m, providertest.T2I("a lighthouse at dusk", imagegen.Aspect3x2))
+		_, err := providertest.Generate(context.Background(), m, providertest.T2I("a lighthouse at dusk", imagegen.Aspect3x2))
 		is.NoErr(err)
 		sent++
 		if c.Model != "dall-e-3" {
-			_, err = providertest.Generate(ctx, m, providertest.I2I("the three together", imagegen.AspectAuto, "https://img.example/a.png", "https://img.example/b.jpg", "https://img.example/c.png"))
+			_, err = providertest.Generate(context.Background(), m, providertest.I2I("the three together", imagegen.AspectAuto, "https://img.example/a.png", "https://img.example/b.jpg", "https://img.example/c.png"))
 			is.NoErr(err)
 			sent++
 		}

@@ -1,0 +1,53 @@
+package imagegen
+
+import "errors"
+
+// APIErrorCode is the machine-readable code of an error answer of the
+// HTTP API, the error.code of {"error":{"code","message"}}. Package
+// httpapi writes these codes and package client reads them; both map
+// them to the sentinel errors of this package through Sentinel, so the
+// two sides of the wire share one vocabulary.
+type APIErrorCode string
+
+// The error codes of the API. The first six are the interface's own; the
+// others name conditions it leaves open (an unknown path, a wrong method,
+// a body over the limit) and those of the extensions.
+const (
+	APIUnauthorized        APIErrorCode = "unauthorized"           // 401: missing or invalid API key
+	APIInsufficientCredits APIErrorCode = "insufficient_credits"   // 403: the balance does not cover the charge
+	APITaskNotFound        APIErrorCode = "task_not_found"         // 404: no such task of the caller
+	APIInvalidParams       APIErrorCode = "invalid_params"         // 422: the request failed validation
+	APIRateLimitExceeded   APIErrorCode = "rate_limit_exceeded"    // 429: too many requests (Retry-After says when)
+	APIInternalError       APIErrorCode = "internal_error"         // 500: the server's fault
+	APINotFound            APIErrorCode = "not_found"              // 404: no such endpoint, or an image link that is bad or expired
+	APIMethodNotAllowed    APIErrorCode = "method_not_allowed"     // 405: wrong method (Allow lists the right ones)
+	APIRequestTooLarge     APIErrorCode = "request_too_large"      // 413: body over the limit
+	APIIdempotencyKeyInUse APIErrorCode = "idempotency_key_in_use" // 409: the first request with the key is still running
+	APITaskAlreadyFinished APIErrorCode = "task_already_finished"  // 409: cancel of a task that has ended
+)
+
+// ErrIdempotencyKeyInUse: a request with the same idempotency key is
+// still being handled; retry later with the same key and request.
+var ErrIdempotencyKeyInUse = errors.New("imagegen: a request with this idempotency key is still in progress")
+
+// Sentinel returns the sentinel error that code stands for, or nil for a
+// code without one (internal_error, not_found, …).
+func (c APIErrorCode) Sentinel() error {
+	switch c {
+	case APIUnauthorized:
+		return ErrUnauthorized
+	case APIInsufficientCredits:
+		return ErrInsufficientCredits
+	case APITaskNotFound:
+		return ErrTaskNotFound
+	case APIInvalidParams:
+		return ErrInvalidParams
+	case APIRateLimitExceeded:
+		return ErrRateLimited
+	case APITaskAlreadyFinished:
+		return ErrInvalidTransition
+	case APIIdempotencyKeyInUse:
+		return ErrIdempotencyKeyInUse
+	}
+	return nil
+}

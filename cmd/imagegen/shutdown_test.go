@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+)
+
+// TestServeShutdownAnswersOpenWaits: SIGTERM while a "Prefer: wait"
+// request is open answers it at once with the task as it stands (200) and
+// serve exits 0 within a few seconds, instead of holding the wait to the
+// end of the 30 s shutdown grace and exiting 1.
+func TestServeShutdownAnswersOpenWaits(t *testing.T) {
+	is := is.New(t)
+	const key = "shutdown-demo-key-0123456789"
+	// The placeholder takes an hour: the task stays processing.
+	p, base := startServeProcess(t, "-demo-key", key, "-placeholder-delay", "1h", "-shutdown-timeout", "1s")
+	req, err := http.NewRequest("POST", base+"/api/v1/generate", strings.NewReader(`{"scene":"text-to-image","prompt":"a fox"}`))
+	is.NoErr(err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	is.NoErr(err)
+	var created struct {
+		TaskID string `json:"task_id"`
+	}
+	is.NoErr(json.NewDecoder(resp.Body).Decode(&created))
+	resp.Body.Close()
+	is.Equal(resp.StatusCode, http.StatusCreated)
+
+	type answer struct {
+		status int
+		body   map[string]any
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", base+"/api/v1/tasks/"+created.TaskID, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Prefer", "wait=60")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&m)
+		answered <- answer{status: resp.StatusCode, body: m, err: err}
+	}()
+	time.Sleep(300 * time.Millisecond) // let the wait begin
+
+	start := time.Now()
+	p.signal(syscall.SIGTERM)
+	select {
+	case a := <-answered:
+		is.NoErr(a.err)
+		is.Equal(a.status, http.StatusOK)
+		is.True(a.body["status"] == "processing" || a.body["status"] == "pending")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the open wait was not answered within 5 s of SIGTERM")
+	}
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("serve did not exit within 5 s of SIGTERM:\n%s", p.Output())
+	}
+	err = p.cmd.Wait()
+	is.NoErr(err) // exit status 0
+	t.Logf("answered and exited %v after SIGTERM", time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// errShownUsage marks a refusal whose usage text has been printed.
+var errShownUsage = errors.New("see the usage above")
+
+// pickSubcommand reads the subcommand of a command group (keys, credits,
+// tasks). With none or an unknown one it prints usage to stderr and
+// fails; with -h, -help, --help or help it prints usage to stdout and
+// returns "" and no error, so the caller just returns.
+func pickSubcommand(group string, args []string, subs []string, usage string, stdout, stderr io.Writer) (string, error) {
+	switch {
+	case len(args) == 0:
+		fmt.Fprint(stderr, usage)
+		return "", fmt.Errorf("no %s command given (%w)", group, errShownUsage)
+	case slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]):
+		fmt.Fprint(stdout, usage)
+		return "", nil
+	case !slices.Contains(subs, args[0]):
+		fmt.Fprint(stderr, usage)
+		return "", fmt.Errorf("unknown %s command %q (%w)", group, args[0], errShownUsage)
+	}
+	return args[0], nil
+}

@@ -1,0 +1,166 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/matryer/is"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/ratelimit"
+)
+
+// TestValidKeyServedDuringBadKeyFlood: 100 bad keys from one address do
+// not lock out a valid key used from the same address (many users behind
+// one NAT or proxy); only the bad keys are refused once over budget.
+func TestValidKeyServedDuringBadKeyFlood(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	var unauthorized, limited int
+	for i := 0; i < 100; i++ {
+		bad := e.do("GET", "/api/v1/tasks/x", imagegen.NewAPIKey(), "")
+		switch bad.Code {
+		case http.StatusUnauthorized:
+			unauthorized++
+		case http.StatusTooManyRequests:
+			limited++
+			wantError(t, bad, http.StatusTooManyRequests, imagegen.APIRateLimitExceeded)
+			is.True(bad.Header().Get("Retry-After") != "")
+		default:
+			t.Fatalf("bad key #%d: status %d", i, bad.Code)
+		}
+		good := e.do("GET", "/api/v1/tasks/x", e.key, "")
+		wantError(t, good, http.StatusNotFound, imagegen.APITaskNotFound) // served, not 429
+	}
+	is.Equal(unauthorized, 10) // the budget: 10 failures a minute per address
+	is.Equal(limited, 90)
+}
+
+// TestAuthFailuresPerIPv6Prefix: an IPv6 client's failures count for its
+// whole /64, so rotating addresses inside it buys nothing.
+func TestAuthFailuresPerIPv6Prefix(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	codes := map[int]int{}
+	for i := range 20 {
+		r := httptest.NewRequest("GET", "/api/v1/tasks/x", nil)
+		r.Header.Set("Authorization", "Bearer "+imagegen.NewAPIKey())
+		r.RemoteAddr = "[2001:db8:1:2::" + string(rune('a'+i%6)) + "]:443"
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, r)
+		codes[w.Code]++
+	}
+	is.Equal(codes[http.StatusUnauthorized], 10)
+	is.Equal(codes[http.StatusTooManyRequests], 10)
+}
+
+// handlerWith is another API handler on e's service, configured by cfg
+// (Service, Limiter, Clock and Logger are filled in).
+func (e *env) handlerWith(cfg httpapi.Config) http.Handler {
+	e.t.Helper()
+	is := is.New(e.t)
+	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 1000, Window: time.Minute, Clock: e.clock})
+	is.NoErr(err)
+	cfg.Service, cfg.Limiter, cfg.Clock, cfg.Logger = e.svc, limiter, e.clock, quiet
+	api, err := httpapi.New(cfg)
+	is.NoErr(err)
+	mux := http.NewServeMux()
+	api.Register(mux)
+	return mux
+}
+
+// badKeyFrom sends a bad key to h from peer with extra headers and
+// returns the status.
+func badKeyFrom(h http.Handler, peer string, hdr ...string) int {
+	r := httptest.NewRequest("GET", "/api/v1/tasks/x", nil)
+	r.Header.Set("Authorization", "Bearer "+imagegen.NewAPIKey())
+	r.RemoteAddr = peer
+	for i := 0; i+1 < len(hdr); i += 2 {
+		r.Header.Add(hdr[i], hdr[i+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w.Code
+}
+
+func TestAuthFailuresBehindTrustedProxy(t *testing.T) {
+	e := newEnv(t)
+	failures, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 2, Window: time.Minute, Clock: e.clock})
+	is.New(t).NoErr(err)
+	h := e.handlerWith(httpapi.Config{
+		AuthFailures:   failures,
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+	})
+	const proxy = "10.1.2.3:5555"
+	t.Run("each forwarded client counts alone", func(t *testing.T) {
+		is := is.New(t)
+		for _, client := range []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"} {
+			for range 2 {
+				is.Equal(badKeyFrom(h, proxy, "X-Forwarded-For", client), http.StatusUnauthorized)
+			}
+			is.Equal(badKeyFrom(h, proxy, "X-Forwarded-For", client), http.StatusTooManyRequests)
+		}
+	})
+	t.Run("a spoofed leftmost hop is ignored", func(t *testing.T) {
+		is := is.New(t)
+		// The client 198.51.100.7 writes its own X-Forwarded-For; the
+		// proxy appends the real address. Rotating the fake buys nothing.
+		for i, fake := range []string{"1.1.1.1", "2.2.2.2", "3.3.3.3"} {
+			want := http.StatusUnauthorized
+			if i == 2 {
+				want = http.StatusTooManyRequests
+			}
+			is.Equal(badKeyFrom(h, proxy, "X-Forwarded-For", fake+", 198.51.100.7"), want)
+		}
+	})
+	t.Run("Forwarded header, through two trusted proxies", func(t *testing.T) {
+		is := is.New(t)
+		fwd := `for="[2001:db8:aa:bb::1]:4711";proto=https, for=10.9.9.9`
+		is.Equal(badKeyFrom(h, proxy, "Forwarded", fwd), http.StatusUnauthorized)
+		// Another address of the same /64 is the same client.
+		fwd = `for="[2001:db8:aa:bb::2]"`
+		is.Equal(badKeyFrom(h, proxy, "Forwarded", fwd), http.StatusUnauthorized)
+		is.Equal(badKeyFrom(h, proxy, "Forwarded", fwd), http.StatusTooManyRequests)
+	})
+	t.Run("an untrusted peer's headers are not read", func(t *testing.T) {
+		is := is.New(t)
+		for i := range 3 {
+			want := http.StatusUnauthorized
+			if i == 2 {
+				want = http.StatusTooManyRequests
+			}
+			fake := "203.0.113." + strconv.Itoa(i+1)
+			is.Equal(badKeyFrom(h, "192.0.2.200:1", "X-Forwarded-For", fake), want)
+		}
+	})
+}
+
+// TestAuthFailuresSharedOnRedis: two API processes on one Redis share
+// each address's failure budget, so N processes do not give N× the
+// guesses.
+func TestAuthFailuresSharedOnRedis(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	mr := miniredis.RunT(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	var handlers []http.Handler
+	for range 2 {
+		failures, err := ratelimit.NewRedis(rdb, ratelimit.RedisConfig{Limit: 10, Window: time.Minute, Prefix: "test-authfail:"})
+		is.NoErr(err)
+		handlers = append(handlers, e.handlerWith(httpapi.Config{AuthFailures: failures}))
+	}
+	codes := map[int]int{}
+	for i := range 20 {
+		codes[badKeyFrom(handlers[i%2], "192.0.2.50:1000")]++
+	}
+	is.Equal(codes[http.StatusUnauthorized], 10) // one budget across both
+	is.Equal(codes[http.StatusTooManyRequests], 10)
+}

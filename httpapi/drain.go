@@ -1,0 +1,38 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+// Drain ends every open "Prefer: wait" request early: each answers at
+// once with its task as it stands, and later ones do not wait. Call it
+// when the server begins to shut down, so that http.Server.Shutdown is
+// not held up by long polls (up to imagegen.MaxWait each):
+//
+//	srv.RegisterOnShutdown(api.Drain)
+//
+// It is safe to call more than once and from any goroutine; the rest of
+// the API keeps serving until the server stops.
+func (h *Handler) Drain() { h.stopWaits() }
+
+// waitTask is Service.WaitTask for a request, cut short by Drain: then it
+// answers with the task as it stands.
+func (h *Handler) waitTask(r *http.Request, owner, id string, d time.Duration) (*imagegen.Task, error) {
+	ctx := r.Context()
+	if h.waitsDone.Err() != nil {
+		return h.cfg.Service.Task(ctx, owner, id)
+	}
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(h.waitsDone, cancel)
+	defer stop()
+	t, err := h.cfg.Service.WaitTask(waitCtx, owner, id, d)
+	if err != nil && ctx.Err() == nil && h.waitsDone.Err() != nil {
+		return h.cfg.Service.Task(ctx, owner, id) // drained, not failed
+	}
+	return t, err
+}

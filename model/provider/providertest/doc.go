@@ -1,0 +1,25 @@
+// Package providertest has test helpers for provider adapters.
+//
+// Run is the conformance suite every adapter's tests call: the scenarios
+// every provider must get right (text-to-image, image-to-image, every
+// aspect ratio, refusals, a rate limit then success, server errors then
+// success, time-outs, a bad key, cancelling the provider's job when the
+// caller gives up), driven through a small per-adapter Harness that says
+// how to build the adapter against its fake API and how the fake
+// answers each scenario.
+//
+// For those fakes: the queue of canned answers and record of calls
+// (Script), a hanging answer (Hang), the wire examples a fake serves,
+// read from the package's testdata directory on the test's goroutine
+// (Spec, LoadExamples), multipart forms, JSON example edits and OpenAPI
+// routing. For the adapter under test: a clock that records waits and
+// lets them pass at once (InstantClock), a scripted image fetcher,
+// PNG/JPEG makers, the set-up (Configure, MustNew), and a check that a
+// key never shows up in printed or logged values. No network beyond
+// loopback, no sleeps.
+//
+// Helpers that can fail a test at once (Spec, Must, JSON, ModelError and
+// the like call t.Fatal) are for the test's own goroutine. What a fake's
+// handler calls (Examples.Get, EditJSON) only records errors with
+// t.Errorf, which is safe from any goroutine.
+package providertest

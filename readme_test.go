@@ -1,0 +1,103 @@
+package imagegen_test
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestREADMESnippetsAreCompiledCode keeps every Go snippet of the README
+// honest: each ```go block must be preceded by a line
+// "<!-- snippet: path -->" naming a Go file of the repository that CI
+// compiles and runs (an Example or a test), and its lines must appear
+// there, in order and contiguous (white space aside). A snippet edited
+// in the README alone, or code changed without the README, fails here.
+func TestREADMESnippetsAreCompiledCode(t *testing.T) {
+	f, err := os.Open("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	marker := regexp.MustCompile(`<!-- snippet: (\S+) -->`)
+	var (
+		source  string // the file named by the last marker
+		inGo    bool
+		snippet []string
+		line    int
+		count   int
+	)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		switch {
+		case marker.MatchString(text):
+			source = marker.FindStringSubmatch(text)[1]
+		case text == "```go":
+			if source == "" {
+				t.Errorf("README.md:%d: a Go snippet without a <!-- snippet: path --> line before it", line)
+			}
+			inGo, snippet = true, nil
+		case inGo && text == "```":
+			inGo = false
+			count++
+			checkSnippet(t, line, source, snippet)
+			source = ""
+		case inGo:
+			snippet = append(snippet, text)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if count == 0 {
+		t.Fatal("no Go snippet found in README.md")
+	}
+}
+
+var spaces = regexp.MustCompile(`\s+`)
+
+func normalize(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if l = spaces.ReplaceAllString(strings.TrimSpace(l), " "); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func checkSnippet(t *testing.T, line int, source string, snippet []string) {
+	t.Helper()
+	if source == "" {
+		return
+	}
+	if !strings.HasSuffix(source, ".go") {
+		t.Errorf("README.md:%d: snippet source %s is not a Go file", line, source)
+		return
+	}
+	code, err := os.ReadFile(filepath.FromSlash(source))
+	if err != nil {
+		t.Errorf("README.md:%d: %v", line, err)
+		return
+	}
+	want, have := normalize(snippet), normalize(strings.Split(string(code), "\n"))
+	for i := 0; i+len(want) <= len(have); i++ {
+		if equal(have[i:i+len(want)], want) {
+			return
+		}
+	}
+	t.Errorf("README.md:%d: the snippet is not in %s (first line %q)", line, source, want[0])
+}
+
+func equal(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
