@@ -23,9 +23,26 @@
 // (status = 'processing' AND attempt = n) in its WHERE clause, so a worker
 // whose lease was lost changes nothing. A submit debits the balance with
 // UPDATE … WHERE balance >= cost, appends the charge to the ledger and
-// inserts the task in one statement: concurrent submits on one balance
-// serialise on the account row and can never overdraw it (a CHECK
-// constraint says so too).
+// inserts the task in the same transaction: concurrent submits on one
+// balance serialise on the account row and can never overdraw it (a
+// CHECK constraint says so too).
+//
+// # Group commit
+//
+// Each commit waits for a disk flush, and submits of one owner serialise
+// on the owner's account row, so one commit per submit would cap a busy
+// owner at one submit per flush. Submits and successes that arrive
+// together therefore share one statement and one commit (at most 64 per
+// batch, 4 batches in flight, a lone call going at once): create_tasks
+// runs a batch's submits one after another, each charged or refused on
+// its own, exactly as if they had come one by one; a batch of successes
+// checks each task's own fencing token. A claim commits without waiting
+// for its flush (synchronous_commit off for that transaction only): a
+// claim lost to a database crash leaves the task pending, and the fencing
+// token then refuses the worker's result, so the task simply runs again.
+// Config.AsyncSuccess extends that to successes, for throughput, at the
+// price described there. Submits, refunds, grants and charges always
+// wait for their flush.
 //
 // # Wake-ups
 //
@@ -41,10 +58,27 @@
 // between, watchers notice at the end of their wait and idle workers at
 // their next poll.) The rarer failures, cancels and lease expiries
 // notify inside their own transaction, and SubmitTx inside the host's,
-// so workers wake only if the host commits. When the listening connection is lost, every watcher is
-// woken (they re-read their task) and woken again every second until it
-// is back (the polling fallback); the worker's own PollInterval remains
-// the fallback for idle workers.
+// so workers wake only if the host commits. Give imagegen.Config.WorkReady
+// the store's WorkReady so that idle workers hear of it. When the
+// listening connection is lost, every watcher is woken (they re-read
+// their task) and woken again every second until it is back (the polling
+// fallback); the worker's own PollInterval remains the fallback for idle
+// workers.
+//
+// # Transactions of the host app
+//
+// SubmitTx, GrantTx and ChargeWebTx run in a pgx.Tx of the app's, beside
+// its own writes: a rollback leaves no credit moved and no task, a commit
+// makes everything visible at once. They apply the rules of
+// Service.Submit, Grant and ChargeWeb (Service.PrepareTask,
+// imagegen.GrantEntry, imagegen.WebChargeEntry), and a refusal raises no
+// SQL error, so the transaction stays usable.
+//
+// # Rate limits
+//
+// Migration 2 adds the table and function of ratelimit.NewPostgres, the
+// per-key limiter shared by every process on the database (also used for
+// failed authentications), so a deployment needs nothing but PostgreSQL.
 //
 // # Time
 //
