@@ -15,7 +15,6 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
-	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/store/postgres"
 )
@@ -124,30 +123,12 @@ func newRiver(b *testing.B, pool *pgxpool.Pool, workers int) *river.Client[pgx.T
 	return client
 }
 
-var pgBenchRequest = imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse at dusk, oil painting", AspectRatio: imagegen.Aspect16x9}
-
 // BenchmarkPostgresSubmit compares one submit through the PostgreSQL
 // store (debit, ledger entry and task in one statement, one commit) with
 // River's Insert of one job, on the same server, 16 goroutines per CPU;
 // then the same submit on the memory and Redis stores.
 func BenchmarkPostgresSubmit(b *testing.B) {
-	submitTo := func(b *testing.B, store imagegen.Store) {
-		if _, err := store.AddEntry(ctx, imagegen.LedgerEntry{Owner: "bench", Kind: imagegen.LedgerGrant, Amount: 1 << 50, Ref: "grant:bench"}); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		b.SetParallelism(parallelism)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				t := &imagegen.Task{ID: uuid.NewString(), Owner: "bench", Request: pgBenchRequest, Model: "placeholder", Cost: 1}
-				if _, err := store.CreateTask(ctx, t); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-	b.Run("postgres-store", func(b *testing.B) { submitTo(b, newPGStore(b, pgPool(b), postgres.Config{})) })
+	b.Run("postgres-store", func(b *testing.B) { submitTasks(b, newPGStore(b, pgPool(b), postgres.Config{})) })
 	b.Run("river-insert", func(b *testing.B) {
 		client := newRiver(b, pgPool(b), 0)
 		b.ReportAllocs()
@@ -161,8 +142,8 @@ func BenchmarkPostgresSubmit(b *testing.B) {
 			}
 		})
 	})
-	b.Run("memory-store", func(b *testing.B) { submitTo(b, memory.New(memory.Config{})) })
-	b.Run("redis-store", func(b *testing.B) { submitTo(b, newStore(b, newClient(b, redisOptions(b)))) })
+	b.Run("memory-store", func(b *testing.B) { submitTasks(b, memory.New(memory.Config{})) })
+	b.Run("redis-store", func(b *testing.B) { submitTasks(b, newStore(b, newClient(b, redisOptions(b)))) })
 }
 
 // BenchmarkPostgresPipeline measures end-to-end processing with an
@@ -171,42 +152,13 @@ func BenchmarkPostgresSubmit(b *testing.B) {
 // the PostgreSQL store against a River client on the same server, then
 // the Service on the memory and Redis stores.
 func BenchmarkPostgresPipeline(b *testing.B) {
-	runService := func(b *testing.B, base imagegen.Store, workReady <-chan struct{}) {
-		store := &countingStore{Store: base, n: int64(b.N), all: make(chan struct{})}
-		svc, err := imagegen.New(imagegen.Config{
-			Store: store, Model: instantModel{}, Workers: workers, WorkReady: workReady,
-			PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := svc.Grant(ctx, "bench", int64(b.N), "bench"); err != nil {
-			b.Fatal(err)
-		}
-		req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "x"}
-		for range b.N {
-			if _, err := svc.Submit(ctx, "bench", req); err != nil {
-				b.Fatal(err)
-			}
-		}
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		b.ResetTimer()
-		stopped := make(chan struct{})
-		go func() { defer close(stopped); _ = svc.Run(ctx) }()
-		<-store.all
-		b.StopTimer()
-		cancel()
-		<-stopped
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
-	}
 	b.Run("postgres-store", func(b *testing.B) {
 		store := newPGStore(b, pgPool(b), postgres.Config{})
-		runService(b, store, store.WorkReady())
+		runServicePipeline(b, store, store.WorkReady())
 	})
 	b.Run("postgres-store-async-success", func(b *testing.B) {
 		store := newPGStore(b, pgPool(b), postgres.Config{AsyncSuccess: true})
-		runService(b, store, store.WorkReady())
+		runServicePipeline(b, store, store.WorkReady())
 	})
 	b.Run("river", func(b *testing.B) {
 		client := newRiver(b, pgPool(b), workers)
@@ -238,6 +190,6 @@ func BenchmarkPostgresPipeline(b *testing.B) {
 		_ = client.Stop(stopCtx)
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
 	})
-	b.Run("memory-store", func(b *testing.B) { runService(b, memory.New(memory.Config{}), nil) })
-	b.Run("redis-store", func(b *testing.B) { runService(b, newStore(b, newClient(b, redisOptions(b))), nil) })
+	b.Run("memory-store", func(b *testing.B) { runServicePipeline(b, memory.New(memory.Config{}), nil) })
+	b.Run("redis-store", func(b *testing.B) { runServicePipeline(b, newStore(b, newClient(b, redisOptions(b))), nil) })
 }

@@ -47,6 +47,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/groupcommit"
 )
 
 var _ imagegen.Store = (*Store)(nil)
@@ -79,7 +80,7 @@ type Store struct {
 	retention time.Duration
 	blobs     BlobStore
 	clock     imagegen.Clock // nil: server time
-	creates   batcher
+	creates   groupcommit.Batcher[createArgs, createResult]
 	watch     watcher
 }
 
@@ -100,7 +101,7 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 		retention: cmp.Or(o.Retention, DefaultRetention),
 		clock:     o.Clock,
 	}
-	s.creates.run = s.runCreates
+	s.creates = groupcommit.Batcher[createArgs, createResult]{Run: s.runCreates, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
 	s.watch = watcher{rdb: rdb, channel: s.k.finished()}
 	s.blobs = o.Blobs
 	if s.blobs == nil {
