@@ -125,6 +125,26 @@ func (s *Service) Ledger(ctx context.Context, owner string) ([]LedgerEntry, erro
 	return l, nil
 }
 
+// ListLedger returns a page of owner's ledger, newest first: up to limit
+// entries (0 means DefaultListLimit, at most MaxListLimit), after cursor
+// (the previous page's Next; "" for the first page). Each entry carries
+// its ID and the balance after it, so the newest entry's BalanceAfter is
+// the balance when the page was read.
+func (s *Service) ListLedger(ctx context.Context, owner string, limit int, cursor string) (LedgerPage, error) {
+	limit, err := checkPage(limit, cursor)
+	if err != nil {
+		return LedgerPage{}, err
+	}
+	page, err := s.cfg.Store.ListLedger(ctx, owner, limit, cursor)
+	if errors.Is(err, ErrInvalidParams) {
+		return LedgerPage{}, invalid("cursor", "is not a cursor this server gave")
+	}
+	if err != nil {
+		return LedgerPage{}, fmt.Errorf("imagegen: list ledger: %w", err)
+	}
+	return page, nil
+}
+
 func (s *Service) addEntry(ctx context.Context, e LedgerEntry) (int64, error) {
 	b, err := s.cfg.Store.AddEntry(ctx, e)
 	if err != nil {

@@ -1,6 +1,7 @@
 package imagegen
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -86,7 +87,7 @@ func (s *scanner) object(req *Request) error {
 	return nil
 }
 
-var fieldNames = [...]string{"scene", "prompt", "aspect_ratio", "image_input", "callback_url"}
+var fieldNames = [...]string{"scene", "prompt", "aspect_ratio", "image_input", "callback_url", "seed", "callback_events"}
 
 func fieldIndex(name string) int {
 	for i, f := range fieldNames {
@@ -99,8 +100,22 @@ func fieldIndex(name string) int {
 
 // field reads the value of one known field into req.
 func (s *scanner) field(req *Request, name string) error {
-	if name == "image_input" {
-		return s.stringArray(req, name)
+	switch name {
+	case "image_input":
+		list, err := s.stringArray(name)
+		req.ImageInput = list
+		return err
+	case "callback_events":
+		list, err := s.stringArray(name)
+		if list != nil {
+			req.CallbackEvents = make([]CallbackEvent, len(list))
+			for i, e := range list {
+				req.CallbackEvents[i] = CallbackEvent(e)
+			}
+		}
+		return err
+	case "seed":
+		return s.seed(req)
 	}
 	if !s.peek('"') {
 		if s.literal("null") {
@@ -125,39 +140,58 @@ func (s *scanner) field(req *Request, name string) error {
 	return nil
 }
 
-// stringArray reads image_input: an array of strings, or null (present
-// but empty, refused by Validate with a clear message).
-func (s *scanner) stringArray(req *Request, name string) error {
-	req.ImageInput = []string{}
+// stringArray reads an array of strings, or null (present but empty,
+// refused by Validate with a clear message).
+func (s *scanner) stringArray(name string) ([]string, error) {
+	list := []string{}
 	if s.literal("null") {
-		return nil
+		return list, nil
 	}
 	if !s.peek('[') {
-		return s.wrongType(name, "must be an array of strings")
+		return nil, s.wrongType(name, "must be an array of strings")
 	}
 	s.pos++
 	s.space()
 	if s.peek(']') {
 		s.pos++
-		return nil
+		return list, nil
 	}
 	for {
 		s.space()
 		if !s.peek('"') {
-			return s.wrongType(name, "must be an array of strings")
+			return nil, s.wrongType(name, "must be an array of strings")
 		}
 		v, err := s.str()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		req.ImageInput = append(req.ImageInput, v)
+		list = append(list, v)
 		s.space()
 		if s.peek(',') {
 			s.pos++
 			continue
 		}
-		return s.expect(']')
+		return list, s.expect(']')
 	}
+}
+
+// seed reads the seed: a JSON number that must be a whole number in
+// range (checked by Validate); a fraction or exponent is refused.
+func (s *scanner) seed(req *Request) error {
+	start := s.pos
+	if !s.number() {
+		s.pos = start
+		if s.literal("null") {
+			return invalid("seed", "must be a whole number, not null")
+		}
+		return s.wrongType("seed", "must be a whole number")
+	}
+	n, err := strconv.ParseInt(string(s.data[start:s.pos]), 10, 64)
+	if err != nil {
+		return invalid("seed", "must be a whole number from 0 to %d", int64(MaxSeed))
+	}
+	req.Seed = &n
+	return nil
 }
 
 // wrongType reports a value of the wrong JSON type, or malformed JSON if

@@ -164,3 +164,44 @@ func (s *scanner) hex4() (rune, bool) {
 	s.pos += 4
 	return r, true
 }
+
+// number reads a JSON number (RFC 8259 §6) and reports whether it was
+// one; a number with a fraction or an exponent is read but reported as
+// false, so that the caller refuses it as not whole.
+func (s *scanner) number() bool {
+	if s.peek('-') {
+		s.pos++
+	}
+	digits := s.digits()
+	if digits == 0 || (digits > 1 && s.data[s.pos-digits] == '0') {
+		return false
+	}
+	whole := true
+	if s.peek('.') {
+		s.pos++
+		if s.digits() == 0 {
+			return false
+		}
+		whole = false
+	}
+	if s.peek('e') || s.peek('E') {
+		s.pos++
+		if s.peek('+') || s.peek('-') {
+			s.pos++
+		}
+		if s.digits() == 0 {
+			return false
+		}
+		whole = false
+	}
+	return whole
+}
+
+func (s *scanner) digits() int {
+	n := 0
+	for s.pos < len(s.data) && '0' <= s.data[s.pos] && s.data[s.pos] <= '9' {
+		s.pos++
+		n++
+	}
+	return n
+}

@@ -83,6 +83,22 @@ func TestDecodeRequest(t *testing.T) {
 			want: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p", AspectRatio: imagegen.AspectAuto}},
 		{name: "callback not a url", body: `{"scene":"text-to-image","prompt":"p","callback_url":"hook"}`, field: "callback_url"},
 		{name: "callback wrong type", body: `{"scene":"text-to-image","prompt":"p","callback_url":1}`, field: "callback_url"},
+		{name: "seed", body: `{"scene":"text-to-image","prompt":"p","seed":4294967295}`, ok: true},
+		{name: "seed zero", body: `{"scene":"text-to-image","prompt":"p","seed":0}`, ok: true},
+		{name: "seed negative", body: `{"scene":"text-to-image","prompt":"p","seed":-1}`, field: "seed"},
+		{name: "seed too big", body: `{"scene":"text-to-image","prompt":"p","seed":4294967296}`, field: "seed"},
+		{name: "seed overflows int64", body: `{"scene":"text-to-image","prompt":"p","seed":99999999999999999999}`, field: "seed"},
+		{name: "seed fraction", body: `{"scene":"text-to-image","prompt":"p","seed":1.5}`, field: "seed"},
+		{name: "seed exponent", body: `{"scene":"text-to-image","prompt":"p","seed":1e3}`, field: "seed"},
+		{name: "seed string", body: `{"scene":"text-to-image","prompt":"p","seed":"7"}`, field: "seed"},
+		{name: "seed null", body: `{"scene":"text-to-image","prompt":"p","seed":null}`, field: "seed"},
+		{name: "seed leading zero", body: `{"scene":"text-to-image","prompt":"p","seed":01}`, field: "seed"},
+		{name: "events", body: `{"scene":"text-to-image","prompt":"p","callback_url":"https://a.example.com/h","callback_events":["processing","completed"]}`, ok: true},
+		{name: "events without url", body: `{"scene":"text-to-image","prompt":"p","callback_events":["completed"]}`, field: "callback_events"},
+		{name: "events empty", body: `{"scene":"text-to-image","prompt":"p","callback_url":"https://a.example.com/h","callback_events":[]}`, field: "callback_events"},
+		{name: "events unknown", body: `{"scene":"text-to-image","prompt":"p","callback_url":"https://a.example.com/h","callback_events":["started"]}`, field: "callback_events"},
+		{name: "events twice", body: `{"scene":"text-to-image","prompt":"p","callback_url":"https://a.example.com/h","callback_events":["completed","completed"]}`, field: "callback_events"},
+		{name: "events wrong type", body: `{"scene":"text-to-image","prompt":"p","callback_url":"https://a.example.com/h","callback_events":"completed"}`, field: "callback_events"},
 		{name: "i2i credentials", body: `{"scene":"image-to-image","prompt":"p","image_input":["https://u:p@example.com/a.png"]}`, field: "image_input"},
 	}
 	for _, tt := range tests {
@@ -117,6 +133,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		` {"prompt" : "p" , "scene":"text-to-image" } `, `{}`, `{"scene":"text-to-image","prompt":"p",}`,
 		`{"scene":"image-to-image","prompt":"x","image_input":["http://example.com/a.png"],"aspect_ratio":"auto"}`,
 		`{"scene":"text-to-image","prompt":"p","prompt":"q"}`,
+		`{"scene":"text-to-image","prompt":"p","seed":42}`, `{"scene":"text-to-image","prompt":"p","seed":1.5e3}`,
+		`{"scene":"text-to-image","prompt":"p","callback_url":"https://example.com/h","callback_events":["processing","completed"]}`,
 		`{"scene":null}`, `[]`, `{`, "{\"prompt\":\"\xff\"}", `{"image_input":[null,1,{}]}`,
 	} {
 		f.Add([]byte(seed))
@@ -145,11 +163,13 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		// ...and read the same by encoding/json.
 		var std struct {
-			Scene       imagegen.Scene       `json:"scene"`
-			Prompt      string               `json:"prompt"`
-			AspectRatio imagegen.AspectRatio `json:"aspect_ratio"`
-			ImageInput  []string             `json:"image_input"`
-			CallbackURL string               `json:"callback_url"`
+			Scene       imagegen.Scene           `json:"scene"`
+			Prompt      string                   `json:"prompt"`
+			AspectRatio imagegen.AspectRatio     `json:"aspect_ratio"`
+			ImageInput  []string                 `json:"image_input"`
+			CallbackURL string                   `json:"callback_url"`
+			Seed        *int64                   `json:"seed"`
+			Events      []imagegen.CallbackEvent `json:"callback_events"`
 		}
 		if err := json.Unmarshal(body, &std); err != nil {
 			t.Fatalf("encoding/json refuses a body we accepted: %v", err)
@@ -157,8 +177,25 @@ func FuzzDecodeRequest(f *testing.F) {
 		if std.AspectRatio == "" {
 			std.AspectRatio = imagegen.AspectAuto
 		}
-		if std.Scene != req.Scene || std.Prompt != req.Prompt || std.AspectRatio != req.AspectRatio || !slices.Equal(std.ImageInput, req.ImageInput) || std.CallbackURL != req.CallbackURL {
+		if std.Scene != req.Scene || std.Prompt != req.Prompt || std.AspectRatio != req.AspectRatio || !slices.Equal(std.ImageInput, req.ImageInput) || std.CallbackURL != req.CallbackURL ||
+			(std.Seed == nil) != (req.Seed == nil) || (std.Seed != nil && *std.Seed != *req.Seed) || !slices.Equal(std.Events, req.CallbackEvents) {
 			t.Fatalf("encoding/json reads %+v, we read %+v", std, req)
 		}
 	})
+}
+
+func TestDecodeRequestSeedAndEvents(t *testing.T) {
+	is := is.New(t)
+	req, err := imagegen.DecodeRequest([]byte(`{"scene":"text-to-image","prompt":"p","seed":-0,"callback_url":"https://a.example.com/h","callback_events":["processing"]}`))
+	is.NoErr(err)
+	is.True(req.Seed != nil && *req.Seed == 0)
+	is.Equal(req.CallbackEvents, []imagegen.CallbackEvent{imagegen.EventProcessing})
+	req, err = imagegen.DecodeRequest([]byte(`{"scene":"text-to-image","prompt":"p","seed":123456}`))
+	is.NoErr(err)
+	is.Equal(*req.Seed, int64(123456))
+	is.Equal(req.CallbackEvents, nil) // absent: completed only
+	is.True(imagegen.Wants(nil, imagegen.EventCompleted))
+	is.True(!imagegen.Wants(nil, imagegen.EventProcessing))
+	is.True(imagegen.Wants([]imagegen.CallbackEvent{imagegen.EventProcessing}, imagegen.EventProcessing))
+	is.True(!imagegen.Wants([]imagegen.CallbackEvent{imagegen.EventProcessing}, imagegen.EventCompleted))
 }

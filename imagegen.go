@@ -157,6 +157,7 @@ func (s *Service) PrepareTask(owner string, req Request) (*Task, error) {
 	if err := checkCost(plan.Cost); err != nil {
 		return nil, fmt.Errorf("imagegen: model %q: %w", plan.Model, err)
 	}
+	req.Seed = seedFor(req, plan)
 	return &Task{
 		ID:      uuid.NewString(),
 		Owner:   owner,

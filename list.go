@@ -20,14 +20,9 @@ func (s *Service) ListTasks(ctx context.Context, owner string, status Status, li
 	if status != "" && !status.Valid() {
 		return TaskPage{}, invalid("status", "must be one of pending, processing, success, failed")
 	}
-	switch {
-	case limit == 0:
-		limit = DefaultListLimit
-	case limit < 0 || limit > MaxListLimit:
-		return TaskPage{}, invalid("limit", "must be 1 to %d", MaxListLimit)
-	}
-	if len(cursor) > 256 {
-		return TaskPage{}, invalid("cursor", "is not a cursor this server gave")
+	limit, err := checkPage(limit, cursor)
+	if err != nil {
+		return TaskPage{}, err
 	}
 	page, err := s.cfg.Store.ListTasks(ctx, owner, status, limit, cursor)
 	if errors.Is(err, ErrInvalidParams) {
@@ -37,4 +32,48 @@ func (s *Service) ListTasks(ctx context.Context, owner string, status Status, li
 		return TaskPage{}, fmt.Errorf("imagegen: list tasks: %w", err)
 	}
 	return page, nil
+}
+
+// checkPage applies the paging rules shared by the task list and the
+// ledger, and returns the limit to use.
+func checkPage(limit int, cursor string) (int, error) {
+	switch {
+	case limit == 0:
+		limit = DefaultListLimit
+	case limit < 0 || limit > MaxListLimit:
+		return 0, invalid("limit", "must be 1 to %d", MaxListLimit)
+	}
+	if len(cursor) > 256 {
+		return 0, invalid("cursor", "is not a cursor this server gave")
+	}
+	return limit, nil
+}
+
+// QueuePositions returns, for each of the tasks, how many pending tasks
+// are ahead of it in the work queue, or -1 when it is not pending. The
+// answer is a snapshot: workers may claim tasks the moment after.
+func (s *Service) QueuePositions(ctx context.Context, tasks []*Task) ([]int, error) {
+	out := make([]int, len(tasks))
+	var ids []string
+	var at []int
+	for i, t := range tasks {
+		out[i] = -1
+		if t.Status == StatusPending {
+			ids, at = append(ids, t.ID), append(at, i)
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	pos, err := s.cfg.Store.QueuePositions(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("imagegen: queue positions: %w", err)
+	}
+	if len(pos) != len(ids) {
+		return nil, fmt.Errorf("imagegen: queue positions: the store answered %d for %d tasks", len(pos), len(ids))
+	}
+	for j, i := range at {
+		out[i] = pos[j]
+	}
+	return out, nil
 }

@@ -17,6 +17,10 @@ type Model interface {
 type Plan struct {
 	Model string // name of the model that will run the task
 	Cost  int64  // credits, 1 to 3
+	// Seeded says the model honours Request.Seed: the same seed and
+	// input give the same picture (or the provider's best effort at it).
+	// Without it the task records no seed.
+	Seeded bool
 }
 
 // Generation is the work handed to a Model.

@@ -42,8 +42,15 @@ type TaskStore interface {
 	// exist, has expired, or belongs to another owner.
 	Task(ctx context.Context, owner, id string) (*Task, error)
 
+	// QueuePositions returns, for each id, how many pending tasks (of
+	// any owner) are ahead of it in the claim order, or -1 when the task
+	// is not pending (or does not exist). Tasks whose retry delay has
+	// not run out count where their run-after time puts them.
+	QueuePositions(ctx context.Context, ids []string) ([]int, error)
+
 	// ClaimTask moves the oldest ready pending task to processing,
 	// increments its Attempt (the fencing token) and leases it for lease.
+	// The first claim sets StartedAt.
 	// It returns ErrNoTask when none is ready.
 	ClaimTask(ctx context.Context, lease time.Duration) (*Task, error)
 
@@ -106,11 +113,23 @@ const (
 
 // LedgerEntry is one append-only change to a balance.
 type LedgerEntry struct {
+	// ID is set by the store: unique within the owner's ledger (in this
+	// module's backends, the entry's sequence number: 1, 2, 3...).
+	ID     string
 	Owner  string
 	Kind   LedgerKind
 	Amount int64  // positive adds credits, negative takes them
 	Ref    string // unique per owner: "task:<id>", "refund:<id>", an idempotency key
 	At     time.Time
+	// BalanceAfter is the balance once this entry applied (set by the store).
+	BalanceAfter int64
+}
+
+// LedgerPage is one page of an owner's ledger, newest first.
+type LedgerPage struct {
+	Entries []LedgerEntry
+	// Next is the cursor of the following page, "" on the last page.
+	Next string
 }
 
 // CreditStore is the append-only credit ledger. The balance is the sum of
@@ -126,6 +145,11 @@ type CreditStore interface {
 	Balance(ctx context.Context, owner string) (int64, error)
 	// Ledger returns the owner's entries, oldest first.
 	Ledger(ctx context.Context, owner string) ([]LedgerEntry, error)
+	// ListLedger returns up to limit of the owner's entries, newest
+	// first, starting after cursor ("" for the first page; otherwise a
+	// Next of an earlier page). A cursor the store did not make is
+	// ErrInvalidParams.
+	ListLedger(ctx context.Context, owner string, limit int, cursor string) (LedgerPage, error)
 }
 
 // APIKey is a stored API key. Only its SHA-256 hash is kept.
@@ -205,28 +229,34 @@ type TaskWatcher interface {
 	WatchTask(ctx context.Context, id string) (finished <-chan struct{}, stop func(), err error)
 }
 
-// WebhookDelivery is a finished task whose callback is due.
+// WebhookDelivery is a task event whose callback is due.
 type WebhookDelivery struct {
+	// ID names the delivery in AckWebhook and RetryWebhook:
+	// WebhookID(TaskID, Event).
+	ID       string
 	TaskID   string
+	Event    CallbackEvent // completed, or processing
 	Owner    string
 	URL      string // the task's callback_url
 	Attempts int    // attempts made before this one
 }
 
-// WebhookStore keeps the callbacks of finished tasks until they are
-// delivered. The store queues a task's delivery in the
-// same atomic step that finishes a task with a callback_url, so no
-// callback is lost to a crash; deliveries are leased like tasks, so one
-// dispatcher at a time sends each.
+// WebhookStore keeps the callbacks of task events until they are
+// delivered. The store queues a delivery in the same atomic step as the
+// event, for a task with a callback_url whose callback_events ask for
+// it (Wants): completed when the task finishes, processing when a
+// worker first claims it. So no callback is lost to a crash; deliveries
+// are leased like tasks, so one dispatcher at a time sends each.
 type WebhookStore interface {
 	// ClaimWebhooks leases up to n due deliveries: they are not due
 	// again until lease has passed (unless acknowledged or retried).
 	ClaimWebhooks(ctx context.Context, lease time.Duration, n int) ([]WebhookDelivery, error)
-	// AckWebhook removes a delivery: it was delivered, or given up.
-	AckWebhook(ctx context.Context, taskID string) error
-	// RetryWebhook counts a failed attempt and makes the delivery due
-	// again after delay.
-	RetryWebhook(ctx context.Context, taskID string, delay time.Duration) error
+	// AckWebhook removes the delivery with this ID
+	// (WebhookDelivery.ID): it was delivered, or given up.
+	AckWebhook(ctx context.Context, id string) error
+	// RetryWebhook counts a failed attempt of the delivery with this ID
+	// and makes it due again after delay.
+	RetryWebhook(ctx context.Context, id string, delay time.Duration) error
 }
 
 // SecretStore keeps named secrets shared by every process on the store.

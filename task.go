@@ -147,6 +147,14 @@ type Request struct {
 	// is POSTed there, signed (package webhook). Absolute https URL;
 	// http too when the server allows insecure callbacks.
 	CallbackURL string `json:"callback_url,omitempty"`
+	// Seed is an optional extension: the random seed of the generation,
+	// 0 to MaxSeed. Models that honour seeds (Plan.Seeded) get it; when
+	// absent, Service.Submit draws one and records it on the task, so any
+	// image can be made again.
+	Seed *int64 `json:"seed,omitempty"`
+	// CallbackEvents is an optional extension: which task events are
+	// POSTed to CallbackURL (default: completed only).
+	CallbackEvents []CallbackEvent `json:"callback_events,omitempty"`
 }
 
 // Normalize fills defaults: an empty aspect ratio becomes auto.
@@ -184,6 +192,12 @@ func (r Request) Validate() error {
 		if err := checkURL(r.CallbackURL); err != "" {
 			return invalid("callback_url", "%s", err)
 		}
+	}
+	if r.Seed != nil && (*r.Seed < 0 || *r.Seed > MaxSeed) {
+		return invalid("seed", "must be a whole number from 0 to %d", int64(MaxSeed))
+	}
+	if err := checkCallbackEvents(r.CallbackEvents, r.CallbackURL != ""); err != nil {
+		return err
 	}
 	if r.Scene == SceneTextToImage {
 		if r.ImageInput != nil {
@@ -245,6 +259,7 @@ type Task struct {
 	Refunded   bool      // the cost was given back (failed tasks)
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+	StartedAt  time.Time // when a worker first claimed it (zero before)
 	FinishedAt time.Time // when it reached success or failed
 	ExpiresAt  time.Time // when a finished task and its images are removed
 }

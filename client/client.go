@@ -47,6 +47,18 @@ type Task struct {
 	// imagegen.CodeContentPolicy, CodeInvalidImageInput, CodeTimeout,
 	// CodeProviderError, CodeCancelled, CodeInternal.
 	ErrorCode imagegen.ErrorCode `json:"error_code,omitempty"`
+
+	// The full view's details (an optional extension), present when the
+	// client was made WithFullView and the server has the extension.
+	CreatedAt  *time.Time `json:"created_at,omitempty"`  // when the task was submitted
+	StartedAt  *time.Time `json:"started_at,omitempty"`  // when a worker first took it
+	FinishedAt *time.Time `json:"finished_at,omitempty"` // when it reached success or failed
+	Model      string     `json:"model,omitempty"`       // the model that ran or will run it
+	// Seed is the seed the model was given; nil when it takes none.
+	Seed *int64 `json:"seed,omitempty"`
+	// QueuePosition, while the task is pending, is how many pending
+	// tasks are ahead of it.
+	QueuePosition *int `json:"queue_position,omitempty"`
 }
 
 // Err returns nil unless the task failed, and then an error wrapping
@@ -73,7 +85,8 @@ type Client struct {
 	longPoll  time.Duration
 	clock     imagegen.Clock
 	budget    *budget
-	maxImage  int64 // bytes Download writes at most
+	maxImage  int64  // bytes Download writes at most
+	view      string // "full" WithFullView, "" for the default view
 
 	onLimitWait func(time.Duration) // WithRateLimitWait
 }
@@ -113,6 +126,20 @@ func WithRateLimitWait(f func(d time.Duration)) Option {
 // WithMaxDownload sets the largest image Download writes, in bytes
 // (default DefaultMaxDownload); a larger one fails with ErrTooLarge.
 func WithMaxDownload(n int64) Option { return func(c *Client) { c.maxImage = n } }
+
+// WithFullView makes Task, Wait, Generate and List ask for the full view
+// of tasks (?view=full, an optional extension): Task then carries
+// CreatedAt, StartedAt, FinishedAt, Model, Seed and QueuePosition.
+func WithFullView() Option { return func(c *Client) { c.view = "full" } }
+
+// viewQuery is the view parameter the client sends after sep ("?" or
+// "&"), or "" for the default view.
+func (c *Client) viewQuery(sep string) string {
+	if c.view == "" {
+		return ""
+	}
+	return sep + "view=" + c.view
+}
 
 // WithClock sets the clock that Wait and the rate limit wait on (default
 // imagegen.SystemClock). Tests pass a manual clock and need no sleeps.
@@ -239,7 +266,7 @@ func (c *Client) task(ctx context.Context, id string, wait time.Duration) (*Task
 	if wait > 0 {
 		header = http.Header{"Prefer": {"wait=" + strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10)}}
 	}
-	res, err := c.call(ctx, http.MethodGet, "/tasks/"+url.PathEscape(id), nil, header)
+	res, err := c.call(ctx, http.MethodGet, "/tasks/"+url.PathEscape(id)+c.viewQuery("?"), nil, header)
 	if err != nil {
 		return nil, false, fmt.Errorf("client: task %s: %w", id, err)
 	}

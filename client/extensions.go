@@ -118,6 +118,9 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (TaskList, error) {
 	if opts.Cursor != "" {
 		q.Set("cursor", opts.Cursor)
 	}
+	if c.view != "" {
+		q.Set("view", c.view)
+	}
 	path := "/tasks"
 	if len(q) > 0 {
 		path += "?" + q.Encode()

@@ -67,6 +67,14 @@ type Config struct {
 	// SigningKey signs image URLs (HMAC-SHA256). Processes that serve the
 	// same images must share it. Default: 32 random bytes per handler.
 	SigningKey []byte
+	// OpenAIPrefix, when set (for example "/v1"), also serves the
+	// OpenAI-compatible POST {OpenAIPrefix}/images/generations, an
+	// optional extension. Default: off.
+	OpenAIPrefix string
+	// OpenAIWait bounds how long that endpoint waits for the image
+	// before it cancels the task, refunds it and answers 504 (default
+	// imagegen.MaxWait). Keep it below the HTTP server's WriteTimeout.
+	OpenAIWait time.Duration
 	// IdempotencyTTL is how long a submit answer is replayed for its
 	// Idempotency-Key (default DefaultIdempotencyTTL; serve passes its
 	// -retention).
@@ -100,6 +108,8 @@ func New(cfg Config) (*Handler, error) {
 	}
 	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, DefaultIdempotencyTTL)
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
+	cfg.OpenAIPrefix = strings.TrimSuffix(cfg.OpenAIPrefix, "/")
+	cfg.OpenAIWait = cmp.Or(cfg.OpenAIWait, imagegen.MaxWait)
 	switch {
 	case cfg.Service == nil:
 		return nil, errors.New("httpapi: Config.Service is required")
@@ -107,6 +117,10 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("httpapi: Config.Limiter is required")
 	case !strings.HasPrefix(cfg.Prefix, "/"):
 		return nil, fmt.Errorf("httpapi: Config.Prefix must start with / (got %q)", cfg.Prefix)
+	case cfg.OpenAIPrefix != "" && (!strings.HasPrefix(cfg.OpenAIPrefix, "/") || cfg.OpenAIPrefix == cfg.Prefix):
+		return nil, fmt.Errorf("httpapi: Config.OpenAIPrefix must start with / and differ from Prefix (got %q)", cfg.OpenAIPrefix)
+	case cfg.OpenAIWait < 0:
+		return nil, errors.New("httpapi: Config.OpenAIWait must not be negative")
 	case len(cfg.SigningKey) < 16:
 		return nil, errors.New("httpapi: Config.SigningKey must be at least 16 bytes")
 	}
@@ -122,9 +136,13 @@ func New(cfg Config) (*Handler, error) {
 	return h, nil
 }
 
-// Register mounts the handler on mux at its prefix.
+// Register mounts the handler on mux at its prefix (and at
+// OpenAIPrefix+"/images/" when the OpenAI-compatible endpoint is on).
 func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle(h.cfg.Prefix+"/", h)
+	if h.cfg.OpenAIPrefix != "" {
+		mux.Handle(h.cfg.OpenAIPrefix+"/images/", h)
+	}
 }
 
 // ServeHTTP serves one API request.

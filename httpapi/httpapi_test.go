@@ -40,8 +40,9 @@ type env struct {
 }
 
 type envOptions struct {
-	store imagegen.Store
-	limit int
+	store  imagegen.Store
+	limit  int
+	openAI bool // serve the OpenAI-compatible endpoint at /v1
 }
 
 // quiet keeps the service's logs out of test output.
@@ -64,7 +65,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	is.NoErr(err)
 	api, err := httpapi.New(httpapi.Config{
 		Service: svc, Limiter: limiter, AuthFailures: authFailures, Clock: clock,
-		PublicURL: "https://img.example.test", Logger: quiet,
+		PublicURL: "https://img.example.test", Logger: quiet, OpenAIPrefix: map[bool]string{true: "/v1"}[o.openAI],
 	})
 	is.NoErr(err)
 	mux := http.NewServeMux()

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/imagegen/imagegen"
 )
@@ -15,6 +16,7 @@ type listQuery struct {
 	status imagegen.Status
 	limit  int // 0: the default
 	cursor string
+	view   View
 }
 
 // parseListQuery reads the list query (the URL's raw query). A
@@ -24,25 +26,48 @@ type listQuery struct {
 // the values themselves are checked by Service.ListTasks. Errors are
 // *imagegen.ValidationError naming the parameter.
 func parseListQuery(rawQuery string) (listQuery, error) {
+	q, err := strictQuery(rawQuery, "task list", "status", "limit", "cursor", "view")
+	if err != nil {
+		return listQuery{}, err
+	}
+	view, err := parseView(q)
+	if err != nil {
+		return listQuery{}, err
+	}
+	limit, err := parseLimit(q)
+	if err != nil {
+		return listQuery{}, err
+	}
+	return listQuery{status: imagegen.Status(q.Get("status")), cursor: q.Get("cursor"), view: view, limit: limit}, nil
+}
+
+// strictQuery parses a query that may hold only the named parameters,
+// each at most once.
+func strictQuery(rawQuery, what string, allowed ...string) (url.Values, error) {
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
-		return listQuery{}, &imagegen.ValidationError{Field: "query", Message: "is not a well-formed URL query"}
+		return nil, &imagegen.ValidationError{Field: "query", Message: "is not a well-formed URL query"}
 	}
 	for _, name := range slices.Sorted(maps.Keys(q)) { // the same answer every time
 		switch {
-		case name != "status" && name != "limit" && name != "cursor":
-			return listQuery{}, &imagegen.ValidationError{Field: name, Message: "is not a parameter of the task list (status, limit, cursor)"}
+		case !slices.Contains(allowed, name):
+			return nil, &imagegen.ValidationError{Field: name, Message: fmt.Sprintf("is not a parameter of the %s (%s)", what, strings.Join(allowed, ", "))}
 		case len(q[name]) > 1:
-			return listQuery{}, &imagegen.ValidationError{Field: name, Message: "must be given at most once"}
+			return nil, &imagegen.ValidationError{Field: name, Message: "must be given at most once"}
 		}
 	}
-	lq := listQuery{status: imagegen.Status(q.Get("status")), cursor: q.Get("cursor")}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > imagegen.MaxListLimit {
-			return listQuery{}, &imagegen.ValidationError{Field: "limit", Message: fmt.Sprintf("must be a whole number from 1 to %d", imagegen.MaxListLimit)}
-		}
-		lq.limit = n
+	return q, nil
+}
+
+// parseLimit reads the limit of a page: 0 (the default) when absent.
+func parseLimit(q url.Values) (int, error) {
+	v := q.Get("limit")
+	if v == "" {
+		return 0, nil
 	}
-	return lq, nil
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > imagegen.MaxListLimit {
+		return 0, &imagegen.ValidationError{Field: "limit", Message: fmt.Sprintf("must be a whole number from 1 to %d", imagegen.MaxListLimit)}
+	}
+	return n, nil
 }

@@ -35,8 +35,9 @@ type TaskList struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
-// handleList serves GET {prefix}/tasks?status=&limit=&cursor=: the
-// user's own tasks, newest first, with cursor pagination.
+// handleList serves GET {prefix}/tasks?status=&limit=&cursor=&view=: the
+// user's own tasks, newest first, with cursor pagination, in the basic
+// or the full view.
 func (h *Handler) handleList() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := PrincipalFrom(r.Context())
@@ -50,11 +51,12 @@ func (h *Handler) handleList() http.Handler {
 			h.respondErr(w, r, err)
 			return
 		}
-		body := TaskList{Tasks: make([]TaskBody, len(page.Tasks)), NextCursor: page.Next}
-		for i, t := range page.Tasks {
-			body.Tasks[i] = h.taskBody(r, t)
+		tasks, err := h.taskBodies(r.Context(), r, page.Tasks, q.view)
+		if err != nil {
+			h.respondErr(w, r, err)
+			return
 		}
-		encode(w, http.StatusOK, body)
+		encode(w, http.StatusOK, TaskList{Tasks: tasks, NextCursor: page.Next})
 	})
 }
 

@@ -199,13 +199,18 @@ func recordExchanges(t *testing.T) *recorder {
 	e.model.Then(imagegentest.Block(started, release))
 	id := taskID(t, rc.do(e, "submit to watch", "POST", "/api/v1/generate", e.key, t2i))
 	rc.do(e, "poll pending", "GET", "/api/v1/tasks/"+id, e.key, "")
+	rc.do(e, "poll pending, full view", "GET", "/api/v1/tasks/"+id+"?view=full", e.key, "", status(http.StatusOK))
 	done := make(chan struct{})
 	go func() { defer close(done); _, _ = e.svc.RunOnce(ctx) }()
 	<-started
 	rc.do(e, "poll processing", "GET", "/api/v1/tasks/"+id, e.key, "")
+	rc.do(e, "poll processing, full view", "GET", "/api/v1/tasks/"+id+"?view=full", e.key, "", status(http.StatusOK))
 	close(release)
 	<-done
 	ok := rc.do(e, "poll success", "GET", "/api/v1/tasks/"+id, e.key, "")
+	rc.do(e, "poll success, basic view", "GET", "/api/v1/tasks/"+id+"?view=basic", e.key, "", status(http.StatusOK))
+	rc.do(e, "poll success, full view", "GET", "/api/v1/tasks/"+id+"?view=full", e.key, "", status(http.StatusOK))
+	rc.do(e, "poll, unknown view", "GET", "/api/v1/tasks/"+id+"?view=all", e.key, "", invalid, status(http.StatusUnprocessableEntity))
 	rc.do(e, "long poll of an ended task", "GET", "/api/v1/tasks/"+id, e.key, "", header("Prefer", "wait=25"))
 	var task httpapi.TaskBody
 	is.NoErr(json.Unmarshal(ok.respBody, &task))
@@ -221,11 +226,13 @@ func recordExchanges(t *testing.T) *recorder {
 	failed := taskID(t, rc.do(e, "submit to fail", "POST", "/api/v1/generate", e.key, t2i))
 	e.runAll()
 	rc.do(e, "poll failed", "GET", "/api/v1/tasks/"+failed, e.key, "")
+	rc.do(e, "poll failed, full view", "GET", "/api/v1/tasks/"+failed+"?view=full", e.key, "", status(http.StatusOK))
 	var failedTask httpapi.TaskBody
 	is.NoErr(json.Unmarshal(rc.find("poll failed").respBody, &failedTask))
 	is.Equal(failedTask.ErrorCode, imagegen.CodeContentPolicy)
 
 	recordExtensions(t, rc, e, rich, id)
+	recordOpenAI(t, rc)
 
 	rc.do(e, "task not found", "GET", "/api/v1/tasks/00000000-0000-4000-8000-000000000000", e.key, "")
 	rc.do(e, "another user's task", "GET", "/api/v1/tasks/"+id, rich, "")
@@ -243,6 +250,7 @@ func recordExchanges(t *testing.T) *recorder {
 	rc.do(limited, "cancel over limit", "POST", "/api/v1/tasks/x/cancel", limited.key, "", status(http.StatusTooManyRequests))
 	rc.do(limited, "list over limit", "GET", "/api/v1/tasks", limited.key, "", status(http.StatusTooManyRequests))
 	rc.do(limited, "credits over limit", "GET", "/api/v1/credits", limited.key, "", status(http.StatusTooManyRequests))
+	rc.do(limited, "ledger over limit", "GET", "/api/v1/credits/ledger", limited.key, "", status(http.StatusTooManyRequests))
 	rc.do(limited, "webhook secret over limit", "GET", "/api/v1/webhook-secret", limited.key, "", status(http.StatusTooManyRequests))
 	for i := range 100 {
 		x := rc.do(limited, "guess "+strconv.Itoa(i), "GET", "/api/v1/tasks/x", imagegen.NewAPIKey(), "", from("203.0.113.7"))
@@ -275,6 +283,7 @@ func recordExchanges(t *testing.T) *recorder {
 	rc.do(down, "cancel, store down", "POST", "/api/v1/tasks/x/cancel", down.key, "", status(http.StatusInternalServerError))
 	rc.do(down, "list, store down", "GET", "/api/v1/tasks", down.key, "", status(http.StatusInternalServerError))
 	rc.do(down, "credits, store down", "GET", "/api/v1/credits", down.key, "", status(http.StatusInternalServerError))
+	rc.do(down, "ledger, store down", "GET", "/api/v1/credits/ledger", down.key, "", status(http.StatusInternalServerError))
 	rc.do(down, "webhook secret, store down", "GET", "/api/v1/webhook-secret", down.key, "", status(http.StatusInternalServerError))
 	rc.do(down, "idempotent submit, store down", "POST", "/api/v1/generate", down.key, t2i,
 		header("Idempotency-Key", "order-1"), status(http.StatusInternalServerError))
@@ -359,6 +368,31 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	is.NoErr(json.Unmarshal(rc.do(e, "credits", "GET", "/api/v1/credits", dana, "", status(http.StatusOK)).respBody, &credits))
 	is.Equal(credits.CreditsRemaining, int64(4)) // 10 - 3 x 2
 	rc.do(e, "credits unknown key", "GET", "/api/v1/credits", imagegen.NewAPIKey(), "", status(http.StatusUnauthorized))
+
+	// The ledger: dana's grant and three charges, two at a time.
+	var ledger httpapi.Ledger
+	is.NoErr(json.Unmarshal(rc.do(e, "ledger first page", "GET", "/api/v1/credits/ledger?limit=2", dana, "", status(http.StatusOK)).respBody, &ledger))
+	is.Equal(len(ledger.Entries), 2)
+	is.Equal(ledger.Entries[0].Reference, danas[2]) // newest first: the last charge
+	is.Equal(ledger.Entries[0].BalanceAfter, int64(4))
+	lastLedger := rc.do(e, "ledger last page", "GET", "/api/v1/credits/ledger?limit=2&cursor="+url.QueryEscape(ledger.NextCursor), dana, "", status(http.StatusOK))
+	ledger = httpapi.Ledger{}
+	is.NoErr(json.Unmarshal(lastLedger.respBody, &ledger))
+	is.Equal(len(ledger.Entries), 2)
+	is.Equal(ledger.Entries[1].Kind, imagegen.LedgerGrant)
+	is.Equal(ledger.NextCursor, "")
+	rc.do(e, "ledger: limit 0", "GET", "/api/v1/credits/ledger?limit=0", dana, "", invalid, status(http.StatusUnprocessableEntity))
+	rc.do(e, "ledger: unknown cursor", "GET", "/api/v1/credits/ledger?cursor=bogus", dana, "", status(http.StatusUnprocessableEntity))
+	rc.do(e, "ledger unknown key", "GET", "/api/v1/credits/ledger", imagegen.NewAPIKey(), "", status(http.StatusUnauthorized))
+	rc.do(e, "ledger wrong method", "DELETE", "/api/v1/credits/ledger", dana, "", component("MethodNotAllowed"))
+
+	// The full view in the list, and seeds.
+	rc.do(e, "list, full view", "GET", "/api/v1/tasks?view=full", dana, "", status(http.StatusOK))
+	rc.do(e, "list: unknown view", "GET", "/api/v1/tasks?view=all", dana, "", invalid, status(http.StatusUnprocessableEntity))
+	rc.do(e, "submit with seed", "POST", "/api/v1/generate", rich, `{"scene":"text-to-image","prompt":"p","seed":4294967295}`, status(http.StatusCreated))
+	for name, seed := range map[string]string{"negative": "-1", "too big": "4294967296", "fraction": "1.5", "string": `"1"`} {
+		rc.do(e, "invalid: seed "+name, "POST", "/api/v1/generate", rich, `{"scene":"text-to-image","prompt":"p","seed":`+seed+`}`, invalid, status(http.StatusUnprocessableEntity))
+	}
 	rc.do(e, "credits wrong method", "POST", "/api/v1/credits", e.key, "", component("MethodNotAllowed"))
 
 	// Idempotent submits.
@@ -400,6 +434,16 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 		rc.do(e, "invalid: callback_url "+name, "POST", "/api/v1/generate", rich,
 			`{"scene":"text-to-image","prompt":"p","callback_url":"`+callback+`"}`, invalid, status(http.StatusUnprocessableEntity))
 	}
+	rc.do(e, "submit with callback_events", "POST", "/api/v1/generate", rich,
+		`{"scene":"text-to-image","prompt":"p","callback_url":"https://hooks.example.com/imagegen","callback_events":["processing","completed"]}`, status(http.StatusCreated))
+	for name, body := range map[string]string{
+		"without callback_url": `{"scene":"text-to-image","prompt":"p","callback_events":["completed"]}`,
+		"empty":                `{"scene":"text-to-image","prompt":"p","callback_url":"https://hooks.example.com/h","callback_events":[]}`,
+		"unknown":              `{"scene":"text-to-image","prompt":"p","callback_url":"https://hooks.example.com/h","callback_events":["started"]}`,
+		"twice":                `{"scene":"text-to-image","prompt":"p","callback_url":"https://hooks.example.com/h","callback_events":["completed","completed"]}`,
+	} {
+		rc.do(e, "invalid: callback_events "+name, "POST", "/api/v1/generate", rich, body, invalid, status(http.StatusUnprocessableEntity))
+	}
 	rc.do(e, "callback_url loopback", "POST", "/api/v1/generate", rich, // not public: the description's pattern cannot tell
 		`{"scene":"text-to-image","prompt":"p","callback_url":"https://127.0.0.1/hook"}`, status(http.StatusUnprocessableEntity))
 	secret := rc.do(e, "webhook secret", "GET", "/api/v1/webhook-secret", rich, "", status(http.StatusOK))
@@ -430,11 +474,60 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	is.Equal(still, httpapi.TaskBody{TaskID: waiting, Status: imagegen.StatusPending})
 }
 
+// recordOpenAI drives the OpenAI-compatible endpoint through each of
+// its answers.
+func recordOpenAI(t *testing.T, rc *recorder) {
+	t.Helper()
+	const path = "/v1/images/generations"
+	e := newEnv(t, func(o *envOptions) { o.openAI = true })
+	// generate sends the request while workers run, so that it ends.
+	generate := func(name, body string, opts ...reqOpt) *exchange {
+		done := make(chan *exchange)
+		go func() { done <- rc.do(e, name, "POST", path, e.key, body, opts...) }()
+		for {
+			select {
+			case x := <-done:
+				return x
+			case <-time.After(time.Millisecond):
+				_, _ = e.svc.RunOnce(context.Background())
+			}
+		}
+	}
+	generate("openai: url", `{"model":"dall-e-3","prompt":"A cute baby sea otter","n":1,"size":"1792x1024","quality":"hd","style":"natural","response_format":"url"}`, status(http.StatusOK))
+	generate("openai: b64_json", `{"prompt":"A cute baby sea otter","size":"1024x1024","response_format":"b64_json"}`, status(http.StatusOK))
+	rc.do(e, "openai: bad size", "POST", path, e.key, `{"prompt":"otter","size":"1000x700"}`, status(http.StatusBadRequest))
+	rc.do(e, "openai: n 2", "POST", path, e.key, `{"prompt":"otter","n":2}`, invalid, status(http.StatusBadRequest))
+	rc.do(e, "openai: unknown field", "POST", path, e.key, `{"prompt":"otter","seed":2}`, invalid, status(http.StatusBadRequest))
+	e.model.Then(imagegentest.Fail(&imagegen.ModelError{Provider: "scripted", Refused: true, Message: "the prompt was blocked"}))
+	generate("openai: refused", `{"prompt":"otter"}`, status(http.StatusBadRequest))
+	e.model.Then(imagegentest.Fail(&imagegen.ModelError{Provider: "scripted", Message: "provider down"}))
+	generate("openai: failed", `{"prompt":"otter"}`, status(http.StatusInternalServerError))
+	rc.do(e, "openai: no key", "POST", path, "", `{"prompt":"otter"}`, invalid, status(http.StatusUnauthorized))
+	rc.do(e, "openai: no credits", "POST", path, e.user("penny", 0), `{"prompt":"otter"}`, status(http.StatusTooManyRequests))
+
+	// Not done in time: cancelled, refunded, 504.
+	before := e.clock.Waiters()
+	timedOut := make(chan *exchange, 1)
+	go func() {
+		timedOut <- rc.do(e, "openai: timeout", "POST", path, e.key, `{"prompt":"otter"}`, status(http.StatusGatewayTimeout))
+	}()
+	waitUntil(t, func() bool { return e.clock.Waiters() > before })
+	e.clock.Advance(imagegen.MaxWait)
+	<-timedOut
+
+	limited := newEnv(t, func(o *envOptions) { o.limit = 1; o.openAI = true })
+	rc.do(limited, "openai: within limit", "POST", path, limited.key, `{"prompt":"otter","n":5}`, invalid, status(http.StatusBadRequest))
+	rc.do(limited, "openai: over limit", "POST", path, limited.key, `{"prompt":"otter"}`, status(http.StatusTooManyRequests))
+}
+
 // extensionsDownStore fails the store operations of the extensions.
 type extensionsDownStore struct{ *memory.Store }
 
 func (extensionsDownStore) CancelTask(context.Context, string, string) error { return errBroken }
 func (extensionsDownStore) Balance(context.Context, string) (int64, error)   { return 0, errBroken }
+func (extensionsDownStore) ListLedger(context.Context, string, int, string) (imagegen.LedgerPage, error) {
+	return imagegen.LedgerPage{}, errBroken
+}
 func (extensionsDownStore) ListTasks(context.Context, string, imagegen.Status, int, string) (imagegen.TaskPage, error) {
 	return imagegen.TaskPage{}, errBroken
 }
@@ -567,8 +660,16 @@ func TestOpenAPIConformance(t *testing.T) {
 			seen[outcome{route.Path, strings.ToLower(x.method), strconv.Itoa(x.status)}] = true
 		}
 		if x.status >= 400 {
-			codes[x.errorCode()] = true
 			is.Equal(x.respHeader.Get("Content-Type"), "application/json")
+		}
+		if strings.HasPrefix(x.target, "/v1/") { // OpenAI's error shapes and codes
+			if x.status == http.StatusTooManyRequests && !bytes.Contains(x.respBody, []byte(`"insufficient_quota"`)) {
+				is.True(x.respHeader.Get("Retry-After") != "")
+			}
+			continue
+		}
+		if x.status >= 400 {
+			codes[x.errorCode()] = true
 		}
 		if x.status == http.StatusTooManyRequests {
 			is.True(x.respHeader.Get("Retry-After") != "")
@@ -689,6 +790,36 @@ func TestOpenAPIRejectsMutations(t *testing.T) {
 		}},
 		{"webhook secret: Cache-Control changed", "webhook secret", false, func(doc map[string]any) {
 			dig(doc, "paths", "/webhook-secret", "get", "responses", "200", "headers", "Cache-Control", "schema")["const"] = "private"
+		}},
+		{"full view: started_at renamed", "poll success, full view", false, func(doc map[string]any) {
+			rename(schema(doc, "TaskFull"), "started_at", "began_at")
+		}},
+		{"full view: queue_position renamed", "poll pending, full view", false, func(doc map[string]any) {
+			rename(schema(doc, "TaskFull"), "queue_position", "position")
+		}},
+		{"full view: seed not nullable", "poll failed, full view", false, func(doc map[string]any) {
+			dig(schema(doc, "TaskFull"), "properties", "seed")["type"] = "integer"
+		}},
+		{"ledger: balance_after renamed", "ledger first page", false, func(doc map[string]any) {
+			rename(schema(doc, "LedgerEntry"), "balance_after", "balance")
+		}},
+		{"ledger: entries renamed", "ledger last page", false, func(doc map[string]any) {
+			rename(schema(doc, "Ledger"), "entries", "items")
+		}},
+		{"request: seed renamed", "submit with seed", true, func(doc map[string]any) {
+			rename(schema(doc, "GenerationRequest"), "seed", "random_seed")
+		}},
+		{"request: callback_events value changed", "submit with callback_events", true, func(doc map[string]any) {
+			dig(schema(doc, "GenerationRequest"), "properties", "callback_events", "items")["enum"] = []any{"started", "completed"}
+		}},
+		{"openai: data item url renamed", "openai: url", false, func(doc map[string]any) {
+			rename(dig(schema(doc, "OpenAIImagesResponse"), "properties", "data", "items"), "url", "image_url")
+		}},
+		{"openai: error type renamed", "openai: bad size", false, func(doc map[string]any) {
+			rename(dig(schema(doc, "OpenAIError"), "properties", "error"), "type", "kind")
+		}},
+		{"openai: size not a string", "openai: b64_json", true, func(doc map[string]any) {
+			dig(schema(doc, "OpenAIImagesRequest"), "properties", "size")["type"] = "integer"
 		}},
 		{"request: Idempotency-Key narrowed", "idempotent submit", true, func(doc map[string]any) {
 			params := dig(doc, "paths", "/generate", "post")["parameters"].([]any)

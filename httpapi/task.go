@@ -22,6 +22,8 @@ type TaskBody struct {
 	// (content_policy, invalid_image_input, timeout, provider_error,
 	// cancelled, internal).
 	ErrorCode imagegen.ErrorCode `json:"error_code,omitempty"`
+	// TaskDetails is set in the full view only (?view=full).
+	*TaskDetails
 }
 
 // handleTask serves GET {prefix}/tasks/{task_id} (docs/api.md, "Query a task").
@@ -29,14 +31,20 @@ type TaskBody struct {
 // task is finished, or after N seconds with its state then, and says so
 // with "Preference-Applied: wait=N" (only on a task answer: an error
 // answer applied no preference). The request counts once against the
-// rate limit however long it waits. Drain cuts open waits short.
+// rate limit however long it waits. Drain cuts open waits short. With
+// ?view=full the task carries TaskDetails (timing, model, seed, queue
+// position); other query parameters are ignored, as they always were.
 func (h *Handler) handleTask() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := PrincipalFrom(r.Context())
 		id := r.PathValue("task_id")
 		w.Header().Add("Vary", "Prefer")
+		view, err := parseView(r.URL.Query())
+		if err != nil {
+			h.respondErr(w, r, err)
+			return
+		}
 		var t *imagegen.Task
-		var err error
 		wait, waited := preferWait(r.Header.Values("Prefer"))
 		if waited {
 			t, err = h.waitTask(r, p.Owner, id, time.Duration(wait)*time.Second)
@@ -47,10 +55,15 @@ func (h *Handler) handleTask() http.Handler {
 			h.respondErr(w, r, err) // an error answer applied no preference
 			return
 		}
+		bodies, err := h.taskBodies(r.Context(), r, []*imagegen.Task{t}, view)
+		if err != nil {
+			h.respondErr(w, r, err)
+			return
+		}
 		if waited {
 			w.Header().Set("Preference-Applied", "wait="+strconv.Itoa(wait))
 		}
-		encode(w, http.StatusOK, h.taskBody(r, t))
+		encode(w, http.StatusOK, bodies[0])
 	})
 }
 

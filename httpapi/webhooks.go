@@ -29,12 +29,15 @@ func (h *Handler) handleWebhookSecret() http.Handler {
 	})
 }
 
-// TaskJSON is the task as GET {prefix}/tasks/{id} shows it, for
-// callbacks (webhook.Config.Render). It needs Config.PublicURL, since
-// there is no request to take the host from.
+// TaskJSON is the task as GET {prefix}/tasks/{id}?view=full shows it
+// (without a queue position), for callbacks (webhook.Config.Render). It
+// needs Config.PublicURL, since there is no request to take the host
+// from.
 func (h *Handler) TaskJSON(t *imagegen.Task) ([]byte, error) {
 	if h.cfg.PublicURL == "" {
 		return nil, errors.New("httpapi: Config.PublicURL is required to render callbacks")
 	}
-	return json.Marshal(h.taskBody(nil, t))
+	body := h.taskBody(nil, t)
+	body.TaskDetails = detailsOf(t, -1)
+	return json.Marshal(body)
 }

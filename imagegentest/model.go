@@ -19,8 +19,9 @@ type Step func(ctx context.Context, g imagegen.Generation) ([]imagegen.Generated
 // succeeds with a 1x1 PNG once the script is used up. It records every
 // call. It is safe for concurrent use.
 type Model struct {
-	name string
-	cost int64
+	name   string
+	cost   int64
+	seeded bool
 
 	mu    sync.Mutex
 	steps []Step
@@ -41,6 +42,13 @@ func (m *Model) Then(steps ...Step) *Model {
 	return m
 }
 
+// TakesSeeds makes the model's plans say that it honours seeds
+// (Plan.Seeded), so that tasks record one.
+func (m *Model) TakesSeeds() *Model {
+	m.seeded = true
+	return m
+}
+
 // Calls returns the generations run so far.
 func (m *Model) Calls() []imagegen.Generation {
 	m.mu.Lock()
@@ -50,7 +58,7 @@ func (m *Model) Calls() []imagegen.Generation {
 
 // Plan prices every request at the model's cost.
 func (m *Model) Plan(imagegen.Request) (imagegen.Plan, error) {
-	return imagegen.Plan{Model: m.name, Cost: m.cost}, nil
+	return imagegen.Plan{Model: m.name, Cost: m.cost, Seeded: m.seeded}, nil
 }
 
 // Generate runs the next step of the script.

@@ -64,6 +64,10 @@ type Config struct {
 	PublicURL string
 	// Prefix is where the API is mounted (default "/api/v1").
 	Prefix string
+	// OpenAIPrefix, when set (for example "/v1"), also serves the
+	// OpenAI-compatible POST {OpenAIPrefix}/images/generations
+	// (httpapi.Config.OpenAIPrefix). Default: off.
+	OpenAIPrefix string
 
 	// RateLimit is how many requests one API key may make in any rolling
 	// minute (default DefaultRateLimit). Ignored when Limiter is set.
@@ -166,6 +170,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	api, err := httpapi.New(httpapi.Config{
 		Service:        svc,
 		Prefix:         cfg.Prefix,
+		OpenAIPrefix:   cfg.OpenAIPrefix,
 		PublicURL:      cfg.PublicURL,
 		Limiter:        cfg.Limiter,
 		AuthFailures:   cfg.AuthFailures,

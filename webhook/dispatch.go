@@ -14,6 +14,11 @@ import (
 	"github.com/imagegen/imagegen/internal/retry"
 )
 
+// HeaderEvent names the task event a delivery reports: "processing" (a
+// worker started the task) or "completed" (it reached success or
+// failed). The body is the task as it is when the delivery is sent.
+const HeaderEvent = "webhook-event"
+
 // Poster sends a POST without following redirects; *fetch.Fetcher is one.
 type Poster interface {
 	Post(ctx context.Context, url string, header http.Header, body []byte) (status int, err error)
@@ -102,22 +107,22 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 }
 
 func (d *Dispatcher) deliver(ctx context.Context, del imagegen.WebhookDelivery) {
-	log := d.cfg.Logger.With("task_id", del.TaskID, "attempt", del.Attempts+1)
+	log := d.cfg.Logger.With("task_id", del.TaskID, "event", del.Event, "attempt", del.Attempts+1)
 	err := d.send(ctx, del)
 	switch {
 	case err == nil:
 		log.InfoContext(ctx, "webhook delivered")
-		err = d.store.AckWebhook(ctx, del.TaskID)
+		err = d.store.AckWebhook(ctx, cmp.Or(del.ID, del.TaskID))
 	case errors.Is(err, imagegen.ErrTaskNotFound):
 		log.InfoContext(ctx, "webhook dropped: the task has expired")
-		err = d.store.AckWebhook(ctx, del.TaskID)
+		err = d.store.AckWebhook(ctx, cmp.Or(del.ID, del.TaskID))
 	case del.Attempts+1 >= d.cfg.MaxAttempts:
 		log.WarnContext(ctx, "webhook given up", "err", err)
-		err = d.store.AckWebhook(ctx, del.TaskID)
+		err = d.store.AckWebhook(ctx, cmp.Or(del.ID, del.TaskID))
 	default:
 		delay := d.backoff(del.Attempts + 1)
 		log.InfoContext(ctx, "webhook will be retried", "err", err, "delay", delay)
-		err = d.store.RetryWebhook(ctx, del.TaskID, delay)
+		err = d.store.RetryWebhook(ctx, cmp.Or(del.ID, del.TaskID), delay)
 	}
 	if err != nil {
 		log.ErrorContext(ctx, "record webhook outcome; the lease will expire and it will be tried again", "err", err)
@@ -138,10 +143,11 @@ func (d *Dispatcher) send(ctx context.Context, del imagegen.WebhookDelivery) err
 	if err != nil {
 		return err
 	}
-	header, err := Headers(secret, "msg_"+del.TaskID, d.cfg.Clock.Now(), body)
+	header, err := Headers(secret, messageID(del), d.cfg.Clock.Now(), body)
 	if err != nil {
 		return err
 	}
+	header.Set(HeaderEvent, string(cmp.Or(del.Event, imagegen.EventCompleted)))
 	status, err := d.cfg.Poster.Post(ctx, del.URL, header, body)
 	if err != nil {
 		return err
@@ -155,4 +161,14 @@ func (d *Dispatcher) send(ctx context.Context, del imagegen.WebhookDelivery) err
 // backoff is the delay after the given number of failed attempts.
 func (d *Dispatcher) backoff(failed int) time.Duration {
 	return retry.Backoff(failed-1, d.cfg.Backoff, d.cfg.MaxBackoff, false)
+}
+
+// messageID is a delivery's webhook-id: the same on every retry of it,
+// and different for each event of a task ("msg_<task id>" for completed,
+// as before events could be chosen; "msg_<task id>_processing").
+func messageID(del imagegen.WebhookDelivery) string {
+	if del.Event == imagegen.EventProcessing {
+		return "msg_" + del.TaskID + "_processing"
+	}
+	return "msg_" + del.TaskID
 }

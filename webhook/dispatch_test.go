@@ -37,6 +37,7 @@ type receiver struct {
 
 type call struct {
 	id       string
+	event    string
 	verified error
 	body     []byte
 }
@@ -46,7 +47,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	err := webhook.Verify(rc.secret(), r.Header, body, rc.clock.Now(), webhook.DefaultTolerance)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	rc.calls = append(rc.calls, call{id: r.Header.Get(webhook.HeaderID), verified: err, body: body})
+	rc.calls = append(rc.calls, call{id: r.Header.Get(webhook.HeaderID), event: r.Header.Get(webhook.HeaderEvent), verified: err, body: body})
 	status := http.StatusOK
 	if len(rc.answers) > 0 {
 		status, rc.answers = rc.answers[0], rc.answers[1:]
@@ -138,6 +139,7 @@ func TestDeliveryIsSignedAndRetriedAfterA500(t *testing.T) {
 	for _, c := range calls {
 		is.NoErr(c.verified)      // signed with the user's secret
 		is.Equal(c.id, "msg_"+id) // the same id on the retry, for deduplication
+		is.Equal(c.event, "completed")
 		var body map[string]any
 		is.NoErr(json.Unmarshal(c.body, &body))
 		is.Equal(body["task_id"], id)
@@ -202,4 +204,37 @@ func TestCallbackMustBeHTTPSByDefault(t *testing.T) {
 	bal, err := svc.Balance(ctx, "u")
 	is.NoErr(err)
 	is.Equal(bal, int64(1)) // nothing charged
+}
+
+func TestCallbackEvents(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, true)
+	sub, err := f.svc.Submit(ctx, "u", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p", CallbackURL: f.url,
+		CallbackEvents: []imagegen.CallbackEvent{imagegen.EventProcessing, imagegen.EventCompleted}})
+	is.NoErr(err)
+	only, err := f.svc.Submit(ctx, "u", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p", CallbackURL: f.url,
+		CallbackEvents: []imagegen.CallbackEvent{imagegen.EventProcessing}})
+	is.NoErr(err)
+	for range 2 {
+		ran, err := f.svc.RunOnce(ctx)
+		is.NoErr(err)
+		is.True(ran)
+	}
+	for {
+		n, err := f.disp.RunOnce(ctx)
+		is.NoErr(err)
+		if n == 0 {
+			break
+		}
+	}
+	got := map[string]string{} // webhook-id -> event
+	for _, c := range f.recv.got() {
+		is.NoErr(c.verified)
+		got[c.id] = c.event
+	}
+	is.Equal(got, map[string]string{
+		"msg_" + sub.TaskID + "_processing":  "processing",
+		"msg_" + sub.TaskID:                  "completed",
+		"msg_" + only.TaskID + "_processing": "processing", // and no completed one
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ type generateConfig struct {
 	aspect string
 	images stringList
 	out    string
+	seed   *int64
 }
 
 func parseGenerate(args []string, stderr io.Writer) (generateConfig, error) {
@@ -30,6 +32,14 @@ func parseGenerate(args []string, stderr io.Writer) (generateConfig, error) {
 	fs.StringVar(&c.prompt, "prompt", "", "text describing the image (required)")
 	fs.StringVar(&c.aspect, "aspect", string(imagegen.AspectAuto), "aspect ratio: "+aspectChoices())
 	fs.Var(&c.images, "image", "URL of a reference image (repeatable; makes the task image-to-image)")
+	fs.Func("seed", "random seed, 0 to 4294967295: the same seed and prompt make the same picture on models that take one (default: drawn by the server, and shown)", func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 || n > imagegen.MaxSeed {
+			return fmt.Errorf("must be a whole number from 0 to %d", int64(imagegen.MaxSeed))
+		}
+		c.seed = &n
+		return nil
+	})
 	fs.StringVar(&c.out, "o", "", "file to write (with several images: name-1.ext, name-2.ext, …; default: the task id)")
 	c.apiFlags.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -55,7 +65,7 @@ func aspectChoices() string {
 }
 
 func (c generateConfig) request() imagegen.Request {
-	req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: c.prompt, AspectRatio: imagegen.AspectRatio(c.aspect)}
+	req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: c.prompt, AspectRatio: imagegen.AspectRatio(c.aspect), Seed: c.seed}
 	if len(c.images) > 0 {
 		req.Scene, req.ImageInput = imagegen.SceneImageToImage, c.images
 	}
@@ -70,7 +80,7 @@ func generate(ctx context.Context, args []string, getenv func(string) string, st
 		return helpIsNoError(err)
 	}
 	prog := newProgress(stderr, isTerminal(stderr), time.Now)
-	api, server, err := newAPIClient(c.apiFlags, getenv, client.WithRateLimitWait(prog.RateLimitWait))
+	api, server, err := newAPIClient(c.apiFlags, getenv, client.WithRateLimitWait(prog.RateLimitWait), client.WithFullView())
 	if err != nil {
 		return err
 	}
@@ -89,6 +99,9 @@ func generate(ctx context.Context, args []string, getenv func(string) string, st
 			return &userError{msg: msg, err: ctx.Err()}
 		}
 		return explain(err, server)
+	}
+	if summary := timing(task); summary != "" {
+		fmt.Fprintln(stderr, summary)
 	}
 	switch {
 	case task.Status == imagegen.StatusFailed:

@@ -79,8 +79,10 @@ func TestGenerateWritesTheImage(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "fox.png")
 
-	r := runCLI(context.Background(), s.base, nil, "generate", "-prompt", "a red fox", "-aspect", "16:9", "-o", out)
+	r := runCLI(context.Background(), s.base, nil, "generate", "-prompt", "a red fox", "-aspect", "16:9", "-seed", "42", "-o", out)
 	is.NoErr(r.err)
+	// The full view's details, once it ended: model, seed and timing.
+	is.True(regexp.MustCompile(`(?m)^model placeholder, seed 42, queued \d+\.\ds, ran \d+\.\ds$`).MatchString(r.stderr))
 	is.Equal(r.stdout, out+"\n") // only the file name on stdout
 	w, h := decodePNG(t, out)
 	is.Equal(w*9, h*16) // 16:9

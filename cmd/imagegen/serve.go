@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +29,7 @@ type serveConfig struct {
 	// trustedProxies are the reverse proxies whose X-Forwarded-For /
 	// Forwarded headers name the client.
 	trustedProxies prefixList
+	openAI         string
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -41,6 +43,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.IntVar(&c.rateLimit, "rate-limit", 10, "requests per API key per rolling minute")
 	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: one kept in the store, shared by every process on a shared store)")
 	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose X-Forwarded-For / Forwarded headers name the client, for the per-address limit on failed logins (repeatable; default: none, the client is the peer address)")
+	fs.StringVar(&c.openAI, "openai-prefix", "/v1", `where the OpenAI-compatible POST <prefix>/images/generations is served ("" turns it off)`)
 	c.runtimeConfig.register(fs, 4)
 	secretFiles(fs, "demo-key", "signing-key")
 	if err := fs.Parse(args); err != nil {
@@ -59,6 +62,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return c, errors.New("-rate-limit must be at least 1")
 	case c.publicURL != "" && !absoluteHTTPURL(c.publicURL):
 		return c, errors.New("-public-url must be an absolute http(s) URL such as https://img.example.com")
+	case c.openAI != "" && (!strings.HasPrefix(c.openAI, "/") || strings.TrimSuffix(c.openAI, "/") == "/api/v1"):
+		return c, errors.New(`-openai-prefix must be a path such as /v1, other than /api/v1, or "" to turn it off`)
 	case c.signingKey != "" && len(c.signingKey) < 16:
 		return c, errors.New("-signing-key must be at least 16 bytes")
 	}
@@ -103,6 +108,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		AuthFailures:   be.authFailures,
 		TrustedProxies: c.trustedProxies,
 		IdempotencyTTL: c.retention,
+		OpenAIPrefix:   c.openAI,
 		SigningKey:     []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
 		NoWorkers:      c.workers == 0,       // -workers 0: this process serves the API only
 	})

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/imagegen/imagegen/client"
 )
 
 const tasksUsage = `usage: imagegen tasks <command> [flags]
@@ -17,7 +19,9 @@ The API key comes from IMAGEGEN_API_KEY; the server from -server,
 IMAGEGEN_SERVER or http://127.0.0.1:8080.
 `
 
-// tasksCmd: imagegen tasks get ID prints the task as indented JSON.
+// tasksCmd: imagegen tasks get ID prints the task as indented JSON, in
+// the full view (timing, model, seed, queue position) when the server
+// has it.
 func tasksCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if cmd, err := pickSubcommand("tasks", args, []string{"get"}, tasksUsage, stdout, stderr); cmd == "" {
 		return err
@@ -37,7 +41,7 @@ func tasksCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if len(ids) != 1 {
 		return fmt.Errorf("tasks get takes one task id (got %d)\n%s", len(ids), tasksUsage)
 	}
-	api, server, err := newAPIClient(a, getenv)
+	api, server, err := newAPIClient(a, getenv, client.WithFullView())
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/imagegen/imagegen"
@@ -48,7 +50,7 @@ func watchTask(ctx context.Context, c *client.Client, id string, prog *progress)
 		default:
 			return nil, err
 		}
-		prog.Status(string(t.Status))
+		prog.Status(describeStatus(t))
 		switch t.Status {
 		case imagegen.StatusSuccess, imagegen.StatusFailed:
 			return t, nil
@@ -56,7 +58,7 @@ func watchTask(ctx context.Context, c *client.Client, id string, prog *progress)
 			if t, err = c.Wait(ctx, id); err != nil {
 				return nil, err
 			}
-			prog.Status(string(t.Status))
+			prog.Status(describeStatus(t))
 			return t, nil
 		case imagegen.StatusPending:
 			delay, next = next, min(next*2, pendingPollMax)
@@ -80,3 +82,39 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// describeStatus is the task's status as the progress line shows it: with
+// its place in the queue while pending, when the server tells it.
+func describeStatus(t *client.Task) string {
+	if t.Status == imagegen.StatusPending && t.QueuePosition != nil {
+		switch n := *t.QueuePosition; n {
+		case 0:
+			return "pending (next in the queue)"
+		default:
+			return fmt.Sprintf("pending (%d ahead in the queue)", n)
+		}
+	}
+	return string(t.Status)
+}
+
+// timing sums up how the task went, from the full view's details: the
+// model, the seed, the time it queued and the time it ran. "" when the
+// server sent no details.
+func timing(t *client.Task) string {
+	var parts []string
+	if t.Model != "" {
+		parts = append(parts, "model "+t.Model)
+	}
+	if t.Seed != nil {
+		parts = append(parts, "seed "+strconv.FormatInt(*t.Seed, 10))
+	}
+	if t.CreatedAt != nil && t.StartedAt != nil {
+		parts = append(parts, "queued "+seconds(t.StartedAt.Sub(*t.CreatedAt)))
+		if t.FinishedAt != nil {
+			parts = append(parts, "ran "+seconds(t.FinishedAt.Sub(*t.StartedAt)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.1fs", max(d, 0).Seconds()) }

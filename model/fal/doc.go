@@ -43,8 +43,8 @@
 //	3:2     {"width":1248,"height":832}    1248x832
 //	2:3     {"width":832,"height":1248}    832x1248
 //
-// auto (DESIGN.md) is 1:1 ("square_hd") for text-to-image, the only
-// scene this adapter runs.
+// auto (the API's rule, docs/api.md) is 1:1 ("square_hd") for
+// text-to-image, the only scene this adapter runs.
 //
 // # Image-to-image
 //

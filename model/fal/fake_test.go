@@ -2,13 +2,11 @@ package fal_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -81,13 +79,10 @@ func presets() map[string]provider.Size {
 // CDN, and cancel as testdata/cancel.*.json. logs is the debug log of
 // the adapters made for it (newModel).
 type fake struct {
-	providertest.Script[call]
-	t        *testing.T
-	srv      *httptest.Server
-	examples *providertest.Examples
-	logs     syncLog
-	model    string // endpoint id submitted to
-	app      string // owner/app in status, result and cancel paths
+	providertest.FakeAPI[call]
+	logs  syncLog
+	model string // endpoint id submitted to
+	app   string // owner/app in status, result and cancel paths
 
 	// statuses are the example names the status polls answer in order,
 	// the last repeating. Default in_queue, in_progress, completed.
@@ -100,29 +95,26 @@ type fake struct {
 
 	mu        sync.Mutex
 	completed bool
-	cdn       map[string][]byte
-	fetched   []string
+	cdn       providertest.Fetcher // fal's CDN: the images the results name
 }
 
 func newFake(t *testing.T) *fake {
 	t.Helper()
-	f := &fake{t: t, examples: providertest.LoadExamples(t, providertest.TestData), model: "fal-ai/flux/dev", app: "fal-ai/flux",
-		statuses: []string{"in_queue", "in_progress", "completed"},
-		cdn:      map[string][]byte{}}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
+	f := &fake{model: "fal-ai/flux/dev", app: "fal-ai/flux",
+		statuses: []string{"in_queue", "in_progress", "completed"}}
+	f.Start(t, f.serve)
 	return f
 }
 
 // client is an HTTP client that reaches only the fake: a call to any
 // other host fails the test (and is not sent).
 func (f *fake) client() *http.Client {
-	inner := f.srv.Client().Transport
+	inner := f.Server.Client().Transport
 	return &http.Client{
 		Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
 			host, _, _ := net.SplitHostPort(r.URL.Host)
 			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-				f.t.Errorf("request to a non-loopback host: %s %s", r.Method, r.URL.Redacted())
+				f.T.Errorf("request to a non-loopback host: %s %s", r.Method, r.URL.Redacted())
 				return nil, fmt.Errorf("non-loopback host %s refused by the test", r.URL.Host)
 			}
 			return inner.RoundTrip(r)
@@ -144,27 +136,6 @@ func (f *fake) count(kind string) int {
 		}
 	}
 	return n
-}
-
-// Fetch is fal's CDN: it serves the images the results named.
-func (f *fake) Fetch(ctx context.Context, url string) ([]byte, string, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.fetched = append(f.fetched, url)
-	if err := ctx.Err(); err != nil {
-		return nil, "", err
-	}
-	data, ok := f.cdn[url]
-	if !ok {
-		return nil, "", fmt.Errorf("unexpected HTTP status 404")
-	}
-	return data, http.DetectContentType(data), nil
-}
-
-func (f *fake) Fetched() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.fetched...)
 }
 
 func (f *fake) kind(r *http.Request) string {
@@ -191,17 +162,17 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("x-fal-request-id", requestID)
 	switch {
 	case c.kind == "":
-		f.t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
+		f.T.Errorf("unexpected %s %s", r.Method, r.URL.Path)
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = w.Write([]byte(`{"detail":"Not Found"}`))
 		return
 	case r.Header.Get("Authorization") != "Key "+key:
 		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = w.Write(f.examples.Get("error.401.json"))
+		_, _ = w.Write(f.Examples.Get("error.401.json"))
 		return
 	}
 	if err := f.check(c); err != nil {
-		f.t.Errorf("%s call breaks the wire notes: %v", c.kind, err)
+		f.T.Errorf("%s call breaks fal's documented API: %v", c.kind, err)
 	}
 	if scripted {
 		next.Body = f.rewrite(next.Body)
@@ -210,7 +181,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch c.kind {
 	case submitCall:
-		_, _ = w.Write(f.rewrite(f.examples.Get("submit.response.json")))
+		_, _ = w.Write(f.rewrite(f.Examples.Get("submit.response.json")))
 	case statusCall:
 		f.serveStatus(w)
 	case resultCall:
@@ -221,11 +192,11 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		if done {
 			w.WriteHeader(http.StatusBadRequest)
-			_, _ = w.Write(f.examples.Get("cancel.already-completed.json"))
+			_, _ = w.Write(f.Examples.Get("cancel.already-completed.json"))
 			return
 		}
 		w.WriteHeader(http.StatusAccepted)
-		_, _ = w.Write(f.examples.Get("cancel.response.json"))
+		_, _ = w.Write(f.Examples.Get("cancel.response.json"))
 	}
 }
 
@@ -237,10 +208,10 @@ func (f *fake) serveStatus(w http.ResponseWriter) {
 	if len(f.statuses) > 1 {
 		f.statuses = f.statuses[1:]
 	}
-	body := f.examples.Get("status." + name + ".json")
+	body := f.Examples.Get("status." + name + ".json")
 	var s struct{ Status string }
 	if err := json.Unmarshal(body, &s); err != nil {
-		f.t.Errorf("status example %s: %v", name, err)
+		f.T.Errorf("status example %s: %v", name, err)
 	}
 	if s.Status == "COMPLETED" {
 		f.completed = true
@@ -258,7 +229,7 @@ func (f *fake) rewrite(body []byte) []byte {
 	s := string(body)
 	s = strings.ReplaceAll(s, falHost+"/fal-ai/flux/", falHost+"/"+f.app+"/")
 	if !f.foreignURLs {
-		s = strings.ReplaceAll(s, falHost, f.srv.URL)
+		s = strings.ReplaceAll(s, falHost, f.Server.URL)
 	}
 	return []byte(s)
 }
@@ -279,7 +250,7 @@ func (f *fake) result(c call) []byte {
 	} else {
 		var wh struct{ Width, Height int }
 		if err := json.Unmarshal(in.ImageSize, &wh); err != nil {
-			f.t.Errorf("image_size %s: %v", in.ImageSize, err)
+			f.T.Errorf("image_size %s: %v", in.ImageSize, err)
 		}
 		size = provider.Size{W: wh.Width, H: wh.Height}
 	}
@@ -295,17 +266,15 @@ func (f *fake) result(c call) []byte {
 	if format == "png" {
 		data = providertest.PNG(size.W, size.H)
 	}
-	f.mu.Lock()
-	f.cdn[url] = data
-	f.mu.Unlock()
+	f.cdn.Add(url, providertest.Image{Data: data, ContentType: http.DetectContentType(data)})
 
-	return providertest.EditJSON(f.t, f.examples.Get("result.flux-dev.json"), func(doc map[string]any) {
+	return providertest.EditJSON(f.T, f.Examples.Get("result.flux-dev.json"), func(doc map[string]any) {
 		img := doc["images"].([]any)[0].(map[string]any)
 		img["url"], img["width"], img["height"], img["content_type"] = url, size.W, size.H, "image/"+format
 	})
 }
 
-// check validates a call against the wire notes.
+// check validates a call against fal's documented API.
 func (f *fake) check(c call) error {
 	switch c.kind {
 	case submitCall:

@@ -17,11 +17,6 @@ import (
 	"github.com/imagegen/imagegen/model/provider/providertest"
 )
 
-type (
-	success = providertest.Success[*fake, fal.Config]
-	failure = providertest.Failure[*fake, fal.Config]
-)
-
 var (
 	fluxDev = imagegen.Plan{Model: "fal/fal-ai/flux/dev", Cost: 1}
 	// queued is a run's record of calls: submit, three polls (IN_QUEUE,
@@ -125,6 +120,12 @@ func constructions() []providertest.Construction[fal.Config] {
 	}
 }
 
+// success and failure are the conformance scenarios on this package's fake.
+type (
+	success = providertest.Success[*fake, fal.Config]
+	failure = providertest.Failure[*fake, fal.Config]
+)
+
 func textToImage(t *testing.T) []success {
 	const prompt = "Photo of a cute dog"
 	dataURI := providertest.EditJSON(t, providertest.Spec(t, "result.flux-dev.json"), func(doc map[string]any) {
@@ -136,7 +137,7 @@ func textToImage(t *testing.T) []success {
 			ContentType: "image/jpeg", Size: provider.Size{W: 1024, H: 768}, Calls: queued, Waits: polled, // on the injected clock, between the polls
 			Check: func(t *testing.T, f *fake) {
 				is := is.New(t)
-				is.Equal(f.Fetched(), []string{"https://v3.fal.media/files/rabbit/1024x768.jpeg"}) // from the CDN, through the Fetcher
+				is.Equal(f.cdn.Asked(), []string{"https://v3.fal.media/files/rabbit/1024x768.jpeg"}) // from the CDN, through the Fetcher
 				calls := f.Calls()
 				for _, c := range calls {
 					is.Equal(c.header.Get("Authorization"), "Key "+key)
@@ -201,7 +202,7 @@ func textToImage(t *testing.T) []success {
 			}},
 		{Name: "a sync-mode data URI", Answers: []answer{{Status: 200, Body: dataURI}}, AnswersTo: resultCall, Request: providertest.T2I("a dog", imagegen.Aspect4x3), Plan: fluxDev,
 			ContentType: "image/jpeg", Size: provider.Size{W: 1024, H: 768}, Calls: queued, Waits: polled,
-			Check: func(t *testing.T, f *fake) { is.New(t).Equal(len(f.Fetched()), 0) }},
+			Check: func(t *testing.T, f *fake) { is.New(t).Equal(len(f.cdn.Asked()), 0) }},
 	}
 }
 
@@ -225,7 +226,7 @@ func refusals(t *testing.T) []failure {
 		{Name: "NSFW", Answers: []answer{{Status: 200, Body: nsfw}}, AnswersTo: resultCall,
 			Want:   providertest.Outcome{Message: "the image was withheld by the provider's safety checker as possibly unsafe content"},
 			Causes: []string{"has_nsfw_concepts"}, Calls: queued, Waits: polled,
-			Check: func(t *testing.T, f *fake) { is.New(t).Equal(len(f.Fetched()), 0) }}, // the black placeholder is not downloaded
+			Check: func(t *testing.T, f *fake) { is.New(t).Equal(len(f.cdn.Asked()), 0) }}, // the black placeholder is not downloaded
 		{Name: "content policy at submit", Answers: []answer{{Status: 422, Body: contentPolicy(t)}}, AnswersTo: submitCall,
 			Causes: []string{"content_policy_violation", "body.prompt"}, Calls: []string{submitCall}},
 		{Name: "content policy as the result of a completed request",
@@ -290,7 +291,7 @@ func failures(t *testing.T) []failure {
 			Request: providertest.T2I("a dog", imagegen.Aspect4x3),
 			Want:    providertest.Outcome{Retryable: true, Message: provider.MsgUnavailable}, Hides: []string{"abc123def456"}, Calls: queued, Waits: polled, // the result URL stays out of the error
 			Check: func(t *testing.T, f *fake) {
-				is.New(t).Equal(f.Fetched(), []string{"https://v3.fal.media/files/rabbit/abc123def456.jpeg"})
+				is.New(t).Equal(f.cdn.Asked(), []string{"https://v3.fal.media/files/rabbit/abc123def456.jpeg"})
 			}},
 		{Name: "a status and a cancel that echo the key", Config: noRetry,
 			Setup: func(t *testing.T, f *fake) {
@@ -310,14 +311,14 @@ func failures(t *testing.T) []failure {
 }
 
 // newModel returns an adapter pointed at f, reaching only f (through
-// f.client, and f as its Fetcher unless c has one), with a recording
+// f.client, and f's CDN as its Fetcher unless c has one), with a recording
 // clock unless c has a clock, and its debug log in f.logs.
 func newModel(t *testing.T, f *fake, c fal.Config) (*fal.Model, *providertest.InstantClock) {
 	t.Helper()
-	clock := providertest.Configure(&c.Config, f.srv.URL, key)
+	clock := providertest.Configure(&c.Config, f.Server.URL, key)
 	c.HTTPClient = f.client()
 	if c.Fetcher == nil {
-		c.Fetcher = f
+		c.Fetcher = &f.cdn
 	}
 	c.Logger = slog.New(slog.NewTextHandler(&f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return providertest.MustNew(t, fal.New, c), clock

@@ -13,8 +13,9 @@ import (
 	"github.com/imagegen/imagegen/model/provider"
 )
 
-// Queue statuses (WIRE.md). A failed or cancelled request also ends as
-// COMPLETED, with error and error_type set.
+// Queue statuses, as fal's queue documentation and its JavaScript
+// client (fal-ai/fal-js) give them. A failed or cancelled request also
+// ends as COMPLETED, with error and error_type set.
 const (
 	statusInQueue    = "IN_QUEUE"
 	statusInProgress = "IN_PROGRESS"

@@ -23,13 +23,13 @@
 //	4:3     "4:3"              1184x864    1152x864 (crop)
 //	3:4     "3:4"              864x1184    864x1152 (crop)
 //
-// auto (DESIGN.md): text-to-image sends "1:1". Image-to-image sends no
-// aspectRatio, so the model follows the reference images, and the answer
-// is centre-cropped to the ratio nearest the first reference (to the
-// ratio nearest its own size when that reference's size cannot be read:
-// WebP, HEIC). An
-// answer of another shape than asked (a model that ignores imageConfig)
-// is cropped the same way.
+// auto (the API's rule, docs/api.md): text-to-image sends "1:1".
+// Image-to-image sends no aspectRatio, so the model follows the
+// reference images, and the answer is centre-cropped to the ratio
+// nearest the first reference (to the ratio nearest its own size when
+// that reference's size cannot be read: WebP, HEIC). An answer of
+// another shape than asked (a model that ignores imageConfig) is
+// cropped the same way.
 //
 // # Reference images
 //

@@ -8,7 +8,6 @@ import (
 	"image"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -83,23 +82,18 @@ func answerSize(ratio string) (provider.Size, bool) {
 // model's size for the ratio asked (or, with no ratio, the first
 // reference's).
 type fake struct {
-	providertest.Script[call]
-	t           *testing.T
-	srv         *httptest.Server
-	examples    *providertest.Examples
+	providertest.FakeAPI[call]
 	ignoreRatio bool // answer 1024x1024 whatever was asked
-	pngs        providertest.PNGs
 }
 
 func newFake(t *testing.T) *fake {
 	t.Helper()
-	f := &fake{t: t, examples: providertest.LoadExamples(t, providertest.TestData)}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
+	f := &fake{}
+	f.Start(t, f.serve)
 	return f
 }
 
-func (f *fake) baseURL() string { return f.srv.URL + "/v1beta" }
+func (f *fake) baseURL() string { return f.Server.URL + "/v1beta" }
 
 func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
@@ -111,7 +105,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	switch {
 	case r.Method != http.MethodPost || r.URL.Path != modelPath:
-		f.t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
+		f.T.Errorf("unexpected %s %s", r.Method, r.URL.Path)
 		w.WriteHeader(http.StatusNotFound)
 		fmt.Fprintf(w, `{"error":{"code":404,"message":"models/x is not found for API version v1beta","status":"NOT_FOUND"}}`)
 		return
@@ -120,13 +114,13 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(f.badKeyBody(r.Header.Get("x-goog-api-key")))
 		return
 	case decodeErr != nil:
-		f.t.Errorf("request body does not follow the protos: %v", decodeErr)
+		f.T.Errorf("request body does not follow the protos: %v", decodeErr)
 		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(f.examples.Get("error.400.invalid-argument.json"))
+		_, _ = w.Write(f.Examples.Get("error.400.invalid-argument.json"))
 		return
 	}
 	if err := checkRequest(c.req); err != nil {
-		f.t.Errorf("request breaks the wire spec: %v", err)
+		f.T.Errorf("request breaks the wire spec: %v", err)
 	}
 	if scripted {
 		next.Serve(w, r)
@@ -140,7 +134,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 // Google's API errors carry. It echoes the key, to check that it is
 // redacted.
 func (f *fake) badKeyBody(got string) []byte {
-	return providertest.EditJSON(f.t, f.examples.Get("error.400.invalid-argument.json"), func(body map[string]any) {
+	return providertest.EditJSON(f.T, f.Examples.Get("error.400.invalid-argument.json"), func(body map[string]any) {
 		e := body["error"].(map[string]any)
 		e["message"] = "API key not valid. Please pass a valid API key. (got " + got + ")"
 		e["details"] = []any{map[string]any{
@@ -166,7 +160,7 @@ func (f *fake) success(c call) []byte {
 	if f.ignoreRatio {
 		s = provider.Size{W: 1024, H: 1024}
 	}
-	return withImage(f.t, f.examples.Get("response.image.json"), f.pngs.Of(s))
+	return withImage(f.T, f.Examples.Get("response.image.json"), f.PNGs.Of(s))
 }
 
 // withImage is an answer body with the data of its inlineData part set.

@@ -14,11 +14,6 @@ import (
 	"github.com/imagegen/imagegen/model/provider/providertest"
 )
 
-type (
-	success = providertest.Success[*fake, gemini.Config]
-	failure = providertest.Failure[*fake, gemini.Config]
-)
-
 // The scenarios every adapter must pass, as the Gemini API plays them.
 func TestConformance(t *testing.T) {
 	once := []string{"generate"}
@@ -69,6 +64,12 @@ func TestConformance(t *testing.T) {
 }
 
 var overloaded = []byte(`{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`)
+
+// success and failure are the conformance scenarios on this package's fake.
+type (
+	success = providertest.Success[*fake, gemini.Config]
+	failure = providertest.Failure[*fake, gemini.Config]
+)
 
 func textToImage(t *testing.T) []success {
 	const prompt = "A photorealistic nano banana dish in a fancy restaurant"

@@ -56,7 +56,7 @@ func (m *Model) request(req imagegen.Request, refs []provider.Reference) generat
 	case req.AspectRatio != "" && req.AspectRatio != imagegen.AspectAuto:
 		ic.AspectRatio = string(req.AspectRatio)
 	case len(refs) == 0:
-		ic.AspectRatio = string(imagegen.Aspect1x1) // auto, text-to-image (DESIGN.md)
+		ic.AspectRatio = string(imagegen.Aspect1x1) // auto, text-to-image
 	}
 	body := generateRequest{
 		Contents:         []content{{Role: "user", Parts: parts}},
@@ -69,8 +69,8 @@ func (m *Model) request(req imagegen.Request, refs []provider.Reference) generat
 }
 
 // maxInlineBytes bounds the base64 of the reference images: a request
-// must stay under about 20 MB (WIRE.md), or use the Files API, which
-// this adapter does not.
+// must stay under about 20 MB (Google's limit on inline data), or use
+// the Files API, which this adapter does not.
 const maxInlineBytes = 19 << 20
 
 // checkInline fails, as invalid input, references too large to send

@@ -33,11 +33,12 @@
 // exact size (*imagegen.ValidationError on "aspect_ratio"): gpt-image
 // models then take 1:1, 3:2 and 2:3, dall-e-3 only 1:1.
 //
-// auto (DESIGN.md): 1:1 for text-to-image; for image-to-image the ratio
-// nearest the first reference image (among the exact ones with
-// ExactRatiosOnly), sent and cropped as in the table. The API's own
-// size "auto" is not used, because the result must have the first
-// reference's ratio and the adapter must know what to crop to.
+// auto (the API's rule, docs/api.md): 1:1 for text-to-image; for
+// image-to-image the ratio nearest the first reference image (among
+// the exact ones with ExactRatiosOnly), sent and cropped as in the
+// table. The API's own size "auto" is not used, because the result
+// must have the first reference's ratio and the adapter must know
+// what to crop to.
 //
 // # Reference images
 //

@@ -7,7 +7,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,29 +38,18 @@ type call struct {
 // failures, then answers like the documented example responses with a
 // PNG of the asked size.
 type fake struct {
-	providertest.Script[call]
-	t        *testing.T
-	srv      *httptest.Server
-	spec     *specValidator
-	gptBody  []byte // testdata/generations.response.gpt-image-1.json
-	dalleURL []byte // testdata/generations.response.dall-e-3.json
+	providertest.FakeAPI[call]
+	spec *specValidator
 	// answerURL makes dall-e-3 answers carry the example's url even when
 	// b64_json was asked for.
 	answerURL bool
-
-	pngs providertest.PNGs
 }
 
 func newFake(t *testing.T) *fake {
 	t.Helper()
-	f := &fake{
-		t:        t,
-		gptBody:  providertest.Spec(t, "generations.response.gpt-image-1.json"),
-		dalleURL: providertest.Spec(t, "generations.response.dall-e-3.json"),
-	}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	f.spec = newSpecValidator(t, f.srv.URL+"/v1")
+	f := &fake{}
+	f.Start(t, f.serve)
+	f.spec = newSpecValidator(t, f.Server.URL+"/v1")
 	t.Cleanup(func() {
 		for _, err := range f.spec.errors() {
 			t.Errorf("a request breaks the OpenAI spec: %v", err)
@@ -70,7 +58,7 @@ func newFake(t *testing.T) *fake {
 	return f
 }
 
-func (f *fake) baseURL() string { return f.srv.URL + "/v1" }
+func (f *fake) baseURL() string { return f.Server.URL + "/v1" }
 
 // png is a PNG of size ("1536x1024"; 1024x1024 for "auto" or none).
 func (f *fake) png(size string) []byte {
@@ -80,7 +68,7 @@ func (f *fake) png(size string) []byte {
 	if wi <= 0 || hi <= 0 {
 		wi, hi = 1024, 1024
 	}
-	return f.pngs.Of(provider.Size{W: wi, H: hi})
+	return f.PNGs.Of(provider.Size{W: wi, H: hi})
 }
 
 func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
@@ -93,10 +81,10 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	c := call{path: r.URL.Path, header: r.Header.Clone()}
 	if mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
 		if c.fields, c.files, err = providertest.ParseForm(body, params["boundary"]); err != nil {
-			f.t.Errorf("bad multipart body: %v", err)
+			f.T.Errorf("bad multipart body: %v", err)
 		}
 	} else if err := json.Unmarshal(body, &c.json); err != nil {
-		f.t.Errorf("request body is not JSON: %v", err)
+		f.T.Errorf("request body is not JSON: %v", err)
 	}
 	// Calls are of the kind "generations" or "edits".
 	next, scripted := f.Record(strings.TrimPrefix(c.path, "/v1/images/"), c)
@@ -125,7 +113,7 @@ func (f *fake) success(c call) []byte {
 		model, size = first(c.fields["model"]), first(c.fields["size"])
 	}
 	if model == "dall-e-3" {
-		return providertest.EditJSON(f.t, f.dalleURL, func(resp map[string]any) {
+		return providertest.EditJSON(f.T, f.Examples.Get("generations.response.dall-e-3.json"), func(resp map[string]any) {
 			if format == "b64_json" && !f.answerURL {
 				item := resp["data"].([]any)[0].(map[string]any)
 				delete(item, "url")
@@ -133,7 +121,7 @@ func (f *fake) success(c call) []byte {
 			}
 		})
 	}
-	return providertest.EditJSON(f.t, f.gptBody, func(resp map[string]any) {
+	return providertest.EditJSON(f.T, f.Examples.Get("generations.response.gpt-image-1.json"), func(resp map[string]any) {
 		resp["data"].([]any)[0].(map[string]any)["b64_json"] = base64.StdEncoding.EncodeToString(f.png(size))
 		resp["size"] = size
 	})

@@ -15,11 +15,6 @@ import (
 	"github.com/imagegen/imagegen/model/provider/providertest"
 )
 
-type (
-	success = providertest.Success[*fake, openai.Config]
-	failure = providertest.Failure[*fake, openai.Config]
-)
-
 // The scenarios every adapter must pass, as the Images API plays them.
 func TestConformance(t *testing.T) {
 	providertest.Run(t, providertest.Harness[*fake, openai.Config, *openai.Model]{
@@ -64,6 +59,12 @@ var serverError = []byte(`{"error":{"message":"The server had an error while pro
 
 // exampleURL is the image URL of testdata/generations.response.dall-e-3.json.
 const exampleURL = "https://oaidalleapiprodscus.blob.core.windows.net/private/org-xxxx/user-xxxx/img-xxxx.png?st=2024-04-23T00%3A53%3A48Z&se=2024-04-23T02%3A53%3A48Z&sig=xxxx"
+
+// success and failure are the conformance scenarios on this package's fake.
+type (
+	success = providertest.Success[*fake, openai.Config]
+	failure = providertest.Failure[*fake, openai.Config]
+)
 
 func textToImage() []success {
 	urlFetcher := &providertest.Fetcher{Images: map[string]providertest.Image{exampleURL: {Data: providertest.PNG(1024, 1024), ContentType: "image/png"}}}

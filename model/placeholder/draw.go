@@ -2,6 +2,7 @@ package placeholder
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"image"
 )
 
@@ -12,8 +13,16 @@ type palette struct {
 	seed     [32]byte // places and sizes of the shapes
 }
 
-func paletteOf(prompt string) palette {
-	sum := sha256.Sum256([]byte(prompt))
+// paletteOf hashes the prompt, and the seed when there is one, so that
+// another seed gives another picture of the same prompt.
+func paletteOf(prompt string, seed *int64) palette {
+	h := sha256.New()
+	h.Write([]byte(prompt))
+	if seed != nil {
+		h.Write(binary.BigEndian.AppendUint64([]byte{0}, uint64(*seed)))
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
 	return palette{
 		from:  [3]uint8{sum[0], sum[1], sum[2]},
 		to:    [3]uint8{sum[3], sum[4], sum[5]},
@@ -23,10 +32,10 @@ func paletteOf(prompt string) palette {
 }
 
 // draw paints the picture without its references: a diagonal gradient,
-// three rings and three bars from the prompt's hash. The references go
-// on top as tiles along the bottom third (tileOf).
-func draw(prompt string, w, h int) *image.NRGBA {
-	p := paletteOf(prompt)
+// three rings and three bars from the hash of the prompt and the seed.
+// The references go on top as tiles along the bottom third (tileOf).
+func draw(prompt string, seed *int64, w, h int) *image.NRGBA {
+	p := paletteOf(prompt, seed)
 	img := image.NewNRGBA(image.Rect(0, 0, w, h))
 	gradient(img, p.from, p.to)
 	short := min(w, h)

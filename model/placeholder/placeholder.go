@@ -6,10 +6,11 @@
 //     for text-to-image and the nearest allowed ratio of the first
 //     reference image for image-to-image.
 //   - Picture: a gradient, rings and bars whose colours and places come
-//     from a hash of the prompt; for image-to-image the reference images
-//     (fetched through Config.Fetcher, all at once) are drawn in as a
-//     strip of tiles along the bottom. The same input gives the same
-//     bytes.
+//     from a hash of the prompt (and of the seed, when the request has
+//     one); for image-to-image the reference images (fetched through
+//     Config.Fetcher, all at once) are drawn in as a strip of tiles along
+//     the bottom. The same input (prompt, seed, ratio, references) gives
+//     the same bytes.
 //   - Memory: references are checked on their headers (the fetcher's
 //     MaxPixels and MaxDecodedBytes) before any is decoded, then decoded
 //     one at a time, each drawn into its tile and dropped before the
@@ -105,9 +106,10 @@ func New(o Config) (*Model, error) {
 }
 
 // Plan always chooses this model at its configured cost. It refuses
-// nothing: requests are validated before they reach a model.
+// nothing: requests are validated before they reach a model. It honours
+// seeds: the picture depends on the prompt and the seed.
 func (m *Model) Plan(imagegen.Request) (imagegen.Plan, error) {
-	return imagegen.Plan{Model: Name, Cost: m.o.Cost}, nil
+	return imagegen.Plan{Model: Name, Cost: m.o.Cost, Seeded: true}, nil
 }
 
 // Generate draws one PNG for g. Failures are *imagegen.ModelError.
@@ -127,7 +129,7 @@ func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen
 		return nil, err
 	}
 	w, h := size(chooseRatio(ratio, refs), m.o.LongSide)
-	img := draw(g.Request.Prompt, w, h)
+	img := draw(g.Request.Prompt, g.Request.Seed, w, h)
 	if err := m.drawReferences(img, refs); err != nil {
 		return nil, err
 	}

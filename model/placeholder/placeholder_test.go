@@ -94,6 +94,26 @@ func TestSameInputSameBytes(t *testing.T) {
 	is.True(!bytes.Equal(gen(withRef), gen(t2i("a fox", imagegen.Aspect16x9))))
 }
 
+func TestSeedDecidesThePicture(t *testing.T) {
+	is := is.New(t)
+	m, err := placeholder.New(placeholder.Config{LongSide: 64})
+	is.NoErr(err)
+	plan, err := m.Plan(t2i("a fox", imagegen.Aspect1x1))
+	is.NoErr(err)
+	is.True(plan.Seeded) // the placeholder honours seeds
+	gen := func(seed *int64) []byte {
+		req := t2i("a fox", imagegen.Aspect1x1)
+		req.Seed = seed
+		out, err := m.Generate(t.Context(), imagegen.Generation{Request: req})
+		is.NoErr(err)
+		return out[0].Data
+	}
+	seed := func(n int64) *int64 { return &n }
+	is.Equal(gen(seed(7)), gen(seed(7)))              // same seed and prompt: same bytes
+	is.True(!bytes.Equal(gen(seed(7)), gen(seed(8)))) // another seed: another picture
+	is.True(!bytes.Equal(gen(seed(0)), gen(nil)))     // seed 0 is a seed, not "none"
+}
+
 func TestBlockListRefusesFirst(t *testing.T) {
 	is := is.New(t)
 	f := &fetcher{}
@@ -279,12 +299,12 @@ func TestPlan(t *testing.T) {
 	is.NoErr(err)
 	plan, err := m.Plan(t2i("x", imagegen.AspectAuto))
 	is.NoErr(err)
-	is.Equal(plan, imagegen.Plan{Model: "placeholder", Cost: 1})
+	is.Equal(plan, imagegen.Plan{Model: "placeholder", Cost: 1, Seeded: true})
 	m, err = placeholder.New(placeholder.Config{Cost: 3})
 	is.NoErr(err)
 	plan, err = m.Plan(imagegen.Request{})
 	is.NoErr(err)
-	is.Equal(plan, imagegen.Plan{Model: "placeholder", Cost: 3})
+	is.Equal(plan, imagegen.Plan{Model: "placeholder", Cost: 3, Seeded: true})
 }
 
 func TestOptionsValidation(t *testing.T) {

@@ -79,10 +79,11 @@ func CropSize(w, h int, r imagegen.AspectRatio) Size {
 	return Size{k * rw, k * rh}
 }
 
-// TargetRatio is the ratio a generation must come out in (DESIGN.md):
-// the requested one, or for auto 1:1 for text-to-image and the first
-// reference's nearest allowed ratio for image-to-image (1:1 when its
-// size is unknown). allowed limits the choice for auto (nil: every ratio).
+// TargetRatio is the ratio a generation must come out in, by the
+// API's rule for aspect ratios (docs/api.md): the requested one, or
+// for auto 1:1 for text-to-image and the first reference's nearest
+// allowed ratio for image-to-image (1:1 when its size is unknown).
+// allowed limits the choice for auto (nil: every ratio).
 func TargetRatio(req imagegen.Request, refs []Reference, allowed []imagegen.AspectRatio) imagegen.AspectRatio {
 	if req.AspectRatio != "" && req.AspectRatio != imagegen.AspectAuto {
 		return req.AspectRatio

@@ -33,9 +33,10 @@
 // Polling adapters (Replicate, fal, Stability's async results) build
 // their status calls with Get, wait between polls with Wait (on the
 // client's Policy.Clock, never past the deadline), and download URL
-// results with DownloadResult. Tests use package providertest: a clock
-// that records waits, a scripted ImageFetcher, PNG/JPEG makers, the
-// wire-spec loader (skips when /work/shared/specs is absent) and
+// results with DownloadResult. Tests use package providertest: the
+// conformance suite every adapter runs (Run), a clock that records
+// waits, a scripted ImageFetcher, PNG/JPEG makers, the loader of the
+// wire examples each adapter keeps in its testdata directory, and
 // NoSecretAnywhere.
 //
 // # Failures

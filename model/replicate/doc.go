@@ -51,12 +51,12 @@
 //	4:3     "4:3"               1184x880    1172x879 (crop)
 //	3:4     "3:4"               880x1184    879x1172 (crop)
 //
-// auto (DESIGN.md): text-to-image sends "1:1". Image-to-image sends
-// "match_input_image", so that the model follows the reference, and the
-// answer is centre-cropped to the allowed ratio nearest the reference
-// (the allowed ratio nearest its own size when the reference's size
-// cannot be read: WebP).
-// output_format is "png", so that answers can be cropped.
+// auto (the API's rule, docs/api.md): text-to-image sends "1:1".
+// Image-to-image sends "match_input_image", so that the model follows
+// the reference, and the answer is centre-cropped to the allowed
+// ratio nearest the reference (the allowed ratio nearest its own size
+// when the reference's size cannot be read: WebP). output_format is
+// "png", so that answers can be cropped.
 //
 // # Reference images
 //

@@ -109,11 +109,8 @@ type pred struct {
 // (with refs for the reference images): no other network. Failures are
 // queued by operation (Queue(opCreate, ...)).
 type fake struct {
-	providertest.Script[call]
-	t        *testing.T
-	srv      *httptest.Server
-	spec     *specValidator
-	examples *providertest.Examples
+	providertest.FakeAPI[call]
+	spec *specValidator
 
 	// Settings, set before the first call.
 	script      []string      // default starting, processing, succeeded
@@ -133,15 +130,13 @@ type fake struct {
 
 func newFake(t *testing.T) *fake {
 	t.Helper()
-	f := &fake{t: t, examples: providertest.LoadExamples(t, providertest.TestData),
-		preds: map[string]*pred{}, files: map[string][]byte{}, refs: &providertest.Fetcher{}, hanging: make(chan struct{}, 1)}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
+	f := &fake{preds: map[string]*pred{}, files: map[string][]byte{}, refs: &providertest.Fetcher{}, hanging: make(chan struct{}, 1)}
+	f.Start(t, f.serve)
 	f.spec = newSpecValidator(t, f.baseURL())
 	return f
 }
 
-func (f *fake) baseURL() string { return f.srv.URL + "/v1" }
+func (f *fake) baseURL() string { return f.Server.URL + "/v1" }
 
 // callsOf are the calls of one operation.
 func (f *fake) callsOf(op string) []call {
@@ -176,7 +171,7 @@ func (f *fake) Fetch(ctx context.Context, url string) ([]byte, string, error) {
 func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
 	if err := f.spec.check(r, raw); err != nil {
-		f.t.Errorf("%s %s breaks the wire spec: %v", r.Method, r.URL.Path, err)
+		f.T.Errorf("%s %s breaks the wire spec: %v", r.Method, r.URL.Path, err)
 	}
 	c := call{method: r.Method, path: r.URL.Path, header: r.Header.Clone(), raw: raw}
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/v1/"), "/")
@@ -193,7 +188,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if c.op == opCreate {
 		if err := json.Unmarshal(raw, &body); err != nil {
-			f.t.Errorf("create body: %v", err)
+			f.T.Errorf("create body: %v", err)
 		}
 		c.input = body.Input
 	}
@@ -202,11 +197,11 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	switch {
 	case c.op == "":
-		f.t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
-		f.write(w, http.StatusNotFound, f.examples.Get("error.404.json"))
+		f.T.Errorf("unexpected %s %s", r.Method, r.URL.Path)
+		f.write(w, http.StatusNotFound, f.Examples.Get("error.404.json"))
 		return
 	case r.Header.Get("Authorization") != "Bearer "+key:
-		f.write(w, http.StatusUnauthorized, f.examples.Get("error.401.json"))
+		f.write(w, http.StatusUnauthorized, f.Examples.Get("error.401.json"))
 		return
 	case scripted:
 		next.Serve(w, r)
@@ -222,14 +217,14 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 			default:
 			}
 			if !providertest.Hang(r, nil) {
-				f.t.Errorf("the client did not leave a hanging read")
+				f.T.Errorf("the client did not leave a hanging read")
 			}
 			return
 		}
 		f.read(w, c.id, false)
 	case opCancel:
 		if len(raw) != 0 {
-			f.t.Errorf("cancel with a body: %q", raw)
+			f.T.Errorf("cancel with a body: %q", raw)
 		}
 		f.read(w, c.id, true)
 	}
@@ -243,12 +238,12 @@ func (f *fake) write(w http.ResponseWriter, status int, body []byte) {
 func (f *fake) create(w http.ResponseWriter, model string, input map[string]any) {
 	spec, ok := models[model]
 	if !ok {
-		f.write(w, http.StatusNotFound, f.examples.Get("error.404.json"))
+		f.write(w, http.StatusNotFound, f.Examples.Get("error.404.json"))
 		return
 	}
 	if err := checkInput(spec, input); err != nil {
-		f.t.Errorf("input breaks %s's schema: %v", model, err)
-		f.write(w, http.StatusUnprocessableEntity, f.examples.Get("error.422.validation.json"))
+		f.T.Errorf("input breaks %s's schema: %v", model, err)
+		f.write(w, http.StatusUnprocessableEntity, f.Examples.Get("error.422.validation.json"))
 		return
 	}
 	f.mu.Lock()
@@ -273,7 +268,7 @@ func (f *fake) read(w http.ResponseWriter, id string, cancel bool) {
 	}
 	f.mu.Unlock()
 	if !ok {
-		f.write(w, http.StatusNotFound, f.examples.Get("error.404.json"))
+		f.write(w, http.StatusNotFound, f.Examples.Get("error.404.json"))
 		return
 	}
 	_, body := f.body(p)
@@ -307,7 +302,7 @@ func (f *fake) body(p *pred) (string, []byte) {
 	if f.foreignURLs {
 		api = "https://api.replicate.com/v1"
 	}
-	return status, providertest.EditJSON(f.t, f.examples.Get(name), func(doc map[string]any) {
+	return status, providertest.EditJSON(f.T, f.Examples.Get(name), func(doc map[string]any) {
 		doc["id"], doc["model"], doc["input"], doc["status"] = p.id, p.model, p.input, status
 		doc["urls"] = map[string]any{
 			"get":    api + "/predictions/" + p.id,

@@ -17,11 +17,6 @@ import (
 	"github.com/imagegen/imagegen/model/replicate"
 )
 
-type (
-	success = providertest.Success[*fake, replicate.Config]
-	failure = providertest.Failure[*fake, replicate.Config]
-)
-
 var (
 	kontext = imagegen.Plan{Model: "replicate/black-forest-labs/flux-kontext-pro", Cost: 2}
 	// polled is a run's record of calls: created starting, then read
@@ -100,6 +95,12 @@ func serverErrors(_ *testing.T, f *fake) {
 		answer{Status: 500, Body: []byte("<html>internal error</html>")})
 	f.Queue(opGet, answer{Status: 502, Body: []byte("bad gateway")})
 }
+
+// success and failure are the conformance scenarios on this package's fake.
+type (
+	success = providertest.Success[*fake, replicate.Config]
+	failure = providertest.Failure[*fake, replicate.Config]
+)
 
 func textToImage(t *testing.T) []success {
 	const prompt = "a red panda in a bamboo forest"

@@ -101,7 +101,7 @@ func (c *Chooser) Plan(req imagegen.Request) (imagegen.Plan, error) {
 	if err != nil {
 		return p, err
 	}
-	return imagegen.Plan{Model: e.Name, Cost: p.Cost}, nil
+	return imagegen.Plan{Model: e.Name, Cost: p.Cost, Seeded: p.Seeded}, nil
 }
 
 // Generate runs the model chosen at submit.
@@ -141,19 +141,29 @@ func NewFallback(name string, entries ...Entry) (*Fallback, error) {
 	return &Fallback{name: name, entries: entries}, nil
 }
 
-// Plan prices the request with the first model that accepts it.
+// Plan prices the request with the first model that accepts it. The
+// chain honours a seed only if every model that accepts the request
+// does, since any of them may end up running it.
 func (f *Fallback) Plan(req imagegen.Request) (imagegen.Plan, error) {
 	var first error
+	plan := imagegen.Plan{Model: f.name, Seeded: true}
+	accepted := false
 	for _, e := range f.entries {
 		p, err := e.plan(req)
-		if err == nil {
-			return imagegen.Plan{Model: f.name, Cost: p.Cost}, nil
-		}
-		if first == nil {
+		switch {
+		case err == nil && !accepted:
+			accepted, plan.Cost = true, p.Cost
+			plan.Seeded = p.Seeded
+		case err == nil:
+			plan.Seeded = plan.Seeded && p.Seeded
+		case first == nil:
 			first = err
 		}
 	}
-	return imagegen.Plan{}, first
+	if !accepted {
+		return imagegen.Plan{}, first
+	}
+	return plan, nil
 }
 
 // Generate tries the models in order.

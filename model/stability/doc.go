@@ -47,12 +47,13 @@
 //	4:3     "5:4" (nearest)     1088x896    1088x816 (crop)
 //	3:4     "4:5" (nearest)     896x1088    816x1088 (crop)
 //
-// auto (DESIGN.md): text-to-image sends "1:1". Image-to-image sends no
-// aspect_ratio (SD3 takes it for text-to-image only, and the init image
-// sets the answer's shape on every service); the answer is centre-cropped
-// to the requested ratio, or for auto to the ratio nearest the reference
-// (for a WebP reference, whose size the adapter cannot read, the ratio
-// nearest the answer's own size).
+// auto (the API's rule, docs/api.md): text-to-image sends "1:1".
+// Image-to-image sends no aspect_ratio (SD3 takes it for
+// text-to-image only, and the init image sets the answer's shape on
+// every service); the answer is centre-cropped to the requested
+// ratio, or for auto to the ratio nearest the reference (for a WebP
+// reference, whose size the adapter cannot read, the ratio nearest
+// the answer's own size).
 //
 // # Image-to-image
 //

@@ -34,11 +34,13 @@ const (
 	msgLanguage      = "the image provider accepts prompts in English only"
 )
 
-// rateLimitPenalty is how long Stability times a caller out after a 429
-// (WIRE.md): the wait when the answer names no Retry-After.
+// rateLimitPenalty is how long Stability times a caller out after a
+// 429 (Stability's API reference): the wait when the answer names no
+// Retry-After.
 const rateLimitPenalty = 60 * time.Second
 
-// classify maps a failed answer (WIRE.md, "Errors"):
+// classify maps a failed answer (the errors of Stability's API
+// reference):
 //
 //	400 bad_request                      rejected, not retried; invalid input when
 //	                                     an errors[] entry names the image field

@@ -8,7 +8,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,12 +67,7 @@ func answerSize(ratio string) (provider.Size, bool) {
 // with a PNG of the size the API gives for the ratio asked, or of the
 // init image's size.
 type fake struct {
-	providertest.Script[call]
-	t        *testing.T
-	srv      *httptest.Server
-	examples *providertest.Examples
-
-	pngs providertest.PNGs
+	providertest.FakeAPI[call]
 
 	mu     sync.Mutex
 	answer provider.Size // when set, the size of every successful answer
@@ -81,9 +75,8 @@ type fake struct {
 
 func newFake(t *testing.T) *fake {
 	t.Helper()
-	f := &fake{t: t, examples: providertest.LoadExamples(t, providertest.TestData)}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
+	f := &fake{}
+	f.Start(t, f.serve)
 	return f
 }
 
@@ -109,7 +102,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	auth := r.Header.Get("Authorization")
 	switch {
 	case r.Method != http.MethodPost || !slices.Contains([]string{corePath, ultra, sd3Path}, r.URL.Path):
-		f.t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
+		f.T.Errorf("unexpected %s %s", r.Method, r.URL.Path)
 		w.WriteHeader(http.StatusNotFound)
 		fmt.Fprint(w, `{"id":"9b1c6e0f3a","name":"not_found","errors":["path: not found"]}`)
 		return
@@ -119,13 +112,13 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"id":"4f1a9c2e7b","name":"unauthorized","errors":["authorization: invalid or missing API key %s"]}`, strings.TrimPrefix(auth, "Bearer "))
 		return
 	case formErr != nil:
-		f.t.Errorf("request is not a valid form: %v", formErr)
+		f.T.Errorf("request is not a valid form: %v", formErr)
 		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(f.examples.Get("error.400.bad_request.json"))
+		_, _ = w.Write(f.Examples.Get("error.400.bad_request.json"))
 		return
 	}
 	if err := checkForm(r.URL.Path, r.Header, c.fields, c.files); err != nil {
-		f.t.Errorf("request breaks the wire spec: %v", err)
+		f.T.Errorf("request breaks the wire spec: %v", err)
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprintf(w, `{"id":"a1b2c3d4","name":"bad_request","errors":[%q]}`, err.Error())
 		return
@@ -154,7 +147,7 @@ func (f *fake) success(c call) []byte {
 		s = f.answer
 	}
 	f.mu.Unlock()
-	return withImage(f.t, f.examples.Get("generate.response.accept-json.json"), f.pngs.Of(s))
+	return withImage(f.T, f.Examples.Get("generate.response.accept-json.json"), f.PNGs.Of(s))
 }
 
 // withImage is an answer body with its image set.

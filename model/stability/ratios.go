@@ -7,8 +7,9 @@ import (
 	"github.com/imagegen/imagegen/model/provider"
 )
 
-// apiRatios are the aspect_ratio values the API takes (WIRE.md), as
-// sizes in ratio units, so that provider.SizeFor can pick among them.
+// apiRatios are the aspect_ratio values the API takes (Stability's
+// API reference), as sizes in ratio units, so that provider.SizeFor
+// can pick among them.
 func apiRatios() []provider.Size {
 	return []provider.Size{{W: 16, H: 9}, {W: 1, H: 1}, {W: 21, H: 9}, {W: 2, H: 3}, {W: 3, H: 2}, {W: 4, H: 5}, {W: 5, H: 4}, {W: 9, H: 16}, {W: 9, H: 21}}
 }

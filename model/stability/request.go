@@ -9,7 +9,7 @@ import (
 	"github.com/imagegen/imagegen/model/provider"
 )
 
-// fields are the text fields of the form (WIRE.md, "Endpoints"):
+// fields are the text fields of the form (Stability's API reference):
 //
 //	prompt         always
 //	model, mode    SD3 only: the model id; text-to-image or image-to-image
@@ -45,8 +45,9 @@ func files(ref *provider.Reference) []provider.FormFile {
 	return []provider.FormFile{{Name: "image", Filename: "image." + provider.FileExtension(ref.ContentType), ContentType: ref.ContentType, Data: ref.Data}}
 }
 
-// Limits of an init image (WIRE.md): every side at least 64 px, 4,096 to
-// 9,437,184 pixels, and a request body of about 10 MiB at most.
+// Limits of an init image (Stability's API reference): every side at
+// least 64 px, 4,096 to 9,437,184 pixels, and a request body of about
+// 10 MiB at most.
 const (
 	minSide           = 64
 	minPixels         = 4096

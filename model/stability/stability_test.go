@@ -19,11 +19,6 @@ import (
 	"github.com/imagegen/imagegen/model/stability"
 )
 
-type (
-	success = providertest.Success[*fake, stability.Config]
-	failure = providertest.Failure[*fake, stability.Config]
-)
-
 // The scenarios every adapter must pass, as the Stable Image API plays
 // them.
 func TestConformance(t *testing.T) {
@@ -70,6 +65,12 @@ func constructions() []providertest.Construction[stability.Config] {
 		{Name: "ultra", Config: stability.Config{Config: provider.Config{APIKey: key, Cost: 1}, Model: "ultra"}, Model: "stability/ultra", Cost: 1},
 	}
 }
+
+// success and failure are the conformance scenarios on this package's fake.
+type (
+	success = providertest.Success[*fake, stability.Config]
+	failure = providertest.Failure[*fake, stability.Config]
+)
 
 func textToImage() []success {
 	const prompt = "a lighthouse on a cliff"
@@ -269,6 +270,6 @@ func failures(t *testing.T) []failure {
 // newModel returns an adapter pointed at f, with a recording clock.
 func newModel(t *testing.T, f *fake, c stability.Config) (*stability.Model, *providertest.InstantClock) {
 	t.Helper()
-	clock := providertest.Configure(&c.Config, f.srv.URL, key)
+	clock := providertest.Configure(&c.Config, f.Server.URL, key)
 	return providertest.MustNew(t, stability.New, c), clock
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/imagegen/imagegen"
@@ -40,6 +41,7 @@ func (s *Store) appendEntry(e imagegen.LedgerEntry, now time.Time) (int64, error
 	}
 	e.At = now
 	a.balance += e.Amount
+	e.ID, e.BalanceAfter = strconv.Itoa(len(a.entries)+1), a.balance
 	a.entries = append(a.entries, e)
 	a.refs[e.Ref] = struct{}{}
 	return a.balance, nil
@@ -63,4 +65,33 @@ func (s *Store) Ledger(_ context.Context, owner string) ([]imagegen.LedgerEntry,
 		return slices.Clone(a.entries), nil
 	}
 	return nil, nil
+}
+
+// ListLedger returns a page of the owner's entries, newest first. An
+// entry's ID is its position in the ledger (from 1), and the cursor is
+// the ID of the last entry of the previous page.
+func (s *Store) ListLedger(_ context.Context, owner string, limit int, cursor string) (imagegen.LedgerPage, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	var entries []imagegen.LedgerEntry
+	if a := s.accounts[owner]; a != nil {
+		entries = a.entries
+	}
+	end := len(entries) // entries[:end] are still to be listed
+	if cursor != "" {
+		n, err := strconv.Atoi(cursor)
+		if err != nil || n < 1 || n > len(entries) || strconv.Itoa(n) != cursor {
+			return imagegen.LedgerPage{}, fmt.Errorf("memory: bad ledger cursor: %w", imagegen.ErrInvalidParams)
+		}
+		end = n - 1
+	}
+	start := max(0, end-limit)
+	page := imagegen.LedgerPage{Entries: make([]imagegen.LedgerEntry, 0, end-start)}
+	for i := end - 1; i >= start; i-- {
+		page.Entries = append(page.Entries, entries[i])
+	}
+	if start > 0 {
+		page.Next = entries[start].ID
+	}
+	return page, nil
 }

@@ -84,6 +84,6 @@ func (s *Store) finish(r *record, status imagegen.Status, now time.Time) {
 	r.task.UpdatedAt, r.task.FinishedAt = now, now
 	r.task.ExpiresAt = now.Add(s.retention)
 	heap.Push(&s.expiring, expiry{at: r.task.ExpiresAt, id: r.task.ID})
-	s.queueWebhook(r, now)
+	s.queueWebhook(r, imagegen.EventCompleted, now)
 	s.notifyFinished(r.task.ID)
 }

@@ -52,6 +52,10 @@ func (s *Store) claim(now time.Time, lease time.Duration) (*imagegen.Task, error
 		r.task.Attempt++
 		r.task.LeaseUntil = now.Add(lease)
 		r.task.UpdatedAt = now
+		if r.task.StartedAt.IsZero() {
+			r.task.StartedAt = now
+			s.queueWebhook(r, imagegen.EventProcessing, now)
+		}
 		s.processing[r.task.ID] = r
 		t := copyTask(r.task)
 		return &t, nil

@@ -1,6 +1,11 @@
 package memory
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
 
 // queue orders pending tasks by RunAfter, then by submission.
 // It implements heap.Interface.
@@ -12,12 +17,15 @@ type queued struct {
 	rec      *record
 }
 
-func (q queue) Len() int { return len(q) }
-func (q queue) Less(i, j int) bool {
-	if !q[i].runAfter.Equal(q[j].runAfter) {
-		return q[i].runAfter.Before(q[j].runAfter)
+func (q queue) Len() int           { return len(q) }
+func (q queue) Less(i, j int) bool { return q[i].before(q[j]) }
+
+// before reports whether a is claimed before b.
+func (a queued) before(b queued) bool {
+	if !a.runAfter.Equal(b.runAfter) {
+		return a.runAfter.Before(b.runAfter)
 	}
-	return q[i].seq < q[j].seq
+	return a.seq < b.seq
 }
 func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
 func (q *queue) Push(x any)   { *q = append(*q, x.(queued)) }
@@ -46,4 +54,28 @@ func (q *expiryQueue) Pop() any {
 	x := old[len(old)-1]
 	*q = old[:len(old)-1]
 	return x
+}
+
+// QueuePositions counts, for each pending task, the live queue entries
+// ahead of it: one pass over the pending queue per task, O(pending).
+func (s *Store) QueuePositions(_ context.Context, ids []string) ([]int, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = -1
+		r, ok := s.tasks[id]
+		if !ok || r.task.Status != imagegen.StatusPending || r.queued == 0 {
+			continue
+		}
+		mine := queued{runAfter: r.task.RunAfter, seq: r.queued}
+		ahead := 0
+		for _, q := range s.pending {
+			if q.seq == q.rec.queued && q.before(mine) {
+				ahead++
+			}
+		}
+		out[i] = ahead
+	}
+	return out, nil
 }

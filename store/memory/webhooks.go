@@ -19,17 +19,17 @@ type hook struct {
 	seq      uint64 // queue order among deliveries due at once
 }
 
-// queueWebhook queues the delivery of a finished task's callback; s.mu
-// is held.
-func (s *Store) queueWebhook(r *record, now time.Time) {
-	if r.task.Request.CallbackURL == "" {
+// queueWebhook queues the delivery of event e of the task, if its
+// callback asks for it; s.mu is held.
+func (s *Store) queueWebhook(r *record, e imagegen.CallbackEvent, now time.Time) {
+	if r.task.Request.CallbackURL == "" || !imagegen.Wants(r.task.Request.CallbackEvents, e) {
 		return
 	}
 	if s.hooks == nil {
 		s.hooks = make(map[string]*hook)
 	}
 	s.seq++
-	s.hooks[r.task.ID] = &hook{due: now, seq: s.seq}
+	s.hooks[imagegen.WebhookID(r.task.ID, e)] = &hook{due: now, seq: s.seq}
 }
 
 // ClaimWebhooks leases up to n due deliveries, oldest first.
@@ -38,7 +38,8 @@ func (s *Store) ClaimWebhooks(_ context.Context, lease time.Duration, n int) ([]
 	defer s.mu.Unlock()
 	var due []string
 	for id, h := range s.hooks {
-		if r, ok := s.tasks[id]; !ok || r.task.Request.CallbackURL == "" {
+		taskID, _ := imagegen.ParseWebhookID(id)
+		if r, ok := s.tasks[taskID]; !ok || r.task.Request.CallbackURL == "" {
 			delete(s.hooks, id) // the task expired: nothing to send
 			continue
 		}
@@ -49,26 +50,29 @@ func (s *Store) ClaimWebhooks(_ context.Context, lease time.Duration, n int) ([]
 	sort.Slice(due, func(i, j int) bool { return s.hooks[due[i]].seq < s.hooks[due[j]].seq })
 	out := make([]imagegen.WebhookDelivery, 0, min(n, len(due)))
 	for _, id := range due[:min(n, len(due))] {
-		h, t := s.hooks[id], s.tasks[id].task
+		taskID, event := imagegen.ParseWebhookID(id)
+		h, t := s.hooks[id], s.tasks[taskID].task
 		h.due = now.Add(lease)
-		out = append(out, imagegen.WebhookDelivery{TaskID: id, Owner: t.Owner, URL: t.Request.CallbackURL, Attempts: h.attempts})
+		out = append(out, imagegen.WebhookDelivery{
+			ID: id, TaskID: taskID, Event: event, Owner: t.Owner, URL: t.Request.CallbackURL, Attempts: h.attempts,
+		})
 	}
 	return out, nil
 }
 
 // AckWebhook removes a delivery.
-func (s *Store) AckWebhook(_ context.Context, taskID string) error {
+func (s *Store) AckWebhook(_ context.Context, id string) error {
 	s.lock()
 	defer s.mu.Unlock()
-	delete(s.hooks, taskID)
+	delete(s.hooks, id)
 	return nil
 }
 
 // RetryWebhook counts an attempt and reschedules the delivery.
-func (s *Store) RetryWebhook(_ context.Context, taskID string, delay time.Duration) error {
+func (s *Store) RetryWebhook(_ context.Context, id string, delay time.Duration) error {
 	now := s.lock()
 	defer s.mu.Unlock()
-	if h, ok := s.hooks[taskID]; ok {
+	if h, ok := s.hooks[id]; ok {
 		h.attempts++
 		h.due = now.Add(delay)
 	}

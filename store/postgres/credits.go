@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -53,18 +55,68 @@ func (s *Store) balance(ctx context.Context, q querier, owner string) (int64, er
 	return b, wrapErr("balance", err)
 }
 
+// ledgerColumns are the columns scanEntry reads.
+const ledgerColumns = `owner, n, kind, amount, ref, at, balance_after`
+
+func scanEntry(r pgx.CollectableRow) (imagegen.LedgerEntry, error) {
+	var e imagegen.LedgerEntry
+	var kind string
+	var n int64
+	err := r.Scan(&e.Owner, &n, &kind, &e.Amount, &e.Ref, &e.At, &e.BalanceAfter)
+	e.ID, e.Kind, e.At = strconv.FormatInt(n, 10), imagegen.LedgerKind(kind), e.At.UTC()
+	return e, err
+}
+
 // Ledger returns the owner's entries, oldest first.
 func (s *Store) Ledger(ctx context.Context, owner string) ([]imagegen.LedgerEntry, error) {
-	rows, err := s.pool.Query(ctx, s.sql(`SELECT kind, amount, ref, at FROM {schema}.ledger WHERE owner = $1 ORDER BY seq`), owner)
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT `+ledgerColumns+` FROM {schema}.ledger WHERE owner = $1 ORDER BY n`), owner)
 	if err != nil {
 		return nil, wrapErr("ledger", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (imagegen.LedgerEntry, error) {
-		e := imagegen.LedgerEntry{Owner: owner}
-		var kind string
-		err := r.Scan(&kind, &e.Amount, &e.Ref, &e.At)
-		e.Kind, e.At = imagegen.LedgerKind(kind), e.At.UTC()
-		return e, err
-	})
+	out, err := pgx.CollectRows(rows, scanEntry)
 	return out, wrapErr("ledger", err)
+}
+
+// ListLedger returns a page of the owner's entries, newest first. The
+// cursor is the ID (number) of the last entry of the previous page.
+func (s *Store) ListLedger(ctx context.Context, owner string, limit int, cursor string) (imagegen.LedgerPage, error) {
+	limit = max(limit, 1)
+	below := int64(math.MaxInt64)
+	if cursor != "" {
+		length, err := s.ledgerLength(ctx, owner)
+		if err != nil {
+			return imagegen.LedgerPage{}, err
+		}
+		n, err := strconv.ParseInt(cursor, 10, 64)
+		if err != nil || n < 1 || n > length || strconv.FormatInt(n, 10) != cursor {
+			return imagegen.LedgerPage{}, fmt.Errorf("postgres store: bad ledger cursor: %w", imagegen.ErrInvalidParams)
+		}
+		below = n
+	}
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT `+ledgerColumns+` FROM {schema}.ledger
+		WHERE owner = $1 AND n < $2 ORDER BY n DESC LIMIT $3`), owner, below, limit+1)
+	if err != nil {
+		return imagegen.LedgerPage{}, wrapErr("list ledger", err)
+	}
+	entries, err := pgx.CollectRows(rows, scanEntry)
+	if err != nil {
+		return imagegen.LedgerPage{}, wrapErr("list ledger", err)
+	}
+	var page imagegen.LedgerPage
+	if len(entries) > limit {
+		entries = entries[:limit]
+		page.Next = entries[limit-1].ID
+	}
+	page.Entries = entries
+	return page, nil
+}
+
+// ledgerLength is how many entries the owner's ledger has.
+func (s *Store) ledgerLength(ctx context.Context, owner string) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT entries FROM {schema}.accounts WHERE owner = $1`), owner).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return n, wrapErr("list ledger", err)
 }

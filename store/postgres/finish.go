@@ -32,11 +32,15 @@ WITH async AS (
 	UPDATE {schema}.tasks t
 	SET status = 'success', lease_until = NULL, updated_at = {now}, finished_at = {now},
 		images = coalesce((SELECT array_agg(m.id ORDER BY m.ord) FROM imgs m WHERE m.task_id = t.id), '{}'),
-		expires_at = {now} + $4 * interval '1 microsecond',
-		hook_due = CASE WHEN t.callback_url <> '' THEN {now} END
+		expires_at = {now} + $4 * interval '1 microsecond'
 	FROM input i, async
 	WHERE t.id = i.id AND t.status = 'processing' AND t.attempt = i.attempt
-	RETURNING t.id, t.expires_at
+	RETURNING t.id, t.expires_at, t.callback_url, t.callback_events
+), hooks AS (
+	INSERT INTO {schema}.webhooks (id, task_id, event, due)
+	SELECT done.id, done.id, 'completed', {now} FROM done
+	WHERE done.callback_url <> '' AND {schema}.wants(done.callback_events, 'completed')
+	ON CONFLICT (id) DO NOTHING
 ), stored AS (
 	INSERT INTO {schema}.images (id, task_id, content_type, data, expires_at)
 	SELECT m.id, done.id, m.content_type, m.data, done.expires_at

@@ -24,26 +24,36 @@ const maxClaim = 64
 // again; submits, finishes and refunds still wait for their flush.
 //
 //	$1 now  $2 lease (µs)  $3 how many
+//
+// The first claim of a task stamps started_at and queues its processing
+// callback, when its callback_events ask for one.
 const claimSQL = `
 WITH async AS (
 	SELECT set_config('synchronous_commit', 'off', true)
 ), ready AS (
-	SELECT id FROM {schema}.tasks
+	SELECT id, started_at IS NULL AS first FROM {schema}.tasks
 	WHERE status = 'pending' AND run_after <= {now}
 	ORDER BY run_after, seq
 	LIMIT $3
 	FOR UPDATE SKIP LOCKED
+), claimed AS (
+	UPDATE {schema}.tasks t
+	SET status = 'processing', attempt = t.attempt + 1, started_at = coalesce(t.started_at, {now}),
+		lease_until = {now} + $2 * interval '1 microsecond', updated_at = {now}
+	FROM ready, async WHERE t.id = ready.id
+	RETURNING ` + qualifiedTaskColumns + `, ready.first, t.callback_url, t.callback_events
+), hooks AS (
+	INSERT INTO {schema}.webhooks (id, task_id, event, due)
+	SELECT c.id || ':processing', c.id, 'processing', {now} FROM claimed c
+	WHERE c.first AND c.callback_url <> '' AND {schema}.wants(c.callback_events, 'processing')
+	ON CONFLICT (id) DO NOTHING
 )
-UPDATE {schema}.tasks t
-SET status = 'processing', attempt = t.attempt + 1,
-	lease_until = {now} + $2 * interval '1 microsecond', updated_at = {now}
-FROM ready, async WHERE t.id = ready.id
-RETURNING ` + qualifiedTaskColumns
+SELECT ` + taskColumns + ` FROM claimed`
 
 // qualifiedTaskColumns is taskColumns of the table aliased t.
 const qualifiedTaskColumns = `t.id, t.owner, t.request, t.model, t.cost, t.status, t.attempt, t.released, t.lease_until,
 	t.run_after, t.images, t.error, t.error_code, t.last_error, t.refunded, t.created_at, t.updated_at,
-	t.finished_at, t.expires_at, t.seq`
+	t.started_at, t.finished_at, t.expires_at, t.seq`
 
 // ClaimTask leases the oldest ready pending task.
 func (s *Store) ClaimTask(ctx context.Context, lease time.Duration) (*imagegen.Task, error) {

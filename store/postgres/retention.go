@@ -7,7 +7,7 @@ import (
 
 // Swept counts what one Sweep removed.
 type Swept struct {
-	Tasks, Images, IdempotencyRecords int64
+	Tasks, Images, Webhooks, IdempotencyRecords int64
 }
 
 // sweepRounds bounds the batches of one kind one Sweep deletes, so a
@@ -30,6 +30,9 @@ func (s *Store) Sweep(ctx context.Context) (Swept, error) {
 			SELECT id FROM {schema}.tasks WHERE expires_at <= {now} LIMIT $2 FOR UPDATE SKIP LOCKED)`},
 		{&out.Images, `DELETE FROM {schema}.images WHERE id IN (
 			SELECT id FROM {schema}.images WHERE expires_at <= {now} LIMIT $2 FOR UPDATE SKIP LOCKED)`},
+		{&out.Webhooks, `DELETE FROM {schema}.webhooks WHERE id IN (
+			SELECT w.id FROM {schema}.webhooks w LEFT JOIN {schema}.tasks t ON t.id = w.task_id
+			WHERE t.id IS NULL OR t.expires_at <= {now} LIMIT $2)`},
 		{&out.IdempotencyRecords, `DELETE FROM {schema}.idempotency WHERE (owner, key) IN (
 			SELECT owner, key FROM {schema}.idempotency WHERE expires_at <= {now} LIMIT $2 FOR UPDATE SKIP LOCKED)`},
 	}

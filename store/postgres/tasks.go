@@ -20,17 +20,19 @@ import (
 // runs it in the host's transaction (plain submits go in batches).
 //
 //	$1 now  $2 id  $3 owner  $4 request  $5 model  $6 cost  $7 callback URL
+//	$8 callback events (imagegen.EventsField)
 const createSQL = `
 WITH debit AS (
-	UPDATE {schema}.accounts SET balance = balance - $6::bigint
+	UPDATE {schema}.accounts SET balance = balance - $6::bigint, entries = entries + 1
 	WHERE owner = $3 AND balance >= $6
-	RETURNING balance
+	RETURNING balance, entries
 ), charge AS (
-	INSERT INTO {schema}.ledger (owner, kind, amount, ref, at)
-	SELECT $3::text, 'charge', -$6::bigint, 'task:' || $2::text, {now} FROM debit
+	INSERT INTO {schema}.ledger (owner, n, kind, amount, ref, at, balance_after)
+	SELECT $3::text, debit.entries, 'charge', -$6::bigint, 'task:' || $2::text, {now}, debit.balance FROM debit
 ), task AS (
-	INSERT INTO {schema}.tasks (id, owner, request, model, cost, status, run_after, callback_url, created_at, updated_at)
-	SELECT $2::text, $3::text, $4::jsonb, $5::text, $6::bigint, 'pending', {now}, $7::text, {now}, {now} FROM debit
+	INSERT INTO {schema}.tasks (id, owner, request, model, cost, status, run_after, callback_url, callback_events,
+		created_at, updated_at)
+	SELECT $2::text, $3::text, $4::jsonb, $5::text, $6::bigint, 'pending', {now}, $7::text, $8::text, {now}, {now} FROM debit
 	RETURNING created_at
 )
 SELECT debit.balance, task.created_at FROM debit, task`
@@ -84,17 +86,18 @@ type createCall = groupcommit.Call[createReq, createRes]
 func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
 	sort.SliceStable(batch, func(i, j int) bool { return batch[i].Req.task.Owner < batch[j].Req.task.Owner })
 	n := len(batch)
-	ids, owners, reqs, models, callbacks := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	ids, owners, reqs, models, callbacks, events := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	costs := make([]int64, n)
 	for i, c := range batch {
 		t := c.Req.task
 		ids[i], owners[i], reqs[i], models[i], costs[i], callbacks[i] = t.ID, t.Owner, c.Req.request, t.Model, t.Cost, t.Request.CallbackURL
+		events[i] = imagegen.EventsField(t.Request.CallbackEvents)
 	}
 	var codes []int32
 	var balances []int64
 	var at time.Time
-	err := s.pool.QueryRow(ctx, s.sql(`SELECT code, balance, {now} FROM {schema}.create_tasks($2, $3, $4, $5, $6, $7, {now})`),
-		s.nowArg(), ids, owners, reqs, models, costs, callbacks).Scan(&codes, &balances, &at)
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT code, balance, {now} FROM {schema}.create_tasks($2, $3, $4, $5, $6, $7, $8, {now})`),
+		s.nowArg(), ids, owners, reqs, models, costs, callbacks, events).Scan(&codes, &balances, &at)
 	if err == nil && (len(codes) != n || len(balances) != n) {
 		err = fmt.Errorf("create_tasks returned %d results for %d tasks", len(codes), n)
 	}
@@ -125,7 +128,8 @@ func (s *Store) createTask(ctx context.Context, q querier, t *imagegen.Task) (in
 	}
 	var balance int64
 	var created time.Time
-	err = q.QueryRow(ctx, s.sql(createSQL), s.nowArg(), t.ID, t.Owner, req, t.Model, t.Cost, t.Request.CallbackURL).Scan(&balance, &created)
+	err = q.QueryRow(ctx, s.sql(createSQL), s.nowArg(), t.ID, t.Owner, req, t.Model, t.Cost, t.Request.CallbackURL,
+		imagegen.EventsField(t.Request.CallbackEvents)).Scan(&balance, &created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		b, err := s.balance(ctx, q, t.Owner)
 		if err != nil {
@@ -144,7 +148,7 @@ func (s *Store) createTask(ctx context.Context, q querier, t *imagegen.Task) (in
 
 // taskColumns are the columns scanTask reads, in its order.
 const taskColumns = `id, owner, request, model, cost, status, attempt, released, lease_until, run_after, images,
-	error, error_code, last_error, refunded, created_at, updated_at, finished_at, expires_at, seq`
+	error, error_code, last_error, refunded, created_at, updated_at, started_at, finished_at, expires_at, seq`
 
 // scanTask reads one row of taskColumns.
 func scanTask(row pgx.Row) (*imagegen.Task, int64, error) {
@@ -152,12 +156,13 @@ func scanTask(row pgx.Row) (*imagegen.Task, int64, error) {
 		t                          imagegen.Task
 		req                        []byte
 		status, code               string
-		lease, finished, expires   *time.Time
+		lease, started, finished   *time.Time
+		expires                    *time.Time
 		runAfter, created, updated time.Time
 		seq                        int64
 	)
 	err := row.Scan(&t.ID, &t.Owner, &req, &t.Model, &t.Cost, &status, &t.Attempt, &t.Released, &lease, &runAfter, &t.Images,
-		&t.Error, &code, &t.LastError, &t.Refunded, &created, &updated, &finished, &expires, &seq)
+		&t.Error, &code, &t.LastError, &t.Refunded, &created, &updated, &started, &finished, &expires, &seq)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -168,7 +173,7 @@ func scanTask(row pgx.Row) (*imagegen.Task, int64, error) {
 		t.Images = nil
 	}
 	t.Status, t.ErrorCode = imagegen.Status(status), imagegen.ErrorCode(code)
-	t.LeaseUntil, t.FinishedAt, t.ExpiresAt = utc(lease), utc(finished), utc(expires)
+	t.LeaseUntil, t.StartedAt, t.FinishedAt, t.ExpiresAt = utc(lease), utc(started), utc(finished), utc(expires)
 	t.RunAfter, t.CreatedAt, t.UpdatedAt = runAfter.UTC(), created.UTC(), updated.UTC()
 	return &t, seq, nil
 }
@@ -195,4 +200,32 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 		return nil, wrapErr("task", err)
 	}
 	return t, nil
+}
+
+// QueuePositions returns how many pending tasks are ahead of each id in
+// claim order (run-after time, then submission), or -1 for a task that
+// is not pending.
+func (s *Store) QueuePositions(ctx context.Context, ids []string) ([]int, error) {
+	out := make([]int, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT i.ord, CASE WHEN t.id IS NULL THEN -1 ELSE (SELECT count(*) FROM {schema}.tasks p
+			WHERE p.status = 'pending' AND (p.run_after, p.seq) < (t.run_after, t.seq)) END
+		FROM unnest($1::text[]) WITH ORDINALITY AS i(id, ord)
+		LEFT JOIN {schema}.tasks t ON t.id = i.id AND t.status = 'pending'`), ids)
+	if err != nil {
+		return nil, wrapErr("queue positions", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ord, pos int64
+		if err := rows.Scan(&ord, &pos); err != nil {
+			return nil, wrapErr("queue positions", err)
+		}
+		if i := int(ord) - 1; i >= 0 && i < len(out) {
+			out[i] = int(pos)
+		}
+	}
+	return out, wrapErr("queue positions", rows.Err())
 }

@@ -36,6 +36,7 @@ func decodeTask(f map[string]string) (*imagegen.Task, error) {
 	t.LeaseUntil = msTime(f["lease_until"])
 	t.RunAfter = msTime(cmp.Or(f["run_after"], f["created"]))
 	t.CreatedAt = msTime(f["created"])
+	t.StartedAt = msTime(f["started"])
 	t.UpdatedAt = msTime(cmp.Or(f["updated"], f["created"])) // a new task has only "created"
 	t.FinishedAt = msTime(f["finished"])
 	t.ExpiresAt = msTime(f["expires"])
@@ -78,4 +79,7 @@ type ledgerEntry struct {
 	Amount int64               `json:"amount"`
 	Ref    string              `json:"ref"`
 	At     int64               `json:"at"`
+	// Bal is the balance after the entry. Entries written before it was
+	// recorded lack it; readers then add up the entries before them.
+	Bal *int64 `json:"bal,omitempty"`
 }

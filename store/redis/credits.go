@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/imagegen/imagegen"
 )
@@ -24,7 +27,7 @@ local amount = tonumber(ARGV[3])
 if balance + amount < 0 then return {0, balance} end
 balance = redis.call('INCRBY', KEYS[1], amount)
 redis.call('SADD', KEYS[3], ARGV[4])
-redis.call('RPUSH', KEYS[2], cjson.encode({kind = ARGV[2], amount = amount, ref = ARGV[4], at = now}))
+redis.call('RPUSH', KEYS[2], cjson.encode({kind = ARGV[2], amount = amount, ref = ARGV[4], at = now, bal = balance}))
 return {1, balance}
 `)
 
@@ -66,13 +69,92 @@ func (s *Store) Ledger(ctx context.Context, owner string) ([]imagegen.LedgerEntr
 	if err != nil {
 		return nil, wrapErr("ledger", err)
 	}
-	out := make([]imagegen.LedgerEntry, 0, len(raw))
+	return decodeLedger(owner, raw, 0, 0)
+}
+
+// ListLedger returns a page of the owner's entries, newest first. An
+// entry's ID is its position in the ledger list (from 1); the list only
+// grows, so positions never move, and the cursor is the ID of the last
+// entry of the previous page.
+func (s *Store) ListLedger(ctx context.Context, owner string, limit int, cursor string) (imagegen.LedgerPage, error) {
+	key := s.k.ledger(owner)
+	n, err := s.rdb.LLen(ctx, key).Result()
+	if err != nil {
+		return imagegen.LedgerPage{}, wrapErr("ledger", err)
+	}
+	end := n // entries [0, end) are still to be listed
+	if cursor != "" {
+		c, err := strconv.ParseInt(cursor, 10, 64)
+		if err != nil || c < 1 || c > n || strconv.FormatInt(c, 10) != cursor {
+			return imagegen.LedgerPage{}, fmt.Errorf("redis store: bad ledger cursor: %w", imagegen.ErrInvalidParams)
+		}
+		end = c - 1
+	}
+	start := max(0, end-int64(limit))
+	var page imagegen.LedgerPage
+	if end == 0 {
+		return page, nil
+	}
+	raw, err := s.rdb.LRange(ctx, key, start, end-1).Result()
+	if err != nil {
+		return imagegen.LedgerPage{}, wrapErr("ledger", err)
+	}
+	var before int64 // the balance before entry start, needed only for old entries without one
 	for _, r := range raw {
+		if !strings.Contains(r, `"bal":`) {
+			if before, err = s.ledgerSum(ctx, key, start); err != nil {
+				return imagegen.LedgerPage{}, err
+			}
+			break
+		}
+	}
+	entries, err := decodeLedger(owner, raw, start, before)
+	if err != nil {
+		return imagegen.LedgerPage{}, err
+	}
+	slices.Reverse(entries)
+	page.Entries = entries
+	if start > 0 {
+		page.Next = strconv.FormatInt(start+1, 10)
+	}
+	return page, nil
+}
+
+// ledgerSum adds up the amounts of the first n entries of a ledger.
+func (s *Store) ledgerSum(ctx context.Context, key string, n int64) (int64, error) {
+	if n == 0 {
+		return 0, nil
+	}
+	raw, err := s.rdb.LRange(ctx, key, 0, n-1).Result()
+	if err != nil {
+		return 0, wrapErr("ledger", err)
+	}
+	entries, err := decodeLedger("", raw, 0, 0)
+	if err != nil || len(entries) == 0 {
+		return 0, err
+	}
+	return entries[len(entries)-1].BalanceAfter, nil
+}
+
+// decodeLedger reads stored entries that start at position first (from
+// 0) of the ledger, whose balance before them was before. An entry
+// without a recorded balance gets the running sum.
+func decodeLedger(owner string, raw []string, first, before int64) ([]imagegen.LedgerEntry, error) {
+	out := make([]imagegen.LedgerEntry, 0, len(raw))
+	balance := before
+	for i, r := range raw {
 		var e ledgerEntry
 		if err := json.Unmarshal([]byte(r), &e); err != nil {
 			return nil, fmt.Errorf("redis store: ledger entry: %w", err)
 		}
-		out = append(out, imagegen.LedgerEntry{Owner: owner, Kind: e.Kind, Amount: e.Amount, Ref: e.Ref, At: fromMS(e.At)})
+		balance += e.Amount
+		if e.Bal != nil {
+			balance = *e.Bal
+		}
+		out = append(out, imagegen.LedgerEntry{
+			ID: strconv.FormatInt(first+int64(i)+1, 10), Owner: owner, Kind: e.Kind, Amount: e.Amount,
+			Ref: e.Ref, At: fromMS(e.At), BalanceAfter: balance,
+		})
 	}
 	return out, nil
 }

@@ -17,9 +17,10 @@ import (
 const claimCandidates = 8
 
 // claimScript leases up to ARGV[3] of the candidates that are still
-// pending and ready, in order.
+// pending and ready, in order. A task's first claim stamps "started" and
+// queues its processing callback, if it asks for one.
 //
-//	KEYS[1] pending  KEYS[2] leases  KEYS[3..] candidate task keys
+//	KEYS[1] pending  KEYS[2] leases  KEYS[3] webhooks  KEYS[4..] candidate task keys
 //	ARGV[1] now      ARGV[2] lease (ms)  ARGV[3] how many  ARGV[4..] candidate ids
 //
 // Returns {raced, task...}: raced is 1 when a candidate was taken by
@@ -29,9 +30,9 @@ var claimScript = newScript(`
 local now = now_ms()
 local lease, want = tonumber(ARGV[2]), tonumber(ARGV[3])
 local out = {0}
-for i = 3, #KEYS do
+for i = 4, #KEYS do
   if #out > want then break end
-  local id = ARGV[i + 1]
+  local id = ARGV[i]
   local runAfter = redis.call('ZSCORE', KEYS[1], id)
   if not runAfter then
     out[1] = 1
@@ -42,6 +43,9 @@ for i = 3, #KEYS do
     if redis.call('HGET', KEYS[i], 'status') == 'pending' then
       redis.call('HINCRBY', KEYS[i], 'attempt', 1)
       redis.call('HSET', KEYS[i], 'status', 'processing', 'lease_until', now + lease, 'updated', now)
+      if redis.call('HSETNX', KEYS[i], 'started', now) == 1 and wants(KEYS[i], 'processing') then
+        redis.call('ZADD', KEYS[3], now, id .. ':processing')
+      end
       redis.call('ZADD', KEYS[2], now + lease, id)
       out[#out + 1] = redis.call('HGETALL', KEYS[i])
     end
@@ -72,7 +76,7 @@ func (s *Store) ClaimTasks(ctx context.Context, lease time.Duration, n int) ([]*
 			return nil, imagegen.ErrNoTask
 		}
 		keys := make([]string, 0, 2+len(ids))
-		keys = append(keys, s.k.pending(), s.k.leases())
+		keys = append(keys, s.k.pending(), s.k.leases(), s.k.webhooks())
 		args := make([]any, 0, 3+len(ids))
 		args = append(args, s.nowArg(), ms(lease), n)
 		for _, id := range ids {

@@ -22,10 +22,10 @@
 //	P:task:<id>        hash: the task
 //	P:pending          zset: pending task ids by run-after time (ms)
 //	P:leases           zset: processing task ids by lease end (ms)
-//	P:webhooks         zset: finished task ids whose callback is due, by due time (ms)
+//	P:webhooks         zset: due callbacks by due time (ms): "<task id>" (completed), "<task id>:processing"
 //	P:tasks:<owner>    zset: the owner's tasks, "<created ms, 13 digits>:<id>" (for listing)
 //	P:balance:<owner>  string: credit balance
-//	P:ledger:<owner>   list: ledger entries, oldest first (JSON)
+//	P:ledger:<owner>   list: ledger entries, oldest first (JSON; an entry's ID is its position from 1)
 //	P:refs:<owner>     set: grant and web references used
 //	P:image:<id>       hash: image record (task, content type, expiry)
 //	P:blob:<id>        string: image bytes (default BlobStore)
@@ -170,22 +170,38 @@ end
 local function refund(task, balance, ledger, id, now)
   if redis.call('HGET', task, 'refunded') == '1' then return end
   local cost = tonumber(redis.call('HGET', task, 'cost'))
-  redis.call('INCRBY', balance, cost)
-  redis.call('RPUSH', ledger, cjson.encode({kind = 'refund', amount = cost, ref = 'refund:' .. id, at = now}))
+  local after = redis.call('INCRBY', balance, cost)
+  redis.call('RPUSH', ledger, cjson.encode({kind = 'refund', amount = cost, ref = 'refund:' .. id, at = now, bal = after}))
   redis.call('HSET', task, 'refunded', '1')
 end
 
 -- finish ends a task, starts its retention, queues its callback if it
 -- has one, and tells the watchers (on the channel "<tag>:finished", the
 -- tag being what precedes ":task:").
+-- wants reports whether the task has a callback that asks for event
+-- (its "events" field lists them; none means completed only).
+local function wants(task, event)
+  local f = redis.call('HMGET', task, 'callback', 'events')
+  if not f[1] then return false end
+  if not f[2] or f[2] == '' then return event == 'completed' end
+  return string.find(',' .. f[2] .. ',', ',' .. event .. ',', 1, true) ~= nil
+end
+
 local function finish(task, leases, id, status, now, retention, hooks)
-  if redis.call('HEXISTS', task, 'callback') == 1 then
+  if wants(task, 'completed') then
     redis.call('ZADD', hooks, now, id)
   end
   redis.call('ZREM', leases, id)
   redis.call('HSET', task, 'status', status, 'lease_until', 0, 'updated', now, 'finished', now, 'expires', now + retention)
   redis.call('PEXPIRE', task, retention)
   redis.call('PUBLISH', string.match(task, '^(.-}):task:') .. ':finished', id)
+end
+
+-- hook_attempts is the task field that counts the attempts of a
+-- delivery: one per event.
+local function hook_attempts(delivery)
+  if string.sub(delivery, -11) == ':processing' then return 'hook_attempts_processing' end
+  return 'hook_attempts'
 end
 
 -- holds reports whether attempt holds the task's lease.

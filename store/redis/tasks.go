@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/groupcommit"
 )
@@ -24,8 +26,9 @@ import (
 //	KEYS[1] pending
 //	KEYS[4i-2 .. 4i+1]  task i (1-based): task, balance, ledger, owner's task index
 //	ARGV[1] now  ARGV[2] how long an owner's task index outlives its last task (ms)
-//	ARGV[7i-4 .. 7i+2]  task i: id, owner, request JSON, model, cost,
-//	                    ledger entry JSON up to its time, callback URL or ""
+//	ARGV[8i-5 .. 8i+2]  task i: id, owner, request JSON, model, cost,
+//	                    ledger entry JSON up to its time, callback URL or "",
+//	                    callback events ("" for the default)
 //
 // Returns {code_1, balance_1, ..., code_n, balance_n, now} where code is
 // 1 (created), 0 (balance short) or -1 (id taken).
@@ -35,7 +38,7 @@ local out, queued = {}, {}
 local balances, owners = {}, {} -- balance key -> {value, ledger key, entries}
 for i = 1, (#KEYS - 1) / 4 do
   local task, bal, index = KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i + 1]
-  local a = 7 * i - 4
+  local a = 8 * i - 5
   local id, cost = ARGV[a], tonumber(ARGV[a + 4])
   local acct = balances[bal]
   if not acct then
@@ -50,10 +53,11 @@ for i = 1, (#KEYS - 1) / 4 do
     out[#out + 1], out[#out + 2] = 0, acct.value
   else
     acct.value = acct.value - cost
-    acct.entries[#acct.entries + 1] = ARGV[a + 5] .. now .. '}'
+    acct.entries[#acct.entries + 1] = ARGV[a + 5] .. now .. ',"bal":' .. acct.value .. '}'
     redis.call('HSET', task, 'id', id, 'owner', ARGV[a + 1], 'req', ARGV[a + 2], 'model', ARGV[a + 3],
       'cost', cost, 'status', 'pending', 'created', now)
     if ARGV[a + 6] ~= '' then redis.call('HSET', task, 'callback', ARGV[a + 6]) end
+    if ARGV[a + 7] ~= '' then redis.call('HSET', task, 'events', ARGV[a + 7]) end
     queued[#queued + 1], queued[#queued + 2] = now, id
     acct.members[#acct.members + 1], acct.members[#acct.members + 2] = 0, string.format('%013d', now) .. ':' .. id
     out[#out + 1], out[#out + 2] = 1, acct.value
@@ -90,7 +94,8 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error)
 	}
 	res, err := s.creates.Do(ctx, createArgs{
 		keys: [4]string{s.k.task(t.ID), s.k.balance(t.Owner), s.k.ledger(t.Owner), s.k.ownerTasks(t.Owner)},
-		args: [7]any{t.ID, t.Owner, req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`, t.Request.CallbackURL},
+		args: [8]any{t.ID, t.Owner, req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`,
+			t.Request.CallbackURL, imagegen.EventsField(t.Request.CallbackEvents)},
 	})
 	switch {
 	case err != nil:
@@ -119,7 +124,7 @@ const maxInFlight = 4
 // createArgs are one submit's keys and arguments of createScript.
 type createArgs struct {
 	keys [4]string
-	args [7]any
+	args [8]any
 }
 
 // createResult is one submit's result: its code and balance, and the
@@ -131,7 +136,7 @@ type createCall = groupcommit.Call[createArgs, createResult]
 // runCreates runs createScript for a batch and hands each call its result.
 func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
 	keys := make([]string, 0, 1+4*len(batch))
-	args := make([]any, 0, 2+7*len(batch))
+	args := make([]any, 0, 2+8*len(batch))
 	keys = append(keys, s.k.pending())
 	args = append(args, s.nowArg(), ms(s.retention+24*time.Hour))
 	for _, c := range batch {
@@ -161,4 +166,35 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 		return nil, imagegen.ErrTaskNotFound
 	}
 	return decodeTask(f)
+}
+
+// QueuePositions asks the pending queue for each task's rank (ZRANK, in
+// claim order: run-after time, then id), in one pipelined round trip.
+func (s *Store) QueuePositions(ctx context.Context, ids []string) ([]int, error) {
+	out := make([]int, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	cmds := make([]*goredis.IntCmd, len(ids))
+	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.ZRank(ctx, s.k.pending(), id)
+		}
+		return nil
+	})
+	if err != nil && !isNil(err) {
+		return nil, wrapErr("queue positions", err)
+	}
+	for i, c := range cmds {
+		n, err := c.Result()
+		switch {
+		case isNil(err):
+			out[i] = -1
+		case err != nil:
+			return nil, wrapErr("queue positions", err)
+		default:
+			out[i] = int(n)
+		}
+	}
+	return out, nil
 }

@@ -16,7 +16,7 @@ var (
 // claimHooksScript leases the due deliveries among the candidates.
 //
 //	KEYS[1] webhooks  KEYS[2..] candidate task keys
-//	ARGV[1] now  ARGV[2] lease (ms)  ARGV[3..] candidate ids
+//	ARGV[1] now  ARGV[2] lease (ms)  ARGV[3..] candidate delivery ids
 //
 // Returns {id, owner, callback, attempts, ...} for each claimed delivery.
 var claimHooksScript = newScript(`
@@ -26,7 +26,7 @@ for i = 2, #KEYS do
   local id = ARGV[i + 1]
   local due = redis.call('ZSCORE', KEYS[1], id)
   if due and tonumber(due) <= now then
-    local f = redis.call('HMGET', KEYS[i], 'owner', 'callback', 'hook_attempts')
+    local f = redis.call('HMGET', KEYS[i], 'owner', 'callback', hook_attempts(id))
     if not f[1] or not f[2] then
       redis.call('ZREM', KEYS[1], id) -- the task expired: nothing to send
     else
@@ -47,7 +47,8 @@ func (s *Store) ClaimWebhooks(ctx context.Context, lease time.Duration, n int) (
 	keys := []string{s.k.webhooks()}
 	args := []any{s.nowArg(), ms(lease)}
 	for _, id := range ids {
-		keys = append(keys, s.k.task(id))
+		taskID, _ := imagegen.ParseWebhookID(id)
+		keys = append(keys, s.k.task(taskID))
 		args = append(args, id)
 	}
 	reply, err := claimHooksScript.Run(ctx, s.rdb, keys, args...).StringSlice()
@@ -57,14 +58,15 @@ func (s *Store) ClaimWebhooks(ctx context.Context, lease time.Duration, n int) (
 	out := make([]imagegen.WebhookDelivery, 0, len(reply)/4)
 	for i := 0; i+3 < len(reply); i += 4 {
 		attempts, _ := strconv.Atoi(reply[i+3])
-		out = append(out, imagegen.WebhookDelivery{TaskID: reply[i], Owner: reply[i+1], URL: reply[i+2], Attempts: attempts})
+		taskID, event := imagegen.ParseWebhookID(reply[i])
+		out = append(out, imagegen.WebhookDelivery{ID: reply[i], TaskID: taskID, Event: event, Owner: reply[i+1], URL: reply[i+2], Attempts: attempts})
 	}
 	return out, nil
 }
 
 // AckWebhook removes a delivery.
-func (s *Store) AckWebhook(ctx context.Context, taskID string) error {
-	return wrapErr("ack webhook", s.rdb.ZRem(ctx, s.k.webhooks(), taskID).Err())
+func (s *Store) AckWebhook(ctx context.Context, id string) error {
+	return wrapErr("ack webhook", s.rdb.ZRem(ctx, s.k.webhooks(), id).Err())
 }
 
 // retryHookScript counts an attempt and reschedules a delivery.
@@ -74,13 +76,14 @@ func (s *Store) AckWebhook(ctx context.Context, taskID string) error {
 var retryHookScript = newScript(`
 local now = now_ms()
 if not redis.call('ZSCORE', KEYS[1], ARGV[3]) then return 0 end
-redis.call('HINCRBY', KEYS[2], 'hook_attempts', 1)
+redis.call('HINCRBY', KEYS[2], hook_attempts(ARGV[3]), 1)
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
 return 1
 `)
 
 // RetryWebhook counts an attempt and reschedules the delivery.
-func (s *Store) RetryWebhook(ctx context.Context, taskID string, delay time.Duration) error {
-	err := retryHookScript.Run(ctx, s.rdb, []string{s.k.webhooks(), s.k.task(taskID)}, s.nowArg(), ms(delay), taskID).Err()
+func (s *Store) RetryWebhook(ctx context.Context, id string, delay time.Duration) error {
+	taskID, _ := imagegen.ParseWebhookID(id)
+	err := retryHookScript.Run(ctx, s.rdb, []string{s.k.webhooks(), s.k.task(taskID)}, s.nowArg(), ms(delay), id).Err()
 	return wrapErr("retry webhook", err)
 }

@@ -60,6 +60,9 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ReleaseDoesNotUseAnAttempt", testRelease},
 		{"CancelPendingOnly", testCancel},
 		{"LedgerRules", testLedger},
+		{"LedgerPagesNewestFirst", testLedgerPages},
+		{"LedgerSumsToBalanceUnderLoad", testLedgerSumsUnderLoad},
+		{"QueuePositions", testQueuePositions},
 		{"RetentionRemovesFinishedTasksAndImages", testRetention},
 		{"APIKeys", testKeys},
 		{"ReturnedValuesAreCopies", testCopies},
@@ -68,6 +71,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"IdempotencyLateFinishChangesNothing", testIdempotencyLateFinish},
 		{"ListTasksNewestFirst", testList},
 		{"WebhookDeliveries", testWebhooks},
+		{"WebhookEvents", testWebhookEvents},
 		{"SharedSecrets", testSharedSecret},
 	}
 	for _, tc := range tests {

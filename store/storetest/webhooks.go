@@ -42,7 +42,7 @@ func testWebhooks(t *testing.T, h Harness) {
 	for _, d := range got {
 		ids[d.TaskID] = d
 	}
-	is.Equal(ids[ok1.ID], imagegen.WebhookDelivery{TaskID: ok1.ID, Owner: "u", URL: "https://app.example.com/hooks?task=1", Attempts: 0})
+	is.Equal(ids[ok1.ID], imagegen.WebhookDelivery{ID: ok1.ID, TaskID: ok1.ID, Event: imagegen.EventCompleted, Owner: "u", URL: "https://app.example.com/hooks?task=1", Attempts: 0})
 	_, has := ids[cancelled.ID]
 	is.True(has)
 
@@ -73,4 +73,72 @@ func testWebhooks(t *testing.T, h Harness) {
 	got, err = w.ClaimWebhooks(ctx, lease, 10)
 	is.NoErr(err)
 	is.Equal(len(got), 0)
+}
+
+// testWebhookEvents: callback_events choose the deliveries: processing
+// on the first claim only, completed when the task ends; each is leased,
+// retried and acknowledged on its own.
+func testWebhookEvents(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 3)
+	with := func(events ...imagegen.CallbackEvent) *imagegen.Task {
+		task := newTask("u", 1)
+		task.Request.CallbackURL = "https://app.example.com/hooks"
+		task.Request.CallbackEvents = events
+		_, err := s.CreateTask(ctx, task)
+		is.NoErr(err)
+		h.Advance(time.Millisecond)
+		return task
+	}
+	both := with(imagegen.EventProcessing, imagegen.EventCompleted)
+	startOnly := with(imagegen.EventProcessing)
+	endOnly := with(imagegen.EventCompleted)
+	claimed := func() map[string]imagegen.WebhookDelivery {
+		t.Helper()
+		got, err := s.ClaimWebhooks(ctx, lease, 10)
+		is.NoErr(err)
+		m := map[string]imagegen.WebhookDelivery{}
+		for _, d := range got {
+			is.Equal(d.ID, imagegen.WebhookID(d.TaskID, d.Event))
+			m[d.ID] = d
+		}
+		return m
+	}
+
+	// The first claims: processing deliveries for the two that ask.
+	a, b, c := claim(t, s), claim(t, s), claim(t, s)
+	got := claimed()
+	is.Equal(len(got), 2)
+	is.Equal(got[imagegen.WebhookID(both.ID, imagegen.EventProcessing)].Event, imagegen.EventProcessing)
+	is.Equal(got[imagegen.WebhookID(startOnly.ID, imagegen.EventProcessing)].TaskID, startOnly.ID)
+	is.NoErr(s.RetryWebhook(ctx, imagegen.WebhookID(both.ID, imagegen.EventProcessing), time.Minute))
+	is.NoErr(s.AckWebhook(ctx, imagegen.WebhookID(startOnly.ID, imagegen.EventProcessing)))
+
+	// A retried task is not "processing" again.
+	is.NoErr(s.RetryTask(ctx, c.ID, c.Attempt, 0, "busy"))
+	again := claim(t, s)
+	is.Equal(again.ID, c.ID)
+
+	// They end: completed deliveries for both and endOnly; both's
+	// processing delivery keeps its own attempts and due time.
+	is.NoErr(s.CompleteTask(ctx, a.ID, a.Attempt, nil))
+	is.NoErr(s.CompleteTask(ctx, b.ID, b.Attempt, nil))
+	is.NoErr(s.FailTask(ctx, again.ID, again.Attempt, fail("no")))
+	h.Advance(lease)
+	got = claimed()
+	is.Equal(len(got), 2)
+	is.Equal(got[both.ID].Event, imagegen.EventCompleted)
+	is.Equal(got[endOnly.ID].Event, imagegen.EventCompleted)
+	h.Advance(time.Minute)
+	got = claimed()
+	is.Equal(len(got), 3) // both's processing retry, and the two completed (their lease ended)
+	p := got[imagegen.WebhookID(both.ID, imagegen.EventProcessing)]
+	is.Equal(p.Attempts, 1)
+	is.Equal(got[both.ID].Attempts, 0)
+	for id := range got {
+		is.NoErr(s.AckWebhook(ctx, id))
+	}
+	h.Advance(time.Hour)
+	is.Equal(len(claimed()), 0)
 }

@@ -8,18 +8,20 @@
 // how to build the adapter against its fake API and how the fake
 // answers each scenario.
 //
-// For those fakes: the queue of canned answers and record of calls
-// (Script), a hanging answer (Hang), the wire examples a fake serves,
-// read from the package's testdata directory on the test's goroutine
-// (Spec, LoadExamples), multipart forms, JSON example edits and OpenAPI
-// routing. For the adapter under test: a clock that records waits and
-// lets them pass at once (InstantClock), a scripted image fetcher,
-// PNG/JPEG makers, the set-up (Configure, MustNew), and a check that a
-// key never shows up in printed or logged values. No network beyond
-// loopback, no sleeps.
+// For those fakes: what every fake has, embedded (FakeAPI: the Script
+// of canned answers and recorded calls, the server, the wire examples
+// read from the package's testdata directory on the test's goroutine),
+// a hanging answer (Answer.Hang), multipart forms, JSON example edits
+// and OpenAPI routing (Spec, OpenAPIRouter read testdata too). For the
+// adapter under test: a clock that records waits and lets them pass at
+// once (InstantClock), a scripted image fetcher, PNG/JPEG makers, the
+// set-up (Configure, MustNew), a check that a key never shows up in
+// printed or logged values, and Demo, what the adapters' examples
+// print. No network beyond loopback, no sleeps.
 //
 // Helpers that can fail a test at once (Spec, Must, JSON, ModelError and
-// the like call t.Fatal) are for the test's own goroutine. What a fake's
-// handler calls (Examples.Get, EditJSON) only records errors with
-// t.Errorf, which is safe from any goroutine.
+// the like call t.Fatal) are for the test's own goroutine: a t.Fatal or
+// t.Skip from a fake's handler would stop only the handler. What a
+// handler calls (Examples.Get, EditJSON, Answer.Serve) records errors
+// with t.Errorf, which is safe from any goroutine.
 package providertest

@@ -43,6 +43,16 @@ func (f *Fetcher) Fetch(ctx context.Context, url string) ([]byte, string, error)
 	return nil, "", fmt.Errorf("unexpected HTTP status 404")
 }
 
+// Add serves img at url from now on.
+func (f *Fetcher) Add(url string, img Image) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.Images == nil {
+		f.Images = map[string]Image{}
+	}
+	f.Images[url] = img
+}
+
 // Asked returns the URLs fetched so far, sorted: a task's references are
 // fetched in parallel, so the order they were asked in means nothing.
 func (f *Fetcher) Asked() []string {

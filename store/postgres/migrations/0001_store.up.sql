@@ -20,10 +20,10 @@ CREATE TABLE {schema}.tasks (
 	last_error    text NOT NULL DEFAULT '',
 	refunded      boolean NOT NULL DEFAULT false,
 	callback_url  text NOT NULL DEFAULT '',
-	hook_due      timestamptz,
-	hook_attempts integer NOT NULL DEFAULT 0,
+	callback_events text NOT NULL DEFAULT '', -- imagegen.EventsField: "" is completed only
 	created_at    timestamptz NOT NULL,
 	updated_at    timestamptz NOT NULL,
+	started_at    timestamptz, -- the first claim
 	finished_at   timestamptz,
 	expires_at    timestamptz
 ) WITH (fillfactor = 90);
@@ -36,8 +36,25 @@ CREATE INDEX tasks_leases ON {schema}.tasks (lease_until) WHERE status = 'proces
 CREATE INDEX tasks_expiry ON {schema}.tasks (expires_at) WHERE expires_at IS NOT NULL;
 -- An owner's tasks, newest first (listing).
 CREATE INDEX tasks_owner ON {schema}.tasks (owner, seq);
--- Callback deliveries due.
-CREATE INDEX tasks_hooks ON {schema}.tasks (hook_due, seq) WHERE hook_due IS NOT NULL;
+
+-- Callback deliveries: one per task and event (imagegen.WebhookID), due
+-- at a time, leased by pushing due forward.
+CREATE TABLE {schema}.webhooks (
+	seq      bigint GENERATED ALWAYS AS IDENTITY,
+	id       text PRIMARY KEY,
+	task_id  text NOT NULL,
+	event    text NOT NULL,
+	due      timestamptz NOT NULL,
+	attempts integer NOT NULL DEFAULT 0
+);
+CREATE INDEX webhooks_due ON {schema}.webhooks (due, seq);
+
+-- wants reports whether callback_events (imagegen.EventsField) ask for
+-- p_event; "" means completed only (imagegen.Wants).
+CREATE FUNCTION {schema}.wants(p_events text, p_event text) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT CASE WHEN p_events = '' THEN p_event = 'completed' ELSE p_event = ANY (string_to_array(p_events, ',')) END
+$$;
 
 CREATE TABLE {schema}.images (
 	id           text PRIMARY KEY,
@@ -50,17 +67,23 @@ CREATE INDEX images_expiry ON {schema}.images (expires_at);
 
 CREATE TABLE {schema}.accounts (
 	owner   text PRIMARY KEY,
-	balance bigint NOT NULL CHECK (balance >= 0)
+	balance bigint NOT NULL CHECK (balance >= 0),
+	entries bigint NOT NULL DEFAULT 0 -- ledger entries so far: the last one's n
 );
 
+-- The ledger. n numbers an owner's entries 1, 2, 3... (LedgerEntry.ID);
+-- every entry is written with its account row locked and counted there.
 CREATE TABLE {schema}.ledger (
-	seq    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-	owner  text NOT NULL,
-	kind   text NOT NULL,
-	amount bigint NOT NULL,
-	ref    text NOT NULL,
-	at     timestamptz NOT NULL,
-	UNIQUE (owner, ref)
+	seq           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	owner         text NOT NULL,
+	n             bigint NOT NULL,
+	kind          text NOT NULL,
+	amount        bigint NOT NULL,
+	ref           text NOT NULL,
+	at            timestamptz NOT NULL,
+	balance_after bigint NOT NULL,
+	UNIQUE (owner, ref),
+	UNIQUE (owner, n)
 );
 
 CREATE TABLE {schema}.api_keys (
@@ -97,6 +120,8 @@ CREATE TABLE {schema}.secrets (
 CREATE FUNCTION {schema}.add_entry(p_owner text, p_kind text, p_amount bigint, p_ref text, p_now timestamptz,
 	OUT code integer, OUT balance bigint)
 LANGUAGE plpgsql AS $$
+DECLARE
+	n bigint;
 BEGIN
 	INSERT INTO {schema}.accounts AS a (owner, balance) VALUES (p_owner, 0) ON CONFLICT (owner) DO NOTHING;
 	SELECT a.balance INTO balance FROM {schema}.accounts a WHERE a.owner = p_owner FOR UPDATE;
@@ -108,9 +133,10 @@ BEGIN
 		code := 0;
 		RETURN;
 	END IF;
-	UPDATE {schema}.accounts a SET balance = a.balance + p_amount WHERE a.owner = p_owner
-		RETURNING a.balance INTO balance;
-	INSERT INTO {schema}.ledger (owner, kind, amount, ref, at) VALUES (p_owner, p_kind, p_amount, p_ref, p_now);
+	UPDATE {schema}.accounts a SET balance = a.balance + p_amount, entries = a.entries + 1 WHERE a.owner = p_owner
+		RETURNING a.balance, a.entries INTO balance, n;
+	INSERT INTO {schema}.ledger (owner, n, kind, amount, ref, at, balance_after)
+		VALUES (p_owner, n, p_kind, p_amount, p_ref, p_now, balance);
 	code := 1;
 END $$;
 
@@ -121,10 +147,11 @@ END $$;
 -- its tasks had been submitted one after another. code 1: created;
 -- balance: the owner's balance after it.
 CREATE FUNCTION {schema}.create_tasks(p_ids text[], p_owners text[], p_requests text[], p_models text[],
-	p_costs bigint[], p_callbacks text[], p_now timestamptz, OUT code integer[], OUT balance bigint[])
+	p_costs bigint[], p_callbacks text[], p_events text[], p_now timestamptz, OUT code integer[], OUT balance bigint[])
 LANGUAGE plpgsql AS $$
 DECLARE
 	b bigint;
+	n bigint;
 BEGIN
 	code := '{}';
 	balance := '{}';
@@ -138,9 +165,10 @@ BEGIN
 			balance := balance || coalesce(b, 0);
 			CONTINUE;
 		END IF;
-		INSERT INTO {schema}.tasks (id, owner, request, model, cost, status, run_after, callback_url, created_at, updated_at)
+		INSERT INTO {schema}.tasks (id, owner, request, model, cost, status, run_after, callback_url, callback_events,
+				created_at, updated_at)
 			VALUES (p_ids[i], p_owners[i], p_requests[i]::jsonb, p_models[i], p_costs[i], 'pending', p_now,
-				p_callbacks[i], p_now, p_now)
+				p_callbacks[i], p_events[i], p_now, p_now)
 			ON CONFLICT (id) DO NOTHING;
 		IF NOT FOUND THEN
 			UPDATE {schema}.accounts a SET balance = a.balance + p_costs[i] WHERE a.owner = p_owners[i]
@@ -149,8 +177,9 @@ BEGIN
 			balance := balance || b;
 			CONTINUE;
 		END IF;
-		INSERT INTO {schema}.ledger (owner, kind, amount, ref, at)
-			VALUES (p_owners[i], 'charge', -p_costs[i], 'task:' || p_ids[i], p_now);
+		UPDATE {schema}.accounts a SET entries = a.entries + 1 WHERE a.owner = p_owners[i] RETURNING a.entries INTO n;
+		INSERT INTO {schema}.ledger (owner, n, kind, amount, ref, at, balance_after)
+			VALUES (p_owners[i], n, 'charge', -p_costs[i], 'task:' || p_ids[i], p_now, b);
 		code := code || 1;
 		balance := balance || b;
 	END LOOP;
@@ -164,17 +193,23 @@ RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
 	t record;
+	b bigint;
+	n bigint;
 BEGIN
 	UPDATE {schema}.tasks SET refunded = true WHERE id = p_id AND NOT refunded RETURNING owner, cost INTO t;
 	IF FOUND THEN
-		UPDATE {schema}.accounts SET balance = balance + t.cost WHERE owner = t.owner;
-		INSERT INTO {schema}.ledger (owner, kind, amount, ref, at)
-			VALUES (t.owner, 'refund', t.cost, 'refund:' || p_id, p_now);
+		UPDATE {schema}.accounts a SET balance = a.balance + t.cost, entries = a.entries + 1 WHERE a.owner = t.owner
+			RETURNING a.balance, a.entries INTO b, n;
+		INSERT INTO {schema}.ledger (owner, n, kind, amount, ref, at, balance_after)
+			VALUES (t.owner, n, 'refund', t.cost, 'refund:' || p_id, p_now, b);
 	END IF;
 	UPDATE {schema}.tasks SET status = 'failed', error = p_msg, error_code = p_code, lease_until = NULL,
-		updated_at = p_now, finished_at = p_now, expires_at = p_now + p_retention,
-		hook_due = CASE WHEN callback_url <> '' THEN p_now END
+		updated_at = p_now, finished_at = p_now, expires_at = p_now + p_retention
 	WHERE id = p_id;
+	INSERT INTO {schema}.webhooks (id, task_id, event, due)
+		SELECT p_id, p_id, 'completed', p_now FROM {schema}.tasks
+		WHERE id = p_id AND callback_url <> '' AND {schema}.wants(callback_events, 'completed')
+		ON CONFLICT (id) DO NOTHING;
 	PERFORM pg_notify(p_channel, p_id);
 END $$;
 

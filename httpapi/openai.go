@@ -1,0 +1,235 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/imagegen/imagegen"
+)
+
+// The OpenAI-compatible endpoint (an optional extension): POST
+// {OpenAIPrefix}/images/generations takes OpenAI's Images request and
+// answers in OpenAI's response and error shapes, so the official OpenAI
+// SDKs work against this server by changing their base URL. It is the
+// same service behind another door: the same API keys, credits and rate
+// limit. It submits a task and waits for it (at most
+// Config.OpenAIWait); see docs/api.md for what maps to what.
+
+// OpenAIImagesRequest is the body of POST /images/generations, as
+// OpenAI's CreateImageRequest defines it. Only prompt, n, size and
+// response_format change what is made; the other OpenAI fields are
+// accepted and ignored, except stream, which must be false.
+type OpenAIImagesRequest struct {
+	Prompt         string `json:"prompt"`
+	N              *int   `json:"n,omitempty"`
+	Size           string `json:"size,omitempty"`
+	ResponseFormat string `json:"response_format,omitempty"`
+	Stream         bool   `json:"stream,omitempty"`
+}
+
+// openAIAcceptedFields are the fields of OpenAI's CreateImageRequest; any
+// other is refused, as OpenAI refuses it.
+var openAIAcceptedFields = []string{
+	"prompt", "model", "n", "quality", "response_format", "output_format", "output_compression",
+	"stream", "partial_images", "size", "moderation", "background", "style", "user",
+}
+
+// OpenAIImagesResponse is OpenAI's ImagesResponse: one image, as a URL
+// (signed, expiring with the task's retention) or as base64.
+type OpenAIImagesResponse struct {
+	Created int64             `json:"created"`
+	Data    []OpenAIImageData `json:"data"`
+}
+
+// OpenAIImageData is one image of OpenAIImagesResponse.
+type OpenAIImageData struct {
+	URL     string `json:"url,omitempty"`
+	B64JSON string `json:"b64_json,omitempty"`
+}
+
+// openAISizes maps OpenAI's documented sizes (DALL-E 2 and 3, GPT image)
+// to aspect ratios; other WxH sizes are accepted when their ratio is
+// exactly one of ours.
+var openAISizes = map[string]imagegen.AspectRatio{
+	"auto": imagegen.AspectAuto, "256x256": imagegen.Aspect1x1, "512x512": imagegen.Aspect1x1,
+	"1024x1024": imagegen.Aspect1x1, "1536x1024": imagegen.Aspect3x2, "1024x1536": imagegen.Aspect2x3,
+	"1792x1024": imagegen.Aspect16x9, "1024x1792": imagegen.Aspect9x16,
+}
+
+// OpenAIAspectRatio maps an OpenAI size ("1024x1024", "auto", "") to
+// the aspect ratio asked for, or reports false for a size this server
+// cannot make. The pixel size is the model's; only the shape is kept.
+func OpenAIAspectRatio(size string) (imagegen.AspectRatio, bool) {
+	if size == "" {
+		return imagegen.AspectAuto, true
+	}
+	if a, ok := openAISizes[size]; ok {
+		return a, true
+	}
+	ws, hs, ok := strings.Cut(size, "x")
+	w, errW := strconv.Atoi(ws)
+	h, errH := strconv.Atoi(hs)
+	if !ok || errW != nil || errH != nil || w <= 0 || h <= 0 || w > 8192 || h > 8192 {
+		return "", false
+	}
+	for _, a := range imagegen.AspectRatios() {
+		if aw, ah := a.Size(); w*ah == h*aw {
+			return a, true
+		}
+	}
+	return "", false
+}
+
+// handleOpenAIGenerations serves POST {OpenAIPrefix}/images/generations.
+func (h *Handler) handleOpenAIGenerations() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := PrincipalFrom(r.Context())
+		req, format, oerr := decodeOpenAIRequest(w, r)
+		if oerr != nil {
+			oerr.write(w)
+			return
+		}
+		sub, err := h.cfg.Service.Submit(r.Context(), p.Owner, req)
+		if err != nil {
+			h.openAIErr(w, r, err)
+			return
+		}
+		t, err := h.awaitOpenAI(r.Context(), p.Owner, sub.TaskID)
+		if err != nil {
+			h.openAIErr(w, r, err)
+			return
+		}
+		if t.Status == imagegen.StatusFailed {
+			openAITaskFailed(t).write(w)
+			return
+		}
+		data := make([]OpenAIImageData, len(t.Images))
+		for i, id := range t.Images {
+			if format == "url" {
+				data[i].URL = h.imageURL(r, id, t.ExpiresAt.Unix())
+				continue
+			}
+			img, err := h.cfg.Service.Image(r.Context(), id)
+			if err != nil {
+				h.openAIErr(w, r, err)
+				return
+			}
+			data[i].B64JSON = base64.StdEncoding.EncodeToString(img.Data)
+		}
+		encode(w, http.StatusOK, OpenAIImagesResponse{Created: t.FinishedAt.Unix(), Data: data})
+	})
+}
+
+// awaitOpenAI waits for the task to end, at most Config.OpenAIWait. A
+// task still running then, or when the caller goes away, is cancelled
+// (and so refunded): an OpenAI client has no task to come back to.
+func (h *Handler) awaitOpenAI(ctx context.Context, owner, id string) (*imagegen.Task, error) {
+	deadline := h.cfg.Clock.Now().Add(h.cfg.OpenAIWait)
+	for {
+		left := deadline.Sub(h.cfg.Clock.Now())
+		if left <= 0 {
+			return h.giveUp(ctx, owner, id)
+		}
+		t, err := h.cfg.Service.WaitTask(ctx, owner, id, left)
+		switch {
+		case ctx.Err() != nil:
+			return h.giveUp(ctx, owner, id)
+		case err != nil:
+			return nil, err
+		case t.Status.Terminal():
+			return t, nil
+		}
+	}
+}
+
+// errOpenAITimeout: the task did not end within Config.OpenAIWait.
+var errOpenAITimeout = errors.New("httpapi: the generation did not finish in time")
+
+// giveUp cancels a task the OpenAI endpoint stops waiting for. A task
+// that ended meanwhile is returned as it ended.
+func (h *Handler) giveUp(ctx context.Context, owner, id string) (*imagegen.Task, error) {
+	bg := context.WithoutCancel(ctx)
+	err := h.cfg.Service.Cancel(bg, owner, id)
+	if errors.Is(err, imagegen.ErrInvalidTransition) && ctx.Err() == nil {
+		return h.cfg.Service.Task(bg, owner, id)
+	}
+	if err != nil && !errors.Is(err, imagegen.ErrInvalidTransition) {
+		h.cfg.Logger.ErrorContext(bg, "cancel an OpenAI-compatible task that ran out of time", "task_id", id, "err", err)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, fmt.Errorf("task %s: %w", id, errOpenAITimeout)
+}
+
+// decodeOpenAIRequest reads and checks an OpenAI Images request and
+// returns our request and the response format ("url" or "b64_json").
+func decodeOpenAIRequest(w http.ResponseWriter, r *http.Request) (imagegen.Request, string, *openAIError) {
+	if err := checkContentType(r); err != nil {
+		return imagegen.Request{}, "", invalidOpenAI("", "Content-Type must be application/json", "invalid_value")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		return imagegen.Request{}, "", invalidOpenAI("", "The request body must be at most 1 MiB.", "request_too_large")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return imagegen.Request{}, "", invalidOpenAI("", "The request body must be a JSON object.", "invalid_json")
+	}
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range fields {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		if !slices.Contains(openAIAcceptedFields, name) {
+			return imagegen.Request{}, "", invalidOpenAI(name, "Unrecognized request argument supplied: "+name, "unknown_parameter")
+		}
+	}
+	var in OpenAIImagesRequest
+	if err := json.Unmarshal(body, &in); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return imagegen.Request{}, "", invalidOpenAI(te.Field, fmt.Sprintf("Invalid type for '%s': expected %s.", te.Field, te.Type), "invalid_type")
+		}
+		return imagegen.Request{}, "", invalidOpenAI("", "The request body is not valid JSON.", "invalid_json")
+	}
+	switch {
+	case in.Prompt == "":
+		return imagegen.Request{}, "", invalidOpenAI("prompt", "Missing required parameter: 'prompt'.", "missing_required_parameter")
+	case in.N != nil && *in.N != 1:
+		return imagegen.Request{}, "", invalidOpenAI("n", fmt.Sprintf("Invalid value: %d. This server makes one image per request: 'n' must be 1.", *in.N), "invalid_value")
+	case in.Stream:
+		return imagegen.Request{}, "", invalidOpenAI("stream", "Streaming is not supported: 'stream' must be false.", "invalid_value")
+	}
+	format := in.ResponseFormat
+	switch format {
+	case "":
+		format = "url"
+	case "url", "b64_json":
+	default:
+		return imagegen.Request{}, "", invalidOpenAI("response_format", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'url' and 'b64_json'.", format), "invalid_value")
+	}
+	ratio, ok := OpenAIAspectRatio(in.Size)
+	if !ok {
+		return imagegen.Request{}, "", invalidOpenAI("size", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'auto', '256x256', '512x512', '1024x1024', '1536x1024', '1024x1536', '1792x1024', '1024x1792', or any WIDTHxHEIGHT in a ratio of 1:1, 3:2, 2:3, 16:9, 9:16, 4:3 or 3:4.", in.Size), "invalid_value")
+	}
+	req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: in.Prompt, AspectRatio: ratio}
+	if err := req.Validate(); err != nil {
+		var ve *imagegen.ValidationError
+		if errors.As(err, &ve) {
+			return imagegen.Request{}, "", invalidOpenAI(ve.Field, ve.Message, "invalid_value")
+		}
+		return imagegen.Request{}, "", invalidOpenAI("", err.Error(), "invalid_value")
+	}
+	return req, format, nil
+}

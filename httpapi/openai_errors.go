@@ -1,0 +1,139 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/imagegen/imagegen"
+)
+
+// openAIError is OpenAI's ErrorResponse: {"error":{"message","type",
+// "param","code"}}, param and code null when they do not apply.
+type openAIError struct {
+	status int
+	Error  openAIErrorDetail `json:"error"`
+}
+
+type openAIErrorDetail struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+func newOpenAIError(status int, typ, param, code, message string) *openAIError {
+	e := &openAIError{status: status, Error: openAIErrorDetail{Message: message, Type: typ}}
+	if param != "" {
+		e.Error.Param = &param
+	}
+	if code != "" {
+		e.Error.Code = &code
+	}
+	return e
+}
+
+func invalidOpenAI(param, message, code string) *openAIError {
+	return newOpenAIError(http.StatusBadRequest, "invalid_request_error", param, code, message)
+}
+
+// write sends the error. Answers that a retry cannot change say so
+// (x-should-retry: false), so that OpenAI SDKs do not retry them.
+func (e *openAIError) write(w http.ResponseWriter) {
+	if e.status == http.StatusTooManyRequests && e.Error.Type == "insufficient_quota" || e.status == http.StatusGatewayTimeout {
+		w.Header().Set("X-Should-Retry", "false")
+	}
+	encode(w, e.status, e)
+}
+
+// openAIErr maps a service error to OpenAI's shapes.
+func (h *Handler) openAIErr(w http.ResponseWriter, r *http.Request, err error) {
+	var ve *imagegen.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		invalidOpenAI(ve.Field, ve.Message, "invalid_value").write(w)
+	case errors.Is(err, imagegen.ErrInsufficientCredits):
+		newOpenAIError(http.StatusTooManyRequests, "insufficient_quota", "", "insufficient_quota",
+			"You do not have enough credits for this generation.").write(w)
+	case errors.Is(err, errOpenAITimeout):
+		newOpenAIError(http.StatusGatewayTimeout, "server_error", "", "timeout",
+			"The image was not ready in time; the task was cancelled and its credits refunded.").write(w)
+	case r.Context().Err() != nil:
+		// The caller has gone; nobody reads the answer.
+	default:
+		h.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		newOpenAIError(http.StatusInternalServerError, "server_error", "", "", "The server had an error while processing your request.").write(w)
+	}
+}
+
+// openAITaskFailed is the answer for a task that failed: a refusal is
+// OpenAI's content_policy_violation (400); anything else a server error
+// (500), which SDKs retry: a failed task is refunded, so a retry costs
+// nothing more.
+func openAITaskFailed(t *imagegen.Task) *openAIError {
+	if t.ErrorCode == imagegen.CodeContentPolicy {
+		return newOpenAIError(http.StatusBadRequest, "invalid_request_error", "", "content_policy_violation", t.Error)
+	}
+	return newOpenAIError(http.StatusInternalServerError, "server_error", "", string(t.ErrorCode), "The image could not be generated: "+t.Error)
+}
+
+// openAIErrors rewrites the error answers of the shared middleware
+// (authentication, rate limit, method, body size) from this API's
+// {"error":{"code","message"}} to OpenAI's shapes; answers already in
+// OpenAI's shape, and every success, pass through as they are.
+func openAIErrors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cw := &errorCapture{ResponseWriter: w}
+		next.ServeHTTP(cw, r)
+		cw.finish()
+	})
+}
+
+// errorCapture holds back the body of an error answer until finish.
+type errorCapture struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (c *errorCapture) WriteHeader(status int) {
+	if status >= 400 && c.status == 0 {
+		c.status = status
+		return
+	}
+	c.ResponseWriter.WriteHeader(status)
+}
+
+func (c *errorCapture) Write(b []byte) (int, error) {
+	if c.status != 0 {
+		return c.body.Write(b)
+	}
+	return c.ResponseWriter.Write(b)
+}
+
+func (c *errorCapture) finish() {
+	if c.status == 0 {
+		return
+	}
+	var ours ErrorBody
+	var probe struct {
+		Error map[string]json.RawMessage `json:"error"`
+	}
+	_ = json.Unmarshal(c.body.Bytes(), &probe)
+	if _, theirs := probe.Error["type"]; theirs || json.Unmarshal(c.body.Bytes(), &ours) != nil || ours.Error.Code == "" {
+		c.ResponseWriter.WriteHeader(c.status)
+		_, _ = c.ResponseWriter.Write(c.body.Bytes())
+		return
+	}
+	status, typ, code := c.status, "invalid_request_error", string(ours.Error.Code)
+	switch ours.Error.Code {
+	case imagegen.APIUnauthorized:
+		code = "invalid_api_key"
+	case imagegen.APIRateLimitExceeded:
+		typ = "requests"
+	case imagegen.APIInternalError:
+		typ, code = "server_error", ""
+	}
+	newOpenAIError(status, typ, "", code, ours.Error.Message).write(c.ResponseWriter)
+}

@@ -1,0 +1,190 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/httpapi"
+)
+
+// fullView is a task in the full view, with its times as sent.
+type fullView struct {
+	TaskID        string   `json:"task_id"`
+	Status        string   `json:"status"`
+	CreatedAt     string   `json:"created_at"`
+	StartedAt     string   `json:"started_at"`
+	FinishedAt    string   `json:"finished_at"`
+	Model         string   `json:"model"`
+	Seed          *int64   `json:"seed"`
+	QueuePosition *int     `json:"queue_position"`
+	Images        []string `json:"images"`
+}
+
+func decodeFull(t *testing.T, w interface{ Bytes() []byte }) fullView {
+	t.Helper()
+	var v fullView
+	is.New(t).NoErr(json.Unmarshal(w.Bytes(), &v))
+	return v
+}
+
+func TestTaskViews(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	e.model.TakesSeeds()
+	var ids []string
+	for _, body := range []string{t2i, t2i, `{"scene":"text-to-image","prompt":"a fox","seed":42}`} {
+		w := e.submit(e.key, body)
+		is.Equal(w.Code, http.StatusCreated)
+		ids = append(ids, taskID(t, &exchange{respBody: w.Body.Bytes()}))
+		e.clock.Advance(time.Millisecond)
+	}
+
+	// Without a view, and with view=basic, a pending task is exactly
+	// task_id and status.
+	for _, query := range []string{"", "?view=basic"} {
+		_, keys := fields(t, e.do("GET", "/api/v1/tasks/"+ids[2]+query, e.key, ""))
+		is.Equal(keys, []string{"status", "task_id"})
+	}
+
+	// The full view of a pending task behind two others.
+	w := e.do("GET", "/api/v1/tasks/"+ids[2]+"?view=full", e.key, "")
+	is.Equal(w.Code, http.StatusOK)
+	_, keys := fields(t, w)
+	is.Equal(keys, []string{"created_at", "model", "queue_position", "seed", "status", "task_id"})
+	v := decodeFull(t, w.Body)
+	is.Equal(*v.QueuePosition, 2)
+	is.Equal(v.Model, "scripted")
+	is.Equal(*v.Seed, int64(42)) // the request's seed
+	created, err := time.Parse(time.RFC3339, v.CreatedAt)
+	is.NoErr(err)
+	is.Equal(created.Location(), time.UTC)
+	is.Equal(*decodeFull(t, e.do("GET", "/api/v1/tasks/"+ids[0]+"?view=full", e.key, "").Body).QueuePosition, 0)
+
+	// Run them all: a finished task's full view has every time.
+	e.clock.Advance(time.Second)
+	e.runAll()
+	w = e.do("GET", "/api/v1/tasks/"+ids[2]+"?view=full", e.key, "")
+	_, keys = fields(t, w)
+	is.Equal(keys, []string{"created_at", "finished_at", "images", "model", "seed", "started_at", "status", "task_id"})
+	v = decodeFull(t, w.Body)
+	started, err := time.Parse(time.RFC3339, v.StartedAt)
+	is.NoErr(err)
+	finished, err := time.Parse(time.RFC3339, v.FinishedAt)
+	is.NoErr(err)
+	is.True(started.Sub(created) >= time.Second) // it waited in the queue
+	is.True(!finished.Before(started))
+	is.Equal(*v.Seed, int64(42))
+	is.Equal(len(v.Images), 1)
+	// The model was handed the seed.
+	calls := e.model.Calls()
+	is.Equal(*calls[2].Request.Seed, int64(42))
+	// A task submitted without a seed got one, and the model had it too.
+	drawn := decodeFull(t, e.do("GET", "/api/v1/tasks/"+ids[0]+"?view=full", e.key, "").Body).Seed
+	is.True(drawn != nil && *drawn >= 0 && *drawn <= imagegen.MaxSeed)
+	is.Equal(*calls[0].Request.Seed, *drawn)
+
+	// Without a view, a finished task is exactly the interface's.
+	_, keys = fields(t, e.poll(e.key, ids[2]))
+	is.Equal(keys, []string{"images", "status", "task_id"})
+
+	// The list takes the view too.
+	var page struct {
+		Tasks []fullView `json:"tasks"`
+	}
+	is.NoErr(json.Unmarshal(e.do("GET", "/api/v1/tasks?view=full", e.key, "").Body.Bytes(), &page))
+	is.Equal(len(page.Tasks), 3)
+	for _, task := range page.Tasks {
+		is.True(task.StartedAt != "" && task.FinishedAt != "" && task.Model == "scripted")
+	}
+	var basic httpapi.TaskList
+	is.NoErr(json.Unmarshal(e.do("GET", "/api/v1/tasks", e.key, "").Body.Bytes(), &basic))
+	is.True(basic.Tasks[0].TaskDetails == nil)
+
+	// An unknown or repeated view is refused.
+	wantError(t, e.do("GET", "/api/v1/tasks/"+ids[0]+"?view=everything", e.key, ""), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
+	wantError(t, e.do("GET", "/api/v1/tasks/"+ids[0]+"?view=full&view=basic", e.key, ""), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
+	wantError(t, e.do("GET", "/api/v1/tasks?view=FULL", e.key, ""), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
+}
+
+func TestFullViewSeedIsNullForModelsWithoutSeeds(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t) // the scripted model takes no seed
+	w := e.submit(e.key, `{"scene":"text-to-image","prompt":"a fox","seed":42}`)
+	is.Equal(w.Code, http.StatusCreated)
+	id := taskID(t, &exchange{respBody: w.Body.Bytes()})
+	m, _ := fields(t, e.do("GET", "/api/v1/tasks/"+id+"?view=full", e.key, ""))
+	seed, present := m["seed"]
+	is.True(present)    // the field is there...
+	is.Equal(seed, nil) // ...and null
+	e.runAll()
+	is.True(e.model.Calls()[0].Request.Seed == nil) // the model was not handed a seed it would ignore
+}
+
+func TestLedgerEndpoint(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t) // alice has 10 credits; tasks cost 2
+	var ids []string
+	for range 3 {
+		w := e.submit(e.key, t2i)
+		is.Equal(w.Code, http.StatusCreated)
+		ids = append(ids, taskID(t, &exchange{respBody: w.Body.Bytes()}))
+	}
+	is.Equal(e.do("POST", "/api/v1/tasks/"+ids[1]+"/cancel", e.key, "").Code, http.StatusOK) // refunded
+
+	var all []httpapi.LedgerEntry
+	target := "/api/v1/credits/ledger?limit=2"
+	for pages := 0; ; pages++ {
+		is.True(pages < 5)
+		w := e.do("GET", target, e.key, "")
+		is.Equal(w.Code, http.StatusOK)
+		var page httpapi.Ledger
+		is.NoErr(json.Unmarshal(w.Body.Bytes(), &page))
+		all = append(all, page.Entries...)
+		if page.NextCursor == "" {
+			break
+		}
+		target = "/api/v1/credits/ledger?limit=2&cursor=" + page.NextCursor
+	}
+	is.Equal(len(all), 5) // grant, 3 charges, a refund
+	want := []struct {
+		kind   imagegen.LedgerKind
+		amount int64
+		after  int64
+		ref    string
+	}{
+		{imagegen.LedgerRefund, 2, 6, ids[1]},
+		{imagegen.LedgerCharge, -2, 4, ids[2]},
+		{imagegen.LedgerCharge, -2, 6, ids[1]},
+		{imagegen.LedgerCharge, -2, 8, ids[0]},
+		{imagegen.LedgerGrant, 10, 10, ""},
+	}
+	var sum int64
+	for i, x := range all {
+		is.Equal(x.Kind, want[i].kind)
+		is.Equal(x.Amount, want[i].amount)
+		is.Equal(x.BalanceAfter, want[i].after)
+		if want[i].ref != "" {
+			is.Equal(x.Reference, want[i].ref) // the task id
+		}
+		is.Equal(x.ID, strconv.Itoa(5-i))
+		is.True(!x.CreatedAt.IsZero())
+		sum += x.Amount
+	}
+	var credits httpapi.Credits
+	is.NoErr(json.Unmarshal(e.do("GET", "/api/v1/credits", e.key, "").Body.Bytes(), &credits))
+	is.Equal(sum, credits.CreditsRemaining)
+
+	// Bad parameters are refused; another user sees an empty ledger.
+	for _, q := range []string{"cursor=zzz", "cursor=99", "limit=0", "limit=101", "limt=2", "limit=1&limit=2"} {
+		wantError(t, e.do("GET", "/api/v1/credits/ledger?"+q, e.key, ""), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
+	}
+	is.Equal(e.do("GET", "/api/v1/credits/ledger", e.user("bob", 0), "").Body.String(), `{"entries":[]}`)
+	wantError(t, e.do("GET", "/api/v1/credits/ledger", "", ""), http.StatusUnauthorized, imagegen.APIUnauthorized)
+	wantError(t, e.do("POST", "/api/v1/credits/ledger", e.key, ""), http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
+}
