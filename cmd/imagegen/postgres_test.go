@@ -155,40 +155,8 @@ func TestPostgresServeAndWorker(t *testing.T) {
 // lease; another finishes the task exactly once, charged once, with no
 // refund.
 func TestPostgresKilledWorkerTaskFinishedByAnother(t *testing.T) {
-	is := is.New(t)
-	ctx := context.Background()
 	env := newPGEnv(t)
-	svc := env.service(t)
-	_, err := svc.Grant(ctx, "u", 10, "start")
-	is.NoErr(err)
-	sub, err := svc.Submit(ctx, "u", t2i)
-	is.NoErr(err)
-
-	slow := startImagegen(t, append([]string{"worker", "-placeholder-delay", "1h", "-lease", "2s", "-workers", "1"}, env.args()...)...)
-	waitUntil(t, 20*time.Second, "the first worker claims the task", func() bool {
-		task, err := svc.Task(ctx, "u", sub.TaskID)
-		return err == nil && task.Status == imagegen.StatusProcessing
-	})
-	slow.kill()
-
-	fast := startImagegen(t, append([]string{"worker", "-placeholder-delay", "0", "-lease", "2s", "-workers", "1"}, env.args()...)...)
-	var task *imagegen.Task
-	waitUntil(t, 30*time.Second, "another worker finishes the task", func() bool {
-		task, err = svc.Task(ctx, "u", sub.TaskID)
-		return err == nil && task.Status.Terminal()
-	})
-	is.Equal(task.Status, imagegen.StatusSuccess)
-	is.Equal(task.Attempt, 2)
-	is.Equal(len(task.Images), 1)
-	_, err = svc.Image(ctx, task.Images[0])
-	is.NoErr(err)
-	balance, err := svc.Balance(ctx, "u")
-	is.NoErr(err)
-	is.Equal(balance, int64(9)) // charged once, not refunded
-	ledger, err := svc.Ledger(ctx, "u")
-	is.NoErr(err)
-	is.Equal(len(ledger), 2) // the grant and the one charge
-	fast.stop(t)
+	killedWorkerTaskFinishedByAnother(t, env.service(t), env.args()...)
 }
 
 // terminate cuts every connection of the test's processes (found by
