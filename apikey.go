@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -96,12 +98,46 @@ func keyHint(key string) string {
 	return key[:n] + "…"
 }
 
+// MaxKeyNameChars bounds the name of an API key.
+const MaxKeyNameChars = 100
+
+// KeyOption adjusts a key that CreateKey makes.
+type KeyOption func(*APIKey)
+
+// WithKeyName labels the key ("laptop", "CI") so that its owner can tell
+// keys apart in a list. The name is at most MaxKeyNameChars characters of
+// valid UTF-8 without control characters; surrounding spaces are trimmed.
+func WithKeyName(name string) KeyOption {
+	return func(k *APIKey) { k.Name = strings.TrimSpace(name) }
+}
+
 // CreateKey makes a new key for owner and stores its hash. The key is
-// returned once, here; it cannot be read back later.
-func (s *Service) CreateKey(ctx context.Context, owner string) (string, APIKey, error) {
+// returned once, here; it cannot be read back later. Options (WithKeyName)
+// label the key.
+func (s *Service) CreateKey(ctx context.Context, owner string, opts ...KeyOption) (string, APIKey, error) {
+	var labels APIKey
+	for _, o := range opts {
+		o(&labels)
+	}
+	if err := checkKeyName(labels.Name); err != nil {
+		return "", APIKey{}, err
+	}
 	key := NewAPIKey()
-	rec, err := s.putKey(ctx, owner, key)
+	rec, err := s.putKey(ctx, owner, key, labels.Name)
 	return key, rec, err
+}
+
+func checkKeyName(name string) error {
+	if !utf8.ValidString(name) {
+		return invalid("name", "must be valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(name); n > MaxKeyNameChars {
+		return invalid("name", "must be at most %d characters (got %d)", MaxKeyNameChars, n)
+	}
+	if strings.IndexFunc(name, unicode.IsControl) >= 0 {
+		return invalid("name", "must not contain control characters")
+	}
+	return nil
 }
 
 // ImportKey stores an operator-chosen key (at least 16 characters) for
@@ -113,10 +149,10 @@ func (s *Service) ImportKey(ctx context.Context, owner, key string) (APIKey, err
 	if err := CheckAPIKeyFormat(key); err != nil {
 		return APIKey{}, invalid("key", "starts with %q but is not a valid generated key", APIKeyPrefix)
 	}
-	return s.putKey(ctx, owner, key)
+	return s.putKey(ctx, owner, key, "")
 }
 
-func (s *Service) putKey(ctx context.Context, owner, key string) (APIKey, error) {
+func (s *Service) putKey(ctx context.Context, owner, key, name string) (APIKey, error) {
 	if owner == "" {
 		return APIKey{}, invalid("owner", "is required")
 	}
@@ -125,6 +161,7 @@ func (s *Service) putKey(ctx context.Context, owner, key string) (APIKey, error)
 		Owner:     owner,
 		Hash:      HashAPIKey(key),
 		Hint:      keyHint(key),
+		Name:      name,
 		CreatedAt: s.cfg.Clock.Now().UTC(),
 	}
 	if err := s.cfg.Store.PutKey(ctx, rec); err != nil {

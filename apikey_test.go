@@ -8,6 +8,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
 )
 
 func TestAPIKeyFormat(t *testing.T) {
@@ -33,4 +34,27 @@ func TestAPIKeyFormat(t *testing.T) {
 	is.Equal(len(h), 64)
 	is.True(!strings.Contains(h, k1))
 	is.Equal(h, imagegen.HashAPIKey(k1))
+}
+
+func TestCreateKeyWithName(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1))
+	key, rec, err := f.svc.CreateKey(ctx, "u", imagegen.WithKeyName("  CI <runner>  "))
+	is.NoErr(err)
+	is.Equal(rec.Name, "CI <runner>") // trimmed, kept as typed
+	got, err := f.svc.Authenticate(ctx, key)
+	is.NoErr(err)
+	is.Equal(got.Name, "CI <runner>")
+	keys, err := f.svc.Keys(ctx, "u")
+	is.NoErr(err)
+	is.Equal(len(keys), 1)
+	is.Equal(keys[0].Name, "CI <runner>")
+
+	_, _, err = f.svc.CreateKey(ctx, "u", imagegen.WithKeyName(strings.Repeat("n", imagegen.MaxKeyNameChars+1)))
+	is.True(errors.Is(err, imagegen.ErrInvalidParams))
+	_, _, err = f.svc.CreateKey(ctx, "u", imagegen.WithKeyName("tab\tname"))
+	is.True(errors.Is(err, imagegen.ErrInvalidParams))
+	keys, err = f.svc.Keys(ctx, "u")
+	is.NoErr(err)
+	is.Equal(len(keys), 1) // refused names stored nothing
 }

@@ -42,6 +42,16 @@
 // (rate limits, 5xx, timeouts) are retried with backoff; refusals are
 // not. [Service.RunOnce] runs one queued task now, for tests.
 //
+// # Operating
+//
+// Config.Observer is told of submits, claims, finishes, refunds, provider
+// calls and fallbacks (package metrics counts them for Prometheus); each
+// task's life is logged with its id and the id of the request that
+// submitted it ([WithRequestID], kept as Task.RequestID). [Service.Inspector]
+// is the operator's view across owners: queue statistics, listing and
+// showing any task, retrying, cancelling and purging, each logged with
+// the operator's reason.
+//
 // # Errors
 //
 // Check errors with errors.Is against the sentinels ([ErrUnauthorized],

@@ -18,6 +18,10 @@ type Config struct {
 	Model  Model
 	Clock  Clock        // default SystemClock
 	Logger *slog.Logger // default slog.Default()
+	// Observer is told of submits, claims, finishes, refunds, provider
+	// requests and fallbacks, for metrics (package metrics). Default:
+	// NopObserver.
+	Observer Observer
 
 	// Workers is how many generations Run executes at once (default 4).
 	Workers int
@@ -59,6 +63,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
 	}
 	c.Workers = cmp.Or(c.Workers, 4)
 	c.GenerateTimeout = cmp.Or(c.GenerateTimeout, 2*time.Minute)
@@ -121,7 +128,7 @@ type Submitted struct {
 // task for owner, debiting the price in the same atomic store operation.
 // Errors: *ValidationError (ErrInvalidParams), ErrInsufficientCredits.
 func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submitted, error) {
-	t, err := s.PrepareTask(owner, req)
+	t, err := s.PrepareTask(ctx, owner, req)
 	if err != nil {
 		return Submitted{}, err
 	}
@@ -129,7 +136,12 @@ func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submit
 	if err != nil {
 		return Submitted{}, fmt.Errorf("imagegen: submit: %w", err)
 	}
-	s.WakeWorkers()
+	s.cfg.Observer.TaskSubmitted(req.Scene, t.Model, t.Cost)
+	if s.log.Enabled(ctx, slog.LevelInfo) { // the check keeps the hot path free of the attributes' allocation
+		s.log.LogAttrs(ctx, slog.LevelInfo, "task submitted", slog.String("task_id", t.ID), slog.String("request_id", t.RequestID),
+			slog.String("model", t.Model), slog.Int64("cost", t.Cost))
+	}
+	s.wakeWorkers()
 	return Submitted{TaskID: t.ID, Status: StatusPending, CreditsUsed: t.Cost, CreditsRemaining: balance}, nil
 }
 
@@ -139,7 +151,7 @@ func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submit
 // tasks inside a host app's own transaction (postgres.Store.SubmitTx)
 // uses it, so such a task obeys exactly the rules of Submit.
 // Errors: *ValidationError (ErrInvalidParams), or the model's.
-func (s *Service) PrepareTask(owner string, req Request) (*Task, error) {
+func (s *Service) PrepareTask(ctx context.Context, owner string, req Request) (*Task, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -159,18 +171,18 @@ func (s *Service) PrepareTask(owner string, req Request) (*Task, error) {
 	}
 	req.Seed = seedFor(req, plan)
 	return &Task{
-		ID:      uuid.NewString(),
-		Owner:   owner,
-		Request: req,
-		Model:   plan.Model,
-		Cost:    plan.Cost,
-		Status:  StatusPending,
+		ID:        uuid.NewString(),
+		Owner:     owner,
+		Request:   req,
+		Model:     plan.Model,
+		Cost:      plan.Cost,
+		RequestID: RequestID(ctx),
+		Status:    StatusPending,
 	}, nil
 }
 
-// WakeWorkers nudges this service's idle workers to look for ready
-// tasks now (Submit does it after each submit).
-func (s *Service) WakeWorkers() {
+// wakeWorkers nudges an idle local worker: there is work.
+func (s *Service) wakeWorkers() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -198,7 +210,22 @@ func (s *Service) Cancel(ctx context.Context, owner, id string) error {
 	if err := s.cfg.Store.CancelTask(ctx, owner, id); err != nil {
 		return fmt.Errorf("imagegen: cancel: %w", err)
 	}
+	s.cancelled(ctx, owner, id)
 	return nil
+}
+
+// cancelled counts and logs a task that was just cancelled (by its owner
+// or an operator): its finish and its refund.
+func (s *Service) cancelled(ctx context.Context, owner, id string) {
+	t, err := s.cfg.Store.Task(ctx, owner, id)
+	if err != nil {
+		s.log.WarnContext(ctx, "task cancelled; could not read it back to count it", "task_id", id, "err", err)
+		return
+	}
+	s.cfg.Observer.TaskFinished(t.Model, StatusFailed, CodeCancelled, 0)
+	s.cfg.Observer.CreditsRefunded(t.Cost)
+	s.log.InfoContext(ctx, "task cancelled and refunded", "task_id", id, "request_id", RequestID(ctx),
+		"submit_request_id", t.RequestID, "model", t.Model, "cost", t.Cost)
 }
 
 // Image returns a stored image by id, or ErrImageNotFound.

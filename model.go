@@ -29,6 +29,11 @@ type Generation struct {
 	Model   string // Plan.Model, as chosen at submit
 	Request Request
 	Attempt int
+	// RequestID is the task's RequestID, for models' logs.
+	RequestID string
+	// Events, when not nil, is told of each provider call and fallback
+	// inside Generate (routing models report them). Set by the service.
+	Events GenerationEvents
 }
 
 // GeneratedImage is one picture produced by a model.

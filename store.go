@@ -28,6 +28,7 @@ type Store interface {
 	IdempotencyStore
 	WebhookStore
 	SecretStore
+	OperatorStore
 }
 
 // TaskStore is the task queue with leases.
@@ -158,6 +159,7 @@ type APIKey struct {
 	Owner     string
 	Hash      string // hex SHA-256 of the key
 	Hint      string // the first characters, to tell keys apart in a list
+	Name      string // optional label the owner chose ("laptop", "CI"); may be empty
 	CreatedAt time.Time
 	Revoked   bool
 }
@@ -248,8 +250,9 @@ type WebhookDelivery struct {
 // worker first claims it. So no callback is lost to a crash; deliveries
 // are leased like tasks, so one dispatcher at a time sends each.
 type WebhookStore interface {
-	// ClaimWebhooks leases up to n due deliveries: they are not due
-	// again until lease has passed (unless acknowledged or retried).
+	// ClaimWebhooks leases up to n due deliveries, in due-time order
+	// (the longest due first): they are not due again until lease has
+	// passed (unless acknowledged or retried).
 	ClaimWebhooks(ctx context.Context, lease time.Duration, n int) ([]WebhookDelivery, error)
 	// AckWebhook removes the delivery with this ID
 	// (WebhookDelivery.ID): it was delivered, or given up.
@@ -264,4 +267,56 @@ type SecretStore interface {
 	// SharedSecret returns the secret stored under name, first storing
 	// the one generate makes if there is none.
 	SharedSecret(ctx context.Context, name string, generate func() []byte) ([]byte, error)
+}
+
+// QueueStats is the state of the work queue, for metrics and operators.
+type QueueStats struct {
+	Pending    int64 // pending tasks, ready or waiting out a retry delay
+	Processing int64 // tasks leased to a worker
+	// OldestPending is how long the oldest ready pending task has waited
+	// since it became ready (submitted, or its retry delay ended); 0
+	// when no task is ready.
+	OldestPending time.Duration
+}
+
+// TaskFilter selects tasks across owners for operators. Zero fields
+// match everything.
+type TaskFilter struct {
+	Owner  string
+	Status Status
+	Since  time.Time // created at or after
+	Until  time.Time // created before
+}
+
+// OperatorStore is what operators' tools (health checks, metrics, the
+// inspector) read and change across owners. None of it is on a hot path
+// of the API, but QueueStats and Ping run on every scrape or probe and
+// must stay cheap (counts, not scans).
+type OperatorStore interface {
+	// Ping checks that the store answers.
+	Ping(ctx context.Context) error
+	// QueueStats counts pending and processing tasks and measures the
+	// wait of the oldest ready one.
+	QueueStats(ctx context.Context) (QueueStats, error)
+	// TaskByID returns any owner's task, or ErrTaskNotFound.
+	TaskByID(ctx context.Context, id string) (*Task, error)
+	// ListAllTasks returns up to limit tasks matching f, of every owner
+	// unless f.Owner is set, newest first, after cursor ("" for the
+	// first page; a bad cursor wraps ErrInvalidParams). A page may be
+	// short (even empty) with a Next cursor when the filter matches
+	// little; keep paging until Next is "".
+	ListAllTasks(ctx context.Context, f TaskFilter, limit int, cursor string) (TaskPage, error)
+	// RequeueTask gives a failed task back to the queue, ready now, with
+	// its error cleared (its Attempt, the fencing token, keeps counting).
+	// With recharge its cost is debited again (ledger reference
+	// RechargeRef(id, attempt); ErrInsufficientCredits and no change when
+	// the balance is short) and a later failure refunds it again (ledger
+	// reference RerefundRef(id, attempt)); without, it runs free and a
+	// later failure refunds nothing. ErrTaskNotFound for no such task,
+	// ErrInvalidTransition when it is not failed.
+	RequeueTask(ctx context.Context, id string, recharge bool) error
+	// PurgeExpired removes at once what retention has made invisible
+	// (finished tasks past ExpiresAt, their images, index entries of
+	// removed tasks) and returns how many tasks it removed or unindexed.
+	PurgeExpired(ctx context.Context) (int, error)
 }

@@ -3,6 +3,7 @@ package imagegen
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -27,6 +28,18 @@ func ChargeRef(id string) string { return ChargeRefPrefix + id }
 
 // RefundRef is the ledger reference of task id's refund.
 func RefundRef(id string) string { return RefundRefPrefix + id }
+
+// RechargeRef is the ledger reference of the charge made when an
+// operator retries failed task id (at the given attempt) with a recharge.
+func RechargeRef(id string, attempt int) string {
+	return ChargeRefPrefix + id + ":retry:" + strconv.Itoa(attempt)
+}
+
+// RerefundRef is the ledger reference of the refund of that recharge,
+// should the retried task fail again.
+func RerefundRef(id string, attempt int) string {
+	return RefundRefPrefix + id + ":retry:" + strconv.Itoa(attempt)
+}
 
 // CheckNewTask is what CreateTask requires of t.
 func CheckNewTask(t *Task) error {

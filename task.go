@@ -240,6 +240,9 @@ type Task struct {
 	Request Request // as submitted, normalised
 	Model   string  // the model chosen at submit (Plan.Model)
 	Cost    int64   // credits charged at submit
+	// RequestID is the id of the API request that submitted the task
+	// (WithRequestID), so that its life is logged with it; "" if none.
+	RequestID string
 
 	Status Status
 	// Attempt counts claims. It is the fencing token: the worker that

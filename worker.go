@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
 	"github.com/imagegen/imagegen/internal/retry"
+	"github.com/imagegen/imagegen/internal/slots"
 )
 
 // Run executes generations until ctx ends: it claims ready tasks (at most
@@ -35,31 +37,18 @@ func (s *Service) Run(ctx context.Context) error {
 		s.recoverLoop(ctx)
 	}()
 
-	slots := make(chan struct{}, s.cfg.Workers)
+	pool := slots.New(s.cfg.Workers)
 	var running sync.WaitGroup
 claim:
 	for {
 		// Wait for one free slot, then take every other free one, and
 		// claim that many tasks in one store call.
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
+		free := pool.TakeFree(ctx)
+		if free == 0 {
 			break claim
 		}
-		free := 1
-	more:
-		for free < s.cfg.Workers {
-			select {
-			case slots <- struct{}{}:
-				free++
-			default:
-				break more
-			}
-		}
 		tasks, err := s.cfg.Store.ClaimTasks(ctx, s.cfg.LeaseDuration, free)
-		for range free - len(tasks) {
-			<-slots
-		}
+		pool.Give(free - len(tasks))
 		if err != nil {
 			if ctx.Err() != nil {
 				break claim
@@ -78,7 +67,7 @@ claim:
 		for _, t := range tasks {
 			running.Add(1)
 			go func() {
-				defer func() { <-slots; running.Done() }()
+				defer func() { pool.Give(1); running.Done() }()
 				s.process(workCtx, t)
 			}()
 		}
@@ -133,14 +122,17 @@ func (s *Service) recoverLoop(ctx context.Context) {
 			s.log.ErrorContext(ctx, "recover expired leases", "err", err)
 		} else if n > 0 {
 			s.log.InfoContext(ctx, "recovered tasks with expired leases", "count", n)
-			s.WakeWorkers()
+			s.wakeWorkers()
 		}
 	}
 }
 
 // process runs one claimed attempt of t and records its outcome.
 func (s *Service) process(ctx context.Context, t *Task) {
-	log := s.log.With("task_id", t.ID, "attempt", t.Attempt, "model", t.Model)
+	log := s.log.With("task_id", t.ID, "request_id", t.RequestID, "attempt", t.Attempt, "model", t.Model)
+	queued := max(t.UpdatedAt.Sub(t.RunAfter), 0) // claimed at UpdatedAt
+	s.cfg.Observer.TaskClaimed(t.Model, queued)
+	log.Info("task claimed", "queued", queued)
 	genCtx, cancel := context.WithTimeout(ctx, s.cfg.GenerateTimeout)
 	defer cancel()
 
@@ -150,10 +142,18 @@ func (s *Service) process(ctx context.Context, t *Task) {
 		s.renewLease(genCtx, cancel, t, log)
 	}()
 	cancelled := s.cancelWhenFinishedElsewhere(genCtx, cancel, t)
-	imgs, err := s.cfg.Model.Generate(genCtx, Generation{TaskID: t.ID, Model: t.Model, Request: t.Request, Attempt: t.Attempt})
+	events := &taskEvents{log: log, obs: s.cfg.Observer}
+	started := time.Now()
+	imgs, err := s.cfg.Model.Generate(genCtx, Generation{
+		TaskID: t.ID, Model: t.Model, Request: t.Request, Attempt: t.Attempt, RequestID: t.RequestID, Events: events,
+	})
+	took := time.Since(started)
 	timedOut := errors.Is(genCtx.Err(), context.DeadlineExceeded)
 	cancel()
 	<-renewDone
+	if !events.reported.Load() {
+		events.ProviderAnswered(t.Model, err)
+	}
 
 	if cancelled.Load() {
 		log.Info("task cancelled while it ran; generation stopped")
@@ -167,7 +167,7 @@ func (s *Service) process(ctx context.Context, t *Task) {
 	}
 	if err == nil {
 		err = s.complete(storeCtx, t, imgs)
-		s.logOutcome(log, err, "task succeeded", "images", len(imgs))
+		s.finished(log, err, t, Failure{}, took, "task succeeded", "images", len(imgs))
 		return
 	}
 
@@ -176,8 +176,9 @@ func (s *Service) process(ctx context.Context, t *Task) {
 	counted := t.Attempt - t.Released // claims released at shutdown do not count
 	switch {
 	case isModelErr && me.Refused:
-		err = s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, Failure{Code: CodeContentPolicy, Message: me.UserMessage()})
-		s.logOutcome(log, err, "task refused by the model")
+		f := Failure{Code: CodeContentPolicy, Message: me.UserMessage()}
+		err = s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, f)
+		s.finished(log, err, t, f, took, "task refused by the model")
 	case ctx.Err() != nil && !timedOut:
 		// Shutting down: give the task back at once for another worker,
 		// without using up one of its attempts.
@@ -192,8 +193,47 @@ func (s *Service) process(ctx context.Context, t *Task) {
 		f := failure(err, timedOut, counted)
 		log.Info("generation failed", "cause", err.Error())
 		err = s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, f)
-		s.logOutcome(log, err, "task failed and refunded", "code", f.Code, "reason", f.Message)
+		s.finished(log, err, t, f, took, "task failed and refunded", "code", f.Code, "reason", f.Message)
 	}
+}
+
+// finished logs a task's last outcome and, once stored, counts it (and
+// its refund, for a failure).
+func (s *Service) finished(log *slog.Logger, err error, t *Task, f Failure, took time.Duration, msg string, args ...any) {
+	s.logOutcome(log, err, msg, args...)
+	if err != nil {
+		return
+	}
+	if f.Code == "" {
+		s.cfg.Observer.TaskFinished(t.Model, StatusSuccess, "", took)
+		return
+	}
+	s.cfg.Observer.TaskFinished(t.Model, StatusFailed, f.Code, took)
+	s.cfg.Observer.CreditsRefunded(t.Cost)
+}
+
+// taskEvents logs and counts what a model reports during one attempt.
+type taskEvents struct {
+	log      *slog.Logger
+	obs      Observer
+	reported atomic.Bool
+}
+
+func (e *taskEvents) ProviderAnswered(provider string, err error) {
+	e.reported.Store(true)
+	outcome := ProviderOutcome(err)
+	e.obs.ProviderRequest(provider, outcome)
+	if err != nil {
+		e.log.Info("provider answered", "provider", provider, "outcome", outcome, "cause", err.Error())
+		return
+	}
+	e.log.Info("provider answered", "provider", provider, "outcome", outcome)
+}
+
+func (e *taskEvents) FellBack(from, to string, err error) {
+	e.reported.Store(true)
+	e.obs.Fallback(from, to)
+	e.log.Warn("falling back to the next model", "from", from, "to", to, "cause", fmt.Sprint(err))
 }
 
 func (s *Service) complete(ctx context.Context, t *Task, gen []GeneratedImage) error {

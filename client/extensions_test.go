@@ -169,13 +169,25 @@ func TestSubmitWithKey(t *testing.T) {
 		is.Equal(apiErr.StatusCode, http.StatusConflict)
 		is.Equal(apiErr.Code, "idempotency_key_in_use")
 
-		// A refusal that depends on the balance is not kept for its key:
-		// after a top-up the same key goes through.
+		// A refusal of the body is replayed for its key, and says so.
+		blank := fox
+		blank.Prompt = "   "
+		_, err = c.SubmitWithKey(ctx, blank, "blank")
+		is.True(errors.As(err, &apiErr))
+		is.Equal(apiErr.Code, "invalid_params")
+		is.True(!apiErr.Replayed)
+		_, err = c.SubmitWithKey(ctx, blank, "blank")
+		is.True(errors.Is(err, imagegen.ErrInvalidParams))
+		is.True(errors.As(err, &apiErr))
+		is.True(apiErr.Replayed)
+		is.True(strings.Contains(err.Error(), "replayed"))
+
+		// A refusal that depends on the balance is not kept: after a
+		// top-up the same key goes through.
 		poor := e.clientFor(e.base, e.user("carol", 1))
 		_, err = poor.SubmitWithKey(ctx, fox, "k")
 		is.True(errors.As(err, &apiErr))
 		is.Equal(apiErr.Code, "insufficient_credits")
-		is.True(!apiErr.Replayed)
 		_, err = e.svc.Grant(ctx, "carol", 5, uuid.NewString())
 		is.NoErr(err)
 		topped, err := poor.SubmitWithKey(ctx, fox, "k")
@@ -199,7 +211,7 @@ func TestSubmitWithKey(t *testing.T) {
 		for _, a := range only(log, func(a arrival) bool { return a.method == http.MethodPost && a.path == "/api/v1/generate" }) {
 			keys = append(keys, a.header.Get("Idempotency-Key"))
 		}
-		is.Equal(keys[:5], []string{"order-1", "order-1", "order-1", "order-2", "k"})
+		is.Equal(keys[:5], []string{"order-1", "order-1", "order-1", "order-2", "blank"})
 		_, err = c.Submit(ctx, fox)
 		is.NoErr(err)
 		log = e.log()

@@ -120,6 +120,7 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 				h.respondErr(w, r, err)
 				return
 			}
+			noteCaller(w, p)
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -12,10 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/google/uuid"
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/metrics"
 	"github.com/imagegen/imagegen/ratelimit"
 	"github.com/imagegen/imagegen/store/memory"
 )
@@ -67,10 +71,24 @@ func (b *bareAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 const benchKey = "bench-key-0123456789abcdef"
 
-func newBenchAPI(b *testing.B) (http.Handler, *imagegen.Service) {
+// newBenchAPI is the API on the memory store; withMetrics counts every
+// request, submit and charge in Prometheus metrics (package metrics) on a
+// registry of its own. Logs are discarded either way.
+func newBenchAPI(b *testing.B, withMetrics bool) (http.Handler, *imagegen.Service) {
 	clock := imagegentest.NewClock(time.Time{})
+	store := memory.New(memory.Config{Clock: clock})
+	var obs imagegen.Observer
+	var httpObs httpapi.Observer
+	if withMetrics {
+		m, err := metrics.New(metrics.Config{Registerer: prometheus.NewRegistry(), Queue: store})
+		if err != nil {
+			b.Fatal(err)
+		}
+		obs, httpObs = m, m
+	}
+	discard := slog.New(slog.DiscardHandler)
 	svc, err := imagegen.New(imagegen.Config{
-		Store: memory.New(memory.Config{Clock: clock}), Model: imagegentest.NewModel(1), Clock: clock,
+		Store: store, Model: imagegentest.NewModel(1), Clock: clock, Logger: discard, Observer: obs,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -85,7 +103,7 @@ func newBenchAPI(b *testing.B) (http.Handler, *imagegen.Service) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	api, err := httpapi.New(httpapi.Config{Service: svc, Limiter: limiter, Clock: clock})
+	api, err := httpapi.New(httpapi.Config{Service: svc, Limiter: limiter, Clock: clock, Logger: discard, Observer: httpObs})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -178,15 +196,26 @@ var transports = []struct {
 	{"inprocess", func(_ *testing.B, h http.Handler) doFunc { return inProcess(h) }},
 }
 
+// apiVariants are the API without and with metrics.
+var apiVariants = []struct {
+	name    string
+	metrics bool
+}{
+	{"httpapi", false},
+	{"httpapi+metrics", true},
+}
+
 // BenchmarkSubmit compares POST /generate through httpapi on the memory
-// store with the bare handler (target: at least 0.8x), over
-// loopback HTTP and in process.
+// store (without and with metrics) with the bare handler (target: at
+// least 0.8x), over loopback HTTP and in process.
 func BenchmarkSubmit(b *testing.B) {
 	for _, tr := range transports {
-		b.Run(tr.name+"/httpapi", func(b *testing.B) {
-			h, _ := newBenchAPI(b)
-			run(b, tr.make(b, h), "POST", "/api/v1/generate", benchBody, http.StatusCreated)
-		})
+		for _, v := range apiVariants {
+			b.Run(tr.name+"/"+v.name, func(b *testing.B) {
+				h, _ := newBenchAPI(b, v.metrics)
+				run(b, tr.make(b, h), "POST", "/api/v1/generate", benchBody, http.StatusCreated)
+			})
+		}
 		b.Run(tr.name+"/bare", func(b *testing.B) {
 			run(b, tr.make(b, newBare().mux()), "POST", "/api/v1/generate", benchBody, http.StatusCreated)
 		})
@@ -196,14 +225,16 @@ func BenchmarkSubmit(b *testing.B) {
 // BenchmarkPoll compares GET /tasks/{id} the same way.
 func BenchmarkPoll(b *testing.B) {
 	for _, tr := range transports {
-		b.Run(tr.name+"/httpapi", func(b *testing.B) {
-			h, svc := newBenchAPI(b)
-			sub, err := svc.Submit(context.Background(), "bench", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "x"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			run(b, tr.make(b, h), "GET", "/api/v1/tasks/"+sub.TaskID, "", http.StatusOK)
-		})
+		for _, v := range apiVariants {
+			b.Run(tr.name+"/"+v.name, func(b *testing.B) {
+				h, svc := newBenchAPI(b, v.metrics)
+				sub, err := svc.Submit(context.Background(), "bench", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "x"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				run(b, tr.make(b, h), "GET", "/api/v1/tasks/"+sub.TaskID, "", http.StatusOK)
+			})
+		}
 		b.Run(tr.name+"/bare", func(b *testing.B) {
 			bare := newBare()
 			bare.tasks["task-1"] = "bench"

@@ -44,7 +44,8 @@ func (h *Handler) respondErr(w http.ResponseWriter, r *http.Request, err error) 
 	case errors.Is(err, imagegen.ErrInvalidTransition):
 		writeError(w, http.StatusConflict, imagegen.APITaskAlreadyFinished, "the task has already finished; it was not changed")
 	default:
-		h.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		h.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", r.Pattern,
+			"request_id", requestIDOf(w), "err", err)
 		writeError(w, http.StatusInternalServerError, imagegen.APIInternalError, "internal server error")
 	}
 }

@@ -80,7 +80,12 @@ type Config struct {
 	// -retention).
 	IdempotencyTTL time.Duration
 	Clock          imagegen.Clock // default SystemClock
-	Logger         *slog.Logger   // default slog.Default()
+	// Logger gets one line per request (method, route, status, duration,
+	// request id, key id) and the details of server errors.
+	Logger *slog.Logger // default slog.Default()
+	// Observer is told of every answer, for metrics (package metrics).
+	// Nil counts nothing.
+	Observer Observer
 }
 
 // Handler serves the API. Create it with New.
@@ -136,6 +141,11 @@ func New(cfg Config) (*Handler, error) {
 	return h, nil
 }
 
+// ClientIP names the client of r as the API's failed-authentication
+// limit counts it (Config.ClientIP, or the address with trusted proxies
+// applied), for other front ends that share that limit.
+func (h *Handler) ClientIP(r *http.Request) string { return h.cfg.ClientIP(r) }
+
 // Register mounts the handler on mux at its prefix (and at
 // OpenAIPrefix+"/images/" when the OpenAI-compatible endpoint is on).
 func (h *Handler) Register(mux *http.ServeMux) {
@@ -145,7 +155,9 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	}
 }
 
-// ServeHTTP serves one API request.
+// ServeHTTP serves one API request: it gives it a request id (see
+// RequestIDHeader), serves it, logs it once and reports it to the
+// Observer.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.mux.ServeHTTP(w, r)
+	h.serveObserved(w, r)
 }

@@ -40,9 +40,11 @@ type env struct {
 }
 
 type envOptions struct {
-	store  imagegen.Store
-	limit  int
-	openAI bool // serve the OpenAI-compatible endpoint at /v1
+	store    imagegen.Store
+	limit    int
+	openAI   bool             // serve the OpenAI-compatible endpoint at /v1
+	logger   *slog.Logger     // the API's; default quiet
+	observer httpapi.Observer // default none
 }
 
 // quiet keeps the service's logs out of test output.
@@ -52,7 +54,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	t.Helper()
 	is := is.New(t)
 	clock := imagegentest.NewClock(time.Time{})
-	o := envOptions{store: memory.New(memory.Config{Clock: clock, Retention: retention}), limit: 1000}
+	o := envOptions{store: memory.New(memory.Config{Clock: clock, Retention: retention}), limit: 1000, logger: quiet}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -65,7 +67,8 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	is.NoErr(err)
 	api, err := httpapi.New(httpapi.Config{
 		Service: svc, Limiter: limiter, AuthFailures: authFailures, Clock: clock,
-		PublicURL: "https://img.example.test", Logger: quiet, OpenAIPrefix: map[bool]string{true: "/v1"}[o.openAI],
+		PublicURL: "https://img.example.test", Logger: o.logger, Observer: o.observer,
+		OpenAIPrefix: map[bool]string{true: "/v1"}[o.openAI],
 	})
 	is.NoErr(err)
 	mux := http.NewServeMux()

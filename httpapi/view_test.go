@@ -86,7 +86,7 @@ func TestTaskViews(t *testing.T) {
 	is.Equal(*calls[2].Request.Seed, int64(42))
 	// A task submitted without a seed got one, and the model had it too.
 	drawn := decodeFull(t, e.do("GET", "/api/v1/tasks/"+ids[0]+"?view=full", e.key, "").Body).Seed
-	is.True(drawn != nil && *drawn >= 0 && *drawn <= imagegen.MaxSeed)
+	is.True(drawn != nil && *drawn >= 1 && *drawn <= imagegen.MaxSeed) // drawn: never 0
 	is.Equal(*calls[0].Request.Seed, *drawn)
 
 	// Without a view, a finished task is exactly the interface's.

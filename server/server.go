@@ -109,6 +109,11 @@ type Config struct {
 	// filled in by New.
 	Webhooks webhook.Config
 
+	// HTTPObserver is told of every API answer, for metrics (package
+	// metrics). Nil counts nothing. (The service's Observer is
+	// Service.Observer; the dispatcher's, Webhooks.Observer.)
+	HTTPObserver httpapi.Observer
+
 	// NoWorkers makes Run deliver callbacks without running generations:
 	// an API-only process, with workers elsewhere on a shared store.
 	NoWorkers bool
@@ -120,6 +125,8 @@ type Server struct {
 	svc        *imagegen.Service
 	api        *httpapi.Handler
 	dispatcher *webhook.Dispatcher
+	limiter    imagegen.Limiter
+	authFails  imagegen.Limiter
 	noWorkers  bool
 }
 
@@ -180,6 +187,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		SigningKey:     cfg.SigningKey,
 		Clock:          clock,
 		Logger:         log,
+		Observer:       cfg.HTTPObserver,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -197,7 +205,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	return &Server{svc: svc, api: api, dispatcher: dispatcher, noWorkers: cfg.NoWorkers}, nil
+	return &Server{svc: svc, api: api, dispatcher: dispatcher, limiter: cfg.Limiter, authFails: cfg.AuthFailures, noWorkers: cfg.NoWorkers}, nil
 }
 
 func checkPublicURL(raw string) error {
@@ -222,6 +230,23 @@ func (s *Server) Service() *imagegen.Service { return s.svc }
 
 // API returns the HTTP API handler (for ImageURLs and TaskJSON).
 func (s *Server) API() *httpapi.Handler { return s.api }
+
+// Drain answers every open "Prefer: wait" request at once with its task
+// as it stands (httpapi.Handler.Drain), so that shutting the HTTP server
+// down is not held up by long polls:
+//
+//	httpServer.RegisterOnShutdown(srv.Drain)
+func (s *Server) Drain() { s.api.Drain() }
+
+// Limiter returns the per-key rate limit of the API (Config.Limiter or
+// the default), for other front ends that must count against the same
+// limit, such as the web console's playground.
+func (s *Server) Limiter() imagegen.Limiter { return s.limiter }
+
+// AuthFailures returns the limit of failed authentications per client
+// address (Config.AuthFailures or the default), for other sign-in forms
+// that must share it, such as the web console's.
+func (s *Server) AuthFailures() imagegen.Limiter { return s.authFails }
 
 // Register mounts the API on mux under its prefix.
 func (s *Server) Register(mux *http.ServeMux) { s.api.Register(mux) }

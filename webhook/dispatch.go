@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/retry"
+	"github.com/imagegen/imagegen/internal/slots"
 )
 
 // HeaderEvent names the task event a delivery reports: "processing" (a
@@ -32,21 +35,50 @@ type Config struct {
 	Render func(*imagegen.Task) ([]byte, error)
 	Poster Poster // the guarded sender (fetch.Fetcher.Post)
 
-	MaxAttempts  int           // default 10
-	Backoff      time.Duration // before the second attempt, doubling; default 5s
-	MaxBackoff   time.Duration // default 10m
-	Lease        time.Duration // a claimed delivery's lease; default 1m
+	MaxAttempts int           // default 10
+	Backoff     time.Duration // before the second attempt, doubling; default 5s
+	MaxBackoff  time.Duration // default 10m
+	// AttemptTimeout bounds one attempt, from the render to the
+	// receiver's answer; a receiver that has not answered by then has
+	// failed this attempt. Default 10s.
+	AttemptTimeout time.Duration
+	// Lease is a claimed delivery's lease (default 1m, and at least
+	// twice AttemptTimeout). A delivery claimed but not sent (its
+	// destination had its share of slots) comes back when it ends.
+	Lease        time.Duration
 	PollInterval time.Duration // how often to look for due deliveries; default 1s
-	Concurrency  int           // deliveries in flight; default 4
-	Clock        imagegen.Clock
-	Logger       *slog.Logger
+	// Concurrency is how many deliveries are in flight at once, each on
+	// its own (default 8).
+	Concurrency int
+	// PerDestination is how many of those may go to one destination
+	// (the URL's host and port) at once, so that one slow or hanging
+	// receiver cannot take every slot (default Concurrency/4, at least 1).
+	PerDestination int
+	Clock          imagegen.Clock
+	Logger         *slog.Logger
+	// Observer is told the outcome of each delivery attempt, for metrics
+	// (package metrics). Nil counts nothing.
+	Observer Observer
+}
+
+// Observer counts delivery outcomes: "delivered", "retry" (failed, will
+// be tried again), "given_up" (failed MaxAttempts times) and "dropped"
+// (the task expired first).
+type Observer interface {
+	WebhookDelivery(outcome string)
 }
 
 // Dispatcher sends due callbacks. Any number of dispatchers may share a
-// store: deliveries are leased.
+// store: deliveries are leased. Deliveries are claimed in due-time order
+// and each runs on its own, within AttemptTimeout; at most Concurrency
+// are in flight, at most PerDestination of them to one destination.
 type Dispatcher struct {
 	cfg   Config
 	store imagegen.WebhookStore
+
+	mu     sync.Mutex
+	flying map[string]int // deliveries in flight per destination
+	freed  *sync.Cond     // on mu: a delivery ended
 }
 
 // NewDispatcher returns a Dispatcher, or an error naming a bad field.
@@ -54,29 +86,46 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 	if c.Service == nil || c.Render == nil || c.Poster == nil {
 		return nil, errors.New("webhook: Config.Service, Render and Poster are required")
 	}
+	if c.Concurrency < 0 || c.PerDestination < 0 || c.AttemptTimeout < 0 {
+		return nil, errors.New("webhook: Config.Concurrency, PerDestination and AttemptTimeout must not be negative")
+	}
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, 10)
 	c.Backoff = cmp.Or(c.Backoff, 5*time.Second)
 	c.MaxBackoff = cmp.Or(c.MaxBackoff, 10*time.Minute)
-	c.Lease = cmp.Or(c.Lease, time.Minute)
+	c.AttemptTimeout = cmp.Or(c.AttemptTimeout, 10*time.Second)
+	c.Lease = max(cmp.Or(c.Lease, time.Minute), 2*c.AttemptTimeout)
 	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
-	c.Concurrency = cmp.Or(c.Concurrency, 4)
+	c.Concurrency = cmp.Or(c.Concurrency, 8)
+	c.PerDestination = min(cmp.Or(c.PerDestination, max(1, c.Concurrency/4)), c.Concurrency)
 	if c.Clock == nil {
 		c.Clock = imagegen.SystemClock{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	return &Dispatcher{cfg: c, store: c.Service.Store()}, nil
+	d := &Dispatcher{cfg: c, store: c.Service.Store(), flying: map[string]int{}}
+	d.freed = sync.NewCond(&d.mu)
+	return d, nil
 }
 
-// Run delivers due callbacks until ctx ends.
+// Run delivers due callbacks until ctx ends, then waits for the
+// deliveries in flight (each ends within AttemptTimeout). A slot that
+// frees up is filled at once: deliveries do not wait for each other.
 func (d *Dispatcher) Run(ctx context.Context) error {
+	pool := slots.New(d.cfg.Concurrency)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for {
-		n, err := d.RunOnce(ctx)
+		free := pool.TakeFree(ctx) // one free slot, and the others free now
+		if free == 0 {
+			return nil
+		}
+		claimed, started, err := d.start(ctx, free, &wg, func() { pool.Give(1) }, false)
+		pool.Give(free - started)
 		if err != nil && ctx.Err() == nil {
 			d.cfg.Logger.ErrorContext(ctx, "webhook dispatch", "err", err)
 		}
-		if n > 0 {
+		if claimed > 0 && err == nil {
 			continue // there may be more due
 		}
 		select {
@@ -88,41 +137,106 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 // RunOnce claims the deliveries due now (up to Concurrency), sends them
-// and records the outcomes. It returns how many it attempted.
+// and waits for them; those to a destination that has its share in
+// flight wait for one of its deliveries to end. It returns how many it
+// claimed.
 func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
-	due, err := d.store.ClaimWebhooks(ctx, d.cfg.Lease, d.cfg.Concurrency)
-	if err != nil {
-		return 0, fmt.Errorf("webhook: claim: %w", err)
-	}
 	var wg sync.WaitGroup
+	claimed, _, err := d.start(ctx, d.cfg.Concurrency, &wg, func() {}, true)
+	wg.Wait()
+	return claimed, err
+}
+
+// start claims up to n due deliveries and starts each whose destination
+// has fewer than PerDestination in flight (with queue, the others wait
+// for their turn; without, they stay leased until their lease ends),
+// calling done when one ends. It returns how many it claimed and started.
+func (d *Dispatcher) start(ctx context.Context, n int, wg *sync.WaitGroup, done func(), queue bool) (claimed, started int, err error) {
+	due, err := d.store.ClaimWebhooks(ctx, d.cfg.Lease, n)
+	if err != nil {
+		return 0, 0, fmt.Errorf("webhook: claim: %w", err)
+	}
 	for _, del := range due {
+		dest := destination(del.URL)
+		if !d.take(dest, queue) {
+			d.cfg.Logger.DebugContext(ctx, "webhook postponed: its destination has its share of deliveries in flight", "task_id", del.TaskID)
+			continue
+		}
+		started++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer done()
+			defer d.give(dest)
 			d.deliver(ctx, del)
 		}()
 	}
-	wg.Wait()
-	return len(due), nil
+	return len(due), started, nil
+}
+
+// take reserves a slot of dest if it has fewer than PerDestination in
+// flight; with wait, it waits for one (each delivery ends within
+// AttemptTimeout).
+func (d *Dispatcher) take(dest string, wait bool) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for d.flying[dest] >= d.cfg.PerDestination {
+		if !wait {
+			return false
+		}
+		d.freed.Wait()
+	}
+	d.flying[dest]++
+	return true
+}
+
+func (d *Dispatcher) give(dest string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.flying[dest]--; d.flying[dest] <= 0 {
+		delete(d.flying, dest)
+	}
+	d.freed.Broadcast()
+}
+
+// destination names a callback's receiver: its URL's host and port.
+func destination(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	return strings.ToLower(u.Host)
 }
 
 func (d *Dispatcher) deliver(ctx context.Context, del imagegen.WebhookDelivery) {
 	log := d.cfg.Logger.With("task_id", del.TaskID, "event", del.Event, "attempt", del.Attempts+1)
-	err := d.send(ctx, del)
+	attemptCtx, cancel := context.WithTimeout(ctx, d.cfg.AttemptTimeout)
+	err := d.send(attemptCtx, del)
+	cancel()
+	// The outcome is recorded even when ctx ended meanwhile.
+	ctx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancelStore()
+	outcome := "retry"
 	switch {
 	case err == nil:
+		outcome = "delivered"
 		log.InfoContext(ctx, "webhook delivered")
 		err = d.store.AckWebhook(ctx, cmp.Or(del.ID, del.TaskID))
 	case errors.Is(err, imagegen.ErrTaskNotFound):
+		outcome = "dropped"
 		log.InfoContext(ctx, "webhook dropped: the task has expired")
 		err = d.store.AckWebhook(ctx, cmp.Or(del.ID, del.TaskID))
 	case del.Attempts+1 >= d.cfg.MaxAttempts:
+		outcome = "given_up"
 		log.WarnContext(ctx, "webhook given up", "err", err)
 		err = d.store.AckWebhook(ctx, cmp.Or(del.ID, del.TaskID))
 	default:
 		delay := d.backoff(del.Attempts + 1)
 		log.InfoContext(ctx, "webhook will be retried", "err", err, "delay", delay)
 		err = d.store.RetryWebhook(ctx, cmp.Or(del.ID, del.TaskID), delay)
+	}
+	if d.cfg.Observer != nil {
+		d.cfg.Observer.WebhookDelivery(outcome)
 	}
 	if err != nil {
 		log.ErrorContext(ctx, "record webhook outcome; the lease will expire and it will be tried again", "err", err)

@@ -15,6 +15,13 @@
 // never following redirects. Deliveries are queued by the store in the
 // same step that finishes the task, so on Redis they survive restarts.
 //
+// One receiver cannot hold up another's callbacks: the Dispatcher claims
+// deliveries in due-time order and runs each on its own, within
+// Config.AttemptTimeout (10 s), with at most Config.Concurrency (8) in
+// flight and at most Config.PerDestination (2) to one host and port; a
+// delivery claimed while its destination has its share waits for its
+// lease to end.
+//
 // Receivers verify with Verify (also client.VerifyWebhook).
 package webhook
 

@@ -54,12 +54,17 @@ func parseAdmin(name string, args []string, getenv func(string) string, stderr i
 
 // withService opens the shared store and runs fn with a service on it.
 func withService(ctx context.Context, stores storeFlags, fn func(*imagegen.Service) error) error {
+	return withLoggedService(ctx, stores, slog.New(slog.DiscardHandler), fn)
+}
+
+// withLoggedService is withService with the service logging to log.
+func withLoggedService(ctx context.Context, stores storeFlags, log *slog.Logger, fn func(*imagegen.Service) error) error {
 	be, err := openBackend(ctx, backendConfig{storeFlags: stores, retention: 24 * time.Hour, rateLimit: 1})
 	if err != nil {
 		return err
 	}
 	defer be.close()
-	svc, err := newService(runtimeConfig{model: placeholder.Name, retention: 24 * time.Hour, lease: 30 * time.Second}, noEnv, be, slog.New(slog.DiscardHandler))
+	svc, _, err := newService(runtimeConfig{model: placeholder.Name, retention: 24 * time.Hour, lease: 30 * time.Second}, noEnv, be, log, nil)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func parseGenerate(args []string, stderr io.Writer) (generateConfig, error) {
 	fs.StringVar(&c.prompt, "prompt", "", "text describing the image (required)")
 	fs.StringVar(&c.aspect, "aspect", string(imagegen.AspectAuto), "aspect ratio: "+aspectChoices())
 	fs.Var(&c.images, "image", "URL of a reference image (repeatable; makes the task image-to-image)")
-	fs.Func("seed", "random seed, 0 to 4294967295: the same seed and prompt make the same picture on models that take one (default: drawn by the server, and shown)", func(v string) error {
+	fs.Func("seed", "random seed, 0 to 4294967294: the same seed and prompt make the same picture on models that take one (default: drawn by the server, and shown)", func(v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 || n > imagegen.MaxSeed {
 			return fmt.Errorf("must be a whole number from 0 to %d", int64(imagegen.MaxSeed))

@@ -27,6 +27,7 @@ func TestGroupHelpListsSubcommands(t *testing.T) {
 		"keys":    {"create", "list", "revoke"},
 		"credits": {"grant", "show"},
 		"tasks":   {"get"},
+		"inspect": {"stats", "list", "show", "retry", "cancel", "purge"},
 	} {
 		t.Run(group, func(t *testing.T) {
 			is := is.New(t)
@@ -59,6 +60,11 @@ func TestAdminFlagErrors(t *testing.T) {
 		{[]string{"keys", "list", "-redis", "notaurl", "-owner", "a"}, "-redis must be a URL like redis://"},
 		{[]string{"serve", "-public-url", "img.example.com"}, "-public-url must be an absolute http(s) URL"},
 		{[]string{"serve", "-public-url", "ftp://img.example.com"}, "-public-url must be an absolute http(s) URL"},
+		{[]string{"serve", "-pprof"}, "-pprof needs -admin-addr"},
+		{[]string{"serve", "-log-format", "xml"}, "-log-format must be text or json"},
+		{[]string{"worker", "-log-level", "loud"}, "-log-level must be debug, info, warn or error"},
+		{[]string{"inspect", "list", "-redis", "redis://127.0.0.1:1/0", "-since", "yesterday"}, "-since \"yesterday\": want an RFC 3339 time"},
+		{[]string{"inspect", "purge", "-redis", "redis://127.0.0.1:1/0"}, "inspect purge needs -reason"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args[:2], " "), func(t *testing.T) {

@@ -4,6 +4,8 @@
 //	imagegen worker -redis URL [flags]        workers only, on a shared Redis (or -postgres URL)
 //	imagegen keys create|list|revoke [flags]  manage API keys in a shared store
 //	imagegen credits grant|show [flags]       manage credits in a shared store
+//	imagegen inspect stats|list|show|retry|cancel|purge [flags]
+//	                                          inspect and repair a shared store's tasks
 //	imagegen migrate -postgres URL [flags]    create or update the PostgreSQL schema
 //	imagegen generate -prompt TEXT [flags]    generate an image through a server's API
 //	imagegen tasks get TASK_ID                print a task of a server's API
@@ -49,6 +51,8 @@ commands:
   worker    run workers only, against a shared store (-redis or -postgres URL)
   keys      create, list or revoke API keys in a shared store
   credits   grant or show credits in a shared store
+  inspect   operators' view of a shared store: queue stats, tasks of every user,
+            retry, cancel, purge (imagegen inspect -h)
   migrate   create or update the PostgreSQL schema (before serve -postgres):
               imagegen migrate -postgres URL [-schema S] [-down | -to N]
   generate  generate images through a server's API and write them to files:
@@ -83,6 +87,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return generate(ctx, args[1:], getenv, stdout, stderr)
 	case "tasks":
 		return tasksCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "inspect":
+		return inspectCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

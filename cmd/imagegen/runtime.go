@@ -14,6 +14,7 @@ import (
 // runtimeConfig is what every process that runs generations shares:
 // serve (with workers) and worker.
 type runtimeConfig struct {
+	opsConfig
 	storeFlags
 	model            string
 	workers          int
@@ -33,6 +34,7 @@ func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int) {
 	fs.DurationVar(&c.retention, "retention", 24*time.Hour, "how long finished tasks and their images are kept (use one value for all processes)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "on SIGTERM, how long running generations may finish before they are stopped and their tasks given back to the queue (without using up an attempt)")
 	fs.DurationVar(&c.lease, "lease", 30*time.Second, "how long a worker holds a task before another may take it over (renewed while it runs)")
+	c.opsConfig.register(fs)
 }
 
 func (c runtimeConfig) validate() error {
@@ -51,7 +53,7 @@ func (c runtimeConfig) validate() error {
 	case c.lease < time.Second:
 		return errors.New("-lease must be at least 1s")
 	}
-	return nil
+	return c.opsConfig.validate()
 }
 
 // serviceConfig wires the model of -model on the backend's store. getenv gives the
@@ -74,11 +76,14 @@ func serviceConfig(c runtimeConfig, getenv func(string) string, be backend, log 
 	}, nil
 }
 
-// newService is the service of serviceConfig.
-func newService(c runtimeConfig, getenv func(string) string, be backend, log *slog.Logger) (*imagegen.Service, error) {
+// newService is the service of serviceConfig, counted by obs (nil for
+// none). It returns the model too, for the readiness check.
+func newService(c runtimeConfig, getenv func(string) string, be backend, log *slog.Logger, obs imagegen.Observer) (*imagegen.Service, imagegen.Model, error) {
 	cfg, err := serviceConfig(c, getenv, be, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return imagegen.New(cfg)
+	cfg.Observer = obs
+	svc, err := imagegen.New(cfg)
+	return svc, cfg.Model, err
 }

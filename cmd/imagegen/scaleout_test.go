@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"image/png"
 	"net/http"
 	"strings"
@@ -16,18 +15,8 @@ const demoKey = "scale-out-key-0123456789"
 // httpCall sends one API request and decodes the JSON answer.
 func httpCall(t *testing.T, method, url, key, body string) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	is.New(t).NoErr(err)
-	req.Header.Set("Authorization", "Bearer "+key)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	is.New(t).NoErr(err)
-	defer resp.Body.Close()
-	var m map[string]any
-	is.New(t).NoErr(json.NewDecoder(resp.Body).Decode(&m))
-	return resp.StatusCode, m
+	code, m, _ := doRequest(t, method, url, key, body, "")
+	return code, m
 }
 
 // Two API processes and one worker process share one Redis: a task

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/console"
 	"github.com/imagegen/imagegen/server"
+	"github.com/imagegen/imagegen/webhook"
 )
 
 type serveConfig struct {
@@ -29,7 +31,12 @@ type serveConfig struct {
 	// trustedProxies are the reverse proxies whose X-Forwarded-For /
 	// Forwarded headers name the client.
 	trustedProxies prefixList
-	openAI         string
+	// console mounts the web console at /console/; operators are the
+	// owners who see its operator pages.
+	console   bool
+	operators stringList
+	// openAI is where the OpenAI-compatible endpoint is served ("" for off).
+	openAI string
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -43,6 +50,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.IntVar(&c.rateLimit, "rate-limit", 10, "requests per API key per rolling minute")
 	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: one kept in the store, shared by every process on a shared store)")
 	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose X-Forwarded-For / Forwarded headers name the client, for the per-address limit on failed logins (repeatable; default: none, the client is the peer address)")
+	fs.BoolVar(&c.console, "console", true, "serve the web console at /console/ (users sign in with one of their API keys); -console=false turns it off")
+	fs.Var(&c.operators, "operator", "owner who may see the console's operator pages (repeatable)")
 	fs.StringVar(&c.openAI, "openai-prefix", "/v1", `where the OpenAI-compatible POST <prefix>/images/generations is served ("" turns it off)`)
 	c.runtimeConfig.register(fs, 4)
 	secretFiles(fs, "demo-key", "signing-key")
@@ -81,16 +90,24 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := c.logger(stderr)
 
 	be, err := openBackend(ctx, backendConfig{storeFlags: c.storeFlags, retention: c.retention, rateLimit: c.rateLimit})
 	if err != nil {
 		return err
 	}
 	defer be.close()
+	obs, err := newObservability(c.opsConfig, be.store)
+	if err != nil {
+		return err
+	}
 	svcConfig, err := serviceConfig(c.runtimeConfig, getenv, be, log)
 	if err != nil {
 		return err
+	}
+	svcConfig.Observer = obs.observer()
+	if c.workers > 0 {
+		obs.checkModel(svcConfig.Model)
 	}
 
 	ln, err := net.Listen("tcp", c.addr)
@@ -111,6 +128,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		OpenAIPrefix:   c.openAI,
 		SigningKey:     []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
 		NoWorkers:      c.workers == 0,       // -workers 0: this process serves the API only
+		HTTPObserver:   obs.apiObserver(),
+		Webhooks:       webhook.Config{Observer: obs.webhookObserver()},
 	})
 	if err != nil {
 		return err
@@ -120,6 +139,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	mux := http.NewServeMux()
 	stack.Register(mux)
+	probes, err := obs.probes(log, false) // load balancers probe the serving port too
+	if err != nil {
+		return err
+	}
+	probes.Register(mux)
+	if c.console {
+		if err := mountConsole(ctx, mux, stack, publicURL, c.operators, log); err != nil {
+			return err
+		}
+	}
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -129,15 +158,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 
-	srv.RegisterOnShutdown(stack.API().Drain) // open Prefer: wait requests answer at once
+	srv.RegisterOnShutdown(stack.Drain) // open Prefer: wait requests answer at once
 
 	var wg sync.WaitGroup
+	admin, stopAdmin, err := obs.startAdmin(ctx, c.opsConfig, log)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		_ = stack.Run(ctx) // workers, and callbacks of finished tasks from this or any process; returns once running generations finished or were released
 	}()
-	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "workers", c.workers, "model", c.model, "store", c.storeFlags.name())
+	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "console", consoleURL(c.console, publicURL), "workers", c.workers, "model", c.model, "store", c.storeFlags.name(), "admin", admin)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -155,6 +189,33 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log.Info("stopped")
 	return err
+}
+
+// mountConsole serves the web console at /console/: sign-in with an API
+// key, sessions signed with a key kept in the store (so every process on
+// a shared store accepts them), the API's rate and failed-login limits.
+func mountConsole(ctx context.Context, mux *http.ServeMux, stack *server.Server, publicURL string, operators []string, log *slog.Logger) error {
+	u, err := url.Parse(publicURL)
+	if err != nil {
+		return err
+	}
+	con, err := console.New(ctx, console.Config{
+		Service:       stack.Service(),
+		API:           stack.API(),
+		ImageOrigins:  []string{u.Scheme + "://" + u.Host}, // image URLs start with the public URL
+		Limiter:       stack.Limiter(),
+		AuthFailures:  stack.AuthFailures(),
+		Prefix:        "/console",
+		KeySignIn:     true,
+		Operators:     operators,
+		SecureCookies: u.Scheme == "https", // served over https through a proxy
+		Logger:        log,
+	})
+	if err != nil {
+		return err
+	}
+	mux.Handle("/console/", con)
+	return nil
 }
 
 // createDemoUsers gives each -demo-key its own user with -demo-credits,
@@ -208,4 +269,11 @@ func displayAddr(a net.Addr) string {
 func absoluteHTTPURL(raw string) bool {
 	u, err := url.Parse(raw)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil && u.RawQuery == "" && u.Fragment == ""
+}
+
+func consoleURL(on bool, publicURL string) string {
+	if !on {
+		return "off"
+	}
+	return publicURL + "/console/"
 }

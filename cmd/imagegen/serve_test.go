@@ -49,7 +49,7 @@ func startServe(t *testing.T, env map[string]string, args ...string) serveProc {
 	done := make(chan error, 1)
 	args = append([]string{"serve", "-addr", "127.0.0.1:0"}, args...)
 	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, stdout, stderr) }()
-	addrRe := regexp.MustCompile(`api=(http://127\.0\.0\.1:\d+)/api/v1`)
+	addrRe := regexp.MustCompile(`"?api"?[=:]"?(http://127\.0\.0\.1:\d+)/api/v1`) // text or JSON logs
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
@@ -215,4 +215,26 @@ func TestDemoKeyPrintedOnceListening(t *testing.T) {
 	}
 	cancel()
 	is.NoErr(<-done)
+}
+
+func TestServeMountsTheConsole(t *testing.T) {
+	is := is.New(t)
+	s := startServe(t, nil, "-operator", "ops")
+	resp, err := http.Get(s.base + "/console/")
+	is.NoErr(err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	is.NoErr(err)
+	is.Equal(resp.StatusCode, http.StatusOK)
+	is.True(strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html"))
+	is.True(strings.Contains(resp.Header.Get("Content-Security-Policy"), "script-src 'self'"))
+	is.True(strings.Contains(string(body), `action="/console/signin"`)) // the sign-in page
+	is.NoErr(s.stop())
+
+	off := startServe(t, nil, "-console=false")
+	resp, err = http.Get(off.base + "/console/")
+	is.NoErr(err)
+	resp.Body.Close()
+	is.Equal(resp.StatusCode, http.StatusNotFound)
+	is.NoErr(off.stop())
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 )
 
 // worker runs generations only, against a shared Redis or PostgreSQL,
@@ -40,17 +39,27 @@ func worker(ctx context.Context, args []string, getenv func(string) string, stde
 	if c.workers == 0 {
 		return errors.New("-workers must be at least 1 for a worker process")
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := c.logger(stderr)
 	be, err := openBackend(ctx, backendConfig{storeFlags: c.storeFlags, retention: c.retention, rateLimit: 1})
 	if err != nil {
 		return err
 	}
 	defer be.close()
-	svc, err := newService(c, getenv, be, log)
+	obs, err := newObservability(c.opsConfig, be.store)
 	if err != nil {
 		return err
 	}
-	log.Info("imagegen worker running", "workers", c.workers, "model", c.model, "lease", c.lease)
+	svc, model, err := newService(c, getenv, be, log, obs.observer())
+	if err != nil {
+		return err
+	}
+	obs.checkModel(model)
+	admin, stopAdmin, err := obs.startAdmin(ctx, c.opsConfig, log)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
+	log.Info("imagegen worker running", "workers", c.workers, "model", c.model, "lease", c.lease, "admin", admin)
 	err = svc.Run(ctx)
 	log.Info("stopped")
 	return err

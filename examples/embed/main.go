@@ -1,13 +1,16 @@
 // Command embed shows imagegen mounted inside an existing web app: the
 // app keeps its own pages and its own login, the API sits beside them on
 // the same mux under /api/v1, and the app charges web use from the same
-// credit balance that API generations draw on.
+// credit balance that API generations draw on. The web console (API keys,
+// credits, tasks, playground) is mounted at /console/ behind the app's
+// own session cookie.
 //
 //	go run ./examples/embed
 //	curl -s -X POST -H 'Cookie: session=alice' localhost:8081/poster   # web use: 1 credit
 //	curl -s -H 'Cookie: session=alice' localhost:8081/balance
 //	curl -s -X POST -H 'Cookie: session=alice' -H 'Content-Type: application/json' \
 //	     -d '{"scene":"text-to-image","prompt":"a cat"}' localhost:8081/api/v1/generate
+//	# in a browser: set the cookie session=alice for localhost:8081, open /console/
 package main
 
 import (
@@ -21,6 +24,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/console"
 	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/model/placeholder"
@@ -86,6 +90,25 @@ func newApp(ctx context.Context, publicURL string, tune imagegen.Config) (*app, 
 		}
 	}
 	images.Register(a.mux)
+	// The console, behind the app's own login: Identify names the user of
+	// a request from the app's session cookie.
+	con, err := console.New(ctx, console.Config{
+		Service: a.svc,
+		API:     images.API(),     // signed image URLs
+		Limiter: images.Limiter(), // the playground counts in the API's rate limit
+		Prefix:  "/console",
+		Identify: func(r *http.Request) (string, bool, error) {
+			user, ok := sessionUser(r)
+			if !ok {
+				return "", false, nil // not signed in: the console answers 401
+			}
+			return user, user == "alice", nil // alice is also an operator
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.mux.Handle("/console/", con)
 	a.mux.HandleFunc("GET /{$}", a.home)
 	a.mux.HandleFunc("POST /poster", a.buyPoster)
 	a.mux.HandleFunc("GET /balance", a.balance)

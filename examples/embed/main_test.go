@@ -120,3 +120,26 @@ func TestCallbackIsDelivered(t *testing.T) {
 		t.Fatal("no callback within 20s")
 	}
 }
+
+func TestConsoleBehindTheAppsLogin(t *testing.T) {
+	is := is.New(t)
+	_, srv := newTestApp(t)
+	get := func(cookie string) (*http.Response, string) {
+		r, err := http.NewRequest(http.MethodGet, srv.URL+"/console/credits", nil)
+		is.NoErr(err)
+		if cookie != "" {
+			r.AddCookie(&http.Cookie{Name: "session", Value: cookie})
+		}
+		res, err := srv.Client().Do(r)
+		is.NoErr(err)
+		t.Cleanup(func() { _ = res.Body.Close() })
+		return res, text(t, res)
+	}
+	res, _ := get("")
+	is.Equal(res.StatusCode, http.StatusUnauthorized) // the app's login is required
+	res, body := get("bob")
+	is.Equal(res.StatusCode, http.StatusOK)
+	is.True(strings.Contains(body, `id="viewer">bob<`))
+	is.True(strings.Contains(body, `id="balance">20<`)) // bob's sign-up credits
+	is.True(strings.Contains(res.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'"))
+}

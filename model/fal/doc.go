@@ -4,7 +4,9 @@
 // Plan records "fal/<model>" and Config.Cost on the task. The default
 // cost is 1 credit (of 1–3): fal bills flux/dev per megapixel, among the
 // cheaper hosted image models, and one generation asks for one image of
-// about a megapixel. Set Config.Cost for dearer endpoints.
+// about a megapixel. Set Config.Cost for dearer endpoints. The task's
+// seed is sent as the input's "seed" (Plan.Seeded), so the same seed and
+// prompt give the same image.
 //
 // # The queue
 //

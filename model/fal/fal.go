@@ -97,7 +97,7 @@ func (m *Model) Plan(req imagegen.Request) (imagegen.Plan, error) {
 	if req.Scene == imagegen.SceneImageToImage {
 		return imagegen.Plan{}, &imagegen.ValidationError{Field: "scene", Message: fmt.Sprintf("image-to-image is not supported by model %s", m.cfg.Model)}
 	}
-	return imagegen.Plan{Model: m.Name(), Cost: m.client.Cost}, nil
+	return imagegen.Plan{Model: m.Name(), Cost: m.client.Cost, Seeded: true}, nil
 }
 
 // Generate submits the prompt to fal's queue, polls the request until it
@@ -117,6 +117,7 @@ func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen
 		NumImages:           1,
 		EnableSafetyChecker: true,
 		OutputFormat:        m.cfg.OutputFormat,
+		Seed:                req.Seed,
 	})
 	if err != nil {
 		return nil, err

@@ -18,7 +18,7 @@ import (
 )
 
 var (
-	fluxDev = imagegen.Plan{Model: "fal/fal-ai/flux/dev", Cost: 1}
+	fluxDev = imagegen.Plan{Model: "fal/fal-ai/flux/dev", Cost: 1, Seeded: true}
 	// queued is a run's record of calls: submit, three polls (IN_QUEUE,
 	// IN_PROGRESS, COMPLETED), result; and polled its waits.
 	queued = []string{submitCall, statusCall, statusCall, statusCall, resultCall}
@@ -181,7 +181,7 @@ func textToImage(t *testing.T) []success {
 				f.model = "fal-ai/flux/schnell"
 				f.answerSize = &provider.Size{W: 1024, H: 1024} // a model that ignores image_size
 			},
-			Request: providertest.T2I("a lighthouse", imagegen.Aspect16x9), Plan: imagegen.Plan{Model: "fal/fal-ai/flux/schnell", Cost: 1},
+			Request: providertest.T2I("a lighthouse", imagegen.Aspect16x9), Plan: imagegen.Plan{Model: "fal/fal-ai/flux/schnell", Cost: 1, Seeded: true},
 			Size: provider.Size{W: 1024, H: 576}, Calls: queued, Waits: polled},
 		{Name: "PNG output", Config: fal.Config{OutputFormat: "png"}, Request: providertest.T2I("a lighthouse", imagegen.Aspect3x2), Plan: fluxDev,
 			Size: provider.Size{W: 1248, H: 832}, Calls: queued, Waits: polled,
@@ -196,7 +196,7 @@ func textToImage(t *testing.T) []success {
 				f.model, f.app = "workflows/acme/portrait/v2", "workflows/acme/portrait"
 				f.foreignURLs = true // so the adapter builds the status URL itself
 			},
-			Plan: imagegen.Plan{Model: "fal/workflows/acme/portrait/v2", Cost: 1}, ContentType: "image/jpeg", Size: provider.Size{W: 1024, H: 1024}, Calls: queued, Waits: polled,
+			Plan: imagegen.Plan{Model: "fal/workflows/acme/portrait/v2", Cost: 1, Seeded: true}, ContentType: "image/jpeg", Size: provider.Size{W: 1024, H: 1024}, Calls: queued, Waits: polled,
 			Check: func(t *testing.T, f *fake) {
 				is.New(t).Equal(f.Calls()[1].path, "/workflows/acme/portrait/requests/"+requestID+"/status")
 			}},
@@ -322,4 +322,33 @@ func newModel(t *testing.T, f *fake, c fal.Config) (*fal.Model, *providertest.In
 	}
 	c.Logger = slog.New(slog.NewTextHandler(&f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return providertest.MustNew(t, fal.New, c), clock
+}
+
+// TestSeedIsSent: flux takes a seed; the task's goes in the input, and a
+// request without one sends none (the service always draws one).
+func TestSeedIsSent(t *testing.T) {
+	is := is.New(t)
+	f := newFake(t)
+	m, _ := newModel(t, f, fal.Config{})
+	sent := func() *int64 {
+		var seed *int64
+		for _, c := range f.Calls() { // the latest submit
+			if c.kind == submitCall {
+				var in struct {
+					Seed *int64 `json:"seed"`
+				}
+				is.NoErr(json.Unmarshal(c.raw, &in))
+				seed = in.Seed
+			}
+		}
+		return seed
+	}
+	req := providertest.MaxSeedT2I("Photo of a cute dog", imagegen.Aspect1x1)
+	_, err := m.Generate(t.Context(), imagegen.Generation{TaskID: "t", Model: fluxDev.Model, Request: req, Attempt: 1})
+	is.NoErr(err)
+	is.Equal(*sent(), int64(imagegen.MaxSeed))
+	req.Seed = nil
+	_, err = m.Generate(t.Context(), imagegen.Generation{TaskID: "t2", Model: fluxDev.Model, Request: req, Attempt: 1})
+	is.NoErr(err)
+	is.True(sent() == nil)
 }

@@ -18,6 +18,9 @@ type input struct {
 	NumImages           int       `json:"num_images"`
 	EnableSafetyChecker bool      `json:"enable_safety_checker"`
 	OutputFormat        string    `json:"output_format"`
+	// Seed is the task's seed (imagegen.Request.Seed): the same seed and
+	// prompt give the same image.
+	Seed *int64 `json:"seed,omitempty"`
 }
 
 // header is what every queue call sends: the key with the scheme word

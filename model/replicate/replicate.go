@@ -26,6 +26,8 @@ const (
 	// DefaultReferenceInput is the input of DefaultModel that takes the
 	// reference image.
 	DefaultReferenceInput = "input_image"
+	// DefaultSeedInput is the input of DefaultModel that takes the seed.
+	DefaultSeedInput = "seed"
 	// DefaultOutputHost is where Replicate serves outputs (its
 	// subdomains included).
 	DefaultOutputHost = "replicate.delivery"
@@ -50,6 +52,11 @@ type Config struct {
 	// image. Default "input_image" for DefaultModel; for another model,
 	// empty means text-to-image only.
 	ReferenceInput string
+	// SeedInput is the model's input that takes the task's seed.
+	// Default "seed" for DefaultModel; for another model, empty means it
+	// takes none (its tasks report no seed). The FLUX models call it
+	// "seed".
+	SeedInput string
 	// Fetcher downloads reference images and the outputs (Replicate
 	// answers with URLs). Required; use the guarded fetcher
 	// (*fetch.Fetcher).
@@ -106,6 +113,10 @@ func New(c Config) (*Model, error) {
 	}
 	if c.Model == DefaultModel {
 		c.ReferenceInput = cmp.Or(c.ReferenceInput, DefaultReferenceInput)
+		c.SeedInput = cmp.Or(c.SeedInput, DefaultSeedInput)
+	}
+	if c.SeedInput != "" && !inputName(c.SeedInput) {
+		return nil, fmt.Errorf("%s: Config.SeedInput must be an input name such as seed (got %q)", Provider, c.SeedInput)
 	}
 	if c.ReferenceInput != "" && !inputName(c.ReferenceInput) {
 		return nil, fmt.Errorf("%s: Config.ReferenceInput must be an input name such as input_image (got %q)", Provider, c.ReferenceInput)
@@ -152,7 +163,7 @@ func (m *Model) Plan(req imagegen.Request) (imagegen.Plan, error) {
 			return imagegen.Plan{}, &imagegen.ValidationError{Field: "image_input", Message: fmt.Sprintf("must hold one URL for model %s (got %d)", m.cfg.Model, n)}
 		}
 	}
-	return imagegen.Plan{Model: m.Name(), Cost: m.client.Cost}, nil
+	return imagegen.Plan{Model: m.Name(), Cost: m.client.Cost, Seeded: m.cfg.SeedInput != ""}, nil
 }
 
 // Generate creates a prediction (waiting for it on the create call,

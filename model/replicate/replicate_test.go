@@ -18,7 +18,7 @@ import (
 )
 
 var (
-	kontext = imagegen.Plan{Model: "replicate/black-forest-labs/flux-kontext-pro", Cost: 2}
+	kontext = imagegen.Plan{Model: "replicate/black-forest-labs/flux-kontext-pro", Cost: 2, Seeded: true}
 	// polled is a run's record of calls: created starting, then read
 	// processing and succeeded (the fake's default script).
 	polled = []string{opCreate, opGet, opGet}
@@ -409,4 +409,25 @@ func TestTheFakeChecksTheSpec(t *testing.T) {
 	if err := f.spec.check(ok, []byte(`{"input":{"prompt":"a"}}`)); err != nil {
 		t.Errorf("a good request was refused: %v", err)
 	}
+}
+
+// TestSeed: flux-kontext-pro takes the task's seed as its "seed" input;
+// another model only when Config.SeedInput names its input.
+func TestSeed(t *testing.T) {
+	is := is.New(t)
+	f := newFake(t)
+	m, _ := newModel(t, f, replicate.Config{})
+	req := providertest.MaxSeedT2I("a fox", imagegen.Aspect1x1)
+	_, err := providertest.Generate(context.Background(), m, req)
+	is.NoErr(err)
+	is.Equal(f.callsOf(opCreate)[0].input["seed"], float64(imagegen.MaxSeed))
+
+	schnell, _ := newModel(t, f, replicate.Config{Model: "black-forest-labs/flux-schnell"})
+	plan, err := schnell.Plan(req)
+	is.NoErr(err)
+	is.True(!plan.Seeded) // no SeedInput: the task reports no seed
+	seeded, _ := newModel(t, f, replicate.Config{Model: "black-forest-labs/flux-schnell", SeedInput: "seed"})
+	plan, err = seeded.Plan(req)
+	is.NoErr(err)
+	is.True(plan.Seeded)
 }

@@ -38,7 +38,7 @@ type predictionRequest struct {
 // input is the model's input for a request: prompt, aspect_ratio (the
 // ratio asked; auto is 1:1 for text-to-image and match_input_image for
 // image-to-image), output_format png (so that the answer can be
-// cropped), and the reference image.
+// cropped), the reference image, and the seed (Config.SeedInput).
 func (m *Model) input(req imagegen.Request, refs []provider.Reference) map[string]any {
 	in := map[string]any{"prompt": req.Prompt, "output_format": "png"}
 	ratio := string(provider.TargetRatio(req, nil, nil))
@@ -49,6 +49,9 @@ func (m *Model) input(req imagegen.Request, refs []provider.Reference) map[strin
 		in[m.cfg.ReferenceInput] = fileInput(refs[0], req.ImageInput[0])
 	}
 	in["aspect_ratio"] = ratio
+	if m.cfg.SeedInput != "" && req.Seed != nil {
+		in[m.cfg.SeedInput] = *req.Seed
+	}
 	return in
 }
 

@@ -166,20 +166,30 @@ func (f *Fallback) Plan(req imagegen.Request) (imagegen.Plan, error) {
 	return plan, nil
 }
 
-// Generate tries the models in order.
+// Generate tries the models in order. It reports each model's answer,
+// and each move to the next, to g.Events when set.
 func (f *Fallback) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
 	var last error
+	lastName := ""
 	for _, e := range f.entries {
 		p, err := e.Model.Plan(g.Request)
 		if err != nil {
 			continue // this model cannot take the request; the next may
 		}
-		g.Model = p.Model
-		imgs, err := e.Model.Generate(ctx, g)
+		if last != nil && g.Events != nil {
+			g.Events.FellBack(lastName, e.Name, last)
+		}
+		inner := g
+		inner.Model = p.Model
+		inner.Events = nil // this chain reports its own models' answers
+		imgs, err := e.Model.Generate(ctx, inner)
+		if g.Events != nil {
+			g.Events.ProviderAnswered(e.Name, err)
+		}
 		if err == nil {
 			return imgs, nil
 		}
-		last = err
+		last, lastName = err, e.Name
 		var me *imagegen.ModelError
 		if !errors.As(err, &me) || !(me.Retryable || me.Misconfigured) || ctx.Err() != nil {
 			return nil, err // a refusal, bad input, or our own deadline: do not try elsewhere

@@ -5,7 +5,8 @@
 // ("accept: application/json": {"image":"<base64>","finish_reason",
 // "seed"}; the API's default image/* would put finish_reason in a header
 // instead; JSON keeps one answer shape, the one the documented examples
-// show). Every call asks for output_format png.
+// show). Every call asks for output_format png, and sends the task's
+// seed as "seed" (Plan.Seeded; Stability reads 0 as "random").
 //
 // # Models and cost
 //

@@ -16,8 +16,9 @@ import (
 //	aspect_ratio   text-to-image only (an init image sets the shape)
 //	strength       with the init image only
 //	style_preset   when configured (core and SD3)
+//	seed           the task's seed, when it has one (0 means random there)
 //	output_format  png, which every service takes and the crop can decode
-func (m *Model) fields(prompt string, ratio imagegen.AspectRatio, ref *provider.Reference) []provider.FormField {
+func (m *Model) fields(prompt string, seed *int64, ratio imagegen.AspectRatio, ref *provider.Reference) []provider.FormField {
 	f := []provider.FormField{{Name: "prompt", Value: prompt}}
 	if m.service.sd3 {
 		mode := "text-to-image"
@@ -33,6 +34,9 @@ func (m *Model) fields(prompt string, ratio imagegen.AspectRatio, ref *provider.
 	}
 	if m.cfg.StylePreset != "" {
 		f = append(f, provider.FormField{Name: "style_preset", Value: m.cfg.StylePreset})
+	}
+	if seed != nil {
+		f = append(f, provider.FormField{Name: "seed", Value: strconv.FormatInt(*seed, 10)})
 	}
 	return append(f, provider.FormField{Name: "output_format", Value: "png"})
 }

@@ -96,7 +96,7 @@ func (m *Model) Plan(req imagegen.Request) (imagegen.Plan, error) {
 			return imagegen.Plan{}, &imagegen.ValidationError{Field: "image_input", Message: fmt.Sprintf("model %s takes one reference image", m.Name())}
 		}
 	}
-	return imagegen.Plan{Model: m.Name(), Cost: m.client.Cost}, nil
+	return imagegen.Plan{Model: m.Name(), Cost: m.client.Cost, Seeded: true}, nil
 }
 
 // Generate makes one image for g: the form of the model's endpoint, with
@@ -123,7 +123,7 @@ func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen
 		ref = &refs[0]
 	}
 	ratio := provider.AnswerRatio(req, refs)
-	build, err := provider.PostForm(m.client.URL(m.service.path), m.fields(req.Prompt, ratio, ref), files(ref), m.header())
+	build, err := provider.PostForm(m.client.URL(m.service.path), m.fields(req.Prompt, req.Seed, ratio, ref), files(ref), m.header())
 	if err != nil {
 		return nil, &imagegen.ModelError{Provider: Provider, Message: provider.MsgMisconfigured, Err: err}
 	}

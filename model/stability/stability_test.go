@@ -77,7 +77,7 @@ func textToImage() []success {
 	twoThree := provider.Size{W: 810, H: 1215} // 832x1216 cropped to exactly 2:3
 	fields := func(t *testing.T, f *fake, want map[string][]string) { is.New(t).Equal(f.Calls()[0].fields, want) }
 	return []success{
-		{Name: "core", Request: providertest.T2I(prompt, imagegen.Aspect16x9), Plan: imagegen.Plan{Model: "stability/core", Cost: 2},
+		{Name: "core", Request: providertest.T2I(prompt, imagegen.Aspect16x9), Plan: imagegen.Plan{Model: "stability/core", Cost: 2, Seeded: true},
 			Size: provider.Size{W: 1344, H: 756}, Calls: []string{"core"}, // 1344x768 cropped to exactly 16:9
 			Check: func(t *testing.T, f *fake) {
 				is := is.New(t)
@@ -90,17 +90,17 @@ func textToImage() []success {
 				is.Equal(len(c.files), 0)
 			}},
 		{Name: "sd3.5-large", Config: stability.Config{Model: "sd3.5-large", StylePreset: "photographic"}, Request: providertest.T2I("a fox", imagegen.Aspect2x3),
-			Plan: imagegen.Plan{Model: "stability/sd3.5-large", Cost: 3}, Size: twoThree, Calls: []string{"sd3"},
+			Plan: imagegen.Plan{Model: "stability/sd3.5-large", Cost: 3, Seeded: true}, Size: twoThree, Calls: []string{"sd3"},
 			Check: func(t *testing.T, f *fake) {
 				fields(t, f, map[string][]string{"prompt": {"a fox"}, "model": {"sd3.5-large"}, "mode": {"text-to-image"}, "aspect_ratio": {"2:3"}, "style_preset": {"photographic"}, "output_format": {"png"}})
 			}},
 		{Name: "sd3.5-flash", Config: stability.Config{Model: "sd3.5-flash"}, Request: providertest.T2I("a fox", imagegen.Aspect2x3),
-			Plan: imagegen.Plan{Model: "stability/sd3.5-flash", Cost: 1}, Size: twoThree, Calls: []string{"sd3"},
+			Plan: imagegen.Plan{Model: "stability/sd3.5-flash", Cost: 1, Seeded: true}, Size: twoThree, Calls: []string{"sd3"},
 			Check: func(t *testing.T, f *fake) {
 				fields(t, f, map[string][]string{"prompt": {"a fox"}, "model": {"sd3.5-flash"}, "mode": {"text-to-image"}, "aspect_ratio": {"2:3"}, "output_format": {"png"}})
 			}},
 		{Name: "ultra", Config: stability.Config{Model: "ultra"}, Request: providertest.T2I("a fox", imagegen.Aspect2x3),
-			Plan: imagegen.Plan{Model: "stability/ultra", Cost: 3}, Size: twoThree, Calls: []string{"ultra"},
+			Plan: imagegen.Plan{Model: "stability/ultra", Cost: 3, Seeded: true}, Size: twoThree, Calls: []string{"ultra"},
 			Check: func(t *testing.T, f *fake) {
 				fields(t, f, map[string][]string{"prompt": {"a fox"}, "aspect_ratio": {"2:3"}, "output_format": {"png"}})
 			}},
@@ -136,7 +136,7 @@ func imageToImage(t *testing.T) []success {
 	}
 	return []success{
 		{Name: "sd3.5-medium", Config: stability.Config{Model: "sd3.5-medium", Fetcher: fetcher, Strength: 0.35}, Request: winter,
-			Plan: imagegen.Plan{Model: "stability/sd3.5-medium", Cost: 2}, Size: provider.Size{W: 1200, H: 675}, Calls: []string{"sd3"},
+			Plan: imagegen.Plan{Model: "stability/sd3.5-medium", Cost: 2, Seeded: true}, Size: provider.Size{W: 1200, H: 675}, Calls: []string{"sd3"},
 			Check: func(t *testing.T, f *fake) {
 				initImage(t, f, map[string][]string{"prompt": {"make it winter"}, "model": {"sd3.5-medium"}, "mode": {"image-to-image"}, "strength": {"0.35"}, "output_format": {"png"}})
 			}},
@@ -272,4 +272,16 @@ func newModel(t *testing.T, f *fake, c stability.Config) (*stability.Model, *pro
 	t.Helper()
 	clock := providertest.Configure(&c.Config, f.Server.URL, key)
 	return providertest.MustNew(t, stability.New, c), clock
+}
+
+// TestSeedIsSent: every Stable Image service takes a seed; the task's
+// goes in the form as "seed".
+func TestSeedIsSent(t *testing.T) {
+	is := is.New(t)
+	f := newFake(t)
+	m, _ := newModel(t, f, stability.Config{})
+	req := providertest.MaxSeedT2I("a lighthouse on a cliff", imagegen.Aspect16x9)
+	_, err := m.Generate(t.Context(), imagegen.Generation{TaskID: "t", Model: "stability/core", Request: req, Attempt: 1})
+	is.NoErr(err)
+	is.Equal(f.Calls()[0].fields["seed"], []string{"4294967294"})
 }

@@ -67,9 +67,14 @@ func (s *Store) CancelTask(_ context.Context, owner, id string) error {
 // fail ends the task as failed and refunds its cost, once.
 func (s *Store) fail(r *record, f imagegen.Failure, now time.Time) {
 	if !r.task.Refunded {
-		// The refund reference is unique per task, so it cannot collide.
+		// The refund reference is unique per task (and per operator's
+		// recharge), so it cannot collide.
+		ref := r.refundRef
+		if ref == "" {
+			ref = imagegen.RefundRef(r.task.ID)
+		}
 		_, _ = s.appendEntry(imagegen.LedgerEntry{
-			Owner: r.task.Owner, Kind: imagegen.LedgerRefund, Amount: r.task.Cost, Ref: imagegen.RefundRef(r.task.ID),
+			Owner: r.task.Owner, Kind: imagegen.LedgerRefund, Amount: r.task.Cost, Ref: ref,
 		}, now)
 		r.task.Refunded = true
 	}

@@ -64,6 +64,9 @@ type record struct {
 	// queued identifies the task's live entry in the pending queue; older
 	// entries (from before a cancel or a claim) are skipped when popped.
 	queued uint64
+	// refundRef is the ledger reference of the next refund: "" for
+	// RefundRef(id), else that of an operator's recharge (RequeueTask).
+	refundRef string
 }
 
 // New returns an empty Store.
@@ -86,6 +89,14 @@ func New(o Config) *Store {
 func (s *Store) lock() time.Time {
 	s.mu.Lock()
 	now := s.clock.Now()
+	s.sweep(now)
+	return now
+}
+
+// sweep removes what has expired by now and returns how many tasks it
+// removed; s.mu is held.
+func (s *Store) sweep(now time.Time) int {
+	n := 0
 	for len(s.expiring) > 0 && !now.Before(s.expiring[0].at) {
 		e := heap.Pop(&s.expiring).(expiry)
 		if r, ok := s.tasks[e.id]; ok && r.task.ExpiresAt.Equal(e.at) {
@@ -93,10 +104,11 @@ func (s *Store) lock() time.Time {
 				delete(s.images, img)
 			}
 			delete(s.tasks, e.id)
+			n++
 		}
 	}
 	s.sweepIdem(now)
-	return now
+	return n
 }
 
 // Len reports how many tasks and images the store holds, expired ones

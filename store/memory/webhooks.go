@@ -16,7 +16,7 @@ var (
 type hook struct {
 	due      time.Time
 	attempts int
-	seq      uint64 // queue order among deliveries due at once
+	seq      uint64 // queue order among deliveries due at the same time
 }
 
 // queueWebhook queues the delivery of event e of the task, if its
@@ -32,7 +32,8 @@ func (s *Store) queueWebhook(r *record, e imagegen.CallbackEvent, now time.Time)
 	s.hooks[imagegen.WebhookID(r.task.ID, e)] = &hook{due: now, seq: s.seq}
 }
 
-// ClaimWebhooks leases up to n due deliveries, oldest first.
+// ClaimWebhooks leases up to n due deliveries, the longest due first
+// (queue order among those due at the same time).
 func (s *Store) ClaimWebhooks(_ context.Context, lease time.Duration, n int) ([]imagegen.WebhookDelivery, error) {
 	now := s.lock()
 	defer s.mu.Unlock()
@@ -47,7 +48,13 @@ func (s *Store) ClaimWebhooks(_ context.Context, lease time.Duration, n int) ([]
 			due = append(due, id)
 		}
 	}
-	sort.Slice(due, func(i, j int) bool { return s.hooks[due[i]].seq < s.hooks[due[j]].seq })
+	sort.Slice(due, func(i, j int) bool {
+		a, b := s.hooks[due[i]], s.hooks[due[j]]
+		if !a.due.Equal(b.due) {
+			return a.due.Before(b.due)
+		}
+		return a.seq < b.seq
+	})
 	out := make([]imagegen.WebhookDelivery, 0, min(n, len(due)))
 	for _, id := range due[:min(n, len(due))] {
 		taskID, event := imagegen.ParseWebhookID(id)

@@ -14,9 +14,9 @@ func (s *Store) PutKey(ctx context.Context, k imagegen.APIKey) error {
 	if err := imagegen.CheckNewKey(k); err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.api_keys (hash, id, owner, hint, created_at, revoked)
-		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (hash) DO NOTHING`),
-		k.Hash, k.ID, k.Owner, k.Hint, k.CreatedAt, k.Revoked)
+	tag, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.api_keys (hash, id, owner, hint, name, created_at, revoked)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (hash) DO NOTHING`),
+		k.Hash, k.ID, k.Owner, k.Hint, k.Name, k.CreatedAt, k.Revoked)
 	if err != nil {
 		return wrapErr("put key", err)
 	}
@@ -26,11 +26,11 @@ func (s *Store) PutKey(ctx context.Context, k imagegen.APIKey) error {
 	return nil
 }
 
-const keyColumns = `hash, id, owner, hint, created_at, revoked`
+const keyColumns = `hash, id, owner, hint, name, created_at, revoked`
 
 func scanKey(r pgx.CollectableRow) (imagegen.APIKey, error) {
 	var k imagegen.APIKey
-	err := r.Scan(&k.Hash, &k.ID, &k.Owner, &k.Hint, &k.CreatedAt, &k.Revoked)
+	err := r.Scan(&k.Hash, &k.ID, &k.Owner, &k.Hint, &k.Name, &k.CreatedAt, &k.Revoked)
 	k.CreatedAt = k.CreatedAt.UTC()
 	return k, err
 }

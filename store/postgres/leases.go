@@ -52,7 +52,7 @@ SELECT ` + taskColumns + ` FROM claimed`
 
 // qualifiedTaskColumns is taskColumns of the table aliased t.
 const qualifiedTaskColumns = `t.id, t.owner, t.request, t.model, t.cost, t.status, t.attempt, t.released, t.lease_until,
-	t.run_after, t.images, t.error, t.error_code, t.last_error, t.refunded, t.created_at, t.updated_at,
+	t.run_after, t.images, t.error, t.error_code, t.last_error, t.refunded, t.request_id, t.created_at, t.updated_at,
 	t.started_at, t.finished_at, t.expires_at, t.seq`
 
 // ClaimTask leases the oldest ready pending task.

@@ -27,20 +27,5 @@ func (s *Store) ListTasks(ctx context.Context, owner string, status imagegen.Sta
 	if err != nil {
 		return imagegen.TaskPage{}, wrapErr("list tasks", err)
 	}
-	defer rows.Close()
-	var page imagegen.TaskPage
-	var lastSeq int64
-	for rows.Next() {
-		t, seq, err := scanTask(rows)
-		if err != nil {
-			return imagegen.TaskPage{}, wrapErr("list tasks", err)
-		}
-		if len(page.Tasks) == limit {
-			page.Next = strconv.FormatInt(lastSeq, 10)
-			break
-		}
-		page.Tasks = append(page.Tasks, t)
-		lastSeq = seq
-	}
-	return page, wrapErr("list tasks", rows.Err())
+	return collectPage(rows, limit)
 }

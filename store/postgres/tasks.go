@@ -20,7 +20,7 @@ import (
 // runs it in the host's transaction (plain submits go in batches).
 //
 //	$1 now  $2 id  $3 owner  $4 request  $5 model  $6 cost  $7 callback URL
-//	$8 callback events (imagegen.EventsField)
+//	$8 callback events (imagegen.EventsField)  $9 request id
 const createSQL = `
 WITH debit AS (
 	UPDATE {schema}.accounts SET balance = balance - $6::bigint, entries = entries + 1
@@ -31,8 +31,9 @@ WITH debit AS (
 	SELECT $3::text, debit.entries, 'charge', -$6::bigint, 'task:' || $2::text, {now}, debit.balance FROM debit
 ), task AS (
 	INSERT INTO {schema}.tasks (id, owner, request, model, cost, status, run_after, callback_url, callback_events,
-		created_at, updated_at)
-	SELECT $2::text, $3::text, $4::jsonb, $5::text, $6::bigint, 'pending', {now}, $7::text, $8::text, {now}, {now} FROM debit
+		request_id, created_at, updated_at)
+	SELECT $2::text, $3::text, $4::jsonb, $5::text, $6::bigint, 'pending', {now}, $7::text, $8::text, $9::text, {now}, {now}
+	FROM debit
 	RETURNING created_at
 )
 SELECT debit.balance, task.created_at FROM debit, task`
@@ -87,17 +88,18 @@ func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
 	sort.SliceStable(batch, func(i, j int) bool { return batch[i].Req.task.Owner < batch[j].Req.task.Owner })
 	n := len(batch)
 	ids, owners, reqs, models, callbacks, events := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	requestIDs := make([]string, n)
 	costs := make([]int64, n)
 	for i, c := range batch {
 		t := c.Req.task
 		ids[i], owners[i], reqs[i], models[i], costs[i], callbacks[i] = t.ID, t.Owner, c.Req.request, t.Model, t.Cost, t.Request.CallbackURL
-		events[i] = imagegen.EventsField(t.Request.CallbackEvents)
+		events[i], requestIDs[i] = imagegen.EventsField(t.Request.CallbackEvents), t.RequestID
 	}
 	var codes []int32
 	var balances []int64
 	var at time.Time
-	err := s.pool.QueryRow(ctx, s.sql(`SELECT code, balance, {now} FROM {schema}.create_tasks($2, $3, $4, $5, $6, $7, $8, {now})`),
-		s.nowArg(), ids, owners, reqs, models, costs, callbacks, events).Scan(&codes, &balances, &at)
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT code, balance, {now} FROM {schema}.create_tasks($2, $3, $4, $5, $6, $7, $8, $9, {now})`),
+		s.nowArg(), ids, owners, reqs, models, costs, callbacks, events, requestIDs).Scan(&codes, &balances, &at)
 	if err == nil && (len(codes) != n || len(balances) != n) {
 		err = fmt.Errorf("create_tasks returned %d results for %d tasks", len(codes), n)
 	}
@@ -129,7 +131,7 @@ func (s *Store) createTask(ctx context.Context, q querier, t *imagegen.Task) (in
 	var balance int64
 	var created time.Time
 	err = q.QueryRow(ctx, s.sql(createSQL), s.nowArg(), t.ID, t.Owner, req, t.Model, t.Cost, t.Request.CallbackURL,
-		imagegen.EventsField(t.Request.CallbackEvents)).Scan(&balance, &created)
+		imagegen.EventsField(t.Request.CallbackEvents), t.RequestID).Scan(&balance, &created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		b, err := s.balance(ctx, q, t.Owner)
 		if err != nil {
@@ -148,7 +150,7 @@ func (s *Store) createTask(ctx context.Context, q querier, t *imagegen.Task) (in
 
 // taskColumns are the columns scanTask reads, in its order.
 const taskColumns = `id, owner, request, model, cost, status, attempt, released, lease_until, run_after, images,
-	error, error_code, last_error, refunded, created_at, updated_at, started_at, finished_at, expires_at, seq`
+	error, error_code, last_error, refunded, request_id, created_at, updated_at, started_at, finished_at, expires_at, seq`
 
 // scanTask reads one row of taskColumns.
 func scanTask(row pgx.Row) (*imagegen.Task, int64, error) {
@@ -162,7 +164,7 @@ func scanTask(row pgx.Row) (*imagegen.Task, int64, error) {
 		seq                        int64
 	)
 	err := row.Scan(&t.ID, &t.Owner, &req, &t.Model, &t.Cost, &status, &t.Attempt, &t.Released, &lease, &runAfter, &t.Images,
-		&t.Error, &code, &t.LastError, &t.Refunded, &created, &updated, &started, &finished, &expires, &seq)
+		&t.Error, &code, &t.LastError, &t.Refunded, &t.RequestID, &created, &updated, &started, &finished, &expires, &seq)
 	if err != nil {
 		return nil, 0, err
 	}

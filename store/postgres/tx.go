@@ -35,7 +35,7 @@ func (s *Store) SubmitTx(ctx context.Context, tx pgx.Tx, svc *imagegen.Service, 
 	if st, ok := svc.Store().(*Store); !ok || st.schema != s.schema {
 		return imagegen.Submitted{}, errors.New("postgres store: SubmitTx: the service runs on another store")
 	}
-	t, err := svc.PrepareTask(owner, req)
+	t, err := svc.PrepareTask(ctx, owner, req)
 	if err != nil {
 		return imagegen.Submitted{}, err
 	}

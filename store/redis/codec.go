@@ -20,6 +20,7 @@ func decodeTask(f map[string]string) (*imagegen.Task, error) {
 		Error:     f["error"],
 		ErrorCode: imagegen.ErrorCode(f["error_code"]),
 		LastError: f["last_error"],
+		RequestID: f["rid"],
 		Refunded:  f["refunded"] == "1",
 	}
 	if err := json.Unmarshal([]byte(f["req"]), &t.Request); err != nil {

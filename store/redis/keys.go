@@ -9,12 +9,12 @@ import (
 // putKeyScript stores a new key record unless its hash is taken.
 //
 //	KEYS[1] apikey:<hash>  KEYS[2] apikeys:<owner>
-//	ARGV[1] now (unused)  ARGV[2] id  ARGV[3] owner  ARGV[4] hint  ARGV[5] created (ms)  ARGV[6] hash
+//	ARGV[1] now (unused)  ARGV[2] id  ARGV[3] owner  ARGV[4] hint  ARGV[5] created (ms)  ARGV[6] hash  ARGV[7] name
 //
 // Returns 1, or 0 when the hash exists.
 var putKeyScript = newScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'id', ARGV[2], 'owner', ARGV[3], 'hint', ARGV[4], 'created', ARGV[5], 'revoked', '0')
+redis.call('HSET', KEYS[1], 'id', ARGV[2], 'owner', ARGV[3], 'hint', ARGV[4], 'created', ARGV[5], 'revoked', '0', 'name', ARGV[7])
 redis.call('RPUSH', KEYS[2], ARGV[6])
 return 1
 `)
@@ -26,7 +26,7 @@ func (s *Store) PutKey(ctx context.Context, k imagegen.APIKey) error {
 	}
 	n, err := putKeyScript.Run(ctx, s.rdb,
 		[]string{s.k.apiKey(k.Hash), s.k.apiKeys(k.Owner)},
-		s.nowArg(), k.ID, k.Owner, k.Hint, k.CreatedAt.UnixMilli(), k.Hash,
+		s.nowArg(), k.ID, k.Owner, k.Hint, k.CreatedAt.UnixMilli(), k.Hash, k.Name,
 	).Int64()
 	if err != nil {
 		return wrapErr("put key", err)
@@ -130,6 +130,7 @@ func decodeKey(hash string, f map[string]string) imagegen.APIKey {
 		Owner:     f["owner"],
 		Hash:      hash,
 		Hint:      f["hint"],
+		Name:      f["name"],
 		CreatedAt: msTime(f["created"]),
 		Revoked:   f["revoked"] == "1",
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -14,19 +15,43 @@ import (
 // index holds "<created>:<id>" members; the cursor is the last member
 // returned. Entries of expired tasks are dropped as they are met.
 func (s *Store) ListTasks(ctx context.Context, owner string, status imagegen.Status, limit int, cursor string) (imagegen.TaskPage, error) {
-	index := s.k.ownerTasks(owner)
-	maxLex := "+"
+	return s.listIndex(ctx, s.k.ownerTasks(owner), imagegen.TaskFilter{Owner: owner, Status: status}, limit, cursor)
+}
+
+// ListAllTasks returns a page of every owner's tasks (or f.Owner's),
+// newest first, from the index of all tasks (or the owner's).
+func (s *Store) ListAllTasks(ctx context.Context, f imagegen.TaskFilter, limit int, cursor string) (imagegen.TaskPage, error) {
+	index := s.k.allTasks()
+	if f.Owner != "" {
+		index = s.k.ownerTasks(f.Owner)
+	}
+	return s.listIndex(ctx, index, f, limit, cursor)
+}
+
+// listIndex pages through an index of "<created ms, 13 digits>:<id>"
+// members, newest first, keeping the tasks that match f. f.Since and
+// f.Until narrow the range read; the cursor is the last member returned.
+func (s *Store) listIndex(ctx context.Context, index string, f imagegen.TaskFilter, limit int, cursor string) (imagegen.TaskPage, error) {
+	maxLex, minLex := "+", "-"
+	if !f.Until.IsZero() {
+		maxLex = "(" + msMember(f.Until)
+	}
+	if !f.Since.IsZero() {
+		minLex = "[" + msMember(f.Since)
+	}
 	if cursor != "" {
 		if strings.ContainsAny(cursor, "[(") || !strings.Contains(cursor, ":") {
 			return imagegen.TaskPage{}, fmt.Errorf("redis store: bad cursor: %w", imagegen.ErrInvalidParams)
 		}
-		maxLex = "(" + cursor
+		if maxLex == "+" || "("+cursor < maxLex {
+			maxLex = "(" + cursor
+		}
 	}
 	var page imagegen.TaskPage
 	var last string // index member of the page's last task
 	batch := int64(limit + 1)
 	for range 20 { // bounded: a filter that matches little ends early
-		members, err := s.rdb.ZRevRangeByLex(ctx, index, &goredis.ZRangeBy{Max: maxLex, Min: "-", Count: batch}).Result()
+		members, err := s.rdb.ZRevRangeByLex(ctx, index, &goredis.ZRangeBy{Max: maxLex, Min: minLex, Count: batch}).Result()
 		if err != nil {
 			return page, wrapErr("list tasks", err)
 		}
@@ -44,21 +69,21 @@ func (s *Store) ListTasks(ctx context.Context, owner string, status imagegen.Sta
 		}
 		var gone []any
 		for i, m := range members {
-			f := cmds[i].Val()
-			if len(f) == 0 || f["owner"] != owner || s.expired(atoi(f["expires"])) {
-				if len(f) == 0 {
+			h := cmds[i].Val()
+			if len(h) == 0 || (f.Owner != "" && h["owner"] != f.Owner) || s.expired(atoi(h["expires"])) {
+				if len(h) == 0 {
 					gone = append(gone, m)
 				}
 				continue
 			}
-			if status != "" && imagegen.Status(f["status"]) != status {
+			if f.Status != "" && imagegen.Status(h["status"]) != f.Status {
 				continue
 			}
 			if len(page.Tasks) == limit {
 				page.Next = last // there is more after it
 				break
 			}
-			t, err := decodeTask(f)
+			t, err := decodeTask(h)
 			if err != nil {
 				return page, err
 			}
@@ -78,3 +103,6 @@ func (s *Store) ListTasks(ctx context.Context, owner string, status imagegen.Sta
 	page.Next = strings.TrimPrefix(maxLex, "(")
 	return page, nil
 }
+
+// msMember is the time part of an index member: Unix ms in 13 digits.
+func msMember(t time.Time) string { return fmt.Sprintf("%013d", max(t.UnixMilli(), 0)) }

@@ -24,6 +24,8 @@
 //	P:leases           zset: processing task ids by lease end (ms)
 //	P:webhooks         zset: due callbacks by due time (ms): "<task id>" (completed), "<task id>:processing"
 //	P:tasks:<owner>    zset: the owner's tasks, "<created ms, 13 digits>:<id>" (for listing)
+//	P:all              zset: every task, "<created ms, 13 digits>:<id>" (operators' listing;
+//	                   trimmed of tasks created more than Retention+24h ago, as owners' indexes expire)
 //	P:balance:<owner>  string: credit balance
 //	P:ledger:<owner>   list: ledger entries, oldest first (JSON; an entry's ID is its position from 1)
 //	P:refs:<owner>     set: grant and web references used
@@ -130,6 +132,7 @@ func (k keys) task(id string) string          { return k.tag + ":task:" + id }
 func (k keys) ownerTasks(owner string) string { return k.tag + ":tasks:" + owner }
 func (k keys) finished() string               { return k.tag + ":finished" } // pub/sub channel of finished task ids
 func (k keys) pending() string                { return k.tag + ":pending" }
+func (k keys) allTasks() string               { return k.tag + ":all" }
 func (k keys) webhooks() string               { return k.tag + ":webhooks" }
 func (k keys) leases() string                 { return k.tag + ":leases" }
 func (k keys) balance(owner string) string    { return k.tag + ":balance:" + owner }
@@ -170,8 +173,9 @@ end
 local function refund(task, balance, ledger, id, now)
   if redis.call('HGET', task, 'refunded') == '1' then return end
   local cost = tonumber(redis.call('HGET', task, 'cost'))
+  local ref = redis.call('HGET', task, 'refund_ref') or ('refund:' .. id) -- an operator's recharge has its own
   local after = redis.call('INCRBY', balance, cost)
-  redis.call('RPUSH', ledger, cjson.encode({kind = 'refund', amount = cost, ref = 'refund:' .. id, at = now, bal = after}))
+  redis.call('RPUSH', ledger, cjson.encode({kind = 'refund', amount = cost, ref = ref, at = now, bal = after}))
   redis.call('HSET', task, 'refunded', '1')
 end
 

@@ -21,28 +21,28 @@ import (
 // makes as few calls as it can: balances are read once per owner and
 // written back once, ledger entries (half-made in Go) and task index
 // entries are appended in one call each per owner, and one ZADD queues
-// the batch.
+// the batch (and one more indexes it for operators).
 //
-//	KEYS[1] pending
-//	KEYS[4i-2 .. 4i+1]  task i (1-based): task, balance, ledger, owner's task index
+//	KEYS[1] pending  KEYS[2] the index of all tasks
+//	KEYS[4i-1 .. 4i+2]  task i (1-based): task, balance, ledger, owner's task index
 //	ARGV[1] now  ARGV[2] how long an owner's task index outlives its last task (ms)
-//	ARGV[8i-5 .. 8i+2]  task i: id, owner, request JSON, model, cost,
+//	ARGV[9i-6 .. 9i+2]  task i: id, owner, request JSON, model, cost,
 //	                    ledger entry JSON up to its time, callback URL or "",
-//	                    callback events ("" for the default)
+//	                    callback events ("" for the default), request id or ""
 //
 // Returns {code_1, balance_1, ..., code_n, balance_n, now} where code is
 // 1 (created), 0 (balance short) or -1 (id taken).
 var createScript = newScript(`
 local now = now_ms()
-local out, queued = {}, {}
+local out, queued, indexed = {}, {}, {}
 local balances, owners = {}, {} -- balance key -> {value, ledger key, entries}
-for i = 1, (#KEYS - 1) / 4 do
-  local task, bal, index = KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i + 1]
-  local a = 8 * i - 5
+for i = 1, (#KEYS - 2) / 4 do
+  local task, bal, index = KEYS[4 * i - 1], KEYS[4 * i], KEYS[4 * i + 2]
+  local a = 9 * i - 6
   local id, cost = ARGV[a], tonumber(ARGV[a + 4])
   local acct = balances[bal]
   if not acct then
-    acct = {value = tonumber(redis.call('GET', bal) or '0'), ledger = KEYS[4 * i], entries = {},
+    acct = {value = tonumber(redis.call('GET', bal) or '0'), ledger = KEYS[4 * i + 1], entries = {},
       index = index, members = {}}
     balances[bal] = acct
     owners[#owners + 1] = bal
@@ -58,8 +58,11 @@ for i = 1, (#KEYS - 1) / 4 do
       'cost', cost, 'status', 'pending', 'created', now)
     if ARGV[a + 6] ~= '' then redis.call('HSET', task, 'callback', ARGV[a + 6]) end
     if ARGV[a + 7] ~= '' then redis.call('HSET', task, 'events', ARGV[a + 7]) end
+    if ARGV[a + 8] ~= '' then redis.call('HSET', task, 'rid', ARGV[a + 8]) end
     queued[#queued + 1], queued[#queued + 2] = now, id
-    acct.members[#acct.members + 1], acct.members[#acct.members + 2] = 0, string.format('%013d', now) .. ':' .. id
+    local member = string.format('%013d', now) .. ':' .. id
+    acct.members[#acct.members + 1], acct.members[#acct.members + 2] = 0, member
+    indexed[#indexed + 1], indexed[#indexed + 2] = 0, member
     out[#out + 1], out[#out + 2] = 1, acct.value
   end
 end
@@ -72,7 +75,11 @@ for _, bal in ipairs(owners) do
     redis.call('PEXPIRE', acct.index, ARGV[2])
   end
 end
-if #queued > 0 then redis.call('ZADD', KEYS[1], unpack(queued)) end
+if #queued > 0 then
+  redis.call('ZADD', KEYS[1], unpack(queued))
+  redis.call('ZADD', KEYS[2], unpack(indexed))
+  redis.call('ZREMRANGEBYLEX', KEYS[2], '-', '(' .. string.format('%013d', now - tonumber(ARGV[2])))
+end
 out[#out + 1] = now
 return out
 `)
@@ -94,8 +101,8 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error)
 	}
 	res, err := s.creates.Do(ctx, createArgs{
 		keys: [4]string{s.k.task(t.ID), s.k.balance(t.Owner), s.k.ledger(t.Owner), s.k.ownerTasks(t.Owner)},
-		args: [8]any{t.ID, t.Owner, req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`,
-			t.Request.CallbackURL, imagegen.EventsField(t.Request.CallbackEvents)},
+		args: [9]any{t.ID, t.Owner, req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`,
+			t.Request.CallbackURL, imagegen.EventsField(t.Request.CallbackEvents), t.RequestID},
 	})
 	switch {
 	case err != nil:
@@ -124,7 +131,7 @@ const maxInFlight = 4
 // createArgs are one submit's keys and arguments of createScript.
 type createArgs struct {
 	keys [4]string
-	args [8]any
+	args [9]any
 }
 
 // createResult is one submit's result: its code and balance, and the
@@ -135,9 +142,9 @@ type createCall = groupcommit.Call[createArgs, createResult]
 
 // runCreates runs createScript for a batch and hands each call its result.
 func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
-	keys := make([]string, 0, 1+4*len(batch))
-	args := make([]any, 0, 2+8*len(batch))
-	keys = append(keys, s.k.pending())
+	keys := make([]string, 0, 2+4*len(batch))
+	args := make([]any, 0, 2+9*len(batch))
+	keys = append(keys, s.k.pending(), s.k.allTasks())
 	args = append(args, s.nowArg(), ms(s.retention+24*time.Hour))
 	for _, c := range batch {
 		keys = append(keys, c.Req.keys[:]...)

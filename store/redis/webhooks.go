@@ -38,7 +38,8 @@ end
 return out
 `)
 
-// ClaimWebhooks leases up to n due deliveries, oldest first.
+// ClaimWebhooks leases up to n due deliveries in due-time order (the
+// webhooks sorted set is scored by due time).
 func (s *Store) ClaimWebhooks(ctx context.Context, lease time.Duration, n int) ([]imagegen.WebhookDelivery, error) {
 	ids, err := s.rdb.ZRange(ctx, s.k.webhooks(), 0, int64(max(n, 1))-1).Result()
 	if err != nil || len(ids) == 0 {

@@ -13,7 +13,7 @@ func testKeys(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
 	at := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
-	k1 := imagegen.APIKey{ID: "key_1", Owner: "u", Hash: imagegen.HashAPIKey("first-key-0123456789"), Hint: "firs…", CreatedAt: at}
+	k1 := imagegen.APIKey{ID: "key_1", Owner: "u", Hash: imagegen.HashAPIKey("first-key-0123456789"), Hint: "firs…", Name: "laptop <b>☃</b>", CreatedAt: at}
 	k2 := imagegen.APIKey{ID: "key_2", Owner: "u", Hash: imagegen.HashAPIKey("second-key-0123456789"), Hint: "seco…", CreatedAt: at}
 	other := imagegen.APIKey{ID: "key_3", Owner: "v", Hash: imagegen.HashAPIKey("other-key-0123456789"), Hint: "othe…", CreatedAt: at}
 	for _, k := range []imagegen.APIKey{k1, k2, other} {
@@ -26,6 +26,7 @@ func testKeys(t *testing.T, h Harness) {
 	is.Equal(got.ID, k1.ID)
 	is.Equal(got.Owner, "u")
 	is.Equal(got.Hint, k1.Hint)
+	is.Equal(got.Name, k1.Name) // names are kept byte for byte
 	is.True(got.CreatedAt.Equal(at))
 	_, err = s.KeyByHash(ctx, imagegen.HashAPIKey("unknown-key-0123456789"))
 	is.True(errors.Is(err, imagegen.ErrKeyNotFound))
@@ -35,6 +36,8 @@ func testKeys(t *testing.T, h Harness) {
 	is.Equal(len(list), 2)
 	is.Equal(list[0].ID, k1.ID)
 	is.Equal(list[1].ID, k2.ID)
+	is.Equal(list[0].Name, k1.Name)
+	is.Equal(list[1].Name, "") // a key without a name stays without one
 
 	is.True(errors.Is(s.RevokeKey(ctx, "v", k1.ID), imagegen.ErrKeyNotFound)) // not v's key
 	is.True(errors.Is(s.RevokeKey(ctx, "u", "key_none"), imagegen.ErrKeyNotFound))

@@ -71,8 +71,14 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"IdempotencyLateFinishChangesNothing", testIdempotencyLateFinish},
 		{"ListTasksNewestFirst", testList},
 		{"WebhookDeliveries", testWebhooks},
+		{"WebhookDeliveriesInDueOrder", testWebhookDueOrder},
 		{"WebhookEvents", testWebhookEvents},
 		{"SharedSecrets", testSharedSecret},
+		{"QueueStats", testQueueStats},
+		{"TaskByIDSeesEveryOwner", testTaskByID},
+		{"ListAllTasksAcrossOwners", testListAllTasks},
+		{"RequeueFailedTask", testRequeue},
+		{"PurgeExpired", testPurgeExpired},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -75,6 +75,41 @@ func testWebhooks(t *testing.T, h Harness) {
 	is.Equal(len(got), 0)
 }
 
+// testWebhookDueOrder: deliveries are claimed in due-time order, not in
+// the order they were queued: a retried delivery goes behind one that
+// became due before it.
+func testWebhookDueOrder(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 2)
+	finished := func(url string) string {
+		task := newTask("u", 1)
+		task.Request.CallbackURL = url
+		_, err := s.CreateTask(ctx, task)
+		is.NoErr(err)
+		c := claim(t, s)
+		is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil))
+		return task.ID
+	}
+	first := finished("https://slow.example.com/hook")
+	got, err := s.ClaimWebhooks(ctx, lease, 1)
+	is.NoErr(err)
+	is.Equal(len(got), 1)
+	is.Equal(got[0].TaskID, first)
+	is.NoErr(s.RetryWebhook(ctx, first, time.Minute)) // due again in a minute
+	h.Advance(time.Second)
+	second := finished("https://fast.example.com/hook") // due now
+	h.Advance(2 * time.Minute)                          // both due; second since earlier
+	got, err = s.ClaimWebhooks(ctx, lease, 1)
+	is.NoErr(err)
+	is.Equal(len(got), 1)
+	is.Equal(got[0].TaskID, second)
+	got, err = s.ClaimWebhooks(ctx, lease, 1)
+	is.NoErr(err)
+	is.Equal(len(got), 1)
+	is.Equal(got[0].TaskID, first)
+}
+
 // testWebhookEvents: callback_events choose the deliveries: processing
 // on the first claim only, completed when the task ends; each is leased,
 // retried and acknowledged on its own.

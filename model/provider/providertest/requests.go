@@ -38,3 +38,13 @@ func ModelError(t testing.TB, err error) *imagegen.ModelError {
 	}
 	return me
 }
+
+// MaxSeedT2I is a text-to-image request with the largest seed a request
+// may carry (imagegen.MaxSeed), for tests that the seed reaches the
+// provider whole.
+func MaxSeedT2I(prompt string, ratio imagegen.AspectRatio) imagegen.Request {
+	req := T2I(prompt, ratio)
+	seed := int64(imagegen.MaxSeed)
+	req.Seed = &seed
+	return req
+}

@@ -19,6 +19,8 @@ CREATE TABLE {schema}.tasks (
 	error_code    text NOT NULL DEFAULT '',
 	last_error    text NOT NULL DEFAULT '',
 	refunded      boolean NOT NULL DEFAULT false,
+	refund_ref    text NOT NULL DEFAULT '', -- the next refund's ledger reference; "" is refund:<id>
+	request_id    text NOT NULL DEFAULT '', -- the submitting API request (logs)
 	callback_url  text NOT NULL DEFAULT '',
 	callback_events text NOT NULL DEFAULT '', -- imagegen.EventsField: "" is completed only
 	created_at    timestamptz NOT NULL,
@@ -92,6 +94,7 @@ CREATE TABLE {schema}.api_keys (
 	id         text NOT NULL,
 	owner      text NOT NULL,
 	hint       text NOT NULL DEFAULT '',
+	name       text NOT NULL DEFAULT '',
 	created_at timestamptz NOT NULL,
 	revoked    boolean NOT NULL DEFAULT false
 );
@@ -147,7 +150,7 @@ END $$;
 -- its tasks had been submitted one after another. code 1: created;
 -- balance: the owner's balance after it.
 CREATE FUNCTION {schema}.create_tasks(p_ids text[], p_owners text[], p_requests text[], p_models text[],
-	p_costs bigint[], p_callbacks text[], p_events text[], p_now timestamptz, OUT code integer[], OUT balance bigint[])
+	p_costs bigint[], p_callbacks text[], p_events text[], p_request_ids text[], p_now timestamptz, OUT code integer[], OUT balance bigint[])
 LANGUAGE plpgsql AS $$
 DECLARE
 	b bigint;
@@ -166,9 +169,9 @@ BEGIN
 			CONTINUE;
 		END IF;
 		INSERT INTO {schema}.tasks (id, owner, request, model, cost, status, run_after, callback_url, callback_events,
-				created_at, updated_at)
+				request_id, created_at, updated_at)
 			VALUES (p_ids[i], p_owners[i], p_requests[i]::jsonb, p_models[i], p_costs[i], 'pending', p_now,
-				p_callbacks[i], p_events[i], p_now, p_now)
+				p_callbacks[i], p_events[i], p_request_ids[i], p_now, p_now)
 			ON CONFLICT (id) DO NOTHING;
 		IF NOT FOUND THEN
 			UPDATE {schema}.accounts a SET balance = a.balance + p_costs[i] WHERE a.owner = p_owners[i]
@@ -196,12 +199,13 @@ DECLARE
 	b bigint;
 	n bigint;
 BEGIN
-	UPDATE {schema}.tasks SET refunded = true WHERE id = p_id AND NOT refunded RETURNING owner, cost INTO t;
+	UPDATE {schema}.tasks SET refunded = true WHERE id = p_id AND NOT refunded RETURNING owner, cost, refund_ref INTO t;
 	IF FOUND THEN
 		UPDATE {schema}.accounts a SET balance = a.balance + t.cost, entries = a.entries + 1 WHERE a.owner = t.owner
 			RETURNING a.balance, a.entries INTO b, n;
 		INSERT INTO {schema}.ledger (owner, n, kind, amount, ref, at, balance_after)
-			VALUES (t.owner, n, 'refund', t.cost, 'refund:' || p_id, p_now, b);
+			VALUES (t.owner, n, 'refund', t.cost, CASE WHEN t.refund_ref <> '' THEN t.refund_ref ELSE 'refund:' || p_id END,
+				p_now, b);
 	END IF;
 	UPDATE {schema}.tasks SET status = 'failed', error = p_msg, error_code = p_code, lease_until = NULL,
 		updated_at = p_now, finished_at = p_now, expires_at = p_now + p_retention

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/matryer/is"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
+	redisstore "github.com/imagegen/imagegen/store/redis"
+)
+
+// An operator inspects and repairs a Redis store with imagegen inspect:
+// stats, a list across users, one task with its ledger, a recharged
+// retry, a cancel and a purge, each action logged with its reason.
+func TestInspectCommands(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	r := miniredis.RunT(t)
+	url := "redis://" + r.Addr() + "/0"
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	store, err := redisstore.New(rdb, redisstore.Config{})
+	is.NoErr(err)
+	broken := &imagegen.ModelError{Provider: "scripted", Misconfigured: true, Message: "no access"}
+	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(2, imagegentest.Fail(broken)), Logger: slog.New(slog.DiscardHandler)})
+	is.NoErr(err)
+	_, err = svc.Grant(ctx, "alice", 4, "start")
+	is.NoErr(err)
+	_, err = svc.Grant(ctx, "bob", 2, "start")
+	is.NoErr(err)
+	failed, err := svc.Submit(ctx, "alice", t2i)
+	is.NoErr(err)
+	_, err = svc.RunOnce(ctx)
+	is.NoErr(err)
+	waiting, err := svc.Submit(ctx, "bob", t2i)
+	is.NoErr(err)
+
+	inspect := func(args ...string) (string, string, error) {
+		var stdout, stderr bytes.Buffer
+		err := run(ctx, append([]string{"inspect", args[0], "-redis", url}, args[1:]...), noEnv, &stdout, &stderr)
+		return stdout.String(), stderr.String(), err
+	}
+	out, _, err := inspect("stats")
+	is.NoErr(err)
+	is.True(regexp.MustCompile(`(?m)^pending +1$`).MatchString(out))
+	is.True(regexp.MustCompile(`(?m)^processing +0$`).MatchString(out))
+
+	out, _, err = inspect("list")
+	is.NoErr(err)
+	is.True(strings.Index(out, waiting.TaskID) < strings.Index(out, failed.TaskID)) // both users, newest first
+	is.True(strings.Contains(out, "provider_error"))
+	out, _, err = inspect("list", "-status", "failed", "-since", "1h")
+	is.NoErr(err)
+	is.True(strings.Contains(out, failed.TaskID) && !strings.Contains(out, waiting.TaskID))
+	_, _, err = inspect("list", "-status", "done")
+	is.True(err != nil && strings.Contains(err.Error(), "status"))
+
+	out, _, err = inspect("show", failed.TaskID)
+	is.NoErr(err)
+	var d imagegen.TaskDetail
+	is.NoErr(json.Unmarshal([]byte(out), &d))
+	is.Equal(d.Task.Owner, "alice")
+	is.Equal(d.Task.Attempt, 1)
+	is.Equal(d.Task.ErrorCode, imagegen.CodeProviderError)
+	is.Equal(len(d.Ledger), 2) // charge and refund
+
+	_, _, err = inspect("retry", failed.TaskID)
+	is.True(err != nil && strings.Contains(err.Error(), "-reason"))
+	out, logs, err := inspect("retry", failed.TaskID, "-reason", "key rotated", "-recharge")
+	is.NoErr(err)
+	is.True(strings.Contains(out, "pending again"))
+	is.True(strings.Contains(logs, `action=retry`) && strings.Contains(logs, `reason="key rotated"`))
+	b, err := svc.Balance(ctx, "alice")
+	is.NoErr(err)
+	is.Equal(b, int64(2)) // recharged
+
+	_, logs, err = inspect("cancel", waiting.TaskID, "-reason", "spam")
+	is.NoErr(err)
+	is.True(strings.Contains(logs, "action=cancel") && strings.Contains(logs, "reason=spam"))
+	b, err = svc.Balance(ctx, "bob")
+	is.NoErr(err)
+	is.Equal(b, int64(2)) // refunded
+
+	out, logs, err = inspect("purge", "-reason", "routine")
+	is.NoErr(err)
+	is.True(strings.Contains(out, "purged 0 expired tasks"))
+	is.True(strings.Contains(logs, "reason=routine"))
+}

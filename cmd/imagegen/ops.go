@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/health"
+	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/metrics"
+	"github.com/imagegen/imagegen/webhook"
+)
+
+// opsConfig is how serve and worker are operated: logs, and the admin
+// listener with metrics, probes and (optionally) pprof.
+type opsConfig struct {
+	adminAddr string
+	pprof     bool
+	logFormat string
+	logLevel  string
+}
+
+func (c *opsConfig) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.adminAddr, "admin-addr", "", "listen address of the admin listener: /metrics (Prometheus), /healthz, /readyz and, with -pprof, /debug/pprof/ (empty: none; keep it off the public network)")
+	fs.BoolVar(&c.pprof, "pprof", false, "serve /debug/pprof/ on -admin-addr")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.logLevel, "log-level", "info", "least level logged: debug, info, warn or error")
+}
+
+func (c opsConfig) validate() error {
+	if c.logFormat != "text" && c.logFormat != "json" {
+		return fmt.Errorf("-log-format must be text or json (got %q)", c.logFormat)
+	}
+	if _, err := c.level(); err != nil {
+		return err
+	}
+	if c.pprof && c.adminAddr == "" {
+		return errors.New("-pprof needs -admin-addr (pprof is never served on the API listener)")
+	}
+	return nil
+}
+
+func (c opsConfig) level() (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return l, fmt.Errorf("-log-level must be debug, info, warn or error (got %q)", c.logLevel)
+	}
+	return l, nil
+}
+
+// logger is the process's logger on w, as -log-format and -log-level say.
+func (c opsConfig) logger(w io.Writer) *slog.Logger {
+	level, _ := c.level() // checked by validate
+	opts := &slog.HandlerOptions{Level: level}
+	if c.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// observability is what a process counts and how it is probed.
+type observability struct {
+	registry *prometheus.Registry
+	metrics  *metrics.Metrics // nil without -admin-addr
+	checks   []health.Check
+}
+
+// newObservability makes the metrics (only when there is an admin
+// listener to serve them) and the store's readiness check.
+func newObservability(c opsConfig, store imagegen.Store) (*observability, error) {
+	o := &observability{checks: []health.Check{{Name: "store", Check: store.Ping}}}
+	if c.adminAddr == "" {
+		return o, nil
+	}
+	o.registry = prometheus.NewRegistry()
+	m, err := metrics.New(metrics.Config{Registerer: o.registry, Queue: store})
+	if err != nil {
+		return nil, err
+	}
+	o.metrics = m
+	return o, nil
+}
+
+// observer is the service's Observer: the metrics, or none.
+func (o *observability) observer() imagegen.Observer {
+	if o.metrics == nil {
+		return nil
+	}
+	return o.metrics
+}
+
+// apiObserver is the API's Observer: the metrics, or none.
+func (o *observability) apiObserver() httpapi.Observer {
+	if o.metrics == nil {
+		return nil
+	}
+	return o.metrics
+}
+
+// webhookObserver is the dispatcher's Observer: the metrics, or none.
+func (o *observability) webhookObserver() webhook.Observer {
+	if o.metrics == nil {
+		return nil
+	}
+	return o.metrics
+}
+
+// checkModel adds readiness of the model: it must still plan a request
+// (its configuration is whole; Plan does no I/O).
+func (o *observability) checkModel(model imagegen.Model) {
+	o.checks = append(o.checks, health.Check{Name: "model", Check: func(context.Context) error {
+		_, err := model.Plan(imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "readiness check", AspectRatio: imagegen.AspectAuto})
+		return err
+	}})
+}
+
+// probes returns the /healthz and /readyz handler; showErrors only on
+// the admin listener.
+func (o *observability) probes(log *slog.Logger, showErrors bool) (*health.Handler, error) {
+	return health.New(health.Config{Checks: o.checks, Timeout: time.Second, ShowErrors: showErrors, Logger: log})
+}
+
+// startAdmin serves the admin listener of -admin-addr, if any. It
+// returns the address it listens on ("" for none) and the function that
+// stops it.
+func (o *observability) startAdmin(ctx context.Context, c opsConfig, log *slog.Logger) (string, func(), error) {
+	if c.adminAddr == "" {
+		return "", func() {}, nil
+	}
+	probes, err := o.probes(log, true)
+	if err != nil {
+		return "", nil, err
+	}
+	mux := http.NewServeMux()
+	probes.Register(mux)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(o.registry, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn), Timeout: 10 * time.Second,
+	}))
+	if c.pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	ln, err := net.Listen("tcp", c.adminAddr)
+	if err != nil {
+		return "", nil, fmt.Errorf("-admin-addr: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout:      2 * time.Minute, // a CPU profile takes 30 s by default
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("admin listener", "err", err)
+		}
+	}()
+	stop := func() {
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+		<-done
+	}
+	return "http://" + strings.TrimPrefix(displayAddr(ln.Addr()), "http://"), stop, nil
+}

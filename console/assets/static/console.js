@@ -1,0 +1,96 @@
+// imagegen console: the few things that need JavaScript. Everything else
+// works without it. No inline script: the Content-Security-Policy allows
+// only this file.
+(function () {
+  "use strict";
+
+  // Copy buttons: <button data-copy="element-id">.
+  function setUpCopy() {
+    document.querySelectorAll("button[data-copy]").forEach(function (btn) {
+      var target = document.getElementById(btn.getAttribute("data-copy"));
+      if (!target || !navigator.clipboard) { return; }
+      btn.hidden = false;
+      btn.addEventListener("click", function () {
+        navigator.clipboard.writeText(target.textContent).then(function () {
+          btn.textContent = "Copied";
+        }, function () {
+          btn.textContent = "Select and copy";
+        });
+      });
+    });
+  }
+
+  // A task page follows its task: long-polls the console's JSON endpoint
+  // (which answers as soon as the task finishes, or after ?wait seconds)
+  // until the task has finished, then shows the images or the error.
+  function setUpTask() {
+    var box = document.getElementById("task");
+    if (!box || box.hasAttribute("data-terminal")) { return; }
+    var url = box.getAttribute("data-poll");
+    var hint = document.getElementById("live-hint");
+    if (hint) { hint.textContent = "Following the task live…"; }
+    var failures = 0;
+
+    function show(t) {
+      var status = document.getElementById("status");
+      status.textContent = t.status;
+      status.className = "status status-" + t.status;
+      document.getElementById("balance").textContent = String(t.credits_remaining);
+      if (!t.terminal) { return; }
+      var cancel = document.getElementById("cancel");
+      if (cancel) { cancel.remove(); }
+      if (hint) { hint.remove(); }
+      if (t.error) {
+        var err = document.getElementById("task-error");
+        err.textContent = t.error + (t.error_code ? " (" + t.error_code + ")" : "");
+        err.hidden = false;
+      }
+      var images = document.getElementById("images");
+      (t.images || []).forEach(function (u, i) {
+        var fig = document.createElement("figure");
+        var a = document.createElement("a");
+        a.href = u;
+        var img = document.createElement("img");
+        img.src = u;
+        img.alt = "generated image " + i;
+        a.appendChild(img);
+        var cap = document.createElement("figcaption");
+        var dl = document.createElement("a");
+        dl.href = u;
+        dl.setAttribute("download", "");
+        dl.textContent = "Download";
+        cap.appendChild(dl);
+        fig.appendChild(a);
+        fig.appendChild(cap);
+        images.appendChild(fig);
+      });
+    }
+
+    function poll() {
+      fetch(url + "?wait=20", { credentials: "same-origin", headers: { "Accept": "application/json" } })
+        .then(function (res) {
+          if (!res.ok) { throw new Error("HTTP " + res.status); }
+          return res.json();
+        })
+        .then(function (t) {
+          failures = 0;
+          show(t);
+          if (!t.terminal) { poll(); }
+        })
+        .catch(function () {
+          failures++;
+          if (failures > 5) {
+            if (hint) { hint.textContent = "Live updates stopped; reload the page to see the task."; }
+            return;
+          }
+          setTimeout(poll, 1000 * failures);
+        });
+    }
+    poll();
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    setUpCopy();
+    setUpTask();
+  });
+})();

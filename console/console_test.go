@@ -1,0 +1,421 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/server"
+)
+
+func TestSignInPageCarriesTheSecurityHeaders(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	p := f.browser(t).get("/console/")
+	if p.status != http.StatusOK || !strings.HasPrefix(p.header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET /console/: %d %s, want 200 HTML", p.status, p.header.Get("Content-Type"))
+	}
+	contains(t, p, `action="/console/signin"`, `name="key"`, `name="csrf"`)
+	csp := p.header.Get("Content-Security-Policy")
+	for _, want := range []string{"default-src 'self'", "script-src 'self'", "style-src 'self'", "frame-ancestors 'none'", "object-src 'none'", "form-action 'self'"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("Content-Security-Policy %q lacks %q", csp, want)
+		}
+	}
+	if strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "unsafe-eval") || strings.Contains(csp, "http") {
+		t.Errorf("Content-Security-Policy %q allows more than the console's own origin", csp)
+	}
+	for h, want := range map[string]string{"X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin", "Cache-Control": "no-store"} {
+		if got := p.header.Get(h); got != want {
+			t.Errorf("%s: got %q, want %q", h, got, want)
+		}
+	}
+	for _, c := range p.header.Values("Set-Cookie") {
+		if !strings.Contains(c, "HttpOnly") || !strings.Contains(c, "SameSite=Lax") || !strings.Contains(c, "Path=/console/") {
+			t.Errorf("cookie %q: want HttpOnly, SameSite=Lax, Path=/console/", c)
+		}
+	}
+	// No inline script or style: every <script> has a src, no style attributes.
+	for _, tag := range regexp.MustCompile(`<script[^>]*>`).FindAllString(p.body, -1) {
+		if !strings.Contains(tag, "src=") {
+			t.Errorf("inline script %q", tag)
+		}
+	}
+	if strings.Contains(p.body, "style=") || strings.Contains(p.body, "<style") || strings.Contains(p.body, " on") && regexp.MustCompile(` on[a-z]+=`).MatchString(p.body) {
+		t.Error("the page has inline style or event handlers, which the policy would block")
+	}
+	// The assets are served from the embedded files, with the same headers.
+	js := f.browser(t).get("/console/static/console.js")
+	if js.status != http.StatusOK || !strings.Contains(js.body, "setUpTask") || js.header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Fatalf("console.js: %d, nosniff %q", js.status, js.header.Get("X-Content-Type-Options"))
+	}
+}
+
+func TestSignInWithAKeyAndOut(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	key := f.user(t, "alice", 5)
+	b := f.browser(t)
+	if p := b.get("/console/keys"); p.url != "/console/signin" {
+		t.Fatalf("signed out, /console/keys went to %s, want the sign-in page", p.url)
+	}
+	bad := b.submitForm("/console/signin", "/console/signin", url.Values{"key": {"igk_not-a-real-key-at-all-000000000000"}})
+	if bad.status != http.StatusUnauthorized {
+		t.Fatalf("a bad key: status %d, want 401", bad.status)
+	}
+	contains(t, bad, "not accepted")
+	b.signIn(key)
+	p := b.get("/console/credits")
+	contains(t, p, `id="viewer">alice<`, `id="balance">5<`)
+	b.submitForm("/console/credits", "/console/signout", nil)
+	if p := b.get("/console/credits"); p.url != "/console/signin" {
+		t.Fatalf("after signing out, /console/credits went to %s", p.url)
+	}
+}
+
+func TestTamperedSessionIsRefused(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	f.user(t, "alice", 1)
+	bobKey := f.user(t, "bob", 1)
+	b := f.browser(t)
+	b.signIn(bobKey)
+	u, _ := url.Parse(f.ts.URL + "/console/")
+	var session *http.Cookie
+	for _, c := range b.client.Jar.Cookies(u) {
+		if strings.Contains(c.Name, "session") {
+			session = c
+		}
+	}
+	if session == nil {
+		t.Fatal("no session cookie after sign-in")
+	}
+	// Name alice instead of bob, keeping bob's signature.
+	parts := strings.Split(session.Value, ".")
+	parts[0] = "YWxpY2U" // base64url("alice")
+	b.client.Jar.SetCookies(u, []*http.Cookie{{Name: session.Name, Value: strings.Join(parts, "."), Path: "/console/"}})
+	if p := b.get("/console/credits"); p.url != "/console/signin" {
+		t.Fatalf("a tampered session reached %s, want the sign-in page", p.url)
+	}
+}
+
+func TestFormsWithoutAValidCSRFTokenAreRefused(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	alice := f.browser(t)
+	alice.signIn(f.user(t, "alice", 1))
+	bob := f.browser(t)
+	bob.signIn(f.user(t, "bob", 1))
+	bobToken := bob.csrf("/console/keys")
+
+	cases := map[string]url.Values{
+		"no token":        {"name": {"x"}},
+		"a made-up token": {"name": {"x"}, "csrf": {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}},
+		"another's token": {"name": {"x"}, "csrf": {bobToken}},
+		"an empty token":  {"name": {"x"}, "csrf": {""}},
+	}
+	for name, form := range cases {
+		p := alice.post("/console/keys", form)
+		if p.status != http.StatusForbidden {
+			t.Errorf("%s: status %d, want 403", name, p.status)
+		}
+	}
+	for _, path := range []string{"/console/playground", "/console/signout"} {
+		if p := alice.post(path, url.Values{"prompt": {"a cat"}, "scene": {"text-to-image"}}); p.status != http.StatusForbidden {
+			t.Errorf("POST %s without a token: status %d, want 403", path, p.status)
+		}
+	}
+	keys, _ := f.svc.Keys(context.Background(), "alice")
+	if len(keys) != 1 {
+		t.Fatalf("refused forms created keys: alice has %d", len(keys))
+	}
+	tasks, _ := f.svc.ListTasks(context.Background(), "alice", "", 10, "")
+	if len(tasks.Tasks) != 0 {
+		t.Fatal("a refused playground form submitted a task")
+	}
+	// The real token works.
+	if p := alice.submitForm("/console/keys", "/console/keys", url.Values{"name": {"ok"}}); p.status != http.StatusOK {
+		t.Fatalf("with the page's token: status %d", p.status)
+	}
+	if keys, _ := f.svc.Keys(context.Background(), "alice"); len(keys) != 2 {
+		t.Fatalf("alice has %d keys, want 2", len(keys))
+	}
+}
+
+func TestAnotherUsersDataIsNotFound(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	aliceKey := f.user(t, "alice", 5)
+	alice := f.browser(t)
+	alice.signIn(aliceKey)
+	taskID := f.submit(t, "alice", "alice's secret cat")
+	aliceKeys, _ := f.svc.Keys(context.Background(), "alice")
+
+	bob := f.browser(t)
+	bob.signIn(f.user(t, "bob", 5))
+	for _, path := range []string{"/console/tasks/" + taskID, "/console/api/tasks/" + taskID, "/console/tasks/no-such-task"} {
+		p := bob.get(path)
+		if p.status != http.StatusNotFound || strings.Contains(p.body, "secret cat") {
+			t.Errorf("bob GET %s: status %d, want 404 without alice's data", path, p.status)
+		}
+	}
+	if p := bob.submitForm("/console/tasks", "/console/tasks/"+taskID+"/cancel", nil); p.status != http.StatusNotFound {
+		t.Errorf("bob cancelling alice's task: status %d, want 404", p.status)
+	}
+	if p := bob.submitForm("/console/keys", "/console/keys/"+aliceKeys[0].ID+"/revoke", nil); p.status != http.StatusNotFound {
+		t.Errorf("bob revoking alice's key: status %d, want 404", p.status)
+	}
+	if _, err := f.svc.Authenticate(context.Background(), aliceKey); err != nil {
+		t.Fatalf("alice's key stopped working: %v", err)
+	}
+	for _, path := range []string{"/console/tasks", "/console/credits", "/console/keys"} {
+		if p := bob.get(path); strings.Contains(p.body, "secret cat") || strings.Contains(p.body, aliceKeys[0].ID) || strings.Contains(p.body, taskID) {
+			t.Errorf("bob's %s shows alice's data", path)
+		}
+	}
+	// Alice sees her own task.
+	contains(t, alice.get("/console/tasks/"+taskID), "alice&#39;s secret cat")
+}
+
+func TestUserStringsAreEscaped(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	b := f.browser(t)
+	b.signIn(f.user(t, "alice", 5))
+	const prompt = `<img src=x onerror=alert(1)> "quoted" & more`
+	id := b.play(prompt)
+	task := b.get("/console/tasks/" + id)
+	contains(t, task, `&lt;img src=x onerror=alert(1)&gt; &#34;quoted&#34; &amp; more`)
+	if strings.Contains(task.body, "<img src=x") {
+		t.Fatal("the prompt was written into the page as markup")
+	}
+	if list := b.get("/console/tasks"); strings.Contains(list.body, "<img src=x") || !strings.Contains(list.body, "&lt;img src=x") {
+		t.Fatal("the task list does not escape the prompt")
+	}
+	keys := b.submitForm("/console/keys", "/console/keys", url.Values{"name": {`<script>alert("k")</script>`}})
+	contains(t, keys, `&lt;script&gt;alert(&#34;k&#34;)&lt;/script&gt;`)
+	if strings.Contains(keys.body, `<script>alert`) {
+		t.Fatal("the key name was written into the page as markup")
+	}
+}
+
+func TestKeysCreateShowOnceRevoke(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	b := f.browser(t)
+	b.signIn(f.user(t, "alice", 1))
+	p := b.submitForm("/console/keys", "/console/keys", url.Values{"name": {"CI"}})
+	m := regexp.MustCompile(`id="new-key-value">(igk_[0-9A-Za-z]+)<`).FindStringSubmatch(p.body)
+	if m == nil {
+		t.Fatal("the new key is not shown")
+	}
+	newKey := m[1]
+	rec, err := f.svc.Authenticate(context.Background(), newKey)
+	if err != nil || rec.Owner != "alice" || rec.Name != "CI" {
+		t.Fatalf("the shown key: %+v, %v; want a live key of alice named CI", rec, err)
+	}
+	if again := b.get("/console/keys"); strings.Contains(again.body, newKey) {
+		t.Fatal("the key is shown a second time")
+	}
+	revoked := b.submitForm("/console/keys", "/console/keys/"+rec.ID+"/revoke", nil)
+	if revoked.status != http.StatusOK || !strings.Contains(revoked.body, "revoked") {
+		t.Fatalf("revoke: status %d", revoked.status)
+	}
+	if _, err := f.svc.Authenticate(context.Background(), newKey); err == nil {
+		t.Fatal("the revoked key still works")
+	}
+}
+
+func TestRevokingTheSessionsKeyEndsTheSession(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	b := f.browser(t)
+	b.signIn(f.user(t, "alice", 1))
+	keys, _ := f.svc.Keys(context.Background(), "alice")
+	p := b.submitForm("/console/keys", "/console/keys/"+keys[0].ID+"/revoke", nil)
+	if p.url != "/console/signin" {
+		t.Fatalf("after revoking its own key the session went on to %s", p.url)
+	}
+}
+
+func TestPlaygroundChargesAndSharesTheAPIRateLimit(t *testing.T) {
+	f := newFixture(t, fixtureConfig{rateLimit: 2})
+	key := f.user(t, "alice", 10)
+	b := f.browser(t)
+	b.signIn(key)
+
+	// One API request with the key, then one playground submission: the limit of 2 is used up.
+	req, _ := http.NewRequest(http.MethodGet, f.ts.URL+"/api/v1/credits", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("API request: %v %v", res, err)
+	}
+	res.Body.Close()
+	id := b.play("a lighthouse at dusk")
+
+	// The page follows the task; the JSON endpoint waits for it.
+	var got struct {
+		Status  string   `json:"status"`
+		Images  []string `json:"images"`
+		Balance int64    `json:"credits_remaining"`
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for got.Status != "success" && time.Now().Before(deadline) {
+		res, err := b.client.Get(f.ts.URL + "/console/api/tasks/" + id + "?wait=5")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := decodeJSON(res, &got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got.Status != "success" || len(got.Images) != 1 || got.Balance != 9 {
+		t.Fatalf("task: %+v, want success with 1 image and 9 credits left", got)
+	}
+	img, err := http.Get(got.Images[0])
+	if err != nil || img.StatusCode != http.StatusOK || img.Header.Get("Content-Type") != "image/png" {
+		t.Fatalf("the signed image URL: %v %v", img, err)
+	}
+	img.Body.Close()
+	ledger := b.get("/console/credits")
+	contains(t, ledger, `id="balance">9<`, "task:"+id, ">-1<")
+
+	refused := b.submitForm("/console/playground", "/console/playground", url.Values{"scene": {"text-to-image"}, "prompt": {"one more"}})
+	if refused.status != http.StatusTooManyRequests {
+		t.Fatalf("third request in the window: status %d, want 429", refused.status)
+	}
+	contains(t, refused, "Too many requests", "one more") // the form is kept
+	if bal, _ := f.svc.Balance(context.Background(), "alice"); bal != 9 {
+		t.Fatalf("balance %d after a refused submission, want 9", bal)
+	}
+}
+
+func TestPlaygroundShowsValidationErrors(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	b := f.browser(t)
+	b.signIn(f.user(t, "alice", 1))
+	p := b.submitForm("/console/playground", "/console/playground", url.Values{"scene": {"image-to-image"}, "prompt": {"a cat"}})
+	if p.status != http.StatusUnprocessableEntity {
+		t.Fatalf("image-to-image without references: status %d, want 422", p.status)
+	}
+	contains(t, p, "image_input")
+	poor := f.browser(t)
+	poor.signIn(f.user(t, "poor", 0))
+	if p := poor.submitForm("/console/playground", "/console/playground", url.Values{"scene": {"text-to-image"}, "prompt": {"a cat"}}); p.status != http.StatusPaymentRequired {
+		t.Fatalf("no credits: status %d, want 402", p.status)
+	}
+}
+
+func TestCreditsArePagedNewestFirst(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	b := f.browser(t)
+	b.signIn(f.user(t, "alice", 0))
+	for i := range 30 {
+		if _, err := f.svc.Grant(context.Background(), "alice", int64(i+1), fmt.Sprintf("grant-%d", i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := func(p page) int { return strings.Count(p.body, `<tr class="kind-`) }
+	first := b.get("/console/credits")
+	contains(t, first, `id="balance">465<`, "&#43;30<", ">465<", "grant:grant-30", `id="older"`)
+	if strings.Contains(first.body, "grant:grant-5<") || rows(first) != 25 {
+		t.Fatalf("page 1 holds %d rows; want the 25 newest entries (30 down to 6)", rows(first))
+	}
+	older := regexp.MustCompile(`href="(/console/credits\?cursor=[^"]+)" id="older"`).FindStringSubmatch(first.body)
+	if older == nil {
+		t.Fatal("no link to the older page")
+	}
+	second := b.get(strings.ReplaceAll(older[1], "&amp;", "&"))
+	contains(t, second, "&#43;5<", "&#43;1<", "grant:grant-1<", `id="newest"`)
+	if rows(second) != 5 || strings.Contains(second.body, `id="older"`) {
+		t.Fatalf("page 2 holds %d rows; want the 5 oldest entries, and no older page", rows(second))
+	}
+	if p := b.get("/console/credits?cursor=not-a-cursor"); p.status != http.StatusBadRequest {
+		t.Fatalf("a made-up cursor: status %d, want 400", p.status)
+	}
+}
+
+func TestFailedSignInsAreLimitedPerAddress(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	key := f.user(t, "alice", 1)
+	b := f.browser(t)
+	for i := range server.DefaultAuthFailures {
+		if p := b.submitForm("/console/signin", "/console/signin", url.Values{"key": {"wrong-key-0123456789"}}); p.status != http.StatusUnauthorized {
+			t.Fatalf("failure %d: status %d, want 401", i+1, p.status)
+		}
+	}
+	p := b.submitForm("/console/signin", "/console/signin", url.Values{"key": {"wrong-key-0123456789"}})
+	if p.status != http.StatusTooManyRequests || p.header.Get("Retry-After") == "" {
+		t.Fatalf("beyond the budget: status %d, Retry-After %q; want 429 with Retry-After", p.status, p.header.Get("Retry-After"))
+	}
+	b.signIn(key) // a good key still gets in: only failures are counted
+}
+
+func TestOperatorPagesAreForOperatorsOnly(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	f.user(t, "alice", 3)
+	taskID := f.submit(t, "alice", "queued <b>cat</b>")
+
+	user := f.browser(t)
+	user.signIn(f.user(t, "bob", 1))
+	for _, path := range []string{"/console/ops", "/console/ops?owner=alice"} {
+		if p := user.get(path); p.status != http.StatusNotFound || strings.Contains(p.body, "queued") {
+			t.Errorf("a user GET %s: status %d, want 404", path, p.status)
+		}
+	}
+	if p := user.submitForm("/console/keys", "/console/ops/tasks/"+taskID+"/cancel", url.Values{"owner": {"alice"}, "reason": {"x"}}); p.status != http.StatusNotFound {
+		t.Errorf("a user's operator cancel: status %d, want 404", p.status)
+	}
+	if strings.Contains(user.get("/console/keys").body, "/console/ops") {
+		t.Error("a user sees the operator link")
+	}
+
+	ops := f.browser(t)
+	ops.signIn(f.user(t, "ops", 0))
+	p := ops.get("/console/ops?owner=alice")
+	if p.status != http.StatusOK {
+		t.Fatalf("operator: status %d", p.status)
+	}
+	contains(t, p, `id="balance">2<`, taskID, "queued &lt;b&gt;cat&lt;/b&gt;")
+	if nobody := ops.get("/console/ops?owner=nobody"); !strings.Contains(nobody.body, `id="not-found"`) {
+		t.Error("an unknown owner is not reported as such")
+	}
+}
+
+func TestOperatorCancelNeedsAReasonAndRefunds(t *testing.T) {
+	hold := make(chan struct{})
+	model := imagegentest.NewModel(1, func(ctx context.Context, _ imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+		select { // runs until cancelled (or the test ends)
+		case <-ctx.Done():
+		case <-hold:
+		}
+		return nil, ctx.Err()
+	})
+	f := newFixture(t, fixtureConfig{model: model})
+	t.Cleanup(func() { close(hold) })
+	f.user(t, "alice", 3)
+	taskID := f.submit(t, "alice", "a long one")
+	ops := f.browser(t)
+	ops.signIn(f.user(t, "ops", 0))
+	path := "/console/ops/tasks/" + taskID + "/cancel"
+	if p := ops.submitForm("/console/ops?owner=alice", path, url.Values{"owner": {"alice"}, "reason": {"  "}}); p.status != http.StatusUnprocessableEntity {
+		t.Fatalf("cancel without a reason: status %d, want 422", p.status)
+	}
+	if task, _ := f.svc.Task(context.Background(), "alice", taskID); task.Status.Terminal() {
+		t.Fatal("a cancel without a reason changed the task")
+	}
+	p := ops.submitForm("/console/ops?owner=alice", path, url.Values{"owner": {"alice"}, "reason": {"user asked by mail"}})
+	if p.status != http.StatusOK || !strings.Contains(p.body, "cancelled") {
+		t.Fatalf("cancel: status %d", p.status)
+	}
+	task, err := f.svc.Task(context.Background(), "alice", taskID)
+	if err != nil || task.Status != imagegen.StatusFailed || task.ErrorCode != imagegen.CodeCancelled || !task.Refunded {
+		t.Fatalf("task after an operator's cancel: %+v %v; want failed, cancelled, refunded", task, err)
+	}
+	if bal, _ := f.svc.Balance(context.Background(), "alice"); bal != 3 {
+		t.Fatalf("alice's balance %d, want 3 (refunded)", bal)
+	}
+	if p := ops.submitForm("/console/ops?owner=alice", "/console/ops/tasks/no-such/cancel", url.Values{"owner": {"alice"}, "reason": {"x"}}); p.status != http.StatusNotFound {
+		t.Fatalf("cancel of no task: status %d, want 404", p.status)
+	}
+}

@@ -1,0 +1,49 @@
+package console
+
+import (
+	"crypto/hmac"
+	"encoding/base64"
+	"net/http"
+)
+
+// csrfToken returns the token that r's forms must carry: the HMAC of the
+// random CSRF cookie and the signed-in user (so a token is worthless in
+// another browser or for another user). It sets the cookie when r has
+// none.
+func (c *Console) csrfToken(w http.ResponseWriter, r *http.Request, user string) string {
+	nonce := ""
+	if ck, err := r.Cookie(csrfCookie); err == nil && len(ck.Value) >= 20 {
+		nonce = ck.Value
+	} else {
+		nonce = base64.RawURLEncoding.EncodeToString(randomBytes32())
+		http.SetCookie(w, c.cookie(r, csrfCookie, nonce, 0))
+		r.AddCookie(&http.Cookie{Name: csrfCookie, Value: nonce}) // later tokens of this request agree
+	}
+	return c.mac("csrf", nonce, user)
+}
+
+// csrf refuses (403) a form whose token does not match its cookie and
+// the signed-in user. It runs before the user is looked up for the
+// handler, so it identifies the user itself.
+func (c *Console) csrf(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		if err := r.ParseForm(); err != nil {
+			c.render(w, r, http.StatusBadRequest, "message", page{Title: "Bad request", Message: "The form could not be read."})
+			return
+		}
+		v, _, err := c.identify(r)
+		if err != nil {
+			c.serverError(w, r, err)
+			return
+		}
+		ck, cerr := r.Cookie(csrfCookie)
+		sent := r.PostForm.Get("csrf")
+		if cerr != nil || sent == "" || !hmac.Equal([]byte(sent), []byte(c.mac("csrf", ck.Value, v.User))) {
+			c.render(w, r, http.StatusForbidden, "message", page{Title: "Form expired",
+				Message: "This form was not accepted (its security token is missing or stale). Reload the page and try again."})
+			return
+		}
+		next(w, r)
+	}
+}

@@ -1,0 +1,66 @@
+// Package console is imagegen's web console: account pages where a user
+// creates, names and revokes API keys, sees the credit balance and the
+// ledger, lists tasks (with thumbnails, errors and a cancel button), and
+// tries prompts in a playground that submits through the same Service,
+// price and rate limit as the HTTP API. It is one http.Handler that a host
+// app mounts on its own mux under any prefix:
+//
+//	con, err := console.New(ctx, console.Config{
+//		Service:  srv.Service(),
+//		API:      srv.API(),          // signed image URLs
+//		Limiter:  srv.Limiter(),      // the API's per-key rate limit
+//		Prefix:   "/console",
+//		Identify: func(r *http.Request) (string, bool, error) { ... }, // the app's login
+//	})
+//	mux.Handle("/console/", con)
+//
+// # Who is signed in
+//
+// A host app with its own login sets Config.Identify: it names the user
+// of a request (and whether that user is an operator), or answers "" for
+// nobody. The standalone server (`imagegen serve`) sets KeySignIn
+// instead: a user signs in with one of their API keys. The session is a
+// cookie holding the owner, the key's id and an expiry, signed with HMAC
+// (SHA-256) by Config.Secret (by default the store's shared secret
+// "console-session", so every process on a shared store accepts it); no
+// session state is kept on the server. Each request checks that the key
+// is still live, so revoking a key ends its sessions at once. Owners
+// listed in Config.Operators are operators.
+//
+// # Security
+//
+// Pages are rendered with html/template (every prompt, key name and error
+// is escaped; no user data is ever marked safe). Every response carries a
+// strict Content-Security-Policy (default-src 'self'; no inline script or
+// style; frame-ancestors 'none'), X-Content-Type-Options: nosniff,
+// Referrer-Policy: same-origin and Cache-Control: no-store. Every
+// state-changing form carries a CSRF token: the HMAC of a random cookie
+// (HttpOnly, SameSite=Lax) and the signed-in user, checked on each POST
+// (double-submit, bound to the user). Cookies are HttpOnly, SameSite=Lax,
+// and Secure when the request came over TLS (or Config.SecureCookies is
+// set, behind a TLS-terminating proxy). A user only ever sees their own
+// tasks, keys and ledger: another user's task answers 404, as does every
+// operator page for a user who is not an operator.
+//
+// # Pages
+//
+//	/              sign-in (or a redirect to the playground when signed in)
+//	/playground    scene, prompt, aspect ratio, reference image URLs
+//	/tasks         recent tasks, newest first, paged
+//	/tasks/{id}    one task; pending -> processing -> result live
+//	/keys          API keys: create (shown once), name, revoke
+//	/credits       balance and ledger, newest first, paged
+//	/ops           operators only: look up a user (balance, tasks, keys)
+//	               and cancel a task (refunded) with a reason, logged
+//
+// All assets (templates, one style sheet, one script) are embedded; no
+// CDN, no fonts, no build step. Everything works without JavaScript but
+// the live update of a running task (a long-poll of the JSON endpoint
+// /api/tasks/{id}, which waits with Service.WaitTask) and the copy button
+// of a new key.
+//
+// The playground's submissions count against Config.Limiter under the
+// same key the API uses for the caller: "key:"+id for a key session,
+// "owner:"+user for a user named by Identify. The long-poll of a task
+// page does not count: it reads one task the user already paid for.
+package console

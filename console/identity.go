@@ -1,0 +1,118 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/imagegen/imagegen"
+)
+
+// viewer is the signed-in user of a request.
+type viewer struct {
+	User     string
+	Operator bool
+	// RateKey is the caller's key in the API's rate limit: "key:"+id for a
+	// key session (the same key the API uses for that key), else
+	// "owner:"+User.
+	RateKey string
+	// KeyID is the API key a key session was opened with ("" otherwise).
+	KeyID string
+}
+
+type viewerKey struct{}
+
+func viewerFrom(ctx context.Context) viewer {
+	v, _ := ctx.Value(viewerKey{}).(viewer)
+	return v
+}
+
+// identify returns the signed-in user of r, or ok=false for nobody. A key
+// session is tried first, then the host app's Identify.
+func (c *Console) identify(r *http.Request) (v viewer, ok bool, err error) {
+	if c.cfg.KeySignIn {
+		if v, ok, err = c.keySession(r); ok || err != nil {
+			return v, ok, err
+		}
+	}
+	if c.cfg.Identify == nil {
+		return viewer{}, false, nil
+	}
+	user, operator, err := c.cfg.Identify(r)
+	switch {
+	case errors.Is(err, imagegen.ErrUnauthorized):
+		return viewer{}, false, nil
+	case err != nil:
+		return viewer{}, false, fmt.Errorf("console: identify: %w", err)
+	case user == "":
+		return viewer{}, false, nil
+	}
+	return viewer{User: user, Operator: operator, RateKey: "owner:" + user}, true, nil
+}
+
+// keySession returns the user of r's session cookie when it is genuine,
+// unexpired, and its key is still live.
+func (c *Console) keySession(r *http.Request) (viewer, bool, error) {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return viewer{}, false, nil
+	}
+	s, ok := c.openSession(ck.Value)
+	if !ok {
+		return viewer{}, false, nil
+	}
+	keys, err := c.svc.Keys(r.Context(), s.owner)
+	if err != nil {
+		return viewer{}, false, fmt.Errorf("console: session key: %w", err)
+	}
+	for _, k := range keys {
+		if k.ID == s.keyID && !k.Revoked {
+			return viewer{User: s.owner, Operator: c.isOperatorOwner(s.owner), RateKey: "key:" + k.ID, KeyID: k.ID}, true, nil
+		}
+	}
+	return viewer{}, false, nil // the key was revoked: the session is over
+}
+
+// user lets signed-in users through (with the viewer in the context) and
+// sends everybody else to sign in.
+func (c *Console) user(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, ok, err := c.identify(r)
+		if err != nil {
+			c.serverError(w, r, err)
+			return
+		}
+		if !ok {
+			c.needSignIn(w, r)
+			return
+		}
+		next(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, v)))
+	}
+}
+
+// operator lets operators through and answers 404 to everybody else, so
+// that the pages' existence is not revealed.
+func (c *Console) operator(next http.HandlerFunc) http.HandlerFunc {
+	return c.user(func(w http.ResponseWriter, r *http.Request) {
+		if !viewerFrom(r.Context()).Operator {
+			c.notFound(w, r)
+			return
+		}
+		next(w, r)
+	})
+}
+
+// needSignIn answers a request from nobody: the sign-in page (key
+// sign-in), else 401 with a page saying to sign in through the app.
+func (c *Console) needSignIn(w http.ResponseWriter, r *http.Request) {
+	if isAPIPath(c, r) {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "not signed in"})
+		return
+	}
+	if r.Method == http.MethodGet && c.cfg.KeySignIn && !isAPIPath(c, r) {
+		http.Redirect(w, r, c.path("/signin"), http.StatusSeeOther)
+		return
+	}
+	c.render(w, r, http.StatusUnauthorized, "message", page{Title: "Sign in", Message: "Please sign in to use the console."})
+}

@@ -1,0 +1,111 @@
+package console
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// pageNames are the templates in assets/, each rendered inside layout.html.
+var pageNames = []string{"signin", "message", "playground", "tasks", "task", "keys", "credits", "ops"}
+
+func parsePages() (map[string]*template.Template, error) {
+	funcs := template.FuncMap{
+		"when": func(t time.Time) string {
+			if t.IsZero() {
+				return "—"
+			}
+			return t.UTC().Format("2006-01-02 15:04:05 UTC")
+		},
+		"short": func(s string, n int) string {
+			r := []rune(s)
+			if len(r) <= n {
+				return s
+			}
+			return string(r[:n]) + "…"
+		},
+		"signed": func(n int64) string { return fmt.Sprintf("%+d", n) },
+	}
+	pages := make(map[string]*template.Template, len(pageNames))
+	for _, name := range pageNames {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html", "assets/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("console: template %s: %w", name, err)
+		}
+		pages[name] = t
+	}
+	return pages, nil
+}
+
+func staticFiles() http.Handler {
+	sub, _ := fs.Sub(assets, "assets/static") // the directory is embedded: no error
+	return http.FileServerFS(sub)
+}
+
+// page is what every template gets; each page fills its own part.
+type page struct {
+	Title   string
+	Error   string // shown in an alert box
+	Message string // shown as a notice
+	Data    any    // the page's own data
+
+	// Filled by render.
+	Prefix string
+	CSRF   string
+	Viewer viewer
+	Nav    string // the page name, to mark the current link
+}
+
+// render writes page name with status. The page is rendered into a
+// buffer first, so a template error is a clean 500.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	p.Prefix = c.cfg.Prefix
+	p.Viewer = viewerFrom(r.Context())
+	p.Nav = name
+	p.CSRF = c.csrfToken(w, r, p.Viewer.User)
+	var buf bytes.Buffer
+	if err := c.pages[name].Execute(&buf, p); err != nil {
+		c.log.ErrorContext(r.Context(), "console: render", "page", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
+	if isAPIPath(c, r) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
+		return
+	}
+	c.render(w, r, http.StatusNotFound, "message", page{Title: "Not found", Message: "There is no such page here."})
+}
+
+func (c *Console) serverError(w http.ResponseWriter, r *http.Request, err error) {
+	c.log.ErrorContext(r.Context(), "console: request failed", "path", r.URL.Path, "err", err)
+	if isAPIPath(c, r) {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
+		return
+	}
+	c.render(w, r, http.StatusInternalServerError, "message", page{Title: "Something went wrong", Message: "Something went wrong on our side. Please try again."})
+}
+
+func isAPIPath(c *Console, r *http.Request) bool {
+	return strings.HasPrefix(r.URL.Path, c.path("/api/"))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

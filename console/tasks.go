@@ -1,0 +1,159 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+// taskView is a task as the pages and the JSON endpoint show it.
+type taskView struct {
+	ID          string          `json:"id"`
+	Status      imagegen.Status `json:"status"`
+	Scene       imagegen.Scene  `json:"scene"`
+	Prompt      string          `json:"prompt"`
+	AspectRatio string          `json:"aspect_ratio"`
+	ImageInput  []string        `json:"image_input,omitempty"`
+	Cost        int64           `json:"cost"`
+	Error       string          `json:"error,omitempty"`
+	ErrorCode   string          `json:"error_code,omitempty"`
+	Images      []string        `json:"images,omitempty"` // signed URLs
+	CreatedAt   time.Time       `json:"created_at"`
+	FinishedAt  time.Time       `json:"finished_at,omitzero"`
+	Terminal    bool            `json:"terminal"`
+	Cancellable bool            `json:"cancellable"`
+	Balance     int64           `json:"credits_remaining"`
+}
+
+func (c *Console) view(t *imagegen.Task) taskView {
+	return taskView{
+		ID:          t.ID,
+		Status:      t.Status,
+		Scene:       t.Request.Scene,
+		Prompt:      t.Request.Prompt,
+		AspectRatio: string(t.Request.AspectRatio),
+		ImageInput:  t.Request.ImageInput,
+		Cost:        t.Cost,
+		Error:       t.Error,
+		ErrorCode:   string(t.ErrorCode),
+		Images:      c.imageURLs(t),
+		CreatedAt:   t.CreatedAt,
+		FinishedAt:  t.FinishedAt,
+		Terminal:    t.Status.Terminal(),
+		Cancellable: !t.Status.Terminal(),
+	}
+}
+
+// tasksData is one page of the task list.
+type tasksData struct {
+	Tasks  []taskView
+	Status string
+	Next   string // cursor of the next page
+}
+
+func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request) {
+	v := viewerFrom(r.Context())
+	q := r.URL.Query()
+	status := imagegen.Status(q.Get("status"))
+	page, err := c.svc.ListTasks(r.Context(), v.User, status, 20, q.Get("cursor"))
+	if errors.Is(err, imagegen.ErrInvalidParams) {
+		c.render(w, r, http.StatusBadRequest, "message", pageMsg("Bad request", "That list position or status is not valid."))
+		return
+	}
+	if err != nil {
+		c.serverError(w, r, err)
+		return
+	}
+	d := tasksData{Status: string(status), Next: page.Next}
+	for _, t := range page.Tasks {
+		d.Tasks = append(d.Tasks, c.view(t))
+	}
+	c.renderPage(w, r, "tasks", "Tasks", d, flash(r))
+}
+
+// taskPage shows one of the user's tasks; another user's task, or none,
+// is 404.
+func (c *Console) taskPage(w http.ResponseWriter, r *http.Request) {
+	if tv, ok := c.loadTask(w, r, 0); ok {
+		c.renderPage(w, r, "task", "Task", tv, flash(r))
+	}
+}
+
+// loadTask reads the viewer's task {id}, after waiting up to wait for it
+// to finish, with the viewer's balance. On failure it has answered (404
+// for another user's task or none) and returns false.
+func (c *Console) loadTask(w http.ResponseWriter, r *http.Request, wait time.Duration) (taskView, bool) {
+	v := viewerFrom(r.Context())
+	t, err := c.svc.WaitTask(r.Context(), v.User, r.PathValue("id"), wait) // wait 0: read it now
+	if errors.Is(err, imagegen.ErrTaskNotFound) {
+		c.notFound(w, r)
+		return taskView{}, false
+	}
+	if err != nil {
+		if r.Context().Err() == nil { // else the page went away
+			c.serverError(w, r, err)
+		}
+		return taskView{}, false
+	}
+	tv := c.view(t)
+	if tv.Balance, err = c.svc.Balance(r.Context(), v.User); err != nil {
+		c.serverError(w, r, err)
+		return taskView{}, false
+	}
+	return tv, true
+}
+
+// cancelTask cancels the user's pending or processing task (refunded).
+func (c *Console) cancelTask(w http.ResponseWriter, r *http.Request) {
+	v := viewerFrom(r.Context())
+	id := r.PathValue("id")
+	err := c.svc.Cancel(r.Context(), v.User, id)
+	switch {
+	case errors.Is(err, imagegen.ErrTaskNotFound):
+		c.notFound(w, r)
+	case errors.Is(err, imagegen.ErrInvalidTransition):
+		http.Redirect(w, r, c.path("/tasks/"+id+"?done=finished"), http.StatusSeeOther)
+	case err != nil:
+		c.serverError(w, r, err)
+	default:
+		http.Redirect(w, r, c.path("/tasks/"+id+"?done=cancelled"), http.StatusSeeOther)
+	}
+}
+
+// maxPollWait bounds one long-poll of a task page, under the usual proxy
+// and server write timeouts.
+const maxPollWait = 25 * time.Second
+
+// taskJSON answers the task page's long-poll: the task as soon as it has
+// finished, or after ?wait= seconds (at most 25) with its state then.
+func (c *Console) taskJSON(w http.ResponseWriter, r *http.Request) {
+	wait, err := strconv.Atoi(r.URL.Query().Get("wait"))
+	if err != nil || wait < 0 {
+		wait = 0
+	}
+	if tv, ok := c.loadTask(w, r, min(time.Duration(wait)*time.Second, maxPollWait)); ok {
+		writeJSON(w, http.StatusOK, tv)
+	}
+}
+
+// flash turns the ?done= of a redirect after a form into a notice.
+func flash(r *http.Request) string {
+	switch r.URL.Query().Get("done") {
+	case "cancelled":
+		return "The task was cancelled and its credits refunded."
+	case "finished":
+		return "The task had already finished; nothing was changed."
+	case "revoked":
+		return "The key was revoked. It stops working at once."
+	}
+	return ""
+}
+
+func pageMsg(title, msg string) page { return page{Title: title, Message: msg} }
+
+func (c *Console) renderPage(w http.ResponseWriter, r *http.Request, name, title string, data any, notice string) {
+	c.render(w, r, http.StatusOK, name, page{Title: title, Data: data, Message: notice})
+}

@@ -1,0 +1,110 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen/httpapi"
+)
+
+// seen is an httpapi.Observer that records each answer.
+type seen struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (s *seen) HTTPRequest(route string, code int, took time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, route+" "+http.StatusText(code))
+}
+
+// syncBuf is a bytes.Buffer for logs.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuf) Write(p []byte) (int, error) { b.mu.Lock(); defer b.mu.Unlock(); return b.b.Write(p) }
+
+func (b *syncBuf) lines(t *testing.T) []map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(b.b.Bytes()))
+	for sc.Scan() {
+		var m map[string]any
+		is.New(t).NoErr(json.Unmarshal(sc.Bytes(), &m))
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestEachRequestIsLoggedAndObservedByRoute(t *testing.T) {
+	is := is.New(t)
+	obs, logs := &seen{}, &syncBuf{}
+	e := newEnv(t, func(o *envOptions) {
+		o.limit = 3
+		o.observer = obs
+		o.logger = slog.New(slog.NewJSONHandler(logs, nil))
+	})
+	w := e.submit(e.key, `{"scene":"text-to-image","prompt":"a fox"}`)
+	is.Equal(w.Code, http.StatusCreated)
+	var sub struct {
+		TaskID string `json:"task_id"`
+	}
+	is.NoErr(json.Unmarshal(w.Body.Bytes(), &sub))
+	is.Equal(e.poll(e.key, sub.TaskID).Code, http.StatusOK)
+	is.Equal(e.poll(e.key, "some-other-id").Code, http.StatusNotFound)
+	is.Equal(e.poll(e.key, sub.TaskID).Code, http.StatusTooManyRequests)
+	is.Equal(e.do("GET", "/api/v1/nothing/here", "", "").Code, http.StatusNotFound)
+
+	is.Equal(obs.calls, []string{
+		"POST /api/v1/generate Created",
+		"GET /api/v1/tasks/{task_id} OK",
+		"GET /api/v1/tasks/{task_id} Not Found",
+		"GET /api/v1/tasks/{task_id} Too Many Requests",
+		"/api/v1/ Not Found",
+	}) // patterns, never raw paths or ids
+
+	lines := logs.lines(t)
+	is.Equal(len(lines), 5) // one line per request
+	keyIDs := map[string]bool{}
+	for _, l := range lines {
+		is.Equal(l["msg"], "request")
+		is.True(l["request_id"] != "")
+		is.True(!strings.Contains(l["route"].(string), sub.TaskID))
+		if id, _ := l["key_id"].(string); id != "" {
+			keyIDs[id] = true
+			is.True(len(id) == 12 && !strings.Contains(e.key, id)) // short, and not a piece of the key
+		}
+	}
+	is.Equal(len(keyIDs), 1) // one caller, one key id
+	is.Equal(lines[0]["method"], "POST")
+	is.Equal(lines[0]["status"], 201.0)
+	is.Equal(lines[4]["key_id"], "") // not authenticated
+}
+
+func TestRequestIDIsKeptWhenValidAndMadeOtherwise(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	w := e.do("GET", "/api/v1/credits", e.key, "", httpapi.RequestIDHeader, "trace-42.a_b:c")
+	is.Equal(w.Header().Get(httpapi.RequestIDHeader), "trace-42.a_b:c")
+	for _, bad := range []string{"has space", "quote\"", strings.Repeat("x", 129), "new\nline"} {
+		w = e.do("GET", "/api/v1/credits", e.key, "", "X-Request-Id", bad)
+		got := w.Header().Get("X-Request-Id")
+		is.True(got != bad && len(got) == 32) // replaced by a fresh id
+	}
+	a := e.do("GET", "/api/v1/credits", e.key, "").Header().Get("X-Request-Id")
+	b := e.do("GET", "/api/v1/credits", e.key, "").Header().Get("X-Request-Id")
+	is.True(a != b && a != "")
+}

@@ -1,0 +1,147 @@
+package imagegen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Inspector is the operator's view of a service's store, across owners:
+// queue statistics, listing and showing any task, retrying a failed
+// task, cancelling a task and purging expired data. Every change it makes
+// is logged (Config.Logger, message "operator action") with the
+// operator's reason, and its credit effects go through the ledger
+// (RechargeRef, the usual refund). Get one with Service.Inspector.
+type Inspector struct{ s *Service }
+
+// Inspector returns the operator's view of s's store.
+func (s *Service) Inspector() *Inspector { return &Inspector{s: s} }
+
+// TaskDetail is one task as an operator sees it: the task (with its
+// attempts, last error and request id) and the ledger entries that it
+// caused.
+type TaskDetail struct {
+	Task   *Task
+	Ledger []LedgerEntry // the task's charges and refunds, oldest first
+}
+
+// QueueStats counts pending and processing tasks and measures the wait
+// of the oldest ready one.
+func (in *Inspector) QueueStats(ctx context.Context) (QueueStats, error) {
+	st, err := in.s.cfg.Store.QueueStats(ctx)
+	if err != nil {
+		return st, fmt.Errorf("imagegen: queue stats: %w", err)
+	}
+	return st, nil
+}
+
+// ListTasks returns a page of tasks of every owner (or f.Owner's)
+// matching f, newest first: up to limit (0 means DefaultListLimit, at
+// most MaxListLimit), after cursor. A page may be short with a Next
+// cursor when the filter matches little.
+func (in *Inspector) ListTasks(ctx context.Context, f TaskFilter, limit int, cursor string) (TaskPage, error) {
+	switch {
+	case f.Status != "" && !f.Status.Valid():
+		return TaskPage{}, invalid("status", "must be one of pending, processing, success, failed")
+	case limit == 0:
+		limit = DefaultListLimit
+	case limit < 0 || limit > MaxListLimit:
+		return TaskPage{}, invalid("limit", "must be 1 to %d", MaxListLimit)
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return TaskPage{}, invalid("since", "must be before until")
+	}
+	page, err := in.s.cfg.Store.ListAllTasks(ctx, f, limit, cursor)
+	if errors.Is(err, ErrInvalidParams) {
+		return TaskPage{}, invalid("cursor", "is not a cursor this store gave")
+	}
+	if err != nil {
+		return TaskPage{}, fmt.Errorf("imagegen: list all tasks: %w", err)
+	}
+	return page, nil
+}
+
+// Task returns any owner's task with its ledger entries, or
+// ErrTaskNotFound.
+func (in *Inspector) Task(ctx context.Context, id string) (TaskDetail, error) {
+	t, err := in.s.cfg.Store.TaskByID(ctx, id)
+	if err != nil {
+		return TaskDetail{}, fmt.Errorf("imagegen: task: %w", err)
+	}
+	entries, err := in.s.cfg.Store.Ledger(ctx, t.Owner)
+	if err != nil {
+		return TaskDetail{}, fmt.Errorf("imagegen: ledger: %w", err)
+	}
+	d := TaskDetail{Task: t}
+	for _, e := range entries {
+		if e.Ref == ChargeRef(id) || e.Ref == RefundRef(id) ||
+			strings.HasPrefix(e.Ref, ChargeRef(id)+":") || strings.HasPrefix(e.Ref, RefundRef(id)+":") {
+			d.Ledger = append(d.Ledger, e)
+		}
+	}
+	return d, nil
+}
+
+// Retry gives a failed task back to the queue. With recharge its cost is
+// charged again (and refunded again should it fail again); without, it
+// runs free. reason is required and logged. Errors: ErrTaskNotFound,
+// ErrInvalidTransition (the task is not failed), ErrInsufficientCredits
+// (recharge, balance short).
+func (in *Inspector) Retry(ctx context.Context, id string, recharge bool, reason string) error {
+	if err := checkReason(reason); err != nil {
+		return err
+	}
+	t, err := in.s.cfg.Store.TaskByID(ctx, id)
+	if err != nil {
+		return fmt.Errorf("imagegen: retry: %w", err)
+	}
+	if err := in.s.cfg.Store.RequeueTask(ctx, id, recharge); err != nil {
+		return fmt.Errorf("imagegen: retry: %w", err)
+	}
+	in.s.wakeWorkers()
+	in.s.log.InfoContext(ctx, "operator action", "action", "retry", "task_id", id, "owner", t.Owner,
+		"recharge", recharge, "cost", t.Cost, "previous_error", t.Error, "reason", reason)
+	return nil
+}
+
+// Cancel fails any owner's pending or processing task (CodeCancelled)
+// and refunds it, as its owner's cancel would. reason is required and
+// logged. Errors: ErrTaskNotFound, ErrInvalidTransition (finished).
+func (in *Inspector) Cancel(ctx context.Context, id, reason string) error {
+	if err := checkReason(reason); err != nil {
+		return err
+	}
+	t, err := in.s.cfg.Store.TaskByID(ctx, id)
+	if err != nil {
+		return fmt.Errorf("imagegen: cancel: %w", err)
+	}
+	if err := in.s.Cancel(ctx, t.Owner, id); err != nil {
+		return err
+	}
+	in.s.log.InfoContext(ctx, "operator action", "action", "cancel", "task_id", id, "owner", t.Owner,
+		"refunded", t.Cost, "reason", reason)
+	return nil
+}
+
+// Purge removes at once what retention has made invisible and returns
+// how many tasks it removed (or unindexed). reason is required and
+// logged.
+func (in *Inspector) Purge(ctx context.Context, reason string) (int, error) {
+	if err := checkReason(reason); err != nil {
+		return 0, err
+	}
+	n, err := in.s.cfg.Store.PurgeExpired(ctx)
+	if err != nil {
+		return n, fmt.Errorf("imagegen: purge: %w", err)
+	}
+	in.s.log.InfoContext(ctx, "operator action", "action", "purge", "tasks", n, "reason", reason)
+	return n, nil
+}
+
+func checkReason(reason string) error {
+	if strings.TrimSpace(reason) == "" {
+		return invalid("reason", "is required: say why, for the record")
+	}
+	return nil
+}

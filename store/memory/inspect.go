@@ -1,0 +1,132 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+// Ping always succeeds: the store is in this process.
+func (s *Store) Ping(context.Context) error { return nil }
+
+// QueueStats counts pending and processing tasks. It walks the pending
+// queue (whose stale entries it skips), which an in-process store can
+// afford on every scrape.
+func (s *Store) QueueStats(context.Context) (imagegen.QueueStats, error) {
+	now := s.lock()
+	defer s.mu.Unlock()
+	st := imagegen.QueueStats{Processing: int64(len(s.processing))}
+	for _, q := range s.pending {
+		if q.seq != q.rec.queued {
+			continue // left behind by a cancel
+		}
+		st.Pending++
+		if !q.runAfter.After(now) {
+			st.OldestPending = max(st.OldestPending, now.Sub(q.runAfter))
+		}
+	}
+	return st, nil
+}
+
+// TaskByID returns a copy of any owner's task.
+func (s *Store) TaskByID(_ context.Context, id string) (*imagegen.Task, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	r, ok := s.tasks[id]
+	if !ok {
+		return nil, imagegen.ErrTaskNotFound
+	}
+	t := copyTask(r.task)
+	return &t, nil
+}
+
+// ListAllTasks returns tasks of every owner (or f.Owner's), newest
+// first. The cursor is the submission sequence number to continue below.
+func (s *Store) ListAllTasks(_ context.Context, f imagegen.TaskFilter, limit int, cursor string) (imagegen.TaskPage, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	below := uint64(1<<64 - 1)
+	if cursor != "" {
+		n, err := strconv.ParseUint(cursor, 10, 64)
+		if err != nil {
+			return imagegen.TaskPage{}, fmt.Errorf("memory: bad cursor: %w", imagegen.ErrInvalidParams)
+		}
+		below = n
+	}
+	recs := make([]*record, 0, len(s.tasks))
+	for _, r := range s.tasks {
+		if r.seq < below && matches(r.task, f) {
+			recs = append(recs, r)
+		}
+	}
+	slices.SortFunc(recs, func(a, b *record) int { return -cmpUint(a.seq, b.seq) })
+	var page imagegen.TaskPage
+	for i, r := range recs {
+		if i == limit {
+			page.Next = strconv.FormatUint(recs[i-1].seq, 10)
+			break
+		}
+		t := copyTask(r.task)
+		page.Tasks = append(page.Tasks, &t)
+	}
+	return page, nil
+}
+
+func matches(t imagegen.Task, f imagegen.TaskFilter) bool {
+	return (f.Owner == "" || t.Owner == f.Owner) &&
+		(f.Status == "" || t.Status == f.Status) &&
+		(f.Since.IsZero() || !t.CreatedAt.Before(f.Since)) &&
+		(f.Until.IsZero() || t.CreatedAt.Before(f.Until))
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// RequeueTask gives a failed task back to the queue, ready now.
+func (s *Store) RequeueTask(_ context.Context, id string, recharge bool) error {
+	now := s.lock()
+	defer s.mu.Unlock()
+	r, ok := s.tasks[id]
+	if !ok {
+		return imagegen.ErrTaskNotFound
+	}
+	if r.task.Status != imagegen.StatusFailed {
+		return fmt.Errorf("memory: requeue %s task: %w", r.task.Status, imagegen.ErrInvalidTransition)
+	}
+	if recharge {
+		_, err := s.appendEntry(imagegen.LedgerEntry{
+			Owner: r.task.Owner, Kind: imagegen.LedgerCharge, Amount: -r.task.Cost, Ref: imagegen.RechargeRef(id, r.task.Attempt),
+		}, now)
+		if err != nil {
+			return err
+		}
+		r.task.Refunded = false
+		r.refundRef = imagegen.RerefundRef(id, r.task.Attempt)
+	}
+	r.task.Status = imagegen.StatusPending
+	r.task.Error, r.task.ErrorCode = "", ""
+	r.task.FinishedAt, r.task.ExpiresAt = time.Time{}, time.Time{} // its expiry entry is skipped when popped
+	r.task.UpdatedAt, r.task.RunAfter = now, now
+	s.enqueue(r)
+	return nil
+}
+
+// PurgeExpired removes what retention has made invisible. Every call
+// of the store already does so on its way in, so this mostly reports
+// what was due.
+func (s *Store) PurgeExpired(context.Context) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sweep(s.clock.Now()), nil
+}

@@ -1,0 +1,180 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen"
+)
+
+// QueueStats counts the pending and leased tasks and reads the oldest
+// pending run-after time, in one round trip (two ZCARDs, a ZRANGE of
+// one member and the server's TIME).
+func (s *Store) QueueStats(ctx context.Context) (imagegen.QueueStats, error) {
+	pipe := s.rdb.Pipeline()
+	pending := pipe.ZCard(ctx, s.k.pending())
+	leased := pipe.ZCard(ctx, s.k.leases())
+	head := pipe.ZRangeWithScores(ctx, s.k.pending(), 0, 0)
+	now := pipe.Time(ctx)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return imagegen.QueueStats{}, wrapErr("queue stats", err)
+	}
+	st := imagegen.QueueStats{Pending: pending.Val(), Processing: leased.Val()}
+	t := now.Val()
+	if s.clock != nil {
+		t = s.clock.Now()
+	}
+	if h := head.Val(); len(h) == 1 {
+		st.OldestPending = max(t.Sub(time.UnixMilli(int64(h[0].Score))), 0)
+	}
+	return st, nil
+}
+
+// TaskByID returns any owner's task.
+func (s *Store) TaskByID(ctx context.Context, id string) (*imagegen.Task, error) {
+	f, err := s.rdb.HGetAll(ctx, s.k.task(id)).Result()
+	if err != nil {
+		return nil, wrapErr("task", err)
+	}
+	if len(f) == 0 || s.expired(atoi(f["expires"])) {
+		return nil, imagegen.ErrTaskNotFound
+	}
+	return decodeTask(f)
+}
+
+// requeueScript gives a failed task back to the queue, ready now, and
+// with a recharge debits its cost again.
+//
+//	KEYS[1] task  KEYS[2] pending  KEYS[3] balance  KEYS[4] ledger
+//	ARGV[1] now  ARGV[2] id  ARGV[3] owner  ARGV[4] recharge: "1" or ""
+//	ARGV[5] recharge ledger entry JSON up to its time  ARGV[6] re-refund reference
+//
+// Returns 1, 0 when there is no such task, -1 when it is not failed,
+// -2 when the balance is short of the recharge.
+var requeueScript = newScript(`
+local now = now_ms()
+local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'cost')
+if f[1] ~= ARGV[3] then return 0 end
+if f[2] ~= 'failed' then return -1 end
+if ARGV[4] == '1' then
+  local cost = tonumber(f[3])
+  local balance = tonumber(redis.call('GET', KEYS[3]) or '0')
+  if balance < cost then return -2 end
+  local after = redis.call('DECRBY', KEYS[3], cost)
+  redis.call('RPUSH', KEYS[4], ARGV[5] .. now .. ',"bal":' .. after .. '}')
+  redis.call('HSET', KEYS[1], 'refunded', '0', 'refund_ref', ARGV[6])
+end
+redis.call('HDEL', KEYS[1], 'error', 'error_code', 'finished', 'expires')
+redis.call('HSET', KEYS[1], 'status', 'pending', 'updated', now, 'run_after', now)
+redis.call('PERSIST', KEYS[1])
+redis.call('ZADD', KEYS[2], now, ARGV[2])
+return 1
+`)
+
+// RequeueTask gives a failed task back to the queue, ready now. It reads
+// the task's owner and attempt first, to name the owner's credit keys.
+func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error {
+	t, err := s.TaskByID(ctx, id)
+	if err != nil {
+		return err
+	}
+	var flag, entry string
+	if recharge {
+		flag = "1"
+		ref, err := json.Marshal(imagegen.RechargeRef(id, t.Attempt))
+		if err != nil {
+			return fmt.Errorf("redis store: encode reference: %w", err)
+		}
+		entry = fmt.Sprintf(`{"kind":"charge","amount":%d,"ref":%s,"at":`, -t.Cost, ref)
+	}
+	n, err := requeueScript.Run(ctx, s.rdb,
+		[]string{s.k.task(id), s.k.pending(), s.k.balance(t.Owner), s.k.ledger(t.Owner)},
+		s.nowArg(), id, t.Owner, flag, entry, imagegen.RerefundRef(id, t.Attempt),
+	).Int64()
+	switch {
+	case err != nil:
+		return wrapErr("requeue", err)
+	case n == 0:
+		return imagegen.ErrTaskNotFound
+	case n == -1:
+		return fmt.Errorf("redis store: requeue %s task: %w", t.Status, imagegen.ErrInvalidTransition)
+	case n == -2:
+		return imagegen.ErrInsufficientCredits
+	}
+	return nil
+}
+
+// PurgeExpired walks the index of all tasks and removes the entries of
+// tasks that are gone. Redis TTLs remove the tasks and images themselves;
+// with an injected Clock (tests), tasks expired by it are deleted here.
+func (s *Store) PurgeExpired(ctx context.Context) (int, error) {
+	removed := 0
+	var cursor uint64
+	for {
+		members, next, err := s.rdb.ZScan(ctx, s.k.allTasks(), cursor, "", 200).Result()
+		if err != nil {
+			return removed, wrapErr("purge", err)
+		}
+		n, err := s.purgeMembers(ctx, members)
+		removed += n
+		if err != nil {
+			return removed, err
+		}
+		if cursor = next; cursor == 0 {
+			return removed, nil
+		}
+	}
+}
+
+// purgeMembers checks a ZSCAN batch (member, score, member, score ...).
+func (s *Store) purgeMembers(ctx context.Context, scan []string) (int, error) {
+	var members []string
+	for i := 0; i < len(scan); i += 2 {
+		members = append(members, scan[i])
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*goredis.SliceCmd, len(members))
+	for i, m := range members {
+		_, id, _ := strings.Cut(m, ":")
+		cmds[i] = pipe.HMGet(ctx, s.k.task(id), "id", "expires", "images")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, wrapErr("purge", err)
+	}
+	var gone []any
+	for i, m := range members {
+		v := cmds[i].Val()
+		if v[0] == nil {
+			gone = append(gone, m)
+			continue
+		}
+		expires, _ := v[1].(string)
+		if !s.expired(atoi(expires)) {
+			continue
+		}
+		var imgs []string
+		if raw, _ := v[2].(string); raw != "" {
+			_ = json.Unmarshal([]byte(raw), &imgs)
+		}
+		del := []string{s.k.task(fmt.Sprint(v[0]))}
+		for _, img := range imgs {
+			del = append(del, s.k.image(img))
+			_ = s.blobs.Delete(ctx, img) // best effort, as after a lost lease
+		}
+		if err := s.rdb.Del(ctx, del...).Err(); err != nil {
+			return len(gone), wrapErr("purge", err)
+		}
+		gone = append(gone, m)
+	}
+	if len(gone) > 0 {
+		if err := s.rdb.ZRem(ctx, s.k.allTasks(), gone...).Err(); err != nil {
+			return 0, wrapErr("purge", err)
+		}
+	}
+	return len(gone), nil
+}
