@@ -206,6 +206,7 @@ func (c *Console) routes() *http.ServeMux {
 	mux.HandleFunc("GET "+p+"/credits", c.user(c.creditsPage))
 	mux.HandleFunc("GET "+p+"/ops", c.operator(c.opsPage))
 	mux.HandleFunc("POST "+p+"/ops/tasks/{id}/cancel", c.csrf(c.operator(c.opsCancel)))
+	mux.HandleFunc("POST "+p+"/ops/tasks/{id}/retry", c.csrf(c.operator(c.opsRetry)))
 	mux.HandleFunc(p+"/", c.notFound)
 	return mux
 }

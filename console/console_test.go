@@ -351,6 +351,31 @@ func TestFailedSignInsAreLimitedPerAddress(t *testing.T) {
 	b.signIn(key) // a good key still gets in: only failures are counted
 }
 
+// The console's sign-in and the API share one budget of failures per
+// address: failures spent on the API leave none for guessing keys here.
+func TestSignInSharesTheAPIFailureBudget(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	for i := range server.DefaultAuthFailures {
+		r, err := http.NewRequest("GET", f.ts.URL+"/api/v1/credits", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set("Authorization", "Bearer wrong-key-0123456789")
+		res, err := f.ts.Client().Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("API failure %d: status %d, want 401", i+1, res.StatusCode)
+		}
+	}
+	p := f.browser(t).submitForm("/console/signin", "/console/signin", url.Values{"key": {"wrong-key-0123456789"}})
+	if p.status != http.StatusTooManyRequests {
+		t.Fatalf("a console sign-in after the API's failures: status %d, want 429", p.status)
+	}
+}
+
 func TestOperatorPagesAreForOperatorsOnly(t *testing.T) {
 	f := newFixture(t, fixtureConfig{})
 	f.user(t, "alice", 3)
@@ -417,5 +442,43 @@ func TestOperatorCancelNeedsAReasonAndRefunds(t *testing.T) {
 	}
 	if p := ops.submitForm("/console/ops?owner=alice", "/console/ops/tasks/no-such/cancel", url.Values{"owner": {"alice"}, "reason": {"x"}}); p.status != http.StatusNotFound {
 		t.Fatalf("cancel of no task: status %d, want 404", p.status)
+	}
+}
+
+func TestOperatorDashboardCountsAndRetries(t *testing.T) {
+	model := imagegentest.NewModel(1,
+		imagegentest.Fail(&imagegen.ModelError{Provider: "scripted", Refused: true, Message: "refused"}),
+		imagegentest.Fail(&imagegen.ModelError{Provider: "scripted", Refused: true, Message: "refused"}),
+	) // then it succeeds
+	f := newFixture(t, fixtureConfig{model: model})
+	f.user(t, "alice", 5)
+	first, second := f.submit(t, "alice", "one"), f.submit(t, "alice", "two")
+	for _, id := range []string{first, second} {
+		if task, err := f.svc.WaitTask(context.Background(), "alice", id, 10*time.Second); err != nil || task.Status != imagegen.StatusFailed {
+			t.Fatalf("task %s: %+v %v; want failed", id, task, err)
+		}
+	}
+	ops := f.browser(t)
+	ops.signIn(f.user(t, "ops", 0))
+	p := ops.get("/console/ops")
+	contains(t, p, `id="pending">0<`, `data-status="failed">2<`, `data-status="success">0<`, `data-code="content_policy">2<`)
+
+	path := "/console/ops/tasks/" + first + "/retry"
+	if p := ops.submitForm("/console/ops?owner=alice", path, url.Values{"owner": {"alice"}}); p.status != http.StatusUnprocessableEntity {
+		t.Fatalf("retry without a reason: status %d, want 422", p.status)
+	}
+	p = ops.submitForm("/console/ops?owner=alice", path, url.Values{"owner": {"alice"}, "reason": {"provider fixed"}, "recharge": {"1"}})
+	if p.status != http.StatusOK || !strings.Contains(p.body, "back in the queue") {
+		t.Fatalf("retry: status %d", p.status)
+	}
+	task, err := f.svc.WaitTask(context.Background(), "alice", first, 10*time.Second)
+	if err != nil || task.Status != imagegen.StatusSuccess {
+		t.Fatalf("the retried task: %+v %v; want success", task, err)
+	}
+	if bal, _ := f.svc.Balance(context.Background(), "alice"); bal != 4 {
+		t.Fatalf("balance %d after a recharged retry, want 4", bal)
+	}
+	if p := ops.submitForm("/console/ops?owner=alice", path, url.Values{"owner": {"alice"}, "reason": {"again"}}); p.status != http.StatusConflict {
+		t.Fatalf("retry of a task that succeeded: status %d, want 409", p.status)
 	}
 }

@@ -50,8 +50,11 @@
 //	/tasks/{id}    one task; pending -> processing -> result live
 //	/keys          API keys: create (shown once), name, revoke
 //	/credits       balance and ledger, newest first, paged
-//	/ops           operators only: look up a user (balance, tasks, keys)
-//	               and cancel a task (refunded) with a reason, logged
+//	/ops           operators only: queue depth and the oldest pending
+//	               task's wait, the last hour's tasks by status and
+//	               failures by code (imagegen.Inspector); a user's
+//	               balance, tasks and keys; retry (free or charged
+//	               again) and cancel (refunded) with a reason, logged
 //
 // All assets (templates, one style sheet, one script) are embedded; no
 // CDN, no fonts, no build step. Everything works without JavaScript but

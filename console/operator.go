@@ -1,20 +1,30 @@
 package console
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
-	"unicode/utf8"
+	"time"
 
 	"github.com/imagegen/imagegen"
 )
 
-// MaxReasonChars bounds the reason an operator gives for an action.
-const MaxReasonChars = 500
+// hourScanLimit bounds how many of the last hour's tasks the dashboard
+// counts (pages of imagegen.MaxListLimit); beyond it the counts say so.
+const hourScanLimit = 2000
 
-// opsData is the operator's look at one user: balance, recent tasks and
-// keys (hints and names only).
+// opsData is the operator's dashboard: the queue, the last hour's tasks
+// by status and failures by code, and a look at one user.
 type opsData struct {
+	Queue    imagegen.QueueStats
+	ByStatus []count
+	Failures []count
+	Counted  int  // tasks counted in the last hour
+	Capped   bool // more than hourScanLimit: the counts are partial
+
 	Owner   string
 	Found   bool
 	Balance int64
@@ -22,23 +32,38 @@ type opsData struct {
 	Keys    []imagegen.APIKey
 }
 
-// opsPage (operators only) looks up a user by owner id: their balance,
-// their 20 newest tasks (with a cancel that needs a reason) and keys.
+type count struct {
+	Name string
+	N    int
+}
+
+// opsPage (operators only) shows the dashboard and, with ?owner=, one
+// user's balance, 20 newest tasks (with retry and cancel, each needing a
+// reason) and keys.
 func (c *Console) opsPage(w http.ResponseWriter, r *http.Request) {
 	owner := strings.TrimSpace(r.URL.Query().Get("owner"))
 	c.showOps(w, r, http.StatusOK, owner, "", flash(r))
 }
 
 func (c *Console) showOps(w http.ResponseWriter, r *http.Request, status int, owner, errMsg, notice string) {
+	ctx := r.Context()
+	in := c.svc.Inspector()
 	d := opsData{Owner: owner}
+	var err error
+	if d.Queue, err = in.QueueStats(ctx); err != nil {
+		c.serverError(w, r, err)
+		return
+	}
+	if err := c.countLastHour(ctx, &d); err != nil {
+		c.serverError(w, r, err)
+		return
+	}
 	if owner != "" {
-		ctx := r.Context()
-		var err error
 		if d.Balance, err = c.svc.Balance(ctx, owner); err != nil {
 			c.serverError(w, r, err)
 			return
 		}
-		page, err := c.svc.ListTasks(ctx, owner, "", 20, "")
+		page, err := in.ListTasks(ctx, imagegen.TaskFilter{Owner: owner}, 20, "")
 		if err != nil {
 			c.serverError(w, r, err)
 			return
@@ -52,32 +77,87 @@ func (c *Console) showOps(w http.ResponseWriter, r *http.Request, status int, ow
 		}
 		d.Found = len(d.Tasks) > 0 || len(d.Keys) > 0 || d.Balance != 0
 	}
-	c.render(w, r, status, "ops", page{Title: "Operator: users", Data: d, Error: errMsg, Message: notice})
+	c.render(w, r, status, "ops", page{Title: "Operator", Data: d, Error: errMsg, Message: notice})
 }
 
-// opsCancel (operators only) cancels a user's pending or processing task
-// (refunded, as the owner's cancel is). The reason is required and is
-// logged with the operator's name.
+// countLastHour counts the tasks created in the last hour by status, and
+// the failed ones by error code.
+func (c *Console) countLastHour(ctx context.Context, d *opsData) error {
+	byStatus := map[imagegen.Status]int{}
+	byCode := map[string]int{}
+	f := imagegen.TaskFilter{Since: c.cfg.Clock.Now().Add(-time.Hour)}
+	cursor := ""
+	for {
+		page, err := c.svc.Inspector().ListTasks(ctx, f, imagegen.MaxListLimit, cursor)
+		if err != nil {
+			return err
+		}
+		for _, t := range page.Tasks {
+			byStatus[t.Status]++
+			if t.Status == imagegen.StatusFailed {
+				byCode[string(t.ErrorCode)]++
+			}
+		}
+		d.Counted += len(page.Tasks)
+		if page.Next == "" {
+			break
+		}
+		if d.Counted >= hourScanLimit {
+			d.Capped = true
+			break
+		}
+		cursor = page.Next
+	}
+	for _, s := range []imagegen.Status{imagegen.StatusPending, imagegen.StatusProcessing, imagegen.StatusSuccess, imagegen.StatusFailed} {
+		d.ByStatus = append(d.ByStatus, count{string(s), byStatus[s]})
+	}
+	for code, n := range byCode {
+		d.Failures = append(d.Failures, count{code, n})
+	}
+	slices.SortFunc(d.Failures, func(a, b count) int { // most first, then by name
+		return cmp.Or(cmp.Compare(b.N, a.N), cmp.Compare(a.Name, b.Name))
+	})
+	return nil
+}
+
+// opsCancel (operators only) cancels any user's pending or processing
+// task (refunded) through the Inspector, which logs the reason.
 func (c *Console) opsCancel(w http.ResponseWriter, r *http.Request) {
+	c.opsAction(w, r, "cancelled", func(ctx context.Context, id, reason string) error {
+		return c.svc.Inspector().Cancel(ctx, id, reason)
+	})
+}
+
+// opsRetry (operators only) gives a failed task back to the queue, free
+// or charged again (recharge=1), through the Inspector.
+func (c *Console) opsRetry(w http.ResponseWriter, r *http.Request) {
+	recharge := r.PostForm.Get("recharge") == "1"
+	c.opsAction(w, r, "retried", func(ctx context.Context, id, reason string) error {
+		return c.svc.Inspector().Retry(ctx, id, recharge, reason)
+	})
+}
+
+// opsAction runs an inspector action on task {id} with the form's
+// reason, logs who did it, and goes back to the user's page.
+func (c *Console) opsAction(w http.ResponseWriter, r *http.Request, done string, act func(ctx context.Context, id, reason string) error) {
 	v := viewerFrom(r.Context())
 	owner, id := r.PostForm.Get("owner"), r.PathValue("id")
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
-	if reason == "" || utf8.RuneCountInString(reason) > MaxReasonChars {
+	if reason == "" || len(reason) > 500 {
 		c.showOps(w, r, http.StatusUnprocessableEntity, owner, "Give a reason (1 to 500 characters): it is logged with the action.", "")
 		return
 	}
-	err := c.svc.Cancel(r.Context(), owner, id)
+	err := act(r.Context(), id, "by "+v.User+": "+reason)
 	switch {
 	case errors.Is(err, imagegen.ErrTaskNotFound):
 		c.notFound(w, r)
-		return
 	case errors.Is(err, imagegen.ErrInvalidTransition):
-		c.showOps(w, r, http.StatusConflict, owner, "The task has already finished; nothing was changed.", "")
-		return
+		c.showOps(w, r, http.StatusConflict, owner, "The task is not in a state that allows this; nothing was changed.", "")
+	case errors.Is(err, imagegen.ErrInsufficientCredits):
+		c.showOps(w, r, http.StatusPaymentRequired, owner, "The user's balance is too short to charge the retry; nothing was changed.", "")
 	case err != nil:
 		c.serverError(w, r, err)
-		return
+	default:
+		http.Redirect(w, r, c.path("/ops?owner="+urlQueryEscape(owner)+"&done="+done), http.StatusSeeOther)
 	}
-	c.log.InfoContext(r.Context(), "console: operator cancelled a task", "operator", v.User, "owner", owner, "task", id, "reason", reason)
-	http.Redirect(w, r, c.path("/ops?owner="+urlQueryEscape(owner)+"&done=cancelled"), http.StatusSeeOther)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/httpapi"
 )
 
 // Cookie names. Both are HttpOnly, SameSite=Lax, scoped to the prefix.
@@ -141,7 +142,7 @@ func (c *Console) tooManyFailures(w http.ResponseWriter, r *http.Request) bool {
 	if c.cfg.AuthFailures == nil {
 		return false
 	}
-	res, err := c.cfg.AuthFailures.Allow(r.Context(), "console-signin:"+c.cfg.ClientIP(r))
+	res, err := c.cfg.AuthFailures.Allow(r.Context(), httpapi.AuthFailurePrefix+c.cfg.ClientIP(r))
 	if err != nil { // the limiter's backend is down: still just a refusal
 		c.log.WarnContext(r.Context(), "console: sign-in failure limiter", "err", err)
 		return false

@@ -146,6 +146,8 @@ func flash(r *http.Request) string {
 		return "The task was cancelled and its credits refunded."
 	case "finished":
 		return "The task had already finished; nothing was changed."
+	case "retried":
+		return "The task is back in the queue."
 	case "revoked":
 		return "The key was revoked. It stops working at once."
 	}

@@ -101,10 +101,12 @@ func PrincipalFrom(ctx context.Context) (Principal, bool) {
 	return p, ok
 }
 
-// authFailurePrefix starts the limiter key of a client address's failed
-// authentications, so that a limiter shared with other policies keeps
-// them apart.
-const authFailurePrefix = "authfail:"
+// AuthFailurePrefix starts the limiter key of a client address's failed
+// authentications ("authfail:" + the address group), so that a limiter
+// shared with other policies keeps them apart. Other sign-in forms (the
+// web console's) count under the same keys, so that an address has one
+// budget of failures whichever door it knocks on.
+const AuthFailurePrefix = "authfail:"
 
 // authenticate authenticates the request first, so that a valid key is
 // always served whatever others sent from the same address. Only a failed
@@ -125,7 +127,7 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if errors.Is(err, imagegen.ErrUnauthorized) && h.cfg.AuthFailures != nil {
-			res, lerr := h.cfg.AuthFailures.Allow(r.Context(), authFailurePrefix+h.cfg.ClientIP(r))
+			res, lerr := h.cfg.AuthFailures.Allow(r.Context(), AuthFailurePrefix+h.cfg.ClientIP(r))
 			switch {
 			case lerr != nil: // the limiter's backend is down: still a 401
 				h.cfg.Logger.WarnContext(r.Context(), "auth failure limiter", "err", lerr)

@@ -120,8 +120,30 @@ func TestAuthFailuresBehindTrustedProxy(t *testing.T) {
 			is.Equal(badKeyFrom(h, proxy, "X-Forwarded-For", fake+", 198.51.100.7"), want)
 		}
 	})
+	t.Run("a client's own Forwarded header is not read beside X-Forwarded-For", func(t *testing.T) {
+		is := is.New(t)
+		// The proxy appends the real address to X-Forwarded-For and
+		// passes the client's Forwarded header through untouched.
+		for i := range 3 {
+			want := http.StatusUnauthorized
+			if i == 2 {
+				want = http.StatusTooManyRequests
+			}
+			spoof := "for=203.0.113." + strconv.Itoa(i+1)
+			is.Equal(badKeyFrom(h, proxy, "Forwarded", spoof, "X-Forwarded-For", "198.51.100.99"), want)
+		}
+	})
 	t.Run("Forwarded header, through two trusted proxies", func(t *testing.T) {
 		is := is.New(t)
+		h := e.handlerWith(httpapi.Config{
+			AuthFailures:    failures,
+			TrustedProxies:  []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+			ForwardedHeader: "Forwarded",
+		})
+		// X-Forwarded-For is not read when the proxies write Forwarded.
+		is.Equal(badKeyFrom(h, proxy, "Forwarded", "for=198.51.100.50", "X-Forwarded-For", "203.0.113.77"), http.StatusUnauthorized)
+		is.Equal(badKeyFrom(h, proxy, "Forwarded", "for=198.51.100.50", "X-Forwarded-For", "203.0.113.78"), http.StatusUnauthorized)
+		is.Equal(badKeyFrom(h, proxy, "Forwarded", "for=198.51.100.50", "X-Forwarded-For", "203.0.113.79"), http.StatusTooManyRequests)
 		fwd := `for="[2001:db8:aa:bb::1]:4711";proto=https, for=10.9.9.9`
 		is.Equal(badKeyFrom(h, proxy, "Forwarded", fwd), http.StatusUnauthorized)
 		// Another address of the same /64 is the same client.

@@ -8,9 +8,11 @@ import (
 
 // clientAddr is the address of the client that sent r: the peer address,
 // or, when the peer is one of cfg.TrustedProxies, the rightmost address in
-// Forwarded (RFC 7239) or, without it, X-Forwarded-For that is not itself
-// a trusted proxy. A header a client wrote itself sits left of what the
-// trusted proxies appended, so it is never believed. It returns the zero
+// cfg.ForwardedHeader (X-Forwarded-For, or Forwarded per RFC 7239) that is
+// not itself a trusted proxy. Only that one header is read: what a client
+// wrote into it sits left of what the trusted proxies appended, so it is
+// never believed, and the other header (which proxies pass through
+// untouched) is ignored. It returns the zero
 // Addr when no address can be read (clientGroup maps that to one shared
 // group).
 func (h *Handler) clientAddr(r *http.Request) netip.Addr {
@@ -18,8 +20,10 @@ func (h *Handler) clientAddr(r *http.Request) netip.Addr {
 	if !h.trusted(peer) {
 		return peer
 	}
-	hops := forwardedFor(r.Header)
-	if hops == nil {
+	var hops []string
+	if h.cfg.ForwardedHeader == "Forwarded" {
+		hops = forwardedFor(r.Header)
+	} else {
 		hops = xForwardedFor(r.Header)
 	}
 	addr := peer

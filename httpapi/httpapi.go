@@ -53,11 +53,18 @@ type Config struct {
 	// Prefix (counts shared by every API process). Nil disables the limit
 	// (not recommended on a public server).
 	AuthFailures imagegen.Limiter
-	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
-	// Forwarded headers are believed: when the peer is in one of these
-	// prefixes, the client is the rightmost forwarded address that is not
-	// itself a trusted proxy. Default: none, the client is the peer.
+	// TrustedProxies are the reverse proxies whose ForwardedHeader is
+	// believed: when the peer is in one of these prefixes, the client is
+	// the rightmost forwarded address that is not itself a trusted proxy.
+	// Default: none, the client is the peer.
 	TrustedProxies []netip.Prefix
+	// ForwardedHeader is the one header the trusted proxies write the
+	// client's address into: "X-Forwarded-For" (the default; nginx,
+	// HAProxy, cloud load balancers append to it) or "Forwarded"
+	// (RFC 7239). Only that header is read: a proxy passes the other one
+	// through as the client wrote it, so reading it would let a client
+	// name any address.
+	ForwardedHeader string
 	// Authenticator identifies the caller. Default: Bearer API keys
 	// checked by Service.Authenticate.
 	Authenticator Authenticator
@@ -115,6 +122,7 @@ func New(cfg Config) (*Handler, error) {
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
 	cfg.OpenAIPrefix = strings.TrimSuffix(cfg.OpenAIPrefix, "/")
 	cfg.OpenAIWait = cmp.Or(cfg.OpenAIWait, imagegen.MaxWait)
+	cfg.ForwardedHeader = cmp.Or(http.CanonicalHeaderKey(cfg.ForwardedHeader), "X-Forwarded-For")
 	switch {
 	case cfg.Service == nil:
 		return nil, errors.New("httpapi: Config.Service is required")
@@ -124,6 +132,8 @@ func New(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("httpapi: Config.Prefix must start with / (got %q)", cfg.Prefix)
 	case cfg.OpenAIPrefix != "" && (!strings.HasPrefix(cfg.OpenAIPrefix, "/") || cfg.OpenAIPrefix == cfg.Prefix):
 		return nil, fmt.Errorf("httpapi: Config.OpenAIPrefix must start with / and differ from Prefix (got %q)", cfg.OpenAIPrefix)
+	case cfg.ForwardedHeader != "X-Forwarded-For" && cfg.ForwardedHeader != "Forwarded":
+		return nil, fmt.Errorf("httpapi: Config.ForwardedHeader must be X-Forwarded-For or Forwarded (got %q)", cfg.ForwardedHeader)
 	case cfg.OpenAIWait < 0:
 		return nil, errors.New("httpapi: Config.OpenAIWait must not be negative")
 	case len(cfg.SigningKey) < 16:

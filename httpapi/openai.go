@@ -129,19 +129,29 @@ func (h *Handler) handleOpenAIGenerations() http.Handler {
 }
 
 // awaitOpenAI waits for the task to end, at most Config.OpenAIWait. A
-// task still running then, or when the caller goes away, is cancelled
-// (and so refunded): an OpenAI client has no task to come back to.
+// task still running then, when the caller goes away, or when the server
+// drains (Drain, at shutdown) is cancelled (and so refunded): an OpenAI
+// client has no task to come back to.
 func (h *Handler) awaitOpenAI(ctx context.Context, owner, id string) (*imagegen.Task, error) {
 	deadline := h.cfg.Clock.Now().Add(h.cfg.OpenAIWait)
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(h.waitsDone, cancel)
+	defer stop()
 	for {
 		left := deadline.Sub(h.cfg.Clock.Now())
 		if left <= 0 {
-			return h.giveUp(ctx, owner, id)
+			return h.giveUp(ctx, owner, id, errOpenAITimeout)
 		}
-		t, err := h.cfg.Service.WaitTask(ctx, owner, id, left)
+		t, err := h.cfg.Service.WaitTask(waitCtx, owner, id, left)
 		switch {
 		case ctx.Err() != nil:
-			return h.giveUp(ctx, owner, id)
+			return h.giveUp(ctx, owner, id, ctx.Err())
+		case h.waitsDone.Err() != nil:
+			if t != nil && t.Status.Terminal() {
+				return t, nil
+			}
+			return h.giveUp(ctx, owner, id, errOpenAIDraining)
 		case err != nil:
 			return nil, err
 		case t.Status.Terminal():
@@ -153,9 +163,12 @@ func (h *Handler) awaitOpenAI(ctx context.Context, owner, id string) (*imagegen.
 // errOpenAITimeout: the task did not end within Config.OpenAIWait.
 var errOpenAITimeout = errors.New("httpapi: the generation did not finish in time")
 
-// giveUp cancels a task the OpenAI endpoint stops waiting for. A task
-// that ended meanwhile is returned as it ended.
-func (h *Handler) giveUp(ctx context.Context, owner, id string) (*imagegen.Task, error) {
+// errOpenAIDraining: the server began to shut down while the task ran.
+var errOpenAIDraining = errors.New("httpapi: the server is shutting down")
+
+// giveUp cancels a task the OpenAI endpoint stops waiting for, for the
+// reason why. A task that ended meanwhile is returned as it ended.
+func (h *Handler) giveUp(ctx context.Context, owner, id string, why error) (*imagegen.Task, error) {
 	bg := context.WithoutCancel(ctx)
 	err := h.cfg.Service.Cancel(bg, owner, id)
 	if errors.Is(err, imagegen.ErrInvalidTransition) && ctx.Err() == nil {
@@ -167,7 +180,7 @@ func (h *Handler) giveUp(ctx context.Context, owner, id string) (*imagegen.Task,
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	return nil, fmt.Errorf("task %s: %w", id, errOpenAITimeout)
+	return nil, fmt.Errorf("task %s: %w", id, why)
 }
 
 // decodeOpenAIRequest reads and checks an OpenAI Images request and

@@ -56,6 +56,10 @@ func (h *Handler) openAIErr(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, imagegen.ErrInsufficientCredits):
 		newOpenAIError(http.StatusTooManyRequests, "insufficient_quota", "", "insufficient_quota",
 			"You do not have enough credits for this generation.").write(w)
+	case errors.Is(err, errOpenAIDraining):
+		w.Header().Set("Retry-After", "1") // OpenAI's SDKs retry a 503 by themselves: on another instance
+		newOpenAIError(http.StatusServiceUnavailable, "server_error", "", "server_shutting_down",
+			"The server is restarting; the task was cancelled and its credits refunded. Retry the request.").write(w)
 	case errors.Is(err, errOpenAITimeout):
 		newOpenAIError(http.StatusGatewayTimeout, "server_error", "", "timeout",
 			"The image was not ready in time; the task was cancelled and its credits refunded.").write(w)

@@ -29,6 +29,7 @@ import (
 // openAIEnv is the API with the OpenAI-compatible endpoint at /v1.
 type openAIEnv struct {
 	*env
+	api     *httpapi.Handler
 	schemas openapi3.Schemas // OpenAI's own
 }
 
@@ -55,7 +56,7 @@ func newOpenAIEnv(t *testing.T, limit int) *openAIEnv {
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromFile(filepath.Join("testdata", "openai", "openapi.images-subset.yaml"))
 	is.NoErr(err)
-	return &openAIEnv{env: e, schemas: doc.Components.Schemas}
+	return &openAIEnv{env: e, api: api, schemas: doc.Components.Schemas}
 }
 
 // generate posts body to /v1/images/generations while a worker runs the
@@ -273,6 +274,30 @@ func TestOpenAITimeoutCancelsAndRefunds(t *testing.T) {
 	is.NoErr(json.Unmarshal(o.do("GET", "/api/v1/tasks", o.key, "").Body.Bytes(), &list))
 	is.Equal(len(list.Tasks), 1)
 	is.Equal(list.Tasks[0].ErrorCode, imagegen.CodeCancelled)
+}
+
+// At shutdown (Drain) an open OpenAI request is answered at once with a
+// 503 its SDK retries, and its task is cancelled and refunded, so that
+// neither the shutdown nor the caller's credits wait on it.
+func TestOpenAIDrainCancelsAndRefunds(t *testing.T) {
+	is := is.New(t)
+	o := newOpenAIEnv(t, 1000)
+	done := make(chan *httptest.ResponseRecorder)
+	before := o.clock.Waiters()
+	go func() { done <- o.do("POST", "/v1/images/generations", o.key, `{"prompt":"otter"}`) }()
+	waitUntil(t, func() bool { return o.clock.Waiters() > before }) // no worker runs: it waits
+	o.api.Drain()
+	var w *httptest.ResponseRecorder
+	select {
+	case w = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Drain did not end the OpenAI request's wait")
+	}
+	o.errorShape(t, w, http.StatusServiceUnavailable, "server_error", "", "server_shutting_down")
+	is.Equal(w.Header().Get("Retry-After"), "1")
+	var credits httpapi.Credits
+	is.NoErr(json.Unmarshal(o.do("GET", "/api/v1/credits", o.key, "").Body.Bytes(), &credits))
+	is.Equal(credits.CreditsRemaining, int64(10)) // cancelled and refunded
 }
 
 func TestOpenAIEndpointOffByDefault(t *testing.T) {

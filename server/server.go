@@ -85,6 +85,9 @@ type Config struct {
 	// Forwarded headers name the client (httpapi.Config.TrustedProxies).
 	// Default: none, the client is the peer address.
 	TrustedProxies []netip.Prefix
+	// ForwardedHeader is the header those proxies name the client in
+	// (httpapi.Config.ForwardedHeader; default X-Forwarded-For).
+	ForwardedHeader string
 	// IdempotencyTTL is how long a submit answer is replayed for its
 	// Idempotency-Key (default httpapi.DefaultIdempotencyTTL); set it to
 	// the store's retention.
@@ -175,19 +178,20 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		auth = httpapi.FirstOf(cfg.Login, auth)
 	}
 	api, err := httpapi.New(httpapi.Config{
-		Service:        svc,
-		Prefix:         cfg.Prefix,
-		OpenAIPrefix:   cfg.OpenAIPrefix,
-		PublicURL:      cfg.PublicURL,
-		Limiter:        cfg.Limiter,
-		AuthFailures:   cfg.AuthFailures,
-		TrustedProxies: cfg.TrustedProxies,
-		IdempotencyTTL: cfg.IdempotencyTTL,
-		Authenticator:  auth,
-		SigningKey:     cfg.SigningKey,
-		Clock:          clock,
-		Logger:         log,
-		Observer:       cfg.HTTPObserver,
+		Service:         svc,
+		Prefix:          cfg.Prefix,
+		OpenAIPrefix:    cfg.OpenAIPrefix,
+		PublicURL:       cfg.PublicURL,
+		Limiter:         cfg.Limiter,
+		AuthFailures:    cfg.AuthFailures,
+		TrustedProxies:  cfg.TrustedProxies,
+		ForwardedHeader: cfg.ForwardedHeader,
+		IdempotencyTTL:  cfg.IdempotencyTTL,
+		Authenticator:   auth,
+		SigningKey:      cfg.SigningKey,
+		Clock:           clock,
+		Logger:          log,
+		Observer:        cfg.HTTPObserver,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)

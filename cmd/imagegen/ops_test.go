@@ -213,16 +213,17 @@ func TestOperatedRun(t *testing.T) {
 		is.True(!bytes.Contains(text, []byte(key))) // no user, key or task id as a label
 	}
 
-	if promtool, err := exec.LookPath("promtool"); err != nil {
-		t.Log("promtool is not installed (Debian package prometheus); skipping promtool check metrics")
-	} else {
+	t.Run("promtool check metrics", func(t *testing.T) {
+		promtool, err := exec.LookPath("promtool")
+		if err != nil {
+			t.Skip("promtool is not on PATH (Debian package prometheus: apt-get install prometheus)")
+		}
 		cmd := exec.Command(promtool, "check", "metrics")
 		cmd.Stdin = bytes.NewReader(text)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
+		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("promtool check metrics: %v\n%s", err, out)
 		}
-	}
+	})
 
 	is.NoErr(s.stop())
 	checkLogs(t, s.stderr.String(), []string{userKey, busyKey, signingKey, providerKey}, 24, ok1, "run-req-0001") // 5 submits, a cancel, 4 waits, 14 credits

@@ -28,9 +28,10 @@ type serveConfig struct {
 	demoCredits int64
 	rateLimit   int
 	signingKey  string
-	// trustedProxies are the reverse proxies whose X-Forwarded-For /
-	// Forwarded headers name the client.
-	trustedProxies prefixList
+	// trustedProxies are the reverse proxies whose forwardedHeader
+	// names the client.
+	trustedProxies  prefixList
+	forwardedHeader string
 	// console mounts the web console at /console/; operators are the
 	// owners who see its operator pages.
 	console   bool
@@ -49,7 +50,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.Int64Var(&c.demoCredits, "demo-credits", 100, "credits granted to each demo user")
 	fs.IntVar(&c.rateLimit, "rate-limit", 10, "requests per API key per rolling minute")
 	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: one kept in the store, shared by every process on a shared store)")
-	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose X-Forwarded-For / Forwarded headers name the client, for the per-address limit on failed logins (repeatable; default: none, the client is the peer address)")
+	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose -forwarded-header names the client, for the per-address limit on failed logins (repeatable; default: none, the client is the peer address)")
+	fs.StringVar(&c.forwardedHeader, "forwarded-header", "X-Forwarded-For", "the header the trusted proxies write the client's address into: X-Forwarded-For or Forwarded (only that one is read)")
 	fs.BoolVar(&c.console, "console", true, "serve the web console at /console/ (users sign in with one of their API keys); -console=false turns it off")
 	fs.Var(&c.operators, "operator", "owner who may see the console's operator pages (repeatable)")
 	fs.StringVar(&c.openAI, "openai-prefix", "/v1", `where the OpenAI-compatible POST <prefix>/images/generations is served ("" turns it off)`)
@@ -119,17 +121,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		publicURL = "http://" + displayAddr(ln.Addr())
 	}
 	stack, err := server.New(ctx, server.Config{
-		Service:        svcConfig,
-		PublicURL:      publicURL,
-		Limiter:        be.limiter,
-		AuthFailures:   be.authFailures,
-		TrustedProxies: c.trustedProxies,
-		IdempotencyTTL: c.retention,
-		OpenAIPrefix:   c.openAI,
-		SigningKey:     []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
-		NoWorkers:      c.workers == 0,       // -workers 0: this process serves the API only
-		HTTPObserver:   obs.apiObserver(),
-		Webhooks:       webhook.Config{Observer: obs.webhookObserver()},
+		Service:         svcConfig,
+		PublicURL:       publicURL,
+		Limiter:         be.limiter,
+		AuthFailures:    be.authFailures,
+		TrustedProxies:  c.trustedProxies,
+		ForwardedHeader: c.forwardedHeader,
+		IdempotencyTTL:  c.retention,
+		OpenAIPrefix:    c.openAI,
+		SigningKey:      []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
+		NoWorkers:       c.workers == 0,       // -workers 0: this process serves the API only
+		HTTPObserver:    obs.apiObserver(),
+		Webhooks:        webhook.Config{Observer: obs.webhookObserver()},
 	})
 	if err != nil {
 		return err
