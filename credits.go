@@ -34,10 +34,11 @@ type LedgerResult struct {
 // with the same ref changes nothing and reports AlreadyApplied, so a
 // retried payment callback cannot grant twice.
 func (s *Service) Grant(ctx context.Context, owner string, amount int64, ref string) (LedgerResult, error) {
-	if amount <= 0 {
-		return LedgerResult{}, invalid("amount", "must be positive (got %d)", amount)
+	e, err := GrantEntry(owner, amount, ref)
+	if err != nil {
+		return LedgerResult{}, err
 	}
-	return s.applyOnce(ctx, LedgerEntry{Owner: owner, Kind: LedgerGrant, Amount: amount}, ref)
+	return s.applyOnce(ctx, e)
 }
 
 // ChargeWeb debits amount credits for the host app's own (web) use of the
@@ -47,33 +48,62 @@ func (s *Service) Grant(ctx context.Context, owner string, amount int64, ref str
 // cannot charge twice. When the balance is short it returns
 // ErrInsufficientCredits and charges nothing.
 func (s *Service) ChargeWeb(ctx context.Context, owner string, amount int64, ref string) (LedgerResult, error) {
-	if amount <= 0 {
-		return LedgerResult{}, invalid("amount", "must be positive (got %d)", amount)
+	e, err := WebChargeEntry(owner, amount, ref)
+	if err != nil {
+		return LedgerResult{}, err
 	}
-	return s.applyOnce(ctx, LedgerEntry{Owner: owner, Kind: LedgerWeb, Amount: -amount}, ref)
+	return s.applyOnce(ctx, e)
 }
 
 // MaxLedgerRefLength bounds the reference of a grant or web charge.
 const MaxLedgerRefLength = 200
 
-// applyOnce adds e under the caller's ref (namespaced by kind, so a grant
-// and a web charge may share an order id).
-func (s *Service) applyOnce(ctx context.Context, e LedgerEntry, ref string) (LedgerResult, error) {
+// GrantEntry is the ledger entry Grant appends, checked by the same
+// rules, for a store that appends it inside a host app's own transaction
+// (postgres.Store.GrantTx). Its Ref is ref namespaced by kind, so a
+// grant and a web charge may share an order id.
+func GrantEntry(owner string, amount int64, ref string) (LedgerEntry, error) {
+	return newEntry(owner, LedgerGrant, amount, ref)
+}
+
+// WebChargeEntry is the ledger entry ChargeWeb appends (see GrantEntry).
+func WebChargeEntry(owner string, amount int64, ref string) (LedgerEntry, error) {
+	return newEntry(owner, LedgerWeb, amount, ref)
+}
+
+func newEntry(owner string, kind LedgerKind, amount int64, ref string) (LedgerEntry, error) {
 	switch {
+	case amount <= 0:
+		return LedgerEntry{}, invalid("amount", "must be positive (got %d)", amount)
 	case ref == "":
-		return LedgerResult{}, invalid("ref", "is required: it makes a retried call apply once")
+		return LedgerEntry{}, invalid("ref", "is required: it makes a retried call apply once")
 	case len(ref) > MaxLedgerRefLength:
-		return LedgerResult{}, invalid("ref", "must be at most %d bytes", MaxLedgerRefLength)
+		return LedgerEntry{}, invalid("ref", "must be at most %d bytes", MaxLedgerRefLength)
+	case owner == "":
+		return LedgerEntry{}, invalid("owner", "is required")
 	}
-	e.Ref = string(e.Kind) + ":" + ref
-	b, err := s.addEntry(ctx, e)
+	if kind == LedgerWeb {
+		amount = -amount
+	}
+	return LedgerEntry{Owner: owner, Kind: kind, Amount: amount, Ref: string(kind) + ":" + ref}, nil
+}
+
+// LedgerOutcome turns what a store's AddEntry returned for an entry of
+// GrantEntry or WebChargeEntry into the result Grant and ChargeWeb give:
+// a duplicate reference is AlreadyApplied, not an error.
+func LedgerOutcome(balance int64, err error) (LedgerResult, error) {
 	if errors.Is(err, ErrDuplicateEntry) {
-		return LedgerResult{Balance: b, AlreadyApplied: true}, nil
+		return LedgerResult{Balance: balance, AlreadyApplied: true}, nil
 	}
 	if err != nil {
 		return LedgerResult{}, err
 	}
-	return LedgerResult{Balance: b}, nil
+	return LedgerResult{Balance: balance}, nil
+}
+
+// applyOnce adds e, once per reference.
+func (s *Service) applyOnce(ctx context.Context, e LedgerEntry) (LedgerResult, error) {
+	return LedgerOutcome(s.addEntry(ctx, e))
 }
 
 // Balance returns owner's credit balance.
@@ -116,9 +146,6 @@ func (s *Service) ListLedger(ctx context.Context, owner string, limit int, curso
 }
 
 func (s *Service) addEntry(ctx context.Context, e LedgerEntry) (int64, error) {
-	if e.Owner == "" {
-		return 0, invalid("owner", "is required")
-	}
 	b, err := s.cfg.Store.AddEntry(ctx, e)
 	if err != nil {
 		if errors.Is(err, ErrDuplicateEntry) {

@@ -40,6 +40,11 @@ type Config struct {
 	// PollInterval is how often an idle worker looks for work that was
 	// not submitted through this process (default 250ms).
 	PollInterval time.Duration
+	// WorkReady, when set, signals that tasks may have become ready in
+	// another process (a store's cross-process notification, such as
+	// postgres.Store.WorkReady), so that idle workers claim at once
+	// instead of at their next poll.
+	WorkReady <-chan struct{}
 	// ShutdownTimeout is how long Run waits, after its context ends, for
 	// running generations to finish before it cancels them and gives
 	// their tasks back to the queue (default 30s).
@@ -142,32 +147,9 @@ type Submitted struct {
 // task for owner, debiting the price in the same atomic store operation.
 // Errors: *ValidationError (ErrInvalidParams), ErrInsufficientCredits.
 func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submitted, error) {
-	if err := req.Validate(); err != nil {
-		return Submitted{}, err
-	}
-	if err := s.checkCallback(req.CallbackURL); err != nil {
-		return Submitted{}, err
-	}
-	req.Normalize()
-	plan, err := s.cfg.Model.Plan(req)
+	t, err := s.PrepareTask(ctx, owner, req)
 	if err != nil {
-		if errors.Is(err, ErrInvalidParams) {
-			return Submitted{}, err
-		}
-		return Submitted{}, fmt.Errorf("imagegen: plan: %w", err)
-	}
-	if err := checkCost(plan.Cost); err != nil {
-		return Submitted{}, fmt.Errorf("imagegen: model %q: %w", plan.Model, err)
-	}
-	req.Seed = seedFor(req, plan)
-	t := &Task{
-		ID:        uuid.NewString(),
-		Owner:     owner,
-		Request:   req,
-		Model:     plan.Model,
-		Cost:      plan.Cost,
-		RequestID: RequestID(ctx),
-		Status:    StatusPending,
+		return Submitted{}, err
 	}
 	balance, err := s.cfg.Store.CreateTask(ctx, t)
 	if err != nil {
@@ -180,6 +162,42 @@ func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submit
 	}
 	s.wakeWorkers()
 	return Submitted{TaskID: t.ID, Status: StatusPending, CreditsUsed: t.Cost, CreditsRemaining: balance}, nil
+}
+
+// PrepareTask is Submit without the store: it validates req, prices it
+// with the model and returns the pending task that Submit would create
+// for owner (with a new ID), storing nothing. A store that can create
+// tasks inside a host app's own transaction (postgres.Store.SubmitTx)
+// uses it, so such a task obeys exactly the rules of Submit.
+// Errors: *ValidationError (ErrInvalidParams), or the model's.
+func (s *Service) PrepareTask(ctx context.Context, owner string, req Request) (*Task, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.checkCallback(req.CallbackURL); err != nil {
+		return nil, err
+	}
+	req.Normalize()
+	plan, err := s.cfg.Model.Plan(req)
+	if err != nil {
+		if errors.Is(err, ErrInvalidParams) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("imagegen: plan: %w", err)
+	}
+	if err := checkCost(plan.Cost); err != nil {
+		return nil, fmt.Errorf("imagegen: model %q: %w", plan.Model, err)
+	}
+	req.Seed = seedFor(req, plan)
+	return &Task{
+		ID:        uuid.NewString(),
+		Owner:     owner,
+		Request:   req,
+		Model:     plan.Model,
+		Cost:      plan.Cost,
+		RequestID: RequestID(ctx),
+		Status:    StatusPending,
+	}, nil
 }
 
 // wakeWorkers nudges an idle local worker: there is work.

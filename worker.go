@@ -62,6 +62,7 @@ claim:
 			}
 			select {
 			case <-s.wake:
+			case <-s.cfg.WorkReady:
 			case <-s.cfg.Clock.After(s.cfg.PollInterval):
 			case <-ctx.Done():
 			}
@@ -125,10 +126,7 @@ func (s *Service) recoverLoop(ctx context.Context) {
 			s.log.ErrorContext(ctx, "recover expired leases", "err", err)
 		} else if n > 0 {
 			s.log.InfoContext(ctx, "recovered tasks with expired leases", "count", n)
-			select {
-			case s.wake <- struct{}{}:
-			default:
-			}
+			s.wakeWorkers()
 		}
 	}
 }
@@ -147,7 +145,7 @@ func (s *Service) process(ctx context.Context, t *Task) {
 		defer close(renewDone)
 		s.renewLease(genCtx, cancel, t, log)
 	}()
-	cancelled := s.cancelWhenFinishedElsewhere(genCtx, cancel, t.ID)
+	cancelled := s.cancelWhenFinishedElsewhere(genCtx, cancel, t)
 	events := &taskEvents{log: log, obs: s.cfg.Observer}
 	started := time.Now()
 	imgs, err := s.cfg.Model.Generate(genCtx, Generation{
@@ -304,21 +302,60 @@ func failure(err error, timedOut bool, attempts int) Failure {
 // cancelWhenFinishedElsewhere cancels the generation if the task ends
 // while it runs (its owner cancelled it), on stores that announce it.
 // Elsewhere the next lease renewal notices (ErrLeaseLost).
-// It reports whether it did.
-func (s *Service) cancelWhenFinishedElsewhere(ctx context.Context, cancel context.CancelFunc, id string) *atomic.Bool {
+// It reports whether it did. A watch may end spuriously (Store.WatchTask:
+// a store that may have missed announcements wakes every watcher), so a
+// wake-up stops the generation only once a fresh read shows the task
+// finished or taken over by another attempt.
+func (s *Service) cancelWhenFinishedElsewhere(ctx context.Context, cancel context.CancelFunc, t *Task) *atomic.Bool {
 	var cancelled atomic.Bool
-	finished, stop, err := s.cfg.Store.WatchTask(ctx, id)
+	finished, stop, err := s.cfg.Store.WatchTask(ctx, t.ID)
 	if err != nil {
 		return &cancelled // the lease renewal is the fallback
 	}
 	go func() {
-		defer stop()
-		select {
-		case <-finished:
-			cancelled.Store(true)
-			cancel()
-		case <-ctx.Done():
+		defer func() { stop() }()
+		for {
+			select {
+			case <-finished:
+			case <-ctx.Done():
+				return
+			}
+			if s.finishedElsewhere(ctx, t) {
+				cancelled.Store(true)
+				cancel()
+				return
+			}
+			// Spurious: watch again after a pause, then read once more
+			// (a finish between the read and the new watch is seen then).
+			stop()
+			stop = func() {}
+			select {
+			case <-s.cfg.Clock.After(s.cfg.PollInterval):
+			case <-ctx.Done():
+				return
+			}
+			var err error
+			if finished, stop, err = s.cfg.Store.WatchTask(ctx, t.ID); err != nil {
+				stop = func() {}
+				return // the lease renewal is the fallback
+			}
+			if s.finishedElsewhere(ctx, t) {
+				cancelled.Store(true)
+				cancel()
+				return
+			}
 		}
 	}()
 	return &cancelled
+}
+
+// finishedElsewhere reports whether attempt t no longer runs the task: it
+// finished (cancelled), expired, or another attempt took it over. A read
+// that fails says no; the lease renewal is the fallback.
+func (s *Service) finishedElsewhere(ctx context.Context, t *Task) bool {
+	cur, err := s.cfg.Store.Task(ctx, t.Owner, t.ID)
+	if errors.Is(err, ErrTaskNotFound) {
+		return true
+	}
+	return err == nil && (cur.Status.Terminal() || cur.Attempt != t.Attempt)
 }

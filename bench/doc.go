@@ -1,7 +1,11 @@
 // Package bench compares imagegen's Redis backend with baselines on the
 // same Redis server: a bare EVALSHA of an equivalent script, and asynq
-// (github.com/hibiken/asynq), a well-known Redis task queue. It is a
-// separate module so that asynq never becomes a dependency of imagegen.
+// (github.com/hibiken/asynq), a well-known Redis task queue; and its
+// PostgreSQL backend with River (github.com/riverqueue/river, riverpgxv5)
+// on the same PostgreSQL server (postgres_test.go; it skips without
+// IMAGEGEN_TEST_POSTGRES), beside the memory and Redis stores doing the
+// same work. It is a separate module so that asynq and River never become
+// dependencies of imagegen.
 //
 // Run it against a real Redis (it skips without one):
 //

@@ -23,10 +23,17 @@
 // reading the time inside Redis (TIME), so processes with skewed clocks
 // agree. Every key expires a Window after its last accepted request.
 //
+// [Postgres] gives the same answers with its state in PostgreSQL, for a
+// deployment that runs only PostgreSQL: one row per key in the store's
+// schema (table rate_limits, made by the store's migrations), updated by
+// one function call per [Postgres.Allow] that locks the key's row, so
+// every process on the database shares each key's limit. Mixing stores
+// and limiters works too (a Postgres store with a Redis limiter).
+//
 // The same limiters count failed authentications per client address for
 // httpapi (Config.AuthFailures): give that policy a limiter of its own
-// (on Redis, its own Prefix, so that every API process shares the
-// failure counts).
+// (on Redis or PostgreSQL, its own Prefix, so that every API process
+// shares the failure counts).
 //
 // Memory takes the time from an [imagegen.Clock], so tests advance a
 // manual clock instead of sleeping, and keeps memory bounded by dropping

@@ -16,12 +16,12 @@ import (
 
 // adminFlags are the flags every admin command shares.
 type adminFlags struct {
-	redisURL string
-	owner    string
+	storeFlags
+	owner string
 }
 
 func (a *adminFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&a.redisURL, "redis", "", "Redis URL of the store to manage (required)")
+	a.storeFlags.register(fs, "of the store to manage (one of -redis and -postgres is required)")
 	fs.StringVar(&a.owner, "owner", "", "user id (required)")
 }
 
@@ -34,7 +34,6 @@ func parseAdmin(name string, args []string, getenv func(string) string, stderr i
 	if extra != nil {
 		extra(fs)
 	}
-	secretFiles(fs, "redis")
 	if err := fs.Parse(args); err != nil {
 		return a, err
 	}
@@ -45,34 +44,34 @@ func parseAdmin(name string, args []string, getenv func(string) string, stderr i
 		return a, err
 	}
 	switch {
-	case a.redisURL == "":
-		return a, errRedisRequired
+	case a.storeFlags.check(true) != nil:
+		return a, a.storeFlags.check(true)
 	case a.owner == "":
 		return a, errors.New("-owner is required")
 	}
 	return a, nil
 }
 
-// withService opens the Redis store and runs fn with a service on it.
-func withService(ctx context.Context, redisURL string, fn func(*imagegen.Service) error) error {
-	return withLoggedService(ctx, redisURL, slog.New(slog.DiscardHandler), fn)
+// withService opens the shared store and runs fn with a service on it.
+func withService(ctx context.Context, stores storeFlags, fn func(*imagegen.Service) error) error {
+	return withLoggedService(ctx, stores, slog.New(slog.DiscardHandler), fn)
 }
 
 // withLoggedService is withService with the service logging to log.
-func withLoggedService(ctx context.Context, redisURL string, log *slog.Logger, fn func(*imagegen.Service) error) error {
-	be, err := openBackend(ctx, backendConfig{redisURL: redisURL, retention: 24 * time.Hour, rateLimit: 1})
+func withLoggedService(ctx context.Context, stores storeFlags, log *slog.Logger, fn func(*imagegen.Service) error) error {
+	be, err := openBackend(ctx, backendConfig{storeFlags: stores, retention: 24 * time.Hour, rateLimit: 1})
 	if err != nil {
 		return err
 	}
 	defer be.close()
-	svc, _, err := newService(runtimeConfig{model: placeholder.Name, retention: 24 * time.Hour, lease: 30 * time.Second}, noEnv, be.store, log, nil)
+	svc, _, err := newService(runtimeConfig{model: placeholder.Name, retention: 24 * time.Hour, lease: 30 * time.Second}, noEnv, be, log, nil)
 	if err != nil {
 		return err
 	}
 	return fn(svc)
 }
 
-const keysUsage = `usage: imagegen keys <command> -redis URL -owner USER [flags]
+const keysUsage = `usage: imagegen keys <command> -redis URL|-postgres URL -owner USER [flags]
 
 commands:
   create   make a new API key for the user and print it (shown once)
@@ -97,7 +96,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return helpIsNoError(err)
 	}
-	return withService(ctx, a.redisURL, func(svc *imagegen.Service) error {
+	return withService(ctx, a.storeFlags, func(svc *imagegen.Service) error {
 		switch args[0] {
 		case "create":
 			key, rec, err := svc.CreateKey(ctx, a.owner)
@@ -136,7 +135,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 	})
 }
 
-const creditsUsage = `usage: imagegen credits <command> -redis URL -owner USER [flags]
+const creditsUsage = `usage: imagegen credits <command> -redis URL|-postgres URL -owner USER [flags]
 
 commands:
   grant   add -amount N credits to the user, once per -ref REF (required: an
@@ -166,7 +165,7 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 	if cmd == "grant" && ref == "" {
 		return errors.New("-ref is required (an invoice or payment id), so that running the grant again cannot grant twice")
 	}
-	return withService(ctx, a.redisURL, func(svc *imagegen.Service) error {
+	return withService(ctx, a.storeFlags, func(svc *imagegen.Service) error {
 		switch args[0] {
 		case "grant":
 			res, err := svc.Grant(ctx, a.owner, amount, ref)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"time"
 
@@ -12,36 +13,85 @@ import (
 	"github.com/imagegen/imagegen/blob"
 	"github.com/imagegen/imagegen/ratelimit"
 	"github.com/imagegen/imagegen/store/memory"
+	"github.com/imagegen/imagegen/store/postgres"
 	redisstore "github.com/imagegen/imagegen/store/redis"
 )
 
-// backend is where state lives: in this process (memory) or in Redis,
-// shared by every process pointed at the same URL.
+// storeFlags choose where state lives: -redis, -postgres, or neither
+// (memory, in this process).
+type storeFlags struct {
+	redisURL    string
+	postgresURL string
+	schema      string
+}
+
+// register adds -redis, -postgres and -schema (the URLs may hold
+// passwords: they also read from files); what says what they are for.
+func (s *storeFlags) register(fs *flag.FlagSet, what string) {
+	fs.StringVar(&s.redisURL, "redis", "", "Redis URL (redis://host:port/db) "+what)
+	fs.StringVar(&s.postgresURL, "postgres", "", "PostgreSQL URL (postgres://user@host:port/db) "+what+"; create its schema first with imagegen migrate")
+	fs.StringVar(&s.schema, "schema", postgres.DefaultSchema, "PostgreSQL schema of the store's tables (with -postgres)")
+	secretFiles(fs, "redis", "postgres")
+}
+
+// check refuses -redis with -postgres, and, when shared is true, neither.
+func (s storeFlags) check(shared bool) error {
+	switch {
+	case s.redisURL != "" && s.postgresURL != "":
+		return errors.New("use one of -redis and -postgres, not both")
+	case shared && s.redisURL == "" && s.postgresURL == "":
+		return errSharedStoreRequired
+	}
+	return nil
+}
+
+func (s storeFlags) name() string {
+	switch {
+	case s.redisURL != "":
+		return "redis"
+	case s.postgresURL != "":
+		return "postgres"
+	}
+	return "memory"
+}
+
+// errSharedStoreRequired is returned by commands that only make sense
+// against a shared store.
+var errSharedStoreRequired = errors.New("-redis URL or -postgres URL is required (the memory store lives inside one serve process)")
+
+// backend is where state lives: in this process (memory), in Redis or in
+// PostgreSQL, shared by every process pointed at the same URL.
 type backend struct {
 	store   imagegen.Store
 	limiter imagegen.Limiter // per-key request limit
 	// authFailures counts failed authentications per client address;
-	// on Redis every process shares the counts.
+	// on a shared store every process shares the counts.
 	authFailures imagegen.Limiter
-	close        func() error
+	// workReady wakes idle workers when another process queues work
+	// (PostgreSQL's NOTIFY); nil for the other stores.
+	workReady <-chan struct{}
+	close     func() error
 }
 
 // Failed authentications allowed per client address (IPv4 address or
-// IPv6 /64) per rolling minute before they get 429 instead of 401; on
-// Redis they are counted under their own key prefix.
+// IPv6 /64) per rolling minute before they get 429 instead of 401; on a
+// shared store they are counted under their own key prefix.
 const (
 	authFailureLimit  = 10
 	authFailurePrefix = "imagegen:authfail:"
 )
 
 type backendConfig struct {
-	redisURL  string // "" for the memory store
+	storeFlags
 	blobsURL  string // "" for the store's own default
 	retention time.Duration
 	rateLimit int
 }
 
 func openBackend(ctx context.Context, c backendConfig) (backend, error) {
+	if err := c.check(false); err != nil {
+		return backend{}, err
+	}
 	clock := imagegen.SystemClock{}
 	var blobs imagegen.BlobStore // nil: the store's default
 	if c.blobsURL != "" {
@@ -50,7 +100,12 @@ func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 			return backend{}, fmt.Errorf("-blobs: %w", err)
 		}
 	}
-	if c.redisURL == "" {
+	switch {
+	case c.redisURL != "":
+		return openRedis(ctx, c, blobs)
+	case c.postgresURL != "":
+		return openPostgres(ctx, c, blobs)
+	default:
 		limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: c.rateLimit, Window: time.Minute, Clock: clock})
 		if err != nil {
 			return backend{}, err
@@ -66,7 +121,9 @@ func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 			close:        func() error { return nil },
 		}, nil
 	}
+}
 
+func openRedis(ctx context.Context, c backendConfig, blobs imagegen.BlobStore) (backend, error) {
 	rdb, err := dialRedis(ctx, c.redisURL)
 	if err != nil {
 		return backend{}, err
@@ -108,7 +165,3 @@ func dialRedis(ctx context.Context, url string) (*goredis.Client, error) {
 func redactURL(opt *goredis.Options) string {
 	return fmt.Sprintf("%s db %d", opt.Addr, opt.DB)
 }
-
-// errRedisRequired is returned by commands that only make sense against
-// a shared store.
-var errRedisRequired = errors.New("-redis URL is required (the memory store lives inside one serve process)")

@@ -32,24 +32,33 @@ var t2i = imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthou
 // lease; another worker finishes the task exactly once, and the user is
 // charged exactly once.
 func TestKilledWorkerTaskFinishedByAnother(t *testing.T) {
+	r := startRedis(t)
+	svc, _ := storeService(t, r)
+	killedWorkerTaskFinishedByAnother(t, svc, "-redis", r.url())
+}
+
+// killedWorkerTaskFinishedByAnother runs the scenario on the shared
+// store that svc uses and storeArgs name for the worker processes.
+func killedWorkerTaskFinishedByAnother(t *testing.T, svc *imagegen.Service, storeArgs ...string) {
 	is := is.New(t)
 	ctx := context.Background()
-	r := startRedis(t)
-	svc, store := storeService(t, r)
 	_, err := svc.Grant(ctx, "u", 10, "start")
 	is.NoErr(err)
 	sub, err := svc.Submit(ctx, "u", t2i)
 	is.NoErr(err)
+	worker := func(args ...string) *proc {
+		return startImagegen(t, append(append([]string{"worker"}, storeArgs...), args...)...)
+	}
 
 	// The first worker takes the task and is killed while generating.
-	slow := startImagegen(t, "worker", "-redis", r.url(), "-placeholder-delay", "1h", "-lease", "2s", "-workers", "1")
+	slow := worker("-placeholder-delay", "1h", "-lease", "2s", "-workers", "1")
 	waitUntil(t, 20*time.Second, "the first worker claims the task", func() bool {
 		task, err := svc.Task(ctx, "u", sub.TaskID)
 		return err == nil && task.Status == imagegen.StatusProcessing
 	})
 	slow.kill()
 
-	fast := startImagegen(t, "worker", "-redis", r.url(), "-placeholder-delay", "0", "-lease", "2s", "-workers", "1")
+	fast := worker("-placeholder-delay", "0", "-lease", "2s", "-workers", "1")
 	var task *imagegen.Task
 	waitUntil(t, 30*time.Second, "another worker finishes the task", func() bool {
 		task, err = svc.Task(ctx, "u", sub.TaskID)
@@ -58,7 +67,7 @@ func TestKilledWorkerTaskFinishedByAnother(t *testing.T) {
 	is.Equal(task.Status, imagegen.StatusSuccess)
 	is.Equal(task.Attempt, 2)
 	is.Equal(len(task.Images), 1)
-	_, err = store.Image(ctx, task.Images[0])
+	_, err = svc.Image(ctx, task.Images[0])
 	is.NoErr(err)
 
 	balance, err := svc.Balance(ctx, "u")

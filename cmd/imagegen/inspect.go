@@ -36,7 +36,7 @@ Run "imagegen inspect <command> -h" for the flags of a command.
 
 // inspectFlags are the flags of the inspect commands.
 type inspectFlags struct {
-	redisURL string
+	storeFlags
 	reason   string
 	recharge bool
 	filter   imagegen.TaskFilter
@@ -66,7 +66,7 @@ func inspectCmd(ctx context.Context, args []string, getenv func(string) string, 
 		return fmt.Errorf("inspect %s needs -reason: say why, for the record", cmd)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	return withLoggedService(ctx, f.redisURL, log, func(svc *imagegen.Service) error {
+	return withLoggedService(ctx, f.storeFlags, log, func(svc *imagegen.Service) error {
 		in := svc.Inspector()
 		switch cmd {
 		case "stats":
@@ -110,7 +110,7 @@ func parseInspect(cmd string, args []string, getenv func(string) string, stderr 
 		fmt.Fprint(stderr, inspectUsage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&f.redisURL, "redis", "", "Redis URL of the store to inspect (required)")
+	f.storeFlags.register(fs, "of the store to inspect (one of -redis and -postgres is required)")
 	switch cmd {
 	case "list":
 		fs.StringVar(&f.filter.Owner, "owner", "", "only this user's tasks")
@@ -132,8 +132,8 @@ func parseInspect(cmd string, args []string, getenv func(string) string, stderr 
 	if err := envDefaults(fs, getenv); err != nil {
 		return f, nil, err
 	}
-	if f.redisURL == "" {
-		return f, nil, errRedisRequired
+	if err := f.storeFlags.check(true); err != nil {
+		return f, nil, err
 	}
 	f.filter.Status = imagegen.Status(f.status)
 	now := time.Now()

@@ -1,15 +1,16 @@
 // Command imagegen runs the image-generation task service.
 //
 //	imagegen serve [flags]                    the HTTP API, with in-process workers
-//	imagegen worker -redis URL [flags]        workers only, on a shared Redis
-//	imagegen keys create|list|revoke [flags]  manage API keys in a Redis store
-//	imagegen credits grant|show [flags]       manage credits in a Redis store
+//	imagegen worker -redis URL [flags]        workers only, on a shared Redis (or -postgres URL)
+//	imagegen keys create|list|revoke [flags]  manage API keys in a shared store
+//	imagegen credits grant|show [flags]       manage credits in a shared store
 //	imagegen inspect stats|list|show|retry|cancel|purge [flags]
-//	                                          inspect and repair a Redis store's tasks
+//	                                          inspect and repair a shared store's tasks
+//	imagegen migrate -postgres URL [flags]    create or update the PostgreSQL schema
 //	imagegen generate -prompt TEXT [flags]    generate an image through a server's API
 //	imagegen tasks get TASK_ID                print a task of a server's API
 //
-// Every flag of serve, worker, keys and credits can also be set in the
+// Every flag of serve, worker, keys, credits and migrate can also be set in the
 // environment as IMAGEGEN_<NAME>, with the flag name upper-cased and
 // dashes as underscores (-rate-limit is IMAGEGEN_RATE_LIMIT); a flag on
 // the command line wins. Secrets (-demo-key, -signing-key and a -redis
@@ -45,12 +46,15 @@ func main() {
 const usage = `usage: imagegen <command> [flags]
 
 commands:
-  serve     run the HTTP API and workers (memory store, or Redis with -redis)
-  worker    run workers only, against a shared Redis (-redis URL)
-  keys      create, list or revoke API keys in a Redis store
-  credits   grant or show credits in a Redis store
-  inspect   operators' view of a Redis store: queue stats, tasks of every user,
+  serve     run the HTTP API and workers (memory store, or a shared one
+            with -redis URL or -postgres URL)
+  worker    run workers only, against a shared store (-redis or -postgres URL)
+  keys      create, list or revoke API keys in a shared store
+  credits   grant or show credits in a shared store
+  inspect   operators' view of a shared store: queue stats, tasks of every user,
             retry, cancel, purge (imagegen inspect -h)
+  migrate   create or update the PostgreSQL schema (before serve -postgres):
+              imagegen migrate -postgres URL [-schema S] [-down | -to N]
   generate  generate images through a server's API and write them to files:
               imagegen generate -prompt TEXT [-aspect 16:9] [-image URL ...] [-o out.png] [-server URL]
   tasks     print a task of a server's API as JSON:
@@ -77,6 +81,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return keysCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "credits":
 		return creditsCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "migrate":
+		return migrateCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "generate":
 		return generate(ctx, args[1:], getenv, stdout, stderr)
 	case "tasks":

@@ -16,7 +16,7 @@ import (
 // serve (with workers) and worker.
 type runtimeConfig struct {
 	opsConfig
-	redisURL         string
+	storeFlags
 	model            string
 	workers          int
 	placeholderDelay time.Duration
@@ -30,7 +30,7 @@ type runtimeConfig struct {
 }
 
 func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int) {
-	fs.StringVar(&c.redisURL, "redis", "", "Redis URL (redis://host:port/db) shared by every process; empty keeps state in this process")
+	c.storeFlags.register(fs, "shared by every process; with neither -redis nor -postgres, state stays in this process")
 	fs.StringVar(&c.model, "model", placeholder.Name, "the model: placeholder, openai, gemini, fal, replicate or stability, optionally /<model id> and =<cost 1-3>; several, comma-separated, make a fallback chain (keys from OPENAI_API_KEY, GEMINI_API_KEY, FAL_KEY, REPLICATE_API_TOKEN, STABILITY_API_KEY)")
 	fs.IntVar(&c.workers, "workers", defaultWorkers, "concurrent generations in this process (0 runs none)")
 	fs.DurationVar(&c.placeholderDelay, "placeholder-delay", 2*time.Second, "how long the placeholder model takes per image")
@@ -45,6 +45,9 @@ func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int) {
 }
 
 func (c runtimeConfig) validate() error {
+	if err := c.storeFlags.check(false); err != nil {
+		return err
+	}
 	switch {
 	case c.workers < 0:
 		return errors.New("-workers must not be negative")
@@ -64,9 +67,9 @@ func (c runtimeConfig) validate() error {
 	return c.opsConfig.validate()
 }
 
-// serviceConfig wires the model of -model on store. getenv gives the
+// serviceConfig wires the model of -model on the backend's store. getenv gives the
 // providers' API keys.
-func serviceConfig(c runtimeConfig, getenv func(string) string, store imagegen.Store, log *slog.Logger) (imagegen.Config, error) {
+func serviceConfig(c runtimeConfig, getenv func(string) string, be backend, log *slog.Logger) (imagegen.Config, error) {
 	clock := imagegen.SystemClock{}
 	fetcher, err := fetch.New(fetch.Config{AllowPrivate: c.allowPrivateURLs})
 	if err != nil {
@@ -77,7 +80,7 @@ func serviceConfig(c runtimeConfig, getenv func(string) string, store imagegen.S
 		return imagegen.Config{}, err
 	}
 	return imagegen.Config{
-		Store: store, Model: model, Clock: clock, Logger: log,
+		Store: be.store, WorkReady: be.workReady, Model: model, Clock: clock, Logger: log,
 		Workers: c.workers, LeaseDuration: c.lease,
 		BlobSweepInterval: c.blobSweep, OrphanGrace: c.orphanGrace,
 		ShutdownTimeout:    max(c.shutdownTimeout, time.Nanosecond), // 0 would mean the default
@@ -87,8 +90,8 @@ func serviceConfig(c runtimeConfig, getenv func(string) string, store imagegen.S
 
 // newService is the service of serviceConfig, counted by obs (nil for
 // none). It returns the model too, for the readiness check.
-func newService(c runtimeConfig, getenv func(string) string, store imagegen.Store, log *slog.Logger, obs imagegen.Observer) (*imagegen.Service, imagegen.Model, error) {
-	cfg, err := serviceConfig(c, getenv, store, log)
+func newService(c runtimeConfig, getenv func(string) string, be backend, log *slog.Logger, obs imagegen.Observer) (*imagegen.Service, imagegen.Model, error) {
+	cfg, err := serviceConfig(c, getenv, be, log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -51,7 +51,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.Var(&c.demoKeys, "demo-key", "API key of a demo user, at least 16 characters (repeatable; each key gets its own user)")
 	fs.Int64Var(&c.demoCredits, "demo-credits", 100, "credits granted to each demo user")
 	fs.IntVar(&c.rateLimit, "rate-limit", 10, "requests per API key per rolling minute")
-	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: random per process; with -redis, one shared by all processes)")
+	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: one kept in the store, shared by every process on a shared store)")
 	fs.StringVar(&c.imageBase, "image-base-url", "", "redirect image downloads to this CDN base URL + /<image id> (its origin serves the -blobs store's objects), so the bytes never pass through this process")
 	fs.DurationVar(&c.presignTTL, "image-presign", 0, "redirect image downloads to presigned object-store URLs valid this long, e.g. 10m (needs -blobs s3://...); 0 streams them through this process")
 	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose -forwarded-header names the client, for the per-address limit on failed logins (repeatable; default: none, the client is the peer address)")
@@ -60,7 +60,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.Var(&c.operators, "operator", "owner who may see the console's operator pages (repeatable)")
 	fs.StringVar(&c.openAI, "openai-prefix", "/v1", `where the OpenAI-compatible POST <prefix>/images/generations is served ("" turns it off)`)
 	c.runtimeConfig.register(fs, 4)
-	secretFiles(fs, "demo-key", "signing-key", "redis")
+	secretFiles(fs, "demo-key", "signing-key")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -93,8 +93,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	return c, c.runtimeConfig.validate()
 }
 
-// serve runs the API and workers on the memory store (or Redis, with
-// -redis) and the model of -model until ctx ends, then shuts down
+// serve runs the API and workers on the memory store (or a shared one,
+// with -redis or -postgres) and the model of -model until ctx ends, then shuts down
 // gracefully.
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c, err := parseServe(args, getenv, stderr)
@@ -106,7 +106,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log := c.logger(stderr)
 
-	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, blobsURL: c.blobsURL, retention: c.retention, rateLimit: c.rateLimit})
+	be, err := openBackend(ctx, backendConfig{storeFlags: c.storeFlags, blobsURL: c.blobsURL, retention: c.retention, rateLimit: c.rateLimit})
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	svcConfig, err := serviceConfig(c.runtimeConfig, getenv, be.store, log)
+	svcConfig, err := serviceConfig(c.runtimeConfig, getenv, be, log)
 	if err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		defer wg.Done()
 		_ = stack.Run(ctx) // workers, and callbacks of finished tasks from this or any process; returns once running generations finished or were released
 	}()
-	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "console", consoleURL(c.console, publicURL), "workers", c.workers, "model", c.model, "store", storeName(c.redisURL), "blobs", blobsName(c.blobsURL), "admin", admin)
+	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "console", consoleURL(c.console, publicURL), "workers", c.workers, "model", c.model, "store", c.storeFlags.name(), "blobs", blobsName(c.blobsURL), "admin", admin)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -288,13 +288,6 @@ func blobsName(blobsURL string) string {
 		return "default"
 	}
 	return scheme
-}
-
-func storeName(redisURL string) string {
-	if redisURL == "" {
-		return "memory"
-	}
-	return "redis"
 }
 
 // absoluteHTTPURL reports whether raw is an absolute http(s) URL with a

@@ -8,15 +8,16 @@ import (
 	"io"
 )
 
-// worker runs generations only, against a shared Redis, until ctx ends;
+// worker runs generations only, against a shared Redis or PostgreSQL,
+// until ctx ends;
 // then it lets running generations finish (or gives their tasks back).
 func worker(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	var c runtimeConfig
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.register(fs, 4)
-	fs.Lookup("redis").Usage = "Redis URL (redis://host:port/db) of the store shared with the API processes (required)"
-	secretFiles(fs, "redis")
+	fs.Lookup("redis").Usage = "Redis URL (redis://host:port/db) of the store shared with the API processes (this or -postgres is required)"
+	fs.Lookup("postgres").Usage = "PostgreSQL URL (postgres://user@host:port/db) of the store shared with the API processes (this or -redis is required)"
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -32,14 +33,14 @@ func worker(ctx context.Context, args []string, getenv func(string) string, stde
 	if err := c.validate(); err != nil {
 		return err
 	}
-	if c.redisURL == "" {
-		return errRedisRequired
+	if err := c.storeFlags.check(true); err != nil {
+		return err
 	}
 	if c.workers == 0 {
 		return errors.New("-workers must be at least 1 for a worker process")
 	}
 	log := c.logger(stderr)
-	be, err := openBackend(ctx, backendConfig{redisURL: c.redisURL, blobsURL: c.blobsURL, retention: c.retention, rateLimit: 1})
+	be, err := openBackend(ctx, backendConfig{storeFlags: c.storeFlags, blobsURL: c.blobsURL, retention: c.retention, rateLimit: 1})
 	if err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func worker(ctx context.Context, args []string, getenv func(string) string, stde
 	if err != nil {
 		return err
 	}
-	svc, model, err := newService(c, getenv, be.store, log, obs.observer())
+	svc, model, err := newService(c, getenv, be, log, obs.observer())
 	if err != nil {
 		return err
 	}

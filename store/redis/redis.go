@@ -53,6 +53,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	blobredis "github.com/imagegen/imagegen/blob/redis"
+	"github.com/imagegen/imagegen/internal/groupcommit"
 )
 
 var _ imagegen.Store = (*Store)(nil)
@@ -91,7 +92,7 @@ type Store struct {
 	retention time.Duration
 	blobs     imagegen.BlobStore
 	clock     imagegen.Clock // nil: server time
-	creates   batcher
+	creates   groupcommit.Batcher[createArgs, createResult]
 	watch     watcher
 }
 
@@ -112,7 +113,7 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 		retention: cmp.Or(o.Retention, DefaultRetention),
 		clock:     o.Clock,
 	}
-	s.creates.run = s.runCreates
+	s.creates = groupcommit.Batcher[createArgs, createResult]{Run: s.runCreates, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
 	s.watch = watcher{rdb: rdb, channel: s.k.finished()}
 	s.blobs = o.Blobs
 	if s.blobs == nil {

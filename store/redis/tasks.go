@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/groupcommit"
 )
 
 // createScript creates a batch of tasks: for each, it debits the cost,
@@ -84,7 +85,8 @@ return out
 `)
 
 // CreateTask debits t.Cost and stores t as pending, atomically, in one
-// round trip. Concurrent calls share round trips (see batcher).
+// round trip. Concurrent calls share round trips (group commit: at most
+// maxInFlight script runs of at most maxBatch submits at once).
 func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error) {
 	if err := imagegen.CheckNewTask(t); err != nil {
 		return 0, err
@@ -97,28 +99,46 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error)
 	if err != nil {
 		return 0, fmt.Errorf("redis store: encode reference: %w", err)
 	}
-	c := &createCall{
-		ctx:  ctx,
+	res, err := s.creates.Do(ctx, createArgs{
 		keys: [4]string{s.k.task(t.ID), s.k.balance(t.Owner), s.k.ledger(t.Owner), s.k.ownerTasks(t.Owner)},
 		args: [9]any{t.ID, t.Owner, req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`,
 			t.Request.CallbackURL, imagegen.EventsField(t.Request.CallbackEvents), t.RequestID},
-		done: make(chan struct{}),
-	}
-	s.creates.submit(c)
-	<-c.done
+	})
 	switch {
-	case c.err != nil:
-		return 0, c.err
-	case c.code == 0:
-		return c.balance, imagegen.ErrInsufficientCredits
-	case c.code < 0:
+	case err != nil:
+		return 0, err
+	case res.code == 0:
+		return res.balance, imagegen.ErrInsufficientCredits
+	case res.code < 0:
 		return 0, fmt.Errorf("redis store: task %q exists", t.ID)
 	}
-	now := fromMS(c.now)
+	now := fromMS(res.now)
 	t.Status, t.Attempt = imagegen.StatusPending, 0
 	t.CreatedAt, t.UpdatedAt, t.RunAfter = now, now, now
-	return c.balance, nil
+	return res.balance, nil
 }
+
+// maxBatch bounds how many submits share one script run.
+const maxBatch = 64
+
+// maxInFlight is how many batches may be in flight at once: while Redis
+// runs one, the next ones are on their way, so the server never waits
+// for us. With 32 concurrent submitters on loopback (bench/), 1 gave
+// about 21 µs a submit, 2 swung between 12 and 19 µs from run to run,
+// and 3 or 4 held at 12 to 16 µs.
+const maxInFlight = 4
+
+// createArgs are one submit's keys and arguments of createScript.
+type createArgs struct {
+	keys [4]string
+	args [9]any
+}
+
+// createResult is one submit's result: its code and balance, and the
+// time of the batch.
+type createResult struct{ code, balance, now int64 }
+
+type createCall = groupcommit.Call[createArgs, createResult]
 
 // runCreates runs createScript for a batch and hands each call its result.
 func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
@@ -127,8 +147,8 @@ func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
 	keys = append(keys, s.k.pending(), s.k.allTasks())
 	args = append(args, s.nowArg(), ms(s.retention+24*time.Hour))
 	for _, c := range batch {
-		keys = append(keys, c.keys[:]...)
-		args = append(args, c.args[:]...)
+		keys = append(keys, c.Req.keys[:]...)
+		args = append(args, c.Req.args[:]...)
 	}
 	res, err := createScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 	if err == nil && len(res) != 2*len(batch)+1 {
@@ -136,11 +156,10 @@ func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
 	}
 	for i, c := range batch {
 		if err != nil {
-			c.err = fmt.Errorf("redis store: create task: %w", err)
+			c.Err = fmt.Errorf("redis store: create task: %w", err)
 		} else {
-			c.code, c.balance, c.now = res[2*i], res[2*i+1], res[len(res)-1]
+			c.Res = createResult{code: res[2*i], balance: res[2*i+1], now: res[len(res)-1]}
 		}
-		close(c.done)
 	}
 }
 

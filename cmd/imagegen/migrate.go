@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/imagegen/imagegen/store/postgres"
+)
+
+// migrateCmd: imagegen migrate -postgres URL [-schema S] [-down | -to N]
+// brings the PostgreSQL schema to this build's version (or down).
+func migrateCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var (
+		url, schema string
+		down        bool
+		to          int
+	)
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&url, "postgres", "", "PostgreSQL URL (postgres://user@host:port/db) (required)")
+	fs.StringVar(&schema, "schema", postgres.DefaultSchema, "schema of the store's tables (created if missing)")
+	fs.BoolVar(&down, "down", false, "undo every migration: drop the store's tables and their data (the schema stays)")
+	secretFiles(fs, "postgres")
+	fs.IntVar(&to, "to", -1, fmt.Sprintf("migrate up or down to this version (0 to %d; default the latest)", postgres.LatestVersion()))
+	if err := fs.Parse(args); err != nil {
+		return helpIsNoError(err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("migrate takes no arguments (got %q)", fs.Args())
+	}
+	if err := envDefaults(fs, getenv); err != nil {
+		return err
+	}
+	switch {
+	case url == "":
+		return errors.New("-postgres URL is required")
+	case down && to >= 0:
+		return errors.New("use one of -down and -to")
+	case to > postgres.LatestVersion():
+		return fmt.Errorf("-to: no version %d (this build knows 0 to %d)", to, postgres.LatestVersion())
+	}
+	target := postgres.LatestVersion()
+	if down {
+		target = 0
+	} else if to >= 0 {
+		target = to
+	}
+	pool, err := dialPostgres(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	from, err := postgres.SchemaVersion(ctx, pool, schema)
+	if err != nil {
+		return redactErr(err, url)
+	}
+	if err := postgres.MigrateTo(ctx, pool, schema, target); err != nil {
+		return redactErr(err, url)
+	}
+	if from == target {
+		fmt.Fprintf(stdout, "schema %s is at version %d; nothing to do\n", schema, target)
+		return nil
+	}
+	fmt.Fprintf(stdout, "schema %s migrated from version %d to %d\n", schema, from, target)
+	return nil
+}

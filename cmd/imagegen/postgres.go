@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/ratelimit"
+	"github.com/imagegen/imagegen/store/postgres"
+)
+
+// openPostgres opens the PostgreSQL store and its limiters, after
+// checking that the schema is migrated to this build's version.
+func openPostgres(ctx context.Context, c backendConfig, blobs imagegen.BlobStore) (backend, error) {
+	pool, err := dialPostgres(ctx, c.postgresURL)
+	if err != nil {
+		return backend{}, err
+	}
+	store, err := postgres.New(pool, postgres.Config{Schema: c.schema, Retention: c.retention, Blobs: blobs})
+	if err != nil {
+		pool.Close()
+		return backend{}, err
+	}
+	fail := func(err error) (backend, error) { store.Close(); pool.Close(); return backend{}, err }
+	if err := store.CheckSchema(ctx); err != nil {
+		if errors.Is(err, postgres.ErrSchemaVersion) {
+			return fail(fmt.Errorf("postgres at %s: %w", describePostgres(pool), err))
+		}
+		return fail(fmt.Errorf("postgres at %s: %w", describePostgres(pool), redactErr(err, c.postgresURL)))
+	}
+	limiter, err := ratelimit.NewPostgres(pool, ratelimit.PostgresConfig{Limit: c.rateLimit, Window: time.Minute, Schema: c.schema})
+	if err != nil {
+		return fail(err)
+	}
+	authFailures, err := ratelimit.NewPostgres(pool, ratelimit.PostgresConfig{Limit: authFailureLimit, Window: time.Minute, Schema: c.schema, Prefix: authFailurePrefix})
+	if err != nil {
+		return fail(err)
+	}
+	return backend{
+		store: store, limiter: limiter, authFailures: authFailures, workReady: store.WorkReady(),
+		close: func() error { store.Close(); pool.Close(); return nil },
+	}, nil
+}
+
+// dialPostgres opens a pool on a postgres:// URL (or key=value DSN) and
+// checks that the server answers. Errors never show the password.
+func dialPostgres(ctx context.Context, rawURL string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("-postgres: not a valid PostgreSQL URL (postgres://user:password@host:port/db?sslmode=disable): %w", redactErr(err, rawURL))
+	}
+	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("-postgres: %w", redactErr(err, rawURL))
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres at %s does not answer: %w", describePostgres(pool), redactErr(err, rawURL))
+	}
+	return pool, nil
+}
+
+// describePostgres names a server without its password.
+func describePostgres(pool *pgxpool.Pool) string {
+	c := pool.Config().ConnConfig
+	return fmt.Sprintf("%s:%d database %s user %s", c.Host, c.Port, c.Database, c.User)
+}
+
+// redactErr hides the password of rawURL wherever err's text repeats it.
+func redactErr(err error, rawURL string) error {
+	pw := urlPassword(rawURL)
+	if err == nil || pw == "" || !strings.Contains(err.Error(), pw) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), pw, "xxxxx"))
+}
+
+// urlPassword is the password in a postgres:// URL or a key=value DSN.
+func urlPassword(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			return pw
+		}
+	}
+	// A URL that url.Parse refuses: scheme://user:password@host…
+	if _, rest, ok := strings.Cut(raw, "://"); ok {
+		if creds, _, ok := strings.Cut(rest, "@"); ok {
+			if _, pw, ok := strings.Cut(creds, ":"); ok {
+				return pw
+			}
+		}
+	}
+	for _, field := range strings.Fields(raw) {
+		if v, ok := strings.CutPrefix(field, "password="); ok {
+			return strings.Trim(v, "'")
+		}
+	}
+	return ""
+}

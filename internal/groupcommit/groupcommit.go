@@ -1,0 +1,94 @@
+// Package groupcommit coalesces concurrent calls into batches (group
+// commit): a store sends the calls that arrive while earlier batches are
+// in flight together, in one round trip and one commit, so many
+// concurrent callers share the cost of one. A lone call goes at once, so
+// nothing ever waits for a batch to fill.
+package groupcommit
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Call is one caller's request, and its result once Run has set it.
+type Call[Req, Res any] struct {
+	Ctx context.Context
+	Req Req
+	Res Res
+	Err error
+
+	done chan struct{}
+}
+
+// Batcher runs calls in batches of at most MaxBatch, with at most
+// MaxInFlight batches running at once. It is safe for concurrent use;
+// the zero value is not: set Run, MaxBatch and MaxInFlight.
+type Batcher[Req, Res any] struct {
+	// Run executes one batch and sets each call's Res or Err. Its ctx
+	// outlives the callers' (bounded by Timeout), so that a batch is
+	// never cut short by one caller giving up.
+	Run         func(ctx context.Context, batch []*Call[Req, Res])
+	MaxBatch    int
+	MaxInFlight int
+	Timeout     time.Duration // bounds one Run (default 10s)
+
+	mu       sync.Mutex
+	queue    []*Call[Req, Res]
+	flushers int
+}
+
+// Do queues req, waits for its batch to run, and returns its result. A
+// call whose ctx ends before its batch is sent is dropped with ctx's
+// error (and nothing done for it).
+func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
+	c := &Call[Req, Res]{Ctx: ctx, Req: req, done: make(chan struct{})}
+	b.mu.Lock()
+	b.queue = append(b.queue, c)
+	start := b.flushers < b.MaxInFlight
+	if start {
+		b.flushers++
+	}
+	b.mu.Unlock()
+	if start {
+		go b.flush()
+	}
+	<-c.done
+	return c.Res, c.Err
+}
+
+// flush runs batches until the queue is empty.
+func (b *Batcher[Req, Res]) flush() {
+	timeout := b.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), b.MaxBatch)
+		if n == 0 {
+			b.flushers--
+			b.mu.Unlock()
+			return
+		}
+		batch := make([]*Call[Req, Res], 0, n)
+		for _, c := range b.queue[:n] {
+			if err := c.Ctx.Err(); err != nil {
+				c.Err = err // gave up before it was sent: nothing done
+				close(c.done)
+				continue
+			}
+			batch = append(batch, c)
+		}
+		b.queue = append(b.queue[:0], b.queue[n:]...)
+		b.mu.Unlock()
+		if len(batch) > 0 {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].Ctx), timeout)
+			b.Run(ctx, batch)
+			cancel()
+			for _, c := range batch {
+				close(c.done)
+			}
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package ratelimit
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/imagegen/imagegen"
+)
+
+var _ imagegen.Limiter = (*Postgres)(nil)
+
+// PostgresConfig configures a PostgreSQL limiter. Every field has a
+// default.
+type PostgresConfig struct {
+	// Limit is how many requests a key may make in any rolling Window
+	// (default 10).
+	Limit int
+	// Window is the length of the rolling window (default 1m), a whole
+	// number of microseconds.
+	Window time.Duration
+	// Schema holds the limiter's table, rate_limits, made by the store's
+	// migrations (postgres.Migrate, or `imagegen migrate`); default
+	// "imagegen", the store's default.
+	Schema string
+	// Prefix starts every key the limiter stores (default "rl:").
+	// Limiters with the same prefix on one schema share their counts;
+	// give each policy its own prefix.
+	Prefix string
+	// Now, when set, replaces the database server's clock (tests only):
+	// its time is passed to the database instead of read there.
+	Now func() time.Time
+}
+
+func (c PostgresConfig) withDefaults() PostgresConfig {
+	c.Limit = cmp.Or(c.Limit, 10)
+	c.Window = cmp.Or(c.Window, time.Minute)
+	c.Schema = cmp.Or(c.Schema, "imagegen")
+	c.Prefix = cmp.Or(c.Prefix, "rl:")
+	return c
+}
+
+func (c PostgresConfig) validate() error {
+	switch {
+	case c.Limit < 0:
+		return fmt.Errorf("ratelimit: PostgresConfig.Limit must not be negative (got %d)", c.Limit)
+	case c.Window < 0:
+		return fmt.Errorf("ratelimit: PostgresConfig.Window must not be negative (got %v)", c.Window)
+	case c.Window%time.Microsecond != 0:
+		return fmt.Errorf("ratelimit: PostgresConfig.Window must be a whole number of microseconds (got %v)", c.Window)
+	}
+	return nil
+}
+
+// Postgres is a limiter whose state lives in PostgreSQL, so that every
+// process on one database shares it, with the same answers as [Memory]
+// and [Redis]: each key may make at most Limit requests in any rolling
+// Window, counted across all processes.
+//
+// Each key is one row of <schema>.rate_limits holding the times of its
+// accepted requests in the window (at most Limit of them). One call of
+// the rate_allow function per Allow locks that row, drops the times that
+// left the window, counts and records, so concurrent requests from any
+// number of processes never exceed the limit and each costs one round
+// trip. Time is read inside PostgreSQL, to the microsecond, so processes
+// with skewed clocks agree. Rows of keys idle for a Window are deleted
+// in small batches now and then (at most once a Window per limiter), so
+// the table holds about the keys active in one Window.
+//
+// The table and function come with the store's migrations (version 2):
+// run postgres.Migrate on Schema first. It is safe for concurrent use.
+type Postgres struct {
+	pool   *pgxpool.Pool
+	limit  int
+	window time.Duration
+	prefix string
+	now    func() time.Time
+	allow  string // SQL
+	sweep  string // SQL
+
+	mu        sync.Mutex
+	lastSweep time.Time
+}
+
+// NewPostgres returns a PostgreSQL limiter on pool configured by cfg,
+// with defaults for its zero fields. It does not touch the database.
+func NewPostgres(pool *pgxpool.Pool, cfg PostgresConfig) (*Postgres, error) {
+	if pool == nil {
+		return nil, errors.New("ratelimit.NewPostgres: pool is required")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("ratelimit.NewPostgres: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	schema := pgx.Identifier{cfg.Schema}.Sanitize()
+	return &Postgres{
+		pool:   pool,
+		limit:  cfg.Limit,
+		window: cfg.Window,
+		prefix: cfg.Prefix,
+		now:    cfg.Now,
+		allow:  `SELECT allowed, count, free, at FROM ` + schema + `.rate_allow($1, $2, $3, $4)`,
+		sweep: `DELETE FROM ` + schema + `.rate_limits WHERE key IN (SELECT key FROM ` + schema +
+			`.rate_limits WHERE expires_at <= $1 LIMIT 500 FOR UPDATE SKIP LOCKED)`,
+	}, nil
+}
+
+// Allow records one request for key if key made fewer than Limit requests
+// in the last Window, counting the requests of every process on this
+// database, and reports the outcome with the same fields as
+// [Memory.Allow]. A refused request is not recorded. Allow fails only
+// when the database does (or ctx ends).
+func (p *Postgres) Allow(ctx context.Context, key string) (imagegen.LimitResult, error) {
+	var now *int64
+	if p.now != nil {
+		us := p.now().UnixMicro()
+		now = &us
+	}
+	var (
+		allowed  bool
+		count    int
+		free, at int64
+	)
+	err := p.pool.QueryRow(ctx, p.allow, p.prefix+key, now, p.window.Microseconds(), p.limit).Scan(&allowed, &count, &free, &at)
+	if err != nil {
+		return imagegen.LimitResult{}, fmt.Errorf("ratelimit: postgres allow: %w", err)
+	}
+	p.maybeSweep(ctx, at)
+	res := imagegen.LimitResult{Allowed: allowed, Limit: p.limit, Window: p.window}
+	if count < p.limit {
+		res.Remaining = p.limit - count
+	} else {
+		res.Reset = time.Duration(free-at) * time.Microsecond
+		if !allowed {
+			res.RetryAfter = res.Reset
+		}
+	}
+	return res, nil
+}
+
+// maybeSweep deletes a batch of idle keys' rows, at most once a Window
+// (of this process's clock); at is the database's time in µs. Errors are
+// left for the next time.
+func (p *Postgres) maybeSweep(ctx context.Context, at int64) {
+	p.mu.Lock()
+	now := time.Now()
+	due := now.Sub(p.lastSweep) >= p.window
+	if due {
+		p.lastSweep = now
+	}
+	p.mu.Unlock()
+	if due {
+		_, _ = p.pool.Exec(ctx, p.sweep, at)
+	}
+}

@@ -1,0 +1,109 @@
+package ratelimit_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/pgtest"
+	"github.com/imagegen/imagegen/ratelimit"
+	"github.com/imagegen/imagegen/ratelimit/limitertest"
+	"github.com/imagegen/imagegen/store/postgres"
+)
+
+// migratedSchema returns a fresh schema with the store's migrations
+// applied, dropped when the test ends.
+func migratedSchema(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	schema := pgtest.Schema(t, pool)
+	if err := postgres.Migrate(context.Background(), pool, schema); err != nil {
+		t.Fatal(err)
+	}
+	return schema
+}
+
+func newPostgres(t testing.TB, pool *pgxpool.Pool, cfg ratelimit.PostgresConfig) *ratelimit.Postgres {
+	t.Helper()
+	lim, err := ratelimit.NewPostgres(pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim
+}
+
+// TestPostgres runs the limiter suite on the PostgreSQL named by
+// IMAGEGEN_TEST_POSTGRES with an injected clock (a real server's time
+// cannot be moved), in one schema of its own.
+func TestPostgres(t *testing.T) {
+	pool := pgtest.Connect(t)
+	schema := migratedSchema(t, pool)
+	limitertest.Run(t, func(t *testing.T, limit int, window time.Duration) limitertest.Harness {
+		clock := imagegentest.NewClock(time.Time{})
+		lim := newPostgres(t, pool, ratelimit.PostgresConfig{Limit: limit, Window: window, Schema: schema, Now: clock.Now})
+		return limitertest.Harness{Limiter: lim, Advance: clock.Advance}
+	})
+}
+
+// Two limiters on one schema (two processes) share each key's count,
+// on the server's clock.
+func TestPostgresSharedAcrossProcesses(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	pool := pgtest.Connect(t)
+	schema := migratedSchema(t, pool)
+	cfg := ratelimit.PostgresConfig{Limit: 10, Window: time.Minute, Schema: schema}
+	a, b := newPostgres(t, pool, cfg), newPostgres(t, pool, cfg)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	allowed := 0
+	for i := range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lim := a
+			if i%2 == 1 {
+				lim = b
+			}
+			res, err := lim.Allow(ctx, "alice")
+			is.NoErr(err)
+			if res.Allowed {
+				mu.Lock()
+				allowed++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	is.Equal(allowed, 10)
+	// Another policy (prefix) on the same schema counts apart.
+	other := newPostgres(t, pool, ratelimit.PostgresConfig{Limit: 1, Window: time.Minute, Schema: schema, Prefix: "auth:"})
+	res, err := other.Allow(ctx, "alice")
+	is.NoErr(err)
+	is.True(res.Allowed)
+}
+
+// Rows of idle keys are deleted once their window has passed.
+func TestPostgresForgetsIdleKeys(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	pool := pgtest.Connect(t)
+	schema := migratedSchema(t, pool)
+	clock := imagegentest.NewClock(time.Time{})
+	lim := newPostgres(t, pool, ratelimit.PostgresConfig{Limit: 2, Window: time.Millisecond, Schema: schema, Now: clock.Now})
+	for _, k := range []string{"a", "b", "c"} {
+		_, err := lim.Allow(ctx, k)
+		is.NoErr(err)
+	}
+	clock.Advance(time.Second)
+	time.Sleep(2 * time.Millisecond) // the sweep runs at most once a Window of real time
+	_, err := lim.Allow(ctx, "d")
+	is.NoErr(err)
+	var n int
+	is.NoErr(pool.QueryRow(ctx, `SELECT count(*) FROM "`+schema+`".rate_limits`).Scan(&n))
+	is.True(n <= 1) // a, b and c are gone; d may stay
+}

@@ -1,0 +1,139 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/imagegen/imagegen"
+)
+
+// blobs is the store's default BlobStore: image bytes in the blobs table
+// of the store's schema, so that a deployment on PostgreSQL alone keeps
+// its pictures as durably as its balances. Large volumes belong in object
+// storage (Config.Blobs with blob/s3).
+type blobs struct{ s *Store }
+
+var _ imagegen.BlobStore = blobs{}
+
+// Blobs returns the BlobStore of the store's images: Config.Blobs, or the
+// blobs table of its schema.
+func (s *Store) Blobs() imagegen.BlobStore {
+	if s.blobStore != nil {
+		return s.blobStore
+	}
+	return blobs{s: s}
+}
+
+// Put stores exactly size bytes from r under key, replacing what was
+// there.
+func (b blobs) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
+	if err := imagegen.CheckBlobKey(key); err != nil {
+		return err
+	}
+	if size < 0 {
+		return fmt.Errorf("postgres blobs: %w: negative size %d", imagegen.ErrBlobSize, size)
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(size))
+	if _, err := buf.ReadFrom(imagegen.ExactReader(key, r, size)); err != nil {
+		return fmt.Errorf("postgres blobs: put %s: %w", key, err)
+	}
+	_, err := b.s.pool.Exec(ctx, b.s.sql(`INSERT INTO {schema}.blobs (key, data, content_type, written_at)
+		VALUES ($2, $3, $4, {now})
+		ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data, content_type = EXCLUDED.content_type, written_at = EXCLUDED.written_at`),
+		b.s.nowArg(), key, buf.Bytes(), contentType)
+	return wrapErr("put blob", err)
+}
+
+// Open reads the blob; its body is in memory (an image is a few MB).
+func (b blobs) Open(ctx context.Context, key string) (*imagegen.Blob, error) {
+	if err := imagegen.CheckBlobKey(key); err != nil {
+		return nil, err
+	}
+	var data []byte
+	var at time.Time
+	var etag string
+	err := b.s.pool.QueryRow(ctx, b.s.sql(`SELECT data, written_at, md5(data) FROM {schema}.blobs WHERE key = $1`), key).Scan(&data, &at, &etag)
+	if err != nil {
+		return nil, b.notFound(key, err)
+	}
+	info := imagegen.BlobInfo{Key: key, Size: int64(len(data)), ModTime: at.UTC(), ETag: `"` + etag + `"`}
+	return &imagegen.Blob{BlobInfo: info, Body: readSeekNopCloser{bytes.NewReader(data)}}, nil
+}
+
+// Stat reads the blob's size, time and checksum, not its bytes.
+func (b blobs) Stat(ctx context.Context, key string) (imagegen.BlobInfo, error) {
+	if err := imagegen.CheckBlobKey(key); err != nil {
+		return imagegen.BlobInfo{}, err
+	}
+	info := imagegen.BlobInfo{Key: key}
+	var etag string
+	err := b.s.pool.QueryRow(ctx, b.s.sql(`SELECT octet_length(data), written_at, md5(data) FROM {schema}.blobs WHERE key = $1`), key).
+		Scan(&info.Size, &info.ModTime, &etag)
+	if err != nil {
+		return imagegen.BlobInfo{}, b.notFound(key, err)
+	}
+	info.ModTime, info.ETag = info.ModTime.UTC(), `"`+etag+`"`
+	return info, nil
+}
+
+// Delete removes the blob; a missing one is not an error.
+func (b blobs) Delete(ctx context.Context, key string) error {
+	if err := imagegen.CheckBlobKey(key); err != nil {
+		return err
+	}
+	_, err := b.s.pool.Exec(ctx, b.s.sql(`DELETE FROM {schema}.blobs WHERE key = $1`), key)
+	return wrapErr("delete blob", err)
+}
+
+// listPage bounds the rows one List query reads.
+const listPage = 500
+
+// List calls fn for every blob, in key order, a page at a time (no
+// transaction is held while fn runs).
+func (b blobs) List(ctx context.Context, fn func(imagegen.BlobInfo) error) error {
+	after := ""
+	for {
+		rows, err := b.s.pool.Query(ctx, b.s.sql(`SELECT key, octet_length(data), written_at, md5(data) FROM {schema}.blobs
+			WHERE key > $1 ORDER BY key LIMIT $2`), after, listPage)
+		if err != nil {
+			return wrapErr("list blobs", err)
+		}
+		page, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (imagegen.BlobInfo, error) {
+			var info imagegen.BlobInfo
+			var etag string
+			err := row.Scan(&info.Key, &info.Size, &info.ModTime, &etag)
+			info.ModTime, info.ETag = info.ModTime.UTC(), `"`+etag+`"`
+			return info, err
+		})
+		if err != nil {
+			return wrapErr("list blobs", err)
+		}
+		for _, info := range page {
+			if err := fn(info); err != nil {
+				return err
+			}
+		}
+		if len(page) < listPage {
+			return nil
+		}
+		after = page[len(page)-1].Key
+	}
+}
+
+func (b blobs) notFound(key string, err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("postgres blobs: %s: %w", key, imagegen.ErrBlobNotFound)
+	}
+	return wrapErr("blob", err)
+}
+
+type readSeekNopCloser struct{ *bytes.Reader }
+
+func (readSeekNopCloser) Close() error { return nil }

@@ -1,0 +1,142 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/groupcommit"
+)
+
+// completeSQL moves each task of the batch whose attempt holds it to
+// success, stores its image records (the bytes are already in the blob
+// store) and queues its callback, in one statement, and returns the ids
+// of those it moved.
+//
+//	$1 now  $2 task ids  $3 attempts  $4 retention (µs)
+//	$5 per image: its task id  $6 image ids  $7 content types  $8 sizes
+//	$9 checksums
+//	$10 synchronous_commit for this transaction ("on", or "off" with
+//	   Config.AsyncSuccess)
+const completeSQL = `
+WITH async AS (
+	SELECT set_config('synchronous_commit', $10, true)
+), input AS (
+	SELECT * FROM unnest($2::text[], $3::integer[]) AS i(id, attempt)
+), imgs AS (
+	SELECT * FROM unnest($5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[]) WITH ORDINALITY
+		AS m(task_id, id, content_type, size, checksum, ord)
+), done AS (
+	UPDATE {schema}.tasks t
+	SET status = 'success', lease_until = NULL, updated_at = {now}, finished_at = {now},
+		images = coalesce((SELECT array_agg(m.id ORDER BY m.ord) FROM imgs m WHERE m.task_id = t.id), '{}'),
+		expires_at = {now} + $4 * interval '1 microsecond'
+	FROM input i, async
+	WHERE t.id = i.id AND t.status = 'processing' AND t.attempt = i.attempt
+	RETURNING t.id, t.owner, t.expires_at, t.callback_url, t.callback_events
+), hooks AS (
+	INSERT INTO {schema}.webhooks (id, task_id, event, due)
+	SELECT done.id, done.id, 'completed', {now} FROM done
+	WHERE done.callback_url <> '' AND {schema}.wants(done.callback_events, 'completed')
+	ON CONFLICT (id) DO NOTHING
+), stored AS (
+	INSERT INTO {schema}.images (id, task_id, owner, content_type, size, checksum, created_at, expires_at)
+	SELECT m.id, done.id, done.owner, m.content_type, m.size, m.checksum, {now}, done.expires_at
+	FROM done JOIN imgs m ON m.task_id = done.id
+)
+SELECT id FROM done`
+
+type completeReq struct {
+	id      string
+	attempt int
+	images  []imagegen.Image
+}
+
+type completeCall = groupcommit.Call[completeReq, bool]
+
+// CompleteTask stores the images and moves the task to success. Calls
+// that arrive together share one statement and one commit (group
+// commit); each is checked against its own fencing token.
+func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image) error {
+	for _, img := range images {
+		if img.ID == "" {
+			return errors.New("postgres store: image needs an ID")
+		}
+	}
+	held, err := s.completes.Do(ctx, completeReq{id: id, attempt: attempt, images: images})
+	if err == nil && held {
+		s.finishedNote.poke(id)
+	}
+	return s.holderResult(id, attempt, map[bool]int64{true: 1}[held], err)
+}
+
+// completeBatch runs completeSQL for a batch, tasks in id order (so that
+// concurrent batches lock rows in one order). A batch that fails as a
+// whole (a deadlock, an image id taken) is run again one task at a time,
+// so that one bad call fails alone.
+func (s *Store) completeBatch(ctx context.Context, batch []*completeCall) {
+	sort.Slice(batch, func(i, j int) bool { return batch[i].Req.id < batch[j].Req.id })
+	ids := make([]string, len(batch))
+	attempts := make([]int32, len(batch))
+	var imgTasks, imgIDs, types, sums []string
+	var sizes []int64
+	for i, c := range batch {
+		ids[i], attempts[i] = c.Req.id, int32(c.Req.attempt)
+		for _, img := range c.Req.images {
+			imgTasks, imgIDs, types = append(imgTasks, c.Req.id), append(imgIDs, img.ID), append(types, img.ContentType)
+			sizes, sums = append(sizes, img.Size), append(sums, img.Checksum)
+		}
+	}
+	rows, err := s.pool.Query(ctx, s.sql(completeSQL), s.nowArg(), ids, attempts, micros(s.retention), imgTasks, imgIDs, types, sizes, sums, s.successCommit)
+	var moved []string
+	if err == nil {
+		moved, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil && len(batch) > 1 {
+		for _, c := range batch {
+			s.completeBatch(ctx, []*completeCall{c})
+		}
+		return
+	}
+	held := make(map[string]bool, len(moved))
+	for _, id := range moved {
+		held[id] = true
+	}
+	for _, c := range batch {
+		c.Res, c.Err = held[c.Req.id], err
+	}
+}
+
+// FailTask moves the task to failed and refunds it once.
+func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen.Failure) error {
+	var held bool
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT {schema}.fail_task($2, $3, $4, $5, {now}, $6 * interval '1 microsecond', $7)`),
+		s.nowArg(), id, attempt, string(f.Code), f.Message, micros(s.retention), s.finished).Scan(&held)
+	if err != nil {
+		return s.holderResult(id, attempt, 0, err)
+	}
+	if !held {
+		return s.holderResult(id, attempt, 0, nil)
+	}
+	return nil
+}
+
+// CancelTask fails owner's pending or processing task and refunds it.
+func (s *Store) CancelTask(ctx context.Context, owner, id string) error {
+	var n int
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT {schema}.cancel_task($2, $3, $4, $5, {now}, $6 * interval '1 microsecond', $7)`),
+		s.nowArg(), owner, id, string(imagegen.CodeCancelled), imagegen.CancelledMessage, micros(s.retention), s.finished).Scan(&n)
+	switch {
+	case err != nil:
+		return wrapErr("cancel", err)
+	case n == 0:
+		return imagegen.ErrTaskNotFound
+	case n < 0:
+		return fmt.Errorf("postgres store: cancel task %s: %w", id, imagegen.ErrInvalidTransition)
+	}
+	return nil
+}

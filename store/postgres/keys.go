@@ -1,0 +1,74 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/imagegen/imagegen"
+)
+
+// PutKey stores a new key; imagegen.ErrKeyExists when its hash is taken.
+func (s *Store) PutKey(ctx context.Context, k imagegen.APIKey) error {
+	if err := imagegen.CheckNewKey(k); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.api_keys (hash, id, owner, hint, name, created_at, revoked)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (hash) DO NOTHING`),
+		k.Hash, k.ID, k.Owner, k.Hint, k.Name, k.CreatedAt, k.Revoked)
+	if err != nil {
+		return wrapErr("put key", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return imagegen.ErrKeyExists
+	}
+	return nil
+}
+
+const keyColumns = `hash, id, owner, hint, name, created_at, revoked`
+
+func scanKey(r pgx.CollectableRow) (imagegen.APIKey, error) {
+	var k imagegen.APIKey
+	err := r.Scan(&k.Hash, &k.ID, &k.Owner, &k.Hint, &k.Name, &k.CreatedAt, &k.Revoked)
+	k.CreatedAt = k.CreatedAt.UTC()
+	return k, err
+}
+
+// KeyByHash returns the live key with the hash.
+func (s *Store) KeyByHash(ctx context.Context, hash string) (*imagegen.APIKey, error) {
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT `+keyColumns+` FROM {schema}.api_keys WHERE hash = $1 AND NOT revoked`), hash)
+	if err != nil {
+		return nil, wrapErr("key", err)
+	}
+	k, err := pgx.CollectExactlyOneRow(rows, scanKey)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, imagegen.ErrKeyNotFound
+	}
+	if err != nil {
+		return nil, wrapErr("key", err)
+	}
+	return &k, nil
+}
+
+// Keys lists the owner's keys, oldest first.
+func (s *Store) Keys(ctx context.Context, owner string) ([]imagegen.APIKey, error) {
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT `+keyColumns+` FROM {schema}.api_keys WHERE owner = $1 ORDER BY seq`), owner)
+	if err != nil {
+		return nil, wrapErr("keys", err)
+	}
+	keys, err := pgx.CollectRows(rows, scanKey)
+	return keys, wrapErr("keys", err)
+}
+
+// RevokeKey revokes the owner's key id.
+func (s *Store) RevokeKey(ctx context.Context, owner, id string) error {
+	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.api_keys SET revoked = true WHERE owner = $1 AND id = $2`), owner, id)
+	if err != nil {
+		return wrapErr("revoke key", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return imagegen.ErrKeyNotFound
+	}
+	return nil
+}

@@ -1,0 +1,238 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+// maxClaim bounds how many tasks one claim takes.
+const maxClaim = 64
+
+// claimSQL leases up to $3 of the oldest ready pending tasks. SKIP LOCKED
+// lets concurrent claims pass each other's rows instead of waiting.
+//
+// A claim commits without waiting for its WAL flush (synchronous_commit
+// off, for this transaction only): the worker's loop claims one batch at
+// a time, so a flush per claim would cap the whole pipeline at one batch
+// per disk flush. This is safe: a claim lost to a database crash leaves
+// the task as it was before, pending (or under the previous lease), and
+// the fencing token then refuses the worker's finish, so the task runs
+// again; submits, finishes and refunds still wait for their flush.
+//
+//	$1 now  $2 lease (µs)  $3 how many
+//
+// The first claim of a task stamps started_at and queues its processing
+// callback, when its callback_events ask for one.
+const claimSQL = `
+WITH async AS (
+	SELECT set_config('synchronous_commit', 'off', true)
+), ready AS (
+	SELECT id, started_at IS NULL AS first FROM {schema}.tasks
+	WHERE status = 'pending' AND run_after <= {now}
+	ORDER BY run_after, seq
+	LIMIT $3
+	FOR UPDATE SKIP LOCKED
+), claimed AS (
+	UPDATE {schema}.tasks t
+	SET status = 'processing', attempt = t.attempt + 1, started_at = coalesce(t.started_at, {now}),
+		lease_until = {now} + $2 * interval '1 microsecond', updated_at = {now}
+	FROM ready, async WHERE t.id = ready.id
+	RETURNING ` + qualifiedTaskColumns + `, ready.first, t.callback_url, t.callback_events
+), hooks AS (
+	INSERT INTO {schema}.webhooks (id, task_id, event, due)
+	SELECT c.id || ':processing', c.id, 'processing', {now} FROM claimed c
+	WHERE c.first AND c.callback_url <> '' AND {schema}.wants(c.callback_events, 'processing')
+	ON CONFLICT (id) DO NOTHING
+)
+SELECT ` + taskColumns + ` FROM claimed`
+
+// qualifiedTaskColumns is taskColumns of the table aliased t.
+const qualifiedTaskColumns = `t.id, t.owner, t.request, t.model, t.cost, t.status, t.attempt, t.released, t.lease_until,
+	t.run_after, t.images, t.error, t.error_code, t.last_error, t.refunded, t.request_id, t.created_at, t.updated_at,
+	t.started_at, t.finished_at, t.expires_at, t.seq`
+
+// ClaimTask leases the oldest ready pending task.
+func (s *Store) ClaimTask(ctx context.Context, lease time.Duration) (*imagegen.Task, error) {
+	ts, err := s.ClaimTasks(ctx, lease, 1)
+	if err != nil {
+		return nil, err
+	}
+	return ts[0], nil
+}
+
+// ClaimTasks leases up to n ready pending tasks, oldest first, in one
+// statement.
+func (s *Store) ClaimTasks(ctx context.Context, lease time.Duration, n int) ([]*imagegen.Task, error) {
+	n = min(max(n, 1), maxClaim)
+	rows, err := s.pool.Query(ctx, s.sql(claimSQL), s.nowArg(), micros(lease), n)
+	if err != nil {
+		return nil, wrapErr("claim", err)
+	}
+	type claimed struct {
+		t   *imagegen.Task
+		seq int64
+	}
+	var out []claimed
+	for rows.Next() {
+		t, seq, err := scanTask(rows)
+		if err != nil {
+			rows.Close()
+			return nil, wrapErr("claim", err)
+		}
+		out = append(out, claimed{t, seq})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapErr("claim", err)
+	}
+	if len(out) == 0 {
+		return nil, imagegen.ErrNoTask
+	}
+	// RETURNING keeps no order: put them back in queue order.
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if !a.t.RunAfter.Equal(b.t.RunAfter) {
+			return a.t.RunAfter.Before(b.t.RunAfter)
+		}
+		return a.seq < b.seq
+	})
+	tasks := make([]*imagegen.Task, len(out))
+	for i, c := range out {
+		tasks[i] = c.t
+	}
+	return tasks, nil
+}
+
+// holds is the fencing condition: attempt $3 holds task $2's lease.
+const holds = `id = $2 AND status = 'processing' AND attempt = $3`
+
+// RenewLease extends the lease of the holder of attempt.
+func (s *Store) RenewLease(ctx context.Context, id string, attempt int, lease time.Duration) error {
+	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.tasks
+		SET lease_until = {now} + $4 * interval '1 microsecond', updated_at = {now}
+		WHERE `+holds), s.nowArg(), id, attempt, micros(lease))
+	return s.holderResult(id, attempt, tag.RowsAffected(), err)
+}
+
+// RetryTask gives the task back to the queue, ready after delay.
+func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay time.Duration, lastErr string) error {
+	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.tasks
+		SET status = 'pending', lease_until = NULL, run_after = {now} + $4 * interval '1 microsecond',
+			updated_at = {now}, last_error = $5
+		WHERE `+holds), s.nowArg(), id, attempt, micros(delay), lastErr)
+	if err == nil && tag.RowsAffected() == 1 && delay <= time.Second {
+		s.queuedNote.poke("")
+	}
+	return s.holderResult(id, attempt, tag.RowsAffected(), err)
+}
+
+// ReleaseTask gives the task back to the queue, ready now, without
+// counting the attempt (its Released count grows by one).
+func (s *Store) ReleaseTask(ctx context.Context, id string, attempt int) error {
+	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.tasks
+		SET status = 'pending', lease_until = NULL, run_after = {now}, updated_at = {now},
+			released = released + 1, last_error = $4
+		WHERE `+holds), s.nowArg(), id, attempt, imagegen.ReleasedMessage)
+	if err == nil && tag.RowsAffected() == 1 {
+		s.queuedNote.poke("")
+	}
+	return s.holderResult(id, attempt, tag.RowsAffected(), err)
+}
+
+// holderResult turns the outcome of a fenced statement into nil,
+// ErrLeaseLost (no row changed) or the error.
+func (s *Store) holderResult(id string, attempt int, changed int64, err error) error {
+	if err != nil {
+		return fmt.Errorf("postgres store: task %s: %w", id, err)
+	}
+	if changed == 0 {
+		return fmt.Errorf("postgres store: task %s attempt %d: %w", id, attempt, imagegen.ErrLeaseLost)
+	}
+	return nil
+}
+
+// recoverBatch is how many expired leases one recovery transaction takes.
+const recoverBatch = 100
+
+// RecoverExpired sends tasks whose lease ended back to pending, or fails
+// and refunds them after maxAttempts (claims given back by ReleaseTask
+// do not count), a batch per transaction (the rows
+// locked with SKIP LOCKED, so concurrent recoveries split the work). It
+// also sweeps expired records now and then (see Sweep).
+func (s *Store) RecoverExpired(ctx context.Context, maxAttempts int) (int, error) {
+	total := 0
+	for {
+		n, err := s.recoverBatch(ctx, maxAttempts)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if n < recoverBatch {
+			break
+		}
+	}
+	if total > 0 {
+		s.queuedNote.poke("")
+	}
+	s.maybeSweep(ctx)
+	return total, nil
+}
+
+func (s *Store) recoverBatch(ctx context.Context, maxAttempts int) (int, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, wrapErr("recover", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	rows, err := tx.Query(ctx, s.sql(`SELECT id, attempt - released FROM {schema}.tasks
+		WHERE status = 'processing' AND lease_until <= {now}
+		ORDER BY lease_until LIMIT $2 FOR UPDATE SKIP LOCKED`), s.nowArg(), recoverBatch)
+	if err != nil {
+		return 0, wrapErr("recover", err)
+	}
+	var requeue, failIDs, failMsgs []string
+	var n int
+	for rows.Next() {
+		var id string
+		var counted int // attempts, less the claims given back
+		if err := rows.Scan(&id, &counted); err != nil {
+			rows.Close()
+			return 0, wrapErr("recover", err)
+		}
+		n++
+		if counted >= maxAttempts {
+			failIDs = append(failIDs, id)
+			failMsgs = append(failMsgs, imagegen.ExpiredLeaseMessage(counted))
+		} else {
+			requeue = append(requeue, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, wrapErr("recover", err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if len(requeue) > 0 {
+		if _, err := tx.Exec(ctx, s.sql(`UPDATE {schema}.tasks
+			SET status = 'pending', lease_until = NULL, run_after = {now}, updated_at = {now}, last_error = 'lease expired'
+			WHERE id = ANY($2)`), s.nowArg(), requeue); err != nil {
+			return 0, wrapErr("recover", err)
+		}
+	}
+	if len(failIDs) > 0 {
+		if _, err := tx.Exec(ctx, s.sql(`SELECT {schema}.fail_locked(f.id, $4, f.msg, {now},
+				$5 * interval '1 microsecond', $6)
+			FROM unnest($2::text[], $3::text[]) AS f(id, msg)`),
+			s.nowArg(), failIDs, failMsgs, string(imagegen.CodeInternal), micros(s.retention), s.finished); err != nil {
+			return 0, wrapErr("recover", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, wrapErr("recover", err)
+	}
+	return n, nil
+}

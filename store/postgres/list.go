@@ -1,0 +1,31 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/imagegen/imagegen"
+)
+
+// ListTasks returns a page of owner's tasks, newest first. The cursor is
+// the submission sequence number of the last task of the previous page.
+func (s *Store) ListTasks(ctx context.Context, owner string, status imagegen.Status, limit int, cursor string) (imagegen.TaskPage, error) {
+	below := int64(math.MaxInt64)
+	if cursor != "" {
+		n, err := strconv.ParseInt(cursor, 10, 64)
+		if err != nil || n <= 0 {
+			return imagegen.TaskPage{}, fmt.Errorf("postgres store: bad cursor: %w", imagegen.ErrInvalidParams)
+		}
+		below = n
+	}
+	limit = max(limit, 1)
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT `+taskColumns+` FROM {schema}.tasks
+		WHERE owner = $2 AND seq < $3 AND ($4 = '' OR status = $4) AND `+visible+`
+		ORDER BY seq DESC LIMIT $5`), s.nowArg(), owner, below, string(status), limit+1)
+	if err != nil {
+		return imagegen.TaskPage{}, wrapErr("list tasks", err)
+	}
+	return collectPage(rows, limit)
+}

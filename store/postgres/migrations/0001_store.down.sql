@@ -1,0 +1,14 @@
+DROP FUNCTION {schema}.cancel_task(text, text, text, text, timestamptz, interval, text);
+DROP FUNCTION {schema}.fail_task(text, integer, text, text, timestamptz, interval, text);
+DROP FUNCTION {schema}.fail_locked(text, text, text, timestamptz, interval, text);
+DROP FUNCTION {schema}.create_tasks(text[], text[], text[], text[], bigint[], text[], text[], text[], timestamptz);
+DROP FUNCTION {schema}.add_entry(text, text, bigint, text, timestamptz);
+DROP TABLE {schema}.secrets;
+DROP TABLE {schema}.idempotency;
+DROP TABLE {schema}.api_keys;
+DROP TABLE {schema}.ledger;
+DROP TABLE {schema}.accounts;
+DROP TABLE {schema}.images;
+DROP TABLE {schema}.tasks;
+DROP TABLE {schema}.webhooks;
+DROP FUNCTION {schema}.wants(text, text);

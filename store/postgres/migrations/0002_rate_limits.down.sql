@@ -1,0 +1,2 @@
+DROP FUNCTION {schema}.rate_allow(text, bigint, bigint, integer);
+DROP TABLE {schema}.rate_limits;

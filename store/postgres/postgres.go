@@ -1,0 +1,324 @@
+// Package postgres is an imagegen.Store on PostgreSQL (pgx/v5, pgxpool),
+// so that the credit balance lives in the host app's own database and an
+// app can grant credits, charge web use and submit tasks inside its own
+// transactions (SubmitTx, GrantTx, ChargeWebTx).
+//
+// # Schema
+//
+// Tables live in one schema (Config.Schema, default "imagegen"), so they
+// can sit in the app's database beside its own tables; every statement
+// names the schema, so the connections' search_path does not matter. The
+// schema is built by versioned migrations embedded in the package and
+// applied only by an explicit Migrate, MigrateTo or MigrateDown call (or
+// `imagegen migrate -postgres URL`), never by New: a library must not
+// change a database at start-up. Store.CheckSchema tells whether the
+// schema is at the version this build needs.
+//
+// # Queue
+//
+// A claim takes the oldest ready pending tasks with FOR UPDATE SKIP
+// LOCKED, so any number of workers claim concurrently without waiting on
+// each other. Every change of a task is one statement (or one PL/pgSQL
+// function for the refunding ones) that checks the fencing token
+// (status = 'processing' AND attempt = n) in its WHERE clause, so a worker
+// whose lease was lost changes nothing. A submit debits the balance with
+// UPDATE … WHERE balance >= cost, appends the charge to the ledger and
+// inserts the task in the same transaction: concurrent submits on one
+// balance serialise on the account row and can never overdraw it (a
+// CHECK constraint says so too).
+//
+// # Group commit
+//
+// Each commit waits for a disk flush, and submits of one owner serialise
+// on the owner's account row, so one commit per submit would cap a busy
+// owner at one submit per flush. Submits and successes that arrive
+// together therefore share one statement and one commit (at most 64 per
+// batch, 4 batches in flight, a lone call going at once): create_tasks
+// runs a batch's submits one after another, each charged or refused on
+// its own, exactly as if they had come one by one; a batch of successes
+// checks each task's own fencing token. A claim commits without waiting
+// for its flush (synchronous_commit off for that transaction only): a
+// claim lost to a database crash leaves the task pending, and the fencing
+// token then refuses the worker's result, so the task simply runs again.
+// Config.AsyncSuccess extends that to successes, for throughput, at the
+// price described there. Submits, refunds, grants and charges always
+// wait for their flush.
+//
+// # Wake-ups
+//
+// Two LISTEN/NOTIFY channels, on one dedicated connection per Store
+// (outside the pool, opened on first use): "<schema>.finished" carries
+// the ids of finished tasks (WatchTask, so Prefer: wait returns at once)
+// and "<schema>.queued" says that tasks may be ready (WorkReady, for idle
+// workers in other processes). PostgreSQL serialises the commits of
+// notifying transactions database-wide, which would cap submits and
+// finishes at one disk flush at a time; so a submit, a retry and a
+// success notify just after they commit, in a separate statement that
+// carries every notification due meanwhile. (Should the process die in
+// between, watchers notice at the end of their wait and idle workers at
+// their next poll.) The rarer failures, cancels and lease expiries
+// notify inside their own transaction, and SubmitTx inside the host's,
+// so workers wake only if the host commits. Give imagegen.Config.WorkReady
+// the store's WorkReady so that idle workers hear of it. When the
+// listening connection is lost, every watcher is woken (they re-read
+// their task) and woken again every second until it is back (the polling
+// fallback); the worker's own PollInterval remains the fallback for idle
+// workers.
+//
+// # Transactions of the host app
+//
+// SubmitTx, GrantTx and ChargeWebTx run in a pgx.Tx of the app's, beside
+// its own writes: a rollback leaves no credit moved and no task, a commit
+// makes everything visible at once. They apply the rules of
+// Service.Submit, Grant and ChargeWeb (Service.PrepareTask,
+// imagegen.GrantEntry, imagegen.WebChargeEntry), and a refusal raises no
+// SQL error, so the transaction stays usable.
+//
+// # Rate limits
+//
+// Migration 2 adds the table and function of ratelimit.NewPostgres, the
+// per-key limiter shared by every process on the database (also used for
+// failed authentications), so a deployment needs nothing but PostgreSQL.
+//
+// # Time
+//
+// Statements read the database server's clock (now()), so processes with
+// skewed clocks agree on leases. Config.Clock replaces it with a time
+// passed as a query parameter, for tests that move time by hand.
+//
+// # Retention
+//
+// A finished task and its images are hidden once Config.Retention has
+// passed, and removed by Sweep in bounded batches (DELETE … WHERE id IN
+// (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)), so no long lock is ever
+// held; expired idempotency records go the same way. RecoverExpired,
+// which every worker calls regularly, also sweeps, at most once per
+// Config.SweepInterval per Store. The credit ledger is kept whole.
+//
+// # Images
+//
+// Image records are kept in the images table and their bytes in
+// Config.Blobs (by default the blobs table, bytea); records are removed with their
+// task by retention.
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/groupcommit"
+)
+
+var _ imagegen.Store = (*Store)(nil)
+
+// DefaultSchema is the schema of the store's tables when Config.Schema
+// is empty.
+const DefaultSchema = "imagegen"
+
+// DefaultRetention is how long finished tasks and images are kept when
+// Config.Retention is zero.
+const DefaultRetention = 24 * time.Hour
+
+// DefaultSweepInterval is how often RecoverExpired also sweeps expired
+// records, when Config.SweepInterval is zero.
+const DefaultSweepInterval = time.Minute
+
+// Group commit of submits and of successes: at most maxBatchesInFlight
+// batches of at most maxBatch tasks are in flight at once (of each
+// kind); calls that arrive meanwhile wait for the next batch.
+const (
+	maxBatch           = 64
+	maxBatchesInFlight = 4
+)
+
+// Config configures a Store.
+type Config struct {
+	// Schema holds the store's tables (default DefaultSchema). Stores on
+	// different schemas of one database are independent.
+	Schema string
+	// Retention is how long a finished task and its images are kept.
+	// Default DefaultRetention.
+	Retention time.Duration
+	// SweepInterval is how often RecoverExpired removes expired records
+	// (default DefaultSweepInterval; negative: never, call Sweep
+	// yourself).
+	SweepInterval time.Duration
+	// SweepBatch bounds the rows one DELETE removes (default 500).
+	SweepBatch int
+	// AsyncSuccess lets a success commit without waiting for its WAL
+	// flush (synchronous_commit off for that transaction only), so that a
+	// worker is free for its next task a disk flush sooner. The price: a
+	// crash of the database server (not of a worker) may undo the
+	// successes of its last fraction of a second (at most three
+	// wal_writer_delay); those tasks go back to processing and run again
+	// when their lease ends, still charged once. Submits and refunds
+	// always wait for their flush. Default false: a success is durable
+	// once CompleteTask returns.
+	AsyncSuccess bool
+	// Blobs keeps the bytes of images. Default: the blobs table of the
+	// schema (durable with the rest of the store); object storage
+	// (blob/s3) suits large volumes.
+	Blobs imagegen.BlobStore
+	// Clock, when set, replaces the database server's clock (tests only):
+	// its time is passed to every statement.
+	Clock imagegen.Clock
+}
+
+// Store is the PostgreSQL store. It is safe for concurrent use by any
+// number of goroutines and processes.
+type Store struct {
+	pool      *pgxpool.Pool
+	schema    string // unquoted
+	quoted    string // quoted, for SQL
+	retention time.Duration
+	blobStore imagegen.BlobStore // nil: the blobs table
+	clock     imagegen.Clock     // nil: server time
+	finished  string             // NOTIFY channel of finished task ids
+	queued    string             // NOTIFY channel of "tasks may be ready"
+
+	successCommit string // synchronous_commit of successes: "on" or "off"
+
+	sweepEvery time.Duration
+	sweepBatch int
+	sweepMu    sync.Mutex
+	lastSweep  time.Time
+
+	sqlCache     sync.Map // template -> SQL with the schema filled in
+	creates      groupcommit.Batcher[createReq, createRes]
+	completes    groupcommit.Batcher[completeReq, bool]
+	queuedNote   notifier // "tasks may be ready", after submits and retries
+	finishedNote notifier // ids of tasks finished by CompleteTask
+	listen       *listener
+}
+
+// New returns a Store on pool. It does not touch the database: apply
+// the migrations first (Migrate), and call Close when done.
+func New(pool *pgxpool.Pool, c Config) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("postgres store: pool is required")
+	}
+	if c.Retention < 0 {
+		return nil, fmt.Errorf("postgres store: Config.Retention must not be negative (got %v)", c.Retention)
+	}
+	if c.SweepBatch < 0 {
+		return nil, fmt.Errorf("postgres store: Config.SweepBatch must not be negative (got %d)", c.SweepBatch)
+	}
+	name := schemaName(c.Schema)
+	s := &Store{
+		pool:          pool,
+		schema:        name,
+		quoted:        pgx.Identifier{name}.Sanitize(),
+		retention:     cmp.Or(c.Retention, DefaultRetention),
+		clock:         c.Clock,
+		blobStore:     c.Blobs,
+		finished:      channelName(name, "finished"),
+		queued:        channelName(name, "queued"),
+		sweepEvery:    cmp.Or(c.SweepInterval, DefaultSweepInterval),
+		successCommit: map[bool]string{false: "on", true: "off"}[c.AsyncSuccess],
+		sweepBatch:    cmp.Or(c.SweepBatch, 500),
+	}
+	s.queuedNote = notifier{send: func(p []string) { s.notifyAll(s.queued, p) }}
+	s.finishedNote = notifier{send: func(p []string) { s.notifyAll(s.finished, p) }}
+	s.creates = groupcommit.Batcher[createReq, createRes]{Run: s.createBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight}
+	s.completes = groupcommit.Batcher[completeReq, bool]{Run: s.completeBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight}
+	s.listen = newListener(pool, s.finished, s.queued)
+	return s, nil
+}
+
+// Close stops the store's listening connection. It does not close the
+// pool, which belongs to the caller.
+func (s *Store) Close() { s.listen.close() }
+
+// Schema returns the store's schema name.
+func (s *Store) Schema() string { return s.schema }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres store: ping: %w", err)
+	}
+	return nil
+}
+
+// ErrSchemaVersion: the store's schema is not at the version this build
+// needs (run the migrations).
+var ErrSchemaVersion = errors.New("postgres store: schema not migrated to this version")
+
+// CheckSchema returns ErrSchemaVersion, naming both versions, unless the
+// schema is at LatestVersion.
+func (s *Store) CheckSchema(ctx context.Context) error {
+	v, err := SchemaVersion(ctx, s.pool, s.schema)
+	if err != nil {
+		return err
+	}
+	if want := LatestVersion(); v != want {
+		return fmt.Errorf("%w: schema %q is at version %d, this build needs %d (run `imagegen migrate` or postgres.Migrate)", ErrSchemaVersion, s.schema, v, want)
+	}
+	return nil
+}
+
+func schemaName(schema string) string { return cmp.Or(schema, DefaultSchema) }
+
+// channelName names a NOTIFY channel of the schema: "<schema>.<what>",
+// or a hash of the schema when that would pass PostgreSQL's 63-byte
+// limit on identifiers.
+func channelName(schema, what string) string {
+	name := schema + "." + what
+	if len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(schema))
+	return "imagegen_" + hex.EncodeToString(sum[:12]) + "." + what
+}
+
+// querier runs statements: the pool, or a transaction (the host app's).
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// sql fills the schema into a statement template. {schema} is the quoted
+// schema, {now} the statement's time: parameter $1 (the injected clock's
+// time) or, when $1 is NULL, the server's now().
+func (s *Store) sql(template string) string {
+	if v, ok := s.sqlCache.Load(template); ok {
+		return v.(string)
+	}
+	q := strings.NewReplacer("{schema}", s.quoted, "{now}", "coalesce($1::timestamptz, now())").Replace(template)
+	s.sqlCache.Store(template, q)
+	return q
+}
+
+// nowArg is $1 of every statement: the injected clock's time, or nil for
+// the server's clock.
+func (s *Store) nowArg() any {
+	if s.clock == nil {
+		return nil
+	}
+	return s.clock.Now()
+}
+
+// micros is a duration as the microseconds that statements turn into an
+// interval ($n * interval '1 microsecond').
+func micros(d time.Duration) int64 { return d.Microseconds() }
+
+// wrapErr names the operation; nil stays nil.
+func wrapErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("postgres store: %s: %w", op, err)
+}

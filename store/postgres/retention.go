@@ -1,0 +1,71 @@
+package postgres
+
+import (
+	"context"
+	"time"
+)
+
+// Swept counts what one Sweep removed.
+type Swept struct {
+	Tasks, Images, Webhooks, IdempotencyRecords int64
+}
+
+// sweepRounds bounds the batches of one kind one Sweep deletes, so a
+// sweep never runs for long; the next one carries on.
+const sweepRounds = 100
+
+// Sweep removes finished tasks, images and idempotency records whose
+// retention has passed, in batches of Config.SweepBatch rows: each batch
+// is one short DELETE … WHERE id IN (SELECT … LIMIT n FOR UPDATE SKIP
+// LOCKED), so it holds no long lock and never waits for rows another
+// statement holds. Expired records are already invisible to every read;
+// Sweep only gives their space back. The ledger is never swept.
+func (s *Store) Sweep(ctx context.Context) (Swept, error) {
+	var out Swept
+	steps := []struct {
+		n   *int64
+		sql string
+	}{
+		{&out.Tasks, `DELETE FROM {schema}.tasks WHERE id IN (
+			SELECT id FROM {schema}.tasks WHERE expires_at <= {now} LIMIT $2 FOR UPDATE SKIP LOCKED)`},
+		{&out.Images, `DELETE FROM {schema}.images WHERE id IN (
+			SELECT id FROM {schema}.images WHERE expires_at <= {now} LIMIT $2 FOR UPDATE SKIP LOCKED)`},
+		{&out.Webhooks, `DELETE FROM {schema}.webhooks WHERE id IN (
+			SELECT w.id FROM {schema}.webhooks w LEFT JOIN {schema}.tasks t ON t.id = w.task_id
+			WHERE t.id IS NULL OR t.expires_at <= {now} LIMIT $2)`},
+		{&out.IdempotencyRecords, `DELETE FROM {schema}.idempotency WHERE (owner, key) IN (
+			SELECT owner, key FROM {schema}.idempotency WHERE expires_at <= {now} LIMIT $2 FOR UPDATE SKIP LOCKED)`},
+	}
+	for _, step := range steps {
+		for range sweepRounds {
+			tag, err := s.pool.Exec(ctx, s.sql(step.sql), s.nowArg(), s.sweepBatch)
+			if err != nil {
+				return out, wrapErr("sweep", err)
+			}
+			*step.n += tag.RowsAffected()
+			if tag.RowsAffected() < int64(s.sweepBatch) {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// maybeSweep sweeps if SweepInterval has passed since this Store last
+// did; errors are left for the next time (reads hide expired rows
+// anyway).
+func (s *Store) maybeSweep(ctx context.Context) {
+	if s.sweepEvery < 0 {
+		return
+	}
+	s.sweepMu.Lock()
+	now := time.Now()
+	due := now.Sub(s.lastSweep) >= s.sweepEvery
+	if due {
+		s.lastSweep = now
+	}
+	s.sweepMu.Unlock()
+	if due {
+		_, _ = s.Sweep(ctx)
+	}
+}

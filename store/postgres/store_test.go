@@ -1,0 +1,171 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/pgtest"
+	"github.com/imagegen/imagegen/store/postgres"
+)
+
+func newTask(id, owner string) *imagegen.Task {
+	return &imagegen.Task{ID: id, Owner: owner, Cost: 1, Model: "m",
+		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
+}
+
+// Sweep removes expired tasks, images and idempotency records in
+// batches, and nothing that is still live.
+func TestSweepRemovesExpiredRowsInBatches(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	pool := pgtest.Connect(t)
+	clock := imagegentest.NewClock(time.Time{})
+	s := newStore(t, pool, postgres.Config{Clock: clock, Retention: retention, SweepBatch: 3, SweepInterval: -1})
+	const n = 10
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: n + 1, Ref: "g"})
+	is.NoErr(err)
+	for i := range n {
+		_, err := s.CreateTask(ctx, newTask(fmt.Sprintf("t%d", i), "u"))
+		is.NoErr(err)
+		c, err := s.ClaimTask(ctx, time.Minute)
+		is.NoErr(err)
+		is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: c.ID + "-img", ContentType: "image/png", Size: 1}}))
+	}
+	_, err = s.CreateTask(ctx, newTask("waiting", "u"))
+	is.NoErr(err)
+	_, err = s.BeginIdempotent(ctx, "u", "k", "fp", time.Minute)
+	is.NoErr(err)
+
+	count := func(table string) int {
+		var c int
+		is.NoErr(pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %q.%s`, s.Schema(), table)).Scan(&c))
+		return c
+	}
+	swept, err := s.Sweep(ctx)
+	is.NoErr(err)
+	is.Equal(swept, postgres.Swept{}) // nothing has expired yet
+
+	clock.Advance(retention)
+	swept, err = s.Sweep(ctx)
+	is.NoErr(err)
+	is.Equal(swept, postgres.Swept{Tasks: n, Images: n, IdempotencyRecords: 1})
+	is.Equal(count("tasks"), 1) // the pending one stays
+	is.Equal(count("images"), 0)
+	is.Equal(count("idempotency"), 0)
+	is.Equal(count("ledger"), n+2) // the ledger is kept whole
+	_, err = s.Task(ctx, "u", "waiting")
+	is.NoErr(err)
+}
+
+// A task finished through one store (process) wakes a watcher on
+// another, and a submit there wakes the other's idle workers.
+func TestNotificationsAcrossStores(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	pool := pgtest.Connect(t)
+	a := newStore(t, pool, postgres.Config{})
+	b, err := postgres.New(pool, postgres.Config{Schema: a.Schema()})
+	is.NoErr(err)
+	defer b.Close()
+
+	work := b.WorkReady()
+	_, err = a.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 2, Ref: "g"})
+	is.NoErr(err)
+	finished, stop, err := b.WatchTask(ctx, "t1")
+	is.NoErr(err)
+	defer stop()
+	drain(work) // the listener's start may signal once
+	_, err = a.CreateTask(ctx, newTask("t1", "u"))
+	is.NoErr(err)
+	select {
+	case <-work:
+	case <-time.After(5 * time.Second):
+		t.Fatal("idle workers on the other store were not told of the submit")
+	}
+	c, err := a.ClaimTask(ctx, time.Minute)
+	is.NoErr(err)
+	select {
+	case <-finished:
+		t.Fatal("woken before the task finished")
+	case <-time.After(50 * time.Millisecond):
+	}
+	is.NoErr(a.CompleteTask(ctx, c.ID, c.Attempt, nil))
+	select {
+	case <-finished:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watcher on the other store was not woken")
+	}
+}
+
+func drain(ch <-chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		case <-time.After(100 * time.Millisecond):
+			return
+		}
+	}
+}
+
+// When the listening connection is killed, watchers are woken (they
+// re-read their task), and notifications work again without a restart.
+func TestListenerSurvivesTerminatedConnection(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	pool := pgtest.Connect(t)
+	s := newStore(t, pool, postgres.Config{})
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 2, Ref: "g"})
+	is.NoErr(err)
+	early, stopEarly, err := s.WatchTask(ctx, "t1")
+	is.NoErr(err)
+	defer stopEarly()
+
+	var killed int
+	is.NoErr(pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query LIKE 'LISTEN "' || $1 || '.%'`, s.Schema()).Scan(&killed))
+	is.Equal(killed, 1)
+	select {
+	case <-early: // spurious wake-up: the watcher re-reads its task
+	case <-time.After(5 * time.Second):
+		t.Fatal("watchers were not woken when the listener died")
+	}
+
+	// Once it is back (a new LISTEN backend), a finish is announced
+	// again: nothing else wakes a watcher while the connection is up.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		is.NoErr(pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE query LIKE 'LISTEN "' || $1 || '.%' AND state = 'idle'`, s.Schema()).Scan(&n))
+		if n == 1 {
+			break
+		}
+		is.True(time.Now().Before(deadline))
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // both LISTENs done
+	finished, stop, err := s.WatchTask(ctx, "t1")
+	is.NoErr(err)
+	defer stop()
+	_, err = s.CreateTask(ctx, newTask("t1", "u"))
+	is.NoErr(err)
+	c, err := s.ClaimTask(ctx, time.Minute)
+	is.NoErr(err)
+	select {
+	case <-finished:
+		t.Fatal("woken before the task finished")
+	case <-time.After(50 * time.Millisecond):
+	}
+	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil))
+	select {
+	case <-finished:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake-up after the listener came back")
+	}
+}

@@ -1,0 +1,233 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/groupcommit"
+)
+
+// createSQL debits the cost, appends the charge and inserts the task in
+// one statement; it returns no row when the balance is short. SubmitTx
+// runs it in the host's transaction (plain submits go in batches).
+//
+//	$1 now  $2 id  $3 owner  $4 request  $5 model  $6 cost  $7 callback URL
+//	$8 callback events (imagegen.EventsField)  $9 request id
+const createSQL = `
+WITH debit AS (
+	UPDATE {schema}.accounts SET balance = balance - $6::bigint, entries = entries + 1
+	WHERE owner = $3 AND balance >= $6
+	RETURNING balance, entries
+), charge AS (
+	INSERT INTO {schema}.ledger (owner, n, kind, amount, ref, at, balance_after)
+	SELECT $3::text, debit.entries, 'charge', -$6::bigint, 'task:' || $2::text, {now}, debit.balance FROM debit
+), task AS (
+	INSERT INTO {schema}.tasks (id, owner, request, model, cost, status, run_after, callback_url, callback_events,
+		request_id, created_at, updated_at)
+	SELECT $2::text, $3::text, $4::jsonb, $5::text, $6::bigint, 'pending', {now}, $7::text, $8::text, $9::text, {now}, {now}
+	FROM debit
+	RETURNING created_at
+)
+SELECT debit.balance, task.created_at FROM debit, task`
+
+// CreateTask debits t.Cost and stores t as pending, atomically. Calls
+// that arrive together share one statement and one commit (group
+// commit: see createBatch); each is still charged and created on its own.
+// Idle workers of other processes are told just after it commits.
+func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error) {
+	if err := imagegen.CheckNewTask(t); err != nil {
+		return 0, err
+	}
+	req, err := json.Marshal(t.Request)
+	if err != nil {
+		return 0, fmt.Errorf("postgres store: encode request: %w", err)
+	}
+	res, err := s.creates.Do(ctx, createReq{task: t, request: string(req)})
+	if err != nil {
+		return 0, err
+	}
+	switch res.code {
+	case 0:
+		return res.balance, imagegen.ErrInsufficientCredits
+	case -1:
+		return 0, fmt.Errorf("postgres store: task %q exists", t.ID)
+	}
+	t.Status, t.Attempt = imagegen.StatusPending, 0
+	t.CreatedAt, t.UpdatedAt, t.RunAfter = res.at, res.at, res.at
+	s.queuedNote.poke("")
+	return res.balance, nil
+}
+
+type createReq struct {
+	task    *imagegen.Task
+	request string // JSON
+}
+
+type createRes struct {
+	code    int32 // 1 created, 0 balance short, -1 id taken
+	balance int64
+	at      time.Time
+}
+
+type createCall = groupcommit.Call[createReq, createRes]
+
+// createBatch creates a batch of tasks with one call of the create_tasks
+// function. Tasks go in owner order (each owner's in submission order),
+// so that concurrent batches lock accounts in one order; should a
+// deadlock with a host app's transaction abort the batch anyway, its
+// tasks are created one by one instead.
+func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
+	sort.SliceStable(batch, func(i, j int) bool { return batch[i].Req.task.Owner < batch[j].Req.task.Owner })
+	n := len(batch)
+	ids, owners, reqs, models, callbacks, events := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	requestIDs := make([]string, n)
+	costs := make([]int64, n)
+	for i, c := range batch {
+		t := c.Req.task
+		ids[i], owners[i], reqs[i], models[i], costs[i], callbacks[i] = t.ID, t.Owner, c.Req.request, t.Model, t.Cost, t.Request.CallbackURL
+		events[i], requestIDs[i] = imagegen.EventsField(t.Request.CallbackEvents), t.RequestID
+	}
+	var codes []int32
+	var balances []int64
+	var at time.Time
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT code, balance, {now} FROM {schema}.create_tasks($2, $3, $4, $5, $6, $7, $8, $9, {now})`),
+		s.nowArg(), ids, owners, reqs, models, costs, callbacks, events, requestIDs).Scan(&codes, &balances, &at)
+	if err == nil && (len(codes) != n || len(balances) != n) {
+		err = fmt.Errorf("create_tasks returned %d results for %d tasks", len(codes), n)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") && n > 1 {
+		for _, c := range batch {
+			s.createBatch(ctx, []*createCall{c})
+		}
+		return
+	}
+	for i, c := range batch {
+		if err != nil {
+			c.Err = wrapErr("create task", err)
+			continue
+		}
+		c.Res = createRes{code: codes[i], balance: balances[i], at: at.UTC()}
+	}
+}
+
+// createTask runs createSQL on q (a host's transaction).
+func (s *Store) createTask(ctx context.Context, q querier, t *imagegen.Task) (int64, error) {
+	if err := imagegen.CheckNewTask(t); err != nil {
+		return 0, err
+	}
+	req, err := json.Marshal(t.Request)
+	if err != nil {
+		return 0, fmt.Errorf("postgres store: encode request: %w", err)
+	}
+	var balance int64
+	var created time.Time
+	err = q.QueryRow(ctx, s.sql(createSQL), s.nowArg(), t.ID, t.Owner, req, t.Model, t.Cost, t.Request.CallbackURL,
+		imagegen.EventsField(t.Request.CallbackEvents), t.RequestID).Scan(&balance, &created)
+	if errors.Is(err, pgx.ErrNoRows) {
+		b, err := s.balance(ctx, q, t.Owner)
+		if err != nil {
+			return 0, err
+		}
+		return b, imagegen.ErrInsufficientCredits
+	}
+	if err != nil {
+		return 0, wrapErr("create task", err)
+	}
+	created = created.UTC()
+	t.Status, t.Attempt = imagegen.StatusPending, 0
+	t.CreatedAt, t.UpdatedAt, t.RunAfter = created, created, created
+	return balance, nil
+}
+
+// taskColumns are the columns scanTask reads, in its order.
+const taskColumns = `id, owner, request, model, cost, status, attempt, released, lease_until, run_after, images,
+	error, error_code, last_error, refunded, request_id, created_at, updated_at, started_at, finished_at, expires_at, seq`
+
+// scanTask reads one row of taskColumns.
+func scanTask(row pgx.Row) (*imagegen.Task, int64, error) {
+	var (
+		t                          imagegen.Task
+		req                        []byte
+		status, code               string
+		lease, started, finished   *time.Time
+		expires                    *time.Time
+		runAfter, created, updated time.Time
+		seq                        int64
+	)
+	err := row.Scan(&t.ID, &t.Owner, &req, &t.Model, &t.Cost, &status, &t.Attempt, &t.Released, &lease, &runAfter, &t.Images,
+		&t.Error, &code, &t.LastError, &t.Refunded, &t.RequestID, &created, &updated, &started, &finished, &expires, &seq)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := json.Unmarshal(req, &t.Request); err != nil {
+		return nil, 0, fmt.Errorf("postgres store: task %s: request: %w", t.ID, err)
+	}
+	if len(t.Images) == 0 {
+		t.Images = nil
+	}
+	t.Status, t.ErrorCode = imagegen.Status(status), imagegen.ErrorCode(code)
+	t.LeaseUntil, t.StartedAt, t.FinishedAt, t.ExpiresAt = utc(lease), utc(started), utc(finished), utc(expires)
+	t.RunAfter, t.CreatedAt, t.UpdatedAt = runAfter.UTC(), created.UTC(), updated.UTC()
+	return &t, seq, nil
+}
+
+func utc(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// visible is the condition of a task or record that retention has not
+// yet removed.
+const visible = `(expires_at IS NULL OR expires_at > {now})`
+
+// Task returns owner's task.
+func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, error) {
+	t, _, err := scanTask(s.pool.QueryRow(ctx, s.sql(`SELECT `+taskColumns+` FROM {schema}.tasks
+		WHERE id = $2 AND owner = $3 AND `+visible), s.nowArg(), id, owner))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, imagegen.ErrTaskNotFound
+	}
+	if err != nil {
+		return nil, wrapErr("task", err)
+	}
+	return t, nil
+}
+
+// QueuePositions returns how many pending tasks are ahead of each id in
+// claim order (run-after time, then submission), or -1 for a task that
+// is not pending.
+func (s *Store) QueuePositions(ctx context.Context, ids []string) ([]int, error) {
+	out := make([]int, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT i.ord, CASE WHEN t.id IS NULL THEN -1 ELSE (SELECT count(*) FROM {schema}.tasks p
+			WHERE p.status = 'pending' AND (p.run_after, p.seq) < (t.run_after, t.seq)) END
+		FROM unnest($1::text[]) WITH ORDINALITY AS i(id, ord)
+		LEFT JOIN {schema}.tasks t ON t.id = i.id AND t.status = 'pending'`), ids)
+	if err != nil {
+		return nil, wrapErr("queue positions", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ord, pos int64
+		if err := rows.Scan(&ord, &pos); err != nil {
+			return nil, wrapErr("queue positions", err)
+		}
+		if i := int(ord) - 1; i >= 0 && i < len(out) {
+			out[i] = int(pos)
+		}
+	}
+	return out, wrapErr("queue positions", rows.Err())
+}

@@ -1,0 +1,80 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/imagegen/imagegen"
+)
+
+// The host app's transactions. SubmitTx, GrantTx and ChargeWebTx do
+// their work inside a pgx.Tx of the app's, beside the app's own writes
+// (an order row, a payment): if the app rolls back, no credit moves and
+// no task exists; once it commits, everything is there at once. They
+// follow the rules of Service.Submit, Service.Grant and Service.ChargeWeb
+// exactly, and a refusal (ErrInsufficientCredits, a reference already
+// applied, a bad request) raises no SQL error, so the transaction stays usable and
+// the app decides whether to commit the rest.
+//
+// The account row of the owner stays locked until the transaction ends,
+// so other charges of that owner wait for it: keep such transactions
+// short.
+
+// SubmitTx validates and prices req with svc (Service.PrepareTask) and
+// creates owner's task inside tx, debiting its price. Idle workers in
+// every process are notified when tx commits (NOTIFY is transactional);
+// give svc's Config.WorkReady the store's WorkReady so that they start at
+// once. svc must run on this store.
+func (s *Store) SubmitTx(ctx context.Context, tx pgx.Tx, svc *imagegen.Service, owner string, req imagegen.Request) (imagegen.Submitted, error) {
+	if tx == nil || svc == nil {
+		return imagegen.Submitted{}, errors.New("postgres store: SubmitTx needs a transaction and a service")
+	}
+	if st, ok := svc.Store().(*Store); !ok || st.schema != s.schema {
+		return imagegen.Submitted{}, errors.New("postgres store: SubmitTx: the service runs on another store")
+	}
+	t, err := svc.PrepareTask(ctx, owner, req)
+	if err != nil {
+		return imagegen.Submitted{}, err
+	}
+	balance, err := s.createTask(ctx, tx, t)
+	if err != nil {
+		return imagegen.Submitted{}, fmt.Errorf("postgres store: submit: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, s.queued); err != nil {
+		return imagegen.Submitted{}, wrapErr("submit: notify", err)
+	}
+	return imagegen.Submitted{TaskID: t.ID, Status: imagegen.StatusPending, CreditsUsed: t.Cost, CreditsRemaining: balance}, nil
+}
+
+// GrantTx adds amount credits to owner's balance inside tx, once per
+// ref, as Service.Grant does: ref is required, and a grant repeated with
+// the same ref changes nothing and reports AlreadyApplied.
+func (s *Store) GrantTx(ctx context.Context, tx pgx.Tx, owner string, amount int64, ref string) (imagegen.LedgerResult, error) {
+	e, err := imagegen.GrantEntry(owner, amount, ref)
+	if err != nil {
+		return imagegen.LedgerResult{}, err
+	}
+	return s.entryTx(ctx, tx, e)
+}
+
+// ChargeWebTx debits amount credits for the app's own use inside tx,
+// once per ref, as Service.ChargeWeb does: ErrInsufficientCredits
+// (nothing charged) when the balance is short, AlreadyApplied for a ref
+// already charged.
+func (s *Store) ChargeWebTx(ctx context.Context, tx pgx.Tx, owner string, amount int64, ref string) (imagegen.LedgerResult, error) {
+	e, err := imagegen.WebChargeEntry(owner, amount, ref)
+	if err != nil {
+		return imagegen.LedgerResult{}, err
+	}
+	return s.entryTx(ctx, tx, e)
+}
+
+func (s *Store) entryTx(ctx context.Context, tx pgx.Tx, e imagegen.LedgerEntry) (imagegen.LedgerResult, error) {
+	if tx == nil {
+		return imagegen.LedgerResult{}, errors.New("postgres store: a transaction is required")
+	}
+	return imagegen.LedgerOutcome(s.addEntry(ctx, tx, e))
+}
