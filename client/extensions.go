@@ -108,30 +108,16 @@ type TaskList struct {
 // Each page is one request against the rate limit. A bad status, limit
 // or cursor gives an error wrapping imagegen.ErrInvalidParams.
 func (c *Client) List(ctx context.Context, opts ListOptions) (TaskList, error) {
-	q := url.Values{}
+	q := pageQuery(opts.Limit, opts.Cursor)
 	if opts.Status != "" {
 		q.Set("status", string(opts.Status))
-	}
-	if opts.Limit != 0 {
-		q.Set("limit", strconv.Itoa(opts.Limit))
-	}
-	if opts.Cursor != "" {
-		q.Set("cursor", opts.Cursor)
 	}
 	if c.view != "" {
 		q.Set("view", c.view)
 	}
-	path := "/tasks"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	res, err := c.call(ctx, http.MethodGet, path, nil, nil)
-	if err != nil {
-		return TaskList{}, fmt.Errorf("client: list tasks: %w", err)
-	}
 	var list TaskList
-	if err := json.Unmarshal(res.body, &list); err != nil {
-		return TaskList{}, fmt.Errorf("client: list tasks: decoding the answer: %w", err)
+	if err := c.getJSON(ctx, "list tasks", "/tasks", q, &list); err != nil {
+		return TaskList{}, err
 	}
 	if list.Tasks == nil {
 		return TaskList{}, errors.New("client: list tasks: the answer has no tasks")
@@ -156,4 +142,33 @@ func (c *Client) Credits(ctx context.Context) (int64, error) {
 		return 0, errors.New("client: credits: the answer has no credits_remaining")
 	}
 	return *body.CreditsRemaining, nil
+}
+
+// pageQuery is the query of one page of a paged read: its limit (0 for
+// the server's default) and cursor ("" for the first page).
+func pageQuery(limit int, cursor string) url.Values {
+	q := url.Values{}
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	return q
+}
+
+// getJSON GETs path with the query q and decodes the answer into v; what
+// names the call in errors.
+func (c *Client) getJSON(ctx context.Context, what, path string, q url.Values, v any) error {
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	res, err := c.call(ctx, http.MethodGet, path, nil, nil)
+	if err != nil {
+		return fmt.Errorf("client: %s: %w", what, err)
+	}
+	if err := json.Unmarshal(res.body, v); err != nil {
+		return fmt.Errorf("client: %s: decoding the answer: %w", what, err)
+	}
+	return nil
 }

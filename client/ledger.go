@@ -2,12 +2,7 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/imagegen/imagegen"
@@ -45,24 +40,9 @@ type LedgerOptions struct {
 // was read. Page through it as through List. A bad limit or cursor gives
 // an error wrapping imagegen.ErrInvalidParams.
 func (c *Client) Ledger(ctx context.Context, opts LedgerOptions) (LedgerPage, error) {
-	q := url.Values{}
-	if opts.Limit != 0 {
-		q.Set("limit", strconv.Itoa(opts.Limit))
-	}
-	if opts.Cursor != "" {
-		q.Set("cursor", opts.Cursor)
-	}
-	path := "/credits/ledger"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	res, err := c.call(ctx, http.MethodGet, path, nil, nil)
-	if err != nil {
-		return LedgerPage{}, fmt.Errorf("client: ledger: %w", err)
-	}
 	var page LedgerPage
-	if err := json.Unmarshal(res.body, &page); err != nil {
-		return LedgerPage{}, fmt.Errorf("client: ledger: decoding the answer: %w", err)
+	if err := c.getJSON(ctx, "ledger", "/credits/ledger", pageQuery(opts.Limit, opts.Cursor), &page); err != nil {
+		return LedgerPage{}, err
 	}
 	if page.Entries == nil {
 		return LedgerPage{}, errors.New("client: ledger: the answer has no entries")
