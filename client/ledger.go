@@ -3,30 +3,17 @@ package client
 import (
 	"context"
 	"errors"
-	"time"
 
-	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/httpapi"
 )
 
-// LedgerEntry is one change of the credit balance.
-type LedgerEntry struct {
-	ID   string              `json:"id"`
-	Kind imagegen.LedgerKind `json:"kind"` // grant, charge, refund or web
-	// Amount is signed: negative for charges and web use.
-	Amount       int64 `json:"amount"`
-	BalanceAfter int64 `json:"balance_after"`
-	// Reference is the task id of a charge or refund, and the host
-	// app's reference of a grant or a web charge.
-	Reference string    `json:"reference"`
-	CreatedAt time.Time `json:"created_at"`
-}
+// LedgerEntry is one change of the credit balance, as the API sends it
+// (one definition for both sides of the wire: httpapi.LedgerEntry).
+type LedgerEntry = httpapi.LedgerEntry
 
-// LedgerPage is one page of Ledger.
-type LedgerPage struct {
-	Entries []LedgerEntry `json:"entries"` // newest first
-	// NextCursor, when not "", is the Cursor of the next (older) page.
-	NextCursor string `json:"next_cursor,omitempty"`
-}
+// LedgerPage is one page of Ledger, newest entries first; its NextCursor,
+// when not "", is the Cursor of the next (older) page.
+type LedgerPage = httpapi.Ledger
 
 // LedgerOptions selects a Ledger page.
 type LedgerOptions struct {

@@ -127,17 +127,6 @@ type roundTrip func(*http.Request) (*http.Response, error)
 
 func (rt roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return rt(r) }
 
-// count is the number of calls of a kind.
-func (f *fake) count(kind string) int {
-	n := 0
-	for _, c := range f.Calls() {
-		if c.kind == kind {
-			n++
-		}
-	}
-	return n
-}
-
 func (f *fake) kind(r *http.Request) string {
 	base := "/" + f.app + "/requests/" + requestID
 	switch {

@@ -54,14 +54,3 @@ func NewFails[C, M any](t testing.TB, newModel func(C) (M, error), c C, want str
 		t.Fatalf("New: %q; want an error beginning %q", err, want)
 	}
 }
-
-// NoSecretInAdapter checks that secret shows in no way an adapter's
-// config c or model m may be printed or logged: NoSecret for c and &c,
-// NoSecretAnywhere for m and *m.
-func NoSecretInAdapter[C, M any](t testing.TB, secret string, c C, m *M) {
-	t.Helper()
-	NoSecret(t, secret, c)
-	NoSecret(t, secret, &c)
-	NoSecretAnywhere(t, secret, m)
-	NoSecretAnywhere(t, secret, *m)
-}

@@ -298,8 +298,8 @@ func parseRatios(t *testing.T, table string) map[imagegen.AspectRatio]ratioRow {
 	return rows
 }
 
-// keyNeverShows checks the text-to-image config, holding the key, and
-// the model made of it, as NoSecretInAdapter does.
+// keyNeverShows checks that the key shows in no way the text-to-image
+// config (holding it) or the model made of it may be printed or logged.
 func (h Harness[F, C, M]) keyNeverShows(t *testing.T) {
 	c := h.TextToImage[0].Config
 	settings(t, &c).APIKey = h.Key
