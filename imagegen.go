@@ -24,6 +24,12 @@ type Config struct {
 	Observer Observer
 
 	// Workers is how many generations Run executes at once (default 4).
+	// A generation's slot is free again as soon as the model answers:
+	// storing the outcome (image bytes, then the task's record) goes on
+	// beside the next generation, so outcomes that are stored at the
+	// same time share a commit. At most 4×Workers outcomes wait to be
+	// stored at once (their images held in memory); beyond that a
+	// finished generation keeps its slot until one is stored.
 	Workers int
 	// GenerateTimeout bounds one attempt of one generation (default 2m).
 	GenerateTimeout time.Duration

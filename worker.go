@@ -13,6 +13,10 @@ import (
 	"github.com/imagegen/imagegen/internal/slots"
 )
 
+// recordBacklog × Config.Workers bounds the outcomes that wait to be
+// stored while the next generations run (see Config.Workers).
+const recordBacklog = 4
+
 // Run executes generations until ctx ends: it claims ready tasks (at most
 // Config.Workers at a time), runs them on the model with a renewed lease,
 // and regularly sends tasks whose lease expired (their worker died) back
@@ -42,6 +46,7 @@ func (s *Service) Run(ctx context.Context) error {
 	}()
 
 	pool := slots.New(s.cfg.Workers)
+	recording := make(chan struct{}, recordBacklog*s.cfg.Workers)
 	var running sync.WaitGroup
 claim:
 	for {
@@ -71,8 +76,16 @@ claim:
 		for _, t := range tasks {
 			running.Add(1)
 			go func() {
-				defer func() { pool.Give(1); running.Done() }()
-				s.process(workCtx, t)
+				defer running.Done()
+				out := s.generate(workCtx, t)
+				// Store the outcome without holding a generation slot, so
+				// the next task starts while this one commits (and
+				// outcomes that wait together share a commit); at most
+				// recordBacklog×Workers outcomes wait to be stored.
+				recording <- struct{}{}
+				pool.Give(1)
+				s.record(workCtx, t, out)
+				<-recording
 			}()
 		}
 	}
@@ -132,7 +145,21 @@ func (s *Service) recoverLoop(ctx context.Context) {
 }
 
 // process runs one claimed attempt of t and records its outcome.
-func (s *Service) process(ctx context.Context, t *Task) {
+func (s *Service) process(ctx context.Context, t *Task) { s.record(ctx, t, s.generate(ctx, t)) }
+
+// attempt is how one generation attempt ended, for record.
+type attempt struct {
+	log       *slog.Logger
+	images    []GeneratedImage
+	err       error
+	took      time.Duration
+	timedOut  bool
+	cancelled bool // the task ended elsewhere (its owner cancelled it)
+}
+
+// generate runs one claimed attempt of t on the model, its lease renewed
+// meanwhile.
+func (s *Service) generate(ctx context.Context, t *Task) attempt {
 	log := s.log.With("task_id", t.ID, "request_id", t.RequestID, "attempt", t.Attempt, "model", t.Model)
 	queued := max(t.UpdatedAt.Sub(t.RunAfter), 0) // claimed at UpdatedAt
 	s.cfg.Observer.TaskClaimed(t.Model, queued)
@@ -158,8 +185,14 @@ func (s *Service) process(ctx context.Context, t *Task) {
 	if !events.reported.Load() {
 		events.ProviderAnswered(t.Model, err)
 	}
+	return attempt{log: log, images: imgs, err: err, took: took, timedOut: timedOut, cancelled: cancelled.Load()}
+}
 
-	if cancelled.Load() {
+// record stores how attempt a of t ended: success, a retry, a refund, or
+// the task given back at shutdown.
+func (s *Service) record(ctx context.Context, t *Task, a attempt) {
+	log, imgs, err, took, timedOut := a.log, a.images, a.err, a.took, a.timedOut
+	if a.cancelled {
 		log.Info("task cancelled while it ran; generation stopped")
 		return
 	}
