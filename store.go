@@ -98,10 +98,40 @@ type TaskStore interface {
 	CancelTask(ctx context.Context, owner, id string) error
 
 	// RecoverExpired sends tasks whose lease has ended back to pending, or
-	// fails (CodeInternal) and refunds them when they have had maxAttempts
-	// attempts (Attempt - Released: released claims do not count).
-	// It returns how many tasks it moved.
-	RecoverExpired(ctx context.Context, maxAttempts int) (int, error)
+	// fails them (CodeInternal, ExpiredLeaseMessage) and refunds them, as
+	// FailTask would, when they have had maxAttempts attempts (Attempt -
+	// Released: released claims do not count). It reports how many tasks
+	// it requeued and each task it failed, so that the caller can count
+	// and log the failures; on an error, what it reports was done.
+	RecoverExpired(ctx context.Context, maxAttempts int) (Recovery, error)
+}
+
+// Recovery is what one Store.RecoverExpired call did.
+type Recovery struct {
+	// Requeued counts the tasks sent back to pending.
+	Requeued int
+	// Failed lists the tasks failed because their lease expired on their
+	// last allowed attempt, in no particular order.
+	Failed []ExpiredTask
+}
+
+// Moved is how many tasks the recovery moved: requeued and failed.
+func (r Recovery) Moved() int { return r.Requeued + len(r.Failed) }
+
+// ExpiredTask is a task that RecoverExpired failed: what the service
+// needs to count it (Observer.TaskFinished, Observer.CreditsRefunded)
+// and to log it.
+type ExpiredTask struct {
+	ID        string
+	Owner     string
+	Model     string
+	RequestID string // the submitting request's id (Task.RequestID); "" if none
+	Attempts  int    // the attempts it had, released claims not counted
+	Cost      int64  // the credits charged for it
+	// Refund is how many credits the failure gave back: Cost, or 0 when
+	// the task had been refunded before (an operator's free retry,
+	// Inspector.Retry without recharge).
+	Refund int64
 }
 
 // ImageStore keeps the records of images; their bytes are in Blobs().

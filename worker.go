@@ -119,13 +119,25 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 }
 
 // Recover sends tasks whose lease expired back to the queue, or fails and
-// refunds them after MaxAttempts. Run calls it regularly.
+// refunds them after MaxAttempts, and returns how many it moved. Each
+// task it fails is logged and counted (Observer.TaskFinished with
+// CodeInternal, Observer.CreditsRefunded), like a failure in a worker.
+// Run calls it regularly.
 func (s *Service) Recover(ctx context.Context) (int, error) {
-	n, err := s.cfg.Store.RecoverExpired(ctx, s.cfg.MaxAttempts)
-	if err != nil {
-		return n, fmt.Errorf("imagegen: recover: %w", err)
+	rec, err := s.cfg.Store.RecoverExpired(ctx, s.cfg.MaxAttempts)
+	for _, t := range rec.Failed {
+		s.cfg.Observer.TaskFinished(t.Model, StatusFailed, CodeInternal, 0)
+		if t.Refund > 0 {
+			s.cfg.Observer.CreditsRefunded(t.Refund)
+		}
+		s.log.WarnContext(ctx, "task failed and refunded: its lease expired on its last attempt",
+			"task_id", t.ID, "request_id", t.RequestID, "model", t.Model, "attempts", t.Attempts,
+			"refunded", t.Refund)
 	}
-	return n, nil
+	if err != nil {
+		return rec.Moved(), fmt.Errorf("imagegen: recover: %w", err)
+	}
+	return rec.Moved(), nil
 }
 
 func (s *Service) recoverLoop(ctx context.Context) {
@@ -246,7 +258,9 @@ func (s *Service) finished(log *slog.Logger, err error, t *Task, f Failure, took
 		return
 	}
 	s.cfg.Observer.TaskFinished(t.Model, StatusFailed, f.Code, took)
-	s.cfg.Observer.CreditsRefunded(t.Cost)
+	if !t.Refunded { // an operator's free retry: no refund was due
+		s.cfg.Observer.CreditsRefunded(t.Cost)
+	}
 }
 
 // taskEvents logs and counts what a model reports during one attempt.

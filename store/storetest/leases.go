@@ -47,15 +47,16 @@ func testLeaseExpiry(t *testing.T, h Harness) {
 	task := submit(t, s, "u", 1)
 	first := claim(t, s)
 	h.Advance(lease / 2)
-	n, err := s.RecoverExpired(ctx, 3)
+	rec, err := s.RecoverExpired(ctx, 3)
 	is.NoErr(err)
-	is.Equal(n, 0)
+	is.Equal(rec.Moved(), 0)
 	_, err = s.ClaimTask(ctx, lease)
 	is.True(errors.Is(err, imagegen.ErrNoTask)) // still leased
 	h.Advance(lease / 2)
-	n, err = s.RecoverExpired(ctx, 3)
+	rec, err = s.RecoverExpired(ctx, 3)
 	is.NoErr(err)
-	is.Equal(n, 1)
+	is.Equal(rec.Requeued, 1)
+	is.Equal(len(rec.Failed), 0)
 	back := get(t, s, "u", task.ID)
 	is.Equal(back.Status, imagegen.StatusPending)
 	is.Equal(back.Attempt, 1)
@@ -83,15 +84,15 @@ func testLeaseRenewal(t *testing.T, h Harness) {
 	for i := 0; i < 3; i++ {
 		h.Advance(lease * 8 / 10)
 		is.NoErr(s.RenewLease(ctx, task.ID, c.Attempt, lease))
-		n, err := s.RecoverExpired(ctx, 3)
+		rec, err := s.RecoverExpired(ctx, 3)
 		is.NoErr(err)
-		is.Equal(n, 0)
+		is.Equal(rec.Moved(), 0)
 	}
 	is.Equal(get(t, s, "u", task.ID).Status, imagegen.StatusProcessing)
 	h.Advance(lease)
-	n, err := s.RecoverExpired(ctx, 3)
+	rec, err := s.RecoverExpired(ctx, 3)
 	is.NoErr(err)
-	is.Equal(n, 1)
+	is.Equal(rec.Moved(), 1)
 }
 
 func testMaxAttempts(t *testing.T, h Harness) {
@@ -99,14 +100,20 @@ func testMaxAttempts(t *testing.T, h Harness) {
 	s := h.Store
 	grant(t, s, "u", 2)
 	task := submit(t, s, "u", 2)
+	var rec imagegen.Recovery
 	for attempt := 1; attempt <= 2; attempt++ {
 		c := claim(t, s)
 		is.Equal(c.Attempt, attempt)
 		h.Advance(lease)
-		n, err := s.RecoverExpired(ctx, 2)
+		var err error
+		rec, err = s.RecoverExpired(ctx, 2)
 		is.NoErr(err)
-		is.Equal(n, 1)
+		is.Equal(rec.Moved(), 1)
 	}
+	is.Equal(rec.Requeued, 0) // the last recovery failed it, and says so
+	is.Equal(len(rec.Failed), 1)
+	is.Equal(rec.Failed[0].ID, task.ID)
+	is.Equal(rec.Failed[0].Refund, int64(2))
 	failed := get(t, s, "u", task.ID)
 	is.Equal(failed.Status, imagegen.StatusFailed)
 	is.True(failed.Refunded)
