@@ -25,9 +25,9 @@ type Observer interface {
 	// long its last attempt ran; 0 when that is not known (a cancel, a
 	// lease recovery).
 	TaskFinished(model string, status Status, code ErrorCode, generation time.Duration)
-	// CreditsRefunded: a failed or cancelled task's cost was given back
-	// (not called when nothing was: a task an operator retried free of
-	// charge has no refund due).
+	// CreditsRefunded: a failed or cancelled task's cost was given back.
+	// A failure of a task that an operator retried free of charge gives
+	// nothing back, and is not reported.
 	CreditsRefunded(credits int64)
 	// CreditsCharged: an operator charged a failed task's cost again to
 	// retry it (Inspector.Retry with recharge). The charge at submit is

@@ -19,7 +19,7 @@ import (
 // clocks.
 //
 // Implementations must pass the conformance suite in store/storetest.
-// Backends in this module: store/memory and store/redis.
+// Backends in this module: store/memory, store/redis and store/postgres.
 type Store interface {
 	TaskStore
 	ImageStore

@@ -130,7 +130,7 @@ func (s *Service) Recover(ctx context.Context) (int, error) {
 		if t.Refund > 0 {
 			s.cfg.Observer.CreditsRefunded(t.Refund)
 		}
-		s.log.WarnContext(ctx, "task failed and refunded: its lease expired on its last attempt",
+		s.log.WarnContext(ctx, "task failed: its lease expired on its last attempt",
 			"task_id", t.ID, "request_id", t.RequestID, "model", t.Model, "attempts", t.Attempts,
 			"refunded", t.Refund)
 	}
