@@ -47,6 +47,17 @@ func probe(t *testing.T, h http.Handler, path string) (int, health.Status, strin
 	return w.Code, st, w.Body.String()
 }
 
+// answersProbes checks that h answers live and ready: 200, ok and ready.
+func answersProbes(t *testing.T, h http.Handler, live, ready string) {
+	t.Helper()
+	if code, st, body := probe(t, h, live); code != http.StatusOK || st.Status != "ok" {
+		t.Fatalf("GET %s: %d %s, want 200 ok", live, code, body)
+	}
+	if code, st, body := probe(t, h, ready); code != http.StatusOK || st.Status != "ready" {
+		t.Fatalf("GET %s: %d %s, want 200 ready", ready, code, body)
+	}
+}
+
 // Register mounts /healthz and /readyz next to the API, without a key;
 // /readyz follows the store and names what is down, never its error.
 func TestRegisterMountsTheProbes(t *testing.T) {
@@ -58,12 +69,7 @@ func TestRegisterMountsTheProbes(t *testing.T) {
 	srv.Register(mux)
 
 	for _, h := range []http.Handler{mux, srv} { // mounted, or the Server itself
-		code, st, _ := probe(t, h, "/healthz")
-		is.Equal(code, http.StatusOK)
-		is.Equal(st.Status, "ok")
-		code, st, _ = probe(t, h, "/readyz")
-		is.Equal(code, http.StatusOK)
-		is.Equal(st.Status, "ready")
+		answersProbes(t, h, "/healthz", "/readyz")
 
 		store.down.Store(true)
 		code, st, body := probe(t, h, "/readyz")
@@ -108,12 +114,7 @@ func TestProbesMovedOrLeftOut(t *testing.T) {
 	is.NoErr(err)
 	mux := http.NewServeMux()
 	srv.Register(mux)
-	code, st, _ := probe(t, mux, "/ops/live")
-	is.Equal(code, http.StatusOK)
-	is.Equal(st.Status, "ok")
-	code, st, _ = probe(t, mux, "/ops/ready")
-	is.Equal(code, http.StatusOK)
-	is.Equal(st.Status, "ready")
+	answersProbes(t, mux, "/ops/live", "/ops/ready")
 	is.Equal(do(t, mux, "GET", "/healthz", "", "").Code, http.StatusNotFound)
 
 	c = config(memory.New(memory.Config{}))
