@@ -30,23 +30,39 @@ type MemoryConfig struct {
 // DefaultMaxKeys is MemoryConfig.MaxKeys when it is left zero.
 const DefaultMaxKeys = 1 << 20
 
+// The Limit and Window of every limiter's config when left zero.
+const (
+	defaultLimit  = 10
+	defaultWindow = time.Minute
+)
+
+// checkRate checks the Limit and Window that every limiter's config has;
+// config names it in the error ("RedisConfig").
+func checkRate(config string, limit int, window time.Duration) error {
+	switch {
+	case limit < 0:
+		return fmt.Errorf("ratelimit: %s.Limit must not be negative (got %d)", config, limit)
+	case window < 0:
+		return fmt.Errorf("ratelimit: %s.Window must not be negative (got %v)", config, window)
+	}
+	return nil
+}
+
 func (c MemoryConfig) withDefaults() MemoryConfig {
 	if c.Clock == nil {
 		c.Clock = imagegen.SystemClock{}
 	}
-	c.Limit = cmp.Or(c.Limit, 10)
-	c.Window = cmp.Or(c.Window, time.Minute)
+	c.Limit = cmp.Or(c.Limit, defaultLimit)
+	c.Window = cmp.Or(c.Window, defaultWindow)
 	c.MaxKeys = cmp.Or(c.MaxKeys, DefaultMaxKeys)
 	return c
 }
 
 func (c MemoryConfig) validate() error {
-	switch {
-	case c.Limit < 0:
-		return fmt.Errorf("ratelimit: MemoryConfig.Limit must not be negative (got %d)", c.Limit)
-	case c.Window < 0:
-		return fmt.Errorf("ratelimit: MemoryConfig.Window must not be negative (got %v)", c.Window)
-	case c.MaxKeys < 0:
+	if err := checkRate("MemoryConfig", c.Limit, c.Window); err != nil {
+		return err
+	}
+	if c.MaxKeys < 0 {
 		return fmt.Errorf("ratelimit: MemoryConfig.MaxKeys must not be negative (got %d)", c.MaxKeys)
 	}
 	return nil

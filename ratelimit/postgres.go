@@ -39,20 +39,18 @@ type PostgresConfig struct {
 }
 
 func (c PostgresConfig) withDefaults() PostgresConfig {
-	c.Limit = cmp.Or(c.Limit, 10)
-	c.Window = cmp.Or(c.Window, time.Minute)
+	c.Limit = cmp.Or(c.Limit, defaultLimit)
+	c.Window = cmp.Or(c.Window, defaultWindow)
 	c.Schema = cmp.Or(c.Schema, "imagegen")
 	c.Prefix = cmp.Or(c.Prefix, "rl:")
 	return c
 }
 
 func (c PostgresConfig) validate() error {
-	switch {
-	case c.Limit < 0:
-		return fmt.Errorf("ratelimit: PostgresConfig.Limit must not be negative (got %d)", c.Limit)
-	case c.Window < 0:
-		return fmt.Errorf("ratelimit: PostgresConfig.Window must not be negative (got %v)", c.Window)
-	case c.Window%time.Microsecond != 0:
+	if err := checkRate("PostgresConfig", c.Limit, c.Window); err != nil {
+		return err
+	}
+	if c.Window%time.Microsecond != 0 {
 		return fmt.Errorf("ratelimit: PostgresConfig.Window must be a whole number of microseconds (got %v)", c.Window)
 	}
 	return nil

@@ -42,18 +42,17 @@ type RedisConfig struct {
 }
 
 func (c RedisConfig) withDefaults() RedisConfig {
-	c.Limit = cmp.Or(c.Limit, 10)
-	c.Window = cmp.Or(c.Window, time.Minute)
+	c.Limit = cmp.Or(c.Limit, defaultLimit)
+	c.Window = cmp.Or(c.Window, defaultWindow)
 	c.Prefix = cmp.Or(c.Prefix, DefaultRedisPrefix)
 	return c
 }
 
 func (c RedisConfig) validate() error {
+	if err := checkRate("RedisConfig", c.Limit, c.Window); err != nil {
+		return err
+	}
 	switch {
-	case c.Limit < 0:
-		return fmt.Errorf("ratelimit: RedisConfig.Limit must not be negative (got %d)", c.Limit)
-	case c.Window < 0:
-		return fmt.Errorf("ratelimit: RedisConfig.Window must not be negative (got %v)", c.Window)
 	case c.Window != 0 && c.Window < time.Millisecond:
 		return fmt.Errorf("ratelimit: RedisConfig.Window must be at least 1ms (got %v)", c.Window)
 	case c.Window%time.Microsecond != 0:
