@@ -30,24 +30,6 @@ type MemoryConfig struct {
 // DefaultMaxKeys is MemoryConfig.MaxKeys when it is left zero.
 const DefaultMaxKeys = 1 << 20
 
-// The Limit and Window of every limiter's config when left zero.
-const (
-	defaultLimit  = 10
-	defaultWindow = time.Minute
-)
-
-// checkRate checks the Limit and Window that every limiter's config has;
-// config names it in the error ("RedisConfig").
-func checkRate(config string, limit int, window time.Duration) error {
-	switch {
-	case limit < 0:
-		return fmt.Errorf("ratelimit: %s.Limit must not be negative (got %d)", config, limit)
-	case window < 0:
-		return fmt.Errorf("ratelimit: %s.Window must not be negative (got %v)", config, window)
-	}
-	return nil
-}
-
 func (c MemoryConfig) withDefaults() MemoryConfig {
 	if c.Clock == nil {
 		c.Clock = imagegen.SystemClock{}

@@ -130,16 +130,7 @@ func (p *Postgres) Allow(ctx context.Context, key string) (imagegen.LimitResult,
 		return imagegen.LimitResult{}, fmt.Errorf("ratelimit: postgres allow: %w", err)
 	}
 	p.maybeSweep(ctx, at)
-	res := imagegen.LimitResult{Allowed: allowed, Limit: p.limit, Window: p.window}
-	if count < p.limit {
-		res.Remaining = p.limit - count
-	} else {
-		res.Reset = time.Duration(free-at) * time.Microsecond
-		if !allowed {
-			res.RetryAfter = res.Reset
-		}
-	}
-	return res, nil
+	return stored(allowed, p.limit, p.window, count, free, at), nil
 }
 
 // maybeSweep deletes a batch of idle keys' rows, at most once a Window

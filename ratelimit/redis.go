@@ -147,20 +147,7 @@ func (r *Redis) Allow(ctx context.Context, key string) (imagegen.LimitResult, er
 		return imagegen.LimitResult{}, fmt.Errorf("ratelimit: redis allow: script returned %d values, want 4", len(v))
 	}
 	allowed, count, free, at := v[0] == 1, int(v[1]), v[2], v[3]
-	res := imagegen.LimitResult{
-		Allowed: allowed,
-		Limit:   r.limit,
-		Window:  r.window,
-	}
-	if count < r.limit {
-		res.Remaining = r.limit - count
-	} else {
-		res.Reset = time.Duration(free-at) * time.Microsecond
-		if !allowed {
-			res.RetryAfter = res.Reset
-		}
-	}
-	return res, nil
+	return stored(allowed, r.limit, r.window, count, free, at), nil
 }
 
 // KeyPattern is a SCAN/KEYS pattern that matches every key of the
