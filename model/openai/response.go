@@ -35,13 +35,9 @@ func (m *Model) images(ctx context.Context, resp *provider.Response, ratio image
 		if err != nil {
 			return nil, err
 		}
-		img, _, err = provider.CropToRatio(img, ratio)
-		if err != nil {
-			return nil, provider.BadAnswer(Provider, false, fmt.Errorf("data[%d]: %w", i, err))
-		}
 		out = append(out, img)
 	}
-	return out, nil
+	return provider.CropAll(Provider, out, ratio)
 }
 
 // image is one answered picture: base64, or a URL downloaded through the
