@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,11 +31,7 @@ import (
 // pgPool connects to IMAGEGEN_TEST_POSTGRES or skips.
 func pgPool(b *testing.B) *pgxpool.Pool {
 	b.Helper()
-	url := os.Getenv("IMAGEGEN_TEST_POSTGRES")
-	if url == "" {
-		b.Skip("IMAGEGEN_TEST_POSTGRES is not set (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := pgxpool.ParseConfig(serviceURL(b, "IMAGEGEN_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"))
 	if err != nil {
 		b.Fatalf("IMAGEGEN_TEST_POSTGRES: %v", err)
 	}

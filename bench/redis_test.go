@@ -15,14 +15,21 @@ import (
 
 var ctx = context.Background()
 
+// serviceURL is the URL in the environment variable env, or skips the
+// benchmark, saying what to set (example is such a URL).
+func serviceURL(b *testing.B, env, example string) string {
+	b.Helper()
+	url := os.Getenv(env)
+	if url == "" {
+		b.Skipf("%s is not set (e.g. %s)", env, example)
+	}
+	return url
+}
+
 // redisOptions reads IMAGEGEN_TEST_REDIS or skips.
 func redisOptions(b *testing.B) *goredis.Options {
 	b.Helper()
-	url := os.Getenv("IMAGEGEN_TEST_REDIS")
-	if url == "" {
-		b.Skip("IMAGEGEN_TEST_REDIS is not set (e.g. redis://127.0.0.1:6379/15)")
-	}
-	opt, err := goredis.ParseURL(url)
+	opt, err := goredis.ParseURL(serviceURL(b, "IMAGEGEN_TEST_REDIS", "redis://127.0.0.1:6379/15"))
 	if err != nil {
 		b.Fatalf("IMAGEGEN_TEST_REDIS: %v", err)
 	}
