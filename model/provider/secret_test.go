@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/matryer/is"
 
-	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/model/provider"
 	"github.com/imagegen/imagegen/model/provider/providertest"
 )
@@ -57,23 +55,6 @@ func TestClientKeepsItsKeyFromAnyPrinting(t *testing.T) {
 	providertest.NoSecretAnywhere(t, key, *c)
 	_, err = provider.NewClient(&provider.Config{}, provider.Defaults{Provider: "acme", BaseURL: "https://api.acme.example"})
 	is.True(err != nil)
-}
-
-func TestNewClientSetsThePolicyHooks(t *testing.T) {
-	is := is.New(t)
-	cfg := provider.Config{APIKey: key}
-	c, err := provider.NewClient(&cfg, provider.Defaults{
-		Provider: "acme", BaseURL: "https://api.acme.example",
-		Classify: func(f provider.Failure) *imagegen.ModelError {
-			return &imagegen.ModelError{Message: fmt.Sprint("status ", f.Status)}
-		},
-		RetryDelay: func(provider.Failure) (time.Duration, bool) { return 7 * time.Second, true },
-	})
-	is.NoErr(err)
-	is.Equal(c.Policy.Classify(provider.Failure{Status: 418}).Message, "status 418")
-	d, ok := c.Policy.RetryDelay(provider.Failure{})
-	is.True(ok)
-	is.Equal(d, 7*time.Second)
 }
 
 func TestConfigResolve(t *testing.T) {
