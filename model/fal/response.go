@@ -70,11 +70,7 @@ func (m *Model) download(ctx context.Context, i int, u string) (imagegen.Generat
 		if err != nil {
 			return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("images[%d]: %w", i, err))
 		}
-		ct := provider.ContentType(data)
-		if ct == "" {
-			return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("images[%d] is not an image", i))
-		}
-		return imagegen.GeneratedImage{ContentType: ct, Data: data}, nil
+		return provider.AnsweredImage(Provider, fmt.Sprintf("images[%d]", i), data)
 	}
 	return provider.DownloadResult(ctx, Provider, m.cfg.Fetcher, u)
 }

@@ -49,11 +49,7 @@ func (m *Model) image(ctx context.Context, i int, b64, url string) (imagegen.Gen
 		if err != nil {
 			return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("data[%d].b64_json: %w", i, err))
 		}
-		ct := provider.ContentType(data)
-		if ct == "" {
-			return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("data[%d] is not an image", i))
-		}
-		return imagegen.GeneratedImage{ContentType: ct, Data: data}, nil
+		return provider.AnsweredImage(Provider, fmt.Sprintf("data[%d]", i), data)
 	case url != "":
 		return provider.DownloadResult(ctx, Provider, m.cfg.Fetcher, url)
 	}
