@@ -44,7 +44,7 @@ func TestDripFedReferencesFailTheTask(t *testing.T) {
 	for i := range urls {
 		urls[i] = drip.URL + "/" + string(rune('a'+i)) + ".png"
 	}
-	sub, err := svc.Submit(ctx, "u", i2i("x", imagegen.AspectAuto, urls...))
+	sub, err := svc.Submit(ctx, "u", providertest.I2I("x", imagegen.AspectAuto, urls...))
 	is.NoErr(err)
 
 	start := time.Now()
