@@ -4,7 +4,7 @@
 // every provider must get right (text-to-image, image-to-image, every
 // aspect ratio, refusals, a rate limit then success, server errors then
 // success, time-outs, a bad key, cancelling the provider's job when the
-// caller gives up), driven through a small per-adapter Harness that says
+// caller gives up, sending the task's seed), driven through a small per-adapter Harness that says
 // how to build the adapter against its fake API and how the fake
 // answers each scenario.
 //
