@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"log/slog"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,6 +28,17 @@ import (
 //	  IMAGEGEN_TEST_REDIS=redis://127.0.0.1:6379/15 go test -run '^$' -bench Postgres -benchtime 5000x
 //
 // Each side gets a schema of its own (created, migrated, dropped after).
+
+// serviceURL is the URL in the environment variable env, or skips the
+// benchmark, saying what to set (example is such a URL).
+func serviceURL(b *testing.B, env, example string) string {
+	b.Helper()
+	url := os.Getenv(env)
+	if url == "" {
+		b.Skipf("%s is not set (e.g. %s)", env, example)
+	}
+	return url
+}
 
 // pgPool connects to IMAGEGEN_TEST_POSTGRES or skips.
 func pgPool(b *testing.B) *pgxpool.Pool {

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strconv"
 	"testing"
 
@@ -14,17 +13,6 @@ import (
 )
 
 var ctx = context.Background()
-
-// serviceURL is the URL in the environment variable env, or skips the
-// benchmark, saying what to set (example is such a URL).
-func serviceURL(b *testing.B, env, example string) string {
-	b.Helper()
-	url := os.Getenv(env)
-	if url == "" {
-		b.Skipf("%s is not set (e.g. %s)", env, example)
-	}
-	return url
-}
 
 // redisOptions reads IMAGEGEN_TEST_REDIS or skips.
 func redisOptions(b *testing.B) *goredis.Options {

@@ -7,7 +7,6 @@ import (
 	"image/color"
 	gifenc "image/gif"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,13 +51,7 @@ func TestConformance(t *testing.T) {
 		// Every Stable Image service takes a seed, as the form field "seed".
 		SentSeed: func(t *testing.T, f *fake) *int64 {
 			calls := f.Calls()
-			sent := calls[len(calls)-1].field("seed")
-			if sent == "" {
-				return nil
-			}
-			seed, err := strconv.ParseInt(sent, 10, 64)
-			providertest.Must(t, err)
-			return &seed
+			return calls[len(calls)-1].seed(t)
 		},
 	})
 }
