@@ -22,41 +22,24 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/ratelimit"
-	"github.com/imagegen/imagegen/store/memory"
 )
 
 // openAIEnv is the API with the OpenAI-compatible endpoint at /v1.
 type openAIEnv struct {
 	*env
-	api     *httpapi.Handler
 	schemas openapi3.Schemas // OpenAI's own
 }
 
 func newOpenAIEnv(t *testing.T, limit int) *openAIEnv {
 	t.Helper()
-	is := is.New(t)
-	clock := imagegentest.NewClock(time.Time{})
-	store := memory.New(memory.Config{Clock: clock, Retention: retention})
-	model := imagegentest.NewModel(2)
-	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, Clock: clock, MaxAttempts: 2, Logger: quiet})
-	is.NoErr(err)
-	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: limit, Window: time.Minute, Clock: clock})
-	is.NoErr(err)
-	api, err := httpapi.New(httpapi.Config{
-		Service: svc, Limiter: limiter, Clock: clock, PublicURL: "https://img.example.test", Logger: quiet,
-		OpenAIPrefix: "/v1", OpenAIWait: 30 * time.Second,
+	e := newEnv(t, func(o *envOptions) {
+		o.limit, o.openAI = limit, true
+		o.api = func(c *httpapi.Config) { c.OpenAIWait = 30 * time.Second }
 	})
-	is.NoErr(err)
-	mux := http.NewServeMux()
-	api.Register(mux)
-	e := &env{t: t, h: mux, svc: svc, clock: clock, model: model}
-	e.key = e.user("alice", 10)
-
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromFile(filepath.Join("testdata", "openai", "openapi.images-subset.yaml"))
-	is.NoErr(err)
-	return &openAIEnv{env: e, api: api, schemas: doc.Components.Schemas}
+	is.New(t).NoErr(err)
+	return &openAIEnv{env: e, schemas: doc.Components.Schemas}
 }
 
 // generate posts body to /v1/images/generations while a worker runs the
