@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,14 +12,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/client"
-	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/ratelimit"
+	"github.com/imagegen/imagegen/internal/apitest"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
@@ -46,6 +43,9 @@ type env struct {
 	base  string       // the server's URL
 	key   string       // a key of "alice", who has 10 credits
 
+	// user creates a user with credits and returns a new API key of theirs.
+	user func(owner string, credits int64) string
+
 	mu       sync.Mutex
 	requests []arrival
 	wrap     func(http.Handler) http.Handler
@@ -66,33 +66,22 @@ type envOptions struct {
 	store func() imagegen.Store
 }
 
-var quiet = slog.New(slog.DiscardHandler)
-
 func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	t.Helper()
-	is := is.New(t)
 	o := envOptions{limit: 1000}
 	for _, f := range opts {
 		f(&o)
 	}
-	var store imagegen.Store = memory.New(memory.Config{})
+	cfg := apitest.Config{Limit: o.limit}
 	if o.store != nil {
-		store = o.store()
+		cfg.Store = o.store()
 	}
-	model := imagegentest.NewModel(2)
-	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, MaxAttempts: 2, Logger: quiet})
-	is.NoErr(err)
-	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: o.limit, Window: time.Minute})
-	is.NoErr(err)
-	api, err := httpapi.New(httpapi.Config{Service: svc, Limiter: limiter, Logger: quiet})
-	is.NoErr(err)
-	mux := http.NewServeMux()
-	api.Register(mux)
+	s := apitest.New(t, cfg)
 
 	ln := newPipeListener()
 	tr := &http.Transport{DialContext: ln.dial}
 	e := &env{
-		t: t, svc: svc, model: model, mux: mux, base: "http://imagegen.test",
+		t: t, svc: s.Service, model: s.Model, mux: s.Mux, user: s.User, base: "http://imagegen.test",
 		hc: &http.Client{Transport: tr},
 	}
 	e.srv = &http.Server{Handler: http.HandlerFunc(e.serve)}
@@ -146,18 +135,6 @@ func (e *env) log() []arrival {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return slices.Clone(e.requests)
-}
-
-// user creates a user with credits and returns a new API key of theirs.
-func (e *env) user(owner string, credits int64) string {
-	e.t.Helper()
-	key, _, err := e.svc.CreateKey(context.Background(), owner)
-	is.New(e.t).NoErr(err)
-	if credits > 0 {
-		_, err = e.svc.Grant(context.Background(), owner, credits, uuid.NewString())
-		is.New(e.t).NoErr(err)
-	}
-	return key
 }
 
 // client returns a Client of the server with alice's key.
