@@ -96,6 +96,26 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 
 func withLimit(n int) func(*envOptions) { return func(o *envOptions) { o.limit = n } }
 
+// inBubble runs test in a synctest bubble with a new env made there with
+// opts.
+func inBubble(t *testing.T, test func(t *testing.T, e *env), opts ...func(*envOptions)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) { test(t, newEnv(t, opts...)) })
+}
+
+// submitEach submits req n times with c and returns the task ids, oldest
+// first.
+func submitEach(t *testing.T, c *client.Client, req imagegen.Request, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		sub, err := c.Submit(context.Background(), req)
+		is.New(t).NoErr(err)
+		ids[i] = sub.TaskID
+	}
+	return ids
+}
+
 // setWrap makes the server wrap the real handler (to change headers, say).
 func (e *env) setWrap(wrap func(http.Handler) http.Handler) {
 	e.mu.Lock()
@@ -295,7 +315,10 @@ type pipeAddr struct{}
 func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "pipe" }
 
-func memoryStore() imagegen.Store { return memory.New(memory.Config{}) }
+// withFailingStore gives the service a failingStore.
+func withFailingStore(o *envOptions) {
+	o.store = func() imagegen.Store { return failingStore{memory.New(memory.Config{})} }
+}
 
 // failingStore fails the operations a submit and a task query need.
 type failingStore struct{ imagegen.Store }
