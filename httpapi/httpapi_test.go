@@ -403,6 +403,15 @@ func TestRoutingErrors(t *testing.T) {
 	w := e.do("DELETE", "/api/v1/tasks/abc", e.key, "")
 	wantError(t, w, http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
 	is.Equal(w.Header().Get("Allow"), "GET, HEAD")
+	for path, allow := range map[string]string{ // every route: another method is a 405 naming the allowed ones
+		"/api/v1/generate": "POST", "/api/v1/tasks/abc": "GET, HEAD", "/api/v1/tasks/abc/cancel": "POST",
+		"/api/v1/tasks": "GET, HEAD", "/api/v1/credits": "GET, HEAD", "/api/v1/credits/ledger": "GET, HEAD",
+		"/api/v1/webhook-secret": "GET, HEAD", "/api/v1/images/abc": "GET, HEAD", "/api/v1/openapi.json": "GET, HEAD",
+	} {
+		w := e.do("PUT", path, e.key, "")
+		wantError(t, w, http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
+		is.Equal(w.Header().Get("Allow"), allow)
+	}
 	wantError(t, e.do("GET", "/api/v1/nope", e.key, ""), http.StatusNotFound, imagegen.APINotFound)
 	wantError(t, e.do("GET", "/api/v1/", "", ""), http.StatusNotFound, imagegen.APINotFound)
 	big := `{"scene":"text-to-image","prompt":"` + strings.Repeat("a", httpapi.MaxBodyBytes) + `"}`
