@@ -104,6 +104,17 @@ func (e *env) poll(key, id string) *httptest.ResponseRecorder {
 	return e.do("GET", "/api/v1/tasks/"+id, key, "")
 }
 
+// credits is alice's balance as GET /api/v1/credits answers it.
+func (e *env) credits() int64 {
+	e.t.Helper()
+	is := is.New(e.t)
+	w := e.do("GET", "/api/v1/credits", e.key, "")
+	is.Equal(w.Code, http.StatusOK)
+	var credits httpapi.Credits
+	is.NoErr(json.Unmarshal(w.Body.Bytes(), &credits))
+	return credits.CreditsRemaining
+}
+
 // fields decodes a JSON object response and returns its keys, sorted.
 func fields(t *testing.T, w *httptest.ResponseRecorder) (map[string]any, []string) {
 	t.Helper()

@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"image/png"
@@ -45,16 +44,7 @@ func newOpenAIEnv(t *testing.T, limit int) *openAIEnv {
 // generate posts body to /v1/images/generations while a worker runs the
 // task, as `imagegen serve` would.
 func (o *openAIEnv) generate(key, body string) *httptest.ResponseRecorder {
-	done := make(chan *httptest.ResponseRecorder)
-	go func() { done <- o.do("POST", "/v1/images/generations", key, body) }()
-	for {
-		select {
-		case w := <-done:
-			return w
-		case <-time.After(time.Millisecond):
-			_, _ = o.svc.RunOnce(context.Background())
-		}
-	}
+	return whileWorking(o.svc, func() *httptest.ResponseRecorder { return o.do("POST", "/v1/images/generations", key, body) })
 }
 
 // valid checks body against a schema of OpenAI's description.
@@ -134,9 +124,7 @@ func TestOpenAIGenerationsURL(t *testing.T) {
 	is.NoErr(err)
 
 	// It was an ordinary task: charged, and the model got 16:9.
-	var credits httpapi.Credits
-	is.NoErr(json.Unmarshal(o.do("GET", "/api/v1/credits", o.key, "").Body.Bytes(), &credits))
-	is.Equal(credits.CreditsRemaining, int64(8))
+	is.Equal(o.credits(), int64(8))
 	calls := o.model.Calls()
 	is.Equal(calls[len(calls)-1].Request.AspectRatio, imagegen.Aspect16x9)
 	is.Equal(calls[len(calls)-1].Request.Prompt, "A cute baby sea otter")
@@ -220,9 +208,7 @@ func TestOpenAIErrors(t *testing.T) {
 	is.NoErr(json.Unmarshal(w.Body.Bytes(), &got))
 	is.Equal(got["error"]["type"], example["error"]["type"])
 	is.Equal(got["error"]["code"], example["error"]["code"])
-	var credits httpapi.Credits
-	is.NoErr(json.Unmarshal(o.do("GET", "/api/v1/credits", o.key, "").Body.Bytes(), &credits))
-	is.Equal(credits.CreditsRemaining, int64(10)) // nothing was charged in the end
+	is.Equal(o.credits(), int64(10)) // nothing was charged in the end
 }
 
 func TestOpenAIRateLimit(t *testing.T) {
@@ -242,17 +228,14 @@ func TestOpenAIRateLimit(t *testing.T) {
 func TestOpenAITimeoutCancelsAndRefunds(t *testing.T) {
 	is := is.New(t)
 	o := newOpenAIEnv(t, 1000)
-	done := make(chan *httptest.ResponseRecorder)
-	before := o.clock.Waiters()
-	go func() { done <- o.do("POST", "/v1/images/generations", o.key, `{"prompt":"otter"}`) }()
-	waitUntil(t, func() bool { return o.clock.Waiters() > before }) // no worker runs: it waits
+	done := startWaiting(t, o.clock, func() *httptest.ResponseRecorder { // no worker runs: it waits
+		return o.do("POST", "/v1/images/generations", o.key, `{"prompt":"otter"}`)
+	})
 	o.clock.Advance(30 * time.Second)
 	w := <-done
 	o.errorShape(t, w, http.StatusGatewayTimeout, "server_error", "", "timeout")
 	is.Equal(w.Header().Get("X-Should-Retry"), "false")
-	var credits httpapi.Credits
-	is.NoErr(json.Unmarshal(o.do("GET", "/api/v1/credits", o.key, "").Body.Bytes(), &credits))
-	is.Equal(credits.CreditsRemaining, int64(10)) // cancelled and refunded
+	is.Equal(o.credits(), int64(10)) // cancelled and refunded
 	var list httpapi.TaskList
 	is.NoErr(json.Unmarshal(o.do("GET", "/api/v1/tasks", o.key, "").Body.Bytes(), &list))
 	is.Equal(len(list.Tasks), 1)
@@ -265,10 +248,9 @@ func TestOpenAITimeoutCancelsAndRefunds(t *testing.T) {
 func TestOpenAIDrainCancelsAndRefunds(t *testing.T) {
 	is := is.New(t)
 	o := newOpenAIEnv(t, 1000)
-	done := make(chan *httptest.ResponseRecorder)
-	before := o.clock.Waiters()
-	go func() { done <- o.do("POST", "/v1/images/generations", o.key, `{"prompt":"otter"}`) }()
-	waitUntil(t, func() bool { return o.clock.Waiters() > before }) // no worker runs: it waits
+	done := startWaiting(t, o.clock, func() *httptest.ResponseRecorder { // no worker runs: it waits
+		return o.do("POST", "/v1/images/generations", o.key, `{"prompt":"otter"}`)
+	})
 	o.api.Drain()
 	var w *httptest.ResponseRecorder
 	select {
@@ -278,9 +260,7 @@ func TestOpenAIDrainCancelsAndRefunds(t *testing.T) {
 	}
 	o.errorShape(t, w, http.StatusServiceUnavailable, "server_error", "", "server_shutting_down")
 	is.Equal(w.Header().Get("Retry-After"), "1")
-	var credits httpapi.Credits
-	is.NoErr(json.Unmarshal(o.do("GET", "/api/v1/credits", o.key, "").Body.Bytes(), &credits))
-	is.Equal(credits.CreditsRemaining, int64(10)) // cancelled and refunded
+	is.Equal(o.credits(), int64(10)) // cancelled and refunded
 }
 
 func TestOpenAIEndpointOffByDefault(t *testing.T) {

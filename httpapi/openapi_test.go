@@ -492,16 +492,7 @@ func recordOpenAI(t *testing.T, rc *recorder) {
 	e := newEnv(t, func(o *envOptions) { o.openAI = true })
 	// generate sends the request while workers run, so that it ends.
 	generate := func(name, body string, opts ...reqOpt) *exchange {
-		done := make(chan *exchange)
-		go func() { done <- rc.do(e, name, "POST", path, e.key, body, opts...) }()
-		for {
-			select {
-			case x := <-done:
-				return x
-			case <-time.After(time.Millisecond):
-				_, _ = e.svc.RunOnce(context.Background())
-			}
-		}
+		return whileWorking(e.svc, func() *exchange { return rc.do(e, name, "POST", path, e.key, body, opts...) })
 	}
 	generate("openai: url", `{"model":"dall-e-3","prompt":"A cute baby sea otter","n":1,"size":"1792x1024","quality":"hd","style":"natural","response_format":"url"}`, status(http.StatusOK))
 	generate("openai: b64_json", `{"prompt":"A cute baby sea otter","size":"1024x1024","response_format":"b64_json"}`, status(http.StatusOK))
@@ -516,12 +507,9 @@ func recordOpenAI(t *testing.T, rc *recorder) {
 	rc.do(e, "openai: no credits", "POST", path, e.user("penny", 0), `{"prompt":"otter"}`, status(http.StatusTooManyRequests))
 
 	// Not done in time: cancelled, refunded, 504.
-	before := e.clock.Waiters()
-	timedOut := make(chan *exchange, 1)
-	go func() {
-		timedOut <- rc.do(e, "openai: timeout", "POST", path, e.key, `{"prompt":"otter"}`, status(http.StatusGatewayTimeout))
-	}()
-	waitUntil(t, func() bool { return e.clock.Waiters() > before })
+	timedOut := startWaiting(t, e.clock, func() *exchange {
+		return rc.do(e, "openai: timeout", "POST", path, e.key, `{"prompt":"otter"}`, status(http.StatusGatewayTimeout))
+	})
 	e.clock.Advance(imagegen.MaxWait)
 	<-timedOut
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/store/memory"
 )
@@ -38,6 +39,34 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 5s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// startWaiting sends a request in a goroutine of its own and returns once
+// the request waits on the manual clock (no worker runs); the answer comes
+// on the channel.
+func startWaiting[T any](t *testing.T, clock *imagegentest.Clock, request func() T) <-chan T {
+	t.Helper()
+	before := clock.Waiters()
+	answer := make(chan T, 1)
+	go func() { answer <- request() }()
+	waitUntil(t, func() bool { return clock.Waiters() > before })
+	return answer
+}
+
+// whileWorking sends a request in a goroutine of its own and runs svc's
+// workers until it is answered, as `imagegen serve` would, so that a
+// request that waits for its task ends.
+func whileWorking[T any](svc *imagegen.Service, request func() T) T {
+	answer := make(chan T)
+	go func() { answer <- request() }()
+	for {
+		select {
+		case x := <-answer:
+			return x
+		case <-time.After(time.Millisecond):
+			_, _ = svc.RunOnce(context.Background())
+		}
 	}
 }
 
@@ -109,4 +138,31 @@ func TestPreferWaitNotAppliedOnErrors(t *testing.T) {
 	w = broken.do("GET", "/api/v1/tasks/x", broken.key, "", "Prefer", "wait=5")
 	wantError(t, w, http.StatusInternalServerError, "internal_error")
 	is.Equal(w.Header().Get("Preference-Applied"), "")
+}
+
+// TestDrainAnswersOpenWaits: Drain (at server shutdown) answers an open
+// "Prefer: wait" at once with the task as it stands, and later waits do
+// not wait.
+func TestDrainAnswersOpenWaits(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	id := e.submitted()
+	got := e.waitPoll(id, "wait=60")
+	waitUntil(t, func() bool { return e.clock.Waiters() > 0 }) // the request is waiting
+	e.api.Drain()
+	select {
+	case w := <-got:
+		is.Equal(w.Code, http.StatusOK)
+		m, _ := fields(t, w)
+		is.Equal(m["status"], "pending")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Drain did not answer the open wait")
+	}
+	select {
+	case w := <-e.waitPoll(id, "wait=60"): // the manual clock never moves
+		is.Equal(w.Code, http.StatusOK)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a wait after Drain waited")
+	}
+	e.api.Drain() // twice is fine
 }
