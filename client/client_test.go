@@ -112,11 +112,7 @@ func TestWaitBacksOffWhenLongPollsReturnAtOnce(t *testing.T) {
 		})
 		sl := &sleepLog{}
 		c := e.client(client.WithClock(sl))
-		sub, err := c.Submit(context.Background(), fox)
-		is.NoErr(err)
-		e.finishAfter(5 * time.Second)
-		task, err := c.Wait(context.Background(), sub.TaskID)
-		is.NoErr(err)
+		task := waitOut(t, e, c, 5*time.Second)
 		is.Equal(task.Status, imagegen.StatusSuccess)
 		is.Equal(sl.sleeps(), []time.Duration{time.Second, 2 * time.Second, 4 * time.Second})
 	})
@@ -130,11 +126,7 @@ func TestWaitBacksOffWhenPreferIgnored(t *testing.T) {
 		e.setWrap(ignorePrefer)
 		sl := &sleepLog{}
 		c := e.client(client.WithClock(sl))
-		sub, err := c.Submit(context.Background(), fox)
-		is.NoErr(err)
-		e.finishAfter(15 * time.Second)
-		task, err := c.Wait(context.Background(), sub.TaskID)
-		is.NoErr(err)
+		task := waitOut(t, e, c, 15*time.Second)
 		is.Equal(task.Status, imagegen.StatusSuccess)
 		is.Equal(sl.sleeps(), []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 6 * time.Second, 6 * time.Second})
 		gets := only(e.log(), isGet)
@@ -150,11 +142,7 @@ func TestWaitFailedTask(t *testing.T) {
 		is := is.New(t)
 		c := e.client()
 		e.model.Then(imagegentest.Fail(&imagegen.ModelError{Provider: "scripted", Refused: true, Message: "the prompt was blocked"}))
-		sub, err := c.Submit(context.Background(), fox)
-		is.NoErr(err)
-		e.finishAfter(10 * time.Second)
-		task, err := c.Wait(context.Background(), sub.TaskID)
-		is.NoErr(err) // a failed task is not an API error
+		task := waitOut(t, e, c, 10*time.Second) // a failed task is not an API error
 		is.Equal(task.Status, imagegen.StatusFailed)
 		is.True(strings.Contains(task.Error, "the prompt was blocked"))
 		is.Equal(task.Images, nil)

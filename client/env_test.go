@@ -103,6 +103,19 @@ func inBubble(t *testing.T, test func(t *testing.T, e *env), opts ...func(*envOp
 	synctest.Test(t, func(t *testing.T) { test(t, newEnv(t, opts...)) })
 }
 
+// waitOut submits fox with c, has the workers end it after d, and returns
+// the task as c.Wait got it.
+func waitOut(t *testing.T, e *env, c *client.Client, d time.Duration) *client.Task {
+	t.Helper()
+	is := is.New(t)
+	sub, err := c.Submit(context.Background(), fox)
+	is.NoErr(err)
+	e.finishAfter(d)
+	task, err := c.Wait(context.Background(), sub.TaskID)
+	is.NoErr(err)
+	return task
+}
+
 // submitEach submits req n times with c and returns the task ids, oldest
 // first.
 func submitEach(t *testing.T, c *client.Client, req imagegen.Request, n int) []string {

@@ -36,15 +36,13 @@ func addReceiver(ctx context.Context, c *client.Client, mux *http.ServeMux, hand
 // A callback receiver in an app, fed a delivery signed as the server
 // signs it, then a forged one.
 func ExampleClient_WebhookSecret() {
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	srv, base, closeServer, err := exampleServer(ctx)
+	srv, base, key, stop, err := exampleServer(0)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer closeServer()
-	key, _, _ := srv.Service().CreateKey(ctx, "alice")
+	defer stop()
+	ctx := context.Background()
 	c, err := client.New(base, key)
 	if err != nil {
 		fmt.Println(err)
