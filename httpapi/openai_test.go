@@ -72,6 +72,18 @@ func keys(t *testing.T, body []byte) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
+// likeExample checks that an error answer has the type and code of
+// OpenAI's own example in testdata/openai/name.
+func likeExample(t *testing.T, w *httptest.ResponseRecorder, name string) {
+	t.Helper()
+	is := is.New(t)
+	var example, got map[string]map[string]any
+	is.NoErr(json.Unmarshal(readOpenAI(t, name), &example))
+	is.NoErr(json.Unmarshal(w.Body.Bytes(), &got))
+	is.Equal(got["error"]["type"], example["error"]["type"])
+	is.Equal(got["error"]["code"], example["error"]["code"])
+}
+
 // errorShape checks an error answer against OpenAI's example and schema.
 func (o *openAIEnv) errorShape(t *testing.T, w *httptest.ResponseRecorder, status int, typ, param, code string) {
 	t.Helper()
@@ -203,11 +215,7 @@ func TestOpenAIErrors(t *testing.T) {
 	o.model.Then(imagegentest.Fail(&imagegen.ModelError{Provider: "scripted", Refused: true, Message: "the prompt was blocked"}))
 	w = o.generate(o.key, `{"prompt":"otter"}`)
 	o.errorShape(t, w, http.StatusBadRequest, "invalid_request_error", "", "content_policy_violation")
-	var example, got map[string]map[string]any
-	is.NoErr(json.Unmarshal(readOpenAI(t, "error.content_policy_violation.dall-e.json"), &example))
-	is.NoErr(json.Unmarshal(w.Body.Bytes(), &got))
-	is.Equal(got["error"]["type"], example["error"]["type"])
-	is.Equal(got["error"]["code"], example["error"]["code"])
+	likeExample(t, w, "error.content_policy_violation.dall-e.json")
 	is.Equal(o.credits(), int64(10)) // nothing was charged in the end
 }
 
@@ -217,11 +225,7 @@ func TestOpenAIRateLimit(t *testing.T) {
 	is.Equal(o.do("GET", "/api/v1/credits", o.key, "").Code, http.StatusOK) // the one request of the minute
 	w := o.do("POST", "/v1/images/generations", o.key, `{"prompt":"otter"}`)
 	o.errorShape(t, w, http.StatusTooManyRequests, "requests", "", "rate_limit_exceeded")
-	var example, got map[string]map[string]any
-	is.NoErr(json.Unmarshal(readOpenAI(t, "error.rate_limit.json"), &example))
-	is.NoErr(json.Unmarshal(w.Body.Bytes(), &got))
-	is.Equal(got["error"]["type"], example["error"]["type"])
-	is.Equal(got["error"]["code"], example["error"]["code"])
+	likeExample(t, w, "error.rate_limit.json")
 	is.True(w.Header().Get("Retry-After") != "") // OpenAI SDKs wait for it
 }
 
