@@ -61,14 +61,22 @@ func TestCancel(t *testing.T) {
 	})
 }
 
+// firstCancelled submits fox n times with c and cancels the first
+// (oldest) task; it returns the ids, oldest first.
+func firstCancelled(t *testing.T, c *client.Client, n int) []string {
+	t.Helper()
+	ids := submitEach(t, c, fox, n)
+	_, err := c.Cancel(context.Background(), ids[0])
+	is.New(t).NoErr(err)
+	return ids
+}
+
 func TestList(t *testing.T) {
 	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
 		ctx := context.Background()
 		c := e.client()
-		ids := submitEach(t, c, fox, 3)
-		_, err := c.Cancel(ctx, ids[0])
-		is.NoErr(err)
+		ids := firstCancelled(t, c, 3)
 
 		page, err := c.List(ctx, client.ListOptions{Limit: 2})
 		is.NoErr(err)
@@ -256,9 +264,7 @@ func TestLedger(t *testing.T) {
 		is := is.New(t)
 		ctx := context.Background()
 		c := e.client()
-		ids := submitEach(t, c, fox, 2)
-		_, err := c.Cancel(ctx, ids[0])
-		is.NoErr(err)
+		ids := firstCancelled(t, c, 2)
 
 		var all []client.LedgerEntry
 		opts := client.LedgerOptions{Limit: 3}
