@@ -42,9 +42,7 @@ type env struct {
 	hc    *http.Client // dials the server
 	base  string       // the server's URL
 	key   string       // a key of "alice", who has 10 credits
-
-	// user creates a user with credits and returns a new API key of theirs.
-	user func(owner string, credits int64) string
+	stack *apitest.Stack
 
 	mu       sync.Mutex
 	requests []arrival
@@ -81,7 +79,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	ln := newPipeListener()
 	tr := &http.Transport{DialContext: ln.dial}
 	e := &env{
-		t: t, svc: s.Service, model: s.Model, mux: s.Mux, user: s.User, base: "http://imagegen.test",
+		t: t, svc: s.Service, model: s.Model, mux: s.Mux, stack: s, base: "http://imagegen.test",
 		hc: &http.Client{Transport: tr},
 	}
 	e.srv = &http.Server{Handler: http.HandlerFunc(e.serve)}
@@ -93,6 +91,9 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	e.key = e.user("alice", 10)
 	return e
 }
+
+// user creates a user with credits and returns a new API key of theirs.
+func (e *env) user(owner string, credits int64) string { return e.stack.User(owner, credits) }
 
 func withLimit(n int) func(*envOptions) { return func(o *envOptions) { o.limit = n } }
 

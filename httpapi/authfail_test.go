@@ -57,17 +57,9 @@ func TestAuthFailuresPerIPv6Prefix(t *testing.T) {
 }
 
 // handlerWith is another API handler on e's service, configured by cfg
-// (Service, Limiter, Clock and Logger are filled in).
+// (Clock, Logger and a Limiter of its own are filled in).
 func (e *env) handlerWith(cfg httpapi.Config) http.Handler {
-	e.t.Helper()
-	is := is.New(e.t)
-	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 1000, Window: time.Minute, Clock: e.clock})
-	is.NoErr(err)
-	cfg.Service, cfg.Limiter, cfg.Clock, cfg.Logger = e.svc, limiter, e.clock, quiet
-	api, err := httpapi.New(cfg)
-	is.NoErr(err)
-	mux := http.NewServeMux()
-	api.Register(mux)
+	_, mux := e.stack.Handler(cfg)
 	return mux
 }
 

@@ -37,9 +37,7 @@ type env struct {
 	clock *imagegentest.Clock
 	model *imagegentest.Model
 	key   string // a key of user "alice", who has 10 credits
-
-	// user creates a user with credits and returns a new API key of theirs.
-	user func(owner string, credits int64) string
+	stack *apitest.Stack
 }
 
 type envOptions struct {
@@ -69,10 +67,13 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 		cfg.OpenAIPrefix = map[bool]string{true: "/v1"}[o.openAI]
 		o.api(cfg)
 	}})
-	e := &env{t: t, h: s.Mux, api: s.API, svc: s.Service, clock: clock, model: s.Model, user: s.User}
+	e := &env{t: t, h: s.Mux, api: s.API, svc: s.Service, clock: clock, model: s.Model, stack: s}
 	e.key = e.user("alice", 10)
 	return e
 }
+
+// user creates a user with credits and returns a new API key of theirs.
+func (e *env) user(owner string, credits int64) string { return e.stack.User(owner, credits) }
 
 func (e *env) do(method, path, key, body string, hdr ...string) *httptest.ResponseRecorder {
 	return doOn(e.h, method, path, key, body, hdr...)

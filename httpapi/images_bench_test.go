@@ -20,6 +20,7 @@ import (
 	blobs3 "github.com/imagegen/imagegen/blob/s3"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/apitest"
 	"github.com/imagegen/imagegen/internal/redistest"
 	"github.com/imagegen/imagegen/internal/s3test"
 	"github.com/imagegen/imagegen/store/memory"
@@ -43,10 +44,11 @@ func imageHandler(b *testing.B, blobs imagegen.BlobStore) (http.Handler, string)
 	model := imagegentest.NewModel(1, func(context.Context, imagegen.Generation) ([]imagegen.GeneratedImage, error) {
 		return []imagegen.GeneratedImage{{ContentType: "image/png", Data: benchPicture}}, nil
 	})
-	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Config{Retention: time.Hour, Blobs: blobs}), Model: model, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := apitest.New(b, apitest.Config{
+		Store: memory.New(memory.Config{Retention: time.Hour, Blobs: blobs}), Model: model,
+		API: func(c *httpapi.Config) { c.Limiter, c.PublicURL = allowAll{}, "https://img.example.test" },
+	})
+	svc := s.Service
 	if _, err := svc.Grant(ctx, "u", 1, "bench"); err != nil {
 		b.Fatal(err)
 	}
@@ -61,11 +63,7 @@ func imageHandler(b *testing.B, blobs imagegen.BlobStore) (http.Handler, string)
 	if err != nil || task.Status != imagegen.StatusSuccess {
 		b.Fatalf("task: %v %v", task, err)
 	}
-	api, err := httpapi.New(httpapi.Config{Service: svc, Limiter: allowAll{}, PublicURL: "https://img.example.test", Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return api, strings.TrimPrefix(api.ImageURLs(task)[0], "https://img.example.test")
+	return s.API, strings.TrimPrefix(s.API.ImageURLs(task)[0], "https://img.example.test")
 }
 
 func benchGet(b *testing.B, h http.Handler, path string) {

@@ -879,11 +879,7 @@ func TestOpenAPIServed(t *testing.T) {
 	wantError(t, e.do("PUT", "/api/v1/openapi.json", "", "{}"), http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
 
 	// Mounted elsewhere, it names its own prefix as the server.
-	h, err := httpapi.New(httpapi.Config{Service: e.svc, Limiter: allowAll{}, Prefix: "/img/v2/", Logger: quiet})
-	is.NoErr(err)
-	r := httptest.NewRequest("GET", "/img/v2/openapi.json", nil)
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, r)
+	rec := doOn(e.handlerWith(httpapi.Config{Prefix: "/img/v2/"}), "GET", "/img/v2/openapi.json", "", "")
 	is.Equal(rec.Code, http.StatusOK)
 	body, err := io.ReadAll(rec.Body)
 	is.NoErr(err)

@@ -5,6 +5,7 @@
 package apitest
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -48,7 +49,9 @@ type Stack struct {
 	API     *httpapi.Handler
 	Mux     *http.ServeMux // the API registered on it
 
-	t testing.TB
+	t     testing.TB
+	clock imagegen.Clock
+	limit int
 }
 
 // New builds a Stack; it fails the test if any part does not build.
@@ -60,9 +63,6 @@ func New(t testing.TB, cfg Config) *Stack {
 	if cfg.Model == nil {
 		cfg.Model = imagegentest.NewModel(2)
 	}
-	if cfg.Limit == 0 {
-		cfg.Limit = 1000
-	}
 	svcCfg := imagegen.Config{Store: cfg.Store, Model: cfg.Model, Clock: cfg.Clock, MaxAttempts: 2, Logger: Quiet}
 	if cfg.Service != nil {
 		cfg.Service(&svcCfg)
@@ -71,21 +71,42 @@ func New(t testing.TB, cfg Config) *Stack {
 	if err != nil {
 		t.Fatalf("apitest: service: %v", err)
 	}
-	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: cfg.Limit, Window: time.Minute, Clock: cfg.Clock})
-	if err != nil {
-		t.Fatalf("apitest: limiter: %v", err)
-	}
-	apiCfg := httpapi.Config{Service: svc, Limiter: limiter, Clock: cfg.Clock, Logger: Quiet}
+	s := &Stack{Service: svc, Model: cfg.Model, t: t, clock: cfg.Clock, limit: cmp.Or(cfg.Limit, 1000)}
+	var apiCfg httpapi.Config
 	if cfg.API != nil {
 		cfg.API(&apiCfg)
 	}
-	api, err := httpapi.New(apiCfg)
+	s.API, s.Mux = s.Handler(apiCfg)
+	return s
+}
+
+// Handler builds an API handler on the stack's service, configured by
+// cfg, and registers it on a mux of its own. Where cfg leaves them unset,
+// the handler's Clock is the stack's, its Logger Quiet, and its Limiter a
+// memory limiter of its own with the stack's Limit (on the stack's clock).
+func (s *Stack) Handler(cfg httpapi.Config) (*httpapi.Handler, *http.ServeMux) {
+	s.t.Helper()
+	cfg.Service = s.Service
+	if cfg.Clock == nil {
+		cfg.Clock = s.clock
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = Quiet
+	}
+	if cfg.Limiter == nil {
+		limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: s.limit, Window: time.Minute, Clock: s.clock})
+		if err != nil {
+			s.t.Fatalf("apitest: limiter: %v", err)
+		}
+		cfg.Limiter = limiter
+	}
+	api, err := httpapi.New(cfg)
 	if err != nil {
-		t.Fatalf("apitest: handler: %v", err)
+		s.t.Fatalf("apitest: handler: %v", err)
 	}
 	mux := http.NewServeMux()
 	api.Register(mux)
-	return &Stack{Service: svc, Model: cfg.Model, API: api, Mux: mux, t: t}
+	return api, mux
 }
 
 // User creates owner, grants them credits (none when 0) and returns a new
