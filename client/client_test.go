@@ -229,11 +229,8 @@ func TestErrorCodes(t *testing.T) {
 	}, {
 		name: "another user's task",
 		call: func(e *env, c *client.Client) error {
-			sub, err := c.Submit(ctx, fox)
-			if err != nil {
-				return err
-			}
-			_, err = e.clientFor(e.base, e.user("mallory", 0)).Wait(ctx, sub.TaskID)
+			id := submitEach(e.t, c, fox, 1)[0]
+			_, err := e.clientFor(e.base, e.user("mallory", 0)).Wait(ctx, id)
 			return err
 		},
 		status: 404, code: "task_not_found", sentinel: imagegen.ErrTaskNotFound, message: "task not found",
@@ -285,12 +282,9 @@ func TestErrorCodes(t *testing.T) {
 	}, {
 		name: "task already finished",
 		call: func(e *env, c *client.Client) error {
-			sub, err := c.Submit(ctx, fox)
-			if err != nil {
-				return err
-			}
+			id := submitEach(e.t, c, fox, 1)[0]
 			e.runWorkers()
-			_, err = c.Cancel(ctx, sub.TaskID)
+			_, err := c.Cancel(ctx, id)
 			return err
 		},
 		status: 409, code: "task_already_finished", sentinel: imagegen.ErrInvalidTransition, message: "the task has already finished; it was not changed",
