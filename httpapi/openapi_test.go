@@ -469,12 +469,9 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 
 	// A long poll of a task that stays pending answers when its wait ends.
 	waiting := taskID(t, rc.do(e, "submit to wait on", "POST", "/api/v1/generate", e.key, t2i))
-	before := e.clock.Waiters() // timers of earlier work that nobody waits on any more
-	polled := make(chan *exchange, 1)
-	go func() {
-		polled <- rc.do(e, "long poll times out", "GET", "/api/v1/tasks/"+waiting, e.key, "", header("Prefer", "wait=5"), status(http.StatusOK))
-	}()
-	waitUntil(t, func() bool { return e.clock.Waiters() > before }) // the request is waiting
+	polled := startWaiting(t, e.clock, func() *exchange {
+		return rc.do(e, "long poll times out", "GET", "/api/v1/tasks/"+waiting, e.key, "", header("Prefer", "wait=5"), status(http.StatusOK))
+	})
 	e.clock.Advance(5 * time.Second)
 	x = <-polled
 	is.Equal(x.respHeader.Get("Preference-Applied"), "wait=5")

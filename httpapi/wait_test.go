@@ -15,10 +15,12 @@ import (
 	"github.com/imagegen/imagegen/store/memory"
 )
 
+// waitPoll sends alice's poll of task id with the Prefer header prefer
+// and returns once it waits on the clock; the answer comes on the channel.
 func (e *env) waitPoll(id, prefer string) <-chan *httptest.ResponseRecorder {
-	out := make(chan *httptest.ResponseRecorder, 1)
-	go func() { out <- e.do("GET", "/api/v1/tasks/"+id, e.key, "", "Prefer", prefer) }()
-	return out
+	return startWaiting(e.t, e.clock, func() *httptest.ResponseRecorder {
+		return e.do("GET", "/api/v1/tasks/"+id, e.key, "", "Prefer", prefer)
+	})
 }
 
 func (e *env) submitted() string {
@@ -31,26 +33,20 @@ func (e *env) submitted() string {
 	return sub.TaskID
 }
 
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // startWaiting sends a request in a goroutine of its own and returns once
-// the request waits on the manual clock (no worker runs); the answer comes
-// on the channel.
+// the request waits on the manual clock (no worker runs): once the clock
+// has more waiters than before, since timers of earlier work that nobody
+// waits on any more still count. The answer comes on the channel.
 func startWaiting[T any](t *testing.T, clock *imagegentest.Clock, request func() T) <-chan T {
 	t.Helper()
 	before := clock.Waiters()
 	answer := make(chan T, 1)
 	go func() { answer <- request() }()
-	waitUntil(t, func() bool { return clock.Waiters() > before })
+	for deadline := time.Now().Add(5 * time.Second); clock.Waiters() <= before; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the request did not wait on the clock within 5s")
+		}
+	}
 	return answer
 }
 
@@ -75,7 +71,6 @@ func TestPreferWaitAnswersWhenTheTaskFinishes(t *testing.T) {
 	e := newEnv(t, func(o *envOptions) { o.limit = 2 })
 	id := e.submitted()
 	got := e.waitPoll(id, "wait=30")
-	waitUntil(t, func() bool { return e.clock.Waiters() > 0 }) // the request is waiting
 	ran, err := e.svc.RunOnce(context.Background())
 	is.NoErr(err)
 	is.True(ran)
@@ -93,7 +88,6 @@ func TestPreferWaitTimesOutWithTheCurrentState(t *testing.T) {
 	e := newEnv(t)
 	id := e.submitted()
 	got := e.waitPoll(id, "respond-async, wait=100") // capped at 60
-	waitUntil(t, func() bool { return e.clock.Waiters() > 0 })
 	e.clock.Advance(60 * time.Second)
 	w := <-got
 	is.Equal(w.Header().Get("Preference-Applied"), "wait=60")
@@ -148,7 +142,6 @@ func TestDrainAnswersOpenWaits(t *testing.T) {
 	e := newEnv(t)
 	id := e.submitted()
 	got := e.waitPoll(id, "wait=60")
-	waitUntil(t, func() bool { return e.clock.Waiters() > 0 }) // the request is waiting
 	e.api.Drain()
 	select {
 	case w := <-got:
@@ -158,8 +151,10 @@ func TestDrainAnswersOpenWaits(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Drain did not answer the open wait")
 	}
+	after := make(chan *httptest.ResponseRecorder, 1)
+	go func() { after <- e.do("GET", "/api/v1/tasks/"+id, e.key, "", "Prefer", "wait=60") }()
 	select {
-	case w := <-e.waitPoll(id, "wait=60"): // the manual clock never moves
+	case w := <-after: // the manual clock never moves
 		is.Equal(w.Code, http.StatusOK)
 	case <-time.After(5 * time.Second):
 		t.Fatal("a wait after Drain waited")
