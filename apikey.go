@@ -192,10 +192,25 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*APIKey, error)
 	if subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(hash)) != 1 || rec.Revoked {
 		return nil, fmt.Errorf("unknown key: %w", ErrUnauthorized)
 	}
+	s.touchKey(ctx, rec)
 	return rec, nil
 }
 
-// Keys lists owner's keys (hashes and hints only).
+// touchKey records the use of rec when its recorded last use is at least
+// KeyUseGranularity old (by this process's clock; the store checks again
+// by its own), so most requests write nothing. A failed write is logged,
+// never an authentication failure: last use is for people to read.
+func (s *Service) touchKey(ctx context.Context, rec *APIKey) {
+	if s.cfg.Clock.Now().Sub(rec.LastUsedAt) < KeyUseGranularity {
+		return
+	}
+	if err := s.cfg.Store.TouchKey(ctx, rec.Hash); err != nil && ctx.Err() == nil {
+		s.log.WarnContext(ctx, "could not record the use of an API key", "key_id", rec.ID, "err", err)
+	}
+}
+
+// Keys lists owner's keys (hashes and hints only), oldest first, each
+// with its last use (APIKey.LastUsedAt, to within KeyUseGranularity).
 func (s *Service) Keys(ctx context.Context, owner string) ([]APIKey, error) {
 	ks, err := s.cfg.Store.Keys(ctx, owner)
 	if err != nil {

@@ -205,7 +205,17 @@ type APIKey struct {
 	Name      string // optional label the owner chose ("laptop", "CI"); may be empty
 	CreatedAt time.Time
 	Revoked   bool
+	// LastUsedAt is when the key last authenticated a request, to within
+	// KeyUseGranularity; zero when it never has. The store sets it
+	// (TouchKey).
+	LastUsedAt time.Time
 }
+
+// KeyUseGranularity is how precisely a key's last use is recorded: the
+// service records a use only when the recorded one is at least this old,
+// so a key in constant use costs one store write a minute, not one per
+// request, and LastUsedAt may lag the true last use by up to this much.
+const KeyUseGranularity = time.Minute
 
 // KeyStore keeps API keys by hash.
 type KeyStore interface {
@@ -216,6 +226,14 @@ type KeyStore interface {
 	KeyByHash(ctx context.Context, hash string) (*APIKey, error)
 	// Keys lists the owner's keys, revoked ones included.
 	Keys(ctx context.Context, owner string) ([]APIKey, error)
+	// TouchKey records that the key with the given hash was used now (by
+	// the store's clock), unless its LastUsedAt is already less than
+	// KeyUseGranularity old, in which case it changes nothing: concurrent
+	// touches by many processes write at most once a minute. It returns
+	// ErrKeyNotFound when no key has the hash. Service.Authenticate calls
+	// it only when the LastUsedAt it just read is stale, so the hot path
+	// of every request stays a single read.
+	TouchKey(ctx context.Context, hash string) error
 	// RevokeKey revokes the owner's key with the given id, or returns
 	// ErrKeyNotFound.
 	RevokeKey(ctx context.Context, owner, id string) error

@@ -48,7 +48,9 @@
 //	/playground    scene, prompt, aspect ratio, reference image URLs
 //	/tasks         recent tasks, newest first, paged
 //	/tasks/{id}    one task; pending -> processing -> result live
-//	/keys          API keys: create (shown once), name, revoke
+//	/keys          API keys: create (shown once), name, revoke; each
+//	               key's creation and last use (to the minute,
+//	               imagegen.KeyUseGranularity; "never" when unused)
 //	/credits       balance and ledger, newest first, paged
 //	/ops           operators only: queue depth and the oldest pending
 //	               task's wait, the last hour's tasks by status and

@@ -69,6 +69,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"RetentionRemovesFinishedTasksAndImages", testRetention},
 		{"ImageRecordsKeepEveryField", testImageRecords},
 		{"APIKeys", testKeys},
+		{"APIKeyLastUse", testKeyLastUse},
 		{"ReturnedValuesAreCopies", testCopies},
 		{"WatchTaskSeesEveryFinish", testWatch},
 		{"IdempotencyKeys", testIdempotency},
