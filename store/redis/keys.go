@@ -126,11 +126,11 @@ func (s *Store) ownerKeys(ctx context.Context, owner string) ([]string, []map[st
 
 func decodeKey(hash string, f map[string]string) imagegen.APIKey {
 	return imagegen.APIKey{
-		ID:        f["id"],
-		Owner:     f["owner"],
-		Hash:      hash,
-		Hint:      f["hint"],
-		Name:      f["name"],
+		ID:         f["id"],
+		Owner:      f["owner"],
+		Hash:       hash,
+		Hint:       f["hint"],
+		Name:       f["name"],
 		CreatedAt:  msTime(f["created"]),
 		Revoked:    f["revoked"] == "1",
 		LastUsedAt: msTime(f["used"]),
