@@ -127,6 +127,9 @@ type Service struct {
 	cfg  Config
 	log  *slog.Logger
 	wake chan struct{} // nudges idle local workers after a submit
+	// providers counts provider calls and fallbacks until the next
+	// FlushProviderStats.
+	providers providerTally
 }
 
 // New returns a Service for cfg, or an error naming the bad field.

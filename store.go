@@ -380,4 +380,19 @@ type OperatorStore interface {
 	// (finished tasks past ExpiresAt, their images, index entries of
 	// removed tasks) and returns how many tasks it removed or unindexed.
 	PurgeExpired(ctx context.Context) (int, error)
+	// AddProviderStats adds st's counts to the bucket of the current
+	// minute (ProviderStatsBucket, by the store's clock), where every
+	// process's counts add up; entries that st repeats add up too. It is
+	// one round trip (Redis: two, the first reading the server's time)
+	// and writes nothing for an empty st. Buckets are dropped once
+	// ProviderStatsRetention has passed. Workers call it every
+	// ProviderStatsFlushInterval, never per generation
+	// (Service.FlushProviderStats).
+	AddProviderStats(ctx context.Context, st ProviderStats) error
+	// ProviderStats returns the sums of the buckets of the last window,
+	// by the store's clock and to the minute: the bucket that holds
+	// now-window and every later one (window at most
+	// ProviderStatsRetention; 0 means the current minute). The entries
+	// may come in any order, without zero counts.
+	ProviderStats(ctx context.Context, window time.Duration) (ProviderStats, error)
 }

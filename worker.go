@@ -24,7 +24,9 @@ const recordBacklog = 4
 // Config.ShutdownTimeout for running generations, then cancels the rest and
 // gives their tasks back to the queue. It returns nil after a clean stop.
 // It also deletes image bytes without a record (SweepBlobs) every
-// Config.BlobSweepInterval.
+// Config.BlobSweepInterval, and writes the provider statistics it counted
+// to the store every ProviderStatsFlushInterval and once more when it
+// stops (FlushProviderStats).
 func (s *Service) Run(ctx context.Context) error {
 	if s.cfg.Workers == 0 {
 		<-ctx.Done()
@@ -35,10 +37,14 @@ func (s *Service) Run(ctx context.Context) error {
 	defer cancelWork()
 
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		s.recoverLoop(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		s.providerStatsLoop(ctx)
 	}()
 	go func() {
 		defer wg.Done()
@@ -100,12 +106,14 @@ claim:
 		<-done
 	}
 	wg.Wait()
+	s.finalProviderStatsFlush(ctx)
 	return nil
 }
 
 // RunOnce claims one ready task and runs it to the end of this attempt in
 // the calling goroutine. It reports whether there was a task. Tests use it
-// to drive work deterministically.
+// to drive work deterministically. The provider statistics it counts
+// reach the store with the next FlushProviderStats.
 func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 	t, err := s.cfg.Store.ClaimTask(ctx, s.cfg.LeaseDuration)
 	if errors.Is(err, ErrNoTask) {
@@ -185,7 +193,7 @@ func (s *Service) generate(ctx context.Context, t *Task) attempt {
 		s.renewLease(genCtx, cancel, t, log)
 	}()
 	cancelled := s.cancelWhenFinishedElsewhere(genCtx, cancel, t)
-	events := &taskEvents{log: log, obs: s.cfg.Observer}
+	events := &taskEvents{log: log, obs: s.cfg.Observer, tally: &s.providers}
 	started := time.Now()
 	imgs, err := s.cfg.Model.Generate(genCtx, Generation{
 		TaskID: t.ID, Model: t.Model, Request: t.Request, Attempt: t.Attempt, RequestID: t.RequestID, Events: events,
@@ -267,6 +275,7 @@ func (s *Service) finished(log *slog.Logger, err error, t *Task, f Failure, took
 type taskEvents struct {
 	log      *slog.Logger
 	obs      Observer
+	tally    *providerTally // the Service's, for the store's provider stats
 	reported atomic.Bool
 }
 
@@ -274,6 +283,7 @@ func (e *taskEvents) ProviderAnswered(provider string, err error) {
 	e.reported.Store(true)
 	outcome := ProviderOutcome(err)
 	e.obs.ProviderRequest(provider, outcome)
+	e.tally.request(provider, outcome)
 	if err != nil {
 		e.log.Info("provider answered", "provider", provider, "outcome", outcome, "cause", err.Error())
 		return
@@ -284,6 +294,7 @@ func (e *taskEvents) ProviderAnswered(provider string, err error) {
 func (e *taskEvents) FellBack(from, to string, err error) {
 	e.reported.Store(true)
 	e.obs.Fallback(from, to)
+	e.tally.fallback(from, to)
 	e.log.Warn("falling back to the next model", "from", from, "to", to, "cause", fmt.Sprint(err))
 }
 

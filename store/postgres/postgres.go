@@ -117,6 +117,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -203,6 +204,8 @@ type Store struct {
 	sweepBatch int
 	sweepMu    sync.Mutex
 	lastSweep  time.Time
+
+	statsTrimmed atomic.Int64 // Unix time of the last removal of old provider stats
 
 	sqlCache     sync.Map // template -> SQL with the schema filled in
 	creates      groupcommit.Batcher[createReq, createRes]

@@ -84,6 +84,8 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ListAllTasksAcrossOwners", testListAllTasks},
 		{"RequeueFailedTask", testRequeue},
 		{"PurgeExpired", testPurgeExpired},
+		{"ProviderStatsBuckets", testProviderStats},
+		{"ProviderStatsConcurrentAdds", testProviderStatsConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
