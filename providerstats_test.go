@@ -59,8 +59,8 @@ func TestServiceRecordsProviderStats(t *testing.T) {
 	f.funded(t, "u", 2)
 	f.submit(t, "u")
 	f.submit(t, "u")
-	is.True(f.runOnce(t)) // first: unavailable, fallback, second: success
-	is.True(f.runOnce(t)) // first: success
+	is.True(f.runOnce(t))      // first: unavailable, fallback, second: success
+	is.True(f.runOnce(t))      // first: success
 	is.Equal(store.calls(), 0) // no store write per generation
 
 	stats := func() imagegen.ProviderStats {
