@@ -46,7 +46,7 @@ func TestServiceRecordsProviderStats(t *testing.T) {
 	is := is.New(t)
 	down := &imagegen.ModelError{Provider: "first", Retryable: true, Message: "503"}
 	chain, err := route.NewFallback("chain",
-		route.Entry{Name: "first", Model: imagegen.Model(imagegentest.NewModel(1, imagegentest.Fail(down)))},
+		route.Entry{Name: "first", Model: imagegentest.NewModel(1, imagegentest.Fail(down))},
 		route.Entry{Name: "second", Model: imagegentest.NewModel(1)},
 	)
 	is.NoErr(err)
