@@ -54,9 +54,12 @@
 //	/credits       balance and ledger, newest first, paged
 //	/ops           operators only: queue depth and the oldest pending
 //	               task's wait, the last hour's tasks by status and
-//	               failures by code (imagegen.Inspector); a user's
-//	               balance, tasks and keys; retry (free or charged
-//	               again) and cancel (refunded) with a reason, logged
+//	               failures by code (imagegen.Inspector), the last
+//	               hour's provider calls by outcome and fallbacks
+//	               (Inspector.ProviderStats: every worker's counts,
+//	               from the store); a user's balance, tasks and keys;
+//	               retry (free or charged again) and cancel (refunded)
+//	               with a reason, logged
 //
 // All assets (templates, one style sheet, one script) are embedded; no
 // CDN, no fonts, no build step. Everything works without JavaScript but
