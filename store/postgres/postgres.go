@@ -100,6 +100,9 @@
 // held; expired idempotency records go the same way. RecoverExpired,
 // which every worker calls regularly, also sweeps, at most once per
 // Config.SweepInterval per Store. The credit ledger is kept whole.
+// Provider statistics (migration 4, AddProviderStats) are kept for
+// imagegen.ProviderStatsRetention: a Store deletes older buckets after an
+// add, at most once every 10 minutes.
 //
 // # Images
 //
