@@ -71,4 +71,12 @@
 // same key the API uses for the caller: "key:"+id for a key session,
 // "owner:"+user for a user named by Identify. The long-poll of a task
 // page does not count: it reads one task the user already paid for.
+//
+// Each rendering of the playground form carries a token of its own (the
+// hidden field "once"), kept for a day in the store's idempotency records
+// under the user: the same form sent twice (a double click, a reload
+// that posts again) makes one task and one charge, the second answer
+// showing the first one's task; sent again with other values it makes
+// nothing and offers a fresh form. A form refused before it made a task
+// (invalid, rate-limited, short of credits) may be sent again.
 package console
