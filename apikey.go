@@ -122,9 +122,41 @@ func (s *Service) CreateKey(ctx context.Context, owner string, opts ...KeyOption
 	if err := checkKeyName(labels.Name); err != nil {
 		return "", APIKey{}, err
 	}
+	if err := s.checkKeyCount(ctx, owner); err != nil {
+		return "", APIKey{}, err
+	}
 	key := NewAPIKey()
 	rec, err := s.putKey(ctx, owner, key, labels.Name)
 	return key, rec, err
+}
+
+// DefaultMaxKeysPerOwner is Config.MaxKeysPerOwner's default.
+const DefaultMaxKeysPerOwner = 20
+
+// checkKeyCount refuses a new key when owner already holds
+// Config.MaxKeysPerOwner unrevoked ones. Two creates at the same moment
+// may both pass it: the bound is exceeded by at most the number of
+// concurrent creates, which is enough to stop a client from piling up
+// keys.
+func (s *Service) checkKeyCount(ctx context.Context, owner string) error {
+	limit := s.cfg.MaxKeysPerOwner
+	if limit < 0 || owner == "" {
+		return nil
+	}
+	keys, err := s.cfg.Store.Keys(ctx, owner)
+	if err != nil {
+		return fmt.Errorf("imagegen: count keys: %w", err)
+	}
+	active := 0
+	for _, k := range keys {
+		if !k.Revoked {
+			active++
+		}
+	}
+	if active >= limit {
+		return invalid("keys", "at most %d API keys may be active at once; revoke one first", limit)
+	}
+	return nil
 }
 
 func checkKeyName(name string) error {

@@ -67,6 +67,13 @@ type Config struct {
 	// skew between this process and the BlobStore.
 	OrphanGrace time.Duration
 
+	// MaxKeysPerOwner bounds the API keys one owner may hold unrevoked
+	// (CreateKey refuses another until one is revoked), so that nobody
+	// multiplies the per-key rate limit or fills the store with keys
+	// (default DefaultMaxKeysPerOwner; negative: no bound). Keys an
+	// operator imports (ImportKey) are not refused.
+	MaxKeysPerOwner int
+
 	// AllowHTTPCallbacks lets callback_url be plain http or an address
 	// that is not public, such as localhost (development); by default it
 	// must be https to a public address. Either way deliveries go through
@@ -98,6 +105,7 @@ func (c Config) withDefaults() Config {
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 30*time.Second)
 	c.BlobSweepInterval = cmp.Or(c.BlobSweepInterval, 5*time.Minute)
 	c.OrphanGrace = cmp.Or(c.OrphanGrace, 10*time.Minute)
+	c.MaxKeysPerOwner = cmp.Or(c.MaxKeysPerOwner, DefaultMaxKeysPerOwner)
 	return c
 }
 
