@@ -32,6 +32,11 @@ type Batcher[Req, Res any] struct {
 	MaxBatch    int
 	MaxInFlight int
 	Timeout     time.Duration // bounds one Run (default 10s)
+	// Size, when set, is a call's size (its bytes, say): a batch then
+	// also stops before its sizes add up to more than MaxSize, though it
+	// always takes at least one call.
+	Size    func(Req) int
+	MaxSize int
 
 	mu       sync.Mutex
 	queue    []*Call[Req, Res]
@@ -65,7 +70,7 @@ func (b *Batcher[Req, Res]) flush() {
 	}
 	for {
 		b.mu.Lock()
-		n := min(len(b.queue), b.MaxBatch)
+		n := b.batchLen()
 		if n == 0 {
 			b.flushers--
 			b.mu.Unlock()
@@ -91,4 +96,19 @@ func (b *Batcher[Req, Res]) flush() {
 			}
 		}
 	}
+}
+
+// batchLen is how many queued calls the next batch takes; b.mu is held.
+func (b *Batcher[Req, Res]) batchLen() int {
+	n := min(len(b.queue), b.MaxBatch)
+	if b.Size == nil || n == 0 {
+		return n
+	}
+	size := b.Size(b.queue[0].Req)
+	for i := 1; i < n; i++ {
+		if size += b.Size(b.queue[i].Req); size > b.MaxSize {
+			return i
+		}
+	}
+	return n
 }

@@ -77,3 +77,27 @@ func TestCancelledCallIsDropped(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 }
+
+// With Size, a batch stops before its sizes add up to more than MaxSize,
+// but always takes one call, however large.
+func TestBatchesAreBoundedBySize(t *testing.T) {
+	b := &Batcher[int, int]{MaxBatch: 3, Size: func(n int) int { return n }, MaxSize: 10}
+	var got []int
+	for _, req := range []int{4, 4, 4, 20, 1, 1, 1, 1} {
+		b.queue = append(b.queue, &Call[int, int]{Req: req})
+	}
+	for len(b.queue) > 0 {
+		n := b.batchLen()
+		got = append(got, n)
+		b.queue = b.queue[n:]
+	}
+	want := []int{2, 1, 1, 3, 1} // 4+4 | 4 (4+20 too big) | 20 alone | 1+1+1 (MaxBatch) | 1
+	if len(got) != len(want) {
+		t.Fatalf("batch lengths %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("batch lengths %v, want %v", got, want)
+		}
+	}
+}

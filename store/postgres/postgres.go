@@ -33,10 +33,10 @@
 // on the owner's account row, so one commit per submit would cap a busy
 // owner at one submit per flush. Submits, successes and image bytes that
 // arrive together therefore share one statement and one commit (at most
-// 64 per batch, 8 for image bytes; one batch of each kind in flight, and
-// the calls that arrive meanwhile make up the next; a lone call goes at
-// once, so nothing waits for a batch to fill): create_tasks
-// runs a batch's submits one after another, each charged or refused on
+// 64 per batch, and at most 16 MiB of image bytes; one batch of each
+// kind in flight, and the calls that arrive meanwhile make up the next;
+// a lone call goes at once, so nothing waits for a batch to fill):
+// create_tasks runs a batch's submits one after another, each charged or refused on
 // its own, exactly as if they had come one by one; a batch of successes
 // checks each task's own fencing token. A claim commits without waiting
 // for its flush (synchronous_commit off for that transaction only): a
@@ -151,9 +151,9 @@ const DefaultSweepInterval = time.Minute
 const (
 	maxBatch           = 64
 	maxBatchesInFlight = 1 // more in flight made batches smaller and throughput lower (bench module)
-	// maxBlobBatch bounds a batch of image bytes (a few MB each) more
-	// tightly, so one statement stays tens of MB.
-	maxBlobBatch = 8
+	// maxBlobBatchBytes bounds the image bytes of one batch (images are
+	// a few MB each), so that one statement stays small.
+	maxBlobBatchBytes = 16 << 20
 )
 
 // Config configures a Store.
@@ -249,7 +249,8 @@ func New(pool *pgxpool.Pool, c Config) (*Store, error) {
 	s.finishedNote = notifier{send: func(p []string) { s.notifyAll(s.finished, p) }}
 	s.creates = groupcommit.Batcher[createReq, createRes]{Run: s.createBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight}
 	s.completes = groupcommit.Batcher[completeReq, bool]{Run: s.completeBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight}
-	s.blobPuts = groupcommit.Batcher[blobPut, struct{}]{Run: s.putBlobBatch, MaxBatch: maxBlobBatch, MaxInFlight: maxBatchesInFlight}
+	s.blobPuts = groupcommit.Batcher[blobPut, struct{}]{Run: s.putBlobBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight,
+		Size: func(p blobPut) int { return len(p.data) }, MaxSize: maxBlobBatchBytes}
 	s.listen = newListener(pool, s.finished, s.queued)
 	return s, nil
 }
