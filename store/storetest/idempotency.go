@@ -8,8 +8,8 @@ import (
 )
 
 func testIdempotency(t *testing.T, h Harness) {
-	s := h.Store
 	is := is.New(t)
+	s := h.Store
 	const inFlight, ttl = time.Minute, 24 * time.Hour
 
 	rec, err := s.BeginIdempotent(ctx, "u", "k1", "fp-a", inFlight)
@@ -65,8 +65,8 @@ func testIdempotency(t *testing.T, h Harness) {
 // later request with the key, must not write its answer or forget the
 // key: finishing or abandoning changes only its own in-flight record.
 func testIdempotencyLateFinish(t *testing.T, h Harness) {
-	s := h.Store
 	is := is.New(t)
+	s := h.Store
 	const inFlight, ttl = time.Minute, 24 * time.Hour
 	body := []byte(`{"task_id":"t","status":"pending"}`)
 

@@ -123,11 +123,7 @@ func testClaimOrder(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
 	grant(t, s, "u", 3)
-	var ids []string
-	for i := 0; i < 3; i++ {
-		ids = append(ids, submit(t, s, "u", 1).ID)
-		h.Advance(time.Millisecond)
-	}
+	ids := submitApart(t, h, "u", 3)
 	for _, id := range ids {
 		c := claim(t, s)
 		is.Equal(c.ID, id)
@@ -147,11 +143,7 @@ func testClaimTasks(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
 	grant(t, s, "u", 6)
-	var ids []string
-	for i := 0; i < 5; i++ {
-		ids = append(ids, submit(t, s, "u", 1).ID)
-		h.Advance(time.Millisecond)
-	}
+	ids := submitApart(t, h, "u", 5)
 	later := submit(t, s, "u", 1)
 	h.Advance(time.Millisecond) // stores order tasks ready in the same millisecond as they like
 	first := claim(t, s)
@@ -241,4 +233,30 @@ func testConcurrentClaims(t *testing.T, h Harness) {
 			t.Fatalf("task %s claimed %d times", id, n)
 		}
 	}
+}
+
+// testCopies checks that callers cannot change stored state through the
+// values a store returns or takes.
+func testCopies(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 1)
+	task := submit(t, s, "u", 1)
+	task.Request.ImageInput[0] = "https://evil.example/"
+	task.Status = imagegen.StatusSuccess
+
+	got := get(t, s, "u", task.ID)
+	is.Equal(got.Request.ImageInput, []string{"https://example.com/a.png"})
+	is.Equal(got.Status, imagegen.StatusPending)
+	got.Request.ImageInput[0] = "https://evil.example/"
+	got.Owner = "mallory"
+	again := get(t, s, "u", task.ID)
+	is.Equal(again.Request.ImageInput, []string{"https://example.com/a.png"})
+	is.Equal(again.Owner, "u")
+
+	c := claim(t, s)
+	is.NoErr(s.CompleteTask(ctx, task.ID, c.Attempt, []imagegen.Image{image(task.ID + "-img")}))
+	done := get(t, s, "u", task.ID)
+	done.Images[0] = "other"
+	is.Equal(get(t, s, "u", task.ID).Images, []string{task.ID + "-img"})
 }
