@@ -165,14 +165,11 @@ func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
 
 // Task returns owner's task.
 func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, error) {
-	f, err := s.rdb.HGetAll(ctx, s.k.task(id)).Result()
-	if err != nil {
-		return nil, fmt.Errorf("redis store: task: %w", err)
-	}
-	if len(f) == 0 || f["owner"] != owner || s.expired(atoi(f["expires"])) {
+	t, err := s.TaskByID(ctx, id)
+	if err == nil && t.Owner != owner {
 		return nil, imagegen.ErrTaskNotFound
 	}
-	return decodeTask(f)
+	return t, err
 }
 
 // QueuePositions asks the pending queue for each task's rank (ZRANK, in
