@@ -193,11 +193,15 @@ const visible = `(expires_at IS NULL OR expires_at > {now})`
 
 // Task returns owner's task.
 func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, error) {
-	t, err := s.TaskByID(ctx, id)
-	if err == nil && t.Owner != owner {
+	t, _, err := scanTask(s.pool.QueryRow(ctx, s.sql(`SELECT `+taskColumns+` FROM {schema}.tasks
+		WHERE id = $2 AND owner = $3 AND `+visible), s.nowArg(), id, owner))
+	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, imagegen.ErrTaskNotFound
 	}
-	return t, err
+	if err != nil {
+		return nil, wrapErr("task", err)
+	}
+	return t, nil
 }
 
 // QueuePositions returns how many pending tasks are ahead of each id in

@@ -165,11 +165,14 @@ func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
 
 // Task returns owner's task.
 func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, error) {
-	t, err := s.TaskByID(ctx, id)
-	if err == nil && t.Owner != owner {
+	f, err := s.liveHash(ctx, s.k.task(id), "task", imagegen.ErrTaskNotFound)
+	if err != nil {
+		return nil, err
+	}
+	if f["owner"] != owner {
 		return nil, imagegen.ErrTaskNotFound
 	}
-	return t, err
+	return decodeTask(f)
 }
 
 // QueuePositions asks the pending queue for each task's rank (ZRANK, in
