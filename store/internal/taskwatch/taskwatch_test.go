@@ -2,10 +2,12 @@ package taskwatch
 
 import "testing"
 
+// closed reports whether ch is closed: a watcher's channel is never sent
+// on, only closed.
 func closed(ch <-chan struct{}) bool {
 	select {
-	case <-ch:
-		return true
+	case _, open := <-ch:
+		return !open
 	default:
 		return false
 	}
