@@ -67,13 +67,19 @@ func submitApart(t *testing.T, h Harness, owner string, n int) []string {
 	return ids
 }
 
+// submitFunded grants owner the cost of one task and submits it.
+func submitFunded(t *testing.T, s imagegen.Store, owner string, cost int64) *imagegen.Task {
+	t.Helper()
+	grant(t, s, owner, cost)
+	return submit(t, s, owner, cost)
+}
+
 // startTask grants owner the cost of one task, submits it and claims it.
 // It returns the task as submitted and as claimed (same id; the claim
 // carries the attempt, the fencing token).
 func startTask(t *testing.T, s imagegen.Store, owner string, cost int64) (task, claimed *imagegen.Task) {
 	t.Helper()
-	grant(t, s, owner, cost)
-	task = submit(t, s, owner, cost)
+	task = submitFunded(t, s, owner, cost)
 	claimed = claim(t, s)
 	if claimed.ID != task.ID {
 		t.Fatalf("claimed %s, want the task just submitted, %s", claimed.ID, task.ID)

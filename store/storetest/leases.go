@@ -86,8 +86,7 @@ func testLeaseRenewal(t *testing.T, h Harness) {
 func testMaxAttempts(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
-	grant(t, s, "u", 2)
-	task := submit(t, s, "u", 2)
+	task := submitFunded(t, s, "u", 2)
 	var rec imagegen.Recovery
 	for attempt := 1; attempt <= 2; attempt++ {
 		c := claim(t, s)
@@ -218,8 +217,7 @@ func testRecoveryReport(t *testing.T, h Harness) {
 func testRecoveryReportsNoRefundForAFreeRetry(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
-	grant(t, s, "u", 3)
-	task := submit(t, s, "u", 3)
+	task := submitFunded(t, s, "u", 3)
 	for _, refund := range []int64{3, 0} { // failed and refunded; retried free, failed again
 		claim(t, s)
 		rec := recoverAfterLease(t, h, 1)
