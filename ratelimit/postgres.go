@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/throttle"
 )
 
 var _ imagegen.Limiter = (*Postgres)(nil)
@@ -82,8 +82,7 @@ type Postgres struct {
 	allow  string // SQL
 	sweep  string // SQL
 
-	mu        sync.Mutex
-	lastSweep time.Time
+	sweeps throttle.Gate // once a window
 }
 
 // NewPostgres returns a PostgreSQL limiter on pool configured by cfg,
@@ -137,14 +136,7 @@ func (p *Postgres) Allow(ctx context.Context, key string) (imagegen.LimitResult,
 // (of this process's clock); at is the database's time in µs. Errors are
 // left for the next time.
 func (p *Postgres) maybeSweep(ctx context.Context, at int64) {
-	p.mu.Lock()
-	now := time.Now()
-	due := now.Sub(p.lastSweep) >= p.window
-	if due {
-		p.lastSweep = now
-	}
-	p.mu.Unlock()
-	if due {
+	if p.sweeps.Due(p.window) {
 		_, _ = p.pool.Exec(ctx, p.sweep, at)
 	}
 }

@@ -17,34 +17,24 @@ func (s *Store) CompleteTask(_ context.Context, id string, attempt int, images [
 			return errors.New("memory: image needs an ID")
 		}
 	}
-	now := s.lock()
-	defer s.mu.Unlock()
-	r, err := s.holder(id, attempt)
-	if err != nil {
-		return err
-	}
-	expires := now.Add(s.retention)
-	ids := make([]string, 0, len(images))
-	for _, img := range images {
-		img.TaskID, img.CreatedAt, img.ExpiresAt = id, now, expires
-		s.images[img.ID] = &img
-		ids = append(ids, img.ID)
-	}
-	r.task.Images = ids
-	s.finish(r, imagegen.StatusSuccess, now)
-	return nil
+	return s.asHolder(id, attempt, func(r *record, now time.Time) {
+		expires := now.Add(s.retention)
+		ids := make([]string, 0, len(images))
+		for _, img := range images {
+			img.TaskID, img.CreatedAt, img.ExpiresAt = id, now, expires
+			s.images[img.ID] = &img
+			ids = append(ids, img.ID)
+		}
+		r.task.Images = ids
+		s.finish(r, imagegen.StatusSuccess, now)
+	})
 }
 
 // FailTask moves the task to failed and refunds it once.
 func (s *Store) FailTask(_ context.Context, id string, attempt int, f imagegen.Failure) error {
-	now := s.lock()
-	defer s.mu.Unlock()
-	r, err := s.holder(id, attempt)
-	if err != nil {
-		return err
-	}
-	s.fail(r, f, now)
-	return nil
+	return s.asHolder(id, attempt, func(r *record, now time.Time) {
+		s.fail(r, f, now)
+	})
 }
 
 // CancelTask fails owner's pending or processing task and refunds it.

@@ -49,13 +49,9 @@ func (s *Store) TaskByID(_ context.Context, id string) (*imagegen.Task, error) {
 func (s *Store) ListAllTasks(_ context.Context, f imagegen.TaskFilter, limit int, cursor string) (imagegen.TaskPage, error) {
 	s.lock()
 	defer s.mu.Unlock()
-	below := uint64(1<<64 - 1)
-	if cursor != "" {
-		n, err := strconv.ParseUint(cursor, 10, 64)
-		if err != nil {
-			return imagegen.TaskPage{}, fmt.Errorf("memory: bad cursor: %w", imagegen.ErrInvalidParams)
-		}
-		below = n
+	below, err := belowCursor(cursor)
+	if err != nil {
+		return imagegen.TaskPage{}, err
 	}
 	recs := make([]*record, 0, len(s.tasks))
 	for _, r := range s.tasks {

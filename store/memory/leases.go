@@ -65,43 +65,28 @@ func (s *Store) claim(now time.Time, lease time.Duration) (*imagegen.Task, error
 
 // RenewLease extends the lease of the holder of attempt.
 func (s *Store) RenewLease(_ context.Context, id string, attempt int, lease time.Duration) error {
-	now := s.lock()
-	defer s.mu.Unlock()
-	r, err := s.holder(id, attempt)
-	if err != nil {
-		return err
-	}
-	r.task.LeaseUntil = now.Add(lease)
-	r.task.UpdatedAt = now
-	return nil
+	return s.asHolder(id, attempt, func(r *record, now time.Time) {
+		r.task.LeaseUntil = now.Add(lease)
+		r.task.UpdatedAt = now
+	})
 }
 
 // RetryTask gives the task back to the queue, ready after delay.
 func (s *Store) RetryTask(_ context.Context, id string, attempt int, delay time.Duration, lastErr string) error {
-	now := s.lock()
-	defer s.mu.Unlock()
-	r, err := s.holder(id, attempt)
-	if err != nil {
-		return err
-	}
-	r.task.LastError = lastErr
-	s.requeue(r, now.Add(delay), now)
-	return nil
+	return s.asHolder(id, attempt, func(r *record, now time.Time) {
+		r.task.LastError = lastErr
+		s.requeue(r, now.Add(delay), now)
+	})
 }
 
 // ReleaseTask gives the task back to the queue, ready now, without
 // counting the attempt.
 func (s *Store) ReleaseTask(_ context.Context, id string, attempt int) error {
-	now := s.lock()
-	defer s.mu.Unlock()
-	r, err := s.holder(id, attempt)
-	if err != nil {
-		return err
-	}
-	r.task.Released++
-	r.task.LastError = imagegen.ReleasedMessage
-	s.requeue(r, now, now)
-	return nil
+	return s.asHolder(id, attempt, func(r *record, now time.Time) {
+		r.task.Released++
+		r.task.LastError = imagegen.ReleasedMessage
+		s.requeue(r, now, now)
+	})
 }
 
 // RecoverExpired requeues tasks whose lease ended, or fails and refunds
@@ -133,13 +118,18 @@ func (s *Store) RecoverExpired(_ context.Context, maxAttempts int) (imagegen.Rec
 	return rec, nil
 }
 
-// holder returns the task if attempt holds its lease.
-func (s *Store) holder(id string, attempt int) (*record, error) {
+// asHolder makes change to task id under s.mu, at the store's time now,
+// if attempt holds the task's lease; otherwise the lease is lost and
+// nothing changes.
+func (s *Store) asHolder(id string, attempt int, change func(r *record, now time.Time)) error {
+	now := s.lock()
+	defer s.mu.Unlock()
 	r, ok := s.tasks[id]
 	if !ok || r.task.Status != imagegen.StatusProcessing || r.task.Attempt != attempt {
-		return nil, fmt.Errorf("memory: task %s attempt %d: %w", id, attempt, imagegen.ErrLeaseLost)
+		return fmt.Errorf("memory: task %s attempt %d: %w", id, attempt, imagegen.ErrLeaseLost)
 	}
-	return r, nil
+	change(r, now)
+	return nil
 }
 
 func (s *Store) requeue(r *record, runAfter, now time.Time) {

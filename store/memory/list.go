@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/imagegen/imagegen"
@@ -14,15 +15,13 @@ func (s *Store) ListTasks(_ context.Context, owner string, status imagegen.Statu
 	s.lock()
 	defer s.mu.Unlock()
 	kept := s.compactOwnerTasks(owner)
+	below, err := belowCursor(cursor)
+	if err != nil {
+		return imagegen.TaskPage{}, err
+	}
 	start := len(kept) - 1
-	if cursor != "" {
-		seq, err := strconv.ParseUint(cursor, 10, 64)
-		if err != nil {
-			return imagegen.TaskPage{}, fmt.Errorf("memory: bad cursor: %w", imagegen.ErrInvalidParams)
-		}
-		for start >= 0 && s.tasks[kept[start]].seq >= seq {
-			start--
-		}
+	for start >= 0 && s.tasks[kept[start]].seq >= below {
+		start--
 	}
 	var page imagegen.TaskPage
 	for i := start; i >= 0; i-- {
@@ -38,6 +37,19 @@ func (s *Store) ListTasks(_ context.Context, owner string, status imagegen.Statu
 		page.Tasks = append(page.Tasks, &t)
 	}
 	return page, nil
+}
+
+// belowCursor returns the submission sequence number a page of tasks
+// continues below: the cursor's, or past every task for the first page.
+func belowCursor(cursor string) (uint64, error) {
+	if cursor == "" {
+		return math.MaxUint64, nil
+	}
+	seq, err := strconv.ParseUint(cursor, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("memory: bad cursor: %w", imagegen.ErrInvalidParams)
+	}
+	return seq, nil
 }
 
 // compactOwnerTasks drops from owner's index the tasks that retention

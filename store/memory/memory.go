@@ -21,6 +21,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	blobmemory "github.com/imagegen/imagegen/blob/memory"
+	"github.com/imagegen/imagegen/store/internal/taskwatch"
 )
 
 var _ imagegen.Store = (*Store)(nil)
@@ -56,9 +57,10 @@ type Store struct {
 	expiring   expiryQueue        // finished tasks, oldest expiry first
 	images     map[string]*imagegen.Image
 	accounts   map[string]*account
-	keys       map[string]*imagegen.APIKey           // by hash
-	ownerKeys  map[string][]string                   // owner -> key hashes, in creation order
-	watchers   map[string]map[chan struct{}]struct{} // task id -> WatchTask channels
+	keys       map[string]*imagegen.APIKey // by hash
+	ownerKeys  map[string][]string         // owner -> key hashes, in creation order
+
+	watchers taskwatch.Set // WatchTask channels
 
 	ownerTasks   map[string][]string   // owner -> task ids, oldest first (ListTasks)
 	idem         map[string]idemRecord // owner\x00key -> idempotency record

@@ -39,15 +39,12 @@ func (s *Store) CreateTask(_ context.Context, t *imagegen.Task) (int64, error) {
 }
 
 // Task returns a copy of owner's task.
-func (s *Store) Task(_ context.Context, owner, id string) (*imagegen.Task, error) {
-	s.lock()
-	defer s.mu.Unlock()
-	r, ok := s.tasks[id]
-	if !ok || r.task.Owner != owner {
+func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, error) {
+	t, err := s.TaskByID(ctx, id)
+	if err == nil && t.Owner != owner {
 		return nil, imagegen.ErrTaskNotFound
 	}
-	t := copyTask(r.task)
-	return &t, nil
+	return t, err
 }
 
 func (s *Store) enqueue(r *record) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -47,13 +46,9 @@ func (s *Store) TaskByID(ctx context.Context, id string) (*imagegen.Task, error)
 // unless f.Owner is set, newest first; the cursor is a submission
 // sequence number, as in ListTasks.
 func (s *Store) ListAllTasks(ctx context.Context, f imagegen.TaskFilter, limit int, cursor string) (imagegen.TaskPage, error) {
-	below := int64(math.MaxInt64)
-	if cursor != "" {
-		n, err := strconv.ParseInt(cursor, 10, 64)
-		if err != nil || n <= 0 {
-			return imagegen.TaskPage{}, fmt.Errorf("postgres store: bad cursor: %w", imagegen.ErrInvalidParams)
-		}
-		below = n
+	below, err := belowCursor(cursor)
+	if err != nil {
+		return imagegen.TaskPage{}, err
 	}
 	var since, until *time.Time
 	if !f.Since.IsZero() {

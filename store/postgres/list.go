@@ -12,13 +12,9 @@ import (
 // ListTasks returns a page of owner's tasks, newest first. The cursor is
 // the submission sequence number of the last task of the previous page.
 func (s *Store) ListTasks(ctx context.Context, owner string, status imagegen.Status, limit int, cursor string) (imagegen.TaskPage, error) {
-	below := int64(math.MaxInt64)
-	if cursor != "" {
-		n, err := strconv.ParseInt(cursor, 10, 64)
-		if err != nil || n <= 0 {
-			return imagegen.TaskPage{}, fmt.Errorf("postgres store: bad cursor: %w", imagegen.ErrInvalidParams)
-		}
-		below = n
+	below, err := belowCursor(cursor)
+	if err != nil {
+		return imagegen.TaskPage{}, err
 	}
 	limit = max(limit, 1)
 	rows, err := s.pool.Query(ctx, s.sql(`SELECT `+taskColumns+` FROM {schema}.tasks
@@ -28,4 +24,17 @@ func (s *Store) ListTasks(ctx context.Context, owner string, status imagegen.Sta
 		return imagegen.TaskPage{}, wrapErr("list tasks", err)
 	}
 	return collectPage(rows, limit)
+}
+
+// belowCursor returns the submission sequence number a page of tasks
+// continues below: the cursor's, or past every task for the first page.
+func belowCursor(cursor string) (int64, error) {
+	if cursor == "" {
+		return math.MaxInt64, nil
+	}
+	n, err := strconv.ParseInt(cursor, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("postgres store: bad cursor: %w", imagegen.ErrInvalidParams)
+	}
+	return n, nil
 }

@@ -129,6 +129,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/groupcommit"
+	"github.com/imagegen/imagegen/internal/throttle"
 )
 
 var _ imagegen.Store = (*Store)(nil)
@@ -205,8 +206,7 @@ type Store struct {
 
 	sweepEvery time.Duration
 	sweepBatch int
-	sweepMu    sync.Mutex
-	lastSweep  time.Time
+	sweeps     throttle.Gate // once SweepInterval, for maybeSweep
 
 	statsTrimmed atomic.Int64 // Unix time of the last removal of old provider stats
 

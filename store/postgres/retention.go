@@ -1,9 +1,6 @@
 package postgres
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // Swept counts what one Sweep removed.
 type Swept struct {
@@ -58,14 +55,7 @@ func (s *Store) maybeSweep(ctx context.Context) {
 	if s.sweepEvery < 0 {
 		return
 	}
-	s.sweepMu.Lock()
-	now := time.Now()
-	due := now.Sub(s.lastSweep) >= s.sweepEvery
-	if due {
-		s.lastSweep = now
-	}
-	s.sweepMu.Unlock()
-	if due {
+	if s.sweeps.Due(s.sweepEvery) {
 		_, _ = s.Sweep(ctx)
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/imagegen/imagegen/store/internal/taskwatch"
 )
 
 // WatchTask returns a channel closed when task id finishes, in this or
@@ -37,7 +39,7 @@ type listener struct {
 	mu      sync.Mutex
 	started bool
 	ready   chan struct{} // closed after the first connection attempt
-	subs    map[string]map[chan struct{}]struct{}
+	subs    taskwatch.Set
 	work    []chan struct{}
 	stop    context.CancelFunc
 	done    chan struct{}
@@ -45,7 +47,7 @@ type listener struct {
 
 func newListener(pool *pgxpool.Pool, finished, queued string) *listener {
 	return &listener{pool: pool, finished: finished, queued: queued,
-		ready: make(chan struct{}), subs: map[string]map[chan struct{}]struct{}{}}
+		ready: make(chan struct{})}
 }
 
 // start runs the listening loop once; l.mu is held.
@@ -72,26 +74,15 @@ func (l *listener) close() {
 }
 
 func (l *listener) watch(ctx context.Context, id string) (<-chan struct{}, func(), error) {
-	ch := make(chan struct{})
 	l.mu.Lock()
-	set := l.subs[id]
-	if set == nil {
-		set = map[chan struct{}]struct{}{}
-		l.subs[id] = set
-	}
-	set[ch] = struct{}{}
+	ch := l.subs.Add(id)
 	l.start()
 	ready := l.ready
 	l.mu.Unlock()
 	stop := func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if set, ok := l.subs[id]; ok {
-			delete(set, ch)
-			if len(set) == 0 {
-				delete(l.subs, id)
-			}
-		}
+		l.subs.Remove(id, ch)
 	}
 	// Wait until LISTEN runs (or the first try failed: then the fallback
 	// wakes the watcher), so no finish after this call is missed.
@@ -117,10 +108,7 @@ func (l *listener) workReady() <-chan struct{} {
 func (l *listener) wakeTask(id string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for ch := range l.subs[id] {
-		close(ch)
-	}
-	delete(l.subs, id)
+	l.subs.Wake(id)
 }
 
 // wakeAll closes every watcher and signals every idle worker: something
@@ -128,12 +116,7 @@ func (l *listener) wakeTask(id string) {
 func (l *listener) wakeAll() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for id, set := range l.subs {
-		for ch := range set {
-			close(ch)
-		}
-		delete(l.subs, id)
-	}
+	l.subs.WakeAll()
 	l.signalWorkLocked()
 }
 

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -9,6 +10,20 @@ import (
 
 	"github.com/imagegen/imagegen"
 )
+
+// liveHash reads the hash at key, a task's or an image's; one that is
+// missing or past its retention is notFound. what names the read in
+// errors.
+func (s *Store) liveHash(ctx context.Context, key, what string, notFound error) (map[string]string, error) {
+	f, err := s.rdb.HGetAll(ctx, key).Result()
+	if err != nil {
+		return nil, wrapErr(what, err)
+	}
+	if len(f) == 0 || s.expired(atoi(f["expires"])) {
+		return nil, notFound
+	}
+	return f, nil
+}
 
 // decodeTask reads a task hash (from HGETALL, as a map or a flat list).
 func decodeTask(f map[string]string) (*imagegen.Task, error) {

@@ -8,12 +8,9 @@ import (
 
 // Image returns an image's record.
 func (s *Store) Image(ctx context.Context, id string) (*imagegen.Image, error) {
-	f, err := s.rdb.HGetAll(ctx, s.k.image(id)).Result()
+	f, err := s.liveHash(ctx, s.k.image(id), "image", imagegen.ErrImageNotFound)
 	if err != nil {
-		return nil, wrapErr("image", err)
-	}
-	if len(f) == 0 || s.expired(atoi(f["expires"])) {
-		return nil, imagegen.ErrImageNotFound
+		return nil, err
 	}
 	return &imagegen.Image{
 		ID:          id,

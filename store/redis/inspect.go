@@ -37,12 +37,9 @@ func (s *Store) QueueStats(ctx context.Context) (imagegen.QueueStats, error) {
 
 // TaskByID returns any owner's task.
 func (s *Store) TaskByID(ctx context.Context, id string) (*imagegen.Task, error) {
-	f, err := s.rdb.HGetAll(ctx, s.k.task(id)).Result()
+	f, err := s.liveHash(ctx, s.k.task(id), "task", imagegen.ErrTaskNotFound)
 	if err != nil {
-		return nil, wrapErr("task", err)
-	}
-	if len(f) == 0 || s.expired(atoi(f["expires"])) {
-		return nil, imagegen.ErrTaskNotFound
+		return nil, err
 	}
 	return decodeTask(f)
 }

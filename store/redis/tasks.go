@@ -165,11 +165,11 @@ func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
 
 // Task returns owner's task.
 func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, error) {
-	f, err := s.rdb.HGetAll(ctx, s.k.task(id)).Result()
+	f, err := s.liveHash(ctx, s.k.task(id), "task", imagegen.ErrTaskNotFound)
 	if err != nil {
-		return nil, fmt.Errorf("redis store: task: %w", err)
+		return nil, err
 	}
-	if len(f) == 0 || f["owner"] != owner || s.expired(atoi(f["expires"])) {
+	if f["owner"] != owner {
 		return nil, imagegen.ErrTaskNotFound
 	}
 	return decodeTask(f)

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen/store/internal/taskwatch"
 )
 
 // WatchTask returns a channel closed when task id finishes, in this or
@@ -22,7 +24,7 @@ type watcher struct {
 	channel string
 
 	mu    sync.Mutex
-	subs  map[string]map[chan struct{}]struct{}
+	subs  taskwatch.Set
 	n     int             // watches open
 	ps    *goredis.PubSub // nil when n == 0
 	ready chan struct{}   // closed once ps is subscribed
@@ -30,15 +32,8 @@ type watcher struct {
 }
 
 func (w *watcher) watch(ctx context.Context, id string) (<-chan struct{}, func(), error) {
-	ch := make(chan struct{})
 	w.mu.Lock()
-	if w.subs == nil {
-		w.subs = make(map[string]map[chan struct{}]struct{})
-	}
-	if w.subs[id] == nil {
-		w.subs[id] = make(map[chan struct{}]struct{})
-	}
-	w.subs[id][ch] = struct{}{}
+	ch := w.subs.Add(id)
 	w.n++
 	if w.ps == nil {
 		w.start()
@@ -86,10 +81,7 @@ func (w *watcher) start() {
 		}
 		for msg := range ps.Channel() { // ends when ps is closed
 			w.mu.Lock()
-			for c := range w.subs[msg.Payload] {
-				close(c)
-			}
-			delete(w.subs, msg.Payload)
+			w.subs.Wake(msg.Payload)
 			w.mu.Unlock()
 		}
 	}()
@@ -98,12 +90,7 @@ func (w *watcher) start() {
 func (w *watcher) unwatch(id string, ch chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if set, ok := w.subs[id]; ok {
-		delete(set, ch)
-		if len(set) == 0 {
-			delete(w.subs, id)
-		}
-	}
+	w.subs.Remove(id, ch)
 	w.n--
 	if w.n == 0 && w.ps != nil {
 		_ = w.ps.Close()

@@ -12,9 +12,7 @@ import (
 func testRefundOnce(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
-	grant(t, s, "u", 3)
-	task := submit(t, s, "u", 3)
-	c := claim(t, s)
+	task, c := startTask(t, s, "u", 3)
 
 	// Many goroutines race to fail the same attempt: one wins.
 	const racers = 50
@@ -38,16 +36,11 @@ func testRefundOnce(t *testing.T, h Harness) {
 	}
 	wg.Wait()
 	is.Equal(wins, 1)
-	h.Advance(lease)
-	rec, err := s.RecoverExpired(ctx, 1)
-	is.NoErr(err)
-	is.Equal(rec.Moved(), 0) // a failed task holds no lease
+	is.Equal(recoverAfterLease(t, h, 1).Moved(), 0) // a failed task holds no lease
 	is.True(errors.Is(s.CancelTask(ctx, "u", task.ID), imagegen.ErrInvalidTransition))
 
-	failed := get(t, s, "u", task.ID)
-	is.Equal(failed.Status, imagegen.StatusFailed)
+	failed := getFailed(t, s, "u", task.ID, imagegen.CodeProviderError)
 	is.Equal(failed.Error, "provider down")
-	is.Equal(failed.ErrorCode, imagegen.CodeProviderError)
 	is.True(failed.Refunded)
 	is.Equal(balance(t, s, "u"), int64(3))
 	entries := checkLedger(t, s, "u")
@@ -63,10 +56,8 @@ func testCancel(t *testing.T, h Harness) {
 	running := submit(t, s, "u", 1)
 	done := submit(t, s, "u", 1)
 	is.NoErr(s.CancelTask(ctx, "u", pending.ID))
-	got := get(t, s, "u", pending.ID)
-	is.Equal(got.Status, imagegen.StatusFailed)
+	got := getFailed(t, s, "u", pending.ID, imagegen.CodeCancelled)
 	is.Equal(got.Error, imagegen.CancelledMessage)
-	is.Equal(got.ErrorCode, imagegen.CodeCancelled)
 	is.True(got.Refunded)
 	is.Equal(balance(t, s, "u"), int64(1))
 
@@ -79,15 +70,10 @@ func testCancel(t *testing.T, h Harness) {
 
 	// A processing task is cancelled too, and its worker loses the lease.
 	is.NoErr(s.CancelTask(ctx, "u", running.ID))
-	got = get(t, s, "u", running.ID)
-	is.Equal(got.Status, imagegen.StatusFailed)
-	is.Equal(got.ErrorCode, imagegen.CodeCancelled)
+	getFailed(t, s, "u", running.ID, imagegen.CodeCancelled)
 	is.True(errors.Is(s.RenewLease(ctx, running.ID, c.Attempt, lease), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.CompleteTask(ctx, running.ID, c.Attempt, nil), imagegen.ErrLeaseLost))
-	h.Advance(lease)
-	rec, err := s.RecoverExpired(ctx, 3)
-	is.NoErr(err)
-	is.Equal(rec.Moved(), 0) // it holds no lease any more
+	is.Equal(recoverAfterLease(t, h, 3).Moved(), 0) // it holds no lease any more
 	is.Equal(balance(t, s, "u"), int64(2))
 
 	// Finished tasks stay as they are.
@@ -95,7 +81,7 @@ func testCancel(t *testing.T, h Harness) {
 		is.True(errors.Is(s.CancelTask(ctx, "u", id), imagegen.ErrInvalidTransition))
 	}
 	is.Equal(get(t, s, "u", done.ID).Status, imagegen.StatusSuccess)
-	_, err = s.ClaimTask(ctx, lease)
+	_, err := s.ClaimTask(ctx, lease)
 	is.True(errors.Is(err, imagegen.ErrNoTask))
 	entries := checkLedger(t, s, "u")
 	is.Equal(countRefs(entries, "refund:"+pending.ID), 1)

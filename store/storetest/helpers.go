@@ -2,8 +2,10 @@ package storetest
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/imagegen/imagegen"
 )
@@ -39,11 +41,50 @@ func grant(t *testing.T, s imagegen.Store, owner string, amount int64) {
 // submit grants nothing: it creates a task of cost for owner.
 func submit(t *testing.T, s imagegen.Store, owner string, cost int64) *imagegen.Task {
 	t.Helper()
-	task := newTask(owner, cost)
+	return create(t, s, newTask(owner, cost))
+}
+
+// create stores a task the test has shaped itself (see newTask) and
+// returns it.
+func create(t *testing.T, s imagegen.Store, task *imagegen.Task) *imagegen.Task {
+	t.Helper()
 	if _, err := s.CreateTask(ctx, task); err != nil {
 		t.Fatalf("create task: %v", err)
 	}
 	return task
+}
+
+// submitApart, like submit, grants nothing: it creates n tasks of cost 1
+// for owner, a millisecond apart so that every store sees their order,
+// and returns their ids, oldest first.
+func submitApart(t *testing.T, h Harness, owner string, n int) []string {
+	t.Helper()
+	ids := make([]string, 0, n)
+	for range n {
+		ids = append(ids, submit(t, h.Store, owner, 1).ID)
+		h.Advance(time.Millisecond)
+	}
+	return ids
+}
+
+// submitFunded grants owner the cost of one task and submits it.
+func submitFunded(t *testing.T, s imagegen.Store, owner string, cost int64) *imagegen.Task {
+	t.Helper()
+	grant(t, s, owner, cost)
+	return submit(t, s, owner, cost)
+}
+
+// startTask grants owner the cost of one task, submits it and claims it.
+// It returns the task as submitted and as claimed (same id; the claim
+// carries the attempt, the fencing token).
+func startTask(t *testing.T, s imagegen.Store, owner string, cost int64) (task, claimed *imagegen.Task) {
+	t.Helper()
+	task = submitFunded(t, s, owner, cost)
+	claimed = claim(t, s)
+	if claimed.ID != task.ID {
+		t.Fatalf("claimed %s, want the task just submitted, %s", claimed.ID, task.ID)
+	}
+	return task, claimed
 }
 
 func claim(t *testing.T, s imagegen.Store) *imagegen.Task {
@@ -53,6 +94,23 @@ func claim(t *testing.T, s imagegen.Store) *imagegen.Task {
 		t.Fatalf("claim: %v", err)
 	}
 	return task
+}
+
+// recoverNow recovers the tasks whose leases have run out by now.
+func recoverNow(t *testing.T, s imagegen.Store, maxAttempts int) imagegen.Recovery {
+	t.Helper()
+	rec, err := s.RecoverExpired(ctx, maxAttempts)
+	if err != nil {
+		t.Fatalf("recover: %v", err)
+	}
+	return rec
+}
+
+// recoverAfterLease lets every lease run out and recovers.
+func recoverAfterLease(t *testing.T, h Harness, maxAttempts int) imagegen.Recovery {
+	t.Helper()
+	h.Advance(lease)
+	return recoverNow(t, h.Store, maxAttempts)
 }
 
 func get(t *testing.T, s imagegen.Store, owner, id string) *imagegen.Task {
@@ -99,6 +157,24 @@ func countRefs(entries []imagegen.LedgerEntry, ref string) int {
 		}
 	}
 	return n
+}
+
+// getFailed returns the owner's task id and checks that it has failed
+// with code, saying why, and is finished.
+func getFailed(t *testing.T, s imagegen.Store, owner, id string, code imagegen.ErrorCode) *imagegen.Task {
+	t.Helper()
+	task := get(t, s, owner, id)
+	switch {
+	case task.Status != imagegen.StatusFailed:
+		t.Fatalf("task %s is %s, want %s", id, task.Status, imagegen.StatusFailed)
+	case task.ErrorCode != code:
+		t.Fatalf("task %s failed with code %q, want %q", id, task.ErrorCode, code)
+	case strings.TrimSpace(task.Error) == "":
+		t.Fatalf("task %s failed with no message", id)
+	case task.FinishedAt.IsZero():
+		t.Fatalf("task %s failed with no finish time", id)
+	}
+	return task
 }
 
 // fail is a provider failure with the given message.

@@ -22,9 +22,7 @@ func image(id string) imagegen.Image {
 func testImageRecords(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
-	grant(t, s, "u", 1)
-	task := submit(t, s, "u", 1)
-	c := claim(t, s)
+	task, c := startTask(t, s, "u", 1)
 	a, b := image(task.ID+"-a"), image(task.ID+"-b")
 	a.Owner, b.Owner = "u", "u"
 	b.ContentType = "image/webp"

@@ -55,8 +55,7 @@ func testTaskByID(t *testing.T, h Harness) {
 	grant(t, s, "owner-a", 1)
 	task := newTask("owner-a", 1)
 	task.RequestID = "req-0123456789"
-	_, err := s.CreateTask(ctx, task)
-	is.NoErr(err)
+	create(t, s, task)
 	got, err := s.TaskByID(ctx, task.ID)
 	is.NoErr(err)
 	is.Equal(got.Owner, "owner-a")
@@ -117,9 +116,7 @@ func testListAllTasks(t *testing.T, h Harness) {
 func testRequeue(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
-	grant(t, s, "u", 2)
-	task := submit(t, s, "u", 2)
-	c := claim(t, s)
+	task, c := startTask(t, s, "u", 2)
 	is.NoErr(s.FailTask(ctx, task.ID, c.Attempt, fail("provider down")))
 	is.Equal(balance(t, s, "u"), int64(2)) // refunded
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 
@@ -15,9 +14,7 @@ import (
 func testFencing(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
-	grant(t, s, "u", 1)
-	task := submit(t, s, "u", 1)
-	c := claim(t, s)
+	task, c := startTask(t, s, "u", 1)
 	stale := c.Attempt + 1
 	is.True(errors.Is(s.FailTask(ctx, task.ID, stale, fail("x")), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.CompleteTask(ctx, task.ID, stale, nil), imagegen.ErrLeaseLost))
@@ -46,18 +43,13 @@ func testFencing(t *testing.T, h Harness) {
 func testLeaseExpiry(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
-	grant(t, s, "u", 1)
-	task := submit(t, s, "u", 1)
-	first := claim(t, s)
+	task, first := startTask(t, s, "u", 1)
 	h.Advance(lease / 2)
-	rec, err := s.RecoverExpired(ctx, 3)
-	is.NoErr(err)
-	is.Equal(rec.Moved(), 0)
-	_, err = s.ClaimTask(ctx, lease)
+	is.Equal(recoverNow(t, s, 3).Moved(), 0)
+	_, err := s.ClaimTask(ctx, lease)
 	is.True(errors.Is(err, imagegen.ErrNoTask)) // still leased
 	h.Advance(lease / 2)
-	rec, err = s.RecoverExpired(ctx, 3)
-	is.NoErr(err)
+	rec := recoverNow(t, s, 3)
 	is.Equal(rec.Requeued, 1)
 	is.Equal(len(rec.Failed), 0)
 	back := get(t, s, "u", task.ID)
@@ -81,48 +73,33 @@ func testLeaseExpiry(t *testing.T, h Harness) {
 func testLeaseRenewal(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
-	grant(t, s, "u", 1)
-	task := submit(t, s, "u", 1)
-	c := claim(t, s)
+	task, c := startTask(t, s, "u", 1)
 	for i := 0; i < 3; i++ {
 		h.Advance(lease * 8 / 10)
 		is.NoErr(s.RenewLease(ctx, task.ID, c.Attempt, lease))
-		rec, err := s.RecoverExpired(ctx, 3)
-		is.NoErr(err)
-		is.Equal(rec.Moved(), 0)
+		is.Equal(recoverNow(t, s, 3).Moved(), 0)
 	}
 	is.Equal(get(t, s, "u", task.ID).Status, imagegen.StatusProcessing)
-	h.Advance(lease)
-	rec, err := s.RecoverExpired(ctx, 3)
-	is.NoErr(err)
-	is.Equal(rec.Moved(), 1)
+	is.Equal(recoverAfterLease(t, h, 3).Moved(), 1)
 }
 
 func testMaxAttempts(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
-	grant(t, s, "u", 2)
-	task := submit(t, s, "u", 2)
+	task := submitFunded(t, s, "u", 2)
 	var rec imagegen.Recovery
 	for attempt := 1; attempt <= 2; attempt++ {
 		c := claim(t, s)
 		is.Equal(c.Attempt, attempt)
-		h.Advance(lease)
-		var err error
-		rec, err = s.RecoverExpired(ctx, 2)
-		is.NoErr(err)
+		rec = recoverAfterLease(t, h, 2)
 		is.Equal(rec.Moved(), 1)
 	}
 	is.Equal(rec.Requeued, 0) // the last recovery failed it, and says so
 	is.Equal(len(rec.Failed), 1)
 	is.Equal(rec.Failed[0].ID, task.ID)
 	is.Equal(rec.Failed[0].Refund, int64(2))
-	failed := get(t, s, "u", task.ID)
-	is.Equal(failed.Status, imagegen.StatusFailed)
+	failed := getFailed(t, s, "u", task.ID, imagegen.CodeInternal)
 	is.True(failed.Refunded)
-	is.True(strings.TrimSpace(failed.Error) != "")
-	is.Equal(failed.ErrorCode, imagegen.CodeInternal)
-	is.True(!failed.FinishedAt.IsZero())
 	is.Equal(balance(t, s, "u"), int64(2))
 	is.Equal(countRefs(checkLedger(t, s, "u"), "refund:"+task.ID), 1)
 	_, err := s.ClaimTask(ctx, lease)
@@ -132,9 +109,7 @@ func testMaxAttempts(t *testing.T, h Harness) {
 func testRetry(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
-	grant(t, s, "u", 1)
-	task := submit(t, s, "u", 1)
-	c := claim(t, s)
+	task, c := startTask(t, s, "u", 1)
 	is.NoErr(s.RetryTask(ctx, task.ID, c.Attempt, lease, "503 from provider"))
 	back := get(t, s, "u", task.ID)
 	is.Equal(back.Status, imagegen.StatusPending)
@@ -150,6 +125,44 @@ func testRetry(t *testing.T, h Harness) {
 	is.Equal(balance(t, s, "u"), int64(0))
 }
 
+// testRelease: a task given back at shutdown is ready again at once and
+// its claim does not count against maxAttempts (Attempt - Released), while
+// the fencing token still grows.
+func testRelease(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	task, first := startTask(t, s, "u", 1)
+	is.True(errors.Is(s.ReleaseTask(ctx, task.ID, first.Attempt+1), imagegen.ErrLeaseLost)) // fenced
+	is.NoErr(s.ReleaseTask(ctx, task.ID, first.Attempt))
+	is.True(errors.Is(s.ReleaseTask(ctx, task.ID, first.Attempt), imagegen.ErrLeaseLost)) // not twice
+	back := get(t, s, "u", task.ID)
+	is.Equal(back.Status, imagegen.StatusPending)
+	is.Equal(back.Released, 1)
+	is.True(back.LastError != "")
+
+	second := claim(t, s) // ready at once
+	is.Equal(second.ID, task.ID)
+	is.Equal(second.Attempt, 2) // the fencing token still grows
+	is.Equal(second.Released, 1)
+	is.True(errors.Is(s.CompleteTask(ctx, task.ID, first.Attempt, nil), imagegen.ErrLeaseLost))
+
+	// With one attempt allowed, the released claim did not use it up: an
+	// expired lease now is the task's first counted attempt, so it is
+	// requeued rather than failed.
+	rec := recoverAfterLease(t, h, 2)
+	is.Equal(rec.Requeued, 1)
+	is.Equal(len(rec.Failed), 0)
+	is.Equal(get(t, s, "u", task.ID).Status, imagegen.StatusPending)
+	third := claim(t, s)
+	is.Equal(third.Attempt, 3)
+	rec = recoverAfterLease(t, h, 2) // 3 claims, 1 released: 2 counted
+	is.Equal(rec.Requeued, 0)
+	is.Equal(len(rec.Failed), 1)
+	is.Equal(rec.Failed[0].Attempts, 2)
+	is.True(getFailed(t, s, "u", task.ID, imagegen.CodeInternal).Refunded)
+	is.Equal(balance(t, s, "u"), int64(1))
+}
+
 // testRecoveryReport checks what RecoverExpired reports: how many tasks
 // it requeued, and for each task it failed, what the service counts and
 // logs (id, owner, model, request id, attempts, cost, refund).
@@ -160,12 +173,10 @@ func testRecoveryReport(t *testing.T, h Harness) {
 	grant(t, s, "v", 10)
 	a := newTask("u", 2)
 	a.Model, a.RequestID = "model-a", "req-a"
-	_, err := s.CreateTask(ctx, a)
-	is.NoErr(err)
+	create(t, s, a)
 	b := newTask("v", 3)
 	b.Model = "model-b" // no request id
-	_, err = s.CreateTask(ctx, b)
-	is.NoErr(err)
+	create(t, s, b)
 
 	// First expiry: both requeued, nothing failed.
 	claim(t, s)
@@ -190,9 +201,7 @@ func testRecoveryReport(t *testing.T, h Harness) {
 	}))
 	is.Equal(get(t, s, "u", c.ID).Status, imagegen.StatusPending)
 	for _, f := range failed {
-		got := get(t, s, f.Owner, f.ID)
-		is.Equal(got.Status, imagegen.StatusFailed)
-		is.Equal(got.ErrorCode, imagegen.CodeInternal)
+		got := getFailed(t, s, f.Owner, f.ID, imagegen.CodeInternal)
 		is.Equal(got.Error, imagegen.ExpiredLeaseMessage(2))
 	}
 	is.Equal(balance(t, s, "u"), int64(10-1)) // a refunded, c still charged
@@ -208,8 +217,7 @@ func testRecoveryReport(t *testing.T, h Harness) {
 func testRecoveryReportsNoRefundForAFreeRetry(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
-	grant(t, s, "u", 3)
-	task := submit(t, s, "u", 3)
+	task := submitFunded(t, s, "u", 3)
 	for _, refund := range []int64{3, 0} { // failed and refunded; retried free, failed again
 		claim(t, s)
 		rec := recoverAfterLease(t, h, 1)
@@ -272,17 +280,6 @@ func testConcurrentRecoveriesReportEachFailureOnce(t *testing.T, h Harness) {
 	}
 	is.Equal(fmt.Sprint(seen), fmt.Sprint(want)) // every task once, and nothing else
 	is.Equal(balance(t, s, "u"), int64(tasks))
-}
-
-// recoverAfterLease lets every lease run out and recovers.
-func recoverAfterLease(t *testing.T, h Harness, maxAttempts int) imagegen.Recovery {
-	t.Helper()
-	h.Advance(lease)
-	rec, err := h.Store.RecoverExpired(ctx, maxAttempts)
-	if err != nil {
-		t.Fatalf("recover: %v", err)
-	}
-	return rec
 }
 
 // byID sorts failed tasks by id (RecoverExpired keeps no order).

@@ -9,16 +9,11 @@ import (
 )
 
 func testList(t *testing.T, h Harness) {
-	l := h.Store
 	is := is.New(t)
 	s := h.Store
 	grant(t, s, "u", 7)
 	grant(t, s, "v", 1)
-	var ids []string
-	for i := 0; i < 7; i++ {
-		ids = append(ids, submit(t, s, "u", 1).ID)
-		h.Advance(time.Millisecond)
-	}
+	ids := submitApart(t, h, "u", 7)
 	other := submit(t, s, "v", 1)
 	// Finish the two oldest: one success, one failure.
 	c := claim(t, s)
@@ -31,7 +26,7 @@ func testList(t *testing.T, h Harness) {
 	cursor := ""
 	for pages := 0; ; pages++ {
 		is.True(pages < 10)
-		page, err := l.ListTasks(ctx, "u", "", 3, cursor)
+		page, err := s.ListTasks(ctx, "u", "", 3, cursor)
 		is.NoErr(err)
 		is.True(len(page.Tasks) <= 3)
 		for _, task := range page.Tasks {
@@ -50,22 +45,22 @@ func testList(t *testing.T, h Harness) {
 	is.Equal(got, want)
 
 	// Filtered by status.
-	page, err := l.ListTasks(ctx, "u", imagegen.StatusPending, 10, "")
+	page, err := s.ListTasks(ctx, "u", imagegen.StatusPending, 10, "")
 	is.NoErr(err)
 	is.Equal(len(page.Tasks), 5)
 	is.Equal(page.Next, "")
-	page, err = l.ListTasks(ctx, "u", imagegen.StatusFailed, 10, "")
+	page, err = s.ListTasks(ctx, "u", imagegen.StatusFailed, 10, "")
 	is.NoErr(err)
 	is.Equal(len(page.Tasks), 1)
 	is.Equal(page.Tasks[0].ID, ids[1])
 
 	// Others' tasks never show; expired ones are gone.
-	page, err = l.ListTasks(ctx, "v", "", 10, "")
+	page, err = s.ListTasks(ctx, "v", "", 10, "")
 	is.NoErr(err)
 	is.Equal(len(page.Tasks), 1)
 	is.Equal(page.Tasks[0].ID, other.ID)
 	h.Advance(h.Retention + time.Second)
-	page, err = l.ListTasks(ctx, "u", "", 10, "")
+	page, err = s.ListTasks(ctx, "u", "", 10, "")
 	is.NoErr(err)
 	is.Equal(len(page.Tasks), 5) // the two finished ones expired
 	for _, task := range page.Tasks {

@@ -8,17 +8,17 @@ import (
 )
 
 func testSharedSecret(t *testing.T, h Harness) {
-	ss := h.Store
 	is := is.New(t)
+	s := h.Store
 	calls := 0
 	gen := func() []byte { calls++; return []byte{byte(calls), 2, 3} }
-	a, err := ss.SharedSecret(ctx, "webhook:u", gen)
+	a, err := s.SharedSecret(ctx, "webhook:u", gen)
 	is.NoErr(err)
-	b, err := ss.SharedSecret(ctx, "webhook:u", gen)
+	b, err := s.SharedSecret(ctx, "webhook:u", gen)
 	is.NoErr(err)
 	is.True(bytes.Equal(a, b)) // the first one stays
 	is.Equal(a, []byte{1, 2, 3})
-	c, err := ss.SharedSecret(ctx, "webhook:v", gen)
+	c, err := s.SharedSecret(ctx, "webhook:v", gen)
 	is.NoErr(err)
 	is.True(!bytes.Equal(a, c))
 }

@@ -103,8 +103,7 @@ func testConcurrentSubmits(t *testing.T, h Harness) {
 func testOwnership(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
-	grant(t, s, "alice", 1)
-	task := submit(t, s, "alice", 1)
+	task := submitFunded(t, s, "alice", 1)
 	_, err := s.Task(ctx, "mallory", task.ID)
 	is.True(errors.Is(err, imagegen.ErrTaskNotFound))
 	_, err = s.Task(ctx, "alice", "no-such-task")
@@ -123,11 +122,7 @@ func testClaimOrder(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
 	grant(t, s, "u", 3)
-	var ids []string
-	for i := 0; i < 3; i++ {
-		ids = append(ids, submit(t, s, "u", 1).ID)
-		h.Advance(time.Millisecond)
-	}
+	ids := submitApart(t, h, "u", 3)
 	for _, id := range ids {
 		c := claim(t, s)
 		is.Equal(c.ID, id)
@@ -147,11 +142,7 @@ func testClaimTasks(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
 	grant(t, s, "u", 6)
-	var ids []string
-	for i := 0; i < 5; i++ {
-		ids = append(ids, submit(t, s, "u", 1).ID)
-		h.Advance(time.Millisecond)
-	}
+	ids := submitApart(t, h, "u", 5)
 	later := submit(t, s, "u", 1)
 	h.Advance(time.Millisecond) // stores order tasks ready in the same millisecond as they like
 	first := claim(t, s)
@@ -184,6 +175,57 @@ func testClaimTasks(t *testing.T, h Harness) {
 	is.NoErr(err)
 	is.Equal(len(got), 1)
 	is.Equal(got[0].ID, ids[3])
+}
+
+// testQueuePositions: a pending task's position is how many pending
+// tasks are ahead of it in claim order; anything not pending has none.
+// The first claim stamps StartedAt, and a retry keeps it.
+func testQueuePositions(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 3)
+	grant(t, s, "v", 1)
+	a := submit(t, s, "u", 1)
+	h.Advance(time.Millisecond)
+	b := submit(t, s, "v", 1) // another owner's task counts: the queue is shared
+	h.Advance(time.Millisecond)
+	c := submit(t, s, "u", 1)
+	h.Advance(time.Millisecond)
+	d := submit(t, s, "u", 1)
+	positions := func(ids ...string) []int {
+		t.Helper()
+		p, err := s.QueuePositions(ctx, ids)
+		is.NoErr(err)
+		return p
+	}
+	is.Equal(positions(a.ID, b.ID, c.ID, d.ID, "no-such-task"), []int{0, 1, 2, 3, -1})
+	is.Equal(len(positions()), 0)
+	is.True(get(t, s, "u", a.ID).StartedAt.IsZero()) // not started while pending
+
+	h.Advance(time.Second)
+	first := claim(t, s)
+	is.Equal(first.ID, a.ID)
+	started := get(t, s, "u", a.ID).StartedAt
+	is.True(!started.IsZero())
+	is.True(!started.Before(get(t, s, "u", a.ID).CreatedAt.Add(time.Second)))
+	is.Equal(positions(a.ID, b.ID, c.ID, d.ID), []int{-1, 0, 1, 2})
+
+	is.NoErr(s.CancelTask(ctx, "v", b.ID))
+	is.Equal(positions(b.ID, c.ID, d.ID), []int{-1, 0, 1})
+
+	// A retry goes back behind the tasks that are due before it, and
+	// keeps the time it first started.
+	h.Advance(time.Second)
+	is.NoErr(s.RetryTask(ctx, a.ID, first.Attempt, time.Hour, "busy"))
+	is.Equal(positions(a.ID, c.ID, d.ID), []int{2, 0, 1})
+	is.Equal(get(t, s, "u", a.ID).StartedAt, started)
+	is.NoErr(s.CompleteTask(ctx, claim(t, s).ID, 1, nil)) // c
+	is.Equal(positions(a.ID, c.ID, d.ID), []int{1, -1, 0})
+	h.Advance(time.Hour)
+	claim(t, s) // d
+	again := claim(t, s)
+	is.Equal(again.ID, a.ID)
+	is.Equal(get(t, s, "u", a.ID).StartedAt, started) // the first start, not the latest
 }
 
 func testConcurrentClaims(t *testing.T, h Harness) {
@@ -241,4 +283,29 @@ func testConcurrentClaims(t *testing.T, h Harness) {
 			t.Fatalf("task %s claimed %d times", id, n)
 		}
 	}
+}
+
+// testCopies checks that callers cannot change stored state through the
+// values a store returns or takes.
+func testCopies(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	task := submitFunded(t, s, "u", 1)
+	task.Request.ImageInput[0] = "https://evil.example/"
+	task.Status = imagegen.StatusSuccess
+
+	got := get(t, s, "u", task.ID)
+	is.Equal(got.Request.ImageInput, []string{"https://example.com/a.png"})
+	is.Equal(got.Status, imagegen.StatusPending)
+	got.Request.ImageInput[0] = "https://evil.example/"
+	got.Owner = "mallory"
+	again := get(t, s, "u", task.ID)
+	is.Equal(again.Request.ImageInput, []string{"https://example.com/a.png"})
+	is.Equal(again.Owner, "u")
+
+	c := claim(t, s)
+	is.NoErr(s.CompleteTask(ctx, task.ID, c.Attempt, []imagegen.Image{image(task.ID + "-img")}))
+	done := get(t, s, "u", task.ID)
+	done.Images[0] = "other"
+	is.Equal(get(t, s, "u", task.ID).Images, []string{task.ID + "-img"})
 }

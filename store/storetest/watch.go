@@ -29,13 +29,12 @@ func isClosed(ch <-chan struct{}) bool {
 }
 
 func testWatch(t *testing.T, h Harness) {
-	w := h.Store
 	is := is.New(t)
 	s := h.Store
 	grant(t, s, "u", 3)
 	ok1, bad, cancelled := submit(t, s, "u", 1), submit(t, s, "u", 1), submit(t, s, "u", 1)
 	watch := func(id string) (<-chan struct{}, func()) {
-		ch, stop, err := w.WatchTask(ctx, id)
+		ch, stop, err := s.WatchTask(ctx, id)
 		is.NoErr(err)
 		t.Cleanup(stop)
 		return ch, stop

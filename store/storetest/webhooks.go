@@ -9,22 +9,19 @@ import (
 )
 
 func testWebhooks(t *testing.T, h Harness) {
-	w := h.Store
 	is := is.New(t)
 	s := h.Store
 	grant(t, s, "u", 3)
 	withHook := func() *imagegen.Task {
 		task := newTask("u", 1)
 		task.Request.CallbackURL = "https://app.example.com/hooks?task=1"
-		_, err := s.CreateTask(ctx, task)
-		is.NoErr(err)
-		return task
+		return create(t, s, task)
 	}
 	ok1 := withHook()
 	plain := submit(t, s, "u", 1)
 	cancelled := withHook()
 
-	got, err := w.ClaimWebhooks(ctx, lease, 10)
+	got, err := s.ClaimWebhooks(ctx, lease, 10)
 	is.NoErr(err)
 	is.Equal(len(got), 0) // nothing has finished
 
@@ -35,7 +32,7 @@ func testWebhooks(t *testing.T, h Harness) {
 	is.NoErr(s.CancelTask(ctx, "u", cancelled.ID))
 	_ = plain
 
-	got, err = w.ClaimWebhooks(ctx, lease, 10)
+	got, err = s.ClaimWebhooks(ctx, lease, 10)
 	is.NoErr(err)
 	is.Equal(len(got), 2)
 	ids := map[string]imagegen.WebhookDelivery{}
@@ -47,30 +44,30 @@ func testWebhooks(t *testing.T, h Harness) {
 	is.True(has)
 
 	// Leased: not handed out again until the lease ends.
-	got, err = w.ClaimWebhooks(ctx, lease, 10)
+	got, err = s.ClaimWebhooks(ctx, lease, 10)
 	is.NoErr(err)
 	is.Equal(len(got), 0)
 	h.Advance(lease)
-	got, err = w.ClaimWebhooks(ctx, lease, 1)
+	got, err = s.ClaimWebhooks(ctx, lease, 1)
 	is.NoErr(err)
 	is.Equal(len(got), 1)
 
 	// A failed attempt counts and waits for its delay; an ack ends it.
-	is.NoErr(w.RetryWebhook(ctx, ok1.ID, time.Minute))
-	is.NoErr(w.AckWebhook(ctx, cancelled.ID))
+	is.NoErr(s.RetryWebhook(ctx, ok1.ID, time.Minute))
+	is.NoErr(s.AckWebhook(ctx, cancelled.ID))
 	h.Advance(lease)
-	got, err = w.ClaimWebhooks(ctx, lease, 10)
+	got, err = s.ClaimWebhooks(ctx, lease, 10)
 	is.NoErr(err)
 	is.Equal(len(got), 0)
 	h.Advance(time.Minute)
-	got, err = w.ClaimWebhooks(ctx, lease, 10)
+	got, err = s.ClaimWebhooks(ctx, lease, 10)
 	is.NoErr(err)
 	is.Equal(len(got), 1)
 	is.Equal(got[0].TaskID, ok1.ID)
 	is.Equal(got[0].Attempts, 1)
-	is.NoErr(w.AckWebhook(ctx, ok1.ID))
+	is.NoErr(s.AckWebhook(ctx, ok1.ID))
 	h.Advance(time.Hour)
-	got, err = w.ClaimWebhooks(ctx, lease, 10)
+	got, err = s.ClaimWebhooks(ctx, lease, 10)
 	is.NoErr(err)
 	is.Equal(len(got), 0)
 }
@@ -85,8 +82,7 @@ func testWebhookDueOrder(t *testing.T, h Harness) {
 	finished := func(url string) string {
 		task := newTask("u", 1)
 		task.Request.CallbackURL = url
-		_, err := s.CreateTask(ctx, task)
-		is.NoErr(err)
+		create(t, s, task)
 		c := claim(t, s)
 		is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil))
 		return task.ID
@@ -121,8 +117,7 @@ func testWebhookEvents(t *testing.T, h Harness) {
 		task := newTask("u", 1)
 		task.Request.CallbackURL = "https://app.example.com/hooks"
 		task.Request.CallbackEvents = events
-		_, err := s.CreateTask(ctx, task)
-		is.NoErr(err)
+		create(t, s, task)
 		h.Advance(time.Millisecond)
 		return task
 	}
