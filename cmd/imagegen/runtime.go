@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -88,14 +89,32 @@ func serviceConfig(c runtimeConfig, getenv func(string) string, be backend, log 
 	}, nil
 }
 
-// newService is the service of serviceConfig, counted by obs (nil for
-// none). It returns the model too, for the readiness check.
-func newService(c runtimeConfig, getenv func(string) string, be backend, log *slog.Logger, obs imagegen.Observer) (*imagegen.Service, imagegen.Model, error) {
-	cfg, err := serviceConfig(c, getenv, be, log)
+// runtimeDeps is what a serve or worker process runs on.
+type runtimeDeps struct {
+	backend // the caller closes it
+	obs     *observability
+	service imagegen.Config // on the backend, counted by obs
+}
+
+// openRuntime opens the backend of c, with rateLimit requests per API key
+// a minute, the process's observability and the service's config on
+// them; with workers, the model's readiness is probed too.
+func openRuntime(ctx context.Context, c runtimeConfig, rateLimit int, getenv func(string) string, log *slog.Logger) (runtimeDeps, error) {
+	be, err := openBackend(ctx, backendConfig{storeFlags: c.storeFlags, blobsURL: c.blobsURL, retention: c.retention, rateLimit: rateLimit})
 	if err != nil {
-		return nil, nil, err
+		return runtimeDeps{}, err
 	}
-	cfg.Observer = obs
-	svc, err := imagegen.New(cfg)
-	return svc, cfg.Model, err
+	rt := runtimeDeps{backend: be}
+	if rt.obs, err = newObservability(c.opsConfig, be.store); err == nil {
+		rt.service, err = serviceConfig(c, getenv, be, log)
+	}
+	if err != nil {
+		_ = be.close()
+		return runtimeDeps{}, err
+	}
+	rt.service.Observer = rt.obs.observer()
+	if c.workers > 0 {
+		rt.obs.checkModel(rt.service.Model)
+	}
+	return rt, nil
 }
