@@ -2,7 +2,6 @@ package imagegen_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -27,10 +26,9 @@ func (spuriousStore) WatchTask(context.Context, string) (<-chan struct{}, func()
 // generation: the worker re-reads the task and carries on.
 func TestSpuriousWatchWakeUpDoesNotStopGeneration(t *testing.T) {
 	is := is.New(t)
-	ctx := context.Background()
 	started, release := make(chan struct{}), make(chan struct{})
 	model := imagegentest.NewModel(1, imagegentest.Block(started, release))
-	svc, err := imagegen.New(imagegen.Config{Store: spuriousStore{memory.New(memory.Config{})}, Model: model, Logger: slog.New(slog.DiscardHandler)})
+	svc, err := imagegen.New(imagegen.Config{Store: spuriousStore{memory.New(memory.Config{})}, Model: model, Logger: quiet})
 	is.NoErr(err)
 	_, err = svc.Grant(ctx, "u", 1, "g")
 	is.NoErr(err)

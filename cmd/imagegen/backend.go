@@ -5,14 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/blob"
-	"github.com/imagegen/imagegen/model/placeholder"
 	"github.com/imagegen/imagegen/ratelimit"
 	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/store/postgres"
@@ -167,29 +165,3 @@ func dialRedis(ctx context.Context, url string) (*goredis.Client, error) {
 func redactURL(opt *goredis.Options) string {
 	return fmt.Sprintf("%s db %d", opt.Addr, opt.DB)
 }
-
-// withService opens the shared store and runs fn with a service on it.
-func withService(ctx context.Context, stores storeFlags, fn func(*imagegen.Service) error) error {
-	return withLoggedService(ctx, stores, slog.New(slog.DiscardHandler), fn)
-}
-
-// withLoggedService is withService with the service logging to log.
-func withLoggedService(ctx context.Context, stores storeFlags, log *slog.Logger, fn func(*imagegen.Service) error) error {
-	be, err := openBackend(ctx, backendConfig{storeFlags: stores, retention: 24 * time.Hour, rateLimit: 1})
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	cfg, err := serviceConfig(runtimeConfig{model: placeholder.Name, retention: 24 * time.Hour, lease: 30 * time.Second}, noEnv, be, log)
-	if err != nil {
-		return err
-	}
-	svc, err := imagegen.New(cfg)
-	if err != nil {
-		return err
-	}
-	return fn(svc)
-}
-
-// noEnv is an empty environment: the admin commands run no provider.
-func noEnv(string) string { return "" }

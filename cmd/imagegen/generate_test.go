@@ -258,12 +258,3 @@ func TestParseGenerate(t *testing.T) {
 		is.True(err != nil)
 	}
 }
-
-func TestRunUsageListsClientCommands(t *testing.T) {
-	is := is.New(t)
-	var out bytes.Buffer
-	is.NoErr(run(context.Background(), []string{"help"}, func(string) string { return "" }, &out, &out))
-	is.True(strings.Contains(out.String(), "imagegen generate -prompt TEXT"))
-	is.True(strings.Contains(out.String(), "imagegen tasks get"))
-	is.True(strings.Contains(out.String(), envAPIKey))
-}

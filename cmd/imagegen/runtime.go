@@ -118,3 +118,29 @@ func openRuntime(ctx context.Context, c runtimeConfig, rateLimit int, getenv fun
 	}
 	return rt, nil
 }
+
+// withService opens the shared store and runs fn with a service on it.
+func withService(ctx context.Context, stores storeFlags, fn func(*imagegen.Service) error) error {
+	return withLoggedService(ctx, stores, slog.New(slog.DiscardHandler), fn)
+}
+
+// withLoggedService is withService with the service logging to log.
+func withLoggedService(ctx context.Context, stores storeFlags, log *slog.Logger, fn func(*imagegen.Service) error) error {
+	be, err := openBackend(ctx, backendConfig{storeFlags: stores, retention: 24 * time.Hour, rateLimit: 1})
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	cfg, err := serviceConfig(runtimeConfig{model: placeholder.Name, retention: 24 * time.Hour, lease: 30 * time.Second}, noEnv, be, log)
+	if err != nil {
+		return err
+	}
+	svc, err := imagegen.New(cfg)
+	if err != nil {
+		return err
+	}
+	return fn(svc)
+}
+
+// noEnv is an empty environment: the admin commands run no provider.
+func noEnv(string) string { return "" }

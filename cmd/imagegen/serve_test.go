@@ -163,20 +163,11 @@ func TestParseServe(t *testing.T) {
 	is.Equal(c.retention, time.Hour)
 	is.Equal([]string(c.demoKeys), []string{"a-key-of-sixteen-chars", "b-key-of-sixteen-chars"})
 	for _, bad := range [][]string{{"-rate-limit", "0"}, {"-workers", "-1"}, {"-retention", "0s"}, {"-signing-key", "short"}, {"extra"}} {
-		_, err := parseServe(bad, func(string) string { return "" }, io.Discard)
+		_, err := parseServe(bad, noEnv, io.Discard)
 		is.True(err != nil)
 	}
 	_, err = parseServe(nil, func(k string) string { return map[string]string{"IMAGEGEN_WORKERS": "many"}[k] }, io.Discard)
 	is.True(err != nil) // a bad env value is an error, not ignored
-}
-
-func TestRunUsage(t *testing.T) {
-	is := is.New(t)
-	var out, errOut bytes.Buffer
-	is.True(run(context.Background(), nil, func(string) string { return "" }, &out, &errOut) != nil)
-	is.True(run(context.Background(), []string{"bogus"}, func(string) string { return "" }, &out, &errOut) != nil)
-	is.NoErr(run(context.Background(), []string{"help"}, func(string) string { return "" }, &out, &errOut))
-	is.True(strings.Contains(out.String(), "serve"))
 }
 
 // keyWriter hands each stdout write to a check that runs while serve is

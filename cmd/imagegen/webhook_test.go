@@ -12,9 +12,6 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/imagegentest"
-	redisstore "github.com/imagegen/imagegen/store/redis"
 	"github.com/imagegen/imagegen/webhook"
 )
 
@@ -57,11 +54,7 @@ func TestWebhookDeliverySurvivesARestart(t *testing.T) {
 
 	// The user's secret, as GET /api/v1/webhook-secret gives it (made on
 	// first use; here the test makes it through the store the processes share).
-	rdb := r.client(t)
-	store, err := redisstore.New(rdb, redisstore.Config{})
-	is.NoErr(err)
-	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1)})
-	is.NoErr(err)
+	svc, _ := storeService(t, r)
 	secret, err := svc.WebhookSecret(context.Background(), "demo-1")
 	is.NoErr(err)
 	recv := &hookReceiver{secret: secret}
@@ -73,6 +66,7 @@ func TestWebhookDeliverySurvivesARestart(t *testing.T) {
 	is.Equal(code, http.StatusCreated)
 	id := sub["task_id"].(string)
 
+	rdb := r.client(t)
 	waitUntil(t, 20*time.Second, "the first delivery is answered 500 and its retry recorded", func() bool {
 		n, _ := rdb.HGet(context.Background(), "{imagegen}:task:"+id, "hook_attempts").Int()
 		return recv.count() == 1 && n == 1
