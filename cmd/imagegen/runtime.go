@@ -89,7 +89,7 @@ func serviceConfig(c runtimeConfig, getenv func(string) string, be backend, log 
 	}, nil
 }
 
-// runtimeDeps is what a serve or worker process runs on.
+// runtimeDeps is what a process runs its service on.
 type runtimeDeps struct {
 	backend // the caller closes it
 	obs     *observability
@@ -104,19 +104,20 @@ func openRuntime(ctx context.Context, c runtimeConfig, rateLimit int, getenv fun
 	if err != nil {
 		return runtimeDeps{}, err
 	}
-	rt := runtimeDeps{backend: be}
-	if rt.obs, err = newObservability(c.opsConfig, be.store); err == nil {
-		rt.service, err = serviceConfig(c, getenv, be, log)
-	}
+	fail := func(err error) (runtimeDeps, error) { _ = be.close(); return runtimeDeps{}, err }
+	obs, err := newObservability(c.opsConfig, be.store)
 	if err != nil {
-		_ = be.close()
-		return runtimeDeps{}, err
+		return fail(err)
 	}
-	rt.service.Observer = rt.obs.observer()
+	cfg, err := serviceConfig(c, getenv, be, log)
+	if err != nil {
+		return fail(err)
+	}
+	cfg.Observer = obs.observer()
 	if c.workers > 0 {
-		rt.obs.checkModel(rt.service.Model)
+		obs.checkModel(cfg.Model)
 	}
-	return rt, nil
+	return runtimeDeps{backend: be, obs: obs, service: cfg}, nil
 }
 
 // withService opens the shared store and runs fn with a service on it.
@@ -124,18 +125,17 @@ func withService(ctx context.Context, stores storeFlags, fn func(*imagegen.Servi
 	return withLoggedService(ctx, stores, slog.New(slog.DiscardHandler), fn)
 }
 
-// withLoggedService is withService with the service logging to log.
+// withLoggedService is withService with the service logging to log. The
+// service runs no workers: the admin commands only read and change the
+// store.
 func withLoggedService(ctx context.Context, stores storeFlags, log *slog.Logger, fn func(*imagegen.Service) error) error {
-	be, err := openBackend(ctx, backendConfig{storeFlags: stores, retention: 24 * time.Hour, rateLimit: 1})
+	c := runtimeConfig{storeFlags: stores, model: placeholder.Name, retention: 24 * time.Hour, lease: 30 * time.Second}
+	rt, err := openRuntime(ctx, c, 1, noEnv, log)
 	if err != nil {
 		return err
 	}
-	defer be.close()
-	cfg, err := serviceConfig(runtimeConfig{model: placeholder.Name, retention: 24 * time.Hour, lease: 30 * time.Second}, noEnv, be, log)
-	if err != nil {
-		return err
-	}
-	svc, err := imagegen.New(cfg)
+	defer rt.close()
+	svc, err := imagegen.New(rt.service)
 	if err != nil {
 		return err
 	}
