@@ -120,6 +120,22 @@ func openRuntime(ctx context.Context, c runtimeConfig, rateLimit int, getenv fun
 	return runtimeDeps{backend: be, obs: obs, service: cfg}, nil
 }
 
+// openService is openRuntime with the service made on it, for the
+// processes that run the service themselves (worker, the admin commands)
+// rather than through server.New. The caller closes the runtime.
+func openService(ctx context.Context, c runtimeConfig, rateLimit int, getenv func(string) string, log *slog.Logger) (*imagegen.Service, runtimeDeps, error) {
+	rt, err := openRuntime(ctx, c, rateLimit, getenv, log)
+	if err != nil {
+		return nil, runtimeDeps{}, err
+	}
+	svc, err := imagegen.New(rt.service)
+	if err != nil {
+		_ = rt.close()
+		return nil, runtimeDeps{}, err
+	}
+	return svc, rt, nil
+}
+
 // withService opens the shared store and runs fn with a service on it.
 func withService(ctx context.Context, stores storeFlags, fn func(*imagegen.Service) error) error {
 	return withLoggedService(ctx, stores, slog.New(slog.DiscardHandler), fn)
@@ -130,15 +146,11 @@ func withService(ctx context.Context, stores storeFlags, fn func(*imagegen.Servi
 // store.
 func withLoggedService(ctx context.Context, stores storeFlags, log *slog.Logger, fn func(*imagegen.Service) error) error {
 	c := runtimeConfig{storeFlags: stores, model: placeholder.Name, retention: 24 * time.Hour, lease: 30 * time.Second}
-	rt, err := openRuntime(ctx, c, 1, noEnv, log)
+	svc, rt, err := openService(ctx, c, 1, noEnv, log)
 	if err != nil {
 		return err
 	}
 	defer rt.close()
-	svc, err := imagegen.New(rt.service)
-	if err != nil {
-		return err
-	}
 	return fn(svc)
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-
-	"github.com/imagegen/imagegen"
 )
 
 // worker runs generations only, against a shared Redis or PostgreSQL,
@@ -30,15 +28,11 @@ func worker(ctx context.Context, args []string, getenv func(string) string, _, s
 		return errors.New("-workers must be at least 1 for a worker process")
 	}
 	log := c.logger(stderr)
-	rt, err := openRuntime(ctx, c, 1, getenv, log)
+	svc, rt, err := openService(ctx, c, 1, getenv, log)
 	if err != nil {
 		return err
 	}
 	defer rt.close()
-	svc, err := imagegen.New(rt.service)
-	if err != nil {
-		return err
-	}
 	admin, stopAdmin, err := rt.obs.startAdmin(ctx, c.opsConfig, log)
 	if err != nil {
 		return err
