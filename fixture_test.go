@@ -85,6 +85,15 @@ func (f fixture) runOnce(t *testing.T) bool {
 	return ran
 }
 
+// runInBackground starts the service's workers (Run) on their own;
+// cancel stops them, and stopped then receives Run's result.
+func (f fixture) runInBackground() (cancel context.CancelFunc, stopped <-chan error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.svc.Run(runCtx) }()
+	return cancel, done
+}
+
 func (f fixture) task(t *testing.T, owner, id string) *imagegen.Task {
 	t.Helper()
 	task, err := f.svc.Task(ctx, owner, id)

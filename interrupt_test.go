@@ -26,9 +26,7 @@ func TestShutdownReleaseKeepsAttempts(t *testing.T) {
 	f := newFixture(t, model, func(c *imagegen.Config) { c.MaxAttempts = 2; c.ShutdownTimeout = time.Second })
 	f.funded(t, "u", 1)
 	sub := f.submit(t, "u")
-	runCtx, cancel := context.WithCancel(ctx)
-	stopped := make(chan error)
-	go func() { stopped <- f.svc.Run(runCtx) }()
+	cancel, stopped := f.runInBackground()
 	<-started
 	cancel()
 	for done := false; !done; {
