@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/google/uuid"
 	"github.com/matryer/is"
 	goredis "github.com/redis/go-redis/v9"
@@ -23,23 +22,6 @@ import (
 	"github.com/imagegen/imagegen/internal/redistest"
 	"github.com/imagegen/imagegen/internal/s3test"
 )
-
-// testRedisURL is a Redis for serve processes: miniredis in this process
-// (the child connects over loopback), or, when IMAGEGEN_TEST_REDIS is
-// set, a redis-server process of the test's own (an empty server, so
-// no one else's keys are read or touched). passTime(d) lets d pass for
-// its TTLs: miniredis's clock only moves when told; a real server's
-// moves by itself.
-func testRedisURL(t *testing.T) (url string, rdb *goredis.Client, passTime func(time.Duration)) {
-	if os.Getenv(redistest.EnvVar) != "" {
-		r := startRedis(t)
-		return r.url(), r.client(t), func(time.Duration) {}
-	}
-	mr := miniredis.RunT(t)
-	rdb = goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	return "redis://" + mr.Addr() + "/0", rdb, mr.FastForward
-}
 
 // largestValue returns the largest value in Redis (bytes of a string;
 // for a hash, list, set or sorted set, its fields and members added up)

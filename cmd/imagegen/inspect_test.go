@@ -9,9 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/matryer/is"
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
@@ -24,10 +22,7 @@ import (
 func TestInspectCommands(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	r := miniredis.RunT(t)
-	url := "redis://" + r.Addr() + "/0"
-	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	url, rdb, _ := testRedisURL(t)
 	store, err := redisstore.New(rdb, redisstore.Config{})
 	is.NoErr(err)
 	broken := &imagegen.ModelError{Provider: "scripted", Misconfigured: true, Message: "no access"}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/imagegen/imagegen/internal/redistest"
 	"github.com/matryer/is"
 	goredis "github.com/redis/go-redis/v9"
@@ -116,6 +117,23 @@ func (r *redisServer) client(t *testing.T) *goredis.Client {
 	rdb := goredis.NewClient(&goredis.Options{Addr: r.addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
+}
+
+// testRedisURL is a Redis for serve processes: miniredis in this process
+// (the child connects over loopback), or, when IMAGEGEN_TEST_REDIS is
+// set, a redis-server process of the test's own (an empty server, so
+// no one else's keys are read or touched). passTime(d) lets d pass for
+// its TTLs: miniredis's clock only moves when told; a real server's
+// moves by itself.
+func testRedisURL(t *testing.T) (url string, rdb *goredis.Client, passTime func(time.Duration)) {
+	if os.Getenv(redistest.EnvVar) != "" {
+		r := startRedis(t)
+		return r.url(), r.client(t), func(time.Duration) {}
+	}
+	mr := miniredis.RunT(t)
+	rdb = goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return "redis://" + mr.Addr() + "/0", rdb, mr.FastForward
 }
 
 // proc is an imagegen process of the test's own.
