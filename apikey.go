@@ -122,9 +122,41 @@ func (s *Service) CreateKey(ctx context.Context, owner string, opts ...KeyOption
 	if err := checkKeyName(labels.Name); err != nil {
 		return "", APIKey{}, err
 	}
+	if err := s.checkKeyCount(ctx, owner); err != nil {
+		return "", APIKey{}, err
+	}
 	key := NewAPIKey()
 	rec, err := s.putKey(ctx, owner, key, labels.Name)
 	return key, rec, err
+}
+
+// DefaultMaxKeysPerOwner is Config.MaxKeysPerOwner's default.
+const DefaultMaxKeysPerOwner = 20
+
+// checkKeyCount refuses a new key when owner already holds
+// Config.MaxKeysPerOwner unrevoked ones. Two creates at the same moment
+// may both pass it: the bound is exceeded by at most the number of
+// concurrent creates, which is enough to stop a client from piling up
+// keys.
+func (s *Service) checkKeyCount(ctx context.Context, owner string) error {
+	limit := s.cfg.MaxKeysPerOwner
+	if limit < 0 || owner == "" {
+		return nil
+	}
+	keys, err := s.cfg.Store.Keys(ctx, owner)
+	if err != nil {
+		return fmt.Errorf("imagegen: count keys: %w", err)
+	}
+	active := 0
+	for _, k := range keys {
+		if !k.Revoked {
+			active++
+		}
+	}
+	if active >= limit {
+		return invalid("keys", "at most %d API keys may be active at once; revoke one first", limit)
+	}
+	return nil
 }
 
 func checkKeyName(name string) error {
@@ -192,10 +224,25 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*APIKey, error)
 	if subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(hash)) != 1 || rec.Revoked {
 		return nil, fmt.Errorf("unknown key: %w", ErrUnauthorized)
 	}
+	s.touchKey(ctx, rec)
 	return rec, nil
 }
 
-// Keys lists owner's keys (hashes and hints only).
+// touchKey records the use of rec when its recorded last use is at least
+// KeyUseGranularity old (by this process's clock; the store checks again
+// by its own), so most requests write nothing. A failed write is logged,
+// never an authentication failure: last use is for people to read.
+func (s *Service) touchKey(ctx context.Context, rec *APIKey) {
+	if s.cfg.Clock.Now().Sub(rec.LastUsedAt) < KeyUseGranularity {
+		return
+	}
+	if err := s.cfg.Store.TouchKey(ctx, rec.Hash); err != nil && ctx.Err() == nil {
+		s.log.WarnContext(ctx, "could not record the use of an API key", "key_id", rec.ID, "err", err)
+	}
+}
+
+// Keys lists owner's keys (hashes and hints only), oldest first, each
+// with its last use (APIKey.LastUsedAt, to within KeyUseGranularity).
 func (s *Service) Keys(ctx context.Context, owner string) ([]APIKey, error) {
 	ks, err := s.cfg.Store.Keys(ctx, owner)
 	if err != nil {

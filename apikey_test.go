@@ -1,9 +1,11 @@
 package imagegen_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -57,4 +59,61 @@ func TestCreateKeyWithName(t *testing.T) {
 	keys, err = f.svc.Keys(ctx, "u")
 	is.NoErr(err)
 	is.Equal(len(keys), 1) // refused names stored nothing
+}
+
+// touchCounter counts the store writes that record a key's use.
+type touchCounter struct {
+	imagegen.Store
+	touches int
+}
+
+func (c *touchCounter) TouchKey(ctx context.Context, hash string) error {
+	c.touches++
+	return c.Store.TouchKey(ctx, hash)
+}
+
+// Authenticate records a key's last use, writing to the store only when
+// the recorded use is at least KeyUseGranularity old.
+func TestAuthenticateRecordsLastUse(t *testing.T) {
+	is := is.New(t)
+	var counter *touchCounter
+	f := newFixture(t, imagegentest.NewModel(1), func(c *imagegen.Config) {
+		counter = &touchCounter{Store: c.Store}
+		c.Store = counter
+	})
+	key, rec, err := f.svc.CreateKey(ctx, "u")
+	is.NoErr(err)
+	is.True(rec.LastUsedAt.IsZero())
+	lastUse := func() time.Time {
+		keys, err := f.svc.Keys(ctx, "u")
+		is.NoErr(err)
+		return keys[0].LastUsedAt
+	}
+	is.True(lastUse().IsZero()) // never used
+
+	_, err = f.svc.Authenticate(ctx, key)
+	is.NoErr(err)
+	first := f.clock.Now()
+	is.True(lastUse().Equal(first))
+	is.Equal(counter.touches, 1)
+
+	// Requests within the granularity write nothing.
+	for range 5 {
+		f.clock.Advance(10 * time.Second)
+		_, err = f.svc.Authenticate(ctx, key)
+		is.NoErr(err)
+	}
+	is.Equal(counter.touches, 1)
+	is.True(lastUse().Equal(first))
+
+	f.clock.Advance(10 * time.Second) // a minute since the recorded use
+	_, err = f.svc.Authenticate(ctx, key)
+	is.NoErr(err)
+	is.Equal(counter.touches, 2)
+	is.True(lastUse().Equal(first.Add(time.Minute)))
+
+	// A refused key records nothing.
+	_, err = f.svc.Authenticate(ctx, "unknown-key-0123456789")
+	is.True(errors.Is(err, imagegen.ErrUnauthorized))
+	is.Equal(counter.touches, 2)
 }

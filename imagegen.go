@@ -24,6 +24,12 @@ type Config struct {
 	Observer Observer
 
 	// Workers is how many generations Run executes at once (default 4).
+	// A generation's slot is free again as soon as the model answers:
+	// storing the outcome (image bytes, then the task's record) goes on
+	// beside the next generation, so outcomes that are stored at the
+	// same time share a commit. At most 4×Workers outcomes wait to be
+	// stored at once (their images held in memory); beyond that a
+	// finished generation keeps its slot until one is stored.
 	Workers int
 	// GenerateTimeout bounds one attempt of one generation (default 2m).
 	GenerateTimeout time.Duration
@@ -61,6 +67,13 @@ type Config struct {
 	// skew between this process and the BlobStore.
 	OrphanGrace time.Duration
 
+	// MaxKeysPerOwner bounds the API keys one owner may hold unrevoked
+	// (CreateKey refuses another until one is revoked), so that nobody
+	// multiplies the per-key rate limit or fills the store with keys
+	// (default DefaultMaxKeysPerOwner; negative: no bound). Keys an
+	// operator imports (ImportKey) are not refused.
+	MaxKeysPerOwner int
+
 	// AllowHTTPCallbacks lets callback_url be plain http or an address
 	// that is not public, such as localhost (development); by default it
 	// must be https to a public address. Either way deliveries go through
@@ -92,6 +105,7 @@ func (c Config) withDefaults() Config {
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 30*time.Second)
 	c.BlobSweepInterval = cmp.Or(c.BlobSweepInterval, 5*time.Minute)
 	c.OrphanGrace = cmp.Or(c.OrphanGrace, 10*time.Minute)
+	c.MaxKeysPerOwner = cmp.Or(c.MaxKeysPerOwner, DefaultMaxKeysPerOwner)
 	return c
 }
 
@@ -121,6 +135,9 @@ type Service struct {
 	cfg  Config
 	log  *slog.Logger
 	wake chan struct{} // nudges idle local workers after a submit
+	// providers counts provider calls and fallbacks until the next
+	// FlushProviderStats.
+	providers providerTally
 }
 
 // New returns a Service for cfg, or an error naming the bad field.

@@ -99,6 +99,9 @@ func (in *Inspector) Retry(ctx context.Context, id string, recharge bool, reason
 	if err := in.s.cfg.Store.RequeueTask(ctx, id, recharge); err != nil {
 		return fmt.Errorf("imagegen: retry: %w", err)
 	}
+	if recharge {
+		in.s.cfg.Observer.CreditsCharged(t.Cost)
+	}
 	in.s.wakeWorkers()
 	in.s.log.InfoContext(ctx, "operator action", "action", "retry", "task_id", id, "owner", t.Owner,
 		"recharge", recharge, "cost", t.Cost, "previous_error", t.Error, "reason", reason)

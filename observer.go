@@ -18,11 +18,21 @@ type Observer interface {
 	// TaskClaimed: a worker took a task that had waited queued since it
 	// became ready (submitted, or its retry delay ended).
 	TaskClaimed(model string, queued time.Duration)
-	// TaskFinished: a task reached success or failed in this process.
-	// generation is how long its last attempt ran (0 for a cancel).
+	// TaskFinished: a task reached success or failed in this process:
+	// its worker stored the outcome, a cancel was stored (by its owner or
+	// an operator), or lease recovery (Service.Recover) failed it with
+	// CodeInternal because its workers kept dying. generation is how
+	// long its last attempt ran; 0 when that is not known (a cancel, a
+	// lease recovery).
 	TaskFinished(model string, status Status, code ErrorCode, generation time.Duration)
 	// CreditsRefunded: a failed or cancelled task's cost was given back.
+	// A failure of a task that an operator retried free of charge gives
+	// nothing back, and is not reported.
 	CreditsRefunded(credits int64)
+	// CreditsCharged: an operator charged a failed task's cost again to
+	// retry it (Inspector.Retry with recharge). The charge at submit is
+	// TaskSubmitted's cost; together they are every credit charged.
+	CreditsCharged(credits int64)
 	// ProviderRequest: one generation call to a provider ended with
 	// outcome (see ProviderOutcome).
 	ProviderRequest(provider, outcome string)
@@ -44,6 +54,9 @@ func (NopObserver) TaskFinished(string, Status, ErrorCode, time.Duration) {}
 
 // CreditsRefunded does nothing.
 func (NopObserver) CreditsRefunded(int64) {}
+
+// CreditsCharged does nothing.
+func (NopObserver) CreditsCharged(int64) {}
 
 // ProviderRequest does nothing.
 func (NopObserver) ProviderRequest(string, string) {}

@@ -44,6 +44,7 @@ func (r *recorder) TaskFinished(model string, status imagegen.Status, code image
 	r.add("finished %s %s %q", model, status, code)
 }
 func (r *recorder) CreditsRefunded(credits int64) { r.add("refunded %d", credits) }
+func (r *recorder) CreditsCharged(credits int64)  { r.add("charged %d", credits) }
 func (r *recorder) ProviderRequest(provider, outcome string) {
 	r.add("provider %s %s", provider, outcome)
 }

@@ -19,7 +19,7 @@ import (
 // clocks.
 //
 // Implementations must pass the conformance suite in store/storetest.
-// Backends in this module: store/memory and store/redis.
+// Backends in this module: store/memory, store/redis and store/postgres.
 type Store interface {
 	TaskStore
 	ImageStore
@@ -98,10 +98,40 @@ type TaskStore interface {
 	CancelTask(ctx context.Context, owner, id string) error
 
 	// RecoverExpired sends tasks whose lease has ended back to pending, or
-	// fails (CodeInternal) and refunds them when they have had maxAttempts
-	// attempts (Attempt - Released: released claims do not count).
-	// It returns how many tasks it moved.
-	RecoverExpired(ctx context.Context, maxAttempts int) (int, error)
+	// fails them (CodeInternal, ExpiredLeaseMessage) and refunds them, as
+	// FailTask would, when they have had maxAttempts attempts (Attempt -
+	// Released: released claims do not count). It reports how many tasks
+	// it requeued and each task it failed, so that the caller can count
+	// and log the failures; on an error, what it reports was done.
+	RecoverExpired(ctx context.Context, maxAttempts int) (Recovery, error)
+}
+
+// Recovery is what one Store.RecoverExpired call did.
+type Recovery struct {
+	// Requeued counts the tasks sent back to pending.
+	Requeued int
+	// Failed lists the tasks failed because their lease expired on their
+	// last allowed attempt, in no particular order.
+	Failed []ExpiredTask
+}
+
+// Moved is how many tasks the recovery moved: requeued and failed.
+func (r Recovery) Moved() int { return r.Requeued + len(r.Failed) }
+
+// ExpiredTask is a task that RecoverExpired failed: what the service
+// needs to count it (Observer.TaskFinished, Observer.CreditsRefunded)
+// and to log it.
+type ExpiredTask struct {
+	ID        string
+	Owner     string
+	Model     string
+	RequestID string // the submitting request's id (Task.RequestID); "" if none
+	Attempts  int    // the attempts it had, released claims not counted
+	Cost      int64  // the credits charged for it
+	// Refund is how many credits the failure gave back: Cost, or 0 when
+	// the task had been refunded before (an operator's free retry,
+	// Inspector.Retry without recharge).
+	Refund int64
 }
 
 // ImageStore keeps the records of images; their bytes are in Blobs().
@@ -175,7 +205,17 @@ type APIKey struct {
 	Name      string // optional label the owner chose ("laptop", "CI"); may be empty
 	CreatedAt time.Time
 	Revoked   bool
+	// LastUsedAt is when the key last authenticated a request, to within
+	// KeyUseGranularity; zero when it never has. The store sets it
+	// (TouchKey).
+	LastUsedAt time.Time
 }
+
+// KeyUseGranularity is how precisely a key's last use is recorded: the
+// service records a use only when the recorded one is at least this old,
+// so a key in constant use costs one store write a minute, not one per
+// request, and LastUsedAt may lag the true last use by up to this much.
+const KeyUseGranularity = time.Minute
 
 // KeyStore keeps API keys by hash.
 type KeyStore interface {
@@ -186,6 +226,14 @@ type KeyStore interface {
 	KeyByHash(ctx context.Context, hash string) (*APIKey, error)
 	// Keys lists the owner's keys, revoked ones included.
 	Keys(ctx context.Context, owner string) ([]APIKey, error)
+	// TouchKey records that the key with the given hash was used now (by
+	// the store's clock), unless its LastUsedAt is already less than
+	// KeyUseGranularity old, in which case it changes nothing: concurrent
+	// touches by many processes write at most once a minute. It returns
+	// ErrKeyNotFound when no key has the hash. Service.Authenticate calls
+	// it only when the LastUsedAt it just read is stale, so the hot path
+	// of every request stays a single read.
+	TouchKey(ctx context.Context, hash string) error
 	// RevokeKey revokes the owner's key with the given id, or returns
 	// ErrKeyNotFound.
 	RevokeKey(ctx context.Context, owner, id string) error
@@ -332,4 +380,19 @@ type OperatorStore interface {
 	// (finished tasks past ExpiresAt, their images, index entries of
 	// removed tasks) and returns how many tasks it removed or unindexed.
 	PurgeExpired(ctx context.Context) (int, error)
+	// AddProviderStats adds st's counts to the bucket of the current
+	// minute (ProviderStatsBucket, by the store's clock), where every
+	// process's counts add up; entries that st repeats add up too. It is
+	// one round trip (Redis: two, the first reading the server's time)
+	// and writes nothing for an empty st. Buckets are dropped once
+	// ProviderStatsRetention has passed. Workers call it every
+	// ProviderStatsFlushInterval, never per generation
+	// (Service.FlushProviderStats).
+	AddProviderStats(ctx context.Context, st ProviderStats) error
+	// ProviderStats returns the sums of the buckets of the last window,
+	// by the store's clock and to the minute: the bucket that holds
+	// now-window and every later one (window at most
+	// ProviderStatsRetention; 0 means the current minute). The entries
+	// may come in any order, without zero counts.
+	ProviderStats(ctx context.Context, window time.Duration) (ProviderStats, error)
 }

@@ -13,6 +13,10 @@ import (
 	"github.com/imagegen/imagegen/internal/slots"
 )
 
+// recordBacklog × Config.Workers bounds the outcomes that wait to be
+// stored while the next generations run (see Config.Workers).
+const recordBacklog = 4
+
 // Run executes generations until ctx ends: it claims ready tasks (at most
 // Config.Workers at a time), runs them on the model with a renewed lease,
 // and regularly sends tasks whose lease expired (their worker died) back
@@ -20,7 +24,9 @@ import (
 // Config.ShutdownTimeout for running generations, then cancels the rest and
 // gives their tasks back to the queue. It returns nil after a clean stop.
 // It also deletes image bytes without a record (SweepBlobs) every
-// Config.BlobSweepInterval.
+// Config.BlobSweepInterval, and writes the provider statistics it counted
+// to the store every ProviderStatsFlushInterval and once more when it
+// stops (FlushProviderStats).
 func (s *Service) Run(ctx context.Context) error {
 	if s.cfg.Workers == 0 {
 		<-ctx.Done()
@@ -31,10 +37,14 @@ func (s *Service) Run(ctx context.Context) error {
 	defer cancelWork()
 
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		s.recoverLoop(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		s.providerStatsLoop(ctx)
 	}()
 	go func() {
 		defer wg.Done()
@@ -42,6 +52,7 @@ func (s *Service) Run(ctx context.Context) error {
 	}()
 
 	pool := slots.New(s.cfg.Workers)
+	recording := make(chan struct{}, recordBacklog*s.cfg.Workers)
 	var running sync.WaitGroup
 claim:
 	for {
@@ -71,8 +82,16 @@ claim:
 		for _, t := range tasks {
 			running.Add(1)
 			go func() {
-				defer func() { pool.Give(1); running.Done() }()
-				s.process(workCtx, t)
+				defer running.Done()
+				out := s.generate(workCtx, t)
+				// Store the outcome without holding a generation slot, so
+				// the next task starts while this one commits (and
+				// outcomes that wait together share a commit); at most
+				// recordBacklog×Workers outcomes wait to be stored.
+				recording <- struct{}{}
+				pool.Give(1)
+				s.record(workCtx, t, out)
+				<-recording
 			}()
 		}
 	}
@@ -87,12 +106,14 @@ claim:
 		<-done
 	}
 	wg.Wait()
+	s.finalProviderStatsFlush(ctx)
 	return nil
 }
 
 // RunOnce claims one ready task and runs it to the end of this attempt in
 // the calling goroutine. It reports whether there was a task. Tests use it
-// to drive work deterministically.
+// to drive work deterministically. The provider statistics it counts
+// reach the store with the next FlushProviderStats.
 func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 	t, err := s.cfg.Store.ClaimTask(ctx, s.cfg.LeaseDuration)
 	if errors.Is(err, ErrNoTask) {
@@ -106,13 +127,25 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 }
 
 // Recover sends tasks whose lease expired back to the queue, or fails and
-// refunds them after MaxAttempts. Run calls it regularly.
+// refunds them after MaxAttempts, and returns how many it moved. Each
+// task it fails is logged and counted (Observer.TaskFinished with
+// CodeInternal, Observer.CreditsRefunded), like a failure in a worker.
+// Run calls it regularly.
 func (s *Service) Recover(ctx context.Context) (int, error) {
-	n, err := s.cfg.Store.RecoverExpired(ctx, s.cfg.MaxAttempts)
-	if err != nil {
-		return n, fmt.Errorf("imagegen: recover: %w", err)
+	rec, err := s.cfg.Store.RecoverExpired(ctx, s.cfg.MaxAttempts)
+	for _, t := range rec.Failed {
+		s.cfg.Observer.TaskFinished(t.Model, StatusFailed, CodeInternal, 0)
+		if t.Refund > 0 {
+			s.cfg.Observer.CreditsRefunded(t.Refund)
+		}
+		s.log.WarnContext(ctx, "task failed: its lease expired on its last attempt",
+			"task_id", t.ID, "request_id", t.RequestID, "model", t.Model, "attempts", t.Attempts,
+			"refunded", t.Refund)
 	}
-	return n, nil
+	if err != nil {
+		return rec.Moved(), fmt.Errorf("imagegen: recover: %w", err)
+	}
+	return rec.Moved(), nil
 }
 
 func (s *Service) recoverLoop(ctx context.Context) {
@@ -132,7 +165,21 @@ func (s *Service) recoverLoop(ctx context.Context) {
 }
 
 // process runs one claimed attempt of t and records its outcome.
-func (s *Service) process(ctx context.Context, t *Task) {
+func (s *Service) process(ctx context.Context, t *Task) { s.record(ctx, t, s.generate(ctx, t)) }
+
+// attempt is how one generation attempt ended, for record.
+type attempt struct {
+	log       *slog.Logger
+	images    []GeneratedImage
+	err       error
+	took      time.Duration
+	timedOut  bool
+	cancelled bool // the task ended elsewhere (its owner cancelled it)
+}
+
+// generate runs one claimed attempt of t on the model, its lease renewed
+// meanwhile.
+func (s *Service) generate(ctx context.Context, t *Task) attempt {
 	log := s.log.With("task_id", t.ID, "request_id", t.RequestID, "attempt", t.Attempt, "model", t.Model)
 	queued := max(t.UpdatedAt.Sub(t.RunAfter), 0) // claimed at UpdatedAt
 	s.cfg.Observer.TaskClaimed(t.Model, queued)
@@ -146,7 +193,7 @@ func (s *Service) process(ctx context.Context, t *Task) {
 		s.renewLease(genCtx, cancel, t, log)
 	}()
 	cancelled := s.cancelWhenFinishedElsewhere(genCtx, cancel, t)
-	events := &taskEvents{log: log, obs: s.cfg.Observer}
+	events := &taskEvents{log: log, obs: s.cfg.Observer, tally: &s.providers}
 	started := time.Now()
 	imgs, err := s.cfg.Model.Generate(genCtx, Generation{
 		TaskID: t.ID, Model: t.Model, Request: t.Request, Attempt: t.Attempt, RequestID: t.RequestID, Events: events,
@@ -158,8 +205,14 @@ func (s *Service) process(ctx context.Context, t *Task) {
 	if !events.reported.Load() {
 		events.ProviderAnswered(t.Model, err)
 	}
+	return attempt{log: log, images: imgs, err: err, took: took, timedOut: timedOut, cancelled: cancelled.Load()}
+}
 
-	if cancelled.Load() {
+// record stores how attempt a of t ended: success, a retry, a refund, or
+// the task given back at shutdown.
+func (s *Service) record(ctx context.Context, t *Task, a attempt) {
+	log, imgs, err, took, timedOut := a.log, a.images, a.err, a.took, a.timedOut
+	if a.cancelled {
 		log.Info("task cancelled while it ran; generation stopped")
 		return
 	}
@@ -213,13 +266,16 @@ func (s *Service) finished(log *slog.Logger, err error, t *Task, f Failure, took
 		return
 	}
 	s.cfg.Observer.TaskFinished(t.Model, StatusFailed, f.Code, took)
-	s.cfg.Observer.CreditsRefunded(t.Cost)
+	if !t.Refunded { // an operator's free retry: no refund was due
+		s.cfg.Observer.CreditsRefunded(t.Cost)
+	}
 }
 
 // taskEvents logs and counts what a model reports during one attempt.
 type taskEvents struct {
 	log      *slog.Logger
 	obs      Observer
+	tally    *providerTally // the Service's, for the store's provider stats
 	reported atomic.Bool
 }
 
@@ -227,6 +283,7 @@ func (e *taskEvents) ProviderAnswered(provider string, err error) {
 	e.reported.Store(true)
 	outcome := ProviderOutcome(err)
 	e.obs.ProviderRequest(provider, outcome)
+	e.tally.request(provider, outcome)
 	if err != nil {
 		e.log.Info("provider answered", "provider", provider, "outcome", outcome, "cause", err.Error())
 		return
@@ -237,6 +294,7 @@ func (e *taskEvents) ProviderAnswered(provider string, err error) {
 func (e *taskEvents) FellBack(from, to string, err error) {
 	e.reported.Store(true)
 	e.obs.Fallback(from, to)
+	e.tally.fallback(from, to)
 	e.log.Warn("falling back to the next model", "from", from, "to", to, "cause", fmt.Sprint(err))
 }
 

@@ -29,14 +29,21 @@ import (
 //
 // Each side gets a schema of its own (created, migrated, dropped after).
 
+// serviceURL is the URL in the environment variable env, or skips the
+// benchmark, saying what to set (example is such a URL).
+func serviceURL(b *testing.B, env, example string) string {
+	b.Helper()
+	url := os.Getenv(env)
+	if url == "" {
+		b.Skipf("%s is not set (e.g. %s)", env, example)
+	}
+	return url
+}
+
 // pgPool connects to IMAGEGEN_TEST_POSTGRES or skips.
 func pgPool(b *testing.B) *pgxpool.Pool {
 	b.Helper()
-	url := os.Getenv("IMAGEGEN_TEST_POSTGRES")
-	if url == "" {
-		b.Skip("IMAGEGEN_TEST_POSTGRES is not set (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := pgxpool.ParseConfig(serviceURL(b, "IMAGEGEN_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"))
 	if err != nil {
 		b.Fatalf("IMAGEGEN_TEST_POSTGRES: %v", err)
 	}

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strconv"
 	"testing"
 
@@ -18,11 +17,7 @@ var ctx = context.Background()
 // redisOptions reads IMAGEGEN_TEST_REDIS or skips.
 func redisOptions(b *testing.B) *goredis.Options {
 	b.Helper()
-	url := os.Getenv("IMAGEGEN_TEST_REDIS")
-	if url == "" {
-		b.Skip("IMAGEGEN_TEST_REDIS is not set (e.g. redis://127.0.0.1:6379/15)")
-	}
-	opt, err := goredis.ParseURL(url)
+	opt, err := goredis.ParseURL(serviceURL(b, "IMAGEGEN_TEST_REDIS", "redis://127.0.0.1:6379/15"))
 	if err != nil {
 		b.Fatalf("IMAGEGEN_TEST_REDIS: %v", err)
 	}

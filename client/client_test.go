@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/matryer/is"
@@ -24,10 +24,9 @@ var fox = imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a red fox"
 func isGet(a arrival) bool { return a.method == http.MethodGet && strings.Contains(a.path, "/tasks/") }
 
 func TestSubmitTaskWaitDownload(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
 		ctx := context.Background()
-		e := newEnv(t)
 		sl := &sleepLog{}
 		c := e.client(client.WithUserAgent("client-test/1"), client.WithClock(sl))
 
@@ -78,9 +77,8 @@ func TestSubmitTaskWaitDownload(t *testing.T) {
 // wait=25) and answers as soon as the task ends; the client polls again at
 // once, without sleeping.
 func TestWaitLongPolls(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
-		e := newEnv(t)
 		sl := &sleepLog{}
 		c := e.client(client.WithClock(sl))
 		sub, err := c.Submit(context.Background(), fox)
@@ -104,9 +102,8 @@ func TestWaitLongPolls(t *testing.T) {
 // TestWaitBacksOffWhenLongPollsReturnAtOnce: a server that says it applied
 // the wait but answers at once does not make Wait poll in a tight loop.
 func TestWaitBacksOffWhenLongPollsReturnAtOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
-		e := newEnv(t)
 		e.setWrap(func(next http.Handler) http.Handler {
 			return ignorePrefer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Preference-Applied", "wait=25")
@@ -115,11 +112,7 @@ func TestWaitBacksOffWhenLongPollsReturnAtOnce(t *testing.T) {
 		})
 		sl := &sleepLog{}
 		c := e.client(client.WithClock(sl))
-		sub, err := c.Submit(context.Background(), fox)
-		is.NoErr(err)
-		e.finishAfter(5 * time.Second)
-		task, err := c.Wait(context.Background(), sub.TaskID)
-		is.NoErr(err)
+		task := waitOut(t, e, c, 5*time.Second)
 		is.Equal(task.Status, imagegen.StatusSuccess)
 		is.Equal(sl.sleeps(), []time.Duration{time.Second, 2 * time.Second, 4 * time.Second})
 	})
@@ -128,17 +121,12 @@ func TestWaitBacksOffWhenLongPollsReturnAtOnce(t *testing.T) {
 // TestWaitBacksOffWhenPreferIgnored: a server without the long-poll
 // extension ignores Prefer, and Wait polls with a growing interval.
 func TestWaitBacksOffWhenPreferIgnored(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
-		e := newEnv(t)
 		e.setWrap(ignorePrefer)
 		sl := &sleepLog{}
 		c := e.client(client.WithClock(sl))
-		sub, err := c.Submit(context.Background(), fox)
-		is.NoErr(err)
-		e.finishAfter(15 * time.Second)
-		task, err := c.Wait(context.Background(), sub.TaskID)
-		is.NoErr(err)
+		task := waitOut(t, e, c, 15*time.Second)
 		is.Equal(task.Status, imagegen.StatusSuccess)
 		is.Equal(sl.sleeps(), []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 6 * time.Second, 6 * time.Second})
 		gets := only(e.log(), isGet)
@@ -150,16 +138,11 @@ func TestWaitBacksOffWhenPreferIgnored(t *testing.T) {
 }
 
 func TestWaitFailedTask(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
-		e := newEnv(t)
 		c := e.client()
 		e.model.Then(imagegentest.Fail(&imagegen.ModelError{Provider: "scripted", Refused: true, Message: "the prompt was blocked"}))
-		sub, err := c.Submit(context.Background(), fox)
-		is.NoErr(err)
-		e.finishAfter(10 * time.Second)
-		task, err := c.Wait(context.Background(), sub.TaskID)
-		is.NoErr(err) // a failed task is not an API error
+		task := waitOut(t, e, c, 10*time.Second) // a failed task is not an API error
 		is.Equal(task.Status, imagegen.StatusFailed)
 		is.True(strings.Contains(task.Error, "the prompt was blocked"))
 		is.Equal(task.Images, nil)
@@ -170,9 +153,8 @@ func TestWaitFailedTask(t *testing.T) {
 }
 
 func TestGenerate(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
-		e := newEnv(t)
 		sl := &sleepLog{}
 		c := e.client(client.WithClock(sl))
 		e.finishAfter(500 * time.Millisecond)
@@ -192,9 +174,8 @@ func TestGenerate(t *testing.T) {
 }
 
 func TestGenerateWaitsOut429OnSubmit(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
-		e := newEnv(t, withLimit(3))
 		c := e.client()
 		e.spend(e.key, 3) // another program used the key's budget
 		e.finishAfter(2 * time.Minute)
@@ -209,7 +190,7 @@ func TestGenerateWaitsOut429OnSubmit(t *testing.T) {
 		bal, err := e.svc.Balance(context.Background(), "alice")
 		is.NoErr(err)
 		is.Equal(bal, int64(8)) // charged once
-	})
+	}, withLimit(3))
 }
 
 // TestErrorCodes maps every error code of docs/api.md, "Errors" (and the
@@ -248,11 +229,8 @@ func TestErrorCodes(t *testing.T) {
 	}, {
 		name: "another user's task",
 		call: func(e *env, c *client.Client) error {
-			sub, err := c.Submit(ctx, fox)
-			if err != nil {
-				return err
-			}
-			_, err = e.clientFor(e.base, e.user("mallory", 0)).Wait(ctx, sub.TaskID)
+			id := submitEach(e.t, c, fox, 1)[0]
+			_, err := e.clientFor(e.base, e.user("mallory", 0)).Wait(ctx, id)
 			return err
 		},
 		status: 404, code: "task_not_found", sentinel: imagegen.ErrTaskNotFound, message: "task not found",
@@ -277,10 +255,8 @@ func TestErrorCodes(t *testing.T) {
 		},
 		status: 429, code: "rate_limit_exceeded", sentinel: imagegen.ErrRateLimited, message: "rate limit exceeded: at most 3 requests per 1m0s per API key",
 	}, {
-		name: "internal error",
-		opts: []func(*envOptions){func(o *envOptions) {
-			o.store = func() imagegen.Store { return failingStore{memoryStore()} }
-		}},
+		name:   "internal error",
+		opts:   []func(*envOptions){withFailingStore},
 		call:   func(e *env, c *client.Client) error { _, err := c.Submit(ctx, fox); return err },
 		status: 500, code: "internal_error", message: "internal server error",
 	}, {
@@ -306,12 +282,9 @@ func TestErrorCodes(t *testing.T) {
 	}, {
 		name: "task already finished",
 		call: func(e *env, c *client.Client) error {
-			sub, err := c.Submit(ctx, fox)
-			if err != nil {
-				return err
-			}
+			id := submitEach(e.t, c, fox, 1)[0]
 			e.runWorkers()
-			_, err = c.Cancel(ctx, sub.TaskID)
+			_, err := c.Cancel(ctx, id)
 			return err
 		},
 		status: 409, code: "task_already_finished", sentinel: imagegen.ErrInvalidTransition, message: "the task has already finished; it was not changed",
@@ -345,9 +318,8 @@ func TestErrorCodes(t *testing.T) {
 		status: 404, code: "not_found", message: "no such endpoint: /api/v1/nope",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
+			inBubble(t, func(t *testing.T, e *env) {
 				is := is.New(t)
-				e := newEnv(t, tc.opts...)
 				err := tc.call(e, e.client())
 				var apiErr *client.APIError
 				is.True(errors.As(err, &apiErr))
@@ -362,7 +334,7 @@ func TestErrorCodes(t *testing.T) {
 				is.True(strings.Contains(err.Error(), tc.message))
 				is.True(!strings.Contains(err.Error(), e.key))
 				is.True(!strings.Contains(fmt.Sprintf("%+v %#v", err, err), e.key))
-			})
+			}, tc.opts...)
 		})
 	}
 }
@@ -377,89 +349,82 @@ var pollModes = []struct {
 	{"short polls", ignorePrefer},
 }
 
+// inEachPollMode runs test once for each of pollModes, in a bubble with
+// an env whose key may make limit requests a minute.
+func inEachPollMode(t *testing.T, limit int, test func(t *testing.T, e *env)) {
+	for _, mode := range pollModes {
+		t.Run(mode.name, func(t *testing.T) {
+			inBubble(t, func(t *testing.T, e *env) {
+				e.setWrap(mode.wrap)
+				test(t, e)
+			}, withLimit(limit))
+		})
+	}
+}
+
 // TestWaitMeets429WithinLimit: another program spends the key's budget, so
 // Wait's first poll gets 429; it waits out Retry-After, then polls within
 // the RateLimit header's budget until the task ends, never sending more
 // than the limit in any rolling minute.
 func TestWaitMeets429WithinLimit(t *testing.T) {
-	for _, mode := range pollModes {
-		t.Run(mode.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				is := is.New(t)
-				const limit = 3
-				e := newEnv(t, withLimit(limit))
-				e.setWrap(mode.wrap)
-				c := e.client()
-				sub, err := c.Submit(context.Background(), fox)
-				is.NoErr(err)
-				e.spend(e.key, limit-1)
-				start := time.Now()
-				e.finishAfter(3 * time.Minute)
-				task, err := c.Wait(context.Background(), sub.TaskID)
-				is.NoErr(err)
-				is.Equal(task.Status, imagegen.StatusSuccess)
+	const limit = 3
+	inEachPollMode(t, limit, func(t *testing.T, e *env) {
+		is := is.New(t)
+		c := e.client()
+		sub, err := c.Submit(context.Background(), fox)
+		is.NoErr(err)
+		e.spend(e.key, limit-1)
+		start := time.Now()
+		e.finishAfter(3 * time.Minute)
+		task, err := c.Wait(context.Background(), sub.TaskID)
+		is.NoErr(err)
+		is.Equal(task.Status, imagegen.StatusSuccess)
 
-				log := e.log()
-				limited := only(log, func(a arrival) bool { return a.status == http.StatusTooManyRequests })
-				is.Equal(len(limited), 1) // only the poll it could not foresee
-				is.Equal(log[1].status, http.StatusTooManyRequests)
-				is.Equal(log[2].at.Sub(log[1].at), time.Minute) // Retry-After was honoured
-				is.True(maxInWindow(log, time.Minute) <= limit)
-				is.True(len(only(log, isGet)) >= 5)                    // it kept polling through several windows
-				is.True(time.Since(start) < 3*time.Minute+time.Minute) // and ended soon after the task
-			})
-		})
-	}
+		log := e.log()
+		limited := only(log, func(a arrival) bool { return a.status == http.StatusTooManyRequests })
+		is.Equal(len(limited), 1) // only the poll it could not foresee
+		is.Equal(log[1].status, http.StatusTooManyRequests)
+		is.Equal(log[2].at.Sub(log[1].at), time.Minute) // Retry-After was honoured
+		is.True(maxInWindow(log, time.Minute) <= limit)
+		is.True(len(only(log, isGet)) >= 5)                    // it kept polling through several windows
+		is.True(time.Since(start) < 3*time.Minute+time.Minute) // and ended soon after the task
+	})
 }
 
 // TestConcurrentWaitsShareLimit: two goroutines wait for two tasks with
 // one Client; together they never exceed the key's limit and never get a
 // 429.
 func TestConcurrentWaitsShareLimit(t *testing.T) {
-	for _, mode := range pollModes {
-		t.Run(mode.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				is := is.New(t)
-				const limit = 3
-				e := newEnv(t, withLimit(limit))
-				e.setWrap(mode.wrap)
-				c := e.client()
-				var ids []string
-				for range 2 {
-					sub, err := c.Submit(context.Background(), fox)
-					is.NoErr(err)
-					ids = append(ids, sub.TaskID)
-				}
-				e.finishAfter(4 * time.Minute)
-				tasks := make([]*client.Task, len(ids))
-				errs := make([]error, len(ids))
-				var wg sync.WaitGroup
-				for i, id := range ids {
-					wg.Go(func() { tasks[i], errs[i] = c.Wait(context.Background(), id) })
-				}
-				wg.Wait()
+	const limit = 3
+	inEachPollMode(t, limit, func(t *testing.T, e *env) {
+		is := is.New(t)
+		c := e.client()
+		ids := submitEach(t, c, fox, 2)
+		e.finishAfter(4 * time.Minute)
+		tasks := make([]*client.Task, len(ids))
+		errs := make([]error, len(ids))
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			wg.Go(func() { tasks[i], errs[i] = c.Wait(context.Background(), id) })
+		}
+		wg.Wait()
 
-				for i := range ids {
-					is.NoErr(errs[i])
-					is.Equal(tasks[i].Status, imagegen.StatusSuccess)
-				}
-				log := e.log()
-				is.Equal(len(only(log, func(a arrival) bool { return a.status == http.StatusTooManyRequests })), 0)
-				is.True(maxInWindow(log, time.Minute) <= limit)
-				for _, id := range ids { // both kept polling
-					is.True(len(only(log, func(a arrival) bool { return strings.HasSuffix(a.path, id) })) >= 3)
-				}
-			})
-		})
-	}
+		for i := range ids {
+			is.NoErr(errs[i])
+			is.Equal(tasks[i].Status, imagegen.StatusSuccess)
+		}
+		log := e.log()
+		is.Equal(len(only(log, func(a arrival) bool { return a.status == http.StatusTooManyRequests })), 0)
+		is.True(maxInWindow(log, time.Minute) <= limit)
+		for _, id := range ids { // both kept polling
+			is.True(len(only(log, func(a arrival) bool { return strings.HasSuffix(a.path, id) })) >= 3)
+		}
+	})
 }
 
 func TestWaitRetriesServerErrors(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
-		e := newEnv(t, func(o *envOptions) {
-			o.store = func() imagegen.Store { return failingStore{memoryStore()} }
-		})
 		sl := &sleepLog{}
 		c := e.client(client.WithClock(sl))
 		_, err := c.Wait(context.Background(), "some-task")
@@ -468,13 +433,12 @@ func TestWaitRetriesServerErrors(t *testing.T) {
 		is.Equal(apiErr.Code, "internal_error")
 		is.Equal(len(e.log()), 4) // the first poll and 3 retries
 		is.Equal(sl.sleeps(), []time.Duration{time.Second, 2 * time.Second, 4 * time.Second})
-	})
+	}, withFailingStore)
 }
 
 func TestWaitStopsOnClientErrors(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
-		e := newEnv(t)
 		c := e.client()
 		_, err := c.Wait(context.Background(), "nope")
 		is.True(errors.Is(err, imagegen.ErrTaskNotFound))
@@ -486,9 +450,8 @@ func TestWaitStopsOnClientErrors(t *testing.T) {
 }
 
 func TestWaitEndsWithContext(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
-		e := newEnv(t)
 		c := e.client()
 		sub, err := c.Submit(context.Background(), fox)
 		is.NoErr(err)
@@ -503,9 +466,8 @@ func TestWaitEndsWithContext(t *testing.T) {
 }
 
 func TestDownloadErrors(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
-		e := newEnv(t)
 		c := e.client()
 		sub, err := c.Submit(context.Background(), fox)
 		is.NoErr(err)
@@ -522,10 +484,50 @@ func TestDownloadErrors(t *testing.T) {
 	})
 }
 
+// Download stops at the client's limit, whether or not the server says
+// the size first.
+func TestDownloadLimit(t *testing.T) {
+	image := strings.Repeat("p", 1000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("chunked") == "" {
+			w.Header().Set("Content-Length", "1000")
+		}
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = w.Write([]byte(image))
+		w.(http.Flusher).Flush()
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name  string
+		limit int64
+		query string
+		err   error
+	}{
+		{"within the limit", 1000, "", nil},
+		{"within the limit, size unknown", 1000, "?chunked=1", nil},
+		{"over the limit by its Content-Length", 999, "", client.ErrTooLarge},
+		{"over the limit while reading", 999, "?chunked=1", client.ErrTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			c, err := client.New(srv.URL, "key-0123456789abcdef", client.WithMaxDownload(tc.limit))
+			is.NoErr(err)
+			var buf bytes.Buffer
+			err = c.Download(context.Background(), srv.URL+"/api/v1/images/x"+tc.query, &buf)
+			if tc.err == nil {
+				is.NoErr(err)
+				is.Equal(buf.String(), image)
+				return
+			}
+			is.True(errors.Is(err, tc.err))
+			is.True(buf.Len() <= int(tc.limit)) // never past the limit
+		})
+	}
+}
+
 func TestKeyNeverShown(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
-		e := newEnv(t)
 		c := e.client()
 		for _, s := range []string{
 			fmt.Sprint(c), fmt.Sprintf("%v %+v %#v %s", c, c, c, c),
@@ -583,10 +585,9 @@ func TestNewValidates(t *testing.T) {
 // TestRateLimitWaitIsTold: WithRateLimitWait hears of every wait the
 // client makes for the key's limit, first the 429's Retry-After.
 func TestRateLimitWaitIsTold(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	const limit = 3
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
-		const limit = 3
-		e := newEnv(t, withLimit(limit))
 		var mu sync.Mutex
 		var waits []time.Duration
 		c := e.client(client.WithRateLimitWait(func(d time.Duration) {
@@ -607,5 +608,5 @@ func TestRateLimitWaitIsTold(t *testing.T) {
 		for _, d := range waits {
 			is.True(d > 0 && d <= time.Minute)
 		}
-	})
+	}, withLimit(limit))
 }

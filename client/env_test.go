@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,14 +12,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/client"
-	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/ratelimit"
+	"github.com/imagegen/imagegen/internal/apitest"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
@@ -45,6 +42,7 @@ type env struct {
 	hc    *http.Client // dials the server
 	base  string       // the server's URL
 	key   string       // a key of "alice", who has 10 credits
+	stack *apitest.Stack
 
 	mu       sync.Mutex
 	requests []arrival
@@ -66,33 +64,22 @@ type envOptions struct {
 	store func() imagegen.Store
 }
 
-var quiet = slog.New(slog.DiscardHandler)
-
 func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	t.Helper()
-	is := is.New(t)
 	o := envOptions{limit: 1000}
 	for _, f := range opts {
 		f(&o)
 	}
-	var store imagegen.Store = memory.New(memory.Config{})
+	cfg := apitest.Config{Limit: o.limit}
 	if o.store != nil {
-		store = o.store()
+		cfg.Store = o.store()
 	}
-	model := imagegentest.NewModel(2)
-	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, MaxAttempts: 2, Logger: quiet})
-	is.NoErr(err)
-	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: o.limit, Window: time.Minute})
-	is.NoErr(err)
-	api, err := httpapi.New(httpapi.Config{Service: svc, Limiter: limiter, Logger: quiet})
-	is.NoErr(err)
-	mux := http.NewServeMux()
-	api.Register(mux)
+	s := apitest.New(t, cfg)
 
 	ln := newPipeListener()
 	tr := &http.Transport{DialContext: ln.dial}
 	e := &env{
-		t: t, svc: svc, model: model, mux: mux, base: "http://imagegen.test",
+		t: t, svc: s.Service, model: s.Model, mux: s.Mux, stack: s, base: "http://imagegen.test",
 		hc: &http.Client{Transport: tr},
 	}
 	e.srv = &http.Server{Handler: http.HandlerFunc(e.serve)}
@@ -105,7 +92,43 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	return e
 }
 
+// user creates a user with credits and returns a new API key of theirs.
+func (e *env) user(owner string, credits int64) string { return e.stack.User(owner, credits) }
+
 func withLimit(n int) func(*envOptions) { return func(o *envOptions) { o.limit = n } }
+
+// inBubble runs test in a synctest bubble with a new env made there with
+// opts.
+func inBubble(t *testing.T, test func(t *testing.T, e *env), opts ...func(*envOptions)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) { test(t, newEnv(t, opts...)) })
+}
+
+// waitOut submits fox with c, has the workers end it after d, and returns
+// the task as c.Wait got it.
+func waitOut(t *testing.T, e *env, c *client.Client, d time.Duration) *client.Task {
+	t.Helper()
+	is := is.New(t)
+	sub, err := c.Submit(context.Background(), fox)
+	is.NoErr(err)
+	e.finishAfter(d)
+	task, err := c.Wait(context.Background(), sub.TaskID)
+	is.NoErr(err)
+	return task
+}
+
+// submitEach submits req n times with c and returns the task ids, oldest
+// first.
+func submitEach(t *testing.T, c *client.Client, req imagegen.Request, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		sub, err := c.Submit(context.Background(), req)
+		is.New(t).NoErr(err)
+		ids[i] = sub.TaskID
+	}
+	return ids
+}
 
 // setWrap makes the server wrap the real handler (to change headers, say).
 func (e *env) setWrap(wrap func(http.Handler) http.Handler) {
@@ -146,18 +169,6 @@ func (e *env) log() []arrival {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return slices.Clone(e.requests)
-}
-
-// user creates a user with credits and returns a new API key of theirs.
-func (e *env) user(owner string, credits int64) string {
-	e.t.Helper()
-	key, _, err := e.svc.CreateKey(context.Background(), owner)
-	is.New(e.t).NoErr(err)
-	if credits > 0 {
-		_, err = e.svc.Grant(context.Background(), owner, credits, uuid.NewString())
-		is.New(e.t).NoErr(err)
-	}
-	return key
 }
 
 // client returns a Client of the server with alice's key.
@@ -318,7 +329,10 @@ type pipeAddr struct{}
 func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "pipe" }
 
-func memoryStore() imagegen.Store { return memory.New(memory.Config{}) }
+// withFailingStore gives the service a failingStore.
+func withFailingStore(o *envOptions) {
+	o.store = func() imagegen.Store { return failingStore{memory.New(memory.Config{})} }
+}
 
 // failingStore fails the operations a submit and a task query need.
 type failingStore struct{ imagegen.Store }

@@ -5,38 +5,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 
-	"github.com/google/uuid"
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/client"
-	"github.com/imagegen/imagegen/httpapi"
-	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/ratelimit"
-	"github.com/imagegen/imagegen/store/memory"
 )
 
-// The client against a real server on loopback: the HTTP API on the
-// in-memory store, with a scripted model that costs 2 credits.
+// The client against a real server on loopback (exampleServer: the
+// standard stack on the in-memory store, with a scripted model that costs
+// 1 credit and workers running), for a user with 1 credit.
 func Example() {
+	_, base, key, stop, err := exampleServer(1)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stop()
 	ctx := context.Background()
-	svc, _ := imagegen.New(imagegen.Config{
-		Store:  memory.New(memory.Config{}),
-		Model:  imagegentest.NewModel(2),
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	key, _, _ := svc.CreateKey(ctx, "alice")
-	_, _ = svc.Grant(ctx, "alice", 3, uuid.NewString())
-	limiter, _ := ratelimit.NewMemory(ratelimit.MemoryConfig{})
-	api, _ := httpapi.New(httpapi.Config{Service: svc, Limiter: limiter, Logger: slog.New(slog.DiscardHandler)})
-	mux := http.NewServeMux()
-	api.Register(mux)
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
 
-	c, err := client.New(srv.URL, key)
+	c, err := client.New(base, key)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -47,8 +33,6 @@ func Example() {
 		return
 	}
 	fmt.Println("submitted:", sub.Status, "credits used", sub.CreditsUsed, "left", sub.CreditsRemaining)
-
-	_, _ = svc.RunOnce(ctx) // the server's worker (svc.Run in a real server)
 
 	task, err := c.Wait(ctx, sub.TaskID)
 	if err != nil {
@@ -71,7 +55,7 @@ func Example() {
 		fmt.Println(apiErr.StatusCode, apiErr.Code+":", apiErr.Message)
 	}
 	// Output:
-	// submitted: pending credits used 2 left 1
+	// submitted: pending credits used 1 left 0
 	// task: success 1 image
 	// downloaded a PNG: true
 	// out of credits: true

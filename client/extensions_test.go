@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,10 +19,9 @@ import (
 )
 
 func TestCancel(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
 		ctx := context.Background()
-		e := newEnv(t)
 		c := e.client()
 		sub, err := c.Submit(ctx, fox)
 		is.NoErr(err)
@@ -63,20 +61,22 @@ func TestCancel(t *testing.T) {
 	})
 }
 
+// firstCancelled submits fox n times with c and cancels the first
+// (oldest) task; it returns the ids, oldest first.
+func firstCancelled(t *testing.T, c *client.Client, n int) []string {
+	t.Helper()
+	ids := submitEach(t, c, fox, n)
+	_, err := c.Cancel(context.Background(), ids[0])
+	is.New(t).NoErr(err)
+	return ids
+}
+
 func TestList(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
 		ctx := context.Background()
-		e := newEnv(t)
 		c := e.client()
-		var ids []string
-		for range 3 {
-			sub, err := c.Submit(ctx, fox)
-			is.NoErr(err)
-			ids = append(ids, sub.TaskID)
-		}
-		_, err := c.Cancel(ctx, ids[0])
-		is.NoErr(err)
+		ids := firstCancelled(t, c, 3)
 
 		page, err := c.List(ctx, client.ListOptions{Limit: 2})
 		is.NoErr(err)
@@ -109,10 +109,9 @@ func TestList(t *testing.T) {
 }
 
 func TestCredits(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
 		ctx := context.Background()
-		e := newEnv(t)
 		c := e.client()
 		balance, err := c.Credits(ctx)
 		is.NoErr(err)
@@ -138,10 +137,9 @@ func fingerprint(t *testing.T, req imagegen.Request) string {
 }
 
 func TestSubmitWithKey(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
 		ctx := context.Background()
-		e := newEnv(t)
 		c := e.client()
 
 		first, err := c.SubmitWithKey(ctx, fox, "order-1")
@@ -216,5 +214,83 @@ func TestSubmitWithKey(t *testing.T) {
 		is.NoErr(err)
 		log = e.log()
 		is.Equal(log[len(log)-1].header.Values("Idempotency-Key"), []string(nil)) // Submit sends none
+	})
+}
+
+func TestFullView(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
+		is := is.New(t)
+		ctx := context.Background()
+		e.model.TakesSeeds()
+		full := e.client(client.WithFullView())
+		basic := e.client()
+		seed := int64(7)
+		ids := submitEach(t, full, imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a fox", Seed: &seed}, 3)
+		task, err := full.Task(ctx, ids[2])
+		is.NoErr(err)
+		is.Equal(*task.QueuePosition, 2) // behind the other two
+		is.Equal(task.Model, "scripted")
+		is.Equal(*task.Seed, seed)
+		is.True(task.CreatedAt != nil && task.StartedAt == nil)
+		plain, err := basic.Task(ctx, ids[2])
+		is.NoErr(err)
+		is.Equal(*plain, client.Task{TaskID: ids[2], Status: imagegen.StatusPending}) // the default view
+
+		e.finishAfter(3 * time.Second)
+		done, err := full.Wait(ctx, ids[2])
+		is.NoErr(err)
+		is.Equal(done.Status, imagegen.StatusSuccess)
+		is.True(done.StartedAt != nil && done.FinishedAt != nil)
+		is.True(done.StartedAt.Sub(*done.CreatedAt) >= 3*time.Second) // it waited in the queue
+		is.True(done.QueuePosition == nil)
+
+		list, err := full.List(ctx, client.ListOptions{})
+		is.NoErr(err)
+		is.Equal(len(list.Tasks), 3)
+		for _, task := range list.Tasks {
+			is.Equal(task.Model, "scripted")
+			is.True(task.FinishedAt != nil)
+		}
+		for _, a := range e.log() {
+			if a.method == "GET" && a.query != "" && a.query != "view=full" {
+				t.Errorf("GET %s?%s: the full view's query is view=full", a.path, a.query)
+			}
+		}
+	})
+}
+
+func TestLedger(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
+		is := is.New(t)
+		ctx := context.Background()
+		c := e.client()
+		ids := firstCancelled(t, c, 2)
+
+		var all []client.LedgerEntry
+		opts := client.LedgerOptions{Limit: 3}
+		for {
+			page, err := c.Ledger(ctx, opts)
+			is.NoErr(err)
+			all = append(all, page.Entries...)
+			if page.NextCursor == "" {
+				break
+			}
+			opts.Cursor = page.NextCursor
+		}
+		is.Equal(len(all), 4) // grant, two charges, a refund
+		is.Equal(all[0].Kind, imagegen.LedgerRefund)
+		is.Equal(all[0].Reference, ids[0])
+		is.Equal(all[3].Kind, imagegen.LedgerGrant)
+		balance, err := c.Credits(ctx)
+		is.NoErr(err)
+		is.Equal(all[0].BalanceAfter, balance)
+		var sum int64
+		for _, x := range all {
+			sum += x.Amount
+		}
+		is.Equal(sum, balance)
+
+		_, err = c.Ledger(ctx, client.LedgerOptions{Cursor: "nonsense"})
+		is.True(errors.Is(err, imagegen.ErrInvalidParams))
 	})
 }

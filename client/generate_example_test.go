@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/google/uuid"
-
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/client"
 )
@@ -34,17 +32,13 @@ func generateFox(ctx context.Context, baseURL, apiKey string, file io.Writer) er
 }
 
 func ExampleClient_Generate() {
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	srv, base, closeServer, err := exampleServer(ctx)
+	_, base, key, stop, err := exampleServer(1) // alice has 1 credit
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer closeServer()
-
-	key, _, _ := srv.Service().CreateKey(ctx, "alice")
-	_, _ = srv.Service().Grant(ctx, "alice", 1, uuid.NewString())
+	defer stop()
+	ctx := context.Background()
 
 	var png bytes.Buffer
 	fmt.Println(generateFox(ctx, base+"/api/v1", key, &png), bytes.HasPrefix(png.Bytes(), []byte("\x89PNG")))

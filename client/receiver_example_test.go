@@ -36,15 +36,13 @@ func addReceiver(ctx context.Context, c *client.Client, mux *http.ServeMux, hand
 // A callback receiver in an app, fed a delivery signed as the server
 // signs it, then a forged one.
 func ExampleClient_WebhookSecret() {
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	srv, base, closeServer, err := exampleServer(ctx)
+	srv, base, key, stop, err := exampleServer(0)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer closeServer()
-	key, _, _ := srv.Service().CreateKey(ctx, "alice")
+	defer stop()
+	ctx := context.Background()
 	c, err := client.New(base, key)
 	if err != nil {
 		fmt.Println(err)
@@ -70,5 +68,39 @@ func ExampleClient_WebhookSecret() {
 	// Output:
 	// handled 3f0c success
 	// 204
+	// 400
+}
+
+// A receiver of callbacks: it trusts a callback only once it verifies,
+// answers 2xx once the task is handled (or a retry comes), and 400 to a
+// callback that does not verify.
+func ExampleWebhookVerifier_Receive() {
+	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" // from Client.WebhookSecret, kept with the receiver
+	v := client.WebhookVerifier{Secret: secret}
+	receive := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		task, err := v.Receive(r)
+		if err != nil {
+			http.Error(w, "bad callback", http.StatusBadRequest)
+			fmt.Println("refused:", err)
+			return
+		}
+		fmt.Println("task", task.TaskID, "ended", task.Status, "with", len(task.Images), "image")
+		w.WriteHeader(http.StatusNoContent)
+	})
+
+	// What the server sends, and a copy with its body tampered with.
+	body := `{"task_id":"3f0c","status":"success","images":["https://img.example.com/a.png"]}`
+	header, _ := webhook.Headers(secret, "msg_3f0c", time.Now(), []byte(body))
+	for _, b := range []string{body, strings.Replace(body, "a.png", "evil.png", 1)} {
+		r := httptest.NewRequest(http.MethodPost, "/hooks/imagegen", strings.NewReader(b))
+		r.Header = header.Clone()
+		w := httptest.NewRecorder()
+		receive(w, r)
+		fmt.Println(w.Code)
+	}
+	// Output:
+	// task 3f0c ended success with 1 image
+	// 204
+	// refused: client: verify callback: webhook: no valid signature
 	// 400
 }

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/matryer/is"
@@ -127,10 +126,9 @@ func TestWebhookVerifierReceive(t *testing.T) {
 
 // The secret from the API verifies what the server would sign with it.
 func TestWebhookSecret(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
 		is := is.New(t)
 		ctx := context.Background()
-		e := newEnv(t)
 		secret, err := e.client().WebhookSecret(ctx)
 		is.NoErr(err)
 		is.True(strings.HasPrefix(secret, imagegen.WebhookSecretPrefix))
@@ -150,4 +148,14 @@ func TestWebhookSecret(t *testing.T) {
 		_, err = e.clientFor(e.base, "not-a-valid-key-at-all").WebhookSecret(ctx)
 		is.True(errors.Is(err, imagegen.ErrUnauthorized))
 	})
+}
+
+func TestWebhookEvent(t *testing.T) {
+	is := is.New(t)
+	r := httptest.NewRequest("POST", "/hooks", nil)
+	is.Equal(client.WebhookEvent(r), imagegen.EventCompleted) // no header: a server that sends only completed
+	r.Header.Set(webhook.HeaderEvent, "processing")
+	is.Equal(client.WebhookEvent(r), imagegen.EventProcessing)
+	r.Header.Set(webhook.HeaderEvent, "completed")
+	is.Equal(client.WebhookEvent(r), imagegen.EventCompleted)
 }

@@ -148,6 +148,9 @@ func TestConsoleInABrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#copy")),
 	)
 	newKey := text(t, ctx, "#new-key-value")
+	if got := text(t, ctx, `#keys tbody tr:first-child .last-used`); got != "never" {
+		t.Fatalf("the new key's last use reads %q, want never", got)
+	}
 	rec, err := f.svc.Authenticate(context.Background(), newKey)
 	if err != nil || rec.Name != "laptop" {
 		t.Fatalf("the key shown: %v, name %q; want a live key named laptop", err, rec.Name)
@@ -258,4 +261,14 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("the operator sees alice's balance as %q, want 8", got)
 	}
 	shoot(t, ctx, dir, "11-operator-user-lookup.png")
+
+	// The dashboard shows the provider calls the workers wrote.
+	if err := f.svc.FlushProviderStats(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "open the dashboard", chromedp.Navigate(base+"/ops"), chromedp.WaitVisible(chromedp.CSS("#providers")))
+	if got := text(t, ctx, "#providers [data-provider-success]"); got != "100%" {
+		t.Fatalf("the placeholder model's calls succeeded %q, want 100%%", got)
+	}
+	shoot(t, ctx, dir, "12-operator-dashboard.png")
 }

@@ -226,6 +226,34 @@ func TestKeysCreateShowOnceRevoke(t *testing.T) {
 	}
 }
 
+// The keys page shows when each key last authenticated a request:
+// signing in used the session's key; a key made on the page is unused.
+func TestKeysPageShowsLastUse(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	b := f.browser(t)
+	b.signIn(f.user(t, "alice", 1))
+	b.submitForm("/console/keys", "/console/keys", url.Values{"name": {"CI"}})
+	keys, err := f.svc.Keys(context.Background(), "alice")
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("alice's keys: %v %v", keys, err)
+	}
+	session, unused := keys[0], keys[1]
+	if session.LastUsedAt.IsZero() || !unused.LastUsedAt.IsZero() {
+		t.Fatalf("last use: session key %v, new key %v; want a time and never", session.LastUsedAt, unused.LastUsedAt)
+	}
+	lastUsed := regexp.MustCompile(`(?s)<tr data-key-id="([^"]+)">.*?<td class="last-used">(.*?)</td>`)
+	got := map[string]string{}
+	for _, m := range lastUsed.FindAllStringSubmatch(b.get("/console/keys").body, -1) {
+		got[m[1]] = m[2]
+	}
+	if want := session.LastUsedAt.UTC().Format("2006-01-02 15:04:05 UTC"); got[session.ID] != want {
+		t.Errorf("the session key's last use shows %q, want %q", got[session.ID], want)
+	}
+	if !strings.Contains(got[unused.ID], "never") {
+		t.Errorf("the unused key's last use shows %q, want never", got[unused.ID])
+	}
+}
+
 func TestRevokingTheSessionsKeyEndsTheSession(t *testing.T) {
 	f := newFixture(t, fixtureConfig{})
 	b := f.browser(t)

@@ -48,13 +48,18 @@
 //	/playground    scene, prompt, aspect ratio, reference image URLs
 //	/tasks         recent tasks, newest first, paged
 //	/tasks/{id}    one task; pending -> processing -> result live
-//	/keys          API keys: create (shown once), name, revoke
+//	/keys          API keys: create (shown once), name, revoke; each
+//	               key's creation and last use (to the minute,
+//	               imagegen.KeyUseGranularity; "never" when unused)
 //	/credits       balance and ledger, newest first, paged
 //	/ops           operators only: queue depth and the oldest pending
 //	               task's wait, the last hour's tasks by status and
-//	               failures by code (imagegen.Inspector); a user's
-//	               balance, tasks and keys; retry (free or charged
-//	               again) and cancel (refunded) with a reason, logged
+//	               failures by code (imagegen.Inspector), the last
+//	               hour's provider calls by outcome and fallbacks
+//	               (Inspector.ProviderStats: every worker's counts,
+//	               from the store); a user's balance, tasks and keys;
+//	               retry (free or charged again) and cancel (refunded)
+//	               with a reason, logged
 //
 // All assets (templates, one style sheet, one script) are embedded; no
 // CDN, no fonts, no build step. Everything works without JavaScript but
@@ -66,4 +71,12 @@
 // same key the API uses for the caller: "key:"+id for a key session,
 // "owner:"+user for a user named by Identify. The long-poll of a task
 // page does not count: it reads one task the user already paid for.
+//
+// Each rendering of the playground form carries a token of its own (the
+// hidden field "once"), kept for a day in the store's idempotency records
+// under the user: the same form sent twice (a double click, a reload
+// that posts again) makes one task and one charge, the second answer
+// showing the first one's task; sent again with other values it makes
+// nothing and offers a fresh form. A form refused before it made a task
+// (invalid, rate-limited, short of credits) may be sent again.
 package console

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -17,13 +18,19 @@ import (
 const hourScanLimit = 2000
 
 // opsData is the operator's dashboard: the queue, the last hour's tasks
-// by status and failures by code, and a look at one user.
+// by status and failures by code, the last hour's provider calls by
+// outcome and fallbacks, and a look at one user.
 type opsData struct {
 	Queue    imagegen.QueueStats
 	ByStatus []count
 	Failures []count
 	Counted  int  // tasks counted in the last hour
 	Capped   bool // more than hourScanLimit: the counts are partial
+
+	Outcomes  []string      // the columns of Providers: success first, then by name
+	Providers []providerRow // by name
+	Fallbacks []imagegen.FallbackCount
+	Flush     time.Duration // how often workers write their counts
 
 	Owner   string
 	Found   bool
@@ -35,6 +42,21 @@ type opsData struct {
 type count struct {
 	Name string
 	N    int
+}
+
+// providerRow is one provider's calls in the last hour: a count per
+// outcome (one per column of opsData.Outcomes), the total, and the share
+// that succeeded.
+type providerRow struct {
+	Name    string
+	Cells   []outcomeCell
+	Total   int64
+	Success string // "97%"
+}
+
+type outcomeCell struct {
+	Outcome string
+	N       int64
 }
 
 // opsPage (operators only) shows the dashboard and, with ?owner=, one
@@ -55,6 +77,10 @@ func (c *Console) showOps(w http.ResponseWriter, r *http.Request, status int, ow
 		return
 	}
 	if err := c.countLastHour(ctx, &d); err != nil {
+		c.serverError(w, r, err)
+		return
+	}
+	if err := c.providersLastHour(ctx, &d); err != nil {
 		c.serverError(w, r, err)
 		return
 	}
@@ -117,6 +143,44 @@ func (c *Console) countLastHour(ctx context.Context, d *opsData) error {
 	slices.SortFunc(d.Failures, func(a, b count) int { // most first, then by name
 		return cmp.Or(cmp.Compare(b.N, a.N), cmp.Compare(a.Name, b.Name))
 	})
+	return nil
+}
+
+// providersLastHour reads the provider calls by outcome and the
+// fallbacks that every worker on the store counted in the last hour
+// (imagegen.Inspector.ProviderStats), one row per provider.
+func (c *Console) providersLastHour(ctx context.Context, d *opsData) error {
+	st, err := c.svc.Inspector().ProviderStats(ctx, time.Hour)
+	if err != nil {
+		return err
+	}
+	d.Fallbacks, d.Flush = st.Fallbacks, imagegen.ProviderStatsFlushInterval
+	byProvider := map[string]map[string]int64{}
+	for _, r := range st.Requests {
+		if byProvider[r.Provider] == nil {
+			byProvider[r.Provider] = map[string]int64{}
+			d.Providers = append(d.Providers, providerRow{Name: r.Provider}) // sorted by provider already
+		}
+		byProvider[r.Provider][r.Outcome] += r.N
+		if !slices.Contains(d.Outcomes, r.Outcome) {
+			d.Outcomes = append(d.Outcomes, r.Outcome)
+		}
+	}
+	notSuccess := func(o string) int { return map[bool]int{true: 0, false: 1}[o == imagegen.OutcomeSuccess] }
+	slices.SortFunc(d.Outcomes, func(a, b string) int { // success first, then by name
+		return cmp.Or(cmp.Compare(notSuccess(a), notSuccess(b)), cmp.Compare(a, b))
+	})
+	for i := range d.Providers {
+		row := &d.Providers[i]
+		for _, o := range d.Outcomes {
+			n := byProvider[row.Name][o]
+			row.Cells = append(row.Cells, outcomeCell{Outcome: o, N: n})
+			row.Total += n
+		}
+		if row.Total > 0 {
+			row.Success = fmt.Sprintf("%d%%", byProvider[row.Name][imagegen.OutcomeSuccess]*100/row.Total)
+		}
+	}
 	return nil
 }
 

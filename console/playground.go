@@ -1,11 +1,15 @@
 package console
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/imagegen/imagegen"
 )
@@ -17,12 +21,16 @@ type playgroundData struct {
 	Prompt      string
 	AspectRatio string
 	ImageInput  string // one URL a line
-	Ratios      []imagegen.AspectRatio
-	Balance     int64
+	// Once names this rendering of the form: a second submission of it
+	// (a double click, a reload that posts again) shows the task the
+	// first one made instead of charging for another.
+	Once    string
+	Ratios  []imagegen.AspectRatio
+	Balance int64
 }
 
 func (c *Console) playgroundPage(w http.ResponseWriter, r *http.Request) {
-	c.showPlayground(w, r, http.StatusOK, playgroundData{Scene: string(imagegen.SceneTextToImage), AspectRatio: string(imagegen.AspectAuto)}, "")
+	c.showPlayground(w, r, http.StatusOK, playgroundData{Scene: string(imagegen.SceneTextToImage), AspectRatio: string(imagegen.AspectAuto), Once: uuid.NewString()}, "")
 }
 
 func (c *Console) showPlayground(w http.ResponseWriter, r *http.Request, status int, d playgroundData, errMsg string) {
@@ -46,6 +54,7 @@ func (c *Console) playgroundSubmit(w http.ResponseWriter, r *http.Request) {
 		Prompt:      r.PostForm.Get("prompt"),
 		AspectRatio: r.PostForm.Get("aspect_ratio"),
 		ImageInput:  r.PostForm.Get("image_input"),
+		Once:        r.PostForm.Get("once"),
 	}
 	req := imagegen.Request{Scene: imagegen.Scene(d.Scene), Prompt: d.Prompt, AspectRatio: imagegen.AspectRatio(d.AspectRatio)}
 	for _, line := range strings.Split(d.ImageInput, "\n") {
@@ -53,17 +62,43 @@ func (c *Console) playgroundSubmit(w http.ResponseWriter, r *http.Request) {
 			req.ImageInput = append(req.ImageInput, u)
 		}
 	}
+	once, err := c.beginOnce(r, v.User, d)
+	switch {
+	case err != nil:
+		c.serverError(w, r, err)
+		return
+	case once.taskID != "":
+		http.Redirect(w, r, c.path("/tasks/"+once.taskID), http.StatusSeeOther)
+		return
+	case once.changed:
+		d.Once = uuid.NewString()
+		c.showPlayground(w, r, http.StatusConflict, d, "This form was already sent with other values. Check them and send it again.")
+		return
+	case once.running:
+		c.showPlayground(w, r, http.StatusConflict, d, "This form was already sent and is still being submitted: see Tasks.")
+		return
+	}
+	taskID, ok := c.submitPlayground(w, r, v, d, req)
+	once.finish(r, taskID, ok)
+	if ok {
+		http.Redirect(w, r, c.path("/tasks/"+taskID), http.StatusSeeOther)
+	}
+}
+
+// submitPlayground checks the rate limit and submits req; it answers
+// the request itself unless it reports ok.
+func (c *Console) submitPlayground(w http.ResponseWriter, r *http.Request, v viewer, d playgroundData, req imagegen.Request) (string, bool) {
 	if c.cfg.Limiter != nil {
 		res, err := c.cfg.Limiter.Allow(r.Context(), v.RateKey)
 		if err != nil {
 			c.serverError(w, r, fmt.Errorf("rate limit: %w", err))
-			return
+			return "", false
 		}
 		if !res.Allowed {
 			wait := max(res.RetryAfter.Round(time.Second), time.Second)
 			c.showPlayground(w, r, http.StatusTooManyRequests, d,
 				fmt.Sprintf("Too many requests: the limit is %d a %s, shared with your API use. Try again in %s.", res.Limit, res.Window, wait))
-			return
+			return "", false
 		}
 	}
 	sub, err := c.svc.Submit(r.Context(), v.User, req)
@@ -71,16 +106,72 @@ func (c *Console) playgroundSubmit(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.As(err, &verr):
 		c.showPlayground(w, r, http.StatusUnprocessableEntity, d, verr.Error())
-		return
+		return "", false
 	case errors.Is(err, imagegen.ErrInvalidParams):
 		c.showPlayground(w, r, http.StatusUnprocessableEntity, d, "The request is not valid: "+err.Error())
-		return
+		return "", false
 	case errors.Is(err, imagegen.ErrInsufficientCredits):
 		c.showPlayground(w, r, http.StatusPaymentRequired, d, "Not enough credits for this request.")
-		return
+		return "", false
 	case err != nil:
 		c.serverError(w, r, err)
+		return "", false
+	}
+	return sub.TaskID, true
+}
+
+// onceTTL is how long a playground form's submission is remembered.
+const onceTTL = 24 * time.Hour
+
+// playgroundOnce is a playground form's submission, remembered in the
+// store's idempotency records under the form's Once token.
+type playgroundOnce struct {
+	c                  *Console
+	owner, key, digest string
+	taskID             string // the task an earlier submission made
+	running            bool   // an earlier submission is still under way
+	changed            bool   // it was sent before with other values
+}
+
+// beginOnce claims the form's Once token for this submission. A form
+// without a valid token (an old page) is simply submitted.
+func (c *Console) beginOnce(r *http.Request, owner string, d playgroundData) (*playgroundOnce, error) {
+	if uuid.Validate(d.Once) != nil {
+		return &playgroundOnce{}, nil
+	}
+	sum := sha256.Sum256([]byte(strings.Join([]string{d.Scene, d.Prompt, d.AspectRatio, d.ImageInput}, "\x00")))
+	o := &playgroundOnce{c: c, owner: owner, key: "console-playground:" + d.Once, digest: hex.EncodeToString(sum[:])}
+	rec, err := c.svc.Store().BeginIdempotent(r.Context(), owner, o.key, o.digest, time.Minute)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("playground once: %w", err)
+	case rec == nil:
+		return o, nil
+	case rec.Fingerprint != o.digest:
+		o.changed = true
+	case rec.Done:
+		o.taskID = string(rec.Body)
+	default:
+		o.running = true
+	}
+	o.key = "" // not this submission's to finish
+	return o, nil
+}
+
+// finish remembers the task the submission made, or forgets the token
+// when it made none (the form shown again may be sent again).
+func (o *playgroundOnce) finish(r *http.Request, taskID string, ok bool) {
+	if o.key == "" {
 		return
 	}
-	http.Redirect(w, r, c.path("/tasks/"+sub.TaskID), http.StatusSeeOther)
+	ctx := r.Context()
+	var err error
+	if ok {
+		err = o.c.svc.Store().FinishIdempotent(ctx, o.owner, o.key, o.digest, http.StatusSeeOther, []byte(taskID), onceTTL)
+	} else {
+		err = o.c.svc.Store().AbandonIdempotent(ctx, o.owner, o.key, o.digest)
+	}
+	if err != nil {
+		o.c.log.WarnContext(ctx, "playground: remember the submission", "err", err)
+	}
 }

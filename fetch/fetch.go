@@ -65,21 +65,21 @@ type Config struct {
 }
 
 func (o Config) validate() error {
-	switch {
-	case o.MaxBytes < 0:
-		return fmt.Errorf("fetch: Config.MaxBytes must not be negative (got %d)", o.MaxBytes)
-	case o.MaxDecodedBytes < 0:
-		return fmt.Errorf("fetch: Config.MaxDecodedBytes must not be negative (got %d)", o.MaxDecodedBytes)
-	case o.MaxPixels < 0:
-		return fmt.Errorf("fetch: Config.MaxPixels must not be negative (got %d)", o.MaxPixels)
-	case o.Timeout < 0:
-		return fmt.Errorf("fetch: Config.Timeout must not be negative (got %v)", o.Timeout)
-	case o.MinRate < 0:
-		return fmt.Errorf("fetch: Config.MinRate must not be negative (got %d)", o.MinRate)
-	case o.MinRateGrace < 0:
-		return fmt.Errorf("fetch: Config.MinRateGrace must not be negative (got %v)", o.MinRateGrace)
-	case o.MaxRedirects < 0:
-		return fmt.Errorf("fetch: Config.MaxRedirects must not be negative (got %d)", o.MaxRedirects)
+	return cmp.Or( // the first negative field
+		nonNegative("MaxBytes", o.MaxBytes),
+		nonNegative("MaxDecodedBytes", o.MaxDecodedBytes),
+		nonNegative("MaxPixels", o.MaxPixels),
+		nonNegative("Timeout", o.Timeout),
+		nonNegative("MinRate", o.MinRate),
+		nonNegative("MinRateGrace", o.MinRateGrace),
+		nonNegative("MaxRedirects", o.MaxRedirects),
+	)
+}
+
+// nonNegative returns an error naming the Config field when v < 0.
+func nonNegative[T ~int | ~int64](field string, v T) error {
+	if v < 0 {
+		return fmt.Errorf("fetch: Config.%s must not be negative (got %v)", field, v)
 	}
 	return nil
 }

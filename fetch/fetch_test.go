@@ -74,16 +74,30 @@ func TestRedirects(t *testing.T) {
 		is.New(t).NoErr(err)
 		return f, d
 	}
-	t.Run("3 allowed", func(t *testing.T) {
-		f, _ := setup(t)
-		_, _, err := f.Fetch(t.Context(), "http://images.example/hops/3")
-		is.New(t).NoErr(err)
-	})
-	t.Run("4th refused", func(t *testing.T) {
-		f, _ := setup(t)
-		_, _, err := f.Fetch(t.Context(), "http://images.example/hops/4")
-		is.New(t).True(errors.Is(err, fetch.ErrTooManyRedirects))
-	})
+	for _, tc := range []struct {
+		name, path string
+		want       error // nil: fetched
+	}{
+		{"3 allowed", "/hops/3", nil},
+		{"4th refused", "/hops/4", fetch.ErrTooManyRedirects},
+		{"to ftp refused", "/to-ftp", fetch.ErrBadURL},
+		{"to credentials refused", "/to-userinfo", fetch.ErrBadURL},
+		{"to blocked address refused at connect", "/to-internal", fetch.ErrBlockedAddress},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			f, d := setup(t)
+			_, _, err := f.Fetch(t.Context(), "http://images.example"+tc.path)
+			if tc.want == nil {
+				is.NoErr(err)
+			} else {
+				is.True(errors.Is(err, tc.want))
+			}
+			for _, a := range d.Asked() {
+				is.Equal(a, "93.184.216.34:80") // 10.0.0.1 is never dialled
+			}
+		})
+	}
 	t.Run("MaxRedirects 1", func(t *testing.T) {
 		is := is.New(t)
 		d := dialTo(s)
@@ -93,25 +107,6 @@ func TestRedirects(t *testing.T) {
 		is.NoErr(err)
 		_, _, err = f.Fetch(t.Context(), "http://images.example/hops/2")
 		is.True(errors.Is(err, fetch.ErrTooManyRedirects))
-	})
-	t.Run("to ftp refused", func(t *testing.T) {
-		f, _ := setup(t)
-		_, _, err := f.Fetch(t.Context(), "http://images.example/to-ftp")
-		is.New(t).True(errors.Is(err, fetch.ErrBadURL))
-	})
-	t.Run("to credentials refused", func(t *testing.T) {
-		f, _ := setup(t)
-		_, _, err := f.Fetch(t.Context(), "http://images.example/to-userinfo")
-		is.New(t).True(errors.Is(err, fetch.ErrBadURL))
-	})
-	t.Run("to blocked address refused at connect", func(t *testing.T) {
-		is := is.New(t)
-		f, d := setup(t)
-		_, _, err := f.Fetch(t.Context(), "http://images.example/to-internal")
-		is.True(errors.Is(err, fetch.ErrBlockedAddress))
-		for _, a := range d.Asked() {
-			is.Equal(a, "93.184.216.34:80") // 10.0.0.1 was never dialled
-		}
 	})
 }
 
@@ -275,15 +270,18 @@ func TestBadURLs(t *testing.T) {
 
 func TestOptionsValidation(t *testing.T) {
 	for field, o := range map[string]fetch.Config{
-		"MaxBytes":     {MaxBytes: -1},
-		"MaxPixels":    {MaxPixels: -1},
-		"Timeout":      {Timeout: -time.Second},
-		"MaxRedirects": {MaxRedirects: -1},
+		"MaxBytes":        {MaxBytes: -1},
+		"MaxDecodedBytes": {MaxDecodedBytes: -1},
+		"MaxPixels":       {MaxPixels: -1},
+		"Timeout":         {Timeout: -time.Second},
+		"MinRate":         {MinRate: -1},
+		"MinRateGrace":    {MinRateGrace: -time.Second},
+		"MaxRedirects":    {MaxRedirects: -1},
 	} {
 		t.Run(field, func(t *testing.T) {
 			_, err := fetch.New(o)
 			is.New(t).True(err != nil)
-			is.New(t).True(strings.Contains(err.Error(), "Config."+field))
+			is.New(t).True(strings.Contains(err.Error(), "Config."+field+" must not be negative"))
 		})
 	}
 }

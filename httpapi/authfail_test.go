@@ -50,29 +50,16 @@ func TestAuthFailuresPerIPv6Prefix(t *testing.T) {
 	e := newEnv(t)
 	codes := map[int]int{}
 	for i := range 20 {
-		r := httptest.NewRequest("GET", "/api/v1/tasks/x", nil)
-		r.Header.Set("Authorization", "Bearer "+imagegen.NewAPIKey())
-		r.RemoteAddr = "[2001:db8:1:2::" + string(rune('a'+i%6)) + "]:443"
-		w := httptest.NewRecorder()
-		e.h.ServeHTTP(w, r)
-		codes[w.Code]++
+		codes[badKeyFrom(e.h, "[2001:db8:1:2::"+string(rune('a'+i%6))+"]:443")]++
 	}
 	is.Equal(codes[http.StatusUnauthorized], 10)
 	is.Equal(codes[http.StatusTooManyRequests], 10)
 }
 
 // handlerWith is another API handler on e's service, configured by cfg
-// (Service, Limiter, Clock and Logger are filled in).
+// (Clock, Logger and a Limiter of its own are filled in).
 func (e *env) handlerWith(cfg httpapi.Config) http.Handler {
-	e.t.Helper()
-	is := is.New(e.t)
-	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 1000, Window: time.Minute, Clock: e.clock})
-	is.NoErr(err)
-	cfg.Service, cfg.Limiter, cfg.Clock, cfg.Logger = e.svc, limiter, e.clock, quiet
-	api, err := httpapi.New(cfg)
-	is.NoErr(err)
-	mux := http.NewServeMux()
-	api.Register(mux)
+	_, mux := e.stack.Handler(cfg)
 	return mux
 }
 
@@ -90,6 +77,16 @@ func badKeyFrom(h http.Handler, peer string, hdr ...string) int {
 	return w.Code
 }
 
+// oneClient checks that three bad keys sent to h from peer, the i-th with
+// the headers hdr(i), count against one client's budget of 2 failures:
+// 401, 401, then 429.
+func oneClient(t *testing.T, h http.Handler, peer string, hdr func(i int) []string) {
+	t.Helper()
+	for i, want := range []int{http.StatusUnauthorized, http.StatusUnauthorized, http.StatusTooManyRequests} {
+		is.New(t).Equal(badKeyFrom(h, peer, hdr(i)...), want)
+	}
+}
+
 func TestAuthFailuresBehindTrustedProxy(t *testing.T) {
 	e := newEnv(t)
 	failures, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 2, Window: time.Minute, Clock: e.clock})
@@ -100,38 +97,22 @@ func TestAuthFailuresBehindTrustedProxy(t *testing.T) {
 	})
 	const proxy = "10.1.2.3:5555"
 	t.Run("each forwarded client counts alone", func(t *testing.T) {
-		is := is.New(t)
 		for _, client := range []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"} {
-			for range 2 {
-				is.Equal(badKeyFrom(h, proxy, "X-Forwarded-For", client), http.StatusUnauthorized)
-			}
-			is.Equal(badKeyFrom(h, proxy, "X-Forwarded-For", client), http.StatusTooManyRequests)
+			oneClient(t, h, proxy, func(int) []string { return []string{"X-Forwarded-For", client} })
 		}
 	})
 	t.Run("a spoofed leftmost hop is ignored", func(t *testing.T) {
-		is := is.New(t)
 		// The client 198.51.100.7 writes its own X-Forwarded-For; the
 		// proxy appends the real address. Rotating the fake buys nothing.
-		for i, fake := range []string{"1.1.1.1", "2.2.2.2", "3.3.3.3"} {
-			want := http.StatusUnauthorized
-			if i == 2 {
-				want = http.StatusTooManyRequests
-			}
-			is.Equal(badKeyFrom(h, proxy, "X-Forwarded-For", fake+", 198.51.100.7"), want)
-		}
+		fakes := []string{"1.1.1.1", "2.2.2.2", "3.3.3.3"}
+		oneClient(t, h, proxy, func(i int) []string { return []string{"X-Forwarded-For", fakes[i] + ", 198.51.100.7"} })
 	})
 	t.Run("a client's own Forwarded header is not read beside X-Forwarded-For", func(t *testing.T) {
-		is := is.New(t)
 		// The proxy appends the real address to X-Forwarded-For and
 		// passes the client's Forwarded header through untouched.
-		for i := range 3 {
-			want := http.StatusUnauthorized
-			if i == 2 {
-				want = http.StatusTooManyRequests
-			}
-			spoof := "for=203.0.113." + strconv.Itoa(i+1)
-			is.Equal(badKeyFrom(h, proxy, "Forwarded", spoof, "X-Forwarded-For", "198.51.100.99"), want)
-		}
+		oneClient(t, h, proxy, func(i int) []string {
+			return []string{"Forwarded", "for=203.0.113." + strconv.Itoa(i+1), "X-Forwarded-For", "198.51.100.99"}
+		})
 	})
 	t.Run("Forwarded header, through two trusted proxies", func(t *testing.T) {
 		is := is.New(t)
@@ -141,9 +122,9 @@ func TestAuthFailuresBehindTrustedProxy(t *testing.T) {
 			ForwardedHeader: "Forwarded",
 		})
 		// X-Forwarded-For is not read when the proxies write Forwarded.
-		is.Equal(badKeyFrom(h, proxy, "Forwarded", "for=198.51.100.50", "X-Forwarded-For", "203.0.113.77"), http.StatusUnauthorized)
-		is.Equal(badKeyFrom(h, proxy, "Forwarded", "for=198.51.100.50", "X-Forwarded-For", "203.0.113.78"), http.StatusUnauthorized)
-		is.Equal(badKeyFrom(h, proxy, "Forwarded", "for=198.51.100.50", "X-Forwarded-For", "203.0.113.79"), http.StatusTooManyRequests)
+		oneClient(t, h, proxy, func(i int) []string {
+			return []string{"Forwarded", "for=198.51.100.50", "X-Forwarded-For", "203.0.113." + strconv.Itoa(77+i)}
+		})
 		fwd := `for="[2001:db8:aa:bb::1]:4711";proto=https, for=10.9.9.9`
 		is.Equal(badKeyFrom(h, proxy, "Forwarded", fwd), http.StatusUnauthorized)
 		// Another address of the same /64 is the same client.
@@ -152,15 +133,7 @@ func TestAuthFailuresBehindTrustedProxy(t *testing.T) {
 		is.Equal(badKeyFrom(h, proxy, "Forwarded", fwd), http.StatusTooManyRequests)
 	})
 	t.Run("an untrusted peer's headers are not read", func(t *testing.T) {
-		is := is.New(t)
-		for i := range 3 {
-			want := http.StatusUnauthorized
-			if i == 2 {
-				want = http.StatusTooManyRequests
-			}
-			fake := "203.0.113." + strconv.Itoa(i+1)
-			is.Equal(badKeyFrom(h, "192.0.2.200:1", "X-Forwarded-For", fake), want)
-		}
+		oneClient(t, h, "192.0.2.200:1", func(i int) []string { return []string{"X-Forwarded-For", "203.0.113." + strconv.Itoa(i+1)} })
 	})
 }
 

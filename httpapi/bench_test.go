@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -19,8 +18,8 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/apitest"
 	"github.com/imagegen/imagegen/metrics"
-	"github.com/imagegen/imagegen/ratelimit"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
@@ -86,30 +85,18 @@ func newBenchAPI(b *testing.B, withMetrics bool) (http.Handler, *imagegen.Servic
 		}
 		obs, httpObs = m, m
 	}
-	discard := slog.New(slog.DiscardHandler)
-	svc, err := imagegen.New(imagegen.Config{
-		Store: store, Model: imagegentest.NewModel(1), Clock: clock, Logger: discard, Observer: obs,
+	s := apitest.New(b, apitest.Config{
+		Clock: clock, Store: store, Model: imagegentest.NewModel(1), Limit: 1 << 30,
+		Service: func(c *imagegen.Config) { c.Observer = obs },
+		API:     func(c *httpapi.Config) { c.Observer = httpObs },
 	})
-	if err != nil {
+	if _, err := s.Service.ImportKey(context.Background(), "bench", benchKey); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := svc.ImportKey(context.Background(), "bench", benchKey); err != nil {
+	if _, err := s.Service.Grant(context.Background(), "bench", 1<<50, uuid.NewString()); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := svc.Grant(context.Background(), "bench", 1<<50, uuid.NewString()); err != nil {
-		b.Fatal(err)
-	}
-	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 1 << 30, Clock: clock})
-	if err != nil {
-		b.Fatal(err)
-	}
-	api, err := httpapi.New(httpapi.Config{Service: svc, Limiter: limiter, Clock: clock, Logger: discard, Observer: httpObs})
-	if err != nil {
-		b.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	api.Register(mux)
-	return mux, svc
+	return s.Mux, s.Service
 }
 
 func newBare() *bareAPI {

@@ -19,6 +19,14 @@ import (
 // the API keeps serving until the server stops.
 func (h *Handler) Drain() { h.stopWaits() }
 
+// untilDrained returns ctx, cancelled also when the handler drains;
+// stop releases it.
+func (h *Handler) untilDrained(ctx context.Context) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(h.waitsDone, cancel)
+	return ctx, func() { unhook(); cancel() }
+}
+
 // waitTask is Service.WaitTask for a request, cut short by Drain: then it
 // answers with the task as it stands.
 func (h *Handler) waitTask(r *http.Request, owner, id string, d time.Duration) (*imagegen.Task, error) {
@@ -26,9 +34,7 @@ func (h *Handler) waitTask(r *http.Request, owner, id string, d time.Duration) (
 	if h.waitsDone.Err() != nil {
 		return h.cfg.Service.Task(ctx, owner, id)
 	}
-	waitCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(h.waitsDone, cancel)
+	waitCtx, stop := h.untilDrained(ctx)
 	defer stop()
 	t, err := h.cfg.Service.WaitTask(waitCtx, owner, id, d)
 	if err != nil && ctx.Err() == nil && h.waitsDone.Err() != nil {

@@ -27,6 +27,22 @@ func encode[T any](w http.ResponseWriter, status int, v T) {
 	_, _ = w.Write(body)
 }
 
+// userJSON is the shape of every handler that answers the authenticated
+// user: answer works out the body for the user's owner, and the handler
+// writes it as JSON with status, or, when answer fails, the error answer.
+// answer may set headers of a successful answer on w.
+func userJSON[T any](h *Handler, status int, answer func(w http.ResponseWriter, r *http.Request, owner string) (T, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := PrincipalFrom(r.Context())
+		body, err := answer(w, r, p.Owner)
+		if err != nil {
+			h.respondErr(w, r, err)
+			return
+		}
+		encode(w, status, body)
+	})
+}
+
 var (
 	jsonContentType = []string{"application/json"}
 	nosniff         = []string{"nosniff"}

@@ -15,12 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/apitest"
 	"github.com/imagegen/imagegen/ratelimit"
 	"github.com/imagegen/imagegen/store/memory"
 )
@@ -37,6 +37,7 @@ type env struct {
 	clock *imagegentest.Clock
 	model *imagegentest.Model
 	key   string // a key of user "alice", who has 10 credits
+	stack *apitest.Stack
 }
 
 type envOptions struct {
@@ -49,49 +50,30 @@ type envOptions struct {
 }
 
 // quiet keeps the service's logs out of test output.
-var quiet = slog.New(slog.DiscardHandler)
+var quiet = apitest.Quiet
 
 func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	t.Helper()
-	is := is.New(t)
 	clock := imagegentest.NewClock(time.Time{})
 	o := envOptions{store: memory.New(memory.Config{Clock: clock, Retention: retention}), limit: 1000, logger: quiet, api: func(*httpapi.Config) {}}
 	for _, f := range opts {
 		f(&o)
 	}
-	model := imagegentest.NewModel(2)
-	svc, err := imagegen.New(imagegen.Config{Store: o.store, Model: model, Clock: clock, MaxAttempts: 2, Logger: quiet})
-	is.NoErr(err)
-	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: o.limit, Window: time.Minute, Clock: clock})
-	is.NoErr(err)
 	authFailures, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 10, Window: time.Minute, Clock: clock})
-	is.NoErr(err)
-	cfg := httpapi.Config{
-		Service: svc, Limiter: limiter, AuthFailures: authFailures, Clock: clock,
-		PublicURL: "https://img.example.test", Logger: o.logger, Observer: o.observer,
-		OpenAIPrefix: map[bool]string{true: "/v1"}[o.openAI],
-	}
-	o.api(&cfg)
-	api, err := httpapi.New(cfg)
-	is.NoErr(err)
-	mux := http.NewServeMux()
-	api.Register(mux)
-	e := &env{t: t, h: mux, api: api, svc: svc, clock: clock, model: model}
+	is.New(t).NoErr(err)
+	s := apitest.New(t, apitest.Config{Clock: clock, Store: o.store, Limit: o.limit, API: func(cfg *httpapi.Config) {
+		cfg.AuthFailures, cfg.PublicURL = authFailures, "https://img.example.test"
+		cfg.Logger, cfg.Observer = o.logger, o.observer
+		cfg.OpenAIPrefix = map[bool]string{true: "/v1"}[o.openAI]
+		o.api(cfg)
+	}})
+	e := &env{t: t, h: s.Mux, api: s.API, svc: s.Service, clock: clock, model: s.Model, stack: s}
 	e.key = e.user("alice", 10)
 	return e
 }
 
 // user creates a user with credits and returns a new API key of theirs.
-func (e *env) user(owner string, credits int64) string {
-	e.t.Helper()
-	key, _, err := e.svc.CreateKey(context.Background(), owner)
-	is.New(e.t).NoErr(err)
-	if credits > 0 {
-		_, err = e.svc.Grant(context.Background(), owner, credits, uuid.NewString())
-		is.New(e.t).NoErr(err)
-	}
-	return key
-}
+func (e *env) user(owner string, credits int64) string { return e.stack.User(owner, credits) }
 
 func (e *env) do(method, path, key, body string, hdr ...string) *httptest.ResponseRecorder {
 	return doOn(e.h, method, path, key, body, hdr...)
@@ -121,6 +103,17 @@ func (e *env) submit(key, body string) *httptest.ResponseRecorder {
 
 func (e *env) poll(key, id string) *httptest.ResponseRecorder {
 	return e.do("GET", "/api/v1/tasks/"+id, key, "")
+}
+
+// credits is alice's balance as GET /api/v1/credits answers it.
+func (e *env) credits() int64 {
+	e.t.Helper()
+	is := is.New(e.t)
+	w := e.do("GET", "/api/v1/credits", e.key, "")
+	is.Equal(w.Code, http.StatusOK)
+	var credits httpapi.Credits
+	is.NoErr(json.Unmarshal(w.Body.Bytes(), &credits))
+	return credits.CreditsRemaining
 }
 
 // fields decodes a JSON object response and returns its keys, sorted.
@@ -422,6 +415,15 @@ func TestRoutingErrors(t *testing.T) {
 	w := e.do("DELETE", "/api/v1/tasks/abc", e.key, "")
 	wantError(t, w, http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
 	is.Equal(w.Header().Get("Allow"), "GET, HEAD")
+	for path, allow := range map[string]string{ // every route: another method is a 405 naming the allowed ones
+		"/api/v1/generate": "POST", "/api/v1/tasks/abc": "GET, HEAD", "/api/v1/tasks/abc/cancel": "POST",
+		"/api/v1/tasks": "GET, HEAD", "/api/v1/credits": "GET, HEAD", "/api/v1/credits/ledger": "GET, HEAD",
+		"/api/v1/webhook-secret": "GET, HEAD", "/api/v1/images/abc": "GET, HEAD", "/api/v1/openapi.json": "GET, HEAD",
+	} {
+		w := e.do("PUT", path, e.key, "")
+		wantError(t, w, http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
+		is.Equal(w.Header().Get("Allow"), allow)
+	}
 	wantError(t, e.do("GET", "/api/v1/nope", e.key, ""), http.StatusNotFound, imagegen.APINotFound)
 	wantError(t, e.do("GET", "/api/v1/", "", ""), http.StatusNotFound, imagegen.APINotFound)
 	big := `{"scene":"text-to-image","prompt":"` + strings.Repeat("a", httpapi.MaxBodyBytes) + `"}`

@@ -20,6 +20,7 @@ import (
 	blobs3 "github.com/imagegen/imagegen/blob/s3"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/apitest"
 	"github.com/imagegen/imagegen/internal/redistest"
 	"github.com/imagegen/imagegen/internal/s3test"
 	"github.com/imagegen/imagegen/store/memory"
@@ -43,10 +44,11 @@ func imageHandler(b *testing.B, blobs imagegen.BlobStore) (http.Handler, string)
 	model := imagegentest.NewModel(1, func(context.Context, imagegen.Generation) ([]imagegen.GeneratedImage, error) {
 		return []imagegen.GeneratedImage{{ContentType: "image/png", Data: benchPicture}}, nil
 	})
-	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Config{Retention: time.Hour, Blobs: blobs}), Model: model, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := apitest.New(b, apitest.Config{
+		Store: memory.New(memory.Config{Retention: time.Hour, Blobs: blobs}), Model: model,
+		API: func(c *httpapi.Config) { c.Limiter, c.PublicURL = allowAll{}, "https://img.example.test" },
+	})
+	svc := s.Service
 	if _, err := svc.Grant(ctx, "u", 1, "bench"); err != nil {
 		b.Fatal(err)
 	}
@@ -61,11 +63,7 @@ func imageHandler(b *testing.B, blobs imagegen.BlobStore) (http.Handler, string)
 	if err != nil || task.Status != imagegen.StatusSuccess {
 		b.Fatalf("task: %v %v", task, err)
 	}
-	api, err := httpapi.New(httpapi.Config{Service: svc, Limiter: allowAll{}, PublicURL: "https://img.example.test", Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return api, strings.TrimPrefix(api.ImageURLs(task)[0], "https://img.example.test")
+	return s.API, strings.TrimPrefix(s.API.ImageURLs(task)[0], "https://img.example.test")
 }
 
 func benchGet(b *testing.B, h http.Handler, path string) {
@@ -91,50 +89,44 @@ func BenchmarkImageDownload(b *testing.B) {
 		})
 		benchGet(b, h, "/img")
 	})
-	b.Run("memory", func(b *testing.B) {
-		h, path := imageHandler(b, blobmemory.New(blobmemory.Config{}))
-		benchGet(b, h, path)
-	})
-	b.Run("file", func(b *testing.B) {
-		s, err := blobfile.New(blobfile.Config{Dir: b.TempDir()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		h, path := imageHandler(b, s)
-		benchGet(b, h, path)
-	})
-	b.Run("redis-miniredis", func(b *testing.B) {
-		mr := miniredis.RunT(b)
-		rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
-		b.Cleanup(func() { _ = rdb.Close() })
-		s, err := blobredis.New(rdb, blobredis.Config{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		h, path := imageHandler(b, s)
-		benchGet(b, h, path)
-	})
-	b.Run("redis-real", func(b *testing.B) {
-		rdb := redistest.Connect(b)
-		prefix := "imagegen-bench-" + uuid.NewString()
-		b.Cleanup(func() { redistest.DeleteKeys(b, rdb, "{"+prefix+"}:*") })
-		s, err := blobredis.New(rdb, blobredis.Config{Prefix: prefix, TTL: time.Hour})
-		if err != nil {
-			b.Fatal(err)
-		}
-		h, path := imageHandler(b, s)
-		benchGet(b, h, path)
-	})
-	b.Run("s3-gofakes3", func(b *testing.B) {
-		b.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-		s, err := blobs3.New(context.Background(), blobs3.Config{
-			Bucket: s3test.Bucket, Region: s3test.Region, Endpoint: s3test.Fake(b), PathStyle: true,
-			ChecksumWhenRequired: true, Credentials: s3test.Credentials,
+	stores := []struct {
+		name string
+		open func(b *testing.B) (imagegen.BlobStore, error)
+	}{
+		{"memory", func(*testing.B) (imagegen.BlobStore, error) {
+			return blobmemory.New(blobmemory.Config{}), nil
+		}},
+		{"file", func(b *testing.B) (imagegen.BlobStore, error) {
+			return blobfile.New(blobfile.Config{Dir: b.TempDir()})
+		}},
+		{"redis-miniredis", func(b *testing.B) (imagegen.BlobStore, error) {
+			mr := miniredis.RunT(b)
+			rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
+			b.Cleanup(func() { _ = rdb.Close() })
+			return blobredis.New(rdb, blobredis.Config{})
+		}},
+		{"redis-real", func(b *testing.B) (imagegen.BlobStore, error) {
+			rdb := redistest.Connect(b)
+			prefix := "imagegen-bench-" + uuid.NewString()
+			b.Cleanup(func() { redistest.DeleteKeys(b, rdb, "{"+prefix+"}:*") })
+			return blobredis.New(rdb, blobredis.Config{Prefix: prefix, TTL: time.Hour})
+		}},
+		{"s3-gofakes3", func(b *testing.B) (imagegen.BlobStore, error) {
+			b.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+			return blobs3.New(context.Background(), blobs3.Config{
+				Bucket: s3test.Bucket, Region: s3test.Region, Endpoint: s3test.Fake(b), PathStyle: true,
+				ChecksumWhenRequired: true, Credentials: s3test.Credentials,
+			})
+		}},
+	}
+	for _, store := range stores {
+		b.Run(store.name, func(b *testing.B) {
+			s, err := store.open(b)
+			if err != nil {
+				b.Fatal(err)
+			}
+			h, path := imageHandler(b, s)
+			benchGet(b, h, path)
 		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		h, path := imageHandler(b, s)
-		benchGet(b, h, path)
-	})
+	}
 }

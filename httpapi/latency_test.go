@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -15,8 +14,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/ratelimit"
-	"github.com/imagegen/imagegen/store/memory"
+	"github.com/imagegen/imagegen/internal/apitest"
 )
 
 // BenchmarkResultLatency measures the time from a task's success to the
@@ -30,24 +28,9 @@ func BenchmarkResultLatency(b *testing.B) {
 }
 
 func benchLatency(b *testing.B, pollEvery time.Duration) {
-	clock := imagegen.SystemClock{}
-	store := memory.New(memory.Config{Clock: clock})
-	model := imagegentest.NewModel(1)
-	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, Clock: clock, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 1 << 20, Clock: clock})
-	if err != nil {
-		b.Fatal(err)
-	}
-	api, err := httpapi.New(httpapi.Config{Service: svc, Limiter: limiter, Clock: clock, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	api.Register(mux)
-	srv := httptest.NewServer(mux)
+	s := apitest.New(b, apitest.Config{Model: imagegentest.NewModel(1), Limit: 1 << 20})
+	svc, model := s.Service, s.Model
+	srv := httptest.NewServer(s.Mux)
 	defer srv.Close()
 	ctx := context.Background()
 	if _, err := svc.ImportKey(ctx, "u", benchKey); err != nil {

@@ -32,22 +32,18 @@ type Ledger struct {
 // user's credit ledger, newest first, cursor-paged like the task list.
 // Its entries add up to the balance.
 func (h *Handler) handleLedger() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, _ := PrincipalFrom(r.Context())
+	return userJSON(h, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, owner string) (Ledger, error) {
 		q, err := strictQuery(r.URL.RawQuery, "ledger", "limit", "cursor")
 		if err != nil {
-			h.respondErr(w, r, err)
-			return
+			return Ledger{}, err
 		}
 		limit, err := parseLimit(q)
 		if err != nil {
-			h.respondErr(w, r, err)
-			return
+			return Ledger{}, err
 		}
-		page, err := h.cfg.Service.ListLedger(r.Context(), p.Owner, limit, q.Get("cursor"))
+		page, err := h.cfg.Service.ListLedger(r.Context(), owner, limit, q.Get("cursor"))
 		if err != nil {
-			h.respondErr(w, r, err)
-			return
+			return Ledger{}, err
 		}
 		body := Ledger{Entries: make([]LedgerEntry, len(page.Entries)), NextCursor: page.Next}
 		for i, e := range page.Entries {
@@ -56,7 +52,7 @@ func (h *Handler) handleLedger() http.Handler {
 				Reference: ledgerReference(e), CreatedAt: e.At.UTC(),
 			}
 		}
-		encode(w, http.StatusOK, body)
+		return body, nil
 	})
 }
 

@@ -12,19 +12,16 @@ import (
 // "cancelled") and is refunded; the answer is the task. A finished task
 // is unchanged: 409 task_already_finished.
 func (h *Handler) handleCancel() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, _ := PrincipalFrom(r.Context())
+	return userJSON(h, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, owner string) (TaskBody, error) {
 		id := r.PathValue("task_id")
-		if err := h.cfg.Service.Cancel(r.Context(), p.Owner, id); err != nil {
-			h.respondErr(w, r, err)
-			return
+		if err := h.cfg.Service.Cancel(r.Context(), owner, id); err != nil {
+			return TaskBody{}, err
 		}
-		t, err := h.cfg.Service.Task(r.Context(), p.Owner, id)
+		t, err := h.cfg.Service.Task(r.Context(), owner, id)
 		if err != nil {
-			h.respondErr(w, r, err)
-			return
+			return TaskBody{}, err
 		}
-		encode(w, http.StatusOK, h.taskBody(r, t))
+		return h.taskBody(r, t), nil
 	})
 }
 
@@ -39,24 +36,20 @@ type TaskList struct {
 // user's own tasks, newest first, with cursor pagination, in the basic
 // or the full view.
 func (h *Handler) handleList() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, _ := PrincipalFrom(r.Context())
+	return userJSON(h, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, owner string) (TaskList, error) {
 		q, err := parseListQuery(r.URL.RawQuery)
 		if err != nil {
-			h.respondErr(w, r, err)
-			return
+			return TaskList{}, err
 		}
-		page, err := h.cfg.Service.ListTasks(r.Context(), p.Owner, q.status, q.limit, q.cursor)
+		page, err := h.cfg.Service.ListTasks(r.Context(), owner, q.status, q.limit, q.cursor)
 		if err != nil {
-			h.respondErr(w, r, err)
-			return
+			return TaskList{}, err
 		}
 		tasks, err := h.taskBodies(r.Context(), r, page.Tasks, q.view)
 		if err != nil {
-			h.respondErr(w, r, err)
-			return
+			return TaskList{}, err
 		}
-		encode(w, http.StatusOK, TaskList{Tasks: tasks, NextCursor: page.Next})
+		return TaskList{Tasks: tasks, NextCursor: page.Next}, nil
 	})
 }
 
@@ -68,13 +61,8 @@ type Credits struct {
 // handleCredits serves GET {prefix}/credits: the user's balance, which
 // the API and the host app's web use share.
 func (h *Handler) handleCredits() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, _ := PrincipalFrom(r.Context())
-		b, err := h.cfg.Service.Balance(r.Context(), p.Owner)
-		if err != nil {
-			h.respondErr(w, r, err)
-			return
-		}
-		encode(w, http.StatusOK, Credits{CreditsRemaining: b})
+	return userJSON(h, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, owner string) (Credits, error) {
+		b, err := h.cfg.Service.Balance(r.Context(), owner)
+		return Credits{CreditsRemaining: b}, err
 	})
 }

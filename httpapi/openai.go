@@ -153,9 +153,7 @@ func (h *Handler) imageBase64(ctx context.Context, id string) (string, error) {
 // client has no task to come back to.
 func (h *Handler) awaitOpenAI(ctx context.Context, owner, id string) (*imagegen.Task, error) {
 	deadline := h.cfg.Clock.Now().Add(h.cfg.OpenAIWait)
-	waitCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(h.waitsDone, cancel)
+	waitCtx, stop := h.untilDrained(ctx)
 	defer stop()
 	for {
 		left := deadline.Sub(h.cfg.Clock.Now())

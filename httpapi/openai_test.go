@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"image/png"
@@ -22,56 +21,30 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/ratelimit"
-	"github.com/imagegen/imagegen/store/memory"
 )
 
 // openAIEnv is the API with the OpenAI-compatible endpoint at /v1.
 type openAIEnv struct {
 	*env
-	api     *httpapi.Handler
 	schemas openapi3.Schemas // OpenAI's own
 }
 
 func newOpenAIEnv(t *testing.T, limit int) *openAIEnv {
 	t.Helper()
-	is := is.New(t)
-	clock := imagegentest.NewClock(time.Time{})
-	store := memory.New(memory.Config{Clock: clock, Retention: retention})
-	model := imagegentest.NewModel(2)
-	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, Clock: clock, MaxAttempts: 2, Logger: quiet})
-	is.NoErr(err)
-	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: limit, Window: time.Minute, Clock: clock})
-	is.NoErr(err)
-	api, err := httpapi.New(httpapi.Config{
-		Service: svc, Limiter: limiter, Clock: clock, PublicURL: "https://img.example.test", Logger: quiet,
-		OpenAIPrefix: "/v1", OpenAIWait: 30 * time.Second,
+	e := newEnv(t, func(o *envOptions) {
+		o.limit, o.openAI = limit, true
+		o.api = func(c *httpapi.Config) { c.OpenAIWait = 30 * time.Second }
 	})
-	is.NoErr(err)
-	mux := http.NewServeMux()
-	api.Register(mux)
-	e := &env{t: t, h: mux, svc: svc, clock: clock, model: model}
-	e.key = e.user("alice", 10)
-
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromFile(filepath.Join("testdata", "openai", "openapi.images-subset.yaml"))
-	is.NoErr(err)
-	return &openAIEnv{env: e, api: api, schemas: doc.Components.Schemas}
+	is.New(t).NoErr(err)
+	return &openAIEnv{env: e, schemas: doc.Components.Schemas}
 }
 
 // generate posts body to /v1/images/generations while a worker runs the
 // task, as `imagegen serve` would.
 func (o *openAIEnv) generate(key, body string) *httptest.ResponseRecorder {
-	done := make(chan *httptest.ResponseRecorder)
-	go func() { done <- o.do("POST", "/v1/images/generations", key, body) }()
-	for {
-		select {
-		case w := <-done:
-			return w
-		case <-time.After(time.Millisecond):
-			_, _ = o.svc.RunOnce(context.Background())
-		}
-	}
+	return whileWorking(o.svc, func() *httptest.ResponseRecorder { return o.do("POST", "/v1/images/generations", key, body) })
 }
 
 // valid checks body against a schema of OpenAI's description.
@@ -97,6 +70,18 @@ func keys(t *testing.T, body []byte) []string {
 	var m map[string]json.RawMessage
 	is.New(t).NoErr(json.Unmarshal(body, &m))
 	return slices.Sorted(maps.Keys(m))
+}
+
+// likeExample checks that an error answer has the type and code of
+// OpenAI's own example in testdata/openai/name.
+func likeExample(t *testing.T, w *httptest.ResponseRecorder, name string) {
+	t.Helper()
+	is := is.New(t)
+	var example, got map[string]map[string]any
+	is.NoErr(json.Unmarshal(readOpenAI(t, name), &example))
+	is.NoErr(json.Unmarshal(w.Body.Bytes(), &got))
+	is.Equal(got["error"]["type"], example["error"]["type"])
+	is.Equal(got["error"]["code"], example["error"]["code"])
 }
 
 // errorShape checks an error answer against OpenAI's example and schema.
@@ -151,9 +136,7 @@ func TestOpenAIGenerationsURL(t *testing.T) {
 	is.NoErr(err)
 
 	// It was an ordinary task: charged, and the model got 16:9.
-	var credits httpapi.Credits
-	is.NoErr(json.Unmarshal(o.do("GET", "/api/v1/credits", o.key, "").Body.Bytes(), &credits))
-	is.Equal(credits.CreditsRemaining, int64(8))
+	is.Equal(o.credits(), int64(8))
 	calls := o.model.Calls()
 	is.Equal(calls[len(calls)-1].Request.AspectRatio, imagegen.Aspect16x9)
 	is.Equal(calls[len(calls)-1].Request.Prompt, "A cute baby sea otter")
@@ -232,14 +215,8 @@ func TestOpenAIErrors(t *testing.T) {
 	o.model.Then(imagegentest.Fail(&imagegen.ModelError{Provider: "scripted", Refused: true, Message: "the prompt was blocked"}))
 	w = o.generate(o.key, `{"prompt":"otter"}`)
 	o.errorShape(t, w, http.StatusBadRequest, "invalid_request_error", "", "content_policy_violation")
-	var example, got map[string]map[string]any
-	is.NoErr(json.Unmarshal(readOpenAI(t, "error.content_policy_violation.dall-e.json"), &example))
-	is.NoErr(json.Unmarshal(w.Body.Bytes(), &got))
-	is.Equal(got["error"]["type"], example["error"]["type"])
-	is.Equal(got["error"]["code"], example["error"]["code"])
-	var credits httpapi.Credits
-	is.NoErr(json.Unmarshal(o.do("GET", "/api/v1/credits", o.key, "").Body.Bytes(), &credits))
-	is.Equal(credits.CreditsRemaining, int64(10)) // nothing was charged in the end
+	likeExample(t, w, "error.content_policy_violation.dall-e.json")
+	is.Equal(o.credits(), int64(10)) // nothing was charged in the end
 }
 
 func TestOpenAIRateLimit(t *testing.T) {
@@ -248,28 +225,21 @@ func TestOpenAIRateLimit(t *testing.T) {
 	is.Equal(o.do("GET", "/api/v1/credits", o.key, "").Code, http.StatusOK) // the one request of the minute
 	w := o.do("POST", "/v1/images/generations", o.key, `{"prompt":"otter"}`)
 	o.errorShape(t, w, http.StatusTooManyRequests, "requests", "", "rate_limit_exceeded")
-	var example, got map[string]map[string]any
-	is.NoErr(json.Unmarshal(readOpenAI(t, "error.rate_limit.json"), &example))
-	is.NoErr(json.Unmarshal(w.Body.Bytes(), &got))
-	is.Equal(got["error"]["type"], example["error"]["type"])
-	is.Equal(got["error"]["code"], example["error"]["code"])
+	likeExample(t, w, "error.rate_limit.json")
 	is.True(w.Header().Get("Retry-After") != "") // OpenAI SDKs wait for it
 }
 
 func TestOpenAITimeoutCancelsAndRefunds(t *testing.T) {
 	is := is.New(t)
 	o := newOpenAIEnv(t, 1000)
-	done := make(chan *httptest.ResponseRecorder)
-	before := o.clock.Waiters()
-	go func() { done <- o.do("POST", "/v1/images/generations", o.key, `{"prompt":"otter"}`) }()
-	waitUntil(t, func() bool { return o.clock.Waiters() > before }) // no worker runs: it waits
+	done := startWaiting(t, o.clock, func() *httptest.ResponseRecorder { // no worker runs: it waits
+		return o.do("POST", "/v1/images/generations", o.key, `{"prompt":"otter"}`)
+	})
 	o.clock.Advance(30 * time.Second)
 	w := <-done
 	o.errorShape(t, w, http.StatusGatewayTimeout, "server_error", "", "timeout")
 	is.Equal(w.Header().Get("X-Should-Retry"), "false")
-	var credits httpapi.Credits
-	is.NoErr(json.Unmarshal(o.do("GET", "/api/v1/credits", o.key, "").Body.Bytes(), &credits))
-	is.Equal(credits.CreditsRemaining, int64(10)) // cancelled and refunded
+	is.Equal(o.credits(), int64(10)) // cancelled and refunded
 	var list httpapi.TaskList
 	is.NoErr(json.Unmarshal(o.do("GET", "/api/v1/tasks", o.key, "").Body.Bytes(), &list))
 	is.Equal(len(list.Tasks), 1)
@@ -282,10 +252,9 @@ func TestOpenAITimeoutCancelsAndRefunds(t *testing.T) {
 func TestOpenAIDrainCancelsAndRefunds(t *testing.T) {
 	is := is.New(t)
 	o := newOpenAIEnv(t, 1000)
-	done := make(chan *httptest.ResponseRecorder)
-	before := o.clock.Waiters()
-	go func() { done <- o.do("POST", "/v1/images/generations", o.key, `{"prompt":"otter"}`) }()
-	waitUntil(t, func() bool { return o.clock.Waiters() > before }) // no worker runs: it waits
+	done := startWaiting(t, o.clock, func() *httptest.ResponseRecorder { // no worker runs: it waits
+		return o.do("POST", "/v1/images/generations", o.key, `{"prompt":"otter"}`)
+	})
 	o.api.Drain()
 	var w *httptest.ResponseRecorder
 	select {
@@ -295,9 +264,7 @@ func TestOpenAIDrainCancelsAndRefunds(t *testing.T) {
 	}
 	o.errorShape(t, w, http.StatusServiceUnavailable, "server_error", "", "server_shutting_down")
 	is.Equal(w.Header().Get("Retry-After"), "1")
-	var credits httpapi.Credits
-	is.NoErr(json.Unmarshal(o.do("GET", "/api/v1/credits", o.key, "").Body.Bytes(), &credits))
-	is.Equal(credits.CreditsRemaining, int64(10)) // cancelled and refunded
+	is.Equal(o.credits(), int64(10)) // cancelled and refunded
 }
 
 func TestOpenAIEndpointOffByDefault(t *testing.T) {

@@ -469,12 +469,9 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 
 	// A long poll of a task that stays pending answers when its wait ends.
 	waiting := taskID(t, rc.do(e, "submit to wait on", "POST", "/api/v1/generate", e.key, t2i))
-	before := e.clock.Waiters() // timers of earlier work that nobody waits on any more
-	polled := make(chan *exchange, 1)
-	go func() {
-		polled <- rc.do(e, "long poll times out", "GET", "/api/v1/tasks/"+waiting, e.key, "", header("Prefer", "wait=5"), status(http.StatusOK))
-	}()
-	waitUntil(t, func() bool { return e.clock.Waiters() > before }) // the request is waiting
+	polled := startWaiting(t, e.clock, func() *exchange {
+		return rc.do(e, "long poll times out", "GET", "/api/v1/tasks/"+waiting, e.key, "", header("Prefer", "wait=5"), status(http.StatusOK))
+	})
 	e.clock.Advance(5 * time.Second)
 	x = <-polled
 	is.Equal(x.respHeader.Get("Preference-Applied"), "wait=5")
@@ -492,16 +489,7 @@ func recordOpenAI(t *testing.T, rc *recorder) {
 	e := newEnv(t, func(o *envOptions) { o.openAI = true })
 	// generate sends the request while workers run, so that it ends.
 	generate := func(name, body string, opts ...reqOpt) *exchange {
-		done := make(chan *exchange)
-		go func() { done <- rc.do(e, name, "POST", path, e.key, body, opts...) }()
-		for {
-			select {
-			case x := <-done:
-				return x
-			case <-time.After(time.Millisecond):
-				_, _ = e.svc.RunOnce(context.Background())
-			}
-		}
+		return whileWorking(e.svc, func() *exchange { return rc.do(e, name, "POST", path, e.key, body, opts...) })
 	}
 	generate("openai: url", `{"model":"dall-e-3","prompt":"A cute baby sea otter","n":1,"size":"1792x1024","quality":"hd","style":"natural","response_format":"url"}`, status(http.StatusOK))
 	generate("openai: b64_json", `{"prompt":"A cute baby sea otter","size":"1024x1024","response_format":"b64_json"}`, status(http.StatusOK))
@@ -516,12 +504,9 @@ func recordOpenAI(t *testing.T, rc *recorder) {
 	rc.do(e, "openai: no credits", "POST", path, e.user("penny", 0), `{"prompt":"otter"}`, status(http.StatusTooManyRequests))
 
 	// Not done in time: cancelled, refunded, 504.
-	before := e.clock.Waiters()
-	timedOut := make(chan *exchange, 1)
-	go func() {
-		timedOut <- rc.do(e, "openai: timeout", "POST", path, e.key, `{"prompt":"otter"}`, status(http.StatusGatewayTimeout))
-	}()
-	waitUntil(t, func() bool { return e.clock.Waiters() > before })
+	timedOut := startWaiting(t, e.clock, func() *exchange {
+		return rc.do(e, "openai: timeout", "POST", path, e.key, `{"prompt":"otter"}`, status(http.StatusGatewayTimeout))
+	})
 	e.clock.Advance(imagegen.MaxWait)
 	<-timedOut
 
@@ -891,11 +876,7 @@ func TestOpenAPIServed(t *testing.T) {
 	wantError(t, e.do("PUT", "/api/v1/openapi.json", "", "{}"), http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
 
 	// Mounted elsewhere, it names its own prefix as the server.
-	h, err := httpapi.New(httpapi.Config{Service: e.svc, Limiter: allowAll{}, Prefix: "/img/v2/", Logger: quiet})
-	is.NoErr(err)
-	r := httptest.NewRequest("GET", "/img/v2/openapi.json", nil)
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, r)
+	rec := doOn(e.handlerWith(httpapi.Config{Prefix: "/img/v2/"}), "GET", "/img/v2/openapi.json", "", "")
 	is.Equal(rec.Code, http.StatusOK)
 	body, err := io.ReadAll(rec.Body)
 	is.NoErr(err)

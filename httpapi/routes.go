@@ -7,31 +7,32 @@ func (h *Handler) routes() {
 	p := h.cfg.Prefix
 	api := func(next http.Handler) http.Handler { return h.authenticate(h.limitRate(next)) }
 
-	h.mux.Handle("POST "+p+"/generate", api(h.idempotent(h.handleSubmit())))
-	h.mux.Handle(p+"/generate", methodNotAllowed("POST"))
+	// route serves method at path with next, and any other method there
+	// with a 405 that names the allowed ones (a GET route answers HEAD too).
+	route := func(method, path string, next http.Handler) {
+		allow := method
+		if method == http.MethodGet {
+			allow = "GET, HEAD"
+		}
+		h.mux.Handle(method+" "+path, next)
+		h.mux.Handle(path, methodNotAllowed(allow))
+	}
 
-	h.mux.Handle("GET "+p+"/tasks/{task_id}", api(h.handleTask()))
-	h.mux.Handle(p+"/tasks/{task_id}", methodNotAllowed("GET, HEAD"))
+	route("POST", p+"/generate", api(h.idempotent(h.handleSubmit())))
+	route("GET", p+"/tasks/{task_id}", api(h.handleTask()))
 
 	// Extensions: cancel, listing, balance, ledger.
-	h.mux.Handle("POST "+p+"/tasks/{task_id}/cancel", api(h.handleCancel()))
-	h.mux.Handle(p+"/tasks/{task_id}/cancel", methodNotAllowed("POST"))
-	h.mux.Handle("GET "+p+"/tasks", api(h.handleList()))
-	h.mux.Handle(p+"/tasks", methodNotAllowed("GET, HEAD"))
-	h.mux.Handle("GET "+p+"/credits", api(h.handleCredits()))
-	h.mux.Handle(p+"/credits", methodNotAllowed("GET, HEAD"))
-	h.mux.Handle("GET "+p+"/credits/ledger", api(h.handleLedger()))
-	h.mux.Handle(p+"/credits/ledger", methodNotAllowed("GET, HEAD"))
-	h.mux.Handle("GET "+p+"/webhook-secret", api(h.handleWebhookSecret()))
-	h.mux.Handle(p+"/webhook-secret", methodNotAllowed("GET, HEAD"))
+	route("POST", p+"/tasks/{task_id}/cancel", api(h.handleCancel()))
+	route("GET", p+"/tasks", api(h.handleList()))
+	route("GET", p+"/credits", api(h.handleCredits()))
+	route("GET", p+"/credits/ledger", api(h.handleLedger()))
+	route("GET", p+"/webhook-secret", api(h.handleWebhookSecret()))
 
 	// Signed, keyless image downloads (so <img> tags work).
-	h.mux.Handle("GET "+p+"/images/{image_id}", h.handleImage())
-	h.mux.Handle(p+"/images/{image_id}", methodNotAllowed("GET, HEAD"))
+	route("GET", p+"/images/{image_id}", h.handleImage())
 
 	// The OpenAPI description of the API (no key needed).
-	h.mux.Handle("GET "+p+"/openapi.json", h.handleOpenAPI())
-	h.mux.Handle(p+"/openapi.json", methodNotAllowed("GET, HEAD"))
+	route("GET", p+"/openapi.json", h.handleOpenAPI())
 
 	// The OpenAI-compatible endpoint, answering in OpenAI's shapes.
 	if o := h.cfg.OpenAIPrefix; o != "" {

@@ -10,28 +10,19 @@ import (
 
 // handleSubmit serves POST {prefix}/generate (docs/api.md, "Submit a task").
 func (h *Handler) handleSubmit() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, _ := PrincipalFrom(r.Context())
+	return userJSON(h, http.StatusCreated, func(w http.ResponseWriter, r *http.Request, owner string) (imagegen.Submitted, error) {
 		if err := checkContentType(r); err != nil {
-			h.respondErr(w, r, err)
-			return
+			return imagegen.Submitted{}, err
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 		if err != nil {
-			h.respondErr(w, r, err)
-			return
+			return imagegen.Submitted{}, err
 		}
 		req, err := imagegen.DecodeRequest(body)
 		if err != nil {
-			h.respondErr(w, r, err)
-			return
+			return imagegen.Submitted{}, err
 		}
-		sub, err := h.cfg.Service.Submit(r.Context(), p.Owner, req)
-		if err != nil {
-			h.respondErr(w, r, err)
-			return
-		}
-		encode(w, http.StatusCreated, sub)
+		return h.cfg.Service.Submit(r.Context(), owner, req)
 	})
 }
 

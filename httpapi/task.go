@@ -35,39 +35,35 @@ type TaskBody struct {
 // ?view=full the task carries TaskDetails (timing, model, seed, queue
 // position); other query parameters are ignored, as they always were.
 func (h *Handler) handleTask() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, _ := PrincipalFrom(r.Context())
+	return userJSON(h, http.StatusOK, func(w http.ResponseWriter, r *http.Request, owner string) (TaskBody, error) {
 		id := r.PathValue("task_id")
 		w.Header().Add("Vary", "Prefer")
 		view, err := viewOf(r)
 		if err != nil {
-			h.respondErr(w, r, err)
-			return
+			return TaskBody{}, err
 		}
 		var t *imagegen.Task
 		wait, waited := preferWait(r.Header.Values("Prefer"))
 		if waited {
-			t, err = h.waitTask(r, p.Owner, id, time.Duration(wait)*time.Second)
+			t, err = h.waitTask(r, owner, id, time.Duration(wait)*time.Second)
 		} else {
-			t, err = h.cfg.Service.Task(r.Context(), p.Owner, id)
+			t, err = h.cfg.Service.Task(r.Context(), owner, id)
 		}
 		if err != nil {
-			h.respondErr(w, r, err) // an error answer applied no preference
-			return
+			return TaskBody{}, err // an error answer applied no preference
 		}
 		body := h.taskBody(r, t)
 		if view == ViewFull {
 			positions, err := h.cfg.Service.QueuePositions(r.Context(), []*imagegen.Task{t})
 			if err != nil {
-				h.respondErr(w, r, err)
-				return
+				return TaskBody{}, err
 			}
 			body.TaskDetails = detailsOf(t, positions[0])
 		}
 		if waited {
 			w.Header().Set("Preference-Applied", "wait="+strconv.Itoa(wait))
 		}
-		encode(w, http.StatusOK, body)
+		return body, nil
 	})
 }
 

@@ -10,14 +10,17 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
+// waitPoll sends alice's poll of task id with the Prefer header prefer
+// and returns once it waits on the clock; the answer comes on the channel.
 func (e *env) waitPoll(id, prefer string) <-chan *httptest.ResponseRecorder {
-	out := make(chan *httptest.ResponseRecorder, 1)
-	go func() { out <- e.do("GET", "/api/v1/tasks/"+id, e.key, "", "Prefer", prefer) }()
-	return out
+	return startWaiting(e.t, e.clock, func() *httptest.ResponseRecorder {
+		return e.do("GET", "/api/v1/tasks/"+id, e.key, "", "Prefer", prefer)
+	})
 }
 
 func (e *env) submitted() string {
@@ -30,14 +33,36 @@ func (e *env) submitted() string {
 	return sub.TaskID
 }
 
-func waitUntil(t *testing.T, cond func() bool) {
+// startWaiting sends a request in a goroutine of its own and returns once
+// the request waits on the manual clock (no worker runs): once the clock
+// has more waiters than before, since timers of earlier work that nobody
+// waits on any more still count. The answer comes on the channel.
+func startWaiting[T any](t *testing.T, clock *imagegentest.Clock, request func() T) <-chan T {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
+	before := clock.Waiters()
+	answer := make(chan T, 1)
+	go func() { answer <- request() }()
+	for deadline := time.Now().Add(5 * time.Second); clock.Waiters() <= before; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
+			t.Fatal("the request did not wait on the clock within 5s")
 		}
-		time.Sleep(time.Millisecond)
+	}
+	return answer
+}
+
+// whileWorking sends a request in a goroutine of its own and runs svc's
+// workers until it is answered, as `imagegen serve` would, so that a
+// request that waits for its task ends.
+func whileWorking[T any](svc *imagegen.Service, request func() T) T {
+	answer := make(chan T)
+	go func() { answer <- request() }()
+	for {
+		select {
+		case x := <-answer:
+			return x
+		case <-time.After(time.Millisecond):
+			_, _ = svc.RunOnce(context.Background())
+		}
 	}
 }
 
@@ -46,7 +71,6 @@ func TestPreferWaitAnswersWhenTheTaskFinishes(t *testing.T) {
 	e := newEnv(t, func(o *envOptions) { o.limit = 2 })
 	id := e.submitted()
 	got := e.waitPoll(id, "wait=30")
-	waitUntil(t, func() bool { return e.clock.Waiters() > 0 }) // the request is waiting
 	ran, err := e.svc.RunOnce(context.Background())
 	is.NoErr(err)
 	is.True(ran)
@@ -64,7 +88,6 @@ func TestPreferWaitTimesOutWithTheCurrentState(t *testing.T) {
 	e := newEnv(t)
 	id := e.submitted()
 	got := e.waitPoll(id, "respond-async, wait=100") // capped at 60
-	waitUntil(t, func() bool { return e.clock.Waiters() > 0 })
 	e.clock.Advance(60 * time.Second)
 	w := <-got
 	is.Equal(w.Header().Get("Preference-Applied"), "wait=60")
@@ -109,4 +132,32 @@ func TestPreferWaitNotAppliedOnErrors(t *testing.T) {
 	w = broken.do("GET", "/api/v1/tasks/x", broken.key, "", "Prefer", "wait=5")
 	wantError(t, w, http.StatusInternalServerError, "internal_error")
 	is.Equal(w.Header().Get("Preference-Applied"), "")
+}
+
+// TestDrainAnswersOpenWaits: Drain (at server shutdown) answers an open
+// "Prefer: wait" at once with the task as it stands, and later waits do
+// not wait.
+func TestDrainAnswersOpenWaits(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	id := e.submitted()
+	got := e.waitPoll(id, "wait=60")
+	e.api.Drain()
+	select {
+	case w := <-got:
+		is.Equal(w.Code, http.StatusOK)
+		m, _ := fields(t, w)
+		is.Equal(m["status"], "pending")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Drain did not answer the open wait")
+	}
+	after := make(chan *httptest.ResponseRecorder, 1)
+	go func() { after <- e.do("GET", "/api/v1/tasks/"+id, e.key, "", "Prefer", "wait=60") }()
+	select {
+	case w := <-after: // the manual clock never moves
+		is.Equal(w.Code, http.StatusOK)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a wait after Drain waited")
+	}
+	e.api.Drain() // twice is fine
 }

@@ -17,15 +17,13 @@ type WebhookSecret struct {
 // handleWebhookSecret serves GET {prefix}/webhook-secret: the user's
 // secret for verifying callbacks (made on first use).
 func (h *Handler) handleWebhookSecret() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, _ := PrincipalFrom(r.Context())
-		secret, err := h.cfg.Service.WebhookSecret(r.Context(), p.Owner)
+	return userJSON(h, http.StatusOK, func(w http.ResponseWriter, r *http.Request, owner string) (WebhookSecret, error) {
+		secret, err := h.cfg.Service.WebhookSecret(r.Context(), owner)
 		if err != nil {
-			h.respondErr(w, r, err)
-			return
+			return WebhookSecret{}, err
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		encode(w, http.StatusOK, WebhookSecret{Secret: secret})
+		return WebhookSecret{Secret: secret}, nil
 	})
 }
 

@@ -34,8 +34,12 @@
 // a finish is counted where it is stored (the worker, or the API process
 // for a cancel); sum them across processes. The queue gauges read the
 // shared store, so every process reports the same values: aggregate
-// them with max, not sum. Tasks failed by lease recovery (their workers
-// kept dying) are not counted in tasks_finished_total.
+// them with max, not sum. A task failed by lease recovery (its workers
+// kept dying) is counted, with its refund, by the process whose
+// recovery failed it: tasks_finished_total{status="failed",
+// error_code="internal"}, with no generation time. credits_charged_total
+// counts the charges at submit and an operator's re-charges
+// (Inspector.Retry with recharge).
 package metrics
 
 import (
@@ -112,7 +116,7 @@ func New(c Config) (*Metrics, error) {
 			Name: "imagegen_provider_fallbacks_total", Help: "Moves of a fallback chain from one model to the next.",
 		}, []string{"from", "to"}),
 		charged: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "imagegen_credits_charged_total", Help: "Credits charged for submitted tasks.",
+			Name: "imagegen_credits_charged_total", Help: "Credits charged for submitted tasks and operators' re-charged retries.",
 		}),
 		refunded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "imagegen_credits_refunded_total", Help: "Credits given back for failed and cancelled tasks.",
@@ -155,7 +159,7 @@ func New(c Config) (*Metrics, error) {
 	return m, nil
 }
 
-// TaskSubmitted counts a task and its charge.
+// TaskSubmitted counts a task and its charge at submit.
 func (m *Metrics) TaskSubmitted(scene imagegen.Scene, model string, cost int64) {
 	m.submitted.WithLabelValues(string(scene), model).Inc()
 	m.charged.Add(float64(cost))
@@ -167,16 +171,20 @@ func (m *Metrics) TaskClaimed(_ string, queued time.Duration) {
 }
 
 // TaskFinished counts a finished task and observes its generation time
-// (not for cancels, which ran no generation to its end).
+// when it is known (not for a cancel, which ran no generation to its
+// end, nor for a task failed by lease recovery, whose worker died).
 func (m *Metrics) TaskFinished(model string, status imagegen.Status, code imagegen.ErrorCode, generation time.Duration) {
 	m.finished.WithLabelValues(model, string(status), string(code)).Inc()
-	if code != imagegen.CodeCancelled {
+	if generation > 0 {
 		m.generation.Observe(generation.Seconds())
 	}
 }
 
 // CreditsRefunded counts refunded credits.
 func (m *Metrics) CreditsRefunded(credits int64) { m.refunded.Add(float64(credits)) }
+
+// CreditsCharged counts credits an operator charged again for a retry.
+func (m *Metrics) CreditsCharged(credits int64) { m.charged.Add(float64(credits)) }
 
 // ProviderRequest counts one provider call.
 func (m *Metrics) ProviderRequest(provider, outcome string) {

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/metrics"
+	"github.com/imagegen/imagegen/store/memory"
 )
 
 type queue struct {
@@ -35,7 +38,9 @@ func TestCountsWhatItIsTold(t *testing.T) {
 	m.TaskClaimed("openai", 2*time.Second)
 	m.TaskFinished("openai", imagegen.StatusSuccess, "", 4*time.Second)
 	m.TaskFinished("openai", imagegen.StatusFailed, imagegen.CodeCancelled, 0)
+	m.TaskFinished("openai", imagegen.StatusFailed, imagegen.CodeInternal, 0) // lease recovery: no generation time
 	m.CreditsRefunded(3)
+	m.CreditsCharged(4) // an operator's re-charge
 	m.ProviderRequest("openai", imagegen.OutcomeUnavailable)
 	m.Fallback("openai", "gemini")
 	m.HTTPRequest("POST /api/v1/generate", 201, 3*time.Millisecond)
@@ -43,9 +48,9 @@ func TestCountsWhatItIsTold(t *testing.T) {
 	m.WebhookDelivery("delivered")
 
 	want := `
-# HELP imagegen_credits_charged_total Credits charged for submitted tasks.
+# HELP imagegen_credits_charged_total Credits charged for submitted tasks and operators' re-charged retries.
 # TYPE imagegen_credits_charged_total counter
-imagegen_credits_charged_total 5
+imagegen_credits_charged_total 9
 # HELP imagegen_credits_refunded_total Credits given back for failed and cancelled tasks.
 # TYPE imagegen_credits_refunded_total counter
 imagegen_credits_refunded_total 3
@@ -73,6 +78,7 @@ imagegen_rate_limited_total 1
 # TYPE imagegen_tasks_finished_total counter
 imagegen_tasks_finished_total{error_code="",model="openai",status="success"} 1
 imagegen_tasks_finished_total{error_code="cancelled",model="openai",status="failed"} 1
+imagegen_tasks_finished_total{error_code="internal",model="openai",status="failed"} 1
 # HELP imagegen_tasks_submitted_total Tasks created (and charged), by scene and model.
 # TYPE imagegen_tasks_submitted_total counter
 imagegen_tasks_submitted_total{model="openai",scene="image-to-image"} 1
@@ -87,7 +93,8 @@ imagegen_webhook_deliveries_total{outcome="delivered"} 1
 		"imagegen_queue_oldest_pending_seconds", "imagegen_rate_limited_total", "imagegen_tasks_finished_total",
 		"imagegen_tasks_submitted_total", "imagegen_webhook_deliveries_total"))
 
-	// Histograms: one queue wait, one generation (a cancel ran none), two requests.
+	// Histograms: one queue wait, one generation (the cancel and the
+	// recovered task have none), two requests.
 	families, err := reg.Gather()
 	is.NoErr(err)
 	counts := map[string]uint64{}
@@ -124,4 +131,51 @@ func TestRegistersOnlyWhereItIsTold(t *testing.T) {
 	is.NoErr(own.Register(collectors.NewGoCollector()))
 	_, err = metrics.New(metrics.Config{Registerer: own})
 	is.NoErr(err)
+}
+
+// A service counts through Metrics what lease recovery fails and what an
+// operator re-charges, so finished_total, refunded_total and
+// charged_total add up with the ledger.
+func TestServiceCountsRecoveryAndRecharge(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(metrics.Config{Registerer: reg, NoRuntimeCollectors: true})
+	is.NoErr(err)
+	clock := imagegentest.NewClock(time.Time{})
+	store := memory.New(memory.Config{Clock: clock, Retention: time.Hour})
+	const lease = time.Minute
+	svc, err := imagegen.New(imagegen.Config{
+		Store: store, Model: imagegentest.NewModel(3), Clock: clock, Observer: m,
+		LeaseDuration: lease, MaxAttempts: 1, Logger: slog.New(slog.DiscardHandler),
+	})
+	is.NoErr(err)
+	_, err = svc.Grant(ctx, "u", 3, "grant-1")
+	is.NoErr(err)
+	sub, err := svc.Submit(ctx, "u", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse"})
+	is.NoErr(err)
+	_, err = store.ClaimTask(ctx, lease) // its worker dies
+	is.NoErr(err)
+	clock.Advance(lease)
+	n, err := svc.Recover(ctx)
+	is.NoErr(err)
+	is.Equal(n, 1)
+	is.NoErr(svc.Inspector().Retry(ctx, sub.TaskID, true, "worker fixed"))
+
+	want := `
+# HELP imagegen_credits_charged_total Credits charged for submitted tasks and operators' re-charged retries.
+# TYPE imagegen_credits_charged_total counter
+imagegen_credits_charged_total 6
+# HELP imagegen_credits_refunded_total Credits given back for failed and cancelled tasks.
+# TYPE imagegen_credits_refunded_total counter
+imagegen_credits_refunded_total 3
+# HELP imagegen_tasks_finished_total Tasks that reached success or failed, by model, status and error code.
+# TYPE imagegen_tasks_finished_total counter
+imagegen_tasks_finished_total{error_code="internal",model="scripted",status="failed"} 1
+`
+	is.NoErr(testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"imagegen_credits_charged_total", "imagegen_credits_refunded_total", "imagegen_tasks_finished_total"))
+	b, err := svc.Balance(ctx, "u")
+	is.NoErr(err)
+	is.Equal(b, int64(3-6+3)) // the ledger agrees: charged 6, refunded 3
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/ratelimit"
 )
 
@@ -36,24 +37,7 @@ func benchmarkMemoryAllow(b *testing.B, cfg ratelimit.MemoryConfig, keys int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	names := make([]string, keys)
-	for i := range names {
-		names[i] = "key-" + strconv.Itoa(i)
-	}
-	ctx := context.Background()
-	var next atomic.Uint64
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := next.Add(7919) // spread goroutines over the keys
-		for pb.Next() {
-			i++
-			if _, err := lim.Allow(ctx, names[i%uint64(keys)]); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	benchmarkAllow(b, lim, keys)
 }
 
 // BenchmarkRedisAllow calls Allow from GOMAXPROCS goroutines on many keys
@@ -61,7 +45,7 @@ func benchmarkMemoryAllow(b *testing.B, cfg ratelimit.MemoryConfig, keys int) {
 // script and the Go side, not a real server).
 func BenchmarkRedisAllow(b *testing.B) {
 	_, rdb := newMiniredis(b)
-	benchmarkRedisAllow(b, newRedis(b, rdb, ratelimit.RedisConfig{}), 10_000)
+	benchmarkAllow(b, newRedis(b, rdb, ratelimit.RedisConfig{}), 10_000)
 }
 
 // BenchmarkRedisAllowReal is the same on the Redis server named by
@@ -70,10 +54,10 @@ func BenchmarkRedisAllow(b *testing.B) {
 func BenchmarkRedisAllowReal(b *testing.B) {
 	rdb := realRedis(b)
 	b.Run("Allow", func(b *testing.B) {
-		benchmarkRedisAllow(b, newIsolated(b, rdb, ratelimit.RedisConfig{}), 10_000)
+		benchmarkAllow(b, newIsolated(b, rdb, ratelimit.RedisConfig{}), 10_000)
 	})
 	b.Run("AllowOneKey", func(b *testing.B) {
-		benchmarkRedisAllow(b, newIsolated(b, rdb, ratelimit.RedisConfig{}), 1)
+		benchmarkAllow(b, newIsolated(b, rdb, ratelimit.RedisConfig{}), 1)
 	})
 	b.Run("BareEvalSHA", func(b *testing.B) {
 		noop := redis.NewScript(`return {0, redis.call('EXISTS', KEYS[1]), 0, 0}`)
@@ -90,7 +74,9 @@ func BenchmarkRedisAllowReal(b *testing.B) {
 	})
 }
 
-func benchmarkRedisAllow(b *testing.B, lim *ratelimit.Redis, keys int) {
+// benchmarkAllow calls Allow from GOMAXPROCS goroutines, spread over
+// that many keys.
+func benchmarkAllow(b *testing.B, lim imagegen.Limiter, keys int) {
 	names := make([]string, keys)
 	for i := range names {
 		names[i] = "key-" + strconv.Itoa(i)
@@ -100,7 +86,7 @@ func benchmarkRedisAllow(b *testing.B, lim *ratelimit.Redis, keys int) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		i := next.Add(7919)
+		i := next.Add(7919) // spread goroutines over the keys
 		for pb.Next() {
 			i++
 			if _, err := lim.Allow(ctx, names[i%uint64(keys)]); err != nil {

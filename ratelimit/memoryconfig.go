@@ -34,19 +34,17 @@ func (c MemoryConfig) withDefaults() MemoryConfig {
 	if c.Clock == nil {
 		c.Clock = imagegen.SystemClock{}
 	}
-	c.Limit = cmp.Or(c.Limit, 10)
-	c.Window = cmp.Or(c.Window, time.Minute)
+	c.Limit = cmp.Or(c.Limit, defaultLimit)
+	c.Window = cmp.Or(c.Window, defaultWindow)
 	c.MaxKeys = cmp.Or(c.MaxKeys, DefaultMaxKeys)
 	return c
 }
 
 func (c MemoryConfig) validate() error {
-	switch {
-	case c.Limit < 0:
-		return fmt.Errorf("ratelimit: MemoryConfig.Limit must not be negative (got %d)", c.Limit)
-	case c.Window < 0:
-		return fmt.Errorf("ratelimit: MemoryConfig.Window must not be negative (got %v)", c.Window)
-	case c.MaxKeys < 0:
+	if err := checkRate("MemoryConfig", c.Limit, c.Window); err != nil {
+		return err
+	}
+	if c.MaxKeys < 0 {
 		return fmt.Errorf("ratelimit: MemoryConfig.MaxKeys must not be negative (got %d)", c.MaxKeys)
 	}
 	return nil

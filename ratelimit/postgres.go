@@ -39,20 +39,18 @@ type PostgresConfig struct {
 }
 
 func (c PostgresConfig) withDefaults() PostgresConfig {
-	c.Limit = cmp.Or(c.Limit, 10)
-	c.Window = cmp.Or(c.Window, time.Minute)
+	c.Limit = cmp.Or(c.Limit, defaultLimit)
+	c.Window = cmp.Or(c.Window, defaultWindow)
 	c.Schema = cmp.Or(c.Schema, "imagegen")
 	c.Prefix = cmp.Or(c.Prefix, "rl:")
 	return c
 }
 
 func (c PostgresConfig) validate() error {
-	switch {
-	case c.Limit < 0:
-		return fmt.Errorf("ratelimit: PostgresConfig.Limit must not be negative (got %d)", c.Limit)
-	case c.Window < 0:
-		return fmt.Errorf("ratelimit: PostgresConfig.Window must not be negative (got %v)", c.Window)
-	case c.Window%time.Microsecond != 0:
+	if err := checkRate("PostgresConfig", c.Limit, c.Window); err != nil {
+		return err
+	}
+	if c.Window%time.Microsecond != 0 {
 		return fmt.Errorf("ratelimit: PostgresConfig.Window must be a whole number of microseconds (got %v)", c.Window)
 	}
 	return nil
@@ -132,16 +130,7 @@ func (p *Postgres) Allow(ctx context.Context, key string) (imagegen.LimitResult,
 		return imagegen.LimitResult{}, fmt.Errorf("ratelimit: postgres allow: %w", err)
 	}
 	p.maybeSweep(ctx, at)
-	res := imagegen.LimitResult{Allowed: allowed, Limit: p.limit, Window: p.window}
-	if count < p.limit {
-		res.Remaining = p.limit - count
-	} else {
-		res.Reset = time.Duration(free-at) * time.Microsecond
-		if !allowed {
-			res.RetryAfter = res.Reset
-		}
-	}
-	return res, nil
+	return stored(allowed, p.limit, p.window, count, free, at), nil
 }
 
 // maybeSweep deletes a batch of idle keys' rows, at most once a Window

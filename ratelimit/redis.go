@@ -42,18 +42,17 @@ type RedisConfig struct {
 }
 
 func (c RedisConfig) withDefaults() RedisConfig {
-	c.Limit = cmp.Or(c.Limit, 10)
-	c.Window = cmp.Or(c.Window, time.Minute)
+	c.Limit = cmp.Or(c.Limit, defaultLimit)
+	c.Window = cmp.Or(c.Window, defaultWindow)
 	c.Prefix = cmp.Or(c.Prefix, DefaultRedisPrefix)
 	return c
 }
 
 func (c RedisConfig) validate() error {
+	if err := checkRate("RedisConfig", c.Limit, c.Window); err != nil {
+		return err
+	}
 	switch {
-	case c.Limit < 0:
-		return fmt.Errorf("ratelimit: RedisConfig.Limit must not be negative (got %d)", c.Limit)
-	case c.Window < 0:
-		return fmt.Errorf("ratelimit: RedisConfig.Window must not be negative (got %v)", c.Window)
 	case c.Window != 0 && c.Window < time.Millisecond:
 		return fmt.Errorf("ratelimit: RedisConfig.Window must be at least 1ms (got %v)", c.Window)
 	case c.Window%time.Microsecond != 0:
@@ -148,20 +147,7 @@ func (r *Redis) Allow(ctx context.Context, key string) (imagegen.LimitResult, er
 		return imagegen.LimitResult{}, fmt.Errorf("ratelimit: redis allow: script returned %d values, want 4", len(v))
 	}
 	allowed, count, free, at := v[0] == 1, int(v[1]), v[2], v[3]
-	res := imagegen.LimitResult{
-		Allowed: allowed,
-		Limit:   r.limit,
-		Window:  r.window,
-	}
-	if count < r.limit {
-		res.Remaining = r.limit - count
-	} else {
-		res.Reset = time.Duration(free-at) * time.Microsecond
-		if !allowed {
-			res.RetryAfter = res.Reset
-		}
-	}
-	return res, nil
+	return stored(allowed, r.limit, r.window, count, free, at), nil
 }
 
 // KeyPattern is a SCAN/KEYS pattern that matches every key of the

@@ -38,7 +38,7 @@ func Example() {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "home") }) // your pages stay
-	srv.Register(mux)                                                                                    // the API under /api/v1/
+	srv.Register(mux)                                                                                    // the API under /api/v1/, /healthz and /readyz
 	go srv.Run(ctx)                                                                                      // workers and callback deliveries, until ctx ends
 
 	svc := srv.Service()

@@ -8,8 +8,18 @@
 //		Service:   imagegen.Config{Store: store, Model: model},
 //		PublicURL: "https://app.example.com",
 //	})
-//	srv.Register(mux)  // the API under /api/v1/
+//	srv.Register(mux)  // the API under /api/v1/, and /healthz and /readyz
 //	go srv.Run(ctx)    // workers and callback deliveries, until ctx ends
+//
+// Register also mounts the probes of package health next to the API,
+// since load balancers probe the serving port: GET /healthz (liveness:
+// 200 while the process serves HTTP) and GET /readyz (readiness: 200, or
+// 503 {"status":"unavailable","down":["store"]} naming what is down,
+// never its error). Readiness pings the store and, where this process
+// runs workers, checks the model's configuration; Config.ReadyChecks adds
+// the app's own. Config.LivePath and Config.ReadyPath move them, and
+// Config.NoProbes leaves them out for an app that answers those paths
+// itself.
 //
 // Every optional part has a default: an in-process limiter of 10 requests
 // a minute per key, an in-process limit of failed authentications per
@@ -20,6 +30,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -28,11 +39,13 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/fetch"
+	"github.com/imagegen/imagegen/health"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/ratelimit"
 	"github.com/imagegen/imagegen/webhook"
@@ -124,10 +137,31 @@ type Config struct {
 	// NoWorkers makes Run deliver callbacks without running generations:
 	// an API-only process, with workers elsewhere on a shared store.
 	NoWorkers bool
+
+	// LivePath and ReadyPath are where Register mounts the liveness and
+	// readiness probes (defaults DefaultLivePath and DefaultReadyPath).
+	LivePath, ReadyPath string
+	// NoProbes leaves the probes out of Register and ServeHTTP, for an
+	// app that already answers those paths (a mux panics on a second
+	// pattern for one path).
+	NoProbes bool
+	// ReadyChecks are checked by the readiness probe besides the store
+	// and the model, e.g. the app's own database. Each check, like
+	// those, is bounded by ProbeTimeout.
+	ReadyChecks []health.Check
+	// ProbeTimeout bounds each readiness check (default 1s), so the
+	// probe answers in about that long even when a dependency hangs.
+	ProbeTimeout time.Duration
 }
 
+// Default probe paths (Config.LivePath, Config.ReadyPath).
+const (
+	DefaultLivePath  = "/healthz"
+	DefaultReadyPath = "/readyz"
+)
+
 // Server is the standard stack. It is an http.Handler serving the API
-// under its prefix.
+// under its prefix and the probes.
 type Server struct {
 	svc        *imagegen.Service
 	api        *httpapi.Handler
@@ -135,6 +169,9 @@ type Server struct {
 	limiter    imagegen.Limiter
 	authFails  imagegen.Limiter
 	noWorkers  bool
+	probes     *health.Handler // nil with Config.NoProbes
+	livePath   string
+	readyPath  string
 }
 
 // New builds the stack, or returns an error naming the missing or bad
@@ -215,7 +252,49 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	return &Server{svc: svc, api: api, dispatcher: dispatcher, limiter: cfg.Limiter, authFails: cfg.AuthFailures, noWorkers: cfg.NoWorkers}, nil
+	srv := &Server{svc: svc, api: api, dispatcher: dispatcher, limiter: cfg.Limiter, authFails: cfg.AuthFailures, noWorkers: cfg.NoWorkers}
+	if !cfg.NoProbes {
+		if err := srv.newProbes(cfg, log); err != nil {
+			return nil, err
+		}
+	}
+	return srv, nil
+}
+
+// newProbes makes the liveness and readiness probes of cfg.
+func (s *Server) newProbes(cfg Config, log *slog.Logger) error {
+	s.livePath = cmp.Or(cfg.LivePath, DefaultLivePath)
+	s.readyPath = cmp.Or(cfg.ReadyPath, DefaultReadyPath)
+	for _, p := range []struct{ field, path string }{{"LivePath", s.livePath}, {"ReadyPath", s.readyPath}} {
+		if !strings.HasPrefix(p.path, "/") || strings.ContainsAny(p.path, " \t{}") {
+			return fmt.Errorf("server: Config.%s must be a path starting with / (got %q)", p.field, p.path)
+		}
+	}
+	if s.livePath == s.readyPath {
+		return fmt.Errorf("server: Config.LivePath and Config.ReadyPath must differ (both %q)", s.livePath)
+	}
+	checks := []health.Check{{Name: "store", Check: cfg.Service.Store.Ping}}
+	if !cfg.NoWorkers {
+		checks = append(checks, ModelCheck(cfg.Service.Model))
+	}
+	probes, err := health.New(health.Config{
+		Checks: append(checks, cfg.ReadyChecks...), Timeout: cfg.ProbeTimeout, Logger: log,
+	})
+	if err != nil {
+		return fmt.Errorf("server: Config.ReadyChecks: %w", err)
+	}
+	s.probes = probes
+	return nil
+}
+
+// ModelCheck is the readiness check of a model (named "model"): it must
+// still plan a request, that is its configuration is whole. Plan does
+// no I/O, so the check is cheap.
+func ModelCheck(model imagegen.Model) health.Check {
+	return health.Check{Name: "model", Check: func(context.Context) error {
+		_, err := model.Plan(imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "readiness check", AspectRatio: imagegen.AspectAuto})
+		return err
+	}}
 }
 
 func checkPublicURL(raw string) error {
@@ -258,11 +337,30 @@ func (s *Server) Limiter() imagegen.Limiter { return s.limiter }
 // that must share it, such as the web console's.
 func (s *Server) AuthFailures() imagegen.Limiter { return s.authFails }
 
-// Register mounts the API on mux under its prefix.
-func (s *Server) Register(mux *http.ServeMux) { s.api.Register(mux) }
+// Register mounts the API on mux under its prefix, and GET /healthz and
+// GET /readyz (Config.LivePath, Config.ReadyPath) unless Config.NoProbes.
+func (s *Server) Register(mux *http.ServeMux) {
+	s.api.Register(mux)
+	if s.probes != nil {
+		mux.HandleFunc("GET "+s.livePath, s.probes.Live)
+		mux.HandleFunc("GET "+s.readyPath, s.probes.Ready)
+	}
+}
 
-// ServeHTTP serves one API request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.api.ServeHTTP(w, r) }
+// ServeHTTP serves one API request, or a probe (as Register mounts them).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.probes != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		switch r.URL.Path {
+		case s.livePath:
+			s.probes.Live(w, r)
+			return
+		case s.readyPath:
+			s.probes.Ready(w, r)
+			return
+		}
+	}
+	s.api.ServeHTTP(w, r)
+}
 
 // Run runs the workers (Service.Run, unless Config.NoWorkers) and
 // delivers callbacks until ctx ends, then returns once both have stopped

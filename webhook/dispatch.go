@@ -54,8 +54,13 @@ type Config struct {
 	// (the URL's host and port) at once, so that one slow or hanging
 	// receiver cannot take every slot (default Concurrency/4, at least 1).
 	PerDestination int
-	Clock          imagegen.Clock
-	Logger         *slog.Logger
+	// PerOwner is how many may be in flight for one owner's tasks at
+	// once, whatever their destinations, so that a user who points
+	// callbacks at many hanging receivers cannot take every slot either
+	// (default Concurrency/4, at least 1).
+	PerOwner int
+	Clock    imagegen.Clock
+	Logger   *slog.Logger
 	// Observer is told the outcome of each delivery attempt, for metrics
 	// (package metrics). Nil counts nothing.
 	Observer Observer
@@ -71,13 +76,14 @@ type Observer interface {
 // Dispatcher sends due callbacks. Any number of dispatchers may share a
 // store: deliveries are leased. Deliveries are claimed in due-time order
 // and each runs on its own, within AttemptTimeout; at most Concurrency
-// are in flight, at most PerDestination of them to one destination.
+// are in flight, at most PerDestination of them to one destination and
+// at most PerOwner of them for one owner's tasks.
 type Dispatcher struct {
 	cfg   Config
 	store imagegen.WebhookStore
 
 	mu     sync.Mutex
-	flying map[string]int // deliveries in flight per destination
+	flying map[string]int // deliveries in flight per destination ("d:") and owner ("o:")
 	freed  *sync.Cond     // on mu: a delivery ended
 }
 
@@ -86,8 +92,8 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 	if c.Service == nil || c.Render == nil || c.Poster == nil {
 		return nil, errors.New("webhook: Config.Service, Render and Poster are required")
 	}
-	if c.Concurrency < 0 || c.PerDestination < 0 || c.AttemptTimeout < 0 {
-		return nil, errors.New("webhook: Config.Concurrency, PerDestination and AttemptTimeout must not be negative")
+	if c.Concurrency < 0 || c.PerDestination < 0 || c.PerOwner < 0 || c.AttemptTimeout < 0 {
+		return nil, errors.New("webhook: Config.Concurrency, PerDestination, PerOwner and AttemptTimeout must not be negative")
 	}
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, 10)
 	c.Backoff = cmp.Or(c.Backoff, 5*time.Second)
@@ -97,6 +103,7 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
 	c.Concurrency = cmp.Or(c.Concurrency, 8)
 	c.PerDestination = min(cmp.Or(c.PerDestination, max(1, c.Concurrency/4)), c.Concurrency)
+	c.PerOwner = min(cmp.Or(c.PerOwner, max(1, c.Concurrency/4)), c.Concurrency)
 	if c.Clock == nil {
 		c.Clock = imagegen.SystemClock{}
 	}
@@ -157,9 +164,9 @@ func (d *Dispatcher) start(ctx context.Context, n int, wg *sync.WaitGroup, done 
 		return 0, 0, fmt.Errorf("webhook: claim: %w", err)
 	}
 	for _, del := range due {
-		dest := destination(del.URL)
-		if !d.take(dest, queue) {
-			d.cfg.Logger.DebugContext(ctx, "webhook postponed: its destination has its share of deliveries in flight", "task_id", del.TaskID)
+		dest, owner := "d:"+destination(del.URL), "o:"+del.Owner
+		if !d.take(dest, owner, queue) {
+			d.cfg.Logger.DebugContext(ctx, "webhook postponed: its destination or owner has its share of deliveries in flight", "task_id", del.TaskID)
 			continue
 		}
 		started++
@@ -167,34 +174,37 @@ func (d *Dispatcher) start(ctx context.Context, n int, wg *sync.WaitGroup, done 
 		go func() {
 			defer wg.Done()
 			defer done()
-			defer d.give(dest)
+			defer d.give(dest, owner)
 			d.deliver(ctx, del)
 		}()
 	}
 	return len(due), started, nil
 }
 
-// take reserves a slot of dest if it has fewer than PerDestination in
-// flight; with wait, it waits for one (each delivery ends within
-// AttemptTimeout).
-func (d *Dispatcher) take(dest string, wait bool) bool {
+// take reserves a slot of dest and of owner if each has fewer than its
+// share (PerDestination, PerOwner) in flight; with wait, it waits for
+// them (each delivery ends within AttemptTimeout).
+func (d *Dispatcher) take(dest, owner string, wait bool) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for d.flying[dest] >= d.cfg.PerDestination {
+	for d.flying[dest] >= d.cfg.PerDestination || d.flying[owner] >= d.cfg.PerOwner {
 		if !wait {
 			return false
 		}
 		d.freed.Wait()
 	}
 	d.flying[dest]++
+	d.flying[owner]++
 	return true
 }
 
-func (d *Dispatcher) give(dest string) {
+func (d *Dispatcher) give(dest, owner string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.flying[dest]--; d.flying[dest] <= 0 {
-		delete(d.flying, dest)
+	for _, k := range []string{dest, owner} {
+		if d.flying[k]--; d.flying[k] <= 0 {
+			delete(d.flying, k)
+		}
 	}
 	d.freed.Broadcast()
 }

@@ -255,20 +255,37 @@ func TestCallbackEvents(t *testing.T) {
 // test: short, so the test is quick; the poster's own timeout is longer.
 const attemptTimeout = 300 * time.Millisecond
 
-// TestHangingReceiverDoesNotDelayOthers: eight callbacks to a receiver
-// that never answers, queued before another user's callback, delay that
+// TestHangingReceiverDoesNotDelayOthers: eight callbacks to receivers
+// that never answer, queued before another user's callback, delay that
 // callback by less than one attempt timeout: deliveries run on their own,
-// and one destination gets at most its share of the slots.
+// one destination gets at most its share of the slots, and so does one
+// owner however many destinations it names.
 func TestHangingReceiverDoesNotDelayOthers(t *testing.T) {
+	hangingServer := func(t *testing.T) string {
+		hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body) // so that the server notices the client leave
+			select {                           // hangs until the dispatcher gives up (or 10 s)
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
+		}))
+		t.Cleanup(hang.Close)
+		return hang.URL + "/hook"
+	}
+	t.Run("one destination", func(t *testing.T) {
+		url := hangingServer(t)
+		victimDelayAfter(t, func(int) string { return url })
+	})
+	t.Run("one owner, eight destinations", func(t *testing.T) {
+		victimDelayAfter(t, func(int) string { return hangingServer(t) })
+	})
+}
+
+// victimDelayAfter queues eight of mallory's callbacks to hangURL(i),
+// then one of another user's, and checks that the dispatcher delivers
+// the latter within one attempt timeout.
+func victimDelayAfter(t *testing.T, hangURL func(i int) string) {
 	is := is.New(t)
-	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body) // so that the server notices the client leave
-		select {                           // hangs until the dispatcher gives up (or 10 s)
-		case <-r.Context().Done():
-		case <-time.After(10 * time.Second):
-		}
-	}))
-	t.Cleanup(hang.Close)
 	delivered := make(chan time.Time, 1)
 	victim := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -287,8 +304,8 @@ func TestHangingReceiverDoesNotDelayOthers(t *testing.T) {
 		_, err = svc.Grant(ctx, owner, 10, uuid.NewString())
 		is.NoErr(err)
 	}
-	for range 8 {
-		finishTask(t, svc, "mallory", hang.URL+"/hook")
+	for i := range 8 {
+		finishTask(t, svc, "mallory", hangURL(i))
 	}
 	finishTask(t, svc, "victim", victim.URL+"/hook")
 

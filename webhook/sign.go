@@ -18,9 +18,10 @@
 // One receiver cannot hold up another's callbacks: the Dispatcher claims
 // deliveries in due-time order and runs each on its own, within
 // Config.AttemptTimeout (10 s), with at most Config.Concurrency (8) in
-// flight and at most Config.PerDestination (2) to one host and port; a
-// delivery claimed while its destination has its share waits for its
-// lease to end.
+// flight, at most Config.PerDestination (2) to one host and port and at
+// most Config.PerOwner (2) for one owner's tasks, whatever hosts they
+// name; a delivery claimed while its destination or owner has its share
+// waits for its lease to end.
 //
 // Receivers verify with Verify (also client.VerifyWebhook).
 package webhook

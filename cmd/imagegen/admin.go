@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -83,13 +84,17 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 				return err
 			}
 			tw := newTable(stdout)
-			fmt.Fprintln(tw, "ID\tHINT\tCREATED\tSTATE")
+			fmt.Fprintln(tw, "ID\tHINT\tNAME\tCREATED\tLAST USED\tSTATE")
 			for _, k := range keys {
 				state := "active"
 				if k.Revoked {
 					state = "revoked"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, k.Hint, k.CreatedAt.Format(time.RFC3339), state)
+				lastUsed := "never"
+				if !k.LastUsedAt.IsZero() {
+					lastUsed = k.LastUsedAt.Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Hint, cmp.Or(k.Name, "-"), k.CreatedAt.Format(time.RFC3339), lastUsed, state)
 			}
 			return tw.Flush()
 		case "revoke":

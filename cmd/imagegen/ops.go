@@ -20,6 +20,7 @@ import (
 	"github.com/imagegen/imagegen/health"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/metrics"
+	"github.com/imagegen/imagegen/server"
 	"github.com/imagegen/imagegen/webhook"
 )
 
@@ -117,19 +118,11 @@ func (o *observability) webhookObserver() webhook.Observer {
 	return o.metrics
 }
 
-// checkModel adds readiness of the model: it must still plan a request
-// (its configuration is whole; Plan does no I/O).
+// checkModel adds readiness of the model to the admin listener's
+// probes: it must still plan a request (server.ModelCheck). The API
+// port's probes are server.Server's own.
 func (o *observability) checkModel(model imagegen.Model) {
-	o.checks = append(o.checks, health.Check{Name: "model", Check: func(context.Context) error {
-		_, err := model.Plan(imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "readiness check", AspectRatio: imagegen.AspectAuto})
-		return err
-	}})
-}
-
-// probes returns the /healthz and /readyz handler; showErrors only on
-// the admin listener.
-func (o *observability) probes(log *slog.Logger, showErrors bool) (*health.Handler, error) {
-	return health.New(health.Config{Checks: o.checks, Timeout: time.Second, ShowErrors: showErrors, Logger: log})
+	o.checks = append(o.checks, server.ModelCheck(model))
 }
 
 // startAdmin serves the admin listener of -admin-addr, if any. It
@@ -139,7 +132,7 @@ func (o *observability) startAdmin(ctx context.Context, c opsConfig, log *slog.L
 	if c.adminAddr == "" {
 		return "", func() {}, nil
 	}
-	probes, err := o.probes(log, true)
+	probes, err := health.New(health.Config{Checks: o.checks, Timeout: time.Second, ShowErrors: true, Logger: log})
 	if err != nil {
 		return "", nil, err
 	}

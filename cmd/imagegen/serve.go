@@ -137,12 +137,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	mux := http.NewServeMux()
-	stack.Register(mux)
-	probes, err := obs.probes(log, false) // load balancers probe the serving port too
-	if err != nil {
-		return err
-	}
-	probes.Register(mux)
+	stack.Register(mux) // the API, /healthz and /readyz: load balancers probe the serving port too
 	if c.console {
 		if err := mountConsole(ctx, mux, stack, publicURL, c.operators, log); err != nil {
 			return err

@@ -2,20 +2,15 @@ package main
 
 import (
 	"context"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/matryer/is"
 
-	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/ratelimit"
-	"github.com/imagegen/imagegen/store/memory"
+	"github.com/imagegen/imagegen/internal/apitest"
 )
 
 func TestGenerateHonoursRetryAfter(t *testing.T) {
@@ -24,23 +19,11 @@ func TestGenerateHonoursRetryAfter(t *testing.T) {
 	defer cancel()
 	clock := imagegentest.NewClock(time.Time{})
 	release := make(chan struct{})
-	svc, err := imagegen.New(imagegen.Config{
-		Store: memory.New(memory.Config{Clock: clock}),
-		Model: imagegentest.NewModel(1, imagegentest.Block(nil, release)),
-		Clock: clock,
+	stack := apitest.New(t, apitest.Config{
+		Clock: clock, Model: imagegentest.NewModel(1, imagegentest.Block(nil, release)), Limit: 3,
 	})
-	is.NoErr(err)
-	key, _, err := svc.CreateKey(ctx, "u")
-	is.NoErr(err)
-	_, err = svc.Grant(ctx, "u", 5, uuid.NewString())
-	is.NoErr(err)
-	limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 3, Clock: clock})
-	is.NoErr(err)
-	api, err := httpapi.New(httpapi.Config{Service: svc, Limiter: limiter, Clock: clock})
-	is.NoErr(err)
-	mux := http.NewServeMux()
-	api.Register(mux)
-	srv := httptest.NewServer(mux)
+	svc, key := stack.Service, stack.User("u", 5)
+	srv := httptest.NewServer(stack.Mux)
 	defer srv.Close()
 	go func() { _ = svc.Run(ctx) }()
 

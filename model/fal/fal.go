@@ -59,12 +59,13 @@ type Model struct {
 
 // New returns the adapter, or an error naming a bad field.
 func New(c Config) (*Model, error) {
-	client, err := provider.NewClient(c.Config, provider.Defaults{Provider: Provider, BaseURL: DefaultBaseURL, Cost: DefaultCost})
+	client, err := provider.NewClient(&c.Config, provider.Defaults{
+		Provider: Provider, BaseURL: DefaultBaseURL, Cost: DefaultCost,
+		Classify: classify,
+	})
 	if err != nil {
 		return nil, err
 	}
-	client.Policy.Classify = classify
-	c.Config = provider.Config{}
 	c.Model = cmp.Or(c.Model, DefaultModel)
 	c.OutputFormat = cmp.Or(c.OutputFormat, DefaultOutputFormat)
 	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)

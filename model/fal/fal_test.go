@@ -102,6 +102,20 @@ func TestConformance(t *testing.T) {
 				is.New(t).True(strings.Contains(f.logs.String(), "status=CANCELLATION_REQUESTED"))
 			}},
 		Failures: append(documentedFailures(t), failures(t)...),
+		// flux takes a seed; the service draws one when none is sent.
+		SentSeed: func(t *testing.T, f *fake) *int64 {
+			var seed *int64
+			for _, c := range f.Calls() { // the latest submit
+				if c.kind == submitCall {
+					var in struct {
+						Seed *int64 `json:"seed"`
+					}
+					providertest.Must(t, json.Unmarshal(c.raw, &in))
+					seed = in.Seed
+				}
+			}
+			return seed
+		},
 	})
 }
 
@@ -322,33 +336,4 @@ func newModel(t *testing.T, f *fake, c fal.Config) (*fal.Model, *providertest.In
 	}
 	c.Logger = slog.New(slog.NewTextHandler(&f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return providertest.MustNew(t, fal.New, c), clock
-}
-
-// TestSeedIsSent: flux takes a seed; the task's goes in the input, and a
-// request without one sends none (the service always draws one).
-func TestSeedIsSent(t *testing.T) {
-	is := is.New(t)
-	f := newFake(t)
-	m, _ := newModel(t, f, fal.Config{})
-	sent := func() *int64 {
-		var seed *int64
-		for _, c := range f.Calls() { // the latest submit
-			if c.kind == submitCall {
-				var in struct {
-					Seed *int64 `json:"seed"`
-				}
-				is.NoErr(json.Unmarshal(c.raw, &in))
-				seed = in.Seed
-			}
-		}
-		return seed
-	}
-	req := providertest.MaxSeedT2I("Photo of a cute dog", imagegen.Aspect1x1)
-	_, err := m.Generate(t.Context(), imagegen.Generation{TaskID: "t", Model: fluxDev.Model, Request: req, Attempt: 1})
-	is.NoErr(err)
-	is.Equal(*sent(), int64(imagegen.MaxSeed))
-	req.Seed = nil
-	_, err = m.Generate(t.Context(), imagegen.Generation{TaskID: "t2", Model: fluxDev.Model, Request: req, Attempt: 1})
-	is.NoErr(err)
-	is.True(sent() == nil)
 }

@@ -47,15 +47,11 @@ func (m *Model) images(ctx context.Context, resp *provider.Response, ratio image
 		if err != nil {
 			return nil, err
 		}
-		img, _, err = provider.CropToRatio(img, ratio)
-		if err != nil {
-			return nil, provider.BadAnswer(Provider, false, fmt.Errorf("images[%d]: %w", i, err))
-		}
 		out = append(out, img)
 	}
 	switch {
 	case len(out) > 0:
-		return out, nil
+		return provider.CropAll(Provider, out, ratio)
 	case flagged > 0:
 		return nil, provider.NewError(Provider, 200, fmt.Sprintf("has_nsfw_concepts true for %d of %d images", flagged, len(body.Images)),
 			provider.Refusal(msgNSFW), provider.Code("has_nsfw_concepts"))
@@ -74,11 +70,7 @@ func (m *Model) download(ctx context.Context, i int, u string) (imagegen.Generat
 		if err != nil {
 			return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("images[%d]: %w", i, err))
 		}
-		ct := provider.ContentType(data)
-		if ct == "" {
-			return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("images[%d] is not an image", i))
-		}
-		return imagegen.GeneratedImage{ContentType: ct, Data: data}, nil
+		return provider.AnsweredImage(Provider, fmt.Sprintf("images[%d]", i), data)
 	}
 	return provider.DownloadResult(ctx, Provider, m.cfg.Fetcher, u)
 }

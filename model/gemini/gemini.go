@@ -49,13 +49,13 @@ type Model struct {
 
 // New returns the adapter, or an error naming a bad field.
 func New(c Config) (*Model, error) {
-	client, err := provider.NewClient(c.Config, provider.Defaults{Provider: Provider, BaseURL: DefaultBaseURL, Cost: DefaultCost})
+	client, err := provider.NewClient(&c.Config, provider.Defaults{
+		Provider: Provider, BaseURL: DefaultBaseURL, Cost: DefaultCost,
+		Classify: classify, RetryDelay: retryDelay,
+	})
 	if err != nil {
 		return nil, err
 	}
-	client.Policy.Classify = classify
-	client.Policy.RetryDelay = retryDelay
-	c.Config = provider.Config{}
 	c.Model = cmp.Or(c.Model, DefaultModel)
 	if c.Model != url.PathEscape(c.Model) {
 		return nil, fmt.Errorf("%s: Config.Model %q is not a model id", Provider, c.Model)

@@ -57,12 +57,13 @@ type Model struct {
 
 // New returns the adapter, or an error naming a bad field.
 func New(c Config) (*Model, error) {
-	client, err := provider.NewClient(c.Config, provider.Defaults{Provider: Provider, BaseURL: DefaultBaseURL, Cost: DefaultCost})
+	client, err := provider.NewClient(&c.Config, provider.Defaults{
+		Provider: Provider, BaseURL: DefaultBaseURL, Cost: DefaultCost,
+		Classify: classify,
+	})
 	if err != nil {
 		return nil, err
 	}
-	client.Policy.Classify = classify
-	c.Config = provider.Config{}
 	c.Model = cmp.Or(c.Model, DefaultModel)
 	fam, ok := familyOf(c.Model)
 	if !ok {

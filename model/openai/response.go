@@ -35,13 +35,9 @@ func (m *Model) images(ctx context.Context, resp *provider.Response, ratio image
 		if err != nil {
 			return nil, err
 		}
-		img, _, err = provider.CropToRatio(img, ratio)
-		if err != nil {
-			return nil, provider.BadAnswer(Provider, false, fmt.Errorf("data[%d]: %w", i, err))
-		}
 		out = append(out, img)
 	}
-	return out, nil
+	return provider.CropAll(Provider, out, ratio)
 }
 
 // image is one answered picture: base64, or a URL downloaded through the
@@ -53,11 +49,7 @@ func (m *Model) image(ctx context.Context, i int, b64, url string) (imagegen.Gen
 		if err != nil {
 			return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("data[%d].b64_json: %w", i, err))
 		}
-		ct := provider.ContentType(data)
-		if ct == "" {
-			return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("data[%d] is not an image", i))
-		}
-		return imagegen.GeneratedImage{ContentType: ct, Data: data}, nil
+		return provider.AnsweredImage(Provider, fmt.Sprintf("data[%d]", i), data)
 	case url != "":
 		return provider.DownloadResult(ctx, Provider, m.cfg.Fetcher, url)
 	}

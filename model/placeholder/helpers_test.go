@@ -40,14 +40,6 @@ func generate(t *testing.T, m *placeholder.Model, req imagegen.Request) *image.N
 	return nrgba
 }
 
-func t2i(prompt string, ratio imagegen.AspectRatio) imagegen.Request {
-	return imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: prompt, AspectRatio: ratio}
-}
-
-func i2i(prompt string, ratio imagegen.AspectRatio, urls ...string) imagegen.Request {
-	return imagegen.Request{Scene: imagegen.SceneImageToImage, Prompt: prompt, AspectRatio: ratio, ImageInput: urls}
-}
-
 // solid is a w x h image of one colour.
 func solid(w, h int, c color.NRGBA) *image.NRGBA {
 	img := image.NewNRGBA(image.Rect(0, 0, w, h))

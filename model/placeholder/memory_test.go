@@ -19,6 +19,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/model/placeholder"
+	"github.com/imagegen/imagegen/model/provider/providertest"
 )
 
 // png16 is a w x h 16-bit RGBA PNG (8 bytes a pixel once decoded), all
@@ -132,7 +133,7 @@ func TestWorstReferenceSetMemory(t *testing.T) {
 	is.NoErr(err)
 	var genErr error
 	peak := peakHeap(func() {
-		_, genErr = m.Generate(t.Context(), imagegen.Generation{Request: i2i("x", imagegen.AspectAuto, urls...)})
+		_, genErr = m.Generate(t.Context(), imagegen.Generation{Request: providertest.I2I("x", imagegen.AspectAuto, urls...)})
 	})
 	is.NoErr(genErr)
 	t.Logf("eight %dx%d 16-bit PNGs: peak heap +%.1f MiB (one decoded: %.1f MiB)", side, side, float64(peak)/(1<<20), float64(side*side*8)/(1<<20))
@@ -154,7 +155,7 @@ func BenchmarkWorstReferenceSet(b *testing.B) {
 	var peak uint64
 	for b.Loop() {
 		peak = max(peak, peakHeap(func() {
-			if _, err := m.Generate(b.Context(), imagegen.Generation{Request: i2i("x", imagegen.AspectAuto, urls...)}); err != nil {
+			if _, err := m.Generate(b.Context(), imagegen.Generation{Request: providertest.I2I("x", imagegen.AspectAuto, urls...)}); err != nil {
 				b.Fatal(err)
 			}
 		}))

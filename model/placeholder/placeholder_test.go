@@ -17,6 +17,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/model/placeholder"
+	"github.com/imagegen/imagegen/model/provider/providertest"
 )
 
 func TestSizesFollowTheAspectRatio(t *testing.T) {
@@ -35,7 +36,7 @@ func TestSizesFollowTheAspectRatio(t *testing.T) {
 	} {
 		t.Run(string(ratio), func(t *testing.T) {
 			t.Parallel()
-			img := generate(t, m, t2i("a fox", ratio))
+			img := generate(t, m, providertest.T2I("a fox", ratio))
 			is.New(t).Equal(img.Bounds(), image.Rectangle{Max: want})
 		})
 	}
@@ -45,8 +46,8 @@ func TestLongSideOption(t *testing.T) {
 	is := is.New(t)
 	m, err := placeholder.New(placeholder.Config{LongSide: 100})
 	is.NoErr(err)
-	is.Equal(generate(t, m, t2i("a fox", imagegen.Aspect16x9)).Bounds().Size(), image.Pt(100, 56))
-	is.Equal(generate(t, m, t2i("a fox", imagegen.Aspect2x3)).Bounds().Size(), image.Pt(67, 100))
+	is.Equal(generate(t, m, providertest.T2I("a fox", imagegen.Aspect16x9)).Bounds().Size(), image.Pt(100, 56))
+	is.Equal(generate(t, m, providertest.T2I("a fox", imagegen.Aspect2x3)).Bounds().Size(), image.Pt(67, 100))
 }
 
 // Image-to-image with auto takes the nearest ratio of the first
@@ -63,15 +64,15 @@ func TestImageToImage(t *testing.T) {
 	m, err := placeholder.New(placeholder.Config{LongSide: 200, Fetcher: f})
 	is.NoErr(err)
 
-	img := generate(t, m, i2i("make it blue", imagegen.AspectAuto, srv.URL+"/tall.png", srv.URL+"/wide.png"))
+	img := generate(t, m, providertest.I2I("make it blue", imagegen.AspectAuto, srv.URL+"/tall.png", srv.URL+"/wide.png"))
 	is.Equal(img.Bounds().Size(), image.Pt(113, 200)) // 300x600 is nearest 9:16
-	img = generate(t, m, i2i("make it blue", imagegen.AspectAuto, srv.URL+"/wide.png", srv.URL+"/tall.png"))
+	img = generate(t, m, providertest.I2I("make it blue", imagegen.AspectAuto, srv.URL+"/wide.png", srv.URL+"/tall.png"))
 	is.Equal(img.Bounds().Size(), image.Pt(200, 113)) // the first reference decides
-	img = generate(t, m, i2i("make it blue", imagegen.Aspect1x1, srv.URL+"/tall.png"))
+	img = generate(t, m, providertest.I2I("make it blue", imagegen.Aspect1x1, srv.URL+"/tall.png"))
 	is.Equal(img.Bounds().Size(), image.Pt(200, 200)) // a concrete ratio wins
 
-	is.True(count(img, green) > 500)                                                   // the reference is drawn in
-	is.Equal(count(generate(t, m, t2i("make it blue", imagegen.Aspect1x1)), green), 0) // and only then
+	is.True(count(img, green) > 500)                                                                // the reference is drawn in
+	is.Equal(count(generate(t, m, providertest.T2I("make it blue", imagegen.Aspect1x1)), green), 0) // and only then
 }
 
 func TestSameInputSameBytes(t *testing.T) {
@@ -87,22 +88,22 @@ func TestSameInputSameBytes(t *testing.T) {
 		is.NoErr(err)
 		return out[0].Data
 	}
-	is.Equal(gen(t2i("a fox", imagegen.Aspect16x9)), gen(t2i("a fox", imagegen.Aspect16x9)))
-	is.True(!bytes.Equal(gen(t2i("a fox", imagegen.Aspect16x9)), gen(t2i("a cat", imagegen.Aspect16x9))))
-	withRef := i2i("a fox", imagegen.Aspect16x9, "https://img.example/a.png")
+	is.Equal(gen(providertest.T2I("a fox", imagegen.Aspect16x9)), gen(providertest.T2I("a fox", imagegen.Aspect16x9)))
+	is.True(!bytes.Equal(gen(providertest.T2I("a fox", imagegen.Aspect16x9)), gen(providertest.T2I("a cat", imagegen.Aspect16x9))))
+	withRef := providertest.I2I("a fox", imagegen.Aspect16x9, "https://img.example/a.png")
 	is.Equal(gen(withRef), gen(withRef))
-	is.True(!bytes.Equal(gen(withRef), gen(t2i("a fox", imagegen.Aspect16x9))))
+	is.True(!bytes.Equal(gen(withRef), gen(providertest.T2I("a fox", imagegen.Aspect16x9))))
 }
 
 func TestSeedDecidesThePicture(t *testing.T) {
 	is := is.New(t)
 	m, err := placeholder.New(placeholder.Config{LongSide: 64})
 	is.NoErr(err)
-	plan, err := m.Plan(t2i("a fox", imagegen.Aspect1x1))
+	plan, err := m.Plan(providertest.T2I("a fox", imagegen.Aspect1x1))
 	is.NoErr(err)
 	is.True(plan.Seeded) // the placeholder honours seeds
 	gen := func(seed *int64) []byte {
-		req := t2i("a fox", imagegen.Aspect1x1)
+		req := providertest.T2I("a fox", imagegen.Aspect1x1)
 		req.Seed = seed
 		out, err := m.Generate(t.Context(), imagegen.Generation{Request: req})
 		is.NoErr(err)
@@ -120,7 +121,7 @@ func TestBlockListRefusesFirst(t *testing.T) {
 	m, err := placeholder.New(placeholder.Config{LongSide: 16, Delay: time.Hour, Clock: noWait{t}, Fetcher: f})
 	is.NoErr(err)
 	for _, prompt := range []string{"some NSFW art", "nsfw", "Nsfw!"} {
-		_, err = m.Generate(t.Context(), imagegen.Generation{Request: i2i(prompt, imagegen.AspectAuto, "https://img.example/a.png")})
+		_, err = m.Generate(t.Context(), imagegen.Generation{Request: providertest.I2I(prompt, imagegen.AspectAuto, "https://img.example/a.png")})
 		var me *imagegen.ModelError
 		is.True(errors.As(err, &me))
 		is.Equal(*me, imagegen.ModelError{Provider: "placeholder", Refused: true, Message: "the prompt contains a blocked term"})
@@ -130,12 +131,12 @@ func TestBlockListRefusesFirst(t *testing.T) {
 
 	open, err := placeholder.New(placeholder.Config{LongSide: 16, BlockList: []string{}})
 	is.NoErr(err)
-	generate(t, open, t2i("some NSFW art", imagegen.Aspect1x1))
+	generate(t, open, providertest.T2I("some NSFW art", imagegen.Aspect1x1))
 
 	custom, err := placeholder.New(placeholder.Config{LongSide: 16, BlockList: []string{"Dragon"}})
 	is.NoErr(err)
-	generate(t, custom, t2i("some NSFW art", imagegen.Aspect1x1))
-	_, err = custom.Generate(t.Context(), imagegen.Generation{Request: t2i("a DRAGON", imagegen.Aspect1x1)})
+	generate(t, custom, providertest.T2I("some NSFW art", imagegen.Aspect1x1))
+	_, err = custom.Generate(t.Context(), imagegen.Generation{Request: providertest.T2I("a DRAGON", imagegen.Aspect1x1)})
 	var me *imagegen.ModelError
 	is.True(errors.As(err, &me))
 	is.True(me.Refused)
@@ -148,7 +149,7 @@ func TestDelayWaitsOnTheClock(t *testing.T) {
 	is.NoErr(err)
 	done := make(chan error, 1)
 	go func() {
-		_, err := m.Generate(t.Context(), imagegen.Generation{Request: t2i("x", imagegen.Aspect1x1)})
+		_, err := m.Generate(t.Context(), imagegen.Generation{Request: providertest.T2I("x", imagegen.Aspect1x1)})
 		done <- err
 	}()
 	is.Equal(clock.waitCalled(t), 2*time.Second)
@@ -169,7 +170,7 @@ func TestCancelDuringDelay(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		_, err := m.Generate(ctx, imagegen.Generation{Request: t2i("x", imagegen.Aspect1x1)})
+		_, err := m.Generate(ctx, imagegen.Generation{Request: providertest.T2I("x", imagegen.Aspect1x1)})
 		done <- err
 	}()
 	clock.waitCalled(t)
@@ -190,7 +191,7 @@ func TestUnusableReference(t *testing.T) {
 	is.NoErr(err)
 	m, err := placeholder.New(placeholder.Config{LongSide: 16, Fetcher: dev})
 	is.NoErr(err)
-	_, err = m.Generate(t.Context(), imagegen.Generation{Request: i2i("x", imagegen.AspectAuto, srv.URL+"/missing.png")})
+	_, err = m.Generate(t.Context(), imagegen.Generation{Request: providertest.I2I("x", imagegen.AspectAuto, srv.URL+"/missing.png")})
 	var me *imagegen.ModelError
 	is.True(errors.As(err, &me))
 	is.Equal(me.Provider, "placeholder")
@@ -203,7 +204,7 @@ func TestUnusableReference(t *testing.T) {
 	is.NoErr(err)
 	m, err = placeholder.New(placeholder.Config{LongSide: 16, Fetcher: guarded})
 	is.NoErr(err)
-	_, err = m.Generate(t.Context(), imagegen.Generation{Request: i2i("x", imagegen.AspectAuto, srv.URL+"/ok.png")})
+	_, err = m.Generate(t.Context(), imagegen.Generation{Request: providertest.I2I("x", imagegen.AspectAuto, srv.URL+"/ok.png")})
 	is.True(errors.As(err, &me))
 	is.Equal(me.UserMessage(), "image_input[0] could not be used: address not allowed")
 	is.True(!strings.Contains(me.UserMessage(), "127.0.0.1"))
@@ -240,7 +241,7 @@ func TestReferenceErrorMapping(t *testing.T) {
 			}}
 			m, err := placeholder.New(placeholder.Config{LongSide: 16, Fetcher: f})
 			is.NoErr(err)
-			_, err = m.Generate(t.Context(), imagegen.Generation{Request: i2i("x", imagegen.AspectAuto,
+			_, err = m.Generate(t.Context(), imagegen.Generation{Request: providertest.I2I("x", imagegen.AspectAuto,
 				"https://a.example/1.png", "https://a.example/2.png", "https://a.example/3.png")})
 			var me *imagegen.ModelError
 			is.True(errors.As(err, &me))
@@ -264,7 +265,7 @@ func TestCancelDuringFetch(t *testing.T) {
 	}}
 	m, err := placeholder.New(placeholder.Config{LongSide: 16, Fetcher: f})
 	is.NoErr(err)
-	_, err = m.Generate(ctx, imagegen.Generation{Request: i2i("x", imagegen.AspectAuto, "https://a.example/1.png")})
+	_, err = m.Generate(ctx, imagegen.Generation{Request: providertest.I2I("x", imagegen.AspectAuto, "https://a.example/1.png")})
 	var me *imagegen.ModelError
 	is.True(errors.As(err, &me))
 	is.True(me.Retryable) // not the image's fault: the task runs again
@@ -276,7 +277,7 @@ func TestNoFetcher(t *testing.T) {
 	is := is.New(t)
 	m, err := placeholder.New(placeholder.Config{LongSide: 16})
 	is.NoErr(err)
-	_, err = m.Generate(t.Context(), imagegen.Generation{Request: i2i("x", imagegen.AspectAuto, "https://a.example/1.png")})
+	_, err = m.Generate(t.Context(), imagegen.Generation{Request: providertest.I2I("x", imagegen.AspectAuto, "https://a.example/1.png")})
 	var me *imagegen.ModelError
 	is.True(errors.As(err, &me))
 	is.True(!me.Retryable)
@@ -287,7 +288,7 @@ func TestUnknownRatioIsAnError(t *testing.T) {
 	is := is.New(t)
 	m, err := placeholder.New(placeholder.Config{LongSide: 16})
 	is.NoErr(err)
-	_, err = m.Generate(t.Context(), imagegen.Generation{Request: t2i("x", "5:4")})
+	_, err = m.Generate(t.Context(), imagegen.Generation{Request: providertest.T2I("x", "5:4")})
 	var me *imagegen.ModelError
 	is.True(errors.As(err, &me))
 	is.True(!me.Retryable)
@@ -297,7 +298,7 @@ func TestPlan(t *testing.T) {
 	is := is.New(t)
 	m, err := placeholder.New(placeholder.Config{})
 	is.NoErr(err)
-	plan, err := m.Plan(t2i("x", imagegen.AspectAuto))
+	plan, err := m.Plan(providertest.T2I("x", imagegen.AspectAuto))
 	is.NoErr(err)
 	is.Equal(plan, imagegen.Plan{Model: "placeholder", Cost: 1, Seeded: true})
 	m, err = placeholder.New(placeholder.Config{Cost: 3})
@@ -340,7 +341,7 @@ func BenchmarkGenerate1024(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g := imagegen.Generation{Request: t2i("a lighthouse at dusk", imagegen.Aspect1x1)}
+	g := imagegen.Generation{Request: providertest.T2I("a lighthouse at dusk", imagegen.Aspect1x1)}
 	for b.Loop() {
 		if _, err := m.Generate(b.Context(), g); err != nil {
 			b.Fatal(err)

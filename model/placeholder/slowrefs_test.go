@@ -14,6 +14,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/model/placeholder"
+	"github.com/imagegen/imagegen/model/provider/providertest"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
@@ -25,21 +26,7 @@ func TestDripFedReferencesFailTheTask(t *testing.T) {
 	var hits atomic.Int64
 	drip := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		w.Header().Set("Content-Type", "image/png")
-		rc := http.NewResponseController(w)
-		w.WriteHeader(http.StatusOK)
-		_ = rc.Flush()
-		for range 200 { // at most 4 s
-			select {
-			case <-r.Context().Done():
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			if _, err := w.Write([]byte{0}); err != nil {
-				return
-			}
-			_ = rc.Flush()
-		}
+		providertest.Drip(w, r)
 	}))
 	t.Cleanup(drip.Close)
 	const deadline = 300 * time.Millisecond
@@ -57,7 +44,7 @@ func TestDripFedReferencesFailTheTask(t *testing.T) {
 	for i := range urls {
 		urls[i] = drip.URL + "/" + string(rune('a'+i)) + ".png"
 	}
-	sub, err := svc.Submit(ctx, "u", i2i("x", imagegen.AspectAuto, urls...))
+	sub, err := svc.Submit(ctx, "u", providertest.I2I("x", imagegen.AspectAuto, urls...))
 	is.NoErr(err)
 
 	start := time.Now()

@@ -41,3 +41,15 @@ func CropAll(provider string, imgs []imagegen.GeneratedImage, ratio imagegen.Asp
 	}
 	return imgs, nil
 }
+
+// AnsweredImage is an image that a 2xx answer carried in its body
+// (base64, a data: URI) or at a URL: data, with its type read from its
+// first bytes, or a retryable BadAnswer saying that what ("data[0]") is
+// not an image.
+func AnsweredImage(provider, what string, data []byte) (imagegen.GeneratedImage, error) {
+	ct := ContentType(data)
+	if ct == "" {
+		return imagegen.GeneratedImage{}, BadAnswer(provider, true, fmt.Errorf("%s is not an image", what))
+	}
+	return imagegen.GeneratedImage{ContentType: ct, Data: data}, nil
+}

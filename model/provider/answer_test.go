@@ -54,3 +54,17 @@ func TestCropAll(t *testing.T) {
 	is.Equal(size(imgs[0]), provider.CropSize(1000, 700, imagegen.Aspect3x2)) // 10:7 is nearest 3:2
 	is.Equal(imgs[1], webp)
 }
+
+func TestAnsweredImage(t *testing.T) {
+	is := is.New(t)
+	img, err := provider.AnsweredImage("acme", "data[0]", providertest.JPEG(4, 3))
+	is.NoErr(err)
+	is.Equal(img.ContentType, "image/jpeg") // from the bytes
+	is.Equal(img.Data, providertest.JPEG(4, 3))
+
+	_, err = provider.AnsweredImage("acme", "data[1]", []byte(`{"not":"an image"}`))
+	me := modelError(t, err)
+	is.True(me.Retryable) // another call may answer with an image
+	is.Equal(me.Message, provider.MsgBadAnswer)
+	is.Equal(me.Err.Error(), "data[1] is not an image")
+}

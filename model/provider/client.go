@@ -15,26 +15,32 @@ type Client struct {
 	BaseURL  string // without a trailing slash
 	Cost     int64
 	HTTP     *http.Client
-	// Policy is Config.Policy: retries, clock and key redaction. Adapters
-	// set Classify (and RetryDelay) on it after NewClient.
+	// Policy is Config.Policy (retries, clock and key redaction) with
+	// the Classify and RetryDelay of the adapter's Defaults.
 	Policy Policy
 	key    *Secret
 }
 
-// NewClient resolves c with the adapter's defaults (Config.Resolve) and
-// returns its client, or an error naming the bad field.
-func NewClient(c Config, d Defaults) (*Client, error) {
+// NewClient takes c over: it resolves *c with the adapter's defaults
+// (Config.Resolve), zeroes *c, so that the adapter's own Config, which
+// embeds it, no longer holds the key, and returns the client, or an
+// error naming the bad field.
+func NewClient(c *Config, d Defaults) (*Client, error) {
 	rc, err := c.Resolve(d)
+	*c = Config{}
 	if err != nil {
 		return nil, err
 	}
 	key := rc.APIKey
+	policy := rc.Policy(d.Provider)
+	policy.Classify = d.Classify
+	policy.RetryDelay = d.RetryDelay
 	return &Client{
 		Provider: d.Provider,
 		BaseURL:  rc.BaseURL,
 		Cost:     rc.Cost,
 		HTTP:     rc.HTTPClient,
-		Policy:   rc.Policy(d.Provider),
+		Policy:   policy,
 		key:      &key,
 	}, nil
 }

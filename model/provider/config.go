@@ -44,11 +44,16 @@ type Config struct {
 	Clock imagegen.Clock
 }
 
-// Defaults are an adapter's values for the fields left empty.
+// Defaults are an adapter's values for the fields left empty, and the
+// hooks its client's Policy gets.
 type Defaults struct {
 	Provider string // names the adapter in errors, e.g. "openai"
 	BaseURL  string
 	Cost     int64
+	// Classify and RetryDelay become Policy.Classify and
+	// Policy.RetryDelay of the client NewClient returns.
+	Classify   func(Failure) *imagegen.ModelError
+	RetryDelay func(Failure) (time.Duration, bool)
 }
 
 // Resolve returns c with defaults filled in, or an error naming the bad
@@ -95,8 +100,8 @@ func (c Config) validate() error {
 }
 
 // Policy returns the retry policy of a resolved config: its retries and
-// clock, and its key redacted from every error. Adapters add Classify
-// and RetryDelay.
+// clock, and its key redacted from every error. NewClient adds the
+// adapter's Classify and RetryDelay.
 func (c Config) Policy(provider string) Policy {
 	return Policy{
 		Provider:   provider,

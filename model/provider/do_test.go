@@ -374,3 +374,24 @@ func TestGetAndPostBuildFreshRequests(t *testing.T) {
 	_, err := provider.PostJSON("http://127.0.0.1:1/p", func() {}, nil)
 	is.True(err != nil) // cannot encode
 }
+
+// The Classify and RetryDelay of an adapter's Defaults are the ones its
+// client's Do uses.
+func TestClientDoUsesTheAdaptersHooks(t *testing.T) {
+	is := is.New(t)
+	s, url := serve(t, answer{status: 503, body: "busy"}, answer{status: 418, body: "teapot"})
+	clock := providertest.NewInstantClock()
+	cfg := provider.Config{APIKey: key, Clock: clock}
+	c, err := provider.NewClient(&cfg, provider.Defaults{
+		Provider: "acme", BaseURL: url,
+		Classify: func(f provider.Failure) *imagegen.ModelError {
+			return &imagegen.ModelError{Provider: "acme", Message: "acme says " + string(f.Body), Retryable: f.Status == 503}
+		},
+		RetryDelay: func(provider.Failure) (time.Duration, bool) { return 7 * time.Second, true },
+	})
+	is.NoErr(err)
+	_, err = c.Do(context.Background(), get(c.URL("/x")))
+	is.Equal(modelError(t, err).Message, "acme says teapot")  // Classify made the error
+	is.Equal(clock.Waits(), []time.Duration{7 * time.Second}) // RetryDelay timed the retry
+	is.Equal(s.calls.Load(), int32(2))
+}

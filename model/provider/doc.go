@@ -13,10 +13,12 @@
 //	}
 //
 //	func New(c Config) (*Model, error) {
-//		client, err := provider.NewClient(c.Config, provider.Defaults{Provider: "acme", BaseURL: "https://api.acme.example/v1", Cost: 2})
+//		client, err := provider.NewClient(&c.Config, provider.Defaults{
+//			Provider: "acme", BaseURL: "https://api.acme.example/v1", Cost: 2,
+//			Classify: classify, // the provider's error body → NewError(..., Refusal()/OperatorError()/Retry(...))
+//		})
+//		// c.Config is now zero: the client keeps it, key included, safe from printing
 //		...
-//		client.Policy.Classify = classify // the provider's error body → NewError(..., Refusal()/OperatorError()/Retry(...))
-//		c.Config = provider.Config{}      // the client keeps it, key included, safe from printing
 //		return &Model{client: client, opts: c}, nil
 //	}
 //

@@ -147,9 +147,5 @@ func DownloadResult(ctx context.Context, provider string, f ImageFetcher, url st
 	if err != nil {
 		return imagegen.GeneratedImage{}, &imagegen.ModelError{Provider: provider, Retryable: true, Message: MsgUnavailable, Err: fmt.Errorf("downloading the result: %w", err)}
 	}
-	ct := ContentType(data)
-	if ct == "" {
-		return imagegen.GeneratedImage{}, BadAnswer(provider, true, errors.New("the downloaded result is not an image"))
-	}
-	return imagegen.GeneratedImage{ContentType: ct, Data: data}, nil
+	return AnsweredImage(provider, "the downloaded result", data)
 }

@@ -18,8 +18,8 @@ const (
 )
 
 // Policy says how Do retries one kind of call. Config.Policy gives one
-// with the config's retries, clock and key; adapters add Classify and,
-// when their errors carry a delay in the body, RetryDelay.
+// with the config's retries, clock and key; NewClient adds the adapter's
+// Classify and, when its errors carry a delay in the body, RetryDelay.
 type Policy struct {
 	Provider string // names the provider in errors
 	// MaxRetries is how many times a retryable failure is tried again:

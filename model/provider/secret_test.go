@@ -41,8 +41,10 @@ func TestConfigNeverPrintsItsKey(t *testing.T) {
 
 func TestClientKeepsItsKeyFromAnyPrinting(t *testing.T) {
 	is := is.New(t)
-	c, err := provider.NewClient(provider.Config{APIKey: key}, provider.Defaults{Provider: "acme", BaseURL: "https://api.acme.example/v1/", Cost: 2})
+	cfg := provider.Config{APIKey: key}
+	c, err := provider.NewClient(&cfg, provider.Defaults{Provider: "acme", BaseURL: "https://api.acme.example/v1/", Cost: 2})
 	is.NoErr(err)
+	is.Equal(cfg, provider.Config{}) // taken over: the caller's copy no longer holds the key
 	is.Equal(c.Key().Reveal(), key)
 	is.Equal(c.Provider, "acme")
 	is.Equal(c.Cost, int64(2))
@@ -51,7 +53,7 @@ func TestClientKeepsItsKeyFromAnyPrinting(t *testing.T) {
 	is.Equal(c.Policy.Redact("said "+key), "said [redacted]")
 	providertest.NoSecretAnywhere(t, key, c)
 	providertest.NoSecretAnywhere(t, key, *c)
-	_, err = provider.NewClient(provider.Config{}, provider.Defaults{Provider: "acme", BaseURL: "https://api.acme.example"})
+	_, err = provider.NewClient(&provider.Config{}, provider.Defaults{Provider: "acme", BaseURL: "https://api.acme.example"})
 	is.True(err != nil)
 }
 

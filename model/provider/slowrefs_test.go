@@ -11,31 +11,16 @@ import (
 
 	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/model/provider"
+	"github.com/imagegen/imagegen/model/provider/providertest"
 )
 
-// dripServers starts n loopback hosts that answer 200 at once and then
-// send one byte every 20 ms (for at most 4 s), like slowloris image hosts.
+// dripServers starts n loopback hosts that drip-feed their answers
+// (providertest.Drip), like slowloris image hosts.
 func dripServers(t *testing.T, n int) []string {
 	t.Helper()
 	urls := make([]string, n)
 	for i := range urls {
-		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "image/png")
-			rc := http.NewResponseController(w)
-			w.WriteHeader(http.StatusOK)
-			_ = rc.Flush()
-			for range 200 {
-				select {
-				case <-r.Context().Done():
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
-				if _, err := w.Write([]byte{0}); err != nil {
-					return
-				}
-				_ = rc.Flush()
-			}
-		}))
+		s := httptest.NewServer(http.HandlerFunc(providertest.Drip))
 		t.Cleanup(s.Close)
 		urls[i] = s.URL + "/ref.png"
 	}

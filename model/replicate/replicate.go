@@ -99,13 +99,13 @@ func isAlnum(c byte) bool {
 
 // New returns the adapter, or an error naming a bad field.
 func New(c Config) (*Model, error) {
-	client, err := provider.NewClient(c.Config, provider.Defaults{Provider: Provider, BaseURL: DefaultBaseURL, Cost: DefaultCost})
+	client, err := provider.NewClient(&c.Config, provider.Defaults{
+		Provider: Provider, BaseURL: DefaultBaseURL, Cost: DefaultCost,
+		Classify: classify, RetryDelay: retryDelay,
+	})
 	if err != nil {
 		return nil, err
 	}
-	client.Policy.Classify = classify
-	client.Policy.RetryDelay = retryDelay
-	c.Config = provider.Config{}
 	c.Model = cmp.Or(c.Model, DefaultModel)
 	owner, name, ok := strings.Cut(c.Model, "/")
 	if !ok || !modelPart(owner) || !modelPart(name) {

@@ -68,6 +68,16 @@ func TestConformance(t *testing.T) {
 		// The caller gives up while the prediction runs: it is cancelled.
 		GiveUp:   &failure{Calls: []string{opCreate, opCancel}},
 		Failures: failures(t),
+		// flux-kontext-pro takes the seed as its "seed" input.
+		SentSeed: func(_ *testing.T, f *fake) *int64 {
+			creates := f.callsOf(opCreate)
+			sent, ok := creates[len(creates)-1].input["seed"].(float64) // a JSON number
+			if !ok {
+				return nil
+			}
+			seed := int64(sent)
+			return &seed
+		},
 	})
 }
 
@@ -411,17 +421,12 @@ func TestTheFakeChecksTheSpec(t *testing.T) {
 	}
 }
 
-// TestSeed: flux-kontext-pro takes the task's seed as its "seed" input;
-// another model only when Config.SeedInput names its input.
-func TestSeed(t *testing.T) {
+// TestSeedInput: flux-kontext-pro takes the task's seed (Run's "seed"
+// scenario); another model only when Config.SeedInput names its input.
+func TestSeedInput(t *testing.T) {
 	is := is.New(t)
 	f := newFake(t)
-	m, _ := newModel(t, f, replicate.Config{})
 	req := providertest.MaxSeedT2I("a fox", imagegen.Aspect1x1)
-	_, err := providertest.Generate(context.Background(), m, req)
-	is.NoErr(err)
-	is.Equal(f.callsOf(opCreate)[0].input["seed"], float64(imagegen.MaxSeed))
-
 	schnell, _ := newModel(t, f, replicate.Config{Model: "black-forest-labs/flux-schnell"})
 	plan, err := schnell.Plan(req)
 	is.NoErr(err)

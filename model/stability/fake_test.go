@@ -47,6 +47,17 @@ func (c call) field(name string) string {
 	return ""
 }
 
+// seed is the form field "seed" as a number, or nil when there is none.
+func (c call) seed(t *testing.T) *int64 {
+	sent := c.field("seed")
+	if sent == "" {
+		return nil
+	}
+	seed, err := strconv.ParseInt(sent, 10, 64)
+	providertest.Must(t, err)
+	return &seed
+}
+
 // answerSize is the size the fake answers for an aspect_ratio: the
 // ~1 megapixel buckets of SD3 (several are only near their ratio), and
 // whether the API takes that ratio.

@@ -44,9 +44,5 @@ func answerImage(resp *provider.Response) (imagegen.GeneratedImage, error) {
 	if err != nil {
 		return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("image: %w", err))
 	}
-	ct := provider.ContentType(data)
-	if ct == "" {
-		return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, errors.New("image is not an image"))
-	}
-	return imagegen.GeneratedImage{ContentType: ct, Data: data}, nil
+	return provider.AnsweredImage(Provider, "image", data)
 }

@@ -60,13 +60,13 @@ func New(c Config) (*Model, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: Config.Model %q is not supported (one of %s)", Provider, c.Model, models())
 	}
-	client, err := provider.NewClient(c.Config, provider.Defaults{Provider: Provider, BaseURL: DefaultBaseURL, Cost: svc.cost})
+	client, err := provider.NewClient(&c.Config, provider.Defaults{
+		Provider: Provider, BaseURL: DefaultBaseURL, Cost: svc.cost,
+		Classify: classify, RetryDelay: retryDelay,
+	})
 	if err != nil {
 		return nil, err
 	}
-	client.Policy.Classify = classify
-	client.Policy.RetryDelay = retryDelay
-	c.Config = provider.Config{}
 	c.Strength = cmp.Or(c.Strength, DefaultStrength)
 	if !(c.Strength > 0 && c.Strength <= 1) {
 		return nil, fmt.Errorf("%s: Config.Strength must be more than 0 and at most 1 (got %v)", Provider, c.Strength)

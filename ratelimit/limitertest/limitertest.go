@@ -103,6 +103,15 @@ func mustAllow(t *testing.T, h Harness, key string, limit int, window time.Durat
 	return res
 }
 
+// useUp makes limit requests at once, asserting that each is allowed
+// with one fewer remaining.
+func useUp(t *testing.T, h Harness, key string, limit int, window time.Duration) {
+	t.Helper()
+	for i := range limit {
+		mustAllow(t, h, key, limit, window, limit-1-i)
+	}
+}
+
 // mustRefuse asserts that the next request is refused with retryAfter.
 func mustRefuse(t *testing.T, h Harness, key string, limit int, window, retryAfter time.Duration) {
 	t.Helper()
@@ -117,9 +126,7 @@ func testFirstNAllowedThenRefused(t *testing.T, newLimiter NewFunc) {
 	const limit, window = 10, time.Minute
 	h := newLimiter(t, limit, window)
 	key := newKey()
-	for i := range limit {
-		mustAllow(t, h, key, limit, window, limit-1-i)
-	}
+	useUp(t, h, key, limit, window)
 	mustRefuse(t, h, key, limit, window, window)
 	mustRefuse(t, h, key, limit, window, window)
 }
@@ -210,9 +217,7 @@ func testNoBurstAtWindowBoundary(t *testing.T, newLimiter NewFunc) {
 	h := newLimiter(t, limit, window)
 	key := newKey()
 	h.Advance(59 * time.Second)
-	for i := range limit { // all at t = 59s
-		mustAllow(t, h, key, limit, window, limit-1-i)
-	}
+	useUp(t, h, key, limit, window) // all at t = 59s
 	// A fixed window starting on the minute would reset at t = 60s.
 	h.Advance(2 * time.Second) // t = 61s
 	mustRefuse(t, h, key, limit, window, 58*time.Second)
@@ -222,14 +227,10 @@ func testKeysAreIndependent(t *testing.T, newLimiter NewFunc) {
 	const limit, window = 3, time.Minute
 	h := newLimiter(t, limit, window)
 	a, b := newKey(), newKey()
-	for i := range limit {
-		mustAllow(t, h, a, limit, window, limit-1-i)
-	}
+	useUp(t, h, a, limit, window)
 	mustRefuse(t, h, a, limit, window, window)
 	h.Advance(10 * time.Second)
-	for i := range limit {
-		mustAllow(t, h, b, limit, window, limit-1-i)
-	}
+	useUp(t, h, b, limit, window)
 	mustRefuse(t, h, b, limit, window, window)
 	mustRefuse(t, h, a, limit, window, 50*time.Second)
 }
@@ -238,17 +239,13 @@ func testRefusedRequestsDoNotCount(t *testing.T, newLimiter NewFunc) {
 	const limit, window = 4, time.Minute
 	h := newLimiter(t, limit, window)
 	key := newKey()
-	for i := range limit {
-		mustAllow(t, h, key, limit, window, limit-1-i)
-	}
+	useUp(t, h, key, limit, window)
 	for i := range 59 { // hammer it once a second; every try is refused
 		h.Advance(time.Second)
 		mustRefuse(t, h, key, limit, window, window-time.Duration(i+1)*time.Second)
 	}
 	h.Advance(time.Second) // t = 60s: the full limit is back
-	for i := range limit {
-		mustAllow(t, h, key, limit, window, limit-1-i)
-	}
+	useUp(t, h, key, limit, window)
 	mustRefuse(t, h, key, limit, window, window)
 }
 
@@ -260,9 +257,7 @@ func testIdleKeyStartsAfresh(t *testing.T, newLimiter NewFunc) {
 	h.Advance(window)
 	mustAllow(t, h, key, limit, window, 2)
 	h.Advance(10 * window)
-	for i := range limit {
-		mustAllow(t, h, key, limit, window, limit-1-i)
-	}
+	useUp(t, h, key, limit, window)
 	mustRefuse(t, h, key, limit, window, window)
 }
 

@@ -57,3 +57,18 @@ func (s *Store) RevokeKey(_ context.Context, owner, id string) error {
 	}
 	return imagegen.ErrKeyNotFound
 }
+
+// TouchKey records the key's use now, unless its last recorded use is
+// less than imagegen.KeyUseGranularity ago.
+func (s *Store) TouchKey(_ context.Context, hash string) error {
+	now := s.lock()
+	defer s.mu.Unlock()
+	k, ok := s.keys[hash]
+	if !ok {
+		return imagegen.ErrKeyNotFound
+	}
+	if now.Sub(k.LastUsedAt) >= imagegen.KeyUseGranularity {
+		k.LastUsedAt = now.UTC()
+	}
+	return nil
+}

@@ -105,24 +105,32 @@ func (s *Store) ReleaseTask(_ context.Context, id string, attempt int) error {
 }
 
 // RecoverExpired requeues tasks whose lease ended, or fails and refunds
-// those that have had maxAttempts attempts.
-func (s *Store) RecoverExpired(_ context.Context, maxAttempts int) (int, error) {
+// those that have had maxAttempts attempts, and reports them.
+func (s *Store) RecoverExpired(_ context.Context, maxAttempts int) (imagegen.Recovery, error) {
 	now := s.lock()
 	defer s.mu.Unlock()
-	n := 0
+	var rec imagegen.Recovery
 	for _, r := range s.processing {
 		if now.Before(r.task.LeaseUntil) {
 			continue
 		}
-		n++
 		if counted := r.task.Attempt - r.task.Released; counted >= maxAttempts {
+			failed := imagegen.ExpiredTask{
+				ID: r.task.ID, Owner: r.task.Owner, Model: r.task.Model, RequestID: r.task.RequestID,
+				Attempts: counted, Cost: r.task.Cost,
+			}
+			if !r.task.Refunded {
+				failed.Refund = r.task.Cost
+			}
 			s.fail(r, imagegen.Failure{Code: imagegen.CodeInternal, Message: imagegen.ExpiredLeaseMessage(counted)}, now)
+			rec.Failed = append(rec.Failed, failed)
 			continue
 		}
 		r.task.LastError = "lease expired"
 		s.requeue(r, now, now)
+		rec.Requeued++
 	}
-	return n, nil
+	return rec, nil
 }
 
 // holder returns the task if attempt holds its lease.

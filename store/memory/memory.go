@@ -65,6 +65,8 @@ type Store struct {
 	idemExpiring expiryQueue
 	hooks        map[string]*hook  // task id -> callback delivery
 	secrets      map[string][]byte // SharedSecret
+
+	provStats providerStats // AddProviderStats, under its own mutex
 }
 
 // record is a task with its place in the pending queue.

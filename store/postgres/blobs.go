@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/groupcommit"
 )
 
 // blobs is the store's default BlobStore: image bytes in the blobs table
@@ -44,11 +46,51 @@ func (b blobs) Put(ctx context.Context, key string, r io.Reader, size int64, con
 	if _, err := buf.ReadFrom(imagegen.ExactReader(key, r, size)); err != nil {
 		return fmt.Errorf("postgres blobs: put %s: %w", key, err)
 	}
-	_, err := b.s.pool.Exec(ctx, b.s.sql(`INSERT INTO {schema}.blobs (key, data, content_type, written_at)
-		VALUES ($2, $3, $4, {now})
-		ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data, content_type = EXCLUDED.content_type, written_at = EXCLUDED.written_at`),
-		b.s.nowArg(), key, buf.Bytes(), contentType)
-	return wrapErr("put blob", err)
+	_, err := b.s.blobPuts.Do(ctx, blobPut{key: key, data: buf.Bytes(), contentType: contentType})
+	return err
+}
+
+// blobPut is one Put waiting for its batch.
+type blobPut struct {
+	key, contentType string
+	data             []byte
+}
+
+type blobPutCall = groupcommit.Call[blobPut, struct{}]
+
+// putBlobsSQL writes a batch of blobs in one statement.
+//
+//	$1 now  $2 keys  $3 data  $4 content types
+const putBlobsSQL = `WITH async AS (
+	SELECT set_config('synchronous_commit', 'off', true)
+)
+INSERT INTO {schema}.blobs (key, data, content_type, written_at)
+	SELECT k, d, c, {now} FROM unnest($2::text[], $3::bytea[], $4::text[]) AS b(k, d, c), async
+	ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data, content_type = EXCLUDED.content_type, written_at = EXCLUDED.written_at`
+
+// putBlobBatch writes the Puts that arrived together in one statement
+// and one commit (group commit, as for submits and successes), keys in
+// order so that concurrent batches lock rows in one order. A batch that
+// fails as a whole (the same key twice in it) runs again one Put at a
+// time, so that only a bad one fails.
+func (s *Store) putBlobBatch(ctx context.Context, batch []*blobPutCall) {
+	sort.Slice(batch, func(i, j int) bool { return batch[i].Req.key < batch[j].Req.key })
+	keys := make([]string, len(batch))
+	data := make([][]byte, len(batch))
+	types := make([]string, len(batch))
+	for i, c := range batch {
+		keys[i], data[i], types[i] = c.Req.key, c.Req.data, c.Req.contentType
+	}
+	_, err := s.pool.Exec(ctx, s.sql(putBlobsSQL), s.nowArg(), keys, data, types)
+	if err != nil && len(batch) > 1 {
+		for _, c := range batch {
+			s.putBlobBatch(ctx, []*blobPutCall{c})
+		}
+		return
+	}
+	for _, c := range batch {
+		c.Err = wrapErr("put blob", err)
+	}
 }
 
 // Open reads the blob; its body is in memory (an image is a few MB).

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -26,12 +27,16 @@ func (s *Store) PutKey(ctx context.Context, k imagegen.APIKey) error {
 	return nil
 }
 
-const keyColumns = `hash, id, owner, hint, name, created_at, revoked`
+const keyColumns = `hash, id, owner, hint, name, created_at, revoked, last_used_at`
 
 func scanKey(r pgx.CollectableRow) (imagegen.APIKey, error) {
 	var k imagegen.APIKey
-	err := r.Scan(&k.Hash, &k.ID, &k.Owner, &k.Hint, &k.Name, &k.CreatedAt, &k.Revoked)
+	var used *time.Time
+	err := r.Scan(&k.Hash, &k.ID, &k.Owner, &k.Hint, &k.Name, &k.CreatedAt, &k.Revoked, &used)
 	k.CreatedAt = k.CreatedAt.UTC()
+	if used != nil {
+		k.LastUsedAt = used.UTC()
+	}
 	return k, err
 }
 
@@ -68,6 +73,26 @@ func (s *Store) RevokeKey(ctx context.Context, owner, id string) error {
 		return wrapErr("revoke key", err)
 	}
 	if tag.RowsAffected() == 0 {
+		return imagegen.ErrKeyNotFound
+	}
+	return nil
+}
+
+// TouchKey records the key's use now, unless its last recorded use is
+// less than imagegen.KeyUseGranularity ago; a recent use makes it a
+// read of one row by its primary key.
+func (s *Store) TouchKey(ctx context.Context, hash string) error {
+	var found bool
+	err := s.pool.QueryRow(ctx, s.sql(`WITH touched AS (
+			UPDATE {schema}.api_keys SET last_used_at = {now}
+			WHERE hash = $2 AND (last_used_at IS NULL OR last_used_at <= {now} - $3 * interval '1 microsecond')
+			RETURNING 1)
+		SELECT EXISTS (SELECT 1 FROM touched) OR EXISTS (SELECT 1 FROM {schema}.api_keys WHERE hash = $2)`),
+		s.nowArg(), hash, micros(imagegen.KeyUseGranularity)).Scan(&found)
+	if err != nil {
+		return wrapErr("touch key", err)
+	}
+	if !found {
 		return imagegen.ErrKeyNotFound
 	}
 	return nil

@@ -160,59 +160,66 @@ const recoverBatch = 100
 // RecoverExpired sends tasks whose lease ended back to pending, or fails
 // and refunds them after maxAttempts (claims given back by ReleaseTask
 // do not count), a batch per transaction (the rows
-// locked with SKIP LOCKED, so concurrent recoveries split the work). It
-// also sweeps expired records now and then (see Sweep).
-func (s *Store) RecoverExpired(ctx context.Context, maxAttempts int) (int, error) {
-	total := 0
+// locked with SKIP LOCKED, so concurrent recoveries split the work), and
+// reports them. It also sweeps expired records now and then (see Sweep).
+func (s *Store) RecoverExpired(ctx context.Context, maxAttempts int) (imagegen.Recovery, error) {
+	var rec imagegen.Recovery
 	for {
-		n, err := s.recoverBatch(ctx, maxAttempts)
-		total += n
+		n, err := s.recoverBatch(ctx, maxAttempts, &rec)
 		if err != nil {
-			return total, err
+			return rec, err
 		}
 		if n < recoverBatch {
 			break
 		}
 	}
-	if total > 0 {
+	if rec.Moved() > 0 {
 		s.queuedNote.poke("")
 	}
 	s.maybeSweep(ctx)
-	return total, nil
+	return rec, nil
 }
 
-func (s *Store) recoverBatch(ctx context.Context, maxAttempts int) (int, error) {
+// recoverBatch recovers up to recoverBatch expired leases in one
+// transaction, adds what it did to rec once committed, and returns how
+// many it moved.
+func (s *Store) recoverBatch(ctx context.Context, maxAttempts int, rec *imagegen.Recovery) (int, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, wrapErr("recover", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	rows, err := tx.Query(ctx, s.sql(`SELECT id, attempt - released FROM {schema}.tasks
+	rows, err := tx.Query(ctx, s.sql(`SELECT id, attempt - released, owner, model, request_id, cost, refunded
+		FROM {schema}.tasks
 		WHERE status = 'processing' AND lease_until <= {now}
 		ORDER BY lease_until LIMIT $2 FOR UPDATE SKIP LOCKED`), s.nowArg(), recoverBatch)
 	if err != nil {
 		return 0, wrapErr("recover", err)
 	}
 	var requeue, failIDs, failMsgs []string
-	var n int
+	var failed []imagegen.ExpiredTask
 	for rows.Next() {
-		var id string
-		var counted int // attempts, less the claims given back
-		if err := rows.Scan(&id, &counted); err != nil {
+		var t imagegen.ExpiredTask // Attempts: attempts, less the claims given back
+		var refunded bool
+		if err := rows.Scan(&t.ID, &t.Attempts, &t.Owner, &t.Model, &t.RequestID, &t.Cost, &refunded); err != nil {
 			rows.Close()
 			return 0, wrapErr("recover", err)
 		}
-		n++
-		if counted >= maxAttempts {
-			failIDs = append(failIDs, id)
-			failMsgs = append(failMsgs, imagegen.ExpiredLeaseMessage(counted))
-		} else {
-			requeue = append(requeue, id)
+		if t.Attempts < maxAttempts {
+			requeue = append(requeue, t.ID)
+			continue
 		}
+		if !refunded { // the row is locked: fail_locked refunds it now
+			t.Refund = t.Cost
+		}
+		failed = append(failed, t)
+		failIDs = append(failIDs, t.ID)
+		failMsgs = append(failMsgs, imagegen.ExpiredLeaseMessage(t.Attempts))
 	}
 	if err := rows.Err(); err != nil {
 		return 0, wrapErr("recover", err)
 	}
+	n := len(requeue) + len(failed)
 	if n == 0 {
 		return 0, nil
 	}
@@ -234,5 +241,7 @@ func (s *Store) recoverBatch(ctx context.Context, maxAttempts int) (int, error) 
 	if err := tx.Commit(ctx); err != nil {
 		return 0, wrapErr("recover", err)
 	}
+	rec.Requeued += len(requeue)
+	rec.Failed = append(rec.Failed, failed...)
 	return n, nil
 }

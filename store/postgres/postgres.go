@@ -31,15 +31,21 @@
 //
 // Each commit waits for a disk flush, and submits of one owner serialise
 // on the owner's account row, so one commit per submit would cap a busy
-// owner at one submit per flush. Submits and successes that arrive
-// together therefore share one statement and one commit (at most 64 per
-// batch, 4 batches in flight, a lone call going at once): create_tasks
+// owner at one submit per flush. Submits, successes and image bytes that
+// arrive together therefore share one statement and one commit (at most
+// 64 per batch, 8 for image bytes; one batch of each kind in flight, and
+// the calls that arrive meanwhile make up the next; a lone call goes at
+// once, so nothing waits for a batch to fill): create_tasks
 // runs a batch's submits one after another, each charged or refused on
 // its own, exactly as if they had come one by one; a batch of successes
 // checks each task's own fencing token. A claim commits without waiting
 // for its flush (synchronous_commit off for that transaction only): a
 // claim lost to a database crash leaves the task pending, and the fencing
 // token then refuses the worker's result, so the task simply runs again.
+// Image bytes in the blobs table commit the same way: the success that
+// records them commits after them and waits for its flush, and the WAL is
+// flushed in order, so bytes that a task's record points at are always on
+// disk (bytes of a success lost to a crash are swept as orphans).
 // Config.AsyncSuccess extends that to successes, for throughput, at the
 // price described there. Submits, refunds, grants and charges always
 // wait for their flush.
@@ -94,6 +100,9 @@
 // held; expired idempotency records go the same way. RecoverExpired,
 // which every worker calls regularly, also sweeps, at most once per
 // Config.SweepInterval per Store. The credit ledger is kept whole.
+// Provider statistics (migration 4, AddProviderStats) are kept for
+// imagegen.ProviderStatsRetention: a Store deletes older buckets after an
+// add, at most once every 10 minutes.
 //
 // # Images
 //
@@ -111,6 +120,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -135,12 +145,15 @@ const DefaultRetention = 24 * time.Hour
 // records, when Config.SweepInterval is zero.
 const DefaultSweepInterval = time.Minute
 
-// Group commit of submits and of successes: at most maxBatchesInFlight
+// Group commit of submits, successes and image bytes: at most maxBatchesInFlight
 // batches of at most maxBatch tasks are in flight at once (of each
 // kind); calls that arrive meanwhile wait for the next batch.
 const (
 	maxBatch           = 64
-	maxBatchesInFlight = 4
+	maxBatchesInFlight = 1 // more in flight made batches smaller and throughput lower (bench module)
+	// maxBlobBatch bounds a batch of image bytes (a few MB each) more
+	// tightly, so one statement stays tens of MB.
+	maxBlobBatch = 8
 )
 
 // Config configures a Store.
@@ -195,9 +208,12 @@ type Store struct {
 	sweepMu    sync.Mutex
 	lastSweep  time.Time
 
+	statsTrimmed atomic.Int64 // Unix time of the last removal of old provider stats
+
 	sqlCache     sync.Map // template -> SQL with the schema filled in
 	creates      groupcommit.Batcher[createReq, createRes]
 	completes    groupcommit.Batcher[completeReq, bool]
+	blobPuts     groupcommit.Batcher[blobPut, struct{}]
 	queuedNote   notifier // "tasks may be ready", after submits and retries
 	finishedNote notifier // ids of tasks finished by CompleteTask
 	listen       *listener
@@ -233,6 +249,7 @@ func New(pool *pgxpool.Pool, c Config) (*Store, error) {
 	s.finishedNote = notifier{send: func(p []string) { s.notifyAll(s.finished, p) }}
 	s.creates = groupcommit.Batcher[createReq, createRes]{Run: s.createBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight}
 	s.completes = groupcommit.Batcher[completeReq, bool]{Run: s.completeBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight}
+	s.blobPuts = groupcommit.Batcher[blobPut, struct{}]{Run: s.putBlobBatch, MaxBatch: maxBlobBatch, MaxInFlight: maxBatchesInFlight}
 	s.listen = newListener(pool, s.finished, s.queued)
 	return s, nil
 }

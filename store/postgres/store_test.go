@@ -149,10 +149,19 @@ func TestListenerSurvivesTerminatedConnection(t *testing.T) {
 		is.True(time.Now().Before(deadline))
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(100 * time.Millisecond) // both LISTENs done
+	// The reconnected listener wakes every watcher once (anything may
+	// have finished while nobody listened); a watch that it ends is
+	// taken again.
 	finished, stop, err := s.WatchTask(ctx, "t1")
 	is.NoErr(err)
-	defer stop()
+	select {
+	case <-finished:
+		stop()
+		finished, stop, err = s.WatchTask(ctx, "t1")
+		is.NoErr(err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	defer func() { stop() }()
 	_, err = s.CreateTask(ctx, newTask("t1", "u"))
 	is.NoErr(err)
 	c, err := s.ClaimTask(ctx, time.Minute)

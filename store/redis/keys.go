@@ -126,12 +126,40 @@ func (s *Store) ownerKeys(ctx context.Context, owner string) ([]string, []map[st
 
 func decodeKey(hash string, f map[string]string) imagegen.APIKey {
 	return imagegen.APIKey{
-		ID:        f["id"],
-		Owner:     f["owner"],
-		Hash:      hash,
-		Hint:      f["hint"],
-		Name:      f["name"],
-		CreatedAt: msTime(f["created"]),
-		Revoked:   f["revoked"] == "1",
+		ID:         f["id"],
+		Owner:      f["owner"],
+		Hash:       hash,
+		Hint:       f["hint"],
+		Name:       f["name"],
+		CreatedAt:  msTime(f["created"]),
+		Revoked:    f["revoked"] == "1",
+		LastUsedAt: msTime(f["used"]),
 	}
+}
+
+// touchKeyScript records a key's use unless the recorded one is recent.
+//
+//	KEYS[1] apikey:<hash>
+//	ARGV[1] now  ARGV[2] granularity (ms)
+//
+// Returns 1, or 0 when there is no such key.
+var touchKeyScript = newScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local now = now_ms()
+local used = tonumber(redis.call('HGET', KEYS[1], 'used') or '0')
+if now - used >= tonumber(ARGV[2]) then redis.call('HSET', KEYS[1], 'used', now) end
+return 1
+`)
+
+// TouchKey records the key's use now, unless its last recorded use is
+// less than imagegen.KeyUseGranularity ago (field "used", ms).
+func (s *Store) TouchKey(ctx context.Context, hash string) error {
+	n, err := touchKeyScript.Run(ctx, s.rdb, []string{s.k.apiKey(hash)}, s.nowArg(), ms(imagegen.KeyUseGranularity)).Int64()
+	if err != nil {
+		return wrapErr("touch key", err)
+	}
+	if n == 0 {
+		return imagegen.ErrKeyNotFound
+	}
+	return nil
 }

@@ -204,48 +204,54 @@ const recoverBatch = 100
 //	ARGV[1] now  ARGV[2] retention (ms)  ARGV[3] max attempts
 //	ARGV[3+i] candidate i's id
 //
-// Returns {moved, expired leases seen}.
+// Returns {requeued, expired leases seen, failed...}, each failed task
+// as {id, owner, model, request id, attempts, cost, refund} (strings;
+// refund is the cost, or 0 when the task had been refunded before).
 var recoverScript = newScript(`
 local now = now_ms()
 local retention = tonumber(ARGV[2])
 local maxAttempts = tonumber(ARGV[3])
-local moved, seen = 0, 0
+local out = {0, 0}
 for i = 1, (#KEYS - 3) / 3 do
   local task, balance, ledger, id = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3], ARGV[3 + i]
   local leaseEnd = redis.call('ZSCORE', KEYS[1], id)
   if leaseEnd and tonumber(leaseEnd) <= now then
-    seen = seen + 1
-    local f = redis.call('HMGET', task, 'status', 'attempt', 'released')
+    out[2] = out[2] + 1
+    local f = redis.call('HMGET', task, 'status', 'attempt', 'released', 'owner', 'model', 'rid', 'cost', 'refunded')
     local counted = (tonumber(f[2]) or 0) - (tonumber(f[3]) or 0) -- released claims do not count
     if f[1] ~= 'processing' then
       redis.call('ZREM', KEYS[1], id) -- left behind; nothing to recover
     elseif counted >= maxAttempts then
+      local cost = f[7] or '0'
+      local refunded = '0'
+      if f[8] ~= '1' then refunded = cost end
       refund(task, balance, ledger, id, now)
       redis.call('HSET', task, 'error', 'image generation did not finish (' .. counted .. ' attempts)',
         'error_code', 'internal')
       finish(task, KEYS[1], id, 'failed', now, retention, KEYS[3])
-      moved = moved + 1
+      out[#out + 1] = {id, f[4] or '', f[5] or '', f[6] or '', tostring(counted), cost, refunded}
     else
       redis.call('ZREM', KEYS[1], id)
       redis.call('HSET', task, 'status', 'pending', 'lease_until', 0, 'run_after', now,
         'updated', now, 'last_error', 'lease expired')
       redis.call('ZADD', KEYS[2], now, id)
-      moved = moved + 1
+      out[1] = out[1] + 1
     end
   end
 end
-return {moved, seen}
+return out
 `)
 
 // RecoverExpired sends tasks whose lease ended back to pending, or fails
-// and refunds them after maxAttempts. Each batch reads the oldest leases
-// and their owners, then runs one script that checks and moves them.
-func (s *Store) RecoverExpired(ctx context.Context, maxAttempts int) (int, error) {
-	total := 0
+// and refunds them after maxAttempts, and reports them. Each batch reads
+// the oldest leases and their owners, then runs one script that checks
+// and moves them.
+func (s *Store) RecoverExpired(ctx context.Context, maxAttempts int) (imagegen.Recovery, error) {
+	var rec imagegen.Recovery
 	for {
 		ids, err := s.rdb.ZRange(ctx, s.k.leases(), 0, recoverBatch-1).Result()
 		if err != nil || len(ids) == 0 {
-			return total, wrapErr("recover", err)
+			return rec, wrapErr("recover", err)
 		}
 		owners := make([]string, len(ids))
 		pipe := s.rdb.Pipeline()
@@ -254,7 +260,7 @@ func (s *Store) RecoverExpired(ctx context.Context, maxAttempts int) (int, error
 			cmds[i] = pipe.HGet(ctx, s.k.task(id), "owner")
 		}
 		if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
-			return total, wrapErr("recover", err)
+			return rec, wrapErr("recover", err)
 		}
 		keys := []string{s.k.leases(), s.k.pending(), s.k.webhooks()}
 		args := []any{s.nowArg(), ms(s.retention), strconv.Itoa(maxAttempts)}
@@ -263,13 +269,39 @@ func (s *Store) RecoverExpired(ctx context.Context, maxAttempts int) (int, error
 			keys = append(keys, s.k.task(id), s.k.balance(owners[i]), s.k.ledger(owners[i]))
 			args = append(args, id)
 		}
-		res, err := recoverScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
+		reply, err := recoverScript.Run(ctx, s.rdb, keys, args...).Slice()
 		if err != nil {
-			return total, wrapErr("recover", err)
+			return rec, wrapErr("recover", err)
 		}
-		total += int(res[0])
-		if int(res[1]) < len(ids) || len(ids) < recoverBatch {
-			return total, nil // the rest of the leases are still valid
+		seen, err := addRecovery(&rec, reply)
+		if err != nil {
+			return rec, err
+		}
+		if seen < len(ids) || len(ids) < recoverBatch {
+			return rec, nil // the rest of the leases are still valid
 		}
 	}
+}
+
+// addRecovery adds recoverScript's reply to rec and returns how many
+// expired leases the script saw.
+func addRecovery(rec *imagegen.Recovery, reply []any) (int, error) {
+	if len(reply) < 2 {
+		return 0, fmt.Errorf("redis store: recover: unexpected script reply of %d values", len(reply))
+	}
+	requeued, _ := reply[0].(int64)
+	seen, _ := reply[1].(int64)
+	rec.Requeued += int(requeued)
+	for _, r := range reply[2:] {
+		f, ok := r.([]any)
+		if !ok || len(f) != 7 {
+			return int(seen), fmt.Errorf("redis store: recover: unexpected failed task %v", r)
+		}
+		str := func(i int) string { v, _ := f[i].(string); return v }
+		rec.Failed = append(rec.Failed, imagegen.ExpiredTask{
+			ID: str(0), Owner: str(1), Model: str(2), RequestID: str(3),
+			Attempts: int(atoi(str(4))), Cost: atoi(str(5)), Refund: atoi(str(6)),
+		})
+	}
+	return int(seen), nil
 }

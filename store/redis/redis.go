@@ -37,6 +37,8 @@
 //	P:apikey:<sha256>  hash: API key record
 //	P:apikeys:<owner>  list: the owner's key hashes, oldest first
 //	P:secret:<name>    string: a secret shared by all processes (SharedSecret)
+//	P:pstats:<minute>  hash: provider calls by outcome and fallbacks counted in one minute
+//	                   (Unix time / 60), kept imagegen.ProviderStatsRetention
 //	P:finished         pub/sub channel: ids of tasks as they finish
 package redis
 

@@ -39,9 +39,9 @@ func testRefundOnce(t *testing.T, h Harness) {
 	wg.Wait()
 	is.Equal(wins, 1)
 	h.Advance(lease)
-	n, err := s.RecoverExpired(ctx, 1)
+	rec, err := s.RecoverExpired(ctx, 1)
 	is.NoErr(err)
-	is.Equal(n, 0) // a failed task holds no lease
+	is.Equal(rec.Moved(), 0) // a failed task holds no lease
 	is.True(errors.Is(s.CancelTask(ctx, "u", task.ID), imagegen.ErrInvalidTransition))
 
 	failed := get(t, s, "u", task.ID)
@@ -85,9 +85,9 @@ func testCancel(t *testing.T, h Harness) {
 	is.True(errors.Is(s.RenewLease(ctx, running.ID, c.Attempt, lease), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.CompleteTask(ctx, running.ID, c.Attempt, nil), imagegen.ErrLeaseLost))
 	h.Advance(lease)
-	n, err := s.RecoverExpired(ctx, 3)
+	rec, err := s.RecoverExpired(ctx, 3)
 	is.NoErr(err)
-	is.Equal(n, 0) // it holds no lease any more
+	is.Equal(rec.Moved(), 0) // it holds no lease any more
 	is.Equal(balance(t, s, "u"), int64(2))
 
 	// Finished tasks stay as they are.

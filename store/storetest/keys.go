@@ -55,3 +55,52 @@ func testKeys(t *testing.T, h Harness) {
 	is.NoErr(err)
 	is.Equal(len(none), 0)
 }
+
+// testKeyLastUse: TouchKey records a key's use by the store's clock, at
+// most once per imagegen.KeyUseGranularity, and both KeyByHash and Keys
+// report it.
+func testKeyLastUse(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	at := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+	used := imagegen.APIKey{ID: "key_1", Owner: "u", Hash: imagegen.HashAPIKey("used-key-0123456789"), Hint: "used…", CreatedAt: at}
+	idle := imagegen.APIKey{ID: "key_2", Owner: "u", Hash: imagegen.HashAPIKey("idle-key-0123456789"), Hint: "idle…", CreatedAt: at}
+	is.NoErr(s.PutKey(ctx, used))
+	is.NoErr(s.PutKey(ctx, idle))
+
+	lastUse := func(hash string) time.Time {
+		k, err := s.KeyByHash(ctx, hash)
+		is.NoErr(err)
+		return k.LastUsedAt
+	}
+	is.True(lastUse(used.Hash).IsZero()) // never used
+
+	is.NoErr(s.TouchKey(ctx, used.Hash))
+	first := lastUse(used.Hash)
+	is.True(!first.IsZero())
+
+	// Within the granularity a touch changes nothing...
+	h.Advance(imagegen.KeyUseGranularity / 2)
+	is.NoErr(s.TouchKey(ctx, used.Hash))
+	is.True(lastUse(used.Hash).Equal(first))
+	// ...after it, the use is recorded at the store's time.
+	h.Advance(imagegen.KeyUseGranularity/2 + time.Second)
+	is.NoErr(s.TouchKey(ctx, used.Hash))
+	second := lastUse(used.Hash)
+	is.Equal(second.Sub(first), imagegen.KeyUseGranularity+time.Second)
+
+	list, err := s.Keys(ctx, "u")
+	is.NoErr(err)
+	is.Equal(len(list), 2)
+	is.True(list[0].LastUsedAt.Equal(second))
+	is.True(list[1].LastUsedAt.IsZero()) // the other key stays unused
+
+	is.True(errors.Is(s.TouchKey(ctx, imagegen.HashAPIKey("unknown-key-0123456789")), imagegen.ErrKeyNotFound))
+
+	// A revoked key is listed with its last use.
+	is.NoErr(s.RevokeKey(ctx, "u", used.ID))
+	list, err = s.Keys(ctx, "u")
+	is.NoErr(err)
+	is.True(list[0].Revoked)
+	is.True(list[0].LastUsedAt.Equal(second))
+}

@@ -2,7 +2,10 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/imagegen/imagegen"
@@ -47,15 +50,16 @@ func testLeaseExpiry(t *testing.T, h Harness) {
 	task := submit(t, s, "u", 1)
 	first := claim(t, s)
 	h.Advance(lease / 2)
-	n, err := s.RecoverExpired(ctx, 3)
+	rec, err := s.RecoverExpired(ctx, 3)
 	is.NoErr(err)
-	is.Equal(n, 0)
+	is.Equal(rec.Moved(), 0)
 	_, err = s.ClaimTask(ctx, lease)
 	is.True(errors.Is(err, imagegen.ErrNoTask)) // still leased
 	h.Advance(lease / 2)
-	n, err = s.RecoverExpired(ctx, 3)
+	rec, err = s.RecoverExpired(ctx, 3)
 	is.NoErr(err)
-	is.Equal(n, 1)
+	is.Equal(rec.Requeued, 1)
+	is.Equal(len(rec.Failed), 0)
 	back := get(t, s, "u", task.ID)
 	is.Equal(back.Status, imagegen.StatusPending)
 	is.Equal(back.Attempt, 1)
@@ -83,15 +87,15 @@ func testLeaseRenewal(t *testing.T, h Harness) {
 	for i := 0; i < 3; i++ {
 		h.Advance(lease * 8 / 10)
 		is.NoErr(s.RenewLease(ctx, task.ID, c.Attempt, lease))
-		n, err := s.RecoverExpired(ctx, 3)
+		rec, err := s.RecoverExpired(ctx, 3)
 		is.NoErr(err)
-		is.Equal(n, 0)
+		is.Equal(rec.Moved(), 0)
 	}
 	is.Equal(get(t, s, "u", task.ID).Status, imagegen.StatusProcessing)
 	h.Advance(lease)
-	n, err := s.RecoverExpired(ctx, 3)
+	rec, err := s.RecoverExpired(ctx, 3)
 	is.NoErr(err)
-	is.Equal(n, 1)
+	is.Equal(rec.Moved(), 1)
 }
 
 func testMaxAttempts(t *testing.T, h Harness) {
@@ -99,14 +103,20 @@ func testMaxAttempts(t *testing.T, h Harness) {
 	s := h.Store
 	grant(t, s, "u", 2)
 	task := submit(t, s, "u", 2)
+	var rec imagegen.Recovery
 	for attempt := 1; attempt <= 2; attempt++ {
 		c := claim(t, s)
 		is.Equal(c.Attempt, attempt)
 		h.Advance(lease)
-		n, err := s.RecoverExpired(ctx, 2)
+		var err error
+		rec, err = s.RecoverExpired(ctx, 2)
 		is.NoErr(err)
-		is.Equal(n, 1)
+		is.Equal(rec.Moved(), 1)
 	}
+	is.Equal(rec.Requeued, 0) // the last recovery failed it, and says so
+	is.Equal(len(rec.Failed), 1)
+	is.Equal(rec.Failed[0].ID, task.ID)
+	is.Equal(rec.Failed[0].Refund, int64(2))
 	failed := get(t, s, "u", task.ID)
 	is.Equal(failed.Status, imagegen.StatusFailed)
 	is.True(failed.Refunded)
@@ -138,4 +148,146 @@ func testRetry(t *testing.T, h Harness) {
 	is.Equal(again.Attempt, 2)
 	is.True(errors.Is(s.CompleteTask(ctx, task.ID, c.Attempt, nil), imagegen.ErrLeaseLost))
 	is.Equal(balance(t, s, "u"), int64(0))
+}
+
+// testRecoveryReport checks what RecoverExpired reports: how many tasks
+// it requeued, and for each task it failed, what the service counts and
+// logs (id, owner, model, request id, attempts, cost, refund).
+func testRecoveryReport(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 10)
+	grant(t, s, "v", 10)
+	a := newTask("u", 2)
+	a.Model, a.RequestID = "model-a", "req-a"
+	_, err := s.CreateTask(ctx, a)
+	is.NoErr(err)
+	b := newTask("v", 3)
+	b.Model = "model-b" // no request id
+	_, err = s.CreateTask(ctx, b)
+	is.NoErr(err)
+
+	// First expiry: both requeued, nothing failed.
+	claim(t, s)
+	claim(t, s)
+	rec := recoverAfterLease(t, h, 2)
+	is.Equal(rec.Requeued, 2)
+	is.Equal(len(rec.Failed), 0)
+
+	// Second expiry: a and b have used their attempts and fail; c, on
+	// its first attempt, is requeued in the same call.
+	c := submit(t, s, "u", 1)
+	for range 3 {
+		claim(t, s)
+	}
+	rec = recoverAfterLease(t, h, 2)
+	is.Equal(rec.Requeued, 1)
+	is.Equal(rec.Moved(), 3)
+	failed := byID(rec.Failed)
+	is.Equal(failed, byID([]imagegen.ExpiredTask{
+		{ID: a.ID, Owner: "u", Model: "model-a", RequestID: "req-a", Attempts: 2, Cost: 2, Refund: 2},
+		{ID: b.ID, Owner: "v", Model: "model-b", Attempts: 2, Cost: 3, Refund: 3},
+	}))
+	is.Equal(get(t, s, "u", c.ID).Status, imagegen.StatusPending)
+	for _, f := range failed {
+		got := get(t, s, f.Owner, f.ID)
+		is.Equal(got.Status, imagegen.StatusFailed)
+		is.Equal(got.ErrorCode, imagegen.CodeInternal)
+		is.Equal(got.Error, imagegen.ExpiredLeaseMessage(2))
+	}
+	is.Equal(balance(t, s, "u"), int64(10-1)) // a refunded, c still charged
+	is.Equal(balance(t, s, "v"), int64(10))
+
+	// Nothing is reported twice.
+	is.Equal(recoverAfterLease(t, h, 2).Moved(), 0)
+}
+
+// testRecoveryReportsNoRefundForAFreeRetry checks that a task an
+// operator gave back to the queue free of charge is reported failed with
+// no refund, as its ledger has none.
+func testRecoveryReportsNoRefundForAFreeRetry(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 3)
+	task := submit(t, s, "u", 3)
+	for _, refund := range []int64{3, 0} { // failed and refunded; retried free, failed again
+		claim(t, s)
+		rec := recoverAfterLease(t, h, 1)
+		is.Equal(len(rec.Failed), 1)
+		is.Equal(rec.Failed[0].ID, task.ID)
+		is.Equal(rec.Failed[0].Cost, int64(3))
+		is.Equal(rec.Failed[0].Refund, refund)
+		is.Equal(balance(t, s, "u"), int64(3))
+		if refund > 0 {
+			is.NoErr(s.RequeueTask(ctx, task.ID, false))
+		}
+	}
+	is.Equal(countRefs(checkLedger(t, s, "u"), "refund:"+task.ID), 1) // the first failure's only
+}
+
+// testConcurrentRecoveriesReportEachFailureOnce checks that recoveries
+// running at once (one per worker process) split the expired tasks: each
+// failure is reported by exactly one of them, so it is counted once, and
+// none is missed however many there are.
+func testConcurrentRecoveriesReportEachFailureOnce(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	const tasks = 130 // more than one batch of a backend that recovers in batches of 100
+	grant(t, s, "u", tasks)
+	want := map[string]int{}
+	for range tasks {
+		want[submit(t, s, "u", 1).ID] = 0
+	}
+	for range tasks {
+		claim(t, s)
+	}
+	h.Advance(lease)
+
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		seen   = map[string]int{}
+		others int
+	)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec, err := s.RecoverExpired(ctx, 1)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				t.Errorf("recover: %v", err)
+			}
+			others += rec.Requeued
+			for _, f := range rec.Failed {
+				seen[f.ID]++
+			}
+		}()
+	}
+	wg.Wait()
+	is.Equal(others, 0)
+	for id := range want {
+		want[id] = 1
+	}
+	is.Equal(fmt.Sprint(seen), fmt.Sprint(want)) // every task once, and nothing else
+	is.Equal(balance(t, s, "u"), int64(tasks))
+}
+
+// recoverAfterLease lets every lease run out and recovers.
+func recoverAfterLease(t *testing.T, h Harness, maxAttempts int) imagegen.Recovery {
+	t.Helper()
+	h.Advance(lease)
+	rec, err := h.Store.RecoverExpired(ctx, maxAttempts)
+	if err != nil {
+		t.Fatalf("recover: %v", err)
+	}
+	return rec
+}
+
+// byID sorts failed tasks by id (RecoverExpired keeps no order).
+func byID(failed []imagegen.ExpiredTask) []imagegen.ExpiredTask {
+	out := append([]imagegen.ExpiredTask(nil), failed...)
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }

@@ -36,16 +36,19 @@ func testRelease(t *testing.T, h Harness) {
 	// expired lease now is the task's first counted attempt, so it is
 	// requeued rather than failed.
 	h.Advance(lease)
-	n, err := s.RecoverExpired(ctx, 2)
+	rec, err := s.RecoverExpired(ctx, 2)
 	is.NoErr(err)
-	is.Equal(n, 1)
+	is.Equal(rec.Requeued, 1)
+	is.Equal(len(rec.Failed), 0)
 	is.Equal(get(t, s, "u", task.ID).Status, imagegen.StatusPending)
 	third := claim(t, s)
 	is.Equal(third.Attempt, 3)
 	h.Advance(lease)
-	n, err = s.RecoverExpired(ctx, 2) // 3 claims, 1 released: 2 counted
+	rec, err = s.RecoverExpired(ctx, 2) // 3 claims, 1 released: 2 counted
 	is.NoErr(err)
-	is.Equal(n, 1)
+	is.Equal(rec.Requeued, 0)
+	is.Equal(len(rec.Failed), 1)
+	is.Equal(rec.Failed[0].Attempts, 2)
 	failed := get(t, s, "u", task.ID)
 	is.Equal(failed.Status, imagegen.StatusFailed)
 	is.True(failed.Refunded)

@@ -55,6 +55,9 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ExpiredLeaseIsReclaimed", testLeaseExpiry},
 		{"RenewedLeaseIsKept", testLeaseRenewal},
 		{"MaxAttemptsFailsAndRefunds", testMaxAttempts},
+		{"RecoveryReportsWhatItMoved", testRecoveryReport},
+		{"RecoveryReportsNoRefundForAFreeRetry", testRecoveryReportsNoRefundForAFreeRetry},
+		{"ConcurrentRecoveriesReportEachFailureOnce", testConcurrentRecoveriesReportEachFailureOnce},
 		{"RefundExactlyOnce", testRefundOnce},
 		{"RetryWaitsForItsDelay", testRetry},
 		{"ReleaseDoesNotUseAnAttempt", testRelease},
@@ -66,6 +69,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"RetentionRemovesFinishedTasksAndImages", testRetention},
 		{"ImageRecordsKeepEveryField", testImageRecords},
 		{"APIKeys", testKeys},
+		{"APIKeyLastUse", testKeyLastUse},
 		{"ReturnedValuesAreCopies", testCopies},
 		{"WatchTaskSeesEveryFinish", testWatch},
 		{"IdempotencyKeys", testIdempotency},
@@ -80,6 +84,8 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ListAllTasksAcrossOwners", testListAllTasks},
 		{"RequeueFailedTask", testRequeue},
 		{"PurgeExpired", testPurgeExpired},
+		{"ProviderStatsBuckets", testProviderStats},
+		{"ProviderStatsConcurrentAdds", testProviderStatsConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

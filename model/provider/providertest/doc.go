@@ -4,7 +4,7 @@
 // every provider must get right (text-to-image, image-to-image, every
 // aspect ratio, refusals, a rate limit then success, server errors then
 // success, time-outs, a bad key, cancelling the provider's job when the
-// caller gives up), driven through a small per-adapter Harness that says
+// caller gives up, sending the task's seed), driven through a small per-adapter Harness that says
 // how to build the adapter against its fake API and how the fake
 // answers each scenario.
 //
@@ -14,7 +14,8 @@
 // a hanging answer (Answer.Hang), multipart forms, JSON example edits
 // and OpenAPI routing (Spec, OpenAPIRouter read testdata too). For the
 // adapter under test: a clock that records waits and lets them pass at
-// once (InstantClock), a scripted image fetcher, PNG/JPEG makers, the
+// once (InstantClock), a scripted image fetcher, a slowloris image host
+// (Drip), PNG/JPEG makers, the
 // set-up (Configure, MustNew), a check that a key never shows up in
 // printed or logged values, and Demo, what the adapters' examples
 // print. No network beyond loopback, no sleeps.

@@ -59,6 +59,12 @@ type Harness[F Fake, C any, M Model] struct {
 	GiveUp *Failure[F, C]
 	// Failures: other documented failures, each with its whole outcome.
 	Failures []Failure[F, C]
+	// SentSeed, for a provider that takes the task's seed: the seed in
+	// f's latest generation request, or nil when it sent none. Run then
+	// checks, with the first TextToImage config, that a request's seed
+	// (imagegen.MaxSeed) is sent as it is and that a request without one
+	// sends none. Leave it nil when no TextToImage plan is Seeded.
+	SentSeed func(t *testing.T, f F) *int64
 }
 
 // Fake is what Run needs of an adapter's fake API; a fake that embeds a

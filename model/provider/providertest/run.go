@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,9 @@ func Run[F Fake, C any, M Model](t *testing.T, h Harness[F, C, M]) {
 	t.Run("failures", func(t *testing.T) {
 		each(t, h.Failures, func(t *testing.T, c Failure[F, C]) { h.fail(t, context.Background(), c, c.Config, c.Want) })
 	})
+	if h.SentSeed != nil {
+		t.Run("seed", h.seed)
+	}
 	t.Run("the key never shows", h.keyNeverShows)
 }
 
@@ -91,7 +95,37 @@ func (h Harness[F, C, M]) checkComplete(t *testing.T) {
 		t.Fatal("the harness has no ImageToImage, and no Unplannable image-to-image request to show that the provider takes none")
 	case len(h.AspectRatios) == 0 || len(h.Refusals) == 0 || len(h.RateLimited) == 0 || len(h.ServerErrors) == 0 || len(h.Timeouts) == 0:
 		t.Fatal("the harness needs AspectRatios, Refusals, RateLimited, ServerErrors and Timeouts")
+	case h.SentSeed == nil && slices.ContainsFunc(h.TextToImage, func(s Success[F, C]) bool { return s.Plan.Seeded }):
+		t.Fatal("the harness has a Seeded plan and no SentSeed to show that the seed is sent")
 	}
+}
+
+// seed generates with the largest seed, then without one: the first is
+// sent as it is, the second sends none.
+func (h Harness[F, C, M]) seed(t *testing.T) {
+	f := h.NewFake(t)
+	m, _ := h.NewModel(t, f, h.TextToImage[0].Config)
+	req := MaxSeedT2I("a lighthouse on a cliff", imagegen.Aspect16x9)
+	if _, err := Generate(context.Background(), m, req); err != nil {
+		t.Fatalf("Generate with a seed: %v", err)
+	}
+	if got := h.SentSeed(t, f); got == nil || *got != imagegen.MaxSeed {
+		t.Errorf("sent seed %s; want %d", seedString(got), int64(imagegen.MaxSeed))
+	}
+	req.Seed = nil
+	if _, err := Generate(context.Background(), m, req); err != nil {
+		t.Fatalf("Generate without a seed: %v", err)
+	}
+	if got := h.SentSeed(t, f); got != nil {
+		t.Errorf("sent seed %d for a request without one; want none", *got)
+	}
+}
+
+func seedString(seed *int64) string {
+	if seed == nil {
+		return "none"
+	}
+	return strconv.FormatInt(*seed, 10)
 }
 
 func (h Harness[F, C, M]) succeed(t *testing.T, s Success[F, C]) {

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
+	redisstore "github.com/imagegen/imagegen/store/redis"
+)
+
+// keys list shows each key's name, creation, last use ("never" until it
+// authenticates a request) and state.
+func TestKeysListShowsLastUse(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	url, rdb, _ := testRedisURL(t)
+	store, err := redisstore.New(rdb, redisstore.Config{})
+	is.NoErr(err)
+	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler)})
+	is.NoErr(err)
+	usedKey, used, err := svc.CreateKey(ctx, "alice", imagegen.WithKeyName("laptop"))
+	is.NoErr(err)
+	_, idle, err := svc.CreateKey(ctx, "alice")
+	is.NoErr(err)
+	_, err = svc.Authenticate(ctx, usedKey)
+	is.NoErr(err)
+
+	var stdout, stderr bytes.Buffer
+	is.NoErr(run(ctx, []string{"keys", "list", "-redis", url, "-owner", "alice"}, noEnv, &stdout, &stderr))
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	is.Equal(len(lines), 3)
+	is.True(regexp.MustCompile(`^ID +HINT +NAME +CREATED +LAST USED +STATE$`).MatchString(lines[0]))
+	is.True(regexp.MustCompile(`^` + used.ID + ` +\S+ +laptop +\S+ +\d{4}-\d\d-\d\dT\S+ +active$`).MatchString(lines[1])) // a time
+	is.True(regexp.MustCompile(`^` + idle.ID + ` +\S+ +- +\S+ +never +active$`).MatchString(lines[2]))
+}

@@ -1,0 +1,84 @@
+package imagegen_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
+)
+
+// heldCompletes is a store whose CompleteTask waits until release is
+// closed, counting how many wait at once.
+type heldCompletes struct {
+	imagegen.Store
+	release chan struct{}
+
+	mu            sync.Mutex
+	waiting, peak int
+}
+
+func (s *heldCompletes) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image) error {
+	s.mu.Lock()
+	s.waiting++
+	s.peak = max(s.peak, s.waiting)
+	s.mu.Unlock()
+	<-s.release
+	s.mu.Lock()
+	s.waiting--
+	s.mu.Unlock()
+	return s.Store.CompleteTask(ctx, id, attempt, images)
+}
+
+func (s *heldCompletes) counts() (waiting, peak int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiting, s.peak
+}
+
+// A generation's slot is free once the model has answered: the next
+// task starts while earlier outcomes are still being stored, and at most
+// 4×Workers outcomes wait to be stored (the fifth finished generation
+// keeps its slot, so no sixth starts).
+func TestOutcomesAreStoredBesideTheNextGenerations(t *testing.T) {
+	is := is.New(t)
+	var held *heldCompletes
+	f := newFixture(t, imagegentest.NewModel(1), func(c *imagegen.Config) {
+		held = &heldCompletes{Store: c.Store, release: make(chan struct{})}
+		c.Store, c.Workers = held, 1
+	})
+	f.funded(t, "u", 7)
+	var ids []string
+	for range 7 {
+		ids = append(ids, f.submit(t, "u").TaskID)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	stopped := make(chan error)
+	go func() { stopped <- f.svc.Run(runCtx) }()
+
+	// One worker, yet five generations ran while no outcome was stored.
+	waitFor(t, func() bool { w, _ := held.counts(); return w == 4 && len(f.model.Calls()) == 5 })
+	time.Sleep(50 * time.Millisecond) // a sixth generation would start now if nothing bounded them
+	is.Equal(len(f.model.Calls()), 5)
+	waiting, _ := held.counts()
+	is.Equal(waiting, 4)
+
+	close(held.release)
+	waitFor(t, func() bool {
+		for _, id := range ids {
+			if f.task(t, "u", id).Status != imagegen.StatusSuccess {
+				return false
+			}
+		}
+		return true
+	})
+	cancel()
+	is.NoErr(<-stopped)
+	is.Equal(len(f.model.Calls()), 7) // each task ran once
+	_, peak := held.counts()
+	is.Equal(peak, 4) // 4×Workers outcomes waited at most
+}
