@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
-	redisstore "github.com/imagegen/imagegen/store/redis"
 )
 
 // An operator inspects and repairs a Redis store with imagegen inspect:
@@ -23,12 +21,9 @@ func TestInspectCommands(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	url, rdb, _ := testRedisURL(t)
-	store, err := redisstore.New(rdb, redisstore.Config{})
-	is.NoErr(err)
 	broken := &imagegen.ModelError{Provider: "scripted", Misconfigured: true, Message: "no access"}
-	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(2, imagegentest.Fail(broken)), Logger: slog.New(slog.DiscardHandler)})
-	is.NoErr(err)
-	_, err = svc.Grant(ctx, "alice", 4, "start")
+	svc := storeService(t, rdb, imagegentest.NewModel(2, imagegentest.Fail(broken)))
+	_, err := svc.Grant(ctx, "alice", 4, "start")
 	is.NoErr(err)
 	_, err = svc.Grant(ctx, "bob", 2, "start")
 	is.NoErr(err)

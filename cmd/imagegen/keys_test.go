@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
-	redisstore "github.com/imagegen/imagegen/store/redis"
 )
 
 // keys list shows each key's name, creation, last use ("never" until it
@@ -21,10 +19,7 @@ func TestKeysListShowsLastUse(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	url, rdb, _ := testRedisURL(t)
-	store, err := redisstore.New(rdb, redisstore.Config{})
-	is.NoErr(err)
-	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler)})
-	is.NoErr(err)
+	svc := storeService(t, rdb, imagegentest.NewModel(1))
 	usedKey, used, err := svc.CreateKey(ctx, "alice", imagegen.WithKeyName("laptop"))
 	is.NoErr(err)
 	_, idle, err := svc.CreateKey(ctx, "alice")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/webhook"
 )
 
@@ -54,7 +55,7 @@ func TestWebhookDeliverySurvivesARestart(t *testing.T) {
 
 	// The user's secret, as GET /api/v1/webhook-secret gives it (made on
 	// first use; here the test makes it through the store the processes share).
-	svc, _ := storeService(t, r)
+	svc := storeService(t, r.client(t), imagegentest.NewModel(1))
 	secret, err := svc.WebhookSecret(context.Background(), "demo-1")
 	is.NoErr(err)
 	recv := &hookReceiver{secret: secret}
