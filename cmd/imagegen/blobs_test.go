@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"io/fs"
 	"net/http"
@@ -28,7 +27,6 @@ import (
 // and its key.
 func largestValue(t *testing.T, rdb *goredis.Client) (string, int) {
 	t.Helper()
-	ctx := context.Background()
 	var biggest string
 	most := 0
 	for _, k := range redistest.Keys(t, rdb, "*") {
@@ -131,7 +129,7 @@ func TestServeRedisWithS3Blobs(t *testing.T) {
 func testServeWithBlobs(t *testing.T, blobsURL string, count func() int, restartArgs ...string) {
 	is := is.New(t)
 	redisURL, rdb, passTime := testRedisURL(t)
-	blobs, err := blob.Open(context.Background(), blobsURL) // the test's own view of the same store
+	blobs, err := blob.Open(ctx, blobsURL) // the test's own view of the same store
 	is.NoErr(err)
 	t.Cleanup(func() { deleteBlobs(t, blobs) })
 	if count == nil {
@@ -211,7 +209,7 @@ func testServeWithBlobs(t *testing.T, blobsURL string, count func() int, restart
 func listBlobs(t *testing.T, s imagegen.BlobStore) []string {
 	t.Helper()
 	var keys []string
-	if err := s.List(context.Background(), func(b imagegen.BlobInfo) error { keys = append(keys, b.Key); return nil }); err != nil {
+	if err := s.List(ctx, func(b imagegen.BlobInfo) error { keys = append(keys, b.Key); return nil }); err != nil {
 		t.Fatalf("list blobs: %v", err)
 	}
 	return keys
@@ -219,7 +217,7 @@ func listBlobs(t *testing.T, s imagegen.BlobStore) []string {
 
 func readBlob(t *testing.T, s imagegen.BlobStore, key string) []byte {
 	t.Helper()
-	b, err := s.Open(context.Background(), key)
+	b, err := s.Open(ctx, key)
 	if err != nil {
 		t.Fatalf("open blob %s: %v", key, err)
 	}
@@ -234,6 +232,6 @@ func readBlob(t *testing.T, s imagegen.BlobStore, key string) []byte {
 // deleteBlobs removes whatever a failed test left in its store.
 func deleteBlobs(t *testing.T, s imagegen.BlobStore) {
 	for _, k := range listBlobs(t, s) {
-		_ = s.Delete(context.Background(), k)
+		_ = s.Delete(ctx, k)
 	}
 }

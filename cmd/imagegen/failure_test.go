@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -43,7 +42,6 @@ func TestKilledWorkerTaskFinishedByAnother(t *testing.T) {
 // store that svc uses and storeArgs name for the worker processes.
 func killedWorkerTaskFinishedByAnother(t *testing.T, svc *imagegen.Service, storeArgs ...string) {
 	is := is.New(t)
-	ctx := context.Background()
 	_, err := svc.Grant(ctx, "u", 10, "start")
 	is.NoErr(err)
 	sub, err := svc.Submit(ctx, "u", t2i)
@@ -86,7 +84,6 @@ func killedWorkerTaskFinishedByAnother(t *testing.T, svc *imagegen.Service, stor
 // in success, none is lost, and every balance is right.
 func TestRedisRestartLosesNoAcknowledgedTask(t *testing.T) {
 	is := is.New(t)
-	ctx := context.Background()
 	r := startRedis(t, "--appendonly", "yes", "--appendfsync", "always")
 	svc := storeService(t, r.client(t), imagegentest.NewModel(1))
 	const credits = 100

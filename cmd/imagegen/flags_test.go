@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/netip"
 	"os"
@@ -19,16 +18,16 @@ import (
 func TestRunUsage(t *testing.T) {
 	is := is.New(t)
 	var out, errOut bytes.Buffer
-	is.True(run(context.Background(), nil, noEnv, &out, &errOut) != nil)
-	is.True(run(context.Background(), []string{"bogus"}, noEnv, &out, &errOut) != nil)
-	is.NoErr(run(context.Background(), []string{"help"}, noEnv, &out, &errOut))
+	is.True(run(ctx, nil, noEnv, &out, &errOut) != nil)
+	is.True(run(ctx, []string{"bogus"}, noEnv, &out, &errOut) != nil)
+	is.NoErr(run(ctx, []string{"help"}, noEnv, &out, &errOut))
 	is.True(strings.Contains(out.String(), "serve"))
 }
 
 func TestRunUsageListsClientCommands(t *testing.T) {
 	is := is.New(t)
 	var out bytes.Buffer
-	is.NoErr(run(context.Background(), []string{"help"}, noEnv, &out, &out))
+	is.NoErr(run(ctx, []string{"help"}, noEnv, &out, &out))
 	is.True(strings.Contains(out.String(), "imagegen generate -prompt TEXT"))
 	is.True(strings.Contains(out.String(), "imagegen tasks get"))
 	is.True(strings.Contains(out.String(), envAPIKey))
@@ -39,7 +38,7 @@ func TestRunUsageListsClientCommands(t *testing.T) {
 func TestWorkerHelpSaysRedisIsRequired(t *testing.T) {
 	is := is.New(t)
 	var stderr bytes.Buffer
-	is.NoErr(run(context.Background(), []string{"worker", "-h"}, noEnv, &bytes.Buffer{}, &stderr))
+	is.NoErr(run(ctx, []string{"worker", "-h"}, noEnv, &bytes.Buffer{}, &stderr))
 	is.True(strings.Contains(stderr.String(), "(this or -postgres is required)"))
 	is.True(strings.Contains(stderr.String(), "(this or -redis is required)"))
 	is.True(!strings.Contains(stderr.String(), "state stays in this process"))
@@ -57,16 +56,16 @@ func TestGroupHelpListsSubcommands(t *testing.T) {
 		t.Run(group, func(t *testing.T) {
 			is := is.New(t)
 			var stdout, stderr bytes.Buffer
-			is.NoErr(run(context.Background(), []string{group, "-h"}, noEnv, &stdout, &stderr))
+			is.NoErr(run(ctx, []string{group, "-h"}, noEnv, &stdout, &stderr))
 			for _, sub := range subs {
 				is.True(strings.Contains(stdout.String(), "  "+sub)) // each subcommand is listed
 			}
 			stdout.Reset()
-			err := run(context.Background(), []string{group}, noEnv, &stdout, &stderr)
+			err := run(ctx, []string{group}, noEnv, &stdout, &stderr)
 			is.True(err != nil)
 			is.True(strings.Contains(stderr.String(), "  "+subs[0]))
 			stderr.Reset()
-			err = run(context.Background(), []string{group, "nope"}, noEnv, &stdout, &stderr)
+			err = run(ctx, []string{group, "nope"}, noEnv, &stdout, &stderr)
 			is.True(err != nil && strings.Contains(err.Error(), `"nope"`))
 			is.True(strings.Contains(stderr.String(), "  "+subs[0]))
 		})
@@ -95,7 +94,7 @@ func TestAdminFlagErrors(t *testing.T) {
 		t.Run(strings.Join(tc.args[:2], " "), func(t *testing.T) {
 			is := is.New(t)
 			var stdout, stderr bytes.Buffer
-			err := run(context.Background(), tc.args, noEnv, &stdout, &stderr)
+			err := run(ctx, tc.args, noEnv, &stdout, &stderr)
 			is.True(err != nil)
 			is.True(strings.Contains(err.Error(), tc.want))
 			is.True(!strings.Contains(err.Error()+stderr.String()+stdout.String(), "hunter2secret"))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -19,7 +18,6 @@ import (
 // retry, a cancel and a purge, each action logged with its reason.
 func TestInspectCommands(t *testing.T) {
 	is := is.New(t)
-	ctx := context.Background()
 	url, rdb, _ := testRedisURL(t)
 	broken := &imagegen.ModelError{Provider: "scripted", Misconfigured: true, Message: "no access"}
 	svc := storeService(t, rdb, imagegentest.NewModel(2, imagegentest.Fail(broken)))

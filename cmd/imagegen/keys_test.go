@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,7 +16,6 @@ import (
 // authenticates a request) and state.
 func TestKeysListShowsLastUse(t *testing.T) {
 	is := is.New(t)
-	ctx := context.Background()
 	url, rdb, _ := testRedisURL(t)
 	svc := storeService(t, rdb, imagegentest.NewModel(1))
 	usedKey, used, err := svc.CreateKey(ctx, "alice", imagegen.WithKeyName("laptop"))

@@ -27,6 +27,9 @@ import (
 // skip when redis-server is not installed. Every process is stopped by
 // its PID when the test ends.
 
+// ctx is the context of the tests' calls that are not cancelled.
+var ctx = context.Background()
+
 var (
 	buildOnce sync.Once
 	binPath   string
@@ -89,7 +92,7 @@ func (r *redisServer) start(t *testing.T, bin string) {
 	rdb := goredis.NewClient(&goredis.Options{Addr: r.addr()})
 	defer rdb.Close()
 	waitUntil(t, 10*time.Second, "redis-server answers", func() bool {
-		return rdb.Ping(context.Background()).Err() == nil
+		return rdb.Ping(ctx).Err() == nil
 	})
 }
 
@@ -253,7 +256,7 @@ func TestUnreachableRedisIsOneLine(t *testing.T) {
 	is := is.New(t)
 	bin := imagegenBinary(t)
 	port := freePort(t) // nothing listens there
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, "keys", "list", "-redis", "redis://127.0.0.1:"+strconv.Itoa(port)+"/0", "-owner", "a").CombinedOutput()
 	is.True(err != nil) // it fails...

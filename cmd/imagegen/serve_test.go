@@ -44,7 +44,7 @@ type serveProc struct {
 // startServe runs `imagegen serve` on a free loopback port.
 func startServe(t *testing.T, env map[string]string, args ...string) serveProc {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	args = append([]string{"serve", "-addr", "127.0.0.1:0"}, args...)
@@ -182,7 +182,7 @@ func (w keyWriter) Write(p []byte) (int, error) { w.onWrite(string(p)); return l
 func TestDemoKeyPrintedOnceListening(t *testing.T) {
 	is := is.New(t)
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	dialed := make(chan error, 1)
 	stdout := keyWriter{onWrite: func(s string) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -56,7 +55,7 @@ func TestWebhookDeliverySurvivesARestart(t *testing.T) {
 	// The user's secret, as GET /api/v1/webhook-secret gives it (made on
 	// first use; here the test makes it through the store the processes share).
 	svc := storeService(t, r.client(t), imagegentest.NewModel(1))
-	secret, err := svc.WebhookSecret(context.Background(), "demo-1")
+	secret, err := svc.WebhookSecret(ctx, "demo-1")
 	is.NoErr(err)
 	recv := &hookReceiver{secret: secret}
 	srv := httptest.NewServer(recv)
@@ -69,7 +68,7 @@ func TestWebhookDeliverySurvivesARestart(t *testing.T) {
 
 	rdb := r.client(t)
 	waitUntil(t, 20*time.Second, "the first delivery is answered 500 and its retry recorded", func() bool {
-		n, _ := rdb.HGet(context.Background(), "{imagegen}:task:"+id, "hook_attempts").Int()
+		n, _ := rdb.HGet(ctx, "{imagegen}:task:"+id, "hook_attempts").Int()
 		return recv.count() == 1 && n == 1
 	})
 	a.kill()
