@@ -116,10 +116,8 @@ func TestSweepRunsInTheWorkerLoop(t *testing.T) {
 		c.OrphanGrace = imagegen.MinOrphanGrace
 	})
 	is.NoErr(f.store.Blobs().Put(ctx, "orphan", bytes.NewReader([]byte("png")), 3, "image/png"))
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- f.svc.Run(runCtx) }()
-	defer func() { cancel(); <-done }()
+	cancel, stopped := f.runInBackground()
+	defer func() { cancel(); <-stopped }()
 	deadline := time.Now().Add(5 * time.Second)
 	for len(blobKeys(t, f.store)) > 0 {
 		if time.Now().After(deadline) {

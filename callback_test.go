@@ -4,7 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
@@ -47,9 +46,8 @@ func TestSubmitChecksCallbackURL(t *testing.T) {
 			req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse", CallbackURL: tc.url}
 
 			f := newFixture(t, imagegentest.NewModel(1))
-			_, err := f.svc.Grant(ctx, "u", 1, uuid.NewString())
-			is.NoErr(err)
-			_, err = f.svc.Submit(ctx, "u", req)
+			f.funded(t, "u", 1)
+			_, err := f.svc.Submit(ctx, "u", req)
 			if tc.ok {
 				is.NoErr(err)
 			} else {
@@ -61,8 +59,7 @@ func TestSubmitChecksCallbackURL(t *testing.T) {
 			}
 
 			dev := newFixture(t, imagegentest.NewModel(1), func(c *imagegen.Config) { c.AllowHTTPCallbacks = true })
-			_, err = dev.svc.Grant(ctx, "u", 1, uuid.NewString())
-			is.NoErr(err)
+			dev.funded(t, "u", 1)
 			_, err = dev.svc.Submit(ctx, "u", req)
 			is.NoErr(err)
 		})

@@ -3,7 +3,6 @@ package imagegen_test
 import (
 	"bytes"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -14,11 +13,6 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
 )
-
-// logTo makes the fixture's service log JSON into buf.
-func logTo(buf *bytes.Buffer) func(*imagegen.Config) {
-	return func(c *imagegen.Config) { c.Logger = slog.New(slog.NewJSONHandler(buf, nil)) }
-}
 
 func TestInspectorRetriesAFailedTask(t *testing.T) {
 	is := is.New(t)

@@ -1,12 +1,9 @@
 package imagegen_test
 
 import (
-	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/matryer/is"
@@ -15,56 +12,6 @@ import (
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/store/memory"
 )
-
-const lease = 30 * time.Second
-
-type fixture struct {
-	svc   *imagegen.Service
-	store imagegen.Store
-	clock *imagegentest.Clock
-	model *imagegentest.Model
-}
-
-func newFixture(t *testing.T, model *imagegentest.Model, cfg ...func(*imagegen.Config)) fixture {
-	t.Helper()
-	clock := imagegentest.NewClock(time.Time{})
-	store := memory.New(memory.Config{Clock: clock, Retention: time.Hour})
-	c := imagegen.Config{Store: store, Model: model, Clock: clock, LeaseDuration: lease, MaxAttempts: 3, Workers: 2, Logger: quiet}
-	for _, f := range cfg {
-		f(&c)
-	}
-	svc, err := imagegen.New(c)
-	is.New(t).NoErr(err)
-	return fixture{svc: svc, store: store, clock: clock, model: model}
-}
-
-var ctx = context.Background()
-
-// quiet keeps the workers' logs out of test output.
-var quiet = slog.New(slog.DiscardHandler)
-
-var textReq = imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse"}
-
-func (f fixture) submit(t *testing.T, owner string) imagegen.Submitted {
-	t.Helper()
-	sub, err := f.svc.Submit(ctx, owner, textReq)
-	is.New(t).NoErr(err)
-	return sub
-}
-
-func (f fixture) task(t *testing.T, owner, id string) *imagegen.Task {
-	t.Helper()
-	task, err := f.svc.Task(ctx, owner, id)
-	is.New(t).NoErr(err)
-	return task
-}
-
-func (f fixture) balance(t *testing.T, owner string) int64 {
-	t.Helper()
-	b, err := f.svc.Balance(ctx, owner)
-	is.New(t).NoErr(err)
-	return b
-}
 
 func TestConfigValidation(t *testing.T) {
 	is := is.New(t)
@@ -82,8 +29,7 @@ func TestConfigValidation(t *testing.T) {
 func TestSubmitChargesThePlannedPrice(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, imagegentest.NewModel(3))
-	_, err := f.svc.Grant(ctx, "u", 7, uuid.NewString())
-	is.NoErr(err)
+	f.funded(t, "u", 7)
 	sub := f.submit(t, "u")
 	is.Equal(sub.Status, imagegen.StatusPending)
 	is.Equal(sub.CreditsUsed, int64(3))
@@ -94,7 +40,7 @@ func TestSubmitChargesThePlannedPrice(t *testing.T) {
 	is.Equal(task.Request.AspectRatio, imagegen.AspectAuto) // normalised
 
 	f.submit(t, "u")
-	_, err = f.svc.Submit(ctx, "u", textReq)
+	_, err := f.svc.Submit(ctx, "u", textReq)
 	is.True(errors.Is(err, imagegen.ErrInsufficientCredits))
 	is.Equal(f.balance(t, "u"), int64(1))
 
@@ -105,9 +51,8 @@ func TestSubmitChargesThePlannedPrice(t *testing.T) {
 func TestSubmitRefusesAnOutOfRangePrice(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, imagegentest.NewModel(4))
-	_, err := f.svc.Grant(ctx, "u", 10, uuid.NewString())
-	is.NoErr(err)
-	_, err = f.svc.Submit(ctx, "u", textReq)
+	f.funded(t, "u", 10)
+	_, err := f.svc.Submit(ctx, "u", textReq)
 	is.True(err != nil)
 	is.True(!errors.Is(err, imagegen.ErrInvalidParams)) // the operator's mistake, not the client's
 	is.Equal(f.balance(t, "u"), int64(10))
@@ -192,8 +137,7 @@ func TestKeys(t *testing.T) {
 func TestCancel(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, imagegentest.NewModel(2))
-	_, err := f.svc.Grant(ctx, "u", 2, uuid.NewString())
-	is.NoErr(err)
+	f.funded(t, "u", 2)
 	sub := f.submit(t, "u")
 	is.True(errors.Is(f.svc.Cancel(ctx, "other", sub.TaskID), imagegen.ErrTaskNotFound))
 	is.NoErr(f.svc.Cancel(ctx, "u", sub.TaskID))

@@ -14,6 +14,23 @@ import (
 // noWatch hides the store's TaskWatcher, so WaitTask has to poll.
 type noWatch struct{ imagegen.Store }
 
+// waitForNewTask submits a task of user u and calls WaitTask on it with
+// timeout in the background; it returns once WaitTask waits, with the
+// channel that receives the task WaitTask returns.
+func (f fixture) waitForNewTask(t *testing.T, timeout time.Duration) <-chan *imagegen.Task {
+	t.Helper()
+	f.funded(t, "u", 1)
+	sub := f.submit(t, "u")
+	got := make(chan *imagegen.Task, 1)
+	go func() {
+		task, err := f.svc.WaitTask(ctx, "u", sub.TaskID, timeout)
+		is.New(t).NoErr(err)
+		got <- task
+	}()
+	waitFor(t, func() bool { return f.clock.Waiters() > 0 }) // it is waiting
+	return got
+}
+
 func TestWaitTaskReturnsWhenTheTaskFinishes(t *testing.T) {
 	for name, hide := range map[string]bool{"watched": false, "polled": true} {
 		t.Run(name, func(t *testing.T) {
@@ -23,15 +40,7 @@ func TestWaitTaskReturnsWhenTheTaskFinishes(t *testing.T) {
 					c.Store = noWatch{c.Store}
 				}
 			})
-			f.funded(t, "u", 1)
-			sub := f.submit(t, "u")
-			got := make(chan *imagegen.Task, 1)
-			go func() {
-				task, err := f.svc.WaitTask(ctx, "u", sub.TaskID, 30*time.Second)
-				is.NoErr(err)
-				got <- task
-			}()
-			waitFor(t, func() bool { return f.clock.Waiters() > 0 }) // it is waiting
+			got := f.waitForNewTask(t, 30*time.Second)
 			is.True(f.runOnce(t))
 			if hide {
 				f.clock.Advance(time.Second) // the poll comes round
@@ -46,15 +55,7 @@ func TestWaitTaskReturnsWhenTheTaskFinishes(t *testing.T) {
 func TestWaitTaskTimesOutWithTheCurrentState(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, imagegentest.NewModel(1))
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
-	got := make(chan *imagegen.Task, 1)
-	go func() {
-		task, err := f.svc.WaitTask(ctx, "u", sub.TaskID, 10*time.Second)
-		is.NoErr(err)
-		got <- task
-	}()
-	waitFor(t, func() bool { return f.clock.Waiters() > 0 })
+	got := f.waitForNewTask(t, 10*time.Second)
 	f.clock.Advance(10 * time.Second)
 	is.Equal((<-got).Status, imagegen.StatusPending)
 }

@@ -11,30 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
 )
-
-var (
-	retryable = &imagegen.ModelError{Provider: "scripted", Retryable: true, Message: "provider busy", Err: errors.New("503")}
-	refused   = &imagegen.ModelError{Provider: "scripted", Refused: true, Message: "nudity"}
-)
-
-func (f fixture) runOnce(t *testing.T) bool {
-	t.Helper()
-	ran, err := f.svc.RunOnce(ctx)
-	is.New(t).NoErr(err)
-	return ran
-}
-
-func (f fixture) funded(t *testing.T, owner string, credits int64) {
-	t.Helper()
-	_, err := f.svc.Grant(ctx, owner, credits, uuid.NewString())
-	is.New(t).NoErr(err)
-}
 
 func TestRunOnceSuccess(t *testing.T) {
 	is := is.New(t)
@@ -322,19 +303,6 @@ func TestShutdownReleasesRunningTasks(t *testing.T) {
 			f.clock.Advance(time.Minute) // fire the shutdown timer once Run waits on it
 			time.Sleep(time.Millisecond)
 		}
-	}
-}
-
-// waitFor polls cond until it holds, for at most 5 seconds of real time:
-// it waits for other goroutines to catch up, it measures nothing.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 5s")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

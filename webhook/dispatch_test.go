@@ -24,6 +24,14 @@ import (
 
 var ctx = context.Background()
 
+// quiet keeps the service's and the dispatcher's logs out of test output.
+var quiet = slog.New(slog.DiscardHandler)
+
+// renderStatus is the tests' callback body: the task's id and status.
+func renderStatus(t *imagegen.Task) ([]byte, error) {
+	return json.Marshal(map[string]any{"task_id": t.ID, "status": t.Status})
+}
+
 // receiver is the user's endpoint: it verifies every call and answers
 // with the scripted statuses (then 200).
 type receiver struct {
@@ -78,7 +86,7 @@ func newFixture(t *testing.T, allowPrivate bool, answers ...int) *fixture {
 	clock := imagegentest.NewClock(time.Time{})
 	svc, err := imagegen.New(imagegen.Config{
 		Store: memory.New(memory.Config{Clock: clock}), Model: imagegentest.NewModel(1), Clock: clock,
-		AllowHTTPCallbacks: true, Logger: slog.New(slog.DiscardHandler),
+		AllowHTTPCallbacks: true, Logger: quiet,
 	})
 	is.NoErr(err)
 	f := &fixture{svc: svc, clock: clock}
@@ -93,10 +101,8 @@ func newFixture(t *testing.T, allowPrivate bool, answers ...int) *fixture {
 	poster, err := fetch.New(fetch.Config{AllowPrivate: allowPrivate})
 	is.NoErr(err)
 	f.disp, err = webhook.NewDispatcher(webhook.Config{
-		Service: svc, Poster: poster, Clock: clock, Logger: slog.New(slog.DiscardHandler), MaxAttempts: 3,
-		Render: func(t *imagegen.Task) ([]byte, error) {
-			return json.Marshal(map[string]any{"task_id": t.ID, "status": t.Status})
-		},
+		Service: svc, Poster: poster, Clock: clock, Logger: quiet, MaxAttempts: 3,
+		Render: renderStatus,
 	})
 	is.NoErr(err)
 	_, err = svc.Grant(ctx, "u", 10, uuid.NewString())
@@ -105,10 +111,16 @@ func newFixture(t *testing.T, allowPrivate bool, answers ...int) *fixture {
 }
 
 func (f *fixture) finishedTask(t *testing.T) string {
+	return finishTask(t, f.svc, "u", f.url)
+}
+
+// finishTask submits owner's task with callbackURL and runs it to the
+// end, which queues its callback; it returns the task's id.
+func finishTask(t *testing.T, svc *imagegen.Service, owner, callbackURL string) string {
 	is := is.New(t)
-	sub, err := f.svc.Submit(ctx, "u", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p", CallbackURL: f.url})
+	sub, err := svc.Submit(ctx, owner, imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p", CallbackURL: callbackURL})
 	is.NoErr(err)
-	ran, err := f.svc.RunOnce(ctx)
+	ran, err := svc.RunOnce(ctx)
 	is.NoErr(err)
 	is.True(ran)
 	return sub.TaskID
@@ -193,7 +205,7 @@ func TestTaskWithoutCallbackSendsNothing(t *testing.T) {
 
 func TestCallbackMustBeHTTPSByDefault(t *testing.T) {
 	is := is.New(t)
-	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler)})
+	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(1), Logger: quiet})
 	is.NoErr(err)
 	_, err = svc.Grant(ctx, "u", 1, uuid.NewString())
 	is.NoErr(err)
@@ -237,4 +249,85 @@ func TestCallbackEvents(t *testing.T) {
 		"msg_" + sub.TaskID:                  "completed",
 		"msg_" + only.TaskID + "_processing": "processing", // and no completed one
 	})
+}
+
+// attemptTimeout is the dispatcher's per-attempt timeout in the fairness
+// test: short, so the test is quick; the poster's own timeout is longer.
+const attemptTimeout = 300 * time.Millisecond
+
+// TestHangingReceiverDoesNotDelayOthers: eight callbacks to receivers
+// that never answer, queued before another user's callback, delay that
+// callback by less than one attempt timeout: deliveries run on their own,
+// one destination gets at most its share of the slots, and so does one
+// owner however many destinations it names.
+func TestHangingReceiverDoesNotDelayOthers(t *testing.T) {
+	hangingServer := func(t *testing.T) string {
+		hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body) // so that the server notices the client leave
+			select {                           // hangs until the dispatcher gives up (or 10 s)
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
+		}))
+		t.Cleanup(hang.Close)
+		return hang.URL + "/hook"
+	}
+	t.Run("one destination", func(t *testing.T) {
+		url := hangingServer(t)
+		victimDelayAfter(t, func(int) string { return url })
+	})
+	t.Run("one owner, eight destinations", func(t *testing.T) {
+		victimDelayAfter(t, func(int) string { return hangingServer(t) })
+	})
+}
+
+// victimDelayAfter queues eight of mallory's callbacks to hangURL(i),
+// then one of another user's, and checks that the dispatcher delivers
+// the latter within one attempt timeout.
+func victimDelayAfter(t *testing.T, hangURL func(i int) string) {
+	is := is.New(t)
+	delivered := make(chan time.Time, 1)
+	victim := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case delivered <- time.Now():
+		default:
+		}
+	}))
+	t.Cleanup(victim.Close)
+
+	svc, err := imagegen.New(imagegen.Config{
+		Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(1),
+		AllowHTTPCallbacks: true, Logger: quiet,
+	})
+	is.NoErr(err)
+	for _, owner := range []string{"mallory", "victim"} {
+		_, err = svc.Grant(ctx, owner, 10, uuid.NewString())
+		is.NoErr(err)
+	}
+	for i := range 8 {
+		finishTask(t, svc, "mallory", hangURL(i))
+	}
+	finishTask(t, svc, "victim", victim.URL+"/hook")
+
+	poster, err := fetch.New(fetch.Config{AllowPrivate: true, Timeout: 5 * time.Second})
+	is.NoErr(err)
+	disp, err := webhook.NewDispatcher(webhook.Config{
+		Service: svc, Poster: poster, Logger: quiet,
+		PollInterval: 10 * time.Millisecond, AttemptTimeout: attemptTimeout,
+		Render: renderStatus,
+	})
+	is.NoErr(err)
+	runCtx, cancel := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	start := time.Now()
+	go func() { defer close(stopped); _ = disp.Run(runCtx) }()
+	defer func() { cancel(); <-stopped }()
+	select {
+	case at := <-delivered:
+		delay := at.Sub(start)
+		t.Logf("the other destination's callback arrived %v after the dispatcher started (attempt timeout %v)", delay.Round(time.Millisecond), attemptTimeout)
+		is.True(delay < attemptTimeout)
+	case <-time.After(8 * time.Second):
+		t.Fatal("the other destination's callback did not arrive within 8 s")
+	}
 }

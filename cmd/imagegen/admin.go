@@ -7,12 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"text/tabwriter"
 	"time"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/model/placeholder"
 )
 
 // adminFlags are the flags every admin command shares.
@@ -29,19 +27,12 @@ func (a *adminFlags) register(fs *flag.FlagSet) {
 // parseAdmin parses args for an admin command; extra registers more flags.
 func parseAdmin(name string, args []string, getenv func(string) string, stderr io.Writer, extra func(*flag.FlagSet)) (adminFlags, error) {
 	var a adminFlags
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(name, stderr)
 	a.register(fs)
 	if extra != nil {
 		extra(fs)
 	}
-	if err := fs.Parse(args); err != nil {
-		return a, err
-	}
-	if fs.NArg() > 0 {
-		return a, fmt.Errorf("%s takes no arguments (got %q)", name, fs.Args())
-	}
-	if err := envDefaults(fs, getenv); err != nil {
+	if err := parseFlags(fs, args, getenv); err != nil {
 		return a, err
 	}
 	switch {
@@ -51,25 +42,6 @@ func parseAdmin(name string, args []string, getenv func(string) string, stderr i
 		return a, errors.New("-owner is required")
 	}
 	return a, nil
-}
-
-// withService opens the shared store and runs fn with a service on it.
-func withService(ctx context.Context, stores storeFlags, fn func(*imagegen.Service) error) error {
-	return withLoggedService(ctx, stores, slog.New(slog.DiscardHandler), fn)
-}
-
-// withLoggedService is withService with the service logging to log.
-func withLoggedService(ctx context.Context, stores storeFlags, log *slog.Logger, fn func(*imagegen.Service) error) error {
-	be, err := openBackend(ctx, backendConfig{storeFlags: stores, retention: 24 * time.Hour, rateLimit: 1})
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	svc, _, err := newService(runtimeConfig{model: placeholder.Name, retention: 24 * time.Hour, lease: 30 * time.Second}, noEnv, be, log, nil)
-	if err != nil {
-		return err
-	}
-	return fn(svc)
 }
 
 const keysUsage = `usage: imagegen keys <command> -redis URL|-postgres URL -owner USER [flags]
@@ -111,7 +83,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			tw := newTable(stdout)
 			fmt.Fprintln(tw, "ID\tHINT\tNAME\tCREATED\tLAST USED\tSTATE")
 			for _, k := range keys {
 				state := "active"
@@ -193,7 +165,7 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 				return err
 			}
 			fmt.Fprintf(stdout, "%s has %d credits\n", a.owner, balance)
-			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			tw := newTable(stdout)
 			fmt.Fprintln(tw, "AT\tKIND\tAMOUNT\tREF")
 			for _, e := range ledger {
 				fmt.Fprintf(tw, "%s\t%s\t%+d\t%s\n", e.At.Format(time.RFC3339), e.Kind, e.Amount, e.Ref)
@@ -205,12 +177,15 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 	})
 }
 
+// newTable lines up the tab-separated cells written to w in columns, as
+// the admin and inspect commands print their lists; Flush it at the end.
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+}
+
 func helpIsNoError(err error) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
 	return err
 }
-
-// noEnv is an empty environment: the admin commands run no provider.
-func noEnv(string) string { return "" }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"io/fs"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/google/uuid"
 	"github.com/matryer/is"
 	goredis "github.com/redis/go-redis/v9"
@@ -24,29 +22,11 @@ import (
 	"github.com/imagegen/imagegen/internal/s3test"
 )
 
-// testRedisURL is a Redis for serve processes: miniredis in this process
-// (the child connects over loopback), or, when IMAGEGEN_TEST_REDIS is
-// set, a redis-server process of the test's own (an empty server, so
-// no one else's keys are read or touched). passTime(d) lets d pass for
-// its TTLs: miniredis's clock only moves when told; a real server's
-// moves by itself.
-func testRedisURL(t *testing.T) (url string, rdb *goredis.Client, passTime func(time.Duration)) {
-	if os.Getenv(redistest.EnvVar) != "" {
-		r := startRedis(t)
-		return r.url(), r.client(t), func(time.Duration) {}
-	}
-	mr := miniredis.RunT(t)
-	rdb = goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	return "redis://" + mr.Addr() + "/0", rdb, mr.FastForward
-}
-
 // largestValue returns the largest value in Redis (bytes of a string;
 // for a hash, list, set or sorted set, its fields and members added up)
 // and its key.
 func largestValue(t *testing.T, rdb *goredis.Client) (string, int) {
 	t.Helper()
-	ctx := context.Background()
 	var biggest string
 	most := 0
 	for _, k := range redistest.Keys(t, rdb, "*") {
@@ -149,7 +129,7 @@ func TestServeRedisWithS3Blobs(t *testing.T) {
 func testServeWithBlobs(t *testing.T, blobsURL string, count func() int, restartArgs ...string) {
 	is := is.New(t)
 	redisURL, rdb, passTime := testRedisURL(t)
-	blobs, err := blob.Open(context.Background(), blobsURL) // the test's own view of the same store
+	blobs, err := blob.Open(ctx, blobsURL) // the test's own view of the same store
 	is.NoErr(err)
 	t.Cleanup(func() { deleteBlobs(t, blobs) })
 	if count == nil {
@@ -229,7 +209,7 @@ func testServeWithBlobs(t *testing.T, blobsURL string, count func() int, restart
 func listBlobs(t *testing.T, s imagegen.BlobStore) []string {
 	t.Helper()
 	var keys []string
-	if err := s.List(context.Background(), func(b imagegen.BlobInfo) error { keys = append(keys, b.Key); return nil }); err != nil {
+	if err := s.List(ctx, func(b imagegen.BlobInfo) error { keys = append(keys, b.Key); return nil }); err != nil {
 		t.Fatalf("list blobs: %v", err)
 	}
 	return keys
@@ -237,7 +217,7 @@ func listBlobs(t *testing.T, s imagegen.BlobStore) []string {
 
 func readBlob(t *testing.T, s imagegen.BlobStore, key string) []byte {
 	t.Helper()
-	b, err := s.Open(context.Background(), key)
+	b, err := s.Open(ctx, key)
 	if err != nil {
 		t.Fatalf("open blob %s: %v", key, err)
 	}
@@ -252,6 +232,6 @@ func readBlob(t *testing.T, s imagegen.BlobStore, key string) []byte {
 // deleteBlobs removes whatever a failed test left in its store.
 func deleteBlobs(t *testing.T, s imagegen.BlobStore) {
 	for _, k := range listBlobs(t, s) {
-		_ = s.Delete(context.Background(), k)
+		_ = s.Delete(ctx, k)
 	}
 }

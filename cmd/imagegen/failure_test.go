@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -9,21 +8,23 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
 	redisstore "github.com/imagegen/imagegen/store/redis"
 )
 
-// storeService gives the test its own view of the Redis store, to submit
-// and inspect tasks without going through a process.
-func storeService(t *testing.T, r *redisServer) (*imagegen.Service, *redisstore.Store) {
+// storeService gives the test its own service on the Redis store of rdb,
+// running model, to set up and inspect tasks without going through a
+// process.
+func storeService(t *testing.T, rdb *goredis.Client, model imagegen.Model) *imagegen.Service {
 	t.Helper()
-	store, err := redisstore.New(r.client(t), redisstore.Config{})
+	store, err := redisstore.New(rdb, redisstore.Config{})
 	is.New(t).NoErr(err)
-	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler)})
+	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, Logger: slog.New(slog.DiscardHandler)})
 	is.New(t).NoErr(err)
-	return svc, store
+	return svc
 }
 
 var t2i = imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse"}
@@ -33,7 +34,7 @@ var t2i = imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthou
 // charged exactly once.
 func TestKilledWorkerTaskFinishedByAnother(t *testing.T) {
 	r := startRedis(t)
-	svc, _ := storeService(t, r)
+	svc := storeService(t, r.client(t), imagegentest.NewModel(1))
 	killedWorkerTaskFinishedByAnother(t, svc, "-redis", r.url())
 }
 
@@ -41,7 +42,6 @@ func TestKilledWorkerTaskFinishedByAnother(t *testing.T) {
 // store that svc uses and storeArgs name for the worker processes.
 func killedWorkerTaskFinishedByAnother(t *testing.T, svc *imagegen.Service, storeArgs ...string) {
 	is := is.New(t)
-	ctx := context.Background()
 	_, err := svc.Grant(ctx, "u", 10, "start")
 	is.NoErr(err)
 	sub, err := svc.Submit(ctx, "u", t2i)
@@ -84,9 +84,8 @@ func killedWorkerTaskFinishedByAnother(t *testing.T, svc *imagegen.Service, stor
 // in success, none is lost, and every balance is right.
 func TestRedisRestartLosesNoAcknowledgedTask(t *testing.T) {
 	is := is.New(t)
-	ctx := context.Background()
 	r := startRedis(t, "--appendonly", "yes", "--appendfsync", "always")
-	svc, _ := storeService(t, r)
+	svc := storeService(t, r.client(t), imagegentest.NewModel(1))
 	const credits = 100
 	_, err := svc.Grant(ctx, "u", credits, "start")
 	is.NoErr(err)

@@ -9,6 +9,26 @@ import (
 	"strings"
 )
 
+// newFlagSet is the flag set of command name; it reports to stderr and
+// returns its errors (flag.ErrHelp for -h) rather than exiting.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parseFlags parses args into fs, a command that takes no arguments, then
+// sets the flags not given from the environment (envDefaults).
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s takes no arguments (got %q)", fs.Name(), fs.Args())
+	}
+	return envDefaults(fs, getenv)
+}
+
 // envDefaults sets every flag of fs that was not given on the command line
 // (neither itself nor its -<name>-file) from IMAGEGEN_<NAME> in the
 // environment.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -27,8 +26,7 @@ type generateConfig struct {
 
 func parseGenerate(args []string, stderr io.Writer) (generateConfig, error) {
 	var c generateConfig
-	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("generate", stderr)
 	fs.StringVar(&c.prompt, "prompt", "", "text describing the image (required)")
 	fs.StringVar(&c.aspect, "aspect", string(imagegen.AspectAuto), "aspect ratio: "+aspectChoices())
 	fs.Var(&c.images, "image", "URL of a reference image (repeatable; makes the task image-to-image)")

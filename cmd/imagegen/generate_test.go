@@ -79,7 +79,7 @@ func TestGenerateWritesTheImage(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "fox.png")
 
-	r := runCLI(context.Background(), s.base, nil, "generate", "-prompt", "a red fox", "-aspect", "16:9", "-seed", "42", "-o", out)
+	r := runCLI(ctx, s.base, nil, "generate", "-prompt", "a red fox", "-aspect", "16:9", "-seed", "42", "-o", out)
 	is.NoErr(r.err)
 	// The full view's details, once it ended: model, seed and timing.
 	is.True(regexp.MustCompile(`(?m)^model placeholder, seed 42, queued \d+\.\ds, ran \d+\.\ds$`).MatchString(r.stderr))
@@ -106,7 +106,6 @@ func TestGenerateDefaultNameTasksGetAndReferenceImage(t *testing.T) {
 	is := is.New(t)
 	s := startServe(t, nil, "-demo-key", cliKey, "-placeholder-delay", "10ms", "-rate-limit", "1000", "-allow-private-urls")
 	t.Chdir(t.TempDir())
-	ctx := context.Background()
 
 	// Without -o, the file is named after the task.
 	r := runCLI(ctx, s.base, nil, "generate", "-prompt", "a wide sea", "-aspect", "16:9")
@@ -142,13 +141,13 @@ func TestGenerateDefaultNameTasksGetAndReferenceImage(t *testing.T) {
 func TestTasksGetMissing(t *testing.T) {
 	is := is.New(t)
 	s := startServe(t, nil, "-demo-key", cliKey, "-rate-limit", "1000")
-	r := runCLI(context.Background(), s.base, nil, "tasks", "get", "no-such-task")
+	r := runCLI(ctx, s.base, nil, "tasks", "get", "no-such-task")
 	is.True(errors.Is(r.err, imagegen.ErrTaskNotFound))
 	is.Equal(r.err.Error(), "task not found") // the server's message
 	is.Equal(r.stdout, "")
 
 	for _, args := range [][]string{{"tasks"}, {"tasks", "list"}, {"tasks", "get"}, {"tasks", "get", "a", "b"}} {
-		r := runCLI(context.Background(), s.base, nil, args...)
+		r := runCLI(ctx, s.base, nil, args...)
 		is.True(r.err != nil)
 		is.Equal(r.stdout, "")
 	}
@@ -159,7 +158,7 @@ func TestGenerateRefusedPrompt(t *testing.T) {
 	s := startServe(t, nil, "-demo-key", cliKey, "-placeholder-delay", "10ms", "-rate-limit", "1000")
 	out := filepath.Join(t.TempDir(), "out.png")
 
-	r := runCLI(context.Background(), s.base, nil, "generate", "-prompt", "an NSFW scene", "-o", out)
+	r := runCLI(ctx, s.base, nil, "generate", "-prompt", "an NSFW scene", "-o", out)
 	is.True(errors.Is(r.err, client.ErrTaskFailed))
 	is.True(strings.Contains(r.err.Error(), "failed: refused by content policy")) // the task's error
 	is.Equal(r.stdout, "")
@@ -172,7 +171,7 @@ func TestGenerateInsufficientCredits(t *testing.T) {
 	is := is.New(t)
 	s := startServe(t, nil, "-demo-key", cliKey, "-demo-credits", "0", "-rate-limit", "1000")
 
-	r := runCLI(context.Background(), s.base, nil, "generate", "-prompt", "a red fox")
+	r := runCLI(ctx, s.base, nil, "generate", "-prompt", "a red fox")
 	is.True(errors.Is(r.err, imagegen.ErrInsufficientCredits))
 	is.Equal(r.err.Error(), "not enough credits for this generation") // the server's message
 	is.Equal(r.stdout, "")
@@ -182,7 +181,6 @@ func TestGenerateInsufficientCredits(t *testing.T) {
 func TestGenerateRefusedKeyAndRateLimit(t *testing.T) {
 	is := is.New(t)
 	s := startServe(t, nil, "-demo-key", cliKey, "-rate-limit", "2")
-	ctx := context.Background()
 
 	r := runCLI(ctx, s.base, map[string]string{envAPIKey: "not-the-key-0123456789"}, "generate", "-prompt", "a fox")
 	is.True(errors.Is(r.err, imagegen.ErrUnauthorized))
@@ -208,7 +206,7 @@ func TestGenerateRefusedKeyAndRateLimit(t *testing.T) {
 func TestGenerateInterrupted(t *testing.T) {
 	is := is.New(t)
 	s := startServe(t, nil, "-demo-key", cliKey, "-placeholder-delay", "1h", "-rate-limit", "1000")
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var stdout, stderr syncBuffer
 	done := make(chan error, 1)
@@ -234,7 +232,7 @@ func TestGenerateInterrupted(t *testing.T) {
 func TestGenerateCannotReachServer(t *testing.T) {
 	is := is.New(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(freePort(t))
-	r := runCLI(context.Background(), base, nil, "generate", "-prompt", "a fox")
+	r := runCLI(ctx, base, nil, "generate", "-prompt", "a fox")
 	is.True(r.err != nil)
 	is.True(strings.HasPrefix(r.err.Error(), "cannot reach the server at "+base))
 }
@@ -257,13 +255,4 @@ func TestParseGenerate(t *testing.T) {
 		_, err := parseGenerate(bad, &stderr)
 		is.True(err != nil)
 	}
-}
-
-func TestRunUsageListsClientCommands(t *testing.T) {
-	is := is.New(t)
-	var out bytes.Buffer
-	is.NoErr(run(context.Background(), []string{"help"}, func(string) string { return "" }, &out, &out))
-	is.True(strings.Contains(out.String(), "imagegen generate -prompt TEXT"))
-	is.True(strings.Contains(out.String(), "imagegen tasks get"))
-	is.True(strings.Contains(out.String(), envAPIKey))
 }

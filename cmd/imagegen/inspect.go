@@ -5,11 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"text/tabwriter"
 	"time"
 
 	"github.com/imagegen/imagegen"
@@ -104,8 +102,7 @@ func inspectCmd(ctx context.Context, args []string, getenv func(string) string, 
 
 func parseInspect(cmd string, args []string, getenv func(string) string, stderr io.Writer) (inspectFlags, []string, error) {
 	var f inspectFlags
-	fs := flag.NewFlagSet("inspect "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("inspect "+cmd, stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, inspectUsage)
 		fs.PrintDefaults()
@@ -166,7 +163,7 @@ func printStats(ctx context.Context, in *imagegen.Inspector, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	tw := newTable(stdout)
 	fmt.Fprintf(tw, "pending\t%d\nprocessing\t%d\noldest ready wait\t%s\n", st.Pending, st.Processing, st.OldestPending.Round(time.Millisecond))
 	return tw.Flush()
 }
@@ -180,7 +177,7 @@ func printTaskList(ctx context.Context, in *imagegen.Inspector, f inspectFlags, 
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	tw := newTable(stdout)
 	fmt.Fprintln(tw, "TASK\tOWNER\tSTATUS\tMODEL\tCOST\tATTEMPTS\tCREATED\tERROR")
 	for _, t := range page.Tasks {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", t.ID, t.Owner, t.Status, t.Model, t.Cost, t.Attempt,

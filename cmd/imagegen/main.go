@@ -66,29 +66,29 @@ from -server, IMAGEGEN_SERVER or http://127.0.0.1:8080.
 Run "imagegen <command> -h" for the flags of a command.
 `
 
+// command runs one of the program's commands; args follow its name.
+type command func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error
+
 // run is the whole program, with its inputs passed in so tests can call it.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("no command given")
 	}
+	commands := map[string]command{
+		"serve":    serve,
+		"worker":   worker,
+		"keys":     keysCmd,
+		"credits":  creditsCmd,
+		"migrate":  migrateCmd,
+		"generate": generate,
+		"tasks":    tasksCmd,
+		"inspect":  inspectCmd,
+	}
+	if cmd, ok := commands[args[0]]; ok {
+		return cmd(ctx, args[1:], getenv, stdout, stderr)
+	}
 	switch args[0] {
-	case "serve":
-		return serve(ctx, args[1:], getenv, stdout, stderr)
-	case "worker":
-		return worker(ctx, args[1:], getenv, stderr)
-	case "keys":
-		return keysCmd(ctx, args[1:], getenv, stdout, stderr)
-	case "credits":
-		return creditsCmd(ctx, args[1:], getenv, stdout, stderr)
-	case "migrate":
-		return migrateCmd(ctx, args[1:], getenv, stdout, stderr)
-	case "generate":
-		return generate(ctx, args[1:], getenv, stdout, stderr)
-	case "tasks":
-		return tasksCmd(ctx, args[1:], getenv, stdout, stderr)
-	case "inspect":
-		return inspectCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -18,21 +17,14 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 		down        bool
 		to          int
 	)
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("migrate", stderr)
 	fs.StringVar(&url, "postgres", "", "PostgreSQL URL (postgres://user@host:port/db) (required)")
 	fs.StringVar(&schema, "schema", postgres.DefaultSchema, "schema of the store's tables (created if missing)")
 	fs.BoolVar(&down, "down", false, "undo every migration: drop the store's tables and their data (the schema stays)")
 	secretFiles(fs, "postgres")
 	fs.IntVar(&to, "to", -1, fmt.Sprintf("migrate up or down to this version (0 to %d; default the latest)", postgres.LatestVersion()))
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, getenv); err != nil {
 		return helpIsNoError(err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("migrate takes no arguments (got %q)", fs.Args())
-	}
-	if err := envDefaults(fs, getenv); err != nil {
-		return err
 	}
 	switch {
 	case url == "":

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,7 +41,7 @@ func newPGEnv(t *testing.T) pgEnv {
 	u.RawQuery = q.Encode()
 	env := pgEnv{url: u.String(), schema: schema, app: "imagegen-" + schema, pool: pool}
 	var out bytes.Buffer
-	is.New(t).NoErr(run(context.Background(), []string{"migrate", "-postgres", env.url, "-schema", schema}, noEnv, &out, &out))
+	is.New(t).NoErr(run(ctx, []string{"migrate", "-postgres", env.url, "-schema", schema}, noEnv, &out, &out))
 	return env
 }
 
@@ -62,7 +61,6 @@ func (e pgEnv) service(t *testing.T) *imagegen.Service {
 
 func TestMigrateCommand(t *testing.T) {
 	is := is.New(t)
-	ctx := context.Background()
 	pool := pgtest.Connect(t)
 	schema := pgtest.Schema(t, pool)
 	base := pgtest.URL(t)
@@ -96,7 +94,6 @@ func TestMigrateCommand(t *testing.T) {
 // password.
 func TestPostgresFlagErrors(t *testing.T) {
 	is := is.New(t)
-	ctx := context.Background()
 	cases := []struct {
 		args []string
 		want string
@@ -163,7 +160,7 @@ func TestPostgresKilledWorkerTaskFinishedByAnother(t *testing.T) {
 // their application_name) and returns how many it cut.
 func (e pgEnv) terminate(t *testing.T) int {
 	var n int
-	err := e.pool.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+	err := e.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 		WHERE application_name = $1`, e.app).Scan(&n)
 	is.New(t).NoErr(err)
 	return n
@@ -175,7 +172,6 @@ func (e pgEnv) terminate(t *testing.T) int {
 // succeeds, and every charge belongs to a task.
 func TestPostgresConnectionsCutWhileTasksRun(t *testing.T) {
 	is := is.New(t)
-	ctx := context.Background()
 	env := newPGEnv(t)
 	key := "pg-outage-key-0123456789"
 	const credits = 40
@@ -242,7 +238,6 @@ func TestPostgresConnectionsCutWhileTasksRun(t *testing.T) {
 // ends at 0.
 func TestPostgresConcurrentSubmitsTwoServes(t *testing.T) {
 	is := is.New(t)
-	ctx := context.Background()
 	env := newPGEnv(t)
 	key := "pg-rush-key-0123456789"
 	common := append(env.args(), "-demo-key", key, "-demo-credits", "300", "-rate-limit", "5000", "-workers", "0")

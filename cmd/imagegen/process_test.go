@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/imagegen/imagegen/internal/redistest"
 	"github.com/matryer/is"
 	goredis "github.com/redis/go-redis/v9"
@@ -25,6 +26,9 @@ import (
 // and the imagegen binary built from this package. Tests that need them
 // skip when redis-server is not installed. Every process is stopped by
 // its PID when the test ends.
+
+// ctx is the context of the tests' calls that are not cancelled.
+var ctx = context.Background()
 
 var (
 	buildOnce sync.Once
@@ -88,7 +92,7 @@ func (r *redisServer) start(t *testing.T, bin string) {
 	rdb := goredis.NewClient(&goredis.Options{Addr: r.addr()})
 	defer rdb.Close()
 	waitUntil(t, 10*time.Second, "redis-server answers", func() bool {
-		return rdb.Ping(context.Background()).Err() == nil
+		return rdb.Ping(ctx).Err() == nil
 	})
 }
 
@@ -116,6 +120,23 @@ func (r *redisServer) client(t *testing.T) *goredis.Client {
 	rdb := goredis.NewClient(&goredis.Options{Addr: r.addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
+}
+
+// testRedisURL is a Redis for serve processes: miniredis in this process
+// (the child connects over loopback), or, when IMAGEGEN_TEST_REDIS is
+// set, a redis-server process of the test's own (an empty server, so
+// no one else's keys are read or touched). passTime(d) lets d pass for
+// its TTLs: miniredis's clock only moves when told; a real server's
+// moves by itself.
+func testRedisURL(t *testing.T) (url string, rdb *goredis.Client, passTime func(time.Duration)) {
+	if os.Getenv(redistest.EnvVar) != "" {
+		r := startRedis(t)
+		return r.url(), r.client(t), func(time.Duration) {}
+	}
+	mr := miniredis.RunT(t)
+	rdb = goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return "redis://" + mr.Addr() + "/0", rdb, mr.FastForward
 }
 
 // proc is an imagegen process of the test's own.
@@ -235,7 +256,7 @@ func TestUnreachableRedisIsOneLine(t *testing.T) {
 	is := is.New(t)
 	bin := imagegenBinary(t)
 	port := freePort(t) // nothing listens there
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, "keys", "list", "-redis", "redis://127.0.0.1:"+strconv.Itoa(port)+"/0", "-owner", "a").CombinedOutput()
 	is.True(err != nil) // it fails...

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"image"
 	"image/png"
@@ -56,7 +55,7 @@ func TestGenerateRefusesTaskIDThatIsNotAFileName(t *testing.T) {
 			t.Chdir(work)
 			srv := fakeAPI(t, id)
 
-			r := runCLI(context.Background(), srv.URL, nil, "generate", "-prompt", "a fox")
+			r := runCLI(ctx, srv.URL, nil, "generate", "-prompt", "a fox")
 			is.True(r.err != nil) // refused
 			is.True(strings.Contains(r.err.Error(), "-o"))
 			is.Equal(r.stdout, "") // no file named
@@ -78,7 +77,7 @@ func TestGenerateWithOutputTakesAnyTaskID(t *testing.T) {
 	is := is.New(t)
 	srv := fakeAPI(t, "../odd")
 	out := filepath.Join(t.TempDir(), "fox.png")
-	r := runCLI(context.Background(), srv.URL, nil, "generate", "-prompt", "a fox", "-o", out)
+	r := runCLI(ctx, srv.URL, nil, "generate", "-prompt", "a fox", "-o", out)
 	is.NoErr(r.err)
 	is.Equal(strings.TrimSpace(r.stdout), out)
 	_, err := os.Stat(out)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -88,14 +89,70 @@ func serviceConfig(c runtimeConfig, getenv func(string) string, be backend, log 
 	}, nil
 }
 
-// newService is the service of serviceConfig, counted by obs (nil for
-// none). It returns the model too, for the readiness check.
-func newService(c runtimeConfig, getenv func(string) string, be backend, log *slog.Logger, obs imagegen.Observer) (*imagegen.Service, imagegen.Model, error) {
+// runtimeDeps is what a process runs its service on.
+type runtimeDeps struct {
+	backend // the caller closes it
+	obs     *observability
+	service imagegen.Config // on the backend, counted by obs
+}
+
+// openRuntime opens the backend of c, with rateLimit requests per API key
+// a minute, the process's observability and the service's config on
+// them; with workers, the model's readiness is probed too.
+func openRuntime(ctx context.Context, c runtimeConfig, rateLimit int, getenv func(string) string, log *slog.Logger) (runtimeDeps, error) {
+	be, err := openBackend(ctx, backendConfig{storeFlags: c.storeFlags, blobsURL: c.blobsURL, retention: c.retention, rateLimit: rateLimit})
+	if err != nil {
+		return runtimeDeps{}, err
+	}
+	fail := func(err error) (runtimeDeps, error) { _ = be.close(); return runtimeDeps{}, err }
+	obs, err := newObservability(c.opsConfig, be.store)
+	if err != nil {
+		return fail(err)
+	}
 	cfg, err := serviceConfig(c, getenv, be, log)
 	if err != nil {
-		return nil, nil, err
+		return fail(err)
 	}
-	cfg.Observer = obs
-	svc, err := imagegen.New(cfg)
-	return svc, cfg.Model, err
+	cfg.Observer = obs.observer()
+	if c.workers > 0 {
+		obs.checkModel(cfg.Model)
+	}
+	return runtimeDeps{backend: be, obs: obs, service: cfg}, nil
 }
+
+// openService is openRuntime with the service made on it, for the
+// processes that run the service themselves (worker, the admin commands)
+// rather than through server.New. The caller closes the runtime.
+func openService(ctx context.Context, c runtimeConfig, rateLimit int, getenv func(string) string, log *slog.Logger) (*imagegen.Service, runtimeDeps, error) {
+	rt, err := openRuntime(ctx, c, rateLimit, getenv, log)
+	if err != nil {
+		return nil, runtimeDeps{}, err
+	}
+	svc, err := imagegen.New(rt.service)
+	if err != nil {
+		_ = rt.close()
+		return nil, runtimeDeps{}, err
+	}
+	return svc, rt, nil
+}
+
+// withService opens the shared store and runs fn with a service on it.
+func withService(ctx context.Context, stores storeFlags, fn func(*imagegen.Service) error) error {
+	return withLoggedService(ctx, stores, slog.New(slog.DiscardHandler), fn)
+}
+
+// withLoggedService is withService with the service logging to log. The
+// service runs no workers: the admin commands only read and change the
+// store.
+func withLoggedService(ctx context.Context, stores storeFlags, log *slog.Logger, fn func(*imagegen.Service) error) error {
+	c := runtimeConfig{storeFlags: stores, model: placeholder.Name, retention: 24 * time.Hour, lease: 30 * time.Second}
+	svc, rt, err := openService(ctx, c, 1, noEnv, log)
+	if err != nil {
+		return err
+	}
+	defer rt.close()
+	return fn(svc)
+}
+
+// noEnv is an empty environment: the admin commands run no provider.
+func noEnv(string) string { return "" }

@@ -44,8 +44,7 @@ type serveConfig struct {
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
 	var c serveConfig
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("serve", stderr)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&c.publicURL, "public-url", "", "base of image URLs, e.g. https://img.example.com (default: http://<addr>)")
 	fs.Var(&c.demoKeys, "demo-key", "API key of a demo user, at least 16 characters (repeatable; each key gets its own user)")
@@ -61,13 +60,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&c.openAI, "openai-prefix", "/v1", `where the OpenAI-compatible POST <prefix>/images/generations is served ("" turns it off)`)
 	c.runtimeConfig.register(fs, 4)
 	secretFiles(fs, "demo-key", "signing-key")
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("serve takes no arguments (got %q)", fs.Args())
-	}
-	if err := envDefaults(fs, getenv); err != nil {
+	if err := parseFlags(fs, args, getenv); err != nil {
 		return c, err
 	}
 	switch {
@@ -106,23 +99,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log := c.logger(stderr)
 
-	be, err := openBackend(ctx, backendConfig{storeFlags: c.storeFlags, blobsURL: c.blobsURL, retention: c.retention, rateLimit: c.rateLimit})
+	rt, err := openRuntime(ctx, c.runtimeConfig, c.rateLimit, getenv, log)
 	if err != nil {
 		return err
 	}
-	defer be.close()
-	obs, err := newObservability(c.opsConfig, be.store)
-	if err != nil {
-		return err
-	}
-	svcConfig, err := serviceConfig(c.runtimeConfig, getenv, be, log)
-	if err != nil {
-		return err
-	}
-	svcConfig.Observer = obs.observer()
-	if c.workers > 0 {
-		obs.checkModel(svcConfig.Model)
-	}
+	defer rt.close()
+	obs := rt.obs
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
@@ -133,10 +115,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		publicURL = "http://" + displayAddr(ln.Addr())
 	}
 	stack, err := server.New(ctx, server.Config{
-		Service:         svcConfig,
+		Service:         rt.service,
 		PublicURL:       publicURL,
-		Limiter:         be.limiter,
-		AuthFailures:    be.authFailures,
+		Limiter:         rt.limiter,
+		AuthFailures:    rt.authFailures,
 		TrustedProxies:  c.trustedProxies,
 		ForwardedHeader: c.forwardedHeader,
 		IdempotencyTTL:  c.retention,

@@ -44,7 +44,7 @@ type serveProc struct {
 // startServe runs `imagegen serve` on a free loopback port.
 func startServe(t *testing.T, env map[string]string, args ...string) serveProc {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	args = append([]string{"serve", "-addr", "127.0.0.1:0"}, args...)
@@ -163,20 +163,11 @@ func TestParseServe(t *testing.T) {
 	is.Equal(c.retention, time.Hour)
 	is.Equal([]string(c.demoKeys), []string{"a-key-of-sixteen-chars", "b-key-of-sixteen-chars"})
 	for _, bad := range [][]string{{"-rate-limit", "0"}, {"-workers", "-1"}, {"-retention", "0s"}, {"-signing-key", "short"}, {"extra"}} {
-		_, err := parseServe(bad, func(string) string { return "" }, io.Discard)
+		_, err := parseServe(bad, noEnv, io.Discard)
 		is.True(err != nil)
 	}
 	_, err = parseServe(nil, func(k string) string { return map[string]string{"IMAGEGEN_WORKERS": "many"}[k] }, io.Discard)
 	is.True(err != nil) // a bad env value is an error, not ignored
-}
-
-func TestRunUsage(t *testing.T) {
-	is := is.New(t)
-	var out, errOut bytes.Buffer
-	is.True(run(context.Background(), nil, func(string) string { return "" }, &out, &errOut) != nil)
-	is.True(run(context.Background(), []string{"bogus"}, func(string) string { return "" }, &out, &errOut) != nil)
-	is.NoErr(run(context.Background(), []string{"help"}, func(string) string { return "" }, &out, &errOut))
-	is.True(strings.Contains(out.String(), "serve"))
 }
 
 // keyWriter hands each stdout write to a check that runs while serve is
@@ -191,7 +182,7 @@ func (w keyWriter) Write(p []byte) (int, error) { w.onWrite(string(p)); return l
 func TestDemoKeyPrintedOnceListening(t *testing.T) {
 	is := is.New(t)
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	dialed := make(chan error, 1)
 	stdout := keyWriter{onWrite: func(s string) {

@@ -27,8 +27,7 @@ func tasksCmd(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	var a apiFlags
-	fs := flag.NewFlagSet("tasks get", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("tasks get", stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, tasksUsage)
 		fs.PrintDefaults()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,9 +11,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
-	redisstore "github.com/imagegen/imagegen/store/redis"
 	"github.com/imagegen/imagegen/webhook"
 )
 
@@ -57,12 +54,8 @@ func TestWebhookDeliverySurvivesARestart(t *testing.T) {
 
 	// The user's secret, as GET /api/v1/webhook-secret gives it (made on
 	// first use; here the test makes it through the store the processes share).
-	rdb := r.client(t)
-	store, err := redisstore.New(rdb, redisstore.Config{})
-	is.NoErr(err)
-	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1)})
-	is.NoErr(err)
-	secret, err := svc.WebhookSecret(context.Background(), "demo-1")
+	svc := storeService(t, r.client(t), imagegentest.NewModel(1))
+	secret, err := svc.WebhookSecret(ctx, "demo-1")
 	is.NoErr(err)
 	recv := &hookReceiver{secret: secret}
 	srv := httptest.NewServer(recv)
@@ -73,8 +66,9 @@ func TestWebhookDeliverySurvivesARestart(t *testing.T) {
 	is.Equal(code, http.StatusCreated)
 	id := sub["task_id"].(string)
 
+	rdb := r.client(t)
 	waitUntil(t, 20*time.Second, "the first delivery is answered 500 and its retry recorded", func() bool {
-		n, _ := rdb.HGet(context.Background(), "{imagegen}:task:"+id, "hook_attempts").Int()
+		n, _ := rdb.HGet(ctx, "{imagegen}:task:"+id, "hook_attempts").Int()
 		return recv.count() == 1 && n == 1
 	})
 	a.kill()

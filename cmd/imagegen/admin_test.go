@@ -2,38 +2,51 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/matryer/is"
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
-	redisstore "github.com/imagegen/imagegen/store/redis"
 )
+
+// The commands that manage a shared store (keys, credits, inspect), run
+// against Redis with a service of the test's own on the same store.
+
+// keys list shows each key's name, creation, last use ("never" until it
+// authenticates a request) and state.
+func TestKeysListShowsLastUse(t *testing.T) {
+	is := is.New(t)
+	url, rdb, _ := testRedisURL(t)
+	svc := storeService(t, rdb, imagegentest.NewModel(1))
+	usedKey, used, err := svc.CreateKey(ctx, "alice", imagegen.WithKeyName("laptop"))
+	is.NoErr(err)
+	_, idle, err := svc.CreateKey(ctx, "alice")
+	is.NoErr(err)
+	_, err = svc.Authenticate(ctx, usedKey)
+	is.NoErr(err)
+
+	var stdout, stderr bytes.Buffer
+	is.NoErr(run(ctx, []string{"keys", "list", "-redis", url, "-owner", "alice"}, noEnv, &stdout, &stderr))
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	is.Equal(len(lines), 3)
+	is.True(regexp.MustCompile(`^ID +HINT +NAME +CREATED +LAST USED +STATE$`).MatchString(lines[0]))
+	is.True(regexp.MustCompile(`^` + used.ID + ` +\S+ +laptop +\S+ +\d{4}-\d\d-\d\dT\S+ +active$`).MatchString(lines[1])) // a time
+	is.True(regexp.MustCompile(`^` + idle.ID + ` +\S+ +- +\S+ +never +active$`).MatchString(lines[2]))
+}
 
 // An operator inspects and repairs a Redis store with imagegen inspect:
 // stats, a list across users, one task with its ledger, a recharged
 // retry, a cancel and a purge, each action logged with its reason.
 func TestInspectCommands(t *testing.T) {
 	is := is.New(t)
-	ctx := context.Background()
-	r := miniredis.RunT(t)
-	url := "redis://" + r.Addr() + "/0"
-	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	store, err := redisstore.New(rdb, redisstore.Config{})
-	is.NoErr(err)
+	url, rdb, _ := testRedisURL(t)
 	broken := &imagegen.ModelError{Provider: "scripted", Misconfigured: true, Message: "no access"}
-	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(2, imagegentest.Fail(broken)), Logger: slog.New(slog.DiscardHandler)})
-	is.NoErr(err)
-	_, err = svc.Grant(ctx, "alice", 4, "start")
+	svc := storeService(t, rdb, imagegentest.NewModel(2, imagegentest.Fail(broken)))
+	_, err := svc.Grant(ctx, "alice", 4, "start")
 	is.NoErr(err)
 	_, err = svc.Grant(ctx, "bob", 2, "start")
 	is.NoErr(err)

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+// The command line: help, flag errors, and flags set from files and the
+// environment.
+
+func TestRunUsage(t *testing.T) {
+	is := is.New(t)
+	var out, errOut bytes.Buffer
+	is.True(run(ctx, nil, noEnv, &out, &errOut) != nil)
+	is.True(run(ctx, []string{"bogus"}, noEnv, &out, &errOut) != nil)
+	is.NoErr(run(ctx, []string{"help"}, noEnv, &out, &errOut))
+	is.True(strings.Contains(out.String(), "serve"))
+}
+
+func TestRunUsageListsClientCommands(t *testing.T) {
+	is := is.New(t)
+	var out bytes.Buffer
+	is.NoErr(run(ctx, []string{"help"}, noEnv, &out, &out))
+	is.True(strings.Contains(out.String(), "imagegen generate -prompt TEXT"))
+	is.True(strings.Contains(out.String(), "imagegen tasks get"))
+	is.True(strings.Contains(out.String(), envAPIKey))
+}
+
+// worker -h says that -redis or -postgres is required (it shares runtime
+// flags with serve, where neither keeps state in the process).
+func TestWorkerHelpSaysRedisIsRequired(t *testing.T) {
+	is := is.New(t)
+	var stderr bytes.Buffer
+	is.NoErr(run(ctx, []string{"worker", "-h"}, noEnv, &bytes.Buffer{}, &stderr))
+	is.True(strings.Contains(stderr.String(), "(this or -postgres is required)"))
+	is.True(strings.Contains(stderr.String(), "(this or -redis is required)"))
+	is.True(!strings.Contains(stderr.String(), "state stays in this process"))
+}
+
+// keys, credits and tasks -h print their subcommands and succeed; a
+// missing or unknown subcommand prints them and fails.
+func TestGroupHelpListsSubcommands(t *testing.T) {
+	for group, subs := range map[string][]string{
+		"keys":    {"create", "list", "revoke"},
+		"credits": {"grant", "show"},
+		"tasks":   {"get"},
+		"inspect": {"stats", "list", "show", "retry", "cancel", "purge"},
+	} {
+		t.Run(group, func(t *testing.T) {
+			is := is.New(t)
+			var stdout, stderr bytes.Buffer
+			is.NoErr(run(ctx, []string{group, "-h"}, noEnv, &stdout, &stderr))
+			for _, sub := range subs {
+				is.True(strings.Contains(stdout.String(), "  "+sub)) // each subcommand is listed
+			}
+			stdout.Reset()
+			err := run(ctx, []string{group}, noEnv, &stdout, &stderr)
+			is.True(err != nil)
+			is.True(strings.Contains(stderr.String(), "  "+subs[0]))
+			stderr.Reset()
+			err = run(ctx, []string{group, "nope"}, noEnv, &stdout, &stderr)
+			is.True(err != nil && strings.Contains(err.Error(), `"nope"`))
+			is.True(strings.Contains(stderr.String(), "  "+subs[0]))
+		})
+	}
+}
+
+// Bad flags are refused with one clear line, before any connection, and
+// a password in a -redis URL is never repeated.
+func TestAdminFlagErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"credits", "grant", "-redis", "redis://127.0.0.1:1/0", "-owner", "a", "-amount", "5"}, "-ref is required"},
+		{[]string{"keys", "list", "-redis", "redis://:hunter2secret@[bad", "-owner", "a"}, "-redis must be a URL like redis://"},
+		{[]string{"keys", "list", "-redis", "notaurl", "-owner", "a"}, "-redis must be a URL like redis://"},
+		{[]string{"serve", "-public-url", "img.example.com"}, "-public-url must be an absolute http(s) URL"},
+		{[]string{"serve", "-public-url", "ftp://img.example.com"}, "-public-url must be an absolute http(s) URL"},
+		{[]string{"serve", "-pprof"}, "-pprof needs -admin-addr"},
+		{[]string{"serve", "-log-format", "xml"}, "-log-format must be text or json"},
+		{[]string{"worker", "-log-level", "loud"}, "-log-level must be debug, info, warn or error"},
+		{[]string{"inspect", "list", "-redis", "redis://127.0.0.1:1/0", "-since", "yesterday"}, "-since \"yesterday\": want an RFC 3339 time"},
+		{[]string{"inspect", "purge", "-redis", "redis://127.0.0.1:1/0"}, "inspect purge needs -reason"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args[:2], " "), func(t *testing.T) {
+			is := is.New(t)
+			var stdout, stderr bytes.Buffer
+			err := run(ctx, tc.args, noEnv, &stdout, &stderr)
+			is.True(err != nil)
+			is.True(strings.Contains(err.Error(), tc.want))
+			is.True(!strings.Contains(err.Error()+stderr.String()+stdout.String(), "hunter2secret"))
+		})
+	}
+}
+
+// TestServeSecretsFromFiles: the secrets of serve can come from files
+// (and the environment), so they need not appear in ps.
+func TestServeSecretsFromFiles(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		is.NoErr(os.WriteFile(p, []byte(text), 0o600))
+		return p
+	}
+	signing := write("signing", "signing-secret-0123456789\n")
+	demo := write("demo", "a-key-of-sixteen-chars\n\nb-key-of-sixteen-chars\n")
+	redisURL := write("redis", "redis://:hunter2hunter2@127.0.0.1:6379/10\n")
+	env := map[string]string{"IMAGEGEN_SIGNING_KEY": "env-loses-to-the-file-flag", "IMAGEGEN_REDIS_FILE": redisURL}
+	c, err := parseServe([]string{"-signing-key-file", signing, "-demo-key-file", demo}, func(k string) string { return env[k] }, io.Discard)
+	is.NoErr(err)
+	is.Equal(c.signingKey, "signing-secret-0123456789")
+	is.Equal([]string(c.demoKeys), []string{"a-key-of-sixteen-chars", "b-key-of-sixteen-chars"})
+	is.Equal(c.redisURL, "redis://:hunter2hunter2@127.0.0.1:6379/10")
+
+	_, err = parseServe([]string{"-signing-key-file", filepath.Join(dir, "missing")}, noEnv, io.Discard)
+	is.True(err != nil)
+	_, err = parseServe([]string{"-signing-key-file", write("empty", "\n")}, noEnv, io.Discard)
+	is.True(err != nil)
+	_, err = parseServe([]string{"-signing-key-file", write("short", "short\n")}, noEnv, io.Discard)
+	is.True(err != nil) // the same checks as the flag
+
+	// -h says where else each secret can come from.
+	var help bytes.Buffer
+	_, _ = parseServe([]string{"-h"}, noEnv, &help)
+	for _, name := range []string{"IMAGEGEN_SIGNING_KEY", "-signing-key-file", "IMAGEGEN_DEMO_KEY", "-demo-key-file", "IMAGEGEN_REDIS", "-redis-file"} {
+		is.True(strings.Contains(help.String(), name))
+	}
+}
+
+func TestServeTrustedProxyFlag(t *testing.T) {
+	is := is.New(t)
+	env := map[string]string{"IMAGEGEN_TRUSTED_PROXY": "192.168.0.0/16"}
+	c, err := parseServe([]string{"-trusted-proxy", "10.0.0.0/8", "-trusted-proxy", "2001:db8::1"}, func(k string) string { return env[k] }, io.Discard)
+	is.NoErr(err)
+	is.Equal([]netip.Prefix(c.trustedProxies), []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8::1/128")})
+	c, err = parseServe(nil, func(k string) string { return env[k] }, io.Discard)
+	is.NoErr(err)
+	is.Equal([]netip.Prefix(c.trustedProxies), []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")})
+	_, err = parseServe([]string{"-trusted-proxy", "not-a-cidr"}, noEnv, io.Discard)
+	is.True(err != nil)
+}

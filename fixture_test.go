@@ -1,0 +1,122 @@
+package imagegen_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/store/memory"
+)
+
+// The fixture the package's tests share: a service on the memory store
+// with a scripted model and a manual clock, and the steps of a task's
+// life as one-line helpers.
+
+var ctx = context.Background()
+
+// quiet keeps the workers' logs out of test output.
+var quiet = slog.New(slog.DiscardHandler)
+
+const lease = 30 * time.Second
+
+// fixture is a service with the parts a test drives or looks into.
+type fixture struct {
+	svc   *imagegen.Service
+	store imagegen.Store
+	clock *imagegentest.Clock
+	model *imagegentest.Model
+}
+
+// newFixture makes a service on the memory store with model and a
+// manual clock; each cfg changes its Config first.
+func newFixture(t *testing.T, model *imagegentest.Model, cfg ...func(*imagegen.Config)) fixture {
+	t.Helper()
+	clock := imagegentest.NewClock(time.Time{})
+	store := memory.New(memory.Config{Clock: clock, Retention: time.Hour})
+	c := imagegen.Config{Store: store, Model: model, Clock: clock, LeaseDuration: lease, MaxAttempts: 3, Workers: 2, Logger: quiet}
+	for _, f := range cfg {
+		f(&c)
+	}
+	svc, err := imagegen.New(c)
+	is.New(t).NoErr(err)
+	return fixture{svc: svc, store: store, clock: clock, model: model}
+}
+
+// logTo makes the fixture's service log JSON into buf.
+func logTo(buf *bytes.Buffer) func(*imagegen.Config) {
+	return func(c *imagegen.Config) { c.Logger = slog.New(slog.NewJSONHandler(buf, nil)) }
+}
+
+// textReq is a valid text-to-image request.
+var textReq = imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse"}
+
+// The scripted model's failures: a busy provider (retried) and a
+// refusal (final).
+var (
+	retryable = &imagegen.ModelError{Provider: "scripted", Retryable: true, Message: "provider busy", Err: errors.New("503")}
+	refused   = &imagegen.ModelError{Provider: "scripted", Refused: true, Message: "nudity"}
+)
+
+func (f fixture) funded(t *testing.T, owner string, credits int64) {
+	t.Helper()
+	_, err := f.svc.Grant(ctx, owner, credits, uuid.NewString())
+	is.New(t).NoErr(err)
+}
+
+func (f fixture) submit(t *testing.T, owner string) imagegen.Submitted {
+	t.Helper()
+	sub, err := f.svc.Submit(ctx, owner, textReq)
+	is.New(t).NoErr(err)
+	return sub
+}
+
+func (f fixture) runOnce(t *testing.T) bool {
+	t.Helper()
+	ran, err := f.svc.RunOnce(ctx)
+	is.New(t).NoErr(err)
+	return ran
+}
+
+// runInBackground starts the service's workers (Run) on their own;
+// cancel stops them, and stopped then receives Run's result.
+func (f fixture) runInBackground() (cancel context.CancelFunc, stopped <-chan error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.svc.Run(runCtx) }()
+	return cancel, done
+}
+
+func (f fixture) task(t *testing.T, owner, id string) *imagegen.Task {
+	t.Helper()
+	task, err := f.svc.Task(ctx, owner, id)
+	is.New(t).NoErr(err)
+	return task
+}
+
+func (f fixture) balance(t *testing.T, owner string) int64 {
+	t.Helper()
+	b, err := f.svc.Balance(ctx, owner)
+	is.New(t).NoErr(err)
+	return b
+}
+
+// waitFor polls cond until it holds, for at most 5 seconds of real time:
+// it waits for other goroutines to catch up, it measures nothing.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
