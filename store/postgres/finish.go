@@ -14,14 +14,16 @@ import (
 
 // completeSQL moves each task of the batch whose attempt holds it to
 // success, stores its image records (the bytes are already in the blob
-// store) and queues its callback, in one statement, and returns the ids
-// of those it moved.
+// store), queues its callback and announces it (NOTIFY), in one
+// statement, and returns the ids of those it moved.
 //
 //	$1 now  $2 task ids  $3 attempts  $4 retention (µs)
 //	$5 per image: its task id  $6 image ids  $7 content types  $8 sizes
 //	$9 checksums
 //	$10 synchronous_commit for this transaction ("on", or "off" with
 //	   Config.AsyncSuccess)
+//	$11 the NOTIFY channel of finished tasks: each task moved is
+//	   announced when the batch commits
 const completeSQL = `
 WITH async AS (
 	SELECT set_config('synchronous_commit', $10, true)
@@ -48,7 +50,7 @@ WITH async AS (
 	SELECT m.id, done.id, done.owner, m.content_type, m.size, m.checksum, {now}, done.expires_at
 	FROM done JOIN imgs m ON m.task_id = done.id
 )
-SELECT id FROM done`
+SELECT done.id FROM done CROSS JOIN LATERAL pg_notify($11, done.id) AS notified`
 
 type completeReq struct {
 	id      string
@@ -68,9 +70,6 @@ func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images
 		}
 	}
 	held, err := s.completes.Do(ctx, completeReq{id: id, attempt: attempt, images: images})
-	if err == nil && held {
-		s.finishedNote.poke(id)
-	}
 	return s.holderResult(id, attempt, map[bool]int64{true: 1}[held], err)
 }
 
@@ -91,7 +90,7 @@ func (s *Store) completeBatch(ctx context.Context, batch []*completeCall) {
 			sizes, sums = append(sizes, img.Size), append(sums, img.Checksum)
 		}
 	}
-	rows, err := s.pool.Query(ctx, s.sql(completeSQL), s.nowArg(), ids, attempts, micros(s.retention), imgTasks, imgIDs, types, sizes, sums, s.successCommit)
+	rows, err := s.pool.Query(ctx, s.sql(completeSQL), s.nowArg(), ids, attempts, micros(s.retention), imgTasks, imgIDs, types, sizes, sums, s.successCommit, s.finished)
 	var moved []string
 	if err == nil {
 		moved, err = pgx.CollectRows(rows, pgx.RowTo[string])

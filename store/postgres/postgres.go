@@ -57,14 +57,15 @@
 // the ids of finished tasks (WatchTask, so Prefer: wait returns at once)
 // and "<schema>.queued" says that tasks may be ready (WorkReady, for idle
 // workers in other processes). PostgreSQL serialises the commits of
-// notifying transactions database-wide, which would cap submits and
-// finishes at one disk flush at a time; so a submit, a retry and a
-// success notify just after they commit, in a separate statement that
-// carries every notification due meanwhile. (Should the process die in
-// between, watchers notice at the end of their wait and idle workers at
-// their next poll.) The rarer failures, cancels and lease expiries
-// notify inside their own transaction, and SubmitTx inside the host's,
-// so workers wake only if the host commits. Give imagegen.Config.WorkReady
+// notifying transactions database-wide, which would cap submits at one
+// disk flush at a time; so a submit and a retry notify just after they
+// commit, in a separate statement that carries every notification due
+// meanwhile. (Should the process die in between, idle workers notice at
+// their next poll.) Successes notify inside the statement that stores
+// them: their batches commit one at a time anyway (group commit, below),
+// so that costs them nothing and saves a statement a batch. Failures,
+// cancels and lease expiries notify inside their own transaction, and
+// SubmitTx inside the host's, so workers wake only if the host commits. Give imagegen.Config.WorkReady
 // the store's WorkReady so that idle workers hear of it. When the
 // listening connection is lost, every watcher is woken (they re-read
 // their task) and woken again every second until it is back (the polling
@@ -210,13 +211,12 @@ type Store struct {
 
 	statsTrimmed atomic.Int64 // Unix time of the last removal of old provider stats
 
-	sqlCache     sync.Map // template -> SQL with the schema filled in
-	creates      groupcommit.Batcher[createReq, createRes]
-	completes    groupcommit.Batcher[completeReq, bool]
-	blobPuts     groupcommit.Batcher[blobPut, struct{}]
-	queuedNote   notifier // "tasks may be ready", after submits and retries
-	finishedNote notifier // ids of tasks finished by CompleteTask
-	listen       *listener
+	sqlCache   sync.Map // template -> SQL with the schema filled in
+	creates    groupcommit.Batcher[createReq, createRes]
+	completes  groupcommit.Batcher[completeReq, bool]
+	blobPuts   groupcommit.Batcher[blobPut, struct{}]
+	queuedNote notifier // "tasks may be ready", after submits and retries
+	listen     *listener
 }
 
 // New returns a Store on pool. It does not touch the database: apply
@@ -246,7 +246,6 @@ func New(pool *pgxpool.Pool, c Config) (*Store, error) {
 		sweepBatch:    cmp.Or(c.SweepBatch, 500),
 	}
 	s.queuedNote = notifier{send: func(p []string) { s.notifyAll(s.queued, p) }}
-	s.finishedNote = notifier{send: func(p []string) { s.notifyAll(s.finished, p) }}
 	s.creates = groupcommit.Batcher[createReq, createRes]{Run: s.createBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight}
 	s.completes = groupcommit.Batcher[completeReq, bool]{Run: s.completeBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight}
 	s.blobPuts = groupcommit.Batcher[blobPut, struct{}]{Run: s.putBlobBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight,
