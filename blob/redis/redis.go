@@ -28,6 +28,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/groupcommit"
 	"github.com/imagegen/imagegen/internal/redisglob"
 )
 
@@ -51,6 +52,7 @@ type Store struct {
 	pre   string // "{prefix}:blob:"
 	ttl   time.Duration
 	clock imagegen.Clock
+	sets  groupcommit.Batcher[blobSet, struct{}]
 }
 
 // New returns a Store on rdb.
@@ -63,12 +65,15 @@ func New(rdb goredis.UniversalClient, c Config) (*Store, error) {
 	case c.TTL < 0:
 		return nil, fmt.Errorf("redis blobs: Config.TTL must not be negative (got %v)", c.TTL)
 	}
-	return &Store{
+	s := &Store{
 		rdb:   rdb,
 		pre:   "{" + cmp.Or(c.Prefix, "imagegen") + "}:blob:",
 		ttl:   c.TTL,
 		clock: cmp.Or[imagegen.Clock](c.Clock, imagegen.SystemClock{}),
-	}, nil
+	}
+	s.sets = groupcommit.Batcher[blobSet, struct{}]{Run: s.runSets, MaxBatch: 64, MaxInFlight: 4,
+		Size: func(b blobSet) int { return len(b.value) }, MaxSize: 16 << 20}
+	return s, nil
 }
 
 const (
@@ -77,7 +82,8 @@ const (
 	chunkBytes = 256 << 10
 )
 
-// Put stores the bytes, header first, in one SET.
+// Put stores the bytes, header first, in one SET; Puts that arrive
+// together share a pipeline.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, _ string) error {
 	if err := imagegen.CheckBlobKey(key); err != nil {
 		return err
@@ -92,10 +98,31 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, _ 
 	if _, err := io.Copy(w, imagegen.ExactReader(key, r, size)); err != nil {
 		return fmt.Errorf("redis blobs: put %s: %w", key, err)
 	}
-	if err := s.rdb.Set(ctx, s.pre+key, w.b, s.ttl).Err(); err != nil {
+	if _, err := s.sets.Do(ctx, blobSet{key: s.pre + key, value: w.b}); err != nil {
 		return fmt.Errorf("redis blobs: put %s: %w", key, err)
 	}
 	return nil
+}
+
+// blobSet is one Put's SET, waiting for its batch.
+type blobSet struct {
+	key   string
+	value []byte
+}
+
+// runSets sends the Puts that arrive together (at most 64, 16 MiB) in
+// one pipeline: one round trip for the batch.
+func (s *Store) runSets(ctx context.Context, batch []*groupcommit.Call[blobSet, struct{}]) {
+	cmds := make([]*goredis.StatusCmd, len(batch))
+	_, _ = s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, c := range batch {
+			cmds[i] = p.Set(ctx, c.Req.key, c.Req.value, s.ttl)
+		}
+		return nil
+	})
+	for i, c := range batch {
+		c.Err = cmds[i].Err()
+	}
 }
 
 // Open returns the blob; its Body reads ranges on demand.

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/groupcommit"
 )
 
 // completeScript records the images and moves the task to success.
@@ -52,7 +55,46 @@ func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images
 	for _, img := range images {
 		args = append(args, img.Owner, img.ContentType, img.Size, img.Checksum)
 	}
-	return s.runHolder(ctx, completeScript, id, attempt, keys, args...)
+	_, err = s.completes.Do(ctx, holderCall{id: id, attempt: attempt, keys: keys, args: args})
+	return err
+}
+
+// holderCall is one run of a lease holder's script (completeScript).
+type holderCall struct {
+	id      string
+	attempt int
+	keys    []string
+	args    []any
+}
+
+type completeCall = groupcommit.Call[holderCall, struct{}]
+
+// runCompletes runs the successes that arrive together as one pipeline
+// of completeScript runs: one round trip for the batch, each task still
+// its own atomic script checked against its own fencing token. A run the
+// server did not know the script for goes again on its own (which loads
+// it).
+func (s *Store) runCompletes(ctx context.Context, batch []*completeCall) {
+	if len(batch) == 1 {
+		c := batch[0]
+		c.Err = s.runHolder(ctx, completeScript, c.Req.id, c.Req.attempt, c.Req.keys, c.Req.args...)
+		return
+	}
+	cmds := make([]*goredis.Cmd, len(batch))
+	_, _ = s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, c := range batch {
+			cmds[i] = completeScript.EvalSha(ctx, p, c.Req.keys, s.holderArgs(c.Req.attempt, c.Req.args)...)
+		}
+		return nil
+	})
+	for i, c := range batch {
+		n, err := cmds[i].Int64()
+		if goredis.HasErrorPrefix(err, "NOSCRIPT") {
+			c.Err = s.runHolder(ctx, completeScript, c.Req.id, c.Req.attempt, c.Req.keys, c.Req.args...)
+			continue
+		}
+		c.Err = holderResult(c.Req.id, c.Req.attempt, n, err)
+	}
 }
 
 // failScript moves the task to failed and refunds it once.

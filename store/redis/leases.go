@@ -182,8 +182,18 @@ func (s *Store) ReleaseTask(ctx context.Context, id string, attempt int) error {
 // runHolder runs a script whose ARGV are now, attempt, then args, and
 // that answers 0 when attempt does not hold the lease.
 func (s *Store) runHolder(ctx context.Context, script *goredis.Script, id string, attempt int, keys []string, args ...any) error {
-	argv := append([]any{s.nowArg(), strconv.Itoa(attempt)}, args...)
-	n, err := script.Run(ctx, s.rdb, keys, argv...).Int64()
+	n, err := script.Run(ctx, s.rdb, keys, s.holderArgs(attempt, args)...).Int64()
+	return holderResult(id, attempt, n, err)
+}
+
+// holderArgs are a holder script's ARGV: now, the attempt, then args.
+func (s *Store) holderArgs(attempt int, args []any) []any {
+	return append([]any{s.nowArg(), strconv.Itoa(attempt)}, args...)
+}
+
+// holderResult reads a holder script's reply: 0 means the attempt no
+// longer holds the task.
+func holderResult(id string, attempt int, n int64, err error) error {
 	if err != nil {
 		return fmt.Errorf("redis store: task %s: %w", id, err)
 	}

@@ -95,6 +95,7 @@ type Store struct {
 	blobs     imagegen.BlobStore
 	clock     imagegen.Clock // nil: server time
 	creates   groupcommit.Batcher[createArgs, createResult]
+	completes groupcommit.Batcher[holderCall, struct{}]
 	watch     watcher
 }
 
@@ -116,6 +117,7 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 		clock:     o.Clock,
 	}
 	s.creates = groupcommit.Batcher[createArgs, createResult]{Run: s.runCreates, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
+	s.completes = groupcommit.Batcher[holderCall, struct{}]{Run: s.runCompletes, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
 	s.watch = watcher{rdb: rdb, channel: s.k.finished()}
 	s.blobs = o.Blobs
 	if s.blobs == nil {

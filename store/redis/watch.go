@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"sync"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -12,7 +13,9 @@ import (
 // WatchTask returns a channel closed when task id finishes, in this or
 // any other process: the scripts that finish a task publish its id on
 // one channel per store, and one subscription per process fans it out.
-// The subscription exists only while someone is watching.
+// The subscription exists only while someone is watching, and for
+// watchLinger after the last watcher stops (so that workers, which
+// watch each task they run, do not subscribe anew for every task).
 func (s *Store) WatchTask(ctx context.Context, id string) (<-chan struct{}, func(), error) {
 	return s.watch.watch(ctx, id)
 }
@@ -26,15 +29,23 @@ type watcher struct {
 	mu    sync.Mutex
 	subs  taskwatch.Set
 	n     int             // watches open
-	ps    *goredis.PubSub // nil when n == 0
+	ps    *goredis.PubSub // nil when n == 0 and the linger ran out
 	ready chan struct{}   // closed once ps is subscribed
 	err   error           // why subscribing failed, set before ready closes
+	idle  *time.Timer     // closes ps watchLinger after n fell to 0
 }
+
+// watchLinger is how long a subscription outlives its last watcher.
+const watchLinger = 2 * time.Second
 
 func (w *watcher) watch(ctx context.Context, id string) (<-chan struct{}, func(), error) {
 	w.mu.Lock()
 	ch := w.subs.Add(id)
 	w.n++
+	if w.idle != nil {
+		w.idle.Stop()
+		w.idle = nil
+	}
 	if w.ps == nil {
 		w.start()
 	}
@@ -92,8 +103,21 @@ func (w *watcher) unwatch(id string, ch chan struct{}) {
 	defer w.mu.Unlock()
 	w.subs.Remove(id, ch)
 	w.n--
-	if w.n == 0 && w.ps != nil {
+	if w.n > 0 || w.ps == nil {
+		return
+	}
+	if w.err != nil { // a failed subscription is not kept
 		_ = w.ps.Close()
 		w.ps = nil
+		return
 	}
+	ps := w.ps
+	w.idle = time.AfterFunc(watchLinger, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.n == 0 && w.ps == ps {
+			_ = ps.Close()
+			w.ps, w.idle = nil, nil
+		}
+	})
 }
