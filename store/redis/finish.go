@@ -75,11 +75,6 @@ type completeCall = groupcommit.Call[holderCall, struct{}]
 // server did not know the script for goes again on its own (which loads
 // it).
 func (s *Store) runCompletes(ctx context.Context, batch []*completeCall) {
-	if len(batch) == 1 {
-		c := batch[0]
-		c.Err = s.runHolder(ctx, completeScript, c.Req.id, c.Req.attempt, c.Req.keys, c.Req.args...)
-		return
-	}
 	cmds := make([]*goredis.Cmd, len(batch))
 	_, _ = s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, c := range batch {
