@@ -173,8 +173,8 @@ type Config struct {
 	// SweepBatch bounds the rows one DELETE removes (default 500).
 	SweepBatch int
 	// AsyncSuccess lets a success commit without waiting for its WAL
-	// flush (synchronous_commit off for that transaction only), so that a
-	// worker is free for its next task a disk flush sooner. The price: a
+	// flush (synchronous_commit off for that transaction only), so that
+	// successes are stored a disk flush sooner. The price: a
 	// crash of the database server (not of a worker) may undo the
 	// successes of its last fraction of a second (at most three
 	// wal_writer_delay); those tasks go back to processing and run again
