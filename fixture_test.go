@@ -101,6 +101,18 @@ func (f fixture) task(t *testing.T, owner, id string) *imagegen.Task {
 	return task
 }
 
+// succeeded reports whether every one of owner's tasks ids has
+// succeeded.
+func (f fixture) succeeded(t *testing.T, owner string, ids []string) bool {
+	t.Helper()
+	for _, id := range ids {
+		if f.task(t, owner, id).Status != imagegen.StatusSuccess {
+			return false
+		}
+	}
+	return true
+}
+
 func (f fixture) balance(t *testing.T, owner string) int64 {
 	t.Helper()
 	b, err := f.svc.Balance(ctx, owner)

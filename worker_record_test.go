@@ -56,9 +56,7 @@ func TestOutcomesAreStoredBesideTheNextGenerations(t *testing.T) {
 	for range 7 {
 		ids = append(ids, f.submit(t, "u").TaskID)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	stopped := make(chan error)
-	go func() { stopped <- f.svc.Run(runCtx) }()
+	cancel, stopped := f.runInBackground()
 
 	// One worker, yet five generations ran while no outcome was stored.
 	waitFor(t, func() bool { w, _ := held.counts(); return w == 4 && len(f.model.Calls()) == 5 })
@@ -68,14 +66,7 @@ func TestOutcomesAreStoredBesideTheNextGenerations(t *testing.T) {
 	is.Equal(waiting, 4)
 
 	close(held.release)
-	waitFor(t, func() bool {
-		for _, id := range ids {
-			if f.task(t, "u", id).Status != imagegen.StatusSuccess {
-				return false
-			}
-		}
-		return true
-	})
+	waitFor(t, func() bool { return f.succeeded(t, "u", ids) })
 	cancel()
 	is.NoErr(<-stopped)
 	is.Equal(len(f.model.Calls()), 7) // each task ran once

@@ -225,17 +225,8 @@ func TestRunProcessesConcurrentlyAndStops(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		ids = append(ids, f.submit(t, "u").TaskID)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	stopped := make(chan error)
-	go func() { stopped <- f.svc.Run(runCtx) }()
-	waitFor(t, func() bool {
-		for _, id := range ids {
-			if f.task(t, "u", id).Status != imagegen.StatusSuccess {
-				return false
-			}
-		}
-		return true
-	})
+	cancel, stopped := f.runInBackground()
+	waitFor(t, func() bool { return f.succeeded(t, "u", ids) })
 	cancel()
 	is.NoErr(<-stopped)
 	is.Equal(len(f.model.Calls()), 20) // each task ran once
