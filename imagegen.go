@@ -243,23 +243,33 @@ func (s *Service) Task(ctx context.Context, owner, id string) (*Task, error) {
 // finished task is unchanged: ErrInvalidTransition. Another owner's task
 // is ErrTaskNotFound.
 func (s *Service) Cancel(ctx context.Context, owner, id string) error {
+	// Read first: a task an operator retried free of charge was refunded
+	// before, and its cancel gives nothing back.
+	before, _ := s.cfg.Store.Task(ctx, owner, id)
 	if err := s.cfg.Store.CancelTask(ctx, owner, id); err != nil {
 		return fmt.Errorf("imagegen: cancel: %w", err)
 	}
-	s.cancelled(ctx, owner, id)
+	s.cancelled(ctx, owner, id, before)
 	return nil
 }
 
 // cancelled counts and logs a task that was just cancelled (by its owner
-// or an operator): its finish and its refund.
-func (s *Service) cancelled(ctx context.Context, owner, id string) {
+// or an operator): its finish and its refund. before is the task as read
+// just before the cancel (nil if that read failed).
+func (s *Service) cancelled(ctx context.Context, owner, id string, before *Task) {
 	t, err := s.cfg.Store.Task(ctx, owner, id)
 	if err != nil {
 		s.log.WarnContext(ctx, "task cancelled; could not read it back to count it", "task_id", id, "err", err)
 		return
 	}
+	refund := t.Cost
+	if before != nil && before.Refunded {
+		refund = 0
+	}
 	s.cfg.Observer.TaskFinished(t.Model, StatusFailed, CodeCancelled, 0)
-	s.cfg.Observer.CreditsRefunded(t.Cost)
-	s.log.InfoContext(ctx, "task cancelled and refunded", "task_id", id, "request_id", RequestID(ctx),
-		"submit_request_id", t.RequestID, "model", t.Model, "cost", t.Cost)
+	if refund > 0 {
+		s.cfg.Observer.CreditsRefunded(refund)
+	}
+	s.log.InfoContext(ctx, "task cancelled", "task_id", id, "request_id", RequestID(ctx),
+		"submit_request_id", t.RequestID, "model", t.Model, "cost", t.Cost, "refunded", refund)
 }

@@ -122,8 +122,12 @@ func (in *Inspector) Cancel(ctx context.Context, id, reason string) error {
 	if err := in.s.Cancel(ctx, t.Owner, id); err != nil {
 		return err
 	}
+	refund := t.Cost
+	if t.Refunded { // retried free of charge: nothing to give back
+		refund = 0
+	}
 	in.s.log.InfoContext(ctx, "operator action", "action", "cancel", "task_id", id, "owner", t.Owner,
-		"refunded", t.Cost, "reason", reason)
+		"refunded", refund, "reason", reason)
 	return nil
 }
 

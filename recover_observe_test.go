@@ -103,3 +103,21 @@ func TestOperatorRetryChargesAreCounted(t *testing.T) {
 		`finished scripted failed "provider_error"`, // and no refund
 	})
 }
+
+// Cancelling a task that an operator retried free of charge gives
+// nothing back, and counts no refund.
+func TestCancelAfterAFreeRetryCountsNoRefund(t *testing.T) {
+	is := is.New(t)
+	rec := &recorder{}
+	broken := &imagegen.ModelError{Provider: "scripted", Message: "no access"}
+	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Fail(broken)), func(c *imagegen.Config) { c.Observer = rec })
+	f.funded(t, "u", 1)
+	sub := f.submit(t, "u")
+	_, err := f.svc.RunOnce(ctx) // fails, refunded
+	is.NoErr(err)
+	is.NoErr(f.svc.Inspector().Retry(ctx, sub.TaskID, false, "on the house"))
+	is.NoErr(f.svc.Cancel(ctx, "u", sub.TaskID))
+	is.Equal(f.balance(t, "u"), int64(1)) // refunded once, by the failure
+	got := rec.list()
+	is.Equal(got[len(got)-1], `finished scripted failed "cancelled"`) // and no second "refunded"
+}
