@@ -9,6 +9,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/internal/apitest"
 )
@@ -21,6 +22,10 @@ func TestGenerateHonoursRetryAfter(t *testing.T) {
 	release := make(chan struct{})
 	stack := apitest.New(t, apitest.Config{
 		Clock: clock, Model: imagegentest.NewModel(1, imagegentest.Block(nil, release)), Limit: 3,
+		// The client's waits move the clock by up to a minute at a time:
+		// the lease must outlast them, or recovery may take the task
+		// from its blocked worker before a renewal runs.
+		Service: func(c *imagegen.Config) { c.LeaseDuration, c.GenerateTimeout = time.Hour, time.Hour },
 	})
 	svc, key := stack.Service, stack.User("u", 5)
 	srv := httptest.NewServer(stack.Mux)
