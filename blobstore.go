@@ -87,6 +87,26 @@ func CheckBlobKey(key string) error {
 	return nil
 }
 
+// AppendExact appends exactly size bytes read from r (through
+// ExactReader) to dst and returns the result. Give dst room for them
+// (cap(dst)-len(dst) >= size) and nothing is allocated beyond it: the
+// BlobStores that keep a blob in one slice read it this way. (A
+// bytes.Buffer sized to the blob would still grow it to twice its size
+// when it probes for the end.)
+func AppendExact(dst []byte, key string, r io.Reader, size int64) ([]byte, error) {
+	w := &sliceWriter{b: dst}
+	_, err := io.Copy(w, ExactReader(key, r, size))
+	return w.b, err
+}
+
+// sliceWriter appends what is written to a slice.
+type sliceWriter struct{ b []byte }
+
+func (w *sliceWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
 // ExactReader reads r and fails with an error wrapping ErrBlobSize if r
 // gives fewer or more than size bytes: BlobStore.Put implementations
 // read through it, so a short or long body is never stored.

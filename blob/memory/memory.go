@@ -51,8 +51,7 @@ func (s *Store) Put(_ context.Context, key string, r io.Reader, size int64, _ st
 	if size < 0 {
 		return fmt.Errorf("memory blobs: %w: negative size %d", imagegen.ErrBlobSize, size)
 	}
-	data := make([]byte, 0, size)
-	data, err := readAll(imagegen.ExactReader(key, r, size), data)
+	data, err := imagegen.AppendExact(make([]byte, 0, size), key, r, size)
 	if err != nil {
 		return fmt.Errorf("memory blobs: put %s: %w", key, err)
 	}
@@ -129,13 +128,6 @@ func (s *Store) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return len(s.blobs)
-}
-
-// readAll reads r to its end into buf.
-func readAll(r io.Reader, buf []byte) ([]byte, error) {
-	w := bytes.NewBuffer(buf)
-	_, err := w.ReadFrom(r)
-	return w.Bytes(), err
 }
 
 type nopCloser struct{ *bytes.Reader }

@@ -94,11 +94,11 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, _ 
 	buf := make([]byte, headerLen, int64(headerLen)+size)
 	copy(buf, magic)
 	binary.BigEndian.PutUint64(buf[len(magic):], uint64(s.clock.Now().UnixMilli()))
-	w := &sliceWriter{buf}
-	if _, err := io.Copy(w, imagegen.ExactReader(key, r, size)); err != nil {
+	buf, err := imagegen.AppendExact(buf, key, r, size)
+	if err != nil {
 		return fmt.Errorf("redis blobs: put %s: %w", key, err)
 	}
-	if _, err := s.sets.Do(ctx, blobSet{key: s.pre + key, value: w.b}); err != nil {
+	if _, err := s.sets.Do(ctx, blobSet{key: s.pre + key, value: buf}); err != nil {
 		return fmt.Errorf("redis blobs: put %s: %w", key, err)
 	}
 	return nil
@@ -239,12 +239,4 @@ func (s *Store) listBatch(ctx context.Context, c goredis.UniversalClient, keys [
 		}
 	}
 	return nil
-}
-
-// sliceWriter appends to a slice whose capacity was sized beforehand.
-type sliceWriter struct{ b []byte }
-
-func (w *sliceWriter) Write(p []byte) (int, error) {
-	w.b = append(w.b, p...)
-	return len(p), nil
 }

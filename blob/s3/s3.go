@@ -175,11 +175,11 @@ func seekableBody(key string, r io.Reader, size int64) (io.ReadSeeker, error) {
 	if size > MaxUnseekableBody {
 		return nil, fmt.Errorf("%w: blob %s: %d bytes from a reader that cannot seek (at most %d)", imagegen.ErrBlobSize, key, size, MaxUnseekableBody)
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	if _, err := buf.ReadFrom(imagegen.ExactReader(key, r, size)); err != nil {
+	data, err := imagegen.AppendExact(make([]byte, 0, size), key, r, size)
+	if err != nil {
 		return nil, err
 	}
-	return bytes.NewReader(buf.Bytes()), nil
+	return bytes.NewReader(data), nil
 }
 
 // Open heads the object; its Body GETs from the position sought to,

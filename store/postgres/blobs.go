@@ -41,12 +41,11 @@ func (b blobs) Put(ctx context.Context, key string, r io.Reader, size int64, con
 	if size < 0 {
 		return fmt.Errorf("postgres blobs: %w: negative size %d", imagegen.ErrBlobSize, size)
 	}
-	var buf bytes.Buffer
-	buf.Grow(int(size))
-	if _, err := buf.ReadFrom(imagegen.ExactReader(key, r, size)); err != nil {
+	data, err := imagegen.AppendExact(make([]byte, 0, size), key, r, size)
+	if err != nil {
 		return fmt.Errorf("postgres blobs: put %s: %w", key, err)
 	}
-	_, err := b.s.blobPuts.Do(ctx, blobPut{key: key, data: buf.Bytes(), contentType: contentType})
+	_, err = b.s.blobPuts.Do(ctx, blobPut{key: key, data: data, contentType: contentType})
 	return err
 }
 

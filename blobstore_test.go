@@ -1,0 +1,31 @@
+package imagegen_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+)
+
+// AppendExact fills the room it is given and no more: a blob read into a
+// slice sized for it stays that size (a bytes.Buffer would have doubled
+// it), and a body of the wrong length is refused.
+func TestAppendExact(t *testing.T) {
+	is := is.New(t)
+	data := bytes.Repeat([]byte("0123456789abcdef"), 4096) // 64 KiB, more than io.Copy's buffer
+	head := []byte("hdr:")
+	dst := append(make([]byte, 0, len(head)+len(data)), head...)
+	got, err := imagegen.AppendExact(dst, "k", bytes.NewReader(data), int64(len(data)))
+	is.NoErr(err)
+	is.Equal(got, append(append([]byte{}, head...), data...))
+	is.Equal(cap(got), len(head)+len(data)) // not grown
+
+	for _, body := range []string{"short", strings.Repeat("x", 20)} {
+		_, err := imagegen.AppendExact(nil, "k", strings.NewReader(body), 10)
+		is.True(errors.Is(err, imagegen.ErrBlobSize)) // 5 or 20 bytes for 10
+	}
+}
