@@ -7,15 +7,16 @@ import (
 	"net/http"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/httpapi"
 )
 
 // viewer is the signed-in user of a request.
 type viewer struct {
 	User     string
 	Operator bool
-	// RateKey is the caller's key in the API's rate limit: "key:"+id for a
-	// key session (the same key the API uses for that key), else
-	// "owner:"+User.
+	// RateKey is the caller's key in the API's rate limit, as the API
+	// names it: httpapi.KeyRateKey for a key session, else
+	// httpapi.OwnerRateKey(User).
 	RateKey string
 	// KeyID is the API key a key session was opened with ("" otherwise).
 	KeyID string
@@ -48,7 +49,7 @@ func (c *Console) identify(r *http.Request) (v viewer, ok bool, err error) {
 	case user == "":
 		return viewer{}, false, nil
 	}
-	return viewer{User: user, Operator: operator, RateKey: "owner:" + user}, true, nil
+	return viewer{User: user, Operator: operator, RateKey: httpapi.OwnerRateKey(user)}, true, nil
 }
 
 // keySession returns the user of r's session cookie when it is genuine,
@@ -68,7 +69,7 @@ func (c *Console) keySession(r *http.Request) (viewer, bool, error) {
 	}
 	for _, k := range keys {
 		if k.ID == s.keyID && !k.Revoked {
-			return viewer{User: s.owner, Operator: c.isOperatorOwner(s.owner), RateKey: "key:" + k.ID, KeyID: k.ID}, true, nil
+			return viewer{User: s.owner, Operator: c.isOperatorOwner(s.owner), RateKey: httpapi.KeyRateKey(k.ID), KeyID: k.ID}, true, nil
 		}
 	}
 	return viewer{}, false, nil // the key was revoked: the session is over

@@ -21,6 +21,16 @@ type Principal struct {
 	RateKey string
 }
 
+// KeyRateKey is the RateKey of a caller authenticated by the API key with
+// this record id: the key's own limit. Another front end on the same
+// limiter (the console) uses it so that its requests count in the same
+// limit as the API's.
+func KeyRateKey(keyID string) string { return "key:" + keyID }
+
+// OwnerRateKey is the RateKey of a caller known only as owner: one limit
+// per user (what an empty Principal.RateKey means).
+func OwnerRateKey(owner string) string { return "owner:" + owner }
+
 // checkPrincipal refuses a Principal without an owner (an Authenticator's
 // bug must not put every caller in one account) and gives one without a
 // RateKey its owner's limit.
@@ -29,7 +39,7 @@ func checkPrincipal(p Principal) (Principal, error) {
 		return p, fmt.Errorf("httpapi: the Authenticator returned a Principal without an Owner: %w", imagegen.ErrUnauthorized)
 	}
 	if p.RateKey == "" {
-		p.RateKey = "owner:" + p.Owner
+		p.RateKey = OwnerRateKey(p.Owner)
 	}
 	return p, nil
 }
@@ -78,7 +88,7 @@ func (b BearerKeys) Authenticate(r *http.Request) (Principal, error) {
 	if err != nil {
 		return Principal{}, err
 	}
-	return Principal{Owner: rec.Owner, RateKey: "key:" + rec.ID}, nil
+	return Principal{Owner: rec.Owner, RateKey: KeyRateKey(rec.ID)}, nil
 }
 
 // bearerToken extracts the token of an "Authorization: Bearer" header;
