@@ -38,7 +38,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +46,7 @@ import (
 	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/health"
 	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/internal/weburl"
 	"github.com/imagegen/imagegen/ratelimit"
 	"github.com/imagegen/imagegen/webhook"
 )
@@ -301,8 +301,7 @@ func checkPublicURL(raw string) error {
 	if raw == "" {
 		return errors.New("server: Config.PublicURL is required (the scheme and host image URLs start with, e.g. https://app.example.com)")
 	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+	if !weburl.Absolute(raw) {
 		return fmt.Errorf("server: Config.PublicURL must be an absolute http(s) URL without credentials, query or fragment (got %q)", raw)
 	}
 	return nil

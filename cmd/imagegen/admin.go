@@ -35,10 +35,10 @@ func parseAdmin(name string, args []string, getenv func(string) string, stderr i
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return a, err
 	}
-	switch {
-	case a.storeFlags.check(true) != nil:
-		return a, a.storeFlags.check(true)
-	case a.owner == "":
+	if err := a.storeFlags.check(true); err != nil {
+		return a, err
+	}
+	if a.owner == "" {
 		return a, errors.New("-owner is required")
 	}
 	return a, nil

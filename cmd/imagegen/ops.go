@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -171,5 +170,5 @@ func (o *observability) startAdmin(ctx context.Context, c opsConfig, log *slog.L
 		_ = srv.Shutdown(shutdownCtx)
 		<-done
 	}
-	return "http://" + strings.TrimPrefix(displayAddr(ln.Addr()), "http://"), stop, nil
+	return "http://" + displayAddr(ln.Addr()), stop, nil
 }

@@ -30,8 +30,8 @@ type runtimeConfig struct {
 	shutdownTimeout  time.Duration
 }
 
-func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int) {
-	c.storeFlags.register(fs, "shared by every process; with neither -redis nor -postgres, state stays in this process")
+func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int, storeWhat string) {
+	c.storeFlags.register(fs, storeWhat)
 	fs.StringVar(&c.model, "model", placeholder.Name, "the model: placeholder, openai, gemini, fal, replicate or stability, optionally /<model id> and =<cost 1-3>; several, comma-separated, make a fallback chain (keys from OPENAI_API_KEY, GEMINI_API_KEY, FAL_KEY, REPLICATE_API_TOKEN, STABILITY_API_KEY)")
 	fs.IntVar(&c.workers, "workers", defaultWorkers, "concurrent generations in this process (0 runs none)")
 	fs.DurationVar(&c.placeholderDelay, "placeholder-delay", 2*time.Second, "how long the placeholder model takes per image")

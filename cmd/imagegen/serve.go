@@ -16,6 +16,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/console"
+	"github.com/imagegen/imagegen/internal/weburl"
 	"github.com/imagegen/imagegen/server"
 	"github.com/imagegen/imagegen/webhook"
 )
@@ -58,7 +59,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.BoolVar(&c.console, "console", true, "serve the web console at /console/ (users sign in with one of their API keys); -console=false turns it off")
 	fs.Var(&c.operators, "operator", "owner who may see the console's operator pages (repeatable)")
 	fs.StringVar(&c.openAI, "openai-prefix", "/v1", `where the OpenAI-compatible POST <prefix>/images/generations is served ("" turns it off)`)
-	c.runtimeConfig.register(fs, 4)
+	c.runtimeConfig.register(fs, 4, "shared by every process; with neither -redis nor -postgres, state stays in this process")
 	secretFiles(fs, "demo-key", "signing-key")
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return c, err
@@ -68,7 +69,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return c, errors.New("-demo-credits must not be negative")
 	case c.rateLimit < 1:
 		return c, errors.New("-rate-limit must be at least 1")
-	case c.publicURL != "" && !absoluteHTTPURL(c.publicURL):
+	case c.publicURL != "" && !weburl.Absolute(c.publicURL):
 		return c, errors.New("-public-url must be an absolute http(s) URL such as https://img.example.com")
 	case c.presignTTL < 0:
 		return c, errors.New("-image-presign must not be negative")
@@ -76,7 +77,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return c, errors.New("-image-presign and -image-base-url are two ways to redirect downloads: choose one")
 	case c.presignTTL > 0 && !strings.HasPrefix(c.blobsURL, "s3:"):
 		return c, errors.New("-image-presign needs -blobs s3://... (only object storage presigns URLs)")
-	case c.imageBase != "" && !absoluteHTTPURL(c.imageBase):
+	case c.imageBase != "" && !weburl.Absolute(c.imageBase):
 		return c, errors.New("-image-base-url must be an absolute http(s) URL such as https://cdn.example.com/images")
 	case c.openAI != "" && (!strings.HasPrefix(c.openAI, "/") || strings.TrimSuffix(c.openAI, "/") == "/api/v1"):
 		return c, errors.New(`-openai-prefix must be a path such as /v1, other than /api/v1, or "" to turn it off`)
@@ -265,13 +266,6 @@ func blobsName(blobsURL string) string {
 		return "default"
 	}
 	return scheme
-}
-
-// absoluteHTTPURL reports whether raw is an absolute http(s) URL with a
-// host and no credentials, query or fragment.
-func absoluteHTTPURL(raw string) bool {
-	u, err := url.Parse(raw)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil && u.RawQuery == "" && u.Fragment == ""
 }
 
 func consoleURL(on bool, publicURL string) string {

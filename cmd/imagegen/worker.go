@@ -12,9 +12,7 @@ import (
 func worker(ctx context.Context, args []string, getenv func(string) string, _, stderr io.Writer) error {
 	var c runtimeConfig
 	fs := newFlagSet("worker", stderr)
-	c.register(fs, 4)
-	fs.Lookup("redis").Usage = "Redis URL (redis://host:port/db) of the store shared with the API processes (this or -postgres is required)"
-	fs.Lookup("postgres").Usage = "PostgreSQL URL (postgres://user@host:port/db) of the store shared with the API processes (this or -redis is required)"
+	c.register(fs, 4, "of the store shared with the API processes (one of -redis and -postgres is required)")
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return helpIsNoError(err)
 	}
