@@ -243,27 +243,29 @@ func (s *Service) Task(ctx context.Context, owner, id string) (*Task, error) {
 // finished task is unchanged: ErrInvalidTransition. Another owner's task
 // is ErrTaskNotFound.
 func (s *Service) Cancel(ctx context.Context, owner, id string) error {
-	// Read first: a task an operator retried free of charge was refunded
-	// before, and its cancel gives nothing back.
-	before, _ := s.cfg.Store.Task(ctx, owner, id)
-	if err := s.cfg.Store.CancelTask(ctx, owner, id); err != nil {
-		return fmt.Errorf("imagegen: cancel: %w", err)
-	}
-	s.cancelled(ctx, owner, id, before)
-	return nil
+	_, err := s.cancel(ctx, owner, id, nil)
+	return err
 }
 
-// cancelled counts and logs a task that was just cancelled (by its owner
-// or an operator): its finish and its refund. before is the task as read
-// just before the cancel (nil if that read failed).
-func (s *Service) cancelled(ctx context.Context, owner, id string, before *Task) {
-	t, err := s.cfg.Store.Task(ctx, owner, id)
-	if err != nil {
-		s.log.WarnContext(ctx, "task cancelled; could not read it back to count it", "task_id", id, "err", err)
-		return
+// cancel cancels owner's task id, counts and logs it, and returns the
+// credits it gave back. before is the task as read just before (nil:
+// cancel reads it): a task an operator retried free of charge was
+// refunded then, and its cancel gives nothing back.
+func (s *Service) cancel(ctx context.Context, owner, id string, before *Task) (refund int64, err error) {
+	if before == nil {
+		before, _ = s.cfg.Store.Task(ctx, owner, id)
 	}
-	refund := t.Cost
-	if before != nil && before.Refunded {
+	if err := s.cfg.Store.CancelTask(ctx, owner, id); err != nil {
+		return 0, fmt.Errorf("imagegen: cancel: %w", err)
+	}
+	t := before
+	if t == nil { // the read before failed; read the task back to count it
+		if t, err = s.cfg.Store.Task(ctx, owner, id); err != nil {
+			s.log.WarnContext(ctx, "task cancelled; could not read it back to count it", "task_id", id, "err", err)
+			return 0, nil
+		}
+	}
+	if refund = t.Cost; before != nil && before.Refunded {
 		refund = 0
 	}
 	s.cfg.Observer.TaskFinished(t.Model, StatusFailed, CodeCancelled, 0)
@@ -272,4 +274,5 @@ func (s *Service) cancelled(ctx context.Context, owner, id string, before *Task)
 	}
 	s.log.InfoContext(ctx, "task cancelled", "task_id", id, "request_id", RequestID(ctx),
 		"submit_request_id", t.RequestID, "model", t.Model, "cost", t.Cost, "refunded", refund)
+	return refund, nil
 }

@@ -119,12 +119,9 @@ func (in *Inspector) Cancel(ctx context.Context, id, reason string) error {
 	if err != nil {
 		return fmt.Errorf("imagegen: cancel: %w", err)
 	}
-	if err := in.s.Cancel(ctx, t.Owner, id); err != nil {
+	refund, err := in.s.cancel(ctx, t.Owner, id, t)
+	if err != nil {
 		return err
-	}
-	refund := t.Cost
-	if t.Refunded { // retried free of charge: nothing to give back
-		refund = 0
 	}
 	in.s.log.InfoContext(ctx, "operator action", "action", "cancel", "task_id", id, "owner", t.Owner,
 		"refunded", refund, "reason", reason)
