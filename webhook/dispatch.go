@@ -231,19 +231,19 @@ func (d *Dispatcher) deliver(ctx context.Context, del imagegen.WebhookDelivery) 
 	case err == nil:
 		outcome = "delivered"
 		log.InfoContext(ctx, "webhook delivered")
-		err = d.store.AckWebhook(ctx, cmp.Or(del.ID, del.TaskID))
+		err = d.store.AckWebhook(ctx, del.ID)
 	case errors.Is(err, imagegen.ErrTaskNotFound):
 		outcome = "dropped"
 		log.InfoContext(ctx, "webhook dropped: the task has expired")
-		err = d.store.AckWebhook(ctx, cmp.Or(del.ID, del.TaskID))
+		err = d.store.AckWebhook(ctx, del.ID)
 	case del.Attempts+1 >= d.cfg.MaxAttempts:
 		outcome = "given_up"
 		log.WarnContext(ctx, "webhook given up", "err", err)
-		err = d.store.AckWebhook(ctx, cmp.Or(del.ID, del.TaskID))
+		err = d.store.AckWebhook(ctx, del.ID)
 	default:
 		delay := d.backoff(del.Attempts + 1)
 		log.InfoContext(ctx, "webhook will be retried", "err", err, "delay", delay)
-		err = d.store.RetryWebhook(ctx, cmp.Or(del.ID, del.TaskID), delay)
+		err = d.store.RetryWebhook(ctx, del.ID, delay)
 	}
 	if d.cfg.Observer != nil {
 		d.cfg.Observer.WebhookDelivery(outcome)
