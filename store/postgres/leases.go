@@ -41,7 +41,7 @@ WITH async AS (
 	SET status = 'processing', attempt = t.attempt + 1, started_at = coalesce(t.started_at, {now}),
 		lease_until = {now} + $2 * interval '1 microsecond', updated_at = {now}
 	FROM ready, async WHERE t.id = ready.id
-	RETURNING ` + qualifiedTaskColumns + `, ready.first, t.callback_url, t.callback_events
+	RETURNING t.*, ready.first
 ), hooks AS (
 	INSERT INTO {schema}.webhooks (id, task_id, event, due)
 	SELECT c.id || ':processing', c.id, 'processing', {now} FROM claimed c
@@ -49,11 +49,6 @@ WITH async AS (
 	ON CONFLICT (id) DO NOTHING
 )
 SELECT ` + taskColumns + ` FROM claimed`
-
-// qualifiedTaskColumns is taskColumns of the table aliased t.
-const qualifiedTaskColumns = `t.id, t.owner, t.request, t.model, t.cost, t.status, t.attempt, t.released, t.lease_until,
-	t.run_after, t.images, t.error, t.error_code, t.last_error, t.refunded, t.request_id, t.created_at, t.updated_at,
-	t.started_at, t.finished_at, t.expires_at, t.seq`
 
 // ClaimTask leases the oldest ready pending task.
 func (s *Store) ClaimTask(ctx context.Context, lease time.Duration) (*imagegen.Task, error) {
