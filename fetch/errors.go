@@ -23,6 +23,12 @@ var (
 	ErrTooSlow          = errors.New("too slow")
 )
 
+// TimedOut reports whether err is a fetch that ran out of time: its
+// deadline passed, or the host sent too slowly (ErrTooSlow).
+func TimedOut(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrTooSlow)
+}
+
 // StatusError is a non-2xx answer. errors.Is(err, ErrStatus) holds for
 // it; errors.As gives the code.
 type StatusError struct{ Code int }

@@ -1,7 +1,9 @@
 package fetch_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -23,6 +25,7 @@ func TestMinRate(t *testing.T) {
 	select {
 	case err := <-done:
 		is.True(errors.Is(err, fetch.ErrTooSlow))
+		is.True(fetch.TimedOut(err)) // callers report it as a timeout
 		is.Equal(err.Error(), "too slow: under 1024 bytes a second")
 	case <-time.After(8 * time.Second): // the timeout is 30 s: it was not what stopped it
 		t.Fatal("the drip-fed fetch was not cut off by the minimum rate")
@@ -36,4 +39,13 @@ func TestMinRate(t *testing.T) {
 	data, _, err := f.Fetch(t.Context(), ok.URL+"/a.png")
 	is.NoErr(err)
 	is.True(len(data) > 0)
+}
+
+// TimedOut: a passed deadline or a host too slow, nothing else.
+func TestTimedOut(t *testing.T) {
+	is := is.New(t)
+	is.True(fetch.TimedOut(fmt.Errorf("timed out: %w", context.DeadlineExceeded)))
+	is.True(fetch.TimedOut(fmt.Errorf("%w: under 1 bytes a second", fetch.ErrTooSlow)))
+	is.True(!fetch.TimedOut(&fetch.StatusError{Code: 504}))
+	is.True(!fetch.TimedOut(context.Canceled))
 }

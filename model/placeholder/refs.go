@@ -76,7 +76,7 @@ func referenceError(i int, err error) *imagegen.ModelError {
 	reason, retry := "could not be downloaded", false
 	var status *fetch.StatusError
 	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, fetch.ErrTooSlow):
+	case fetch.TimedOut(err):
 		reason = "timed out while downloading"
 	case errors.As(err, &status):
 		reason = fmt.Sprintf("could not be downloaded (HTTP %d)", status.Code)

@@ -96,7 +96,7 @@ func referenceError(ctx context.Context, provider string, i int, err error) *ima
 		return &imagegen.ModelError{Provider: provider, Retryable: true,
 			Message: "generation interrupted", Err: fmt.Errorf("image_input[%d]: %w", i, err)}
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, fetch.ErrTooSlow) || isTimeout(err) {
+	if fetch.TimedOut(err) || isTimeout(err) {
 		return &imagegen.ModelError{Provider: provider, InvalidInput: true,
 			Message: fmt.Sprintf("image_input[%d] timed out while downloading", i), Err: fmt.Errorf("image_input[%d]: %w", i, err)}
 	}
