@@ -267,6 +267,10 @@ type Task struct {
 	ExpiresAt  time.Time // when a finished task and its images are removed
 }
 
+// CountedAttempts is how many of the task's attempts count against
+// Config.MaxAttempts: claims released at a worker's shutdown do not.
+func (t *Task) CountedAttempts() int { return t.Attempt - t.Released }
+
 // Image is the record of one generated picture. Its bytes are in the
 // store's BlobStore, under the image's ID.
 type Image struct {

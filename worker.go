@@ -230,7 +230,7 @@ func (s *Service) record(ctx context.Context, t *Task, a attempt) {
 
 	var me *ModelError
 	isModelErr := errors.As(err, &me)
-	counted := t.Attempt - t.Released // claims released at shutdown do not count
+	counted := t.CountedAttempts()
 	switch {
 	case isModelErr && me.Refused:
 		f := Failure{Code: CodeContentPolicy, Message: me.UserMessage()}

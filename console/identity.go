@@ -111,7 +111,7 @@ func (c *Console) needSignIn(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "not signed in"})
 		return
 	}
-	if r.Method == http.MethodGet && c.cfg.KeySignIn && !isAPIPath(c, r) {
+	if r.Method == http.MethodGet && c.cfg.KeySignIn {
 		http.Redirect(w, r, c.path("/signin"), http.StatusSeeOther)
 		return
 	}

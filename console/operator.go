@@ -166,7 +166,12 @@ func (c *Console) providersLastHour(ctx context.Context, d *opsData) error {
 			d.Outcomes = append(d.Outcomes, r.Outcome)
 		}
 	}
-	notSuccess := func(o string) int { return map[bool]int{true: 0, false: 1}[o == imagegen.OutcomeSuccess] }
+	notSuccess := func(o string) int {
+		if o == imagegen.OutcomeSuccess {
+			return 0
+		}
+		return 1
+	}
 	slices.SortFunc(d.Outcomes, func(a, b string) int { // success first, then by name
 		return cmp.Or(cmp.Compare(notSuccess(a), notSuccess(b)), cmp.Compare(a, b))
 	})

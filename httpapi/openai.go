@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -214,13 +215,7 @@ func decodeOpenAIRequest(w http.ResponseWriter, r *http.Request) (imagegen.Reque
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		return imagegen.Request{}, "", invalidOpenAI("", "The request body must be a JSON object.", "invalid_json")
 	}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range fields {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		if !slices.Contains(openAIAcceptedFields, name) {
 			return imagegen.Request{}, "", invalidOpenAI(name, "Unrecognized request argument supplied: "+name, "unknown_parameter")
 		}

@@ -99,7 +99,7 @@ func (s *Store) RecoverExpired(_ context.Context, maxAttempts int) (imagegen.Rec
 		if now.Before(r.task.LeaseUntil) {
 			continue
 		}
-		if counted := r.task.Attempt - r.task.Released; counted >= maxAttempts {
+		if counted := r.task.CountedAttempts(); counted >= maxAttempts {
 			failed := imagegen.ExpiredTask{
 				ID: r.task.ID, Owner: r.task.Owner, Model: r.task.Model, RequestID: r.task.RequestID,
 				Attempts: counted, Cost: r.task.Cost,
