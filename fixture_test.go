@@ -85,6 +85,17 @@ func (f fixture) runOnce(t *testing.T) bool {
 	return ran
 }
 
+// runOnceInBackground runs one task (RunOnce) on its own goroutine; done
+// then receives RunOnce's error, for the test goroutine to check.
+func (f fixture) runOnceInBackground() (done <-chan error) {
+	ran := make(chan error, 1)
+	go func() {
+		_, err := f.svc.RunOnce(ctx)
+		ran <- err
+	}()
+	return ran
+}
+
 // runInBackground starts the service's workers (Run) on their own;
 // cancel stops them, and stopped then receives Run's result.
 func (f fixture) runInBackground() (cancel context.CancelFunc, stopped <-chan error) {

@@ -15,20 +15,28 @@ import (
 type noWatch struct{ imagegen.Store }
 
 // waitForNewTask submits a task of user u and calls WaitTask on it with
-// timeout in the background; it returns once WaitTask waits, with the
-// channel that receives the task WaitTask returns.
-func (f fixture) waitForNewTask(t *testing.T, timeout time.Duration) <-chan *imagegen.Task {
+// timeout in the background; it returns once WaitTask waits, with a
+// function that waits for WaitTask's answer and checks its error (on the
+// test's goroutine).
+func (f fixture) waitForNewTask(t *testing.T, timeout time.Duration) (result func() *imagegen.Task) {
 	t.Helper()
 	f.funded(t, "u", 1)
 	sub := f.submit(t, "u")
-	got := make(chan *imagegen.Task, 1)
+	type answer struct {
+		task *imagegen.Task
+		err  error
+	}
+	got := make(chan answer, 1)
 	go func() {
 		task, err := f.svc.WaitTask(ctx, "u", sub.TaskID, timeout)
-		is.New(t).NoErr(err)
-		got <- task
+		got <- answer{task, err}
 	}()
 	waitFor(t, func() bool { return f.clock.Waiters() > 0 }) // it is waiting
-	return got
+	return func() *imagegen.Task {
+		a := <-got
+		is.New(t).NoErr(a.err)
+		return a.task
+	}
 }
 
 func TestWaitTaskReturnsWhenTheTaskFinishes(t *testing.T) {
@@ -45,7 +53,7 @@ func TestWaitTaskReturnsWhenTheTaskFinishes(t *testing.T) {
 			if hide {
 				f.clock.Advance(time.Second) // the poll comes round
 			}
-			task := <-got
+			task := got()
 			is.Equal(task.Status, imagegen.StatusSuccess)
 			is.True(f.clock.Now().Before(task.CreatedAt.Add(30 * time.Second))) // long before the timeout
 		})
@@ -57,7 +65,7 @@ func TestWaitTaskTimesOutWithTheCurrentState(t *testing.T) {
 	f := newFixture(t, imagegentest.NewModel(1))
 	got := f.waitForNewTask(t, 10*time.Second)
 	f.clock.Advance(10 * time.Second)
-	is.Equal((<-got).Status, imagegen.StatusPending)
+	is.Equal(got().Status, imagegen.StatusPending)
 }
 
 func TestWaitTaskOfAFinishedOrForeignTask(t *testing.T) {

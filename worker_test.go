@@ -180,8 +180,7 @@ func TestLeaseIsRenewedWhileTheModelRuns(t *testing.T) {
 	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Block(started, release)))
 	f.funded(t, "u", 1)
 	sub := f.submit(t, "u")
-	done := make(chan struct{})
-	go func() { defer close(done); f.runOnce(t) }()
+	done := f.runOnceInBackground()
 	<-started
 	// Four lease periods pass in steps of a third; the renewer keeps up.
 	for i := 0; i < 12; i++ {
@@ -196,7 +195,7 @@ func TestLeaseIsRenewedWhileTheModelRuns(t *testing.T) {
 		is.Equal(n, 0) // never taken away
 	}
 	close(release)
-	<-done
+	is.NoErr(<-done)
 	task := f.task(t, "u", sub.TaskID)
 	is.Equal(task.Status, imagegen.StatusSuccess)
 	is.Equal(task.Attempt, 1)
@@ -317,11 +316,10 @@ func TestCancelStopsARunningGeneration(t *testing.T) {
 	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Block(started, never)))
 	f.funded(t, "u", 1)
 	sub := f.submit(t, "u")
-	done := make(chan struct{})
-	go func() { defer close(done); f.runOnce(t) }()
+	done := f.runOnceInBackground()
 	<-started
 	is.NoErr(f.svc.Cancel(ctx, "u", sub.TaskID))
-	<-done // the generation was stopped: Block only returns when its context ends
+	is.NoErr(<-done) // the generation was stopped: Block only returns when its context ends
 	task := f.task(t, "u", sub.TaskID)
 	is.Equal(task.Status, imagegen.StatusFailed)
 	is.Equal(task.ErrorCode, imagegen.CodeCancelled)

@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -61,6 +62,7 @@ func TestPostgresSharedAcrossProcesses(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	allowed := 0
+	var errs []error
 	for i := range 30 {
 		wg.Add(1)
 		go func() {
@@ -70,15 +72,16 @@ func TestPostgresSharedAcrossProcesses(t *testing.T) {
 				lim = b
 			}
 			res, err := lim.Allow(ctx, "alice")
-			is.NoErr(err)
+			mu.Lock()
+			defer mu.Unlock()
+			errs = append(errs, err)
 			if res.Allowed {
-				mu.Lock()
 				allowed++
-				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
+	is.NoErr(errors.Join(errs...))
 	is.Equal(allowed, 10)
 	// Another policy (prefix) on the same schema counts apart.
 	other := newPostgres(t, pool, ratelimit.PostgresConfig{Limit: 1, Window: time.Minute, Schema: schema, Prefix: "auth:"})

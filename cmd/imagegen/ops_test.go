@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -95,8 +96,18 @@ func sum(families map[string]*dto.MetricFamily, name string) float64 {
 // the echoed request id.
 func doRequest(t *testing.T, method, url, key, body, requestID string) (int, map[string]any, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	code, m, id, err := sendRequest(method, url, key, body, requestID)
 	is.New(t).NoErr(err)
+	return code, m, id
+}
+
+// sendRequest is doRequest returning its error instead of failing the
+// test, for goroutines other than the test's.
+func sendRequest(method, url, key, body, requestID string) (int, map[string]any, string, error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, "", err
+	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	if requestID != "" {
 		req.Header.Set("X-Request-Id", requestID)
@@ -105,11 +116,15 @@ func doRequest(t *testing.T, method, url, key, body, requestID string) (int, map
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)
-	is.New(t).NoErr(err)
+	if err != nil {
+		return 0, nil, "", err
+	}
 	defer resp.Body.Close()
 	var m map[string]any
-	is.New(t).NoErr(json.NewDecoder(resp.Body).Decode(&m))
-	return resp.StatusCode, m, resp.Header.Get("X-Request-Id")
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		return 0, nil, "", fmt.Errorf("%s %s: %d answer: %w", method, url, resp.StatusCode, err)
+	}
+	return resp.StatusCode, m, resp.Header.Get("X-Request-Id"), nil
 }
 
 // TestOperatedRun is a whole scripted session: 5 tasks (3 succeed, 1 is

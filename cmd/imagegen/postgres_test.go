@@ -248,6 +248,7 @@ func TestPostgresConcurrentSubmitsTwoServes(t *testing.T) {
 	var (
 		mu     sync.Mutex
 		counts = map[int]int{}
+		errs   []error
 		wg     sync.WaitGroup
 		next   = make(chan int)
 	)
@@ -256,9 +257,10 @@ func TestPostgresConcurrentSubmitsTwoServes(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				code, _ := httpCall(t, "POST", []string{a, b}[i%2]+"/api/v1/generate", key, `{"scene":"text-to-image","prompt":"a lighthouse"}`)
+				code, _, _, err := sendRequest("POST", []string{a, b}[i%2]+"/api/v1/generate", key, `{"scene":"text-to-image","prompt":"a lighthouse"}`, "")
 				mu.Lock()
 				counts[code]++
+				errs = append(errs, err)
 				mu.Unlock()
 			}
 		}()
@@ -268,6 +270,7 @@ func TestPostgresConcurrentSubmitsTwoServes(t *testing.T) {
 	}
 	close(next)
 	wg.Wait()
+	is.NoErr(errors.Join(errs...))
 	is.Equal(counts[http.StatusCreated], 300)
 	is.Equal(counts[http.StatusForbidden], submits-300)
 	balance, err := env.service(t).Balance(ctx, "demo-1")
