@@ -136,13 +136,7 @@ func (s *Service) ListLedger(ctx context.Context, owner string, limit int, curso
 		return LedgerPage{}, err
 	}
 	page, err := s.cfg.Store.ListLedger(ctx, owner, limit, cursor)
-	if errors.Is(err, ErrInvalidParams) {
-		return LedgerPage{}, invalid("cursor", "is not a cursor this server gave")
-	}
-	if err != nil {
-		return LedgerPage{}, fmt.Errorf("imagegen: list ledger: %w", err)
-	}
-	return page, nil
+	return storePage("ledger", page, err)
 }
 
 func (s *Service) addEntry(ctx context.Context, e LedgerEntry) (int64, error) {

@@ -2,7 +2,6 @@ package imagegen
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 )
@@ -41,25 +40,18 @@ func (in *Inspector) QueueStats(ctx context.Context) (QueueStats, error) {
 // most MaxListLimit), after cursor. A page may be short with a Next
 // cursor when the filter matches little.
 func (in *Inspector) ListTasks(ctx context.Context, f TaskFilter, limit int, cursor string) (TaskPage, error) {
-	switch {
-	case f.Status != "" && !f.Status.Valid():
-		return TaskPage{}, invalid("status", "must be one of pending, processing, success, failed")
-	case limit == 0:
-		limit = DefaultListLimit
-	case limit < 0 || limit > MaxListLimit:
-		return TaskPage{}, invalid("limit", "must be 1 to %d", MaxListLimit)
+	if f.Status != "" && !f.Status.Valid() {
+		return TaskPage{}, errBadStatus()
+	}
+	limit, err := checkPage(limit, cursor)
+	if err != nil {
+		return TaskPage{}, err
 	}
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
 		return TaskPage{}, invalid("since", "must be before until")
 	}
 	page, err := in.s.cfg.Store.ListAllTasks(ctx, f, limit, cursor)
-	if errors.Is(err, ErrInvalidParams) {
-		return TaskPage{}, invalid("cursor", "is not a cursor this store gave")
-	}
-	if err != nil {
-		return TaskPage{}, fmt.Errorf("imagegen: list all tasks: %w", err)
-	}
-	return page, nil
+	return storePage("all tasks", page, err)
 }
 
 // Task returns any owner's task with its ledger entries, or

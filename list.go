@@ -18,21 +18,35 @@ const (
 // Next; "" for the first page).
 func (s *Service) ListTasks(ctx context.Context, owner string, status Status, limit int, cursor string) (TaskPage, error) {
 	if status != "" && !status.Valid() {
-		return TaskPage{}, invalid("status", "must be one of pending, processing, success, failed")
+		return TaskPage{}, errBadStatus()
 	}
 	limit, err := checkPage(limit, cursor)
 	if err != nil {
 		return TaskPage{}, err
 	}
 	page, err := s.cfg.Store.ListTasks(ctx, owner, status, limit, cursor)
+	return storePage("tasks", page, err)
+}
+
+// storePage turns a store's answer for one page into the Service's: a
+// cursor the store refused is the caller's mistake (a ValidationError on
+// "cursor"), any other error is wrapped with what was listed.
+func storePage[P any](what string, page P, err error) (P, error) {
+	var none P
 	if errors.Is(err, ErrInvalidParams) {
-		return TaskPage{}, invalid("cursor", "is not a cursor this server gave")
+		return none, errBadCursor()
 	}
 	if err != nil {
-		return TaskPage{}, fmt.Errorf("imagegen: list tasks: %w", err)
+		return none, fmt.Errorf("imagegen: list %s: %w", what, err)
 	}
 	return page, nil
 }
+
+func errBadStatus() error {
+	return invalid("status", "must be one of pending, processing, success, failed")
+}
+
+func errBadCursor() error { return invalid("cursor", "is not a cursor this server gave") }
 
 // checkPage applies the paging rules shared by the task list and the
 // ledger, and returns the limit to use.
@@ -44,7 +58,7 @@ func checkPage(limit int, cursor string) (int, error) {
 		return 0, invalid("limit", "must be 1 to %d", MaxListLimit)
 	}
 	if len(cursor) > 256 {
-		return 0, invalid("cursor", "is not a cursor this server gave")
+		return 0, errBadCursor()
 	}
 	return limit, nil
 }

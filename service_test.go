@@ -146,3 +146,35 @@ func TestCancel(t *testing.T) {
 	is.Equal(f.balance(t, "u"), int64(2))
 	is.True(errors.Is(f.svc.Cancel(ctx, "u", sub.TaskID), imagegen.ErrInvalidTransition))
 }
+
+// A cursor the store does not know is the client's mistake on every
+// list: a ValidationError on "cursor", not a server error.
+func TestListsRefuseUnknownCursors(t *testing.T) {
+	f := newFixture(t, imagegentest.NewModel(1))
+	f.funded(t, "u", 1)
+	lists := map[string]func(cursor string) error{
+		"tasks": func(c string) error {
+			_, err := f.svc.ListTasks(ctx, "u", "", 10, c)
+			return err
+		},
+		"ledger": func(c string) error {
+			_, err := f.svc.ListLedger(ctx, "u", 10, c)
+			return err
+		},
+		"all tasks": func(c string) error {
+			_, err := f.svc.Inspector().ListTasks(ctx, imagegen.TaskFilter{}, 10, c)
+			return err
+		},
+	}
+	for name, list := range lists {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			is.NoErr(list("")) // first page
+			for _, cursor := range []string{"not-a-cursor", strings.Repeat("c", 257)} {
+				var ve *imagegen.ValidationError
+				is.True(errors.As(list(cursor), &ve))
+				is.Equal(ve.Field, "cursor")
+			}
+		})
+	}
+}

@@ -720,18 +720,10 @@ func TestOpenAPIRejectsMutations(t *testing.T) {
 		request  bool   // the request is rejected, not the answer
 		mutate   func(doc map[string]any)
 	}{
-		{"submit: credits_remaining renamed", "submit text-to-image", false, func(doc map[string]any) {
-			rename(schema(doc, "Submitted"), "credits_remaining", "credits_left")
-		}},
-		{"pending task: task_id renamed", "poll pending", false, func(doc map[string]any) {
-			rename(schema(doc, "TaskInProgress"), "task_id", "id")
-		}},
-		{"task: images renamed", "poll success", false, func(doc map[string]any) {
-			rename(schema(doc, "TaskSucceeded"), "images", "image_urls")
-		}},
-		{"task: error renamed", "poll failed", false, func(doc map[string]any) {
-			rename(schema(doc, "TaskFailed"), "error", "reason")
-		}},
+		{"submit: credits_remaining renamed", "submit text-to-image", false, renameIn("Submitted", "credits_remaining", "credits_left")},
+		{"pending task: task_id renamed", "poll pending", false, renameIn("TaskInProgress", "task_id", "id")},
+		{"task: images renamed", "poll success", false, renameIn("TaskSucceeded", "images", "image_urls")},
+		{"task: error renamed", "poll failed", false, renameIn("TaskFailed", "error", "reason")},
 		{"error: code renamed", "task not found", false, func(doc map[string]any) {
 			rename(dig(schema(doc, "Error"), "properties", "error"), "code", "error_code")
 		}},
@@ -743,26 +735,16 @@ func TestOpenAPIRejectsMutations(t *testing.T) {
 			headers["RateLimit-Remaining"] = headers["RateLimit"]
 			delete(headers, "RateLimit")
 		}},
-		{"request: aspect_ratio renamed", "submit text-to-image", true, func(doc map[string]any) {
-			rename(schema(doc, "GenerationRequest"), "aspect_ratio", "ratio")
-		}},
+		{"request: aspect_ratio renamed", "submit text-to-image", true, renameIn("GenerationRequest", "aspect_ratio", "ratio")},
 		// The optional extensions.
-		{"failed task: error_code renamed", "poll failed", false, func(doc map[string]any) {
-			rename(schema(doc, "TaskFailed"), "error_code", "failure_code")
-		}},
+		{"failed task: error_code renamed", "poll failed", false, renameIn("TaskFailed", "error_code", "failure_code")},
 		{"failure code value changed", "cancel pending", false, func(doc map[string]any) {
 			code := schema(doc, "FailureCode")
 			code["enum"] = slices.Replace(code["enum"].([]any), 4, 5, any("canceled"))
 		}},
-		{"credits: credits_remaining renamed", "credits", false, func(doc map[string]any) {
-			rename(schema(doc, "Credits"), "credits_remaining", "balance")
-		}},
-		{"list: next_cursor renamed", "list first page", false, func(doc map[string]any) {
-			rename(schema(doc, "TaskList"), "next_cursor", "cursor")
-		}},
-		{"list: tasks renamed", "list last page", false, func(doc map[string]any) {
-			rename(schema(doc, "TaskList"), "tasks", "items")
-		}},
+		{"credits: credits_remaining renamed", "credits", false, renameIn("Credits", "credits_remaining", "balance")},
+		{"list: next_cursor renamed", "list first page", false, renameIn("TaskList", "next_cursor", "cursor")},
+		{"list: tasks renamed", "list last page", false, renameIn("TaskList", "tasks", "items")},
 		{"Idempotent-Replayed value changed", "idempotent submit replayed", false, func(doc map[string]any) {
 			dig(doc, "components", "headers", "Idempotent-Replayed", "schema")["const"] = "1"
 		}},
@@ -774,36 +756,22 @@ func TestOpenAPIRejectsMutations(t *testing.T) {
 		{"Preference-Applied value changed", "long poll times out", false, func(doc map[string]any) {
 			dig(doc, "components", "headers", "Preference-Applied", "schema")["pattern"] = "^wait=[0-9]+s$"
 		}},
-		{"request: callback_url renamed", "submit with callback_url", true, func(doc map[string]any) {
-			rename(schema(doc, "GenerationRequest"), "callback_url", "webhook_url")
-		}},
-		{"webhook secret: secret renamed", "webhook secret", false, func(doc map[string]any) {
-			rename(schema(doc, "WebhookSecret"), "secret", "webhook_secret")
-		}},
+		{"request: callback_url renamed", "submit with callback_url", true, renameIn("GenerationRequest", "callback_url", "webhook_url")},
+		{"webhook secret: secret renamed", "webhook secret", false, renameIn("WebhookSecret", "secret", "webhook_secret")},
 		{"webhook secret: prefix changed", "webhook secret", false, func(doc map[string]any) {
 			dig(schema(doc, "WebhookSecret"), "properties", "secret")["pattern"] = "^whsec-"
 		}},
 		{"webhook secret: Cache-Control changed", "webhook secret", false, func(doc map[string]any) {
 			dig(doc, "paths", "/webhook-secret", "get", "responses", "200", "headers", "Cache-Control", "schema")["const"] = "private"
 		}},
-		{"full view: started_at renamed", "poll success, full view", false, func(doc map[string]any) {
-			rename(schema(doc, "TaskFull"), "started_at", "began_at")
-		}},
-		{"full view: queue_position renamed", "poll pending, full view", false, func(doc map[string]any) {
-			rename(schema(doc, "TaskFull"), "queue_position", "position")
-		}},
+		{"full view: started_at renamed", "poll success, full view", false, renameIn("TaskFull", "started_at", "began_at")},
+		{"full view: queue_position renamed", "poll pending, full view", false, renameIn("TaskFull", "queue_position", "position")},
 		{"full view: seed not nullable", "poll failed, full view", false, func(doc map[string]any) {
 			dig(schema(doc, "TaskFull"), "properties", "seed")["type"] = "integer"
 		}},
-		{"ledger: balance_after renamed", "ledger first page", false, func(doc map[string]any) {
-			rename(schema(doc, "LedgerEntry"), "balance_after", "balance")
-		}},
-		{"ledger: entries renamed", "ledger last page", false, func(doc map[string]any) {
-			rename(schema(doc, "Ledger"), "entries", "items")
-		}},
-		{"request: seed renamed", "submit with seed", true, func(doc map[string]any) {
-			rename(schema(doc, "GenerationRequest"), "seed", "random_seed")
-		}},
+		{"ledger: balance_after renamed", "ledger first page", false, renameIn("LedgerEntry", "balance_after", "balance")},
+		{"ledger: entries renamed", "ledger last page", false, renameIn("Ledger", "entries", "items")},
+		{"request: seed renamed", "submit with seed", true, renameIn("GenerationRequest", "seed", "random_seed")},
 		{"request: callback_events value changed", "submit with callback_events", true, func(doc map[string]any) {
 			dig(schema(doc, "GenerationRequest"), "properties", "callback_events", "items")["enum"] = []any{"started", "completed"}
 		}},
@@ -848,6 +816,12 @@ func dig(m map[string]any, path ...string) map[string]any {
 		m = m[p].(map[string]any)
 	}
 	return m
+}
+
+// renameIn is a mutation that renames property from of the schema named
+// name to to.
+func renameIn(name, from, to string) func(doc map[string]any) {
+	return func(doc map[string]any) { rename(schema(doc, name), from, to) }
 }
 
 // rename renames a property of an object schema, in properties and in
