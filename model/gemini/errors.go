@@ -1,7 +1,6 @@
 package gemini
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -33,13 +32,8 @@ const (
 	typeRetryInfo = "type.googleapis.com/google.rpc.RetryInfo"
 )
 
-func parseStatus(body []byte) (statusBody, bool) {
-	var s statusBody
-	if json.Unmarshal(body, &s) != nil || (s.Error.Message == "" && s.Error.Status == "") {
-		return s, false
-	}
-	return s, true
-}
+// known reports whether s is a Google API error (for provider.ErrorBody).
+func (s statusBody) known() bool { return s.Error.Message != "" || s.Error.Status != "" }
 
 // classify maps a failed answer:
 //
@@ -49,7 +43,7 @@ func parseStatus(body []byte) (statusBody, bool) {
 //	429 RESOURCE_EXHAUSTED, 500, 503, 504                        retryable (RetryInfo honoured)
 //	other 400 INVALID_ARGUMENT                                   rejected, not retried
 func classify(f provider.Failure) *imagegen.ModelError {
-	s, ok := parseStatus(f.Body)
+	s, ok := provider.ErrorBody(f.Body, statusBody.known)
 	if !ok {
 		return provider.NewError(Provider, f.Status, provider.Snippet(f.Body))
 	}
@@ -74,7 +68,7 @@ func classify(f provider.Failure) *imagegen.ModelError {
 // retryDelay reads RetryInfo.retryDelay (a google.protobuf.Duration in
 // JSON: "38s", "1.5s") from an error body.
 func retryDelay(f provider.Failure) (time.Duration, bool) {
-	s, ok := parseStatus(f.Body)
+	s, ok := provider.ErrorBody(f.Body, statusBody.known)
 	if !ok {
 		return 0, false
 	}

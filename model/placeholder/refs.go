@@ -73,7 +73,7 @@ func (m *Model) drawReferences(img *image.NRGBA, refs []reference) error {
 // rest, a reference that could not be fetched in time included, will
 // not, and fail the task as invalid input.
 func referenceError(i int, err error) *imagegen.ModelError {
-	reason, retry := "could not be downloaded", false
+	reason, retry := refusal(err), false
 	var status *fetch.StatusError
 	switch {
 	case fetch.TimedOut(err):
@@ -81,18 +81,6 @@ func referenceError(i int, err error) *imagegen.ModelError {
 	case errors.As(err, &status):
 		reason = fmt.Sprintf("could not be downloaded (HTTP %d)", status.Code)
 		retry = status.Code >= 500 || status.Code == http.StatusTooManyRequests
-	case errors.Is(err, fetch.ErrBlockedAddress):
-		reason = "address not allowed"
-	case errors.Is(err, fetch.ErrTooLarge):
-		reason = "too large"
-	case errors.Is(err, fetch.ErrTooManyPixels):
-		reason = "too many pixels"
-	case errors.Is(err, fetch.ErrNotImage):
-		reason = "not a supported image"
-	case errors.Is(err, fetch.ErrTooManyRedirects):
-		reason = "too many redirects"
-	case errors.Is(err, fetch.ErrBadURL):
-		reason = "not an http or https URL"
 	}
 	return &imagegen.ModelError{
 		Provider:     Name,
@@ -101,4 +89,25 @@ func referenceError(i int, err error) *imagegen.ModelError {
 		Message:      fmt.Sprintf("image_input[%d] could not be used: %s", i, reason),
 		Err:          err,
 	}
+}
+
+// refusal is the user's reason for a fetcher's refusal of a reference
+// (one of its sentinel errors), or "could not be downloaded".
+func refusal(err error) string {
+	for _, r := range []struct {
+		err    error
+		reason string
+	}{
+		{fetch.ErrBlockedAddress, "address not allowed"},
+		{fetch.ErrTooLarge, "too large"},
+		{fetch.ErrTooManyPixels, "too many pixels"},
+		{fetch.ErrNotImage, "not a supported image"},
+		{fetch.ErrTooManyRedirects, "too many redirects"},
+		{fetch.ErrBadURL, "not an http or https URL"},
+	} {
+		if errors.Is(err, r.err) {
+			return r.reason
+		}
+	}
+	return "could not be downloaded"
 }

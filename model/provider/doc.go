@@ -49,7 +49,9 @@
 // retryable, the user reads "the image service is misconfigured");
 // other statuses are "the image provider rejected the request". Refused
 // is set only when the adapter recognises a content refusal
-// (Refusal option). The user-facing Message never carries the
+// (Refusal option). A Classify reads the provider's JSON error form
+// with ErrorBody, and falls back on the status alone when the body is
+// not that form. The user-facing Message never carries the
 // provider's words; those go to Err, for operator logs, with the key
 // redacted.
 //

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -140,6 +141,20 @@ func NewError(provider string, status int, providerMessage string, opts ...Error
 		e.Err = errors.New(head + ": " + msg)
 	}
 	return e
+}
+
+// ErrorBody decodes a failed answer's body as the provider's JSON error
+// form T, for a Classify. It reports false when the body is not JSON or
+// when known says the decoded value is not that form (a proxy's page,
+// an empty object); Classify then falls back on NewError with the
+// body's Snippet. known is typically a method expression, such as
+// errorBody.known.
+func ErrorBody[T any](body []byte, known func(T) bool) (T, bool) {
+	var v T
+	if json.Unmarshal(body, &v) != nil || !known(v) {
+		return v, false
+	}
+	return v, true
 }
 
 // NetworkError is a call that got no answer: a transport error, or the

@@ -84,3 +84,30 @@ func TestNetworkError(t *testing.T) {
 	is.True(e.Retryable)
 	is.Equal(e.Message, provider.MsgUnavailable)
 }
+
+func TestErrorBody(t *testing.T) {
+	type apiError struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	known := func(e apiError) bool { return e.Error.Message != "" }
+	for _, tc := range []struct {
+		name, body string
+		ok         bool
+		msg        string
+	}{
+		{"the provider's form", `{"error":{"message":"quota exceeded"}}`, true, "quota exceeded"},
+		{"another JSON form", `{"detail":"not found"}`, false, ""},
+		{"empty object", `{}`, false, ""},
+		{"not JSON", `<html>502 Bad Gateway</html>`, false, ""},
+		{"empty", ``, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			e, ok := provider.ErrorBody([]byte(tc.body), known)
+			is.Equal(ok, tc.ok)
+			is.Equal(e.Error.Message, tc.msg)
+		})
+	}
+}

@@ -2,7 +2,6 @@ package replicate
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -34,13 +33,8 @@ type problem struct {
 	} `json:"invalid_fields"`
 }
 
-func parseProblem(body []byte) (problem, bool) {
-	var p problem
-	if json.Unmarshal(body, &p) != nil || (p.Title == "" && p.Detail == "") {
-		return p, false
-	}
-	return p, true
-}
+// known reports whether p is a problem body (for provider.ErrorBody).
+func (p problem) known() bool { return p.Title != "" || p.Detail != "" }
 
 // classify maps a failed answer:
 //
@@ -51,7 +45,7 @@ func parseProblem(body []byte) (problem, bool) {
 //	429, 5xx                                    retryable (Retry-After honoured by Do)
 //	other 4xx                                   rejected, not retried
 func classify(f provider.Failure) *imagegen.ModelError {
-	p, ok := parseProblem(f.Body)
+	p, ok := provider.ErrorBody(f.Body, problem.known)
 	if !ok {
 		return provider.NewError(Provider, f.Status, provider.Snippet(f.Body))
 	}
@@ -134,7 +128,7 @@ func retryDelay(f provider.Failure) (time.Duration, bool) {
 	if f.Status != http.StatusTooManyRequests {
 		return 0, false
 	}
-	p, ok := parseProblem(f.Body)
+	p, ok := provider.ErrorBody(f.Body, problem.known)
 	if !ok {
 		return 0, false
 	}

@@ -1,7 +1,6 @@
 package stability
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -19,13 +18,8 @@ type errorBody struct {
 	Message string   `json:"message"`
 }
 
-func parseError(body []byte) (errorBody, bool) {
-	var e errorBody
-	if json.Unmarshal(body, &e) != nil || (e.Name == "" && len(e.Errors) == 0 && e.Message == "") {
-		return e, false
-	}
-	return e, true
-}
+// known reports whether e is a Stability error (for provider.ErrorBody).
+func (e errorBody) known() bool { return e.Name != "" || len(e.Errors) > 0 || e.Message != "" }
 
 // User messages of the failures that have their own.
 const (
@@ -55,7 +49,7 @@ const rateLimitPenalty = 60 * time.Second
 //	429 rate_limit_exceeded              retried after Retry-After, else 60 s
 //	500 internal_error, other 5xx        retried
 func classify(f provider.Failure) *imagegen.ModelError {
-	e, ok := parseError(f.Body)
+	e, ok := provider.ErrorBody(f.Body, errorBody.known)
 	if !ok {
 		if f.Status == http.StatusRequestEntityTooLarge {
 			return provider.NewError(Provider, f.Status, provider.Snippet(f.Body), provider.InvalidInput(msgImageTooLarge))

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/retry"
 	"github.com/imagegen/imagegen/model/provider"
 )
 
@@ -184,9 +185,11 @@ func Waits(ds ...time.Duration) []Wait {
 	return out
 }
 
-// Backoff is the jittered wait before retry number retry (0 for the
-// first) with provider.Policy's default delays.
-func Backoff(retry int) Wait {
-	d := min(provider.DefaultBaseDelay<<retry, provider.DefaultMaxDelay)
+// Backoff is the jittered wait before retry number n (0 for the first)
+// with provider.Policy's default delays: the upper half of
+// DefaultBaseDelay doubled per retry, capped at DefaultMaxDelay (the
+// arithmetic Do's backoff shares, without its jitter).
+func Backoff(n int) Wait {
+	d := retry.Backoff(n, provider.DefaultBaseDelay, provider.DefaultMaxDelay, false)
 	return Wait{d / 2, d}
 }
