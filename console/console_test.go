@@ -358,8 +358,10 @@ func TestCreditsArePagedNewestFirst(t *testing.T) {
 	if rows(second) != 5 || strings.Contains(second.body, `id="older"`) {
 		t.Fatalf("page 2 holds %d rows; want the 5 oldest entries, and no older page", rows(second))
 	}
-	if p := b.get("/console/credits?cursor=not-a-cursor"); p.status != http.StatusBadRequest {
-		t.Fatalf("a made-up cursor: status %d, want 400", p.status)
+	for _, path := range []string{"/console/credits?cursor=not-a-cursor", "/console/tasks?cursor=not-a-cursor", "/console/tasks?status=done"} {
+		if p := b.get(path); p.status != http.StatusBadRequest || !strings.Contains(p.body, "Bad request") {
+			t.Fatalf("GET %s: status %d, want 400 with a message", path, p.status)
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/imagegen/imagegen"
@@ -25,12 +24,7 @@ func (c *Console) creditsPage(w http.ResponseWriter, r *http.Request) {
 	v := viewerFrom(r.Context())
 	cursor := r.URL.Query().Get("cursor")
 	page, err := c.svc.ListLedger(r.Context(), v.User, ledgerPageSize, cursor)
-	if errors.Is(err, imagegen.ErrInvalidParams) {
-		c.render(w, r, http.StatusBadRequest, "message", pageMsg("Bad request", "That ledger position is not valid."))
-		return
-	}
-	if err != nil {
-		c.serverError(w, r, err)
+	if c.listFailed(w, r, err, "That ledger position is not valid.") {
 		return
 	}
 	balance, err := c.svc.Balance(r.Context(), v.User)

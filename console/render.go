@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/imagegen/imagegen"
 )
 
 //go:embed assets
@@ -98,6 +101,21 @@ func (c *Console) serverError(w http.ResponseWriter, r *http.Request, err error)
 		return
 	}
 	c.render(w, r, http.StatusInternalServerError, "message", page{Title: "Something went wrong", Message: "Something went wrong on our side. Please try again."})
+}
+
+// listFailed answers a list page the service refused or could not read:
+// 400 with badQuery when the page's query (a cursor, a status) is not
+// valid, else a server error. It reports whether it answered.
+func (c *Console) listFailed(w http.ResponseWriter, r *http.Request, err error, badQuery string) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, imagegen.ErrInvalidParams):
+		c.render(w, r, http.StatusBadRequest, "message", pageMsg("Bad request", badQuery))
+	default:
+		c.serverError(w, r, err)
+	}
+	return true
 }
 
 func isAPIPath(c *Console, r *http.Request) bool {

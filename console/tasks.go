@@ -59,12 +59,7 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	status := imagegen.Status(q.Get("status"))
 	page, err := c.svc.ListTasks(r.Context(), v.User, status, 20, q.Get("cursor"))
-	if errors.Is(err, imagegen.ErrInvalidParams) {
-		c.render(w, r, http.StatusBadRequest, "message", pageMsg("Bad request", "That list position or status is not valid."))
-		return
-	}
-	if err != nil {
-		c.serverError(w, r, err)
+	if c.listFailed(w, r, err, "That list position or status is not valid.") {
 		return
 	}
 	d := tasksData{Status: string(status), Next: page.Next}
