@@ -35,8 +35,7 @@ func TestSweepDeletesOrphansAfterTheGraceAndExpiredImages(t *testing.T) {
 		c.Store = store
 	})
 	f.store = store
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	is.True(f.runOnce(t))
 	img := f.task(t, "u", sub.TaskID).Images[0]
 	// A crashed worker's bytes: written, never recorded.
@@ -81,8 +80,7 @@ func TestFailedRecordLeavesOnlyAnOrphanBlob(t *testing.T) {
 		store = recordFails{Store: c.Store, err: errors.New("connection refused")}
 		c.Store = store
 	})
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	is.True(f.runOnce(t))
 	task := f.task(t, "u", sub.TaskID)
 	is.Equal(task.Status, imagegen.StatusProcessing) // no success without a record

@@ -78,6 +78,13 @@ func (f fixture) submit(t *testing.T, owner string) imagegen.Submitted {
 	return sub
 }
 
+// submitFunded grants owner the 1 credit a task costs, then submits it.
+func (f fixture) submitFunded(t *testing.T, owner string) imagegen.Submitted {
+	t.Helper()
+	f.funded(t, owner, 1)
+	return f.submit(t, owner)
+}
+
 func (f fixture) runOnce(t *testing.T) bool {
 	t.Helper()
 	ran, err := f.svc.RunOnce(ctx)

@@ -24,8 +24,7 @@ func TestShutdownReleaseKeepsAttempts(t *testing.T) {
 	started := make(chan struct{})
 	model := imagegentest.NewModel(1, imagegentest.Block(started, make(chan struct{})), imagegentest.Fail(retryable), imagegentest.Succeed())
 	f := newFixture(t, model, func(c *imagegen.Config) { c.MaxAttempts = 2; c.ShutdownTimeout = time.Second })
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	cancel, stopped := f.runInBackground()
 	<-started
 	cancel()

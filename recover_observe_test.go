@@ -111,8 +111,7 @@ func TestCancelAfterAFreeRetryCountsNoRefund(t *testing.T) {
 	rec := &recorder{}
 	broken := &imagegen.ModelError{Provider: "scripted", Message: "no access"}
 	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Fail(broken)), func(c *imagegen.Config) { c.Observer = rec })
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	_, err := f.svc.RunOnce(ctx) // fails, refunded
 	is.NoErr(err)
 	is.NoErr(f.svc.Inspector().Retry(ctx, sub.TaskID, false, "on the house"))

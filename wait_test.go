@@ -20,8 +20,7 @@ type noWatch struct{ imagegen.Store }
 // test's goroutine).
 func (f fixture) waitForNewTask(t *testing.T, timeout time.Duration) (result func() *imagegen.Task) {
 	t.Helper()
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	type answer struct {
 		task *imagegen.Task
 		err  error
@@ -71,8 +70,7 @@ func TestWaitTaskTimesOutWithTheCurrentState(t *testing.T) {
 func TestWaitTaskOfAFinishedOrForeignTask(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, imagegentest.NewModel(1))
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	is.True(f.runOnce(t))
 	task, err := f.svc.WaitTask(ctx, "u", sub.TaskID, time.Minute) // no wait at all
 	is.NoErr(err)

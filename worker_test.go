@@ -20,8 +20,7 @@ import (
 func TestRunOnceSuccess(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, imagegentest.NewModel(1))
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	is.True(f.runOnce(t))
 	is.True(!f.runOnce(t)) // queue empty
 
@@ -52,8 +51,7 @@ func TestRetryableErrorIsRetriedWithBackoff(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Fail(retryable)),
 		func(c *imagegen.Config) { c.RetryBackoff = 10 * time.Second })
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	is.True(f.runOnce(t))
 	task := f.task(t, "u", sub.TaskID)
 	is.Equal(task.Status, imagegen.StatusPending) // back in the queue
@@ -92,8 +90,7 @@ func TestRetriesEndInFailureAndOneRefund(t *testing.T) {
 func TestRefusalIsNotRetried(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Fail(refused)))
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	is.True(f.runOnce(t))
 	task := f.task(t, "u", sub.TaskID)
 	is.Equal(task.Status, imagegen.StatusFailed)
@@ -106,8 +103,7 @@ func TestRefusalIsNotRetried(t *testing.T) {
 func TestPlainErrorIsRetried(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Fail(errors.New("boom"))))
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	is.True(f.runOnce(t))
 	is.Equal(f.task(t, "u", sub.TaskID).Status, imagegen.StatusPending)
 }
@@ -116,8 +112,7 @@ func TestNoImagesIsAFailure(t *testing.T) {
 	is := is.New(t)
 	empty := func(context.Context, imagegen.Generation) ([]imagegen.GeneratedImage, error) { return nil, nil }
 	f := newFixture(t, imagegentest.NewModel(1, empty, empty, empty))
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	for i := 0; i < 3; i++ {
 		f.clock.Advance(time.Hour)
 		is.True(f.runOnce(t))
@@ -130,8 +125,7 @@ func TestNoImagesIsAFailure(t *testing.T) {
 func TestExpiredLeaseGoesBackToPendingThenFails(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, imagegentest.NewModel(1))
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	// Three workers claim the task and die.
 	for attempt := 1; attempt <= 3; attempt++ {
 		claimed, err := f.store.ClaimTask(ctx, lease)
@@ -157,8 +151,7 @@ func TestExpiredLeaseGoesBackToPendingThenFails(t *testing.T) {
 func TestExpiredLeaseIsFinishedByAnotherWorker(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, imagegentest.NewModel(1))
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	dead, err := f.store.ClaimTask(ctx, lease)
 	is.NoErr(err)
 	f.clock.Advance(lease)
@@ -178,8 +171,7 @@ func TestLeaseIsRenewedWhileTheModelRuns(t *testing.T) {
 	is := is.New(t)
 	started, release := make(chan struct{}), make(chan struct{})
 	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Block(started, release)))
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	done := f.runOnceInBackground()
 	<-started
 	// Four lease periods pass in steps of a third; the renewer keeps up.
@@ -206,8 +198,7 @@ func TestGenerationTimeout(t *testing.T) {
 	never := make(chan struct{})
 	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Block(nil, never)),
 		func(c *imagegen.Config) { c.GenerateTimeout = 5 * time.Millisecond; c.MaxAttempts = 1 })
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	is.True(f.runOnce(t))
 	task := f.task(t, "u", sub.TaskID)
 	is.Equal(task.Status, imagegen.StatusFailed)
@@ -268,8 +259,7 @@ func TestShutdownReleasesRunningTasks(t *testing.T) {
 	started := make(chan struct{})
 	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Block(started, make(chan struct{}))),
 		func(c *imagegen.Config) { c.ShutdownTimeout = time.Minute })
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	runCtx, cancel := context.WithCancel(ctx)
 	stopped := make(chan error)
 	go func() { stopped <- f.svc.Run(runCtx) }()
@@ -300,8 +290,7 @@ func TestUnusableReferenceImageFailsAtOnce(t *testing.T) {
 	is := is.New(t)
 	bad := &imagegen.ModelError{Provider: "scripted", InvalidInput: true, Message: "image_input[0] could not be used: not a supported image"}
 	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Fail(bad)))
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	is.True(f.runOnce(t))
 	task := f.task(t, "u", sub.TaskID)
 	is.Equal(task.Status, imagegen.StatusFailed)
@@ -314,8 +303,7 @@ func TestCancelStopsARunningGeneration(t *testing.T) {
 	is := is.New(t)
 	started, never := make(chan struct{}), make(chan struct{})
 	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Block(started, never)))
-	f.funded(t, "u", 1)
-	sub := f.submit(t, "u")
+	sub := f.submitFunded(t, "u")
 	done := f.runOnceInBackground()
 	<-started
 	is.NoErr(f.svc.Cancel(ctx, "u", sub.TaskID))
