@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/httpapi"
 )
 
 // playgroundData is the playground form, as typed (shown again after an
@@ -95,7 +96,7 @@ func (c *Console) submitPlayground(w http.ResponseWriter, r *http.Request, v vie
 			return "", false
 		}
 		if !res.Allowed {
-			wait := max(res.RetryAfter.Round(time.Second), time.Second)
+			wait := time.Duration(httpapi.RetryAfterSeconds(res.RetryAfter)) * time.Second
 			c.showPlayground(w, r, http.StatusTooManyRequests, d,
 				fmt.Sprintf("Too many requests: the limit is %d a %s, shared with your API use. Try again in %s.", res.Limit, res.Window, wait))
 			return "", false

@@ -150,7 +150,7 @@ func (c *Console) tooManyFailures(w http.ResponseWriter, r *http.Request) bool {
 	if res.Allowed {
 		return false
 	}
-	w.Header().Set("Retry-After", strconv.Itoa(int(max(res.RetryAfter.Round(time.Second), time.Second)/time.Second)))
+	w.Header().Set("Retry-After", strconv.FormatInt(httpapi.RetryAfterSeconds(res.RetryAfter), 10))
 	c.render(w, r, http.StatusTooManyRequests, "signin", page{Title: "Sign in", Error: "Too many failed sign-ins from your address. Wait a minute and try again."})
 	return true
 }

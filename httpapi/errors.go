@@ -51,12 +51,14 @@ func (h *Handler) respondErr(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 func writeRateLimited(w http.ResponseWriter, retryAfter time.Duration, message string) {
-	w.Header().Set("Retry-After", strconv.FormatInt(ceilSeconds(retryAfter), 10))
+	w.Header().Set("Retry-After", strconv.FormatInt(RetryAfterSeconds(retryAfter), 10))
 	writeError(w, http.StatusTooManyRequests, imagegen.APIRateLimitExceeded, message)
 }
 
-// ceilSeconds rounds d up to whole seconds, at least 1.
-func ceilSeconds(d time.Duration) int64 {
+// RetryAfterSeconds is the Retry-After value (whole seconds) for a
+// limiter's RetryAfter: rounded up, so that a client that waits that long
+// is not refused again, and at least 1. The console's pages use it too.
+func RetryAfterSeconds(d time.Duration) int64 {
 	s := int64((d + time.Second - 1) / time.Second)
 	return max(s, 1)
 }

@@ -42,7 +42,7 @@ func wholeSeconds(d time.Duration) int64 {
 	if d <= 0 {
 		return 0
 	}
-	return ceilSeconds(d)
+	return RetryAfterSeconds(d)
 }
 
 // policyHeader is the RateLimit-Policy value, built in one allocation
