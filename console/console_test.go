@@ -226,6 +226,46 @@ func TestKeysCreateShowOnceRevoke(t *testing.T) {
 	}
 }
 
+// Creating a key counts against the user's rate limit, shared with their
+// API use, so that a create-and-revoke loop cannot pile up keys in the
+// store at page speed; revoking does not count, so that a user who has
+// spent the budget can still revoke a leaked key.
+func TestKeyCreationSharesTheAPIRateLimit(t *testing.T) {
+	f := newFixture(t, fixtureConfig{rateLimit: 2})
+	b := f.browser(t)
+	b.signIn(f.user(t, "alice", 1))
+	var ids []string
+	for i := range 2 {
+		p := b.submitForm("/console/keys", "/console/keys", url.Values{"name": {fmt.Sprint("k", i)}})
+		if p.status != http.StatusOK || !strings.Contains(p.body, `id="new-key-value"`) {
+			t.Fatalf("key %d within the limit: status %d, want 200 with the new key", i, p.status)
+		}
+	}
+	refused := b.submitForm("/console/keys", "/console/keys", url.Values{"name": {"one more"}})
+	if refused.status != http.StatusTooManyRequests || refused.header.Get("Retry-After") == "" ||
+		strings.Contains(refused.body, `id="new-key-value"`) {
+		t.Fatalf("third create in the window: status %d, Retry-After %q; want 429 and no key", refused.status, refused.header.Get("Retry-After"))
+	}
+	contains(t, refused, "Too many requests")
+	keys, err := f.svc.Keys(context.Background(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if strings.HasPrefix(k.Name, "k") || k.Name == "one more" {
+			ids = append(ids, k.ID)
+		}
+	}
+	if len(ids) != 2 {
+		t.Fatalf("alice holds %d keys made on the page, want the 2 made within the limit", len(ids))
+	}
+	for _, id := range ids {
+		if p := b.submitForm("/console/keys", "/console/keys/"+id+"/revoke", nil); p.status != http.StatusOK {
+			t.Fatalf("revoke with the budget spent: status %d, want 200", p.status)
+		}
+	}
+}
+
 // The keys page shows when each key last authenticated a request:
 // signing in used the session's key; a key made on the page is unused.
 func TestKeysPageShowsLastUse(t *testing.T) {

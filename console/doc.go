@@ -67,10 +67,14 @@
 // /api/tasks/{id}, which waits with Service.WaitTask) and the copy button
 // of a new key.
 //
-// The playground's submissions count against Config.Limiter under the
-// same key the API uses for the caller: "key:"+id for a key session,
-// "owner:"+user for a user named by Identify. The long-poll of a task
-// page does not count: it reads one task the user already paid for.
+// The playground's submissions and the creation of an API key count
+// against Config.Limiter under the same key the API uses for the caller:
+// "key:"+id for a key session, "owner:"+user for a user named by
+// Identify. Beyond the budget the page answers 429 with Retry-After
+// (rounded up, as the API does). Revoking a key does not count, so that a
+// user who has spent the budget can still revoke a leaked key; the
+// long-poll of a task page does not count either: it reads one task the
+// user already paid for.
 //
 // Each rendering of the playground form carries a token of its own (the
 // hidden field "once"), kept for a day in the store's idempotency records

@@ -39,6 +39,14 @@ func (c *Console) showKeys(w http.ResponseWriter, r *http.Request, status int, d
 // (never in a URL, never stored).
 func (c *Console) createKey(w http.ResponseWriter, r *http.Request) {
 	v := viewerFrom(r.Context())
+	switch refusal, err := c.spendRequest(w, r, v); {
+	case err != nil:
+		c.serverError(w, r, err)
+		return
+	case refusal != "":
+		c.showKeys(w, r, http.StatusTooManyRequests, keysData{}, "The key was not created. "+refusal, "")
+		return
+	}
 	name := r.PostForm.Get("name")
 	key, rec, err := c.svc.CreateKey(r.Context(), v.User, imagegen.WithKeyName(name))
 	var verr *imagegen.ValidationError

@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/httpapi"
 )
 
 // playgroundData is the playground form, as typed (shown again after an
@@ -89,18 +88,13 @@ func (c *Console) playgroundSubmit(w http.ResponseWriter, r *http.Request) {
 // submitPlayground checks the rate limit and submits req; it answers
 // the request itself unless it reports ok.
 func (c *Console) submitPlayground(w http.ResponseWriter, r *http.Request, v viewer, d playgroundData, req imagegen.Request) (string, bool) {
-	if c.cfg.Limiter != nil {
-		res, err := c.cfg.Limiter.Allow(r.Context(), v.RateKey)
-		if err != nil {
-			c.serverError(w, r, fmt.Errorf("rate limit: %w", err))
-			return "", false
-		}
-		if !res.Allowed {
-			wait := time.Duration(httpapi.RetryAfterSeconds(res.RetryAfter)) * time.Second
-			c.showPlayground(w, r, http.StatusTooManyRequests, d,
-				fmt.Sprintf("Too many requests: the limit is %d a %s, shared with your API use. Try again in %s.", res.Limit, res.Window, wait))
-			return "", false
-		}
+	switch refusal, err := c.spendRequest(w, r, v); {
+	case err != nil:
+		c.serverError(w, r, err)
+		return "", false
+	case refusal != "":
+		c.showPlayground(w, r, http.StatusTooManyRequests, d, refusal)
+		return "", false
 	}
 	sub, err := c.svc.Submit(r.Context(), v.User, req)
 	var verr *imagegen.ValidationError
