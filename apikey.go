@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -251,10 +252,43 @@ func (s *Service) Keys(ctx context.Context, owner string) ([]APIKey, error) {
 	return ks, nil
 }
 
-// RevokeKey revokes owner's key id; it stops working at once.
+// RevokeKey revokes owner's key id; it stops working at once. The
+// owner's oldest revoked keys beyond Config.RevokedKeysKept are then
+// deleted; failing to delete them is logged, not returned (the revoke
+// itself succeeded, and the next one tries again).
 func (s *Service) RevokeKey(ctx context.Context, owner, id string) error {
 	if err := s.cfg.Store.RevokeKey(ctx, owner, id); err != nil {
 		return fmt.Errorf("imagegen: revoke key: %w", err)
+	}
+	if err := s.deleteOldRevokedKeys(ctx, owner); err != nil {
+		s.cfg.Logger.WarnContext(ctx, "imagegen: delete old revoked keys", "owner", owner, "err", err)
+	}
+	return nil
+}
+
+// DefaultRevokedKeysKept is Config.RevokedKeysKept's default.
+const DefaultRevokedKeysKept = 20
+
+// deleteOldRevokedKeys deletes the owner's oldest revoked keys beyond
+// Config.RevokedKeysKept.
+func (s *Service) deleteOldRevokedKeys(ctx context.Context, owner string) error {
+	keep := s.cfg.RevokedKeysKept
+	if keep < 0 {
+		return nil
+	}
+	keys, err := s.cfg.Store.Keys(ctx, owner)
+	if err != nil {
+		return err
+	}
+	revoked := slices.DeleteFunc(keys, func(k APIKey) bool { return !k.Revoked })
+	if len(revoked) <= keep {
+		return nil
+	}
+	slices.SortStableFunc(revoked, func(a, b APIKey) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	for _, k := range revoked[:len(revoked)-keep] {
+		if err := s.cfg.Store.DeleteKey(ctx, owner, k.ID); err != nil && !errors.Is(err, ErrKeyNotFound) {
+			return err // ErrKeyNotFound: a concurrent revoke deleted it first
+		}
 	}
 	return nil
 }

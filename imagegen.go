@@ -73,6 +73,11 @@ type Config struct {
 	// (default DefaultMaxKeysPerOwner; negative: no bound). Keys an
 	// operator imports (ImportKey) are not refused.
 	MaxKeysPerOwner int
+	// RevokedKeysKept is how many revoked keys an owner's key list keeps
+	// (shown as revoked, with their last use); on each revoke the oldest
+	// beyond it are deleted, so that a create-and-revoke loop does not
+	// grow the store (default DefaultRevokedKeysKept; negative: keep all).
+	RevokedKeysKept int
 
 	// AllowHTTPCallbacks lets callback_url be plain http or an address
 	// that is not public, such as localhost (development); by default it
@@ -106,6 +111,7 @@ func (c Config) withDefaults() Config {
 	c.BlobSweepInterval = cmp.Or(c.BlobSweepInterval, 5*time.Minute)
 	c.OrphanGrace = cmp.Or(c.OrphanGrace, 10*time.Minute)
 	c.MaxKeysPerOwner = cmp.Or(c.MaxKeysPerOwner, DefaultMaxKeysPerOwner)
+	c.RevokedKeysKept = cmp.Or(c.RevokedKeysKept, DefaultRevokedKeysKept)
 	return c
 }
 

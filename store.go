@@ -237,6 +237,11 @@ type KeyStore interface {
 	// RevokeKey revokes the owner's key with the given id, or returns
 	// ErrKeyNotFound.
 	RevokeKey(ctx context.Context, owner, id string) error
+	// DeleteKey deletes the owner's revoked key with the given id, or
+	// returns ErrKeyNotFound (also for a key that is not revoked: a live
+	// key is never deleted). Service.RevokeKey calls it to keep at most
+	// Config.RevokedKeysKept revoked keys an owner.
+	DeleteKey(ctx context.Context, owner, id string) error
 }
 
 // IdempotencyRecord is what a store keeps for one idempotency key.

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 
 	"github.com/imagegen/imagegen"
 )
@@ -52,6 +53,21 @@ func (s *Store) RevokeKey(_ context.Context, owner, id string) error {
 	for _, h := range s.ownerKeys[owner] {
 		if k := s.keys[h]; k.ID == id {
 			k.Revoked = true
+			return nil
+		}
+	}
+	return imagegen.ErrKeyNotFound
+}
+
+// DeleteKey deletes the owner's revoked key id.
+func (s *Store) DeleteKey(_ context.Context, owner, id string) error {
+	s.lock()
+	defer s.mu.Unlock()
+	hashes := s.ownerKeys[owner]
+	for i, h := range hashes {
+		if k := s.keys[h]; k.ID == id && k.Revoked {
+			delete(s.keys, h)
+			s.ownerKeys[owner] = slices.Delete(hashes, i, i+1)
 			return nil
 		}
 	}

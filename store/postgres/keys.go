@@ -78,6 +78,18 @@ func (s *Store) RevokeKey(ctx context.Context, owner, id string) error {
 	return nil
 }
 
+// DeleteKey deletes the owner's revoked key id.
+func (s *Store) DeleteKey(ctx context.Context, owner, id string) error {
+	tag, err := s.pool.Exec(ctx, s.sql(`DELETE FROM {schema}.api_keys WHERE owner = $1 AND id = $2 AND revoked`), owner, id)
+	if err != nil {
+		return wrapErr("delete key", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return imagegen.ErrKeyNotFound
+	}
+	return nil
+}
+
 // TouchKey records the key's use now, unless its last recorded use is
 // less than imagegen.KeyUseGranularity ago; a recent use makes it a
 // read of one row by its primary key.

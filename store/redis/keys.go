@@ -99,6 +99,41 @@ func (s *Store) RevokeKey(ctx context.Context, owner, id string) error {
 	return imagegen.ErrKeyNotFound
 }
 
+// deleteKeyScript deletes a revoked key if it is the owner's.
+//
+//	KEYS[1] apikey:<hash>  KEYS[2] apikeys:<owner>
+//	ARGV[1] now (unused)  ARGV[2] owner  ARGV[3] id  ARGV[4] hash
+//
+// Returns 1, or 0 when the key is not the owner's revoked key with that id.
+var deleteKeyScript = newScript(`
+local f = redis.call('HMGET', KEYS[1], 'owner', 'id', 'revoked')
+if f[1] ~= ARGV[2] or f[2] ~= ARGV[3] or f[3] ~= '1' then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('LREM', KEYS[2], 1, ARGV[4])
+return 1
+`)
+
+// DeleteKey deletes the owner's revoked key id.
+func (s *Store) DeleteKey(ctx context.Context, owner, id string) error {
+	hashes, records, err := s.ownerKeys(ctx, owner)
+	if err != nil {
+		return err
+	}
+	for i, h := range hashes {
+		if records[i]["id"] != id {
+			continue
+		}
+		n, err := deleteKeyScript.Run(ctx, s.rdb, []string{s.k.apiKey(h), s.k.apiKeys(owner)}, s.nowArg(), owner, id, h).Int64()
+		if err != nil {
+			return wrapErr("delete key", err)
+		}
+		if n == 1 {
+			return nil
+		}
+	}
+	return imagegen.ErrKeyNotFound
+}
+
 // ownerKeys reads the owner's key hashes and their records.
 func (s *Store) ownerKeys(ctx context.Context, owner string) ([]string, []map[string]string, error) {
 	hashes, err := s.rdb.LRange(ctx, s.k.apiKeys(owner), 0, -1).Result()

@@ -54,6 +54,26 @@ func testKeys(t *testing.T, h Harness) {
 	none, err := s.Keys(ctx, "nobody")
 	is.NoErr(err)
 	is.Equal(len(none), 0)
+
+	// DeleteKey deletes only the owner's revoked keys.
+	is.True(errors.Is(s.DeleteKey(ctx, "u", k2.ID), imagegen.ErrKeyNotFound))      // live
+	is.True(errors.Is(s.DeleteKey(ctx, "v", k1.ID), imagegen.ErrKeyNotFound))      // not v's key
+	is.True(errors.Is(s.DeleteKey(ctx, "u", "key_none"), imagegen.ErrKeyNotFound)) // no such key
+	is.NoErr(s.DeleteKey(ctx, "u", k1.ID))
+	is.True(errors.Is(s.DeleteKey(ctx, "u", k1.ID), imagegen.ErrKeyNotFound)) // once
+	list, err = s.Keys(ctx, "u")
+	is.NoErr(err)
+	is.Equal(len(list), 1)
+	is.Equal(list[0].ID, k2.ID)
+	_, err = s.KeyByHash(ctx, k2.Hash)
+	is.NoErr(err)
+	is.True(errors.Is(s.TouchKey(ctx, k1.Hash), imagegen.ErrKeyNotFound)) // its hash is gone too
+	// A deleted key's hash may be stored again (an operator re-imports it).
+	is.NoErr(s.PutKey(ctx, imagegen.APIKey{ID: "key_5", Owner: "u", Hash: k1.Hash, Hint: k1.Hint, CreatedAt: at}))
+	list, err = s.Keys(ctx, "u")
+	is.NoErr(err)
+	is.Equal(len(list), 2)
+	is.Equal(list[1].ID, "key_5")
 }
 
 // testKeyLastUse: TouchKey records a key's use by the store's clock, at
