@@ -326,6 +326,10 @@ type WebhookStore interface {
 	// RetryWebhook counts a failed attempt of the delivery with this ID
 	// and makes it due again after delay.
 	RetryWebhook(ctx context.Context, id string, delay time.Duration) error
+	// PostponeWebhook makes the delivery with this ID due again after
+	// delay without counting an attempt: a dispatcher gives back what it
+	// claimed but may not send yet. An unknown ID is not an error.
+	PostponeWebhook(ctx context.Context, id string, delay time.Duration) error
 }
 
 // SecretStore keeps named secrets shared by every process on the store.

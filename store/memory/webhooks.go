@@ -77,11 +77,21 @@ func (s *Store) AckWebhook(_ context.Context, id string) error {
 
 // RetryWebhook counts an attempt and reschedules the delivery.
 func (s *Store) RetryWebhook(_ context.Context, id string, delay time.Duration) error {
+	s.reschedule(id, delay, 1)
+	return nil
+}
+
+// PostponeWebhook makes the delivery due after delay, counting no attempt.
+func (s *Store) PostponeWebhook(_ context.Context, id string, delay time.Duration) error {
+	s.reschedule(id, delay, 0)
+	return nil
+}
+
+func (s *Store) reschedule(id string, delay time.Duration, attempts int) {
 	now := s.lock()
 	defer s.mu.Unlock()
 	if h, ok := s.hooks[id]; ok {
-		h.attempts++
+		h.attempts += attempts
 		h.due = now.Add(delay)
 	}
-	return nil
 }

@@ -49,8 +49,17 @@ func (s *Store) AckWebhook(ctx context.Context, id string) error {
 // RetryWebhook counts an attempt of the delivery with this ID and makes
 // it due again after delay.
 func (s *Store) RetryWebhook(ctx context.Context, id string, delay time.Duration) error {
+	return wrapErr("retry webhook", s.rescheduleHook(ctx, id, delay, 1))
+}
+
+// PostponeWebhook makes the delivery due after delay, counting no attempt.
+func (s *Store) PostponeWebhook(ctx context.Context, id string, delay time.Duration) error {
+	return wrapErr("postpone webhook", s.rescheduleHook(ctx, id, delay, 0))
+}
+
+func (s *Store) rescheduleHook(ctx context.Context, id string, delay time.Duration, attempts int) error {
 	_, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.webhooks
-		SET attempts = attempts + 1, due = {now} + $3 * interval '1 microsecond'
-		WHERE id = $2`), s.nowArg(), id, micros(delay))
-	return wrapErr("retry webhook", err)
+		SET attempts = attempts + $4, due = {now} + $3 * interval '1 microsecond'
+		WHERE id = $2`), s.nowArg(), id, micros(delay), attempts)
+	return err
 }

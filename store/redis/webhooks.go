@@ -70,21 +70,30 @@ func (s *Store) AckWebhook(ctx context.Context, id string) error {
 	return wrapErr("ack webhook", s.rdb.ZRem(ctx, s.k.webhooks(), id).Err())
 }
 
-// retryHookScript counts an attempt and reschedules a delivery.
+// rescheduleHookScript makes a delivery due after a delay, counting
+// ARGV[4] attempts (1 for a retry, 0 for a postponement).
 //
 //	KEYS[1] webhooks  KEYS[2] task
-//	ARGV[1] now  ARGV[2] delay (ms)  ARGV[3] id
-var retryHookScript = newScript(`
+//	ARGV[1] now  ARGV[2] delay (ms)  ARGV[3] id  ARGV[4] attempts to count
+var rescheduleHookScript = newScript(`
 local now = now_ms()
 if not redis.call('ZSCORE', KEYS[1], ARGV[3]) then return 0 end
-redis.call('HINCRBY', KEYS[2], hook_attempts(ARGV[3]), 1)
+if ARGV[4] ~= '0' then redis.call('HINCRBY', KEYS[2], hook_attempts(ARGV[3]), ARGV[4]) end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
 return 1
 `)
 
 // RetryWebhook counts an attempt and reschedules the delivery.
 func (s *Store) RetryWebhook(ctx context.Context, id string, delay time.Duration) error {
+	return wrapErr("retry webhook", s.rescheduleHook(ctx, id, delay, 1))
+}
+
+// PostponeWebhook reschedules the delivery, counting no attempt.
+func (s *Store) PostponeWebhook(ctx context.Context, id string, delay time.Duration) error {
+	return wrapErr("postpone webhook", s.rescheduleHook(ctx, id, delay, 0))
+}
+
+func (s *Store) rescheduleHook(ctx context.Context, id string, delay time.Duration, attempts int) error {
 	taskID, _ := imagegen.ParseWebhookID(id)
-	err := retryHookScript.Run(ctx, s.rdb, []string{s.k.webhooks(), s.k.task(taskID)}, s.nowArg(), ms(delay), id).Err()
-	return wrapErr("retry webhook", err)
+	return rescheduleHookScript.Run(ctx, s.rdb, []string{s.k.webhooks(), s.k.task(taskID)}, s.nowArg(), ms(delay), id, attempts).Err()
 }

@@ -65,6 +65,25 @@ func testWebhooks(t *testing.T, h Harness) {
 	is.Equal(len(got), 1)
 	is.Equal(got[0].TaskID, ok1.ID)
 	is.Equal(got[0].Attempts, 1)
+
+	// A postponed delivery waits for its delay (not the lease) and counts
+	// no attempt; an unknown ID is no error.
+	is.NoErr(s.PostponeWebhook(ctx, ok1.ID, time.Second))
+	got, err = s.ClaimWebhooks(ctx, lease, 10)
+	is.NoErr(err)
+	is.Equal(len(got), 0)
+	h.Advance(time.Second)
+	got, err = s.ClaimWebhooks(ctx, lease, 10)
+	is.NoErr(err)
+	is.Equal(len(got), 1)
+	is.Equal(got[0].ID, ok1.ID)
+	is.Equal(got[0].Attempts, 1)
+	is.NoErr(s.PostponeWebhook(ctx, ok1.ID, 0)) // due at once
+	got, err = s.ClaimWebhooks(ctx, lease, 10)
+	is.NoErr(err)
+	is.Equal(len(got), 1)
+	is.Equal(got[0].Attempts, 1)
+	is.NoErr(s.PostponeWebhook(ctx, imagegen.WebhookID("no-such-task", imagegen.EventCompleted), 0))
 	is.NoErr(s.AckWebhook(ctx, ok1.ID))
 	h.Advance(time.Hour)
 	got, err = s.ClaimWebhooks(ctx, lease, 10)
