@@ -38,10 +38,7 @@ func (b blobs) Put(ctx context.Context, key string, r io.Reader, size int64, con
 	if err := imagegen.CheckBlobKey(key); err != nil {
 		return err
 	}
-	if size < 0 {
-		return fmt.Errorf("postgres blobs: %w: negative size %d", imagegen.ErrBlobSize, size)
-	}
-	data, err := imagegen.AppendExact(make([]byte, 0, size), key, r, size)
+	data, err := imagegen.ReadExact(key, r, size)
 	if err != nil {
 		return fmt.Errorf("postgres blobs: put %s: %w", key, err)
 	}
