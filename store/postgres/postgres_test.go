@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"sync"
 	"testing"
 	"time"
@@ -88,10 +87,6 @@ func TestConcurrentPutsOfOneKeyAllSucceed(t *testing.T) {
 	for err := range errs {
 		is.NoErr(err)
 	}
-	b, err := blobs.Open(ctx, "same-key")
-	is.NoErr(err)
-	defer b.Body.Close()
-	got, err := io.ReadAll(b.Body)
-	is.NoErr(err)
+	_, got := blobtest.ReadAll(t, blobs, "same-key")
 	is.True(payloads[string(got)]) // one Put's bytes, whole
 }
