@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/imagegen/imagegen/internal/redistest"
 	redisstore "github.com/imagegen/imagegen/store/redis"
 )
 
@@ -16,22 +17,9 @@ var ctx = context.Background()
 
 // redisOptions reads IMAGEGEN_TEST_REDIS or skips.
 func redisOptions(b *testing.B) *goredis.Options {
-	b.Helper()
-	opt, err := goredis.ParseURL(serviceURL(b, "IMAGEGEN_TEST_REDIS", "redis://127.0.0.1:6379/15"))
-	if err != nil {
-		b.Fatalf("IMAGEGEN_TEST_REDIS: %v", err)
-	}
+	opt := redistest.Options(b)
 	opt.PoolSize = 64
 	return opt
-}
-
-func newClient(b *testing.B, opt *goredis.Options) *goredis.Client {
-	rdb := goredis.NewClient(opt)
-	b.Cleanup(func() { _ = rdb.Close() })
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		b.Fatalf("redis does not answer: %v", err)
-	}
-	return rdb
 }
 
 // newStore returns a store under a fresh prefix, deleted afterwards.

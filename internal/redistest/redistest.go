@@ -18,18 +18,32 @@ const EnvVar = "IMAGEGEN_TEST_REDIS"
 // test when the variable is set but Redis does not answer.
 func Connect(t testing.TB) goredis.UniversalClient {
 	t.Helper()
+	return NewClient(t, Options(t))
+}
+
+// Options parses IMAGEGEN_TEST_REDIS, or skips the test (saying so) when
+// the variable is not set.
+func Options(t testing.TB) *goredis.Options {
+	t.Helper()
 	url := os.Getenv(EnvVar)
 	if url == "" {
-		t.Skip(EnvVar + " is not set (e.g. redis://127.0.0.1:6379/15); this suite ran on miniredis only")
+		t.Skip(EnvVar + " is not set (e.g. redis://127.0.0.1:6379/15); what needs a real Redis is skipped")
 	}
 	opt, err := goredis.ParseURL(url)
 	if err != nil {
 		t.Fatalf("%s: %v", EnvVar, err)
 	}
+	return opt
+}
+
+// NewClient returns a client with opt, closed when the test ends, and
+// fails the test when Redis does not answer.
+func NewClient(t testing.TB, opt *goredis.Options) *goredis.Client {
+	t.Helper()
 	rdb := goredis.NewClient(opt)
 	t.Cleanup(func() { _ = rdb.Close() })
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("%s=%s does not answer: %v", EnvVar, url, err)
+		t.Fatalf("%s: Redis at %s does not answer: %v", EnvVar, opt.Addr, err)
 	}
 	return rdb
 }
