@@ -16,12 +16,7 @@ func ReadAll(t testing.TB, s imagegen.BlobStore, key string) (imagegen.BlobInfo,
 	if err != nil {
 		t.Fatalf("open %s: %v", key, err)
 	}
-	defer b.Body.Close()
-	data, err := io.ReadAll(b.Body)
-	if err != nil {
-		t.Fatalf("read %s: %v", key, err)
-	}
-	return b.BlobInfo, data
+	return b.BlobInfo, readClose(t, key, b.Body)
 }
 
 // FetchPresigned GETs a presigned URL (BlobPresigner.PresignGet) with a
@@ -33,13 +28,21 @@ func FetchPresigned(t testing.TB, url string) []byte {
 	if err != nil {
 		t.Fatalf("get %s: %v", url, err)
 	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatalf("read %s: %v", url, err)
-	}
+	body := readClose(t, url, res.Body)
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("get %s: status %d, want 200: %s", url, res.StatusCode, body)
 	}
 	return body
+}
+
+// readClose reads body, the body of what, whole and closes it, failing t
+// if the read fails.
+func readClose(t testing.TB, what string, body io.ReadCloser) []byte {
+	t.Helper()
+	defer body.Close()
+	data, err := io.ReadAll(body)
+	if err != nil {
+		t.Fatalf("read %s: %v", what, err)
+	}
+	return data
 }
