@@ -343,10 +343,13 @@ func queryRows[T any](ctx context.Context, s *Store, op string, scan pgx.RowToFu
 	return out, wrapErr(op, err)
 }
 
+// storeName starts the store's errors.
+const storeName = "postgres store"
+
 // wrapErr names the operation; nil stays nil.
 func wrapErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("postgres store: %s: %w", op, err)
+	return fmt.Errorf("%s: %s: %w", storeName, op, err)
 }
