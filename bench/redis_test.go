@@ -28,31 +28,8 @@ func newStore(b *testing.B, rdb *goredis.Client) *redisstore.Store {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { deleteKeys(b, rdb, store.KeyPattern()) })
+	b.Cleanup(func() { redistest.DeleteKeys(b, rdb, store.KeyPattern()) })
 	return store
-}
-
-func deleteKeys(b *testing.B, rdb *goredis.Client, pattern string) {
-	iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
-	var batch []string
-	flush := func() {
-		if len(batch) > 0 {
-			if err := rdb.Unlink(ctx, batch...).Err(); err != nil {
-				b.Errorf("clean up: %v", err)
-			}
-			batch = batch[:0]
-		}
-	}
-	for iter.Next(ctx) {
-		batch = append(batch, iter.Val())
-		if len(batch) == 1000 {
-			flush()
-		}
-	}
-	flush()
-	if err := iter.Err(); err != nil {
-		b.Errorf("clean up: %v", err)
-	}
 }
 
 // bareCreate is the baseline: the Redis work of the store's submit script

@@ -25,7 +25,7 @@ func BenchmarkRedisSubmit(b *testing.B) {
 	b.Run("evalsha", func(b *testing.B) {
 		rdb := redistest.NewClient(b, opt)
 		prefix := "{imagegen-bench-" + uuid.NewString() + "}"
-		b.Cleanup(func() { deleteKeys(b, rdb, prefix+":*") })
+		b.Cleanup(func() { redistest.DeleteKeys(b, rdb, prefix+":*") })
 		sha, err := rdb.ScriptLoad(ctx, bareCreate).Result()
 		if err != nil {
 			b.Fatal(err)
