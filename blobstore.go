@@ -89,14 +89,26 @@ func CheckBlobKey(key string) error {
 
 // AppendExact appends exactly size bytes read from r (through
 // ExactReader) to dst and returns the result. Give dst room for them
-// (cap(dst)-len(dst) >= size) and nothing is allocated beyond it: the
-// BlobStores that keep a blob in one slice read it this way. (A
-// bytes.Buffer sized to the blob would still grow it to twice its size
-// when it probes for the end.)
+// (cap(dst)-len(dst) >= size) and nothing is allocated beyond it: a
+// BlobStore that keeps a blob behind a header in one slice reads it this
+// way (ReadExact, for a slice of the blob alone). (A bytes.Buffer sized
+// to the blob would still grow it to twice its size when it probes for
+// the end.)
 func AppendExact(dst []byte, key string, r io.Reader, size int64) ([]byte, error) {
 	w := &sliceWriter{b: dst}
 	_, err := io.Copy(w, ExactReader(key, r, size))
 	return w.b, err
+}
+
+// ReadExact reads exactly size bytes from r (through ExactReader) into a
+// new slice of that size: the BlobStores that keep a blob in one slice
+// read a Put's body this way. A negative size, like a body of another
+// length, is an error wrapping ErrBlobSize.
+func ReadExact(key string, r io.Reader, size int64) ([]byte, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("%w: blob %s: negative size %d", ErrBlobSize, key, size)
+	}
+	return AppendExact(make([]byte, 0, size), key, r, size)
 }
 
 // sliceWriter appends what is written to a slice.

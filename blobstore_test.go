@@ -29,3 +29,22 @@ func TestAppendExact(t *testing.T) {
 		is.True(errors.Is(err, imagegen.ErrBlobSize)) // 5 or 20 bytes for 10
 	}
 }
+
+// ReadExact reads a body into a slice of exactly its size, and refuses a
+// negative size or a body of another length.
+func TestReadExact(t *testing.T) {
+	is := is.New(t)
+	data := bytes.Repeat([]byte("0123456789abcdef"), 4096)
+	got, err := imagegen.ReadExact("k", bytes.NewReader(data), int64(len(data)))
+	is.NoErr(err)
+	is.Equal(got, data)
+	is.Equal(cap(got), len(data)) // not grown
+
+	for _, tt := range []struct {
+		body string
+		size int64
+	}{{"", -1}, {"short", 10}, {strings.Repeat("x", 20), 10}} {
+		_, err := imagegen.ReadExact("k", strings.NewReader(tt.body), tt.size)
+		is.True(errors.Is(err, imagegen.ErrBlobSize)) // the size is wrong
+	}
+}

@@ -2,7 +2,6 @@ package imagegen
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"net/netip"
@@ -19,11 +18,7 @@ const WebhookSecretPrefix = "whsec_"
 // WebhookSecret returns owner's webhook signing secret, making it on
 // first use. Receivers verify callbacks with it (client.VerifyWebhook).
 func (s *Service) WebhookSecret(ctx context.Context, owner string) (string, error) {
-	key, err := s.cfg.Store.SharedSecret(ctx, "webhook:"+owner, func() []byte {
-		b := make([]byte, 32)
-		_, _ = rand.Read(b) // crypto/rand.Read does not fail
-		return b
-	})
+	key, err := s.cfg.Store.SharedSecret(ctx, "webhook:"+owner, NewSecretKey)
 	if err != nil {
 		return "", fmt.Errorf("imagegen: webhook secret: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen/internal/redistest"
 )
 
 // asynqOpt puts asynq in the database before imagegen's, so that its own
@@ -23,7 +25,7 @@ func newAsynq(b *testing.B, opt *goredis.Options) (*asynq.Client, string) {
 	queue := "bench-" + uuid.NewString()
 	rdb := goredis.NewClient(&goredis.Options{Addr: ao.Addr, DB: ao.DB})
 	b.Cleanup(func() {
-		deleteKeys(b, rdb, "asynq:{"+queue+"}*")
+		redistest.DeleteKeys(b, rdb, "asynq:{"+queue+"}*")
 		_ = rdb.SRem(ctx, "asynq:queues", queue).Err()
 		_ = rdb.Close()
 	})

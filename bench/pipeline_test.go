@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/redistest"
 )
 
 // workers is the concurrency of both pipelines.
@@ -51,7 +52,7 @@ func (s *countingStore) CompleteTask(ctx context.Context, id string, attempt int
 func BenchmarkRedisPipeline(b *testing.B) {
 	opt := redisOptions(b)
 
-	b.Run("imagegen", func(b *testing.B) { runServicePipeline(b, newStore(b, newClient(b, opt)), nil) })
+	b.Run("imagegen", func(b *testing.B) { runServicePipeline(b, newStore(b, redistest.NewClient(b, opt)), nil) })
 
 	b.Run("asynq", func(b *testing.B) {
 		client, queue := newAsynq(b, opt)

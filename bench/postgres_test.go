@@ -3,18 +3,18 @@ package bench
 import (
 	"context"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/imagegen/imagegen/internal/pgtest"
+	"github.com/imagegen/imagegen/internal/redistest"
 	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/store/postgres"
 )
@@ -29,56 +29,8 @@ import (
 //
 // Each side gets a schema of its own (created, migrated, dropped after).
 
-// serviceURL is the URL in the environment variable env, or skips the
-// benchmark, saying what to set (example is such a URL).
-func serviceURL(b *testing.B, env, example string) string {
-	b.Helper()
-	url := os.Getenv(env)
-	if url == "" {
-		b.Skipf("%s is not set (e.g. %s)", env, example)
-	}
-	return url
-}
-
 // pgPool connects to IMAGEGEN_TEST_POSTGRES or skips.
-func pgPool(b *testing.B) *pgxpool.Pool {
-	b.Helper()
-	cfg, err := pgxpool.ParseConfig(serviceURL(b, "IMAGEGEN_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"))
-	if err != nil {
-		b.Fatalf("IMAGEGEN_TEST_POSTGRES: %v", err)
-	}
-	cfg.MaxConns = 32
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
-	return pool
-}
-
-// freshSchema names a new schema and drops it when the benchmark ends.
-func freshSchema(b *testing.B, pool *pgxpool.Pool) string {
-	name := "imagegen_bench_" + uuid.NewString()[:8]
-	b.Cleanup(func() {
-		if _, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
-			b.Errorf("drop schema: %v", err)
-		}
-	})
-	return name
-}
-
-func newPGStore(b *testing.B, pool *pgxpool.Pool, cfg postgres.Config) *postgres.Store {
-	cfg.Schema = freshSchema(b, pool)
-	if err := postgres.Migrate(ctx, pool, cfg.Schema); err != nil {
-		b.Fatal(err)
-	}
-	store, err := postgres.New(pool, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(store.Close)
-	return store
-}
+func pgPool(b *testing.B) *pgxpool.Pool { return pgtest.ConnectPool(b, 32) }
 
 // generateArgs is River's job: the same request imagegen stores.
 type generateArgs struct {
@@ -102,7 +54,7 @@ var riverArgs = generateArgs{Scene: "text-to-image", Prompt: "a lighthouse at du
 // for throughput the way imagegen is: fetches as often as every 1 ms
 // when busy, polls every 10 ms when idle (imagegen's PollInterval here).
 func newRiver(b *testing.B, pool *pgxpool.Pool, workers int) *river.Client[pgx.Tx] {
-	schema := freshSchema(b, pool)
+	schema := pgtest.Schema(b, pool)
 	driver := riverpgxv5.New(pool)
 	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		b.Fatal(err)
@@ -135,7 +87,7 @@ func newRiver(b *testing.B, pool *pgxpool.Pool, workers int) *river.Client[pgx.T
 // River's Insert of one job, on the same server, 16 goroutines per CPU;
 // then the same submit on the memory and Redis stores.
 func BenchmarkPostgresSubmit(b *testing.B) {
-	b.Run("postgres-store", func(b *testing.B) { submitTasks(b, newPGStore(b, pgPool(b), postgres.Config{})) })
+	b.Run("postgres-store", func(b *testing.B) { submitTasks(b, pgtest.NewStore(b, pgPool(b), postgres.Config{})) })
 	b.Run("river-insert", func(b *testing.B) {
 		client := newRiver(b, pgPool(b), 0)
 		b.ReportAllocs()
@@ -150,7 +102,7 @@ func BenchmarkPostgresSubmit(b *testing.B) {
 		})
 	})
 	b.Run("memory-store", func(b *testing.B) { submitTasks(b, memory.New(memory.Config{})) })
-	b.Run("redis-store", func(b *testing.B) { submitTasks(b, newStore(b, newClient(b, redisOptions(b)))) })
+	b.Run("redis-store", func(b *testing.B) { submitTasks(b, newStore(b, redistest.NewClient(b, redisOptions(b)))) })
 }
 
 // BenchmarkPostgresPipeline measures end-to-end processing with an
@@ -160,11 +112,11 @@ func BenchmarkPostgresSubmit(b *testing.B) {
 // the Service on the memory and Redis stores.
 func BenchmarkPostgresPipeline(b *testing.B) {
 	b.Run("postgres-store", func(b *testing.B) {
-		store := newPGStore(b, pgPool(b), postgres.Config{})
+		store := pgtest.NewStore(b, pgPool(b), postgres.Config{})
 		runServicePipeline(b, store, store.WorkReady())
 	})
 	b.Run("postgres-store-async-success", func(b *testing.B) {
-		store := newPGStore(b, pgPool(b), postgres.Config{AsyncSuccess: true})
+		store := pgtest.NewStore(b, pgPool(b), postgres.Config{AsyncSuccess: true})
 		runServicePipeline(b, store, store.WorkReady())
 	})
 	b.Run("river", func(b *testing.B) {
@@ -198,5 +150,5 @@ func BenchmarkPostgresPipeline(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
 	})
 	b.Run("memory-store", func(b *testing.B) { runServicePipeline(b, memory.New(memory.Config{}), nil) })
-	b.Run("redis-store", func(b *testing.B) { runServicePipeline(b, newStore(b, newClient(b, redisOptions(b))), nil) })
+	b.Run("redis-store", func(b *testing.B) { runServicePipeline(b, newStore(b, redistest.NewClient(b, redisOptions(b))), nil) })
 }

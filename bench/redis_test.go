@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/imagegen/imagegen/internal/redistest"
 	redisstore "github.com/imagegen/imagegen/store/redis"
 )
 
@@ -16,22 +17,9 @@ var ctx = context.Background()
 
 // redisOptions reads IMAGEGEN_TEST_REDIS or skips.
 func redisOptions(b *testing.B) *goredis.Options {
-	b.Helper()
-	opt, err := goredis.ParseURL(serviceURL(b, "IMAGEGEN_TEST_REDIS", "redis://127.0.0.1:6379/15"))
-	if err != nil {
-		b.Fatalf("IMAGEGEN_TEST_REDIS: %v", err)
-	}
+	opt := redistest.Options(b)
 	opt.PoolSize = 64
 	return opt
-}
-
-func newClient(b *testing.B, opt *goredis.Options) *goredis.Client {
-	rdb := goredis.NewClient(opt)
-	b.Cleanup(func() { _ = rdb.Close() })
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		b.Fatalf("redis does not answer: %v", err)
-	}
-	return rdb
 }
 
 // newStore returns a store under a fresh prefix, deleted afterwards.
@@ -40,31 +28,8 @@ func newStore(b *testing.B, rdb *goredis.Client) *redisstore.Store {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { deleteKeys(b, rdb, store.KeyPattern()) })
+	b.Cleanup(func() { redistest.DeleteKeys(b, rdb, store.KeyPattern()) })
 	return store
-}
-
-func deleteKeys(b *testing.B, rdb *goredis.Client, pattern string) {
-	iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
-	var batch []string
-	flush := func() {
-		if len(batch) > 0 {
-			if err := rdb.Unlink(ctx, batch...).Err(); err != nil {
-				b.Errorf("clean up: %v", err)
-			}
-			batch = batch[:0]
-		}
-	}
-	for iter.Next(ctx) {
-		batch = append(batch, iter.Val())
-		if len(batch) == 1000 {
-			flush()
-		}
-	}
-	flush()
-	if err := iter.Err(); err != nil {
-		b.Errorf("clean up: %v", err)
-	}
 }
 
 // bareCreate is the baseline: the Redis work of the store's submit script

@@ -7,6 +7,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/redistest"
 )
 
 // parallelism is goroutines per CPU in the submit benchmarks: enough
@@ -19,12 +20,12 @@ const parallelism = 16
 func BenchmarkRedisSubmit(b *testing.B) {
 	opt := redisOptions(b)
 
-	b.Run("store", func(b *testing.B) { submitTasks(b, newStore(b, newClient(b, opt))) })
+	b.Run("store", func(b *testing.B) { submitTasks(b, newStore(b, redistest.NewClient(b, opt))) })
 
 	b.Run("evalsha", func(b *testing.B) {
-		rdb := newClient(b, opt)
+		rdb := redistest.NewClient(b, opt)
 		prefix := "{imagegen-bench-" + uuid.NewString() + "}"
-		b.Cleanup(func() { deleteKeys(b, rdb, prefix+":*") })
+		b.Cleanup(func() { redistest.DeleteKeys(b, rdb, prefix+":*") })
 		sha, err := rdb.ScriptLoad(ctx, bareCreate).Result()
 		if err != nil {
 			b.Fatal(err)

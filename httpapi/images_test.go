@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/blob/blobtest"
 	blobs3 "github.com/imagegen/imagegen/blob/s3"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/internal/s3test"
@@ -146,13 +146,7 @@ func TestImageRedirectsToAPresignedURL(t *testing.T) {
 	loc := w.Header().Get("Location")
 	is.True(strings.HasPrefix(loc, endpoint+"/"+s3test.Bucket+"/p/"+id+"?"))
 	is.True(strings.Contains(loc, "X-Amz-Expires=600"))
-	res, err := http.Get(loc)
-	is.NoErr(err)
-	defer res.Body.Close()
-	got, err := io.ReadAll(res.Body)
-	is.NoErr(err)
-	is.Equal(res.StatusCode, http.StatusOK)
-	is.Equal(got, picture)
+	is.Equal(blobtest.FetchPresigned(t, loc), picture)
 }
 
 func TestImageRedirectConfigErrors(t *testing.T) {

@@ -14,19 +14,7 @@ import (
 	"github.com/imagegen/imagegen/internal/pgtest"
 	"github.com/imagegen/imagegen/ratelimit"
 	"github.com/imagegen/imagegen/ratelimit/limitertest"
-	"github.com/imagegen/imagegen/store/postgres"
 )
-
-// migratedSchema returns a fresh schema with the store's migrations
-// applied, dropped when the test ends.
-func migratedSchema(t *testing.T, pool *pgxpool.Pool) string {
-	t.Helper()
-	schema := pgtest.Schema(t, pool)
-	if err := postgres.Migrate(context.Background(), pool, schema); err != nil {
-		t.Fatal(err)
-	}
-	return schema
-}
 
 func newPostgres(t testing.TB, pool *pgxpool.Pool, cfg ratelimit.PostgresConfig) *ratelimit.Postgres {
 	t.Helper()
@@ -42,7 +30,7 @@ func newPostgres(t testing.TB, pool *pgxpool.Pool, cfg ratelimit.PostgresConfig)
 // cannot be moved), in one schema of its own.
 func TestPostgres(t *testing.T) {
 	pool := pgtest.Connect(t)
-	schema := migratedSchema(t, pool)
+	schema := pgtest.MigratedSchema(t, pool)
 	limitertest.Run(t, func(t *testing.T, limit int, window time.Duration) limitertest.Harness {
 		clock := imagegentest.NewClock(time.Time{})
 		lim := newPostgres(t, pool, ratelimit.PostgresConfig{Limit: limit, Window: window, Schema: schema, Now: clock.Now})
@@ -56,7 +44,7 @@ func TestPostgresSharedAcrossProcesses(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	pool := pgtest.Connect(t)
-	schema := migratedSchema(t, pool)
+	schema := pgtest.MigratedSchema(t, pool)
 	cfg := ratelimit.PostgresConfig{Limit: 10, Window: time.Minute, Schema: schema}
 	a, b := newPostgres(t, pool, cfg), newPostgres(t, pool, cfg)
 	var wg sync.WaitGroup
@@ -95,7 +83,7 @@ func TestPostgresForgetsIdleKeys(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	pool := pgtest.Connect(t)
-	schema := migratedSchema(t, pool)
+	schema := pgtest.MigratedSchema(t, pool)
 	clock := imagegentest.NewClock(time.Time{})
 	lim := newPostgres(t, pool, ratelimit.PostgresConfig{Limit: 2, Window: time.Millisecond, Schema: schema, Now: clock.Now})
 	for _, k := range []string{"a", "b", "c"} {

@@ -32,7 +32,6 @@ package server
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -210,7 +209,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	if len(cfg.SigningKey) == 0 {
-		if cfg.SigningKey, err = cfg.Service.Store.SharedSecret(ctx, SigningSecretName, randomKey); err != nil {
+		if cfg.SigningKey, err = cfg.Service.Store.SharedSecret(ctx, SigningSecretName, imagegen.NewSecretKey); err != nil {
 			return nil, fmt.Errorf("server: signing key from the store: %w", err)
 		}
 	}
@@ -305,12 +304,6 @@ func checkPublicURL(raw string) error {
 		return fmt.Errorf("server: Config.PublicURL must be an absolute http(s) URL without credentials, query or fragment (got %q)", raw)
 	}
 	return nil
-}
-
-func randomKey() []byte {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return b
 }
 
 // Service returns the service: submit, tasks, credits, keys.

@@ -48,10 +48,7 @@ func (s *Store) Put(_ context.Context, key string, r io.Reader, size int64, _ st
 	if err := imagegen.CheckBlobKey(key); err != nil {
 		return err
 	}
-	if size < 0 {
-		return fmt.Errorf("memory blobs: %w: negative size %d", imagegen.ErrBlobSize, size)
-	}
-	data, err := imagegen.AppendExact(make([]byte, 0, size), key, r, size)
+	data, err := imagegen.ReadExact(key, r, size)
 	if err != nil {
 		return fmt.Errorf("memory blobs: put %s: %w", key, err)
 	}

@@ -175,7 +175,7 @@ func seekableBody(key string, r io.Reader, size int64) (io.ReadSeeker, error) {
 	if size > MaxUnseekableBody {
 		return nil, fmt.Errorf("%w: blob %s: %d bytes from a reader that cannot seek (at most %d)", imagegen.ErrBlobSize, key, size, MaxUnseekableBody)
 	}
-	data, err := imagegen.AppendExact(make([]byte, 0, size), key, r, size)
+	data, err := imagegen.ReadExact(key, r, size)
 	if err != nil {
 		return nil, err
 	}

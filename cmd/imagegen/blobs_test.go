@@ -18,6 +18,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/blob"
+	"github.com/imagegen/imagegen/blob/blobtest"
 	"github.com/imagegen/imagegen/internal/redistest"
 	"github.com/imagegen/imagegen/internal/s3test"
 )
@@ -174,7 +175,8 @@ func testServeWithBlobs(t *testing.T, blobsURL string, count func() int, restart
 		is.Equal(resp.StatusCode, http.StatusOK)
 		is.True(bytes.HasPrefix(body, []byte("\x89PNG")))
 		id := path[len("/api/v1/images/"):strings.Index(path, "?")]
-		is.True(bytes.Equal(body, readBlob(t, blobs, id))) // the same bytes as stored
+		_, stored := blobtest.ReadAll(t, blobs, id)
+		is.True(bytes.Equal(body, stored)) // the same bytes as stored
 		etags[path] = resp.Header.Get("ETag")
 		is.True(etags[path] != "")
 		resp, body = get(t, base+path, "If-None-Match", etags[path])
@@ -213,20 +215,6 @@ func listBlobs(t *testing.T, s imagegen.BlobStore) []string {
 		t.Fatalf("list blobs: %v", err)
 	}
 	return keys
-}
-
-func readBlob(t *testing.T, s imagegen.BlobStore, key string) []byte {
-	t.Helper()
-	b, err := s.Open(ctx, key)
-	if err != nil {
-		t.Fatalf("open blob %s: %v", key, err)
-	}
-	defer b.Body.Close()
-	data, err := io.ReadAll(b.Body)
-	if err != nil {
-		t.Fatalf("read blob %s: %v", key, err)
-	}
-	return data
 }
 
 // deleteBlobs removes whatever a failed test left in its store.

@@ -29,17 +29,24 @@ func URL(t testing.TB) string {
 	return url
 }
 
-// Connect returns a pool on IMAGEGEN_TEST_POSTGRES, closed when the test
-// ends, or skips the test when the variable is not set. It fails the
-// test when the server does not answer.
+// Connect returns a pool of at least 8 connections on
+// IMAGEGEN_TEST_POSTGRES, closed when the test ends, or skips the test
+// when the variable is not set. It fails the test when the server does
+// not answer.
 func Connect(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	url := URL(t)
-	cfg, err := pgxpool.ParseConfig(url)
+	return ConnectPool(t, 8)
+}
+
+// ConnectPool is Connect with a pool of at least minConns connections
+// (benchmarks want more).
+func ConnectPool(t testing.TB, minConns int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(URL(t))
 	if err != nil {
 		t.Fatalf("%s: %v", EnvVar, err)
 	}
-	cfg.MaxConns = max(cfg.MaxConns, 8)
+	cfg.MaxConns = max(cfg.MaxConns, minConns)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

@@ -5,6 +5,7 @@ package redistest
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -18,18 +19,32 @@ const EnvVar = "IMAGEGEN_TEST_REDIS"
 // test when the variable is set but Redis does not answer.
 func Connect(t testing.TB) goredis.UniversalClient {
 	t.Helper()
+	return NewClient(t, Options(t))
+}
+
+// Options parses IMAGEGEN_TEST_REDIS, or skips the test (saying so) when
+// the variable is not set.
+func Options(t testing.TB) *goredis.Options {
+	t.Helper()
 	url := os.Getenv(EnvVar)
 	if url == "" {
-		t.Skip(EnvVar + " is not set (e.g. redis://127.0.0.1:6379/15); this suite ran on miniredis only")
+		t.Skip(EnvVar + " is not set (e.g. redis://127.0.0.1:6379/15); what needs a real Redis is skipped")
 	}
 	opt, err := goredis.ParseURL(url)
 	if err != nil {
 		t.Fatalf("%s: %v", EnvVar, err)
 	}
+	return opt
+}
+
+// NewClient returns a client with opt, closed when the test ends, and
+// fails the test when Redis does not answer.
+func NewClient(t testing.TB, opt *goredis.Options) *goredis.Client {
+	t.Helper()
 	rdb := goredis.NewClient(opt)
 	t.Cleanup(func() { _ = rdb.Close() })
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("%s=%s does not answer: %v", EnvVar, url, err)
+		t.Fatalf("%s: Redis at %s does not answer: %v", EnvVar, opt.Addr, err)
 	}
 	return rdb
 }
@@ -49,11 +64,20 @@ func Keys(t testing.TB, rdb goredis.UniversalClient, pattern string) []string {
 }
 
 // DeleteKeys deletes the keys matching pattern, and no other; never
-// FLUSHDB: the server may be shared.
+// FLUSHDB: the server may be shared. It unlinks a thousand keys a round
+// trip (one key a command, so a cluster takes it too): benchmarks leave
+// many.
 func DeleteKeys(t testing.TB, rdb goredis.UniversalClient, pattern string) {
 	t.Helper()
-	for _, k := range Keys(t, rdb, pattern) {
-		if err := rdb.Del(context.Background(), k).Err(); err != nil {
+	ctx := context.Background()
+	for batch := range slices.Chunk(Keys(t, rdb, pattern), 1000) {
+		_, err := rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, k := range batch {
+				p.Unlink(ctx, k)
+			}
+			return nil
+		})
+		if err != nil {
 			t.Errorf("clean up %s: %v", pattern, err)
 			return
 		}

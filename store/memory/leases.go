@@ -3,10 +3,10 @@ package memory
 import (
 	"container/heap"
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/internal/leases"
 )
 
 // ClaimTask leases the oldest ready pending task.
@@ -126,7 +126,7 @@ func (s *Store) asHolder(id string, attempt int, change func(r *record, now time
 	defer s.mu.Unlock()
 	r, ok := s.tasks[id]
 	if !ok || r.task.Status != imagegen.StatusProcessing || r.task.Attempt != attempt {
-		return fmt.Errorf("memory: task %s attempt %d: %w", id, attempt, imagegen.ErrLeaseLost)
+		return leases.Lost("memory", id, attempt)
 	}
 	change(r, now)
 	return nil

@@ -38,10 +38,7 @@ func (b blobs) Put(ctx context.Context, key string, r io.Reader, size int64, con
 	if err := imagegen.CheckBlobKey(key); err != nil {
 		return err
 	}
-	if size < 0 {
-		return fmt.Errorf("postgres blobs: %w: negative size %d", imagegen.ErrBlobSize, size)
-	}
-	data, err := imagegen.AppendExact(make([]byte, 0, size), key, r, size)
+	data, err := imagegen.ReadExact(key, r, size)
 	if err != nil {
 		return fmt.Errorf("postgres blobs: put %s: %w", key, err)
 	}
@@ -141,20 +138,10 @@ const listPage = 500
 func (b blobs) List(ctx context.Context, fn func(imagegen.BlobInfo) error) error {
 	after := ""
 	for {
-		rows, err := b.s.pool.Query(ctx, b.s.sql(`SELECT key, octet_length(data), written_at, md5(data) FROM {schema}.blobs
-			WHERE key > $1 ORDER BY key LIMIT $2`), after, listPage)
+		page, err := queryRows(ctx, b.s, "list blobs", scanBlobInfo, `SELECT key, octet_length(data), written_at, md5(data) FROM {schema}.blobs
+			WHERE key > $1 ORDER BY key LIMIT $2`, after, listPage)
 		if err != nil {
-			return wrapErr("list blobs", err)
-		}
-		page, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (imagegen.BlobInfo, error) {
-			var info imagegen.BlobInfo
-			var etag string
-			err := row.Scan(&info.Key, &info.Size, &info.ModTime, &etag)
-			info.ModTime, info.ETag = info.ModTime.UTC(), `"`+etag+`"`
-			return info, err
-		})
-		if err != nil {
-			return wrapErr("list blobs", err)
+			return err
 		}
 		for _, info := range page {
 			if err := fn(info); err != nil {
@@ -178,3 +165,12 @@ func (b blobs) notFound(key string, err error) error {
 type readSeekNopCloser struct{ *bytes.Reader }
 
 func (readSeekNopCloser) Close() error { return nil }
+
+// scanBlobInfo reads a row of key, size, written_at and md5(data).
+func scanBlobInfo(row pgx.CollectableRow) (imagegen.BlobInfo, error) {
+	var info imagegen.BlobInfo
+	var etag string
+	err := row.Scan(&info.Key, &info.Size, &info.ModTime, &etag)
+	info.ModTime, info.ETag = info.ModTime.UTC(), `"`+etag+`"`
+	return info, err
+}

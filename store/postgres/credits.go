@@ -69,12 +69,7 @@ func scanEntry(r pgx.CollectableRow) (imagegen.LedgerEntry, error) {
 
 // Ledger returns the owner's entries, oldest first.
 func (s *Store) Ledger(ctx context.Context, owner string) ([]imagegen.LedgerEntry, error) {
-	rows, err := s.pool.Query(ctx, s.sql(`SELECT `+ledgerColumns+` FROM {schema}.ledger WHERE owner = $1 ORDER BY n`), owner)
-	if err != nil {
-		return nil, wrapErr("ledger", err)
-	}
-	out, err := pgx.CollectRows(rows, scanEntry)
-	return out, wrapErr("ledger", err)
+	return queryRows(ctx, s, "ledger", scanEntry, `SELECT `+ledgerColumns+` FROM {schema}.ledger WHERE owner = $1 ORDER BY n`, owner)
 }
 
 // ListLedger returns a page of the owner's entries, newest first. The
@@ -93,14 +88,10 @@ func (s *Store) ListLedger(ctx context.Context, owner string, limit int, cursor 
 		}
 		below = n
 	}
-	rows, err := s.pool.Query(ctx, s.sql(`SELECT `+ledgerColumns+` FROM {schema}.ledger
-		WHERE owner = $1 AND n < $2 ORDER BY n DESC LIMIT $3`), owner, below, limit+1)
+	entries, err := queryRows(ctx, s, "list ledger", scanEntry, `SELECT `+ledgerColumns+` FROM {schema}.ledger
+		WHERE owner = $1 AND n < $2 ORDER BY n DESC LIMIT $3`, owner, below, limit+1)
 	if err != nil {
-		return imagegen.LedgerPage{}, wrapErr("list ledger", err)
-	}
-	entries, err := pgx.CollectRows(rows, scanEntry)
-	if err != nil {
-		return imagegen.LedgerPage{}, wrapErr("list ledger", err)
+		return imagegen.LedgerPage{}, err
 	}
 	var page imagegen.LedgerPage
 	if len(entries) > limit {

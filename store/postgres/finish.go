@@ -10,6 +10,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/groupcommit"
+	"github.com/imagegen/imagegen/store/internal/leases"
 )
 
 // completeSQL moves each task of the batch whose attempt holds it to
@@ -70,7 +71,7 @@ func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images
 		}
 	}
 	held, err := s.completes.Do(ctx, completeReq{id: id, attempt: attempt, images: images})
-	return s.holderResult(id, attempt, map[bool]int64{true: 1}[held], err)
+	return leases.Result(storeName, id, attempt, held, err)
 }
 
 // completeBatch runs completeSQL for a batch, tasks in id order (so that
@@ -115,13 +116,7 @@ func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen
 	var held bool
 	err := s.pool.QueryRow(ctx, s.sql(`SELECT {schema}.fail_task($2, $3, $4, $5, {now}, $6 * interval '1 microsecond', $7)`),
 		s.nowArg(), id, attempt, string(f.Code), f.Message, micros(s.retention), s.finished).Scan(&held)
-	if err != nil {
-		return s.holderResult(id, attempt, 0, err)
-	}
-	if !held {
-		return s.holderResult(id, attempt, 0, nil)
-	}
-	return nil
+	return leases.Result(storeName, id, attempt, held, err)
 }
 
 // CancelTask fails owner's pending or processing task and refunds it.

@@ -58,12 +58,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash string) (*imagegen.APIKey, e
 
 // Keys lists the owner's keys, oldest first.
 func (s *Store) Keys(ctx context.Context, owner string) ([]imagegen.APIKey, error) {
-	rows, err := s.pool.Query(ctx, s.sql(`SELECT `+keyColumns+` FROM {schema}.api_keys WHERE owner = $1 ORDER BY seq`), owner)
-	if err != nil {
-		return nil, wrapErr("keys", err)
-	}
-	keys, err := pgx.CollectRows(rows, scanKey)
-	return keys, wrapErr("keys", err)
+	return queryRows(ctx, s, "keys", scanKey, `SELECT `+keyColumns+` FROM {schema}.api_keys WHERE owner = $1 ORDER BY seq`, owner)
 }
 
 // RevokeKey revokes the owner's key id.

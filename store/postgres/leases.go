@@ -2,11 +2,13 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/internal/leases"
 )
 
 // maxClaim bounds how many tasks one claim takes.
@@ -52,11 +54,7 @@ SELECT ` + taskColumns + ` FROM claimed`
 
 // ClaimTask leases the oldest ready pending task.
 func (s *Store) ClaimTask(ctx context.Context, lease time.Duration) (*imagegen.Task, error) {
-	ts, err := s.ClaimTasks(ctx, lease, 1)
-	if err != nil {
-		return nil, err
-	}
-	return ts[0], nil
+	return leases.First(s.ClaimTasks(ctx, lease, 1))
 }
 
 // ClaimTasks leases up to n ready pending tasks, oldest first, in one
@@ -109,7 +107,7 @@ func (s *Store) RenewLease(ctx context.Context, id string, attempt int, lease ti
 	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.tasks
 		SET lease_until = {now} + $4 * interval '1 microsecond', updated_at = {now}
 		WHERE `+holds), s.nowArg(), id, attempt, micros(lease))
-	return s.holderResult(id, attempt, tag.RowsAffected(), err)
+	return holderResult(id, attempt, tag, err)
 }
 
 // RetryTask gives the task back to the queue, ready after delay.
@@ -121,7 +119,7 @@ func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay tim
 	if err == nil && tag.RowsAffected() == 1 && delay <= time.Second {
 		s.queuedNote.poke("")
 	}
-	return s.holderResult(id, attempt, tag.RowsAffected(), err)
+	return holderResult(id, attempt, tag, err)
 }
 
 // ReleaseTask gives the task back to the queue, ready now, without
@@ -134,19 +132,13 @@ func (s *Store) ReleaseTask(ctx context.Context, id string, attempt int) error {
 	if err == nil && tag.RowsAffected() == 1 {
 		s.queuedNote.poke("")
 	}
-	return s.holderResult(id, attempt, tag.RowsAffected(), err)
+	return holderResult(id, attempt, tag, err)
 }
 
 // holderResult turns the outcome of a fenced statement into nil,
 // ErrLeaseLost (no row changed) or the error.
-func (s *Store) holderResult(id string, attempt int, changed int64, err error) error {
-	if err != nil {
-		return fmt.Errorf("postgres store: task %s: %w", id, err)
-	}
-	if changed == 0 {
-		return fmt.Errorf("postgres store: task %s attempt %d: %w", id, attempt, imagegen.ErrLeaseLost)
-	}
-	return nil
+func holderResult(id string, attempt int, tag pgconn.CommandTag, err error) error {
+	return leases.Result(storeName, id, attempt, tag.RowsAffected() > 0, err)
 }
 
 // recoverBatch is how many expired leases one recovery transaction takes.

@@ -332,10 +332,24 @@ func (s *Store) nowArg() any {
 // interval ($n * interval '1 microsecond').
 func micros(d time.Duration) int64 { return d.Microseconds() }
 
+// queryRows runs the statement template with args on the pool and reads
+// every row with scan; op names the operation in its errors.
+func queryRows[T any](ctx context.Context, s *Store, op string, scan pgx.RowToFunc[T], template string, args ...any) ([]T, error) {
+	rows, err := s.pool.Query(ctx, s.sql(template), args...)
+	if err != nil {
+		return nil, wrapErr(op, err)
+	}
+	out, err := pgx.CollectRows(rows, scan)
+	return out, wrapErr(op, err)
+}
+
+// storeName starts the store's errors.
+const storeName = "postgres store"
+
 // wrapErr names the operation; nil stays nil.
 func wrapErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("postgres store: %s: %w", op, err)
+	return fmt.Errorf("%s: %s: %w", storeName, op, err)
 }

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
@@ -22,22 +20,6 @@ import (
 
 const retention = time.Hour
 
-// newStore returns a store on a fresh, migrated schema of its own,
-// dropped when the test ends.
-func newStore(t *testing.T, pool *pgxpool.Pool, c postgres.Config) *postgres.Store {
-	t.Helper()
-	c.Schema = pgtest.Schema(t, pool)
-	if err := postgres.Migrate(context.Background(), pool, c.Schema); err != nil {
-		t.Fatal(err)
-	}
-	s, err := postgres.New(pool, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
-}
-
 // TestConformance runs the store suite on the PostgreSQL named by
 // IMAGEGEN_TEST_POSTGRES, each test in its own schema, with an injected
 // clock (a real server's time cannot be moved).
@@ -45,7 +27,7 @@ func TestConformance(t *testing.T) {
 	pool := pgtest.Connect(t)
 	storetest.Run(t, func(t *testing.T) storetest.Harness {
 		clock := imagegentest.NewClock(time.Time{})
-		s := newStore(t, pool, postgres.Config{Clock: clock, Retention: retention})
+		s := pgtest.NewStore(t, pool, postgres.Config{Clock: clock, Retention: retention})
 		return storetest.Harness{Store: s, Advance: clock.Advance, Retention: retention}
 	})
 }
@@ -55,7 +37,7 @@ func TestConformance(t *testing.T) {
 func TestBlobConformance(t *testing.T) {
 	pool := pgtest.Connect(t)
 	blobtest.Run(t, func(t *testing.T) imagegen.BlobStore {
-		return newStore(t, pool, postgres.Config{}).Blobs()
+		return pgtest.NewStore(t, pool, postgres.Config{}).Blobs()
 	})
 }
 
@@ -66,7 +48,7 @@ func TestBlobConformance(t *testing.T) {
 func TestConcurrentPutsOfOneKeyAllSucceed(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	blobs := newStore(t, pgtest.Connect(t), postgres.Config{}).Blobs()
+	blobs := pgtest.NewStore(t, pgtest.Connect(t), postgres.Config{}).Blobs()
 	payloads := make(map[string]bool)
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
@@ -88,10 +70,6 @@ func TestConcurrentPutsOfOneKeyAllSucceed(t *testing.T) {
 	for err := range errs {
 		is.NoErr(err)
 	}
-	b, err := blobs.Open(ctx, "same-key")
-	is.NoErr(err)
-	defer b.Body.Close()
-	got, err := io.ReadAll(b.Body)
-	is.NoErr(err)
+	_, got := blobtest.ReadAll(t, blobs, "same-key")
 	is.True(payloads[string(got)]) // one Put's bytes, whole
 }

@@ -43,12 +43,9 @@ SELECT debit.balance, task.created_at FROM debit, task`
 // commit: see createBatch); each is still charged and created on its own.
 // Idle workers of other processes are told just after it commits.
 func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error) {
-	if err := imagegen.CheckNewTask(t); err != nil {
-		return 0, err
-	}
-	req, err := json.Marshal(t.Request)
+	req, err := newTaskRequest(t)
 	if err != nil {
-		return 0, fmt.Errorf("postgres store: encode request: %w", err)
+		return 0, err
 	}
 	res, err := s.creates.Do(ctx, createReq{task: t, request: string(req)})
 	if err != nil {
@@ -121,12 +118,9 @@ func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
 
 // createTask runs createSQL on q (a host's transaction).
 func (s *Store) createTask(ctx context.Context, q querier, t *imagegen.Task) (int64, error) {
-	if err := imagegen.CheckNewTask(t); err != nil {
-		return 0, err
-	}
-	req, err := json.Marshal(t.Request)
+	req, err := newTaskRequest(t)
 	if err != nil {
-		return 0, fmt.Errorf("postgres store: encode request: %w", err)
+		return 0, err
 	}
 	var balance int64
 	var created time.Time
@@ -146,6 +140,19 @@ func (s *Store) createTask(ctx context.Context, q querier, t *imagegen.Task) (in
 	t.Status, t.Attempt = imagegen.StatusPending, 0
 	t.CreatedAt, t.UpdatedAt, t.RunAfter = created, created, created
 	return balance, nil
+}
+
+// newTaskRequest checks a task to create (imagegen.CheckNewTask) and
+// returns its request as the JSON the tasks table keeps.
+func newTaskRequest(t *imagegen.Task) ([]byte, error) {
+	if err := imagegen.CheckNewTask(t); err != nil {
+		return nil, err
+	}
+	req, err := json.Marshal(t.Request)
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: encode request: %w", err)
+	}
+	return req, nil
 }
 
 // taskColumns are the columns scanTask reads, in its order.

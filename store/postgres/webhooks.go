@@ -12,7 +12,7 @@ import (
 // ClaimWebhooks leases up to n due deliveries, oldest first. Deliveries
 // of tasks that retention has removed are dropped as they are met.
 func (s *Store) ClaimWebhooks(ctx context.Context, lease time.Duration, n int) ([]imagegen.WebhookDelivery, error) {
-	rows, err := s.pool.Query(ctx, s.sql(`WITH due AS (
+	return queryRows(ctx, s, "claim webhooks", scanDelivery, `WITH due AS (
 			SELECT w.id, w.task_id FROM {schema}.webhooks w
 			WHERE w.due <= {now}
 			ORDER BY w.due, w.seq LIMIT $2
@@ -26,18 +26,16 @@ func (s *Store) ClaimWebhooks(ctx context.Context, lease time.Duration, n int) (
 		)
 		UPDATE {schema}.webhooks w SET due = {now} + $3 * interval '1 microsecond'
 		FROM live WHERE w.id = live.id
-		RETURNING w.id, w.task_id, w.event, live.owner, live.callback_url, w.attempts`), s.nowArg(), max(n, 1), micros(lease))
-	if err != nil {
-		return nil, wrapErr("claim webhooks", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (imagegen.WebhookDelivery, error) {
-		var d imagegen.WebhookDelivery
-		var event string
-		err := r.Scan(&d.ID, &d.TaskID, &event, &d.Owner, &d.URL, &d.Attempts)
-		d.Event = imagegen.CallbackEvent(event)
-		return d, err
-	})
-	return out, wrapErr("claim webhooks", err)
+		RETURNING w.id, w.task_id, w.event, live.owner, live.callback_url, w.attempts`, s.nowArg(), max(n, 1), micros(lease))
+}
+
+// scanDelivery reads a row of ClaimWebhooks.
+func scanDelivery(r pgx.CollectableRow) (imagegen.WebhookDelivery, error) {
+	var d imagegen.WebhookDelivery
+	var event string
+	err := r.Scan(&d.ID, &d.TaskID, &event, &d.Owner, &d.URL, &d.Attempts)
+	d.Event = imagegen.CallbackEvent(event)
+	return d, err
 }
 
 // AckWebhook removes the delivery with this ID.

@@ -9,10 +9,13 @@ import (
 
 func isNil(err error) bool { return errors.Is(err, goredis.Nil) }
 
+// storeName starts the store's errors.
+const storeName = "redis store"
+
 // wrapErr names the operation; nil stays nil.
 func wrapErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("redis store: %s: %w", op, err)
+	return fmt.Errorf("%s: %s: %w", storeName, op, err)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/groupcommit"
+	"github.com/imagegen/imagegen/store/internal/leases"
 )
 
 // completeScript records the images and moves the task to success.
@@ -88,7 +89,7 @@ func (s *Store) runCompletes(ctx context.Context, batch []*completeCall) {
 			c.Err = s.runHolder(ctx, completeScript, c.Req.id, c.Req.attempt, c.Req.keys, c.Req.args...)
 			continue
 		}
-		c.Err = holderResult(c.Req.id, c.Req.attempt, n, err)
+		c.Err = leases.Result(storeName, c.Req.id, c.Req.attempt, n != 0, err)
 	}
 }
 
@@ -114,7 +115,7 @@ func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen
 	owner, err := s.rdb.HGet(ctx, s.k.task(id), "owner").Result()
 	if err != nil {
 		if isNil(err) {
-			return fmt.Errorf("redis store: task %s attempt %d: %w", id, attempt, imagegen.ErrLeaseLost)
+			return leases.Lost(storeName, id, attempt)
 		}
 		return fmt.Errorf("redis store: fail task: %w", err)
 	}

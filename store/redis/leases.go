@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/internal/leases"
 )
 
 // claimCandidates is how many more of the oldest pending tasks a claim
@@ -56,11 +57,7 @@ return out
 
 // ClaimTask leases the oldest ready pending task.
 func (s *Store) ClaimTask(ctx context.Context, lease time.Duration) (*imagegen.Task, error) {
-	ts, err := s.ClaimTasks(ctx, lease, 1)
-	if err != nil {
-		return nil, err
-	}
-	return ts[0], nil
+	return leases.First(s.ClaimTasks(ctx, lease, 1))
 }
 
 // ClaimTasks leases up to n ready pending tasks, oldest first: one read
@@ -183,24 +180,12 @@ func (s *Store) ReleaseTask(ctx context.Context, id string, attempt int) error {
 // that answers 0 when attempt does not hold the lease.
 func (s *Store) runHolder(ctx context.Context, script *goredis.Script, id string, attempt int, keys []string, args ...any) error {
 	n, err := script.Run(ctx, s.rdb, keys, s.holderArgs(attempt, args)...).Int64()
-	return holderResult(id, attempt, n, err)
+	return leases.Result(storeName, id, attempt, n != 0, err)
 }
 
 // holderArgs are a holder script's ARGV: now, the attempt, then args.
 func (s *Store) holderArgs(attempt int, args []any) []any {
 	return append([]any{s.nowArg(), strconv.Itoa(attempt)}, args...)
-}
-
-// holderResult reads a holder script's reply: 0 means the attempt no
-// longer holds the task.
-func holderResult(id string, attempt int, n int64, err error) error {
-	if err != nil {
-		return fmt.Errorf("redis store: task %s: %w", id, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("redis store: task %s attempt %d: %w", id, attempt, imagegen.ErrLeaseLost)
-	}
-	return nil
 }
 
 // recoverBatch is how many leases one recovery script looks at.
