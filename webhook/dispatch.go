@@ -43,8 +43,10 @@ type Config struct {
 	// failed this attempt. Default 10s.
 	AttemptTimeout time.Duration
 	// Lease is a claimed delivery's lease (default 1m, and at least
-	// twice AttemptTimeout). A delivery claimed but not sent (its
-	// destination had its share of slots) comes back when it ends.
+	// twice AttemptTimeout). A delivery claimed while its destination or
+	// owner has its share in flight waits in the dispatcher for its turn
+	// (a few times the share at most, and never past its lease), or is
+	// given back to the store to come again shortly (see Run).
 	Lease        time.Duration
 	PollInterval time.Duration // how often to look for due deliveries; default 1s
 	// Concurrency is how many deliveries are in flight at once, each on
@@ -83,8 +85,11 @@ type Dispatcher struct {
 	store imagegen.WebhookStore
 
 	mu     sync.Mutex
-	flying map[string]int // deliveries in flight per destination ("d:") and owner ("o:")
-	freed  *sync.Cond     // on mu: a delivery ended
+	flying map[string]int       // deliveries in flight per destination ("d:") and owner ("o:")
+	moved  map[string]time.Time // per key in flying: when one of its deliveries last started or ended
+	freed  *sync.Cond           // on mu: a delivery ended
+	held   heldDeliveries       // on mu: claimed by Run, waiting for their destination's or owner's turn
+	wake   chan struct{}        // (1) a delivery ended while some are held
 }
 
 // NewDispatcher returns a Dispatcher, or an error naming a bad field.
@@ -110,7 +115,8 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	d := &Dispatcher{cfg: c, store: c.Service.Store(), flying: map[string]int{}}
+	d := &Dispatcher{cfg: c, store: c.Service.Store(), flying: map[string]int{}, moved: map[string]time.Time{},
+		held: heldDeliveries{by: map[string]int{}}, wake: make(chan struct{}, 1)}
 	d.freed = sync.NewCond(&d.mu)
 	return d, nil
 }
@@ -118,17 +124,32 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 // Run delivers due callbacks until ctx ends, then waits for the
 // deliveries in flight (each ends within AttemptTimeout). A slot that
 // frees up is filled at once: deliveries do not wait for each other.
+//
+// A delivery claimed while its destination or owner has its share in
+// flight is held until one of those ends (up to 8 times the share, and
+// never past its lease), so a burst to one receiver goes at that
+// receiver's pace. Beyond that it is given back to the store
+// (PostponeWebhook), due again after PollInterval, or after
+// AttemptTimeout when nothing of that destination or owner has moved
+// for a PollInterval (a hanging receiver). At the end the held ones are
+// given back, due at once.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	pool := slots.New(d.cfg.Concurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer d.giveBackHeld(ctx)
+	done := func() { pool.Give(1) }
 	for {
 		free := pool.TakeFree(ctx) // one free slot, and the others free now
 		if free == 0 {
 			return nil
 		}
-		claimed, started, err := d.start(ctx, free, &wg, func() { pool.Give(1) }, false)
-		pool.Give(free - started)
+		started := d.startHeld(ctx, free, &wg, done)
+		claimed, startedNew, err := 0, 0, error(nil)
+		if started < free {
+			claimed, startedNew, err = d.start(ctx, free-started, &wg, done, false)
+		}
+		pool.Give(free - started - startedNew)
 		if err != nil && ctx.Err() == nil {
 			d.cfg.Logger.ErrorContext(ctx, "webhook dispatch", "err", err)
 		}
@@ -139,6 +160,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-d.cfg.Clock.After(d.cfg.PollInterval):
+		case <-d.wake: // a held delivery may go now
 		}
 	}
 }
@@ -155,10 +177,12 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 }
 
 // start claims up to n due deliveries and starts each whose destination
-// has fewer than PerDestination in flight (with queue, the others wait
-// for their turn; without, they stay leased until their lease ends),
-// calling done when one ends. It returns how many it claimed and started.
+// and owner have fewer than their share in flight (with queue, the
+// others wait here for their turn; without, they are held or given back,
+// see Run), calling done when one ends. It returns how many it claimed
+// and started.
 func (d *Dispatcher) start(ctx context.Context, n int, wg *sync.WaitGroup, done func(), queue bool) (claimed, started int, err error) {
+	claimedAt := d.cfg.Clock.Now()
 	due, err := d.store.ClaimWebhooks(ctx, d.cfg.Lease, n)
 	if err != nil {
 		return 0, 0, fmt.Errorf("webhook: claim: %w", err)
@@ -166,19 +190,25 @@ func (d *Dispatcher) start(ctx context.Context, n int, wg *sync.WaitGroup, done 
 	for _, del := range due {
 		dest, owner := "d:"+destination(del.URL), "o:"+del.Owner
 		if !d.take(dest, owner, queue) {
-			d.cfg.Logger.DebugContext(ctx, "webhook postponed: its destination or owner has its share of deliveries in flight", "task_id", del.TaskID)
+			d.holdOrGiveBack(ctx, heldDelivery{del: del, dest: dest, owner: owner, claimedAt: claimedAt})
 			continue
 		}
 		started++
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer done()
-			defer d.give(dest, owner)
-			d.deliver(ctx, del)
-		}()
+		d.send1(ctx, del, dest, owner, wg, done)
 	}
 	return len(due), started, nil
+}
+
+// send1 delivers del on its own goroutine; its slots (taken) are given
+// back when it ends, and done is called.
+func (d *Dispatcher) send1(ctx context.Context, del imagegen.WebhookDelivery, dest, owner string, wg *sync.WaitGroup, done func()) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer done()
+		defer d.give(dest, owner)
+		d.deliver(ctx, del)
+	}()
 }
 
 // take reserves a slot of dest and of owner if each has fewer than its
@@ -187,26 +217,52 @@ func (d *Dispatcher) start(ctx context.Context, n int, wg *sync.WaitGroup, done 
 func (d *Dispatcher) take(dest, owner string, wait bool) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for d.flying[dest] >= d.cfg.PerDestination || d.flying[owner] >= d.cfg.PerOwner {
+	for !d.hasRoom(dest, owner) {
 		if !wait {
 			return false
 		}
 		d.freed.Wait()
 	}
-	d.flying[dest]++
-	d.flying[owner]++
+	d.takeLocked(dest, owner)
 	return true
 }
 
+// hasRoom reports whether dest and owner have fewer than their share in
+// flight; d.mu is held.
+func (d *Dispatcher) hasRoom(dest, owner string) bool {
+	return d.flying[dest] < d.cfg.PerDestination && d.flying[owner] < d.cfg.PerOwner
+}
+
+// takeLocked counts a delivery of dest and owner in flight; d.mu is held.
+func (d *Dispatcher) takeLocked(dest, owner string) {
+	now := d.cfg.Clock.Now()
+	for _, k := range []string{dest, owner} {
+		if d.flying[k] == 0 {
+			d.moved[k] = now
+		}
+		d.flying[k]++
+	}
+}
+
 func (d *Dispatcher) give(dest, owner string) {
+	now := d.cfg.Clock.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, k := range []string{dest, owner} {
 		if d.flying[k]--; d.flying[k] <= 0 {
 			delete(d.flying, k)
+			delete(d.moved, k)
+		} else {
+			d.moved[k] = now
 		}
 	}
 	d.freed.Broadcast()
+	if len(d.held.list) > 0 {
+		select {
+		case d.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // destination names a callback's receiver: its URL's host and port.
