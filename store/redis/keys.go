@@ -3,6 +3,8 @@ package redis
 import (
 	"context"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/imagegen/imagegen"
 )
 
@@ -80,6 +82,15 @@ return 1
 
 // RevokeKey revokes the owner's key id.
 func (s *Store) RevokeKey(ctx context.Context, owner, id string) error {
+	return s.changeOwnerKey(ctx, owner, id, "revoke key", func(hash string) *goredis.Cmd {
+		return revokeScript.Run(ctx, s.rdb, []string{s.k.apiKey(hash)}, s.nowArg(), owner, id)
+	})
+}
+
+// changeOwnerKey runs change on the owner's key with the given id (found
+// by its hash in the owner's list); change's script checks the key again
+// and answers 1 when it changed it. ErrKeyNotFound when none did.
+func (s *Store) changeOwnerKey(ctx context.Context, owner, id, what string, change func(hash string) *goredis.Cmd) error {
 	hashes, records, err := s.ownerKeys(ctx, owner)
 	if err != nil {
 		return err
@@ -88,9 +99,9 @@ func (s *Store) RevokeKey(ctx context.Context, owner, id string) error {
 		if records[i]["id"] != id {
 			continue
 		}
-		n, err := revokeScript.Run(ctx, s.rdb, []string{s.k.apiKey(h)}, s.nowArg(), owner, id).Int64()
+		n, err := change(h).Int64()
 		if err != nil {
-			return wrapErr("revoke key", err)
+			return wrapErr(what, err)
 		}
 		if n == 1 {
 			return nil
@@ -115,23 +126,9 @@ return 1
 
 // DeleteKey deletes the owner's revoked key id.
 func (s *Store) DeleteKey(ctx context.Context, owner, id string) error {
-	hashes, records, err := s.ownerKeys(ctx, owner)
-	if err != nil {
-		return err
-	}
-	for i, h := range hashes {
-		if records[i]["id"] != id {
-			continue
-		}
-		n, err := deleteKeyScript.Run(ctx, s.rdb, []string{s.k.apiKey(h), s.k.apiKeys(owner)}, s.nowArg(), owner, id, h).Int64()
-		if err != nil {
-			return wrapErr("delete key", err)
-		}
-		if n == 1 {
-			return nil
-		}
-	}
-	return imagegen.ErrKeyNotFound
+	return s.changeOwnerKey(ctx, owner, id, "delete key", func(hash string) *goredis.Cmd {
+		return deleteKeyScript.Run(ctx, s.rdb, []string{s.k.apiKey(hash), s.k.apiKeys(owner)}, s.nowArg(), owner, id, hash)
+	})
 }
 
 // ownerKeys reads the owner's key hashes and their records.

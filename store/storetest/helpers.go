@@ -87,6 +87,16 @@ func startTask(t *testing.T, s imagegen.Store, owner string, cost int64) (task, 
 	return task, claimed
 }
 
+// claimHooks leases up to n due webhook deliveries.
+func claimHooks(t *testing.T, s imagegen.Store, n int) []imagegen.WebhookDelivery {
+	t.Helper()
+	got, err := s.ClaimWebhooks(ctx, lease, n)
+	if err != nil {
+		t.Fatalf("claim webhooks: %v", err)
+	}
+	return got
+}
+
 func claim(t *testing.T, s imagegen.Store) *imagegen.Task {
 	t.Helper()
 	task, err := s.ClaimTask(ctx, lease)

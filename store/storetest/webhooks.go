@@ -21,8 +21,7 @@ func testWebhooks(t *testing.T, h Harness) {
 	plain := submit(t, s, "u", 1)
 	cancelled := withHook()
 
-	got, err := s.ClaimWebhooks(ctx, lease, 10)
-	is.NoErr(err)
+	got := claimHooks(t, s, 10)
 	is.Equal(len(got), 0) // nothing has finished
 
 	c := claim(t, s)
@@ -32,8 +31,7 @@ func testWebhooks(t *testing.T, h Harness) {
 	is.NoErr(s.CancelTask(ctx, "u", cancelled.ID))
 	_ = plain
 
-	got, err = s.ClaimWebhooks(ctx, lease, 10)
-	is.NoErr(err)
+	got = claimHooks(t, s, 10)
 	is.Equal(len(got), 2)
 	ids := map[string]imagegen.WebhookDelivery{}
 	for _, d := range got {
@@ -44,24 +42,20 @@ func testWebhooks(t *testing.T, h Harness) {
 	is.True(has)
 
 	// Leased: not handed out again until the lease ends.
-	got, err = s.ClaimWebhooks(ctx, lease, 10)
-	is.NoErr(err)
+	got = claimHooks(t, s, 10)
 	is.Equal(len(got), 0)
 	h.Advance(lease)
-	got, err = s.ClaimWebhooks(ctx, lease, 1)
-	is.NoErr(err)
+	got = claimHooks(t, s, 1)
 	is.Equal(len(got), 1)
 
 	// A failed attempt counts and waits for its delay; an ack ends it.
 	is.NoErr(s.RetryWebhook(ctx, ok1.ID, time.Minute))
 	is.NoErr(s.AckWebhook(ctx, cancelled.ID))
 	h.Advance(lease)
-	got, err = s.ClaimWebhooks(ctx, lease, 10)
-	is.NoErr(err)
+	got = claimHooks(t, s, 10)
 	is.Equal(len(got), 0)
 	h.Advance(time.Minute)
-	got, err = s.ClaimWebhooks(ctx, lease, 10)
-	is.NoErr(err)
+	got = claimHooks(t, s, 10)
 	is.Equal(len(got), 1)
 	is.Equal(got[0].TaskID, ok1.ID)
 	is.Equal(got[0].Attempts, 1)
@@ -69,25 +63,21 @@ func testWebhooks(t *testing.T, h Harness) {
 	// A postponed delivery waits for its delay (not the lease) and counts
 	// no attempt; an unknown ID is no error.
 	is.NoErr(s.PostponeWebhook(ctx, ok1.ID, time.Second))
-	got, err = s.ClaimWebhooks(ctx, lease, 10)
-	is.NoErr(err)
+	got = claimHooks(t, s, 10)
 	is.Equal(len(got), 0)
 	h.Advance(time.Second)
-	got, err = s.ClaimWebhooks(ctx, lease, 10)
-	is.NoErr(err)
+	got = claimHooks(t, s, 10)
 	is.Equal(len(got), 1)
 	is.Equal(got[0].ID, ok1.ID)
 	is.Equal(got[0].Attempts, 1)
 	is.NoErr(s.PostponeWebhook(ctx, ok1.ID, 0)) // due at once
-	got, err = s.ClaimWebhooks(ctx, lease, 10)
-	is.NoErr(err)
+	got = claimHooks(t, s, 10)
 	is.Equal(len(got), 1)
 	is.Equal(got[0].Attempts, 1)
 	is.NoErr(s.PostponeWebhook(ctx, imagegen.WebhookID("no-such-task", imagegen.EventCompleted), 0))
 	is.NoErr(s.AckWebhook(ctx, ok1.ID))
 	h.Advance(time.Hour)
-	got, err = s.ClaimWebhooks(ctx, lease, 10)
-	is.NoErr(err)
+	got = claimHooks(t, s, 10)
 	is.Equal(len(got), 0)
 }
 
@@ -107,20 +97,17 @@ func testWebhookDueOrder(t *testing.T, h Harness) {
 		return task.ID
 	}
 	first := finished("https://slow.example.com/hook")
-	got, err := s.ClaimWebhooks(ctx, lease, 1)
-	is.NoErr(err)
+	got := claimHooks(t, s, 1)
 	is.Equal(len(got), 1)
 	is.Equal(got[0].TaskID, first)
 	is.NoErr(s.RetryWebhook(ctx, first, time.Minute)) // due again in a minute
 	h.Advance(time.Second)
 	second := finished("https://fast.example.com/hook") // due now
 	h.Advance(2 * time.Minute)                          // both due; second since earlier
-	got, err = s.ClaimWebhooks(ctx, lease, 1)
-	is.NoErr(err)
+	got = claimHooks(t, s, 1)
 	is.Equal(len(got), 1)
 	is.Equal(got[0].TaskID, second)
-	got, err = s.ClaimWebhooks(ctx, lease, 1)
-	is.NoErr(err)
+	got = claimHooks(t, s, 1)
 	is.Equal(len(got), 1)
 	is.Equal(got[0].TaskID, first)
 }
@@ -145,8 +132,7 @@ func testWebhookEvents(t *testing.T, h Harness) {
 	endOnly := with(imagegen.EventCompleted)
 	claimed := func() map[string]imagegen.WebhookDelivery {
 		t.Helper()
-		got, err := s.ClaimWebhooks(ctx, lease, 10)
-		is.NoErr(err)
+		got := claimHooks(t, s, 10)
 		m := map[string]imagegen.WebhookDelivery{}
 		for _, d := range got {
 			is.Equal(d.ID, imagegen.WebhookID(d.TaskID, d.Event))
