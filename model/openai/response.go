@@ -2,7 +2,6 @@ package openai
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 
@@ -14,7 +13,9 @@ import (
 type imagesResponse struct {
 	Created int64 `json:"created"`
 	Data    []struct {
-		B64JSON string `json:"b64_json"`
+		// B64JSON is decoded from base64 by encoding/json, straight from
+		// the answer's bytes: no copy of the text is made.
+		B64JSON []byte `json:"b64_json"`
 		URL     string `json:"url"`
 	} `json:"data"`
 }
@@ -42,13 +43,9 @@ func (m *Model) images(ctx context.Context, resp *provider.Response, ratio image
 
 // image is one answered picture: base64, or a URL downloaded through the
 // Fetcher.
-func (m *Model) image(ctx context.Context, i int, b64, url string) (imagegen.GeneratedImage, error) {
+func (m *Model) image(ctx context.Context, i int, data []byte, url string) (imagegen.GeneratedImage, error) {
 	switch {
-	case b64 != "":
-		data, err := base64.StdEncoding.DecodeString(b64)
-		if err != nil {
-			return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("data[%d].b64_json: %w", i, err))
-		}
+	case len(data) > 0:
 		return provider.AnsweredImage(Provider, fmt.Sprintf("data[%d]", i), data)
 	case url != "":
 		return provider.DownloadResult(ctx, Provider, m.cfg.Fetcher, url)

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -79,7 +80,7 @@ func attempt(ctx context.Context, client *http.Client, build BuildFunc, p Policy
 	if resp.ContentLength > p.MaxBodyBytes {
 		return nil, nil, BadAnswer(p.Provider, false, fmt.Errorf("answer of %d bytes, more than %d", resp.ContentLength, p.MaxBodyBytes))
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, p.MaxBodyBytes+1))
+	body, err := readAnswer(resp.Body, resp.ContentLength, p.MaxBodyBytes)
 	if err != nil {
 		return nil, nil, NetworkError(p.Provider, fmt.Errorf("reading the answer: %w", redactError(err, p.Redact)))
 	}
@@ -87,6 +88,20 @@ func attempt(ctx context.Context, client *http.Client, build BuildFunc, p Policy
 		return nil, nil, BadAnswer(p.Provider, false, fmt.Errorf("answer of more than %d bytes", p.MaxBodyBytes))
 	}
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body, redact: p.Redact}, nil, nil
+}
+
+// readAnswer reads an answer's body, at most limit+1 bytes. With a
+// Content-Length it reads into one buffer of that size, where io.ReadAll
+// would grow its buffer by copies to up to twice a large picture's size;
+// a body of another length is still read whole, up to the limit.
+func readAnswer(r io.Reader, contentLength, limit int64) ([]byte, error) {
+	r = io.LimitReader(r, limit+1)
+	if contentLength < 0 || contentLength > limit {
+		return io.ReadAll(r)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, contentLength+bytes.MinRead)) // ReadFrom needs MinRead free to see the end
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
 }
 
 // delay is the wait before retry number retry, and whether the provider

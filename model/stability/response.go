@@ -1,7 +1,6 @@
 package stability
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 
@@ -11,7 +10,7 @@ import (
 
 // generateResponse is the answer to accept: application/json.
 type generateResponse struct {
-	Image        string `json:"image"` // base64
+	Image        []byte `json:"image"` // base64, decoded by encoding/json from the answer's bytes
 	FinishReason string `json:"finish_reason"`
 	Seed         int64  `json:"seed"`
 }
@@ -37,12 +36,8 @@ func answerImage(resp *provider.Response) (imagegen.GeneratedImage, error) {
 	default:
 		return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("HTTP %d: finish_reason %q", resp.Status, body.FinishReason))
 	}
-	if body.Image == "" {
+	if len(body.Image) == 0 {
 		return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, errors.New("the answer holds no image"))
 	}
-	data, err := base64.StdEncoding.DecodeString(body.Image)
-	if err != nil {
-		return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("image: %w", err))
-	}
-	return provider.AnsweredImage(Provider, "image", data)
+	return provider.AnsweredImage(Provider, "image", body.Image)
 }
