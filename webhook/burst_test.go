@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,7 +32,11 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // beyond that, come back after a poll interval, not after a lease.
 func TestBurstToOneReceiverIsNotHeldForALease(t *testing.T) {
 	is := is.New(t)
-	f := newFixture(t, true)
+	var settle *settling
+	f := newFixtureOn(t, true, func(s imagegen.Store) imagegen.Store {
+		settle = &settling{Store: s}
+		return settle
+	})
 	_, err := f.svc.Grant(ctx, "u", 30, "burst") // 40 in all
 	is.NoErr(err)
 	const n = 30 // more than the dispatcher holds: 2 in flight, 8×2 held
@@ -46,13 +51,62 @@ func TestBurstToOneReceiverIsNotHeldForALease(t *testing.T) {
 	// The clock stands still: no lease or poll interval passes, and the
 	// share's held deliveries go out as the receiver answers.
 	waitUntil(t, "2 + 16 deliveries", func() bool { return len(f.recv.got()) >= 18 })
-	// The rest come back within a few poll intervals (1 s each).
-	for i := 0; i < 20 && len(f.recv.got()) < n; i++ { // at most a third of a lease
-		waitUntil(t, "the dispatcher's poll", func() bool { return f.clock.Waiters() > 0 })
-		time.Sleep(10 * time.Millisecond) // let the round that woke it finish (pacing only)
-		f.clock.Advance(time.Second)
+	// The rest come back within a few poll intervals (1 s each). The
+	// clock moves only once every claimed delivery has gone out or been
+	// given back and the dispatcher waits for its next poll: the
+	// receiver's pace does not matter.
+	for waited := time.Duration(0); len(f.recv.got()) < n; waited += time.Second {
+		is.True(waited < 20*time.Second) // at most a third of a lease
+		waitUntil(t, "the dispatcher's next poll, with nothing claimed", func() bool {
+			return settle.outstanding() == 0 && f.clock.Waiters() > 0
+		})
+		if len(f.recv.got()) < n {
+			f.clock.Advance(time.Second)
+		}
 	}
 	is.Equal(len(f.recv.got()), n)
+}
+
+// settling is a store that counts the webhook deliveries claimed and not
+// yet settled (acknowledged, retried or postponed): those in flight or
+// held in a dispatcher.
+type settling struct {
+	imagegen.Store
+	mu      sync.Mutex
+	claimed int
+}
+
+func (s *settling) add(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.claimed += n
+}
+
+func (s *settling) outstanding() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.claimed
+}
+
+func (s *settling) ClaimWebhooks(ctx context.Context, lease time.Duration, n int) ([]imagegen.WebhookDelivery, error) {
+	got, err := s.Store.ClaimWebhooks(ctx, lease, n)
+	s.add(len(got))
+	return got, err
+}
+
+func (s *settling) AckWebhook(ctx context.Context, id string) error {
+	defer s.add(-1)
+	return s.Store.AckWebhook(ctx, id)
+}
+
+func (s *settling) RetryWebhook(ctx context.Context, id string, delay time.Duration) error {
+	defer s.add(-1)
+	return s.Store.RetryWebhook(ctx, id, delay)
+}
+
+func (s *settling) PostponeWebhook(ctx context.Context, id string, delay time.Duration) error {
+	defer s.add(-1)
+	return s.Store.PostponeWebhook(ctx, id, delay)
 }
 
 // When Run ends, the deliveries it held are given back due at once,

@@ -83,10 +83,15 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, allowPrivate bool, answers ...int) *fixture {
+	return newFixtureOn(t, allowPrivate, func(s imagegen.Store) imagegen.Store { return s }, answers...)
+}
+
+// newFixtureOn is newFixture with the service's store wrapped by wrap.
+func newFixtureOn(t *testing.T, allowPrivate bool, wrap func(imagegen.Store) imagegen.Store, answers ...int) *fixture {
 	is := is.New(t)
 	clock := imagegentest.NewClock(time.Time{})
 	svc, err := imagegen.New(imagegen.Config{
-		Store: memory.New(memory.Config{Clock: clock}), Model: imagegentest.NewModel(1), Clock: clock,
+		Store: wrap(memory.New(memory.Config{Clock: clock})), Model: imagegentest.NewModel(1), Clock: clock,
 		AllowHTTPCallbacks: true, Logger: quiet,
 	})
 	is.NoErr(err)
