@@ -107,23 +107,25 @@ func TestLostLeaseDeletesTheBytesAtOnce(t *testing.T) {
 	is.Equal(len(blobKeys(t, store)), 0) // no record will ever point at them
 }
 
+// TestSweepRunsInTheWorkerLoop: Run sweeps the orphans every
+// BlobSweepInterval: not before the first interval has passed, and at
+// once when it has.
 func TestSweepRunsInTheWorkerLoop(t *testing.T) {
 	is := is.New(t)
-	f := newFixture(t, imagegentest.NewModel(1), func(c *imagegen.Config) {
-		c.BlobSweepInterval = time.Minute
+	const every = 7 * time.Minute // unlike the fixture's other waits
+	sweeps := newWaitsClock(every)
+	f := newFixture(t, imagegentest.NewModel(1), sweeps.install, func(c *imagegen.Config) {
+		c.BlobSweepInterval = every
 		c.OrphanGrace = imagegen.MinOrphanGrace
 	})
 	is.NoErr(f.store.Blobs().Put(ctx, "orphan", bytes.NewReader([]byte("png")), 3, "image/png"))
 	cancel, stopped := f.runInBackground()
 	defer func() { cancel(); <-stopped }()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(blobKeys(t, f.store)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("Run did not sweep the orphan")
-		}
-		f.clock.Advance(time.Minute)
-		time.Sleep(5 * time.Millisecond)
-	}
+	sweeps.waited(t)                       // the sweep loop waits for its first interval
+	is.Equal(len(blobKeys(t, f.store)), 1) // nothing swept yet
+	f.clock.Advance(every)                 // past the orphan's grace too
+	sweeps.waited(t)                       // it swept, and waits for the next interval
+	is.Equal(len(blobKeys(t, f.store)), 0)
 }
 
 func TestOrphanGraceHasAFloor(t *testing.T) {

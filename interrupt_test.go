@@ -2,6 +2,7 @@ package imagegen_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,21 +24,15 @@ func TestShutdownReleaseKeepsAttempts(t *testing.T) {
 	is := is.New(t)
 	started := make(chan struct{})
 	model := imagegentest.NewModel(1, imagegentest.Block(started, make(chan struct{})), imagegentest.Fail(retryable), imagegentest.Succeed())
-	f := newFixture(t, model, func(c *imagegen.Config) { c.MaxAttempts = 2; c.ShutdownTimeout = time.Second })
+	shutdown := newWaitsClock(time.Second)
+	f := newFixture(t, model, shutdown.install, func(c *imagegen.Config) { c.MaxAttempts = 2; c.ShutdownTimeout = time.Second })
 	sub := f.submitFunded(t, "u")
 	cancel, stopped := f.runInBackground()
 	<-started
 	cancel()
-	for done := false; !done; {
-		select {
-		case err := <-stopped:
-			is.NoErr(err)
-			done = true
-		default:
-			f.clock.Advance(time.Second) // fire the shutdown timer once Run waits on it
-			time.Sleep(time.Millisecond)
-		}
-	}
+	shutdown.waited(t)           // Run waits for the generation up to ShutdownTimeout
+	f.clock.Advance(time.Second) // then gives up on it
+	is.NoErr(<-stopped)
 	is.Equal(f.task(t, "u", sub.TaskID).Status, imagegen.StatusPending) // released
 
 	is.True(f.runOnce(t)) // the first counted attempt fails retryably
@@ -51,22 +46,31 @@ func TestShutdownReleaseKeepsAttempts(t *testing.T) {
 }
 
 // spuriousStore wakes every watcher at once, as a store that lost its
-// notifications may (Store.WatchTask allows it).
-type spuriousStore struct{ imagegen.Store }
+// notifications may (Store.WatchTask allows it), and counts the watches.
+type spuriousStore struct {
+	imagegen.Store
+	watches atomic.Int64
+}
 
-func (spuriousStore) WatchTask(context.Context, string) (<-chan struct{}, func(), error) {
+func (s *spuriousStore) WatchTask(context.Context, string) (<-chan struct{}, func(), error) {
+	s.watches.Add(1)
 	ch := make(chan struct{})
 	close(ch)
 	return ch, func() {}, nil
 }
 
 // A spurious wake-up of the task's watch does not stop a running
-// generation: the worker re-reads the task and carries on.
+// generation: the worker re-reads the task and carries on, however many
+// times it is woken.
 func TestSpuriousWatchWakeUpDoesNotStopGeneration(t *testing.T) {
 	is := is.New(t)
 	started, release := make(chan struct{}), make(chan struct{})
 	model := imagegentest.NewModel(1, imagegentest.Block(started, release))
-	svc, err := imagegen.New(imagegen.Config{Store: spuriousStore{memory.New(memory.Config{})}, Model: model, Logger: quiet})
+	const poll = 2 * time.Second // the pause before watching again; unlike the lease's renewal (10 s)
+	pauses := newWaitsClock(poll)
+	pauses.Clock = imagegentest.NewClock(time.Time{})
+	store := &spuriousStore{Store: memory.New(memory.Config{Clock: pauses.Clock})}
+	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, Clock: pauses, PollInterval: poll, Logger: quiet})
 	is.NoErr(err)
 	_, err = svc.Grant(ctx, "u", 1, "g")
 	is.NoErr(err)
@@ -75,7 +79,12 @@ func TestSpuriousWatchWakeUpDoesNotStopGeneration(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _, _ = svc.RunOnce(ctx) }()
 	<-started
-	time.Sleep(50 * time.Millisecond) // the watcher has woken many times meanwhile
+	pauses.waited(t) // woken at once, it read the task and pauses before watching again
+	for range 3 {
+		pauses.Clock.Advance(poll)
+		pauses.waited(t) // watched again, woken again, read again: it goes on
+	}
+	is.Equal(store.watches.Load(), int64(4))
 	close(release)
 	<-done
 	task, err := svc.Task(ctx, "u", sub.TaskID)

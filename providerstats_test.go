@@ -95,7 +95,8 @@ func TestServiceRecordsProviderStats(t *testing.T) {
 // when it stops.
 func TestRunFlushesProviderStats(t *testing.T) {
 	is := is.New(t)
-	f := newFixture(t, imagegentest.NewModel(1))
+	flushes := newWaitsClock(imagegen.ProviderStatsFlushInterval) // unlike the fixture's other waits
+	f := newFixture(t, imagegentest.NewModel(1), flushes.install)
 	f.funded(t, "u", 2)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -119,10 +120,9 @@ func TestRunFlushesProviderStats(t *testing.T) {
 
 	done()
 	is.True(stats().Empty()) // the interval has not passed
-	for stats().Empty() {
-		f.clock.Advance(imagegen.ProviderStatsFlushInterval) // until the flush loop has written it
-		time.Sleep(time.Millisecond)
-	}
+	flushes.waited(t)        // the flush loop waits for its interval
+	f.clock.Advance(imagegen.ProviderStatsFlushInterval)
+	flushes.waited(t) // it flushed, and waits for the next interval
 	is.Equal(stats(), succeeded(1))
 
 	done() // with the clock standing still, only the stop writes it

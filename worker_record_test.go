@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	"github.com/matryer/is"
 
@@ -45,31 +45,37 @@ func (s *heldCompletes) counts() (waiting, peak int) {
 // 4×Workers outcomes wait to be stored (the fifth finished generation
 // keeps its slot, so no sixth starts).
 func TestOutcomesAreStoredBesideTheNextGenerations(t *testing.T) {
-	is := is.New(t)
-	var held *heldCompletes
-	f := newFixture(t, imagegentest.NewModel(1), func(c *imagegen.Config) {
-		held = &heldCompletes{Store: c.Store, release: make(chan struct{})}
-		c.Store, c.Workers = held, 1
+	// In a bubble, synctest.Wait returns once every goroutine is blocked
+	// for good: then whatever would start has started.
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		var held *heldCompletes
+		f := newFixture(t, imagegentest.NewModel(1), func(c *imagegen.Config) {
+			held = &heldCompletes{Store: c.Store, release: make(chan struct{})}
+			c.Store, c.Workers = held, 1
+		})
+		f.funded(t, "u", 7)
+		var ids []string
+		for range 7 {
+			ids = append(ids, f.submit(t, "u").TaskID)
+		}
+		cancel, stopped := f.runInBackground()
+		release := sync.OnceFunc(func() { close(held.release) })
+		stop := sync.OnceValue(func() error { release(); cancel(); return <-stopped })
+		defer stop() // also when an assertion fails: nothing stays blocked in the bubble
+
+		// One worker, yet five generations ran while no outcome was
+		// stored, and no sixth starts.
+		synctest.Wait()
+		is.Equal(len(f.model.Calls()), 5)
+		waiting, _ := held.counts()
+		is.Equal(waiting, 4)
+
+		release()
+		waitFor(t, func() bool { return f.succeeded(t, "u", ids) })
+		is.NoErr(stop())
+		is.Equal(len(f.model.Calls()), 7) // each task ran once
+		_, peak := held.counts()
+		is.Equal(peak, 4) // 4×Workers outcomes waited at most
 	})
-	f.funded(t, "u", 7)
-	var ids []string
-	for range 7 {
-		ids = append(ids, f.submit(t, "u").TaskID)
-	}
-	cancel, stopped := f.runInBackground()
-
-	// One worker, yet five generations ran while no outcome was stored.
-	waitFor(t, func() bool { w, _ := held.counts(); return w == 4 && len(f.model.Calls()) == 5 })
-	time.Sleep(50 * time.Millisecond) // a sixth generation would start now if nothing bounded them
-	is.Equal(len(f.model.Calls()), 5)
-	waiting, _ := held.counts()
-	is.Equal(waiting, 4)
-
-	close(held.release)
-	waitFor(t, func() bool { return f.succeeded(t, "u", ids) })
-	cancel()
-	is.NoErr(<-stopped)
-	is.Equal(len(f.model.Calls()), 7) // each task ran once
-	_, peak := held.counts()
-	is.Equal(peak, 4) // 4×Workers outcomes waited at most
 }

@@ -257,8 +257,9 @@ func TestRunBoundsConcurrency(t *testing.T) {
 func TestShutdownReleasesRunningTasks(t *testing.T) {
 	is := is.New(t)
 	started := make(chan struct{})
+	shutdown := newWaitsClock(time.Minute)
 	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Block(started, make(chan struct{}))),
-		func(c *imagegen.Config) { c.ShutdownTimeout = time.Minute })
+		shutdown.install, func(c *imagegen.Config) { c.ShutdownTimeout = time.Minute })
 	sub := f.submitFunded(t, "u")
 	runCtx, cancel := context.WithCancel(ctx)
 	stopped := make(chan error)
@@ -266,24 +267,17 @@ func TestShutdownReleasesRunningTasks(t *testing.T) {
 	<-started
 	cancel()
 	// Run waits for the generation up to ShutdownTimeout, then gives up on it.
+	shutdown.waited(t)
 	select {
 	case <-stopped:
 		t.Fatal("Run returned before the shutdown timeout")
 	default:
 	}
-	for {
-		select {
-		case err := <-stopped:
-			is.NoErr(err)
-			task := f.task(t, "u", sub.TaskID)
-			is.Equal(task.Status, imagegen.StatusPending) // released for another worker
-			is.Equal(f.balance(t, "u"), int64(0))         // still paid for: it will run
-			return
-		default:
-			f.clock.Advance(time.Minute) // fire the shutdown timer once Run waits on it
-			time.Sleep(time.Millisecond)
-		}
-	}
+	f.clock.Advance(time.Minute)
+	is.NoErr(<-stopped)
+	task := f.task(t, "u", sub.TaskID)
+	is.Equal(task.Status, imagegen.StatusPending) // released for another worker
+	is.Equal(f.balance(t, "u"), int64(0))         // still paid for: it will run
 }
 
 func TestUnusableReferenceImageFailsAtOnce(t *testing.T) {
