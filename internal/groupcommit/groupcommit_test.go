@@ -4,78 +4,87 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
+	"testing/synctest"
 )
 
 // Concurrent calls share batches, each gets its own result, and no batch
-// is larger than MaxBatch.
+// is larger than MaxBatch: the calls that queue while a batch runs go in
+// batches of MaxBatch. The test runs in a synctest bubble, where
+// synctest.Wait returns once every call has queued (every goroutine is
+// blocked for good).
 func TestCallsShareBatches(t *testing.T) {
-	var mu sync.Mutex
-	var sizes []int
-	release := make(chan struct{})
-	b := &Batcher[int, int]{MaxBatch: 8, MaxInFlight: 1, Run: func(_ context.Context, batch []*Call[int, int]) {
-		<-release
-		mu.Lock()
-		sizes = append(sizes, len(batch))
-		mu.Unlock()
-		for _, c := range batch {
-			c.Res = c.Req * 2
-		}
-	}}
-	const calls = 50
-	var wg sync.WaitGroup
-	for i := range calls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if got, err := b.Do(context.Background(), i); err != nil || got != 2*i {
-				t.Errorf("call %d: got %d, %v", i, got, err)
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var sizes []int
+		release := make(chan struct{})
+		b := &Batcher[int, int]{MaxBatch: 8, MaxInFlight: 1, Run: func(_ context.Context, batch []*Call[int, int]) {
+			<-release
+			mu.Lock()
+			sizes = append(sizes, len(batch))
+			mu.Unlock()
+			for _, c := range batch {
+				c.Res = c.Req * 2
 			}
-		}()
-	}
-	time.Sleep(50 * time.Millisecond) // let them queue behind the first batch
-	close(release)
-	wg.Wait()
-	total := 0
-	for _, n := range sizes {
-		if n > 8 {
-			t.Fatalf("batch of %d", n)
+		}}
+		const calls = 50
+		var wg sync.WaitGroup
+		for i := range calls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if got, err := b.Do(context.Background(), i); err != nil || got != 2*i {
+					t.Errorf("call %d: got %d, %v", i, got, err)
+				}
+			}()
 		}
-		total += n
-	}
-	if total != calls || len(sizes) >= calls {
-		t.Fatalf("batches %v: want %d calls in fewer batches", sizes, calls)
-	}
+		synctest.Wait() // the first batch runs; the other calls have queued behind it
+		close(release)
+		wg.Wait()
+		total := 0
+		for _, n := range sizes {
+			if n > 8 {
+				t.Fatalf("batch of %d", n)
+			}
+			total += n
+		}
+		queued := calls - sizes[0]
+		if total != calls || len(sizes) != 1+(queued+7)/8 {
+			t.Fatalf("batches %v: want the %d calls queued behind the first batch in batches of 8", sizes, queued)
+		}
+	})
 }
 
 // A call whose context ended before its batch was sent is not run.
 func TestCancelledCallIsDropped(t *testing.T) {
-	ran := make(chan int, 2)
-	block := make(chan struct{})
-	b := &Batcher[int, int]{MaxBatch: 8, MaxInFlight: 1, Run: func(_ context.Context, batch []*Call[int, int]) {
-		for _, c := range batch {
-			ran <- c.Req
+	synctest.Test(t, func(t *testing.T) {
+		ran := make(chan int, 2)
+		block := make(chan struct{})
+		b := &Batcher[int, int]{MaxBatch: 8, MaxInFlight: 1, Run: func(_ context.Context, batch []*Call[int, int]) {
+			for _, c := range batch {
+				ran <- c.Req
+			}
+			<-block
+		}}
+		go func() { _, _ = b.Do(context.Background(), 1) }()
+		if got := <-ran; got != 1 {
+			t.Fatalf("ran %d", got)
 		}
-		<-block
-	}}
-	go func() { _, _ = b.Do(context.Background(), 1) }()
-	if got := <-ran; got != 1 {
-		t.Fatalf("ran %d", got)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error)
-	go func() { _, err := b.Do(ctx, 2); errc <- err }()
-	time.Sleep(20 * time.Millisecond)
-	cancel()
-	close(block)
-	if err := <-errc; err != context.Canceled {
-		t.Fatalf("got %v, want context.Canceled", err)
-	}
-	select {
-	case got := <-ran:
-		t.Fatalf("the cancelled call ran (%d)", got)
-	case <-time.After(20 * time.Millisecond):
-	}
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error)
+		go func() { _, err := b.Do(ctx, 2); errc <- err }()
+		synctest.Wait() // call 2 has queued behind the running batch
+		cancel()
+		close(block)
+		if err := <-errc; err != context.Canceled {
+			t.Fatalf("got %v, want context.Canceled", err)
+		}
+		synctest.Wait() // the batcher has nothing left to do
+		select {
+		case got := <-ran:
+			t.Fatalf("the cancelled call ran (%d)", got)
+		default:
+		}
+	})
 }
 
 // With Size, a batch stops before its sizes add up to more than MaxSize,
