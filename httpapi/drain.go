@@ -28,7 +28,8 @@ func (h *Handler) untilDrained(ctx context.Context) (_ context.Context, stop fun
 }
 
 // waitTask is Service.WaitTask for a request, cut short by Drain: then it
-// answers with the task as it stands.
+// answers with the task as it stands. It logs the wait's start at debug
+// level (a test of serve's shutdown waits for that line).
 func (h *Handler) waitTask(r *http.Request, owner, id string, d time.Duration) (*imagegen.Task, error) {
 	ctx := r.Context()
 	if h.waitsDone.Err() != nil {
@@ -36,6 +37,7 @@ func (h *Handler) waitTask(r *http.Request, owner, id string, d time.Duration) (
 	}
 	waitCtx, stop := h.untilDrained(ctx)
 	defer stop()
+	h.cfg.Logger.DebugContext(ctx, "waiting for the task to end", "task_id", id, "wait", d)
 	t, err := h.cfg.Service.WaitTask(waitCtx, owner, id, d)
 	if err != nil && ctx.Err() == nil && h.waitsDone.Err() != nil {
 		return h.cfg.Service.Task(ctx, owner, id) // drained, not failed

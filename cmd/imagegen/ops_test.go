@@ -293,9 +293,9 @@ func probe(t *testing.T, url string) int {
 }
 
 // TestReadyzFollowsTheStore: /readyz on the admin listener and on the
-// API port answers 503 within 2 s of Redis (an in-process miniredis on a
-// loopback port) going away and 200 again once it is back, with no
-// restart; /healthz stays 200 throughout.
+// API port answers 503 from the first probe after Redis (an in-process
+// miniredis on a loopback port) has gone away, and 200 again once it is
+// back, with no restart; /healthz stays 200 throughout.
 func TestReadyzFollowsTheStore(t *testing.T) {
 	is := is.New(t)
 	r := miniredis.RunT(t)
@@ -307,11 +307,7 @@ func TestReadyzFollowsTheStore(t *testing.T) {
 	}
 
 	r.Close()
-	down := time.Now()
-	waitUntil(t, 2*time.Second, "/readyz answers 503", func() bool {
-		return probe(t, admin+"/readyz") == http.StatusServiceUnavailable
-	})
-	t.Logf("503 after %v", time.Since(down))
+	is.Equal(probe(t, admin+"/readyz"), http.StatusServiceUnavailable) // the first probe after it went away
 	resp, err := http.Get(admin + "/readyz")
 	is.NoErr(err)
 	var body struct {
