@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/matryer/is"
@@ -83,25 +84,33 @@ func TestProgressTellsOfRateLimitWaits(t *testing.T) {
 			"\r\x1b[K")
 }
 
+// The spinner turns once an interval until stopped. The test runs in a
+// synctest bubble, whose clock moves only when every goroutine waits:
+// three intervals give exactly three turns, and a second after the stop
+// gives none.
 func TestProgressSpinTicksUntilStopped(t *testing.T) {
-	is := is.New(t)
-	var out syncBuffer
-	p := newProgress(&out, true, time.Now)
-	p.Status("processing")
-	stop := p.spin(time.Millisecond)
-	waitUntil(t, 5*time.Second, "the spinner turns", func() bool {
-		return strings.Count(out.String(), "\r") >= 3
-	})
-	stop()
-	stop() // a second stop is harmless
-	p.Done()
-	n := len(out.String())
-	time.Sleep(20 * time.Millisecond)
-	is.Equal(len(out.String()), n) // no tick after stop
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		var out syncBuffer
+		p := newProgress(&out, true, time.Now)
+		p.Status("processing")
+		before := strings.Count(out.String(), "\r")
+		stop := p.spin(time.Millisecond)
+		time.Sleep(3 * time.Millisecond)
+		synctest.Wait() // the third turn is drawn
+		is.Equal(strings.Count(out.String(), "\r")-before, 3)
+		stop()
+		stop() // a second stop is harmless
+		n := len(out.String())
+		time.Sleep(time.Second)
+		is.Equal(len(out.String()), n) // no tick after stop
+		p.Done()
+		n = len(out.String())
 
-	plain := newProgress(&out, false, time.Now)
-	plain.spin(time.Millisecond)() // off a terminal: no goroutine, nothing drawn
-	is.Equal(len(out.String()), n)
+		plain := newProgress(&out, false, time.Now)
+		plain.spin(time.Millisecond)() // off a terminal: no goroutine, nothing drawn
+		is.Equal(len(out.String()), n)
+	})
 }
 
 func TestIsTerminal(t *testing.T) {

@@ -75,19 +75,18 @@ func (s serveProc) call(t *testing.T, method, path, key, body string) (int, map[
 	return httpCall(t, method, s.base+path, key, body)
 }
 
-// waitTask polls (within the rate limit of the test server) until the task ends.
+// waitTask long-polls (Prefer: wait) until the task ends, however long
+// the worker takes, with a request a minute at most.
 func (s serveProc) waitTask(t *testing.T, key, id string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		code, m := s.call(t, "GET", "/api/v1/tasks/"+id, key, "")
+	for range 3 {
+		code, m := longPoll(t, s.base+"/api/v1/tasks/"+id, key)
 		is.New(t).Equal(code, http.StatusOK)
 		if m["status"] == "success" || m["status"] == "failed" {
 			return m
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatal("task did not finish")
+	t.Fatal("task did not finish within 3 minutes")
 	return nil
 }
 
