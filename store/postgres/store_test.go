@@ -83,7 +83,7 @@ func TestNotificationsAcrossStores(t *testing.T) {
 	other, stopOther, err := b.WatchTask(ctx, "nobody")
 	is.NoErr(err)
 	defer stopOther()
-	drain(work) // the listener's start may have signalled once (before the watches were ready)
+	received(work) // the listener's start may have signalled once (before the watches were ready)
 	_, err = a.CreateTask(ctx, newTask("t1", "u"))
 	is.NoErr(err)
 	select {
@@ -111,7 +111,7 @@ func finishAndWake(t *testing.T, s *postgres.Store, finished, other <-chan struc
 	}
 	select {
 	case <-finished:
-		if !closed(other) {
+		if !received(other) {
 			t.Fatal("woken before the task finished")
 		}
 	case <-time.After(50 * time.Millisecond): // a bug's chance to show; it cannot fail the test otherwise
@@ -124,23 +124,17 @@ func finishAndWake(t *testing.T, s *postgres.Store, finished, other <-chan struc
 	case <-time.After(time.Minute):
 		t.Fatal(why)
 	}
-	return !closed(other)
+	return !received(other)
 }
 
-func closed(ch <-chan struct{}) bool {
+// received reports whether ch is closed or holds a signal (taking it),
+// without waiting.
+func received(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
 		return true
 	default:
 		return false
-	}
-}
-
-// drain empties ch, a channel of one signal (Store.WorkReady).
-func drain(ch <-chan struct{}) {
-	select {
-	case <-ch:
-	default:
 	}
 }
 
