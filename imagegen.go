@@ -76,7 +76,8 @@ type Config struct {
 	// RevokedKeysKept is how many revoked keys an owner's key list keeps
 	// (shown as revoked, with their last use); on each revoke the oldest
 	// beyond it are deleted, so that a create-and-revoke loop does not
-	// grow the store (default DefaultRevokedKeysKept; negative: keep all).
+	// grow the store (0 takes DefaultRevokedKeysKept; negative keeps all;
+	// there is no setting that keeps none).
 	RevokedKeysKept int
 
 	// AllowHTTPCallbacks lets callback_url be plain http or an address

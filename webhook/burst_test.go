@@ -72,8 +72,9 @@ func TestBurstToOneReceiverIsNotHeldForALease(t *testing.T) {
 // held in a dispatcher.
 type settling struct {
 	imagegen.Store
-	mu      sync.Mutex
-	claimed int
+	mu        sync.Mutex
+	claimed   int
+	postponed []time.Duration // the delays of PostponeWebhook, in order
 }
 
 func (s *settling) add(n int) {
@@ -106,11 +107,31 @@ func (s *settling) RetryWebhook(ctx context.Context, id string, delay time.Durat
 
 func (s *settling) PostponeWebhook(ctx context.Context, id string, delay time.Duration) error {
 	defer s.add(-1)
+	s.mu.Lock()
+	s.postponed = append(s.postponed, delay)
+	s.mu.Unlock()
 	return s.Store.PostponeWebhook(ctx, id, delay)
 }
 
-// When Run ends, the deliveries it held are given back due at once,
-// with no attempt counted, instead of waiting for their lease.
+// postponedNow returns the PostponeWebhook delays so far.
+func (s *settling) postponedNow() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Duration(nil), s.postponed...)
+}
+
+// delays returns the PostponeWebhook delays so far, and forgets them.
+func (s *settling) delays() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.postponed
+	s.postponed = nil
+	return d
+}
+
+// When Run ends, the deliveries it held and those cut short in flight are
+// given back due at once, with no attempt counted, instead of waiting for
+// their lease.
 func TestHeldDeliveriesAreGivenBackAtTheEnd(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, true)
@@ -141,9 +162,138 @@ func TestHeldDeliveriesAreGivenBackAtTheEnd(t *testing.T) {
 	<-stopped
 	back, err := f.svc.Store().ClaimWebhooks(ctx, time.Minute, 10)
 	is.NoErr(err)
-	is.Equal(len(back), 4) // the held ones; the 2 sent were retried with a backoff
+	is.Equal(len(back), 6) // 2 cut short, 4 held
 	for _, del := range back {
 		is.Equal(del.Attempts, 0)
 		is.Equal(del.Event, imagegen.EventCompleted)
+	}
+}
+
+// hangingServer answers no request until the test ends; inFlight counts
+// the requests it holds.
+func hangingServer(t *testing.T) (url string, inFlight func() int) {
+	var mu sync.Mutex
+	n := 0
+	end := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		select {
+		case <-end:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(end) }) // runs first: the handlers return, then the server closes
+	return srv.URL + "/hook", func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
+}
+
+// runDispatcher runs disp until the test ends (a bounded wait for its end).
+func runDispatcher(t *testing.T, disp *webhook.Dispatcher) {
+	runCtx, cancel := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = disp.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-stopped:
+		case <-time.After(time.Minute):
+			t.Error("Run did not end within a minute of its context")
+		}
+	})
+}
+
+// hangingFixture is a fixture whose store records postponements, with
+// owner u's n tasks finished with callbacks to one hanging receiver, and
+// a dispatcher of default shares (2 a destination and an owner, 8 in
+// all) on the manual clock, not yet running.
+func hangingFixture(t *testing.T, n int) (f *fixture, st *settling, inFlight func() int, disp *webhook.Dispatcher) {
+	is := is.New(t)
+	f = newFixtureOn(t, true, func(s imagegen.Store) imagegen.Store {
+		st = &settling{Store: s}
+		return st
+	})
+	_, err := f.svc.Grant(ctx, "u", int64(n), "hanging")
+	is.NoErr(err)
+	url, inFlight := hangingServer(t)
+	for range n {
+		finishTask(t, f.svc, "u", url)
+	}
+	poster, err := fetch.New(fetch.Config{AllowPrivate: true})
+	is.NoErr(err)
+	disp, err = webhook.NewDispatcher(webhook.Config{Service: f.svc, Poster: poster, Clock: f.clock, Logger: quiet, Render: renderStatus})
+	is.NoErr(err)
+	f.clock.Advance(time.Hour) // the workers' abandoned timers fire: from now on only the dispatcher waits
+	return f, st, inFlight, disp
+}
+
+// A backlog beyond what the dispatcher holds comes back in batches of
+// what it may hold, a poll interval apart, not all at the next poll; and
+// once nothing of the receiver has moved for a poll interval (it hangs),
+// an attempt's timeout apart.
+func TestBacklogComesBackInBatches(t *testing.T) {
+	is := is.New(t)
+	f, st, inFlight, disp := hangingFixture(t, 60)
+	runDispatcher(t, disp)
+	waitUntil(t, "2 in flight, 16 held, 42 given back", func() bool { return inFlight() == 2 && st.outstanding() == 18 && f.clock.Waiters() > 0 })
+	var want []time.Duration
+	for i := range 42 {
+		want = append(want, time.Duration(1+i/16)*time.Second) // 16 at 1 s, 16 at 2 s, 10 at 3 s
+	}
+	is.Equal(st.delays(), want)
+
+	f.clock.Advance(time.Second) // 16 come back; the receiver has not moved for a poll interval
+	waitUntil(t, "the 16 claimed again and given back", func() bool { return st.outstanding() == 18 && len(st.postponedNow()) == 16 })
+	for _, d := range st.delays() {
+		is.True(d >= 10*time.Second) // AttemptTimeout
+	}
+	is.Equal(inFlight(), 2)
+}
+
+// A held delivery with less than two attempts' time left of its lease is
+// given back, due at once, instead of being started.
+func TestHeldDeliveriesNearTheirLeaseEndAreGivenBack(t *testing.T) {
+	is := is.New(t)
+	f, st, inFlight, disp := hangingFixture(t, 6)
+	runDispatcher(t, disp)
+	waitUntil(t, "2 in flight, 4 held", func() bool { return inFlight() == 2 && st.outstanding() == 6 && f.clock.Waiters() > 0 })
+	is.Equal(len(st.delays()), 0)
+	f.clock.Advance(41 * time.Second) // a minute's lease, 10 s attempts: 19 s left
+	waitUntil(t, "the 4 given back", func() bool { return len(st.postponedNow()) >= 4 })
+	is.Equal(st.delays()[:4], []time.Duration{0, 0, 0, 0})
+	is.Equal(inFlight(), 2) // none of them was started
+}
+
+// Deliveries of several owners to several receivers fill every slot of
+// the dispatcher (8), each owner within its share (2).
+func TestEverySlotIsUsed(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, true)
+	var inFlight []func() int
+	for _, owner := range []string{"a", "b", "c", "d"} {
+		_, err := f.svc.Grant(ctx, owner, 3, "slots")
+		is.NoErr(err)
+		url, n := hangingServer(t)
+		inFlight = append(inFlight, n)
+		for range 3 {
+			finishTask(t, f.svc, owner, url)
+		}
+	}
+	f.clock.Advance(time.Hour)
+	runDispatcher(t, f.disp)
+	waitUntil(t, "8 deliveries in flight", func() bool {
+		total := 0
+		for _, n := range inFlight {
+			total += n()
+		}
+		return total == 8
+	})
+	for _, n := range inFlight {
+		is.Equal(n(), 2)
 	}
 }

@@ -86,7 +86,8 @@ type Dispatcher struct {
 
 	mu     sync.Mutex
 	flying map[string]int       // deliveries in flight per destination ("d:") and owner ("o:")
-	moved  map[string]time.Time // per key in flying: when one of its deliveries last started or ended
+	moved  map[string]time.Time // per key in flying: when its first delivery started, or one last ended
+	back   map[string]backlog   // per key in flying: when deliveries given back come again
 	freed  *sync.Cond           // on mu: a delivery ended
 	held   heldDeliveries       // on mu: claimed by Run, waiting for their destination's or owner's turn
 	wake   chan struct{}        // (1) a delivery ended while some are held
@@ -116,7 +117,7 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 		c.Logger = slog.Default()
 	}
 	d := &Dispatcher{cfg: c, store: c.Service.Store(), flying: map[string]int{}, moved: map[string]time.Time{},
-		held: heldDeliveries{by: map[string]int{}}, wake: make(chan struct{}, 1)}
+		back: map[string]backlog{}, held: heldDeliveries{by: map[string]int{}}, wake: make(chan struct{}, 1)}
 	d.freed = sync.NewCond(&d.mu)
 	return d, nil
 }
@@ -126,13 +127,17 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 // frees up is filled at once: deliveries do not wait for each other.
 //
 // A delivery claimed while its destination or owner has its share in
-// flight is held until one of those ends (up to 8 times the share, and
-// never past its lease), so a burst to one receiver goes at that
-// receiver's pace. Beyond that it is given back to the store
-// (PostponeWebhook), due again after PollInterval, or after
-// AttemptTimeout when nothing of that destination or owner has moved
-// for a PollInterval (a hanging receiver). At the end the held ones are
-// given back, due at once.
+// flight is held until one of those ends (up to 8 times the share), so a
+// burst to one receiver goes at that receiver's pace; one held so long
+// that fewer than two attempts' time is left of its lease is given back
+// instead of started. Beyond what it holds, a delivery is given back to
+// the store (PostponeWebhook, no attempt counted), due again after
+// PollInterval, or AttemptTimeout when nothing of that destination or
+// owner has moved for a PollInterval (a hanging receiver); at most as
+// many as it may hold come back together, the next ones that interval
+// later, so a backlog comes back at the pace it can go out. When Run
+// ends, the held deliveries and those cut short in flight are given
+// back, due at once.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	pool := slots.New(d.cfg.Concurrency)
 	var wg sync.WaitGroup
@@ -153,8 +158,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			d.cfg.Logger.ErrorContext(ctx, "webhook dispatch", "err", err)
 		}
-		if claimed > 0 && err == nil {
-			continue // there may be more due
+		if (claimed > 0 && err == nil) || started == free {
+			continue // there may be more due, or held ones took every slot
 		}
 		select {
 		case <-ctx.Done():
@@ -252,6 +257,7 @@ func (d *Dispatcher) give(dest, owner string) {
 		if d.flying[k]--; d.flying[k] <= 0 {
 			delete(d.flying, k)
 			delete(d.moved, k)
+			delete(d.back, k)
 		} else {
 			d.moved[k] = now
 		}
@@ -274,13 +280,13 @@ func destination(rawURL string) string {
 	return strings.ToLower(u.Host)
 }
 
-func (d *Dispatcher) deliver(ctx context.Context, del imagegen.WebhookDelivery) {
+func (d *Dispatcher) deliver(runCtx context.Context, del imagegen.WebhookDelivery) {
 	log := d.cfg.Logger.With("task_id", del.TaskID, "event", del.Event, "attempt", del.Attempts+1)
-	attemptCtx, cancel := context.WithTimeout(ctx, d.cfg.AttemptTimeout)
+	attemptCtx, cancel := context.WithTimeout(runCtx, d.cfg.AttemptTimeout)
 	err := d.send(attemptCtx, del)
 	cancel()
-	// The outcome is recorded even when ctx ended meanwhile.
-	ctx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	// The outcome is recorded even when runCtx ended meanwhile.
+	ctx, cancelStore := storeContext(runCtx)
 	defer cancelStore()
 	outcome := "retry"
 	switch {
@@ -292,6 +298,9 @@ func (d *Dispatcher) deliver(ctx context.Context, del imagegen.WebhookDelivery) 
 		outcome = "dropped"
 		log.InfoContext(ctx, "webhook dropped: the task has expired")
 		err = d.store.AckWebhook(ctx, del.ID)
+	case runCtx.Err() != nil: // the run ends, not the receiver: given back, no attempt counted
+		outcome = ""
+		err = d.store.PostponeWebhook(ctx, del.ID, 0)
 	case del.Attempts+1 >= d.cfg.MaxAttempts:
 		outcome = "given_up"
 		log.WarnContext(ctx, "webhook given up", "err", err)
@@ -301,13 +310,24 @@ func (d *Dispatcher) deliver(ctx context.Context, del imagegen.WebhookDelivery) 
 		log.InfoContext(ctx, "webhook will be retried", "err", err, "delay", delay)
 		err = d.store.RetryWebhook(ctx, del.ID, delay)
 	}
-	if d.cfg.Observer != nil {
+	if d.cfg.Observer != nil && outcome != "" {
 		d.cfg.Observer.WebhookDelivery(outcome)
 	}
 	if err != nil {
 		log.ErrorContext(ctx, "record webhook outcome; the lease will expire and it will be tried again", "err", err)
 	}
 }
+
+// storeContext is the context of the store calls that record what became
+// of claimed deliveries: they are made even when ctx has ended, within
+// storeTimeout.
+func storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+}
+
+// storeTimeout bounds the store calls that record what became of
+// claimed deliveries; one that fails leaves the delivery to its lease.
+const storeTimeout = 10 * time.Second
 
 // send renders, signs and posts one delivery; nil means a 2xx answer.
 func (d *Dispatcher) send(ctx context.Context, del imagegen.WebhookDelivery) error {

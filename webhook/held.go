@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,7 +11,8 @@ import (
 
 // heldPerShare is how many deliveries a destination or an owner may have
 // held in the dispatcher, waiting for their turn, per delivery of its
-// share in flight.
+// share in flight; it is also how many of its given-back deliveries come
+// back together.
 const heldPerShare = 8
 
 // heldDelivery is a delivery Run claimed while its destination or owner
@@ -46,42 +48,91 @@ func (h *heldDeliveries) remove(i int) heldDelivery {
 	return x
 }
 
+// backlog is when a key's given-back deliveries come again: at, with n of
+// them already due then.
+type backlog struct {
+	at time.Time
+	n  int
+}
+
+// heldCap is how many deliveries key (a "d:" destination or "o:" owner)
+// may have held, and come back together.
+func (d *Dispatcher) heldCap(key string) int {
+	if strings.HasPrefix(key, "d:") {
+		return heldPerShare * d.cfg.PerDestination
+	}
+	return heldPerShare * d.cfg.PerOwner
+}
+
 // holdOrGiveBack holds x until its destination and owner have room, or,
 // when they already have as many held as they may, gives it back to the
 // store (see Run).
 func (d *Dispatcher) holdOrGiveBack(ctx context.Context, x heldDelivery) {
 	d.mu.Lock()
-	if d.held.by[x.dest] < heldPerShare*d.cfg.PerDestination && d.held.by[x.owner] < heldPerShare*d.cfg.PerOwner {
+	if d.held.by[x.dest] < d.heldCap(x.dest) && d.held.by[x.owner] < d.heldCap(x.owner) {
 		d.held.add(x)
 		d.mu.Unlock()
 		return
 	}
-	delay := d.cfg.PollInterval
 	now := d.cfg.Clock.Now()
-	for _, k := range []string{x.dest, x.owner} {
-		if d.flying[k] > 0 && now.Sub(d.moved[k]) >= d.cfg.PollInterval {
-			delay = d.cfg.AttemptTimeout // nothing of it moved lately: a hanging receiver
-		}
-	}
+	delay := d.comeBackAt(now, x.dest, x.owner).Sub(now)
 	d.mu.Unlock()
 	d.cfg.Logger.DebugContext(ctx, "webhook postponed: its destination or owner has its share of deliveries in flight",
 		"task_id", x.del.TaskID, "delay", delay)
+	ctx, cancel := storeContext(ctx)
+	defer cancel()
 	d.postpone(ctx, x.del, delay)
 }
 
+// comeBackAt is when a delivery of keys given back now is due again:
+// PollInterval from now, or AttemptTimeout when nothing of a key has
+// moved for a PollInterval (a hanging receiver), and after the key's
+// earlier ones once heldCap of those come back together. d.mu is held.
+func (d *Dispatcher) comeBackAt(now time.Time, keys ...string) time.Time {
+	wait := d.cfg.PollInterval
+	for _, k := range keys {
+		if d.flying[k] > 0 && now.Sub(d.moved[k]) >= d.cfg.PollInterval {
+			wait = d.cfg.AttemptTimeout
+		}
+	}
+	at := now.Add(wait)
+	for _, k := range keys {
+		if b := d.back[k]; b.at.After(at) {
+			at = b.at
+		}
+	}
+	for _, k := range keys {
+		b := d.back[k]
+		if !b.at.Equal(at) {
+			b = backlog{at: at}
+		}
+		if b.n++; b.n >= d.heldCap(k) {
+			b = backlog{at: at.Add(wait)} // that batch is full: the next come a wait later
+		}
+		d.back[k] = b
+	}
+	return at
+}
+
 // startHeld starts up to n held deliveries whose destination and owner
-// now have room, oldest first; a held delivery whose lease would end
-// within an attempt is given back instead. It returns how many started.
+// now have room, oldest first. A held delivery with less than two
+// attempts' time left of its lease is given back instead (its result
+// would be written after another dispatcher could claim it), and one
+// whose lease has ended is dropped: the store offers it again. It
+// returns how many started.
 func (d *Dispatcher) startHeld(ctx context.Context, n int, wg *sync.WaitGroup, done func()) int {
 	started := 0
-	var expired []heldDelivery
-	deadline := d.cfg.Clock.Now().Add(d.cfg.AttemptTimeout - d.cfg.Lease) // claimed before it: too late to start
+	var late []heldDelivery
+	now := d.cfg.Clock.Now()
 	d.mu.Lock()
 	for i := 0; i < len(d.held.list) && started < n; {
 		x := d.held.list[i]
+		leaseEnd := x.claimedAt.Add(d.cfg.Lease)
 		switch {
-		case x.claimedAt.Before(deadline):
-			expired = append(expired, d.held.remove(i))
+		case !now.Before(leaseEnd):
+			d.held.remove(i)
+		case now.Add(2 * d.cfg.AttemptTimeout).After(leaseEnd):
+			late = append(late, d.held.remove(i))
 		case d.hasRoom(x.dest, x.owner):
 			d.held.remove(i)
 			d.takeLocked(x.dest, x.owner)
@@ -92,9 +143,7 @@ func (d *Dispatcher) startHeld(ctx context.Context, n int, wg *sync.WaitGroup, d
 		}
 	}
 	d.mu.Unlock()
-	for _, x := range expired {
-		d.postpone(ctx, x.del, 0)
-	}
+	d.giveBack(ctx, late)
 	return started
 }
 
@@ -105,17 +154,25 @@ func (d *Dispatcher) giveBackHeld(ctx context.Context) {
 	held := d.held.list
 	d.held = heldDeliveries{by: map[string]int{}}
 	d.mu.Unlock()
+	d.giveBack(ctx, held)
+}
+
+// giveBack gives deliveries back to the store, due at once, all within
+// one storeTimeout.
+func (d *Dispatcher) giveBack(ctx context.Context, held []heldDelivery) {
+	if len(held) == 0 {
+		return
+	}
+	ctx, cancel := storeContext(ctx)
+	defer cancel()
 	for _, x := range held {
 		d.postpone(ctx, x.del, 0)
 	}
 }
 
 // postpone gives del back to the store, due after delay, counting no
-// attempt. It is done even when ctx has ended; on failure the lease
-// brings the delivery back when it ends.
+// attempt; on failure its lease brings it back when it ends.
 func (d *Dispatcher) postpone(ctx context.Context, del imagegen.WebhookDelivery, delay time.Duration) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
 	if err := d.store.PostponeWebhook(ctx, del.ID, delay); err != nil {
 		d.cfg.Logger.WarnContext(ctx, "webhook: give back a postponed delivery; its lease will bring it back", "task_id", del.TaskID, "err", err)
 	}
