@@ -171,14 +171,7 @@ func TestOperatedRun(t *testing.T) {
 	ok3 := submit("a hill", "")
 	wait := func(id string) string {
 		t.Helper()
-		req, _ := http.NewRequest("GET", api+"/tasks/"+id, nil)
-		req.Header.Set("Authorization", "Bearer "+userKey)
-		req.Header.Set("Prefer", "wait=20")
-		resp, err := http.DefaultClient.Do(req)
-		is.NoErr(err)
-		defer resp.Body.Close()
-		var m map[string]any
-		is.NoErr(json.NewDecoder(resp.Body).Decode(&m))
+		_, m := longPoll(t, api+"/tasks/"+id, userKey)
 		return m["status"].(string)
 	}
 	for _, id := range []string{ok1, ok2, ok3} {
