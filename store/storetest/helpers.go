@@ -97,6 +97,17 @@ func claimHooks(t *testing.T, s imagegen.Store, n int) []imagegen.WebhookDeliver
 	return got
 }
 
+// dueAfter checks that no webhook delivery is due until wait has passed,
+// then claims those due.
+func dueAfter(t *testing.T, h Harness, wait time.Duration) []imagegen.WebhookDelivery {
+	t.Helper()
+	if got := claimHooks(t, h.Store, 10); len(got) != 0 {
+		t.Fatalf("%d deliveries due before %v passed", len(got), wait)
+	}
+	h.Advance(wait)
+	return claimHooks(t, h.Store, 10)
+}
+
 func claim(t *testing.T, s imagegen.Store) *imagegen.Task {
 	t.Helper()
 	task, err := s.ClaimTask(ctx, lease)
