@@ -3,7 +3,6 @@ package console
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"html/template"
@@ -125,7 +124,7 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 		cfg.Logger = slog.Default()
 	}
 	if len(cfg.Secret) == 0 {
-		secret, err := cfg.Service.Store().SharedSecret(ctx, SessionSecretName, randomBytes32)
+		secret, err := cfg.Service.Store().SharedSecret(ctx, SessionSecretName, imagegen.NewSecretKey)
 		if err != nil {
 			return nil, fmt.Errorf("console: session secret from the store: %w", err)
 		}
@@ -166,12 +165,6 @@ func remoteHost(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
-}
-
-func randomBytes32() []byte {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return b
 }
 
 // ServeHTTP serves one console request, with the security headers.

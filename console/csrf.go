@@ -4,6 +4,8 @@ import (
 	"crypto/hmac"
 	"encoding/base64"
 	"net/http"
+
+	"github.com/imagegen/imagegen"
 )
 
 // csrfToken returns the token that r's forms must carry: the HMAC of the
@@ -15,7 +17,7 @@ func (c *Console) csrfToken(w http.ResponseWriter, r *http.Request, user string)
 	if ck, err := r.Cookie(csrfCookie); err == nil && len(ck.Value) >= 20 {
 		nonce = ck.Value
 	} else {
-		nonce = base64.RawURLEncoding.EncodeToString(randomBytes32())
+		nonce = base64.RawURLEncoding.EncodeToString(imagegen.NewSecretKey())
 		http.SetCookie(w, c.cookie(r, csrfCookie, nonce, 0))
 		r.AddCookie(&http.Cookie{Name: csrfCookie, Value: nonce}) // later tokens of this request agree
 	}

@@ -12,7 +12,6 @@ package httpapi
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -129,8 +128,7 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Logger = slog.Default()
 	}
 	if len(cfg.SigningKey) == 0 {
-		cfg.SigningKey = make([]byte, 32)
-		_, _ = rand.Read(cfg.SigningKey)
+		cfg.SigningKey = imagegen.NewSecretKey()
 	}
 	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, DefaultIdempotencyTTL)
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")

@@ -22,8 +22,7 @@ import (
 func TestPostgresStoreWithRedisLimits(t *testing.T) {
 	is := is.New(t)
 	pool := pgtest.Connect(t)
-	schema := pgtest.Schema(t, pool)
-	is.NoErr(postgres.Migrate(ctx, pool, schema))
+	schema := pgtest.MigratedSchema(t, pool)
 	rdb := goredis.NewClient(&goredis.Options{Addr: miniredis.RunT(t).Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	process := func() *server.Server {

@@ -169,28 +169,11 @@ func TestHeldDeliveriesAreGivenBackAtTheEnd(t *testing.T) {
 	}
 }
 
-// hangingServer answers no request until the test ends; inFlight counts
-// the requests it holds.
-func hangingServer(t *testing.T) (url string, inFlight func() int) {
-	var mu sync.Mutex
-	n := 0
-	end := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		n++
-		mu.Unlock()
-		select {
-		case <-end:
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { close(end) }) // runs first: the handlers return, then the server closes
-	return srv.URL + "/hook", func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return n
-	}
+// hangingServer is one hanging receiver (see hanging), with the number
+// of deliveries it received.
+func hangingServer(t *testing.T) (url string, received func() int) {
+	h := newHanging()
+	return h.server(t), func() int { return int(h.received.Load()) }
 }
 
 // runDispatcher runs disp until the test ends (a bounded wait for its end).

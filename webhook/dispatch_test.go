@@ -281,11 +281,12 @@ func TestHangingReceiverDoesNotDelayOthers(t *testing.T) {
 }
 
 // hanging is a set of receivers that answer no delivery until the test
-// ends (or the dispatcher gives up on it), and count those that ended.
+// ends (or the dispatcher gives up on it), and count the deliveries they
+// received and those that ended.
 type hanging struct {
-	release    chan struct{}
-	releaseAll func() // closes release, once
-	ended      atomic.Int64
+	release         chan struct{}
+	releaseAll      func() // closes release, once
+	received, ended atomic.Int64
 }
 
 func newHanging() *hanging {
@@ -297,6 +298,7 @@ func newHanging() *hanging {
 // deliveries are released when the test ends, before it closes.
 func (h *hanging) server(t *testing.T) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.received.Add(1)
 		defer h.ended.Add(1)
 		_, _ = io.Copy(io.Discard, r.Body) // so that the server notices the client leave
 		select {
