@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -222,9 +224,9 @@ func TestOperatedRun(t *testing.T) {
 	}
 
 	t.Run("promtool check metrics", func(t *testing.T) {
-		promtool, err := exec.LookPath("promtool")
+		promtool, err := exec.LookPath(cmp.Or(os.Getenv("IMAGEGEN_TEST_PROMTOOL"), "promtool"))
 		if err != nil {
-			t.Skip("promtool is not on PATH (Debian package prometheus: apt-get install prometheus)")
+			t.Skip("IMAGEGEN_TEST_PROMTOOL is not set and promtool is not on PATH (Debian package prometheus); the scrape's own checks above ran")
 		}
 		cmd := exec.Command(promtool, "check", "metrics")
 		cmd.Stdin = bytes.NewReader(text)

@@ -134,7 +134,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	if err := createDemoUsers(ctx, stack.Service(), c, stdout); err != nil {
+	demoNote, err := createDemoUsers(ctx, stack.Service(), c)
+	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
@@ -161,6 +162,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer stopAdmin()
+	fmt.Fprint(stdout, demoNote) // a new key is shown once nothing can fail before serving
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -214,8 +216,9 @@ func mountConsole(ctx context.Context, mux *http.ServeMux, stack *server.Server,
 }
 
 // createDemoUsers gives each -demo-key its own user with -demo-credits,
-// or, with no -demo-key, makes one demo user and prints its new key once.
-func createDemoUsers(ctx context.Context, svc *imagegen.Service, c serveConfig, stdout io.Writer) error {
+// or, with no -demo-key, makes one demo user; it returns the note that
+// shows that user's new key, once, for serve to print when it serves.
+func createDemoUsers(ctx context.Context, svc *imagegen.Service, c serveConfig) (note string, err error) {
 	grant := func(owner string) error {
 		if c.demoCredits == 0 {
 			return nil
@@ -226,21 +229,20 @@ func createDemoUsers(ctx context.Context, svc *imagegen.Service, c serveConfig, 
 	if len(c.demoKeys) == 0 {
 		key, _, err := svc.CreateKey(ctx, "demo")
 		if err != nil {
-			return err
+			return "", err
 		}
-		fmt.Fprintf(stdout, "demo user %q has %d credits; API key (shown once):\n%s\n", "demo", c.demoCredits, key)
-		return grant("demo")
+		return fmt.Sprintf("demo user %q has %d credits; API key (shown once):\n%s\n", "demo", c.demoCredits, key), grant("demo")
 	}
 	for i, key := range c.demoKeys {
 		owner := fmt.Sprintf("demo-%d", i+1)
 		if _, err := svc.ImportKey(ctx, owner, key); err != nil && !errors.Is(err, imagegen.ErrKeyExists) {
-			return fmt.Errorf("-demo-key #%d: %w", i+1, err)
+			return "", fmt.Errorf("-demo-key #%d: %w", i+1, err)
 		}
 		if err := grant(owner); err != nil {
-			return err
+			return "", err
 		}
 	}
-	return nil
+	return "", nil
 }
 
 // displayAddr turns a listen address into one a client can use

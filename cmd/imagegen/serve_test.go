@@ -139,6 +139,19 @@ func TestServePrintsAGeneratedKeyOnce(t *testing.T) {
 	is.True(!strings.Contains(s.stderr.String(), key))
 }
 
+// A generated key is printed only once nothing can fail before serving:
+// with the admin address taken, serve exits with the error and no key.
+func TestServePrintsNoKeyWhenItCannotServe(t *testing.T) {
+	is := is.New(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	is.NoErr(err)
+	defer taken.Close()
+	var stdout, stderr syncBuffer
+	err = run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-admin-addr", taken.Addr().String()}, func(string) string { return "" }, &stdout, &stderr)
+	is.True(err != nil && strings.Contains(err.Error(), "admin"))
+	is.Equal(stdout.String(), "") // no key for a server that never served
+}
+
 func TestServeRateLimitFromEnv(t *testing.T) {
 	is := is.New(t)
 	const key = "another-demo-key-0123456789"

@@ -6,7 +6,7 @@
 // own session cookie.
 //
 //	go run ./examples/embed
-//	curl -s -X POST -H 'Cookie: session=alice' localhost:8081/poster   # web use: 1 credit
+//	curl -s -X POST -H 'Cookie: session=alice' -H 'Idempotency-Key: order-1' localhost:8081/poster   # web use: 1 credit, once per order
 //	curl -s -H 'Cookie: session=alice' localhost:8081/balance
 //	curl -s -X POST -H 'Cookie: session=alice' -H 'Content-Type: application/json' \
 //	     -d '{"scene":"text-to-image","prompt":"a cat"}' localhost:8081/api/v1/generate
