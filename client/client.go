@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/retry"
 )
 
 // Defaults of the options.
@@ -306,7 +307,7 @@ func (c *Client) Generate(ctx context.Context, req imagegen.Request) (*Task, err
 }
 
 func (c *Client) wait(ctx context.Context, id string, delay time.Duration) (*Task, error) {
-	next := c.pollMin
+	poll := retry.Doubling{Min: c.pollMin, Max: c.pollMax}
 	failures := 0
 	for {
 		if err := sleep(ctx, c.clock, delay); err != nil {
@@ -327,15 +328,16 @@ func (c *Client) wait(ctx context.Context, id string, delay time.Duration) (*Tas
 			// After a long poll that the server held, poll again at once;
 			// one that came back at once is no better than a short poll.
 			if longPolled && c.clock.Now().Sub(sent) >= c.pollMin {
-				delay, next = 0, c.pollMin
+				delay = 0
+				poll.Reset()
 				continue
 			}
-			delay, next = next, min(next*2, c.pollMax)
+			delay = poll.Next()
 		case isRateLimited(err):
 			delay = 0 // the budget holds the next request back for Retry-After
 		case ctx.Err() == nil && IsTransient(err) && failures < maxTransient:
 			failures++
-			delay, next = next, min(next*2, c.pollMax)
+			delay = poll.Next()
 		default:
 			return nil, err
 		}

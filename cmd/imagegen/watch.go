@@ -10,6 +10,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/client"
+	"github.com/imagegen/imagegen/internal/retry"
 )
 
 // How watchTask polls a pending task: the interval doubles from the first
@@ -30,7 +31,8 @@ const (
 // already paid for. A failed task is returned, not an error.
 func watchTask(ctx context.Context, c *client.Client, id string, prog *progress) (*client.Task, error) {
 	defer prog.spin(spinnerInterval)()
-	delay, next := pendingPollFirst, pendingPollFirst
+	delay := pendingPollFirst
+	poll := retry.Doubling{Min: pendingPollFirst, Max: pendingPollMax}
 	failures := 0
 	for {
 		if err := sleepCtx(ctx, delay); err != nil {
@@ -45,7 +47,7 @@ func watchTask(ctx context.Context, c *client.Client, id string, prog *progress)
 			continue
 		case ctx.Err() == nil && client.IsTransient(err) && failures < maxPollErrors:
 			failures++
-			delay, next = next, min(next*2, pendingPollMax)
+			delay = poll.Next()
 			continue
 		default:
 			return nil, err
@@ -61,7 +63,7 @@ func watchTask(ctx context.Context, c *client.Client, id string, prog *progress)
 			prog.Status(describeStatus(t))
 			return t, nil
 		case imagegen.StatusPending:
-			delay, next = next, min(next*2, pendingPollMax)
+			delay = poll.Next()
 		default:
 			return nil, fmt.Errorf("task %s has an unknown status %q", id, t.Status)
 		}

@@ -1,6 +1,8 @@
 // Package retry is the retry arithmetic that every part of imagegen
-// shares: the exponential backoff of workers, webhook deliveries, provider
-// adapters and the client, and the reading of a server's Retry-After.
+// shares: the exponential backoff of workers, webhook deliveries and
+// provider adapters (Backoff), the growing poll and reconnect intervals
+// of the client, the command line and the PostgreSQL listener
+// (Doubling), and the reading of a server's Retry-After (After).
 package retry
 
 import (
@@ -25,6 +27,25 @@ func Backoff(n int, base, maxDelay time.Duration, jitter bool) time.Duration {
 	}
 	return d/2 + rand.N(d/2+1)
 }
+
+// Doubling hands out waits that double from Min up to Max, for polling
+// and reconnecting: Next returns the wait to make now (Min the first
+// time), and Reset starts again from Min. The zero Doubling with Min and
+// Max set is ready; it is not safe for concurrent use.
+type Doubling struct {
+	Min, Max time.Duration
+	next     time.Duration
+}
+
+// Next returns the wait to make now and doubles the one after it.
+func (d *Doubling) Next() time.Duration {
+	cur := min(max(d.next, d.Min), d.Max)
+	d.next = min(cur*2, d.Max)
+	return cur
+}
+
+// Reset makes the next wait Min again.
+func (d *Doubling) Reset() { d.next = 0 }
 
 // After reads the delay a server asks for: "Retry-After-Ms"
 // (milliseconds, as OpenAI sends), else "Retry-After" in seconds (a

@@ -2,6 +2,7 @@ package retry
 
 import (
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 )
@@ -48,5 +49,24 @@ func TestAfter(t *testing.T) {
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("After(%v) = %v, %v; want %v, %v", tc.header, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// Doubling waits Min first, doubles up to Max, and starts again from Min
+// after Reset.
+func TestDoubling(t *testing.T) {
+	d := Doubling{Min: time.Second, Max: 5 * time.Second}
+	var got []time.Duration
+	for range 5 {
+		got = append(got, d.Next())
+	}
+	d.Reset()
+	got = append(got, d.Next(), d.Next())
+	want := []time.Duration{1, 2, 4, 5, 5, 1, 2}
+	for i := range want {
+		want[i] *= time.Second
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("waits %v, want %v", got, want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/imagegen/imagegen/internal/retry"
 	"github.com/imagegen/imagegen/store/internal/taskwatch"
 )
 
@@ -148,7 +149,7 @@ func (l *listener) run(ctx context.Context) {
 		}
 	}
 	defer markReady()
-	pause := 50 * time.Millisecond
+	pause := retry.Doubling{Min: 50 * time.Millisecond, Max: pollFallback}
 	for ctx.Err() == nil {
 		l.listenOnce(ctx, func() {
 			if first {
@@ -157,7 +158,7 @@ func (l *listener) run(ctx context.Context) {
 				l.wakeAll() // anything may have finished while nobody listened
 			}
 			markReady()
-			pause = 50 * time.Millisecond
+			pause.Reset()
 		})
 		if ctx.Err() != nil {
 			return
@@ -167,9 +168,8 @@ func (l *listener) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(pause):
+		case <-time.After(pause.Next()):
 		}
-		pause = min(pause*2, pollFallback)
 	}
 }
 
