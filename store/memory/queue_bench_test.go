@@ -27,10 +27,7 @@ func BenchmarkQueuePosition(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("position/pending=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				p, err := s.QueuePositions(ctx, []string{last})
-				if err != nil || p[0] != n-1 {
-					b.Fatalf("position %v, %v", p, err)
-				}
+				askPosition(b, s, last, n-1)
 			}
 		})
 	}
@@ -49,10 +46,7 @@ func BenchmarkQueuePositions(b *testing.B) {
 			for b.Loop() {
 				want := (i * 7919) % n // a stride over the whole queue
 				i++
-				p, err := s.QueuePositions(ctx, []string{benchTaskID(want)})
-				if err != nil || p[0] != want {
-					b.Fatalf("position of %d: %v, %v", want, p, err)
-				}
+				askPosition(b, s, benchTaskID(want), want)
 			}
 		})
 		churned, next := pendingStore(b, n), n // next: the next task's number, across runs
@@ -64,10 +58,7 @@ func BenchmarkQueuePositions(b *testing.B) {
 				if _, err := s.ClaimTask(ctx, time.Hour); err != nil {
 					b.Fatal(err)
 				}
-				p, err := s.QueuePositions(ctx, []string{benchTaskID(next - 1)})
-				if err != nil || p[0] != n-1 {
-					b.Fatalf("position %v, %v", p, err)
-				}
+				askPosition(b, s, benchTaskID(next-1), n-1)
 			}
 		})
 	}
@@ -109,6 +100,14 @@ func createBenchTask(b *testing.B, s *memory.Store, i int) {
 		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p", AspectRatio: imagegen.AspectAuto}}
 	if _, err := s.CreateTask(context.Background(), t); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// askPosition asks s for the queue position of id, which must be want.
+func askPosition(b *testing.B, s *memory.Store, id string, want int) {
+	p, err := s.QueuePositions(context.Background(), []string{id})
+	if err != nil || p[0] != want {
+		b.Fatalf("position of %s: %v, %v; want %d", id, p, err, want)
 	}
 }
 
