@@ -48,7 +48,7 @@ func (s *Store) CancelTask(_ context.Context, owner, id string) error {
 	if r.task.Status.Terminal() {
 		return fmt.Errorf("memory: cancel %s task: %w", r.task.Status, imagegen.ErrInvalidTransition)
 	}
-	r.queued = 0 // a pending task's queue entry is skipped when popped
+	s.dequeue(r)
 	s.fail(r, imagegen.Failure{Code: imagegen.CodeCancelled, Message: imagegen.CancelledMessage}, now)
 	return nil
 }

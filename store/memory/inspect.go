@@ -13,21 +13,15 @@ import (
 // Ping always succeeds: the store is in this process.
 func (s *Store) Ping(context.Context) error { return nil }
 
-// QueueStats counts pending and processing tasks. It walks the pending
-// queue (whose stale entries it skips), which an in-process store can
-// afford on every scrape.
+// QueueStats counts pending and processing tasks; the oldest ready
+// task, if any, is the head of the pending queue (which is in RunAfter
+// order).
 func (s *Store) QueueStats(context.Context) (imagegen.QueueStats, error) {
 	now := s.lock()
 	defer s.mu.Unlock()
-	st := imagegen.QueueStats{Processing: int64(len(s.processing))}
-	for _, q := range s.pending {
-		if q.seq != q.rec.queued {
-			continue // left behind by a cancel
-		}
-		st.Pending++
-		if !q.runAfter.After(now) {
-			st.OldestPending = max(st.OldestPending, now.Sub(q.runAfter))
-		}
+	st := imagegen.QueueStats{Pending: int64(s.pending.Len()), Processing: int64(len(s.processing))}
+	if head, _, ok := s.pending.first(); ok && !head.runAfter.After(now) {
+		st.OldestPending = now.Sub(head.runAfter)
 	}
 	return st, nil
 }

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"container/heap"
 	"context"
 	"time"
 
@@ -36,31 +35,22 @@ func (s *Store) ClaimTasks(_ context.Context, lease time.Duration, n int) ([]*im
 
 // claim leases the head of the queue if it is ready; s.mu is held.
 func (s *Store) claim(now time.Time, lease time.Duration) (*imagegen.Task, error) {
-	for len(s.pending) > 0 {
-		head := s.pending[0]
-		if head.seq != head.rec.queued {
-			heap.Pop(&s.pending) // left behind by a cancel
-			continue
-		}
-		if head.runAfter.After(now) {
-			break
-		}
-		heap.Pop(&s.pending)
-		r := head.rec
-		r.queued = 0
-		r.task.Status = imagegen.StatusProcessing
-		r.task.Attempt++
-		r.task.LeaseUntil = now.Add(lease)
-		r.task.UpdatedAt = now
-		if r.task.StartedAt.IsZero() {
-			r.task.StartedAt = now
-			s.queueWebhook(r, imagegen.EventProcessing, now)
-		}
-		s.processing[r.task.ID] = r
-		t := copyTask(r.task)
-		return &t, nil
+	head, r, ok := s.pending.first()
+	if !ok || head.runAfter.After(now) {
+		return nil, imagegen.ErrNoTask
 	}
-	return nil, imagegen.ErrNoTask
+	s.dequeue(r)
+	r.task.Status = imagegen.StatusProcessing
+	r.task.Attempt++
+	r.task.LeaseUntil = now.Add(lease)
+	r.task.UpdatedAt = now
+	if r.task.StartedAt.IsZero() {
+		r.task.StartedAt = now
+		s.queueWebhook(r, imagegen.EventProcessing, now)
+	}
+	s.processing[r.task.ID] = r
+	t := copyTask(r.task)
+	return &t, nil
 }
 
 // RenewLease extends the lease of the holder of attempt.

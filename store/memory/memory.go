@@ -52,7 +52,7 @@ type Store struct {
 	mu         sync.Mutex
 	seq        uint64
 	tasks      map[string]*record
-	pending    queue              // ready order of pending tasks
+	pending    pendingQueue       // pending tasks in claim order
 	processing map[string]*record // leased tasks, for lease recovery
 	expiring   expiryQueue        // finished tasks, oldest expiry first
 	images     map[string]*imagegen.Image
@@ -75,9 +75,9 @@ type Store struct {
 type record struct {
 	task imagegen.Task
 	seq  uint64 // submission order, for listing
-	// queued identifies the task's live entry in the pending queue; older
-	// entries (from before a cancel or a claim) are skipped when popped.
-	queued uint64
+	// queued is the task's key in the pending queue while it is pending;
+	// its seq is 0 otherwise.
+	queued queueKey
 	// refundRef is the ledger reference of the next refund: "" for
 	// RefundRef(id), else that of an operator's recharge (RequeueTask).
 	refundRef string

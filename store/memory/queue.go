@@ -7,36 +7,6 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-// queue orders pending tasks by RunAfter, then by submission.
-// It implements heap.Interface.
-type queue []queued
-
-type queued struct {
-	runAfter time.Time
-	seq      uint64
-	rec      *record
-}
-
-func (q queue) Len() int           { return len(q) }
-func (q queue) Less(i, j int) bool { return q[i].before(q[j]) }
-
-// before reports whether a is claimed before b.
-func (a queued) before(b queued) bool {
-	if !a.runAfter.Equal(b.runAfter) {
-		return a.runAfter.Before(b.runAfter)
-	}
-	return a.seq < b.seq
-}
-func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *queue) Push(x any)   { *q = append(*q, x.(queued)) }
-func (q *queue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	old[len(old)-1] = queued{}
-	*q = old[:len(old)-1]
-	return x
-}
-
 // expiryQueue orders finished tasks by removal time.
 type expiryQueue []expiry
 
@@ -56,26 +26,17 @@ func (q *expiryQueue) Pop() any {
 	return x
 }
 
-// QueuePositions counts, for each pending task, the live queue entries
-// ahead of it: one pass over the pending queue per task, O(pending).
+// QueuePositions counts, for each pending task, the queue entries
+// ahead of it: O(log pending) each.
 func (s *Store) QueuePositions(_ context.Context, ids []string) ([]int, error) {
 	s.lock()
 	defer s.mu.Unlock()
 	out := make([]int, len(ids))
 	for i, id := range ids {
 		out[i] = -1
-		r, ok := s.tasks[id]
-		if !ok || r.task.Status != imagegen.StatusPending || r.queued == 0 {
-			continue
+		if r, ok := s.tasks[id]; ok && r.task.Status == imagegen.StatusPending && r.queued.seq != 0 {
+			out[i] = s.pending.ahead(r.queued)
 		}
-		mine := queued{runAfter: r.task.RunAfter, seq: r.queued}
-		ahead := 0
-		for _, q := range s.pending {
-			if q.seq == q.rec.queued && q.before(mine) {
-				ahead++
-			}
-		}
-		out[i] = ahead
 	}
 	return out, nil
 }

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"slices"
@@ -47,10 +46,20 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 	return t, err
 }
 
+// enqueue puts r in the pending queue, at its RunAfter; s.mu is held.
 func (s *Store) enqueue(r *record) {
 	s.seq++
-	r.queued = s.seq
-	heap.Push(&s.pending, queued{runAfter: r.task.RunAfter, seq: s.seq, rec: r})
+	r.queued = queueKey{runAfter: r.task.RunAfter, seq: s.seq}
+	s.pending.push(r.queued, r)
+}
+
+// dequeue takes r out of the pending queue, if it is there; s.mu is
+// held.
+func (s *Store) dequeue(r *record) {
+	if r.queued.seq != 0 {
+		s.pending.remove(r.queued)
+		r.queued = queueKey{}
+	}
 }
 
 func copyTask(t imagegen.Task) imagegen.Task {

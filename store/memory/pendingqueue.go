@@ -1,0 +1,178 @@
+package memory
+
+import "time"
+
+// queueKey is a pending task's place in the claim order: by RunAfter,
+// then by when it was queued. seq is unique in a store; 0 means "not
+// queued".
+type queueKey struct {
+	runAfter time.Time
+	seq      uint64
+}
+
+// before reports whether a is claimed before b.
+func (a queueKey) before(b queueKey) bool {
+	if !a.runAfter.Equal(b.runAfter) {
+		return a.runAfter.Before(b.runAfter)
+	}
+	return a.seq < b.seq
+}
+
+// pendingQueue holds the pending tasks in claim order. It is a treap
+// (a binary search tree on the keys that is also a heap on pseudo-random
+// priorities, so it stays balanced in expectation) whose nodes count
+// their subtree: the head, a push, a removal and the number of tasks
+// ahead of a key each take O(log n) expected time.
+//
+// A priority is a hash of the key's seq, so the tree's shape is
+// deterministic and needs no random source; the store's seqs are unique
+// and given in order, which the hash scatters.
+type pendingQueue struct {
+	root *pendingNode
+}
+
+type pendingNode struct {
+	key         queueKey
+	rec         *record
+	prio        uint64 // at least the children's
+	size        int    // nodes in this subtree
+	left, right *pendingNode
+}
+
+// Len reports how many tasks are queued.
+func (q *pendingQueue) Len() int { return q.root.count() }
+
+// first returns the head of the queue: the entry claimed next.
+func (q *pendingQueue) first() (queueKey, *record, bool) {
+	n := q.root
+	if n == nil {
+		return queueKey{}, nil, false
+	}
+	for n.left != nil {
+		n = n.left
+	}
+	return n.key, n.rec, true
+}
+
+// push queues rec at k, whose seq must not be queued already.
+func (q *pendingQueue) push(k queueKey, rec *record) {
+	q.root = q.root.insert(&pendingNode{key: k, rec: rec, prio: mix64(k.seq), size: 1})
+}
+
+// remove takes the entry at k out of the queue and reports whether it
+// was there.
+func (q *pendingQueue) remove(k queueKey) bool {
+	var ok bool
+	q.root, ok = q.root.remove(k)
+	return ok
+}
+
+// ahead counts the entries claimed before k (k itself need not be
+// queued).
+func (q *pendingQueue) ahead(k queueKey) int {
+	n := 0
+	for t := q.root; t != nil; {
+		if t.key.before(k) {
+			n += t.left.count() + 1
+			t = t.right
+		} else {
+			t = t.left
+		}
+	}
+	return n
+}
+
+func (n *pendingNode) count() int {
+	if n == nil {
+		return 0
+	}
+	return n.size
+}
+
+func (n *pendingNode) recount() {
+	n.size = 1 + n.left.count() + n.right.count()
+}
+
+// insert adds x to the subtree n (which may be nil) and returns the
+// subtree's new root.
+func (n *pendingNode) insert(x *pendingNode) *pendingNode {
+	if n == nil {
+		return x
+	}
+	if x.prio > n.prio {
+		x.left, x.right = n.split(x.key)
+		x.recount()
+		return x
+	}
+	if x.key.before(n.key) {
+		n.left = n.left.insert(x)
+	} else {
+		n.right = n.right.insert(x)
+	}
+	n.size++
+	return n
+}
+
+// split divides the subtree n into the entries before k and the rest.
+func (n *pendingNode) split(k queueKey) (before, rest *pendingNode) {
+	if n == nil {
+		return nil, nil
+	}
+	if n.key.before(k) {
+		n.right, rest = n.right.split(k)
+		n.recount()
+		return n, rest
+	}
+	before, n.left = n.left.split(k)
+	n.recount()
+	return before, n
+}
+
+// remove takes the entry at k out of the subtree n and returns the
+// subtree's new root and whether k was there.
+func (n *pendingNode) remove(k queueKey) (*pendingNode, bool) {
+	if n == nil {
+		return nil, false
+	}
+	var ok bool
+	switch {
+	case k.before(n.key):
+		n.left, ok = n.left.remove(k)
+	case n.key.before(k):
+		n.right, ok = n.right.remove(k)
+	default:
+		return n.left.merge(n.right), true
+	}
+	if ok {
+		n.size--
+	}
+	return n, ok
+}
+
+// merge joins the subtrees a and b (either may be nil), every entry of
+// a being before every entry of b, and returns the new root.
+func (a *pendingNode) merge(b *pendingNode) *pendingNode {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	case a.prio > b.prio:
+		a.right = a.right.merge(b)
+		a.recount()
+		return a
+	default:
+		b.left = a.merge(b.left)
+		b.recount()
+		return b
+	}
+}
+
+// mix64 is SplitMix64's finaliser: it scatters consecutive numbers over
+// the whole range.
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
