@@ -18,7 +18,7 @@ import (
 // ignores.
 
 // MaxIdempotencyKey is the longest idempotency key, in bytes.
-const MaxIdempotencyKey = 255
+const MaxIdempotencyKey = imagegen.MaxIdempotencyKey
 
 // SubmitWithKey is Submit with an idempotency key (the Idempotency-Key
 // header): after a network error, a timeout or a 5xx answer, submitting
@@ -36,23 +36,11 @@ const MaxIdempotencyKey = 255
 // refusal for want of credits is replayed too (APIError.Replayed): after
 // adding credits, use a new key.
 func (c *Client) SubmitWithKey(ctx context.Context, req imagegen.Request, idempotencyKey string) (imagegen.Submitted, error) {
-	if !validIdempotencyKey(idempotencyKey) {
+	if !imagegen.ValidIdempotencyKey(idempotencyKey) {
 		return imagegen.Submitted{}, fmt.Errorf("client: submit: the idempotency key must be 1 to %d printable ASCII characters, not starting or ending with a space: %w",
 			MaxIdempotencyKey, imagegen.ErrInvalidParams)
 	}
 	return c.submit(ctx, req, http.Header{"Idempotency-Key": {idempotencyKey}})
-}
-
-func validIdempotencyKey(k string) bool {
-	if k == "" || len(k) > MaxIdempotencyKey || k[0] == ' ' || k[len(k)-1] == ' ' {
-		return false // HTTP drops a header value's outer spaces
-	}
-	for i := range len(k) {
-		if k[i] < ' ' || k[i] > '~' {
-			return false
-		}
-	}
-	return true
 }
 
 // Cancel cancels a pending or processing task (POST /tasks/{id}/cancel)

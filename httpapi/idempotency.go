@@ -14,7 +14,7 @@ import (
 
 // Idempotency keys of submit requests.
 const (
-	MaxIdempotencyKey = 255 // characters
+	MaxIdempotencyKey = imagegen.MaxIdempotencyKey // bytes
 	// DefaultIdempotencyTTL is Config.IdempotencyTTL when it is left zero.
 	DefaultIdempotencyTTL = 24 * time.Hour
 	// MaxIdempotentBody is the largest response kept for replay; a larger
@@ -48,7 +48,7 @@ func (h *Handler) idempotent(next http.Handler) http.Handler {
 		case len(keys) > 1:
 			h.respondErr(w, r, &imagegen.ValidationError{Field: "Idempotency-Key", Message: "must be given once"})
 			return
-		case !validIdempotencyKey(key): // an empty one too: the client meant to send a key
+		case !imagegen.ValidIdempotencyKey(key): // an empty one too: the client meant to send a key
 			h.respondErr(w, r, &imagegen.ValidationError{Field: "Idempotency-Key", Message: "must be 1 to 255 printable ASCII characters"})
 			return
 		}
@@ -115,18 +115,6 @@ func replayable(status int) bool {
 		return true
 	}
 	return false
-}
-
-func validIdempotencyKey(k string) bool {
-	if len(k) == 0 || len(k) > MaxIdempotencyKey {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x20 || k[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // capture passes a response through and keeps its status and body.
