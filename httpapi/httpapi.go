@@ -17,11 +17,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/weburl"
 )
 
 // MaxBodyBytes is the largest request body accepted (413 beyond it).
@@ -155,8 +155,8 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("httpapi: Config.PresignTTL must not be negative")
 	case cfg.PresignTTL > 0 && cfg.ImageBaseURL != "":
 		return nil, errors.New("httpapi: set Config.ImageBaseURL or Config.PresignTTL, not both")
-	case cfg.ImageBaseURL != "" && !isHTTPURL(cfg.ImageBaseURL):
-		return nil, fmt.Errorf("httpapi: Config.ImageBaseURL must be an http(s) URL (got %q)", cfg.ImageBaseURL)
+	case cfg.ImageBaseURL != "" && !weburl.Absolute(cfg.ImageBaseURL):
+		return nil, fmt.Errorf("httpapi: Config.ImageBaseURL must be an absolute http(s) URL without credentials, query or fragment (got %q)", cfg.ImageBaseURL)
 	}
 	var presigner imagegen.BlobPresigner
 	if cfg.PresignTTL > 0 {
@@ -176,11 +176,6 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h.routes()
 	return h, nil
-}
-
-func isHTTPURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // ClientIP names the client of r as the API's failed-authentication

@@ -155,6 +155,8 @@ func TestImageRedirectConfigErrors(t *testing.T) {
 		"presign without a presigning BlobStore": {PresignTTL: time.Minute},
 		"both redirects":                         {PresignTTL: time.Minute, ImageBaseURL: "https://cdn.example.test"},
 		"a base that is not a URL":               {ImageBaseURL: "cdn.example.test"},
+		"a base with a query":                    {ImageBaseURL: "https://cdn.example.test?v=1"},
+		"a base with credentials":                {ImageBaseURL: "https://u:pw@cdn.example.test"},
 		"a negative presign TTL":                 {PresignTTL: -time.Second},
 	} {
 		c.Service, c.Limiter = e.svc, allowAll{}
