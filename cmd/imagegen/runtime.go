@@ -122,9 +122,10 @@ func openRuntime(ctx context.Context, c runtimeConfig, rateLimit int, getenv fun
 
 // openService is openRuntime with the service made on it, for the
 // processes that run the service themselves (worker, the admin commands)
-// rather than through server.New. The caller closes the runtime.
-func openService(ctx context.Context, c runtimeConfig, rateLimit int, getenv func(string) string, log *slog.Logger) (*imagegen.Service, runtimeDeps, error) {
-	rt, err := openRuntime(ctx, c, rateLimit, getenv, log)
+// rather than through server.New. They serve no API, so their rate
+// limiter (1 a key) is never asked. The caller closes the runtime.
+func openService(ctx context.Context, c runtimeConfig, getenv func(string) string, log *slog.Logger) (*imagegen.Service, runtimeDeps, error) {
+	rt, err := openRuntime(ctx, c, 1, getenv, log)
 	if err != nil {
 		return nil, runtimeDeps{}, err
 	}
@@ -146,7 +147,7 @@ func withService(ctx context.Context, stores storeFlags, fn func(*imagegen.Servi
 // store.
 func withLoggedService(ctx context.Context, stores storeFlags, log *slog.Logger, fn func(*imagegen.Service) error) error {
 	c := runtimeConfig{storeFlags: stores, model: placeholder.Name, retention: 24 * time.Hour, lease: 30 * time.Second}
-	svc, rt, err := openService(ctx, c, 1, noEnv, log)
+	svc, rt, err := openService(ctx, c, noEnv, log)
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func worker(ctx context.Context, args []string, getenv func(string) string, _, s
 		return errors.New("-workers must be at least 1 for a worker process")
 	}
 	log := c.logger(stderr)
-	svc, rt, err := openService(ctx, c, 1, getenv, log)
+	svc, rt, err := openService(ctx, c, getenv, log)
 	if err != nil {
 		return err
 	}
