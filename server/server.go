@@ -272,18 +272,26 @@ func (s *Server) newProbes(cfg Config, log *slog.Logger) error {
 	if s.livePath == s.readyPath {
 		return fmt.Errorf("server: Config.LivePath and Config.ReadyPath must differ (both %q)", s.livePath)
 	}
-	checks := []health.Check{{Name: "store", Check: cfg.Service.Store.Ping}}
-	if !cfg.NoWorkers {
-		checks = append(checks, ModelCheck(cfg.Service.Model))
-	}
 	probes, err := health.New(health.Config{
-		Checks: append(checks, cfg.ReadyChecks...), Timeout: cfg.ProbeTimeout, Logger: log,
+		Checks: append(ReadyChecks(cfg.Service, !cfg.NoWorkers), cfg.ReadyChecks...), Timeout: cfg.ProbeTimeout, Logger: log,
 	})
 	if err != nil {
 		return fmt.Errorf("server: Config.ReadyChecks: %w", err)
 	}
 	s.probes = probes
 	return nil
+}
+
+// ReadyChecks are the readiness checks of a process running a service
+// of cfg: its store answers ("store"), and, when the process runs
+// workers, its model still plans a request ("model", ModelCheck). The
+// probes of New use them, and so does a process that runs only workers.
+func ReadyChecks(cfg imagegen.Config, runsWorkers bool) []health.Check {
+	checks := []health.Check{{Name: "store", Check: cfg.Store.Ping}}
+	if runsWorkers {
+		checks = append(checks, ModelCheck(cfg.Model))
+	}
+	return checks
 }
 
 // ModelCheck is the readiness check of a model (named "model"): it must

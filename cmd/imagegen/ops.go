@@ -19,7 +19,6 @@ import (
 	"github.com/imagegen/imagegen/health"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/metrics"
-	"github.com/imagegen/imagegen/server"
 	"github.com/imagegen/imagegen/webhook"
 )
 
@@ -78,9 +77,10 @@ type observability struct {
 }
 
 // newObservability makes the metrics (only when there is an admin
-// listener to serve them) and the store's readiness check.
+// listener to serve them); the readiness checks come with the service's
+// config (openRuntime).
 func newObservability(c opsConfig, store imagegen.Store) (*observability, error) {
-	o := &observability{checks: []health.Check{{Name: "store", Check: store.Ping}}}
+	o := &observability{}
 	if c.adminAddr == "" {
 		return o, nil
 	}
@@ -115,13 +115,6 @@ func (o *observability) webhookObserver() webhook.Observer {
 		return nil
 	}
 	return o.metrics
-}
-
-// checkModel adds readiness of the model to the admin listener's
-// probes: it must still plan a request (server.ModelCheck). The API
-// port's probes are server.Server's own.
-func (o *observability) checkModel(model imagegen.Model) {
-	o.checks = append(o.checks, server.ModelCheck(model))
 }
 
 // startAdmin serves the admin listener of -admin-addr, if any. It

@@ -11,6 +11,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/model/placeholder"
+	"github.com/imagegen/imagegen/server"
 )
 
 // runtimeConfig is what every process that runs generations shares:
@@ -114,9 +115,7 @@ func openRuntime(ctx context.Context, c runtimeConfig, rateLimit int, getenv fun
 		return fail(err)
 	}
 	cfg.Observer = obs.observer()
-	if c.workers > 0 {
-		obs.checkModel(cfg.Model)
-	}
+	obs.checks = server.ReadyChecks(cfg, c.workers > 0)
 	return runtimeDeps{backend: be, obs: obs, service: cfg}, nil
 }
 
