@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -159,7 +160,7 @@ func (o *playgroundOnce) finish(r *http.Request, taskID string, ok bool) {
 	if o.key == "" {
 		return
 	}
-	ctx := r.Context()
+	ctx := context.WithoutCancel(r.Context()) // a dropped request (a double click) must still record what it made
 	var err error
 	if ok {
 		err = o.c.svc.Store().FinishIdempotent(ctx, o.owner, o.key, o.digest, http.StatusSeeOther, []byte(taskID), onceTTL)
