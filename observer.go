@@ -6,12 +6,15 @@ import (
 	"time"
 )
 
-// Observer is told what the service does, so that an embedder can count
-// it; package metrics implements it for Prometheus. Its methods are
-// called on the hot paths: they must be quick, must not block, and must
-// be safe for concurrent use. Labels passed to it are low-cardinality
-// (scenes, model and provider names, statuses, codes): never a user id,
-// task id or key. Embed NopObserver to implement only some methods.
+// Observer is told what the service and its front ends do, so that an
+// embedder can count it; package metrics implements it for Prometheus.
+// It is the one observer of the stack: imagegen.Config, httpapi.Config
+// and webhook.Config each take it (server.New passes the service's to
+// the other two). Its methods are called on the hot paths: they must be
+// quick, must not block, and must be safe for concurrent use. Labels
+// passed to it are low-cardinality (scenes, model and provider names,
+// statuses, codes, route patterns): never a user id, task id or key.
+// Embed NopObserver to implement only some methods.
 type Observer interface {
 	// TaskSubmitted: a task was created and cost credits were charged.
 	TaskSubmitted(scene Scene, model string, cost int64)
@@ -38,6 +41,16 @@ type Observer interface {
 	ProviderRequest(provider, outcome string)
 	// Fallback: a fallback chain moved on from one model to the next.
 	Fallback(from, to string)
+	// HTTPRequest: the HTTP API (package httpapi) answered a request.
+	// route is the matched route pattern (such as
+	// "GET /api/v1/tasks/{task_id}"), never the raw path; code 429 is a
+	// rate-limited request.
+	HTTPRequest(route string, code int, took time.Duration)
+	// WebhookDelivery: a callback delivery attempt (package webhook)
+	// ended with outcome: "delivered", "retry" (failed, will be tried
+	// again), "given_up" (failed MaxAttempts times) or "dropped" (the
+	// task expired first).
+	WebhookDelivery(outcome string)
 }
 
 // NopObserver is an Observer that does nothing.
@@ -63,6 +76,12 @@ func (NopObserver) ProviderRequest(string, string) {}
 
 // Fallback does nothing.
 func (NopObserver) Fallback(string, string) {}
+
+// HTTPRequest does nothing.
+func (NopObserver) HTTPRequest(string, int, time.Duration) {}
+
+// WebhookDelivery does nothing.
+func (NopObserver) WebhookDelivery(string) {}
 
 // Provider request outcomes, as ProviderOutcome names them.
 const (

@@ -49,6 +49,10 @@ func (r *recorder) ProviderRequest(provider, outcome string) {
 	r.add("provider %s %s", provider, outcome)
 }
 func (r *recorder) Fallback(from, to string) { r.add("fallback %s -> %s", from, to) }
+func (r *recorder) HTTPRequest(route string, code int, _ time.Duration) {
+	r.add("http %s %d", route, code)
+}
+func (r *recorder) WebhookDelivery(outcome string) { r.add("webhook %s", outcome) }
 
 func TestObserverSeesATaskLife(t *testing.T) {
 	is := is.New(t)

@@ -77,18 +77,17 @@ func newBenchAPI(b *testing.B, withMetrics bool) (http.Handler, *imagegen.Servic
 	clock := imagegentest.NewClock(time.Time{})
 	store := memory.New(memory.Config{Clock: clock})
 	var obs imagegen.Observer
-	var httpObs httpapi.Observer
 	if withMetrics {
 		m, err := metrics.New(metrics.Config{Registerer: prometheus.NewRegistry(), Queue: store})
 		if err != nil {
 			b.Fatal(err)
 		}
-		obs, httpObs = m, m
+		obs = m
 	}
 	s := apitest.New(b, apitest.Config{
 		Clock: clock, Store: store, Model: imagegentest.NewModel(1), Limit: 1 << 30,
 		Service: func(c *imagegen.Config) { c.Observer = obs },
-		API:     func(c *httpapi.Config) { c.Observer = httpObs },
+		API:     func(c *httpapi.Config) { c.Observer = obs },
 	})
 	if _, err := s.Service.ImportKey(context.Background(), "bench", benchKey); err != nil {
 		b.Fatal(err)

@@ -101,9 +101,10 @@ type Config struct {
 	// Logger gets one line per request (method, route, status, duration,
 	// request id, key id) and the details of server errors.
 	Logger *slog.Logger // default slog.Default()
-	// Observer is told of every answer, for metrics (package metrics).
-	// Nil counts nothing.
-	Observer Observer
+	// Observer is told of every answer (Observer.HTTPRequest), for
+	// metrics (package metrics); usually the service's own. Nil counts
+	// nothing.
+	Observer imagegen.Observer
 }
 
 // Handler serves the API. Create it with New.
@@ -126,6 +127,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = imagegen.NopObserver{}
 	}
 	if len(cfg.SigningKey) == 0 {
 		cfg.SigningKey = imagegen.NewSecretKey()

@@ -45,7 +45,7 @@ type envOptions struct {
 	limit    int
 	openAI   bool                  // serve the OpenAI-compatible endpoint at /v1
 	logger   *slog.Logger          // the API's; default quiet
-	observer httpapi.Observer      // default none
+	observer imagegen.Observer     // default none
 	api      func(*httpapi.Config) // changes the handler's config
 }
 

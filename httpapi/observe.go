@@ -11,14 +11,6 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-// Observer is told of every API answer, for metrics; *metrics.Metrics is
-// one. route is the matched route pattern (such as
-// "GET /api/v1/tasks/{task_id}"), never the raw path; a 429 code is a
-// rate-limited request. It must be quick and safe for concurrent use.
-type Observer interface {
-	HTTPRequest(route string, code int, took time.Duration)
-}
-
 // RequestIDHeader carries the request id: taken from the request when it
 // is valid (1 to 128 letters, digits, '-', '_', '.' or ':'), generated
 // otherwise, and always echoed in the response.
@@ -61,9 +53,7 @@ func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request) {
 		route = "unmatched"
 	}
 	status := o.Status()
-	if h.cfg.Observer != nil {
-		h.cfg.Observer.HTTPRequest(route, status, took)
-	}
+	h.cfg.Observer.HTTPRequest(route, status, took)
 	log := h.cfg.Logger
 	if !log.Enabled(r.Context(), slog.LevelInfo) {
 		return

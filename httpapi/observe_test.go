@@ -13,11 +13,13 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 )
 
-// seen is an httpapi.Observer that records each answer.
+// seen is an Observer that records each answer.
 type seen struct {
+	imagegen.NopObserver
 	mu    sync.Mutex
 	calls []string
 }

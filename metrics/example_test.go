@@ -20,8 +20,8 @@ import (
 )
 
 // The metrics of a service, on a registry of the app's own, served for
-// Prometheus. The same *Metrics is the Observer of httpapi.Config (or
-// server.Config.HTTPObserver) and webhook.Config.
+// Prometheus. The same *Metrics is the Observer of httpapi.Config and
+// webhook.Config (server.New passes the service's Observer to both).
 func Example() {
 	ctx := context.Background()
 	store := memory.New(memory.Config{})

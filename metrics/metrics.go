@@ -70,8 +70,9 @@ type Config struct {
 	NoRuntimeCollectors bool
 }
 
-// Metrics holds the metrics. It implements imagegen.Observer and the
-// observers of httpapi and webhook; it is safe for concurrent use.
+// Metrics holds the metrics. It is an imagegen.Observer (of the service,
+// the HTTP API and the callback dispatcher); it is safe for concurrent
+// use.
 type Metrics struct {
 	submitted     *prometheus.CounterVec
 	finished      *prometheus.CounterVec

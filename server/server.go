@@ -66,8 +66,9 @@ const SigningSecretName = "url-signing"
 // are required; everything else has a default.
 type Config struct {
 	// Service configures the service and its workers (imagegen.Config:
-	// Store and Model are required). Its Clock and Logger serve every
-	// other part too.
+	// Store and Model are required). Its Clock, Logger and Observer
+	// serve every other part too (the API's answers and the callback
+	// deliveries are reported to that Observer).
 	Service imagegen.Config
 
 	// PublicURL is the absolute http(s) URL that image URLs and callback
@@ -124,14 +125,9 @@ type Config struct {
 	// Service.AllowHTTPCallbacks is set.
 	Callbacks webhook.Poster
 	// Webhooks tunes the callback dispatcher (attempts, backoff,
-	// concurrency). Its Service, Render, Poster, Clock and Logger are
-	// filled in by New.
+	// concurrency). Its Service, Render, Poster, Clock, Logger and
+	// Observer are filled in by New.
 	Webhooks webhook.Config
-
-	// HTTPObserver is told of every API answer, for metrics (package
-	// metrics). Nil counts nothing. (The service's Observer is
-	// Service.Observer; the dispatcher's, Webhooks.Observer.)
-	HTTPObserver httpapi.Observer
 
 	// NoWorkers makes Run deliver callbacks without running generations:
 	// an API-only process, with workers elsewhere on a shared store.
@@ -233,7 +229,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		PresignTTL:      cfg.PresignTTL,
 		Clock:           clock,
 		Logger:          log,
-		Observer:        cfg.HTTPObserver,
+		Observer:        cfg.Service.Observer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -246,7 +242,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.Callbacks = f
 	}
 	wc := cfg.Webhooks
-	wc.Service, wc.Render, wc.Poster, wc.Clock, wc.Logger = svc, api.TaskJSON, cfg.Callbacks, clock, log
+	wc.Service, wc.Render, wc.Poster, wc.Clock, wc.Logger, wc.Observer = svc, api.TaskJSON, cfg.Callbacks, clock, log, cfg.Service.Observer
 	dispatcher, err := webhook.NewDispatcher(wc)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)

@@ -63,16 +63,10 @@ type Config struct {
 	PerOwner int
 	Clock    imagegen.Clock
 	Logger   *slog.Logger
-	// Observer is told the outcome of each delivery attempt, for metrics
-	// (package metrics). Nil counts nothing.
-	Observer Observer
-}
-
-// Observer counts delivery outcomes: "delivered", "retry" (failed, will
-// be tried again), "given_up" (failed MaxAttempts times) and "dropped"
-// (the task expired first).
-type Observer interface {
-	WebhookDelivery(outcome string)
+	// Observer is told the outcome of each delivery attempt
+	// (Observer.WebhookDelivery), for metrics (package metrics); usually
+	// the service's own. Nil counts nothing.
+	Observer imagegen.Observer
 }
 
 // Dispatcher sends due callbacks. Any number of dispatchers may share a
@@ -115,6 +109,9 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = imagegen.NopObserver{}
 	}
 	d := &Dispatcher{cfg: c, store: c.Service.Store(), flying: map[string]int{}, moved: map[string]time.Time{},
 		back: map[string]backlog{}, held: heldDeliveries{by: map[string]int{}}, wake: make(chan struct{}, 1)}
@@ -310,7 +307,7 @@ func (d *Dispatcher) deliver(runCtx context.Context, del imagegen.WebhookDeliver
 		log.InfoContext(ctx, "webhook will be retried", "err", err, "delay", delay)
 		err = d.store.RetryWebhook(ctx, del.ID, delay)
 	}
-	if d.cfg.Observer != nil && outcome != "" {
+	if outcome != "" {
 		d.cfg.Observer.WebhookDelivery(outcome)
 	}
 	if err != nil {

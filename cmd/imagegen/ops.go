@@ -17,9 +17,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/health"
-	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/metrics"
-	"github.com/imagegen/imagegen/webhook"
 )
 
 // opsConfig is how serve and worker are operated: logs, and the admin
@@ -95,22 +93,6 @@ func newObservability(c opsConfig, store imagegen.Store) (*observability, error)
 
 // observer is the service's Observer: the metrics, or none.
 func (o *observability) observer() imagegen.Observer {
-	if o.metrics == nil {
-		return nil
-	}
-	return o.metrics
-}
-
-// apiObserver is the API's Observer: the metrics, or none.
-func (o *observability) apiObserver() httpapi.Observer {
-	if o.metrics == nil {
-		return nil
-	}
-	return o.metrics
-}
-
-// webhookObserver is the dispatcher's Observer: the metrics, or none.
-func (o *observability) webhookObserver() webhook.Observer {
 	if o.metrics == nil {
 		return nil
 	}

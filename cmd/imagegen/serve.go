@@ -18,7 +18,6 @@ import (
 	"github.com/imagegen/imagegen/console"
 	"github.com/imagegen/imagegen/internal/weburl"
 	"github.com/imagegen/imagegen/server"
-	"github.com/imagegen/imagegen/webhook"
 )
 
 type serveConfig struct {
@@ -128,8 +127,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		NoWorkers:       c.workers == 0,       // -workers 0: this process serves the API only
 		ImageBaseURL:    c.imageBase,
 		PresignTTL:      c.presignTTL,
-		HTTPObserver:    obs.apiObserver(),
-		Webhooks:        webhook.Config{Observer: obs.webhookObserver()},
 	})
 	if err != nil {
 		return err
