@@ -15,6 +15,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/ratelimit"
+	redislimit "github.com/imagegen/imagegen/ratelimit/redis"
 )
 
 // TestValidKeyServedDuringBadKeyFlood: 100 bad keys from one address do
@@ -148,7 +149,7 @@ func TestAuthFailuresSharedOnRedis(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	var handlers []http.Handler
 	for range 2 {
-		failures, err := ratelimit.NewRedis(rdb, ratelimit.RedisConfig{Limit: 10, Window: time.Minute, Prefix: "test-authfail:"})
+		failures, err := redislimit.New(rdb, redislimit.Config{Limit: 10, Window: time.Minute, Prefix: "test-authfail:"})
 		is.NoErr(err)
 		handlers = append(handlers, e.handlerWith(httpapi.Config{AuthFailures: failures}))
 	}

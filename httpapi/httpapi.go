@@ -49,9 +49,10 @@ type Config struct {
 	// key "authfail:" + the client's address (an IPv4 address, or the /64
 	// of an IPv6 one), and once it refuses, failures get 429 with
 	// Retry-After instead of 401. Give it a limiter of its own, e.g.
-	// ratelimit.NewMemory (one process), or ratelimit.NewRedis or NewPostgres with its own
-	// Prefix (counts shared by every API process). Nil disables the limit
-	// (not recommended on a public server).
+	// ratelimit.NewMemory (one process), or ratelimit/redis.New or
+	// ratelimit/postgres.New with its own Prefix (counts shared by every
+	// API process). Nil disables the limit (not recommended on a public
+	// server).
 	AuthFailures imagegen.Limiter
 	// TrustedProxies are the reverse proxies whose ForwardedHeader is
 	// believed: when the peer is in one of these prefixes, the client is

@@ -15,20 +15,15 @@
 // A refused request is not recorded, so a client that retries early does
 // not push its wait further out.
 //
-// [Redis] gives the same answers with its state in Redis, so that any
-// number of API processes on one Redis share each key's limit. Each key
-// is a sorted set of its accepted requests' times ("{" + Prefix + key +
-// "}", a hash tag for Redis Cluster); one embedded Lua script per
-// [Redis.Allow] expires, counts and records atomically in one round trip,
-// reading the time inside Redis (TIME), so processes with skewed clocks
-// agree. Every key expires a Window after its last accepted request.
-//
-// [Postgres] gives the same answers with its state in PostgreSQL, for a
-// deployment that runs only PostgreSQL: one row per key in the store's
-// schema (table rate_limits, made by the store's migrations), updated by
-// one function call per [Postgres.Allow] that locks the key's row, so
-// every process on the database shares each key's limit. Mixing stores
-// and limiters works too (a Postgres store with a Redis limiter).
+// The same answers with the state shared by every process come from
+// package [github.com/imagegen/imagegen/ratelimit/redis] (a sorted set
+// per key, one Lua script per Allow, time read inside Redis) and package
+// [github.com/imagegen/imagegen/ratelimit/postgres] (a row per key in the
+// store's schema, one function call per Allow), for a deployment that
+// runs only PostgreSQL. They are packages of their own, as the stores
+// are, so that a program that limits in process (server.New's default)
+// links no Redis client and no PostgreSQL driver; mixing stores and
+// limiters works too (a PostgreSQL store with a Redis limiter).
 //
 // The same limiters count failed authentications per client address for
 // httpapi (Config.AuthFailures): give that policy a limiter of its own
@@ -37,8 +32,7 @@
 //
 // Memory takes the time from an [imagegen.Clock], so tests advance a
 // manual clock instead of sleeping, and keeps memory bounded by dropping
-// state that no longer matters and capping how many keys it tracks. Redis tests move miniredis's clock, or pass
-// RedisConfig.Now on a real server.
+// state that no longer matters and capping how many keys it tracks.
 //
 // Every Limiter implementation runs the shared suite in
 // [github.com/imagegen/imagegen/ratelimit/limitertest].

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/ratelimit/internal/rolling"
 )
 
 // MemoryConfig configures a Memory limiter. Every field has a default.
@@ -34,14 +35,14 @@ func (c MemoryConfig) withDefaults() MemoryConfig {
 	if c.Clock == nil {
 		c.Clock = imagegen.SystemClock{}
 	}
-	c.Limit = cmp.Or(c.Limit, defaultLimit)
-	c.Window = cmp.Or(c.Window, defaultWindow)
+	c.Limit = cmp.Or(c.Limit, rolling.DefaultLimit)
+	c.Window = cmp.Or(c.Window, rolling.DefaultWindow)
 	c.MaxKeys = cmp.Or(c.MaxKeys, DefaultMaxKeys)
 	return c
 }
 
 func (c MemoryConfig) validate() error {
-	if err := checkRate("MemoryConfig", c.Limit, c.Window); err != nil {
+	if err := rolling.Check("ratelimit", "MemoryConfig", c.Limit, c.Window); err != nil {
 		return err
 	}
 	if c.MaxKeys < 0 {

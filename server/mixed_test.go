@@ -11,13 +11,13 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen/internal/pgtest"
-	"github.com/imagegen/imagegen/ratelimit"
+	redislimit "github.com/imagegen/imagegen/ratelimit/redis"
 	"github.com/imagegen/imagegen/server"
 	"github.com/imagegen/imagegen/store/postgres"
 )
 
 // Backends mix: two processes on one PostgreSQL store share their
-// per-key limit through Redis (ratelimit.NewRedis), and their balances
+// per-key limit through Redis (ratelimit/redis), and their balances
 // through PostgreSQL.
 func TestPostgresStoreWithRedisLimits(t *testing.T) {
 	is := is.New(t)
@@ -29,7 +29,7 @@ func TestPostgresStoreWithRedisLimits(t *testing.T) {
 		store, err := postgres.New(pool, postgres.Config{Schema: schema})
 		is.NoErr(err)
 		t.Cleanup(store.Close)
-		limiter, err := ratelimit.NewRedis(rdb, ratelimit.RedisConfig{})
+		limiter, err := redislimit.New(rdb, redislimit.Config{})
 		is.NoErr(err)
 		c := config(store)
 		c.Limiter, c.NoWorkers = limiter, true

@@ -87,12 +87,13 @@ type Config struct {
 	RateLimit int
 	// Limiter limits requests per key. Default: an in-process limiter of
 	// RateLimit a minute. Processes that share a store should share a
-	// limiter too (ratelimit.NewRedis or ratelimit.NewPostgres).
+	// limiter too (ratelimit/redis.New or ratelimit/postgres.New).
 	Limiter imagegen.Limiter
 	// AuthFailures counts failed authentications per client address
 	// (httpapi.Config.AuthFailures). Default: an in-process limiter of
 	// DefaultAuthFailures a minute. Processes that share a store should
-	// share it too (ratelimit.NewRedis or NewPostgres, with a Prefix of its own).
+	// share it too (ratelimit/redis.New or ratelimit/postgres.New, with a
+	// Prefix of its own).
 	AuthFailures imagegen.Limiter
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
 	// Forwarded headers name the client (httpapi.Config.TrustedProxies).

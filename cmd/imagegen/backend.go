@@ -12,6 +12,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/blob"
 	"github.com/imagegen/imagegen/ratelimit"
+	redislimit "github.com/imagegen/imagegen/ratelimit/redis"
 	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/store/postgres"
 	redisstore "github.com/imagegen/imagegen/store/redis"
@@ -133,11 +134,11 @@ func openRedis(ctx context.Context, c backendConfig, blobs imagegen.BlobStore) (
 	if err != nil {
 		return fail(err)
 	}
-	limiter, err := ratelimit.NewRedis(rdb, ratelimit.RedisConfig{Limit: c.rateLimit, Window: time.Minute})
+	limiter, err := redislimit.New(rdb, redislimit.Config{Limit: c.rateLimit, Window: time.Minute})
 	if err != nil {
 		return fail(err)
 	}
-	authFailures, err := ratelimit.NewRedis(rdb, ratelimit.RedisConfig{Limit: authFailureLimit, Window: time.Minute, Prefix: authFailurePrefix})
+	authFailures, err := redislimit.New(rdb, redislimit.Config{Limit: authFailureLimit, Window: time.Minute, Prefix: authFailurePrefix})
 	if err != nil {
 		return fail(err)
 	}

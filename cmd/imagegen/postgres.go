@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/ratelimit"
+	postgreslimit "github.com/imagegen/imagegen/ratelimit/postgres"
 	"github.com/imagegen/imagegen/store/postgres"
 )
 
@@ -34,11 +34,11 @@ func openPostgres(ctx context.Context, c backendConfig, blobs imagegen.BlobStore
 		}
 		return fail(fmt.Errorf("postgres at %s: %w", describePostgres(pool), redactErr(err, c.postgresURL)))
 	}
-	limiter, err := ratelimit.NewPostgres(pool, ratelimit.PostgresConfig{Limit: c.rateLimit, Window: time.Minute, Schema: c.schema})
+	limiter, err := postgreslimit.New(pool, postgreslimit.Config{Limit: c.rateLimit, Window: time.Minute, Schema: c.schema})
 	if err != nil {
 		return fail(err)
 	}
-	authFailures, err := ratelimit.NewPostgres(pool, ratelimit.PostgresConfig{Limit: authFailureLimit, Window: time.Minute, Schema: c.schema, Prefix: authFailurePrefix})
+	authFailures, err := postgreslimit.New(pool, postgreslimit.Config{Limit: authFailureLimit, Window: time.Minute, Schema: c.schema, Prefix: authFailurePrefix})
 	if err != nil {
 		return fail(err)
 	}

@@ -18,7 +18,9 @@ package limitertest
 
 import (
 	"context"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -384,4 +386,27 @@ func testConcurrentManyKeys(t *testing.T, newLimiter NewFunc) {
 	for _, key := range names {
 		is.Equal(allowed[key], limit) // every key got exactly its limit
 	}
+}
+
+// Bench calls lim.Allow from GOMAXPROCS goroutines, spread over keys
+// keys, for the benchmarks of every limiter.
+func Bench(b *testing.B, lim imagegen.Limiter, keys int) {
+	names := make([]string, keys)
+	for i := range names {
+		names[i] = "key-" + strconv.Itoa(i)
+	}
+	ctx := context.Background()
+	var next atomic.Uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := next.Add(7919) // spread goroutines over the keys
+		for pb.Next() {
+			i++
+			if _, err := lim.Allow(ctx, names[i%uint64(keys)]); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

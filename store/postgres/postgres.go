@@ -83,7 +83,7 @@
 //
 // # Rate limits
 //
-// Migration 2 adds the table and function of ratelimit.NewPostgres, the
+// Migration 2 adds the table and function of ratelimit/postgres.New, the
 // per-key limiter shared by every process on the database (also used for
 // failed authentications), so a deployment needs nothing but PostgreSQL.
 //

@@ -1,4 +1,4 @@
-package ratelimit_test
+package redis_test
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/google/uuid"
 	"github.com/matryer/is"
-	"github.com/redis/go-redis/v9"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/internal/redistest"
-	"github.com/imagegen/imagegen/ratelimit"
 	"github.com/imagegen/imagegen/ratelimit/limitertest"
+	"github.com/imagegen/imagegen/ratelimit/redis"
 )
 
 // start is where miniredis's clock starts in these tests.
@@ -25,7 +25,7 @@ var start = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // newMiniredis starts a miniredis whose clock reads start, and returns it
 // with a client.
-func newMiniredis(t testing.TB) (*miniredis.Miniredis, *redis.Client) {
+func newMiniredis(t testing.TB) (*miniredis.Miniredis, *goredis.Client) {
 	t.Helper()
 	mr := miniredis.RunT(t)
 	mr.SetTime(start)
@@ -33,9 +33,9 @@ func newMiniredis(t testing.TB) (*miniredis.Miniredis, *redis.Client) {
 }
 
 // newClient returns one more client of mr, as another process would have.
-func newClient(t testing.TB, mr *miniredis.Miniredis) *redis.Client {
+func newClient(t testing.TB, mr *miniredis.Miniredis) *goredis.Client {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }
@@ -54,56 +54,56 @@ func advance(mr *miniredis.Miniredis) func(time.Duration) {
 	}
 }
 
-func newRedis(t testing.TB, rdb redis.UniversalClient, cfg ratelimit.RedisConfig) *ratelimit.Redis {
+func newRedis(t testing.TB, rdb goredis.UniversalClient, cfg redis.Config) *redis.Limiter {
 	t.Helper()
-	lim, err := ratelimit.NewRedis(rdb, cfg)
+	lim, err := redis.New(rdb, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return lim
 }
 
-// TestRedisMiniredis runs the suite on miniredis with the server's clock:
+// TestMiniredis runs the suite on miniredis with the server's clock:
 // the script reads TIME, and Advance moves miniredis's time and TTLs.
-func TestRedisMiniredis(t *testing.T) {
+func TestMiniredis(t *testing.T) {
 	limitertest.Run(t, func(t *testing.T, limit int, window time.Duration) limitertest.Harness {
 		mr, rdb := newMiniredis(t)
-		lim := newRedis(t, rdb, ratelimit.RedisConfig{Limit: limit, Window: window})
+		lim := newRedis(t, rdb, redis.Config{Limit: limit, Window: window})
 		return limitertest.Harness{Limiter: lim, Advance: advance(mr)}
 	})
 }
 
-// TestRedisMiniredisInjectedClock runs the suite on miniredis with
-// RedisConfig.Now, as TestRedisReal does on a real server.
-func TestRedisMiniredisInjectedClock(t *testing.T) {
+// TestMiniredisInjectedClock runs the suite on miniredis with
+// Config.Now, as TestReal does on a real server.
+func TestMiniredisInjectedClock(t *testing.T) {
 	limitertest.Run(t, func(t *testing.T, limit int, window time.Duration) limitertest.Harness {
 		_, rdb := newMiniredis(t)
 		clock := imagegentest.NewClock(time.Time{})
-		lim := newRedis(t, rdb, ratelimit.RedisConfig{Limit: limit, Window: window, Now: clock.Now})
+		lim := newRedis(t, rdb, redis.Config{Limit: limit, Window: window, Now: clock.Now})
 		return limitertest.Harness{Limiter: lim, Advance: clock.Advance}
 	})
 }
 
-// TestRedisReal runs the suite on the Redis server named by
+// TestReal runs the suite on the Redis server named by
 // IMAGEGEN_TEST_REDIS, each subtest under its own key prefix, with an
 // injected clock (a real server's time cannot be moved).
-func TestRedisReal(t *testing.T) {
+func TestReal(t *testing.T) {
 	rdb := realRedis(t)
 	limitertest.Run(t, func(t *testing.T, limit int, window time.Duration) limitertest.Harness {
 		clock := imagegentest.NewClock(time.Time{})
-		lim := newIsolated(t, rdb, ratelimit.RedisConfig{Limit: limit, Window: window, Now: clock.Now})
+		lim := newIsolated(t, rdb, redis.Config{Limit: limit, Window: window, Now: clock.Now})
 		return limitertest.Harness{Limiter: lim, Advance: clock.Advance}
 	})
 }
 
-// TestRedisRealServerTime checks the script's own clock (TIME) on a real
+// TestRealServerTime checks the script's own clock (TIME) on a real
 // server: the window is long enough that no request leaves it during the
 // test.
-func TestRedisRealServerTime(t *testing.T) {
+func TestRealServerTime(t *testing.T) {
 	is := is.New(t)
 	rdb := realRedis(t)
 	const limit, window = 5, time.Hour
-	lim := newIsolated(t, rdb, ratelimit.RedisConfig{Limit: limit, Window: window})
+	lim := newIsolated(t, rdb, redis.Config{Limit: limit, Window: window})
 	ctx := context.Background()
 	began := time.Now()
 	for i := range limit {
@@ -131,18 +131,18 @@ func TestRedisRealServerTime(t *testing.T) {
 	is.True(ttl > window-elapsed-2*time.Millisecond && ttl <= window)
 }
 
-// TestRedisSharedBetweenProcesses runs two limiters on two clients of one
+// TestSharedBetweenProcesses runs two limiters on two clients of one
 // server, as two processes would: they share one limit.
-func TestRedisSharedBetweenProcesses(t *testing.T) {
-	servers := map[string]func(t *testing.T) (a, b redis.UniversalClient, cfg ratelimit.RedisConfig){
-		"miniredis": func(t *testing.T) (a, b redis.UniversalClient, cfg ratelimit.RedisConfig) {
+func TestSharedBetweenProcesses(t *testing.T) {
+	servers := map[string]func(t *testing.T) (a, b goredis.UniversalClient, cfg redis.Config){
+		"miniredis": func(t *testing.T) (a, b goredis.UniversalClient, cfg redis.Config) {
 			mr, rdb := newMiniredis(t)
-			return rdb, newClient(t, mr), ratelimit.RedisConfig{}
+			return rdb, newClient(t, mr), redis.Config{}
 		},
-		"real": func(t *testing.T) (a, b redis.UniversalClient, cfg ratelimit.RedisConfig) {
+		"real": func(t *testing.T) (a, b goredis.UniversalClient, cfg redis.Config) {
 			a = realRedis(t)
 			b = realRedis(t)
-			cfg = ratelimit.RedisConfig{Prefix: "imagegen-test:" + uuid.NewString() + ":"}
+			cfg = redis.Config{Prefix: "imagegen-test:" + uuid.NewString() + ":"}
 			t.Cleanup(func() { deleteKeys(t, a, newRedis(t, a, cfg).KeyPattern()) })
 			return a, b, cfg
 		},
@@ -164,7 +164,7 @@ func TestRedisSharedBetweenProcesses(t *testing.T) {
 					is.True(res.Allowed)
 					is.Equal(res.Remaining, 9-i) // each sees the other's requests
 				}
-				for _, lim := range []*ratelimit.Redis{limA, limB} {
+				for _, lim := range []*redis.Limiter{limA, limB} {
 					res, err := lim.Allow(ctx, "shared")
 					is.NoErr(err)
 					is.True(!res.Allowed) // the 11th is refused on either
@@ -173,7 +173,7 @@ func TestRedisSharedBetweenProcesses(t *testing.T) {
 			t.Run("Concurrent", func(t *testing.T) {
 				is := is.New(t)
 				a, b, cfg := server(t)
-				lims := []*ratelimit.Redis{newRedis(t, a, cfg), newRedis(t, b, cfg)}
+				lims := []*redis.Limiter{newRedis(t, a, cfg), newRedis(t, b, cfg)}
 				var (
 					wg      sync.WaitGroup
 					mu      sync.Mutex
@@ -200,15 +200,15 @@ func TestRedisSharedBetweenProcesses(t *testing.T) {
 	}
 }
 
-// TestRedisKeysExpire checks that memory is bounded: a key is gone a
+// TestKeysExpire checks that memory is bounded: a key is gone a
 // window after its last accepted request, and a refused request does not
 // keep it alive.
-func TestRedisKeysExpire(t *testing.T) {
+func TestKeysExpire(t *testing.T) {
 	is := is.New(t)
 	mr, rdb := newMiniredis(t)
 	adv := advance(mr)
 	const window = time.Minute
-	lim := newRedis(t, rdb, ratelimit.RedisConfig{Limit: 2, Window: window})
+	lim := newRedis(t, rdb, redis.Config{Limit: 2, Window: window})
 	ctx := context.Background()
 	for _, key := range []string{"a", "b", "c"} {
 		_, err := lim.Allow(ctx, key)
@@ -233,14 +233,14 @@ func TestRedisKeysExpire(t *testing.T) {
 	is.Equal(len(mr.Keys()), 0)
 }
 
-// TestRedisKeyLayout pins the key names: the prefix and the key, all in a
+// TestKeyLayout pins the key names: the prefix and the key, all in a
 // hash tag, and a KeyPattern that matches only them.
-func TestRedisKeyLayout(t *testing.T) {
+func TestKeyLayout(t *testing.T) {
 	is := is.New(t)
 	mr, rdb := newMiniredis(t)
 	ctx := context.Background()
-	def := newRedis(t, rdb, ratelimit.RedisConfig{})
-	odd := newRedis(t, rdb, ratelimit.RedisConfig{Prefix: "p*[x]:"})
+	def := newRedis(t, rdb, redis.Config{})
+	odd := newRedis(t, rdb, redis.Config{Prefix: "p*[x]:"})
 	_, err := def.Allow(ctx, "user-1")
 	is.NoErr(err)
 	_, err = odd.Allow(ctx, "user-2")
@@ -249,7 +249,7 @@ func TestRedisKeyLayout(t *testing.T) {
 	is.Equal(def.KeyPattern(), "{imagegen:rl:*")
 	is.Equal(odd.KeyPattern(), `{p\*\[x\]:*`)
 	for _, tt := range []struct {
-		lim  *ratelimit.Redis
+		lim  *redis.Limiter
 		want string
 	}{{def, "{imagegen:rl:user-1}"}, {odd, "{p*[x]:user-2}"}} {
 		keys, err := rdb.Keys(ctx, tt.lim.KeyPattern()).Result()
@@ -263,13 +263,13 @@ func TestRedisKeyLayout(t *testing.T) {
 	is.Equal(zs[0].Score, float64(start.UnixMicro()))
 }
 
-// TestRedisClockStepsBack: a request made while the server's clock reads
+// TestClockStepsBack: a request made while the server's clock reads
 // earlier than the key's newest request counts at the newest one, as in
 // Memory.
-func TestRedisClockStepsBack(t *testing.T) {
+func TestClockStepsBack(t *testing.T) {
 	is := is.New(t)
 	mr, rdb := newMiniredis(t)
-	lim := newRedis(t, rdb, ratelimit.RedisConfig{Limit: 2, Window: time.Minute})
+	lim := newRedis(t, rdb, redis.Config{Limit: 2, Window: time.Minute})
 	ctx := context.Background()
 	mr.SetTime(start.Add(30 * time.Second))
 	_, err := lim.Allow(ctx, "k")
@@ -285,15 +285,15 @@ func TestRedisClockStepsBack(t *testing.T) {
 	is.Equal(res.RetryAfter, time.Minute)
 }
 
-// TestRedisMixedLimits: a limiter with a lower limit on a key that another
+// TestMixedLimits: a limiter with a lower limit on a key that another
 // one filled further waits until enough requests leave the window.
-func TestRedisMixedLimits(t *testing.T) {
+func TestMixedLimits(t *testing.T) {
 	is := is.New(t)
 	mr, rdb := newMiniredis(t)
 	adv := advance(mr)
 	ctx := context.Background()
-	high := newRedis(t, rdb, ratelimit.RedisConfig{Limit: 4})
-	low := newRedis(t, rdb, ratelimit.RedisConfig{Limit: 2})
+	high := newRedis(t, rdb, redis.Config{Limit: 4})
+	low := newRedis(t, rdb, redis.Config{Limit: 2})
 	for range 4 { // t = 0, 1s, 2s, 3s
 		_, err := high.Allow(ctx, "k")
 		is.NoErr(err)
@@ -306,29 +306,29 @@ func TestRedisMixedLimits(t *testing.T) {
 	is.Equal(res.RetryAfter, 58*time.Second) // at 62s only two are left
 }
 
-func TestRedisDefaults(t *testing.T) {
+func TestDefaults(t *testing.T) {
 	is := is.New(t)
 	_, rdb := newMiniredis(t)
-	lim := newRedis(t, rdb, ratelimit.RedisConfig{})
+	lim := newRedis(t, rdb, redis.Config{})
 	res, err := lim.Allow(context.Background(), "k")
 	is.NoErr(err)
 	is.Equal(res, imagegen.LimitResult{Allowed: true, Limit: 10, Window: time.Minute, Remaining: 9})
 }
 
-func TestRedisConfigValidation(t *testing.T) {
+func TestConfigValidation(t *testing.T) {
 	_, rdb := newMiniredis(t)
 	for _, tt := range []struct {
-		cfg   ratelimit.RedisConfig
+		cfg   redis.Config
 		field string
 	}{
-		{ratelimit.RedisConfig{Limit: -1}, "RedisConfig.Limit"},
-		{ratelimit.RedisConfig{Window: -time.Second}, "RedisConfig.Window"},
-		{ratelimit.RedisConfig{Window: time.Microsecond}, "RedisConfig.Window"},
-		{ratelimit.RedisConfig{Window: time.Second + 1}, "RedisConfig.Window"},
+		{redis.Config{Limit: -1}, "Config.Limit"},
+		{redis.Config{Window: -time.Second}, "Config.Window"},
+		{redis.Config{Window: time.Microsecond}, "Config.Window"},
+		{redis.Config{Window: time.Second + 1}, "Config.Window"},
 	} {
 		t.Run(tt.field, func(t *testing.T) {
 			is := is.New(t)
-			lim, err := ratelimit.NewRedis(rdb, tt.cfg)
+			lim, err := redis.New(rdb, tt.cfg)
 			is.True(err != nil) // invalid config refused
 			is.True(lim == nil)
 			is.True(strings.Contains(err.Error(), tt.field)) // error names the field
@@ -336,17 +336,17 @@ func TestRedisConfigValidation(t *testing.T) {
 	}
 	t.Run("client", func(t *testing.T) {
 		is := is.New(t)
-		lim, err := ratelimit.NewRedis(nil, ratelimit.RedisConfig{})
+		lim, err := redis.New(nil, redis.Config{})
 		is.True(err != nil)
 		is.True(lim == nil)
 	})
 }
 
-func TestRedisErrors(t *testing.T) {
+func TestErrors(t *testing.T) {
 	t.Run("ContextCanceled", func(t *testing.T) {
 		is := is.New(t)
 		_, rdb := newMiniredis(t)
-		lim := newRedis(t, rdb, ratelimit.RedisConfig{})
+		lim := newRedis(t, rdb, redis.Config{})
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := lim.Allow(ctx, "k")
@@ -355,23 +355,23 @@ func TestRedisErrors(t *testing.T) {
 	t.Run("ServerDown", func(t *testing.T) {
 		is := is.New(t)
 		mr, _ := newMiniredis(t)
-		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
+		rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr(), MaxRetries: -1})
 		t.Cleanup(func() { _ = rdb.Close() })
-		lim := newRedis(t, rdb, ratelimit.RedisConfig{})
+		lim := newRedis(t, rdb, redis.Config{})
 		mr.Close()
 		res, err := lim.Allow(context.Background(), "k")
 		is.True(err != nil)
 		is.True(!res.Allowed) // an error never allows
-		is.True(strings.Contains(err.Error(), "ratelimit: redis allow"))
+		is.True(strings.Contains(err.Error(), "ratelimit/redis: allow"))
 	})
 }
 
 // realRedis connects to IMAGEGEN_TEST_REDIS or skips.
-func realRedis(t testing.TB) redis.UniversalClient { return redistest.Connect(t) }
+func realRedis(t testing.TB) goredis.UniversalClient { return redistest.Connect(t) }
 
 // newIsolated returns a limiter under a fresh prefix and deletes its keys
 // (and only its keys) when the test ends.
-func newIsolated(t testing.TB, rdb redis.UniversalClient, cfg ratelimit.RedisConfig) *ratelimit.Redis {
+func newIsolated(t testing.TB, rdb goredis.UniversalClient, cfg redis.Config) *redis.Limiter {
 	t.Helper()
 	cfg.Prefix = "imagegen-test:" + uuid.NewString() + ":"
 	lim := newRedis(t, rdb, cfg)
@@ -379,10 +379,10 @@ func newIsolated(t testing.TB, rdb redis.UniversalClient, cfg ratelimit.RedisCon
 	return lim
 }
 
-func scanKeys(t testing.TB, rdb redis.UniversalClient, pattern string) []string {
+func scanKeys(t testing.TB, rdb goredis.UniversalClient, pattern string) []string {
 	return redistest.Keys(t, rdb, pattern)
 }
 
-func deleteKeys(t testing.TB, rdb redis.UniversalClient, pattern string) {
+func deleteKeys(t testing.TB, rdb goredis.UniversalClient, pattern string) {
 	redistest.DeleteKeys(t, rdb, pattern)
 }

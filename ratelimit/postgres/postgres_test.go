@@ -1,4 +1,4 @@
-package ratelimit_test
+package postgres_test
 
 import (
 	"context"
@@ -12,40 +12,40 @@ import (
 
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/internal/pgtest"
-	"github.com/imagegen/imagegen/ratelimit"
 	"github.com/imagegen/imagegen/ratelimit/limitertest"
+	"github.com/imagegen/imagegen/ratelimit/postgres"
 )
 
-func newPostgres(t testing.TB, pool *pgxpool.Pool, cfg ratelimit.PostgresConfig) *ratelimit.Postgres {
+func newPostgres(t testing.TB, pool *pgxpool.Pool, cfg postgres.Config) *postgres.Limiter {
 	t.Helper()
-	lim, err := ratelimit.NewPostgres(pool, cfg)
+	lim, err := postgres.New(pool, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return lim
 }
 
-// TestPostgres runs the limiter suite on the PostgreSQL named by
+// TestSuite runs the limiter suite on the PostgreSQL named by
 // IMAGEGEN_TEST_POSTGRES with an injected clock (a real server's time
 // cannot be moved), in one schema of its own.
-func TestPostgres(t *testing.T) {
+func TestSuite(t *testing.T) {
 	pool := pgtest.Connect(t)
 	schema := pgtest.MigratedSchema(t, pool)
 	limitertest.Run(t, func(t *testing.T, limit int, window time.Duration) limitertest.Harness {
 		clock := imagegentest.NewClock(time.Time{})
-		lim := newPostgres(t, pool, ratelimit.PostgresConfig{Limit: limit, Window: window, Schema: schema, Now: clock.Now})
+		lim := newPostgres(t, pool, postgres.Config{Limit: limit, Window: window, Schema: schema, Now: clock.Now})
 		return limitertest.Harness{Limiter: lim, Advance: clock.Advance}
 	})
 }
 
 // Two limiters on one schema (two processes) share each key's count,
 // on the server's clock.
-func TestPostgresSharedAcrossProcesses(t *testing.T) {
+func TestSharedAcrossProcesses(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	pool := pgtest.Connect(t)
 	schema := pgtest.MigratedSchema(t, pool)
-	cfg := ratelimit.PostgresConfig{Limit: 10, Window: time.Minute, Schema: schema}
+	cfg := postgres.Config{Limit: 10, Window: time.Minute, Schema: schema}
 	a, b := newPostgres(t, pool, cfg), newPostgres(t, pool, cfg)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -72,20 +72,20 @@ func TestPostgresSharedAcrossProcesses(t *testing.T) {
 	is.NoErr(errors.Join(errs...))
 	is.Equal(allowed, 10)
 	// Another policy (prefix) on the same schema counts apart.
-	other := newPostgres(t, pool, ratelimit.PostgresConfig{Limit: 1, Window: time.Minute, Schema: schema, Prefix: "auth:"})
+	other := newPostgres(t, pool, postgres.Config{Limit: 1, Window: time.Minute, Schema: schema, Prefix: "auth:"})
 	res, err := other.Allow(ctx, "alice")
 	is.NoErr(err)
 	is.True(res.Allowed)
 }
 
 // Rows of idle keys are deleted once their window has passed.
-func TestPostgresForgetsIdleKeys(t *testing.T) {
+func TestForgetsIdleKeys(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	pool := pgtest.Connect(t)
 	schema := pgtest.MigratedSchema(t, pool)
 	clock := imagegentest.NewClock(time.Time{})
-	lim := newPostgres(t, pool, ratelimit.PostgresConfig{Limit: 2, Window: time.Millisecond, Schema: schema, Now: clock.Now})
+	lim := newPostgres(t, pool, postgres.Config{Limit: 2, Window: time.Millisecond, Schema: schema, Now: clock.Now})
 	for _, k := range []string{"a", "b", "c"} {
 		_, err := lim.Allow(ctx, k)
 		is.NoErr(err)

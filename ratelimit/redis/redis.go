@@ -1,4 +1,4 @@
-package ratelimit
+package redis
 
 import (
 	"cmp"
@@ -9,19 +9,20 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/redisglob"
+	"github.com/imagegen/imagegen/ratelimit/internal/rolling"
 )
 
-var _ imagegen.Limiter = (*Redis)(nil)
+var _ imagegen.Limiter = (*Limiter)(nil)
 
-// DefaultRedisPrefix is RedisConfig.Prefix when it is left empty.
-const DefaultRedisPrefix = "imagegen:rl:"
+// DefaultPrefix is Config.Prefix when it is left empty.
+const DefaultPrefix = "imagegen:rl:"
 
-// RedisConfig configures a Redis limiter. Every field has a default.
-type RedisConfig struct {
+// Config configures a Redis limiter. Every field has a default.
+type Config struct {
 	// Limit is how many requests a key may make in any rolling Window
 	// (default 10).
 	Limit int
@@ -29,7 +30,7 @@ type RedisConfig struct {
 	// at least a millisecond and a whole number of microseconds.
 	Window time.Duration
 	// Prefix starts the name of every Redis key of the limiter (default
-	// DefaultRedisPrefix). Limiters with the same prefix on one Redis
+	// DefaultPrefix). Limiters with the same prefix on one Redis
 	// share their counts; give each policy its own prefix.
 	Prefix string
 	// Now, when set, replaces the Redis server's clock, for tests only:
@@ -41,30 +42,30 @@ type RedisConfig struct {
 	Now func() time.Time
 }
 
-func (c RedisConfig) withDefaults() RedisConfig {
-	c.Limit = cmp.Or(c.Limit, defaultLimit)
-	c.Window = cmp.Or(c.Window, defaultWindow)
-	c.Prefix = cmp.Or(c.Prefix, DefaultRedisPrefix)
+func (c Config) withDefaults() Config {
+	c.Limit = cmp.Or(c.Limit, rolling.DefaultLimit)
+	c.Window = cmp.Or(c.Window, rolling.DefaultWindow)
+	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
 	return c
 }
 
-func (c RedisConfig) validate() error {
-	if err := checkRate("RedisConfig", c.Limit, c.Window); err != nil {
+func (c Config) validate() error {
+	if err := rolling.Check("ratelimit/redis", "Config", c.Limit, c.Window); err != nil {
 		return err
 	}
 	switch {
 	case c.Window != 0 && c.Window < time.Millisecond:
-		return fmt.Errorf("ratelimit: RedisConfig.Window must be at least 1ms (got %v)", c.Window)
+		return fmt.Errorf("ratelimit/redis: Config.Window must be at least 1ms (got %v)", c.Window)
 	case c.Window%time.Microsecond != 0:
-		return fmt.Errorf("ratelimit: RedisConfig.Window must be a whole number of microseconds (got %v)", c.Window)
+		return fmt.Errorf("ratelimit/redis: Config.Window must be a whole number of microseconds (got %v)", c.Window)
 	}
 	return nil
 }
 
-// Redis is a limiter whose state lives in Redis, so that every process
+// Limiter is a limiter whose state lives in Redis, so that every process
 // on one Redis shares it: each key may make at most Limit requests in any
 // rolling Window, counted across all processes, with the same answers as
-// [Memory] (see [Memory.Allow]).
+// [github.com/imagegen/imagegen/ratelimit.Memory] (see its Allow).
 //
 // Each key is a sorted set of the times of its accepted requests in the
 // window, named "{" + Prefix + key + "}" (a hash tag, for Redis Cluster).
@@ -77,9 +78,9 @@ func (c RedisConfig) validate() error {
 // reads TIME and then writes).
 //
 // It is safe for concurrent use.
-type Redis struct {
-	rdb    redis.UniversalClient
-	allow  *redis.Script
+type Limiter struct {
+	rdb    goredis.UniversalClient
+	allow  *goredis.Script
 	limit  int
 	window time.Duration
 	prefix string
@@ -88,23 +89,23 @@ type Redis struct {
 	windowArg, limitArg, ttlArg string
 }
 
-// NewRedis returns a Redis limiter on rdb (a standalone, Sentinel or
+// New returns a Redis limiter on rdb (a standalone, Sentinel or
 // Cluster client) configured by cfg, with defaults for its zero fields.
-func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
+func New(rdb goredis.UniversalClient, cfg Config) (*Limiter, error) {
 	if rdb == nil {
-		return nil, errors.New("ratelimit.NewRedis: client is required")
+		return nil, errors.New("ratelimit/redis.New: client is required")
 	}
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("ratelimit.NewRedis: %w", err)
+		return nil, fmt.Errorf("ratelimit/redis.New: %w", err)
 	}
 	cfg = cfg.withDefaults()
 	ttl := cfg.Window
 	if cfg.Now != nil {
 		ttl = max(ttl, time.Minute)
 	}
-	return &Redis{
+	return &Limiter{
 		rdb:       rdb,
-		allow:     redis.NewScript(allowScript),
+		allow:     goredis.NewScript(allowScript),
 		limit:     cfg.Limit,
 		window:    cfg.Window,
 		prefix:    cfg.Prefix,
@@ -126,39 +127,39 @@ func NewRedis(rdb redis.UniversalClient, cfg RedisConfig) (*Redis, error) {
 //	ARGV[3]  limit
 //	ARGV[4]  the key's time to live (ms)
 //
-//go:embed redis_allow.lua
+//go:embed allow.lua
 var allowScript string
 
 // Allow records one request for key if key made fewer than Limit requests
 // in the last Window, counting the requests of every process on this
-// Redis, and reports the outcome with the same fields as [Memory.Allow].
-// A refused request is not recorded. Allow fails only when Redis does
+// Redis, and reports the outcome with the same fields as
+// [github.com/imagegen/imagegen/ratelimit.Memory.Allow]. A refused request is not recorded. Allow fails only when Redis does
 // (or ctx ends); the error wraps Redis's.
-func (r *Redis) Allow(ctx context.Context, key string) (imagegen.LimitResult, error) {
+func (r *Limiter) Allow(ctx context.Context, key string) (imagegen.LimitResult, error) {
 	now := ""
 	if r.now != nil {
 		now = strconv.FormatInt(r.now().UnixMicro(), 10)
 	}
 	v, err := r.allow.Run(ctx, r.rdb, []string{r.redisKey(key)}, now, r.windowArg, r.limitArg, r.ttlArg).Int64Slice()
 	if err != nil {
-		return imagegen.LimitResult{}, fmt.Errorf("ratelimit: redis allow: %w", err)
+		return imagegen.LimitResult{}, fmt.Errorf("ratelimit/redis: allow: %w", err)
 	}
 	if len(v) != 4 {
-		return imagegen.LimitResult{}, fmt.Errorf("ratelimit: redis allow: script returned %d values, want 4", len(v))
+		return imagegen.LimitResult{}, fmt.Errorf("ratelimit/redis: allow: script returned %d values, want 4", len(v))
 	}
 	allowed, count, free, at := v[0] == 1, int(v[1]), v[2], v[3]
-	return stored(allowed, r.limit, r.window, count, free, at), nil
+	return rolling.Stored(allowed, r.limit, r.window, count, free, at), nil
 }
 
 // KeyPattern is a SCAN/KEYS pattern that matches every key of the
 // limiter (and of any limiter with the same Prefix), for operators' tools
 // and tests that clean up after themselves.
-func (r *Redis) KeyPattern() string { return "{" + redisglob.Escape(r.prefix) + "*" }
+func (r *Limiter) KeyPattern() string { return "{" + redisglob.Escape(r.prefix) + "*" }
 
 // redisKey names key's sorted set, wrapped in a hash tag for Cluster. A
 // key holding "}" only shortens the tag, which is harmless: each script
 // run touches that one key.
-func (r *Redis) redisKey(key string) string { return "{" + r.prefix + key + "}" }
+func (r *Limiter) redisKey(key string) string { return "{" + r.prefix + key + "}" }
 
 // ceilMillis rounds d up to whole milliseconds.
 func ceilMillis(d time.Duration) int64 {

@@ -1,4 +1,4 @@
--- allow: one request for one key of the Redis limiter (see Redis.Allow).
+-- allow: one request for one key of the Redis limiter (see Limiter.Allow).
 --
 -- KEYS[1]  the key's sorted set: one member per accepted request in the
 --          window, scored by its time in microseconds

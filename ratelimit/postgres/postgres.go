@@ -1,4 +1,4 @@
-package ratelimit
+package postgres
 
 import (
 	"cmp"
@@ -12,13 +12,14 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/throttle"
+	"github.com/imagegen/imagegen/ratelimit/internal/rolling"
 )
 
-var _ imagegen.Limiter = (*Postgres)(nil)
+var _ imagegen.Limiter = (*Limiter)(nil)
 
-// PostgresConfig configures a PostgreSQL limiter. Every field has a
+// Config configures a PostgreSQL limiter. Every field has a
 // default.
-type PostgresConfig struct {
+type Config struct {
 	// Limit is how many requests a key may make in any rolling Window
 	// (default 10).
 	Limit int
@@ -38,28 +39,29 @@ type PostgresConfig struct {
 	Now func() time.Time
 }
 
-func (c PostgresConfig) withDefaults() PostgresConfig {
-	c.Limit = cmp.Or(c.Limit, defaultLimit)
-	c.Window = cmp.Or(c.Window, defaultWindow)
+func (c Config) withDefaults() Config {
+	c.Limit = cmp.Or(c.Limit, rolling.DefaultLimit)
+	c.Window = cmp.Or(c.Window, rolling.DefaultWindow)
 	c.Schema = cmp.Or(c.Schema, "imagegen")
 	c.Prefix = cmp.Or(c.Prefix, "rl:")
 	return c
 }
 
-func (c PostgresConfig) validate() error {
-	if err := checkRate("PostgresConfig", c.Limit, c.Window); err != nil {
+func (c Config) validate() error {
+	if err := rolling.Check("ratelimit/postgres", "Config", c.Limit, c.Window); err != nil {
 		return err
 	}
 	if c.Window%time.Microsecond != 0 {
-		return fmt.Errorf("ratelimit: PostgresConfig.Window must be a whole number of microseconds (got %v)", c.Window)
+		return fmt.Errorf("ratelimit/postgres: Config.Window must be a whole number of microseconds (got %v)", c.Window)
 	}
 	return nil
 }
 
-// Postgres is a limiter whose state lives in PostgreSQL, so that every
-// process on one database shares it, with the same answers as [Memory]
-// and [Redis]: each key may make at most Limit requests in any rolling
-// Window, counted across all processes.
+// Limiter is a limiter whose state lives in PostgreSQL, so that every
+// process on one database shares it, with the same answers as
+// [github.com/imagegen/imagegen/ratelimit.Memory] and the Redis limiter:
+// each key may make at most Limit requests in any rolling Window, counted
+// across all processes.
 //
 // Each key is one row of <schema>.rate_limits holding the times of its
 // accepted requests in the window (at most Limit of them). One call of
@@ -73,7 +75,7 @@ func (c PostgresConfig) validate() error {
 //
 // The table and function come with the store's migrations (version 2):
 // run postgres.Migrate on Schema first. It is safe for concurrent use.
-type Postgres struct {
+type Limiter struct {
 	pool   *pgxpool.Pool
 	limit  int
 	window time.Duration
@@ -85,18 +87,18 @@ type Postgres struct {
 	sweeps throttle.Gate // once a window
 }
 
-// NewPostgres returns a PostgreSQL limiter on pool configured by cfg,
+// New returns a PostgreSQL limiter on pool configured by cfg,
 // with defaults for its zero fields. It does not touch the database.
-func NewPostgres(pool *pgxpool.Pool, cfg PostgresConfig) (*Postgres, error) {
+func New(pool *pgxpool.Pool, cfg Config) (*Limiter, error) {
 	if pool == nil {
-		return nil, errors.New("ratelimit.NewPostgres: pool is required")
+		return nil, errors.New("ratelimit/postgres.New: pool is required")
 	}
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("ratelimit.NewPostgres: %w", err)
+		return nil, fmt.Errorf("ratelimit/postgres.New: %w", err)
 	}
 	cfg = cfg.withDefaults()
 	schema := pgx.Identifier{cfg.Schema}.Sanitize()
-	return &Postgres{
+	return &Limiter{
 		pool:   pool,
 		limit:  cfg.Limit,
 		window: cfg.Window,
@@ -111,9 +113,9 @@ func NewPostgres(pool *pgxpool.Pool, cfg PostgresConfig) (*Postgres, error) {
 // Allow records one request for key if key made fewer than Limit requests
 // in the last Window, counting the requests of every process on this
 // database, and reports the outcome with the same fields as
-// [Memory.Allow]. A refused request is not recorded. Allow fails only
-// when the database does (or ctx ends).
-func (p *Postgres) Allow(ctx context.Context, key string) (imagegen.LimitResult, error) {
+// [github.com/imagegen/imagegen/ratelimit.Memory.Allow]. A refused request
+// is not recorded. Allow fails only when the database does (or ctx ends).
+func (p *Limiter) Allow(ctx context.Context, key string) (imagegen.LimitResult, error) {
 	var now *int64
 	if p.now != nil {
 		us := p.now().UnixMicro()
@@ -126,16 +128,16 @@ func (p *Postgres) Allow(ctx context.Context, key string) (imagegen.LimitResult,
 	)
 	err := p.pool.QueryRow(ctx, p.allow, p.prefix+key, now, p.window.Microseconds(), p.limit).Scan(&allowed, &count, &free, &at)
 	if err != nil {
-		return imagegen.LimitResult{}, fmt.Errorf("ratelimit: postgres allow: %w", err)
+		return imagegen.LimitResult{}, fmt.Errorf("ratelimit/postgres: allow: %w", err)
 	}
 	p.maybeSweep(ctx, at)
-	return stored(allowed, p.limit, p.window, count, free, at), nil
+	return rolling.Stored(allowed, p.limit, p.window, count, free, at), nil
 }
 
 // maybeSweep deletes a batch of idle keys' rows, at most once a Window
 // (of this process's clock); at is the database's time in µs. Errors are
 // left for the next time.
-func (p *Postgres) maybeSweep(ctx context.Context, at int64) {
+func (p *Limiter) maybeSweep(ctx context.Context, at int64) {
 	if p.sweeps.Due(p.window) {
 		_, _ = p.pool.Exec(ctx, p.sweep, at)
 	}
