@@ -23,7 +23,10 @@ import (
 type storeFlags struct {
 	redisURL    string
 	postgresURL string
-	schema      string
+	// postgresListen is a direct connection for LISTEN when postgresURL
+	// goes through a transaction pooler.
+	postgresListen string
+	schema         string
 }
 
 // register adds -redis, -postgres and -schema (the URLs may hold
@@ -31,8 +34,9 @@ type storeFlags struct {
 func (s *storeFlags) register(fs *flag.FlagSet, what string) {
 	fs.StringVar(&s.redisURL, "redis", "", "Redis URL (redis://host:port/db) "+what)
 	fs.StringVar(&s.postgresURL, "postgres", "", "PostgreSQL URL (postgres://user@host:port/db) "+what+"; create its schema first with imagegen migrate")
+	fs.StringVar(&s.postgresListen, "postgres-listen", "", postgresListenUsage)
 	fs.StringVar(&s.schema, "schema", postgres.DefaultSchema, "PostgreSQL schema of the store's tables (with -postgres)")
-	secretFiles(fs, "redis", "postgres")
+	secretFiles(fs, "redis", "postgres", "postgres-listen")
 }
 
 // check refuses -redis with -postgres, and, when shared is true, neither.
@@ -42,6 +46,8 @@ func (s storeFlags) check(shared bool) error {
 		return errors.New("use one of -redis and -postgres, not both")
 	case shared && s.redisURL == "" && s.postgresURL == "":
 		return errSharedStoreRequired
+	case s.postgresListen != "" && s.postgresURL == "":
+		return errors.New("-postgres-listen needs -postgres (the pooler's URL)")
 	}
 	return nil
 }

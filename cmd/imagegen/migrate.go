@@ -13,15 +13,16 @@ import (
 // brings the PostgreSQL schema to this build's version (or down).
 func migrateCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var (
-		url, schema string
-		down        bool
-		to          int
+		url, listen, schema string
+		down                bool
+		to                  int
 	)
 	fs := newFlagSet("migrate", stderr)
 	fs.StringVar(&url, "postgres", "", "PostgreSQL URL (postgres://user@host:port/db) (required)")
+	fs.StringVar(&listen, "postgres-listen", "", postgresListenUsage)
 	fs.StringVar(&schema, "schema", postgres.DefaultSchema, "schema of the store's tables (created if missing)")
 	fs.BoolVar(&down, "down", false, "undo every migration: drop the store's tables and their data (the schema stays)")
-	secretFiles(fs, "postgres")
+	secretFiles(fs, "postgres", "postgres-listen")
 	fs.IntVar(&to, "to", -1, fmt.Sprintf("migrate up or down to this version (0 to %d; default the latest)", postgres.LatestVersion()))
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return helpIsNoError(err)
@@ -40,7 +41,12 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 	} else if to >= 0 {
 		target = to
 	}
-	pool, err := dialPostgres(ctx, url)
+	// Migrations hold an advisory lock and change the schema: on the
+	// direct connection when -postgres goes through a pooler.
+	if listen != "" {
+		url = listen
+	}
+	pool, err := dialPostgres(ctx, url, false)
 	if err != nil {
 		return err
 	}

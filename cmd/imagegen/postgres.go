@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/imagegen/imagegen"
@@ -18,11 +19,15 @@ import (
 // openPostgres opens the PostgreSQL store and its limiters, after
 // checking that the schema is migrated to this build's version.
 func openPostgres(ctx context.Context, c backendConfig, blobs imagegen.BlobStore) (backend, error) {
-	pool, err := dialPostgres(ctx, c.postgresURL)
+	listen, err := dialPostgresListen(ctx, c.postgresListen)
 	if err != nil {
 		return backend{}, err
 	}
-	store, err := postgres.New(pool, postgres.Config{Schema: c.schema, Retention: c.retention, Blobs: blobs})
+	pool, err := dialPostgres(ctx, c.postgresURL, listen != nil)
+	if err != nil {
+		return backend{}, err
+	}
+	store, err := postgres.New(pool, postgres.Config{Schema: c.schema, Retention: c.retention, Blobs: blobs, ListenConfig: listen})
 	if err != nil {
 		pool.Close()
 		return backend{}, err
@@ -48,12 +53,19 @@ func openPostgres(ctx context.Context, c backendConfig, blobs imagegen.BlobStore
 	}, nil
 }
 
+const postgresListenUsage = "with -postgres pointing at a transaction pooler (PgBouncer with pool_mode = transaction): a direct PostgreSQL URL for what a pooler cannot carry, the store's LISTEN (wake-ups of long-polls and idle workers) and, with migrate, the migrations; the pooled connections then use no named prepared statements"
+
 // dialPostgres opens a pool on a postgres:// URL (or key=value DSN) and
-// checks that the server answers. Errors never show the password.
-func dialPostgres(ctx context.Context, rawURL string) (*pgxpool.Pool, error) {
+// checks that the server answers; pooled says that it goes through a
+// transaction pooler, so it keeps no named prepared statements. Errors
+// never show the password.
+func dialPostgres(ctx context.Context, rawURL string, pooled bool) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("-postgres: not a valid PostgreSQL URL (postgres://user:password@host:port/db?sslmode=disable): %w", redactErr(err, rawURL))
+	}
+	if pooled {
+		postgres.PoolerConfig(cfg)
 	}
 	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -67,6 +79,27 @@ func dialPostgres(ctx context.Context, rawURL string) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("postgres at %s does not answer: %w", describePostgres(pool), redactErr(err, rawURL))
 	}
 	return pool, nil
+}
+
+// dialPostgresListen parses the direct URL of -postgres-listen ("": nil)
+// and checks that a connection to it opens.
+func dialPostgresListen(ctx context.Context, rawURL string) (*pgx.ConnConfig, error) {
+	if rawURL == "" {
+		return nil, nil
+	}
+	cfg, err := pgx.ParseConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("-postgres-listen: not a valid PostgreSQL URL (postgres://user:password@host:port/db?sslmode=disable): %w", redactErr(err, rawURL))
+	}
+	cfg.ConnectTimeout = 5 * time.Second
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("-postgres-listen: postgres at %s:%d does not answer: %w", cfg.Host, cfg.Port, redactErr(err, rawURL))
+	}
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	_ = conn.Close(closeCtx)
+	return cfg, nil
 }
 
 // describePostgres names a server without its password.

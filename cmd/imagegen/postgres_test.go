@@ -101,6 +101,8 @@ func TestPostgresFlagErrors(t *testing.T) {
 		{[]string{"worker", "-workers", "1"}, "-redis URL or -postgres URL is required"},
 		{[]string{"credits", "show", "-owner", "u"}, "-redis URL or -postgres URL is required"},
 		{[]string{"migrate"}, "-postgres URL is required"},
+		{[]string{"worker", "-postgres-listen", "postgres://alice:s3cretpw@127.0.0.1:1/db"}, "-postgres-listen needs -postgres"},
+		{[]string{"serve", "-postgres", "postgres://127.0.0.1:1/db", "-postgres-listen", "postgres://alice:s3cretpw@127.0.0.1:1/db?sslmode=disable"}, "-postgres-listen: postgres at 127.0.0.1:1 does not answer"},
 		{[]string{"serve", "-postgres", "postgres://alice:s3cretpw@127.0.0.1:1/db?sslmode=disable"}, "does not answer"},
 		{[]string{"migrate", "-postgres", "postgres://alice:s3cretpw@127.0.0.1:1/db?connect_timeout=nope"}, "not a valid PostgreSQL URL"},
 		{[]string{"keys", "list", "-owner", "u", "-postgres", "postgres://alice:s3cret%zz@127.0.0.1:1/db"}, "not a valid PostgreSQL URL"},

@@ -53,7 +53,8 @@
 // # Wake-ups
 //
 // Two LISTEN/NOTIFY channels, on one dedicated connection per Store
-// (outside the pool, opened on first use): "<schema>.finished" carries
+// (outside the pool, opened on first use; Config.ListenConfig names it
+// when the pool goes through a transaction pooler, below): "<schema>.finished" carries
 // the ids of finished tasks (WatchTask, so Prefer: wait returns at once)
 // and "<schema>.queued" says that tasks may be ready (WorkReady, for idle
 // workers in other processes). PostgreSQL serialises the commits of
@@ -80,6 +81,17 @@
 // Service.Submit, Grant and ChargeWeb (Service.PrepareTask,
 // imagegen.GrantEntry, imagegen.WebChargeEntry), and a refusal raises no
 // SQL error, so the transaction stays usable.
+//
+// # Transaction poolers
+//
+// Behind PgBouncer in transaction mode (as many managed PostgreSQL
+// offerings put in front), make the pool with PoolerConfig (no named
+// prepared statements), give Config.ListenConfig a direct connection
+// for LISTEN, and run Migrate on a direct connection too. Every
+// statement then keeps no session state: each runs in its own
+// transaction or inside one, and NOTIFY goes through the pooler (it is
+// delivered at commit, whatever the session), so long-polls and idle
+// workers wake as fast as on a direct connection.
 //
 // # Rate limits
 //
@@ -189,7 +201,33 @@ type Config struct {
 	// Clock, when set, replaces the database server's clock (tests only):
 	// its time is passed to every statement.
 	Clock imagegen.Clock
+	// ListenConfig, when set, is the connection that LISTENs for the
+	// store's notifications (wake-ups of long-polls and idle workers)
+	// instead of a connection made like the pool's. Set it to a direct
+	// connection to the server when the pool goes through a transaction
+	// pooler (PgBouncer with pool_mode = transaction): a pooled
+	// connection cannot keep a LISTEN, since the server session behind
+	// it changes between transactions. With it set, New refuses a pool
+	// that keeps named prepared statements (pgx's default,
+	// QueryExecModeCacheStatement), which a transaction pooler loses
+	// too: make the pool with DefaultQueryExecMode QueryExecModeExec
+	// (PoolerConfig does). The store keeps no other session state on
+	// its connections (synchronous_commit is set per transaction). Run
+	// migrations (Migrate) on the direct connection as well.
+	ListenConfig *pgx.ConnConfig
 }
+
+// PoolerConfig makes cfg fit a transaction pooler such as PgBouncer:
+// statements run without named prepared statements
+// (QueryExecModeExec: one round trip, parameter types from the Go
+// values). Give the store a direct connection in Config.ListenConfig.
+func PoolerConfig(cfg *pgxpool.Config) {
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+}
+
+// ErrPreparedStatements: Config.ListenConfig says the pool goes through a
+// transaction pooler, but the pool keeps named prepared statements.
+var ErrPreparedStatements = errors.New("postgres store: a pool behind a transaction pooler must not keep named prepared statements (use postgres.PoolerConfig, or default_query_exec_mode=exec in the URL)")
 
 // Store is the PostgreSQL store. It is safe for concurrent use by any
 // number of goroutines and processes.
@@ -231,6 +269,9 @@ func New(pool *pgxpool.Pool, c Config) (*Store, error) {
 	if c.SweepBatch < 0 {
 		return nil, fmt.Errorf("postgres store: Config.SweepBatch must not be negative (got %d)", c.SweepBatch)
 	}
+	if c.ListenConfig != nil && pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+		return nil, ErrPreparedStatements
+	}
 	name := schemaName(c.Schema)
 	s := &Store{
 		pool:          pool,
@@ -250,7 +291,11 @@ func New(pool *pgxpool.Pool, c Config) (*Store, error) {
 	s.completes = groupcommit.Batcher[completeReq, bool]{Run: s.completeBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight}
 	s.blobPuts = groupcommit.Batcher[blobPut, struct{}]{Run: s.putBlobBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight,
 		Size: func(p blobPut) int { return len(p.data) }, MaxSize: maxBlobBatchBytes}
-	s.listen = newListener(pool, s.finished, s.queued)
+	listenConfig := c.ListenConfig
+	if listenConfig == nil {
+		listenConfig = pool.Config().ConnConfig
+	}
+	s.listen = newListener(listenConfig, s.finished, s.queued)
 	return s, nil
 }
 

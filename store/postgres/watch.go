@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/imagegen/imagegen/internal/retry"
 	"github.com/imagegen/imagegen/store/internal/taskwatch"
@@ -34,7 +33,7 @@ const pollFallback = time.Second
 // listener owns the store's dedicated LISTEN connection. It is started
 // by the first watch or WorkReady call and runs until close.
 type listener struct {
-	pool             *pgxpool.Pool
+	connConfig       *pgx.ConnConfig // of the listening connection
 	finished, queued string
 
 	mu      sync.Mutex
@@ -46,8 +45,8 @@ type listener struct {
 	done    chan struct{}
 }
 
-func newListener(pool *pgxpool.Pool, finished, queued string) *listener {
-	return &listener{pool: pool, finished: finished, queued: queued,
+func newListener(connConfig *pgx.ConnConfig, finished, queued string) *listener {
+	return &listener{connConfig: connConfig, finished: finished, queued: queued,
 		ready: make(chan struct{})}
 }
 
@@ -178,7 +177,7 @@ func (l *listener) run(ctx context.Context) {
 // Why it ended does not matter: the caller reconnects either way.
 func (l *listener) listenOnce(ctx context.Context, listening func()) error {
 	connectCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	conn, err := pgx.ConnectConfig(connectCtx, l.pool.Config().ConnConfig.Copy())
+	conn, err := pgx.ConnectConfig(connectCtx, l.connConfig.Copy())
 	cancel()
 	if err != nil {
 		return err
