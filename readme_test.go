@@ -101,3 +101,34 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+// TestREADMEEmbedOpensWithQuickstart: the first Go block under the
+// README's "Embed it in your app" heading is examples/quickstart/main.go,
+// whole and verbatim (tabs included), so what a newcomer pastes is the
+// program whose test builds it in a fresh module and runs it.
+func TestREADMEEmbedOpensWithQuickstart(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	program, err := os.ReadFile(filepath.FromSlash("examples/quickstart/main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Embed it in your app\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Embed it in your app" heading`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	_, block, ok := strings.Cut(section, "\n```go\n")
+	if !ok {
+		t.Fatal("the Embed section has no Go block")
+	}
+	block, _, ok = strings.Cut(block, "\n```\n")
+	if !ok {
+		t.Fatal("the Embed section's first Go block is not closed")
+	}
+	if block+"\n" != string(program) {
+		t.Errorf("the Embed section's first Go block differs from examples/quickstart/main.go; paste the file whole")
+	}
+}
