@@ -29,6 +29,17 @@ import (
 	"time"
 )
 
+// ImageFetcher downloads an image a user named by URL: the one interface
+// through which models get reference images. *Fetcher (the SSRF guard,
+// size and time limits) is one; models take this interface so that they
+// never fetch user URLs with a plain HTTP client, and tests can script
+// it.
+type ImageFetcher interface {
+	Fetch(ctx context.Context, url string) (data []byte, contentType string, err error)
+}
+
+var _ ImageFetcher = (*Fetcher)(nil)
+
 // Resolver looks up a host's addresses; *net.Resolver is one.
 type Resolver interface {
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)

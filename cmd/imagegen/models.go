@@ -23,7 +23,7 @@ import (
 
 // The guarded fetcher is what every adapter fetches reference images and
 // URL results with.
-var _ provider.ImageFetcher = (*fetch.Fetcher)(nil)
+var _ placeholder.ReferenceFetcher = (*fetch.Fetcher)(nil)
 
 // modelChoice is one item of -model: provider[/model][=cost].
 type modelChoice struct {

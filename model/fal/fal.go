@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/model/provider"
 )
 
@@ -42,7 +43,7 @@ type Config struct {
 	PollInterval time.Duration
 	// Fetcher downloads the results from fal's CDN (https://*.fal.media);
 	// use the guarded fetcher (*fetch.Fetcher). Required.
-	Fetcher provider.ImageFetcher
+	Fetcher fetch.ImageFetcher
 	// Logger receives the queue's progress (debug) and the outcome of
 	// cancels. Default slog.Default(). The key is never logged.
 	Logger *slog.Logger

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/model/provider"
 )
 
@@ -37,7 +38,7 @@ type Config struct {
 	// Fetcher downloads reference images (image-to-image); use the
 	// guarded fetcher (*fetch.Fetcher). Without one, Plan refuses
 	// image-to-image.
-	Fetcher provider.ImageFetcher
+	Fetcher fetch.ImageFetcher
 }
 
 // Model is the Gemini generateContent adapter. It is safe for concurrent

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/model/provider"
 )
 
@@ -41,7 +42,7 @@ type Config struct {
 	// Fetcher downloads reference images (image-to-image) and results
 	// that come back as URLs; use the guarded fetcher (*fetch.Fetcher).
 	// Without one, Plan refuses image-to-image.
-	Fetcher provider.ImageFetcher
+	Fetcher fetch.ImageFetcher
 	// Organization and Project, when set, are sent as the
 	// OpenAI-Organization and OpenAI-Project headers.
 	Organization, Project string

@@ -84,7 +84,7 @@ func serveImages(t *testing.T, images map[string]image.Image) *httptest.Server {
 	return srv
 }
 
-// fetcher is a scripted ImageFetcher: each URL answers its image or
+// fetcher is a scripted ReferenceFetcher: each URL answers its image or
 // error; it records the URLs asked for.
 type fetcher struct {
 	mu      sync.Mutex

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/fetch"
 )
 
 // Name is the model name recorded on the tasks it runs and the Provider
@@ -41,23 +42,24 @@ const Name = "placeholder"
 
 var _ imagegen.Model = (*Model)(nil)
 
-// ImageFetcher fetches and decodes reference images; *fetch.Fetcher is
-// one. DecodeConfig checks an image's header against the same limits as
+// ReferenceFetcher fetches reference images (fetch.ImageFetcher) and
+// decodes them under the fetcher's limits; *fetch.Fetcher is one.
+// DecodeConfig checks an image's header against the same limits as
 // Decode (pixels, decoded size) without decoding it.
-type ImageFetcher interface {
-	Fetch(ctx context.Context, url string) (data []byte, contentType string, err error)
+type ReferenceFetcher interface {
+	fetch.ImageFetcher
 	DecodeConfig(data []byte) (image.Config, string, error)
 	Decode(data []byte) (image.Image, string, error)
 }
 
 // Config configures the placeholder model. Zero values take defaults.
 type Config struct {
-	LongSide  int            // pixels on the long side, 16 to 4096; default 1024
-	Delay     time.Duration  // simulated generation time; default 0
-	Cost      int64          // credits per picture, imagegen.MinCost to MaxCost; default 1
-	BlockList []string       // refused terms, any case; nil means {"nsfw"}, empty means none
-	Fetcher   ImageFetcher   // for image-to-image; without one such tasks fail
-	Clock     imagegen.Clock // default imagegen.SystemClock{}
+	LongSide  int              // pixels on the long side, 16 to 4096; default 1024
+	Delay     time.Duration    // simulated generation time; default 0
+	Cost      int64            // credits per picture, imagegen.MinCost to MaxCost; default 1
+	BlockList []string         // refused terms, any case; nil means {"nsfw"}, empty means none
+	Fetcher   ReferenceFetcher // for image-to-image; without one such tasks fail
+	Clock     imagegen.Clock   // default imagegen.SystemClock{}
 }
 
 func (o Config) withDefaults() Config {

@@ -28,7 +28,7 @@ func (m *Model) references(ctx context.Context, urls []string) ([]reference, err
 	}
 	if m.o.Fetcher == nil {
 		return nil, &imagegen.ModelError{Provider: Name, InvalidInput: true,
-			Message: "reference images are unavailable on this server", Err: errors.New("no ImageFetcher configured")}
+			Message: "reference images are unavailable on this server", Err: errors.New("no ReferenceFetcher configured")}
 	}
 	refs := make([]reference, len(urls))
 	i, err := fetch.All(ctx, len(urls), func(ctx context.Context, i int) error {

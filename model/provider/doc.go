@@ -9,7 +9,7 @@
 //	type Config struct {
 //		provider.Config            // HTTPClient, BaseURL, APIKey, Cost, MaxRetries, Clock
 //		Model   string
-//		Fetcher provider.ImageFetcher
+//		Fetcher fetch.ImageFetcher
 //	}
 //
 //	func New(c Config) (*Model, error) {
@@ -37,7 +37,7 @@
 // client's Policy.Clock, never past the deadline), and download URL
 // results with DownloadResult. Tests use package providertest: the
 // conformance suite every adapter runs (Run), a clock that records
-// waits, a scripted ImageFetcher, PNG/JPEG makers, the loader of the
+// waits, a scripted fetch.ImageFetcher, PNG/JPEG makers, the loader of the
 // wire examples each adapter keeps in its testdata directory, and
 // NoSecretAnywhere.
 //

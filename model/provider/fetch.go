@@ -15,14 +15,6 @@ import (
 	"github.com/imagegen/imagegen/fetch"
 )
 
-// ImageFetcher downloads an image a user named by URL. The project's
-// guarded fetcher (*fetch.Fetcher: SSRF guard, size and time limits) is
-// one; adapters take this interface so they never fetch user URLs with a
-// plain HTTP client.
-type ImageFetcher interface {
-	Fetch(ctx context.Context, url string) (data []byte, contentType string, err error)
-}
-
 // Reference is a fetched reference image, ready to send to a provider.
 type Reference struct {
 	Data        []byte
@@ -56,7 +48,7 @@ const (
 // the task fails as invalid_image_input, without a retry); only ctx
 // ending (the generation stopped) is retryable. The fetcher's error goes
 // to Err only.
-func FetchReferences(ctx context.Context, provider string, f ImageFetcher, urls []string, accept ...string) ([]Reference, error) {
+func FetchReferences(ctx context.Context, provider string, f fetch.ImageFetcher, urls []string, accept ...string) ([]Reference, error) {
 	if len(urls) == 0 {
 		return nil, nil
 	}
@@ -139,7 +131,7 @@ func newReference(data []byte, contentType string, accept []string) (Reference, 
 // with a URL (dall-e, Replicate, fal), through f. A failure is a
 // retryable *imagegen.ModelError (MsgUnavailable); the URL, often
 // signed, is kept out of the error. The type comes from the bytes.
-func DownloadResult(ctx context.Context, provider string, f ImageFetcher, url string) (imagegen.GeneratedImage, error) {
+func DownloadResult(ctx context.Context, provider string, f fetch.ImageFetcher, url string) (imagegen.GeneratedImage, error) {
 	if f == nil {
 		return imagegen.GeneratedImage{}, &imagegen.ModelError{Provider: provider, Misconfigured: true, Message: MsgMisconfigured, Err: errors.New("the provider answered with a URL and no ImageFetcher is configured")}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/model/provider"
 )
 
@@ -60,7 +61,7 @@ type Config struct {
 	// Fetcher downloads reference images and the outputs (Replicate
 	// answers with URLs). Required; use the guarded fetcher
 	// (*fetch.Fetcher).
-	Fetcher provider.ImageFetcher
+	Fetcher fetch.ImageFetcher
 	// OutputHosts are the hosts (their subdomains included) an output
 	// may be downloaded from. Default: replicate.delivery.
 	OutputHosts []string

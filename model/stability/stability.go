@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/model/provider"
 )
 
@@ -42,7 +43,7 @@ type Config struct {
 	// Fetcher downloads reference images (image-to-image); use the
 	// guarded fetcher (*fetch.Fetcher). Without one, Plan refuses
 	// image-to-image.
-	Fetcher provider.ImageFetcher
+	Fetcher fetch.ImageFetcher
 }
 
 // Model is the Stability AI Stable Image adapter. It is safe for
