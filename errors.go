@@ -33,6 +33,8 @@ var (
 	ErrKeyExists = errors.New("imagegen: api key exists")
 	// ErrImageNotFound: the image does not exist or has expired.
 	ErrImageNotFound = errors.New("imagegen: image not found")
+	// ErrSessionNotFound: no live console session has the id.
+	ErrSessionNotFound = errors.New("imagegen: session not found")
 	// ErrBlobNotFound: a BlobStore holds nothing under the key.
 	ErrBlobNotFound = errors.New("imagegen: blob not found")
 	// ErrInvalidBlobKey: a blob key breaks the rules of CheckBlobKey.

@@ -8,8 +8,8 @@ import (
 // Store is the whole storage contract of the service: tasks and the work
 // queue with leases, image records (their bytes are in a [BlobStore],
 // see blobstore.go), the credit ledger, API keys, idempotency
-// records, task listing, finish notifications, webhook deliveries and
-// shared secrets. Every part is required; this file is the one place
+// records, task listing, finish notifications, webhook deliveries,
+// shared secrets and console sessions. Every part is required; this file is the one place
 // that defines what a backend must do.
 //
 // Every state change is atomic and conditional (compare-and-set), so any
@@ -30,6 +30,7 @@ type Store interface {
 	IdempotencyStore
 	WebhookStore
 	SecretStore
+	SessionStore
 	OperatorStore
 }
 
@@ -337,6 +338,41 @@ type SecretStore interface {
 	// SharedSecret returns the secret stored under name, first storing
 	// the one generate makes if there is none.
 	SharedSecret(ctx context.Context, name string, generate func() []byte) ([]byte, error)
+}
+
+// Session is a signed-in session of the web console (package console),
+// kept in the store so that ending it takes effect in every process at
+// once.
+type Session struct {
+	// ID names the session. The console stores a hash of the token its
+	// cookie carries, never the token itself.
+	ID    string
+	Owner string
+	// KeyID is the API key the session was opened with ("" for none).
+	KeyID string
+	// CreatedAt and ExpiresAt are set by the store, by its clock.
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// SessionStore keeps console sessions until they expire or are ended.
+type SessionStore interface {
+	// PutSession stores s (ID and Owner required) and returns it as
+	// stored: live for ttl from now, by the store's clock, which sets
+	// CreatedAt and ExpiresAt. A session with s.ID already stored is
+	// replaced.
+	PutSession(ctx context.Context, s Session, ttl time.Duration) (Session, error)
+	// Session returns the live session with the given id, or
+	// ErrSessionNotFound when there is none: never stored, expired, or
+	// ended.
+	Session(ctx context.Context, id string) (*Session, error)
+	// EndSession ends owner's session id (sign-out). A session that is
+	// not live, or is another owner's, is left alone; that is not an
+	// error.
+	EndSession(ctx context.Context, owner, id string) error
+	// EndSessions ends every session of owner (sign out everywhere) and
+	// returns how many were live.
+	EndSessions(ctx context.Context, owner string) (int, error)
 }
 
 // QueueStats is the state of the work queue, for metrics and operators.

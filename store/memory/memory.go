@@ -68,6 +68,10 @@ type Store struct {
 	hooks        map[string]*hook  // task id -> callback delivery
 	secrets      map[string][]byte // SharedSecret
 
+	sessions         map[string]imagegen.Session    // console sessions by id
+	ownerSessions    map[string]map[string]struct{} // owner -> session ids
+	sessionsExpiring expiryQueue
+
 	provStats providerStats // AddProviderStats, under its own mutex
 }
 
@@ -134,6 +138,7 @@ func (s *Store) sweep(now time.Time) int {
 		}
 	}
 	s.sweepIdem(now)
+	s.sweepSessions(now)
 	return n
 }
 

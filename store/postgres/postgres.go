@@ -110,7 +110,8 @@
 // A finished task and its images are hidden once Config.Retention has
 // passed, and removed by Sweep in bounded batches (DELETE … WHERE id IN
 // (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)), so no long lock is ever
-// held; expired idempotency records go the same way. RecoverExpired,
+// held; expired idempotency records and console sessions (migration 5,
+// PutSession) go the same way. RecoverExpired,
 // which every worker calls regularly, also sweeps, at most once per
 // Config.SweepInterval per Store. The credit ledger is kept whole.
 // Provider statistics (migration 4, AddProviderStats) are kept for

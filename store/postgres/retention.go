@@ -4,15 +4,15 @@ import "context"
 
 // Swept counts what one Sweep removed.
 type Swept struct {
-	Tasks, Images, Webhooks, IdempotencyRecords int64
+	Tasks, Images, Webhooks, IdempotencyRecords, Sessions int64
 }
 
 // sweepRounds bounds the batches of one kind one Sweep deletes, so a
 // sweep never runs for long; the next one carries on.
 const sweepRounds = 100
 
-// Sweep removes finished tasks, images and idempotency records whose
-// retention has passed, in batches of Config.SweepBatch rows: each batch
+// Sweep removes finished tasks, images, idempotency records and console
+// sessions whose retention or lifetime has passed, in batches of Config.SweepBatch rows: each batch
 // is one short DELETE … WHERE id IN (SELECT … LIMIT n FOR UPDATE SKIP
 // LOCKED), so it holds no long lock and never waits for rows another
 // statement holds. Expired records are already invisible to every read;
@@ -32,6 +32,8 @@ func (s *Store) Sweep(ctx context.Context) (Swept, error) {
 			WHERE t.id IS NULL OR t.expires_at <= {now} LIMIT $2)`},
 		{&out.IdempotencyRecords, `DELETE FROM {schema}.idempotency WHERE (owner, key) IN (
 			SELECT owner, key FROM {schema}.idempotency WHERE expires_at <= {now} LIMIT $2 FOR UPDATE SKIP LOCKED)`},
+		{&out.Sessions, `DELETE FROM {schema}.sessions WHERE id IN (
+			SELECT id FROM {schema}.sessions WHERE expires_at <= {now} LIMIT $2 FOR UPDATE SKIP LOCKED)`},
 	}
 	for _, step := range steps {
 		for range sweepRounds {

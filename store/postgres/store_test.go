@@ -19,8 +19,8 @@ func newTask(id, owner string) *imagegen.Task {
 		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
 }
 
-// Sweep removes expired tasks, images and idempotency records in
-// batches, and nothing that is still live.
+// Sweep removes expired tasks, images, idempotency records and sessions
+// in batches, and nothing that is still live.
 func TestSweepRemovesExpiredRowsInBatches(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
@@ -41,6 +41,8 @@ func TestSweepRemovesExpiredRowsInBatches(t *testing.T) {
 	is.NoErr(err)
 	_, err = s.BeginIdempotent(ctx, "u", "k", "fp", time.Minute)
 	is.NoErr(err)
+	_, err = s.PutSession(ctx, imagegen.Session{ID: "sess", Owner: "u"}, time.Minute)
+	is.NoErr(err)
 
 	count := func(table string) int {
 		var c int
@@ -54,10 +56,11 @@ func TestSweepRemovesExpiredRowsInBatches(t *testing.T) {
 	clock.Advance(retention)
 	swept, err = s.Sweep(ctx)
 	is.NoErr(err)
-	is.Equal(swept, postgres.Swept{Tasks: n, Images: n, IdempotencyRecords: 1})
+	is.Equal(swept, postgres.Swept{Tasks: n, Images: n, IdempotencyRecords: 1, Sessions: 1})
 	is.Equal(count("tasks"), 1) // the pending one stays
 	is.Equal(count("images"), 0)
 	is.Equal(count("idempotency"), 0)
+	is.Equal(count("sessions"), 0)
 	is.Equal(count("ledger"), n+2) // the ledger is kept whole
 	_, err = s.Task(ctx, "u", "waiting")
 	is.NoErr(err)

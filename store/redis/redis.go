@@ -37,6 +37,8 @@
 //	P:apikey:<sha256>  hash: API key record
 //	P:apikeys:<owner>  list: the owner's key hashes, oldest first
 //	P:secret:<name>    string: a secret shared by all processes (SharedSecret)
+//	P:session:<id>     hash: console session (owner, key id, created, expires), expiring with it
+//	P:sessions:<owner> zset: the owner's session ids by expiry (ms), for EndSessions
 //	P:pstats:<minute>  hash: provider calls by outcome and fallbacks counted in one minute
 //	                   (Unix time / 60), kept imagegen.ProviderStatsRetention
 //	P:finished         pub/sub channel: ids of tasks as they finish
@@ -148,19 +150,21 @@ func (s *Store) KeyPattern() string { return s.k.tag + ":*" }
 // different kinds never collide.
 type keys struct{ tag string }
 
-func (k keys) task(id string) string          { return k.tag + ":task:" + id }
-func (k keys) ownerTasks(owner string) string { return k.tag + ":tasks:" + owner }
-func (k keys) finished() string               { return k.tag + ":finished" } // pub/sub channel of finished task ids
-func (k keys) pending() string                { return k.tag + ":pending" }
-func (k keys) allTasks() string               { return k.tag + ":all" }
-func (k keys) webhooks() string               { return k.tag + ":webhooks" }
-func (k keys) leases() string                 { return k.tag + ":leases" }
-func (k keys) balance(owner string) string    { return k.tag + ":balance:" + owner }
-func (k keys) ledger(owner string) string     { return k.tag + ":ledger:" + owner }
-func (k keys) refs(owner string) string       { return k.tag + ":refs:" + owner }
-func (k keys) image(id string) string         { return k.tag + ":image:" + id }
-func (k keys) apiKey(hash string) string      { return k.tag + ":apikey:" + hash }
-func (k keys) apiKeys(owner string) string    { return k.tag + ":apikeys:" + owner }
+func (k keys) task(id string) string             { return k.tag + ":task:" + id }
+func (k keys) ownerTasks(owner string) string    { return k.tag + ":tasks:" + owner }
+func (k keys) finished() string                  { return k.tag + ":finished" } // pub/sub channel of finished task ids
+func (k keys) pending() string                   { return k.tag + ":pending" }
+func (k keys) allTasks() string                  { return k.tag + ":all" }
+func (k keys) webhooks() string                  { return k.tag + ":webhooks" }
+func (k keys) leases() string                    { return k.tag + ":leases" }
+func (k keys) balance(owner string) string       { return k.tag + ":balance:" + owner }
+func (k keys) ledger(owner string) string        { return k.tag + ":ledger:" + owner }
+func (k keys) refs(owner string) string          { return k.tag + ":refs:" + owner }
+func (k keys) image(id string) string            { return k.tag + ":image:" + id }
+func (k keys) apiKey(hash string) string         { return k.tag + ":apikey:" + hash }
+func (k keys) apiKeys(owner string) string       { return k.tag + ":apikeys:" + owner }
+func (k keys) session(id string) string          { return k.tag + ":session:" + id }
+func (k keys) ownerSessions(owner string) string { return k.tag + ":sessions:" + owner }
 
 // nowArg is ARGV[1] of every script: the injected clock's time in
 // milliseconds, or "" to read the server's clock.

@@ -79,6 +79,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"WebhookDeliveriesInDueOrder", testWebhookDueOrder},
 		{"WebhookEvents", testWebhookEvents},
 		{"SharedSecrets", testSharedSecret},
+		{"ConsoleSessions", testSessions},
 		{"QueueStats", testQueueStats},
 		{"TaskByIDSeesEveryOwner", testTaskByID},
 		{"ListAllTasksAcrossOwners", testListAllTasks},
