@@ -88,6 +88,7 @@ type Config struct {
 type Console struct {
 	cfg       Config
 	svc       *imagegen.Service
+	store     imagegen.Store // the Service's: sessions, secrets, idempotency records
 	imageURLs func(*imagegen.Task) []string
 	pages     map[string]*template.Template
 	mux       *http.ServeMux
@@ -123,8 +124,9 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	store := cfg.Service.Store()
 	if len(cfg.Secret) == 0 {
-		secret, err := cfg.Service.Store().SharedSecret(ctx, SessionSecretName, imagegen.NewSecretKey)
+		secret, err := store.SharedSecret(ctx, SessionSecretName, imagegen.NewSecretKey)
 		if err != nil {
 			return nil, fmt.Errorf("console: session secret from the store: %w", err)
 		}
@@ -140,6 +142,7 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 	c := &Console{
 		cfg:       cfg,
 		svc:       cfg.Service,
+		store:     store,
 		imageURLs: cfg.ImageURLs,
 		pages:     pages,
 		csp:       contentSecurityPolicy(cfg.ImageOrigins),
@@ -186,6 +189,9 @@ func (c *Console) routes() *http.ServeMux {
 		mux.HandleFunc("POST "+p+"/signin", c.csrf(c.signIn))
 	}
 	mux.HandleFunc("POST "+p+"/signout", c.csrf(c.signOut))
+	if c.cfg.KeySignIn {
+		mux.HandleFunc("POST "+p+"/signout/everywhere", c.csrf(c.user(c.signOutEverywhere)))
+	}
 
 	mux.HandleFunc("GET "+p+"/playground", c.user(c.playgroundPage))
 	mux.HandleFunc("POST "+p+"/playground", c.csrf(c.user(c.playgroundSubmit)))

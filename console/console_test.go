@@ -80,27 +80,76 @@ func TestSignInWithAKeyAndOut(t *testing.T) {
 
 func TestTamperedSessionIsRefused(t *testing.T) {
 	f := newFixture(t, fixtureConfig{})
-	f.user(t, "alice", 1)
-	bobKey := f.user(t, "bob", 1)
 	b := f.browser(t)
-	b.signIn(bobKey)
-	u, _ := url.Parse(f.ts.URL + "/console/")
-	var session *http.Cookie
-	for _, c := range b.client.Jar.Cookies(u) {
-		if strings.Contains(c.Name, "session") {
-			session = c
-		}
-	}
-	if session == nil {
-		t.Fatal("no session cookie after sign-in")
-	}
-	// Name alice instead of bob, keeping bob's signature.
-	parts := strings.Split(session.Value, ".")
-	parts[0] = "YWxpY2U" // base64url("alice")
-	b.client.Jar.SetCookies(u, []*http.Cookie{{Name: session.Name, Value: strings.Join(parts, "."), Path: "/console/"}})
+	b.signIn(f.user(t, "bob", 1))
+	session := b.sessionCookie()
+	// Another token under bob's signature.
+	token, sum, _ := strings.Cut(session.Value, ".")
+	flipped := []byte(token)
+	flipped[0] ^= 1
+	b.setSessionCookie(string(flipped) + "." + sum)
 	if p := b.get("/console/credits"); p.url != "/console/signin" {
 		t.Fatalf("a tampered session reached %s, want the sign-in page", p.url)
 	}
+}
+
+// A session cookie copied before sign-out opens nothing after it: not a
+// page, not the JSON endpoint, not on another console process that
+// shares the store.
+func TestCopiedCookieIsRefusedAfterSignOut(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	b := f.browser(t)
+	b.signIn(f.user(t, "alice", 1))
+	id := f.submit(t, "alice", "a lighthouse")
+	thief := f.browser(t)
+	thief.setSessionCookie(b.sessionCookie().Value)
+	other := f.otherProcess(t).browser(t)
+	other.setSessionCookie(b.sessionCookie().Value)
+	for _, c := range []*browser{thief, other} {
+		if p := c.get("/console/credits"); p.status != http.StatusOK || p.url != "/console/credits" {
+			t.Fatalf("the copied cookie before sign-out: %d at %s, want the credits page", p.status, p.url)
+		}
+	}
+
+	b.submitForm("/console/credits", "/console/signout", nil)
+	for name, c := range map[string]*browser{"this process": thief, "another process": other} {
+		if p := c.get("/console/keys"); p.url != "/console/signin" {
+			t.Errorf("%s: the copied cookie after sign-out reached %s, want the sign-in page", name, p.url)
+		}
+		if p := c.get("/console/api/tasks/" + id); p.status != http.StatusUnauthorized {
+			t.Errorf("%s: the copied cookie after sign-out read the task: status %d, want 401", name, p.status)
+		}
+		if p := c.post("/console/signout/everywhere", url.Values{"csrf": {c.csrf("/console/signin")}}); p.status != http.StatusUnauthorized {
+			t.Errorf("%s: sign out everywhere with the copied cookie after sign-out: status %d, want 401", name, p.status)
+		}
+	}
+}
+
+// Sign out everywhere ends every session of the user, in every browser,
+// and no one else's.
+func TestSignOutEverywhere(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	key := f.user(t, "alice", 1)
+	laptop, phone, bob := f.browser(t), f.browser(t), f.browser(t)
+	laptop.signIn(key)
+	phone.signIn(key)
+	bob.signIn(f.user(t, "bob", 1))
+	contains(t, phone.get("/console/keys"), `id="signout-everywhere"`)
+
+	p := phone.submitForm("/console/keys", "/console/signout/everywhere", nil)
+	if p.url != "/console/signin" {
+		t.Fatalf("sign out everywhere: %d at %s, want the sign-in page", p.status, p.url)
+	}
+	for name, b := range map[string]*browser{"phone": phone, "laptop": laptop} {
+		if p := b.get("/console/credits"); p.url != "/console/signin" {
+			t.Errorf("%s: after sign-out everywhere, /console/credits went to %s", name, p.url)
+		}
+	}
+	if p := bob.get("/console/credits"); p.url != "/console/credits" {
+		t.Errorf("bob was signed out too (%s)", p.url)
+	}
+	// The key still works, for the API and a new sign-in.
+	laptop.signIn(key)
 }
 
 func TestFormsWithoutAValidCSRFTokenAreRefused(t *testing.T) {

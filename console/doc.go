@@ -19,13 +19,18 @@
 // A host app with its own login sets Config.Identify: it names the user
 // of a request (and whether that user is an operator), or answers "" for
 // nobody. The standalone server (`imagegen serve`) sets KeySignIn
-// instead: a user signs in with one of their API keys. The session is a
-// cookie holding the owner, the key's id and an expiry, signed with HMAC
-// (SHA-256) by Config.Secret (by default the store's shared secret
-// "console-session", so every process on a shared store accepts it); no
-// session state is kept on the server. Each request checks that the key
-// is still live, so revoking a key ends its sessions at once. Owners
-// listed in Config.Operators are operators.
+// instead: a user signs in with one of their API keys. The session is
+// kept in the Service's store (imagegen.SessionStore: the owner, the
+// key's id and an expiry, Config.SessionTTL), under the SHA-256 hash of
+// a random token that the cookie carries with its HMAC (SHA-256, by
+// Config.Secret: by default the store's shared secret "console-session",
+// so every process on a shared store accepts it, and a forged cookie is
+// refused without a store read). Signing out ends the session in the
+// store, so a copy of the cookie opens nothing afterwards, in any
+// process; "Sign out everywhere" (POST /signout/everywhere, on the keys
+// page) ends every session of the user. Each request also checks that
+// the key is still live, so revoking a key ends its sessions at once.
+// Owners listed in Config.Operators are operators.
 //
 // # Security
 //

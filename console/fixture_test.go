@@ -28,6 +28,7 @@ import (
 type fixture struct {
 	ts  *httptest.Server
 	svc *imagegen.Service
+	cfg console.Config // the console's configuration
 }
 
 type fixtureConfig struct {
@@ -56,7 +57,7 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	con, err := console.New(ctx, console.Config{
+	cfg := console.Config{
 		Service:      stack.Service(),
 		API:          stack.API(),
 		Limiter:      stack.Limiter(),
@@ -65,7 +66,8 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 		KeySignIn:    true,
 		Operators:    []string{"ops"},
 		Logger:       quiet,
-	})
+	}
+	con, err := console.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,24 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = stack.Run(ctx) }()
 	t.Cleanup(func() { cancel(); ts.Close(); wg.Wait() })
-	return &fixture{ts: ts, svc: stack.Service()}
+	return &fixture{ts: ts, svc: stack.Service(), cfg: cfg}
+}
+
+// otherProcess is a second console on the fixture's store, served
+// apart, as another process of a deployment would be: it shares only
+// what the store shares (the session secret, sessions, tasks).
+func (f *fixture) otherProcess(t *testing.T) *fixture {
+	t.Helper()
+	cfg := f.cfg
+	con, err := console.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/console/", con)
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	return &fixture{ts: ts, svc: f.svc, cfg: cfg}
 }
 
 // user makes owner with credits and returns one of their API keys.
@@ -173,6 +192,26 @@ func (b *browser) submitForm(from, path string, form url.Values) page {
 	}
 	form.Set("csrf", b.csrf(from))
 	return b.post(path, form)
+}
+
+// sessionCookie returns the browser's console session cookie.
+func (b *browser) sessionCookie() *http.Cookie {
+	b.t.Helper()
+	u, _ := url.Parse(b.f.ts.URL + "/console/")
+	for _, c := range b.client.Jar.Cookies(u) {
+		if c.Name == "imagegen_console_session" {
+			return c
+		}
+	}
+	b.t.Fatal("no session cookie")
+	return nil
+}
+
+// setSessionCookie makes value the browser's console session cookie, as
+// a copied cookie would be.
+func (b *browser) setSessionCookie(value string) {
+	u, _ := url.Parse(b.f.ts.URL + "/console/")
+	b.client.Jar.SetCookies(u, []*http.Cookie{{Name: "imagegen_console_session", Value: value, Path: "/console/"}})
 }
 
 func (b *browser) signIn(key string) {

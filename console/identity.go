@@ -20,6 +20,8 @@ type viewer struct {
 	RateKey string
 	// KeyID is the API key a key session was opened with ("" otherwise).
 	KeyID string
+	// SessionID is the store's id of a key session ("" otherwise).
+	SessionID string
 }
 
 type viewerKey struct{}
@@ -53,23 +55,31 @@ func (c *Console) identify(r *http.Request) (v viewer, ok bool, err error) {
 }
 
 // keySession returns the user of r's session cookie when it is genuine,
-// unexpired, and its key is still live.
+// its session is live in the store (not signed out, not expired), and
+// its key is still live (revoking the key ends its sessions).
 func (c *Console) keySession(r *http.Request) (viewer, bool, error) {
 	ck, err := r.Cookie(sessionCookie)
 	if err != nil {
 		return viewer{}, false, nil
 	}
-	s, ok := c.openSession(ck.Value)
+	id, ok := c.sessionIDOf(ck.Value)
 	if !ok {
 		return viewer{}, false, nil
 	}
-	keys, err := c.svc.Keys(r.Context(), s.owner)
+	s, err := c.store.Session(r.Context(), id)
+	if errors.Is(err, imagegen.ErrSessionNotFound) {
+		return viewer{}, false, nil
+	}
+	if err != nil {
+		return viewer{}, false, fmt.Errorf("console: session: %w", err)
+	}
+	keys, err := c.svc.Keys(r.Context(), s.Owner)
 	if err != nil {
 		return viewer{}, false, fmt.Errorf("console: session key: %w", err)
 	}
 	for _, k := range keys {
-		if k.ID == s.keyID && !k.Revoked {
-			return viewer{User: s.owner, Operator: c.isOperatorOwner(s.owner), RateKey: httpapi.KeyRateKey(k.ID), KeyID: k.ID}, true, nil
+		if k.ID == s.KeyID && !k.Revoked {
+			return viewer{User: s.Owner, Operator: c.isOperatorOwner(s.Owner), RateKey: httpapi.KeyRateKey(k.ID), KeyID: k.ID, SessionID: s.ID}, true, nil
 		}
 	}
 	return viewer{}, false, nil // the key was revoked: the session is over

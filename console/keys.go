@@ -13,6 +13,8 @@ type keysData struct {
 	NewKey  string
 	NewName string
 	Current string // the key id of the viewer's session, if any
+	// SignOutEverywhere offers to end every key session of the user.
+	SignOutEverywhere bool
 }
 
 func (c *Console) keysPage(w http.ResponseWriter, r *http.Request) {
@@ -32,6 +34,7 @@ func (c *Console) showKeys(w http.ResponseWriter, r *http.Request, status int, d
 		d.Keys = append(d.Keys, keys[i])
 	}
 	d.Current = v.KeyID
+	d.SignOutEverywhere = c.cfg.KeySignIn
 	c.render(w, r, status, "keys", page{Title: "API keys", Data: d, Error: errMsg, Message: notice})
 }
 

@@ -137,7 +137,7 @@ func (c *Console) beginOnce(r *http.Request, owner string, d playgroundData) (*p
 	}
 	sum := sha256.Sum256([]byte(strings.Join([]string{d.Scene, d.Prompt, d.AspectRatio, d.ImageInput}, "\x00")))
 	o := &playgroundOnce{c: c, owner: owner, key: "console-playground:" + d.Once, digest: hex.EncodeToString(sum[:])}
-	rec, err := c.svc.Store().BeginIdempotent(r.Context(), owner, o.key, o.digest, time.Minute)
+	rec, err := c.store.BeginIdempotent(r.Context(), owner, o.key, o.digest, time.Minute)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("playground once: %w", err)
@@ -163,9 +163,9 @@ func (o *playgroundOnce) finish(r *http.Request, taskID string, ok bool) {
 	ctx := context.WithoutCancel(r.Context()) // a dropped request (a double click) must still record what it made
 	var err error
 	if ok {
-		err = o.c.svc.Store().FinishIdempotent(ctx, o.owner, o.key, o.digest, http.StatusSeeOther, []byte(taskID), onceTTL)
+		err = o.c.store.FinishIdempotent(ctx, o.owner, o.key, o.digest, http.StatusSeeOther, []byte(taskID), onceTTL)
 	} else {
-		err = o.c.svc.Store().AbandonIdempotent(ctx, o.owner, o.key, o.digest)
+		err = o.c.store.AbandonIdempotent(ctx, o.owner, o.key, o.digest)
 	}
 	if err != nil {
 		o.c.log.WarnContext(ctx, "playground: remember the submission", "err", err)

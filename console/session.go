@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"strconv"
@@ -20,13 +21,6 @@ const (
 	csrfCookie    = "imagegen_console_csrf"
 )
 
-// session is what a key sign-in's cookie says: owner, key id, expiry.
-type session struct {
-	owner   string
-	keyID   string
-	expires time.Time
-}
-
 // mac returns the HMAC-SHA-256 of the parts under purpose, base64url.
 func (c *Console) mac(purpose string, parts ...string) string {
 	m := hmac.New(sha256.New, c.cfg.Secret)
@@ -38,32 +32,30 @@ func (c *Console) mac(purpose string, parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// sealSession encodes s as base64url(owner).keyID.expiry.mac.
-func (c *Console) sealSession(s session) string {
-	owner := base64.RawURLEncoding.EncodeToString([]byte(s.owner))
-	exp := strconv.FormatInt(s.expires.Unix(), 10)
-	return owner + "." + s.keyID + "." + exp + "." + c.mac("session", owner, s.keyID, exp)
+// A key sign-in's cookie is token.mac: a random token (32 bytes,
+// base64url) and its HMAC, so a forged cookie is refused without a store
+// read. The store keeps the session under sessionID(token), a hash: a
+// copy of the store opens no session.
+
+// newSessionToken returns a fresh cookie value and the id of its session.
+func (c *Console) newSessionToken() (cookie, id string) {
+	token := base64.RawURLEncoding.EncodeToString(imagegen.NewSecretKey())
+	return token + "." + c.mac("session", token), sessionID(token)
 }
 
-// openSession checks a cookie value's signature and expiry.
-func (c *Console) openSession(value string) (session, bool) {
-	parts := strings.Split(value, ".")
-	if len(parts) != 4 {
-		return session{}, false
+// sessionIDOf returns the id of the session a cookie value names, or
+// false when the value is not one this console signed.
+func (c *Console) sessionIDOf(value string) (string, bool) {
+	token, sum, ok := strings.Cut(value, ".")
+	if !ok || token == "" || !hmac.Equal([]byte(sum), []byte(c.mac("session", token))) {
+		return "", false
 	}
-	if !hmac.Equal([]byte(parts[3]), []byte(c.mac("session", parts[0], parts[1], parts[2]))) {
-		return session{}, false
-	}
-	owner, err := base64.RawURLEncoding.DecodeString(parts[0])
-	exp, err2 := strconv.ParseInt(parts[2], 10, 64)
-	if err != nil || err2 != nil || len(owner) == 0 {
-		return session{}, false
-	}
-	expires := time.Unix(exp, 0)
-	if !c.cfg.Clock.Now().Before(expires) {
-		return session{}, false
-	}
-	return session{owner: string(owner), keyID: parts[1], expires: expires}, true
+	return sessionID(token), true
+}
+
+func sessionID(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(h[:])
 }
 
 func (c *Console) cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
@@ -101,16 +93,48 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.serverError(w, r, err)
 		return
 	}
-	s := session{owner: rec.Owner, keyID: rec.ID, expires: c.cfg.Clock.Now().Add(c.cfg.SessionTTL)}
-	http.SetCookie(w, c.cookie(r, sessionCookie, c.sealSession(s), int(c.cfg.SessionTTL/time.Second)))
+	value, id := c.newSessionToken()
+	if _, err := c.store.PutSession(r.Context(), imagegen.Session{ID: id, Owner: rec.Owner, KeyID: rec.ID}, c.cfg.SessionTTL); err != nil {
+		c.serverError(w, r, err)
+		return
+	}
+	http.SetCookie(w, c.cookie(r, sessionCookie, value, int(c.cfg.SessionTTL/time.Second)))
 	// A fresh CSRF cookie: the token of the anonymous form must not carry over.
 	http.SetCookie(w, c.cookie(r, csrfCookie, "", -1))
 	http.Redirect(w, r, c.path("/playground"), http.StatusSeeOther)
 }
 
-// signOut ends a key session (and, for the app's login, only says so:
-// the app owns that session).
+// signOut ends a key session in the store, so that a copy of its cookie
+// opens nothing in any process, and clears the cookies. For the app's
+// login it only clears the console's cookies: the app owns that session.
 func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
+	v, ok, err := c.keySession(r)
+	if err == nil && ok {
+		err = c.store.EndSession(r.Context(), v.User, v.SessionID)
+	}
+	if err != nil {
+		c.serverError(w, r, err)
+		return
+	}
+	c.signedOut(w, r)
+}
+
+// signOutEverywhere ends every key session of the signed-in user, in
+// every browser and process, this one included.
+func (c *Console) signOutEverywhere(w http.ResponseWriter, r *http.Request) {
+	v := viewerFrom(r.Context())
+	n, err := c.store.EndSessions(r.Context(), v.User)
+	if err != nil {
+		c.serverError(w, r, err)
+		return
+	}
+	c.log.InfoContext(r.Context(), "console: signed out everywhere", "owner", v.User, "sessions", n)
+	c.signedOut(w, r)
+}
+
+// signedOut clears the console's cookies and goes to the sign-in page
+// (or, for the app's login, the console's home).
+func (c *Console) signedOut(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, c.cookie(r, sessionCookie, "", -1))
 	http.SetCookie(w, c.cookie(r, csrfCookie, "", -1))
 	if c.cfg.KeySignIn {
