@@ -16,15 +16,17 @@ import (
 // Open returns the BlobStore a URL names:
 //
 //	file:///var/lib/imagegen/images   blob/file in that directory
-//	s3://bucket/prefix?endpoint=http://127.0.0.1:9000&region=us-east-1&path_style=true&checksum=when_required
+//	s3://bucket/prefix?endpoint=http://127.0.0.1:9000&region=us-east-1&path_style=true&checksum=when_required&create_bucket=true
 //
 // For s3, every query parameter is optional: endpoint (default AWS),
 // region (default from the AWS chain), path_style (true or false),
 // checksum ("when_required" sends request checksums only when an
 // operation needs them, for S3-compatible servers that reject the SDK's
-// default). Credentials come from the standard AWS chain. The prefix is
-// the URL's path; a trailing "/" is added when missing. An s3 store is
-// checked with a HEAD of the bucket.
+// default), create_bucket (true creates the bucket when it does not
+// exist; by default a missing bucket is an error that says how to create
+// it). Credentials come from the standard AWS chain. The prefix is the
+// URL's path; a trailing "/" is added when missing. An s3 store is
+// checked with a HEAD of the bucket (s3.Store.Ping).
 func Open(ctx context.Context, rawURL string) (imagegen.BlobStore, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -70,6 +72,12 @@ func openS3(ctx context.Context, u *url.URL) (imagegen.BlobStore, error) {
 				return nil, fmt.Errorf("blob URL %q: path_style must be true or false", redact(u))
 			}
 			c.PathStyle = v
+		case "create_bucket":
+			v, err := strconv.ParseBool(q.Get(name))
+			if err != nil {
+				return nil, fmt.Errorf("blob URL %q: create_bucket must be true or false", redact(u))
+			}
+			c.CreateBucket = v
 		case "checksum":
 			switch q.Get(name) {
 			case "when_required":
@@ -79,7 +87,7 @@ func openS3(ctx context.Context, u *url.URL) (imagegen.BlobStore, error) {
 				return nil, fmt.Errorf("blob URL %q: checksum must be when_required or when_supported", redact(u))
 			}
 		default:
-			return nil, fmt.Errorf("blob URL %q: unknown parameter %q (want endpoint, region, path_style, checksum)", redact(u), name)
+			return nil, fmt.Errorf("blob URL %q: unknown parameter %q (want endpoint, region, path_style, checksum, create_bucket)", redact(u), name)
 		}
 	}
 	if c.Bucket == "" {

@@ -2,6 +2,7 @@ package blob_test
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -45,15 +46,24 @@ func TestOpenS3(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(obj.Size, int64(3))
 
-	// A missing bucket fails at Open, not at the first image.
+	// A missing bucket fails at Open, not at the first image, saying how
+	// to create it...
 	_, err = blob.Open(ctx, "s3://nope?endpoint="+url.QueryEscape(srv.URL)+"&region=us-east-1&path_style=true")
-	is.True(err != nil)
+	is.True(errors.Is(err, s3.ErrBucketNotFound))
+	is.True(strings.Contains(err.Error(), "create_bucket=true"))
+	// ... and create_bucket=true creates it.
+	s, err = blob.Open(ctx, "s3://made/imgs?endpoint="+url.QueryEscape(srv.URL)+"&region=us-east-1&path_style=true&create_bucket=true")
+	is.NoErr(err)
+	is.NoErr(s.Put(ctx, "k2", strings.NewReader("abcd"), 4, "image/png"))
+	obj, err = backend.HeadObject("made", "imgs/k2")
+	is.NoErr(err)
+	is.Equal(obj.Size, int64(4))
 }
 
 func TestOpenRefusesBadURLs(t *testing.T) {
 	for _, u := range []string{
 		"", "ftp://x/y", "file://relative/dir", "file:relative", "s3:///prefix",
-		"s3://b/p?path_style=maybe", "s3://b/p?checksum=sometimes", "s3://b/p?acl=public",
+		"s3://b/p?path_style=maybe", "s3://b/p?create_bucket=please", "s3://b/p?checksum=sometimes", "s3://b/p?acl=public",
 	} {
 		if _, err := blob.Open(context.Background(), u); err == nil {
 			t.Errorf("%q was accepted", u)

@@ -50,8 +50,13 @@ const MaxUnseekableBody = 64 << 20
 
 // Config configures a Store.
 type Config struct {
-	// Bucket holds the blobs. Required; it must exist.
+	// Bucket holds the blobs. Required; it must exist, unless
+	// CreateBucket is set.
 	Bucket string
+	// CreateBucket lets Ping create Bucket when it does not exist (in
+	// Region). Off by default: a missing bucket is then an error that
+	// says how to create it (ErrBucketNotFound).
+	CreateBucket bool
 	// Prefix is put before every key ("images/" keeps the blobs in a
 	// folder). List sees only objects under it.
 	Prefix string
@@ -81,6 +86,9 @@ type Store struct {
 	presign *awss3.PresignClient
 	bucket  string
 	prefix  string
+	// For Ping: where the bucket is, and whether to create it.
+	region, endpoint string
+	create           bool
 }
 
 // New returns a Store for c. It does not call the service: a wrong
@@ -118,15 +126,10 @@ func New(ctx context.Context, c Config) (*Store, error) {
 		}
 		o.UsePathStyle = c.PathStyle
 	})
-	return &Store{client: client, presign: awss3.NewPresignClient(client), bucket: c.Bucket, prefix: c.Prefix}, nil
-}
-
-// Ping checks that the bucket exists and the credentials reach it.
-func (s *Store) Ping(ctx context.Context) error {
-	if _, err := s.client.HeadBucket(ctx, &awss3.HeadBucketInput{Bucket: &s.bucket}); err != nil {
-		return fmt.Errorf("s3 blobs: bucket %s: %w", s.bucket, err)
-	}
-	return nil
+	return &Store{
+		client: client, presign: awss3.NewPresignClient(client), bucket: c.Bucket, prefix: c.Prefix,
+		region: cfg.Region, endpoint: c.Endpoint, create: c.CreateBucket,
+	}, nil
 }
 
 // Put uploads the object in one PUT (atomic: readers see the old object

@@ -2,9 +2,12 @@ package s3_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/blob/blobtest"
@@ -39,15 +42,49 @@ func TestPingFindsTheBucket(t *testing.T) {
 	if err := newStore(t, endpoint).Ping(context.Background()); err != nil {
 		t.Fatalf("ping: %v", err)
 	}
-	other, err := blobs3.New(context.Background(), blobs3.Config{
-		Bucket: "no-such-bucket", Region: s3test.Region, Endpoint: endpoint, PathStyle: true, Credentials: s3test.Credentials,
-	})
+}
+
+// A missing bucket is one line that names the bucket and the endpoint and
+// says how to create it, not the SDK's HeadBucket dump.
+func TestPingMissingBucketSaysHowToCreateIt(t *testing.T) {
+	is := is.New(t)
+	endpoint := s3test.Fake(t)
+	err := storeOf(t, blobs3.Config{Bucket: "no-such-bucket", Endpoint: endpoint}).Ping(context.Background())
+	is.True(errors.Is(err, blobs3.ErrBucketNotFound))
+	msg := err.Error()
+	is.True(!strings.Contains(msg, "\n"))                                                    // one line
+	is.True(!strings.Contains(msg, "StatusCode"))                                            // not the SDK's dump
+	is.True(strings.Contains(msg, `bucket "no-such-bucket" does not exist at `+endpoint))    // what and where
+	is.True(strings.Contains(msg, "aws s3 mb s3://no-such-bucket --endpoint-url "+endpoint)) // how, by hand
+	is.True(strings.Contains(msg, "create_bucket=true"))                                     // or by imagegen
+}
+
+// With CreateBucket, Ping makes a missing bucket, and a second store (a
+// second process) finds it made.
+func TestPingCreatesTheBucketWhenAsked(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	endpoint := s3test.Fake(t)
+	cfg := blobs3.Config{Bucket: "made-" + uuid.NewString()[:8], Endpoint: endpoint, CreateBucket: true}
+	s := storeOf(t, cfg)
+	is.NoErr(s.Ping(ctx))
+	is.NoErr(s.Put(ctx, "k", strings.NewReader("abc"), 3, "image/png"))
+	is.NoErr(storeOf(t, cfg).Ping(ctx))
+	cfg.CreateBucket = false
+	is.NoErr(storeOf(t, cfg).Ping(ctx)) // it exists now
+}
+
+// storeOf returns a store for c on a local fake (path style, the test
+// credentials and region).
+func storeOf(t *testing.T, c blobs3.Config) *blobs3.Store {
+	t.Helper()
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	c.Region, c.PathStyle, c.ChecksumWhenRequired, c.Credentials = s3test.Region, true, true, s3test.Credentials
+	s, err := blobs3.New(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if other.Ping(context.Background()) == nil {
-		t.Fatal("ping of a missing bucket succeeded")
-	}
+	return s
 }
 
 func TestNeedsABucket(t *testing.T) {

@@ -38,7 +38,7 @@ func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int, storeWhat
 	fs.DurationVar(&c.placeholderDelay, "placeholder-delay", 2*time.Second, "how long the placeholder model takes per image")
 	fs.BoolVar(&c.allowPrivateURLs, "allow-private-urls", false, "let image_input and callback_url URLs point at loopback and private addresses, and callbacks use http (development only)")
 	fs.DurationVar(&c.retention, "retention", 24*time.Hour, "how long finished tasks and their images are kept (use one value for all processes)")
-	fs.StringVar(&c.blobsURL, "blobs", "", "where image bytes are kept: file:///dir, or s3://bucket/prefix?endpoint=URL&region=R&path_style=true&checksum=when_required (credentials from the AWS chain); empty keeps them beside the records (in this process, or in Redis with -redis). Use one value for all processes")
+	fs.StringVar(&c.blobsURL, "blobs", "", "where image bytes are kept: file:///dir, or s3://bucket/prefix?endpoint=URL&region=R&path_style=true&checksum=when_required&create_bucket=true (credentials from the AWS chain; the bucket must exist unless create_bucket=true); empty keeps them beside the records (in this process, or in Redis with -redis). Use one value for all processes")
 	fs.DurationVar(&c.blobSweep, "blob-sweep", 5*time.Minute, "how often workers delete image bytes whose record is gone (expired, or orphaned by a crash)")
 	fs.DurationVar(&c.orphanGrace, "orphan-grace", 10*time.Minute, "how old image bytes without a record must be before the sweep deletes them (at least 15s)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "on SIGTERM, how long running generations may finish before they are stopped and their tasks given back to the queue (without using up an attempt)")
