@@ -11,6 +11,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/retry"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // ErrTaskFailed is wrapped by Task.Err for a task whose status is failed.
@@ -89,14 +90,9 @@ const maxErrorMessage = 200
 // body, or failing that the start of the body or the status text.
 func newAPIError(status int, header http.Header, body []byte, now time.Time) *APIError {
 	e := &APIError{StatusCode: status}
-	var shape struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
+	var shape wire.ErrorBody
 	if json.Unmarshal(body, &shape) == nil && shape.Error.Code != "" {
-		e.Code, e.Message = shape.Error.Code, shape.Error.Message
+		e.Code, e.Message = string(shape.Error.Code), shape.Error.Message
 	} else {
 		e.Message = plainMessage(body, status)
 	}

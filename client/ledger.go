@@ -4,16 +4,16 @@ import (
 	"context"
 	"errors"
 
-	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // LedgerEntry is one change of the credit balance, as the API sends it
-// (one definition for both sides of the wire: httpapi.LedgerEntry).
-type LedgerEntry = httpapi.LedgerEntry
+// (one definition for both sides of the wire: wire.LedgerEntry).
+type LedgerEntry = wire.LedgerEntry
 
 // LedgerPage is one page of Ledger, newest entries first; its NextCursor,
 // when not "", is the Cursor of the next (older) page.
-type LedgerPage = httpapi.Ledger
+type LedgerPage = wire.Ledger
 
 // LedgerOptions selects a Ledger page.
 type LedgerOptions struct {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen/client"
-	"github.com/imagegen/imagegen/webhook"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // addReceiver is the README's callback receiver snippet: it fetches the
@@ -58,7 +58,7 @@ func ExampleClient_WebhookSecret() {
 	secret, _ := srv.Service().WebhookSecret(ctx, "alice")
 	body := `{"task_id":"3f0c","status":"success","images":["https://img.example.com/a.png"]}`
 	for _, s := range []string{secret, "whsec_" + strings.Repeat("A", 44)} { // the real secret, a forger's
-		header, _ := webhook.Headers(s, "msg_3f0c", time.Now(), []byte(body))
+		header, _ := wire.Headers(s, "msg_3f0c", time.Now(), []byte(body))
 		r := httptest.NewRequest(http.MethodPost, "/hooks/imagegen", strings.NewReader(body))
 		r.Header = header
 		w := httptest.NewRecorder()
@@ -90,7 +90,7 @@ func ExampleWebhookVerifier_Receive() {
 
 	// What the server sends, and a copy with its body tampered with.
 	body := `{"task_id":"3f0c","status":"success","images":["https://img.example.com/a.png"]}`
-	header, _ := webhook.Headers(secret, "msg_3f0c", time.Now(), []byte(body))
+	header, _ := wire.Headers(secret, "msg_3f0c", time.Now(), []byte(body))
 	for _, b := range []string{body, strings.Replace(body, "a.png", "evil.png", 1)} {
 		r := httptest.NewRequest(http.MethodPost, "/hooks/imagegen", strings.NewReader(b))
 		r.Header = header.Clone()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/webhook"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // Errors of webhook verification. They are package webhook's errors, so
@@ -18,20 +18,20 @@ import (
 var (
 	// ErrWebhookSignature: no signature of the callback is right for its
 	// body with this secret (a tampered body, or another secret).
-	ErrWebhookSignature = webhook.ErrInvalidSignature
+	ErrWebhookSignature = wire.ErrInvalidSignature
 	// ErrWebhookTimestamp: the callback's timestamp is further from now
 	// than the tolerance (a replayed or delayed message), or malformed.
-	ErrWebhookTimestamp = webhook.ErrTimestamp
+	ErrWebhookTimestamp = wire.ErrTimestamp
 	// ErrWebhookHeaders: a webhook-id, webhook-timestamp or
 	// webhook-signature header is missing.
-	ErrWebhookHeaders = webhook.ErrMissingHeaders
+	ErrWebhookHeaders = wire.ErrMissingHeaders
 	// ErrWebhookSecret: the secret is not "whsec_" followed by base64.
-	ErrWebhookSecret = webhook.ErrBadSecret
+	ErrWebhookSecret = wire.ErrBadSecret
 )
 
 // DefaultWebhookTolerance is how far a callback's timestamp may be from
 // the receiver's clock.
-const DefaultWebhookTolerance = webhook.DefaultTolerance
+const DefaultWebhookTolerance = wire.DefaultTolerance
 
 // maxWebhookBody bounds the callback bodies Receive reads.
 const maxWebhookBody = 1 << 20
@@ -60,7 +60,7 @@ func (v WebhookVerifier) Verify(header http.Header, body []byte, now time.Time) 
 	if tolerance <= 0 {
 		tolerance = DefaultWebhookTolerance
 	}
-	if err := webhook.Verify(v.Secret, header, body, now, tolerance); err != nil {
+	if err := wire.Verify(v.Secret, header, body, now, tolerance); err != nil {
 		return fmt.Errorf("client: verify callback: %w", err)
 	}
 	return nil
@@ -122,7 +122,7 @@ func (c *Client) WebhookSecret(ctx context.Context) (string, error) {
 // it), else imagegen.EventCompleted, which a server without the header
 // only ever sends.
 func WebhookEvent(r *http.Request) imagegen.CallbackEvent {
-	if imagegen.CallbackEvent(r.Header.Get(webhook.HeaderEvent)) == imagegen.EventProcessing {
+	if imagegen.CallbackEvent(r.Header.Get(wire.HeaderEvent)) == imagegen.EventProcessing {
 		return imagegen.EventProcessing
 	}
 	return imagegen.EventCompleted

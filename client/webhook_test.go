@@ -15,7 +15,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/client"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/webhook"
+	"github.com/imagegen/imagegen/wire"
 )
 
 const (
@@ -28,7 +28,7 @@ var hookSent = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // signed returns the headers the server sends with hookBody.
 func signed(t *testing.T, secret string, at time.Time) http.Header {
 	t.Helper()
-	h, err := webhook.Headers(secret, "msg_3f0c", at, []byte(hookBody))
+	h, err := wire.Headers(secret, "msg_3f0c", at, []byte(hookBody))
 	is.New(t).NoErr(err)
 	return h
 }
@@ -65,7 +65,7 @@ func TestVerifyWebhook(t *testing.T) {
 	}
 	// The sentinels are package webhook's.
 	err := client.VerifyWebhook(hookSecret, h, []byte(hookBody+" "), hookSent)
-	is.True(errors.Is(err, webhook.ErrInvalidSignature))
+	is.True(errors.Is(err, wire.ErrInvalidSignature))
 }
 
 func TestWebhookVerifierTolerance(t *testing.T) {
@@ -107,7 +107,7 @@ func TestWebhookVerifierReceive(t *testing.T) {
 	})
 	t.Run("signed but not a task", func(t *testing.T) {
 		is := is.New(t)
-		h, err := webhook.Headers(hookSecret, "msg_x", hookSent, []byte(`{"hello":1}`))
+		h, err := wire.Headers(hookSecret, "msg_x", hookSent, []byte(`{"hello":1}`))
 		is.NoErr(err)
 		_, err = v.Receive(request(h, `{"hello":1}`))
 		is.True(err != nil)
@@ -116,7 +116,7 @@ func TestWebhookVerifierReceive(t *testing.T) {
 	t.Run("too large", func(t *testing.T) {
 		is := is.New(t)
 		big := bytes.Repeat([]byte(" "), 1<<20+1)
-		h, err := webhook.Headers(hookSecret, "msg_x", hookSent, big)
+		h, err := wire.Headers(hookSecret, "msg_x", hookSent, big)
 		is.NoErr(err)
 		_, err = v.Receive(request(h, string(big)))
 		is.True(err != nil)
@@ -154,8 +154,8 @@ func TestWebhookEvent(t *testing.T) {
 	is := is.New(t)
 	r := httptest.NewRequest("POST", "/hooks", nil)
 	is.Equal(client.WebhookEvent(r), imagegen.EventCompleted) // no header: a server that sends only completed
-	r.Header.Set(webhook.HeaderEvent, "processing")
+	r.Header.Set(wire.HeaderEvent, "processing")
 	is.Equal(client.WebhookEvent(r), imagegen.EventProcessing)
-	r.Header.Set(webhook.HeaderEvent, "completed")
+	r.Header.Set(wire.HeaderEvent, "completed")
 	is.Equal(client.WebhookEvent(r), imagegen.EventCompleted)
 }

@@ -15,12 +15,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/google/uuid"
+
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/internal/apitest"
 	"github.com/imagegen/imagegen/metrics"
 	"github.com/imagegen/imagegen/store/memory"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // The baseline: a bare net/http JSON handler that authenticates with a
@@ -65,7 +67,7 @@ func (b *bareAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotFound)
 		return
 	}
-	_ = json.NewEncoder(w).Encode(httpapi.TaskBody{TaskID: id, Status: imagegen.StatusPending})
+	_ = json.NewEncoder(w).Encode(wire.TaskBody{TaskID: id, Status: imagegen.StatusPending})
 }
 
 const benchKey = "bench-key-0123456789abcdef"

@@ -7,21 +7,11 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/wire"
 )
 
-// ErrorBody is the JSON body of every error response.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
-
-// ErrorDetail holds the machine-readable code and a message for people.
-type ErrorDetail struct {
-	Code    imagegen.APIErrorCode `json:"code"`
-	Message string                `json:"message"`
-}
-
 func writeError(w http.ResponseWriter, status int, code imagegen.APIErrorCode, message string) {
-	encode(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: message}})
+	encode(w, status, wire.ErrorBody{Error: wire.ErrorDetail{Code: code, Message: message}})
 }
 
 // respondErr is the one place that maps errors to statuses and codes.

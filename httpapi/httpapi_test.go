@@ -23,6 +23,7 @@ import (
 	"github.com/imagegen/imagegen/internal/apitest"
 	"github.com/imagegen/imagegen/ratelimit"
 	"github.com/imagegen/imagegen/store/memory"
+	"github.com/imagegen/imagegen/wire"
 )
 
 const retention = 24 * time.Hour
@@ -111,7 +112,7 @@ func (e *env) credits() int64 {
 	is := is.New(e.t)
 	w := e.do("GET", "/api/v1/credits", e.key, "")
 	is.Equal(w.Code, http.StatusOK)
-	var credits httpapi.Credits
+	var credits wire.Credits
 	is.NoErr(json.Unmarshal(w.Body.Bytes(), &credits))
 	return credits.CreditsRemaining
 }

@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/internal/apitest"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // BenchmarkResultLatency measures the time from a task's success to the
@@ -50,7 +51,7 @@ func benchLatency(b *testing.B, pollEvery time.Duration) {
 			b.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var t httpapi.TaskBody
+		var t wire.TaskBody
 		if err := json.NewDecoder(resp.Body).Decode(&t); err != nil {
 			b.Fatal(err)
 		}

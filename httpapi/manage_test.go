@@ -14,7 +14,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/wire"
 )
 
 func TestCancel(t *testing.T) {
@@ -57,7 +57,7 @@ func TestListAndCredits(t *testing.T) {
 	_, err := e.svc.RunOnce(context.Background()) // the oldest succeeds
 	is.NoErr(err)
 
-	var list httpapi.TaskList
+	var list wire.TaskList
 	w := e.do("GET", "/api/v1/tasks?limit=2", e.key, "")
 	is.Equal(w.Code, http.StatusOK)
 	is.NoErr(json.Unmarshal(w.Body.Bytes(), &list))
@@ -66,7 +66,7 @@ func TestListAndCredits(t *testing.T) {
 	is.Equal(list.Tasks[1].TaskID, ids[1])
 	is.True(list.NextCursor != "")
 	w = e.do("GET", "/api/v1/tasks?limit=2&cursor="+list.NextCursor, e.key, "")
-	list = httpapi.TaskList{}
+	list = wire.TaskList{}
 	is.NoErr(json.Unmarshal(w.Body.Bytes(), &list))
 	is.Equal(len(list.Tasks), 1)
 	is.Equal(list.Tasks[0].TaskID, ids[0])
@@ -75,7 +75,7 @@ func TestListAndCredits(t *testing.T) {
 	is.Equal(list.NextCursor, "")
 
 	w = e.do("GET", "/api/v1/tasks?status=pending", e.key, "")
-	list = httpapi.TaskList{}
+	list = wire.TaskList{}
 	is.NoErr(json.Unmarshal(w.Body.Bytes(), &list))
 	is.Equal(len(list.Tasks), 2)
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // openAIError is OpenAI's ErrorResponse: {"error":{"message","type",
@@ -120,7 +121,7 @@ func (c *errorCapture) finish() {
 	if c.status == 0 {
 		return
 	}
-	var ours ErrorBody
+	var ours wire.ErrorBody
 	var probe struct {
 		Error map[string]json.RawMessage `json:"error"`
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // openAIEnv is the API with the OpenAI-compatible endpoint at /v1.
@@ -240,7 +241,7 @@ func TestOpenAITimeoutCancelsAndRefunds(t *testing.T) {
 	o.errorShape(t, w, http.StatusGatewayTimeout, "server_error", "", "timeout")
 	is.Equal(w.Header().Get("X-Should-Retry"), "false")
 	is.Equal(o.credits(), int64(10)) // cancelled and refunded
-	var list httpapi.TaskList
+	var list wire.TaskList
 	is.NoErr(json.Unmarshal(o.do("GET", "/api/v1/tasks", o.key, "").Body.Bytes(), &list))
 	is.Equal(len(list.Tasks), 1)
 	is.Equal(list.Tasks[0].ErrorCode, imagegen.CodeCancelled)

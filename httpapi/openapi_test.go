@@ -29,6 +29,7 @@ import (
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/store/memory"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // exchange is one request to the real handler and the answer it got.
@@ -60,7 +61,7 @@ func (x *exchange) request() *http.Request {
 }
 
 func (x *exchange) errorCode() string {
-	var body httpapi.ErrorBody
+	var body wire.ErrorBody
 	_ = json.Unmarshal(x.respBody, &body)
 	return string(body.Error.Code)
 }
@@ -187,7 +188,7 @@ func recordExchanges(t *testing.T) *recorder {
 	rc.do(e, "poll basic auth", "GET", "/api/v1/tasks/x", "", "", header("Authorization", "Basic "+rich), invalid)
 	rc.do(e, "poll unknown key", "GET", "/api/v1/tasks/x", imagegen.NewAPIKey(), "")
 
-	// Credits.
+	// wire.Credits.
 	poor := e.user("poor", 3)
 	rc.do(e, "submit with 3 credits", "POST", "/api/v1/generate", poor, t2i)
 	rc.do(e, "insufficient credits", "POST", "/api/v1/generate", poor, t2i)
@@ -212,7 +213,7 @@ func recordExchanges(t *testing.T) *recorder {
 	rc.do(e, "poll success, full view", "GET", "/api/v1/tasks/"+id+"?view=full", e.key, "", status(http.StatusOK))
 	rc.do(e, "poll, unknown view", "GET", "/api/v1/tasks/"+id+"?view=all", e.key, "", invalid, status(http.StatusUnprocessableEntity))
 	rc.do(e, "long poll of an ended task", "GET", "/api/v1/tasks/"+id, e.key, "", header("Prefer", "wait=25"))
-	var task httpapi.TaskBody
+	var task wire.TaskBody
 	is.NoErr(json.Unmarshal(ok.respBody, &task))
 	is.Equal(len(task.Images), 1)
 	image := strings.TrimPrefix(task.Images[0], "https://img.example.test")
@@ -229,7 +230,7 @@ func recordExchanges(t *testing.T) *recorder {
 	e.runAll()
 	rc.do(e, "poll failed", "GET", "/api/v1/tasks/"+failed, e.key, "")
 	rc.do(e, "poll failed, full view", "GET", "/api/v1/tasks/"+failed+"?view=full", e.key, "", status(http.StatusOK))
-	var failedTask httpapi.TaskBody
+	var failedTask wire.TaskBody
 	is.NoErr(json.Unmarshal(rc.find("poll failed").respBody, &failedTask))
 	is.Equal(failedTask.ErrorCode, imagegen.CodeContentPolicy)
 
@@ -275,7 +276,7 @@ func recordExchanges(t *testing.T) *recorder {
 	})
 	lostID := taskID(t, rc.do(lost, "submit, images to be lost", "POST", "/api/v1/generate", lost.key, t2i))
 	lost.runAll()
-	var lostTask httpapi.TaskBody
+	var lostTask wire.TaskBody
 	is.NoErr(json.Unmarshal(rc.do(lost, "poll, images to be lost", "GET", "/api/v1/tasks/"+lostID, lost.key, "").respBody, &lostTask))
 	is.Equal(len(lostTask.Images), 1)
 	rc.do(lost, "download, store down", "GET", strings.TrimPrefix(lostTask.Images[0], "https://img.example.test"), "", "")
@@ -284,7 +285,7 @@ func recordExchanges(t *testing.T) *recorder {
 	})
 	cdnID := taskID(t, rc.do(cdn, "submit, images on a CDN", "POST", "/api/v1/generate", cdn.key, t2i))
 	cdn.runAll()
-	var cdnTask httpapi.TaskBody
+	var cdnTask wire.TaskBody
 	is.NoErr(json.Unmarshal(rc.do(cdn, "poll, images on a CDN", "GET", "/api/v1/tasks/"+cdnID, cdn.key, "").respBody, &cdnTask))
 	rc.do(cdn, "download, redirected to the CDN", "GET", strings.TrimPrefix(cdnTask.Images[0], "https://img.example.test"), "", "", status(http.StatusFound))
 	down := newEnv(t, func(o *envOptions) {
@@ -313,9 +314,9 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	pending := taskID(t, rc.do(e, "submit to cancel", "POST", "/api/v1/generate", e.key, t2i))
 	cancel := "/api/v1/tasks/" + pending + "/cancel"
 	rc.do(e, "cancel another user's task", "POST", cancel, rich, "", status(http.StatusNotFound))
-	var task httpapi.TaskBody
+	var task wire.TaskBody
 	is.NoErr(json.Unmarshal(rc.do(e, "cancel pending", "POST", cancel, e.key, "", status(http.StatusOK)).respBody, &task))
-	is.Equal(task, httpapi.TaskBody{TaskID: pending, Status: imagegen.StatusFailed, Error: imagegen.CancelledMessage, ErrorCode: imagegen.CodeCancelled})
+	is.Equal(task, wire.TaskBody{TaskID: pending, Status: imagegen.StatusFailed, Error: imagegen.CancelledMessage, ErrorCode: imagegen.CodeCancelled})
 	rc.do(e, "cancel cancelled", "POST", cancel, e.key, "", status(http.StatusConflict))
 	rc.do(e, "cancel succeeded", "POST", "/api/v1/tasks/"+succeeded+"/cancel", e.key, "", status(http.StatusConflict))
 	rc.do(e, "cancel unknown task", "POST", unknownTask+"/cancel", e.key, "", status(http.StatusNotFound))
@@ -329,20 +330,20 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	for i := range 3 {
 		danas = append(danas, taskID(t, rc.do(e, "submit to list "+strconv.Itoa(i), "POST", "/api/v1/generate", dana, t2i)))
 	}
-	var page httpapi.TaskList
+	var page wire.TaskList
 	is.NoErr(json.Unmarshal(rc.do(e, "list first page", "GET", "/api/v1/tasks?limit=2", dana, "", status(http.StatusOK)).respBody, &page))
 	is.Equal(len(page.Tasks), 2)
 	is.Equal(page.Tasks[0].TaskID, danas[2]) // newest first
 	is.Equal(page.Tasks[1].TaskID, danas[1])
 	is.True(page.NextCursor != "")
 	next := "/api/v1/tasks?limit=2&cursor=" + url.QueryEscape(page.NextCursor)
-	page = httpapi.TaskList{}
+	page = wire.TaskList{}
 	last := rc.do(e, "list last page", "GET", next, dana, "", status(http.StatusOK))
 	is.NoErr(json.Unmarshal(last.respBody, &page))
 	is.Equal(len(page.Tasks), 1)
 	is.Equal(page.Tasks[0].TaskID, danas[0])
 	is.True(!bytes.Contains(last.respBody, []byte("next_cursor"))) // omitted on the last page
-	page = httpapi.TaskList{}
+	page = wire.TaskList{}
 	is.NoErr(json.Unmarshal(rc.do(e, "list failed tasks", "GET", "/api/v1/tasks?status=failed", e.key, "", status(http.StatusOK)).respBody, &page))
 	is.Equal(len(page.Tasks), 2) // the refused one and the cancelled one
 	for _, task := range page.Tasks {
@@ -350,7 +351,7 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	}
 	is.Equal(page.Tasks[0].ErrorCode, imagegen.CodeCancelled)
 	is.Equal(page.Tasks[1].ErrorCode, imagegen.CodeContentPolicy)
-	page = httpapi.TaskList{}
+	page = wire.TaskList{}
 	is.NoErr(json.Unmarshal(rc.do(e, "list every status", "GET", "/api/v1/tasks?limit=100", e.key, "", status(http.StatusOK)).respBody, &page))
 	is.Equal(len(page.Tasks), 3) // success, failed, cancelled
 	is.Equal(page.Tasks[2].Status, imagegen.StatusSuccess)
@@ -374,19 +375,19 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	rc.do(e, "list wrong method", "POST", "/api/v1/tasks", e.key, "", component("MethodNotAllowed"))
 
 	// The balance.
-	var credits httpapi.Credits
+	var credits wire.Credits
 	is.NoErr(json.Unmarshal(rc.do(e, "credits", "GET", "/api/v1/credits", dana, "", status(http.StatusOK)).respBody, &credits))
 	is.Equal(credits.CreditsRemaining, int64(4)) // 10 - 3 x 2
 	rc.do(e, "credits unknown key", "GET", "/api/v1/credits", imagegen.NewAPIKey(), "", status(http.StatusUnauthorized))
 
 	// The ledger: dana's grant and three charges, two at a time.
-	var ledger httpapi.Ledger
+	var ledger wire.Ledger
 	is.NoErr(json.Unmarshal(rc.do(e, "ledger first page", "GET", "/api/v1/credits/ledger?limit=2", dana, "", status(http.StatusOK)).respBody, &ledger))
 	is.Equal(len(ledger.Entries), 2)
 	is.Equal(ledger.Entries[0].Reference, danas[2]) // newest first: the last charge
 	is.Equal(ledger.Entries[0].BalanceAfter, int64(4))
 	lastLedger := rc.do(e, "ledger last page", "GET", "/api/v1/credits/ledger?limit=2&cursor="+url.QueryEscape(ledger.NextCursor), dana, "", status(http.StatusOK))
-	ledger = httpapi.Ledger{}
+	ledger = wire.Ledger{}
 	is.NoErr(json.Unmarshal(lastLedger.respBody, &ledger))
 	is.Equal(len(ledger.Entries), 2)
 	is.Equal(ledger.Entries[1].Kind, imagegen.LedgerGrant)
@@ -476,9 +477,9 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	x = <-polled
 	is.Equal(x.respHeader.Get("Preference-Applied"), "wait=5")
 	is.Equal(x.respHeader.Get("Vary"), "Prefer")
-	var still httpapi.TaskBody
+	var still wire.TaskBody
 	is.NoErr(json.Unmarshal(x.respBody, &still))
-	is.Equal(still, httpapi.TaskBody{TaskID: waiting, Status: imagegen.StatusPending})
+	is.Equal(still, wire.TaskBody{TaskID: waiting, Status: imagegen.StatusPending})
 }
 
 // recordOpenAI drives the OpenAI-compatible endpoint through each of

@@ -8,23 +8,8 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/wire"
 )
-
-// TaskBody is the task as the API shows it (docs/api.md, "Query a task"): images
-// only on success, error only on failure, nothing else while pending or
-// processing.
-type TaskBody struct {
-	TaskID string          `json:"task_id"`
-	Status imagegen.Status `json:"status"`
-	Images []string        `json:"images,omitempty"`
-	Error  string          `json:"error,omitempty"`
-	// ErrorCode is an extension: with error, a machine-readable reason
-	// (content_policy, invalid_image_input, timeout, provider_error,
-	// cancelled, internal).
-	ErrorCode imagegen.ErrorCode `json:"error_code,omitempty"`
-	// TaskDetails is set in the full view only (?view=full).
-	*TaskDetails
-}
 
 // handleTask serves GET {prefix}/tasks/{task_id} (docs/api.md, "Query a task").
 // With "Prefer: wait=N" (RFC 7240, N up to 60) it answers as soon as the
@@ -32,15 +17,15 @@ type TaskBody struct {
 // with "Preference-Applied: wait=N" (only on a task answer: an error
 // answer applied no preference). The request counts once against the
 // rate limit however long it waits. Drain cuts open waits short. With
-// ?view=full the task carries TaskDetails (timing, model, seed, queue
+// ?view=full the task carries wire.TaskDetails (timing, model, seed, queue
 // position); other query parameters are ignored, as they always were.
 func (h *Handler) handleTask() http.Handler {
-	return userJSON(h, http.StatusOK, func(w http.ResponseWriter, r *http.Request, owner string) (TaskBody, error) {
+	return userJSON(h, http.StatusOK, func(w http.ResponseWriter, r *http.Request, owner string) (wire.TaskBody, error) {
 		id := r.PathValue("task_id")
 		w.Header().Add("Vary", "Prefer")
 		view, err := viewOf(r)
 		if err != nil {
-			return TaskBody{}, err
+			return wire.TaskBody{}, err
 		}
 		var t *imagegen.Task
 		wait, waited := preferWait(r.Header.Values("Prefer"))
@@ -50,13 +35,13 @@ func (h *Handler) handleTask() http.Handler {
 			t, err = h.cfg.Service.Task(r.Context(), owner, id)
 		}
 		if err != nil {
-			return TaskBody{}, err // an error answer applied no preference
+			return wire.TaskBody{}, err // an error answer applied no preference
 		}
 		body := h.taskBody(r, t)
 		if view == ViewFull {
 			positions, err := h.cfg.Service.QueuePositions(r.Context(), []*imagegen.Task{t})
 			if err != nil {
-				return TaskBody{}, err
+				return wire.TaskBody{}, err
 			}
 			body.TaskDetails = detailsOf(t, positions[0])
 		}
@@ -67,8 +52,8 @@ func (h *Handler) handleTask() http.Handler {
 	})
 }
 
-func (h *Handler) taskBody(r *http.Request, t *imagegen.Task) TaskBody {
-	body := TaskBody{TaskID: t.ID, Status: t.Status}
+func (h *Handler) taskBody(r *http.Request, t *imagegen.Task) wire.TaskBody {
+	body := wire.TaskBody{TaskID: t.ID, Status: t.Status}
 	switch t.Status {
 	case imagegen.StatusSuccess:
 		body.Images = make([]string, len(t.Images))

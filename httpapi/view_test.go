@@ -10,7 +10,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // fullView is a task in the full view, with its times as sent.
@@ -102,7 +102,7 @@ func TestTaskViews(t *testing.T) {
 	for _, task := range page.Tasks {
 		is.True(task.StartedAt != "" && task.FinishedAt != "" && task.Model == "scripted")
 	}
-	var basic httpapi.TaskList
+	var basic wire.TaskList
 	is.NoErr(json.Unmarshal(e.do("GET", "/api/v1/tasks", e.key, "").Body.Bytes(), &basic))
 	is.True(basic.Tasks[0].TaskDetails == nil)
 
@@ -137,13 +137,13 @@ func TestLedgerEndpoint(t *testing.T) {
 	}
 	is.Equal(e.do("POST", "/api/v1/tasks/"+ids[1]+"/cancel", e.key, "").Code, http.StatusOK) // refunded
 
-	var all []httpapi.LedgerEntry
+	var all []wire.LedgerEntry
 	target := "/api/v1/credits/ledger?limit=2"
 	for pages := 0; ; pages++ {
 		is.True(pages < 5)
 		w := e.do("GET", target, e.key, "")
 		is.Equal(w.Code, http.StatusOK)
-		var page httpapi.Ledger
+		var page wire.Ledger
 		is.NoErr(json.Unmarshal(w.Body.Bytes(), &page))
 		all = append(all, page.Entries...)
 		if page.NextCursor == "" {

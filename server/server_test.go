@@ -17,6 +17,7 @@ import (
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/server"
 	"github.com/imagegen/imagegen/store/memory"
+	"github.com/imagegen/imagegen/wire"
 )
 
 var ctx = context.Background()
@@ -103,7 +104,7 @@ func TestSigningKeySharedThroughTheStore(t *testing.T) {
 
 	w := do(t, a, "GET", "/api/v1/tasks/"+sub.TaskID, key, "")
 	is.Equal(w.Code, http.StatusOK)
-	var body httpapi.TaskBody
+	var body wire.TaskBody
 	is.NoErr(json.Unmarshal(w.Body.Bytes(), &body))
 	is.Equal(len(body.Images), 1)
 	path := strings.TrimPrefix(body.Images[0], "https://img.example.com")

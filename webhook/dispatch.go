@@ -15,12 +15,8 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/retry"
 	"github.com/imagegen/imagegen/internal/slots"
+	"github.com/imagegen/imagegen/wire"
 )
-
-// HeaderEvent names the task event a delivery reports: "processing" (a
-// worker started the task) or "completed" (it reached success or
-// failed). The body is the task as it is when the delivery is sent.
-const HeaderEvent = "webhook-event"
 
 // Poster sends a POST without following redirects; *fetch.Fetcher is one.
 type Poster interface {
@@ -340,11 +336,11 @@ func (d *Dispatcher) send(ctx context.Context, del imagegen.WebhookDelivery) err
 	if err != nil {
 		return err
 	}
-	header, err := Headers(secret, messageID(del), d.cfg.Clock.Now(), body)
+	header, err := wire.Headers(secret, messageID(del), d.cfg.Clock.Now(), body)
 	if err != nil {
 		return err
 	}
-	header.Set(HeaderEvent, string(cmp.Or(del.Event, imagegen.EventCompleted)))
+	header.Set(wire.HeaderEvent, string(cmp.Or(del.Event, imagegen.EventCompleted)))
 	status, err := d.cfg.Poster.Post(ctx, del.URL, header, body)
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/webhook"
+	"github.com/imagegen/imagegen/wire"
 )
 
 var ctx = context.Background()
@@ -53,10 +54,10 @@ type call struct {
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	err := webhook.Verify(rc.secret(), r.Header, body, rc.clock.Now(), webhook.DefaultTolerance)
+	err := wire.Verify(rc.secret(), r.Header, body, rc.clock.Now(), wire.DefaultTolerance)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	rc.calls = append(rc.calls, call{id: r.Header.Get(webhook.HeaderID), event: r.Header.Get(webhook.HeaderEvent), verified: err, body: body})
+	rc.calls = append(rc.calls, call{id: r.Header.Get(wire.HeaderID), event: r.Header.Get(wire.HeaderEvent), verified: err, body: body})
 	status := http.StatusOK
 	if len(rc.answers) > 0 {
 		status, rc.answers = rc.answers[0], rc.answers[1:]
@@ -166,9 +167,9 @@ func TestDeliveryIsSignedAndRetriedAfterA500(t *testing.T) {
 	// A tampered body fails verification.
 	secret, err := f.svc.WebhookSecret(ctx, "u")
 	is.NoErr(err)
-	h, err := webhook.Headers(secret, "msg_"+id, f.clock.Now(), calls[1].body)
+	h, err := wire.Headers(secret, "msg_"+id, f.clock.Now(), calls[1].body)
 	is.NoErr(err)
-	is.Equal(webhook.Verify(secret, h, append(calls[1].body, ' '), f.clock.Now(), webhook.DefaultTolerance), webhook.ErrInvalidSignature)
+	is.Equal(wire.Verify(secret, h, append(calls[1].body, ' '), f.clock.Now(), wire.DefaultTolerance), wire.ErrInvalidSignature)
 }
 
 func TestRedirectsAreNotFollowedAndDeliveryGivesUp(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/webhook"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // hookReceiver is a user's callback endpoint: it verifies each call with
@@ -28,7 +28,7 @@ func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.calls = append(h.calls, webhook.Verify(h.secret, r.Header, body, time.Now(), webhook.DefaultTolerance))
+	h.calls = append(h.calls, wire.Verify(h.secret, r.Header, body, time.Now(), wire.DefaultTolerance))
 	var m map[string]any
 	_ = json.Unmarshal(body, &m)
 	h.bodies = append(h.bodies, m)

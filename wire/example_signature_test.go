@@ -1,10 +1,10 @@
-package webhook_test
+package wire_test
 
 import (
 	"fmt"
 	"time"
 
-	"github.com/imagegen/imagegen/webhook"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // A receiver checks each callback before trusting it.
@@ -12,10 +12,10 @@ func ExampleVerify() {
 	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" // GET /api/v1/webhook-secret
 	body := []byte(`{"task_id":"3f0c","status":"success","images":["https://img.example.com/a.png"]}`)
 	sent := time.Unix(1767312245, 0)
-	header, _ := webhook.Headers(secret, "msg_3f0c", sent, body) // what the server sends
+	header, _ := wire.Headers(secret, "msg_3f0c", sent, body) // what the server sends
 
-	fmt.Println(webhook.Verify(secret, header, body, sent.Add(2*time.Second), webhook.DefaultTolerance))
-	fmt.Println(webhook.Verify(secret, header, []byte(`{"task_id":"3f0c","status":"failed"}`), sent, webhook.DefaultTolerance))
+	fmt.Println(wire.Verify(secret, header, body, sent.Add(2*time.Second), wire.DefaultTolerance))
+	fmt.Println(wire.Verify(secret, header, []byte(`{"task_id":"3f0c","status":"failed"}`), sent, wire.DefaultTolerance))
 	// Output:
 	// <nil>
 	// webhook: no valid signature

@@ -1,0 +1,29 @@
+// Package webhook delivers task callbacks: when a task that was
+// submitted with a callback_url ends, its body (as GET /tasks/{id} would
+// show it) is POSTed to that URL, signed per the Standard Webhooks
+// scheme (https://www.standardwebhooks.com):
+//
+//	webhook-id:        msg_<task id>   (the same on every retry: dedupe on it)
+//	webhook-timestamp: Unix seconds of this attempt
+//	webhook-signature: v1,<base64 HMAC-SHA256(key, id + "." + timestamp + "." + body)>
+//
+// The key is the user's secret ("whsec_" + base64 key, from
+// Service.WebhookSecret or GET {prefix}/webhook-secret). A delivery
+// answered with anything but 2xx, or not answered, is retried with
+// exponential backoff (5 s, doubling, at most 10 min apart, 10 attempts
+// by default: about an hour), through the guarded fetcher's SSRF check,
+// never following redirects. Deliveries are queued by the store in the
+// same step that finishes the task, so on Redis they survive restarts.
+//
+// One receiver cannot hold up another's callbacks: the Dispatcher claims
+// deliveries in due-time order and runs each on its own, within
+// Config.AttemptTimeout (10 s), with at most Config.Concurrency (8) in
+// flight, at most Config.PerDestination (2) to one host and port and at
+// most Config.PerOwner (2) for one owner's tasks, whatever hosts they
+// name; a delivery claimed while its destination or owner has its share
+// waits for its lease to end.
+//
+// The signing (Headers, Verify) lives in package wire, which receivers
+// share with the server: they verify with wire.Verify or
+// client.VerifyWebhook, without importing this package.
+package webhook

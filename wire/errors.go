@@ -1,0 +1,14 @@
+package wire
+
+import "github.com/imagegen/imagegen"
+
+// ErrorBody is the JSON body of every error response.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail holds the machine-readable code and a message for people.
+type ErrorDetail struct {
+	Code    imagegen.APIErrorCode `json:"code"`
+	Message string                `json:"message"`
+}
