@@ -24,6 +24,10 @@ const (
 	APIRequestTooLarge     APIErrorCode = "request_too_large"      // 413: body over the limit
 	APIIdempotencyKeyInUse APIErrorCode = "idempotency_key_in_use" // 409: the first request with the key is still running
 	APITaskAlreadyFinished APIErrorCode = "task_already_finished"  // 409: cancel of a task that has ended
+	APIPreconditionFailed  APIErrorCode = "precondition_failed"    // 412: an image download's If-Match or If-Unmodified-Since failed
+	APIRangeNotSatisfiable APIErrorCode = "range_not_satisfiable"  // 416: no range of an image download's Range overlaps the image
+	APIStorageUnavailable  APIErrorCode = "storage_unavailable"    // 503: the image store failed or is busy (Retry-After says when)
+	APIStorageTimeout      APIErrorCode = "storage_timeout"        // 504: the image store did not answer in time (Retry-After says when)
 )
 
 // ErrIdempotencyKeyInUse: a request with the same idempotency key is

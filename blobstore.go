@@ -32,8 +32,9 @@ type BlobStore interface {
 	Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error
 	// Open returns the blob for reading, or ErrBlobNotFound. The caller
 	// must close its Body. Seeking is cheap: remote stores fetch only
-	// the bytes that are read, from where the body was sought to, so
-	// Range requests do not pull the whole blob.
+	// the bytes that are read, from where the body was sought to. The
+	// API reads ranges with ReadBlobRange (BlobRangeReader), which
+	// fetches exactly the bytes of a range in one call.
 	Open(ctx context.Context, key string) (*Blob, error)
 	// Stat returns what is known of the blob without reading it, or
 	// ErrBlobNotFound.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/google/uuid"
 )
@@ -57,6 +58,24 @@ func (s *Service) Image(ctx context.Context, id string) (*Image, error) {
 		return nil, fmt.Errorf("imagegen: image: %w", err)
 	}
 	return img, nil
+}
+
+// ReadImage reads bytes [off, off+n) of img (a record from Image) from
+// the store's BlobStore, in one store call (ReadBlobRange) that fetches
+// those bytes and no others; close the reader. Bytes missing for the
+// record are ErrImageNotFound (logged: it should not happen); a range
+// past the end of the bytes stored wraps ErrBlobSize. n == 0 only checks
+// that the bytes are there.
+func (s *Service) ReadImage(ctx context.Context, img *Image, off, n int64) (io.ReadCloser, error) {
+	rd, err := ReadBlobRange(ctx, s.cfg.Store.Blobs(), img.ID, off, n)
+	if errors.Is(err, ErrBlobNotFound) {
+		s.log.ErrorContext(ctx, "image record without bytes", "image_id", img.ID)
+		return nil, fmt.Errorf("imagegen: image %s: %w", img.ID, ErrImageNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("imagegen: read image: %w", err)
+	}
+	return rd, nil
 }
 
 // OpenImage returns an image's record and its bytes, open for reading

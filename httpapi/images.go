@@ -15,14 +15,14 @@ import (
 // credential, and it ends with the task's retention. A bad, expired or
 // unknown URL is a plain 404.
 //
-// By default the bytes stream from the store's BlobStore through
-// http.ServeContent: ETag (the image's SHA-256), Last-Modified,
-// Cache-Control until the image expires, If-None-Match and
-// If-Modified-Since (304), HEAD and Range requests; nothing is copied
-// whole into memory. With Config.ImageBaseURL or Config.PresignTTL the
-// answer is a 302 to the CDN or to a fresh presigned object-store URL,
-// so the bytes never pass through this process; the signed URL stays
-// the stable one clients keep.
+// By default the bytes stream from the store's BlobStore (serveImage):
+// ETag (the image's SHA-256), Last-Modified, Cache-Control until the
+// image expires, conditional requests (304, 412), HEAD and Range
+// requests (206, 416), every error in the API's JSON shape; nothing is
+// copied whole into memory. With Config.ImageBaseURL or
+// Config.PresignTTL the answer is a 302 to the CDN or to a fresh
+// presigned object-store URL, so the bytes never pass through this
+// process; the signed URL stays the stable one clients keep.
 func (h *Handler) handleImage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("image_id")
@@ -36,26 +36,11 @@ func (h *Handler) handleImage() http.Handler {
 			h.redirectImage(w, r, id, now)
 			return
 		}
-		img, blob, err := h.cfg.Service.OpenImage(r.Context(), id)
+		img, err := h.cfg.Service.Image(r.Context(), id)
 		if h.imageErr(w, r, err) {
 			return
 		}
-		defer blob.Body.Close()
-		hd := w.Header()
-		hd.Set("Content-Type", img.ContentType)
-		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("Cache-Control", cacheUntil(img.ExpiresAt, now))
-		etag, modified := blob.ETag, blob.ModTime
-		if img.Checksum != "" {
-			etag = `"` + img.Checksum + `"`
-		}
-		if !img.CreatedAt.IsZero() {
-			modified = img.CreatedAt
-		}
-		if etag != "" {
-			hd.Set("ETag", etag)
-		}
-		http.ServeContent(w, r, "", modified, blob.Body)
+		h.serveImage(w, r, img, now)
 	})
 }
 

@@ -30,15 +30,19 @@ var picture = func() []byte {
 	return b
 }()
 
-func returnPicture(context.Context, imagegen.Generation) ([]imagegen.GeneratedImage, error) {
-	return []imagegen.GeneratedImage{{ContentType: "image/png", Data: picture}}, nil
-}
-
 // imagePath runs one task to success and returns its image's signed path
 // and id.
 func (e *env) imagePath() (path, id string) {
 	e.t.Helper()
-	e.model.Then(returnPicture)
+	return e.imagePathOf(picture)
+}
+
+// imagePathOf is imagePath for a task whose image is data.
+func (e *env) imagePathOf(data []byte) (path, id string) {
+	e.t.Helper()
+	e.model.Then(func(context.Context, imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+		return []imagegen.GeneratedImage{{ContentType: "image/png", Data: data}}, nil
+	})
 	m, _ := fields(e.t, e.submit(e.key, t2i))
 	if _, err := e.svc.RunOnce(context.Background()); err != nil {
 		e.t.Fatal(err)

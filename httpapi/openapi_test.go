@@ -220,6 +220,10 @@ func recordExchanges(t *testing.T) *recorder {
 	downloaded := rc.do(e, "download image", "GET", image, "", "")
 	rc.do(e, "download, not modified", "GET", image, "", "", header("If-None-Match", downloaded.respHeader.Get("ETag")), status(http.StatusNotModified))
 	rc.do(e, "download a range", "GET", image, "", "", header("Range", "bytes=0-9"), status(http.StatusPartialContent))
+	rc.do(e, "download two ranges", "GET", image, "", "", header("Range", "bytes=0-9,-10"), status(http.StatusPartialContent))
+	rc.do(e, "download, range past the end", "GET", image, "", "", header("Range", "bytes=999999-"), status(http.StatusRequestedRangeNotSatisfiable))
+	rc.do(e, "download, empty suffix range", "GET", image, "", "", header("Range", "bytes=-0"), status(http.StatusRequestedRangeNotSatisfiable))
+	rc.do(e, "download, If-Match fails", "GET", image, "", "", header("If-Match", `"other"`), status(http.StatusPreconditionFailed))
 	rc.do(e, "download with a key", "GET", image, e.key, "")
 	rc.do(e, "download tampered", "GET", image[:len(image)-2]+"xx", "", "")
 	rc.do(e, "download no signature", "GET", strings.Split(image, "?")[0], "", "", invalid)
@@ -687,7 +691,7 @@ func TestOpenAPIConformance(t *testing.T) {
 	for _, code := range []imagegen.APIErrorCode{
 		imagegen.APIUnauthorized, imagegen.APIInsufficientCredits, imagegen.APITaskNotFound, imagegen.APIInvalidParams,
 		imagegen.APIRateLimitExceeded, imagegen.APIInternalError, imagegen.APINotFound, imagegen.APIMethodNotAllowed, imagegen.APIRequestTooLarge,
-		imagegen.APIIdempotencyKeyInUse, imagegen.APITaskAlreadyFinished,
+		imagegen.APIIdempotencyKeyInUse, imagegen.APITaskAlreadyFinished, imagegen.APIPreconditionFailed, imagegen.APIRangeNotSatisfiable,
 	} {
 		if !codes[string(code)] {
 			t.Errorf("no exchange produced error code %s", code)

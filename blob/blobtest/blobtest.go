@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ShortOrLongBodyStoresNothing", testSizeMismatch},
 		{"InvalidKeysAreRefused", testInvalidKeys},
 		{"SeekReadsOnlyFromThere", testSeek},
+		{"ReadRangeReadsExactlyIt", testReadRange},
 		{"LargeBlobStreams", testLarge},
 		{"ListSeesEveryBlob", testList},
 		{"ListStopsOnError", testListStops},

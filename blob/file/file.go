@@ -28,7 +28,10 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-var _ imagegen.BlobStore = (*Store)(nil)
+var (
+	_ imagegen.BlobStore       = (*Store)(nil)
+	_ imagegen.BlobRangeReader = (*Store)(nil)
+)
 
 // Config configures a Store.
 type Config struct {
@@ -132,6 +135,29 @@ func (s *Store) Open(_ context.Context, key string) (*imagegen.Blob, error) {
 	}
 	return &imagegen.Blob{BlobInfo: info(key, fi), Body: f}, nil
 }
+
+// ReadRange reads n bytes of the blob's file from off (a section of the
+// open file: reads go straight to it).
+func (s *Store) ReadRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	b, err := s.Open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if off < 0 || n < 0 || off+n > b.Size {
+		_ = b.Body.Close()
+		return nil, imagegen.RangePastEnd(key, off, n, b.Size)
+	}
+	f := b.Body.(*os.File)
+	return section{SectionReader: io.NewSectionReader(f, off, n), f: f}, nil
+}
+
+// section is a range of an open file, which Close closes.
+type section struct {
+	*io.SectionReader
+	f *os.File
+}
+
+func (s section) Close() error { return s.f.Close() }
 
 // Stat returns the blob's info from its file.
 func (s *Store) Stat(_ context.Context, key string) (imagegen.BlobInfo, error) {

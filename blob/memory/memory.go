@@ -14,7 +14,10 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-var _ imagegen.BlobStore = (*Store)(nil)
+var (
+	_ imagegen.BlobStore       = (*Store)(nil)
+	_ imagegen.BlobRangeReader = (*Store)(nil)
+)
 
 // Config configures a Store.
 type Config struct {
@@ -68,6 +71,18 @@ func (s *Store) Open(_ context.Context, key string) (*imagegen.Blob, error) {
 		return nil, err
 	}
 	return &imagegen.Blob{BlobInfo: b.info, Body: nopCloser{bytes.NewReader(b.data)}}, nil
+}
+
+// ReadRange reads n bytes of the blob from off, without a copy.
+func (s *Store) ReadRange(_ context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	b, err := s.get(key)
+	if err != nil {
+		return nil, err
+	}
+	if off < 0 || n < 0 || off+n > b.info.Size {
+		return nil, imagegen.RangePastEnd(key, off, n, b.info.Size)
+	}
+	return nopCloser{bytes.NewReader(b.data[off : off+n])}, nil
 }
 
 // Stat returns the blob's info.

@@ -32,7 +32,10 @@ import (
 	"github.com/imagegen/imagegen/internal/redisglob"
 )
 
-var _ imagegen.BlobStore = (*Store)(nil)
+var (
+	_ imagegen.BlobStore       = (*Store)(nil)
+	_ imagegen.BlobRangeReader = (*Store)(nil)
+)
 
 // Config configures a Store.
 type Config struct {
@@ -125,14 +128,14 @@ func (s *Store) runSets(ctx context.Context, batch []*groupcommit.Call[blobSet, 
 	}
 }
 
-// Open returns the blob; its Body reads ranges on demand.
+// Open returns the blob; its Body reads ranges on demand (at most
+// chunkBytes per round trip, from where it was sought to).
 func (s *Store) Open(ctx context.Context, key string) (*imagegen.Blob, error) {
 	info, offset, err := s.stat(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	body := &rangeReader{ctx: ctx, rdb: s.rdb, key: s.pre + key, offset: offset, size: info.Size}
-	return &imagegen.Blob{BlobInfo: info, Body: body}, nil
+	return &imagegen.Blob{BlobInfo: info, Body: s.reader(ctx, key, info, offset, 0, info.Size)}, nil
 }
 
 // Stat reads the blob's header and length.

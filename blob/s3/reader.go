@@ -2,14 +2,20 @@ package s3
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/imagegen/imagegen/blob/internal/seek"
+	"github.com/imagegen/imagegen"
+
+	"github.com/imagegen/imagegen/internal/seek"
 )
 
 // rangeReader GETs the object from pos on at its first Read, and again
@@ -66,4 +72,48 @@ func (r *rangeReader) Close() error {
 	err := r.body.Close()
 	r.body = nil
 	return err
+}
+
+// ReadRange GETs exactly bytes [off, off+n) of the object: one request,
+// whose Content-Range also tells the object's size, so a range past its
+// end is an error before any byte is read.
+func (s *Store) ReadRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	if err := imagegen.CheckBlobKey(key); err != nil {
+		return nil, err
+	}
+	if off < 0 || n <= 0 {
+		return nil, imagegen.RangePastEnd(key, off, n, -1)
+	}
+	out, err := s.client.GetObject(ctx, &awss3.GetObjectInput{
+		Bucket: &s.bucket, Key: aws.String(s.prefix + key),
+		Range: aws.String("bytes=" + strconv.FormatInt(off, 10) + "-" + strconv.FormatInt(off+n-1, 10)),
+	})
+	if isInvalidRange(err) {
+		return nil, imagegen.RangePastEnd(key, off, n, -1)
+	}
+	if err != nil {
+		return nil, s.wrap("read", key, err)
+	}
+	if size, ok := rangeTotal(aws.ToString(out.ContentRange)); ok && off+n > size {
+		_ = out.Body.Close()
+		return nil, imagegen.RangePastEnd(key, off, n, size)
+	}
+	return out.Body, nil
+}
+
+// rangeTotal reads the complete length of a Content-Range answer
+// ("bytes 0-99/1234").
+func rangeTotal(contentRange string) (int64, bool) {
+	_, total, ok := strings.Cut(contentRange, "/")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(total, 10, 64)
+	return n, err == nil
+}
+
+// isInvalidRange reports a 416 answer (a range past the object's end).
+func isInvalidRange(err error) bool {
+	var re *awshttp.ResponseError
+	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusRequestedRangeNotSatisfiable
 }

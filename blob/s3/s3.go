@@ -40,8 +40,9 @@ import (
 )
 
 var (
-	_ imagegen.BlobStore     = (*Store)(nil)
-	_ imagegen.BlobPresigner = (*Store)(nil)
+	_ imagegen.BlobStore       = (*Store)(nil)
+	_ imagegen.BlobPresigner   = (*Store)(nil)
+	_ imagegen.BlobRangeReader = (*Store)(nil)
 )
 
 // MaxUnseekableBody is the largest Put whose reader cannot seek: such a

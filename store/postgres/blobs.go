@@ -1,17 +1,16 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/chunked"
 	"github.com/imagegen/imagegen/internal/groupcommit"
 )
 
@@ -21,7 +20,10 @@ import (
 // storage (Config.Blobs with blob/s3).
 type blobs struct{ s *Store }
 
-var _ imagegen.BlobStore = blobs{}
+var (
+	_ imagegen.BlobStore       = blobs{}
+	_ imagegen.BlobRangeReader = blobs{}
+)
 
 // Blobs returns the BlobStore of the store's images: Config.Blobs, or the
 // blobs table of its schema.
@@ -89,20 +91,57 @@ func (s *Store) putBlobBatch(ctx context.Context, batch []*blobPutCall) {
 	}
 }
 
-// Open reads the blob; its body is in memory (an image is a few MB).
+// Open returns the blob; its Body reads it a chunk at a time
+// (substring() of blobChunk bytes per query, from where it was sought
+// to), so a download never holds a whole image in this process.
 func (b blobs) Open(ctx context.Context, key string) (*imagegen.Blob, error) {
+	info, err := b.Stat(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return &imagegen.Blob{BlobInfo: info, Body: b.reader(ctx, key, info.Size, 0, info.Size, nil)}, nil
+}
+
+// ReadRange reads n bytes of the blob from off: the first chunk comes
+// with the blob's length in one query, the rest a chunk per query.
+func (b blobs) ReadRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
 	if err := imagegen.CheckBlobKey(key); err != nil {
 		return nil, err
 	}
-	var data []byte
-	var at time.Time
-	var etag string
-	err := b.s.pool.QueryRow(ctx, b.s.sql(`SELECT data, written_at, md5(data) FROM {schema}.blobs WHERE key = $1`), key).Scan(&data, &at, &etag)
+	if off < 0 || n < 0 {
+		return nil, imagegen.RangePastEnd(key, off, n, -1)
+	}
+	var size int64
+	var first []byte
+	err := b.s.pool.QueryRow(ctx, b.s.sql(`SELECT octet_length(data), substring(data from $2 for $3) FROM {schema}.blobs WHERE key = $1`),
+		key, off+1, min(n, blobChunk)).Scan(&size, &first)
 	if err != nil {
 		return nil, b.notFound(key, err)
 	}
-	info := imagegen.BlobInfo{Key: key, Size: int64(len(data)), ModTime: at.UTC(), ETag: `"` + etag + `"`}
-	return &imagegen.Blob{BlobInfo: info, Body: readSeekNopCloser{bytes.NewReader(data)}}, nil
+	if off+n > size {
+		return nil, imagegen.RangePastEnd(key, off, n, size)
+	}
+	return b.reader(ctx, key, size, off, off+n, first), nil
+}
+
+// blobChunk is the most one query of a blob's reader fetches.
+const blobChunk = 256 << 10
+
+// reader reads bytes [off, end) of the blob, first being those fetched
+// already from off on.
+func (b blobs) reader(ctx context.Context, key string, size, off, end int64, first []byte) *chunked.Reader[[]byte] {
+	q := b.s.sql(`SELECT substring(data from $2 for $3) FROM {schema}.blobs WHERE key = $1`)
+	return chunked.New(ctx, chunked.Config[[]byte]{
+		What: "postgres blobs: read " + key, Chunk: blobChunk, Size: size, Off: off, End: end, First: first,
+		Fetch: func(ctx context.Context, off, n int64) ([]byte, error) {
+			var data []byte
+			err := b.s.pool.QueryRow(ctx, q, key, off+1, n).Scan(&data)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil, nil // deleted meanwhile: the reader reports it
+			}
+			return data, err
+		},
+	})
 }
 
 // Stat reads the blob's size, time and checksum, not its bytes.
@@ -161,10 +200,6 @@ func (b blobs) notFound(key string, err error) error {
 	}
 	return wrapErr("blob", err)
 }
-
-type readSeekNopCloser struct{ *bytes.Reader }
-
-func (readSeekNopCloser) Close() error { return nil }
 
 // scanBlobInfo reads a row of key, size, written_at and md5(data).
 func scanBlobInfo(row pgx.CollectableRow) (imagegen.BlobInfo, error) {

@@ -1,0 +1,59 @@
+package blobtest
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+)
+
+// testReadRange reads ranges through imagegen.ReadBlobRange: the store's
+// ReadRange when it has one, else Open, Seek and a limit. The blob is
+// larger than the chunk the Redis and PostgreSQL readers fetch (256 KiB),
+// so ranges cross chunk boundaries.
+func testReadRange(t *testing.T, s imagegen.BlobStore) {
+	is := is.New(t)
+	name := keys(t, s)
+	key := name("ranged")
+	data := pattern(600_000, 12)
+	put(t, s, key, data)
+	size := int64(len(data))
+	for _, r := range [][2]int64{{0, size}, {1000, 10}, {size - 1, 1}, {260_000, 300_000}, {262_143, 2}, {0, 1}} {
+		body, err := imagegen.ReadBlobRange(ctx, s, key, r[0], r[1])
+		is.NoErr(err)
+		got, err := io.ReadAll(body)
+		is.NoErr(err)
+		is.NoErr(body.Close())
+		is.True(bytes.Equal(got, data[r[0]:r[0]+r[1]])) // exactly the range
+	}
+
+	// An empty range only checks that the blob is there.
+	body, err := imagegen.ReadBlobRange(ctx, s, key, 0, 0)
+	is.NoErr(err)
+	got, _ := io.ReadAll(body)
+	is.Equal(len(got), 0)
+
+	// A range past the end, a missing blob, a negative range.
+	for _, r := range [][2]int64{{size - 1, 2}, {size, 1}, {size + 10, 5}} {
+		body, err := imagegen.ReadBlobRange(ctx, s, key, r[0], r[1])
+		if err == nil { // a store may tell only at the first read
+			_, err = io.ReadAll(body)
+			_ = body.Close()
+		}
+		is.True(errors.Is(err, imagegen.ErrBlobSize) || errors.Is(err, io.ErrUnexpectedEOF)) // past the end
+	}
+	for _, n := range []int64{0, 10} {
+		body, err := imagegen.ReadBlobRange(ctx, s, name("missing"), 0, n)
+		if err == nil {
+			_, err = io.ReadAll(body)
+			_ = body.Close()
+		}
+		is.True(errors.Is(err, imagegen.ErrBlobNotFound))
+	}
+	_, err = imagegen.ReadBlobRange(ctx, s, key, -1, 5)
+	is.True(errors.Is(err, imagegen.ErrBlobSize))
+}

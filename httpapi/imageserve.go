@@ -1,0 +1,247 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+// copyBufSize is the buffer one download copies through: with the one
+// chunk a store's reader holds, what a download keeps in memory.
+const copyBufSize = 32 << 10
+
+// storeRetryAfter is the Retry-After of a download the store failed.
+const storeRetryAfter = 5 * time.Second
+
+// serveImage answers a GET or HEAD of img with its bytes from the
+// BlobStore. Preconditions come first (412, 304), then Range (RFC 9110):
+// at most MaxRanges ranges, merged and sorted, each read from the store
+// in one call of exactly its bytes; anything more is the whole image in
+// one read. The first bytes are read before the status is written, so a
+// store that fails or does not answer gets a JSON error; a store that
+// fails later breaks the connection off (the client sees a short body,
+// never a complete-looking wrong one).
+func (h *Handler) serveImage(w http.ResponseWriter, r *http.Request, img *imagegen.Image, now time.Time) {
+	etag, modified := imageValidators(img)
+	hd := w.Header()
+	validators := func() {
+		hd.Set("Cache-Control", cacheUntil(img.ExpiresAt, now))
+		if etag != "" {
+			hd.Set("ETag", etag)
+		}
+		if !modified.IsZero() {
+			hd.Set("Last-Modified", modified.UTC().Format(http.TimeFormat))
+		}
+	}
+	switch evalPreconditions(r, etag, modified) {
+	case precondFailed:
+		writeError(w, http.StatusPreconditionFailed, imagegen.APIPreconditionFailed, "the image does not match If-Match or If-Unmodified-Since")
+		return
+	case precondNotModified:
+		validators()
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	ranges, answer := []byteRange{{0, img.Size}}, rangeWhole
+	if rh := r.Header.Get("Range"); rh != "" && rangeApplies(r, etag, modified) {
+		if asked, a := planRanges(rh, img.Size); a != rangeWhole {
+			ranges, answer = asked, a
+		}
+	}
+	size := strconv.FormatInt(img.Size, 10)
+	if answer == rangeUnsatisfiable {
+		hd.Set("Content-Range", "bytes */"+size)
+		writeError(w, http.StatusRequestedRangeNotSatisfiable, imagegen.APIRangeNotSatisfiable,
+			"no range of the Range header overlaps the image's "+size+" bytes")
+		return
+	}
+
+	head := r.Method == http.MethodHead
+	buf := make([]byte, copyBufSize)
+	first, err := h.openPart(r.Context(), img, ranges[0], head, buf)
+	if err != nil {
+		h.downloadErr(w, r, err)
+		return
+	}
+	validators()
+	hd.Set("Accept-Ranges", "bytes")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	if answer == rangeWhole || len(ranges) == 1 {
+		hd.Set("Content-Type", img.ContentType)
+		hd.Set("Content-Length", strconv.FormatInt(ranges[0].length, 10))
+		status := http.StatusOK
+		if answer == rangeParts {
+			hd.Set("Content-Range", ranges[0].contentRange(img.Size))
+			status = http.StatusPartialContent
+		}
+		w.WriteHeader(status)
+		if !head {
+			h.sendPart(w, r, first, buf)
+		}
+		_ = first.Close()
+		return
+	}
+	h.sendParts(w, r, img, ranges, first, buf)
+}
+
+// sendParts writes a multipart/byteranges answer of ranges, the first of
+// them open as first. Each later range is read from the store when its
+// turn comes.
+func (h *Handler) sendParts(w http.ResponseWriter, r *http.Request, img *imagegen.Image, ranges []byteRange, first *part, buf []byte) {
+	defer func() { _ = first.Close() }()
+	mw := multipart.NewWriter(w)
+	hd := w.Header()
+	hd.Set("Content-Type", "multipart/byteranges; boundary="+mw.Boundary())
+	hd.Set("Content-Length", strconv.FormatInt(multipartLength(ranges, img, mw.Boundary()), 10))
+	w.WriteHeader(http.StatusPartialContent)
+	if r.Method == http.MethodHead {
+		return
+	}
+	for i, rg := range ranges {
+		if _, err := mw.CreatePart(partHeader(rg, img)); err != nil {
+			return // the client went away
+		}
+		p := first
+		if i > 0 {
+			var err error
+			if p, err = h.openPart(r.Context(), img, rg, false, buf); err != nil {
+				h.abortDownload(r, err)
+			}
+		}
+		ok := h.sendPart(w, r, p, buf)
+		_ = p.Close()
+		if !ok {
+			return
+		}
+	}
+	_ = mw.Close()
+}
+
+// multipartLength is the byte count of the multipart answer of ranges
+// with boundary, worked out by writing its framing to a counter.
+func multipartLength(ranges []byteRange, img *imagegen.Image, boundary string) int64 {
+	var c countingWriter
+	mw := multipart.NewWriter(&c)
+	_ = mw.SetBoundary(boundary)
+	for _, rg := range ranges {
+		_, _ = mw.CreatePart(partHeader(rg, img))
+		c += countingWriter(rg.length)
+	}
+	_ = mw.Close()
+	return int64(c)
+}
+
+func partHeader(rg byteRange, img *imagegen.Image) textproto.MIMEHeader {
+	return textproto.MIMEHeader{
+		"Content-Range": {rg.contentRange(img.Size)},
+		"Content-Type":  {img.ContentType},
+	}
+}
+
+type countingWriter int64
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
+}
+
+// part is one range of an image being read from the store: its first
+// bytes already read (so the store has answered), the rest to come.
+type part struct {
+	rd    io.ReadCloser
+	first []byte
+	left  int64 // bytes after first
+}
+
+func (p *part) Close() error { return p.rd.Close() }
+
+// openPart starts reading rg of img from the store and reads its first
+// bytes into buf (none for a HEAD, which only checks that the bytes are
+// there).
+func (h *Handler) openPart(ctx context.Context, img *imagegen.Image, rg byteRange, head bool, buf []byte) (*part, error) {
+	n := rg.length
+	if head {
+		n = 0
+	}
+	rd, err := h.cfg.Service.ReadImage(ctx, img, rg.start, n)
+	if err != nil {
+		return nil, err
+	}
+	k, err := io.ReadFull(rd, buf[:min(int64(len(buf)), n)])
+	if err != nil {
+		_ = rd.Close()
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF // the store had fewer bytes than its record says
+		}
+		return nil, err
+	}
+	return &part{rd: rd, first: buf[:k], left: n - int64(k)}, nil
+}
+
+// sendPart writes p's bytes to w, through buf (whose start holds p's
+// first bytes). It reports whether the client took them all; a store
+// that fails meanwhile aborts the answer.
+func (h *Handler) sendPart(w http.ResponseWriter, r *http.Request, p *part, buf []byte) bool {
+	if _, err := w.Write(p.first); err != nil {
+		return false
+	}
+	for p.left > 0 {
+		k, err := p.rd.Read(buf[:min(int64(len(buf)), p.left)])
+		if k > 0 {
+			p.left -= int64(k)
+			if _, werr := w.Write(buf[:k]); werr != nil {
+				return false
+			}
+			continue
+		}
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		h.abortDownload(r, err)
+	}
+	return true
+}
+
+// abortDownload breaks off an answer whose status is already sent: the
+// server closes the connection (HTTP/1) or resets the stream (HTTP/2),
+// so the client cannot take a short body for the image.
+func (h *Handler) abortDownload(r *http.Request, err error) {
+	h.cfg.Logger.WarnContext(r.Context(), "image download broken off: the store failed after the answer began",
+		"path", r.URL.Path, "err", err)
+	panic(http.ErrAbortHandler)
+}
+
+// downloadErr answers a store error met before the status was sent: 404
+// for bytes that are gone, 503 (with Retry-After) when the store fails.
+func (h *Handler) downloadErr(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, imagegen.ErrImageNotFound), errors.Is(err, imagegen.ErrBlobNotFound):
+		imageNotFound(w)
+	case errors.Is(err, imagegen.ErrBlobSize), errors.Is(err, io.ErrUnexpectedEOF):
+		h.respondErr(w, r, err) // the bytes do not match their record: a 500, logged
+	default:
+		h.cfg.Logger.WarnContext(r.Context(), "image store failed", "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", strconv.FormatInt(RetryAfterSeconds(storeRetryAfter), 10))
+		writeError(w, http.StatusServiceUnavailable, imagegen.APIStorageUnavailable, "the image store is unavailable; try again later")
+	}
+}
+
+// imageValidators are img's ETag (its SHA-256, quoted) and Last-Modified
+// (when its task ended); either may be unknown ("", zero) on records
+// written before they were kept.
+func imageValidators(img *imagegen.Image) (etag string, modified time.Time) {
+	if img.Checksum != "" {
+		etag = `"` + img.Checksum + `"`
+	}
+	return etag, img.CreatedAt
+}
