@@ -34,6 +34,20 @@ type Generation struct {
 	// Events, when not nil, is told of each provider call and fallback
 	// inside Generate (routing models report them). Set by the service.
 	Events GenerationEvents
+	// Progress, when not nil, is told how far the generation has come,
+	// from 0 to 1, by models whose provider reports it (ComfyUI, sdapi
+	// servers, Black Forest Labs). Set by the service, which keeps it on
+	// the task for the full view; models call ReportProgress.
+	Progress func(fraction float64)
+}
+
+// ReportProgress tells g.Progress (when set) how far the generation
+// has come: fraction is clamped to 0..1, and NaN is dropped.
+func (g Generation) ReportProgress(fraction float64) {
+	if g.Progress == nil || fraction != fraction {
+		return
+	}
+	g.Progress(min(max(fraction, 0), 1))
 }
 
 // GeneratedImage is one picture produced by a model.

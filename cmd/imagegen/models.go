@@ -11,6 +11,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/fetch"
+	"github.com/imagegen/imagegen/model/bfl"
 	"github.com/imagegen/imagegen/model/fal"
 	"github.com/imagegen/imagegen/model/gemini"
 	"github.com/imagegen/imagegen/model/openai"
@@ -71,7 +72,7 @@ func parseModels(spec string) ([]modelChoice, error) {
 
 // providerNames are the values -model takes before the slash.
 func providerNames() []string {
-	return []string{placeholder.Name, openai.Provider, gemini.Provider, fal.Provider, replicate.Provider, stability.Provider}
+	return []string{placeholder.Name, openai.Provider, gemini.Provider, fal.Provider, replicate.Provider, stability.Provider, bfl.Provider}
 }
 
 // apiKeyVar names the environment variable holding a provider's API key,
@@ -148,6 +149,8 @@ func buildModel(c modelChoice, d modelDeps) (imagegen.Model, error) {
 		return replicate.New(replicate.Config{Config: pc, Model: c.model, Fetcher: d.fetcher})
 	case stability.Provider:
 		return stability.New(stability.Config{Config: pc, Model: c.model, Fetcher: d.fetcher})
+	case bfl.Provider:
+		return bfl.New(bfl.Config{Config: pc, Model: c.model, Fetcher: d.fetcher})
 	}
 	return nil, fmt.Errorf("-model %q: unknown provider", c)
 }

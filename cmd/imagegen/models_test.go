@@ -48,7 +48,7 @@ func TestParseModels(t *testing.T) {
 
 func TestBuildModelNeedsTheProvidersKey(t *testing.T) {
 	for provider, keyVar := range map[string]string{
-		"openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY", "fal": "FAL_KEY", "replicate": "REPLICATE_API_TOKEN", "stability": "STABILITY_API_KEY",
+		"openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY", "fal": "FAL_KEY", "replicate": "REPLICATE_API_TOKEN", "stability": "STABILITY_API_KEY", "bfl": "BFL_API_KEY",
 	} {
 		t.Run(provider, func(t *testing.T) {
 			is := is.New(t)

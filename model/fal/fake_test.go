@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -105,27 +104,6 @@ func newFake(t *testing.T) *fake {
 	f.Start(t, f.serve)
 	return f
 }
-
-// client is an HTTP client that reaches only the fake: a call to any
-// other host fails the test (and is not sent).
-func (f *fake) client() *http.Client {
-	inner := f.Server.Client().Transport
-	return &http.Client{
-		Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
-			host, _, _ := net.SplitHostPort(r.URL.Host)
-			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-				f.T.Errorf("request to a non-loopback host: %s %s", r.Method, r.URL.Redacted())
-				return nil, fmt.Errorf("non-loopback host %s refused by the test", r.URL.Host)
-			}
-			return inner.RoundTrip(r)
-		}),
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
-
-type roundTrip func(*http.Request) (*http.Response, error)
-
-func (rt roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return rt(r) }
 
 func (f *fake) kind(r *http.Request) string {
 	base := "/" + f.app + "/requests/" + requestID

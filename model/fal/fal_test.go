@@ -330,7 +330,7 @@ func failures(t *testing.T) []failure {
 func newModel(t *testing.T, f *fake, c fal.Config) (*fal.Model, *providertest.InstantClock) {
 	t.Helper()
 	clock := providertest.Configure(&c.Config, f.Server.URL, key)
-	c.HTTPClient = f.client()
+	c.HTTPClient = providertest.LoopbackClient(f.T, f.Server)
 	if c.Fetcher == nil {
 		c.Fetcher = &f.cdn
 	}

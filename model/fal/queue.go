@@ -3,7 +3,6 @@ package fal
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -122,7 +121,7 @@ func (m *Model) await(ctx context.Context, j job) (*provider.Response, error) {
 			return nil, provider.BadAnswer(Provider, true, fmt.Errorf("request %s: unknown status %q", j.id, s.Status))
 		}
 		if err := provider.Wait(ctx, m.client.Policy.Clock, m.cfg.PollInterval); err != nil {
-			return nil, unfinished(j.id, last, err)
+			return nil, provider.Unfinished(Provider, fmt.Sprintf("request %s still %s", j.id, last), err)
 		}
 	}
 }
@@ -134,20 +133,6 @@ func (m *Model) logStatus(ctx context.Context, j job, s queueStatus) {
 		attrs = append(attrs, "queue_position", *s.QueuePosition)
 	}
 	m.log.DebugContext(ctx, "fal: request status", attrs...)
-}
-
-// unfinished is the error of a request still queued or running when our
-// context ended (or would end before the next poll): retryable.
-func unfinished(id, status string, err error) *imagegen.ModelError {
-	msg := provider.MsgUnavailable
-	if errors.Is(err, provider.ErrPastDeadline) {
-		err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		msg = provider.MsgTimeout
-	}
-	return &imagegen.ModelError{Provider: Provider, Retryable: true, Message: msg,
-		Err: fmt.Errorf("request %s still %s: %w", id, status, err)}
 }
 
 // result fetches a COMPLETED request's output. When the status says the

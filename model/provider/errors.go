@@ -179,3 +179,19 @@ func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()
 }
+
+// Unfinished is the error of a provider's job still running when the
+// context ended, or would end before the next poll (ErrPastDeadline):
+// retryable, and a deadline reads MsgTimeout and is
+// context.DeadlineExceeded. job says which and where it stood
+// ("request 1a2b still IN_QUEUE"), for the logged cause.
+func Unfinished(provider, job string, err error) *imagegen.ModelError {
+	msg := MsgUnavailable
+	if errors.Is(err, ErrPastDeadline) {
+		err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = MsgTimeout
+	}
+	return &imagegen.ModelError{Provider: provider, Retryable: true, Message: msg, Err: fmt.Errorf("%s: %w", job, err)}
+}

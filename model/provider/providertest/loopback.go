@@ -1,0 +1,33 @@
+package providertest
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// LoopbackClient is an HTTP client for an adapter under test that
+// reaches srv (a fake API) and loopback only: a request to any other
+// host fails t and is not sent, so an adapter that follows a URL its
+// fake answered (a spoofed polling URL, say) to elsewhere is caught. It
+// follows no redirects, as provider.DefaultHTTPClient.
+func LoopbackClient(t *testing.T, srv *httptest.Server) *http.Client {
+	inner := srv.Client().Transport
+	return &http.Client{
+		Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+			host, _, _ := net.SplitHostPort(r.URL.Host)
+			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+				t.Errorf("request to a non-loopback host: %s %s", r.Method, r.URL.Redacted())
+				return nil, fmt.Errorf("non-loopback host %s refused by the test", r.URL.Host)
+			}
+			return inner.RoundTrip(r)
+		}),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (rt roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return rt(r) }
