@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/model/provider"
 )
 
@@ -79,7 +80,7 @@ type Config struct {
 	// Fetcher downloads reference images and the result (result.sample
 	// is a signed URL). Required; use the guarded fetcher
 	// (*fetch.Fetcher).
-	Fetcher provider.ImageFetcher
+	Fetcher fetch.ImageFetcher
 	// PollInterval is the wait between two reads of a pending task.
 	// Default 500 ms.
 	PollInterval time.Duration
