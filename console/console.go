@@ -16,6 +16,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/ratelimit"
 )
 
 // SessionSecretName is the name under which the default signing key of
@@ -73,6 +74,20 @@ type Config struct {
 	// SessionTTL is how long a key sign-in lasts (default 12h).
 	SessionTTL time.Duration
 
+	// SessionReads counts each signed-in session's page reads (GET
+	// requests: pages, and the task page's long-polls); beyond its
+	// budget a read answers 429 with Retry-After. A key session counts
+	// by itself, a user named by Identify as one session. Default: an
+	// in-process limiter of DefaultSessionReads a minute; processes that
+	// share a store should share one on it (ratelimit/redis,
+	// ratelimit/postgres), as `imagegen serve` does.
+	SessionReads imagegen.Limiter
+	// MaxSessionWaits bounds the long waits (/api/tasks/{id}?wait=) one
+	// session holds open at once in this process (default
+	// DefaultMaxSessionWaits); beyond it a wait answers 429 with
+	// Retry-After at once.
+	MaxSessionWaits int
+
 	// Secret signs sessions and CSRF tokens (at least 16 bytes). Default:
 	// a random key kept in the store under SessionSecretName.
 	Secret []byte
@@ -94,6 +109,7 @@ type Console struct {
 	mux       *http.ServeMux
 	csp       string
 	log       *slog.Logger
+	waits     waitSlots // long waits held, per session
 }
 
 // New returns the console for cfg, or an error naming the missing or bad
@@ -108,6 +124,8 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 		return nil, errors.New("console: set Config.Identify (the app's login) or Config.KeySignIn")
 	case cfg.SessionTTL < 0:
 		return nil, errors.New("console: Config.SessionTTL must not be negative")
+	case cfg.MaxSessionWaits < 0:
+		return nil, errors.New("console: Config.MaxSessionWaits must not be negative")
 	case cfg.Prefix != "" && (!strings.HasPrefix(cfg.Prefix, "/") || strings.ContainsAny(cfg.Prefix, "{}? ")):
 		return nil, fmt.Errorf("console: Config.Prefix must be a path such as /console (got %q)", cfg.Prefix)
 	}
@@ -118,8 +136,16 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 	}
 	cfg.Prefix = strings.TrimSuffix(cfg.Prefix, "/")
 	cfg.SessionTTL = cmp.Or(cfg.SessionTTL, DefaultSessionTTL)
+	cfg.MaxSessionWaits = cmp.Or(cfg.MaxSessionWaits, DefaultMaxSessionWaits)
 	if cfg.Clock == nil {
 		cfg.Clock = imagegen.SystemClock{}
+	}
+	if cfg.SessionReads == nil {
+		reads, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: DefaultSessionReads, Window: time.Minute, Clock: cfg.Clock})
+		if err != nil {
+			return nil, fmt.Errorf("console: session read budget: %w", err)
+		}
+		cfg.SessionReads = reads
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -147,6 +173,7 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 		pages:     pages,
 		csp:       contentSecurityPolicy(cfg.ImageOrigins),
 		log:       cfg.Logger,
+		waits:     waitSlots{max: cfg.MaxSessionWaits},
 	}
 	if c.imageURLs == nil {
 		c.imageURLs = cfg.API.ImageURLs
@@ -178,11 +205,12 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // routes registers every page under the prefix. Account pages go through
 // c.user (signed-in users), operator pages through c.operator (404 for
-// everybody else), and every POST through the CSRF check.
+// everybody else, signed in or not, before anything else is checked),
+// and every POST through the CSRF check. Anything else is 404.
 func (c *Console) routes() *http.ServeMux {
 	p := c.cfg.Prefix
 	mux := http.NewServeMux()
-	mux.Handle("GET "+p+"/static/", http.StripPrefix(p+"/static/", staticFiles()))
+	mux.HandleFunc("GET "+p+"/static/{file}", c.static(staticFiles()))
 	mux.HandleFunc("GET "+p+"/{$}", c.home)
 	if c.cfg.KeySignIn {
 		mux.HandleFunc("GET "+p+"/signin", c.signInPage)
@@ -204,8 +232,8 @@ func (c *Console) routes() *http.ServeMux {
 	mux.HandleFunc("POST "+p+"/keys/{id}/revoke", c.csrf(c.user(c.revokeKey)))
 	mux.HandleFunc("GET "+p+"/credits", c.user(c.creditsPage))
 	mux.HandleFunc("GET "+p+"/ops", c.operator(c.opsPage))
-	mux.HandleFunc("POST "+p+"/ops/tasks/{id}/cancel", c.csrf(c.operator(c.opsCancel)))
-	mux.HandleFunc("POST "+p+"/ops/tasks/{id}/retry", c.csrf(c.operator(c.opsRetry)))
+	mux.HandleFunc("POST "+p+"/ops/tasks/{id}/cancel", c.operator(c.csrf(c.opsCancel)))
+	mux.HandleFunc("POST "+p+"/ops/tasks/{id}/retry", c.operator(c.csrf(c.opsRetry)))
 	mux.HandleFunc(p+"/", c.notFound)
 	return mux
 }

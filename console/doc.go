@@ -81,6 +81,28 @@
 // long-poll of a task page does not count either: it reads one task the
 // user already paid for.
 //
+// # Abuse bounds
+//
+// Browsing is exempt from the API's rate limit, but every signed-in
+// session (a key session by itself; a user named by Identify as one
+// session) has bounds of its own:
+//
+//   - reads: every GET of a signed-in page or of the JSON endpoint
+//     counts against Config.SessionReads (default DefaultSessionReads,
+//     120 a minute, in this process; share a store-backed limiter
+//     between processes). Beyond it: 429 with Retry-After, JSON on the
+//     JSON endpoint. Forms do not count, so signing out or revoking a key
+//     always works.
+//   - long waits: one session holds at most Config.MaxSessionWaits
+//     (default DefaultMaxSessionWaits, 10) long-polls of
+//     /api/tasks/{id}?wait= open at once in one process; one more
+//     answers 429 at once (JSON, Retry-After: 2), and the task page's
+//     script comes back then.
+//
+// A path that does not exist, the static directory itself (no
+// listing), and the operator pages for anybody who is not an operator,
+// signed in or not, all answer the same 404.
+//
 // Each rendering of the playground form carries a token of its own (the
 // hidden field "once"), kept for a day in the store's idempotency records
 // under the user: the same form sent twice (a double click, a reload

@@ -31,6 +31,12 @@ func viewerFrom(ctx context.Context) viewer {
 	return v
 }
 
+// knownViewer returns the viewer a gate already put in ctx, if any.
+func knownViewer(ctx context.Context) (viewer, bool) {
+	v, ok := ctx.Value(viewerKey{}).(viewer)
+	return v, ok
+}
+
 // identify returns the signed-in user of r, or ok=false for nobody. A key
 // session is tried first, then the host app's Identify.
 func (c *Console) identify(r *http.Request) (v viewer, ok bool, err error) {
@@ -85,33 +91,39 @@ func (c *Console) keySession(r *http.Request) (viewer, bool, error) {
 	return viewer{}, false, nil // the key was revoked: the session is over
 }
 
-// user lets signed-in users through (with the viewer in the context) and
-// sends everybody else to sign in.
+// user lets signed-in users through (with the viewer in the context)
+// and sends everybody else to sign in. A read (GET) counts against the
+// session's read budget first.
 func (c *Console) user(next http.HandlerFunc) http.HandlerFunc {
+	return c.gate(next, false)
+}
+
+// operator lets operators through and answers 404 to everybody else,
+// signed in or not, so that the pages' existence is not revealed.
+func (c *Console) operator(next http.HandlerFunc) http.HandlerFunc {
+	return c.gate(next, true)
+}
+
+func (c *Console) gate(next http.HandlerFunc, operatorsOnly bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v, ok, err := c.identify(r)
-		if err != nil {
+		switch {
+		case err != nil:
 			c.serverError(w, r, err)
 			return
-		}
-		if !ok {
+		case operatorsOnly && !(ok && v.Operator):
+			c.notFound(w, r)
+			return
+		case !ok:
 			c.needSignIn(w, r)
 			return
 		}
-		next(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, v)))
-	}
-}
-
-// operator lets operators through and answers 404 to everybody else, so
-// that the pages' existence is not revealed.
-func (c *Console) operator(next http.HandlerFunc) http.HandlerFunc {
-	return c.user(func(w http.ResponseWriter, r *http.Request) {
-		if !viewerFrom(r.Context()).Operator {
-			c.notFound(w, r)
+		r = r.WithContext(context.WithValue(r.Context(), viewerKey{}, v))
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && c.overReadBudget(w, r, v) {
 			return
 		}
 		next(w, r)
-	})
+	}
 }
 
 // needSignIn answers a request from nobody: the sign-in page (key

@@ -36,6 +36,7 @@ func TestNewNamesTheBadField(t *testing.T) {
 		{"image origin with a path", func(c *console.Config) { c.ImageOrigins = []string{"https://img.example.com/x"} }, "Config.ImageOrigins"},
 		{"image origin injecting a directive", func(c *console.Config) { c.ImageOrigins = []string{"https://a.example; script-src *"} }, "Config.ImageOrigins"},
 		{"short secret", func(c *console.Config) { c.Secret = []byte("short") }, "Config.Secret"},
+		{"negative waits", func(c *console.Config) { c.MaxSessionWaits = -1 }, "Config.MaxSessionWaits"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,7 +81,8 @@ func TestIdentifyDecidesWhoIsSignedIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	for user, want := range map[string]int{"": 401, "expired": 401, "broken": 500, "carol": 200, "root": 200} {
-		for path, wantHere := range map[string]int{"/c/credits": want, "/c/ops": map[string]int{"carol": 404, "root": 200}[user]} {
+		// The operator page is 404 for everybody who may not see it, signed in or not.
+		for path, wantHere := range map[string]int{"/c/credits": want, "/c/ops": map[string]int{"": 404, "expired": 404, "carol": 404, "root": 200}[user]} {
 			if wantHere == 0 {
 				wantHere = want
 			}

@@ -49,9 +49,22 @@ func parsePages() (map[string]*template.Template, error) {
 	return pages, nil
 }
 
-func staticFiles() http.Handler {
+func staticFiles() fs.FS {
 	sub, _ := fs.Sub(assets, "assets/static") // the directory is embedded: no error
-	return http.FileServerFS(sub)
+	return sub
+}
+
+// static serves the embedded file {file}; anything that is not one of
+// them (a directory, a missing name) is the console's 404: no listing.
+func (c *Console) static(files fs.FS) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("file")
+		if st, err := fs.Stat(files, name); err != nil || !st.Mode().IsRegular() {
+			c.notFound(w, r)
+			return
+		}
+		http.ServeFileFS(w, r, files, name)
+	}
 }
 
 // page is what every template gets; each page fills its own part.

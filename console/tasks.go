@@ -2,11 +2,13 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/httpapi"
 )
 
 // taskView is a task as the pages and the JSON endpoint show it.
@@ -123,11 +125,22 @@ func (c *Console) cancelTask(w http.ResponseWriter, r *http.Request) {
 const maxPollWait = 25 * time.Second
 
 // taskJSON answers the task page's long-poll: the task as soon as it has
-// finished, or after ?wait= seconds (at most 25) with its state then.
+// finished, or after ?wait= seconds (at most 25) with its state then. A
+// session holds at most Config.MaxSessionWaits waits at once; beyond,
+// 429 at once.
 func (c *Console) taskJSON(w http.ResponseWriter, r *http.Request) {
 	wait, err := strconv.Atoi(r.URL.Query().Get("wait"))
 	if err != nil || wait < 0 {
 		wait = 0
+	}
+	if wait > 0 {
+		key := viewerFrom(r.Context()).sessionKey()
+		if !c.waits.take(key) {
+			c.tooMany(w, r, httpapi.RetryAfterSeconds(waitRetryAfter),
+				fmt.Sprintf("This session already holds %d waits for tasks; close a task page or try again shortly.", c.waits.max))
+			return
+		}
+		defer c.waits.give(key)
 	}
 	if tv, ok := c.loadTask(w, r, min(time.Duration(wait)*time.Second, maxPollWait)); ok {
 		writeJSON(w, http.StatusOK, tv)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/blob"
+	"github.com/imagegen/imagegen/console"
 	"github.com/imagegen/imagegen/ratelimit"
 	redislimit "github.com/imagegen/imagegen/ratelimit/redis"
 	"github.com/imagegen/imagegen/store/memory"
@@ -74,6 +75,9 @@ type backend struct {
 	// authFailures counts failed authentications per client address;
 	// on a shared store every process shares the counts.
 	authFailures imagegen.Limiter
+	// consoleReads is the console's read budget per session, shared
+	// like authFailures.
+	consoleReads imagegen.Limiter
 	// workReady wakes idle workers when another process queues work
 	// (PostgreSQL's NOTIFY); nil for the other stores.
 	workReady <-chan struct{}
@@ -87,6 +91,11 @@ const (
 	authFailureLimit  = 10
 	authFailurePrefix = "imagegen:authfail:"
 )
+
+// consoleReadsPrefix is where a shared store counts the console's page
+// reads per session (console.DefaultSessionReads a minute); the memory
+// backend leaves it to the console's in-process default.
+const consoleReadsPrefix = "imagegen:console-reads:"
 
 type backendConfig struct {
 	storeFlags
@@ -148,7 +157,11 @@ func openRedis(ctx context.Context, c backendConfig, blobs imagegen.BlobStore) (
 	if err != nil {
 		return fail(err)
 	}
-	return backend{store: store, limiter: limiter, authFailures: authFailures, close: rdb.Close}, nil
+	consoleReads, err := redislimit.New(rdb, redislimit.Config{Limit: console.DefaultSessionReads, Window: time.Minute, Prefix: consoleReadsPrefix})
+	if err != nil {
+		return fail(err)
+	}
+	return backend{store: store, limiter: limiter, authFailures: authFailures, consoleReads: consoleReads, close: rdb.Close}, nil
 }
 
 // dialRedis connects to a redis:// or rediss:// URL and checks it answers.

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/console"
 	postgreslimit "github.com/imagegen/imagegen/ratelimit/postgres"
 	"github.com/imagegen/imagegen/store/postgres"
 )
@@ -47,8 +48,12 @@ func openPostgres(ctx context.Context, c backendConfig, blobs imagegen.BlobStore
 	if err != nil {
 		return fail(err)
 	}
+	consoleReads, err := postgreslimit.New(pool, postgreslimit.Config{Limit: console.DefaultSessionReads, Window: time.Minute, Schema: c.schema, Prefix: consoleReadsPrefix})
+	if err != nil {
+		return fail(err)
+	}
 	return backend{
-		store: store, limiter: limiter, authFailures: authFailures, workReady: store.WorkReady(),
+		store: store, limiter: limiter, authFailures: authFailures, consoleReads: consoleReads, workReady: store.WorkReady(),
 		close: func() error { store.Close(); pool.Close(); return nil },
 	}, nil
 }

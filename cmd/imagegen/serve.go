@@ -138,7 +138,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	mux := http.NewServeMux()
 	stack.Register(mux) // the API, /healthz and /readyz: load balancers probe the serving port too
 	if c.console {
-		if err := mountConsole(ctx, mux, stack, publicURL, c.operators, log); err != nil {
+		if err := mountConsole(ctx, mux, stack, rt.consoleReads, publicURL, c.operators, log); err != nil {
 			return err
 		}
 	}
@@ -186,9 +186,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 }
 
 // mountConsole serves the web console at /console/: sign-in with an API
-// key, sessions signed with a key kept in the store (so every process on
-// a shared store accepts them), the API's rate and failed-login limits.
-func mountConsole(ctx context.Context, mux *http.ServeMux, stack *server.Server, publicURL string, operators []string, log *slog.Logger) error {
+// key, sessions kept in the store (so every process on a shared store
+// knows them), the API's rate and failed-login limits, and the read
+// budget per session (reads; nil for the console's in-process default).
+func mountConsole(ctx context.Context, mux *http.ServeMux, stack *server.Server, reads imagegen.Limiter, publicURL string, operators []string, log *slog.Logger) error {
 	u, err := url.Parse(publicURL)
 	if err != nil {
 		return err
@@ -199,6 +200,7 @@ func mountConsole(ctx context.Context, mux *http.ServeMux, stack *server.Server,
 		ImageOrigins:  []string{u.Scheme + "://" + u.Host}, // image URLs start with the public URL
 		Limiter:       stack.Limiter(),
 		AuthFailures:  stack.AuthFailures(),
+		SessionReads:  reads,
 		Prefix:        "/console",
 		KeySignIn:     true,
 		Operators:     operators,

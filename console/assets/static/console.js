@@ -69,11 +69,16 @@
     function poll() {
       fetch(url + "?wait=20", { credentials: "same-origin", headers: { "Accept": "application/json" } })
         .then(function (res) {
+          if (res.status === 429) { // too many waits or reads of this session: come back when told
+            var after = parseInt(res.headers.get("Retry-After"), 10);
+            return { later: 1000 * (after > 0 ? after : 5) };
+          }
           if (!res.ok) { throw new Error("HTTP " + res.status); }
           return res.json();
         })
         .then(function (t) {
           failures = 0;
+          if (t.later) { setTimeout(poll, t.later); return; }
           show(t);
           if (!t.terminal) { poll(); }
         })

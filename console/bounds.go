@@ -1,0 +1,101 @@
+package console
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/imagegen/imagegen/httpapi"
+)
+
+// Abuse bounds of a signed-in session (web use is exempt from the API's
+// per-key rate limit, but not from these).
+const (
+	// DefaultSessionReads is how many pages (GET requests, the task
+	// page's long-polls included) one session may read a minute when
+	// Config.SessionReads is nil: two a second, sustained for a minute,
+	// is more than a person clicking through the console needs.
+	DefaultSessionReads = 120
+	// DefaultMaxSessionWaits is how many long waits (?wait= on
+	// /api/tasks/{id}, what a task page holds open while it follows its
+	// task) one session may hold at once in one process when
+	// Config.MaxSessionWaits is zero.
+	DefaultMaxSessionWaits = 10
+	// waitRetryAfter is the Retry-After of a wait refused for having too
+	// many open: one of them will likely have answered by then.
+	waitRetryAfter = 2 * time.Second
+)
+
+// sessionKey names the session of v in the abuse bounds: a key session
+// by its id, a user named by Identify by the user (the host app's
+// session is not the console's to see).
+func (v viewer) sessionKey() string {
+	if v.SessionID != "" {
+		return "session:" + v.SessionID
+	}
+	return "user:" + v.User
+}
+
+// overReadBudget counts one read of v's session against
+// Config.SessionReads; beyond the budget it answers 429 with Retry-After
+// (JSON on the JSON routes) and reports true. A limiter that fails lets
+// the read through (logged): the bound guards against abuse, and the
+// pages cannot work without the store anyway.
+func (c *Console) overReadBudget(w http.ResponseWriter, r *http.Request, v viewer) bool {
+	res, err := c.cfg.SessionReads.Allow(r.Context(), v.sessionKey())
+	if err != nil {
+		c.log.WarnContext(r.Context(), "console: session read budget", "err", err)
+		return false
+	}
+	if res.Allowed {
+		return false
+	}
+	wait := httpapi.RetryAfterSeconds(res.RetryAfter)
+	c.tooMany(w, r, wait, fmt.Sprintf("Too many page reads from this session: the console allows %d a %s. Try again in %ds.", res.Limit, res.Window, wait))
+	return true
+}
+
+// tooMany answers 429 with Retry-After (seconds) and msg: JSON on the
+// JSON routes, else the message page, with the viewer known.
+func (c *Console) tooMany(w http.ResponseWriter, r *http.Request, retryAfter int64, msg string) {
+	w.Header().Set("Retry-After", strconv.FormatInt(retryAfter, 10))
+	if isAPIPath(c, r) {
+		writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": msg})
+		return
+	}
+	c.render(w, r, http.StatusTooManyRequests, "message", page{Title: "Too many requests", Error: msg})
+}
+
+// waitSlots counts the long waits each session holds open in this
+// process.
+type waitSlots struct {
+	max  int
+	mu   sync.Mutex
+	held map[string]int
+}
+
+// take holds one of key's slots and reports true, or reports false
+// when key holds max already.
+func (s *waitSlots) take(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[key] >= s.max {
+		return false
+	}
+	if s.held == nil {
+		s.held = make(map[string]int)
+	}
+	s.held[key]++
+	return true
+}
+
+// give releases one of key's slots.
+func (s *waitSlots) give(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[key]--; s.held[key] <= 0 {
+		delete(s.held, key) // the map holds only sessions that are waiting
+	}
+}
