@@ -11,6 +11,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/fetch"
+	"github.com/imagegen/imagegen/model/a1111"
 	"github.com/imagegen/imagegen/model/bfl"
 	"github.com/imagegen/imagegen/model/fal"
 	"github.com/imagegen/imagegen/model/gemini"
@@ -72,7 +73,7 @@ func parseModels(spec string) ([]modelChoice, error) {
 
 // providerNames are the values -model takes before the slash.
 func providerNames() []string {
-	return []string{placeholder.Name, openai.Provider, gemini.Provider, fal.Provider, replicate.Provider, stability.Provider, bfl.Provider}
+	return []string{placeholder.Name, openai.Provider, gemini.Provider, fal.Provider, replicate.Provider, stability.Provider, bfl.Provider, a1111.Provider}
 }
 
 // apiKeyVar names the environment variable holding a provider's API key,
@@ -120,10 +121,17 @@ func newModel(spec string, d modelDeps) (imagegen.Model, error) {
 	return route.NewFallback(strings.Join(names, ","), entries...)
 }
 
+// selfHosted reports whether a provider is a server the operator runs:
+// its <PROVIDER>_BASE_URL is required, and its key optional.
+func selfHosted(providerName string) bool {
+	return providerName == a1111.Provider
+}
+
 // buildModel builds one adapter. A provider's API key comes from its
 // environment variable (see apiKeyVar), never from a
 // flag, so it shows in no process listing; <PROVIDER>_BASE_URL points the
-// adapter at another API root (a proxy, or a fake in tests).
+// adapter at another API root (a proxy, or a fake in tests), and is the
+// address of a self-hosted server.
 func buildModel(c modelChoice, d modelDeps) (imagegen.Model, error) {
 	if c.provider == placeholder.Name {
 		if c.model != "" {
@@ -133,10 +141,14 @@ func buildModel(c modelChoice, d modelDeps) (imagegen.Model, error) {
 	}
 	keyVar := apiKeyVar(c.provider)
 	key := d.getenv(keyVar)
-	if key == "" {
+	if key == "" && !selfHosted(c.provider) {
 		return nil, fmt.Errorf("-model %s needs the API key in %s", c, keyVar)
 	}
-	baseURL := d.getenv(strings.ToUpper(c.provider) + "_BASE_URL")
+	baseVar := strings.ToUpper(c.provider) + "_BASE_URL"
+	baseURL := d.getenv(baseVar)
+	if baseURL == "" && selfHosted(c.provider) {
+		return nil, fmt.Errorf("-model %s needs the server's address in %s (e.g. http://127.0.0.1:7860)", c, baseVar)
+	}
 	pc := provider.Config{APIKey: provider.Secret(key), BaseURL: baseURL, Cost: c.cost, Clock: d.clock}
 	switch c.provider {
 	case openai.Provider:
@@ -151,6 +163,8 @@ func buildModel(c modelChoice, d modelDeps) (imagegen.Model, error) {
 		return stability.New(stability.Config{Config: pc, Model: c.model, Fetcher: d.fetcher})
 	case bfl.Provider:
 		return bfl.New(bfl.Config{Config: pc, Model: c.model, Fetcher: d.fetcher})
+	case a1111.Provider:
+		return a1111.New(a1111.Config{Config: pc, Checkpoint: c.model, Fetcher: d.fetcher, Logger: d.log})
 	}
 	return nil, fmt.Errorf("-model %q: unknown provider", c)
 }

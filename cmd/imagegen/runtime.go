@@ -33,7 +33,7 @@ type runtimeConfig struct {
 
 func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int, storeWhat string) {
 	c.storeFlags.register(fs, storeWhat)
-	fs.StringVar(&c.model, "model", placeholder.Name, "the model: placeholder, openai, gemini, fal, replicate, stability or bfl (bfl/flux-pro-1.1, bfl/flux-pro-1.1-ultra, bfl/flux-dev, bfl/flux-kontext-pro), optionally /<model id> and =<cost 1-3>; several, comma-separated, make a fallback chain (keys from OPENAI_API_KEY, GEMINI_API_KEY, FAL_KEY, REPLICATE_API_TOKEN, STABILITY_API_KEY, BFL_API_KEY; <PROVIDER>_BASE_URL points one at another API root)")
+	fs.StringVar(&c.model, "model", placeholder.Name, "the model: placeholder, openai, gemini, fal, replicate, stability, bfl (bfl/flux-pro-1.1, bfl/flux-pro-1.1-ultra, bfl/flux-dev, bfl/flux-kontext-pro) or a1111[/CHECKPOINT] (a self-hosted sdapi server at A1111_BASE_URL, optional A1111_API_KEY user:password), optionally /<model id> and =<cost 1-3>; several, comma-separated, make a fallback chain (keys from OPENAI_API_KEY, GEMINI_API_KEY, FAL_KEY, REPLICATE_API_TOKEN, STABILITY_API_KEY, BFL_API_KEY; <PROVIDER>_BASE_URL points one at another API root)")
 	fs.IntVar(&c.workers, "workers", defaultWorkers, "concurrent generations in this process (0 runs none)")
 	fs.DurationVar(&c.placeholderDelay, "placeholder-delay", 2*time.Second, "how long the placeholder model takes per image")
 	fs.BoolVar(&c.allowPrivateURLs, "allow-private-urls", false, "let image_input and callback_url URLs point at loopback and private addresses, and callbacks use http (development only)")

@@ -148,16 +148,9 @@ func (m *Model) Plan(req imagegen.Request) (imagegen.Plan, error) {
 // centre-crops it to the exact ratio. Failures are *imagegen.ModelError.
 func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
 	req := g.Request
-	if _, err := m.Plan(req); err != nil { // when called without Plan
-		return nil, &imagegen.ModelError{Provider: Provider, InvalidInput: true, Message: err.Error(), Err: err}
-	}
-	var refs []provider.Reference
-	if req.Scene == imagegen.SceneImageToImage {
-		var err error
-		refs, err = provider.FetchReferences(ctx, Provider, m.cfg.Fetcher, req.ImageInput, provider.PNG, provider.JPEG, provider.WebP)
-		if err != nil {
-			return nil, err
-		}
+	refs, err := provider.PlanAndFetch(ctx, Provider, m, req, m.cfg.Fetcher, provider.PNG, provider.JPEG, provider.WebP)
+	if err != nil {
+		return nil, err
 	}
 	task, err := m.submit(ctx, m.input(req, refs))
 	if err != nil {

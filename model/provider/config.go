@@ -30,7 +30,8 @@ type Config struct {
 	// BaseURL is the API root, such as "https://api.openai.com/v1";
 	// tests point it at a fake server. Default: the adapter's.
 	BaseURL string
-	// APIKey authenticates the calls. Required.
+	// APIKey authenticates the calls. Required, unless the adapter's
+	// Defaults.KeyOptional (a self-hosted server, often without auth).
 	APIKey Secret
 	// Cost is the price of one generation in credits, 1 to 3.
 	// Default: the adapter's.
@@ -50,6 +51,9 @@ type Defaults struct {
 	Provider string // names the adapter in errors, e.g. "openai"
 	BaseURL  string
 	Cost     int64
+	// KeyOptional lets Config.APIKey be empty: the server may take no
+	// key (a self-hosted ComfyUI or sdapi server).
+	KeyOptional bool
 	// Classify and RetryDelay become Policy.Classify and
 	// Policy.RetryDelay of the client NewClient returns.
 	Classify   func(Failure) *imagegen.ModelError
@@ -73,14 +77,14 @@ func (c Config) Resolve(d Defaults) (Config, error) {
 	if c.Clock == nil {
 		c.Clock = imagegen.SystemClock{}
 	}
-	if err := c.validate(); err != nil {
+	if err := c.validate(d.KeyOptional); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", d.Provider, err)
 	}
 	return c, nil
 }
 
-func (c Config) validate() error {
-	if c.APIKey.IsZero() {
+func (c Config) validate(keyOptional bool) error {
+	if c.APIKey.IsZero() && !keyOptional {
 		return fmt.Errorf("Config.APIKey is required")
 	}
 	if strings.ContainsAny(c.APIKey.Reveal(), "\r\n") {

@@ -141,3 +141,17 @@ func DownloadResult(ctx context.Context, provider string, f fetch.ImageFetcher, 
 	}
 	return AnsweredImage(provider, "the downloaded result", data)
 }
+
+// PlanAndFetch is the start of an adapter's Generate: it plans req on m
+// again (Generate may be called without Plan: a request Plan refuses
+// fails as invalid input, with no call made) and, for image-to-image,
+// fetches the references through f (FetchReferences with accept).
+func PlanAndFetch(ctx context.Context, provider string, m imagegen.Model, req imagegen.Request, f fetch.ImageFetcher, accept ...string) ([]Reference, error) {
+	if _, err := m.Plan(req); err != nil {
+		return nil, &imagegen.ModelError{Provider: provider, InvalidInput: true, Message: err.Error(), Err: err}
+	}
+	if req.Scene != imagegen.SceneImageToImage {
+		return nil, nil
+	}
+	return FetchReferences(ctx, provider, f, req.ImageInput, accept...)
+}

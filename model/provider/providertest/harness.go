@@ -41,6 +41,10 @@ type Harness[F Fake, C any, M Model] struct {
 	// Refusals: content policy refusals, each a Failure whose outcome
 	// is Refused (Message MsgRefused unless Want.Message says otherwise).
 	Refusals []Failure[F, C]
+	// NoContentPolicy, for a provider that refuses no content (a
+	// self-hosted server: ComfyUI, an sdapi server), says why; Refusals
+	// may then be empty.
+	NoContentPolicy string
 	// RateLimited: a 429 (or the provider's like of it), then success.
 	RateLimited []Success[F, C]
 	// ServerErrors: 5xx answers, then success.

@@ -93,8 +93,10 @@ func (h Harness[F, C, M]) checkComplete(t *testing.T) {
 		t.Fatal("the harness needs TextToImage, each with its Plan and image Size")
 	case len(h.ImageToImage) == 0 && !slices.ContainsFunc(h.Unplannable, func(u Unplannable[C]) bool { return len(u.Request.ImageInput) > 0 }):
 		t.Fatal("the harness has no ImageToImage, and no Unplannable image-to-image request to show that the provider takes none")
-	case len(h.AspectRatios) == 0 || len(h.Refusals) == 0 || len(h.RateLimited) == 0 || len(h.ServerErrors) == 0 || len(h.Timeouts) == 0:
-		t.Fatal("the harness needs AspectRatios, Refusals, RateLimited, ServerErrors and Timeouts")
+	case len(h.AspectRatios) == 0 || len(h.RateLimited) == 0 || len(h.ServerErrors) == 0 || len(h.Timeouts) == 0:
+		t.Fatal("the harness needs AspectRatios, RateLimited, ServerErrors and Timeouts")
+	case len(h.Refusals) == 0 && h.NoContentPolicy == "":
+		t.Fatal("the harness needs Refusals, or NoContentPolicy to say why the provider refuses no content")
 	case h.SentSeed == nil && slices.ContainsFunc(h.TextToImage, func(s Success[F, C]) bool { return s.Plan.Seeded }):
 		t.Fatal("the harness has a Seeded plan and no SentSeed to show that the seed is sent")
 	}

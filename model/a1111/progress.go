@@ -1,0 +1,118 @@
+package a1111
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/model/provider"
+)
+
+// progressResponse is the answer of GET /sdapi/v1/progress
+// (ProgressResponse): the running job's progress from 0 to 1.
+type progressResponse struct {
+	Progress float64 `json:"progress"`
+	State    struct {
+		JobCount int `json:"job_count"`
+	} `json:"state"`
+}
+
+// once is the client's policy without retries: progress reads and the
+// interrupt are tried once.
+func (m *Model) once() provider.Policy {
+	p := m.client.Policy
+	p.MaxRetries = 0
+	return p
+}
+
+// followProgress reads /sdapi/v1/progress every ProgressInterval while
+// the generation runs and passes a running job's progress to g, until
+// the returned stop is called. It does nothing when g follows no
+// progress. A read that fails is skipped. An sdapi server runs one job
+// at a time: while this generation waits for another client's job, the
+// progress read is that job's.
+func (m *Model) followProgress(ctx context.Context, g imagegen.Generation) (stop func()) {
+	if g.Progress == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		get := provider.Get(m.client.URL(pathProgress+"?skip_current_image=true"), m.header())
+		for provider.Wait(ctx, m.client.Policy.Clock, m.cfg.ProgressInterval) == nil {
+			resp, err := provider.Do(ctx, m.client.HTTP, get, m.once())
+			if err != nil {
+				continue
+			}
+			var p progressResponse
+			if json.Unmarshal(resp.Body, &p) == nil && p.State.JobCount > 0 && p.Progress > 0 {
+				g.ReportProgress(p.Progress)
+			}
+		}
+	}()
+	return func() { cancel(); wg.Wait() }
+}
+
+// taskProgress is the answer of POST /internal/progress for one job id.
+type taskProgress struct {
+	Active    bool `json:"active"`
+	Queued    bool `json:"queued"`
+	Completed bool `json:"completed"`
+}
+
+// interruptTimeout bounds the calls made after ctx ended.
+const interruptTimeout = 10 * time.Second
+
+// abandon stops this generation's job on the server when ctx ended
+// before the answer: the server's running job is interrupted only when
+// /internal/progress says it is this one (its force_task_id). A job
+// still queued, or another client's running, is left alone (the sdapi
+// cannot remove a queued job, and an interrupt stops whatever runs).
+// err, the call's failure, is returned with the outcome in its cause.
+func (m *Model) abandon(ctx context.Context, id string, err error) error {
+	var me *imagegen.ModelError
+	if !errors.As(err, &me) {
+		me = provider.NetworkError(Provider, err)
+	}
+	out := *me
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), interruptTimeout)
+	defer cancel()
+	ours, ierr := m.running(ictx, id)
+	switch {
+	case ierr != nil:
+		out.Err = fmt.Errorf("%w (job %s left running: its state could not be read: %v)", me.Err, id, ierr)
+	case !ours:
+		out.Err = fmt.Errorf("%w (job %s not running: nothing interrupted)", me.Err, id)
+	default:
+		post := provider.Post(m.client.URL(pathInterrupt), "application/json", nil, m.header())
+		if _, ierr := provider.Do(ictx, m.client.HTTP, post, m.once()); ierr != nil {
+			out.Err = fmt.Errorf("%w (interrupting job %s failed: %v)", me.Err, id, ierr)
+		} else {
+			out.Err = fmt.Errorf("%w (job %s interrupted)", me.Err, id)
+		}
+	}
+	return &out
+}
+
+// running reports whether the server's running job is id.
+func (m *Model) running(ctx context.Context, id string) (bool, error) {
+	post, err := provider.PostJSON(m.client.URL(pathTaskProgress), map[string]any{"id_task": id, "id_live_preview": -1, "live_preview": false}, m.header())
+	if err != nil {
+		return false, err
+	}
+	resp, err := provider.Do(ctx, m.client.HTTP, post, m.once())
+	if err != nil {
+		return false, err
+	}
+	var p taskProgress
+	if err := provider.DecodeJSON(Provider, resp, &p); err != nil {
+		return false, err
+	}
+	return p.Active, nil
+}
