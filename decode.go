@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/imagegen/imagegen/internal/suggest"
 )
 
 // DecodeRequest parses a submit body strictly and validates it. Anything
@@ -207,10 +209,8 @@ func unknownField(name string) error {
 	if name == "" {
 		return invalid(`""`, "unknown field (an empty name)")
 	}
-	for _, known := range fieldNames {
-		if strings.EqualFold(name, known) {
-			return invalid(name, "unknown field (did you mean %q? field names are case-sensitive)", known)
-		}
+	if known := suggest.Nearest(name, fieldNames[:]); known != "" {
+		return invalid(name, "unknown field (did you mean %q?)", known)
 	}
-	return invalid(name, "unknown field")
+	return invalid(name, "unknown field (the fields are %s)", strings.Join(fieldNames[:], ", "))
 }

@@ -37,6 +37,11 @@ func Open(ctx context.Context, rawURL string) (imagegen.BlobStore, error) {
 		return openFile(u)
 	case "s3":
 		return openS3(ctx, u)
+	case "":
+		if dir, err := filepath.Abs(rawURL); err == nil && u.User == nil {
+			return nil, fmt.Errorf("blob URL %q has no scheme: for a directory, write file://%s", rawURL, filepath.ToSlash(dir))
+		}
+		return nil, fmt.Errorf("blob URL %q: scheme must be file or s3", redact(u))
 	default:
 		return nil, fmt.Errorf("blob URL %q: scheme must be file or s3", redact(u))
 	}

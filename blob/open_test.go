@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -76,4 +77,17 @@ func TestOpenNeverPrintsAPassword(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("error %v", err)
 	}
+}
+
+// A bare path is a directory meant as a file URL: the error says how to
+// write it.
+func TestOpenSuggestsFileURLForAPath(t *testing.T) {
+	is := is.New(t)
+	_, err := blob.Open(context.Background(), "/var/lib/imagegen")
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), "file:///var/lib/imagegen"))
+	_, err = blob.Open(context.Background(), "images")
+	abs, _ := filepath.Abs("images")
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), "file://"+filepath.ToSlash(abs)))
 }

@@ -193,6 +193,9 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 }
 
 func parseBase(raw string) (string, error) {
+	if !strings.Contains(raw, "://") && !strings.ContainsAny(raw, "@ ") && raw != "" {
+		return "", fmt.Errorf("client: base URL %q has no scheme: did you mean http://%s (or https://)?", raw, raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("client: base URL: %w", err)

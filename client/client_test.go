@@ -582,6 +582,15 @@ func TestNewValidates(t *testing.T) {
 	}
 }
 
+// A base URL without a scheme (host:port, as people write addresses) is
+// refused with the URL it likely meant.
+func TestNewSuggestsAScheme(t *testing.T) {
+	is := is.New(t)
+	_, err := client.New("127.0.0.1:18570", "k")
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), "http://127.0.0.1:18570"))
+}
+
 // TestRateLimitWaitIsTold: WithRateLimitWait hears of every wait the
 // client makes for the key's limit, first the 429's Retry-After.
 func TestRateLimitWaitIsTold(t *testing.T) {

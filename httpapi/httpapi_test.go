@@ -356,6 +356,17 @@ func TestInvalidParams(t *testing.T) {
 			wantError(t, e.submit(e.key, body), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
 		})
 	}
+	// An unknown field names the one meant, or lists the fields.
+	for body, want := range map[string]string{
+		`{"scene":"text-to-image","prompt":"p","aspectRatio":"16:9"}`: `aspectRatio: unknown field (did you mean "aspect_ratio"?)`,
+		`{"scene":"text-to-image","promt":"p"}`:                       `promt: unknown field (did you mean "prompt"?)`,
+		`{"scene":"text-to-image","prompt":"p","model":"x"}`:          "model: unknown field (the fields are scene, prompt, aspect_ratio, image_input, callback_url, seed, callback_events)",
+	} {
+		t.Run(want, func(t *testing.T) {
+			msg := wantError(t, e.submit(e.key, body), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
+			is.New(t).Equal(msg, want)
+		})
+	}
 	t.Run("content type", func(t *testing.T) {
 		w := e.do("POST", "/api/v1/generate", e.key, t2i, "Content-Type", "text/plain")
 		msg := wantError(t, w, http.StatusUnprocessableEntity, imagegen.APIInvalidParams)

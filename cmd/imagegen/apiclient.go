@@ -39,7 +39,11 @@ func newAPIClient(a apiFlags, getenv func(string) string, opts ...client.Option)
 	}
 	c, err := client.New(server, key, append([]client.Option{client.WithUserAgent("imagegen-cli")}, opts...)...)
 	if err != nil {
-		return nil, server, err
+		from := "-server"
+		if a.server == "" {
+			from = envServer
+		}
+		return nil, server, fmt.Errorf("%s: %w", from, err)
 	}
 	return c, server, nil
 }

@@ -169,7 +169,7 @@ func dialRedis(ctx context.Context, url string) (*goredis.Client, error) {
 	opt, err := goredis.ParseURL(url)
 	if err != nil {
 		// The URL may hold a password: it is not repeated.
-		return nil, errors.New("-redis must be a URL like redis://[:password@]host:port/db (or rediss:// for TLS)")
+		return nil, fmt.Errorf("-redis must be a URL like redis://[:password@]host:port/db (or rediss:// for TLS)%s", schemeHint(url, "redis"))
 	}
 	rdb := goredis.NewClient(opt)
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -20,11 +22,11 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 // parseFlags parses args into fs, a command that takes no arguments, then
 // sets the flags not given from the environment (envDefaults).
 func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%s takes no arguments (got %q)", fs.Name(), fs.Args())
+		return fmt.Errorf("%s takes no arguments (got %q)\n%s", fs.Name(), fs.Args(), helpHint(fs))
 	}
 	return envDefaults(fs, getenv)
 }
@@ -49,17 +51,31 @@ func envDefaults(fs *flag.FlagSet, getenv func(string) string) error {
 			for _, item := range strings.Split(v, ",") {
 				if item = strings.TrimSpace(item); item != "" {
 					if e := f.Value.Set(item); e != nil {
-						err = fmt.Errorf("%s: %w", name, e)
+						err = envError(fs, f, name, item, e)
 					}
 				}
 			}
 			return
 		}
 		if e := f.Value.Set(v); e != nil {
-			err = fmt.Errorf("%s: %w", name, e)
+			err = envError(fs, f, name, v, e)
 		}
 	})
 	return err
+}
+
+// envError says which variable holds a value its flag refused, the value
+// (unless the flag is a secret) and what was expected.
+func envError(fs *flag.FlagSet, f *flag.Flag, name, value string, err error) error {
+	shown := fmt.Sprintf("%s=%q", name, value)
+	if fs.Lookup(f.Name+"-file") != nil { // a secret: never echoed
+		shown = name
+	}
+	why := err.Error()
+	if errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange) || why == "parse error" || why == "value out of range" {
+		why = "want " + expectedValue(f.Value)
+	}
+	return fmt.Errorf("%s: %s (it sets -%s)", shown, why, f.Name)
 }
 
 // repeatable reports whether v is a flag that may be given more than

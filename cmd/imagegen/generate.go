@@ -40,7 +40,7 @@ func parseGenerate(args []string, stderr io.Writer) (generateConfig, error) {
 	})
 	fs.StringVar(&c.out, "o", "", "file to write (with several images: name-1.ext, name-2.ext, …; default: the task id)")
 	c.apiFlags.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return c, err
 	}
 	switch {

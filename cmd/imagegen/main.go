@@ -22,13 +22,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen/internal/suggest"
 )
 
 func main() {
@@ -93,8 +98,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:
-		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("unknown command %q", args[0])
+		msg := fmt.Sprintf("unknown command %q", args[0])
+		if near := suggest.Nearest(args[0], slices.Collect(maps.Keys(commands))); near != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", near)
+		}
+		return errors.New(msg + "\nrun \"imagegen help\" to list the commands")
 	}
 }
 

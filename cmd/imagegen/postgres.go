@@ -67,7 +67,7 @@ const postgresListenUsage = "with -postgres pointing at a transaction pooler (Pg
 func dialPostgres(ctx context.Context, rawURL string, pooled bool) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("-postgres: not a valid PostgreSQL URL (postgres://user:password@host:port/db?sslmode=disable): %w", redactErr(err, rawURL))
+		return nil, fmt.Errorf("-postgres: not a valid PostgreSQL URL (postgres://user:password@host:port/db?sslmode=disable)%s: %w", schemeHint(rawURL, "postgres"), redactErr(err, rawURL))
 	}
 	if pooled {
 		postgres.PoolerConfig(cfg)
@@ -94,7 +94,7 @@ func dialPostgresListen(ctx context.Context, rawURL string) (*pgx.ConnConfig, er
 	}
 	cfg, err := pgx.ParseConfig(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("-postgres-listen: not a valid PostgreSQL URL (postgres://user:password@host:port/db?sslmode=disable): %w", redactErr(err, rawURL))
+		return nil, fmt.Errorf("-postgres-listen: not a valid PostgreSQL URL (postgres://user:password@host:port/db?sslmode=disable)%s: %w", schemeHint(rawURL, "postgres"), redactErr(err, rawURL))
 	}
 	cfg.ConnectTimeout = 5 * time.Second
 	conn, err := pgx.ConnectConfig(ctx, cfg)

@@ -59,7 +59,7 @@ func tasksCmd(ctx context.Context, args []string, getenv func(string) string, st
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var rest []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseArgs(fs, args); err != nil {
 			return nil, err
 		}
 		if fs.NArg() == 0 {
