@@ -25,19 +25,18 @@ func (s *Service) WebhookSecret(ctx context.Context, owner string) (string, erro
 	return WebhookSecretPrefix + base64.StdEncoding.EncodeToString(key), nil
 }
 
-// checkCallback applies the service's rules to a valid callback_url (""
-// for none): https, and not an address that is plainly not public (an IP
+// checkCallback applies the service's rules to a valid callback_url, as
+// Request.validate parsed it (nil for none): https, and not an address that is plainly not public (an IP
 // literal that the SSRF guard of package fetch refuses, or a localhost
 // name), so that such a callback is refused at submit instead of failing
 // every delivery for an hour. Names that resolve to such addresses are
 // refused at delivery, by the same guard.
 // AllowHTTPCallbacks (development) allows both.
-func (s *Service) checkCallback(raw string) error {
-	if raw == "" || s.cfg.AllowHTTPCallbacks {
+func (s *Service) checkCallback(u *url.URL) error {
+	if u == nil || s.cfg.AllowHTTPCallbacks {
 		return nil
 	}
-	u, err := url.Parse(raw)
-	if err != nil || !strings.EqualFold(u.Scheme, "https") {
+	if !strings.EqualFold(u.Scheme, "https") {
 		return invalid("callback_url", "must be an https URL")
 	}
 	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))

@@ -8,11 +8,12 @@ import (
 	"github.com/imagegen/imagegen/internal/suggest"
 )
 
-// DecodeRequest parses a submit body strictly and validates it. Anything
-// but one JSON object with the exact (case-sensitive) field names of
-// docs/api.md, "Submit a task", each at most once and of the right type, followed by
-// nothing but white space, is a *ValidationError naming the field.
-// The returned request is normalised (aspect_ratio defaults to auto).
+// DecodeRequest parses a submit body strictly. Anything but one JSON
+// object with the exact (case-sensitive) field names of docs/api.md,
+// "Submit a task", each at most once and of the right type, followed by
+// nothing but white space, is a *ValidationError naming the field. The
+// returned request is normalised (aspect_ratio defaults to auto) but not
+// validated: Service.Submit checks the interface's rules, once.
 //
 // The body has one fixed shape, so it is read by a small strict scanner
 // (decode_scan.go) rather than by encoding/json, which matches field names
@@ -26,9 +27,6 @@ func DecodeRequest(body []byte) (Request, error) {
 	}
 	s := scanner{data: body}
 	if err := s.object(&req); err != nil {
-		return req, err
-	}
-	if err := req.Validate(); err != nil {
 		return req, err
 	}
 	req.Normalize()

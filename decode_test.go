@@ -104,7 +104,7 @@ func TestDecodeRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			got, err := imagegen.DecodeRequest([]byte(tt.body))
+			got, err := decodeValid([]byte(tt.body))
 			if tt.ok {
 				is.NoErr(err)
 				if tt.want.Scene != "" {
@@ -126,6 +126,26 @@ func TestDecodeRequest(t *testing.T) {
 	}
 }
 
+// decodeValid is what a submit body goes through: DecodeRequest, then
+// the interface's rules (Service.Submit's Validate).
+func decodeValid(body []byte) (imagegen.Request, error) {
+	req, err := imagegen.DecodeRequest(body)
+	if err == nil {
+		err = req.Validate()
+	}
+	return req, err
+}
+
+// DecodeRequest reads the body's shape and types; the rules are
+// Validate's, checked once, at submit.
+func TestDecodeRequestDoesNotValidate(t *testing.T) {
+	is := is.New(t)
+	req, err := imagegen.DecodeRequest([]byte(`{"scene":"video","prompt":""}`))
+	is.NoErr(err) // well-formed: decoded
+	is.Equal(req.Scene, imagegen.Scene("video"))
+	is.True(errors.Is(req.Validate(), imagegen.ErrInvalidParams)) // refused at submit
+}
+
 func FuzzDecodeRequest(f *testing.F) {
 	for _, seed := range []string{
 		`{"scene":"text-to-image","prompt":"a cat"}`,
@@ -140,7 +160,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := imagegen.DecodeRequest(body)
+		req, err := decodeValid(body)
 		if err != nil {
 			var ve *imagegen.ValidationError
 			if !errors.As(err, &ve) || !errors.Is(err, imagegen.ErrInvalidParams) {

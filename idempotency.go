@@ -1,5 +1,14 @@
 package imagegen
 
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
 // MaxIdempotencyKey is the longest idempotency key (the Idempotency-Key
 // header of a submit), in bytes.
 const MaxIdempotencyKey = 255
@@ -20,3 +29,156 @@ func ValidIdempotencyKey(k string) bool {
 	}
 	return true
 }
+
+// Idempotency names one idempotent submission (SubmitIdempotent).
+type Idempotency struct {
+	// Key is the caller's idempotency key, per owner (ValidIdempotencyKey;
+	// the HTTP API's Idempotency-Key header). "" submits without one.
+	Key string
+	// Fingerprint identifies the request as the caller received it (the
+	// HTTP API: a hash of the body; the console: of the form's values),
+	// so that a key sent again with another request is refused.
+	Fingerprint string
+}
+
+// ErrIdempotencyKeyReused: an idempotency key was sent again with another
+// request. SubmitIdempotent returns it wrapped in a *ValidationError
+// naming the key (errors.Is matches both it and ErrInvalidParams).
+var ErrIdempotencyKeyReused = errors.New("imagegen: idempotency key already used with another request")
+
+// idempotencyInFlight bounds how long a submission holds its key before
+// a retry may take it over (a process that died while submitting).
+const idempotencyInFlight = 2 * time.Minute
+
+// DefaultIdempotencyTTL is Config.IdempotencyTTL when it is left zero.
+const DefaultIdempotencyTTL = 24 * time.Hour
+
+// What a finished idempotency record holds (IdempotencyRecord.Status):
+// the statuses the HTTP API recorded before the service kept these
+// records, so that records written by either read alike.
+const (
+	onceSubmitted = 201 // Body: the Submitted, as JSON
+	onceRefused   = 422 // Body: the refusal, as JSON (onceRefusal)
+)
+
+// onceRefusal is a refusal as an idempotency record keeps it. Records
+// the HTTP API wrote earlier hold its error body ({"error":{"message"}}),
+// read into Error.
+type onceRefusal struct {
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message,omitempty"`
+	Error   struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// SubmitIdempotent submits owner's request as Submit does, at most once
+// per idempotency key. decode turns what the caller received into the
+// request (the HTTP API decodes the body; it is read once, by the
+// caller); it runs only for a key not seen before, so a repeat decodes
+// and validates nothing.
+//
+// The same key with the same fingerprint, within Config.IdempotencyTTL,
+// answers what the first submission answered and charges nothing more:
+// its Submitted, or its refusal of the request (an error wrapping
+// ErrInvalidParams, from decode or from the request's rules), with
+// replayed true. Outcomes that depend on more than the request (such as
+// ErrInsufficientCredits before a top-up, or a store error) are not
+// kept: the next try runs afresh. While the first submission is still
+// under way the key answers ErrIdempotencyKeyInUse; with another
+// fingerprint, a *ValidationError wrapping ErrIdempotencyKeyReused; an
+// unusable key is a *ValidationError naming "Idempotency-Key". With
+// id.Key "" it is decode then Submit.
+func (s *Service) SubmitIdempotent(ctx context.Context, owner string, id Idempotency, decode func() (Request, error)) (sub Submitted, replayed bool, err error) {
+	if id.Key == "" {
+		req, err := decode()
+		if err != nil {
+			return Submitted{}, false, err
+		}
+		sub, err = s.Submit(ctx, owner, req)
+		return sub, false, err
+	}
+	if !ValidIdempotencyKey(id.Key) { // an empty one never gets here: the caller meant none
+		return Submitted{}, false, &ValidationError{Field: "Idempotency-Key", Message: "must be 1 to 255 printable ASCII characters"}
+	}
+	rec, err := s.cfg.Store.BeginIdempotent(ctx, owner, id.Key, id.Fingerprint, idempotencyInFlight)
+	switch {
+	case err != nil:
+		return Submitted{}, false, fmt.Errorf("imagegen: idempotent submit: %w", err)
+	case rec == nil:
+		return s.submitOnce(ctx, owner, id, decode)
+	case rec.Fingerprint != id.Fingerprint:
+		return Submitted{}, false, &keyReused{ValidationError{Field: "Idempotency-Key", Message: "was already used with a different request body"}}
+	case !rec.Done:
+		return Submitted{}, false, ErrIdempotencyKeyInUse
+	}
+	sub, err = replay(rec)
+	return sub, true, err
+}
+
+// submitOnce runs the submission that holds id's key, then records its
+// outcome for replay, or gives the key up when the outcome depends on
+// more than the request. The record is written even when ctx has ended
+// (a caller that went away must still find what it made).
+func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, decode func() (Request, error)) (Submitted, bool, error) {
+	req, err := decode()
+	var sub Submitted
+	if err == nil {
+		sub, err = s.Submit(ctx, owner, req)
+	}
+	status, body := onceSubmitted, []byte(nil)
+	switch {
+	case err == nil:
+		body, _ = json.Marshal(sub) // cannot fail: strings and numbers
+	case errors.Is(err, ErrInvalidParams):
+		status = onceRefused
+		r := onceRefusal{Message: err.Error()}
+		if ve := (*ValidationError)(nil); errors.As(err, &ve) {
+			r.Field, r.Message = ve.Field, ve.Message
+		}
+		body, _ = json.Marshal(r)
+	}
+	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var recErr error
+	if body != nil {
+		recErr = s.cfg.Store.FinishIdempotent(recordCtx, owner, id.Key, id.Fingerprint, status, body, s.cfg.IdempotencyTTL)
+	} else {
+		recErr = s.cfg.Store.AbandonIdempotent(recordCtx, owner, id.Key, id.Fingerprint)
+	}
+	if recErr != nil {
+		s.log.ErrorContext(ctx, "record an idempotent submission", "err", recErr)
+	}
+	return sub, false, err
+}
+
+// replay is the outcome a finished record holds.
+func replay(rec *IdempotencyRecord) (Submitted, error) {
+	switch rec.Status {
+	case onceSubmitted:
+		var sub Submitted
+		if err := json.Unmarshal(rec.Body, &sub); err != nil || sub.TaskID == "" {
+			return Submitted{}, fmt.Errorf("imagegen: idempotency record: unreadable submission (%v)", err)
+		}
+		return sub, nil
+	case onceRefused:
+		var r onceRefusal
+		if err := json.Unmarshal(rec.Body, &r); err != nil {
+			return Submitted{}, fmt.Errorf("imagegen: idempotency record: unreadable refusal: %w", err)
+		}
+		return Submitted{}, &ValidationError{Field: r.Field, Message: cmp.Or(r.Message, r.Error.Message)}
+	}
+	return Submitted{}, fmt.Errorf("imagegen: idempotency record of unknown status %d", rec.Status)
+}
+
+// keyReused is the refusal of a key sent again with another request.
+type keyReused struct{ ValidationError }
+
+func (e *keyReused) Error() string { return e.ValidationError.Error() }
+
+// Is makes errors.Is match ErrIdempotencyKeyReused, besides
+// ErrInvalidParams through the ValidationError.
+func (e *keyReused) Is(target error) bool { return target == ErrIdempotencyKeyReused }
+
+// Unwrap is the ValidationError, so that errors.As finds it.
+func (e *keyReused) Unwrap() error { return &e.ValidationError }

@@ -80,6 +80,11 @@ type Config struct {
 	// there is no setting that keeps none).
 	RevokedKeysKept int
 
+	// IdempotencyTTL is how long SubmitIdempotent replays a submission's
+	// outcome for its key (default DefaultIdempotencyTTL); set it to the
+	// store's retention.
+	IdempotencyTTL time.Duration
+
 	// AllowHTTPCallbacks lets callback_url be plain http or an address
 	// that is not public, such as localhost (development); by default it
 	// must be https to a public address. Either way deliveries go through
@@ -113,6 +118,7 @@ func (c Config) withDefaults() Config {
 	c.OrphanGrace = cmp.Or(c.OrphanGrace, 10*time.Minute)
 	c.MaxKeysPerOwner = cmp.Or(c.MaxKeysPerOwner, DefaultMaxKeysPerOwner)
 	c.RevokedKeysKept = cmp.Or(c.RevokedKeysKept, DefaultRevokedKeysKept)
+	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, DefaultIdempotencyTTL)
 	return c
 }
 
@@ -125,7 +131,7 @@ func (c Config) validate() error {
 	case c.Workers < 0:
 		return fmt.Errorf("imagegen: Config.Workers must not be negative (got %d)", c.Workers)
 	case c.GenerateTimeout < 0, c.LeaseDuration < 0, c.RetryBackoff < 0,
-		c.MaxRetryBackoff < 0, c.PollInterval < 0, c.ShutdownTimeout < 0, c.BlobSweepInterval < 0:
+		c.MaxRetryBackoff < 0, c.PollInterval < 0, c.ShutdownTimeout < 0, c.BlobSweepInterval < 0, c.IdempotencyTTL < 0:
 		return errors.New("imagegen: Config durations must not be negative")
 	case c.OrphanGrace < MinOrphanGrace:
 		return fmt.Errorf("imagegen: Config.OrphanGrace must be at least %v (got %v)", MinOrphanGrace, c.OrphanGrace)
@@ -195,10 +201,11 @@ func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submit
 // uses it, so such a task obeys exactly the rules of Submit.
 // Errors: *ValidationError (ErrInvalidParams), or the model's.
 func (s *Service) PrepareTask(ctx context.Context, owner string, req Request) (*Task, error) {
-	if err := req.Validate(); err != nil {
+	callback, err := req.validate()
+	if err != nil {
 		return nil, err
 	}
-	if err := s.checkCallback(req.CallbackURL); err != nil {
+	if err := s.checkCallback(callback); err != nil {
 		return nil, err
 	}
 	req.Normalize()

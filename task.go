@@ -167,70 +167,81 @@ func (r *Request) Normalize() {
 // Validate checks every rule of the interface and returns a
 // *ValidationError naming the first bad field.
 func (r Request) Validate() error {
+	_, err := r.validate()
+	return err
+}
+
+// validate is Validate; it also returns the callback URL, parsed (nil
+// without one), so that the service applies its own rules to it
+// (checkCallback) without parsing it again.
+func (r Request) validate() (callback *url.URL, err error) {
 	switch r.Scene {
 	case SceneTextToImage, SceneImageToImage:
 	case "":
-		return invalid("scene", "is required")
+		return nil, invalid("scene", "is required")
 	default:
-		return invalid("scene", "must be one of text-to-image, image-to-image")
+		return nil, invalid("scene", "must be one of text-to-image, image-to-image")
 	}
 	if !utf8.ValidString(r.Prompt) {
-		return invalid("prompt", "must be valid UTF-8")
+		return nil, invalid("prompt", "must be valid UTF-8")
 	}
 	switch n := utf8.RuneCountInString(r.Prompt); {
 	case n == 0:
-		return invalid("prompt", "is required")
+		return nil, invalid("prompt", "is required")
 	case n > MaxPromptChars:
-		return invalid("prompt", "must be at most %d characters (got %d)", MaxPromptChars, n)
+		return nil, invalid("prompt", "must be at most %d characters (got %d)", MaxPromptChars, n)
 	case strings.TrimFunc(r.Prompt, unicode.IsSpace) == "":
-		return invalid("prompt", "must not be only white space")
+		return nil, invalid("prompt", "must not be only white space")
 	}
 	if r.AspectRatio != "" && !r.AspectRatio.Valid() {
-		return invalid("aspect_ratio", "must be one of auto, 1:1, 3:2, 2:3, 9:16, 16:9, 3:4, 4:3")
+		return nil, invalid("aspect_ratio", "must be one of auto, 1:1, 3:2, 2:3, 9:16, 16:9, 3:4, 4:3")
 	}
 	if r.CallbackURL != "" {
-		if err := checkURL(r.CallbackURL); err != "" {
-			return invalid("callback_url", "%s", err)
+		var problem string
+		if callback, problem = checkURL(r.CallbackURL); problem != "" {
+			return nil, invalid("callback_url", "%s", problem)
 		}
 	}
 	if r.Seed != nil && (*r.Seed < 0 || *r.Seed > MaxSeed) {
-		return invalid("seed", "must be a whole number from 0 to %d", int64(MaxSeed))
+		return nil, invalid("seed", "must be a whole number from 0 to %d", int64(MaxSeed))
 	}
 	if err := checkCallbackEvents(r.CallbackEvents, r.CallbackURL != ""); err != nil {
-		return err
+		return nil, err
 	}
 	if r.Scene == SceneTextToImage {
 		if r.ImageInput != nil {
-			return invalid("image_input", "is not accepted for scene text-to-image")
+			return nil, invalid("image_input", "is not accepted for scene text-to-image")
 		}
-		return nil
+		return callback, nil
 	}
 	switch n := len(r.ImageInput); {
 	case n == 0:
-		return invalid("image_input", "is required for scene image-to-image (1 to %d URLs)", MaxImageInputs)
+		return nil, invalid("image_input", "is required for scene image-to-image (1 to %d URLs)", MaxImageInputs)
 	case n > MaxImageInputs:
-		return invalid("image_input", "must hold at most %d URLs (got %d)", MaxImageInputs, n)
+		return nil, invalid("image_input", "must hold at most %d URLs (got %d)", MaxImageInputs, n)
 	}
 	for i, raw := range r.ImageInput {
-		if err := checkURL(raw); err != "" {
-			return invalid("image_input", "item %d %s", i, err)
+		if _, problem := checkURL(raw); problem != "" {
+			return nil, invalid("image_input", "item %d %s", i, problem)
 		}
 	}
-	return nil
+	return callback, nil
 }
 
-func checkURL(raw string) string {
+// checkURL parses a URL of a request and says what is wrong with it, if
+// anything ("" for nothing).
+func checkURL(raw string) (*url.URL, string) {
 	if len(raw) > MaxURLLength {
-		return "is longer than 2048 bytes"
+		return nil, "is longer than 2048 bytes"
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
-		return "must be an absolute http or https URL"
+		return nil, "must be an absolute http or https URL"
 	}
 	if u.User != nil {
-		return "must not carry user credentials"
+		return nil, "must not carry user credentials"
 	}
-	return ""
+	return u, ""
 }
 
 // Task is one generation task as the store keeps it.

@@ -47,14 +47,28 @@ func TestPlaygroundFormIsSubmittedOnce(t *testing.T) {
 		t.Fatalf("balance %d after a refused resend, want 4", bal)
 	}
 
-	// A form refused before it made a task may be sent again as it is.
+	// A refused form is shown again with a fresh token: sent again as it
+	// is, it is refused again (the refusal is kept, as the API keeps it for
+	// its key) and charges nothing; corrected, it makes a task.
 	refusedOnce := onceField.FindStringSubmatch(b.get("/console/playground").body)[1]
 	bad := url.Values{"scene": {"image-to-image"}, "prompt": {"a cat"}, "once": {refusedOnce}}
-	if p := b.submitForm("/console/playground", "/console/playground", bad); p.status != http.StatusUnprocessableEntity {
-		t.Fatalf("invalid form: status %d, want 422", p.status)
+	refused := b.submitForm("/console/playground", "/console/playground", bad)
+	if refused.status != http.StatusUnprocessableEntity {
+		t.Fatalf("invalid form: status %d, want 422", refused.status)
+	}
+	if again := b.submitForm("/console/playground", "/console/playground", bad); again.status != http.StatusUnprocessableEntity {
+		t.Fatalf("the invalid form resent: status %d, want 422", again.status)
+	}
+	fresh := onceField.FindStringSubmatch(refused.body)
+	if fresh == nil || fresh[1] == refusedOnce {
+		t.Fatalf("the refused form must be shown with a fresh once token, got %v", fresh)
 	}
 	bad.Set("scene", "text-to-image")
+	bad.Set("once", fresh[1])
 	if p := b.submitForm("/console/playground", "/console/playground", bad); taskURL.FindStringSubmatch(p.url) == nil {
 		t.Fatalf("the corrected form: at %s (status %d), want a task page", p.url, p.status)
+	}
+	if bal, _ := f.svc.Balance(context.Background(), "alice"); bal != 3 {
+		t.Fatalf("balance %d after two refusals and one task, want 3", bal)
 	}
 }

@@ -1,14 +1,11 @@
 package console
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -46,8 +43,10 @@ func (c *Console) showPlayground(w http.ResponseWriter, r *http.Request, status 
 }
 
 // playgroundSubmit submits the form through the Service, as the API
-// would: the same validation, price and rate limit. It then shows the
-// task's page, which follows it live.
+// would: the same validation, price, rate limit and idempotency
+// (Service.SubmitIdempotent, keyed by the form's Once token, so a form
+// sent twice makes one task). It then shows the task's page, which
+// follows it live.
 func (c *Console) playgroundSubmit(w http.ResponseWriter, r *http.Request) {
 	v := viewerFrom(r.Context())
 	d := playgroundData{
@@ -57,117 +56,62 @@ func (c *Console) playgroundSubmit(w http.ResponseWriter, r *http.Request) {
 		ImageInput:  r.PostForm.Get("image_input"),
 		Once:        r.PostForm.Get("once"),
 	}
-	req := imagegen.Request{Scene: imagegen.Scene(d.Scene), Prompt: d.Prompt, AspectRatio: imagegen.AspectRatio(d.AspectRatio)}
-	for _, line := range strings.Split(d.ImageInput, "\n") {
-		if u := strings.TrimSpace(line); u != "" {
-			req.ImageInput = append(req.ImageInput, u)
+	sub, _, err := c.svc.SubmitIdempotent(r.Context(), v.User, onceOf(d), func() (imagegen.Request, error) {
+		// Runs only for a form not sent before: a resent one spends
+		// nothing of the rate limit.
+		switch refusal, err := c.spendRequest(w, r, v); {
+		case err != nil:
+			return imagegen.Request{}, err
+		case refusal != "":
+			return imagegen.Request{}, limited(refusal)
 		}
-	}
-	once, err := c.beginOnce(r, v.User, d)
-	switch {
-	case err != nil:
-		c.serverError(w, r, err)
-		return
-	case once.taskID != "":
-		http.Redirect(w, r, c.path("/tasks/"+once.taskID), http.StatusSeeOther)
-		return
-	case once.changed:
-		d.Once = uuid.NewString()
-		c.showPlayground(w, r, http.StatusConflict, d, "This form was already sent with other values. Check them and send it again.")
-		return
-	case once.running:
-		c.showPlayground(w, r, http.StatusConflict, d, "This form was already sent and is still being submitted: see Tasks.")
+		req := imagegen.Request{Scene: imagegen.Scene(d.Scene), Prompt: d.Prompt, AspectRatio: imagegen.AspectRatio(d.AspectRatio)}
+		for _, line := range strings.Split(d.ImageInput, "\n") {
+			if u := strings.TrimSpace(line); u != "" {
+				req.ImageInput = append(req.ImageInput, u)
+			}
+		}
+		return req, nil
+	})
+	if err == nil {
+		http.Redirect(w, r, c.path("/tasks/"+sub.TaskID), http.StatusSeeOther)
 		return
 	}
-	taskID, ok := c.submitPlayground(w, r, v, d, req)
-	once.finish(r, taskID, ok)
-	if ok {
-		http.Redirect(w, r, c.path("/tasks/"+taskID), http.StatusSeeOther)
-	}
-}
-
-// submitPlayground checks the rate limit and submits req; it answers
-// the request itself unless it reports ok.
-func (c *Console) submitPlayground(w http.ResponseWriter, r *http.Request, v viewer, d playgroundData, req imagegen.Request) (string, bool) {
-	switch refusal, err := c.spendRequest(w, r, v); {
-	case err != nil:
-		c.serverError(w, r, err)
-		return "", false
-	case refusal != "":
-		c.showPlayground(w, r, http.StatusTooManyRequests, d, refusal)
-		return "", false
-	}
-	sub, err := c.svc.Submit(r.Context(), v.User, req)
+	var refusal limited
 	var verr *imagegen.ValidationError
 	switch {
+	case errors.As(err, &refusal):
+		c.showPlayground(w, r, http.StatusTooManyRequests, d, string(refusal))
+	case errors.Is(err, imagegen.ErrIdempotencyKeyReused):
+		d.Once = uuid.NewString()
+		c.showPlayground(w, r, http.StatusConflict, d, "This form was already sent with other values. Check them and send it again.")
+	case errors.Is(err, imagegen.ErrIdempotencyKeyInUse):
+		c.showPlayground(w, r, http.StatusConflict, d, "This form was already sent and is still being submitted: see Tasks.")
 	case errors.As(err, &verr):
+		d.Once = uuid.NewString() // the refusal is kept for the old token: the corrected form is a new one
 		c.showPlayground(w, r, http.StatusUnprocessableEntity, d, verr.Error())
-		return "", false
 	case errors.Is(err, imagegen.ErrInvalidParams):
+		d.Once = uuid.NewString()
 		c.showPlayground(w, r, http.StatusUnprocessableEntity, d, "The request is not valid: "+err.Error())
-		return "", false
 	case errors.Is(err, imagegen.ErrInsufficientCredits):
 		c.showPlayground(w, r, http.StatusPaymentRequired, d, "Not enough credits for this request.")
-		return "", false
-	case err != nil:
+	default:
 		c.serverError(w, r, err)
-		return "", false
 	}
-	return sub.TaskID, true
 }
 
-// onceTTL is how long a playground form's submission is remembered.
-const onceTTL = 24 * time.Hour
+// limited is the rate limit's refusal of a form, for the person.
+type limited string
 
-// playgroundOnce is a playground form's submission, remembered in the
-// store's idempotency records under the form's Once token.
-type playgroundOnce struct {
-	c                  *Console
-	owner, key, digest string
-	taskID             string // the task an earlier submission made
-	running            bool   // an earlier submission is still under way
-	changed            bool   // it was sent before with other values
-}
+func (l limited) Error() string { return string(l) }
 
-// beginOnce claims the form's Once token for this submission. A form
-// without a valid token (an old page) is simply submitted.
-func (c *Console) beginOnce(r *http.Request, owner string, d playgroundData) (*playgroundOnce, error) {
+// onceOf is the idempotency of a playground form: its Once token, and a
+// digest of its values. A form without a valid token (an old page) is
+// simply submitted.
+func onceOf(d playgroundData) imagegen.Idempotency {
 	if uuid.Validate(d.Once) != nil {
-		return &playgroundOnce{}, nil
+		return imagegen.Idempotency{}
 	}
 	sum := sha256.Sum256([]byte(strings.Join([]string{d.Scene, d.Prompt, d.AspectRatio, d.ImageInput}, "\x00")))
-	o := &playgroundOnce{c: c, owner: owner, key: "console-playground:" + d.Once, digest: hex.EncodeToString(sum[:])}
-	rec, err := c.store.BeginIdempotent(r.Context(), owner, o.key, o.digest, time.Minute)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("playground once: %w", err)
-	case rec == nil:
-		return o, nil
-	case rec.Fingerprint != o.digest:
-		o.changed = true
-	case rec.Done:
-		o.taskID = string(rec.Body)
-	default:
-		o.running = true
-	}
-	o.key = "" // not this submission's to finish
-	return o, nil
-}
-
-// finish remembers the task the submission made, or forgets the token
-// when it made none (the form shown again may be sent again).
-func (o *playgroundOnce) finish(r *http.Request, taskID string, ok bool) {
-	if o.key == "" {
-		return
-	}
-	ctx := context.WithoutCancel(r.Context()) // a dropped request (a double click) must still record what it made
-	var err error
-	if ok {
-		err = o.c.store.FinishIdempotent(ctx, o.owner, o.key, o.digest, http.StatusSeeOther, []byte(taskID), onceTTL)
-	} else {
-		err = o.c.store.AbandonIdempotent(ctx, o.owner, o.key, o.digest)
-	}
-	if err != nil {
-		o.c.log.WarnContext(ctx, "playground: remember the submission", "err", err)
-	}
+	return imagegen.Idempotency{Key: "console-playground:" + d.Once, Fingerprint: hex.EncodeToString(sum[:])}
 }

@@ -31,6 +31,8 @@ func (h *Handler) respondErr(w http.ResponseWriter, r *http.Request, err error) 
 		writeError(w, http.StatusForbidden, imagegen.APIInsufficientCredits, "not enough credits for this generation")
 	case errors.Is(err, imagegen.ErrTaskNotFound):
 		writeError(w, http.StatusNotFound, imagegen.APITaskNotFound, "task not found")
+	case errors.Is(err, imagegen.ErrIdempotencyKeyInUse):
+		writeError(w, http.StatusConflict, imagegen.APIIdempotencyKeyInUse, "a request with this Idempotency-Key is still in progress; retry later")
 	case errors.Is(err, imagegen.ErrInvalidTransition):
 		writeError(w, http.StatusConflict, imagegen.APITaskAlreadyFinished, "the task has already finished; it was not changed")
 	default:

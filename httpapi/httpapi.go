@@ -94,11 +94,7 @@ type Config struct {
 	// before it cancels the task, refunds it and answers 504 (default
 	// imagegen.MaxWait). Keep it below the HTTP server's WriteTimeout.
 	OpenAIWait time.Duration
-	// IdempotencyTTL is how long a submit answer is replayed for its
-	// Idempotency-Key (default DefaultIdempotencyTTL; serve passes its
-	// -retention).
-	IdempotencyTTL time.Duration
-	Clock          imagegen.Clock // default SystemClock
+	Clock      imagegen.Clock // default SystemClock
 	// Logger gets one line per request (method, route, status, duration,
 	// request id, key id) and the details of server errors.
 	Logger *slog.Logger // default slog.Default()
@@ -135,7 +131,6 @@ func New(cfg Config) (*Handler, error) {
 	if len(cfg.SigningKey) == 0 {
 		cfg.SigningKey = imagegen.NewSecretKey()
 	}
-	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, DefaultIdempotencyTTL)
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
 	cfg.ImageBaseURL = strings.TrimSuffix(cfg.ImageBaseURL, "/")
 	cfg.OpenAIPrefix = strings.TrimSuffix(cfg.OpenAIPrefix, "/")

@@ -44,10 +44,11 @@ type env struct {
 type envOptions struct {
 	store    imagegen.Store
 	limit    int
-	openAI   bool                  // serve the OpenAI-compatible endpoint at /v1
-	logger   *slog.Logger          // the API's; default quiet
-	observer imagegen.Observer     // default none
-	api      func(*httpapi.Config) // changes the handler's config
+	openAI   bool                   // serve the OpenAI-compatible endpoint at /v1
+	logger   *slog.Logger           // the API's; default quiet
+	observer imagegen.Observer      // default none
+	api      func(*httpapi.Config)  // changes the handler's config
+	service  func(*imagegen.Config) // changes the service's config
 }
 
 // quiet keeps the service's logs out of test output.
@@ -62,7 +63,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	}
 	authFailures, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 10, Window: time.Minute, Clock: clock})
 	is.New(t).NoErr(err)
-	s := apitest.New(t, apitest.Config{Clock: clock, Store: o.store, Limit: o.limit, API: func(cfg *httpapi.Config) {
+	s := apitest.New(t, apitest.Config{Clock: clock, Store: o.store, Limit: o.limit, Service: o.service, API: func(cfg *httpapi.Config) {
 		cfg.AuthFailures, cfg.PublicURL = authFailures, "https://img.example.test"
 		cfg.Logger, cfg.Observer = o.logger, o.observer
 		cfg.OpenAIPrefix = map[bool]string{true: "/v1"}[o.openAI]

@@ -10,7 +10,6 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/httpapi"
 )
 
 // TestIdempotencyRefusalOfStateNotReplayed: a 403 insufficient_credits
@@ -51,10 +50,9 @@ func TestIdempotencyBodyErrorsReplayed(t *testing.T) {
 // time, not a fixed 24 h.
 func TestIdempotencyFollowsRetention(t *testing.T) {
 	is := is.New(t)
-	e := newEnv(t)
-	h := e.handlerWith(httpapi.Config{IdempotencyTTL: time.Hour})
+	e := newEnv(t, func(o *envOptions) { o.service = func(c *imagegen.Config) { c.IdempotencyTTL = time.Hour } })
 	submit := func() *httptest.ResponseRecorder {
-		return doOn(h, "POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", "short")
+		return e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", "short")
 	}
 	is.Equal(submit().Code, http.StatusCreated)
 	e.clock.Advance(59 * time.Minute)

@@ -18,7 +18,7 @@ func (h *Handler) routes() {
 		h.mux.Handle(path, methodNotAllowed(allow))
 	}
 
-	route("POST", p+"/generate", api(h.idempotent(h.handleSubmit())))
+	route("POST", p+"/generate", api(h.handleSubmit()))
 	route("GET", p+"/tasks/{task_id}", api(h.handleTask()))
 
 	// Extensions: cancel, listing, balance, ledger.

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"mime"
 	"net/http"
@@ -8,21 +10,49 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-// handleSubmit serves POST {prefix}/generate (docs/api.md, "Submit a task").
+// handleSubmit serves POST {prefix}/generate (docs/api.md, "Submit a
+// task"). The body is read once and handed, with the Idempotency-Key
+// header, to Service.SubmitIdempotent, which decodes and validates it
+// once, and only when the key is new (see the header's rules there):
+// the same key with the same body answers the first answer again, with
+// "Idempotent-Replayed: true".
 func (h *Handler) handleSubmit() http.Handler {
-	return userJSON(h, http.StatusCreated, func(w http.ResponseWriter, r *http.Request, owner string) (imagegen.Submitted, error) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := PrincipalFrom(r.Context())
+		keys := r.Header.Values("Idempotency-Key")
+		if len(keys) > 1 {
+			h.respondErr(w, r, &imagegen.ValidationError{Field: "Idempotency-Key", Message: "must be given once"})
+			return
+		}
 		if err := checkContentType(r); err != nil {
-			return imagegen.Submitted{}, err
+			h.respondErr(w, r, err)
+			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 		if err != nil {
-			return imagegen.Submitted{}, err
+			h.respondErr(w, r, err)
+			return
 		}
-		req, err := imagegen.DecodeRequest(body)
+		var id imagegen.Idempotency
+		if len(keys) == 1 {
+			sum := sha256.Sum256(body)
+			id = imagegen.Idempotency{Key: keys[0], Fingerprint: hex.EncodeToString(sum[:])}
+			if id.Key == "" { // the client meant to send a key
+				h.respondErr(w, r, &imagegen.ValidationError{Field: "Idempotency-Key", Message: "must be 1 to 255 printable ASCII characters"})
+				return
+			}
+		}
+		sub, replayed, err := h.cfg.Service.SubmitIdempotent(r.Context(), p.Owner, id, func() (imagegen.Request, error) {
+			return imagegen.DecodeRequest(body)
+		})
+		if replayed {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
 		if err != nil {
-			return imagegen.Submitted{}, err
+			h.respondErr(w, r, err)
+			return
 		}
-		return h.cfg.Service.Submit(r.Context(), owner, req)
+		encode(w, http.StatusCreated, sub)
 	})
 }
 

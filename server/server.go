@@ -102,10 +102,6 @@ type Config struct {
 	// ForwardedHeader is the header those proxies name the client in
 	// (httpapi.Config.ForwardedHeader; default X-Forwarded-For).
 	ForwardedHeader string
-	// IdempotencyTTL is how long a submit answer is replayed for its
-	// Idempotency-Key (default httpapi.DefaultIdempotencyTTL); set it to
-	// the store's retention.
-	IdempotencyTTL time.Duration
 	// Login is the host app's own sign-in (sessions, tokens), tried before
 	// API keys: a request it refuses with an error wrapping
 	// imagegen.ErrUnauthorized is then checked as a Bearer API key.
@@ -223,7 +219,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		AuthFailures:    cfg.AuthFailures,
 		TrustedProxies:  cfg.TrustedProxies,
 		ForwardedHeader: cfg.ForwardedHeader,
-		IdempotencyTTL:  cfg.IdempotencyTTL,
 		Authenticator:   auth,
 		SigningKey:      cfg.SigningKey,
 		ImageBaseURL:    cfg.ImageBaseURL,

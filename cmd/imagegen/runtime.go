@@ -87,6 +87,7 @@ func serviceConfig(c runtimeConfig, getenv func(string) string, be backend, log 
 		BlobSweepInterval: c.blobSweep, OrphanGrace: c.orphanGrace,
 		ShutdownTimeout:    max(c.shutdownTimeout, time.Nanosecond), // 0 would mean the default
 		AllowHTTPCallbacks: c.allowPrivateURLs,
+		IdempotencyTTL:     c.retention, // submit answers are replayed as long as their tasks are kept
 	}, nil
 }
 

@@ -121,7 +121,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		AuthFailures:    rt.authFailures,
 		TrustedProxies:  c.trustedProxies,
 		ForwardedHeader: c.forwardedHeader,
-		IdempotencyTTL:  c.retention,
 		OpenAIPrefix:    c.openAI,
 		SigningKey:      []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
 		NoWorkers:       c.workers == 0,       // -workers 0: this process serves the API only
