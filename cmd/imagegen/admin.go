@@ -24,14 +24,19 @@ func (a *adminFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.owner, "owner", "", "user id (required)")
 }
 
+// adminFlagSet is the flag set of admin command name, filling a;
+// extra registers the command's own flags.
+func adminFlagSet(name string, a *adminFlags, stderr io.Writer, extra func(*flag.FlagSet)) *flag.FlagSet {
+	fs := newFlagSet(name, stderr)
+	a.register(fs)
+	extra(fs)
+	return fs
+}
+
 // parseAdmin parses args for an admin command; extra registers more flags.
 func parseAdmin(name string, args []string, getenv func(string) string, stderr io.Writer, extra func(*flag.FlagSet)) (adminFlags, error) {
 	var a adminFlags
-	fs := newFlagSet(name, stderr)
-	a.register(fs)
-	if extra != nil {
-		extra(fs)
-	}
+	fs := adminFlagSet(name, &a, stderr, extra)
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return a, err
 	}
@@ -54,18 +59,23 @@ commands:
 Run "imagegen keys <command> -h" for the flags of a command.
 `
 
+// keysFlags registers the flags of keys sub beyond the admin flags.
+func keysFlags(sub string, id *string) func(*flag.FlagSet) {
+	return func(fs *flag.FlagSet) {
+		if sub == "revoke" {
+			fs.StringVar(id, "id", "", "id of the key to revoke (from keys list)")
+		}
+	}
+}
+
 // keysCmd: imagegen keys create|list|revoke.
 func keysCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cmd, err := pickSubcommand("keys", args, []string{"create", "list", "revoke"}, keysUsage, stdout, stderr)
+	cmd, err := pickSubcommand("keys", args, keysUsage, stdout, stderr)
 	if cmd == "" {
 		return err
 	}
 	var id string
-	a, err := parseAdmin("keys "+args[0], args[1:], getenv, stderr, func(fs *flag.FlagSet) {
-		if args[0] == "revoke" {
-			fs.StringVar(&id, "id", "", "id of the key to revoke (from keys list)")
-		}
-	})
+	a, err := parseAdmin("keys "+args[0], args[1:], getenv, stderr, keysFlags(args[0], &id))
 	if err != nil {
 		return helpIsNoError(err)
 	}
@@ -122,20 +132,26 @@ commands:
 Run "imagegen credits <command> -h" for the flags of a command.
 `
 
+// creditsFlags registers the flags of credits sub beyond the admin
+// flags.
+func creditsFlags(sub string, amount *int64, ref *string) func(*flag.FlagSet) {
+	return func(fs *flag.FlagSet) {
+		if sub == "grant" {
+			fs.Int64Var(amount, "amount", 0, "credits to add (positive)")
+			fs.StringVar(ref, "ref", "", "reference of the grant, e.g. an invoice id (required): a grant with a ref already used is not applied again")
+		}
+	}
+}
+
 // creditsCmd: imagegen credits grant|show.
 func creditsCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cmd, err := pickSubcommand("credits", args, []string{"grant", "show"}, creditsUsage, stdout, stderr)
+	cmd, err := pickSubcommand("credits", args, creditsUsage, stdout, stderr)
 	if cmd == "" {
 		return err
 	}
 	var amount int64
 	var ref string
-	a, err := parseAdmin("credits "+args[0], args[1:], getenv, stderr, func(fs *flag.FlagSet) {
-		if args[0] == "grant" {
-			fs.Int64Var(&amount, "amount", 0, "credits to add (positive)")
-			fs.StringVar(&ref, "ref", "", "reference of the grant, e.g. an invoice id (required): a grant with a ref already used is not applied again")
-		}
-	})
+	a, err := parseAdmin("credits "+args[0], args[1:], getenv, stderr, creditsFlags(args[0], &amount, &ref))
 	if err != nil {
 		return helpIsNoError(err)
 	}

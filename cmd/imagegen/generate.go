@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -24,8 +25,8 @@ type generateConfig struct {
 	seed   *int64
 }
 
-func parseGenerate(args []string, stderr io.Writer) (generateConfig, error) {
-	var c generateConfig
+// generateFlags is generate's flag set, filling c.
+func generateFlags(c *generateConfig, stderr io.Writer) *flag.FlagSet {
 	fs := newFlagSet("generate", stderr)
 	fs.StringVar(&c.prompt, "prompt", "", "text describing the image (required)")
 	fs.StringVar(&c.aspect, "aspect", string(imagegen.AspectAuto), "aspect ratio: "+aspectChoices())
@@ -40,6 +41,12 @@ func parseGenerate(args []string, stderr io.Writer) (generateConfig, error) {
 	})
 	fs.StringVar(&c.out, "o", "", "file to write (with several images: name-1.ext, name-2.ext, …; default: the task id)")
 	c.apiFlags.register(fs)
+	return fs
+}
+
+func parseGenerate(args []string, stderr io.Writer) (generateConfig, error) {
+	var c generateConfig
+	fs := generateFlags(&c, stderr)
 	if err := parseArgs(fs, args); err != nil {
 		return c, err
 	}

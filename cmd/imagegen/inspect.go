@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -47,8 +48,7 @@ type inspectFlags struct {
 
 // inspectCmd: imagegen inspect stats|list|show|retry|cancel|purge.
 func inspectCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	subs := []string{"stats", "list", "show", "retry", "cancel", "purge"}
-	cmd, err := pickSubcommand("inspect", args, subs, inspectUsage, stdout, stderr)
+	cmd, err := pickSubcommand("inspect", args, inspectUsage, stdout, stderr)
 	if cmd == "" {
 		return err
 	}
@@ -100,8 +100,8 @@ func inspectCmd(ctx context.Context, args []string, getenv func(string) string, 
 	})
 }
 
-func parseInspect(cmd string, args []string, getenv func(string) string, stderr io.Writer) (inspectFlags, []string, error) {
-	var f inspectFlags
+// inspectFlagSet is the flag set of inspect cmd, filling f.
+func inspectFlagSet(cmd string, f *inspectFlags, stderr io.Writer) *flag.FlagSet {
 	fs := newFlagSet("inspect "+cmd, stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, inspectUsage)
@@ -122,6 +122,12 @@ func parseInspect(cmd string, args []string, getenv func(string) string, stderr 
 			fs.BoolVar(&f.recharge, "recharge", false, "charge the task's cost again (a later failure refunds it again); without, it runs free")
 		}
 	}
+	return fs
+}
+
+func parseInspect(cmd string, args []string, getenv func(string) string, stderr io.Writer) (inspectFlags, []string, error) {
+	var f inspectFlags
+	fs := inspectFlagSet(cmd, &f, stderr)
 	ids, err := parseInterspersed(fs, args)
 	if err != nil {
 		return f, nil, err

@@ -10,10 +10,11 @@
 //	imagegen generate -prompt TEXT [flags]    generate an image through a server's API
 //	imagegen tasks get TASK_ID                print a task of a server's API
 //
-// Every flag of serve, worker, keys, credits and migrate can also be set in the
-// environment as IMAGEGEN_<NAME>, with the flag name upper-cased and
-// dashes as underscores (-rate-limit is IMAGEGEN_RATE_LIMIT); a flag on
-// the command line wins. Secrets (-demo-key, -signing-key and a -redis
+// Every flag of serve, worker, keys, credits, inspect and migrate can
+// also be set in the environment as IMAGEGEN_<NAME>, with the flag name
+// upper-cased and dashes as underscores (-rate-limit is
+// IMAGEGEN_RATE_LIMIT); a flag on the command line wins. The full list is
+// docs/configuration.md, generated from the flag sets by a test. Secrets (-demo-key, -signing-key and a -redis
 // URL with a password) are best given that way or with -<name>-file (a
 // file holding the value), since the command line shows in ps.
 // generate and tasks read the server's URL from
@@ -80,16 +81,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("no command given")
 	}
-	commands := map[string]command{
-		"serve":    serve,
-		"worker":   worker,
-		"keys":     keysCmd,
-		"credits":  creditsCmd,
-		"migrate":  migrateCmd,
-		"generate": generate,
-		"tasks":    tasksCmd,
-		"inspect":  inspectCmd,
-	}
+	commands := commands()
 	if cmd, ok := commands[args[0]]; ok {
 		return cmd(ctx, args[1:], getenv, stdout, stderr)
 	}
@@ -103,6 +95,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			msg += fmt.Sprintf(" (did you mean %s?)", near)
 		}
 		return errors.New(msg + "\nrun \"imagegen help\" to list the commands")
+	}
+}
+
+// commands are the program's commands by name.
+func commands() map[string]command {
+	return map[string]command{
+		"serve":    serve,
+		"worker":   worker,
+		"keys":     keysCmd,
+		"credits":  creditsCmd,
+		"migrate":  migrateCmd,
+		"generate": generate,
+		"tasks":    tasksCmd,
+		"inspect":  inspectCmd,
 	}
 }
 

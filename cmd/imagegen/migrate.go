@@ -3,30 +3,41 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 
 	"github.com/imagegen/imagegen/store/postgres"
 )
 
+// migrateConfig is what migrate is told.
+type migrateConfig struct {
+	url, listen, schema string
+	down                bool
+	to                  int
+}
+
+// migrateFlags is migrate's flag set, filling c.
+func migrateFlags(c *migrateConfig, stderr io.Writer) *flag.FlagSet {
+	fs := newFlagSet("migrate", stderr)
+	fs.StringVar(&c.url, "postgres", "", "PostgreSQL URL (postgres://user@host:port/db) (required)")
+	fs.StringVar(&c.listen, "postgres-listen", "", postgresListenUsage)
+	fs.StringVar(&c.schema, "schema", postgres.DefaultSchema, "schema of the store's tables (created if missing)")
+	fs.BoolVar(&c.down, "down", false, "undo every migration: drop the store's tables and their data (the schema stays)")
+	secretFiles(fs, "postgres", "postgres-listen")
+	fs.IntVar(&c.to, "to", -1, fmt.Sprintf("migrate up or down to this version (0 to %d; default the latest)", postgres.LatestVersion()))
+	return fs
+}
+
 // migrateCmd: imagegen migrate -postgres URL [-schema S] [-down | -to N]
 // brings the PostgreSQL schema to this build's version (or down).
 func migrateCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var (
-		url, listen, schema string
-		down                bool
-		to                  int
-	)
-	fs := newFlagSet("migrate", stderr)
-	fs.StringVar(&url, "postgres", "", "PostgreSQL URL (postgres://user@host:port/db) (required)")
-	fs.StringVar(&listen, "postgres-listen", "", postgresListenUsage)
-	fs.StringVar(&schema, "schema", postgres.DefaultSchema, "schema of the store's tables (created if missing)")
-	fs.BoolVar(&down, "down", false, "undo every migration: drop the store's tables and their data (the schema stays)")
-	secretFiles(fs, "postgres", "postgres-listen")
-	fs.IntVar(&to, "to", -1, fmt.Sprintf("migrate up or down to this version (0 to %d; default the latest)", postgres.LatestVersion()))
+	var c migrateConfig
+	fs := migrateFlags(&c, stderr)
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return helpIsNoError(err)
 	}
+	url, listen, schema, down, to := c.url, c.listen, c.schema, c.down, c.to
 	switch {
 	case url == "":
 		return errors.New("-postgres URL is required")

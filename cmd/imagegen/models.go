@@ -88,6 +88,12 @@ func apiKeyVar(providerName string) string {
 	return strings.ToUpper(providerName) + "_API_KEY"
 }
 
+// baseURLVar names the environment variable that points a provider's
+// adapter at another API root (required for a self-hosted server).
+func baseURLVar(providerName string) string {
+	return strings.ToUpper(providerName) + "_BASE_URL"
+}
+
 // modelDeps is what building a model needs besides its choice.
 type modelDeps struct {
 	getenv  func(string) string
@@ -144,7 +150,7 @@ func buildModel(c modelChoice, d modelDeps) (imagegen.Model, error) {
 	if key == "" && !selfHosted(c.provider) {
 		return nil, fmt.Errorf("-model %s needs the API key in %s", c, keyVar)
 	}
-	baseVar := strings.ToUpper(c.provider) + "_BASE_URL"
+	baseVar := baseURLVar(c.provider)
 	baseURL := d.getenv(baseVar)
 	if baseURL == "" && selfHosted(c.provider) {
 		return nil, fmt.Errorf("-model %s needs the server's address in %s (e.g. http://127.0.0.1:7860)", c, baseVar)

@@ -42,8 +42,8 @@ type serveConfig struct {
 	openAI string
 }
 
-func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
-	var c serveConfig
+// serveFlags is serve's flag set, filling c.
+func serveFlags(c *serveConfig, stderr io.Writer) *flag.FlagSet {
 	fs := newFlagSet("serve", stderr)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&c.publicURL, "public-url", "", "base of image URLs, e.g. https://img.example.com (default: http://<addr>)")
@@ -60,6 +60,12 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&c.openAI, "openai-prefix", "/v1", `where the OpenAI-compatible POST <prefix>/images/generations is served ("" turns it off)`)
 	c.runtimeConfig.register(fs, 4, "shared by every process; with neither -redis nor -postgres, state stays in this process")
 	secretFiles(fs, "demo-key", "signing-key")
+	return fs
+}
+
+func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
+	var c serveConfig
+	fs := serveFlags(&c, stderr)
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return c, err
 	}

@@ -10,11 +10,28 @@ import (
 // errShownUsage marks a refusal whose usage text has been printed.
 var errShownUsage = errors.New("see the usage above")
 
+// subcommands are the commands of a command group, in the order its
+// usage lists them.
+func subcommands(group string) []string {
+	switch group {
+	case "keys":
+		return []string{"create", "list", "revoke"}
+	case "credits":
+		return []string{"grant", "show"}
+	case "inspect":
+		return []string{"stats", "list", "show", "retry", "cancel", "purge"}
+	case "tasks":
+		return []string{"get"}
+	}
+	return nil
+}
+
 // pickSubcommand reads the subcommand of a command group (keys, credits,
 // tasks). With none or an unknown one it prints usage to stderr and
 // fails; with -h, -help, --help or help it prints usage to stdout and
 // returns "" and no error, so the caller just returns.
-func pickSubcommand(group string, args []string, subs []string, usage string, stdout, stderr io.Writer) (string, error) {
+func pickSubcommand(group string, args []string, usage string, stdout, stderr io.Writer) (string, error) {
+	subs := subcommands(group)
 	switch {
 	case len(args) == 0:
 		fmt.Fprint(stderr, usage)

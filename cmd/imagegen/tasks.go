@@ -23,16 +23,11 @@ IMAGEGEN_SERVER or http://127.0.0.1:8080.
 // the full view (timing, model, seed, queue position) when the server
 // has it.
 func tasksCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if cmd, err := pickSubcommand("tasks", args, []string{"get"}, tasksUsage, stdout, stderr); cmd == "" {
+	if cmd, err := pickSubcommand("tasks", args, tasksUsage, stdout, stderr); cmd == "" {
 		return err
 	}
 	var a apiFlags
-	fs := newFlagSet("tasks get", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, tasksUsage)
-		fs.PrintDefaults()
-	}
-	a.register(fs)
+	fs := tasksGetFlags(&a, stderr)
 	ids, err := parseInterspersed(fs, args[1:])
 	if err != nil {
 		return helpIsNoError(err)
@@ -52,6 +47,17 @@ func tasksCmd(ctx context.Context, args []string, getenv func(string) string, st
 	enc.SetEscapeHTML(false) // image URLs keep their & as is
 	enc.SetIndent("", "  ")
 	return enc.Encode(task)
+}
+
+// tasksGetFlags is the flag set of tasks get, filling a.
+func tasksGetFlags(a *apiFlags, stderr io.Writer) *flag.FlagSet {
+	fs := newFlagSet("tasks get", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, tasksUsage)
+		fs.PrintDefaults()
+	}
+	a.register(fs)
+	return fs
 }
 
 // parseInterspersed parses fs from args with flags before or after the

@@ -3,16 +3,23 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"io"
 )
+
+// workerFlags is worker's flag set, filling c.
+func workerFlags(c *runtimeConfig, stderr io.Writer) *flag.FlagSet {
+	fs := newFlagSet("worker", stderr)
+	c.register(fs, 4, "of the store shared with the API processes (one of -redis and -postgres is required)")
+	return fs
+}
 
 // worker runs generations only, against a shared Redis or PostgreSQL,
 // until ctx ends;
 // then it lets running generations finish (or gives their tasks back).
 func worker(ctx context.Context, args []string, getenv func(string) string, _, stderr io.Writer) error {
 	var c runtimeConfig
-	fs := newFlagSet("worker", stderr)
-	c.register(fs, 4, "of the store shared with the API processes (one of -redis and -postgres is required)")
+	fs := workerFlags(&c, stderr)
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return helpIsNoError(err)
 	}
