@@ -162,9 +162,6 @@ func New(cfg Config) (*Service, error) {
 	return &Service{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1)}, nil
 }
 
-// Store returns the service's store.
-func (s *Service) Store() Store { return s.cfg.Store }
-
 // Submitted is the answer to a submit (docs/api.md, "Submit a task").
 type Submitted struct {
 	TaskID           string `json:"task_id"`
@@ -177,11 +174,39 @@ type Submitted struct {
 // task for owner, debiting the price in the same atomic store operation.
 // Errors: *ValidationError (ErrInvalidParams), ErrInsufficientCredits.
 func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submitted, error) {
-	t, err := s.PrepareTask(ctx, owner, req)
+	return s.submit(ctx, owner, req, s.cfg.Store.CreateTask)
+}
+
+// ErrOtherStore: SubmitWith was given a store the service does not run on.
+var ErrOtherStore = errors.New("imagegen: the service runs on another store")
+
+// SubmitWith is Submit with the task created by create instead of the
+// store's CreateTask: a store that creates tasks inside a host app's own
+// transaction (postgres.Store.SubmitTx) calls it, so that such a task
+// obeys exactly the rules of Submit and is logged and counted
+// (Observer.TaskSubmitted) like every other. on is the store create
+// writes to: it must be the service's (Config.Store, the same value),
+// else SubmitWith returns ErrOtherStore and creates nothing, since the
+// service's workers would never see the task. create must do what
+// Store.CreateTask does and return the balance after the charge.
+// The submission is counted when create returns, before the host's
+// transaction commits: one that is rolled back afterwards was counted
+// all the same.
+func (s *Service) SubmitWith(ctx context.Context, owner string, req Request, on Store, create func(context.Context, *Task) (balance int64, err error)) (Submitted, error) {
+	if on != s.cfg.Store {
+		return Submitted{}, ErrOtherStore
+	}
+	return s.submit(ctx, owner, req, create)
+}
+
+// submit prepares owner's task, creates it with create, and logs and
+// counts it.
+func (s *Service) submit(ctx context.Context, owner string, req Request, create func(context.Context, *Task) (int64, error)) (Submitted, error) {
+	t, err := s.prepareTask(ctx, owner, req)
 	if err != nil {
 		return Submitted{}, err
 	}
-	balance, err := s.cfg.Store.CreateTask(ctx, t)
+	balance, err := create(ctx, t)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("imagegen: submit: %w", err)
 	}
@@ -194,13 +219,11 @@ func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submit
 	return Submitted{TaskID: t.ID, Status: StatusPending, CreditsUsed: t.Cost, CreditsRemaining: balance}, nil
 }
 
-// PrepareTask is Submit without the store: it validates req, prices it
-// with the model and returns the pending task that Submit would create
-// for owner (with a new ID), storing nothing. A store that can create
-// tasks inside a host app's own transaction (postgres.Store.SubmitTx)
-// uses it, so such a task obeys exactly the rules of Submit.
+// prepareTask is Submit without the store: it validates req, prices it
+// with the model and returns the pending task to create for owner (with
+// a new ID), storing nothing.
 // Errors: *ValidationError (ErrInvalidParams), or the model's.
-func (s *Service) PrepareTask(ctx context.Context, owner string, req Request) (*Task, error) {
+func (s *Service) prepareTask(ctx context.Context, owner string, req Request) (*Task, error) {
 	callback, err := req.validate()
 	if err != nil {
 		return nil, err

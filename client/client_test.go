@@ -291,7 +291,7 @@ func TestErrorCodes(t *testing.T) {
 	}, {
 		name: "idempotency key in use",
 		call: func(e *env, c *client.Client) error {
-			store := e.svc.Store()
+			store := e.stack.Store
 			if _, err := store.BeginIdempotent(ctx, "alice", "k", fingerprint(e.t, fox), time.Minute); err != nil {
 				return err
 			}

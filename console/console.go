@@ -33,10 +33,20 @@ const DefaultSessionTTL = 12 * time.Hour
 // Any other error is a server error.
 type IdentifyFunc func(r *http.Request) (user string, operator bool, err error)
 
-// Config configures the console. Service is required, and one way of
-// signing in: Identify, KeySignIn, or both.
+// Store is what the console keeps in the service's store: sessions and
+// the default session secret. An imagegen.Store is one.
+type Store interface {
+	imagegen.SessionStore
+	imagegen.SecretStore
+}
+
+// Config configures the console. Service and Store are required, and
+// one way of signing in: Identify, KeySignIn, or both.
 type Config struct {
 	Service *imagegen.Service
+	// Store keeps the sessions and the default session secret: the
+	// service's store, so that every process on it shares them.
+	Store Store
 
 	// API gives the signed URLs of a task's images (its ImageURLs). Or
 	// set ImageURLs; one of the two is required.
@@ -103,7 +113,7 @@ type Config struct {
 type Console struct {
 	cfg       Config
 	svc       *imagegen.Service
-	store     imagegen.Store // the Service's: sessions, secrets, idempotency records
+	store     Store // Config.Store: sessions
 	imageURLs func(*imagegen.Task) []string
 	pages     map[string]*template.Template
 	mux       *http.ServeMux
@@ -118,6 +128,8 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 	switch {
 	case cfg.Service == nil:
 		return nil, errors.New("console: Config.Service is required")
+	case cfg.Store == nil:
+		return nil, errors.New("console: Config.Store is required (the service's store: sessions and the session secret)")
 	case cfg.API == nil && cfg.ImageURLs == nil:
 		return nil, errors.New("console: Config.API or Config.ImageURLs is required (signed image URLs)")
 	case cfg.Identify == nil && !cfg.KeySignIn:
@@ -150,9 +162,8 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	store := cfg.Service.Store()
 	if len(cfg.Secret) == 0 {
-		secret, err := store.SharedSecret(ctx, SessionSecretName, imagegen.NewSecretKey)
+		secret, err := cfg.Store.SharedSecret(ctx, SessionSecretName, imagegen.NewSecretKey)
 		if err != nil {
 			return nil, fmt.Errorf("console: session secret from the store: %w", err)
 		}
@@ -168,7 +179,7 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 	c := &Console{
 		cfg:       cfg,
 		svc:       cfg.Service,
-		store:     store,
+		store:     cfg.Store,
 		imageURLs: cfg.ImageURLs,
 		pages:     pages,
 		csp:       contentSecurityPolicy(cfg.ImageOrigins),

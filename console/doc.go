@@ -7,6 +7,7 @@
 //
 //	con, err := console.New(ctx, console.Config{
 //		Service:  srv.Service(),
+//		Store:    store,              // the service's: sessions, the session secret
 //		API:      srv.API(),          // signed image URLs
 //		Limiter:  srv.Limiter(),      // the API's per-key rate limit
 //		Prefix:   "/console",

@@ -26,9 +26,10 @@ import (
 // fixture is the standard stack with the console at /console/ (key
 // sign-in, operator "ops"), served by an httptest server, workers running.
 type fixture struct {
-	ts  *httptest.Server
-	svc *imagegen.Service
-	cfg console.Config // the console's configuration
+	ts    *httptest.Server
+	svc   *imagegen.Service
+	store imagegen.Store // the service's
+	cfg   console.Config // the console's configuration
 }
 
 type fixtureConfig struct {
@@ -49,8 +50,9 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 		fc.model = m
 	}
 	quiet := slog.New(slog.DiscardHandler)
+	store := memory.New(memory.Config{})
 	stack, err := server.New(ctx, server.Config{
-		Service:   imagegen.Config{Store: memory.New(memory.Config{}), Model: fc.model, Logger: quiet, PollInterval: 20 * time.Millisecond},
+		Service:   imagegen.Config{Store: store, Model: fc.model, Logger: quiet, PollInterval: 20 * time.Millisecond},
 		PublicURL: ts.URL,
 		RateLimit: fc.rateLimit,
 	})
@@ -59,6 +61,7 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 	}
 	cfg := console.Config{
 		Service:      stack.Service(),
+		Store:        store,
 		API:          stack.API(),
 		Limiter:      stack.Limiter(),
 		AuthFailures: stack.AuthFailures(),
@@ -77,7 +80,7 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = stack.Run(ctx) }()
 	t.Cleanup(func() { cancel(); ts.Close(); wg.Wait() })
-	return &fixture{ts: ts, svc: stack.Service(), cfg: cfg}
+	return &fixture{ts: ts, svc: stack.Service(), store: store, cfg: cfg}
 }
 
 // otherProcess is a second console on the fixture's store, served

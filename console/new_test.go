@@ -17,19 +17,21 @@ import (
 )
 
 func TestNewNamesTheBadField(t *testing.T) {
-	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(1)})
+	store := memory.New(memory.Config{})
+	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	urls := func(*imagegen.Task) []string { return nil }
 	who := func(*http.Request) (string, bool, error) { return "", false, nil }
-	good := console.Config{Service: svc, ImageURLs: urls, Identify: who}
+	good := console.Config{Service: svc, Store: store, ImageURLs: urls, Identify: who}
 	cases := []struct {
 		name string
 		edit func(*console.Config)
 		want string
 	}{
 		{"no service", func(c *console.Config) { c.Service = nil }, "Config.Service"},
+		{"no store", func(c *console.Config) { c.Store = nil }, "Config.Store"},
 		{"no image URLs", func(c *console.Config) { c.ImageURLs = nil }, "Config.API or Config.ImageURLs"},
 		{"no sign-in", func(c *console.Config) { c.Identify = nil }, "Config.Identify"},
 		{"relative prefix", func(c *console.Config) { c.Prefix = "console" }, "Config.Prefix"},
@@ -53,12 +55,14 @@ func TestNewNamesTheBadField(t *testing.T) {
 }
 
 func TestIdentifyDecidesWhoIsSignedIn(t *testing.T) {
-	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(1)})
+	store := memory.New(memory.Config{})
+	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	con, err := console.New(context.Background(), console.Config{
 		Service:   svc,
+		Store:     store,
 		ImageURLs: func(*imagegen.Task) []string { return nil },
 		Prefix:    "/c",
 		Identify: func(r *http.Request) (string, bool, error) {

@@ -42,7 +42,7 @@ func TestOperatorPageShowsProviderOutcomesAndFallbacks(t *testing.T) {
 		Requests:  []imagegen.ProviderCount{{Provider: "first", Outcome: imagegen.OutcomeTimeout, N: 2}},
 		Fallbacks: []imagegen.FallbackCount{{From: "first", To: "second", N: 3}},
 	}
-	if err := f.svc.Store().AddProviderStats(context.Background(), other); err != nil {
+	if err := f.store.AddProviderStats(context.Background(), other); err != nil {
 		t.Fatal(err)
 	}
 

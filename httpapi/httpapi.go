@@ -86,6 +86,9 @@ type Config struct {
 	// Each download gets a fresh URL, so the link a client keeps (the
 	// signed API URL) works until the image expires.
 	PresignTTL time.Duration
+	// Blobs is the service's BlobStore (its store's Blobs()), needed
+	// with PresignTTL: it must presign URLs (imagegen.BlobPresigner).
+	Blobs imagegen.BlobStore
 	// OpenAIPrefix, when set (for example "/v1"), also serves the
 	// OpenAI-compatible POST {OpenAIPrefix}/images/generations, an
 	// optional extension. Default: off.
@@ -160,9 +163,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	var presigner imagegen.BlobPresigner
 	if cfg.PresignTTL > 0 {
-		p, ok := cfg.Service.Store().Blobs().(imagegen.BlobPresigner)
+		p, ok := cfg.Blobs.(imagegen.BlobPresigner)
 		if !ok {
-			return nil, errors.New("httpapi: Config.PresignTTL needs a BlobStore that presigns URLs (such as blob/s3)")
+			return nil, errors.New("httpapi: Config.PresignTTL needs Config.Blobs, a BlobStore that presigns URLs (such as blob/s3)")
 		}
 		presigner = p
 	}

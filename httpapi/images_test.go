@@ -110,7 +110,7 @@ func TestImageRecordWithoutBytesIsNotFound(t *testing.T) {
 	is := is.New(t)
 	e := newEnv(t)
 	path, id := e.imagePath()
-	is.NoErr(e.svc.Store().Blobs().Delete(context.Background(), id))
+	is.NoErr(e.stack.Store.Blobs().Delete(context.Background(), id))
 	wantError(t, e.do("GET", path, "", ""), http.StatusNotFound, imagegen.APINotFound)
 }
 
@@ -141,7 +141,10 @@ func TestImageRedirectsToAPresignedURL(t *testing.T) {
 	is.NoErr(err)
 	e := newEnv(t, func(o *envOptions) {
 		o.store = memory.New(memory.Config{Retention: retention, Blobs: blobs})
-		o.api = func(c *httpapi.Config) { c.PresignTTL = 10 * time.Minute; c.Clock = imagegen.SystemClock{} }
+		o.api = func(c *httpapi.Config) {
+			c.PresignTTL, c.Blobs = 10*time.Minute, blobs
+			c.Clock = imagegen.SystemClock{}
+		}
 	})
 	path, id := e.imagePath()
 	w := e.do("GET", path, "", "")

@@ -420,7 +420,7 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	rc.do(e, "idempotency key with another body", "POST", "/api/v1/generate", rich, `{"scene":"text-to-image","prompt":"another fox"}`,
 		key("order-1"), status(http.StatusUnprocessableEntity))
 	sum := sha256.Sum256([]byte(t2i))
-	rec, err := e.svc.Store().BeginIdempotent(ctx, "rich", "order-2", hex.EncodeToString(sum[:]), time.Minute)
+	rec, err := e.stack.Store.BeginIdempotent(ctx, "rich", "order-2", hex.EncodeToString(sum[:]), time.Minute)
 	is.NoErr(err)
 	is.True(rec == nil) // order-2 is now in flight
 	rc.do(e, "idempotency key in use", "POST", "/api/v1/generate", rich, t2i, key("order-2"), status(http.StatusConflict))

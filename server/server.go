@@ -122,8 +122,8 @@ type Config struct {
 	// Service.AllowHTTPCallbacks is set.
 	Callbacks webhook.Poster
 	// Webhooks tunes the callback dispatcher (attempts, backoff,
-	// concurrency). Its Service, Render, Poster, Clock, Logger and
-	// Observer are filled in by New.
+	// concurrency). Its Service, Store, Render, Poster, Clock, Logger
+	// and Observer are filled in by New.
 	Webhooks webhook.Config
 
 	// NoWorkers makes Run deliver callbacks without running generations:
@@ -223,6 +223,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		SigningKey:      cfg.SigningKey,
 		ImageBaseURL:    cfg.ImageBaseURL,
 		PresignTTL:      cfg.PresignTTL,
+		Blobs:           cfg.Service.Store.Blobs(),
 		Clock:           clock,
 		Logger:          log,
 		Observer:        cfg.Service.Observer,
@@ -238,7 +239,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.Callbacks = f
 	}
 	wc := cfg.Webhooks
-	wc.Service, wc.Render, wc.Poster, wc.Clock, wc.Logger, wc.Observer = svc, api.TaskJSON, cfg.Callbacks, clock, log, cfg.Service.Observer
+	wc.Service, wc.Store, wc.Render, wc.Poster = svc, cfg.Service.Store, api.TaskJSON, cfg.Callbacks
+	wc.Clock, wc.Logger, wc.Observer = clock, log, cfg.Service.Observer
 	dispatcher, err := webhook.NewDispatcher(wc)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)

@@ -32,8 +32,9 @@ func BenchmarkBurstToOneReceiver(b *testing.B) {
 	}
 	var elapsed time.Duration
 	for range b.N {
+		store := memory.New(memory.Config{})
 		svc, err := imagegen.New(imagegen.Config{
-			Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(1),
+			Store: store, Model: imagegentest.NewModel(1),
 			AllowHTTPCallbacks: true, Logger: quiet,
 		})
 		if err != nil {
@@ -51,7 +52,7 @@ func BenchmarkBurstToOneReceiver(b *testing.B) {
 			}
 		}
 		disp, err := webhook.NewDispatcher(webhook.Config{
-			Service: svc, Poster: poster, Logger: quiet, Render: renderStatus,
+			Service: svc, Store: store, Poster: poster, Logger: quiet, Render: renderStatus,
 			AttemptTimeout: 100 * time.Millisecond, Lease: time.Second, PollInterval: 50 * time.Millisecond,
 		})
 		if err != nil {

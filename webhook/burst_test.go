@@ -150,7 +150,7 @@ func TestHeldDeliveriesAreGivenBackAtTheEnd(t *testing.T) {
 	poster, err := fetch.New(fetch.Config{AllowPrivate: true})
 	is.NoErr(err)
 	disp, err := webhook.NewDispatcher(webhook.Config{
-		Service: f.svc, Poster: poster, Clock: f.clock, Logger: quiet, Render: renderStatus,
+		Service: f.svc, Store: f.store, Poster: poster, Clock: f.clock, Logger: quiet, Render: renderStatus,
 	})
 	is.NoErr(err)
 	f.clock.Advance(time.Hour) // the workers' abandoned timers fire: from now on only the dispatcher waits
@@ -160,7 +160,7 @@ func TestHeldDeliveriesAreGivenBackAtTheEnd(t *testing.T) {
 	waitUntil(t, "the dispatcher's poll", func() bool { return f.clock.Waiters() > 0 }) // 2 in flight (hanging), 4 held
 	cancel()
 	<-stopped
-	back, err := f.svc.Store().ClaimWebhooks(ctx, time.Minute, 10)
+	back, err := f.store.ClaimWebhooks(ctx, time.Minute, 10)
 	is.NoErr(err)
 	is.Equal(len(back), 6) // 2 cut short, 4 held
 	for _, del := range back {
@@ -209,7 +209,7 @@ func hangingFixture(t *testing.T, n int) (f *fixture, st *settling, inFlight fun
 	}
 	poster, err := fetch.New(fetch.Config{AllowPrivate: true})
 	is.NoErr(err)
-	disp, err = webhook.NewDispatcher(webhook.Config{Service: f.svc, Poster: poster, Clock: f.clock, Logger: quiet, Render: renderStatus})
+	disp, err = webhook.NewDispatcher(webhook.Config{Service: f.svc, Store: f.store, Poster: poster, Clock: f.clock, Logger: quiet, Render: renderStatus})
 	is.NoErr(err)
 	f.clock.Advance(time.Hour) // the workers' abandoned timers fire: from now on only the dispatcher waits
 	return f, st, inFlight, disp

@@ -25,7 +25,9 @@ type Poster interface {
 
 // Config configures a Dispatcher.
 type Config struct {
-	Service *imagegen.Service // deliveries are queued in its store
+	Service *imagegen.Service // renders tasks and owners' secrets
+	// Store is where the service queues deliveries: its store.
+	Store imagegen.WebhookStore
 	// Render turns a finished task into the body to send: the task as
 	// the API shows it (httpapi.Handler.TaskJSON).
 	Render func(*imagegen.Task) ([]byte, error)
@@ -85,8 +87,8 @@ type Dispatcher struct {
 
 // NewDispatcher returns a Dispatcher, or an error naming a bad field.
 func NewDispatcher(c Config) (*Dispatcher, error) {
-	if c.Service == nil || c.Render == nil || c.Poster == nil {
-		return nil, errors.New("webhook: Config.Service, Render and Poster are required")
+	if c.Service == nil || c.Store == nil || c.Render == nil || c.Poster == nil {
+		return nil, errors.New("webhook: Config.Service, Store, Render and Poster are required")
 	}
 	if c.Concurrency < 0 || c.PerDestination < 0 || c.PerOwner < 0 || c.AttemptTimeout < 0 {
 		return nil, errors.New("webhook: Config.Concurrency, PerDestination, PerOwner and AttemptTimeout must not be negative")
@@ -109,7 +111,7 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 	if c.Observer == nil {
 		c.Observer = imagegen.NopObserver{}
 	}
-	d := &Dispatcher{cfg: c, store: c.Service.Store(), flying: map[string]int{}, moved: map[string]time.Time{},
+	d := &Dispatcher{cfg: c, store: c.Store, flying: map[string]int{}, moved: map[string]time.Time{},
 		back: map[string]backlog{}, held: heldDeliveries{by: map[string]int{}}, wake: make(chan struct{}, 1)}
 	d.freed = sync.NewCond(&d.mu)
 	return d, nil

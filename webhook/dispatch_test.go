@@ -77,6 +77,7 @@ func (rc *receiver) got() []call {
 
 type fixture struct {
 	svc   *imagegen.Service
+	store imagegen.Store // the service's
 	clock *imagegentest.Clock
 	recv  *receiver
 	url   string
@@ -91,12 +92,13 @@ func newFixture(t *testing.T, allowPrivate bool, answers ...int) *fixture {
 func newFixtureOn(t *testing.T, allowPrivate bool, wrap func(imagegen.Store) imagegen.Store, answers ...int) *fixture {
 	is := is.New(t)
 	clock := imagegentest.NewClock(time.Time{})
+	store := wrap(memory.New(memory.Config{Clock: clock}))
 	svc, err := imagegen.New(imagegen.Config{
-		Store: wrap(memory.New(memory.Config{Clock: clock})), Model: imagegentest.NewModel(1), Clock: clock,
+		Store: store, Model: imagegentest.NewModel(1), Clock: clock,
 		AllowHTTPCallbacks: true, Logger: quiet,
 	})
 	is.NoErr(err)
-	f := &fixture{svc: svc, clock: clock}
+	f := &fixture{svc: svc, store: store, clock: clock}
 	f.recv = &receiver{t: t, clock: clock, answers: answers, secret: func() string {
 		s, err := svc.WebhookSecret(ctx, "u")
 		is.NoErr(err)
@@ -108,7 +110,7 @@ func newFixtureOn(t *testing.T, allowPrivate bool, wrap func(imagegen.Store) ima
 	poster, err := fetch.New(fetch.Config{AllowPrivate: allowPrivate})
 	is.NoErr(err)
 	f.disp, err = webhook.NewDispatcher(webhook.Config{
-		Service: svc, Poster: poster, Clock: clock, Logger: quiet, MaxAttempts: 3,
+		Service: svc, Store: store, Poster: poster, Clock: clock, Logger: quiet, MaxAttempts: 3,
 		Render: renderStatus,
 	})
 	is.NoErr(err)
@@ -326,8 +328,9 @@ func victimDeliveredBeside(t *testing.T, h *hanging, hangURL func(i int) string)
 	}))
 	t.Cleanup(victim.Close)
 
+	store := memory.New(memory.Config{})
 	svc, err := imagegen.New(imagegen.Config{
-		Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(1),
+		Store: store, Model: imagegentest.NewModel(1),
 		AllowHTTPCallbacks: true, Logger: quiet,
 	})
 	is.NoErr(err)
@@ -343,7 +346,7 @@ func victimDeliveredBeside(t *testing.T, h *hanging, hangURL func(i int) string)
 	poster, err := fetch.New(fetch.Config{AllowPrivate: true, Timeout: hangTimeout, MinRateGrace: hangTimeout})
 	is.NoErr(err)
 	disp, err := webhook.NewDispatcher(webhook.Config{
-		Service: svc, Poster: poster, Logger: quiet,
+		Service: svc, Store: store, Poster: poster, Logger: quiet,
 		PollInterval: 10 * time.Millisecond, AttemptTimeout: hangTimeout,
 		Render: renderStatus,
 	})

@@ -143,7 +143,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	mux := http.NewServeMux()
 	stack.Register(mux) // the API, /healthz and /readyz: load balancers probe the serving port too
 	if c.console {
-		if err := mountConsole(ctx, mux, stack, rt.consoleReads, publicURL, c.operators, log); err != nil {
+		if err := mountConsole(ctx, mux, stack, rt.service.Store, rt.consoleReads, publicURL, c.operators, log); err != nil {
 			return err
 		}
 	}
@@ -194,13 +194,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 // key, sessions kept in the store (so every process on a shared store
 // knows them), the API's rate and failed-login limits, and the read
 // budget per session (reads; nil for the console's in-process default).
-func mountConsole(ctx context.Context, mux *http.ServeMux, stack *server.Server, reads imagegen.Limiter, publicURL string, operators []string, log *slog.Logger) error {
+func mountConsole(ctx context.Context, mux *http.ServeMux, stack *server.Server, store console.Store, reads imagegen.Limiter, publicURL string, operators []string, log *slog.Logger) error {
 	u, err := url.Parse(publicURL)
 	if err != nil {
 		return err
 	}
 	con, err := console.New(ctx, console.Config{
 		Service:       stack.Service(),
+		Store:         store,
 		API:           stack.API(),
 		ImageOrigins:  []string{u.Scheme + "://" + u.Host}, // image URLs start with the public URL
 		Limiter:       stack.Limiter(),

@@ -52,6 +52,7 @@ func main() {
 type app struct {
 	images *server.Server
 	svc    *imagegen.Service
+	store  imagegen.Store // the service's: the console keeps its sessions there
 	mux    *http.ServeMux
 }
 
@@ -82,7 +83,7 @@ func newApp(ctx context.Context, publicURL string, tune imagegen.Config) (*app, 
 	if err != nil {
 		return nil, err
 	}
-	a := &app{images: images, svc: images.Service(), mux: http.NewServeMux()}
+	a := &app{images: images, svc: images.Service(), store: tune.Store, mux: http.NewServeMux()}
 	// The app's own users get their sign-up credits through the ledger.
 	for _, user := range []string{"alice", "bob"} {
 		if _, err := a.svc.Grant(ctx, user, 20, "signup"); err != nil {
@@ -94,6 +95,7 @@ func newApp(ctx context.Context, publicURL string, tune imagegen.Config) (*app, 
 	// a request from the app's session cookie.
 	con, err := console.New(ctx, console.Config{
 		Service: a.svc,
+		Store:   a.store,          // sessions and the session secret
 		API:     images.API(),     // signed image URLs
 		Limiter: images.Limiter(), // the playground counts in the API's rate limit
 		Prefix:  "/console",

@@ -45,6 +45,7 @@ type Config struct {
 // Stack is the service and the API handler serving it.
 type Stack struct {
 	Service *imagegen.Service
+	Store   imagegen.Store // the service's
 	Model   *imagegentest.Model
 	API     *httpapi.Handler
 	Mux     *http.ServeMux // the API registered on it
@@ -71,7 +72,7 @@ func New(t testing.TB, cfg Config) *Stack {
 	if err != nil {
 		t.Fatalf("apitest: service: %v", err)
 	}
-	s := &Stack{Service: svc, Model: cfg.Model, t: t, clock: cfg.Clock, limit: cmp.Or(cfg.Limit, 1000)}
+	s := &Stack{Service: svc, Store: cfg.Store, Model: cfg.Model, t: t, clock: cfg.Clock, limit: cmp.Or(cfg.Limit, 1000)}
 	var apiCfg httpapi.Config
 	if cfg.API != nil {
 		cfg.API(&apiCfg)

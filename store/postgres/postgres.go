@@ -78,7 +78,8 @@
 // SubmitTx, GrantTx and ChargeWebTx run in a pgx.Tx of the app's, beside
 // its own writes: a rollback leaves no credit moved and no task, a commit
 // makes everything visible at once. They apply the rules of
-// Service.Submit, Grant and ChargeWeb (Service.PrepareTask,
+// Service.Submit, Grant and ChargeWeb (Service.SubmitWith, which logs and
+// counts the submission like any other,
 // imagegen.GrantEntry, imagegen.WebChargeEntry), and a refusal raises no
 // SQL error, so the transaction stays usable.
 //

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -23,30 +22,27 @@ import (
 // so other charges of that owner wait for it: keep such transactions
 // short.
 
-// SubmitTx validates and prices req with svc (Service.PrepareTask) and
-// creates owner's task inside tx, debiting its price. Idle workers in
+// SubmitTx submits req for owner through svc (Service.SubmitWith: the
+// rules, price, log lines and metrics of Service.Submit) and creates the
+// task inside tx, debiting its price. Idle workers in
 // every process are notified when tx commits (NOTIFY is transactional);
 // give svc's Config.WorkReady the store's WorkReady so that they start at
-// once. svc must run on this store.
+// once. svc must run on this store (imagegen.ErrOtherStore otherwise).
 func (s *Store) SubmitTx(ctx context.Context, tx pgx.Tx, svc *imagegen.Service, owner string, req imagegen.Request) (imagegen.Submitted, error) {
 	if tx == nil || svc == nil {
 		return imagegen.Submitted{}, errors.New("postgres store: SubmitTx needs a transaction and a service")
 	}
-	if st, ok := svc.Store().(*Store); !ok || st.schema != s.schema {
-		return imagegen.Submitted{}, errors.New("postgres store: SubmitTx: the service runs on another store")
-	}
-	t, err := svc.PrepareTask(ctx, owner, req)
-	if err != nil {
-		return imagegen.Submitted{}, err
-	}
-	balance, err := s.createTask(ctx, tx, t)
-	if err != nil {
-		return imagegen.Submitted{}, fmt.Errorf("postgres store: submit: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, s.queued); err != nil {
-		return imagegen.Submitted{}, wrapErr("submit: notify", err)
-	}
-	return imagegen.Submitted{TaskID: t.ID, Status: imagegen.StatusPending, CreditsUsed: t.Cost, CreditsRemaining: balance}, nil
+	sub, err := svc.SubmitWith(ctx, owner, req, s, func(ctx context.Context, t *imagegen.Task) (int64, error) {
+		balance, err := s.createTask(ctx, tx, t)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, s.queued); err != nil {
+			return 0, wrapErr("submit: notify", err)
+		}
+		return balance, nil
+	})
+	return sub, err
 }
 
 // GrantTx adds amount credits to owner's balance inside tx, once per

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,5 +127,31 @@ func TestSubmitTxNeedsTheSameStore(t *testing.T) {
 	is.NoErr(err)
 	defer func() { _ = tx.Rollback(ctx) }()
 	_, err = a.SubmitTx(ctx, tx, newService(t, b, imagegen.Config{}), "u", prompt)
-	is.True(err != nil)
+	is.True(errors.Is(err, imagegen.ErrOtherStore))
+}
+
+// submissions counts Observer.TaskSubmitted.
+type submissions struct {
+	imagegen.NopObserver
+	n atomic.Int64
+}
+
+func (s *submissions) TaskSubmitted(imagegen.Scene, string, int64) { s.n.Add(1) }
+
+// A task submitted in the host's transaction is counted like any other.
+func TestSubmitTxIsObserved(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	pool := pgtest.Connect(t)
+	s := pgtest.NewStore(t, pool, postgres.Config{})
+	obs := &submissions{}
+	svc := newService(t, s, imagegen.Config{Observer: obs})
+	_, err := svc.Grant(ctx, "alice", 5, "signup")
+	is.NoErr(err)
+	tx, err := pool.Begin(ctx)
+	is.NoErr(err)
+	_, err = s.SubmitTx(ctx, tx, svc, "alice", prompt)
+	is.NoErr(err)
+	is.NoErr(tx.Commit(ctx))
+	is.Equal(obs.n.Load(), int64(1))
 }
