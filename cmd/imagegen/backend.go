@@ -12,6 +12,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/blob"
 	"github.com/imagegen/imagegen/console"
+	"github.com/imagegen/imagegen/internal/redisurl"
 	"github.com/imagegen/imagegen/ratelimit"
 	redislimit "github.com/imagegen/imagegen/ratelimit/redis"
 	"github.com/imagegen/imagegen/store/memory"
@@ -33,7 +34,7 @@ type storeFlags struct {
 // register adds -redis, -postgres and -schema (the URLs may hold
 // passwords: they also read from files); what says what they are for.
 func (s *storeFlags) register(fs *flag.FlagSet, what string) {
-	fs.StringVar(&s.redisURL, "redis", "", "Redis URL (redis://host:port/db) "+what)
+	fs.StringVar(&s.redisURL, "redis", "", "Redis URL: "+redisurl.Usage+"; "+what)
 	fs.StringVar(&s.postgresURL, "postgres", "", "PostgreSQL URL (postgres://user@host:port/db) "+what+"; create its schema first with imagegen migrate")
 	fs.StringVar(&s.postgresListen, "postgres-listen", "", postgresListenUsage)
 	fs.StringVar(&s.schema, "schema", postgres.DefaultSchema, "PostgreSQL schema of the store's tables (with -postgres)")
@@ -164,24 +165,19 @@ func openRedis(ctx context.Context, c backendConfig, blobs imagegen.BlobStore) (
 	return backend{store: store, limiter: limiter, authFailures: authFailures, consoleReads: consoleReads, close: rdb.Close}, nil
 }
 
-// dialRedis connects to a redis:// or rediss:// URL and checks it answers.
-func dialRedis(ctx context.Context, url string) (*goredis.Client, error) {
-	opt, err := goredis.ParseURL(url)
+// dialRedis connects to a Redis URL of any kind (one node, Cluster or
+// Sentinel: see redisurl) and checks that it answers. Errors never show
+// the password.
+func dialRedis(ctx context.Context, url string) (goredis.UniversalClient, error) {
+	rdb, opt, err := redisurl.Open(url)
 	if err != nil {
-		// The URL may hold a password: it is not repeated.
-		return nil, fmt.Errorf("-redis must be a URL like redis://[:password@]host:port/db (or rediss:// for TLS)%s", schemeHint(url, "redis"))
+		return nil, fmt.Errorf("-redis: %w%s", err, schemeHint(url, "redis"))
 	}
-	rdb := goredis.NewClient(opt)
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := rdb.Ping(pingCtx).Err(); err != nil {
 		_ = rdb.Close()
-		return nil, fmt.Errorf("redis at %s does not answer: %w", redactURL(opt), err)
+		return nil, fmt.Errorf("redis at %s does not answer: %w", opt, err)
 	}
 	return rdb, nil
-}
-
-// redactURL names a Redis server without its password.
-func redactURL(opt *goredis.Options) string {
-	return fmt.Sprintf("%s db %d", opt.Addr, opt.DB)
 }

@@ -88,8 +88,10 @@ func TestAdminFlagErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"credits", "grant", "-redis", "redis://127.0.0.1:1/0", "-owner", "a", "-amount", "5"}, "-ref is required"},
-		{[]string{"keys", "list", "-redis", "redis://:hunter2secret@[bad", "-owner", "a"}, "-redis must be a URL like redis://"},
-		{[]string{"keys", "list", "-redis", "notaurl", "-owner", "a"}, "-redis must be a URL like redis://"},
+		{[]string{"keys", "list", "-redis", "redis://:hunter2secret@[bad", "-owner", "a"}, "-redis: not a Redis URL (redis://"},
+		{[]string{"keys", "list", "-redis", "notaurl", "-owner", "a"}, "-redis: unknown Redis URL scheme \"\": want redis://"},
+		{[]string{"credits", "show", "-redis", "redis+sentinel://:hunter2secret@127.0.0.1:1/0", "-owner", "a"}, "-redis: redis URL: a redis+sentinel URL needs master=NAME"},
+		{[]string{"inspect", "list", "-redis", "redis+cluster://:hunter2secret@127.0.0.1:1?addr=x"}, "-redis: redis URL:"},
 		{[]string{"serve", "-public-url", "img.example.com"}, "-public-url must be an absolute http(s) URL"},
 		{[]string{"serve", "-public-url", "ftp://img.example.com"}, "-public-url must be an absolute http(s) URL"},
 		{[]string{"serve", "-pprof"}, "-pprof needs -admin-addr"},

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"sync"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -49,15 +50,31 @@ func NewClient(t testing.TB, opt *goredis.Options) *goredis.Client {
 	return rdb
 }
 
-// Keys lists the keys matching pattern, with SCAN.
+// Keys lists the keys matching pattern, with SCAN (on every master of a
+// Cluster).
 func Keys(t testing.TB, rdb goredis.UniversalClient, pattern string) []string {
 	t.Helper()
-	var keys []string
-	iter := rdb.Scan(context.Background(), 0, pattern, 500).Iterator()
-	for iter.Next(context.Background()) {
-		keys = append(keys, iter.Val())
+	ctx := context.Background()
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	scan := func(ctx context.Context, c goredis.UniversalClient) error {
+		iter := c.Scan(ctx, 0, pattern, 500).Iterator()
+		for iter.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, iter.Val())
+			mu.Unlock()
+		}
+		return iter.Err()
 	}
-	if err := iter.Err(); err != nil {
+	var err error
+	if cc, ok := rdb.(*goredis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return scan(ctx, c) })
+	} else {
+		err = scan(ctx, rdb)
+	}
+	if err != nil {
 		t.Errorf("scan %s: %v", pattern, err)
 	}
 	return keys
