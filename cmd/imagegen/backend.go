@@ -29,6 +29,9 @@ type storeFlags struct {
 	// goes through a transaction pooler.
 	postgresListen string
 	schema         string
+	// redisWaitReplicas: acknowledge submits, finishes and ledger entries
+	// only once this many replicas have them.
+	redisWaitReplicas int
 }
 
 // register adds -redis, -postgres and -schema (the URLs may hold
@@ -36,6 +39,7 @@ type storeFlags struct {
 func (s *storeFlags) register(fs *flag.FlagSet, what string) {
 	fs.StringVar(&s.redisURL, "redis", "", "Redis URL: "+redisurl.Usage+"; "+what)
 	fs.StringVar(&s.postgresURL, "postgres", "", "PostgreSQL URL (postgres://user@host:port/db) "+what+"; create its schema first with imagegen migrate")
+	fs.IntVar(&s.redisWaitReplicas, "redis-wait-replicas", 0, "with -redis: answer a submit, a finish and a credit change only once this many replicas of the master have it (WAIT, at most 1s; when fewer confirm, the request gets a 500 and the change may or may not survive a failover); 0 answers once the master has it")
 	fs.StringVar(&s.postgresListen, "postgres-listen", "", postgresListenUsage)
 	fs.StringVar(&s.schema, "schema", postgres.DefaultSchema, "PostgreSQL schema of the store's tables (with -postgres)")
 	secretFiles(fs, "redis", "postgres", "postgres-listen")
@@ -48,6 +52,10 @@ func (s storeFlags) check(shared bool) error {
 		return errors.New("use one of -redis and -postgres, not both")
 	case shared && s.redisURL == "" && s.postgresURL == "":
 		return errSharedStoreRequired
+	case s.redisWaitReplicas < 0:
+		return errors.New("-redis-wait-replicas must not be negative")
+	case s.redisWaitReplicas > 0 && s.redisURL == "":
+		return errors.New("-redis-wait-replicas needs -redis")
 	case s.postgresListen != "" && s.postgresURL == "":
 		return errors.New("-postgres-listen needs -postgres (the pooler's URL)")
 	}
@@ -146,7 +154,7 @@ func openRedis(ctx context.Context, c backendConfig, blobs imagegen.BlobStore) (
 		return backend{}, err
 	}
 	fail := func(err error) (backend, error) { _ = rdb.Close(); return backend{}, err }
-	store, err := redisstore.New(rdb, redisstore.Config{Retention: c.retention, Blobs: blobs})
+	store, err := redisstore.New(rdb, redisstore.Config{Retention: c.retention, Blobs: blobs, WaitReplicas: c.redisWaitReplicas})
 	if err != nil {
 		return fail(err)
 	}

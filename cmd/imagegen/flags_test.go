@@ -95,6 +95,8 @@ func TestAdminFlagErrors(t *testing.T) {
 		{[]string{"serve", "-public-url", "img.example.com"}, "-public-url must be an absolute http(s) URL"},
 		{[]string{"serve", "-public-url", "ftp://img.example.com"}, "-public-url must be an absolute http(s) URL"},
 		{[]string{"serve", "-pprof"}, "-pprof needs -admin-addr"},
+		{[]string{"serve", "-redis-wait-replicas", "1"}, "-redis-wait-replicas needs -redis"},
+		{[]string{"worker", "-redis", "redis://127.0.0.1:1/0", "-redis-wait-replicas", "-1"}, "-redis-wait-replicas must not be negative"},
 		{[]string{"serve", "-log-format", "xml"}, "-log-format must be text or json"},
 		{[]string{"worker", "-log-level", "loud"}, "-log-level must be debug, info, warn or error"},
 		{[]string{"inspect", "list", "-redis", "redis://127.0.0.1:1/0", "-since", "yesterday"}, "-since \"yesterday\": want an RFC 3339 time"},

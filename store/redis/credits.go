@@ -38,7 +38,7 @@ func (s *Store) AddEntry(ctx context.Context, e imagegen.LedgerEntry) (int64, er
 		return 0, err
 	}
 	k := s.k
-	res, err := addEntryScript.Run(ctx, s.rdb,
+	res, err := s.ackedScript(ctx, addEntryScript,
 		[]string{k.balance(e.Owner), k.ledger(e.Owner), k.refs(e.Owner)},
 		s.nowArg(), string(e.Kind), e.Amount, e.Ref,
 	).Int64Slice()

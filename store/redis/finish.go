@@ -77,17 +77,20 @@ type completeCall = groupcommit.Call[holderCall, struct{}]
 // it).
 func (s *Store) runCompletes(ctx context.Context, batch []*completeCall) {
 	cmds := make([]*goredis.Cmd, len(batch))
-	_, _ = s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+	// The batch's keys share one slot: the first task's routes it.
+	ackErr := s.acked(ctx, batch[0].Req.keys[0], func(p goredis.Pipeliner) {
 		for i, c := range batch {
 			cmds[i] = completeScript.EvalSha(ctx, p, c.Req.keys, s.holderArgs(c.Req.attempt, c.Req.args)...)
 		}
-		return nil
 	})
 	for i, c := range batch {
 		n, err := cmds[i].Int64()
 		if goredis.HasErrorPrefix(err, "NOSCRIPT") {
 			c.Err = s.runHolder(ctx, completeScript, c.Req.id, c.Req.attempt, c.Req.keys, c.Req.args...)
 			continue
+		}
+		if err == nil && errors.Is(ackErr, ErrNotReplicated) {
+			err = ackErr
 		}
 		c.Err = leases.Result(storeName, c.Req.id, c.Req.attempt, n != 0, err)
 	}
@@ -119,7 +122,7 @@ func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen
 		}
 		return fmt.Errorf("redis store: fail task: %w", err)
 	}
-	return s.runHolder(ctx, failScript, id, attempt,
+	return s.runHolder(ctx, failScript, id, attempt, // acknowledged: it refunds
 		[]string{s.k.task(id), s.k.leases(), s.k.balance(owner), s.k.ledger(owner), s.k.webhooks()},
 		ms(s.retention), f.Message, id, string(f.Code))
 }
@@ -149,7 +152,7 @@ return 1
 // CancelTask fails owner's pending or processing task and refunds it.
 func (s *Store) CancelTask(ctx context.Context, owner, id string) error {
 	k := s.k
-	n, err := cancelScript.Run(ctx, s.rdb,
+	n, err := s.ackedScript(ctx, cancelScript,
 		[]string{k.task(id), k.pending(), k.balance(owner), k.ledger(owner), k.leases(), k.webhooks()},
 		s.nowArg(), owner, imagegen.CancelledMessage, ms(s.retention), id, string(imagegen.CodeCancelled),
 	).Int64()

@@ -179,7 +179,7 @@ func (s *Store) ReleaseTask(ctx context.Context, id string, attempt int) error {
 // runHolder runs a script whose ARGV are now, attempt, then args, and
 // that answers 0 when attempt does not hold the lease.
 func (s *Store) runHolder(ctx context.Context, script *goredis.Script, id string, attempt int, keys []string, args ...any) error {
-	n, err := script.Run(ctx, s.rdb, keys, s.holderArgs(attempt, args)...).Int64()
+	n, err := s.ackedScript(ctx, script, keys, s.holderArgs(attempt, args)...).Int64()
 	return leases.Result(storeName, id, attempt, n != 0, err)
 }
 

@@ -86,6 +86,19 @@ type Config struct {
 	// its time is passed to every script, and reads hide what has
 	// expired by it even if its TTL has not run out on the server.
 	Clock imagegen.Clock
+	// WaitReplicas, when positive, makes a submit, a finish (success,
+	// failure, cancel) and a ledger entry return only once that many
+	// replicas of the master have it (WAIT, on the connection that made
+	// the change, in the same round trip), so that a master's death
+	// after the answer loses none of them (with Sentinel or Cluster
+	// failover to one of those replicas). When fewer confirm within
+	// WaitTimeout, the call returns ErrNotReplicated (the API answers
+	// 500): the change was made on the master and may or may not
+	// survive it. Default 0: answer once the master has it.
+	WaitReplicas int
+	// WaitTimeout bounds each wait for replicas (default
+	// DefaultWaitTimeout).
+	WaitTimeout time.Duration
 }
 
 // Store is the Redis store. It is safe for concurrent use by any number
@@ -99,6 +112,9 @@ type Store struct {
 	creates   groupcommit.Batcher[createArgs, createResult]
 	completes groupcommit.Batcher[holderCall, struct{}]
 	watch     watcher
+
+	waitReplicas int           // WAIT for this many replicas after acknowledged changes (0: none)
+	waitTimeout  time.Duration // bound of each WAIT
 }
 
 // New returns a Store on rdb (a standalone, Sentinel or Cluster client).
@@ -112,11 +128,17 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 	if o.Retention < 0 {
 		return nil, fmt.Errorf("redis store: Config.Retention must not be negative (got %v)", o.Retention)
 	}
+	if o.WaitReplicas < 0 || o.WaitTimeout < 0 {
+		return nil, fmt.Errorf("redis store: Config.WaitReplicas and WaitTimeout must not be negative (got %d, %v)", o.WaitReplicas, o.WaitTimeout)
+	}
 	s := &Store{
 		rdb:       rdb,
 		k:         keys{tag: "{" + cmp.Or(o.Prefix, "imagegen") + "}"},
 		retention: cmp.Or(o.Retention, DefaultRetention),
 		clock:     o.Clock,
+
+		waitReplicas: o.WaitReplicas,
+		waitTimeout:  cmp.Or(o.WaitTimeout, DefaultWaitTimeout),
 	}
 	s.creates = groupcommit.Batcher[createArgs, createResult]{Run: s.runCreates, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
 	s.completes = groupcommit.Batcher[holderCall, struct{}]{Run: s.runCompletes, MaxBatch: maxBatch, MaxInFlight: maxInFlight}

@@ -150,7 +150,7 @@ func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
 		keys = append(keys, c.Req.keys[:]...)
 		args = append(args, c.Req.args[:]...)
 	}
-	res, err := createScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
+	res, err := s.ackedScript(ctx, createScript, keys, args...).Int64Slice()
 	if err == nil && len(res) != 2*len(batch)+1 {
 		err = fmt.Errorf("unexpected reply of %d values for %d tasks", len(res), len(batch))
 	}

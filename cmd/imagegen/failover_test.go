@@ -1,0 +1,280 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/redistest"
+	redisstore "github.com/imagegen/imagegen/store/redis"
+)
+
+// failover is a replicated Redis deployment of the test's own, under
+// load: serve on url loses its master to killMaster, which returns once
+// a replica has taken over and the killed node is back (as a replica:
+// with -redis-wait-replicas 1 nothing is acknowledged while no replica
+// answers).
+type failover struct {
+	url        string
+	client     goredis.UniversalClient // the test's own view
+	killMaster func(t *testing.T)
+}
+
+// submitResult is one submit under load, as the client saw it.
+type submitResult struct {
+	owner string
+	code  int
+	id    string // acknowledged task, when code is 201
+	took  time.Duration
+	body  string
+}
+
+// failoverOwners gives owners keys and credits on the test's own view of
+// the store, and returns the owners' keys.
+func failoverOwners(t *testing.T, svc *imagegen.Service, n int, credits int64) map[string]string {
+	t.Helper()
+	keys := map[string]string{}
+	for i := range n {
+		owner := fmt.Sprintf("owner-%02d", i)
+		key, _, err := svc.CreateKey(ctx, owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Grant(ctx, owner, credits, "start"); err != nil {
+			t.Fatal(err)
+		}
+		keys[owner] = key
+	}
+	return keys
+}
+
+// loadUntil submits for the owners from 8 goroutines, round the owners,
+// until stop is closed, and returns every submit's result. A submit
+// waits at most 40 s (the failover's bound on an answer is 30 s).
+func loadUntil(base string, keys map[string]string, stop <-chan struct{}, acked func()) <-chan []submitResult {
+	client := &http.Client{Timeout: 40 * time.Second}
+	owners := make([]string, 0, len(keys))
+	for o := range keys {
+		owners = append(owners, o)
+	}
+	var (
+		mu  sync.Mutex
+		all []submitResult
+		wg  sync.WaitGroup
+	)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := g; ; i += 8 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				owner := owners[i%len(owners)]
+				r := submitOnce(client, base, owner, keys[owner], i)
+				mu.Lock()
+				all = append(all, r)
+				mu.Unlock()
+				if r.code == http.StatusCreated {
+					acked()
+				} else {
+					time.Sleep(20 * time.Millisecond) // no hot loop while the store is away
+				}
+			}
+		})
+	}
+	out := make(chan []submitResult, 1)
+	go func() { wg.Wait(); out <- all }()
+	return out
+}
+
+func submitOnce(client *http.Client, base, owner, key string, i int) submitResult {
+	body := fmt.Sprintf(`{"scene":"text-to-image","prompt":"load %d"}`, i)
+	req, _ := http.NewRequest("POST", base+"/api/v1/generate", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	resp, err := client.Do(req)
+	r := submitResult{owner: owner, took: 0}
+	if err != nil {
+		r.took, r.body = time.Since(start), err.Error()
+		return r
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	r.code, r.took, r.body = resp.StatusCode, time.Since(start), string(b)
+	var m map[string]any
+	if json.Unmarshal(b, &m) == nil && r.code == http.StatusCreated {
+		r.id, _ = m["task_id"].(string)
+	}
+	return r
+}
+
+// runFailover runs serve on f with -redis-wait-replicas 1 and workers,
+// submits for owners under load, kills the master after some submits and
+// goes on until submits are acknowledged again, then checks: every
+// acknowledged task succeeds, every refusal was a prompt JSON 5xx, and
+// every owner's balance is exactly its grant less the tasks that exist
+// (acknowledged or not: a submit that got a 5xx may have been made), and
+// the sum of its ledger.
+func runFailover(t *testing.T, f failover, owners int) {
+	t.Helper()
+	store, err := redisstore.New(f.client, redisstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const credits = 100000
+	keys := failoverOwners(t, svc, owners, credits)
+	_, base := startServeProcess(t, "-redis", f.url, "-redis-wait-replicas", "1", "-workers", "8",
+		"-placeholder-delay", "10ms", "-lease", "3s", "-rate-limit", "1000000")
+
+	var (
+		mu      sync.Mutex
+		acks    int
+		ackedAt = map[int]chan struct{}{}
+	)
+	// reached returns a channel closed once n more submits than now are
+	// acknowledged.
+	reached := func(more int) <-chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		ch := make(chan struct{})
+		ackedAt[acks+more] = ch
+		return ch
+	}
+	first := reached(100)
+	stop := make(chan struct{})
+	results := loadUntil(base, keys, stop, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		acks++
+		if ch, ok := ackedAt[acks]; ok {
+			close(ch)
+		}
+	})
+	waitAcks := func(ch <-chan struct{}, what string) {
+		select {
+		case <-ch:
+		case <-time.After(90 * time.Second):
+			close(stop)
+			<-results
+			t.Fatalf("timed out waiting until %s", what)
+		}
+	}
+	waitAcks(first, "100 submits are acknowledged before the kill")
+	killedAt := time.Now()
+	f.killMaster(t)
+	t.Logf("master killed; failover and rejoin took %v", time.Since(killedAt))
+	waitAcks(reached(100), "100 more submits are acknowledged after the failover")
+	close(stop)
+	all := <-results
+
+	var ackedIDs []string
+	refused := 0
+	for _, r := range all {
+		if r.code == http.StatusCreated {
+			ackedIDs = append(ackedIDs, r.owner+"/"+r.id)
+			continue
+		}
+		refused++
+		var m map[string]any
+		if r.code < 500 || json.Unmarshal([]byte(r.body), &m) != nil || m["error"] == nil {
+			t.Errorf("a submit during the failover got %d %q, want a JSON 5xx", r.code, r.body)
+		}
+		if r.took > 30*time.Second {
+			t.Errorf("a submit was held %v before its %d", r.took, r.code)
+		}
+	}
+	t.Logf("%d submits: %d acknowledged, %d refused", len(all), len(ackedIDs), refused)
+
+	for _, oi := range ackedIDs {
+		owner, id, _ := strings.Cut(oi, "/")
+		var task *imagegen.Task
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			task, err = svc.Task(ctx, owner, id)
+			if err != nil {
+				t.Fatalf("acknowledged task %s of %s: %v", id, owner, err)
+			}
+			if task.Status.Terminal() || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if task.Status != imagegen.StatusSuccess {
+			t.Fatalf("acknowledged task %s of %s is %s (%s)", id, owner, task.Status, task.Error)
+		}
+	}
+	for owner := range keys {
+		var spent int64
+		for cursor := ""; ; {
+			page, err := svc.ListTasks(ctx, owner, "", 100, cursor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, task := range page.Tasks {
+				if !task.Refunded {
+					spent += task.Cost
+				}
+			}
+			if cursor = page.Next; cursor == "" {
+				break
+			}
+		}
+		balance, err := svc.Balance(ctx, owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ledger, err := svc.Ledger(ctx, owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum int64
+		for _, e := range ledger {
+			sum += e.Amount
+		}
+		if balance != credits-spent || sum != balance {
+			t.Errorf("%s: balance %d, ledger sum %d, grant less its tasks %d", owner, balance, sum, credits-spent)
+		}
+	}
+}
+
+// Through Sentinel with -redis-wait-replicas 1: the master SIGKILLed
+// under load, serve follows the promoted replica; no acknowledged task is
+// lost and every balance is exact.
+func TestSentinelFailoverUnderLoad(t *testing.T) {
+	s := redistest.StartSentinels(t)
+	runFailover(t, failover{
+		url:    s.URL(0),
+		client: s.Client(t),
+		killMaster: func(t *testing.T) {
+			old := s.Master.Addr()
+			s.Master.Kill()
+			redistest.WaitFor(t, 60*time.Second, "the sentinels promote the replica", func() error {
+				if got := s.MasterAddr(t); got != s.Replica.Addr() {
+					return fmt.Errorf("master is %q", got)
+				}
+				return nil
+			})
+			// Back, the old master is made a replica of the new one by
+			// the sentinels: WAIT 1 is answered again.
+			s.Master.Start(t)
+			s.Master, s.Replica = s.Replica, s.Master
+			t.Logf("master %s killed; %s promoted; %s back as its replica", old, s.Master.Addr(), s.Replica.Addr())
+		},
+	}, 10)
+}

@@ -1,0 +1,97 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// DefaultWaitTimeout bounds each WAIT for replicas when
+// Config.WaitTimeout is zero.
+const DefaultWaitTimeout = time.Second
+
+// ErrNotReplicated: the change was made on the master, but fewer than
+// Config.WaitReplicas replicas confirmed it within Config.WaitTimeout. It
+// may be lost if the master dies before they catch up, or it may
+// survive: the caller cannot tell, and must treat the change as unknown
+// (a task may exist, a grant may have applied; a grant retried with the
+// same reference applies at most once).
+var ErrNotReplicated = errors.New("redis store: not confirmed by enough replicas")
+
+// acked runs fn's commands in one pipeline on the master that holds
+// routeKey (a Cluster's, found by the key's slot) and, when the store
+// waits for replicas, WAIT after them on the same connection (WAIT
+// counts the replicas that have every write of the connection): one round trip
+// either way. It returns ErrNotReplicated when too few replicas confirm,
+// and the pipeline's error when a command failed (each command holds its
+// own result too). A Cluster's answer that the slot has moved (a
+// failover, a resharding) reloads the slot map and tries once more.
+func (s *Store) acked(ctx context.Context, routeKey string, fn func(p goredis.Pipeliner)) error {
+	if s.waitReplicas == 0 {
+		_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error { fn(p); return nil })
+		return err
+	}
+	for try := 0; ; try++ {
+		node, err := s.masterFor(ctx, routeKey)
+		if err != nil {
+			return err
+		}
+		var wait *goredis.Cmd
+		_, err = node.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			fn(p)
+			wait = p.Do(ctx, "WAIT", s.waitReplicas, s.waitTimeout.Milliseconds())
+			return nil
+		})
+		if cc, ok := s.rdb.(*goredis.ClusterClient); ok && try == 0 && movedErr(err) {
+			cc.ReloadState(ctx)
+			continue
+		}
+		n, werr := wait.Int64()
+		if werr != nil {
+			if err == nil {
+				err = werr
+			}
+			return err
+		}
+		if n < int64(s.waitReplicas) {
+			return fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, n, s.waitReplicas, s.waitTimeout)
+		}
+		return err
+	}
+}
+
+// ackedScript runs script like Script.Run (EVALSHA, then EVAL when the
+// server does not know it) through acked.
+func (s *Store) ackedScript(ctx context.Context, script *goredis.Script, keys []string, args ...any) *goredis.Cmd {
+	if s.waitReplicas == 0 {
+		return script.Run(ctx, s.rdb, keys, args...)
+	}
+	var cmd *goredis.Cmd
+	err := s.acked(ctx, keys[0], func(p goredis.Pipeliner) { cmd = script.EvalSha(ctx, p, keys, args...) })
+	if goredis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		err = s.acked(ctx, keys[0], func(p goredis.Pipeliner) { cmd = script.Eval(ctx, p, keys, args...) })
+	}
+	if err != nil && cmd.Err() == nil {
+		cmd.SetErr(err) // ErrNotReplicated (or WAIT's own failure)
+	}
+	return cmd
+}
+
+// masterFor is the client of the node that takes writes for key: the
+// store's own client, or a Cluster's master of the key's slot.
+func (s *Store) masterFor(ctx context.Context, key string) (goredis.Cmdable, error) {
+	if cc, ok := s.rdb.(*goredis.ClusterClient); ok {
+		return cc.MasterForKey(ctx, key)
+	}
+	return s.rdb, nil
+}
+
+// movedErr reports whether a Cluster node said that the slot is
+// elsewhere (MOVED, ASK) or that it is no longer a master.
+func movedErr(err error) bool {
+	return goredis.HasErrorPrefix(err, "MOVED") || goredis.HasErrorPrefix(err, "ASK") ||
+		goredis.HasErrorPrefix(err, "READONLY") || goredis.HasErrorPrefix(err, "CLUSTERDOWN")
+}

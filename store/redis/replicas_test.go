@@ -1,0 +1,61 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/redistest"
+	redisstore "github.com/imagegen/imagegen/store/redis"
+	"github.com/imagegen/imagegen/store/storetest"
+)
+
+// TestConformanceSentinel runs the suite through Sentinel (a master, its
+// replica and three sentinels that the test starts), every acknowledged
+// change waiting for the replica.
+func TestConformanceSentinel(t *testing.T) {
+	rdb := redistest.StartSentinels(t).Client(t)
+	storetest.Run(t, func(t *testing.T) storetest.Harness {
+		clock := imagegentest.NewClock(time.Time{})
+		store := newIsolated(t, rdb, redisstore.Config{Clock: clock, Retention: retention, WaitReplicas: 1})
+		return storetest.Harness{Store: store, Advance: clock.Advance, Retention: retention}
+	})
+}
+
+// With WaitReplicas and no replica to confirm, a submit, a ledger entry,
+// a success and a cancel answer ErrNotReplicated after WaitTimeout, not
+// before and not never; the change itself was made on the master.
+func TestNotReplicatedIsAnError(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	rdb := realRedis(t) // a server without replicas
+	const wait = 100 * time.Millisecond
+	s := newIsolated(t, rdb, redisstore.Config{WaitReplicas: 1, WaitTimeout: wait})
+
+	start := time.Now()
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 5, Ref: "g1"})
+	is.True(errors.Is(err, redisstore.ErrNotReplicated))
+	is.True(time.Since(start) >= wait)
+	b, err := s.Balance(ctx, "u")
+	is.NoErr(err)
+	is.Equal(b, int64(5)) // made on the master, only not confirmed
+
+	_, err = s.CreateTask(ctx, &imagegen.Task{ID: "t1", Owner: "u", Cost: 1, Model: "m",
+		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}})
+	is.True(errors.Is(err, redisstore.ErrNotReplicated))
+	_, err = s.CreateTask(ctx, &imagegen.Task{ID: "t2", Owner: "u", Cost: 1, Model: "m",
+		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}})
+	is.True(errors.Is(err, redisstore.ErrNotReplicated))
+	c, err := s.ClaimTask(ctx, time.Minute) // a claim does not wait
+	is.NoErr(err)
+	is.True(errors.Is(s.CompleteTask(ctx, c.ID, c.Attempt, nil), redisstore.ErrNotReplicated))
+	is.True(errors.Is(s.CancelTask(ctx, "u", "t2"), redisstore.ErrNotReplicated))
+	b, err = s.Balance(ctx, "u")
+	is.NoErr(err)
+	is.Equal(b, int64(4)) // two charges, one refund
+}
