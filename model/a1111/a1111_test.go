@@ -266,22 +266,6 @@ func TestSeedFromInfo(t *testing.T) {
 	is.True(strings.Contains(logs.String(), "seed=77 task_seed=4294967294"))
 }
 
-// SizeFor makes sizes of exactly the ratio, multiples of 8, near the
-// area asked.
-func TestSizeFor(t *testing.T) {
-	for _, res := range []int{512, 768, 1024, 1536} {
-		for _, r := range imagegen.AspectRatios() {
-			s := a1111.SizeFor(r, res)
-			if !s.Is(r) || s.W%8 != 0 || s.H%8 != 0 {
-				t.Errorf("SizeFor(%s, %d) = %v: not exactly %s in multiples of 8", r, res, s, r)
-			}
-			if area, want := float64(s.W*s.H), float64(res*res); area < 0.8*want || area > 1.25*want {
-				t.Errorf("SizeFor(%s, %d) = %v: %v pixels, far from %v", r, res, s, area, want)
-			}
-		}
-	}
-}
-
 // A reference in a format the server may not read is converted to PNG
 // before it is sent.
 func TestReferenceConvertedToPNG(t *testing.T) {

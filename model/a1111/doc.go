@@ -24,7 +24,7 @@
 // width and height are of exactly the ratio, multiples of 8, with about
 // the area of a Config.Resolution square (1024 for SDXL, 512 for
 // SD 1.5): at 1024, 1:1 1024x1024, 16:9 1408x792, 4:3 1184x888, 3:2
-// 1248x832 and their portraits (SizeFor). auto is 1:1, or for
+// 1248x832 and their portraits (provider.ExactSize). auto is 1:1, or for
 // image-to-image the ratio nearest the reference. An answer of another
 // size is centre-cropped to the ratio.
 //

@@ -3,7 +3,6 @@ package a1111
 import (
 	"context"
 	"encoding/base64"
-	"math"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/model/provider"
@@ -51,7 +50,7 @@ type body struct {
 
 // body is the request for req and the path it goes to.
 func (m *Model) body(req imagegen.Request, refs []provider.Reference, id string) (body, string) {
-	size := SizeFor(provider.TargetRatio(req, refs, nil), m.cfg.Resolution)
+	size := provider.ExactSize(provider.TargetRatio(req, refs, nil), m.cfg.Resolution, 8)
 	b := body{
 		Prompt: req.Prompt, NegativePrompt: m.cfg.NegativePrompt, Seed: -1,
 		Width: size.W, Height: size.H, Steps: m.cfg.Steps, SamplerName: m.cfg.Sampler,
@@ -73,29 +72,6 @@ func (m *Model) body(req imagegen.Request, refs []provider.Reference, id string)
 	return b, pathImg2Img
 }
 
-// SizeFor is the size asked for ratio r: of exactly that ratio, both
-// sides multiples of 8 (as Stable Diffusion's latent space needs), with
-// about the area of a square of side res. For res 1024: 1:1 1024x1024,
-// 16:9 1408x792, 4:3 1184x888, 3:2 1248x832, and their portraits.
-func SizeFor(r imagegen.AspectRatio, res int) provider.Size {
-	a, b := r.Size()
-	if a == 0 {
-		a, b = 1, 1
-	}
-	step := lcm(8/gcd(a, 8), 8/gcd(b, 8)) // the smallest k making a*k and b*k multiples of 8
-	k := math.Sqrt(float64(res*res) / float64(a*b))
-	n := max(1, int(math.Round(k/float64(step))))
-	return provider.Size{W: a * n * step, H: b * n * step}
-}
-
-func gcd(a, b int) int {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
-}
-
-func lcm(a, b int) int { return a / gcd(a, b) * b }
 
 // generate sends the txt2img or img2img call.
 func (m *Model) generate(ctx context.Context, path string, b body) (*provider.Response, error) {

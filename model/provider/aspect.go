@@ -101,3 +101,28 @@ func TargetRatio(req imagegen.Request, refs []Reference, allowed []imagegen.Aspe
 	}
 	return NearestOf(1, 1, allowed)
 }
+
+// ExactSize is a size of exactly ratio r whose sides are multiples of
+// multiple (8 for Stable Diffusion's latent space), with about the area
+// of a square of the given side: for side 1024 and multiple 8, 1:1
+// 1024x1024, 16:9 1408x792, 4:3 1184x888, 3:2 1248x832 and their
+// portraits. A ratio that is not concrete (auto) is taken as 1:1.
+func ExactSize(r imagegen.AspectRatio, side, multiple int) Size {
+	a, b := r.Size()
+	if a == 0 {
+		a, b = 1, 1
+	}
+	step := lcm(multiple/gcd(a, multiple), multiple/gcd(b, multiple)) // the least k making a*k and b*k multiples
+	k := math.Sqrt(float64(side*side) / float64(a*b))
+	n := max(1, int(math.Round(k/float64(step))))
+	return Size{W: a * n * step, H: b * n * step}
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+func lcm(a, b int) int { return a / gcd(a, b) * b }

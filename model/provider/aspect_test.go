@@ -74,3 +74,24 @@ func TestTargetRatio(t *testing.T) {
 	fixed := imagegen.Request{Scene: imagegen.SceneImageToImage, AspectRatio: imagegen.Aspect3x4}
 	is.Equal(provider.TargetRatio(fixed, wide, nil), imagegen.Aspect3x4)
 }
+
+// ExactSize makes sizes of exactly the ratio, in multiples of the step,
+// near the area asked.
+func TestExactSize(t *testing.T) {
+	for _, multiple := range []int{8, 16, 64} {
+		for _, side := range []int{512, 768, 1024, 1536} {
+			for _, r := range imagegen.AspectRatios() {
+				s := provider.ExactSize(r, side, multiple)
+				if !s.Is(r) || s.W%multiple != 0 || s.H%multiple != 0 {
+					t.Errorf("ExactSize(%s, %d, %d) = %v: not exactly %s in multiples of %d", r, side, multiple, s, r, multiple)
+				}
+				if area, want := float64(s.W*s.H), float64(side*side); multiple == 8 && (area < 0.8*want || area > 1.25*want) {
+					t.Errorf("ExactSize(%s, %d, 8) = %v: %v pixels, far from %v", r, side, s, area, want)
+				}
+			}
+		}
+	}
+	if got := provider.ExactSize(imagegen.Aspect16x9, 1024, 8); got != (provider.Size{W: 1408, H: 792}) {
+		t.Errorf("ExactSize(16:9, 1024, 8) = %v; want 1408x792", got)
+	}
+}
