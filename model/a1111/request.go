@@ -72,7 +72,6 @@ func (m *Model) body(req imagegen.Request, refs []provider.Reference, id string)
 	return b, pathImg2Img
 }
 
-
 // generate sends the txt2img or img2img call.
 func (m *Model) generate(ctx context.Context, path string, b body) (*provider.Response, error) {
 	post, err := provider.PostJSON(m.client.URL(path), b, m.header())
