@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/model/a1111"
 	"github.com/imagegen/imagegen/model/bfl"
+	"github.com/imagegen/imagegen/model/comfyui"
 	"github.com/imagegen/imagegen/model/fal"
 	"github.com/imagegen/imagegen/model/gemini"
 	"github.com/imagegen/imagegen/model/openai"
@@ -73,7 +75,7 @@ func parseModels(spec string) ([]modelChoice, error) {
 
 // providerNames are the values -model takes before the slash.
 func providerNames() []string {
-	return []string{placeholder.Name, openai.Provider, gemini.Provider, fal.Provider, replicate.Provider, stability.Provider, bfl.Provider, a1111.Provider}
+	return []string{placeholder.Name, openai.Provider, gemini.Provider, fal.Provider, replicate.Provider, stability.Provider, bfl.Provider, a1111.Provider, comfyui.Provider}
 }
 
 // apiKeyVar names the environment variable holding a provider's API key,
@@ -130,7 +132,7 @@ func newModel(spec string, d modelDeps) (imagegen.Model, error) {
 // selfHosted reports whether a provider is a server the operator runs:
 // its <PROVIDER>_BASE_URL is required, and its key optional.
 func selfHosted(providerName string) bool {
-	return providerName == a1111.Provider
+	return providerName == a1111.Provider || providerName == comfyui.Provider
 }
 
 // buildModel builds one adapter. A provider's API key comes from its
@@ -171,6 +173,29 @@ func buildModel(c modelChoice, d modelDeps) (imagegen.Model, error) {
 		return bfl.New(bfl.Config{Config: pc, Model: c.model, Fetcher: d.fetcher})
 	case a1111.Provider:
 		return a1111.New(a1111.Config{Config: pc, Checkpoint: c.model, Fetcher: d.fetcher, Logger: d.log})
+	case comfyui.Provider:
+		return newComfyUI(c, pc, d)
 	}
 	return nil, fmt.Errorf("-model %q: unknown provider", c)
+}
+
+// newComfyUI builds -model comfyui[/NAME]: NAME is an operator's
+// workflow when COMFYUI_WORKFLOWS holds NAME.json or NAME.img2img.json,
+// else the checkpoint of the built-in workflows.
+func newComfyUI(c modelChoice, pc provider.Config, d modelDeps) (imagegen.Model, error) {
+	cfg := comfyui.Config{Config: pc, Checkpoint: c.model, Fetcher: d.fetcher, Logger: d.log}
+	if dir := d.getenv("COMFYUI_WORKFLOWS"); dir != "" && c.model != "" {
+		w, found, err := comfyui.ReadWorkflows(os.DirFS(dir), c.model)
+		if err != nil {
+			return nil, fmt.Errorf("-model %s: COMFYUI_WORKFLOWS: %w", c, err)
+		}
+		if found {
+			cfg.Workflows, cfg.Name, cfg.Checkpoint = w, c.model, ""
+		}
+	}
+	m, err := comfyui.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("-model %s: %w", c, err)
+	}
+	return m, nil
 }

@@ -21,14 +21,6 @@ type progressResponse struct {
 	} `json:"state"`
 }
 
-// once is the client's policy without retries: progress reads and the
-// interrupt are tried once.
-func (m *Model) once() provider.Policy {
-	p := m.client.Policy
-	p.MaxRetries = 0
-	return p
-}
-
 // followProgress reads /sdapi/v1/progress every ProgressInterval while
 // the generation runs and passes a running job's progress to g, until
 // the returned stop is called. It does nothing when g follows no
@@ -46,7 +38,7 @@ func (m *Model) followProgress(ctx context.Context, g imagegen.Generation) (stop
 		defer wg.Done()
 		get := provider.Get(m.client.URL(pathProgress+"?skip_current_image=true"), m.header())
 		for provider.Wait(ctx, m.client.Policy.Clock, m.cfg.ProgressInterval) == nil {
-			resp, err := provider.Do(ctx, m.client.HTTP, get, m.once())
+			resp, err := m.client.DoOnce(ctx, get)
 			if err != nil {
 				continue
 			}
@@ -91,7 +83,7 @@ func (m *Model) abandon(ctx context.Context, id string, err error) error {
 		out.Err = fmt.Errorf("%w (job %s not running: nothing interrupted)", me.Err, id)
 	default:
 		post := provider.Post(m.client.URL(pathInterrupt), "application/json", nil, m.header())
-		if _, ierr := provider.Do(ictx, m.client.HTTP, post, m.once()); ierr != nil {
+		if _, ierr := m.client.DoOnce(ictx, post); ierr != nil {
 			out.Err = fmt.Errorf("%w (interrupting job %s failed: %v)", me.Err, id, ierr)
 		} else {
 			out.Err = fmt.Errorf("%w (job %s interrupted)", me.Err, id)
@@ -106,7 +98,7 @@ func (m *Model) running(ctx context.Context, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	resp, err := provider.Do(ctx, m.client.HTTP, post, m.once())
+	resp, err := m.client.DoOnce(ctx, post)
 	if err != nil {
 		return false, err
 	}

@@ -55,3 +55,12 @@ func (c *Client) URL(path string) string { return c.BaseURL + path }
 func (c *Client) Do(ctx context.Context, build BuildFunc) (*Response, error) {
 	return Do(ctx, c.HTTP, build, c.Policy)
 }
+
+// DoOnce is Do with one attempt and no retry: for best-effort calls
+// (a progress read) and for those made after the generation gave up (a
+// cancel), where waiting to try again is not worth it.
+func (c *Client) DoOnce(ctx context.Context, build BuildFunc) (*Response, error) {
+	p := c.Policy
+	p.MaxRetries = 0
+	return Do(ctx, c.HTTP, build, p)
+}

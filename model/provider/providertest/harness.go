@@ -70,6 +70,11 @@ type Harness[F Fake, C any, M Model] struct {
 	// (imagegen.MaxSeed) is sent as it is and that a request without one
 	// sends none. Leave it nil when no TextToImage plan is Seeded.
 	SentSeed func(t *testing.T, f F) *int64
+	// SeedAlways, for a provider whose request must carry a seed
+	// (ComfyUI's KSampler): without the task's, the adapter sends a
+	// random one. Run then checks that two requests without a seed send
+	// two different seeds, instead of none.
+	SeedAlways bool
 }
 
 // Fake is what Run needs of an adapter's fake API; a fake that embeds a

@@ -118,8 +118,18 @@ func (h Harness[F, C, M]) seed(t *testing.T) {
 	if _, err := Generate(context.Background(), m, req); err != nil {
 		t.Fatalf("Generate without a seed: %v", err)
 	}
-	if got := h.SentSeed(t, f); got != nil {
-		t.Errorf("sent seed %d for a request without one; want none", *got)
+	first := h.SentSeed(t, f)
+	if !h.SeedAlways {
+		if first != nil {
+			t.Errorf("sent seed %d for a request without one; want none", *first)
+		}
+		return
+	}
+	if _, err := Generate(context.Background(), m, req); err != nil {
+		t.Fatalf("Generate without a seed: %v", err)
+	}
+	if second := h.SentSeed(t, f); first == nil || second == nil || *first == *second {
+		t.Errorf("sent seeds %s and %s for two requests without one; want two random ones", seedString(first), seedString(second))
 	}
 }
 
