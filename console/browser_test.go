@@ -211,7 +211,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	// The charge is in the ledger.
 	run(t, ctx, "open credits", chromedp.Navigate(base+"/credits"), chromedp.WaitVisible(chromedp.CSS("#ledger")))
 	ledger := text(t, ctx, "#ledger tbody tr:first-child")
-	if !strings.Contains(ledger, "charge") || !strings.Contains(ledger, "-1") || !strings.Contains(ledger, "task:"+taskID) {
+	if !strings.Contains(ledger, "charge") || !strings.Contains(ledger, "-1") || !strings.Contains(ledger, taskID) || strings.Contains(ledger, "task:"+taskID) {
 		t.Fatalf("the newest ledger entry reads %q, want the charge of task %s", ledger, taskID)
 	}
 	shoot(t, ctx, dir, "07-credits.png")

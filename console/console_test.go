@@ -395,7 +395,7 @@ func TestPlaygroundChargesAndSharesTheAPIRateLimit(t *testing.T) {
 	}
 	img.Body.Close()
 	ledger := b.get("/console/credits")
-	contains(t, ledger, `id="balance">9<`, "task:"+id, ">-1<")
+	contains(t, ledger, `id="balance">9<`, "<code>"+id+"</code>", ">-1<") // the reference as the API shows it
 
 	refused := b.submitForm("/console/playground", "/console/playground", url.Values{"scene": {"text-to-image"}, "prompt": {"one more"}})
 	if refused.status != http.StatusTooManyRequests {
@@ -434,8 +434,8 @@ func TestCreditsArePagedNewestFirst(t *testing.T) {
 	}
 	rows := func(p page) int { return strings.Count(p.body, `<tr class="kind-`) }
 	first := b.get("/console/credits")
-	contains(t, first, `id="balance">465<`, "&#43;30<", ">465<", "grant:grant-30", `id="older"`)
-	if strings.Contains(first.body, "grant:grant-5<") || rows(first) != 25 {
+	contains(t, first, `id="balance">465<`, "&#43;30<", ">465<", "<code>grant-30</code>", `id="older"`)
+	if strings.Contains(first.body, ">grant-5<") || rows(first) != 25 {
 		t.Fatalf("page 1 holds %d rows; want the 25 newest entries (30 down to 6)", rows(first))
 	}
 	older := regexp.MustCompile(`href="(/console/credits\?cursor=[^"]+)" id="older"`).FindStringSubmatch(first.body)
@@ -443,7 +443,7 @@ func TestCreditsArePagedNewestFirst(t *testing.T) {
 		t.Fatal("no link to the older page")
 	}
 	second := b.get(strings.ReplaceAll(older[1], "&amp;", "&"))
-	contains(t, second, "&#43;5<", "&#43;1<", "grant:grant-1<", `id="newest"`)
+	contains(t, second, "&#43;5<", "&#43;1<", "<code>grant-1</code>", `id="newest"`)
 	if rows(second) != 5 || strings.Contains(second.body, `id="older"`) {
 		t.Fatalf("page 2 holds %d rows; want the 5 oldest entries, and no older page", rows(second))
 	}

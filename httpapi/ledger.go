@@ -2,9 +2,7 @@ package httpapi
 
 import (
 	"net/http"
-	"strings"
 
-	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/wire"
 )
 
@@ -29,20 +27,9 @@ func (h *Handler) handleLedger() http.Handler {
 		for i, e := range page.Entries {
 			body.Entries[i] = wire.LedgerEntry{
 				ID: e.ID, Kind: e.Kind, Amount: e.Amount, BalanceAfter: e.BalanceAfter,
-				Reference: ledgerReference(e), CreatedAt: e.At.UTC(),
+				Reference: e.Reference(), CreatedAt: wire.Time(e.At),
 			}
 		}
 		return body, nil
 	})
-}
-
-// ledgerReference is an entry's reference without the store's kind
-// prefix ("task:", "refund:", "grant:", "web:").
-func ledgerReference(e imagegen.LedgerEntry) string {
-	for _, prefix := range []string{imagegen.ChargeRefPrefix, imagegen.RefundRefPrefix, string(e.Kind) + ":"} {
-		if ref, ok := strings.CutPrefix(e.Ref, prefix); ok {
-			return ref
-		}
-	}
-	return e.Ref
 }

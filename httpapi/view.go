@@ -49,14 +49,9 @@ func parseView(q url.Values) (View, error) {
 // detailsOf returns the full view's additions for t; position is its
 // queue position, or -1 when it has none.
 func detailsOf(t *imagegen.Task, position int) *wire.TaskDetails {
-	d := &wire.TaskDetails{CreatedAt: t.CreatedAt.UTC(), Model: t.Model, Seed: t.Request.Seed}
-	if !t.StartedAt.IsZero() {
-		at := t.StartedAt.UTC()
-		d.StartedAt = &at
-	}
-	if !t.FinishedAt.IsZero() && t.Status.Terminal() {
-		at := t.FinishedAt.UTC()
-		d.FinishedAt = &at
+	d := &wire.TaskDetails{CreatedAt: wire.Time(t.CreatedAt), StartedAt: wire.OptionalTime(t.StartedAt), Model: t.Model, Seed: t.Request.Seed}
+	if t.Status.Terminal() {
+		d.FinishedAt = wire.OptionalTime(t.FinishedAt)
 	}
 	if position >= 0 && t.Status == imagegen.StatusPending {
 		d.QueuePosition = &position

@@ -3,7 +3,9 @@ package httpapi_test
 import (
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,4 +187,34 @@ func TestLedgerEndpoint(t *testing.T) {
 	is.Equal(e.do("GET", "/api/v1/credits/ledger", e.user("bob", 0), "").Body.String(), `{"entries":[]}`)
 	wantError(t, e.do("GET", "/api/v1/credits/ledger", "", ""), http.StatusUnauthorized, imagegen.APIUnauthorized)
 	wantError(t, e.do("POST", "/api/v1/credits/ledger", e.key, ""), http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
+}
+
+// Times are shown in UTC to the millisecond, whatever precision the
+// store kept (the memory store keeps nanoseconds), in the task's full
+// view and in the ledger alike.
+func TestTimesAreMilliseconds(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	e.clock.Advance(123_456_789 * time.Nanosecond)
+	w := e.submit(e.key, t2i)
+	is.Equal(w.Code, http.StatusCreated)
+	id := taskID(t, &exchange{respBody: w.Body.Bytes()})
+	e.clock.Advance(time.Second + 987_654_321*time.Nanosecond)
+	e.runAll()
+	ms := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,3})?Z$`)
+	v := decodeFull(t, e.do("GET", "/api/v1/tasks/"+id+"?view=full", e.key, "").Body)
+	for _, at := range []string{v.CreatedAt, v.StartedAt, v.FinishedAt} {
+		is.True(ms.MatchString(at)) // at most three digits of fraction
+	}
+	is.True(strings.HasSuffix(v.CreatedAt, ".123Z"))
+	var ledger struct {
+		Entries []struct {
+			CreatedAt string `json:"created_at"`
+		} `json:"entries"`
+	}
+	is.NoErr(json.Unmarshal(e.do("GET", "/api/v1/credits/ledger", e.key, "").Body.Bytes(), &ledger))
+	is.True(len(ledger.Entries) > 0)
+	for _, entry := range ledger.Entries {
+		is.True(ms.MatchString(entry.CreatedAt))
+	}
 }

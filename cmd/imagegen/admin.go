@@ -184,7 +184,7 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 			tw := newTable(stdout)
 			fmt.Fprintln(tw, "AT\tKIND\tAMOUNT\tREF")
 			for _, e := range ledger {
-				fmt.Fprintf(tw, "%s\t%s\t%+d\t%s\n", e.At.Format(time.RFC3339), e.Kind, e.Amount, e.Ref)
+				fmt.Fprintf(tw, "%s\t%s\t%+d\t%s\n", e.At.Format(time.RFC3339), e.Kind, e.Amount, e.Reference())
 			}
 			return tw.Flush()
 		default:

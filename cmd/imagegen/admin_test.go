@@ -79,12 +79,31 @@ func TestInspectCommands(t *testing.T) {
 
 	out, _, err = inspect("show", failed.TaskID)
 	is.NoErr(err)
-	var d imagegen.TaskDetail
+	var d struct {
+		Task struct {
+			TaskID    string             `json:"task_id"`
+			Owner     string             `json:"owner"`
+			Attempt   int                `json:"attempt"`
+			ErrorCode imagegen.ErrorCode `json:"error_code"`
+			LastError string             `json:"last_error"`
+		} `json:"task"`
+		Ledger []struct {
+			Kind      imagegen.LedgerKind `json:"kind"`
+			Reference string              `json:"reference"`
+		} `json:"ledger"`
+	}
 	is.NoErr(json.Unmarshal([]byte(out), &d))
+	is.Equal(d.Task.TaskID, failed.TaskID)
 	is.Equal(d.Task.Owner, "alice")
 	is.Equal(d.Task.Attempt, 1)
 	is.Equal(d.Task.ErrorCode, imagegen.CodeProviderError)
-	is.Equal(len(d.Ledger), 2) // charge and refund
+	is.Equal(len(d.Ledger), 2)                     // charge and refund
+	is.Equal(d.Ledger[0].Reference, failed.TaskID) // as the API shows it
+	// snake_case only (no Go field names), and no time that did not happen
+	is.True(!regexp.MustCompile(`"[A-Z]`).MatchString(out))
+	is.True(!strings.Contains(out, "0001-01-01"))
+	is.True(!strings.Contains(out, `"lease_until"`) && !strings.Contains(out, `"run_after"`))
+	is.True(strings.Contains(out, `"finished_at"`))
 
 	_, _, err = inspect("retry", failed.TaskID)
 	is.True(err != nil && strings.Contains(err.Error(), "-reason"))

@@ -77,8 +77,9 @@ func inspectCmd(ctx context.Context, args []string, getenv func(string) string, 
 				return err
 			}
 			enc := json.NewEncoder(stdout)
+			enc.SetEscapeHTML(false)
 			enc.SetIndent("", "  ")
-			return enc.Encode(d)
+			return enc.Encode(newInspectShow(d))
 		case "retry":
 			if err := in.Retry(ctx, ids[0], f.recharge, f.reason); err != nil {
 				return err

@@ -57,10 +57,12 @@ func (c opsConfig) level() (slog.Level, error) {
 	return l, nil
 }
 
-// logger is the process's logger on w, as -log-format and -log-level say.
+// logger is the process's logger on w, as -log-format and -log-level
+// say. Durations are written one way in both formats, as Go duration
+// strings ("30s", "1.52ms"): JSON would otherwise write nanoseconds.
 func (c opsConfig) logger(w io.Writer) *slog.Logger {
 	level, _ := c.level() // checked by validate
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationsAsStrings}
 	if c.logFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
@@ -146,4 +148,12 @@ func (o *observability) startAdmin(ctx context.Context, c opsConfig, log *slog.L
 		<-done
 	}
 	return "http://" + displayAddr(ln.Addr()), stop, nil
+}
+
+// durationsAsStrings writes a time.Duration attribute as its String().
+func durationsAsStrings(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }

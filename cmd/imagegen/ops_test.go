@@ -335,6 +335,7 @@ func TestWorkerAdminListener(t *testing.T) {
 		}
 		return m != nil
 	})
+	is.True(strings.Contains(w.Output(), `"lease":"30s"`)) // a duration, as the text format writes it
 	is.Equal(probe(t, admin+"/healthz"), http.StatusOK)
 	is.Equal(probe(t, admin+"/readyz"), http.StatusOK)
 	is.Equal(probe(t, admin+"/debug/pprof/"), http.StatusOK)
@@ -345,4 +346,18 @@ func TestWorkerAdminListener(t *testing.T) {
 	s := startServe(t, nil, "-admin-addr", "127.0.0.1:0")
 	is.Equal(probe(t, adminURL(t, s.stderr)+"/debug/pprof/"), http.StatusNotFound)
 	is.Equal(probe(t, s.base+"/debug/pprof/"), http.StatusNotFound)
+}
+
+// Both log formats write a duration as a Go duration string.
+func TestLogDurationsAreStrings(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			is := is.New(t)
+			var b bytes.Buffer
+			opsConfig{logFormat: format, logLevel: "info"}.logger(&b).Info("m", "lease", 30*time.Second, "took", 1520*time.Microsecond)
+			is.True(strings.Contains(b.String(), "30s"))
+			is.True(strings.Contains(b.String(), "1.52ms"))
+			is.True(!strings.Contains(b.String(), "30000000000"))
+		})
+	}
 }
