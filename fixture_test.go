@@ -71,7 +71,7 @@ func (f fixture) funded(t *testing.T, owner string, credits int64) {
 	is.New(t).NoErr(err)
 }
 
-func (f fixture) submit(t *testing.T, owner string) imagegen.Submitted {
+func (f fixture) submit(t *testing.T, owner string) imagegen.Submission {
 	t.Helper()
 	sub, err := f.svc.Submit(ctx, owner, textReq)
 	is.New(t).NoErr(err)
@@ -79,7 +79,7 @@ func (f fixture) submit(t *testing.T, owner string) imagegen.Submitted {
 }
 
 // submitFunded grants owner the 1 credit a task costs, then submits it.
-func (f fixture) submitFunded(t *testing.T, owner string) imagegen.Submitted {
+func (f fixture) submitFunded(t *testing.T, owner string) imagegen.Submission {
 	t.Helper()
 	f.funded(t, owner, 1)
 	return f.submit(t, owner)

@@ -41,6 +41,10 @@ type Idempotency struct {
 	Fingerprint string
 }
 
+// ErrIdempotencyKeyInUse: a request with the same idempotency key is
+// still being handled; retry later with the same key and request.
+var ErrIdempotencyKeyInUse = errors.New("imagegen: a request with this idempotency key is still in progress")
+
 // ErrIdempotencyKeyReused: an idempotency key was sent again with another
 // request. SubmitIdempotent returns it wrapped in a *ValidationError
 // naming the key (errors.Is matches both it and ErrInvalidParams).
@@ -57,9 +61,18 @@ const DefaultIdempotencyTTL = 24 * time.Hour
 // the statuses the HTTP API recorded before the service kept these
 // records, so that records written by either read alike.
 const (
-	onceSubmitted = 201 // Body: the Submitted, as JSON
+	onceSubmitted = 201 // Body: the Submission, as JSON (onceSubmission)
 	onceRefused   = 422 // Body: the refusal, as JSON (onceRefusal)
 )
+
+// onceSubmission is a Submission as an idempotency record keeps it: the
+// HTTP API's body of a submit, which records written earlier hold.
+type onceSubmission struct {
+	TaskID           string `json:"task_id"`
+	Status           Status `json:"status"`
+	CreditsUsed      int64  `json:"credits_used"`
+	CreditsRemaining int64  `json:"credits_remaining"`
+}
 
 // onceRefusal is a refusal as an idempotency record keeps it. Records
 // the HTTP API wrote earlier hold its error body ({"error":{"message"}}),
@@ -80,7 +93,7 @@ type onceRefusal struct {
 //
 // The same key with the same fingerprint, within Config.IdempotencyTTL,
 // answers what the first submission answered and charges nothing more:
-// its Submitted, or its refusal of the request (an error wrapping
+// its Submission, or its refusal of the request (an error wrapping
 // ErrInvalidParams, from decode or from the request's rules), with
 // replayed true. Outcomes that depend on more than the request (such as
 // ErrInsufficientCredits before a top-up, or a store error) are not
@@ -89,28 +102,28 @@ type onceRefusal struct {
 // fingerprint, a *ValidationError wrapping ErrIdempotencyKeyReused; an
 // unusable key is a *ValidationError naming "Idempotency-Key". With
 // id.Key "" it is decode then Submit.
-func (s *Service) SubmitIdempotent(ctx context.Context, owner string, id Idempotency, decode func() (Request, error)) (sub Submitted, replayed bool, err error) {
+func (s *Service) SubmitIdempotent(ctx context.Context, owner string, id Idempotency, decode func() (Request, error)) (sub Submission, replayed bool, err error) {
 	if id.Key == "" {
 		req, err := decode()
 		if err != nil {
-			return Submitted{}, false, err
+			return Submission{}, false, err
 		}
 		sub, err = s.Submit(ctx, owner, req)
 		return sub, false, err
 	}
 	if !ValidIdempotencyKey(id.Key) { // an empty one never gets here: the caller meant none
-		return Submitted{}, false, &ValidationError{Field: "Idempotency-Key", Message: "must be 1 to 255 printable ASCII characters"}
+		return Submission{}, false, &ValidationError{Field: "Idempotency-Key", Message: "must be 1 to 255 printable ASCII characters"}
 	}
 	rec, err := s.cfg.Store.BeginIdempotent(ctx, owner, id.Key, id.Fingerprint, idempotencyInFlight)
 	switch {
 	case err != nil:
-		return Submitted{}, false, fmt.Errorf("imagegen: idempotent submit: %w", err)
+		return Submission{}, false, fmt.Errorf("imagegen: idempotent submit: %w", err)
 	case rec == nil:
 		return s.submitOnce(ctx, owner, id, decode)
 	case rec.Fingerprint != id.Fingerprint:
-		return Submitted{}, false, &keyReused{ValidationError{Field: "Idempotency-Key", Message: "was already used with a different request body"}}
+		return Submission{}, false, &keyReused{ValidationError{Field: "Idempotency-Key", Message: "was already used with a different request body"}}
 	case !rec.Done:
-		return Submitted{}, false, ErrIdempotencyKeyInUse
+		return Submission{}, false, ErrIdempotencyKeyInUse
 	}
 	sub, err = replay(rec)
 	return sub, true, err
@@ -120,16 +133,16 @@ func (s *Service) SubmitIdempotent(ctx context.Context, owner string, id Idempot
 // outcome for replay, or gives the key up when the outcome depends on
 // more than the request. The record is written even when ctx has ended
 // (a caller that went away must still find what it made).
-func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, decode func() (Request, error)) (Submitted, bool, error) {
+func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, decode func() (Request, error)) (Submission, bool, error) {
 	req, err := decode()
-	var sub Submitted
+	var sub Submission
 	if err == nil {
 		sub, err = s.Submit(ctx, owner, req)
 	}
 	status, body := onceSubmitted, []byte(nil)
 	switch {
 	case err == nil:
-		body, _ = json.Marshal(sub) // cannot fail: strings and numbers
+		body, _ = json.Marshal(onceSubmission(sub)) // cannot fail: strings and numbers
 	case errors.Is(err, ErrInvalidParams):
 		status = onceRefused
 		r := onceRefusal{Message: err.Error()}
@@ -153,22 +166,22 @@ func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, 
 }
 
 // replay is the outcome a finished record holds.
-func replay(rec *IdempotencyRecord) (Submitted, error) {
+func replay(rec *IdempotencyRecord) (Submission, error) {
 	switch rec.Status {
 	case onceSubmitted:
-		var sub Submitted
+		var sub onceSubmission
 		if err := json.Unmarshal(rec.Body, &sub); err != nil || sub.TaskID == "" {
-			return Submitted{}, fmt.Errorf("imagegen: idempotency record: unreadable submission (%v)", err)
+			return Submission{}, fmt.Errorf("imagegen: idempotency record: unreadable submission (%v)", err)
 		}
-		return sub, nil
+		return Submission(sub), nil
 	case onceRefused:
 		var r onceRefusal
 		if err := json.Unmarshal(rec.Body, &r); err != nil {
-			return Submitted{}, fmt.Errorf("imagegen: idempotency record: unreadable refusal: %w", err)
+			return Submission{}, fmt.Errorf("imagegen: idempotency record: unreadable refusal: %w", err)
 		}
-		return Submitted{}, &ValidationError{Field: r.Field, Message: cmp.Or(r.Message, r.Error.Message)}
+		return Submission{}, &ValidationError{Field: r.Field, Message: cmp.Or(r.Message, r.Error.Message)}
 	}
-	return Submitted{}, fmt.Errorf("imagegen: idempotency record of unknown status %d", rec.Status)
+	return Submission{}, fmt.Errorf("imagegen: idempotency record of unknown status %d", rec.Status)
 }
 
 // keyReused is the refusal of a key sent again with another request.

@@ -132,7 +132,7 @@ func TestSubmitIdempotentReadsEarlierRecords(t *testing.T) {
 	sub, replayed, err := f.svc.SubmitIdempotent(ctx, "alice", imagegen.Idempotency{Key: "made", Fingerprint: "fp"}, never)
 	is.NoErr(err)
 	is.True(replayed)
-	is.Equal(sub, imagegen.Submitted{TaskID: "t-1", Status: imagegen.StatusPending, CreditsUsed: 1, CreditsRemaining: 4})
+	is.Equal(sub, imagegen.Submission{TaskID: "t-1", Status: imagegen.StatusPending, CreditsUsed: 1, CreditsRemaining: 4})
 	_, _, err = f.svc.SubmitIdempotent(ctx, "alice", imagegen.Idempotency{Key: "refused", Fingerprint: "fp"}, never)
 	is.True(errors.Is(err, imagegen.ErrInvalidParams))
 	is.Equal(err.Error(), "prompt: is required")

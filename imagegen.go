@@ -162,18 +162,19 @@ func New(cfg Config) (*Service, error) {
 	return &Service{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1)}, nil
 }
 
-// Submitted is the answer to a submit (docs/api.md, "Submit a task").
-type Submitted struct {
-	TaskID           string `json:"task_id"`
-	Status           Status `json:"status"`
-	CreditsUsed      int64  `json:"credits_used"`
-	CreditsRemaining int64  `json:"credits_remaining"`
+// Submission is what a submit made: the new task (pending), its charge
+// and the balance after it. The HTTP API sends it as wire.Submitted.
+type Submission struct {
+	TaskID           string
+	Status           Status // StatusPending
+	CreditsUsed      int64  // the task's cost, debited
+	CreditsRemaining int64  // the owner's balance after the charge
 }
 
 // Submit validates req, prices it with the model, and creates a pending
 // task for owner, debiting the price in the same atomic store operation.
 // Errors: *ValidationError (ErrInvalidParams), ErrInsufficientCredits.
-func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submitted, error) {
+func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submission, error) {
 	return s.submit(ctx, owner, req, s.cfg.Store.CreateTask)
 }
 
@@ -192,23 +193,23 @@ var ErrOtherStore = errors.New("imagegen: the service runs on another store")
 // The submission is counted when create returns, before the host's
 // transaction commits: one that is rolled back afterwards was counted
 // all the same.
-func (s *Service) SubmitWith(ctx context.Context, owner string, req Request, on Store, create func(context.Context, *Task) (balance int64, err error)) (Submitted, error) {
+func (s *Service) SubmitWith(ctx context.Context, owner string, req Request, on Store, create func(context.Context, *Task) (balance int64, err error)) (Submission, error) {
 	if on != s.cfg.Store {
-		return Submitted{}, ErrOtherStore
+		return Submission{}, ErrOtherStore
 	}
 	return s.submit(ctx, owner, req, create)
 }
 
 // submit prepares owner's task, creates it with create, and logs and
 // counts it.
-func (s *Service) submit(ctx context.Context, owner string, req Request, create func(context.Context, *Task) (int64, error)) (Submitted, error) {
+func (s *Service) submit(ctx context.Context, owner string, req Request, create func(context.Context, *Task) (int64, error)) (Submission, error) {
 	t, err := s.prepareTask(ctx, owner, req)
 	if err != nil {
-		return Submitted{}, err
+		return Submission{}, err
 	}
 	balance, err := create(ctx, t)
 	if err != nil {
-		return Submitted{}, fmt.Errorf("imagegen: submit: %w", err)
+		return Submission{}, fmt.Errorf("imagegen: submit: %w", err)
 	}
 	s.cfg.Observer.TaskSubmitted(req.Scene, t.Model, t.Cost)
 	if s.log.Enabled(ctx, slog.LevelInfo) { // the check keeps the hot path free of the attributes' allocation
@@ -216,7 +217,7 @@ func (s *Service) submit(ctx context.Context, owner string, req Request, create 
 			slog.String("model", t.Model), slog.Int64("cost", t.Cost))
 	}
 	s.wakeWorkers()
-	return Submitted{TaskID: t.ID, Status: StatusPending, CreditsUsed: t.Cost, CreditsRemaining: balance}, nil
+	return Submission{TaskID: t.ID, Status: StatusPending, CreditsUsed: t.Cost, CreditsRemaining: balance}, nil
 }
 
 // prepareTask is Submit without the store: it validates req, prices it

@@ -15,6 +15,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/retry"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // Defaults of the options.
@@ -230,25 +231,25 @@ func (c *Client) GoString() string { return c.String() }
 // the key has no request left in its window. Errors: *APIError, such as
 // invalid_params (imagegen.ErrInvalidParams) or insufficient_credits
 // (imagegen.ErrInsufficientCredits).
-func (c *Client) Submit(ctx context.Context, req imagegen.Request) (imagegen.Submitted, error) {
+func (c *Client) Submit(ctx context.Context, req imagegen.Request) (wire.Submitted, error) {
 	return c.submit(ctx, req, nil)
 }
 
-func (c *Client) submit(ctx context.Context, req imagegen.Request, header http.Header) (imagegen.Submitted, error) {
+func (c *Client) submit(ctx context.Context, req imagegen.Request, header http.Header) (wire.Submitted, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
-		return imagegen.Submitted{}, fmt.Errorf("client: submit: %w", err)
+		return wire.Submitted{}, fmt.Errorf("client: submit: %w", err)
 	}
 	res, err := c.call(ctx, http.MethodPost, "/generate", body, header)
 	if err != nil {
-		return imagegen.Submitted{}, fmt.Errorf("client: submit: %w", err)
+		return wire.Submitted{}, fmt.Errorf("client: submit: %w", err)
 	}
-	var sub imagegen.Submitted
+	var sub wire.Submitted
 	if err := json.Unmarshal(res.body, &sub); err != nil {
-		return imagegen.Submitted{}, fmt.Errorf("client: submit: decoding the answer: %w", err)
+		return wire.Submitted{}, fmt.Errorf("client: submit: decoding the answer: %w", err)
 	}
 	if sub.TaskID == "" {
-		return imagegen.Submitted{}, errors.New("client: submit: the answer has no task_id")
+		return wire.Submitted{}, errors.New("client: submit: the answer has no task_id")
 	}
 	return sub, nil
 }
@@ -295,7 +296,7 @@ func (c *Client) Wait(ctx context.Context, id string) (*Task, error) {
 // after one poll interval. A 429 on submit is waited out and retried (a
 // refused submit charges nothing).
 func (c *Client) Generate(ctx context.Context, req imagegen.Request) (*Task, error) {
-	var sub imagegen.Submitted
+	var sub wire.Submitted
 	var err error
 	for range maxSubmitTries {
 		sub, err = c.Submit(ctx, req)

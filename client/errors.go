@@ -31,7 +31,7 @@ var ErrIdempotencyKeyInUse = imagegen.ErrIdempotencyKeyInUse
 // APIError is an answer of the API with an error status (docs/api.md, "Errors").
 //
 // Unwrap maps Code to the sentinel errors of package imagegen, as
-// imagegen.APIErrorCode.Sentinel does for the server: unauthorized to
+// wire.APIErrorCode.Sentinel does for the server: unauthorized to
 // ErrUnauthorized, insufficient_credits to ErrInsufficientCredits,
 // task_not_found to ErrTaskNotFound, invalid_params to ErrInvalidParams,
 // rate_limit_exceeded to ErrRateLimited, (Cancel) task_already_finished
@@ -79,7 +79,7 @@ func (e *APIError) Unwrap() error {
 	if e.sentinel != nil {
 		return e.sentinel
 	}
-	return imagegen.APIErrorCode(e.Code).Sentinel()
+	return wire.APIErrorCode(e.Code).Sentinel()
 }
 
 // maxErrorMessage bounds the message kept from a body that is not the

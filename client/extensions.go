@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // The methods in this file use the server's optional extensions of
@@ -35,9 +36,9 @@ const MaxIdempotencyKey = imagegen.MaxIdempotencyKey
 // still being handled, an error wrapping ErrIdempotencyKeyInUse. A
 // refusal for want of credits is replayed too (APIError.Replayed): after
 // adding credits, use a new key.
-func (c *Client) SubmitWithKey(ctx context.Context, req imagegen.Request, idempotencyKey string) (imagegen.Submitted, error) {
+func (c *Client) SubmitWithKey(ctx context.Context, req imagegen.Request, idempotencyKey string) (wire.Submitted, error) {
 	if !imagegen.ValidIdempotencyKey(idempotencyKey) {
-		return imagegen.Submitted{}, fmt.Errorf("client: submit: the idempotency key must be 1 to %d printable ASCII characters, not starting or ending with a space: %w",
+		return wire.Submitted{}, fmt.Errorf("client: submit: the idempotency key must be 1 to %d printable ASCII characters, not starting or ending with a space: %w",
 			MaxIdempotencyKey, imagegen.ErrInvalidParams)
 	}
 	return c.submit(ctx, req, http.Header{"Idempotency-Key": {idempotencyKey}})

@@ -16,6 +16,7 @@ import (
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/ratelimit"
 	redislimit "github.com/imagegen/imagegen/ratelimit/redis"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // TestValidKeyServedDuringBadKeyFlood: 100 bad keys from one address do
@@ -32,13 +33,13 @@ func TestValidKeyServedDuringBadKeyFlood(t *testing.T) {
 			unauthorized++
 		case http.StatusTooManyRequests:
 			limited++
-			wantError(t, bad, http.StatusTooManyRequests, imagegen.APIRateLimitExceeded)
+			wantError(t, bad, http.StatusTooManyRequests, wire.APIRateLimitExceeded)
 			is.True(bad.Header().Get("Retry-After") != "")
 		default:
 			t.Fatalf("bad key #%d: status %d", i, bad.Code)
 		}
 		good := e.do("GET", "/api/v1/tasks/x", e.key, "")
-		wantError(t, good, http.StatusNotFound, imagegen.APITaskNotFound) // served, not 429
+		wantError(t, good, http.StatusNotFound, wire.APITaskNotFound) // served, not 429
 	}
 	is.Equal(unauthorized, 10) // the budget: 10 failures a minute per address
 	is.Equal(limited, 90)

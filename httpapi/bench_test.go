@@ -56,7 +56,7 @@ func (b *bareAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b.tasks[id] = owner
 		b.mu.Unlock()
 		w.WriteHeader(http.StatusCreated)
-		_ = json.NewEncoder(w).Encode(imagegen.Submitted{TaskID: id, Status: imagegen.StatusPending, CreditsUsed: 1, CreditsRemaining: 99})
+		_ = json.NewEncoder(w).Encode(wire.Submitted{TaskID: id, Status: imagegen.StatusPending, CreditsUsed: 1, CreditsRemaining: 99})
 		return
 	}
 	id := r.PathValue("id")

@@ -10,7 +10,7 @@ import (
 	"github.com/imagegen/imagegen/wire"
 )
 
-func writeError(w http.ResponseWriter, status int, code imagegen.APIErrorCode, message string) {
+func writeError(w http.ResponseWriter, status int, code wire.APIErrorCode, message string) {
 	encode(w, status, wire.ErrorBody{Error: wire.ErrorDetail{Code: code, Message: message}})
 }
 
@@ -20,31 +20,31 @@ func (h *Handler) respondErr(w http.ResponseWriter, r *http.Request, err error) 
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &ve):
-		writeError(w, http.StatusUnprocessableEntity, imagegen.APIInvalidParams, ve.Error())
+		writeError(w, http.StatusUnprocessableEntity, wire.APIInvalidParams, ve.Error())
 	case errors.Is(err, imagegen.ErrInvalidParams):
-		writeError(w, http.StatusUnprocessableEntity, imagegen.APIInvalidParams, "invalid request parameters")
+		writeError(w, http.StatusUnprocessableEntity, wire.APIInvalidParams, "invalid request parameters")
 	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, imagegen.APIRequestTooLarge, "request body must be at most 1 MiB")
+		writeError(w, http.StatusRequestEntityTooLarge, wire.APIRequestTooLarge, "request body must be at most 1 MiB")
 	case errors.Is(err, imagegen.ErrUnauthorized):
-		writeError(w, http.StatusUnauthorized, imagegen.APIUnauthorized, "missing or invalid API key")
+		writeError(w, http.StatusUnauthorized, wire.APIUnauthorized, "missing or invalid API key")
 	case errors.Is(err, imagegen.ErrInsufficientCredits):
-		writeError(w, http.StatusForbidden, imagegen.APIInsufficientCredits, "not enough credits for this generation")
+		writeError(w, http.StatusForbidden, wire.APIInsufficientCredits, "not enough credits for this generation")
 	case errors.Is(err, imagegen.ErrTaskNotFound):
-		writeError(w, http.StatusNotFound, imagegen.APITaskNotFound, "task not found")
+		writeError(w, http.StatusNotFound, wire.APITaskNotFound, "task not found")
 	case errors.Is(err, imagegen.ErrIdempotencyKeyInUse):
-		writeError(w, http.StatusConflict, imagegen.APIIdempotencyKeyInUse, "a request with this Idempotency-Key is still in progress; retry later")
+		writeError(w, http.StatusConflict, wire.APIIdempotencyKeyInUse, "a request with this Idempotency-Key is still in progress; retry later")
 	case errors.Is(err, imagegen.ErrInvalidTransition):
-		writeError(w, http.StatusConflict, imagegen.APITaskAlreadyFinished, "the task has already finished; it was not changed")
+		writeError(w, http.StatusConflict, wire.APITaskAlreadyFinished, "the task has already finished; it was not changed")
 	default:
 		h.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", r.Pattern,
 			"request_id", requestIDOf(w), "err", err)
-		writeError(w, http.StatusInternalServerError, imagegen.APIInternalError, "internal server error")
+		writeError(w, http.StatusInternalServerError, wire.APIInternalError, "internal server error")
 	}
 }
 
 func writeRateLimited(w http.ResponseWriter, retryAfter time.Duration, message string) {
 	w.Header().Set("Retry-After", strconv.FormatInt(RetryAfterSeconds(retryAfter), 10))
-	writeError(w, http.StatusTooManyRequests, imagegen.APIRateLimitExceeded, message)
+	writeError(w, http.StatusTooManyRequests, wire.APIRateLimitExceeded, message)
 }
 
 // RetryAfterSeconds is the Retry-After value (whole seconds) for a
@@ -57,13 +57,13 @@ func RetryAfterSeconds(d time.Duration) int64 {
 
 func notFound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, imagegen.APINotFound, "no such endpoint: "+r.URL.Path)
+		writeError(w, http.StatusNotFound, wire.APINotFound, "no such endpoint: "+r.URL.Path)
 	})
 }
 
 func methodNotAllowed(allow string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
-		writeError(w, http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed, "method "+r.Method+" is not allowed here; use "+allow)
+		writeError(w, http.StatusMethodNotAllowed, wire.APIMethodNotAllowed, "method "+r.Method+" is not allowed here; use "+allow)
 	})
 }

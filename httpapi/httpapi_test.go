@@ -134,7 +134,7 @@ func fields(t *testing.T, w *httptest.ResponseRecorder) (map[string]any, []strin
 }
 
 // wantError checks the status and the exact error body shape and code.
-func wantError(t *testing.T, w *httptest.ResponseRecorder, status int, code imagegen.APIErrorCode) string {
+func wantError(t *testing.T, w *httptest.ResponseRecorder, status int, code wire.APIErrorCode) string {
 	t.Helper()
 	is := is.New(t)
 	is.Equal(w.Code, status)
@@ -213,13 +213,13 @@ func TestTaskLifecycleBodies(t *testing.T) {
 	is.NoErr(err)
 
 	// A tampered signature or another image id is refused.
-	wantError(t, e.do("GET", path[:len(path)-2]+"xx", "", ""), http.StatusNotFound, imagegen.APINotFound)
-	wantError(t, e.do("GET", strings.Replace(path, "expires=", "expires=9", 1), "", ""), http.StatusNotFound, imagegen.APINotFound)
+	wantError(t, e.do("GET", path[:len(path)-2]+"xx", "", ""), http.StatusNotFound, wire.APINotFound)
+	wantError(t, e.do("GET", strings.Replace(path, "expires=", "expires=9", 1), "", ""), http.StatusNotFound, wire.APINotFound)
 
 	// After the retention period the task and its image are gone.
 	e.clock.Advance(retention + time.Second)
-	wantError(t, e.do("GET", path, "", ""), http.StatusNotFound, imagegen.APINotFound)
-	wantError(t, e.poll(e.key, id), http.StatusNotFound, imagegen.APITaskNotFound)
+	wantError(t, e.do("GET", path, "", ""), http.StatusNotFound, wire.APINotFound)
+	wantError(t, e.poll(e.key, id), http.StatusNotFound, wire.APITaskNotFound)
 }
 
 func TestFailedTaskBodyAndRefund(t *testing.T) {
@@ -270,14 +270,14 @@ func TestUnauthorized(t *testing.T) {
 			r.RemoteAddr = "198.51.100." + strconv.Itoa(len(messages)+10) + ":1234" // one IP per case
 			w := httptest.NewRecorder()
 			e.h.ServeHTTP(w, r)
-			messages = append(messages, wantError(t, w, http.StatusUnauthorized, imagegen.APIUnauthorized))
+			messages = append(messages, wantError(t, w, http.StatusUnauthorized, wire.APIUnauthorized))
 			for _, m := range messages {
 				is.New(t).Equal(m, messages[0]) // every bad key gets the same body
 			}
 		})
 	}
 	// Submitting without a key charges nothing.
-	wantError(t, e.submit("", t2i), http.StatusUnauthorized, imagegen.APIUnauthorized)
+	wantError(t, e.submit("", t2i), http.StatusUnauthorized, wire.APIUnauthorized)
 }
 
 func TestAuthFailuresLimitedPerIP(t *testing.T) {
@@ -293,23 +293,23 @@ func TestAuthFailuresLimitedPerIP(t *testing.T) {
 			limited = w
 			break
 		}
-		wantError(t, w, http.StatusUnauthorized, imagegen.APIUnauthorized)
+		wantError(t, w, http.StatusUnauthorized, wire.APIUnauthorized)
 	}
 	is.True(limited != nil) // brute force from one IP is stopped
-	wantError(t, limited, http.StatusTooManyRequests, imagegen.APIRateLimitExceeded)
+	wantError(t, limited, http.StatusTooManyRequests, wire.APIRateLimitExceeded)
 	is.True(limited.Header().Get("Retry-After") != "")
 	// While failures are refused, a valid key from that IP is still served.
-	wantError(t, req(e.key), http.StatusNotFound, imagegen.APITaskNotFound)
+	wantError(t, req(e.key), http.StatusNotFound, wire.APITaskNotFound)
 	// Another IP is unaffected.
 	r := httptest.NewRequest("GET", "/api/v1/tasks/x", nil)
 	r.Header.Set("Authorization", "Bearer "+e.key)
 	r.RemoteAddr = "203.0.113.9:4321"
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, r)
-	wantError(t, w, http.StatusNotFound, imagegen.APITaskNotFound)
+	wantError(t, w, http.StatusNotFound, wire.APITaskNotFound)
 	// The block ends with time.
 	e.clock.Advance(time.Hour)
-	wantError(t, req(imagegen.NewAPIKey()), http.StatusUnauthorized, imagegen.APIUnauthorized)
+	wantError(t, req(imagegen.NewAPIKey()), http.StatusUnauthorized, wire.APIUnauthorized)
 }
 
 func TestInsufficientCredits(t *testing.T) {
@@ -317,7 +317,7 @@ func TestInsufficientCredits(t *testing.T) {
 	e := newEnv(t)
 	poor := e.user("carol", 3)
 	is.Equal(e.submit(poor, t2i).Code, http.StatusCreated) // 3 - 2 = 1 left
-	msg := wantError(t, e.submit(poor, t2i), http.StatusForbidden, imagegen.APIInsufficientCredits)
+	msg := wantError(t, e.submit(poor, t2i), http.StatusForbidden, wire.APIInsufficientCredits)
 	is.True(msg != "")
 	bal, err := e.svc.Balance(context.Background(), "carol")
 	is.NoErr(err)
@@ -335,10 +335,10 @@ func TestTaskNotFound(t *testing.T) {
 	other := e.user("mallory", 10)
 	missing := e.poll(e.key, "00000000-0000-4000-8000-000000000000")
 	foreign := e.poll(other, id)
-	wantError(t, missing, http.StatusNotFound, imagegen.APITaskNotFound)
-	wantError(t, foreign, http.StatusNotFound, imagegen.APITaskNotFound)
+	wantError(t, missing, http.StatusNotFound, wire.APITaskNotFound)
+	wantError(t, foreign, http.StatusNotFound, wire.APITaskNotFound)
 	is.Equal(missing.Body.String(), foreign.Body.String()) // another user's task looks missing
-	wantError(t, e.poll(e.key, strings.Repeat("x", 500)), http.StatusNotFound, imagegen.APITaskNotFound)
+	wantError(t, e.poll(e.key, strings.Repeat("x", 500)), http.StatusNotFound, wire.APITaskNotFound)
 }
 
 func TestInvalidParams(t *testing.T) {
@@ -354,7 +354,7 @@ func TestInvalidParams(t *testing.T) {
 		"empty":         ``,
 	} {
 		t.Run(name, func(t *testing.T) {
-			wantError(t, e.submit(e.key, body), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
+			wantError(t, e.submit(e.key, body), http.StatusUnprocessableEntity, wire.APIInvalidParams)
 		})
 	}
 	// An unknown field names the one meant, or lists the fields.
@@ -364,13 +364,13 @@ func TestInvalidParams(t *testing.T) {
 		`{"scene":"text-to-image","prompt":"p","model":"x"}`:          "model: unknown field (the fields are scene, prompt, aspect_ratio, image_input, callback_url, seed, callback_events)",
 	} {
 		t.Run(want, func(t *testing.T) {
-			msg := wantError(t, e.submit(e.key, body), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
+			msg := wantError(t, e.submit(e.key, body), http.StatusUnprocessableEntity, wire.APIInvalidParams)
 			is.New(t).Equal(msg, want)
 		})
 	}
 	t.Run("content type", func(t *testing.T) {
 		w := e.do("POST", "/api/v1/generate", e.key, t2i, "Content-Type", "text/plain")
-		msg := wantError(t, w, http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
+		msg := wantError(t, w, http.StatusUnprocessableEntity, wire.APIInvalidParams)
 		is.New(t).True(strings.Contains(msg, "Content-Type"))
 	})
 	bal, err := e.svc.Balance(context.Background(), "alice")
@@ -383,19 +383,19 @@ func TestRateLimit(t *testing.T) {
 	e := newEnv(t, func(o *envOptions) { o.limit = 10 })
 	for i := 0; i < 10; i++ {
 		w := e.poll(e.key, "nope")
-		wantError(t, w, http.StatusNotFound, imagegen.APITaskNotFound)
+		wantError(t, w, http.StatusNotFound, wire.APITaskNotFound)
 		is.Equal(w.Header().Get("RateLimit-Policy"), `"default";q=10;w=60`)
 		is.Equal(w.Header().Get("RateLimit"), `"default";r=`+strconv.Itoa(9-i)+";t="+map[bool]string{true: "51", false: "0"}[i == 9]) // the first request leaves the window at 60 s
 		e.clock.Advance(time.Second)
 	}
 	w := e.submit(e.key, t2i)
-	wantError(t, w, http.StatusTooManyRequests, imagegen.APIRateLimitExceeded)
+	wantError(t, w, http.StatusTooManyRequests, wire.APIRateLimitExceeded)
 	is.Equal(w.Header().Get("Retry-After"), "50") // the first request leaves the window at t=60s
 	bal, err := e.svc.Balance(context.Background(), "alice")
 	is.NoErr(err)
 	is.Equal(bal, int64(10)) // a limited submit charges nothing
 	// Another key has its own budget.
-	wantError(t, e.poll(e.user("dave", 1), "nope"), http.StatusNotFound, imagegen.APITaskNotFound)
+	wantError(t, e.poll(e.user("dave", 1), "nope"), http.StatusNotFound, wire.APITaskNotFound)
 	e.clock.Advance(50 * time.Second)
 	is.Equal(e.submit(e.key, t2i).Code, http.StatusCreated)
 }
@@ -416,17 +416,17 @@ func TestInternalError(t *testing.T) {
 	e := newEnv(t, func(o *envOptions) {
 		o.store = failingStore{memory.New(memory.Config{Clock: clock, Retention: retention})}
 	})
-	msg := wantError(t, e.submit(e.key, t2i), http.StatusInternalServerError, imagegen.APIInternalError)
+	msg := wantError(t, e.submit(e.key, t2i), http.StatusInternalServerError, wire.APIInternalError)
 	is.True(!strings.Contains(msg, "disk on fire")) // internals stay in the log
-	wantError(t, e.poll(e.key, "x"), http.StatusInternalServerError, imagegen.APIInternalError)
+	wantError(t, e.poll(e.key, "x"), http.StatusInternalServerError, wire.APIInternalError)
 }
 
 func TestRoutingErrors(t *testing.T) {
 	is := is.New(t)
 	e := newEnv(t)
-	wantError(t, e.do("GET", "/api/v1/generate", e.key, ""), http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
+	wantError(t, e.do("GET", "/api/v1/generate", e.key, ""), http.StatusMethodNotAllowed, wire.APIMethodNotAllowed)
 	w := e.do("DELETE", "/api/v1/tasks/abc", e.key, "")
-	wantError(t, w, http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
+	wantError(t, w, http.StatusMethodNotAllowed, wire.APIMethodNotAllowed)
 	is.Equal(w.Header().Get("Allow"), "GET, HEAD")
 	for path, allow := range map[string]string{ // every route: another method is a 405 naming the allowed ones
 		"/api/v1/generate": "POST", "/api/v1/tasks/abc": "GET, HEAD", "/api/v1/tasks/abc/cancel": "POST",
@@ -434,11 +434,11 @@ func TestRoutingErrors(t *testing.T) {
 		"/api/v1/webhook-secret": "GET, HEAD", "/api/v1/images/abc": "GET, HEAD", "/api/v1/openapi.json": "GET, HEAD",
 	} {
 		w := e.do("PUT", path, e.key, "")
-		wantError(t, w, http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
+		wantError(t, w, http.StatusMethodNotAllowed, wire.APIMethodNotAllowed)
 		is.Equal(w.Header().Get("Allow"), allow)
 	}
-	wantError(t, e.do("GET", "/api/v1/nope", e.key, ""), http.StatusNotFound, imagegen.APINotFound)
-	wantError(t, e.do("GET", "/api/v1/", "", ""), http.StatusNotFound, imagegen.APINotFound)
+	wantError(t, e.do("GET", "/api/v1/nope", e.key, ""), http.StatusNotFound, wire.APINotFound)
+	wantError(t, e.do("GET", "/api/v1/", "", ""), http.StatusNotFound, wire.APINotFound)
 	big := `{"scene":"text-to-image","prompt":"` + strings.Repeat("a", httpapi.MaxBodyBytes) + `"}`
-	wantError(t, e.submit(e.key, big), http.StatusRequestEntityTooLarge, imagegen.APIRequestTooLarge)
+	wantError(t, e.submit(e.key, big), http.StatusRequestEntityTooLarge, wire.APIRequestTooLarge)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // TestIdempotencyRefusalOfStateNotReplayed: a 403 insufficient_credits
@@ -22,7 +23,7 @@ func TestIdempotencyRefusalOfStateNotReplayed(t *testing.T) {
 	submit := func() *httptest.ResponseRecorder {
 		return e.do("POST", "/api/v1/generate", poor, t2i, "Idempotency-Key", "k")
 	}
-	wantError(t, submit(), http.StatusForbidden, imagegen.APIInsufficientCredits)
+	wantError(t, submit(), http.StatusForbidden, wire.APIInsufficientCredits)
 	_, err := e.svc.Grant(context.Background(), "poor", 5, "top-up-1")
 	is.NoErr(err)
 	w := submit()
@@ -40,7 +41,7 @@ func TestIdempotencyBodyErrorsReplayed(t *testing.T) {
 	is := is.New(t)
 	e := newEnv(t)
 	bad := `{"scene":"text-to-image","prompt":"","aspect_ratio":"16:9"}`
-	wantError(t, e.do("POST", "/api/v1/generate", e.key, bad, "Idempotency-Key", "v"), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
+	wantError(t, e.do("POST", "/api/v1/generate", e.key, bad, "Idempotency-Key", "v"), http.StatusUnprocessableEntity, wire.APIInvalidParams)
 	w := e.do("POST", "/api/v1/generate", e.key, bad, "Idempotency-Key", "v")
 	is.Equal(w.Code, http.StatusUnprocessableEntity)
 	is.Equal(w.Header().Get("Idempotent-Replayed"), "true")

@@ -21,6 +21,7 @@ import (
 	blobmemory "github.com/imagegen/imagegen/blob/memory"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/store/memory"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // countingBlobs counts the reads a BlobStore serves (ReadRange, Open)
@@ -79,14 +80,14 @@ func TestImageRangeErrorsAreJSON(t *testing.T) {
 	size := strconv.Itoa(len(picture))
 	for _, rg := range []string{"bytes=999999-", "bytes=-0", "bytes=100000-100005", "bytes=-0,200000-"} {
 		w := e.do("GET", path, "", "", "Range", rg)
-		wantError(t, w, http.StatusRequestedRangeNotSatisfiable, imagegen.APIRangeNotSatisfiable)
+		wantError(t, w, http.StatusRequestedRangeNotSatisfiable, wire.APIRangeNotSatisfiable)
 		is.Equal(w.Header().Get("Content-Range"), "bytes */"+size) // rg
 	}
 	sum := sha256.Sum256(picture)
 	etag := `"` + hex.EncodeToString(sum[:]) + `"`
 	for _, h := range [][2]string{{"If-Match", `"other"`}, {"If-Match", "W/" + etag}, {"If-Unmodified-Since", e.clock.Now().Add(-time.Hour).Format(http.TimeFormat)}} {
 		w := e.do("GET", path, "", "", h[0], h[1])
-		wantError(t, w, http.StatusPreconditionFailed, imagegen.APIPreconditionFailed)
+		wantError(t, w, http.StatusPreconditionFailed, wire.APIPreconditionFailed)
 		is.Equal(w.Header().Get("ETag"), "") // an error, not the image
 	}
 	// Preconditions that hold serve the image.

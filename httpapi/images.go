@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // handleImage serves GET {prefix}/images/{image_id}?expires=&sig=, the
@@ -87,5 +88,5 @@ func (h *Handler) imageErr(w http.ResponseWriter, r *http.Request, err error) bo
 }
 
 func imageNotFound(w http.ResponseWriter) {
-	writeError(w, http.StatusNotFound, imagegen.APINotFound, "image not found or link expired")
+	writeError(w, http.StatusNotFound, wire.APINotFound, "image not found or link expired")
 }

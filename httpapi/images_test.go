@@ -18,6 +18,7 @@ import (
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/internal/s3test"
 	"github.com/imagegen/imagegen/store/memory"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // picture is what the model returns in these tests: big enough for
@@ -111,7 +112,7 @@ func TestImageRecordWithoutBytesIsNotFound(t *testing.T) {
 	e := newEnv(t)
 	path, id := e.imagePath()
 	is.NoErr(e.stack.Store.Blobs().Delete(context.Background(), id))
-	wantError(t, e.do("GET", path, "", ""), http.StatusNotFound, imagegen.APINotFound)
+	wantError(t, e.do("GET", path, "", ""), http.StatusNotFound, wire.APINotFound)
 }
 
 func TestImageRedirectsToTheCDN(t *testing.T) {
@@ -125,9 +126,9 @@ func TestImageRedirectsToTheCDN(t *testing.T) {
 	is.Equal(w.Header().Get("Location"), "https://cdn.example.test/images/"+id)
 	is.Equal(w.Body.Len() < 200, true) // no image bytes through this process
 	// The signature still guards it, and it ends with the image.
-	wantError(t, e.do("GET", path[:len(path)-2]+"xx", "", ""), http.StatusNotFound, imagegen.APINotFound)
+	wantError(t, e.do("GET", path[:len(path)-2]+"xx", "", ""), http.StatusNotFound, wire.APINotFound)
 	e.clock.Advance(retention + time.Second)
-	wantError(t, e.do("GET", path, "", ""), http.StatusNotFound, imagegen.APINotFound)
+	wantError(t, e.do("GET", path, "", ""), http.StatusNotFound, wire.APINotFound)
 }
 
 func TestImageRedirectsToAPresignedURL(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // copyBufSize is the buffer one download copies through: with the one
@@ -42,7 +43,7 @@ func (h *Handler) serveImage(w http.ResponseWriter, r *http.Request, img *imageg
 	}
 	switch evalPreconditions(r, etag, modified) {
 	case precondFailed:
-		writeError(w, http.StatusPreconditionFailed, imagegen.APIPreconditionFailed, "the image does not match If-Match or If-Unmodified-Since")
+		writeError(w, http.StatusPreconditionFailed, wire.APIPreconditionFailed, "the image does not match If-Match or If-Unmodified-Since")
 		return
 	case precondNotModified:
 		validators()
@@ -58,7 +59,7 @@ func (h *Handler) serveImage(w http.ResponseWriter, r *http.Request, img *imageg
 	size := strconv.FormatInt(img.Size, 10)
 	if answer == rangeUnsatisfiable {
 		hd.Set("Content-Range", "bytes */"+size)
-		writeError(w, http.StatusRequestedRangeNotSatisfiable, imagegen.APIRangeNotSatisfiable,
+		writeError(w, http.StatusRequestedRangeNotSatisfiable, wire.APIRangeNotSatisfiable,
 			"no range of the Range header overlaps the image's "+size+" bytes")
 		return
 	}
@@ -232,7 +233,7 @@ func (h *Handler) downloadErr(w http.ResponseWriter, r *http.Request, err error)
 	default:
 		h.cfg.Logger.WarnContext(r.Context(), "image store failed", "path", r.URL.Path, "err", err)
 		w.Header().Set("Retry-After", strconv.FormatInt(RetryAfterSeconds(storeRetryAfter), 10))
-		writeError(w, http.StatusServiceUnavailable, imagegen.APIStorageUnavailable, "the image store is unavailable; try again later")
+		writeError(w, http.StatusServiceUnavailable, wire.APIStorageUnavailable, "the image store is unavailable; try again later")
 	}
 }
 

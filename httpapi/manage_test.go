@@ -22,7 +22,7 @@ func TestCancel(t *testing.T) {
 	e := newEnv(t)
 	id := e.submitted() // alice: 10 - 2
 	mallory := e.user("mallory", 0)
-	wantError(t, e.do("POST", "/api/v1/tasks/"+id+"/cancel", mallory, ""), http.StatusNotFound, imagegen.APITaskNotFound)
+	wantError(t, e.do("POST", "/api/v1/tasks/"+id+"/cancel", mallory, ""), http.StatusNotFound, wire.APITaskNotFound)
 
 	w := e.do("POST", "/api/v1/tasks/"+id+"/cancel", e.key, "")
 	is.Equal(w.Code, http.StatusOK)
@@ -35,15 +35,15 @@ func TestCancel(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(bal, int64(10)) // refunded
 
-	wantError(t, e.do("POST", "/api/v1/tasks/"+id+"/cancel", e.key, ""), http.StatusConflict, imagegen.APITaskAlreadyFinished)
+	wantError(t, e.do("POST", "/api/v1/tasks/"+id+"/cancel", e.key, ""), http.StatusConflict, wire.APITaskAlreadyFinished)
 	// Another user learns nothing, not even that the task has ended.
-	wantError(t, e.do("POST", "/api/v1/tasks/"+id+"/cancel", mallory, ""), http.StatusNotFound, imagegen.APITaskNotFound)
+	wantError(t, e.do("POST", "/api/v1/tasks/"+id+"/cancel", mallory, ""), http.StatusNotFound, wire.APITaskNotFound)
 	done := e.submitted()
 	_, err = e.svc.RunOnce(context.Background())
 	is.NoErr(err)
-	wantError(t, e.do("POST", "/api/v1/tasks/"+done+"/cancel", mallory, ""), http.StatusNotFound, imagegen.APITaskNotFound)
-	wantError(t, e.do("POST", "/api/v1/tasks/"+done+"/cancel", e.key, ""), http.StatusConflict, imagegen.APITaskAlreadyFinished)
-	wantError(t, e.do("GET", "/api/v1/tasks/"+id+"/cancel", e.key, ""), http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
+	wantError(t, e.do("POST", "/api/v1/tasks/"+done+"/cancel", mallory, ""), http.StatusNotFound, wire.APITaskNotFound)
+	wantError(t, e.do("POST", "/api/v1/tasks/"+done+"/cancel", e.key, ""), http.StatusConflict, wire.APITaskAlreadyFinished)
+	wantError(t, e.do("GET", "/api/v1/tasks/"+id+"/cancel", e.key, ""), http.StatusMethodNotAllowed, wire.APIMethodNotAllowed)
 }
 
 func TestListAndCredits(t *testing.T) {
@@ -101,7 +101,7 @@ func TestListAndCredits(t *testing.T) {
 		"status=%zz":                         "query",
 		"cursor=" + strings.Repeat("7", 257): "cursor",
 	} {
-		msg := wantError(t, e.do("GET", "/api/v1/tasks?"+q, e.key, ""), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
+		msg := wantError(t, e.do("GET", "/api/v1/tasks?"+q, e.key, ""), http.StatusUnprocessableEntity, wire.APIInvalidParams)
 		if !strings.HasPrefix(msg, field+": ") {
 			t.Errorf("GET /tasks?%s: message %q does not name %s", q, msg, field)
 		}
@@ -131,7 +131,7 @@ func TestIdempotentSubmit(t *testing.T) {
 	is.Equal(bal, int64(8)) // charged once
 
 	other := `{"scene":"text-to-image","prompt":"something else"}`
-	msg := wantError(t, e.do("POST", "/api/v1/generate", e.key, other, "Idempotency-Key", "order-1"), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
+	msg := wantError(t, e.do("POST", "/api/v1/generate", e.key, other, "Idempotency-Key", "order-1"), http.StatusUnprocessableEntity, wire.APIInvalidParams)
 	is.True(len(msg) > 0)
 
 	// Another user may use the same key.
@@ -143,12 +143,12 @@ func TestIdempotentSubmit(t *testing.T) {
 	rec, err := e.stack.Store.BeginIdempotent(context.Background(), "alice", "order-2", hex.EncodeToString(sum[:]), time.Minute)
 	is.NoErr(err)
 	is.True(rec == nil)
-	wantError(t, e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", "order-2"), http.StatusConflict, imagegen.APIIdempotencyKeyInUse)
+	wantError(t, e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", "order-2"), http.StatusConflict, wire.APIIdempotencyKeyInUse)
 
 	// A refusal that depends on more than the body is not kept: after a
 	// wrong Content-Type, the same key and body go through.
 	wantError(t, e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", "order-3", "Content-Type", "text/plain"),
-		http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
+		http.StatusUnprocessableEntity, wire.APIInvalidParams)
 	w = e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", "order-3")
 	is.Equal(w.Code, http.StatusCreated)
 	is.Equal(w.Header().Get("Idempotent-Replayed"), "")
@@ -158,10 +158,10 @@ func TestIdempotentSubmit(t *testing.T) {
 	for i := range long {
 		long[i] = 'a'
 	}
-	wantError(t, e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", string(long)), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
+	wantError(t, e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", string(long)), http.StatusUnprocessableEntity, wire.APIInvalidParams)
 	w = e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", string(long[:255])) // the longest allowed
 	is.Equal(w.Code, http.StatusCreated)
-	msg = wantError(t, e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", ""), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
+	msg = wantError(t, e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", ""), http.StatusUnprocessableEntity, wire.APIInvalidParams)
 	is.True(strings.HasPrefix(msg, "Idempotency-Key: "))
 	r := httptest.NewRequest("POST", "/api/v1/generate", strings.NewReader(t2i))
 	r.Header.Set("Authorization", "Bearer "+e.key)
@@ -169,7 +169,7 @@ func TestIdempotentSubmit(t *testing.T) {
 	r.Header["Idempotency-Key"] = []string{"order-9", "order-10"}
 	rw := httptest.NewRecorder()
 	e.h.ServeHTTP(rw, r)
-	msg = wantError(t, rw, http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
+	msg = wantError(t, rw, http.StatusUnprocessableEntity, wire.APIInvalidParams)
 	is.Equal(msg, "Idempotency-Key: must be given once")
 	bal, err = e.svc.Balance(context.Background(), "alice")
 	is.NoErr(err)

@@ -133,11 +133,11 @@ func (c *errorCapture) finish() {
 	}
 	status, typ, code := c.status, "invalid_request_error", string(ours.Error.Code)
 	switch ours.Error.Code {
-	case imagegen.APIUnauthorized:
+	case wire.APIUnauthorized:
 		code = "invalid_api_key"
-	case imagegen.APIRateLimitExceeded:
+	case wire.APIRateLimitExceeded:
 		typ = "requests"
-	case imagegen.APIInternalError:
+	case wire.APIInternalError:
 		typ, code = "server_error", ""
 	}
 	newOpenAIError(status, typ, "", code, ours.Error.Message).write(c.ResponseWriter)

@@ -556,7 +556,7 @@ func (e *env) runAll() {
 
 func taskID(t *testing.T, x *exchange) string {
 	t.Helper()
-	var sub imagegen.Submitted
+	var sub wire.Submitted
 	is.New(t).NoErr(json.Unmarshal(x.respBody, &sub))
 	return sub.TaskID
 }
@@ -688,10 +688,10 @@ func TestOpenAPIConformance(t *testing.T) {
 	}
 	is.True(seen[outcome{"components", "NotFound", "404"}])
 	is.True(seen[outcome{"components", "MethodNotAllowed", "405"}])
-	for _, code := range []imagegen.APIErrorCode{
-		imagegen.APIUnauthorized, imagegen.APIInsufficientCredits, imagegen.APITaskNotFound, imagegen.APIInvalidParams,
-		imagegen.APIRateLimitExceeded, imagegen.APIInternalError, imagegen.APINotFound, imagegen.APIMethodNotAllowed, imagegen.APIRequestTooLarge,
-		imagegen.APIIdempotencyKeyInUse, imagegen.APITaskAlreadyFinished, imagegen.APIPreconditionFailed, imagegen.APIRangeNotSatisfiable,
+	for _, code := range []wire.APIErrorCode{
+		wire.APIUnauthorized, wire.APIInsufficientCredits, wire.APITaskNotFound, wire.APIInvalidParams,
+		wire.APIRateLimitExceeded, wire.APIInternalError, wire.APINotFound, wire.APIMethodNotAllowed, wire.APIRequestTooLarge,
+		wire.APIIdempotencyKeyInUse, wire.APITaskAlreadyFinished, wire.APIPreconditionFailed, wire.APIRangeNotSatisfiable,
 	} {
 		if !codes[string(code)] {
 			t.Errorf("no exchange produced error code %s", code)
@@ -852,7 +852,7 @@ func TestOpenAPIServed(t *testing.T) {
 	is.Equal(w.Header().Get("Content-Type"), "application/json")
 	is.Equal(w.Body.Bytes(), readSpecFile(t)) // the file, as it is
 	is.Equal(e.do("HEAD", "/api/v1/openapi.json", "", "").Body.Len(), 0)
-	wantError(t, e.do("PUT", "/api/v1/openapi.json", "", "{}"), http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
+	wantError(t, e.do("PUT", "/api/v1/openapi.json", "", "{}"), http.StatusMethodNotAllowed, wire.APIMethodNotAllowed)
 
 	// Mounted elsewhere, it names its own prefix as the server.
 	rec := doOn(e.handlerWith(httpapi.Config{Prefix: "/img/v2/"}), "GET", "/img/v2/openapi.json", "", "")

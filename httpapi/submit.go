@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // handleSubmit serves POST {prefix}/generate (docs/api.md, "Submit a
@@ -43,7 +44,7 @@ func (h *Handler) handleSubmit() http.Handler {
 			}
 		}
 		sub, replayed, err := h.cfg.Service.SubmitIdempotent(r.Context(), p.Owner, id, func() (imagegen.Request, error) {
-			return imagegen.DecodeRequest(body)
+			return wire.DecodeRequest(body)
 		})
 		if replayed {
 			w.Header().Set("Idempotent-Replayed", "true")
@@ -52,7 +53,7 @@ func (h *Handler) handleSubmit() http.Handler {
 			h.respondErr(w, r, err)
 			return
 		}
-		encode(w, http.StatusCreated, sub)
+		encode(w, http.StatusCreated, wire.Submitted(sub))
 	})
 }
 

@@ -109,9 +109,9 @@ func TestTaskViews(t *testing.T) {
 	is.True(basic.Tasks[0].TaskDetails == nil)
 
 	// An unknown or repeated view is refused.
-	wantError(t, e.do("GET", "/api/v1/tasks/"+ids[0]+"?view=everything", e.key, ""), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
-	wantError(t, e.do("GET", "/api/v1/tasks/"+ids[0]+"?view=full&view=basic", e.key, ""), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
-	wantError(t, e.do("GET", "/api/v1/tasks?view=FULL", e.key, ""), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
+	wantError(t, e.do("GET", "/api/v1/tasks/"+ids[0]+"?view=everything", e.key, ""), http.StatusUnprocessableEntity, wire.APIInvalidParams)
+	wantError(t, e.do("GET", "/api/v1/tasks/"+ids[0]+"?view=full&view=basic", e.key, ""), http.StatusUnprocessableEntity, wire.APIInvalidParams)
+	wantError(t, e.do("GET", "/api/v1/tasks?view=FULL", e.key, ""), http.StatusUnprocessableEntity, wire.APIInvalidParams)
 }
 
 func TestFullViewSeedIsNullForModelsWithoutSeeds(t *testing.T) {
@@ -182,11 +182,11 @@ func TestLedgerEndpoint(t *testing.T) {
 
 	// Bad parameters are refused; another user sees an empty ledger.
 	for _, q := range []string{"cursor=zzz", "cursor=99", "limit=0", "limit=101", "limt=2", "limit=1&limit=2"} {
-		wantError(t, e.do("GET", "/api/v1/credits/ledger?"+q, e.key, ""), http.StatusUnprocessableEntity, imagegen.APIInvalidParams)
+		wantError(t, e.do("GET", "/api/v1/credits/ledger?"+q, e.key, ""), http.StatusUnprocessableEntity, wire.APIInvalidParams)
 	}
 	is.Equal(e.do("GET", "/api/v1/credits/ledger", e.user("bob", 0), "").Body.String(), `{"entries":[]}`)
-	wantError(t, e.do("GET", "/api/v1/credits/ledger", "", ""), http.StatusUnauthorized, imagegen.APIUnauthorized)
-	wantError(t, e.do("POST", "/api/v1/credits/ledger", e.key, ""), http.StatusMethodNotAllowed, imagegen.APIMethodNotAllowed)
+	wantError(t, e.do("GET", "/api/v1/credits/ledger", "", ""), http.StatusUnauthorized, wire.APIUnauthorized)
+	wantError(t, e.do("POST", "/api/v1/credits/ledger", e.key, ""), http.StatusMethodNotAllowed, wire.APIMethodNotAllowed)
 }
 
 // Times are shown in UTC to the millisecond, whatever precision the

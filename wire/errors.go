@@ -1,7 +1,5 @@
 package wire
 
-import "github.com/imagegen/imagegen"
-
 // ErrorBody is the JSON body of every error response.
 type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
@@ -9,6 +7,6 @@ type ErrorBody struct {
 
 // ErrorDetail holds the machine-readable code and a message for people.
 type ErrorDetail struct {
-	Code    imagegen.APIErrorCode `json:"code"`
-	Message string                `json:"message"`
+	Code    APIErrorCode `json:"code"`
+	Message string       `json:"message"`
 }

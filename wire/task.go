@@ -6,6 +6,15 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
+// Submitted is the body of a submit's answer (201, POST /api/v1/generate;
+// docs/api.md, "Submit a task"): imagegen.Submission on the wire.
+type Submitted struct {
+	TaskID           string          `json:"task_id"`
+	Status           imagegen.Status `json:"status"`
+	CreditsUsed      int64           `json:"credits_used"`
+	CreditsRemaining int64           `json:"credits_remaining"`
+}
+
 // TaskBody is the task as the API shows it (docs/api.md, "Query a task"): images
 // only on success, error only on failure, nothing else while pending or
 // processing.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/client"
+	"github.com/imagegen/imagegen/wire"
 )
 
 type generateConfig struct {
@@ -144,9 +145,9 @@ const maxSubmitTries = 3
 // the first try): the server answers a retry with the
 // first answer, so a retry never creates or charges a second task. A 429
 // is not retried: the user learns when to try again.
-func submit(ctx context.Context, api *client.Client, req imagegen.Request) (imagegen.Submitted, error) {
+func submit(ctx context.Context, api *client.Client, req imagegen.Request) (wire.Submitted, error) {
 	key := "cli-" + rand.Text()
-	var sub imagegen.Submitted
+	var sub wire.Submitted
 	var err error
 	for try := range maxSubmitTries {
 		if err = sleepCtx(ctx, time.Duration(try)*time.Second); err != nil {

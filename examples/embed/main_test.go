@@ -14,6 +14,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/client"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // newTestApp serves the app on a loopback test server, with callbacks
@@ -68,7 +69,7 @@ func TestWebAndAPIShareTheBalance(t *testing.T) {
 
 	res := call(t, srv, "POST", "/api/v1/generate", `{"scene":"text-to-image","prompt":"a poster"}`)
 	is.Equal(res.StatusCode, http.StatusCreated)
-	var sub imagegen.Submitted
+	var sub wire.Submitted
 	is.NoErr(json.NewDecoder(res.Body).Decode(&sub))
 	is.Equal(sub.CreditsUsed, int64(1))
 	is.Equal(sub.CreditsRemaining, int64(18)) // 20 - 1 web - 1 API

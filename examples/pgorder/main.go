@@ -119,10 +119,10 @@ func (s *shop) buyCredits(ctx context.Context, customer, orderID string, credits
 
 // orderPoster records a poster order and submits its generation, paid
 // from the customer's credits, in one transaction.
-func (s *shop) orderPoster(ctx context.Context, customer, orderID, prompt string) (imagegen.Submitted, error) {
+func (s *shop) orderPoster(ctx context.Context, customer, orderID, prompt string) (imagegen.Submission, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return imagegen.Submitted{}, err
+		return imagegen.Submission{}, err
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	sub, err := s.store.SubmitTx(ctx, tx, s.svc, customer, imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: prompt})
@@ -131,7 +131,7 @@ func (s *shop) orderPoster(ctx context.Context, customer, orderID, prompt string
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO `+s.table+` (id, customer, item, paid_cents) VALUES ($1, $2, $3, 0)`,
 		orderID, customer, "poster "+sub.TaskID); err != nil {
-		return imagegen.Submitted{}, fmt.Errorf("record order: %w", err)
+		return imagegen.Submission{}, fmt.Errorf("record order: %w", err)
 	}
 	return sub, tx.Commit(ctx)
 }

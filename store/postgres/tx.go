@@ -28,9 +28,9 @@ import (
 // every process are notified when tx commits (NOTIFY is transactional);
 // give svc's Config.WorkReady the store's WorkReady so that they start at
 // once. svc must run on this store (imagegen.ErrOtherStore otherwise).
-func (s *Store) SubmitTx(ctx context.Context, tx pgx.Tx, svc *imagegen.Service, owner string, req imagegen.Request) (imagegen.Submitted, error) {
+func (s *Store) SubmitTx(ctx context.Context, tx pgx.Tx, svc *imagegen.Service, owner string, req imagegen.Request) (imagegen.Submission, error) {
 	if tx == nil || svc == nil {
-		return imagegen.Submitted{}, errors.New("postgres store: SubmitTx needs a transaction and a service")
+		return imagegen.Submission{}, errors.New("postgres store: SubmitTx needs a transaction and a service")
 	}
 	sub, err := svc.SubmitWith(ctx, owner, req, s, func(ctx context.Context, t *imagegen.Task) (int64, error) {
 		balance, err := s.createTask(ctx, tx, t)

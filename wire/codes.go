@@ -1,12 +1,12 @@
-package imagegen
+package wire
 
-import "errors"
+import "github.com/imagegen/imagegen"
 
 // APIErrorCode is the machine-readable code of an error answer of the
 // HTTP API, the error.code of {"error":{"code","message"}}. Package
 // httpapi writes these codes and package client reads them; both map
-// them to the sentinel errors of this package through Sentinel, so the
-// two sides of the wire share one vocabulary.
+// them to the sentinel errors of package imagegen through Sentinel, so
+// the two sides of the wire share one vocabulary.
 type APIErrorCode string
 
 // The error codes of the API. The first six are the interface's own; the
@@ -30,28 +30,24 @@ const (
 	APIStorageTimeout      APIErrorCode = "storage_timeout"        // 504: the image store did not answer in time (Retry-After says when)
 )
 
-// ErrIdempotencyKeyInUse: a request with the same idempotency key is
-// still being handled; retry later with the same key and request.
-var ErrIdempotencyKeyInUse = errors.New("imagegen: a request with this idempotency key is still in progress")
-
 // Sentinel returns the sentinel error that code stands for, or nil for a
 // code without one (internal_error, not_found, …).
 func (c APIErrorCode) Sentinel() error {
 	switch c {
 	case APIUnauthorized:
-		return ErrUnauthorized
+		return imagegen.ErrUnauthorized
 	case APIInsufficientCredits:
-		return ErrInsufficientCredits
+		return imagegen.ErrInsufficientCredits
 	case APITaskNotFound:
-		return ErrTaskNotFound
+		return imagegen.ErrTaskNotFound
 	case APIInvalidParams:
-		return ErrInvalidParams
+		return imagegen.ErrInvalidParams
 	case APIRateLimitExceeded:
-		return ErrRateLimited
+		return imagegen.ErrRateLimited
 	case APITaskAlreadyFinished:
-		return ErrInvalidTransition
+		return imagegen.ErrInvalidTransition
 	case APIIdempotencyKeyInUse:
-		return ErrIdempotencyKeyInUse
+		return imagegen.ErrIdempotencyKeyInUse
 	}
 	return nil
 }

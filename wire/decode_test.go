@@ -1,4 +1,4 @@
-package imagegen_test
+package wire_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/wire"
 )
 
 func TestDecodeRequest(t *testing.T) {
@@ -129,7 +130,7 @@ func TestDecodeRequest(t *testing.T) {
 // decodeValid is what a submit body goes through: DecodeRequest, then
 // the interface's rules (Service.Submit's Validate).
 func decodeValid(body []byte) (imagegen.Request, error) {
-	req, err := imagegen.DecodeRequest(body)
+	req, err := wire.DecodeRequest(body)
 	if err == nil {
 		err = req.Validate()
 	}
@@ -140,7 +141,7 @@ func decodeValid(body []byte) (imagegen.Request, error) {
 // Validate's, checked once, at submit.
 func TestDecodeRequestDoesNotValidate(t *testing.T) {
 	is := is.New(t)
-	req, err := imagegen.DecodeRequest([]byte(`{"scene":"video","prompt":""}`))
+	req, err := wire.DecodeRequest([]byte(`{"scene":"video","prompt":""}`))
 	is.NoErr(err) // well-formed: decoded
 	is.Equal(req.Scene, imagegen.Scene("video"))
 	is.True(errors.Is(req.Validate(), imagegen.ErrInvalidParams)) // refused at submit
@@ -206,11 +207,11 @@ func FuzzDecodeRequest(f *testing.F) {
 
 func TestDecodeRequestSeedAndEvents(t *testing.T) {
 	is := is.New(t)
-	req, err := imagegen.DecodeRequest([]byte(`{"scene":"text-to-image","prompt":"p","seed":-0,"callback_url":"https://a.example.com/h","callback_events":["processing"]}`))
+	req, err := wire.DecodeRequest([]byte(`{"scene":"text-to-image","prompt":"p","seed":-0,"callback_url":"https://a.example.com/h","callback_events":["processing"]}`))
 	is.NoErr(err)
 	is.True(req.Seed != nil && *req.Seed == 0)
 	is.Equal(req.CallbackEvents, []imagegen.CallbackEvent{imagegen.EventProcessing})
-	req, err = imagegen.DecodeRequest([]byte(`{"scene":"text-to-image","prompt":"p","seed":123456}`))
+	req, err = wire.DecodeRequest([]byte(`{"scene":"text-to-image","prompt":"p","seed":123456}`))
 	is.NoErr(err)
 	is.Equal(*req.Seed, int64(123456))
 	is.Equal(req.CallbackEvents, nil) // absent: completed only

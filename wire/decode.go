@@ -1,10 +1,12 @@
-package imagegen
+package wire
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/suggest"
 )
 
@@ -20,8 +22,8 @@ import (
 // case-insensitively, lets a repeated key win silently, and allocates
 // several times more on this hot path. FuzzDecodeRequest checks that the
 // two agree on every body that decodes.
-func DecodeRequest(body []byte) (Request, error) {
-	var req Request
+func DecodeRequest(body []byte) (imagegen.Request, error) {
+	var req imagegen.Request
 	if !utf8.Valid(body) {
 		return req, invalid("", "request body is not valid UTF-8")
 	}
@@ -34,7 +36,7 @@ func DecodeRequest(body []byte) (Request, error) {
 }
 
 // object reads the whole body: one object, then only white space.
-func (s *scanner) object(req *Request) error {
+func (s *scanner) object(req *imagegen.Request) error {
 	s.space()
 	if s.eof() {
 		return invalid("", "request body is empty")
@@ -99,7 +101,7 @@ func fieldIndex(name string) int {
 }
 
 // field reads the value of one known field into req.
-func (s *scanner) field(req *Request, name string) error {
+func (s *scanner) field(req *imagegen.Request, name string) error {
 	switch name {
 	case "image_input":
 		list, err := s.stringArray(name)
@@ -108,9 +110,9 @@ func (s *scanner) field(req *Request, name string) error {
 	case "callback_events":
 		list, err := s.stringArray(name)
 		if list != nil {
-			req.CallbackEvents = make([]CallbackEvent, len(list))
+			req.CallbackEvents = make([]imagegen.CallbackEvent, len(list))
 			for i, e := range list {
-				req.CallbackEvents[i] = CallbackEvent(e)
+				req.CallbackEvents[i] = imagegen.CallbackEvent(e)
 			}
 		}
 		return err
@@ -129,13 +131,13 @@ func (s *scanner) field(req *Request, name string) error {
 	}
 	switch name {
 	case "scene":
-		req.Scene = Scene(v)
+		req.Scene = imagegen.Scene(v)
 	case "prompt":
 		req.Prompt = v
 	case "callback_url":
 		req.CallbackURL = v
 	default:
-		req.AspectRatio = AspectRatio(v)
+		req.AspectRatio = imagegen.AspectRatio(v)
 	}
 	return nil
 }
@@ -177,7 +179,7 @@ func (s *scanner) stringArray(name string) ([]string, error) {
 
 // seed reads the seed: a JSON number that must be a whole number in
 // range (checked by Validate); a fraction or exponent is refused.
-func (s *scanner) seed(req *Request) error {
+func (s *scanner) seed(req *imagegen.Request) error {
 	start := s.pos
 	if !s.number() {
 		s.pos = start
@@ -188,7 +190,7 @@ func (s *scanner) seed(req *Request) error {
 	}
 	n, err := strconv.ParseInt(string(s.data[start:s.pos]), 10, 64)
 	if err != nil {
-		return invalid("seed", "must be a whole number from 0 to %d", int64(MaxSeed))
+		return invalid("seed", "must be a whole number from 0 to %d", int64(imagegen.MaxSeed))
 	}
 	req.Seed = &n
 	return nil
@@ -211,4 +213,10 @@ func unknownField(name string) error {
 		return invalid(name, "unknown field (did you mean %q?)", known)
 	}
 	return invalid(name, "unknown field (the fields are %s)", strings.Join(fieldNames[:], ", "))
+}
+
+// invalid is a refusal of the body, naming the field ("" for the body as
+// a whole).
+func invalid(field, format string, args ...any) *imagegen.ValidationError {
+	return &imagegen.ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
 }
