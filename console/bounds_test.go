@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,17 +16,18 @@ import (
 )
 
 // newHoldingFixture is the fixture with a model that runs every
-// generation until it is cancelled or the test ends, so tasks stay
-// processing while a test waits on them.
+// generation (of the first hundred) until it is cancelled or the test
+// ends, so tasks stay processing while a test looks at them.
 func newHoldingFixture(t *testing.T) *fixture {
 	hold := make(chan struct{})
-	f := newFixture(t, fixtureConfig{model: imagegentest.NewModel(1, func(ctx context.Context, _ imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+	step := func(ctx context.Context, _ imagegen.Generation) ([]imagegen.GeneratedImage, error) {
 		select {
 		case <-ctx.Done():
 		case <-hold:
 		}
 		return nil, ctx.Err()
-	})})
+	}
+	f := newFixture(t, fixtureConfig{model: imagegentest.NewModel(1, slices.Repeat([]imagegentest.Step{step}, 100)...)})
 	t.Cleanup(func() { close(hold) }) // before the fixture's cleanup, which waits for the workers
 	return f
 }

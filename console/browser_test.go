@@ -200,6 +200,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	if got := text(t, ctx, "#status"); got != "success" {
 		t.Fatalf("status %q after the image appeared", got)
 	}
+	if progress, finished := text(t, ctx, "#shown-progress"), text(t, ctx, "#shown-finished"); progress != "Done: 1 image." || finished == "not yet" {
+		t.Fatalf("after the live update the page says %q, finished %q; want it done, with its time", progress, finished)
+	}
 	if got := text(t, ctx, "#balance"); got != "9" {
 		t.Fatalf("credits left %q, want 9", got)
 	}
@@ -245,11 +248,18 @@ func TestConsoleInABrowser(t *testing.T) {
 	if res.Status != 404 || strings.Contains(html, "private prompt") {
 		t.Fatalf("bob's task: status %d; want 404 without his prompt", res.Status)
 	}
+	if got := eval[string](t, ctx, `getComputedStyle(document.getElementById('error')).color`); got != "rgb(180, 35, 24)" {
+		t.Fatalf("the 404's message is drawn in %s, want the error red (rgb(180, 35, 24))", got)
+	}
 	shoot(t, ctx, dir, "10-other-users-task-404.png")
 
 	// An operator looks the user up.
 	opsKey := f.user(t, "ops", 0)
 	run(t, ctx, "sign out", chromedp.Click(chromedp.CSS(".who button")), chromedp.WaitVisible(chromedp.CSS("#signin")))
+	if got := text(t, ctx, "#notice"); !strings.HasPrefix(got, "You are signed out.") {
+		t.Fatalf("after signing out the page says %q, want a confirmation", got)
+	}
+	shoot(t, ctx, dir, "11-signed-out.png")
 	run(t, ctx, "sign in as the operator",
 		chromedp.SendKeys(chromedp.CSS("#key"), opsKey),
 		chromedp.Click(chromedp.CSS("#signin button")),
@@ -260,7 +270,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if got := text(t, ctx, "#balance"); got != "8" {
 		t.Fatalf("the operator sees alice's balance as %q, want 8", got)
 	}
-	shoot(t, ctx, dir, "11-operator-user-lookup.png")
+	shoot(t, ctx, dir, "12-operator-user-lookup.png")
 
 	// The dashboard shows the provider calls the workers wrote.
 	if err := f.svc.FlushProviderStats(context.Background()); err != nil {
@@ -270,5 +280,60 @@ func TestConsoleInABrowser(t *testing.T) {
 	if got := text(t, ctx, "#providers [data-provider-success]"); got != "100%" {
 		t.Fatalf("the placeholder model's calls succeeded %q, want 100%%", got)
 	}
-	shoot(t, ctx, dir, "12-operator-dashboard.png")
+	// The last hour as charts: drawn SVG, not empty boxes.
+	drawn := eval[int](t, ctx, `[...document.querySelectorAll('figure.chart svg')].filter(s => s.getBoundingClientRect().height > 50).length`)
+	bars := eval[int](t, ctx, `document.querySelectorAll('#chart-finished rect.bar').length`)
+	if drawn < 2 || bars == 0 {
+		t.Fatalf("the operator page draws %d charts (%d bars of finished tasks); want at least 2, with bars", drawn, bars)
+	}
+	shoot(t, ctx, dir, "13-operator-dashboard.png")
+
+	// On a phone: no page scrolls sideways, and table cells wrap between words.
+	run(t, ctx, "a phone's screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2)))
+	phonePage(t, ctx, dir, base+"/ops", "14-phone-operator.png")
+	run(t, ctx, "sign out", chromedp.Click(chromedp.CSS(".who button")), chromedp.WaitVisible(chromedp.CSS("#signin")))
+	run(t, ctx, "sign in as alice",
+		chromedp.SendKeys(chromedp.CSS("#key"), key),
+		chromedp.Click(chromedp.CSS("#signin button")),
+		chromedp.WaitVisible(chromedp.CSS("#playground")),
+	)
+	phonePage(t, ctx, dir, base+"/tasks", "15-phone-tasks.png")
+	phonePage(t, ctx, dir, base+"/tasks/"+taskID, "16-phone-task.png")
+	phonePage(t, ctx, dir, base+"/credits", "17-phone-credits.png")
+	phonePage(t, ctx, dir, base+"/keys", "18-phone-keys.png")
+}
+
+// brokenWords lists the words in table cells and definition lists that
+// are drawn on more than one line (a word broken mid-word). Words longer
+// than 30 characters (a URL) may be broken when they cannot fit.
+const brokenWords = `(() => {
+  const out = [];
+  for (const cell of document.querySelectorAll('td, dd')) {
+    const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      for (const m of n.data.matchAll(/[^\s-]+/g)) { // a break after a hyphen is between words
+        if (m[0].length > 30) { continue; }
+        const r = document.createRange();
+        r.setStart(n, m.index);
+        r.setEnd(n, m.index + m[0].length);
+        const lines = new Set([...r.getClientRects()].filter(b => b.width > 0).map(b => Math.round(b.top)));
+        if (lines.size > 1) { out.push(m[0]); }
+      }
+    }
+  }
+  return out;
+})()`
+
+// phonePage opens url on the phone's screen, checks it, and saves a
+// screenshot as name.
+func phonePage(t *testing.T, ctx context.Context, dir, url, name string) {
+	t.Helper()
+	run(t, ctx, "open "+url, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("main")))
+	if over := eval[int](t, ctx, `document.documentElement.scrollWidth - window.innerWidth`); over > 0 {
+		t.Errorf("%s is %d px wider than the phone's screen", url, over)
+	}
+	if broken := eval[[]string](t, ctx, brokenWords); len(broken) > 0 {
+		t.Errorf("%s breaks words mid-word on a phone: %q", url, broken)
+	}
+	shoot(t, ctx, dir, name)
 }

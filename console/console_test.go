@@ -330,7 +330,7 @@ func TestKeysPageShowsLastUse(t *testing.T) {
 	if session.LastUsedAt.IsZero() || !unused.LastUsedAt.IsZero() {
 		t.Fatalf("last use: session key %v, new key %v; want a time and never", session.LastUsedAt, unused.LastUsedAt)
 	}
-	lastUsed := regexp.MustCompile(`(?s)<tr data-key-id="([^"]+)">.*?<td class="last-used">(.*?)</td>`)
+	lastUsed := regexp.MustCompile(`(?s)<tr data-key-id="([^"]+)">.*?<td class="last-used"[^>]*>(.*?)</td>`)
 	got := map[string]string{}
 	for _, m := range lastUsed.FindAllStringSubmatch(b.get("/console/keys").body, -1) {
 		got[m[1]] = m[2]

@@ -33,5 +33,5 @@ func (c *Console) creditsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := creditsData{Balance: balance, Entries: page.Entries, First: cursor == "", Next: page.Next}
-	c.renderPage(w, r, "credits", "Credits", d, "")
+	c.renderPage(w, r, "credits", "Credits", d, notice{})
 }

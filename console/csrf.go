@@ -32,7 +32,7 @@ func (c *Console) csrf(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 		if err := r.ParseForm(); err != nil {
-			c.render(w, r, http.StatusBadRequest, "message", page{Title: "Bad request", Message: "The form could not be read."})
+			c.errorPage(w, r, http.StatusBadRequest, "Bad request", "The form could not be read.")
 			return
 		}
 		v, known := knownViewer(r.Context())
@@ -46,8 +46,8 @@ func (c *Console) csrf(next http.HandlerFunc) http.HandlerFunc {
 		ck, cerr := r.Cookie(csrfCookie)
 		sent := r.PostForm.Get("csrf")
 		if cerr != nil || sent == "" || !hmac.Equal([]byte(sent), []byte(c.mac("csrf", ck.Value, v.User))) {
-			c.render(w, r, http.StatusForbidden, "message", page{Title: "Form expired",
-				Message: "This form was not accepted (its security token is missing or stale). Reload the page and try again."})
+			c.errorPage(w, r, http.StatusForbidden, "Form expired",
+				"This form was not accepted (its security token is missing or stale). Reload the page and try again.")
 			return
 		}
 		next(w, r)

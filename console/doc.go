@@ -53,13 +53,19 @@
 //	/              sign-in (or a redirect to the playground when signed in)
 //	/playground    scene, prompt, aspect ratio, reference image URLs
 //	/tasks         recent tasks, newest first, paged
-//	/tasks/{id}    one task; pending -> processing -> result live
+//	/tasks/{id}    one task: id, model, seed, price, when it was
+//	               submitted, started and finished, how long it waited
+//	               and ran, and where it is (its place in the queue, its
+//	               attempt); pending -> processing -> result live
 //	/keys          API keys: create (shown once), name, revoke; each
 //	               key's creation and last use (to the minute,
 //	               imagegen.KeyUseGranularity; "never" when unused)
 //	/credits       balance and ledger, newest first, paged
 //	/ops           operators only: queue depth and the oldest pending
-//	               task's wait, the last hour's tasks by status and
+//	               task's wait, the last hour as SVG charts drawn by the
+//	               server (tasks finished per minute by how, generation
+//	               time p50/p95, queue depth: worked out from the tasks
+//	               in the store, see history.go), the last hour's tasks by status and
 //	               failures by code (imagegen.Inspector), the last
 //	               hour's provider calls by outcome and fallbacks
 //	               (Inspector.ProviderStats: every worker's counts,

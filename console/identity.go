@@ -137,5 +137,5 @@ func (c *Console) needSignIn(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, c.path("/signin"), http.StatusSeeOther)
 		return
 	}
-	c.render(w, r, http.StatusUnauthorized, "message", page{Title: "Sign in", Message: "Please sign in to use the console."})
+	c.render(w, r, http.StatusUnauthorized, "message", page{Title: "Sign in", Info: "Please sign in to use the console."})
 }

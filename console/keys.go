@@ -21,7 +21,7 @@ func (c *Console) keysPage(w http.ResponseWriter, r *http.Request) {
 	c.showKeys(w, r, http.StatusOK, keysData{}, "", flash(r))
 }
 
-func (c *Console) showKeys(w http.ResponseWriter, r *http.Request, status int, d keysData, errMsg, notice string) {
+func (c *Console) showKeys(w http.ResponseWriter, r *http.Request, status int, d keysData, errMsg string, n notice) {
 	v := viewerFrom(r.Context())
 	keys, err := c.svc.Keys(r.Context(), v.User)
 	if err != nil {
@@ -35,7 +35,7 @@ func (c *Console) showKeys(w http.ResponseWriter, r *http.Request, status int, d
 	}
 	d.Current = v.KeyID
 	d.SignOutEverywhere = c.cfg.KeySignIn
-	c.render(w, r, status, "keys", page{Title: "API keys", Data: d, Error: errMsg, Message: notice})
+	c.render(w, r, status, "keys", page{Title: "API keys", Data: d, Error: errMsg, Message: n.success, Info: n.info})
 }
 
 // createKey makes a key and shows it, once, on the page it answers with
@@ -47,7 +47,7 @@ func (c *Console) createKey(w http.ResponseWriter, r *http.Request) {
 		c.serverError(w, r, err)
 		return
 	case refusal != "":
-		c.showKeys(w, r, http.StatusTooManyRequests, keysData{}, "The key was not created. "+refusal, "")
+		c.showKeys(w, r, http.StatusTooManyRequests, keysData{}, "The key was not created. "+refusal, notice{})
 		return
 	}
 	name := r.PostForm.Get("name")
@@ -55,13 +55,13 @@ func (c *Console) createKey(w http.ResponseWriter, r *http.Request) {
 	var verr *imagegen.ValidationError
 	switch {
 	case errors.As(err, &verr):
-		c.showKeys(w, r, http.StatusUnprocessableEntity, keysData{}, "The key was not created: "+verr.Error(), "")
+		c.showKeys(w, r, http.StatusUnprocessableEntity, keysData{}, "The key was not created: "+verr.Error(), notice{})
 		return
 	case err != nil:
 		c.serverError(w, r, err)
 		return
 	}
-	c.showKeys(w, r, http.StatusOK, keysData{NewKey: key, NewName: rec.Name}, "", "")
+	c.showKeys(w, r, http.StatusOK, keysData{NewKey: key, NewName: rec.Name}, "", notice{})
 }
 
 // revokeKey revokes one of the user's keys; another user's key is 404.

@@ -13,9 +13,11 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-// hourScanLimit bounds how many of the last hour's tasks the dashboard
-// counts (pages of imagegen.MaxListLimit); beyond it the counts say so.
-const hourScanLimit = 2000
+// recentScanLimit bounds how many of the tasks created in the last
+// chartLookback the dashboard reads (pages of imagegen.MaxListLimit, 50
+// store reads at most); beyond it the counts and charts say they are
+// partial.
+const recentScanLimit = 5000
 
 // opsData is the operator's dashboard: the queue, the last hour's tasks
 // by status and failures by code, the last hour's provider calls by
@@ -25,7 +27,12 @@ type opsData struct {
 	ByStatus []count
 	Failures []count
 	Counted  int  // tasks counted in the last hour
-	Capped   bool // more than hourScanLimit: the counts are partial
+	Capped   bool // more than recentScanLimit: the counts are partial
+	// Charts draw the last hour per minute (lastHour); ScannedSince is
+	// when the oldest task they count was created.
+	Charts       []svgChart
+	Scanned      int
+	ScannedSince time.Time
 
 	Outcomes  []string      // the columns of Providers: success first, then by name
 	Providers []providerRow // by name
@@ -67,7 +74,7 @@ func (c *Console) opsPage(w http.ResponseWriter, r *http.Request) {
 	c.showOps(w, r, http.StatusOK, owner, "", flash(r))
 }
 
-func (c *Console) showOps(w http.ResponseWriter, r *http.Request, status int, owner, errMsg, notice string) {
+func (c *Console) showOps(w http.ResponseWriter, r *http.Request, status int, owner, errMsg string, n notice) {
 	ctx := r.Context()
 	in := c.svc.Inspector()
 	d := opsData{Owner: owner}
@@ -76,7 +83,7 @@ func (c *Console) showOps(w http.ResponseWriter, r *http.Request, status int, ow
 		c.serverError(w, r, err)
 		return
 	}
-	if err := c.countLastHour(ctx, &d); err != nil {
+	if err := c.lastHourOfTasks(ctx, &d); err != nil {
 		c.serverError(w, r, err)
 		return
 	}
@@ -103,36 +110,36 @@ func (c *Console) showOps(w http.ResponseWriter, r *http.Request, status int, ow
 		}
 		d.Found = len(d.Tasks) > 0 || len(d.Keys) > 0 || d.Balance != 0
 	}
-	c.render(w, r, status, "ops", page{Title: "Operator", Data: d, Error: errMsg, Message: notice})
+	c.render(w, r, status, "ops", page{Title: "Operator", Data: d, Error: errMsg, Message: n.success, Info: n.info})
 }
 
-// countLastHour counts the tasks created in the last hour by status, and
-// the failed ones by error code.
-func (c *Console) countLastHour(ctx context.Context, d *opsData) error {
+// lastHourOfTasks reads the tasks created in the last chartLookback
+// (newest first, at most recentScanLimit), counts those of the last hour
+// by status and the failed ones by error code, and draws the charts.
+func (c *Console) lastHourOfTasks(ctx context.Context, d *opsData) error {
+	now := c.cfg.Clock.Now()
+	tasks, capped, err := c.recentTasks(ctx, now.Add(-chartLookback))
+	if err != nil {
+		return err
+	}
+	d.Capped, d.Scanned = capped, len(tasks)
+	d.ScannedSince = now.Add(-chartLookback)
+	if capped && len(tasks) > 0 {
+		d.ScannedSince = tasks[len(tasks)-1].CreatedAt
+	}
+	mins := lastHour(tasks, d.Queue, now)
+	d.Charts = []svgChart{finishedChart(mins), generationChart(mins), queueChart(mins)}
 	byStatus := map[imagegen.Status]int{}
 	byCode := map[string]int{}
-	f := imagegen.TaskFilter{Since: c.cfg.Clock.Now().Add(-time.Hour)}
-	cursor := ""
-	for {
-		page, err := c.svc.Inspector().ListTasks(ctx, f, imagegen.MaxListLimit, cursor)
-		if err != nil {
-			return err
+	for _, t := range tasks {
+		if t.CreatedAt.Before(now.Add(-time.Hour)) {
+			continue
 		}
-		for _, t := range page.Tasks {
-			byStatus[t.Status]++
-			if t.Status == imagegen.StatusFailed {
-				byCode[string(t.ErrorCode)]++
-			}
+		d.Counted++
+		byStatus[t.Status]++
+		if t.Status == imagegen.StatusFailed {
+			byCode[string(t.ErrorCode)]++
 		}
-		d.Counted += len(page.Tasks)
-		if page.Next == "" {
-			break
-		}
-		if d.Counted >= hourScanLimit {
-			d.Capped = true
-			break
-		}
-		cursor = page.Next
 	}
 	for _, s := range []imagegen.Status{imagegen.StatusPending, imagegen.StatusProcessing, imagegen.StatusSuccess, imagegen.StatusFailed} {
 		d.ByStatus = append(d.ByStatus, count{string(s), byStatus[s]})
@@ -144,6 +151,28 @@ func (c *Console) countLastHour(ctx context.Context, d *opsData) error {
 		return cmp.Or(cmp.Compare(b.N, a.N), cmp.Compare(a.Name, b.Name))
 	})
 	return nil
+}
+
+// recentTasks returns the tasks of every owner created since since,
+// newest first, and whether there were more than recentScanLimit (then
+// it returns the newest ones).
+func (c *Console) recentTasks(ctx context.Context, since time.Time) ([]*imagegen.Task, bool, error) {
+	var tasks []*imagegen.Task
+	cursor := ""
+	for {
+		page, err := c.svc.Inspector().ListTasks(ctx, imagegen.TaskFilter{Since: since}, imagegen.MaxListLimit, cursor)
+		if err != nil {
+			return nil, false, err
+		}
+		tasks = append(tasks, page.Tasks...)
+		switch {
+		case page.Next == "":
+			return tasks, false, nil
+		case len(tasks) >= recentScanLimit:
+			return tasks, true, nil
+		}
+		cursor = page.Next
+	}
 }
 
 // providersLastHour reads the provider calls by outcome and the
@@ -213,7 +242,7 @@ func (c *Console) opsAction(w http.ResponseWriter, r *http.Request, done string,
 	owner, id := r.PostForm.Get("owner"), r.PathValue("id")
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
 	if reason == "" || len(reason) > 500 {
-		c.showOps(w, r, http.StatusUnprocessableEntity, owner, "Give a reason (1 to 500 characters): it is logged with the action.", "")
+		c.showOps(w, r, http.StatusUnprocessableEntity, owner, "Give a reason (1 to 500 characters): it is logged with the action.", notice{})
 		return
 	}
 	err := act(r.Context(), id, "by "+v.User+": "+reason)
@@ -221,9 +250,9 @@ func (c *Console) opsAction(w http.ResponseWriter, r *http.Request, done string,
 	case errors.Is(err, imagegen.ErrTaskNotFound):
 		c.notFound(w, r)
 	case errors.Is(err, imagegen.ErrInvalidTransition):
-		c.showOps(w, r, http.StatusConflict, owner, "The task is not in a state that allows this; nothing was changed.", "")
+		c.showOps(w, r, http.StatusConflict, owner, "The task is not in a state that allows this; nothing was changed.", notice{})
 	case errors.Is(err, imagegen.ErrInsufficientCredits):
-		c.showOps(w, r, http.StatusPaymentRequired, owner, "The user's balance is too short to charge the retry; nothing was changed.", "")
+		c.showOps(w, r, http.StatusPaymentRequired, owner, "The user's balance is too short to charge the retry; nothing was changed.", notice{})
 	case err != nil:
 		c.serverError(w, r, err)
 	default:

@@ -24,10 +24,10 @@ var pageNames = []string{"signin", "message", "playground", "tasks", "task", "ke
 func parsePages() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
 		"when": func(t time.Time) string {
-			if t.IsZero() {
-				return "—"
+			if s := when(t); s != "" {
+				return s
 			}
-			return t.UTC().Format("2006-01-02 15:04:05 UTC")
+			return "—"
 		},
 		"short": func(s string, n int) string {
 			r := []rune(s)
@@ -70,8 +70,9 @@ func (c *Console) static(files fs.FS) http.HandlerFunc {
 // page is what every template gets; each page fills its own part.
 type page struct {
 	Title   string
-	Error   string // shown in an alert box
-	Message string // shown as a notice
+	Error   string // an error: shown in a red alert box
+	Message string // a success: shown in a green notice
+	Info    string // neither: shown in a neutral box
 	Data    any    // the page's own data
 
 	// Filled by render.
@@ -104,7 +105,7 @@ func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
 		return
 	}
-	c.render(w, r, http.StatusNotFound, "message", page{Title: "Not found", Message: "There is no such page here."})
+	c.errorPage(w, r, http.StatusNotFound, "Not found", "There is no such page here.")
 }
 
 func (c *Console) serverError(w http.ResponseWriter, r *http.Request, err error) {
@@ -113,7 +114,12 @@ func (c *Console) serverError(w http.ResponseWriter, r *http.Request, err error)
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
 		return
 	}
-	c.render(w, r, http.StatusInternalServerError, "message", page{Title: "Something went wrong", Message: "Something went wrong on our side. Please try again."})
+	c.errorPage(w, r, http.StatusInternalServerError, "Something went wrong", "Something went wrong on our side. Please try again.")
+}
+
+// errorPage answers status with the message page, msg in its alert box.
+func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, status int, title, msg string) {
+	c.render(w, r, status, "message", page{Title: title, Error: msg})
 }
 
 // listFailed answers a list page the service refused or could not read:
@@ -124,7 +130,7 @@ func (c *Console) listFailed(w http.ResponseWriter, r *http.Request, err error, 
 	case err == nil:
 		return false
 	case errors.Is(err, imagegen.ErrInvalidParams):
-		c.render(w, r, http.StatusBadRequest, "message", pageMsg("Bad request", badQuery))
+		c.errorPage(w, r, http.StatusBadRequest, "Bad request", badQuery)
 	default:
 		c.serverError(w, r, err)
 	}

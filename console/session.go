@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -75,7 +76,8 @@ func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, c.path("/playground"), http.StatusSeeOther)
 		return
 	}
-	c.render(w, r, http.StatusOK, "signin", page{Title: "Sign in"})
+	n := flash(r)
+	c.render(w, r, http.StatusOK, "signin", page{Title: "Sign in", Message: n.success})
 }
 
 // signIn opens a session for the owner of the API key in the form.
@@ -116,7 +118,7 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
 		c.serverError(w, r, err)
 		return
 	}
-	c.signedOut(w, r)
+	c.signedOut(w, r, "signedout")
 }
 
 // signOutEverywhere ends every key session of the signed-in user, in
@@ -129,19 +131,21 @@ func (c *Console) signOutEverywhere(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.log.InfoContext(r.Context(), "console: signed out everywhere", "owner", v.User, "sessions", n)
-	c.signedOut(w, r)
+	c.signedOut(w, r, "signedout-everywhere")
 }
 
-// signedOut clears the console's cookies and goes to the sign-in page
-// (or, for the app's login, the console's home).
-func (c *Console) signedOut(w http.ResponseWriter, r *http.Request) {
+// signedOut clears the console's cookies and confirms the sign-out
+// (done names the flash notice): on the sign-in page, or, for the app's
+// login, on a page that says the app's own session goes on.
+func (c *Console) signedOut(w http.ResponseWriter, r *http.Request, done string) {
 	http.SetCookie(w, c.cookie(r, sessionCookie, "", -1))
 	http.SetCookie(w, c.cookie(r, csrfCookie, "", -1))
 	if c.cfg.KeySignIn {
-		http.Redirect(w, r, c.path("/signin"), http.StatusSeeOther)
+		http.Redirect(w, r, c.path("/signin?done="+done), http.StatusSeeOther)
 		return
 	}
-	http.Redirect(w, r, c.path("/"), http.StatusSeeOther)
+	c.render(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, viewer{})), http.StatusOK, "message", page{Title: "Signed out",
+		Message: "You left the console. Your sign-in to the application goes on: sign out there to end it."})
 }
 
 // home sends signed-in users to the playground and shows everybody else
@@ -156,7 +160,7 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request) {
 	case c.cfg.KeySignIn:
 		c.render(w, r, http.StatusOK, "signin", page{Title: "Sign in"})
 	default:
-		c.render(w, r, http.StatusUnauthorized, "message", page{Title: "Sign in", Message: "Please sign in to use the console."})
+		c.render(w, r, http.StatusUnauthorized, "message", page{Title: "Sign in", Info: "Please sign in to use the console."})
 	}
 }
 

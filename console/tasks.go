@@ -23,8 +23,12 @@ type taskView struct {
 	Error       string          `json:"error,omitempty"`
 	ErrorCode   string          `json:"error_code,omitempty"`
 	Images      []string        `json:"images,omitempty"` // signed URLs
+	Model       string          `json:"model"`
+	Seed        *int64          `json:"seed,omitempty"` // nil: the model takes no seed
 	CreatedAt   time.Time       `json:"created_at"`
+	StartedAt   time.Time       `json:"started_at,omitzero"`
 	FinishedAt  time.Time       `json:"finished_at,omitzero"`
+	Shown       taskShown       `json:"shown"` // progress and timings, as the page writes them
 	Terminal    bool            `json:"terminal"`
 	Cancellable bool            `json:"cancellable"`
 	Balance     int64           `json:"credits_remaining"`
@@ -42,8 +46,12 @@ func (c *Console) view(t *imagegen.Task) taskView {
 		Error:       t.Error,
 		ErrorCode:   string(t.ErrorCode),
 		Images:      c.imageURLs(t),
+		Model:       t.Model,
+		Seed:        t.Request.Seed,
 		CreatedAt:   t.CreatedAt,
+		StartedAt:   t.StartedAt,
 		FinishedAt:  t.FinishedAt,
+		Shown:       describe(t, c.cfg.Clock.Now(), -1),
 		Terminal:    t.Status.Terminal(),
 		Cancellable: !t.Status.Terminal(),
 	}
@@ -96,6 +104,14 @@ func (c *Console) loadTask(w http.ResponseWriter, r *http.Request, wait time.Dur
 		return taskView{}, false
 	}
 	tv := c.view(t)
+	if t.Status == imagegen.StatusPending {
+		positions, err := c.svc.QueuePositions(r.Context(), []*imagegen.Task{t})
+		if err != nil {
+			c.serverError(w, r, err)
+			return taskView{}, false
+		}
+		tv.Shown = describe(t, c.cfg.Clock.Now(), positions[0])
+	}
 	if tv.Balance, err = c.svc.Balance(r.Context(), v.User); err != nil {
 		c.serverError(w, r, err)
 		return taskView{}, false
@@ -147,23 +163,29 @@ func (c *Console) taskJSON(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// notice is what a page says after a form went through: a success, or
+// neutral information (nothing was changed).
+type notice struct{ success, info string }
+
 // flash turns the ?done= of a redirect after a form into a notice.
-func flash(r *http.Request) string {
+func flash(r *http.Request) notice {
 	switch r.URL.Query().Get("done") {
 	case "cancelled":
-		return "The task was cancelled and its credits refunded."
+		return notice{success: "The task was cancelled. What it cost is back in the balance."}
 	case "finished":
-		return "The task had already finished; nothing was changed."
+		return notice{info: "The task had already finished; nothing was changed."}
 	case "retried":
-		return "The task is back in the queue."
+		return notice{success: "The task is back in the queue."}
 	case "revoked":
-		return "The key was revoked. It stops working at once."
+		return notice{success: "The key was revoked. It stops working at once."}
+	case "signedout":
+		return notice{success: "You are signed out. A copy of this browser's session no longer opens the console."}
+	case "signedout-everywhere":
+		return notice{success: "You are signed out everywhere: every console session of yours has ended, in every browser."}
 	}
-	return ""
+	return notice{}
 }
 
-func pageMsg(title, msg string) page { return page{Title: title, Message: msg} }
-
-func (c *Console) renderPage(w http.ResponseWriter, r *http.Request, name, title string, data any, notice string) {
-	c.render(w, r, http.StatusOK, name, page{Title: title, Data: data, Message: notice})
+func (c *Console) renderPage(w http.ResponseWriter, r *http.Request, name, title string, data any, n notice) {
+	c.render(w, r, http.StatusOK, name, page{Title: title, Data: data, Message: n.success, Info: n.info})
 }

@@ -36,6 +36,10 @@
       status.textContent = t.status;
       status.className = "status status-" + t.status;
       document.getElementById("balance").textContent = String(t.credits_remaining);
+      Object.keys(t.shown || {}).forEach(function (k) { // progress and timings, as the server words them
+        var el = document.getElementById("shown-" + k);
+        if (el && t.shown[k]) { el.textContent = t.shown[k]; }
+      });
       if (!t.terminal) { return; }
       var cancel = document.getElementById("cancel");
       if (cancel) { cancel.remove(); }
