@@ -28,6 +28,8 @@ type failover struct {
 	url        string
 	client     goredis.UniversalClient // the test's own view
 	killMaster func(t *testing.T)
+	// before, when set, runs once serve answers, before the load.
+	before func(t *testing.T, base string, keys map[string]string)
 }
 
 // submitResult is one submit under load, as the client saw it.
@@ -139,8 +141,11 @@ func runFailover(t *testing.T, f failover, owners int) {
 	}
 	const credits = 100000
 	keys := failoverOwners(t, svc, owners, credits)
-	_, base := startServeProcess(t, "-redis", f.url, "-redis-wait-replicas", "1", "-workers", "8",
+	serve, base := startServeProcess(t, "-redis", f.url, "-redis-wait-replicas", "1", "-workers", "8",
 		"-placeholder-delay", "10ms", "-lease", "3s", "-rate-limit", "1000000")
+	if f.before != nil {
+		f.before(t, base, keys)
+	}
 
 	var (
 		mu      sync.Mutex
@@ -171,8 +176,16 @@ func runFailover(t *testing.T, f failover, owners int) {
 		case <-ch:
 		case <-time.After(90 * time.Second):
 			close(stop)
-			<-results
-			t.Fatalf("timed out waiting until %s", what)
+			all := <-results
+			seen := map[string]bool{}
+			for _, r := range all[max(0, len(all)-200):] {
+				if r.code != http.StatusCreated && !seen[r.body] && len(seen) < 5 {
+					seen[r.body] = true
+					t.Logf("refused: %d %s", r.code, r.body)
+				}
+			}
+			out := serve.Output()
+			t.Fatalf("timed out waiting until %s; serve's last output:\n%s", what, out[max(0, len(out)-3000):])
 		}
 	}
 	waitAcks(first, "100 submits are acknowledged before the kill")
@@ -277,4 +290,70 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 			t.Logf("master %s killed; %s promoted; %s back as its replica", old, s.Master.Addr(), s.Replica.Addr())
 		},
 	}, 10)
+}
+
+// Through a Cluster of three masters and three replicas: 300 tasks of 30
+// owners all succeed; then, with -redis-wait-replicas 1, the busiest
+// master SIGKILLed under load: its replica takes over, no acknowledged
+// task is lost, every refusal is a prompt JSON 5xx and every balance is
+// exact.
+func TestClusterFailoverUnderLoad(t *testing.T) {
+	c := redistest.StartCluster(t, 3)
+	runFailover(t, failover{
+		url:    c.URL(),
+		client: c.Client(t),
+		before: func(t *testing.T, base string, keys map[string]string) {
+			tasksOfOwnersSucceed(t, base, keys, 10)
+			shares := c.KeyShares(t)
+			t.Logf("keys per master after 300 tasks of 30 owners: %v", shares)
+		},
+		killMaster: func(t *testing.T) {
+			busiest := c.Busiest(t)
+			c.KillMaster(t, busiest) // its replica took its slots
+			busiest.Start(t)         // back, as the new master's replica
+			c.WaitReplicated(t, 60*time.Second)
+			t.Logf("master %s killed, its replica promoted, and back as a replica", busiest.Addr())
+		},
+	}, 30)
+}
+
+// tasksOfOwnersSucceed submits n tasks for each owner at once, and
+// checks that every one is acknowledged and succeeds.
+func tasksOfOwnersSucceed(t *testing.T, base string, keys map[string]string, n int) {
+	t.Helper()
+	client := &http.Client{Timeout: 40 * time.Second}
+	type sub struct{ key, id string }
+	subs := make(chan sub, n*len(keys))
+	var wg sync.WaitGroup
+	for owner, key := range keys {
+		wg.Go(func() {
+			for i := range n {
+				r := submitOnce(client, base, owner, key, i)
+				if r.code != http.StatusCreated {
+					t.Errorf("submit for %s: %d %s", owner, r.code, r.body)
+					return
+				}
+				subs <- sub{key, r.id}
+			}
+		})
+	}
+	wg.Wait()
+	close(subs)
+	if len(subs) != n*len(keys) {
+		t.Fatalf("%d of %d submits acknowledged", len(subs), n*len(keys))
+	}
+	for s := range subs {
+		for range 3 {
+			code, task := longPoll(t, base+"/api/v1/tasks/"+s.id, s.key)
+			if code != http.StatusOK {
+				t.Fatalf("poll %s: %d %v", s.id, code, task)
+			}
+			if task["status"] == "success" {
+				break
+			}
+			if task["status"] == "failed" {
+				t.Fatalf("task %s failed: %v", s.id, task)
+			}
+		}
+	}
 }

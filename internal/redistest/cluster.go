@@ -120,3 +120,99 @@ func role(t testing.TB, s *Server) string {
 	name, _ := r[0].(string)
 	return name
 }
+
+// KeyShares is each running master's share of the keys (DBSIZE), by
+// address.
+func (c *Cluster) KeyShares(t testing.TB) map[string]float64 {
+	t.Helper()
+	sizes := map[string]int64{}
+	var total int64
+	for _, m := range c.Masters(t) {
+		rdb := goredis.NewClient(&goredis.Options{Addr: m.Addr()})
+		n, err := rdb.DBSize(context.Background()).Result()
+		_ = rdb.Close()
+		if err != nil {
+			t.Fatalf("dbsize %s: %v", m.Addr(), err)
+		}
+		sizes[m.Addr()] = n
+		total += n
+	}
+	out := map[string]float64{}
+	for a, n := range sizes {
+		out[a] = float64(n) / float64(max(total, 1))
+	}
+	return out
+}
+
+// Busiest is the running master that holds the most keys.
+func (c *Cluster) Busiest(t testing.TB) *Server {
+	t.Helper()
+	shares := c.KeyShares(t)
+	var best *Server
+	for _, m := range c.Masters(t) {
+		if best == nil || shares[m.Addr()] > shares[best.Addr()] {
+			best = m
+		}
+	}
+	return best
+}
+
+// WaitReplicated waits until every master has a replica whose link is
+// up (a node that came back has rejoined as a replica and synced).
+func (c *Cluster) WaitReplicated(t testing.TB, limit time.Duration) {
+	t.Helper()
+	WaitFor(t, limit, "every master has a replica in sync", func() error {
+		for _, m := range c.Masters(t) {
+			rdb := goredis.NewClient(&goredis.Options{Addr: m.Addr(), MaxRetries: -1})
+			info, err := rdb.Info(context.Background(), "replication").Result()
+			_ = rdb.Close()
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(info, "connected_slaves:1") || !strings.Contains(info, "state=online") {
+				return fmt.Errorf("master %s has no replica online", m.Addr())
+			}
+		}
+		return nil
+	})
+	c.WaitOK(t, limit)
+}
+
+// KillMaster SIGKILLs master m, waits until its replica has taken over
+// (ROLE says master) and the cluster is ok again, and returns the
+// replica. Only then may m come back (Start): before, it would take its
+// slots back with whatever it kept.
+func (c *Cluster) KillMaster(t testing.TB, m *Server) *Server {
+	t.Helper()
+	var replica *Server
+	for _, n := range c.Nodes {
+		if n != m && n.PID() != 0 && replicaOf(t, n) == m.Port {
+			replica = n
+		}
+	}
+	if replica == nil {
+		t.Fatalf("master %s has no replica", m.Addr())
+	}
+	m.Kill()
+	WaitFor(t, 60*time.Second, "the replica of the killed master takes over", func() error {
+		if r := role(t, replica); r != "master" {
+			return fmt.Errorf("%s is still %q", replica.Addr(), r)
+		}
+		return nil
+	})
+	c.WaitOK(t, 60*time.Second)
+	return replica
+}
+
+// replicaOf is the port of the master that s replicates (0 for none).
+func replicaOf(t testing.TB, s *Server) int {
+	t.Helper()
+	rdb := goredis.NewClient(&goredis.Options{Addr: s.Addr(), MaxRetries: -1})
+	defer rdb.Close()
+	r, err := rdb.Do(context.Background(), "ROLE").Slice()
+	if err != nil || len(r) < 3 || r[0] != "slave" {
+		return 0
+	}
+	port, _ := r[2].(int64)
+	return int(port)
+}

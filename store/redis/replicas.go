@@ -45,8 +45,8 @@ func (s *Store) acked(ctx context.Context, routeKey string, fn func(p goredis.Pi
 			wait = p.Do(ctx, "WAIT", s.waitReplicas, s.waitTimeout.Milliseconds())
 			return nil
 		})
-		if cc, ok := s.rdb.(*goredis.ClusterClient); ok && try == 0 && movedErr(err) {
-			cc.ReloadState(ctx)
+		if cc, ok := s.rdb.(*goredis.ClusterClient); ok && try == 0 && (movedErr(err) || networkErr(err)) {
+			cc.ReloadState(ctx) // the slot's master may have changed
 			continue
 		}
 		n, werr := wait.Int64()
@@ -87,6 +87,21 @@ func (s *Store) masterFor(ctx context.Context, key string) (goredis.Cmdable, err
 		return cc.MasterForKey(ctx, key)
 	}
 	return s.rdb, nil
+}
+
+// networkErr reports whether err is not an answer of Redis (a refused or
+// broken connection, a timeout).
+func networkErr(err error) bool {
+	var reply goredis.Error
+	return err != nil && !errors.As(err, &reply) && !errors.Is(err, goredis.Nil) && ctxErr(err) == nil
+}
+
+// ctxErr is err when it is the context's own end.
+func ctxErr(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
 }
 
 // movedErr reports whether a Cluster node said that the slot is
