@@ -2,7 +2,6 @@ package imagegen
 
 import (
 	"slices"
-	"strings"
 )
 
 // CallbackEvent names a task event that can be delivered to the task's
@@ -46,35 +45,4 @@ func checkCallbackEvents(events []CallbackEvent, hasURL bool) error {
 		}
 	}
 	return nil
-}
-
-// processingHookSuffix ends the delivery ID of a processing event; a
-// completed event's delivery ID is the task id itself.
-const processingHookSuffix = ":processing"
-
-// WebhookID is the ID of the delivery of task taskID's event e: unique
-// per task and event, so both events of a task can wait at once.
-func WebhookID(taskID string, e CallbackEvent) string {
-	if e == EventProcessing {
-		return taskID + processingHookSuffix
-	}
-	return taskID
-}
-
-// ParseWebhookID splits a delivery ID into its task id and event.
-func ParseWebhookID(id string) (taskID string, e CallbackEvent) {
-	if t, ok := strings.CutSuffix(id, processingHookSuffix); ok {
-		return t, EventProcessing
-	}
-	return id, EventCompleted
-}
-
-// EventsField is how stores keep a task's callback_events: the names
-// joined by commas, "" for the default (completed only).
-func EventsField(events []CallbackEvent) string {
-	names := make([]string, len(events))
-	for i, e := range events {
-		names[i] = string(e)
-	}
-	return strings.Join(names, ",")
 }

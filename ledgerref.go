@@ -1,6 +1,9 @@
 package imagegen
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Reference is the entry's reference as users see it, the same in the
 // API, the console and the CLI: Ref without the store's kind prefix,
@@ -14,4 +17,29 @@ func (e LedgerEntry) Reference() string {
 		}
 	}
 	return e.Ref
+}
+
+// Ledger references that belong to the store's own entries: a task's
+// charge is "task:<id>", its refund "refund:<id>". AddEntry refuses them.
+const (
+	ChargeRefPrefix = "task:"
+	RefundRefPrefix = "refund:"
+)
+
+// ChargeRef is the ledger reference of task id's charge.
+func ChargeRef(id string) string { return ChargeRefPrefix + id }
+
+// RefundRef is the ledger reference of task id's refund.
+func RefundRef(id string) string { return RefundRefPrefix + id }
+
+// RechargeRef is the ledger reference of the charge made when an
+// operator retries failed task id (at the given attempt) with a recharge.
+func RechargeRef(id string, attempt int) string {
+	return ChargeRefPrefix + id + ":retry:" + strconv.Itoa(attempt)
+}
+
+// RerefundRef is the ledger reference of the refund of that recharge,
+// should the retried task fail again.
+func RerefundRef(id string, attempt int) string {
+	return RefundRefPrefix + id + ":retry:" + strconv.Itoa(attempt)
 }

@@ -99,7 +99,7 @@ type TaskStore interface {
 	CancelTask(ctx context.Context, owner, id string) error
 
 	// RecoverExpired sends tasks whose lease has ended back to pending, or
-	// fails them (CodeInternal, ExpiredLeaseMessage) and refunds them, as
+	// fails them (CodeInternal, storekit.ExpiredLeaseMessage) and refunds them, as
 	// FailTask would, when they have had maxAttempts attempts (Attempt -
 	// Released: released claims do not count). It reports how many tasks
 	// it requeued and each task it failed, so that the caller can count
@@ -301,7 +301,7 @@ type TaskWatcher interface {
 // WebhookDelivery is a task event whose callback is due.
 type WebhookDelivery struct {
 	// ID names the delivery in AckWebhook and RetryWebhook:
-	// WebhookID(TaskID, Event).
+	// storekit.WebhookID(TaskID, Event).
 	ID       string
 	TaskID   string
 	Event    CallbackEvent // completed, or processing

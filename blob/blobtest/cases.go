@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imagegen/imagegen"
 	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
 )
 
 // pattern returns n bytes that differ at every offset mod 251, so a read

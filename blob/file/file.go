@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/blob/blobkit"
 )
 
 var (
@@ -96,7 +97,7 @@ func (s *Store) Put(_ context.Context, key string, r io.Reader, size int64, _ st
 			_ = os.Remove(tmp)
 		}
 	}()
-	if _, err := io.Copy(f, imagegen.ExactReader(key, r, size)); err != nil {
+	if _, err := io.Copy(f, blobkit.Reader(key, r, size)); err != nil {
 		return fmt.Errorf("file blobs: put %s: %w", key, err)
 	}
 	if err := f.Chmod(filePerm); err != nil {

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/blob/blobkit"
 )
 
 var (
@@ -51,7 +52,7 @@ func (s *Store) Put(_ context.Context, key string, r io.Reader, size int64, _ st
 	if err := imagegen.CheckBlobKey(key); err != nil {
 		return err
 	}
-	data, err := imagegen.ReadExact(key, r, size)
+	data, err := blobkit.Read(key, r, size)
 	if err != nil {
 		return fmt.Errorf("memory blobs: put %s: %w", key, err)
 	}

@@ -28,6 +28,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/blob/blobkit"
 	"github.com/imagegen/imagegen/internal/groupcommit"
 	"github.com/imagegen/imagegen/internal/redisglob"
 )
@@ -97,7 +98,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, _ 
 	buf := make([]byte, headerLen, int64(headerLen)+size)
 	copy(buf, magic)
 	binary.BigEndian.PutUint64(buf[len(magic):], uint64(s.clock.Now().UnixMilli()))
-	buf, err := imagegen.AppendExact(buf, key, r, size)
+	buf, err := blobkit.Append(buf, key, r, size)
 	if err != nil {
 		return fmt.Errorf("redis blobs: put %s: %w", key, err)
 	}

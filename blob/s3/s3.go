@@ -37,6 +37,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/blob/blobkit"
 )
 
 var (
@@ -179,7 +180,7 @@ func seekableBody(key string, r io.Reader, size int64) (io.ReadSeeker, error) {
 	if size > MaxUnseekableBody {
 		return nil, fmt.Errorf("%w: blob %s: %d bytes from a reader that cannot seek (at most %d)", imagegen.ErrBlobSize, key, size, MaxUnseekableBody)
 	}
-	data, err := imagegen.ReadExact(key, r, size)
+	data, err := blobkit.Read(key, r, size)
 	if err != nil {
 		return nil, err
 	}

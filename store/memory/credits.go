@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 type account struct {
@@ -18,7 +19,7 @@ type account struct {
 
 // AddEntry appends e to the owner's ledger.
 func (s *Store) AddEntry(_ context.Context, e imagegen.LedgerEntry) (int64, error) {
-	if err := imagegen.CheckLedgerEntry(e); err != nil {
+	if err := storekit.CheckLedgerEntry(e); err != nil {
 		return 0, err
 	}
 	now := s.lock()

@@ -5,11 +5,12 @@ import (
 	"slices"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 // PutKey stores a new key; ErrKeyExists when its hash is taken.
 func (s *Store) PutKey(_ context.Context, k imagegen.APIKey) error {
-	if err := imagegen.CheckNewKey(k); err != nil {
+	if err := storekit.CheckNewKey(k); err != nil {
 		return err
 	}
 	s.lock()

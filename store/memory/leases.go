@@ -6,6 +6,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/store/internal/leases"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 // ClaimTask leases the oldest ready pending task.
@@ -74,7 +75,7 @@ func (s *Store) RetryTask(_ context.Context, id string, attempt int, delay time.
 func (s *Store) ReleaseTask(_ context.Context, id string, attempt int) error {
 	return s.asHolder(id, attempt, func(r *record, now time.Time) {
 		r.task.Released++
-		r.task.LastError = imagegen.ReleasedMessage
+		r.task.LastError = storekit.ReleasedMessage
 		s.requeue(r, now, now)
 	})
 }
@@ -97,7 +98,7 @@ func (s *Store) RecoverExpired(_ context.Context, maxAttempts int) (imagegen.Rec
 			if !r.task.Refunded {
 				failed.Refund = r.task.Cost
 			}
-			s.fail(r, imagegen.Failure{Code: imagegen.CodeInternal, Message: imagegen.ExpiredLeaseMessage(counted)}, now)
+			s.fail(r, imagegen.Failure{Code: imagegen.CodeInternal, Message: storekit.ExpiredLeaseMessage(counted)}, now)
 			rec.Failed = append(rec.Failed, failed)
 			continue
 		}

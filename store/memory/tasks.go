@@ -6,11 +6,12 @@ import (
 	"slices"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 // CreateTask debits t.Cost and stores t as pending in one step.
 func (s *Store) CreateTask(_ context.Context, t *imagegen.Task) (int64, error) {
-	if err := imagegen.CheckNewTask(t); err != nil {
+	if err := storekit.CheckNewTask(t); err != nil {
 		return 0, err
 	}
 	now := s.lock()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 var (
@@ -29,7 +30,7 @@ func (s *Store) queueWebhook(r *record, e imagegen.CallbackEvent, now time.Time)
 		s.hooks = make(map[string]*hook)
 	}
 	s.seq++
-	s.hooks[imagegen.WebhookID(r.task.ID, e)] = &hook{due: now, seq: s.seq}
+	s.hooks[storekit.WebhookID(r.task.ID, e)] = &hook{due: now, seq: s.seq}
 }
 
 // ClaimWebhooks leases up to n due deliveries, the longest due first
@@ -39,7 +40,7 @@ func (s *Store) ClaimWebhooks(_ context.Context, lease time.Duration, n int) ([]
 	defer s.mu.Unlock()
 	var due []string
 	for id, h := range s.hooks {
-		taskID, _ := imagegen.ParseWebhookID(id)
+		taskID, _ := storekit.ParseWebhookID(id)
 		if r, ok := s.tasks[taskID]; !ok || r.task.Request.CallbackURL == "" {
 			delete(s.hooks, id) // the task expired: nothing to send
 			continue
@@ -57,7 +58,7 @@ func (s *Store) ClaimWebhooks(_ context.Context, lease time.Duration, n int) ([]
 	})
 	out := make([]imagegen.WebhookDelivery, 0, min(n, len(due)))
 	for _, id := range due[:min(n, len(due))] {
-		taskID, event := imagegen.ParseWebhookID(id)
+		taskID, event := storekit.ParseWebhookID(id)
 		h, t := s.hooks[id], s.tasks[taskID].task
 		h.due = now.Add(lease)
 		out = append(out, imagegen.WebhookDelivery{

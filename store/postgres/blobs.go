@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/blob/blobkit"
 	"github.com/imagegen/imagegen/internal/chunked"
 	"github.com/imagegen/imagegen/internal/groupcommit"
 )
@@ -40,7 +41,7 @@ func (b blobs) Put(ctx context.Context, key string, r io.Reader, size int64, con
 	if err := imagegen.CheckBlobKey(key); err != nil {
 		return err
 	}
-	data, err := imagegen.ReadExact(key, r, size)
+	data, err := blobkit.Read(key, r, size)
 	if err != nil {
 		return fmt.Errorf("postgres blobs: put %s: %w", key, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 // AddEntry appends e to the owner's ledger. References "task:…" and
@@ -22,7 +23,7 @@ func (s *Store) AddEntry(ctx context.Context, e imagegen.LedgerEntry) (int64, er
 // A refused entry raises no SQL error, so it never aborts a host's
 // transaction.
 func (s *Store) addEntry(ctx context.Context, q querier, e imagegen.LedgerEntry) (int64, error) {
-	if err := imagegen.CheckLedgerEntry(e); err != nil {
+	if err := storekit.CheckLedgerEntry(e); err != nil {
 		return 0, err
 	}
 	var code int

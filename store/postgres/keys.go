@@ -8,11 +8,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 // PutKey stores a new key; imagegen.ErrKeyExists when its hash is taken.
 func (s *Store) PutKey(ctx context.Context, k imagegen.APIKey) error {
-	if err := imagegen.CheckNewKey(k); err != nil {
+	if err := storekit.CheckNewKey(k); err != nil {
 		return err
 	}
 	tag, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.api_keys (hash, id, owner, hint, name, created_at, revoked)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/store/internal/leases"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 // maxClaim bounds how many tasks one claim takes.
@@ -128,7 +129,7 @@ func (s *Store) ReleaseTask(ctx context.Context, id string, attempt int) error {
 	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.tasks
 		SET status = 'pending', lease_until = NULL, run_after = {now}, updated_at = {now},
 			released = released + 1, last_error = $4
-		WHERE `+holds), s.nowArg(), id, attempt, imagegen.ReleasedMessage)
+		WHERE `+holds), s.nowArg(), id, attempt, storekit.ReleasedMessage)
 	if err == nil && tag.RowsAffected() == 1 {
 		s.queuedNote.poke("")
 	}
@@ -201,7 +202,7 @@ func (s *Store) recoverBatch(ctx context.Context, maxAttempts int, rec *imagegen
 		}
 		failed = append(failed, t)
 		failIDs = append(failIDs, t.ID)
-		failMsgs = append(failMsgs, imagegen.ExpiredLeaseMessage(t.Attempts))
+		failMsgs = append(failMsgs, storekit.ExpiredLeaseMessage(t.Attempts))
 	}
 	if err := rows.Err(); err != nil {
 		return 0, wrapErr("recover", err)

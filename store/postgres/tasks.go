@@ -13,6 +13,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/groupcommit"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 // createSQL debits the cost, appends the charge and inserts the task in
@@ -20,7 +21,7 @@ import (
 // runs it in the host's transaction (plain submits go in batches).
 //
 //	$1 now  $2 id  $3 owner  $4 request  $5 model  $6 cost  $7 callback URL
-//	$8 callback events (imagegen.EventsField)  $9 request id
+//	$8 callback events (storekit.EventsField)  $9 request id
 const createSQL = `
 WITH debit AS (
 	UPDATE {schema}.accounts SET balance = balance - $6::bigint, entries = entries + 1
@@ -90,7 +91,7 @@ func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
 	for i, c := range batch {
 		t := c.Req.task
 		ids[i], owners[i], reqs[i], models[i], costs[i], callbacks[i] = t.ID, t.Owner, c.Req.request, t.Model, t.Cost, t.Request.CallbackURL
-		events[i], requestIDs[i] = imagegen.EventsField(t.Request.CallbackEvents), t.RequestID
+		events[i], requestIDs[i] = storekit.EventsField(t.Request.CallbackEvents), t.RequestID
 	}
 	var codes []int32
 	var balances []int64
@@ -125,7 +126,7 @@ func (s *Store) createTask(ctx context.Context, q querier, t *imagegen.Task) (in
 	var balance int64
 	var created time.Time
 	err = q.QueryRow(ctx, s.sql(createSQL), s.nowArg(), t.ID, t.Owner, req, t.Model, t.Cost, t.Request.CallbackURL,
-		imagegen.EventsField(t.Request.CallbackEvents), t.RequestID).Scan(&balance, &created)
+		storekit.EventsField(t.Request.CallbackEvents), t.RequestID).Scan(&balance, &created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		b, err := s.balance(ctx, q, t.Owner)
 		if err != nil {
@@ -142,10 +143,10 @@ func (s *Store) createTask(ctx context.Context, q querier, t *imagegen.Task) (in
 	return balance, nil
 }
 
-// newTaskRequest checks a task to create (imagegen.CheckNewTask) and
+// newTaskRequest checks a task to create (storekit.CheckNewTask) and
 // returns its request as the JSON the tasks table keeps.
 func newTaskRequest(t *imagegen.Task) ([]byte, error) {
-	if err := imagegen.CheckNewTask(t); err != nil {
+	if err := storekit.CheckNewTask(t); err != nil {
 		return nil, err
 	}
 	req, err := json.Marshal(t.Request)

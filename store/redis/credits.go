@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 // addEntryScript appends a grant or web entry, once per reference, never
@@ -34,7 +35,7 @@ return {1, balance}
 // AddEntry appends e to the owner's ledger. References "task:…" and
 // "refund:…" belong to the store's own charges and refunds.
 func (s *Store) AddEntry(ctx context.Context, e imagegen.LedgerEntry) (int64, error) {
-	if err := imagegen.CheckLedgerEntry(e); err != nil {
+	if err := storekit.CheckLedgerEntry(e); err != nil {
 		return 0, err
 	}
 	k := s.k

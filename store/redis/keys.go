@@ -6,6 +6,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 // putKeyScript stores a new key record unless its hash is taken.
@@ -23,7 +24,7 @@ return 1
 
 // PutKey stores a new key; imagegen.ErrKeyExists when its hash is taken.
 func (s *Store) PutKey(ctx context.Context, k imagegen.APIKey) error {
-	if err := imagegen.CheckNewKey(k); err != nil {
+	if err := storekit.CheckNewKey(k); err != nil {
 		return err
 	}
 	n, err := putKeyScript.Run(ctx, s.rdb,

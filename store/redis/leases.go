@@ -10,6 +10,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/store/internal/leases"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 // claimCandidates is how many more of the oldest pending tasks a claim
@@ -173,7 +174,7 @@ return 1
 // counting the attempt.
 func (s *Store) ReleaseTask(ctx context.Context, id string, attempt int) error {
 	return s.runHolder(ctx, releaseScript, id, attempt,
-		[]string{s.k.task(id), s.k.leases(), s.k.pending()}, imagegen.ReleasedMessage, id)
+		[]string{s.k.task(id), s.k.leases(), s.k.pending()}, storekit.ReleasedMessage, id)
 }
 
 // runHolder runs a script whose ARGV are now, attempt, then args, and

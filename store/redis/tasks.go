@@ -11,6 +11,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/groupcommit"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 // createScript creates a batch of tasks: for each, it debits the cost,
@@ -88,7 +89,7 @@ return out
 // round trip. Concurrent calls share round trips (group commit: at most
 // maxInFlight script runs of at most maxBatch submits at once).
 func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error) {
-	if err := imagegen.CheckNewTask(t); err != nil {
+	if err := storekit.CheckNewTask(t); err != nil {
 		return 0, err
 	}
 	req, err := json.Marshal(t.Request)
@@ -102,7 +103,7 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error)
 	res, err := s.creates.Do(ctx, createArgs{
 		keys: [4]string{s.k.task(t.ID), s.k.balance(t.Owner), s.k.ledger(t.Owner), s.k.ownerTasks(t.Owner)},
 		args: [9]any{t.ID, t.Owner, req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`,
-			t.Request.CallbackURL, imagegen.EventsField(t.Request.CallbackEvents), t.RequestID},
+			t.Request.CallbackURL, storekit.EventsField(t.Request.CallbackEvents), t.RequestID},
 	})
 	switch {
 	case err != nil:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 var (
@@ -48,7 +49,7 @@ func (s *Store) ClaimWebhooks(ctx context.Context, lease time.Duration, n int) (
 	keys := []string{s.k.webhooks()}
 	args := []any{s.nowArg(), ms(lease)}
 	for _, id := range ids {
-		taskID, _ := imagegen.ParseWebhookID(id)
+		taskID, _ := storekit.ParseWebhookID(id)
 		keys = append(keys, s.k.task(taskID))
 		args = append(args, id)
 	}
@@ -59,7 +60,7 @@ func (s *Store) ClaimWebhooks(ctx context.Context, lease time.Duration, n int) (
 	out := make([]imagegen.WebhookDelivery, 0, len(reply)/4)
 	for i := 0; i+3 < len(reply); i += 4 {
 		attempts, _ := strconv.Atoi(reply[i+3])
-		taskID, event := imagegen.ParseWebhookID(reply[i])
+		taskID, event := storekit.ParseWebhookID(reply[i])
 		out = append(out, imagegen.WebhookDelivery{ID: reply[i], TaskID: taskID, Event: event, Owner: reply[i+1], URL: reply[i+2], Attempts: attempts})
 	}
 	return out, nil
@@ -94,6 +95,6 @@ func (s *Store) PostponeWebhook(ctx context.Context, id string, delay time.Durat
 }
 
 func (s *Store) rescheduleHook(ctx context.Context, id string, delay time.Duration, attempts int) error {
-	taskID, _ := imagegen.ParseWebhookID(id)
+	taskID, _ := storekit.ParseWebhookID(id)
 	return rescheduleHookScript.Run(ctx, s.rdb, []string{s.k.webhooks(), s.k.task(taskID)}, s.nowArg(), ms(delay), id, attempts).Err()
 }

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/imagegen/imagegen"
 	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 func testLedger(t *testing.T, h Harness) {
@@ -39,7 +41,7 @@ func testLedger(t *testing.T, h Harness) {
 	// The store's own references cannot be forged.
 	for _, ref := range []string{"task:x", "refund:x"} {
 		_, err = s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 1, Ref: ref})
-		is.True(errors.Is(err, imagegen.ErrInvalidStoreInput))
+		is.True(errors.Is(err, storekit.ErrInvalidStoreInput))
 	}
 
 	entries := checkLedger(t, s, "u")

@@ -7,8 +7,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/imagegen/imagegen"
 	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 func testFencing(t *testing.T, h Harness) {
@@ -202,7 +204,7 @@ func testRecoveryReport(t *testing.T, h Harness) {
 	is.Equal(get(t, s, "u", c.ID).Status, imagegen.StatusPending)
 	for _, f := range failed {
 		got := getFailed(t, s, f.Owner, f.ID, imagegen.CodeInternal)
-		is.Equal(got.Error, imagegen.ExpiredLeaseMessage(2))
+		is.Equal(got.Error, storekit.ExpiredLeaseMessage(2))
 	}
 	is.Equal(balance(t, s, "u"), int64(10-1)) // a refunded, c still charged
 	is.Equal(balance(t, s, "v"), int64(10))

@@ -4,8 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imagegen/imagegen"
 	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 func testWebhooks(t *testing.T, h Harness) {
@@ -68,7 +70,7 @@ func testWebhooks(t *testing.T, h Harness) {
 	got = claimHooks(t, s, 10)
 	is.Equal(len(got), 1)
 	is.Equal(got[0].Attempts, 1)
-	is.NoErr(s.PostponeWebhook(ctx, imagegen.WebhookID("no-such-task", imagegen.EventCompleted), 0))
+	is.NoErr(s.PostponeWebhook(ctx, storekit.WebhookID("no-such-task", imagegen.EventCompleted), 0))
 	is.NoErr(s.AckWebhook(ctx, ok1.ID))
 	h.Advance(time.Hour)
 	got = claimHooks(t, s, 10)
@@ -129,7 +131,7 @@ func testWebhookEvents(t *testing.T, h Harness) {
 		got := claimHooks(t, s, 10)
 		m := map[string]imagegen.WebhookDelivery{}
 		for _, d := range got {
-			is.Equal(d.ID, imagegen.WebhookID(d.TaskID, d.Event))
+			is.Equal(d.ID, storekit.WebhookID(d.TaskID, d.Event))
 			m[d.ID] = d
 		}
 		return m
@@ -139,10 +141,10 @@ func testWebhookEvents(t *testing.T, h Harness) {
 	a, b, c := claim(t, s), claim(t, s), claim(t, s)
 	got := claimed()
 	is.Equal(len(got), 2)
-	is.Equal(got[imagegen.WebhookID(both.ID, imagegen.EventProcessing)].Event, imagegen.EventProcessing)
-	is.Equal(got[imagegen.WebhookID(startOnly.ID, imagegen.EventProcessing)].TaskID, startOnly.ID)
-	is.NoErr(s.RetryWebhook(ctx, imagegen.WebhookID(both.ID, imagegen.EventProcessing), time.Minute))
-	is.NoErr(s.AckWebhook(ctx, imagegen.WebhookID(startOnly.ID, imagegen.EventProcessing)))
+	is.Equal(got[storekit.WebhookID(both.ID, imagegen.EventProcessing)].Event, imagegen.EventProcessing)
+	is.Equal(got[storekit.WebhookID(startOnly.ID, imagegen.EventProcessing)].TaskID, startOnly.ID)
+	is.NoErr(s.RetryWebhook(ctx, storekit.WebhookID(both.ID, imagegen.EventProcessing), time.Minute))
+	is.NoErr(s.AckWebhook(ctx, storekit.WebhookID(startOnly.ID, imagegen.EventProcessing)))
 
 	// A retried task is not "processing" again.
 	is.NoErr(s.RetryTask(ctx, c.ID, c.Attempt, 0, "busy"))
@@ -162,7 +164,7 @@ func testWebhookEvents(t *testing.T, h Harness) {
 	h.Advance(time.Minute)
 	got = claimed()
 	is.Equal(len(got), 3) // both's processing retry, and the two completed (their lease ended)
-	p := got[imagegen.WebhookID(both.ID, imagegen.EventProcessing)]
+	p := got[storekit.WebhookID(both.ID, imagegen.EventProcessing)]
 	is.Equal(p.Attempts, 1)
 	is.Equal(got[both.ID].Attempts, 0)
 	for id := range got {

@@ -1,4 +1,4 @@
-package imagegen_test
+package blobkit_test
 
 import (
 	"bytes"
@@ -9,9 +9,10 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/blob/blobkit"
 )
 
-// AppendExact fills the room it is given and no more: a blob read into a
+// Append fills the room it is given and no more: a blob read into a
 // slice sized for it stays that size (a bytes.Buffer would have doubled
 // it), and a body of the wrong length is refused.
 func TestAppendExact(t *testing.T) {
@@ -19,23 +20,23 @@ func TestAppendExact(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789abcdef"), 4096) // 64 KiB, more than io.Copy's buffer
 	head := []byte("hdr:")
 	dst := append(make([]byte, 0, len(head)+len(data)), head...)
-	got, err := imagegen.AppendExact(dst, "k", bytes.NewReader(data), int64(len(data)))
+	got, err := blobkit.Append(dst, "k", bytes.NewReader(data), int64(len(data)))
 	is.NoErr(err)
 	is.Equal(got, append(append([]byte{}, head...), data...))
 	is.Equal(cap(got), len(head)+len(data)) // not grown
 
 	for _, body := range []string{"short", strings.Repeat("x", 20)} {
-		_, err := imagegen.AppendExact(nil, "k", strings.NewReader(body), 10)
+		_, err := blobkit.Append(nil, "k", strings.NewReader(body), 10)
 		is.True(errors.Is(err, imagegen.ErrBlobSize)) // 5 or 20 bytes for 10
 	}
 }
 
-// ReadExact reads a body into a slice of exactly its size, and refuses a
+// Read reads a body into a slice of exactly its size, and refuses a
 // negative size or a body of another length.
 func TestReadExact(t *testing.T) {
 	is := is.New(t)
 	data := bytes.Repeat([]byte("0123456789abcdef"), 4096)
-	got, err := imagegen.ReadExact("k", bytes.NewReader(data), int64(len(data)))
+	got, err := blobkit.Read("k", bytes.NewReader(data), int64(len(data)))
 	is.NoErr(err)
 	is.Equal(got, data)
 	is.Equal(cap(got), len(data)) // not grown
@@ -44,7 +45,7 @@ func TestReadExact(t *testing.T) {
 		body string
 		size int64
 	}{{"", -1}, {"short", 10}, {strings.Repeat("x", 20), 10}} {
-		_, err := imagegen.ReadExact("k", strings.NewReader(tt.body), tt.size)
+		_, err := blobkit.Read("k", strings.NewReader(tt.body), tt.size)
 		is.True(errors.Is(err, imagegen.ErrBlobSize)) // the size is wrong
 	}
 }

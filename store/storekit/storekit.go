@@ -1,0 +1,93 @@
+// Package storekit is the kit of a Store backend's author: the rules
+// every imagegen.Store applies to what it is asked to keep (CheckNewTask,
+// CheckLedgerEntry, CheckNewKey, refusing with ErrInvalidStoreInput), the
+// messages it writes on the tasks it fails or gives back
+// (ExpiredLeaseMessage, ReleasedMessage), and how it names and keeps
+// callback deliveries (WebhookID, ParseWebhookID, EventsField). They are
+// written once here so that backends cannot drift apart; the service and
+// its users never need them. The conformance suite is package storetest.
+package storekit
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/imagegen/imagegen"
+)
+
+// ErrInvalidStoreInput: a Store was handed a record that breaks the
+// contract (a programming error of the caller, never a client's).
+var ErrInvalidStoreInput = errors.New("storekit: invalid store input")
+
+// CheckNewTask is what CreateTask requires of t.
+func CheckNewTask(t *imagegen.Task) error {
+	switch {
+	case t == nil || t.ID == "" || t.Owner == "":
+		return fmt.Errorf("%w: a task needs an ID and an Owner", ErrInvalidStoreInput)
+	case t.Cost <= 0:
+		return fmt.Errorf("%w: task cost must be positive (got %d)", ErrInvalidStoreInput, t.Cost)
+	}
+	return nil
+}
+
+// CheckLedgerEntry is what AddEntry requires of e: an owner, a reference
+// not reserved for task charges and refunds, and a non-zero amount.
+func CheckLedgerEntry(e imagegen.LedgerEntry) error {
+	switch {
+	case e.Owner == "" || e.Ref == "" || e.Amount == 0:
+		return fmt.Errorf("%w: a ledger entry needs an Owner, a Ref and a non-zero Amount", ErrInvalidStoreInput)
+	case strings.HasPrefix(e.Ref, imagegen.ChargeRefPrefix) || strings.HasPrefix(e.Ref, imagegen.RefundRefPrefix):
+		return fmt.Errorf("%w: ledger reference %q is reserved for task charges and refunds", ErrInvalidStoreInput, e.Ref)
+	}
+	return nil
+}
+
+// CheckNewKey is what PutKey requires of k.
+func CheckNewKey(k imagegen.APIKey) error {
+	if k.ID == "" || k.Owner == "" || k.Hash == "" {
+		return fmt.Errorf("%w: an API key needs an ID, an Owner and a Hash", ErrInvalidStoreInput)
+	}
+	return nil
+}
+
+// ReleasedMessage is the LastError of a task given back by
+// Store.ReleaseTask.
+const ReleasedMessage = "worker shut down"
+
+// ExpiredLeaseMessage is the error of a task that failed because its
+// lease expired on its last allowed attempt (its workers kept dying).
+func ExpiredLeaseMessage(attempts int) string {
+	return fmt.Sprintf("image generation did not finish (%d attempts)", attempts)
+}
+
+// processingHookSuffix ends the delivery ID of a processing event; a
+// completed event's delivery ID is the task id itself.
+const processingHookSuffix = ":processing"
+
+// WebhookID is the ID of the delivery of task taskID's event e: unique
+// per task and event, so both events of a task can wait at once.
+func WebhookID(taskID string, e imagegen.CallbackEvent) string {
+	if e == imagegen.EventProcessing {
+		return taskID + processingHookSuffix
+	}
+	return taskID
+}
+
+// ParseWebhookID splits a delivery ID into its task id and event.
+func ParseWebhookID(id string) (taskID string, e imagegen.CallbackEvent) {
+	if t, ok := strings.CutSuffix(id, processingHookSuffix); ok {
+		return t, imagegen.EventProcessing
+	}
+	return id, imagegen.EventCompleted
+}
+
+// EventsField is how stores keep a task's callback_events: the names
+// joined by commas, "" for the default (completed only).
+func EventsField(events []imagegen.CallbackEvent) string {
+	names := make([]string, len(events))
+	for i, e := range events {
+		names[i] = string(e)
+	}
+	return strings.Join(names, ",")
+}
