@@ -21,7 +21,7 @@ import (
 // storage, a bucket lifecycle rule (expire after retention + 1 day) is a
 // cheap backstop beside it.
 func (s *Service) SweepBlobs(ctx context.Context) (int, error) {
-	blobs := s.cfg.Store.Blobs()
+	blobs := s.blobs
 	cutoff := s.cfg.Clock.Now().Add(-s.cfg.OrphanGrace)
 	deleted := 0
 	err := blobs.List(ctx, func(b BlobInfo) error {

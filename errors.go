@@ -41,6 +41,9 @@ var (
 	ErrInvalidBlobKey = errors.New("imagegen: invalid blob key")
 	// ErrBlobSize: a blob's reader gave more or fewer bytes than announced.
 	ErrBlobSize = errors.New("imagegen: blob size mismatch")
+	// ErrBlobTimeout: a BlobStore call did not answer within
+	// Config.BlobTimeout (the error also wraps the store's own).
+	ErrBlobTimeout = errors.New("imagegen: the blob store did not answer in time")
 )
 
 // ValidationError reports a request that breaks a rule of the interface.

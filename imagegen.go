@@ -56,6 +56,15 @@ type Config struct {
 	// their tasks back to the queue (default 30s).
 	ShutdownTimeout time.Duration
 
+	// BlobTimeout bounds each call to the store's BlobStore (default
+	// DefaultBlobTimeout, 10s): Put, Open, Stat, Delete, each read of a
+	// download's bytes, and the wait for each blob of a List. A call that
+	// does not answer in time fails with ErrBlobTimeout: a download
+	// answers 504, a worker retries the task (or fails and refunds it on
+	// its last attempt), so an object store that stops answering holds
+	// nothing for longer than this.
+	BlobTimeout time.Duration
+
 	// BlobSweepInterval is how often Run deletes image bytes whose record
 	// is gone (SweepBlobs): expired images, and orphans of crashes
 	// (default 5m).
@@ -114,6 +123,7 @@ func (c Config) withDefaults() Config {
 	c.MaxRetryBackoff = cmp.Or(c.MaxRetryBackoff, time.Minute)
 	c.PollInterval = cmp.Or(c.PollInterval, 250*time.Millisecond)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 30*time.Second)
+	c.BlobTimeout = cmp.Or(c.BlobTimeout, DefaultBlobTimeout)
 	c.BlobSweepInterval = cmp.Or(c.BlobSweepInterval, 5*time.Minute)
 	c.OrphanGrace = cmp.Or(c.OrphanGrace, 10*time.Minute)
 	c.MaxKeysPerOwner = cmp.Or(c.MaxKeysPerOwner, DefaultMaxKeysPerOwner)
@@ -131,7 +141,8 @@ func (c Config) validate() error {
 	case c.Workers < 0:
 		return fmt.Errorf("imagegen: Config.Workers must not be negative (got %d)", c.Workers)
 	case c.GenerateTimeout < 0, c.LeaseDuration < 0, c.RetryBackoff < 0,
-		c.MaxRetryBackoff < 0, c.PollInterval < 0, c.ShutdownTimeout < 0, c.BlobSweepInterval < 0, c.IdempotencyTTL < 0:
+		c.MaxRetryBackoff < 0, c.PollInterval < 0, c.ShutdownTimeout < 0, c.BlobSweepInterval < 0, c.IdempotencyTTL < 0,
+		c.BlobTimeout < 0:
 		return errors.New("imagegen: Config durations must not be negative")
 	case c.OrphanGrace < MinOrphanGrace:
 		return fmt.Errorf("imagegen: Config.OrphanGrace must be at least %v (got %v)", MinOrphanGrace, c.OrphanGrace)
@@ -145,9 +156,12 @@ func (c Config) validate() error {
 // answers task queries, and (in Run) executes generations. It is safe for
 // concurrent use; any number of Services may share one Store.
 type Service struct {
-	cfg  Config
-	log  *slog.Logger
-	wake chan struct{} // nudges idle local workers after a submit
+	cfg Config
+	log *slog.Logger
+	// blobs is the store's BlobStore with Config.BlobTimeout on every
+	// call; the Service reaches image bytes only through it.
+	blobs BlobStore
+	wake  chan struct{} // nudges idle local workers after a submit
 	// providers counts provider calls and fallbacks until the next
 	// FlushProviderStats.
 	providers providerTally
@@ -159,7 +173,8 @@ func New(cfg Config) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Service{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1)}, nil
+	blobs := timedBlobs{s: cfg.Store.Blobs(), d: cfg.BlobTimeout}
+	return &Service{cfg: cfg, log: cfg.Logger, blobs: blobs, wake: make(chan struct{}, 1)}, nil
 }
 
 // Submission is what a submit made: the new task (pending), its charge

@@ -12,12 +12,16 @@ import (
 	"github.com/google/uuid"
 )
 
+// errImageBytes marks complete's errors of the BlobStore: the bytes were
+// not stored, so nothing of the success was.
+var errImageBytes = errors.New("imagegen: store image bytes")
+
 // complete stores the images of t's successful attempt: the bytes in the
 // store's BlobStore first, then the records, with the task's success, in
 // one CompleteTask. A crash in between leaves only blobs without records
 // (SweepBlobs deletes them); a lost lease deletes them at once.
 func (s *Service) complete(ctx context.Context, t *Task, gen []GeneratedImage) error {
-	blobs := s.cfg.Store.Blobs()
+	blobs := s.blobs
 	imgs := make([]Image, len(gen))
 	for i, g := range gen {
 		sum := sha256.Sum256(g.Data)
@@ -27,7 +31,7 @@ func (s *Service) complete(ctx context.Context, t *Task, gen []GeneratedImage) e
 		}
 		if err := blobs.Put(ctx, imgs[i].ID, bytes.NewReader(g.Data), imgs[i].Size, g.ContentType); err != nil {
 			s.deleteBlobs(ctx, imgs[:i])
-			return fmt.Errorf("imagegen: store image bytes: %w", err)
+			return fmt.Errorf("%w: %w", errImageBytes, err)
 		}
 	}
 	err := s.cfg.Store.CompleteTask(ctx, t.ID, t.Attempt, imgs)
@@ -41,7 +45,7 @@ func (s *Service) complete(ctx context.Context, t *Task, gen []GeneratedImage) e
 // effort: SweepBlobs removes whatever is left).
 func (s *Service) deleteBlobs(ctx context.Context, imgs []Image) {
 	for _, img := range imgs {
-		if err := s.cfg.Store.Blobs().Delete(ctx, img.ID); err != nil {
+		if err := s.blobs.Delete(ctx, img.ID); err != nil {
 			s.log.WarnContext(ctx, "delete image bytes without a record; the blob sweep will retry", "image_id", img.ID, "err", err)
 		}
 	}
@@ -67,7 +71,7 @@ func (s *Service) Image(ctx context.Context, id string) (*Image, error) {
 // past the end of the bytes stored wraps ErrBlobSize. n == 0 only checks
 // that the bytes are there.
 func (s *Service) ReadImage(ctx context.Context, img *Image, off, n int64) (io.ReadCloser, error) {
-	rd, err := ReadBlobRange(ctx, s.cfg.Store.Blobs(), img.ID, off, n)
+	rd, err := ReadBlobRange(ctx, s.blobs, img.ID, off, n)
 	if errors.Is(err, ErrBlobNotFound) {
 		s.log.ErrorContext(ctx, "image record without bytes", "image_id", img.ID)
 		return nil, fmt.Errorf("imagegen: image %s: %w", img.ID, ErrImageNotFound)
@@ -87,7 +91,7 @@ func (s *Service) OpenImage(ctx context.Context, id string) (*Image, *Blob, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := s.cfg.Store.Blobs().Open(ctx, id)
+	b, err := s.blobs.Open(ctx, id)
 	if errors.Is(err, ErrBlobNotFound) {
 		s.log.ErrorContext(ctx, "image record without bytes", "image_id", id)
 		return nil, nil, fmt.Errorf("imagegen: image %s: %w", id, ErrImageNotFound)

@@ -17,6 +17,10 @@ import (
 // stored while the next generations run (see Config.Workers).
 const recordBacklog = 4
 
+// recordTimeout bounds the store calls that record an attempt's outcome
+// (the image bytes and the success, or the retry or failure).
+const recordTimeout = 10 * time.Second
+
 // Run executes generations until ctx ends: it claims ready tasks (at most
 // Config.Workers at a time), runs them on the model with a renewed lease,
 // and regularly sends tasks whose lease expired (their worker died) back
@@ -217,15 +221,25 @@ func (s *Service) record(ctx context.Context, t *Task, a attempt) {
 		return
 	}
 	// Record the outcome even if ctx was cancelled meanwhile.
-	storeCtx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	storeCtx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancelStore()
 	if err == nil && len(imgs) == 0 {
 		err = &ModelError{Provider: t.Model, Retryable: true, Message: "the model returned no image"}
 	}
 	if err == nil {
 		err = s.complete(storeCtx, t, imgs)
-		s.finished(log, err, t, Failure{}, took, "task succeeded", "images", len(imgs))
-		return
+		if !errors.Is(err, errImageBytes) {
+			s.finished(log, err, t, Failure{}, took, "task succeeded", "images", len(imgs))
+			return
+		}
+		// The BlobStore failed or did not answer (Config.BlobTimeout):
+		// the attempt failed like any other, so the task is retried, or
+		// failed and refunded on its last attempt, with a deadline of
+		// its own for that (the bytes' may have used up the first).
+		log.Warn("could not store the image bytes", "err", err)
+		failCtx, cancelFail := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		defer cancelFail()
+		storeCtx = failCtx
 	}
 
 	var me *ModelError

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/imagegen/imagegen"
@@ -26,6 +27,9 @@ import (
 
 // MaxBodyBytes is the largest request body accepted (413 beyond it).
 const MaxBodyBytes = 1 << 20
+
+// DefaultMaxStoreWaits is the default of Config.MaxStoreWaits.
+const DefaultMaxStoreWaits = 64
 
 // Config configures the handler. Service and Limiter are required.
 type Config struct {
@@ -89,6 +93,16 @@ type Config struct {
 	// Blobs is the service's BlobStore (its store's Blobs()), needed
 	// with PresignTTL: it must presign URLs (imagegen.BlobPresigner).
 	Blobs imagegen.BlobStore
+	// MaxStoreWaits bounds the image downloads that wait for the
+	// BlobStore at once (default DefaultMaxStoreWaits; negative: no
+	// bound). A download counts while it waits for the store's first
+	// answer, and while each later read of its bytes is in flight; one
+	// that would go beyond the bound is refused at once with 503
+	// storage_unavailable and Retry-After. So a store that stops
+	// answering ties up at most that many downloads, each for at most
+	// the Service's Config.BlobTimeout per store call (then 504
+	// storage_timeout).
+	MaxStoreWaits int
 	// OpenAIPrefix, when set (for example "/v1"), also serves the
 	// OpenAI-compatible POST {OpenAIPrefix}/images/generations, an
 	// optional extension. Default: off.
@@ -114,6 +128,9 @@ type Handler struct {
 	signer signer
 	// presigner is set when Config.PresignTTL > 0.
 	presigner imagegen.BlobPresigner
+	// storeWaits counts the downloads waiting for the BlobStore
+	// (Config.MaxStoreWaits).
+	storeWaits atomic.Int64
 	// waitsDone ends when Drain is called; stopWaits ends it.
 	waitsDone context.Context
 	stopWaits context.CancelFunc
@@ -138,6 +155,7 @@ func New(cfg Config) (*Handler, error) {
 	cfg.ImageBaseURL = strings.TrimSuffix(cfg.ImageBaseURL, "/")
 	cfg.OpenAIPrefix = strings.TrimSuffix(cfg.OpenAIPrefix, "/")
 	cfg.OpenAIWait = cmp.Or(cfg.OpenAIWait, imagegen.MaxWait)
+	cfg.MaxStoreWaits = cmp.Or(cfg.MaxStoreWaits, DefaultMaxStoreWaits)
 	cfg.ForwardedHeader = cmp.Or(http.CanonicalHeaderKey(cfg.ForwardedHeader), "X-Forwarded-For")
 	switch {
 	case cfg.Service == nil:

@@ -65,8 +65,15 @@ func (h *Handler) serveImage(w http.ResponseWriter, r *http.Request, img *imageg
 	}
 
 	head := r.Method == http.MethodHead
+	if !h.enterStore() {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, wire.APIStorageUnavailable,
+			"too many downloads are waiting for the image store; try again shortly")
+		return
+	}
 	buf := make([]byte, copyBufSize)
 	first, err := h.openPart(r.Context(), img, ranges[0], head, buf)
+	h.storeWaits.Add(-1)
 	if err != nil {
 		h.downloadErr(w, r, err)
 		return
@@ -112,7 +119,10 @@ func (h *Handler) sendParts(w http.ResponseWriter, r *http.Request, img *imagege
 		p := first
 		if i > 0 {
 			var err error
-			if p, err = h.openPart(r.Context(), img, rg, false, buf); err != nil {
+			h.storeWaits.Add(1)
+			p, err = h.openPart(r.Context(), img, rg, false, buf)
+			h.storeWaits.Add(-1)
+			if err != nil {
 				h.abortDownload(r, err)
 			}
 		}
@@ -194,7 +204,9 @@ func (h *Handler) sendPart(w http.ResponseWriter, r *http.Request, p *part, buf 
 		return false
 	}
 	for p.left > 0 {
+		h.storeWaits.Add(1)
 		k, err := p.rd.Read(buf[:min(int64(len(buf)), p.left)])
+		h.storeWaits.Add(-1)
 		if k > 0 {
 			p.left -= int64(k)
 			if _, werr := w.Write(buf[:k]); werr != nil {
@@ -222,14 +234,29 @@ func (h *Handler) abortDownload(r *http.Request, err error) {
 	panic(http.ErrAbortHandler)
 }
 
+// enterStore counts a download that is about to wait for the BlobStore,
+// unless Config.MaxStoreWaits are waiting already.
+func (h *Handler) enterStore() bool {
+	if n := h.storeWaits.Add(1); h.cfg.MaxStoreWaits > 0 && n > int64(h.cfg.MaxStoreWaits) {
+		h.storeWaits.Add(-1)
+		return false
+	}
+	return true
+}
+
 // downloadErr answers a store error met before the status was sent: 404
-// for bytes that are gone, 503 (with Retry-After) when the store fails.
+// for bytes that are gone, 504 when the store did not answer in time and
+// 503 when it failed (both with Retry-After).
 func (h *Handler) downloadErr(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, imagegen.ErrImageNotFound), errors.Is(err, imagegen.ErrBlobNotFound):
 		imageNotFound(w)
 	case errors.Is(err, imagegen.ErrBlobSize), errors.Is(err, io.ErrUnexpectedEOF):
 		h.respondErr(w, r, err) // the bytes do not match their record: a 500, logged
+	case errors.Is(err, imagegen.ErrBlobTimeout):
+		h.cfg.Logger.WarnContext(r.Context(), "image store did not answer in time", "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", strconv.FormatInt(RetryAfterSeconds(storeRetryAfter), 10))
+		writeError(w, http.StatusGatewayTimeout, wire.APIStorageTimeout, "the image store did not answer in time; try again later")
 	default:
 		h.cfg.Logger.WarnContext(r.Context(), "image store failed", "path", r.URL.Path, "err", err)
 		w.Header().Set("Retry-After", strconv.FormatInt(RetryAfterSeconds(storeRetryAfter), 10))

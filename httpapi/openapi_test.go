@@ -284,6 +284,12 @@ func recordExchanges(t *testing.T) *recorder {
 	is.NoErr(json.Unmarshal(rc.do(lost, "poll, images to be lost", "GET", "/api/v1/tasks/"+lostID, lost.key, "").respBody, &lostTask))
 	is.Equal(len(lostTask.Images), 1)
 	rc.do(lost, "download, store down", "GET", strings.TrimPrefix(lostTask.Images[0], "https://img.example.test"), "", "")
+	outage, outageBlobs := outageEnv(t, nil)
+	outagePath, _ := outage.imagePath()
+	outageBlobs.mode.Store(storeHangs)
+	rc.do(outage, "download, image store not answering", "GET", outagePath, "", "", status(http.StatusGatewayTimeout))
+	outageBlobs.mode.Store(storeFails)
+	rc.do(outage, "download, image store failing", "GET", outagePath, "", "", status(http.StatusServiceUnavailable))
 	cdn := newEnv(t, func(o *envOptions) {
 		o.api = func(c *httpapi.Config) { c.ImageBaseURL = "https://cdn.example.test" }
 	})
@@ -692,6 +698,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		wire.APIUnauthorized, wire.APIInsufficientCredits, wire.APITaskNotFound, wire.APIInvalidParams,
 		wire.APIRateLimitExceeded, wire.APIInternalError, wire.APINotFound, wire.APIMethodNotAllowed, wire.APIRequestTooLarge,
 		wire.APIIdempotencyKeyInUse, wire.APITaskAlreadyFinished, wire.APIPreconditionFailed, wire.APIRangeNotSatisfiable,
+		wire.APIStorageUnavailable, wire.APIStorageTimeout,
 	} {
 		if !codes[string(code)] {
 			t.Errorf("no exchange produced error code %s", code)

@@ -116,6 +116,9 @@ type Config struct {
 	// presigned object-store URLs (see httpapi.Config).
 	ImageBaseURL string
 	PresignTTL   time.Duration
+	// MaxStoreWaits bounds the image downloads waiting for the BlobStore
+	// at once (httpapi.Config.MaxStoreWaits; default 64).
+	MaxStoreWaits int
 
 	// Callbacks sends callback deliveries. Default: the guarded fetcher
 	// (fetch.New), allowed to reach private addresses only when
@@ -224,6 +227,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		ImageBaseURL:    cfg.ImageBaseURL,
 		PresignTTL:      cfg.PresignTTL,
 		Blobs:           cfg.Service.Store.Blobs(),
+		MaxStoreWaits:   cfg.MaxStoreWaits,
 		Clock:           clock,
 		Logger:          log,
 		Observer:        cfg.Service.Observer,

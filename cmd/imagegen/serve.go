@@ -16,6 +16,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/console"
+	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/internal/weburl"
 	"github.com/imagegen/imagegen/server"
 )
@@ -38,6 +39,8 @@ type serveConfig struct {
 	// owners who see its operator pages.
 	console   bool
 	operators stringList
+	// storeWaits bounds the downloads waiting for the image store.
+	storeWaits int
 	// openAI is where the OpenAI-compatible endpoint is served ("" for off).
 	openAI string
 }
@@ -53,6 +56,7 @@ func serveFlags(c *serveConfig, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: one kept in the store, shared by every process on a shared store)")
 	fs.StringVar(&c.imageBase, "image-base-url", "", "redirect image downloads to this CDN base URL + /<image id> (its origin serves the -blobs store's objects), so the bytes never pass through this process")
 	fs.DurationVar(&c.presignTTL, "image-presign", 0, "redirect image downloads to presigned object-store URLs valid this long, e.g. 10m (needs -blobs s3://...); 0 streams them through this process")
+	fs.IntVar(&c.storeWaits, "image-store-waits", httpapi.DefaultMaxStoreWaits, "most image downloads waiting for the image store at once; more are refused at once with 503 and Retry-After")
 	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose -forwarded-header names the client, for the per-address limit on failed logins (repeatable; default: none, the client is the peer address)")
 	fs.StringVar(&c.forwardedHeader, "forwarded-header", "X-Forwarded-For", "the header the trusted proxies write the client's address into: X-Forwarded-For or Forwarded (only that one is read)")
 	fs.BoolVar(&c.console, "console", true, "serve the web console at /console/ (users sign in with one of their API keys); -console=false turns it off")
@@ -78,6 +82,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return c, errors.New("-public-url must be an absolute http(s) URL such as https://img.example.com")
 	case c.presignTTL < 0:
 		return c, errors.New("-image-presign must not be negative")
+	case c.storeWaits < 1:
+		return c, errors.New("-image-store-waits must be at least 1")
 	case c.presignTTL > 0 && c.imageBase != "":
 		return c, errors.New("-image-presign and -image-base-url are two ways to redirect downloads: choose one")
 	case c.presignTTL > 0 && !strings.HasPrefix(c.blobsURL, "s3:"):
@@ -132,6 +138,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		NoWorkers:       c.workers == 0,       // -workers 0: this process serves the API only
 		ImageBaseURL:    c.imageBase,
 		PresignTTL:      c.presignTTL,
+		MaxStoreWaits:   c.storeWaits,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,151 @@
+package imagegen_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	blobmemory "github.com/imagegen/imagegen/blob/memory"
+	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/store/memory"
+)
+
+// stallingBlobs is a BlobStore whose reads take stall each (ReadRange,
+// then every Read of its body), and whose List stalls after its first
+// blob, each wait ending early when the context does, as a network
+// store's does.
+type stallingBlobs struct {
+	imagegen.BlobStore
+	openStall, readStall, listStall time.Duration
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s stallingBlobs) ReadRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	if err := sleepCtx(ctx, s.openStall); err != nil {
+		return nil, err
+	}
+	rd, err := imagegen.ReadBlobRange(ctx, s.BlobStore, key, off, n)
+	if err != nil {
+		return nil, err
+	}
+	return stallingBody{ReadCloser: rd, ctx: ctx, stall: s.readStall}, nil
+}
+
+func (s stallingBlobs) List(ctx context.Context, fn func(imagegen.BlobInfo) error) error {
+	first := true
+	return s.BlobStore.List(ctx, func(b imagegen.BlobInfo) error {
+		if !first {
+			if err := sleepCtx(ctx, s.listStall); err != nil {
+				return err
+			}
+		}
+		first = false
+		return fn(b)
+	})
+}
+
+type stallingBody struct {
+	io.ReadCloser
+	ctx   context.Context
+	stall time.Duration
+}
+
+func (b stallingBody) Read(p []byte) (int, error) {
+	if err := sleepCtx(b.ctx, b.stall); err != nil {
+		return 0, err
+	}
+	return b.ReadCloser.Read(p[:min(len(p), 10)]) // ten bytes a read
+}
+
+// stalledService stores one 100-byte image through a service whose
+// BlobStore stalls as s says, with a BlobTimeout of 100ms.
+func stalledService(t *testing.T, s stallingBlobs) (*imagegen.Service, *imagegen.Image) {
+	t.Helper()
+	is := is.New(t)
+	s.BlobStore = blobmemory.New(blobmemory.Config{})
+	data := make([]byte, 100)
+	model := imagegentest.NewModel(1, func(context.Context, imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+		return []imagegen.GeneratedImage{{ContentType: "image/png", Data: data}}, nil
+	})
+	f := newFixture(t, model, func(c *imagegen.Config) {
+		c.Store = memory.New(memory.Config{Clock: c.Clock, Retention: time.Hour, Blobs: s})
+		c.BlobTimeout = 100 * time.Millisecond
+		c.OrphanGrace = imagegen.MinOrphanGrace
+	})
+	sub := f.submitFunded(t, "u")
+	is.True(f.runOnce(t))
+	task := f.task(t, "u", sub.TaskID)
+	is.Equal(task.Status, imagegen.StatusSuccess)
+	img, err := f.svc.Image(ctx, task.Images[0])
+	is.NoErr(err)
+	return f.svc, img
+}
+
+func TestBlobReadsHaveADeadline(t *testing.T) {
+	is := is.New(t)
+
+	// A store that does not answer the read at all.
+	svc, img := stalledService(t, stallingBlobs{openStall: time.Hour})
+	start := time.Now()
+	_, err := svc.ReadImage(ctx, img, 0, img.Size)
+	is.True(errors.Is(err, imagegen.ErrBlobTimeout))
+	is.True(time.Since(start) < 5*time.Second)
+
+	// One that answers, then stalls in the middle of the bytes.
+	svc, img = stalledService(t, stallingBlobs{readStall: time.Hour})
+	rd, err := svc.ReadImage(ctx, img, 0, img.Size)
+	is.NoErr(err)
+	_, err = io.ReadAll(rd)
+	is.True(errors.Is(err, imagegen.ErrBlobTimeout))
+	is.NoErr(rd.Close())
+
+	// A slow read whose every step answers in time is not cut short:
+	// the deadline is per call, not for the whole download.
+	svc, img = stalledService(t, stallingBlobs{readStall: 20 * time.Millisecond})
+	rd, err = svc.ReadImage(ctx, img, 0, img.Size)
+	is.NoErr(err)
+	got, err := io.ReadAll(rd) // ten reads of 20ms: twice the deadline in all
+	is.NoErr(err)
+	is.Equal(len(got), 100)
+}
+
+func TestBlobListHasADeadlinePerBlob(t *testing.T) {
+	is := is.New(t)
+	for _, c := range []struct {
+		stall   time.Duration
+		timeout bool
+	}{
+		{time.Hour, true},              // stops answering after the first blob
+		{20 * time.Millisecond, false}, // ten blobs 20ms apart: twice the deadline in all, each in time
+	} {
+		inner := blobmemory.New(blobmemory.Config{})
+		for i := range 10 {
+			is.NoErr(inner.Put(ctx, "blob-"+string(rune('a'+i)), bytes.NewReader([]byte("x")), 1, "image/png"))
+		}
+		svc, err := imagegen.New(imagegen.Config{
+			Store:       memory.New(memory.Config{Retention: time.Hour, Blobs: stallingBlobs{BlobStore: inner, listStall: c.stall}}),
+			Model:       imagegentest.NewModel(1),
+			BlobTimeout: 100 * time.Millisecond,
+			Logger:      quiet,
+		})
+		is.NoErr(err)
+		start := time.Now()
+		_, err = svc.SweepBlobs(ctx) // the blobs are new: none is deleted
+		is.Equal(errors.Is(err, imagegen.ErrBlobTimeout), c.timeout)
+		is.True(time.Since(start) < 5*time.Second)
+	}
+}
