@@ -17,6 +17,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/health"
+	"github.com/imagegen/imagegen/internal/logbuf"
 	"github.com/imagegen/imagegen/metrics"
 )
 
@@ -27,6 +28,8 @@ type opsConfig struct {
 	pprof     bool
 	logFormat string
 	logLevel  string
+	// logFlush is the longest a log line waits in the buffer (logbuf).
+	logFlush time.Duration
 }
 
 func (c *opsConfig) register(fs *flag.FlagSet) {
@@ -34,6 +37,7 @@ func (c *opsConfig) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.pprof, "pprof", false, "serve /debug/pprof/ on -admin-addr")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "least level logged: debug, info, warn or error")
+	fs.DurationVar(&c.logFlush, "log-flush", logbuf.DefaultInterval, "the longest an info or debug log line waits in memory before it is written (lines are written in batches, so that a line per request costs no system call; warnings and errors, and the buffer at exit, are written at once); 0 writes each line as it comes")
 }
 
 func (c opsConfig) validate() error {
@@ -42,6 +46,9 @@ func (c opsConfig) validate() error {
 	}
 	if _, err := c.level(); err != nil {
 		return err
+	}
+	if c.logFlush < 0 {
+		return errors.New("-log-flush must not be negative")
 	}
 	if c.pprof && c.adminAddr == "" {
 		return errors.New("-pprof needs -admin-addr (pprof is never served on the API listener)")
@@ -57,17 +64,42 @@ func (c opsConfig) level() (slog.Level, error) {
 	return l, nil
 }
 
-// logger is the process's logger on w, as -log-format and -log-level
-// say. Durations are written one way in both formats, as Go duration
-// strings ("30s", "1.52ms"): JSON would otherwise write nanoseconds.
-func (c opsConfig) logger(w io.Writer) *slog.Logger {
+// logger is the process's logger on w, as -log-format, -log-level and
+// -log-flush say. Durations are written one way in both formats, as Go
+// duration strings ("30s", "1.52ms"): JSON would otherwise write
+// nanoseconds. Lines are buffered (package logbuf) unless -log-flush is
+// 0: the caller defers out.Close first thing after making the logger, so
+// that it runs last and writes what is left.
+func (c opsConfig) logger(w io.Writer) (log *slog.Logger, out logOutput) {
 	level, _ := c.level() // checked by validate
 	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationsAsStrings}
-	if c.logFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+	out = unbuffered{}
+	var buffered *logbuf.Writer
+	if c.logFlush > 0 {
+		buffered = logbuf.New(w, logbuf.Config{Interval: c.logFlush})
+		w, out = buffered, buffered
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if c.logFormat == "json" {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	if buffered != nil {
+		h = logbuf.Handler(h, buffered)
+	}
+	return slog.New(h), out
 }
+
+// logOutput is where a process's log lines wait to be written.
+type logOutput interface {
+	Flush() error // writes the lines waiting
+	Close() error // writes them and stops buffering
+}
+
+// unbuffered is the logOutput of -log-flush 0: lines are written as they come.
+type unbuffered struct{}
+
+func (unbuffered) Flush() error { return nil }
+func (unbuffered) Close() error { return nil }
 
 // observability is what a process counts and how it is probed.
 type observability struct {

@@ -109,7 +109,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	log := c.logger(stderr)
+	log, logs := c.logger(stderr)
+	defer logs.Close() // last: the buffered lines of the shutdown too
 
 	rt, err := openRuntime(ctx, c.runtimeConfig, c.rateLimit, getenv, log)
 	if err != nil {
@@ -178,6 +179,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		_ = stack.Run(ctx) // workers, and callbacks of finished tasks from this or any process; returns once running generations finished or were released
 	}()
 	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "console", consoleURL(c.console, publicURL), "workers", c.workers, "model", c.model, "store", c.storeFlags.name(), "blobs", blobsName(c.blobsURL), "admin", admin)
+	_ = logs.Flush() // the address, at once
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -76,4 +77,29 @@ func TestServeShutdownAnswersOpenWaits(t *testing.T) {
 	}
 	err = p.cmd.Wait()
 	is.NoErr(err) // exit status 0
+}
+
+// TestServeWritesBufferedLogLinesOnSIGTERM: request log lines wait in
+// memory (here for up to an hour, -log-flush 1h), and SIGTERM still
+// writes every one of them before serve exits.
+func TestServeWritesBufferedLogLinesOnSIGTERM(t *testing.T) {
+	is := is.New(t)
+	const key = "logflush-demo-key-0123456789"
+	p, base := startServeProcess(t, "-demo-key", key, "-workers", "0", "-rate-limit", "1000", "-log-flush", "1h")
+	const requests = 50
+	for i := range requests {
+		req, err := http.NewRequest("GET", base+"/api/v1/tasks/no-such-task-"+strconv.Itoa(i), nil)
+		is.NoErr(err)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		is.NoErr(err)
+		resp.Body.Close()
+		is.Equal(resp.StatusCode, http.StatusNotFound)
+	}
+	is.Equal(strings.Count(p.Output(), "msg=request"), 0) // still in memory: the hour has not passed
+	p.stop(t)
+	out := p.Output()
+	is.Equal(strings.Count(out, "msg=request"), requests)
+	is.Equal(strings.Count(out, `route="GET /api/v1/tasks/{task_id}" status=404`), requests)
+	is.True(strings.Contains(out, "msg=stopped")) // the last line, written after the buffer was let go
 }

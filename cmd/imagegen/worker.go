@@ -32,7 +32,8 @@ func worker(ctx context.Context, args []string, getenv func(string) string, _, s
 	if c.workers == 0 {
 		return errors.New("-workers must be at least 1 for a worker process")
 	}
-	log := c.logger(stderr)
+	log, logs := c.logger(stderr)
+	defer logs.Close() // last: the buffered lines of the shutdown too
 	svc, rt, err := openService(ctx, c, getenv, log)
 	if err != nil {
 		return err
@@ -44,6 +45,7 @@ func worker(ctx context.Context, args []string, getenv func(string) string, _, s
 	}
 	defer stopAdmin()
 	log.Info("imagegen worker running", "workers", c.workers, "model", c.model, "lease", c.lease, "admin", admin)
+	_ = logs.Flush()
 	err = svc.Run(ctx)
 	log.Info("stopped")
 	return err
