@@ -102,13 +102,13 @@ func bearerToken(header string) (string, bool) {
 	return token, token != ""
 }
 
-type principalKey struct{}
-
-// PrincipalFrom returns the caller that the API authenticated, for host
-// apps that wrap the handler.
+// PrincipalFrom returns the caller that the API authenticated, from the
+// context of a request being served by the API's routes.
 func PrincipalFrom(ctx context.Context) (Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(Principal)
-	return p, ok
+	if o := observedOf(ctx); o != nil && o.authenticated {
+		return o.principal, true
+	}
+	return Principal{}, false
 }
 
 // AuthFailurePrefix starts the limiter key of a client address's failed
@@ -132,8 +132,9 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 				h.respondErr(w, r, err)
 				return
 			}
-			noteCaller(w, p)
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+			o := observedOf(r.Context()) // every route is served through serveObserved
+			o.principal, o.authenticated = p, true
+			next.ServeHTTP(w, r)
 			return
 		}
 		if errors.Is(err, imagegen.ErrUnauthorized) && h.cfg.AuthFailures != nil {

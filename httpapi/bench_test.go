@@ -2,114 +2,80 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
+	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/google/uuid"
-
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/internal/apitest"
+	"github.com/imagegen/imagegen/internal/barehttp"
+	"github.com/imagegen/imagegen/internal/logbuf"
 	"github.com/imagegen/imagegen/metrics"
+	"github.com/imagegen/imagegen/server"
 	"github.com/imagegen/imagegen/store/memory"
-	"github.com/imagegen/imagegen/wire"
 )
-
-// The baseline: a bare net/http JSON handler that authenticates with a
-// map lookup, decodes the body, and writes a comparable body.
-type bareAPI struct {
-	mu    sync.Mutex
-	keys  map[string]string
-	tasks map[string]string
-	n     int
-}
-
-func (b *bareAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b.mu.Lock()
-	owner, ok := b.keys[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
-	b.mu.Unlock()
-	if !ok {
-		http.Error(w, "unauthorized", http.StatusUnauthorized)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	if r.Method == http.MethodPost {
-		var req imagegen.Request
-		body, _ := io.ReadAll(r.Body)
-		if err := json.Unmarshal(body, &req); err != nil {
-			w.WriteHeader(http.StatusUnprocessableEntity)
-			return
-		}
-		b.mu.Lock()
-		b.n++
-		id := "task-" + strconv.Itoa(b.n)
-		b.tasks[id] = owner
-		b.mu.Unlock()
-		w.WriteHeader(http.StatusCreated)
-		_ = json.NewEncoder(w).Encode(wire.Submitted{TaskID: id, Status: imagegen.StatusPending, CreditsUsed: 1, CreditsRemaining: 99})
-		return
-	}
-	id := r.PathValue("id")
-	b.mu.Lock()
-	_, ok = b.tasks[id]
-	b.mu.Unlock()
-	if !ok {
-		w.WriteHeader(http.StatusNotFound)
-		return
-	}
-	_ = json.NewEncoder(w).Encode(wire.TaskBody{TaskID: id, Status: imagegen.StatusPending})
-}
 
 const benchKey = "bench-key-0123456789abcdef"
 
-// newBenchAPI is the API on the memory store; withMetrics counts every
-// request, submit and charge in Prometheus metrics (package metrics) on a
-// registry of its own. Logs are discarded either way.
-func newBenchAPI(b *testing.B, withMetrics bool) (http.Handler, *imagegen.Service) {
+// newBenchAPI is the API on the memory store, with logs discarded and
+// no metrics.
+func newBenchAPI(b *testing.B) (http.Handler, *imagegen.Service) {
 	clock := imagegentest.NewClock(time.Time{})
-	store := memory.New(memory.Config{Clock: clock})
-	var obs imagegen.Observer
-	if withMetrics {
-		m, err := metrics.New(metrics.Config{Registerer: prometheus.NewRegistry(), Queue: store})
-		if err != nil {
-			b.Fatal(err)
-		}
-		obs = m
+	s := apitest.New(b, apitest.Config{Clock: clock, Model: imagegentest.NewModel(1), Limit: 1 << 30})
+	return s.Mux, benchUser(b, s.Service)
+}
+
+// newBenchServe is the stack that `imagegen serve` runs (server.New) on
+// the memory store with serve's defaults: the system clock, a request
+// log line at info level for every request (slog's text handler through
+// the same buffered writer, to a file), Prometheus metrics on every
+// request, submit and charge, request ids; the rate limit is set out of
+// reach, as for a load test.
+func newBenchServe(b *testing.B) (http.Handler, *imagegen.Service) {
+	f, err := os.CreateTemp(b.TempDir(), "serve.log")
+	if err != nil {
+		b.Fatal(err)
 	}
-	s := apitest.New(b, apitest.Config{
-		Clock: clock, Store: store, Model: imagegentest.NewModel(1), Limit: 1 << 30,
-		Service: func(c *imagegen.Config) { c.Observer = obs },
-		API:     func(c *httpapi.Config) { c.Observer = obs },
+	logs := logbuf.New(f, logbuf.Config{})
+	b.Cleanup(func() { _ = logs.Close(); _ = f.Close() })
+	log := slog.New(logbuf.Handler(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}), logs))
+	store := memory.New(memory.Config{})
+	m, err := metrics.New(metrics.Config{Registerer: prometheus.NewRegistry(), Queue: store})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := server.New(b.Context(), server.Config{
+		Service:      imagegen.Config{Store: store, Model: imagegentest.NewModel(1), Logger: log, Observer: m},
+		PublicURL:    "http://127.0.0.1:8080",
+		RateLimit:    1 << 30,
 	})
-	if _, err := s.Service.ImportKey(context.Background(), "bench", benchKey); err != nil {
+	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := s.Service.Grant(context.Background(), "bench", 1<<50, uuid.NewString()); err != nil {
+	mux := http.NewServeMux()
+	srv.Register(mux)
+	return mux, benchUser(b, srv.Service())
+}
+
+// benchUser gives the bench key to the user "bench", with credits out of
+// reach.
+func benchUser(b *testing.B, svc *imagegen.Service) *imagegen.Service {
+	if _, err := svc.ImportKey(context.Background(), "bench", benchKey); err != nil {
 		b.Fatal(err)
 	}
-	return s.Mux, s.Service
-}
-
-func newBare() *bareAPI {
-	return &bareAPI{keys: map[string]string{benchKey: "bench"}, tasks: map[string]string{}}
-}
-
-// mux routes like httpapi does, so both pay for net/http's routing.
-func (b *bareAPI) mux() http.Handler {
-	m := http.NewServeMux()
-	m.Handle("POST /api/v1/generate", b)
-	m.Handle("GET /api/v1/tasks/{id}", b)
-	return m
+	if _, err := svc.Grant(context.Background(), "bench", 1<<50, uuid.NewString()); err != nil {
+		b.Fatal(err)
+	}
+	return svc
 }
 
 const benchBody = `{"scene":"text-to-image","prompt":"a lighthouse at dusk, oil painting","aspect_ratio":"16:9"}`
@@ -184,49 +150,54 @@ var transports = []struct {
 	{"inprocess", func(_ *testing.B, h http.Handler) doFunc { return inProcess(h) }},
 }
 
-// apiVariants are the API without and with metrics.
-var apiVariants = []struct {
-	name    string
-	metrics bool
+// variants are the handlers compared: the API alone, serve's whole
+// stack, and the bare baseline.
+var variants = []struct {
+	name string
+	make func(*testing.B) (http.Handler, *imagegen.Service)
 }{
-	{"httpapi", false},
-	{"httpapi+metrics", true},
+	{"httpapi", newBenchAPI},
+	{"serve", newBenchServe},
+	{"bare", newBenchBare},
+}
+
+// newBenchBare is the baseline (package barehttp), whose task to poll
+// is barehttp.PollTask; it has no Service.
+func newBenchBare(*testing.B) (http.Handler, *imagegen.Service) {
+	return barehttp.New(benchKey, "bench").Mux("/api/v1"), nil
 }
 
 // BenchmarkSubmit compares POST /generate through httpapi on the memory
-// store (without and with metrics) with the bare handler (target: at
-// least 0.8x), over loopback HTTP and in process.
+// store, through serve's stack (logs and metrics on) and through the
+// bare handler (target: serve at least 0.9x bare's rate), over loopback
+// HTTP and in process.
 func BenchmarkSubmit(b *testing.B) {
 	for _, tr := range transports {
-		for _, v := range apiVariants {
+		for _, v := range variants {
 			b.Run(tr.name+"/"+v.name, func(b *testing.B) {
-				h, _ := newBenchAPI(b, v.metrics)
+				h, _ := v.make(b)
 				run(b, tr.make(b, h), "POST", "/api/v1/generate", benchBody, http.StatusCreated)
 			})
 		}
-		b.Run(tr.name+"/bare", func(b *testing.B) {
-			run(b, tr.make(b, newBare().mux()), "POST", "/api/v1/generate", benchBody, http.StatusCreated)
-		})
 	}
 }
 
 // BenchmarkPoll compares GET /tasks/{id} the same way.
 func BenchmarkPoll(b *testing.B) {
 	for _, tr := range transports {
-		for _, v := range apiVariants {
+		for _, v := range variants {
 			b.Run(tr.name+"/"+v.name, func(b *testing.B) {
-				h, svc := newBenchAPI(b, v.metrics)
-				sub, err := svc.Submit(context.Background(), "bench", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "x"})
-				if err != nil {
-					b.Fatal(err)
+				h, svc := v.make(b)
+				id := barehttp.PollTask
+				if svc != nil {
+					sub, err := svc.Submit(context.Background(), "bench", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "x"})
+					if err != nil {
+						b.Fatal(err)
+					}
+					id = sub.TaskID
 				}
-				run(b, tr.make(b, h), "GET", "/api/v1/tasks/"+sub.TaskID, "", http.StatusOK)
+				run(b, tr.make(b, h), "GET", "/api/v1/tasks/"+id, "", http.StatusOK)
 			})
 		}
-		b.Run(tr.name+"/bare", func(b *testing.B) {
-			bare := newBare()
-			bare.tasks["task-1"] = "bench"
-			run(b, tr.make(b, bare.mux()), "GET", "/api/v1/tasks/task-1", "", http.StatusOK)
-		})
 	}
 }

@@ -4,27 +4,55 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"sync"
 )
 
 // encode writes v as the JSON body of a response with the given status.
 // "&", "<" and ">" are written as they are (not as \u0026 and so on), so
 // image URLs read the same in the body as in a browser.
 func encode[T any](w http.ResponseWriter, status int, v T) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	body := buf.Bytes()
-	if err := enc.Encode(v); err != nil { // only our own response types reach here
+	e := encoders.Get().(*encoder)
+	defer e.release()
+	body := e.buf.Bytes()
+	if err := e.enc.Encode(v); err != nil { // only our own response types reach here
 		status = http.StatusInternalServerError
 		body = []byte(`{"error":{"code":"internal_error","message":"internal server error"}}`)
 	} else {
-		body = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+		body = bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))
 	}
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	h["X-Content-Type-Options"] = nosniff
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// encoder is a buffer with a JSON encoder writing to it, kept for reuse
+// (every answer is encoded through one).
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// encoders keeps encoders between answers: a cache of buffers, no state
+// (sync.Pool, as net/http and encoding/json keep theirs).
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+// maxKeptEncoder is the largest buffer kept for reuse: a rare large
+// answer (a long task list) does not stay in memory.
+const maxKeptEncoder = 64 << 10
+
+func (e *encoder) release() {
+	if e.buf.Cap() > maxKeptEncoder {
+		return
+	}
+	e.buf.Reset()
+	encoders.Put(e)
 }
 
 // userJSON is the shape of every handler that answers the authenticated
@@ -46,4 +74,5 @@ func userJSON[T any](h *Handler, status int, answer func(w http.ResponseWriter, 
 var (
 	jsonContentType = []string{"application/json"}
 	nosniff         = []string{"nosniff"}
+	varyPrefer      = []string{"Prefer"}
 )

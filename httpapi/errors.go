@@ -37,7 +37,7 @@ func (h *Handler) respondErr(w http.ResponseWriter, r *http.Request, err error) 
 		writeError(w, http.StatusConflict, wire.APITaskAlreadyFinished, "the task has already finished; it was not changed")
 	default:
 		h.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", r.Pattern,
-			"request_id", requestIDOf(w), "err", err)
+			"request_id", requestIDOf(r.Context()), "err", err)
 		writeError(w, http.StatusInternalServerError, wire.APIInternalError, "internal server error")
 	}
 }

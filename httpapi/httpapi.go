@@ -123,14 +123,21 @@ type Config struct {
 
 // Handler serves the API. Create it with New.
 type Handler struct {
-	cfg    Config
-	mux    *http.ServeMux
-	signer signer
+	cfg Config
+	// mux routes ServeHTTP's requests; patterns are its routes, which
+	// Register mounts on the app's mux one by one.
+	mux      *http.ServeMux
+	patterns []route
+	signer   signer
 	// presigner is set when Config.PresignTTL > 0.
 	presigner imagegen.BlobPresigner
 	// storeWaits counts the downloads waiting for the BlobStore
 	// (Config.MaxStoreWaits).
 	storeWaits atomic.Int64
+	// keyIDs are the log lines' key ids of recent callers.
+	keyIDs *keyIDCache
+	// policy is the last RateLimit-Policy value written (policyOf).
+	policy atomic.Pointer[policyText]
 	// waitsDone ends when Drain is called; stopWaits ends it.
 	waitsDone context.Context
 	stopWaits context.CancelFunc
@@ -190,7 +197,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Authenticator == nil {
 		cfg.Authenticator = BearerKeys{Service: cfg.Service}
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux(), signer: signer{key: cfg.SigningKey}, presigner: presigner}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), signer: signer{key: cfg.SigningKey}, presigner: presigner, keyIDs: newKeyIDCache()}
 	h.waitsDone, h.stopWaits = context.WithCancel(context.Background())
 	if h.cfg.ClientIP == nil {
 		h.cfg.ClientIP = func(r *http.Request) string { return clientGroup(h.clientAddr(r)) }
@@ -204,12 +211,20 @@ func New(cfg Config) (*Handler, error) {
 // applied), for other front ends that share that limit.
 func (h *Handler) ClientIP(r *http.Request) string { return h.cfg.ClientIP(r) }
 
-// Register mounts the handler on mux at its prefix (and at
-// OpenAIPrefix+"/images/" when the OpenAI-compatible endpoint is on).
+// Register mounts the API on mux: every route under its prefix (which
+// answers 404 for any other path under it), and under
+// OpenAIPrefix+"/images/" when the OpenAI-compatible endpoint is on. The
+// routes go on mux itself, each pattern as the API serves it (such as
+// "GET /api/v1/tasks/{task_id}"), so a request is routed once; mux must
+// not hold patterns under the prefix that conflict with them (net/http
+// panics on such a pair). Mounting the Handler itself, as in
+// mux.Handle("/api/v1/", h), serves the same API through its own routes.
 func (h *Handler) Register(mux *http.ServeMux) {
-	mux.Handle(h.cfg.Prefix+"/", h)
-	if h.cfg.OpenAIPrefix != "" {
-		mux.Handle(h.cfg.OpenAIPrefix+"/images/", h)
+	for _, rt := range h.patterns {
+		next := rt.handler
+		mux.Handle(rt.pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.serveObserved(w, r, next)
+		}))
 	}
 }
 
@@ -217,5 +232,5 @@ func (h *Handler) Register(mux *http.ServeMux) {
 // RequestIDHeader), serves it, logs it once and reports it to the
 // Observer.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.serveObserved(w, r)
+	h.serveObserved(w, r, h.mux)
 }

@@ -49,6 +49,9 @@ type envOptions struct {
 	observer imagegen.Observer      // default none
 	api      func(*httpapi.Config)  // changes the handler's config
 	service  func(*imagegen.Config) // changes the service's config
+	// mounted serves the Handler as one http.Handler under its prefix
+	// (its own routes) instead of Register's routes on the mux.
+	mounted bool
 }
 
 // quiet keeps the service's logs out of test output.
@@ -70,6 +73,11 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 		o.api(cfg)
 	}})
 	e := &env{t: t, h: s.Mux, api: s.API, svc: s.Service, clock: clock, model: s.Model, stack: s}
+	if o.mounted {
+		mux := http.NewServeMux()
+		mux.Handle("/api/v1/", s.API)
+		e.h = mux
+	}
 	e.key = e.user("alice", 10)
 	return e
 }

@@ -1,11 +1,15 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash/maphash"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/imagegen/imagegen"
@@ -16,51 +20,70 @@ import (
 // otherwise, and always echoed in the response.
 const RequestIDHeader = "X-Request-Id"
 
-// noteCaller records the authenticated caller for the request's log
-// line. w is the writer that serveObserved handed to the routes.
-func noteCaller(w http.ResponseWriter, p Principal) {
-	if o, ok := w.(*observed); ok {
-		o.rateKey = p.RateKey
-	}
+// observedOf is the record serveObserved keeps for the request whose
+// context is ctx (nil outside the API's handlers).
+func observedOf(ctx context.Context) *observed {
+	o, _ := ctx.Value(observedKey{}).(*observed)
+	return o
 }
 
-// requestIDOf is the id serveObserved gave the request written to w.
-func requestIDOf(w http.ResponseWriter) string {
-	if o, ok := w.(*observed); ok {
+// requestIDOf is the id serveObserved gave the request of ctx.
+func requestIDOf(ctx context.Context) string {
+	if o := observedOf(ctx); o != nil {
 		return o.id
 	}
 	return ""
 }
 
-// serveObserved serves r through the routes, then logs the request once
-// and reports it to the Observer. Everything it keeps per request lives
-// in one allocation (observed). The request id reaches the service's
-// context only on requests that change something (submit, cancel), the
-// only ones it logs.
-func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request) {
+// serveObserved serves r with next (the routes, or the one route that
+// the app's mux matched), then logs the request once and reports it to
+// the Observer. Everything it keeps per request lives
+// in one allocation (observed), which is also the request's context: the
+// handlers find the caller there (PrincipalFrom). The request id reaches
+// the service's context only on requests that change something (submit,
+// cancel), the only ones it logs.
+func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	start := time.Now()
 	o := &observed{ResponseWriter: w, id: requestID(r.Header.Get(RequestIDHeader))}
 	o.idHeader[0] = o.id
 	w.Header()[RequestIDHeader] = o.idHeader[:]
+	ctx := r.Context()
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		r = r.WithContext(imagegen.WithRequestID(r.Context(), o.id))
+		ctx = imagegen.WithRequestID(ctx, o.id)
 	}
-	h.mux.ServeHTTP(o, r)
+	o.ctx = requestContext{Context: ctx, o: o}
+	r = r.WithContext(&o.ctx)
+	next.ServeHTTP(o, r)
 	took := time.Since(start)
 
-	route := r.Pattern // set by the mux on r
+	route := r.Pattern // set on r by the mux that matched it
 	if route == "" {
 		route = "unmatched"
 	}
 	status := o.Status()
 	h.cfg.Observer.HTTPRequest(route, status, took)
 	log := h.cfg.Logger
-	if !log.Enabled(r.Context(), slog.LevelInfo) {
+	if !log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
-	log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-		slog.String("method", r.Method), slog.String("route", route), slog.Int("status", status),
-		slog.Duration("duration", took), slog.String("request_id", o.id), slog.String("key_id", keyID(o.rateKey)))
+	// The record is made here rather than by log.LogAttrs, which looks up
+	// its caller's source line (a stack walk per request) for handlers
+	// that show it: this line's source would say nothing.
+	rec := slog.NewRecord(start.Add(took), slog.LevelInfo, "request", 0)
+	rec.AddAttrs(slog.String("method", r.Method), slog.String("route", routePath(route)), slog.Int("status", status),
+		slog.Duration("duration", took), slog.String("request_id", o.id), slog.String("key_id", h.keyIDs.of(o.principal.RateKey)))
+	_ = log.Handler().Handle(ctx, rec) // a log line that cannot be written is no reason to fail the answer
+}
+
+// routePath is a route pattern without its method ("GET
+// /api/v1/tasks/{task_id}" logs as route=/api/v1/tasks/{task_id} beside
+// method=GET): the line says the method once, and a value without a
+// space needs no quoting in the text format.
+func routePath(pattern string) string {
+	if _, path, ok := strings.Cut(pattern, " "); ok {
+		return path
+	}
+	return pattern
 }
 
 // keyID is a short, non-reversible id of a credential's rate key (for
@@ -72,6 +95,32 @@ func keyID(rateKey string) string {
 	}
 	sum := sha256.Sum256([]byte(rateKey))
 	return hex.EncodeToString(sum[:6])
+}
+
+// keyIDCache remembers the keyID of recent rate keys, so that a caller's
+// requests hash their key once, not once each: a fixed number of slots
+// picked by a hash of the rate key, each holding the last key seen there.
+type keyIDCache struct {
+	seed  maphash.Seed
+	slots [256]atomic.Pointer[keyIDEntry]
+}
+
+type keyIDEntry struct{ rateKey, id string }
+
+func newKeyIDCache() *keyIDCache { return &keyIDCache{seed: maphash.MakeSeed()} }
+
+// of returns keyID(rateKey).
+func (c *keyIDCache) of(rateKey string) string {
+	if rateKey == "" {
+		return ""
+	}
+	slot := &c.slots[maphash.String(c.seed, rateKey)%uint64(len(c.slots))]
+	if e := slot.Load(); e != nil && e.rateKey == rateKey {
+		return e.id
+	}
+	e := &keyIDEntry{rateKey: rateKey, id: keyID(rateKey)}
+	slot.Store(e)
+	return e.id
 }
 
 // requestID returns the incoming id if it is valid, else a new one.
@@ -111,13 +160,37 @@ func newRequestID() string {
 }
 
 // observed is the writer the routes get: it remembers the status
-// written through it and what the log line needs.
+// written through it and what the log line needs. It also holds the
+// request's context (ctx) and the values of the headers the API sets on
+// every answer, so that a request costs no allocation for them.
 type observed struct {
 	http.ResponseWriter
 	status   int
 	id       string    // the request id
 	idHeader [1]string // the response header's value, without an allocation of its own
-	rateKey  string    // Principal.RateKey, once authenticated
+	// principal is the authenticated caller (authenticated says there is one).
+	principal     Principal
+	authenticated bool
+	// The RateLimit-Policy and RateLimit values (limitRate).
+	ratePolicy, rateLimit [1]string
+	ctx                   requestContext
+}
+
+type observedKey struct{}
+
+// requestContext is the request's context with its observed record
+// added (what context.WithValue would make, without an allocation of its
+// own).
+type requestContext struct {
+	context.Context
+	o *observed
+}
+
+func (c *requestContext) Value(key any) any {
+	if _, ok := key.(observedKey); ok {
+		return c.o
+	}
+	return c.Context.Value(key)
 }
 
 func (s *observed) WriteHeader(code int) {

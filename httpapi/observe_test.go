@@ -51,13 +51,25 @@ func (b *syncBuf) lines(t *testing.T) []map[string]any {
 	return out
 }
 
+// TestEachRequestIsLoggedAndObservedByRoute, with the routes registered
+// on the app's mux (Register) and with the Handler mounted under its
+// prefix: the same lines and routes either way.
 func TestEachRequestIsLoggedAndObservedByRoute(t *testing.T) {
+	for _, mounted := range []bool{false, true} {
+		t.Run(map[bool]string{false: "registered", true: "mounted"}[mounted], func(t *testing.T) {
+			testLoggedAndObserved(t, mounted)
+		})
+	}
+}
+
+func testLoggedAndObserved(t *testing.T, mounted bool) {
 	is := is.New(t)
 	obs, logs := &seen{}, &syncBuf{}
 	e := newEnv(t, func(o *envOptions) {
 		o.limit = 3
 		o.observer = obs
 		o.logger = slog.New(slog.NewJSONHandler(logs, nil))
+		o.mounted = mounted
 	})
 	w := e.submit(e.key, `{"scene":"text-to-image","prompt":"a fox"}`)
 	is.Equal(w.Code, http.StatusCreated)
@@ -92,6 +104,8 @@ func TestEachRequestIsLoggedAndObservedByRoute(t *testing.T) {
 	}
 	is.Equal(len(keyIDs), 1) // one caller, one key id
 	is.Equal(lines[0]["method"], "POST")
+	is.Equal(lines[0]["route"], "/api/v1/generate") // the pattern, its method apart
+	is.Equal(lines[4]["route"], "/api/v1/")
 	is.Equal(lines[0]["status"], 201.0)
 	is.Equal(lines[4]["key_id"], "") // not authenticated
 }

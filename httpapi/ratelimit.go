@@ -17,8 +17,8 @@ import (
 // request is allowed. A refused request gets 429 with Retry-After.
 func (h *Handler) limitRate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, _ := PrincipalFrom(r.Context())
-		res, err := h.cfg.Limiter.Allow(r.Context(), p.RateKey)
+		o := observedOf(r.Context()) // authenticate found the caller
+		res, err := h.cfg.Limiter.Allow(r.Context(), o.principal.RateKey)
 		if err != nil {
 			h.respondErr(w, r, fmt.Errorf("rate limiter: %w", err))
 			return
@@ -27,8 +27,11 @@ func (h *Handler) limitRate(next http.Handler) http.Handler {
 		if !res.Allowed {
 			reset = res.RetryAfter
 		}
-		w.Header().Set("RateLimit-Policy", policyHeader(res.Limit, res.Window))
-		w.Header().Set("RateLimit", rateLimitHeader(res.Remaining, wholeSeconds(reset)))
+		o.ratePolicy[0] = h.policyOf(res.Limit, res.Window)
+		o.rateLimit[0] = rateLimitHeader(res.Remaining, wholeSeconds(reset))
+		hdr := w.Header() // the canonical keys, set without an allocation
+		hdr["Ratelimit-Policy"] = o.ratePolicy[:]
+		hdr["Ratelimit"] = o.rateLimit[:]
 		if !res.Allowed {
 			writeRateLimited(w, res.RetryAfter, fmt.Sprintf("rate limit exceeded: at most %d requests per %s per API key", res.Limit, res.Window))
 			return
@@ -45,8 +48,25 @@ func wholeSeconds(d time.Duration) int64 {
 	return RetryAfterSeconds(d)
 }
 
-// policyHeader is the RateLimit-Policy value, built in one allocation
-// (it is on every authenticated answer).
+// policyText is a RateLimit-Policy value and what it says.
+type policyText struct {
+	limit  int
+	window time.Duration
+	text   string
+}
+
+// policyOf is the RateLimit-Policy value of limit and window, made once
+// for as long as the limiter keeps answering with the same policy.
+func (h *Handler) policyOf(limit int, window time.Duration) string {
+	if p := h.policy.Load(); p != nil && p.limit == limit && p.window == window {
+		return p.text
+	}
+	p := &policyText{limit: limit, window: window, text: policyHeader(limit, window)}
+	h.policy.Store(p)
+	return p.text
+}
+
+// policyHeader is the RateLimit-Policy value, built in one allocation.
 func policyHeader(limit int, window time.Duration) string {
 	var b [64]byte
 	s := append(b[:0], `"default";q=`...)

@@ -4,6 +4,10 @@ import "net/http"
 
 // routes lists every route of the API in one place.
 func (h *Handler) routes() {
+	handle := func(pattern string, next http.Handler) {
+		h.mux.Handle(pattern, next)
+		h.patterns = append(h.patterns, route{pattern, next})
+	}
 	p := h.cfg.Prefix
 	api := func(next http.Handler) http.Handler { return h.authenticate(h.limitRate(next)) }
 
@@ -14,8 +18,8 @@ func (h *Handler) routes() {
 		if method == http.MethodGet {
 			allow = "GET, HEAD"
 		}
-		h.mux.Handle(method+" "+path, next)
-		h.mux.Handle(path, methodNotAllowed(allow))
+		handle(method+" "+path, next)
+		handle(path, methodNotAllowed(allow))
 	}
 
 	route("POST", p+"/generate", api(h.handleSubmit()))
@@ -36,10 +40,17 @@ func (h *Handler) routes() {
 
 	// The OpenAI-compatible endpoint, answering in OpenAI's shapes.
 	if o := h.cfg.OpenAIPrefix; o != "" {
-		h.mux.Handle("POST "+o+"/images/generations", openAIErrors(api(h.handleOpenAIGenerations())))
-		h.mux.Handle(o+"/images/generations", openAIErrors(methodNotAllowed("POST")))
-		h.mux.Handle(o+"/images/", openAIErrors(notFound()))
+		handle("POST "+o+"/images/generations", openAIErrors(api(h.handleOpenAIGenerations())))
+		handle(o+"/images/generations", openAIErrors(methodNotAllowed("POST")))
+		handle(o+"/images/", openAIErrors(notFound()))
 	}
 
-	h.mux.Handle(p+"/", notFound())
+	handle(p+"/", notFound())
+}
+
+// route is one pattern of the API and what serves it (before
+// serveObserved).
+type route struct {
+	pattern string
+	handler http.Handler
 }

@@ -22,7 +22,7 @@ import (
 func (h *Handler) handleTask() http.Handler {
 	return userJSON(h, http.StatusOK, func(w http.ResponseWriter, r *http.Request, owner string) (wire.TaskBody, error) {
 		id := r.PathValue("task_id")
-		w.Header().Add("Vary", "Prefer")
+		w.Header()["Vary"] = varyPrefer
 		view, err := viewOf(r)
 		if err != nil {
 			return wire.TaskBody{}, err

@@ -86,6 +86,22 @@ type Metrics struct {
 	httpSeconds   *prometheus.HistogramVec
 	rateLimited   prometheus.Counter
 	webhookOutcms *prometheus.CounterVec
+	// The children of submitted, httpRequests and httpSeconds already
+	// looked up: a submit and a request are counted without hashing
+	// their labels.
+	submittedBy children[[2]string, prometheus.Counter]
+	httpBy      children[httpKey, httpChild]
+}
+
+// httpKey and httpChild are an API answer's labels and its metrics.
+type httpKey struct {
+	route string
+	code  int
+}
+
+type httpChild struct {
+	requests prometheus.Counter
+	seconds  prometheus.Observer
 }
 
 var _ imagegen.Observer = (*Metrics)(nil)
@@ -162,7 +178,9 @@ func New(c Config) (*Metrics, error) {
 
 // TaskSubmitted counts a task and its charge at submit.
 func (m *Metrics) TaskSubmitted(scene imagegen.Scene, model string, cost int64) {
-	m.submitted.WithLabelValues(string(scene), model).Inc()
+	m.submittedBy.get([2]string{string(scene), model}, func() prometheus.Counter {
+		return m.submitted.WithLabelValues(string(scene), model)
+	}).Inc()
 	m.charged.Add(float64(cost))
 }
 
@@ -198,8 +216,14 @@ func (m *Metrics) Fallback(from, to string) { m.fallbacks.WithLabelValues(from, 
 // HTTPRequest counts one API answer under its route pattern (never the
 // raw path) and, for a 429, a rate-limited request.
 func (m *Metrics) HTTPRequest(route string, code int, took time.Duration) {
-	m.httpRequests.WithLabelValues(route, statusText(code)).Inc()
-	m.httpSeconds.WithLabelValues(route).Observe(took.Seconds())
+	c := m.httpBy.get(httpKey{route, code}, func() httpChild {
+		return httpChild{
+			requests: m.httpRequests.WithLabelValues(route, statusText(code)),
+			seconds:  m.httpSeconds.WithLabelValues(route),
+		}
+	})
+	c.requests.Inc()
+	c.seconds.Observe(took.Seconds())
 	if code == 429 {
 		m.rateLimited.Inc()
 	}

@@ -35,6 +35,7 @@ func TestCountsWhatItIsTold(t *testing.T) {
 
 	m.TaskSubmitted(imagegen.SceneTextToImage, "openai", 2)
 	m.TaskSubmitted(imagegen.SceneImageToImage, "openai", 3)
+	m.TaskSubmitted(imagegen.SceneTextToImage, "openai", 2) // the same labels again: counted in the same child
 	m.TaskClaimed("openai", 2*time.Second)
 	m.TaskFinished("openai", imagegen.StatusSuccess, "", 4*time.Second)
 	m.TaskFinished("openai", imagegen.StatusFailed, imagegen.CodeCancelled, 0)
@@ -45,18 +46,19 @@ func TestCountsWhatItIsTold(t *testing.T) {
 	m.Fallback("openai", "gemini")
 	m.HTTPRequest("POST /api/v1/generate", 201, 3*time.Millisecond)
 	m.HTTPRequest("POST /api/v1/generate", 429, time.Millisecond)
+	m.HTTPRequest("POST /api/v1/generate", 201, 2*time.Millisecond)
 	m.WebhookDelivery("delivered")
 
 	want := `
 # HELP imagegen_credits_charged_total Credits charged for submitted tasks and operators' re-charged retries.
 # TYPE imagegen_credits_charged_total counter
-imagegen_credits_charged_total 9
+imagegen_credits_charged_total 11
 # HELP imagegen_credits_refunded_total Credits given back for failed and cancelled tasks.
 # TYPE imagegen_credits_refunded_total counter
 imagegen_credits_refunded_total 3
 # HELP imagegen_http_requests_total API requests answered, by route pattern and status code.
 # TYPE imagegen_http_requests_total counter
-imagegen_http_requests_total{code="201",route="POST /api/v1/generate"} 1
+imagegen_http_requests_total{code="201",route="POST /api/v1/generate"} 2
 imagegen_http_requests_total{code="429",route="POST /api/v1/generate"} 1
 # HELP imagegen_provider_fallbacks_total Moves of a fallback chain from one model to the next.
 # TYPE imagegen_provider_fallbacks_total counter
@@ -82,7 +84,7 @@ imagegen_tasks_finished_total{error_code="internal",model="openai",status="faile
 # HELP imagegen_tasks_submitted_total Tasks created (and charged), by scene and model.
 # TYPE imagegen_tasks_submitted_total counter
 imagegen_tasks_submitted_total{model="openai",scene="image-to-image"} 1
-imagegen_tasks_submitted_total{model="openai",scene="text-to-image"} 1
+imagegen_tasks_submitted_total{model="openai",scene="text-to-image"} 2
 # HELP imagegen_webhook_deliveries_total Callback delivery attempts, by outcome (delivered, retry, given_up, dropped).
 # TYPE imagegen_webhook_deliveries_total counter
 imagegen_webhook_deliveries_total{outcome="delivered"} 1
@@ -94,7 +96,7 @@ imagegen_webhook_deliveries_total{outcome="delivered"} 1
 		"imagegen_tasks_submitted_total", "imagegen_webhook_deliveries_total"))
 
 	// Histograms: one queue wait, one generation (the cancel and the
-	// recovered task have none), two requests.
+	// recovered task have none), three requests.
 	families, err := reg.Gather()
 	is.NoErr(err)
 	counts := map[string]uint64{}
@@ -107,7 +109,7 @@ imagegen_webhook_deliveries_total{outcome="delivered"} 1
 	}
 	is.Equal(counts["imagegen_task_queue_seconds"], uint64(1))
 	is.Equal(counts["imagegen_task_generation_seconds"], uint64(1))
-	is.Equal(counts["imagegen_http_request_seconds"], uint64(2))
+	is.Equal(counts["imagegen_http_request_seconds"], uint64(3))
 	is.True(testutil.CollectAndCount(reg, "go_goroutines") == 1)
 
 	// A store that does not answer leaves the gauges out of the scrape.

@@ -100,6 +100,6 @@ func TestServeWritesBufferedLogLinesOnSIGTERM(t *testing.T) {
 	p.stop(t)
 	out := p.Output()
 	is.Equal(strings.Count(out, "msg=request"), requests)
-	is.Equal(strings.Count(out, `route="GET /api/v1/tasks/{task_id}" status=404`), requests)
+	is.Equal(strings.Count(out, `method=GET route=/api/v1/tasks/{task_id} status=404`), requests)
 	is.True(strings.Contains(out, "msg=stopped")) // the last line, written after the buffer was let go
 }
