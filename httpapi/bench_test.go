@@ -54,9 +54,9 @@ func newBenchServe(b *testing.B) (http.Handler, *imagegen.Service) {
 		b.Fatal(err)
 	}
 	srv, err := server.New(b.Context(), server.Config{
-		Service:      imagegen.Config{Store: store, Model: imagegentest.NewModel(1), Logger: log, Observer: m},
-		PublicURL:    "http://127.0.0.1:8080",
-		RateLimit:    1 << 30,
+		Service:   imagegen.Config{Store: store, Model: imagegentest.NewModel(1), Logger: log, Observer: m},
+		PublicURL: "http://127.0.0.1:8080",
+		RateLimit: 1 << 30,
 	})
 	if err != nil {
 		b.Fatal(err)

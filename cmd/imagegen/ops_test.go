@@ -354,7 +354,8 @@ func TestLogDurationsAreStrings(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			is := is.New(t)
 			var b bytes.Buffer
-			opsConfig{logFormat: format, logLevel: "info"}.logger(&b).Info("m", "lease", 30*time.Second, "took", 1520*time.Microsecond)
+			log, _ := opsConfig{logFormat: format, logLevel: "info"}.logger(&b) // -log-flush 0: unbuffered
+			log.Info("m", "lease", 30*time.Second, "took", 1520*time.Microsecond)
 			is.True(strings.Contains(b.String(), "30s"))
 			is.True(strings.Contains(b.String(), "1.52ms"))
 			is.True(!strings.Contains(b.String(), "30000000000"))
