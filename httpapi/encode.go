@@ -7,7 +7,8 @@ import (
 	"sync"
 )
 
-// encode writes v as the JSON body of a response with the given status.
+// encode writes v as the JSON body of a response with the given status,
+// ending with a newline (as curl users and line-based tools expect).
 // "&", "<" and ">" are written as they are (not as \u0026 and so on), so
 // image URLs read the same in the body as in a browser.
 func encode[T any](w http.ResponseWriter, status int, v T) {
@@ -16,9 +17,9 @@ func encode[T any](w http.ResponseWriter, status int, v T) {
 	body := e.buf.Bytes()
 	if err := e.enc.Encode(v); err != nil { // only our own response types reach here
 		status = http.StatusInternalServerError
-		body = []byte(`{"error":{"code":"internal_error","message":"internal server error"}}`)
+		body = []byte(`{"error":{"code":"internal_error","message":"internal server error"}}` + "\n")
 	} else {
-		body = bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))
+		body = e.buf.Bytes()
 	}
 	h := w.Header()
 	h["Content-Type"] = jsonContentType

@@ -104,9 +104,15 @@ type Config struct {
 	// storage_timeout).
 	MaxStoreWaits int
 	// OpenAIPrefix, when set (for example "/v1"), also serves the
-	// OpenAI-compatible POST {OpenAIPrefix}/images/generations, an
-	// optional extension. Default: off.
+	// OpenAI-compatible POST {OpenAIPrefix}/images/generations and
+	// GET {OpenAIPrefix}/models, an optional extension; any other path
+	// under it answers OpenAI's 404. Default: off.
 	OpenAIPrefix string
+	// OpenAIModels are the model ids GET {OpenAIPrefix}/models lists (the
+	// request's model field is ignored: the service's model runs).
+	// Default: DefaultOpenAIModel alone; server.New lists the service's
+	// model.
+	OpenAIModels []string
 	// OpenAIWait bounds how long that endpoint waits for the image
 	// before it cancels the task, refunds it and answers 504 (default
 	// imagegen.MaxWait). Keep it below the HTTP server's WriteTimeout.
@@ -141,6 +147,8 @@ type Handler struct {
 	// waitsDone ends when Drain is called; stopWaits ends it.
 	waitsDone context.Context
 	stopWaits context.CancelFunc
+	// created is when New ran: the created time of the OpenAI models.
+	created time.Time
 }
 
 // New returns the API handler for cfg.
@@ -197,7 +205,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Authenticator == nil {
 		cfg.Authenticator = BearerKeys{Service: cfg.Service}
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux(), signer: signer{key: cfg.SigningKey}, presigner: presigner, keyIDs: newKeyIDCache()}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), signer: signer{key: cfg.SigningKey}, presigner: presigner, keyIDs: newKeyIDCache(), created: cfg.Clock.Now()}
 	h.waitsDone, h.stopWaits = context.WithCancel(context.Background())
 	if h.cfg.ClientIP == nil {
 		h.cfg.ClientIP = func(r *http.Request) string { return clientGroup(h.clientAddr(r)) }
@@ -213,7 +221,8 @@ func (h *Handler) ClientIP(r *http.Request) string { return h.cfg.ClientIP(r) }
 
 // Register mounts the API on mux: every route under its prefix (which
 // answers 404 for any other path under it), and under
-// OpenAIPrefix+"/images/" when the OpenAI-compatible endpoint is on. The
+// OpenAIPrefix when the OpenAI-compatible endpoint is on (any other path
+// under it answers OpenAI's 404). The
 // routes go on mux itself, each pattern as the API serves it (such as
 // "GET /api/v1/tasks/{task_id}"), so a request is routed once; mux must
 // not hold patterns under the prefix that conflict with them (net/http

@@ -30,11 +30,16 @@ type openAIEnv struct {
 	schemas openapi3.Schemas // OpenAI's own
 }
 
-func newOpenAIEnv(t *testing.T, limit int) *openAIEnv {
+func newOpenAIEnv(t *testing.T, limit int, api ...func(*httpapi.Config)) *openAIEnv {
 	t.Helper()
 	e := newEnv(t, func(o *envOptions) {
 		o.limit, o.openAI = limit, true
-		o.api = func(c *httpapi.Config) { c.OpenAIWait = 30 * time.Second }
+		o.api = func(c *httpapi.Config) {
+			c.OpenAIWait = 30 * time.Second
+			for _, f := range api {
+				f(c)
+			}
+		}
 	})
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromFile(filepath.Join("testdata", "openai", "openapi.images-subset.yaml"))
@@ -205,7 +210,7 @@ func TestOpenAIErrors(t *testing.T) {
 	// The shared middleware's answers, in OpenAI's shapes.
 	o.errorShape(t, o.do("POST", "/v1/images/generations", "", `{"prompt":"otter"}`), http.StatusUnauthorized, "invalid_request_error", "", "invalid_api_key")
 	o.errorShape(t, o.do("GET", "/v1/images/generations", o.key, ""), http.StatusMethodNotAllowed, "invalid_request_error", "", "method_not_allowed")
-	o.errorShape(t, o.do("POST", "/v1/images/variations", o.key, ""), http.StatusNotFound, "invalid_request_error", "", "not_found")
+	o.errorShape(t, o.do("POST", "/v1/images/variations", o.key, ""), http.StatusNotFound, "invalid_request_error", "", "")
 
 	// No credits: OpenAI's insufficient_quota, not to be retried.
 	w := o.do("POST", "/v1/images/generations", o.user("bob", 0), `{"prompt":"otter"}`)
@@ -273,4 +278,50 @@ func TestOpenAIEndpointOffByDefault(t *testing.T) {
 	w := e.do("POST", "/v1/images/generations", e.key, `{"prompt":"otter"}`)
 	is.New(t).Equal(w.Code, http.StatusNotFound) // nothing mounted there
 	is.New(t).True(!bytes.Contains(w.Body.Bytes(), []byte("created")))
+}
+
+// GET /v1/models lists the configured models in OpenAI's shape (SDKs
+// call it), and GET /v1/models/{id} answers one of them or OpenAI's 404.
+func TestOpenAIModels(t *testing.T) {
+	is := is.New(t)
+	o := newOpenAIEnv(t, 1000, func(c *httpapi.Config) { c.OpenAIModels = []string{"openai/gpt-image-1", "gemini"} })
+	w := o.do("GET", "/v1/models", o.key, "")
+	is.Equal(w.Code, http.StatusOK)
+	o.valid(t, "ListModelsResponse", w.Body.Bytes())
+	var list httpapi.OpenAIModelList
+	is.NoErr(json.Unmarshal(w.Body.Bytes(), &list))
+	is.Equal(list.Object, "list")
+	is.Equal(len(list.Data), 2)
+	is.Equal(list.Data[0].ID, "openai/gpt-image-1")
+	is.Equal(list.Data[1].ID, "gemini")
+	is.Equal(list.Data[0].Object, "model")
+	is.True(list.Data[0].OwnedBy != "")
+
+	w = o.do("GET", "/v1/models/gemini", o.key, "")
+	is.Equal(w.Code, http.StatusOK)
+	o.valid(t, "Model", w.Body.Bytes())
+	o.errorShape(t, o.do("GET", "/v1/models/dall-e-3", o.key, ""), http.StatusNotFound, "invalid_request_error", "model", "model_not_found")
+	o.errorShape(t, o.do("GET", "/v1/models", "", ""), http.StatusUnauthorized, "invalid_request_error", "", "invalid_api_key")
+	o.errorShape(t, o.do("POST", "/v1/models", o.key, ""), http.StatusMethodNotAllowed, "invalid_request_error", "", "method_not_allowed")
+
+	// Without a list configured, the one default id.
+	d := newOpenAIEnv(t, 1000)
+	is.NoErr(json.Unmarshal(d.do("GET", "/v1/models", d.key, "").Body.Bytes(), &list))
+	is.Equal(len(list.Data), 1)
+	is.Equal(list.Data[0].ID, httpapi.DefaultOpenAIModel)
+}
+
+// Every other path under the prefix answers OpenAI's 404 in its error
+// shape (as api.openai.com does), not a plain-text one.
+func TestOpenAIUnknownPaths(t *testing.T) {
+	o := newOpenAIEnv(t, 1000)
+	for _, p := range []struct{ method, path string }{
+		{"POST", "/v1/chat/completions"}, {"GET", "/v1/nope"}, {"GET", "/v1/"}, {"POST", "/v1/images/edits"},
+	} {
+		t.Run(p.method+" "+p.path, func(t *testing.T) {
+			w := o.do(p.method, p.path, o.key, "")
+			o.errorShape(t, w, http.StatusNotFound, "invalid_request_error", "", "")
+			is.New(t).True(strings.Contains(w.Body.String(), p.path))
+		})
+	}
 }

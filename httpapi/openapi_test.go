@@ -365,7 +365,7 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	is.NoErr(json.Unmarshal(rc.do(e, "list every status", "GET", "/api/v1/tasks?limit=100", e.key, "", status(http.StatusOK)).respBody, &page))
 	is.Equal(len(page.Tasks), 3) // success, failed, cancelled
 	is.Equal(page.Tasks[2].Status, imagegen.StatusSuccess)
-	is.Equal(string(rc.do(e, "list without tasks", "GET", "/api/v1/tasks", e.user("erin", 0), "", status(http.StatusOK)).respBody), `{"tasks":[]}`)
+	is.Equal(string(rc.do(e, "list without tasks", "GET", "/api/v1/tasks", e.user("erin", 0), "", status(http.StatusOK)).respBody), `{"tasks":[]}`+"\n")
 	for name, query := range map[string]string{
 		"bad status":       "status=done",
 		"limit 0":          "limit=0",
@@ -879,4 +879,23 @@ type allowAll struct{}
 
 func (allowAll) Allow(context.Context, string) (imagegen.LimitResult, error) {
 	return imagegen.LimitResult{Allowed: true, Limit: 1, Window: time.Minute, Remaining: 1}, nil
+}
+
+// Every JSON body the API answers, success or error, OpenAI-shaped or
+// not, ends with a newline, as curl users and line-based tools expect.
+func TestEveryJSONBodyEndsWithANewline(t *testing.T) {
+	rc := recordExchanges(t)
+	n := 0
+	for _, x := range rc.all {
+		if !strings.HasPrefix(x.respHeader.Get("Content-Type"), "application/json") || len(x.respBody) == 0 {
+			continue
+		}
+		n++
+		if x.respBody[len(x.respBody)-1] != '\n' {
+			t.Errorf("%s: %s %s -> %d: the body does not end with a newline: %q", x.name, x.method, x.target, x.status, x.respBody)
+		}
+	}
+	if n < 50 {
+		t.Fatalf("only %d JSON bodies recorded", n)
+	}
 }

@@ -42,7 +42,11 @@ func (h *Handler) routes() {
 	if o := h.cfg.OpenAIPrefix; o != "" {
 		handle("POST "+o+"/images/generations", openAIErrors(api(h.handleOpenAIGenerations())))
 		handle(o+"/images/generations", openAIErrors(methodNotAllowed("POST")))
-		handle(o+"/images/", openAIErrors(notFound()))
+		handle("GET "+o+"/models", openAIErrors(api(h.handleOpenAIModels())))
+		handle(o+"/models", openAIErrors(methodNotAllowed("GET, HEAD")))
+		handle("GET "+o+"/models/{model}", openAIErrors(api(h.handleOpenAIModel())))
+		handle(o+"/models/{model}", openAIErrors(methodNotAllowed("GET, HEAD")))
+		handle(o+"/", h.openAINotFound())
 	}
 
 	handle(p+"/", notFound())

@@ -184,7 +184,7 @@ func TestLedgerEndpoint(t *testing.T) {
 	for _, q := range []string{"cursor=zzz", "cursor=99", "limit=0", "limit=101", "limt=2", "limit=1&limit=2"} {
 		wantError(t, e.do("GET", "/api/v1/credits/ledger?"+q, e.key, ""), http.StatusUnprocessableEntity, wire.APIInvalidParams)
 	}
-	is.Equal(e.do("GET", "/api/v1/credits/ledger", e.user("bob", 0), "").Body.String(), `{"entries":[]}`)
+	is.Equal(e.do("GET", "/api/v1/credits/ledger", e.user("bob", 0), "").Body.String(), `{"entries":[]}`+"\n")
 	wantError(t, e.do("GET", "/api/v1/credits/ledger", "", ""), http.StatusUnauthorized, wire.APIUnauthorized)
 	wantError(t, e.do("POST", "/api/v1/credits/ledger", e.key, ""), http.StatusMethodNotAllowed, wire.APIMethodNotAllowed)
 }

@@ -78,9 +78,14 @@ type Config struct {
 	// Prefix is where the API is mounted (default "/api/v1").
 	Prefix string
 	// OpenAIPrefix, when set (for example "/v1"), also serves the
-	// OpenAI-compatible POST {OpenAIPrefix}/images/generations
-	// (httpapi.Config.OpenAIPrefix). Default: off.
+	// OpenAI-compatible POST {OpenAIPrefix}/images/generations and
+	// GET {OpenAIPrefix}/models (httpapi.Config.OpenAIPrefix). Default:
+	// off.
 	OpenAIPrefix string
+	// OpenAIModels are the model ids GET {OpenAIPrefix}/models lists.
+	// Default: the model Service.Model plans for a text-to-image request,
+	// which is what the OpenAI-compatible endpoint runs.
+	OpenAIModels []string
 
 	// RateLimit is how many requests one API key may make in any rolling
 	// minute (default DefaultRateLimit). Ignored when Limiter is set.
@@ -217,6 +222,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Service:         svc,
 		Prefix:          cfg.Prefix,
 		OpenAIPrefix:    cfg.OpenAIPrefix,
+		OpenAIModels:    openAIModels(cfg),
 		PublicURL:       cfg.PublicURL,
 		Limiter:         cfg.Limiter,
 		AuthFailures:    cfg.AuthFailures,
@@ -379,4 +385,18 @@ func (s *Server) Run(ctx context.Context) error {
 		return nil // a stop asked for is a clean stop
 	}
 	return errors.Join(errs...)
+}
+
+// openAIModels is Config.OpenAIModels, or the model that the service's
+// model plans for a text-to-image request (nil, the API's default, when
+// it plans none).
+func openAIModels(cfg Config) []string {
+	if len(cfg.OpenAIModels) > 0 || cfg.OpenAIPrefix == "" {
+		return cfg.OpenAIModels
+	}
+	p, err := cfg.Service.Model.Plan(imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a model list", AspectRatio: imagegen.AspectAuto})
+	if err != nil || p.Model == "" {
+		return nil
+	}
+	return []string{p.Model}
 }

@@ -164,3 +164,34 @@ func TestFirstOfKeepsServerErrors(t *testing.T) {
 	_, err := a.Authenticate(httptest.NewRequest("GET", "/", nil))
 	is.True(errors.Is(err, boom)) // a server error is not papered over by the next authenticator
 }
+
+// GET {OpenAIPrefix}/models lists the model that the service's model
+// plans for a text-to-image request unless OpenAIModels says otherwise.
+func TestOpenAIModelsDefaultToTheServiceModel(t *testing.T) {
+	for _, tt := range []struct {
+		models []string
+		want   []string
+	}{{nil, []string{"scripted"}}, {[]string{"a", "b"}, []string{"a", "b"}}} {
+		is := is.New(t)
+		c := config(memory.New(memory.Config{}))
+		c.OpenAIPrefix, c.OpenAIModels = "/v1", tt.models
+		srv, err := server.New(ctx, c)
+		is.NoErr(err)
+		key, _, err := srv.Service().CreateKey(ctx, "bob")
+		is.NoErr(err)
+		mux := http.NewServeMux()
+		srv.Register(mux)
+		r := httptest.NewRequest("GET", "/v1/models", nil)
+		r.Header.Set("Authorization", "Bearer "+key)
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		is.Equal(w.Code, http.StatusOK)
+		var list httpapi.OpenAIModelList
+		is.NoErr(json.Unmarshal(w.Body.Bytes(), &list))
+		var ids []string
+		for _, m := range list.Data {
+			ids = append(ids, m.ID)
+		}
+		is.Equal(ids, tt.want)
+	}
+}

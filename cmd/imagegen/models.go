@@ -73,6 +73,21 @@ func parseModels(spec string) ([]modelChoice, error) {
 	return out, nil
 }
 
+// modelIDs names each model of -model spec (as tasks record them), for
+// the OpenAI-compatible model list; nil when spec does not parse (the
+// model's construction reports that).
+func modelIDs(spec string) []string {
+	choices, err := parseModels(spec)
+	if err != nil {
+		return nil
+	}
+	ids := make([]string, len(choices))
+	for i, c := range choices {
+		ids[i] = c.String()
+	}
+	return ids
+}
+
 // providerNames are the values -model takes before the slash.
 func providerNames() []string {
 	return []string{placeholder.Name, openai.Provider, gemini.Provider, fal.Provider, replicate.Provider, stability.Provider, bfl.Provider, a1111.Provider, comfyui.Provider}

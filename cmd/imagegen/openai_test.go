@@ -49,6 +49,17 @@ func TestServeOpenAIEndpoint(t *testing.T) {
 	is.Equal(status, http.StatusOK)
 	is.Equal(credits["credits_remaining"], float64(4)) // charged like any task
 
+	// OpenAI SDKs list the models first: -model's, in OpenAI's shape.
+	status, models := s.call(t, "GET", "/v1/models", cliKey, "")
+	is.Equal(status, http.StatusOK)
+	is.Equal(models["object"], "list")
+	data, _ := models["data"].([]any)
+	is.Equal(len(data), 1)
+	is.Equal(data[0].(map[string]any)["id"], "placeholder")
+	status, missing := s.call(t, "GET", "/v1/embeddings", cliKey, "")
+	is.Equal(status, http.StatusNotFound)
+	is.Equal(missing["error"].(map[string]any)["type"], "invalid_request_error") // OpenAI's shape
+
 	// -openai-prefix "" turns it off.
 	off := startServe(t, nil, "-demo-key", cliKey, "-openai-prefix", "")
 	res2, err := http.Post(off.base+"/v1/images/generations", "application/json", bytes.NewReader([]byte(`{"prompt":"x"}`)))

@@ -135,6 +135,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		TrustedProxies:  c.trustedProxies,
 		ForwardedHeader: c.forwardedHeader,
 		OpenAIPrefix:    c.openAI,
+		OpenAIModels:    modelIDs(c.model),
 		SigningKey:      []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
 		NoWorkers:       c.workers == 0,       // -workers 0: this process serves the API only
 		ImageBaseURL:    c.imageBase,
