@@ -132,3 +132,45 @@ func TestREADMEEmbedOpensWithQuickstart(t *testing.T) {
 		t.Errorf("the Embed section's first Go block differs from examples/quickstart/main.go; paste the file whole")
 	}
 }
+
+// TestREADMEWalkWritesOutsideTheRepository: the README's shell sessions
+// are run from the clone (go run ./cmd/imagegen ...), so every file they
+// write (curl -o, generate -o, a redirect, mkdir) must name an absolute
+// path, and every generate must name its file (without -o it writes
+// <task id>.png into the working directory): following the README leaves
+// the repository as it was.
+func TestREADMEWalkWritesOutsideTheRepository(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := regexp.MustCompile(`(?:\s-o\s+|[^2&]>>?\s*|\bmkdir\s+(?:-p\s+)?|\btee\s+)("[^"]*"|'[^']*'|\S+)`)
+	inShell, checked := false, 0
+	for i, line := range strings.Split(string(readme), "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case trimmed == "```sh" || trimmed == "```console" || trimmed == "```bash":
+			inShell = true
+			continue
+		case strings.HasPrefix(trimmed, "```"):
+			inShell = false
+			continue
+		case !inShell || strings.HasPrefix(trimmed, "#"):
+			continue
+		}
+		command, _, _ := strings.Cut(trimmed, " # ") // a comment after the command
+		if strings.Contains(command, "imagegen generate") && !regexp.MustCompile(`\s-o\s`).MatchString(command) {
+			t.Errorf("README.md:%d: generate without -o writes into the working directory: %s", i+1, trimmed)
+		}
+		for _, m := range writes.FindAllStringSubmatch(command, -1) {
+			path := strings.Trim(m[1], `"'`)
+			checked++
+			if !strings.HasPrefix(path, "/") && !strings.HasPrefix(path, "$TMPDIR") && !strings.HasPrefix(path, "~") {
+				t.Errorf("README.md:%d: writes %q, inside the clone; write to /tmp instead: %s", i+1, path, trimmed)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no file written by the README's sessions was found: the check reads nothing")
+	}
+}
