@@ -129,7 +129,7 @@ func TestSweepRunsInTheWorkerLoop(t *testing.T) {
 }
 
 func TestOrphanGraceHasAFloor(t *testing.T) {
-	_, err := imagegen.New(imagegen.Config{Store: newFixture(t, imagegentest.NewModel(1)).store, Model: imagegentest.NewModel(1), OrphanGrace: time.Second})
+	_, err := imagegen.New(imagegen.Config{Store: newFixture(t, imagegentest.NewModel(1)).store, Model: imagegentest.NewModel(1), WorkerConfig: imagegen.WorkerConfig{OrphanGrace: time.Second}})
 	if err == nil {
 		t.Fatal("an OrphanGrace under MinOrphanGrace was accepted")
 	}

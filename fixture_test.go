@@ -41,7 +41,7 @@ func newFixture(t *testing.T, model *imagegentest.Model, cfg ...func(*imagegen.C
 	t.Helper()
 	clock := imagegentest.NewClock(time.Time{})
 	store := memory.New(memory.Config{Clock: clock, Retention: time.Hour})
-	c := imagegen.Config{Store: store, Model: model, Clock: clock, LeaseDuration: lease, MaxAttempts: 3, Workers: 2, Logger: quiet}
+	c := imagegen.Config{Store: store, Model: model, Clock: clock, Logger: quiet, WorkerConfig: imagegen.WorkerConfig{LeaseDuration: lease, MaxAttempts: 3, Workers: 2}}
 	for _, f := range cfg {
 		f(&c)
 	}

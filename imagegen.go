@@ -23,6 +23,50 @@ type Config struct {
 	// NopObserver.
 	Observer Observer
 
+	// WorkerConfig tunes what Run does (its fields read as Config's:
+	// c.Workers, c.MaxAttempts). Only processes that run workers need
+	// it, but for MaxAttempts, which lease recovery applies wherever it
+	// runs.
+	WorkerConfig
+
+	// BlobTimeout bounds each call to the store's BlobStore (default
+	// DefaultBlobTimeout, 10s): Put, Open, Stat, Delete, each read of a
+	// download's bytes, and the wait for each blob of a List. A call that
+	// does not answer in time fails with ErrBlobTimeout: a download
+	// answers 504, a worker retries the task (or fails and refunds it on
+	// its last attempt), so an object store that stops answering holds
+	// nothing for longer than this.
+	BlobTimeout time.Duration
+
+	// MaxKeysPerOwner bounds the API keys one owner may hold unrevoked
+	// (CreateKey refuses another until one is revoked), so that nobody
+	// multiplies the per-key rate limit or fills the store with keys
+	// (default DefaultMaxKeysPerOwner; negative: no bound). Keys an
+	// operator imports (ImportKey) are not refused.
+	MaxKeysPerOwner int
+	// RevokedKeysKept is how many revoked keys an owner's key list keeps
+	// (shown as revoked, with their last use); on each revoke the oldest
+	// beyond it are deleted, so that a create-and-revoke loop does not
+	// grow the store (0 takes DefaultRevokedKeysKept; negative keeps all;
+	// there is no setting that keeps none).
+	RevokedKeysKept int
+
+	// IdempotencyTTL is how long SubmitIdempotent replays a submission's
+	// outcome for its key (default DefaultIdempotencyTTL); set it to the
+	// store's retention.
+	IdempotencyTTL time.Duration
+
+	// AllowHTTPCallbacks lets callback_url be plain http or an address
+	// that is not public, such as localhost (development); by default it
+	// must be https to a public address. Either way deliveries go through
+	// the SSRF guard of the webhook sender.
+	AllowHTTPCallbacks bool
+}
+
+// WorkerConfig configures the workers of Service.Run: how many run at
+// once, their time limits, leases and retries, and the sweep of image
+// bytes left behind. Every field has a default, filled by New.
+type WorkerConfig struct {
 	// Workers is how many generations Run executes at once (default 4).
 	// A generation's slot is free again as soon as the model answers:
 	// storing the outcome (image bytes, then the task's record) goes on
@@ -56,15 +100,6 @@ type Config struct {
 	// their tasks back to the queue (default 30s).
 	ShutdownTimeout time.Duration
 
-	// BlobTimeout bounds each call to the store's BlobStore (default
-	// DefaultBlobTimeout, 10s): Put, Open, Stat, Delete, each read of a
-	// download's bytes, and the wait for each blob of a List. A call that
-	// does not answer in time fails with ErrBlobTimeout: a download
-	// answers 504, a worker retries the task (or fails and refunds it on
-	// its last attempt), so an object store that stops answering holds
-	// nothing for longer than this.
-	BlobTimeout time.Duration
-
 	// BlobSweepInterval is how often Run deletes image bytes whose record
 	// is gone (SweepBlobs): expired images, and orphans of crashes
 	// (default 5m).
@@ -75,30 +110,6 @@ type Config struct {
 	// store calls that record an outcome give up after it) plus any clock
 	// skew between this process and the BlobStore.
 	OrphanGrace time.Duration
-
-	// MaxKeysPerOwner bounds the API keys one owner may hold unrevoked
-	// (CreateKey refuses another until one is revoked), so that nobody
-	// multiplies the per-key rate limit or fills the store with keys
-	// (default DefaultMaxKeysPerOwner; negative: no bound). Keys an
-	// operator imports (ImportKey) are not refused.
-	MaxKeysPerOwner int
-	// RevokedKeysKept is how many revoked keys an owner's key list keeps
-	// (shown as revoked, with their last use); on each revoke the oldest
-	// beyond it are deleted, so that a create-and-revoke loop does not
-	// grow the store (0 takes DefaultRevokedKeysKept; negative keeps all;
-	// there is no setting that keeps none).
-	RevokedKeysKept int
-
-	// IdempotencyTTL is how long SubmitIdempotent replays a submission's
-	// outcome for its key (default DefaultIdempotencyTTL); set it to the
-	// store's retention.
-	IdempotencyTTL time.Duration
-
-	// AllowHTTPCallbacks lets callback_url be plain http or an address
-	// that is not public, such as localhost (development); by default it
-	// must be https to a public address. Either way deliveries go through
-	// the SSRF guard of the webhook sender.
-	AllowHTTPCallbacks bool
 }
 
 // MinOrphanGrace is the shortest Config.OrphanGrace: longer than the

@@ -70,7 +70,7 @@ func TestSpuriousWatchWakeUpDoesNotStopGeneration(t *testing.T) {
 	pauses := newWaitsClock(poll)
 	pauses.Clock = imagegentest.NewClock(time.Time{})
 	store := &spuriousStore{Store: memory.New(memory.Config{Clock: pauses.Clock})}
-	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, Clock: pauses, PollInterval: poll, Logger: quiet})
+	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, Clock: pauses, Logger: quiet, WorkerConfig: imagegen.WorkerConfig{PollInterval: poll}})
 	is.NoErr(err)
 	_, err = svc.Grant(ctx, "u", 1, "g")
 	is.NoErr(err)

@@ -20,7 +20,7 @@ func TestConfigValidation(t *testing.T) {
 	store := memory.New(memory.Config{})
 	_, err = imagegen.New(imagegen.Config{Store: store})
 	is.True(err != nil) // no model
-	_, err = imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1), Workers: -1})
+	_, err = imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1), WorkerConfig: imagegen.WorkerConfig{Workers: -1}})
 	is.True(err != nil)
 	_, err = imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1)})
 	is.NoErr(err)

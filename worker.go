@@ -32,10 +32,6 @@ const recordTimeout = 10 * time.Second
 // to the store every ProviderStatsFlushInterval and once more when it
 // stops (FlushProviderStats).
 func (s *Service) Run(ctx context.Context) error {
-	if s.cfg.Workers == 0 {
-		<-ctx.Done()
-		return nil
-	}
 	// Generations outlive ctx by up to ShutdownTimeout.
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()

@@ -112,8 +112,10 @@ func (quietAsynq) Fatal(...any) {}
 func runServicePipeline(b *testing.B, base imagegen.Store, workReady <-chan struct{}) {
 	store := &countingStore{Store: base, n: int64(b.N), all: make(chan struct{})}
 	svc, err := imagegen.New(imagegen.Config{
-		Store: store, Model: instantModel{}, Workers: workers, WorkReady: workReady,
-		PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		Store:        store,
+		Model:        instantModel{},
+		Logger:       slog.New(slog.DiscardHandler),
+		WorkerConfig: imagegen.WorkerConfig{Workers: workers, WorkReady: workReady, PollInterval: 10 * time.Millisecond},
 	})
 	if err != nil {
 		b.Fatal(err)

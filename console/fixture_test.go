@@ -52,7 +52,7 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 	quiet := slog.New(slog.DiscardHandler)
 	store := memory.New(memory.Config{})
 	stack, err := server.New(ctx, server.Config{
-		Service:   imagegen.Config{Store: store, Model: fc.model, Logger: quiet, PollInterval: 20 * time.Millisecond},
+		Service:   imagegen.Config{Store: store, Model: fc.model, Logger: quiet, WorkerConfig: imagegen.WorkerConfig{PollInterval: 20 * time.Millisecond}},
 		PublicURL: ts.URL,
 		RateLimit: fc.rateLimit,
 	})

@@ -148,8 +148,12 @@ func TestServiceCountsRecoveryAndRecharge(t *testing.T) {
 	store := memory.New(memory.Config{Clock: clock, Retention: time.Hour})
 	const lease = time.Minute
 	svc, err := imagegen.New(imagegen.Config{
-		Store: store, Model: imagegentest.NewModel(3), Clock: clock, Observer: m,
-		LeaseDuration: lease, MaxAttempts: 1, Logger: slog.New(slog.DiscardHandler),
+		Store:        store,
+		Model:        imagegentest.NewModel(3),
+		Clock:        clock,
+		Observer:     m,
+		Logger:       slog.New(slog.DiscardHandler),
+		WorkerConfig: imagegen.WorkerConfig{LeaseDuration: lease, MaxAttempts: 1},
 	})
 	is.NoErr(err)
 	_, err = svc.Grant(ctx, "u", 3, "grant-1")

@@ -86,12 +86,15 @@ func serviceConfig(c runtimeConfig, getenv func(string) string, be backend, log 
 		return imagegen.Config{}, err
 	}
 	return imagegen.Config{
-		Store: be.store, WorkReady: be.workReady, Model: model, Clock: clock, Logger: log,
-		Workers: c.workers, LeaseDuration: c.lease,
-		BlobSweepInterval: c.blobSweep, OrphanGrace: c.orphanGrace, BlobTimeout: c.blobTimeout,
-		ShutdownTimeout:    max(c.shutdownTimeout, time.Nanosecond), // 0 would mean the default
+		Store: be.store, Model: model, Clock: clock, Logger: log,
+		BlobTimeout:        c.blobTimeout,
 		AllowHTTPCallbacks: c.allowPrivateURLs,
 		IdempotencyTTL:     c.retention, // submit answers are replayed as long as their tasks are kept
+		WorkerConfig: imagegen.WorkerConfig{
+			Workers: c.workers, LeaseDuration: c.lease, WorkReady: be.workReady,
+			BlobSweepInterval: c.blobSweep, OrphanGrace: c.orphanGrace,
+			ShutdownTimeout: max(c.shutdownTimeout, time.Nanosecond), // 0 would mean the default
+		},
 	}, nil
 }
 

@@ -24,7 +24,7 @@ func newTestApp(t *testing.T) (*app, *httptest.Server) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var a *app
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }))
-	a, err := newApp(ctx, srv.URL, imagegen.Config{AllowHTTPCallbacks: true, PollInterval: 10 * time.Millisecond})
+	a, err := newApp(ctx, srv.URL, imagegen.Config{AllowHTTPCallbacks: true, WorkerConfig: imagegen.WorkerConfig{PollInterval: 10 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,8 +88,12 @@ func openShop(ctx context.Context, pool *pgxpool.Pool, schema string) (*shop, er
 		return nil, err
 	}
 	// A real app plugs in a provider model (package model/...).
-	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(2),
-		Logger: slog.New(slog.DiscardHandler), WorkReady: store.WorkReady()})
+	svc, err := imagegen.New(imagegen.Config{
+		Store:        store,
+		Model:        imagegentest.NewModel(2),
+		Logger:       slog.New(slog.DiscardHandler),
+		WorkerConfig: imagegen.WorkerConfig{WorkReady: store.WorkReady()},
+	})
 	if err != nil {
 		store.Close()
 		return nil, err

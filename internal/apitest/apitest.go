@@ -64,7 +64,7 @@ func New(t testing.TB, cfg Config) *Stack {
 	if cfg.Model == nil {
 		cfg.Model = imagegentest.NewModel(2)
 	}
-	svcCfg := imagegen.Config{Store: cfg.Store, Model: cfg.Model, Clock: cfg.Clock, MaxAttempts: 2, Logger: Quiet}
+	svcCfg := imagegen.Config{Store: cfg.Store, Model: cfg.Model, Clock: cfg.Clock, Logger: Quiet, WorkerConfig: imagegen.WorkerConfig{MaxAttempts: 2}}
 	if cfg.Service != nil {
 		cfg.Service(&svcCfg)
 	}

@@ -35,7 +35,7 @@ func TestDripFedReferencesFailTheTask(t *testing.T) {
 	model, err := placeholder.New(placeholder.Config{Fetcher: f})
 	is.NoErr(err)
 	store := memory.New(memory.Config{})
-	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, MaxAttempts: 3, Logger: slog.New(slog.DiscardHandler)})
+	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, Logger: slog.New(slog.DiscardHandler), WorkerConfig: imagegen.WorkerConfig{MaxAttempts: 3}})
 	is.NoErr(err)
 	ctx := context.Background()
 	_, err = svc.Grant(ctx, "u", 1, "grant-1")

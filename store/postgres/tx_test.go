@@ -82,7 +82,7 @@ func TestCommittedTransactionWakesWorkers(t *testing.T) {
 	is.NoErr(err)
 	defer workerStore.Close()
 	apiSvc := newService(t, api, imagegen.Config{})
-	worker := newService(t, workerStore, imagegen.Config{PollInterval: time.Hour, WorkReady: workerStore.WorkReady()})
+	worker := newService(t, workerStore, imagegen.Config{WorkerConfig: imagegen.WorkerConfig{PollInterval: time.Hour, WorkReady: workerStore.WorkReady()}})
 	done := make(chan error, 1)
 	go func() { done <- worker.Run(ctx) }()
 	defer func() { cancel(); <-done }()
