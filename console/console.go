@@ -245,6 +245,7 @@ func (c *Console) routes() *http.ServeMux {
 	mux.HandleFunc("GET "+p+"/ops", c.operator(c.opsPage))
 	mux.HandleFunc("POST "+p+"/ops/tasks/{id}/cancel", c.operator(c.csrf(c.opsCancel)))
 	mux.HandleFunc("POST "+p+"/ops/tasks/{id}/retry", c.operator(c.csrf(c.opsRetry)))
+	mux.HandleFunc("POST "+p+"/ops/sessions/end", c.operator(c.csrf(c.opsEndSessions)))
 	mux.HandleFunc(p+"/", c.notFound)
 	return mux
 }

@@ -601,3 +601,41 @@ func TestOperatorDashboardCountsAndRetries(t *testing.T) {
 		t.Fatalf("retry of a task that succeeded: status %d, want 409", p.status)
 	}
 }
+
+// An operator signs a user out everywhere, with a reason; the user's
+// other sessions go on being refused, their key still works, and a user
+// who is not an operator cannot do it.
+func TestOperatorSignsAUserOutEverywhere(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	key := f.user(t, "alice", 1)
+	laptop, phone := f.browser(t), f.browser(t)
+	laptop.signIn(key)
+	phone.signIn(key)
+	bob := f.browser(t)
+	bob.signIn(f.user(t, "bob", 1))
+	if p := bob.submitForm("/console/keys", "/console/ops/sessions/end", url.Values{"owner": {"alice"}, "reason": {"x"}}); p.status != http.StatusNotFound {
+		t.Fatalf("a user ending another's sessions: status %d, want 404", p.status)
+	}
+	if p := laptop.get("/console/credits"); p.url != "/console/credits" {
+		t.Fatal("a user's refused request ended alice's session")
+	}
+
+	ops := f.browser(t)
+	ops.signIn(f.user(t, "ops", 0))
+	if p := ops.submitForm("/console/ops?owner=alice", "/console/ops/sessions/end", url.Values{"owner": {"alice"}, "reason": {" "}}); p.status != http.StatusUnprocessableEntity {
+		t.Fatalf("without a reason: status %d, want 422", p.status)
+	}
+	p := ops.submitForm("/console/ops?owner=alice", "/console/ops/sessions/end", url.Values{"owner": {"alice"}, "reason": {"laptop stolen"}})
+	contains(t, p, `id="notice">Every console session of the user has ended.`)
+	for name, b := range map[string]*browser{"laptop": laptop, "phone": phone} {
+		if p := b.get("/console/credits"); p.url != "/console/signin" {
+			t.Errorf("%s: after the operator ended alice's sessions, /console/credits went to %s", name, p.url)
+		}
+	}
+	if p := ops.get("/console/credits"); p.url != "/console/credits" {
+		t.Error("the operator's own session ended too")
+	}
+	if _, err := f.svc.Authenticate(context.Background(), key); err != nil {
+		t.Errorf("alice's key after her sessions ended: %v", err)
+	}
+}

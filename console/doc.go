@@ -29,7 +29,8 @@
 // refused without a store read). Signing out ends the session in the
 // store, so a copy of the cookie opens nothing afterwards, in any
 // process; "Sign out everywhere" (POST /signout/everywhere, on the keys
-// page) ends every session of the user. Each request also checks that
+// page) ends every session of the user, and an operator may end them
+// all for a user from the operator page (with a reason, logged). Each request also checks that
 // the key is still live, so revoking a key ends its sessions at once.
 // Owners listed in Config.Operators are operators.
 //

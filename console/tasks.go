@@ -178,6 +178,8 @@ func flash(r *http.Request) notice {
 		return notice{success: "The task is back in the queue."}
 	case "revoked":
 		return notice{success: "The key was revoked. It stops working at once."}
+	case "sessions-ended":
+		return notice{success: "Every console session of the user has ended. Their API keys still work."}
 	case "signedout":
 		return notice{success: "You are signed out. A copy of this browser's session no longer opens the console."}
 	case "signedout-everywhere":
