@@ -64,16 +64,25 @@ func (c Config) validate() error {
 // across all processes.
 //
 // Each key is one row of <schema>.rate_limits holding the times of its
-// accepted requests in the window (at most Limit of them). One call of
-// the rate_allow function per Allow locks that row, drops the times that
-// left the window, counts and records, so concurrent requests from any
-// number of processes never exceed the limit and each costs one round
-// trip. Time is read inside PostgreSQL, to the microsecond, so processes
-// with skewed clocks agree. Rows of keys idle for a Window are deleted
-// in small batches now and then (at most once a Window per limiter), so
-// the table holds about the keys active in one Window.
+// last accepted requests in a ring of at most Limit slots, about as many
+// as the key makes in one Window. One call of the rate_allow function per
+// Allow reads the row; a request is allowed when fewer than Limit of the
+// times are in the window, and then takes the slot of the oldest time if
+// that one has left the window (else the ring grows by one), with a
+// compare-and-set update of the row (read again if another call changed
+// it first), so concurrent requests from any number of processes
+// never exceed the limit and each costs one round trip. A refusal writes
+// nothing; an acceptance changes one slot in place (an update that stays
+// on its page, whose write-ahead log record holds about the bytes that
+// changed) and commits without waiting for the log to be flushed: a crash
+// of the database server may forget the last fraction of a second of
+// accepted requests (their count, not the requests). Time is read inside
+// PostgreSQL, to the microsecond, so processes with skewed clocks agree.
+// Rows of keys idle for their Window are deleted in small batches now and
+// then (at most once a Window per limiter), so the table holds about the
+// keys active in one Window.
 //
-// The table and function come with the store's migrations (version 2):
+// The table and function come with the store's migrations (version 6):
 // run postgres.Migrate on Schema first. It is safe for concurrent use.
 type Limiter struct {
 	pool   *pgxpool.Pool
@@ -106,7 +115,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Limiter, error) {
 		now:    cfg.Now,
 		allow:  `SELECT allowed, count, free, at FROM ` + schema + `.rate_allow($1, $2, $3, $4)`,
 		sweep: `DELETE FROM ` + schema + `.rate_limits WHERE key IN (SELECT key FROM ` + schema +
-			`.rate_limits WHERE expires_at <= $1 LIMIT 500 FOR UPDATE SKIP LOCKED)`,
+			`.rate_limits r WHERE (SELECT max(t) FROM unnest(r.times) AS t) + r.window_us <= $1 LIMIT 500 FOR UPDATE SKIP LOCKED)`,
 	}, nil
 }
 

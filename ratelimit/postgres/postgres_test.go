@@ -98,3 +98,32 @@ func TestForgetsIdleKeys(t *testing.T) {
 	is.NoErr(pool.QueryRow(ctx, `SELECT count(*) FROM "`+schema+`".rate_limits`).Scan(&n))
 	is.True(n <= 1) // a, b and c are gone; d may stay
 }
+
+// A refusal writes nothing: the key's row keeps its version. (That an
+// acceptance writes little shows in BenchmarkAllowHotKeys's WAL-B/op.)
+func TestRefusalsWriteNothing(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	pool := pgtest.Connect(t)
+	schema := pgtest.MigratedSchema(t, pool)
+	version := func() (xmin, ctid string) {
+		t.Helper()
+		is.NoErr(pool.QueryRow(ctx, `SELECT xmin::text, ctid::text FROM "`+schema+`".rate_limits WHERE key = 'rl:full'`).Scan(&xmin, &ctid))
+		return xmin, ctid
+	}
+	lim := newPostgres(t, pool, postgres.Config{Limit: 3, Window: time.Minute, Schema: schema})
+	for range 3 {
+		res, err := lim.Allow(ctx, "full")
+		is.NoErr(err)
+		is.True(res.Allowed)
+	}
+	xmin, ctid := version()
+	for range 20 {
+		res, err := lim.Allow(ctx, "full")
+		is.NoErr(err)
+		is.True(!res.Allowed)
+	}
+	x2, c2 := version()
+	is.Equal(x2, xmin) // no new row version: the refusals wrote nothing
+	is.Equal(c2, ctid)
+}
