@@ -33,8 +33,12 @@ type migration struct {
 }
 
 // loadMigrations reads the embedded migrations, in version order.
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
+func loadMigrations() ([]migration, error) { return readMigrations(migrationFiles) }
+
+// readMigrations reads the migrations in fsys's folder migrations, in
+// version order; versions must run 1, 2, 3… with one name each.
+func readMigrations(fsys fs.FS) ([]migration, error) {
+	entries, err := fs.ReadDir(fsys, "migrations")
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: migrations: %w", err)
 	}
@@ -47,7 +51,7 @@ func loadMigrations() ([]migration, error) {
 		if !ok || !ok2 || err != nil || v <= 0 || (dir != "up" && dir != "down") {
 			return nil, fmt.Errorf("postgres store: migration file %q is not NNNN_name.up.sql or .down.sql", name)
 		}
-		body, err := migrationFiles.ReadFile("migrations/" + name)
+		body, err := fs.ReadFile(fsys, "migrations/"+name)
 		if err != nil {
 			return nil, fmt.Errorf("postgres store: migration %s: %w", name, err)
 		}
@@ -55,6 +59,9 @@ func loadMigrations() ([]migration, error) {
 		if m == nil {
 			m = &migration{version: v, name: label}
 			byVersion[v] = m
+		} else if m.name != label {
+			// Two branches that each added version v: renumber one.
+			return nil, fmt.Errorf("postgres store: two migrations are numbered %d (%s and %s): renumber one", v, m.name, label)
 		}
 		if dir == "up" {
 			m.up = string(body)
