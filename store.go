@@ -80,6 +80,13 @@ type TaskStore interface {
 	// the task.
 	FailTask(ctx context.Context, id string, attempt int, f Failure) error
 
+	// SetProgress records how far attempt's generation has come (0 to
+	// 1) on the task, as Task.Progress; ClaimTask resets it to 0. It
+	// changes nothing else (not UpdatedAt). ErrLeaseLost when attempt no
+	// longer holds the task. The service writes it at most once every
+	// ProgressInterval for a running task.
+	SetProgress(ctx context.Context, id string, attempt int, progress float64) error
+
 	// RetryTask gives the task back to the queue (processing -> pending),
 	// ready again after delay; lastErr is kept for operators.
 	// ErrLeaseLost when attempt no longer holds the task.

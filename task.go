@@ -276,6 +276,11 @@ type Task struct {
 	StartedAt  time.Time // when a worker first claimed it (zero before)
 	FinishedAt time.Time // when it reached success or failed
 	ExpiresAt  time.Time // when a finished task and its images are removed
+	// Progress is how far the current attempt's generation has come,
+	// from 0 to 1, as its model reported it (Store.SetProgress); 0 when
+	// it has reported nothing, and again at each new claim. Meaningful
+	// while the task is processing.
+	Progress float64
 }
 
 // CountedAttempts is how many of the task's attempts count against

@@ -56,6 +56,10 @@ func detailsOf(t *imagegen.Task, position int) *wire.TaskDetails {
 	if position >= 0 && t.Status == imagegen.StatusPending {
 		d.QueuePosition = &position
 	}
+	if t.Status == imagegen.StatusProcessing && t.Progress > 0 {
+		p := t.Progress
+		d.Progress = &p
+	}
 	return d
 }
 

@@ -1,9 +1,11 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/wire"
 )
 
@@ -217,4 +220,38 @@ func TestTimesAreMilliseconds(t *testing.T) {
 	for _, entry := range ledger.Entries {
 		is.True(ms.MatchString(entry.CreatedAt))
 	}
+}
+
+// A processing task whose model reports progress shows it in the full
+// view, from 0 to 1; the basic view stays exactly task_id and status,
+// and a task without reports has none.
+func TestFullViewProgress(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	reported, release := make(chan struct{}), make(chan struct{})
+	e.model.Then(func(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+		g.ReportProgress(0.375)
+		close(reported)
+		<-release
+		return imagegentest.Succeed()(ctx, g)
+	})
+	w := e.submit(e.key, t2i)
+	is.Equal(w.Code, http.StatusCreated)
+	id := taskID(t, &exchange{respBody: w.Body.Bytes()})
+	_, keys := fields(t, e.do("GET", "/api/v1/tasks/"+id+"?view=full", e.key, ""))
+	is.True(!slices.Contains(keys, "progress")) // pending: none yet
+
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = e.svc.RunOnce(context.Background()) }()
+	<-reported
+	m, keys := fields(t, e.do("GET", "/api/v1/tasks/"+id+"?view=full", e.key, ""))
+	is.Equal(m["status"], "processing")
+	is.Equal(m["progress"], 0.375)
+	is.Equal(keys, []string{"created_at", "model", "progress", "seed", "started_at", "status", "task_id"})
+	_, keys = fields(t, e.poll(e.key, id))
+	is.Equal(keys, []string{"status", "task_id"}) // the basic view is the interface's
+	close(release)
+	<-done
+	_, keys = fields(t, e.do("GET", "/api/v1/tasks/"+id+"?view=full", e.key, ""))
+	is.True(!slices.Contains(keys, "progress")) // finished: none
 }

@@ -48,6 +48,10 @@ type TaskDetails struct {
 	// QueuePosition, while the task is pending, is how many pending
 	// tasks (of every user) are ahead of it in the work queue.
 	QueuePosition *int `json:"queue_position,omitempty"`
+	// Progress, while the task is processing on a model that reports
+	// it (ComfyUI, sdapi servers, Black Forest Labs), is how far the
+	// generation has come, from 0 to 1; absent until it reports.
+	Progress *float64 `json:"progress,omitempty"`
 }
 
 // TaskList is the body of GET /api/v1/tasks.

@@ -43,6 +43,7 @@ func (s *Store) claim(now time.Time, lease time.Duration) (*imagegen.Task, error
 	s.dequeue(r)
 	r.task.Status = imagegen.StatusProcessing
 	r.task.Attempt++
+	r.task.Progress = 0
 	r.task.LeaseUntil = now.Add(lease)
 	r.task.UpdatedAt = now
 	if r.task.StartedAt.IsZero() {
@@ -60,6 +61,12 @@ func (s *Store) RenewLease(_ context.Context, id string, attempt int, lease time
 		r.task.LeaseUntil = now.Add(lease)
 		r.task.UpdatedAt = now
 	})
+}
+
+// SetProgress records the generation's progress on the task attempt
+// holds.
+func (s *Store) SetProgress(_ context.Context, id string, attempt int, progress float64) error {
+	return s.asHolder(id, attempt, func(r *record, _ time.Time) { r.task.Progress = progress })
 }
 
 // RetryTask gives the task back to the queue, ready after delay.

@@ -42,7 +42,7 @@ WITH async AS (
 ), claimed AS (
 	UPDATE {schema}.tasks t
 	SET status = 'processing', attempt = t.attempt + 1, started_at = coalesce(t.started_at, {now}),
-		lease_until = {now} + $2 * interval '1 microsecond', updated_at = {now}
+		lease_until = {now} + $2 * interval '1 microsecond', updated_at = {now}, progress = 0
 	FROM ready, async WHERE t.id = ready.id
 	RETURNING t.*, ready.first
 ), hooks AS (
@@ -108,6 +108,14 @@ func (s *Store) RenewLease(ctx context.Context, id string, attempt int, lease ti
 	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.tasks
 		SET lease_until = {now} + $4 * interval '1 microsecond', updated_at = {now}
 		WHERE `+holds), s.nowArg(), id, attempt, micros(lease))
+	return holderResult(id, attempt, tag, err)
+}
+
+// SetProgress records the generation's progress on the task attempt
+// holds.
+func (s *Store) SetProgress(ctx context.Context, id string, attempt int, progress float64) error {
+	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.tasks SET progress = $3
+		WHERE id = $1 AND status = 'processing' AND attempt = $2`), id, attempt, progress)
 	return holderResult(id, attempt, tag, err)
 }
 

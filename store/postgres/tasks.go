@@ -158,7 +158,7 @@ func newTaskRequest(t *imagegen.Task) ([]byte, error) {
 
 // taskColumns are the columns scanTask reads, in its order.
 const taskColumns = `id, owner, request, model, cost, status, attempt, released, lease_until, run_after, images,
-	error, error_code, last_error, refunded, request_id, created_at, updated_at, started_at, finished_at, expires_at, seq`
+	error, error_code, last_error, refunded, request_id, created_at, updated_at, started_at, finished_at, expires_at, seq, progress`
 
 // scanTask reads one row of taskColumns.
 func scanTask(row pgx.Row) (*imagegen.Task, int64, error) {
@@ -172,7 +172,7 @@ func scanTask(row pgx.Row) (*imagegen.Task, int64, error) {
 		seq                        int64
 	)
 	err := row.Scan(&t.ID, &t.Owner, &req, &t.Model, &t.Cost, &status, &t.Attempt, &t.Released, &lease, &runAfter, &t.Images,
-		&t.Error, &code, &t.LastError, &t.Refunded, &t.RequestID, &created, &updated, &started, &finished, &expires, &seq)
+		&t.Error, &code, &t.LastError, &t.Refunded, &t.RequestID, &created, &updated, &started, &finished, &expires, &seq, &t.Progress)
 	if err != nil {
 		return nil, 0, err
 	}

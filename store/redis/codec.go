@@ -56,6 +56,7 @@ func decodeTask(f map[string]string) (*imagegen.Task, error) {
 	t.UpdatedAt = msTime(cmp.Or(f["updated"], f["created"])) // a new task has only "created"
 	t.FinishedAt = msTime(f["finished"])
 	t.ExpiresAt = msTime(f["expires"])
+	t.Progress, _ = strconv.ParseFloat(f["progress"], 64)
 	return t, nil
 }
 

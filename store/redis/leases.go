@@ -44,7 +44,7 @@ for i = 4, #KEYS do
     redis.call('ZREM', KEYS[1], id)
     if redis.call('HGET', KEYS[i], 'status') == 'pending' then
       redis.call('HINCRBY', KEYS[i], 'attempt', 1)
-      redis.call('HSET', KEYS[i], 'status', 'processing', 'lease_until', now + lease, 'updated', now)
+      redis.call('HSET', KEYS[i], 'status', 'processing', 'lease_until', now + lease, 'updated', now, 'progress', 0)
       if redis.call('HSETNX', KEYS[i], 'started', now) == 1 and wants(KEYS[i], 'processing') then
         redis.call('ZADD', KEYS[3], now, id .. ':processing')
       end
@@ -127,6 +127,25 @@ return 1
 func (s *Store) RenewLease(ctx context.Context, id string, attempt int, lease time.Duration) error {
 	return s.runHolder(ctx, renewScript, id, attempt,
 		[]string{s.k.task(id), s.k.leases()}, ms(lease), id)
+}
+
+// progressScript records a generation's progress on the task.
+//
+//	KEYS[1] task
+//	ARGV[1] now   ARGV[2] attempt  ARGV[3] progress
+//
+// Returns 1, or 0 when attempt does not hold the lease.
+var progressScript = newScript(`
+if not holds(KEYS[1], ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], 'progress', ARGV[3])
+return 1
+`)
+
+// SetProgress records the generation's progress on the task attempt
+// holds.
+func (s *Store) SetProgress(ctx context.Context, id string, attempt int, progress float64) error {
+	return s.runHolder(ctx, progressScript, id, attempt, []string{s.k.task(id)},
+		strconv.FormatFloat(progress, 'f', -1, 64))
 }
 
 // retryScript gives a task back to the queue, ready after a delay.

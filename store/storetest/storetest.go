@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"FencingTokenGuardsEveryFinish", testFencing},
 		{"ExpiredLeaseIsReclaimed", testLeaseExpiry},
 		{"RenewedLeaseIsKept", testLeaseRenewal},
+		{"ProgressOfTheHolder", testProgress},
 		{"MaxAttemptsFailsAndRefunds", testMaxAttempts},
 		{"RecoveryReportsWhatItMoved", testRecoveryReport},
 		{"RecoveryReportsNoRefundForAFreeRetry", testRecoveryReportsNoRefundForAFreeRetry},
