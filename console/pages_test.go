@@ -138,3 +138,37 @@ func TestSignOutIsConfirmed(t *testing.T) {
 	p = b.submitForm("/console/keys", "/console/signout/everywhere", nil)
 	contains(t, p, `id="notice">You are signed out everywhere`)
 }
+
+// The page of a running task whose model reported progress shows a
+// progress bar at it, and the JSON the page polls carries it.
+func TestTaskPageProgressBar(t *testing.T) {
+	h := newHoldingFixture(t)
+	b := h.browser(t)
+	b.signIn(h.user(t, "bob", 3))
+	id := h.submit(t, "bob", "a long one")
+	deadline := time.Now().Add(10 * time.Second)
+	var task *imagegen.Task
+	for { // the worker takes it up
+		tk, err := h.svc.Task(context.Background(), "bob", id)
+		if err == nil && tk.Status == imagegen.StatusProcessing {
+			task = tk
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task was not taken up: %+v %v", tk, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	contains(t, b.get("/console/tasks/"+id), `<progress id="progress-bar" max="1" value="0" hidden>`)
+	if err := h.store.SetProgress(context.Background(), id, task.Attempt, 0.625); err != nil {
+		t.Fatal(err)
+	}
+	contains(t, b.get("/console/tasks/"+id), `<progress id="progress-bar" max="1" value="0.625">`, `62% done`)
+	var js struct {
+		Progress float64 `json:"progress"`
+	}
+	jp := b.get("/console/api/tasks/" + id)
+	if err := json.Unmarshal([]byte(jp.body), &js); err != nil || js.Progress != 0.625 {
+		t.Errorf("the JSON endpoint: %d %v, progress %v", jp.status, err, js.Progress)
+	}
+}

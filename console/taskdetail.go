@@ -46,6 +46,8 @@ func describe(t *imagegen.Task, now time.Time, position int) taskShown {
 		s.Progress = fmt.Sprintf("Waiting in the queue: %d task%s ahead of it.", position, plural(position))
 	case t.Status == imagegen.StatusPending:
 		s.Progress = "Waiting in the queue."
+	case t.Status == imagegen.StatusProcessing && t.Progress > 0:
+		s.Progress = fmt.Sprintf("Generating (attempt %d): %d%% done, for %s so far.", max(attempts, 1), int(t.Progress*100), span(now.Sub(t.StartedAt)))
 	case t.Status == imagegen.StatusProcessing:
 		s.Progress = fmt.Sprintf("Generating (attempt %d), for %s so far.", max(attempts, 1), span(now.Sub(t.StartedAt)))
 	case t.Status == imagegen.StatusSuccess:

@@ -53,3 +53,22 @@ func TestDescribeSaysWhereTheTaskIs(t *testing.T) {
 		}
 	}
 }
+
+// A running task whose model reports progress says how far it is, and
+// the page's view carries it for the bar; a finished one does not.
+func TestProgressIsShown(t *testing.T) {
+	created := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	started := created.Add(time.Second)
+	running := imagegen.Task{Status: imagegen.StatusProcessing, CreatedAt: created, StartedAt: started, Attempt: 1, Progress: 0.426}
+	if got := describe(&running, started.Add(3*time.Second), -1).Progress; got != "Generating (attempt 1): 42% done, for 3.0 s so far." {
+		t.Errorf("describe: %q", got)
+	}
+	if got := progressOf(&running); got != 0.426 {
+		t.Errorf("progressOf(running) = %v", got)
+	}
+	done := running
+	done.Status = imagegen.StatusSuccess
+	if got := progressOf(&done); got != 0 {
+		t.Errorf("progressOf(done) = %v; want 0", got)
+	}
+}

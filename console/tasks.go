@@ -29,9 +29,13 @@ type taskView struct {
 	StartedAt   time.Time       `json:"started_at,omitzero"`
 	FinishedAt  time.Time       `json:"finished_at,omitzero"`
 	Shown       taskShown       `json:"shown"` // progress and timings, as the page writes them
-	Terminal    bool            `json:"terminal"`
-	Cancellable bool            `json:"cancellable"`
-	Balance     int64           `json:"credits_remaining"`
+	// Progress is how far a processing task's generation has come (0
+	// to 1) when its model reports it, for the page's progress bar; 0
+	// otherwise.
+	Progress    float64 `json:"progress"`
+	Terminal    bool    `json:"terminal"`
+	Cancellable bool    `json:"cancellable"`
+	Balance     int64   `json:"credits_remaining"`
 }
 
 func (c *Console) view(t *imagegen.Task) taskView {
@@ -52,6 +56,7 @@ func (c *Console) view(t *imagegen.Task) taskView {
 		StartedAt:   t.StartedAt,
 		FinishedAt:  t.FinishedAt,
 		Shown:       describe(t, c.cfg.Clock.Now(), -1),
+		Progress:    progressOf(t),
 		Terminal:    t.Status.Terminal(),
 		Cancellable: !t.Status.Terminal(),
 	}
@@ -77,6 +82,14 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request) {
 		d.Tasks = append(d.Tasks, c.view(t))
 	}
 	c.renderPage(w, r, "tasks", "Tasks", d, flash(r))
+}
+
+// progressOf is a processing task's reported progress, else 0.
+func progressOf(t *imagegen.Task) float64 {
+	if t.Status != imagegen.StatusProcessing {
+		return 0
+	}
+	return t.Progress
 }
 
 // taskPage shows one of the user's tasks; another user's task, or none,

@@ -40,6 +40,11 @@
         var el = document.getElementById("shown-" + k);
         if (el && t.shown[k]) { el.textContent = t.shown[k]; }
       });
+      var bar = document.getElementById("progress-bar");
+      if (bar) { // the model's progress, while it reports one
+        bar.hidden = t.terminal || !(t.progress > 0);
+        if (t.progress > 0) { bar.value = t.progress; }
+      }
       if (!t.terminal) { return; }
       var cancel = document.getElementById("cancel");
       if (cancel) { cancel.remove(); }
@@ -71,7 +76,10 @@
     }
 
     function poll() {
-      fetch(url + "?wait=20", { credentials: "same-origin", headers: { "Accept": "application/json" } })
+      // A running task's progress moves without the task ending: come back
+      // every few seconds while it runs (the server records it every 2 s).
+      var wait = document.getElementById("status").textContent === "processing" ? 4 : 20;
+      fetch(url + "?wait=" + wait, { credentials: "same-origin", headers: { "Accept": "application/json" } })
         .then(function (res) {
           if (res.status === 429) { // too many waits or reads of this session: come back when told
             var after = parseInt(res.headers.get("Retry-After"), 10);
