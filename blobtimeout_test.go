@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"testing"
 	"time"
 
@@ -68,11 +69,11 @@ func (b stallingBody) Read(p []byte) (int, error) {
 	if err := sleepCtx(b.ctx, b.stall); err != nil {
 		return 0, err
 	}
-	return b.ReadCloser.Read(p[:min(len(p), 10)]) // ten bytes a read
+	return b.ReadCloser.Read(p[:min(len(p), 4)]) // four bytes a read
 }
 
 // stalledService stores one 100-byte image through a service whose
-// BlobStore stalls as s says, with a BlobTimeout of 100ms.
+// BlobStore stalls as s says, with a BlobTimeout of 300ms.
 func stalledService(t *testing.T, s stallingBlobs) (*imagegen.Service, *imagegen.Image) {
 	t.Helper()
 	is := is.New(t)
@@ -83,7 +84,7 @@ func stalledService(t *testing.T, s stallingBlobs) (*imagegen.Service, *imagegen
 	})
 	f := newFixture(t, model, func(c *imagegen.Config) {
 		c.Store = memory.New(memory.Config{Clock: c.Clock, Retention: time.Hour, Blobs: s})
-		c.BlobTimeout = 100 * time.Millisecond
+		c.BlobTimeout = 300 * time.Millisecond
 		c.OrphanGrace = imagegen.MinOrphanGrace
 	})
 	sub := f.submitFunded(t, "u")
@@ -116,11 +117,13 @@ func TestBlobReadsHaveADeadline(t *testing.T) {
 	// A slow read whose every step answers in time is not cut short:
 	// the deadline is per call, not for the whole download.
 	svc, img = stalledService(t, stallingBlobs{readStall: 20 * time.Millisecond})
+	start = time.Now()
 	rd, err = svc.ReadImage(ctx, img, 0, img.Size)
 	is.NoErr(err)
-	got, err := io.ReadAll(rd) // ten reads of 20ms: twice the deadline in all
+	got, err := io.ReadAll(rd) // 25 reads of 20ms
 	is.NoErr(err)
 	is.Equal(len(got), 100)
+	is.True(time.Since(start) > 300*time.Millisecond) // longer than one deadline in all
 }
 
 func TestBlobListHasADeadlinePerBlob(t *testing.T) {
@@ -130,16 +133,16 @@ func TestBlobListHasADeadlinePerBlob(t *testing.T) {
 		timeout bool
 	}{
 		{time.Hour, true},              // stops answering after the first blob
-		{20 * time.Millisecond, false}, // ten blobs 20ms apart: twice the deadline in all, each in time
+		{20 * time.Millisecond, false}, // 30 blobs 20ms apart: twice the deadline in all, each in time
 	} {
 		inner := blobmemory.New(blobmemory.Config{})
-		for i := range 10 {
-			is.NoErr(inner.Put(ctx, "blob-"+string(rune('a'+i)), bytes.NewReader([]byte("x")), 1, "image/png"))
+		for i := range 30 {
+			is.NoErr(inner.Put(ctx, "blob-"+strconv.Itoa(i), bytes.NewReader([]byte("x")), 1, "image/png"))
 		}
 		svc, err := imagegen.New(imagegen.Config{
 			Store:       memory.New(memory.Config{Retention: time.Hour, Blobs: stallingBlobs{BlobStore: inner, listStall: c.stall}}),
 			Model:       imagegentest.NewModel(1),
-			BlobTimeout: 100 * time.Millisecond,
+			BlobTimeout: 300 * time.Millisecond,
 			Logger:      quiet,
 		})
 		is.NoErr(err)
