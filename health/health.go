@@ -3,12 +3,23 @@
 //	GET /healthz  liveness: 200 {"status":"ok"} while the process serves
 //	              HTTP at all; it touches nothing else.
 //	GET /readyz   readiness: runs every Check at once, each bounded by
-//	              Config.Timeout, and answers 200 {"status":"ready"} or
-//	              503 {"status":"unavailable","down":["store"]}.
+//	              Config.Timeout, and answers 200 {"status":"ready",...}
+//	              or 503 {"status":"unavailable","down":["store"],...}.
+//
+// Both answers carry "checks", the state of every check by name: "ok",
+// or why it failed in a word: "connection refused", "timeout" (no answer
+// in time) or "failed" (any other error). A check marked Optional (the
+// image store, in package server) does not make the process unready: its
+// failure is listed under "degraded" and the answer stays 200.
 //
 // A failing check is logged when the answer changes (not at every probe).
-// The 503 body names what is down; the error text is added only with
+// The error text of each failing check is added under "errors" only with
 // Config.ShowErrors (for an operators' listener, not a public port).
+//
+// A check gets a context that ends a tenth of Timeout before the answer
+// is due, so a check that gives up with its context reports its own
+// error (say, the refused connection its client kept retrying); one that
+// does not answer at all is "timeout: no answer within <Timeout>".
 package health
 
 import (
@@ -18,8 +29,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -27,6 +40,11 @@ import (
 type Check struct {
 	Name  string // e.g. "store", "model"
 	Check func(ctx context.Context) error
+	// Optional: a failure is reported (under "degraded") but the
+	// process stays ready: for a dependency whose outage hits every
+	// process alike, so that taking this one out of service helps no
+	// one.
+	Optional bool
 }
 
 // Config configures a Handler.
@@ -42,8 +60,10 @@ type Config struct {
 
 // Handler serves /healthz and /readyz.
 type Handler struct {
-	cfg      Config
-	wasReady atomic.Bool
+	cfg Config
+	// last sums up the last answer (what was down, what degraded), to
+	// log only its changes.
+	last atomic.Pointer[string]
 }
 
 // New returns a Handler, or an error for a check without a name or func.
@@ -58,7 +78,8 @@ func New(c Config) (*Handler, error) {
 		c.Logger = slog.Default()
 	}
 	h := &Handler{cfg: c}
-	h.wasReady.Store(true)
+	allWell := fmt.Sprint([]string(nil), []string(nil))
+	h.last.Store(&allWell)
 	return h, nil
 }
 
@@ -70,10 +91,46 @@ func (h *Handler) Register(mux *http.ServeMux) {
 
 // Status is the body of both answers.
 type Status struct {
-	Status string            `json:"status"`
-	Down   []string          `json:"down,omitempty"`
+	Status string `json:"status"`
+	// Checks is the state of every check: "ok", "connection refused",
+	// "timeout" or "failed" (readiness only).
+	Checks map[string]string `json:"checks,omitempty"`
+	// Down lists the failed checks that make the process unready.
+	Down []string `json:"down,omitempty"`
+	// Degraded lists the failed Optional checks.
+	Degraded []string `json:"degraded,omitempty"`
+	// Errors holds each failed check's error (Config.ShowErrors only).
 	Errors map[string]string `json:"errors,omitempty"`
 }
+
+// The words of Status.Checks.
+const (
+	StateOK                = "ok"
+	StateConnectionRefused = "connection refused"
+	StateTimeout           = "timeout"
+	StateFailed            = "failed"
+)
+
+// State names what err says of a dependency in a word: StateOK for nil,
+// StateConnectionRefused when its connection was refused (however deep
+// in err), StateTimeout when it did not answer in time, else
+// StateFailed.
+func State(err error) string {
+	var ne net.Error
+	switch {
+	case err == nil:
+		return StateOK
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return StateConnectionRefused
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, errNoAnswer), errors.As(err, &ne) && ne.Timeout():
+		return StateTimeout
+	default:
+		return StateFailed
+	}
+}
+
+// errNoAnswer is the error of a check that did not return in time.
+var errNoAnswer = errors.New("no answer")
 
 // Live answers the liveness probe.
 func (h *Handler) Live(w http.ResponseWriter, _ *http.Request) {
@@ -83,34 +140,55 @@ func (h *Handler) Live(w http.ResponseWriter, _ *http.Request) {
 // Ready runs the checks and answers the readiness probe.
 func (h *Handler) Ready(w http.ResponseWriter, r *http.Request) {
 	errs := h.run(r.Context())
-	if len(errs) == 0 {
-		if !h.wasReady.Swap(true) {
-			h.cfg.Logger.InfoContext(r.Context(), "ready again")
+	st := Status{Status: "ready", Checks: make(map[string]string, len(h.cfg.Checks))}
+	for _, ch := range h.cfg.Checks { // in the configured order
+		err, failed := errs[ch.Name]
+		st.Checks[ch.Name] = State(err)
+		if !failed {
+			continue
 		}
-		write(w, http.StatusOK, Status{Status: "ready"})
+		if ch.Optional {
+			st.Degraded = append(st.Degraded, ch.Name)
+		} else {
+			st.Down = append(st.Down, ch.Name)
+		}
+		if h.cfg.ShowErrors {
+			if st.Errors == nil {
+				st.Errors = map[string]string{}
+			}
+			st.Errors[ch.Name] = State(err) + ": " + err.Error()
+		}
+	}
+	ready := len(st.Down) == 0
+	if summary := fmt.Sprint(st.Down, st.Degraded); *h.last.Swap(&summary) != summary {
+		h.logChange(r.Context(), ready, st, errs)
+	}
+	if !ready {
+		st.Status = "unavailable"
+		write(w, http.StatusServiceUnavailable, st)
 		return
 	}
-	st := Status{Status: "unavailable"}
-	for _, ch := range h.cfg.Checks { // in the configured order
-		if err, down := errs[ch.Name]; down {
-			st.Down = append(st.Down, ch.Name)
-			if h.cfg.ShowErrors {
-				if st.Errors == nil {
-					st.Errors = map[string]string{}
-				}
-				st.Errors[ch.Name] = err.Error()
-			}
-		}
-	}
-	if h.wasReady.Swap(false) {
-		h.cfg.Logger.WarnContext(r.Context(), "not ready", "down", st.Down, "errors", errs)
-	}
-	write(w, http.StatusServiceUnavailable, st)
+	write(w, http.StatusOK, st)
 }
 
-// run runs every check at once and returns the errors by name. A check
-// that ignores its context's deadline counts as down when the deadline
-// passes; it is left to finish on its own.
+// logChange logs a change of the answer: ready again, not ready, or
+// ready with other checks failing.
+func (h *Handler) logChange(ctx context.Context, ready bool, st Status, errs map[string]error) {
+	switch {
+	case ready && len(errs) == 0:
+		h.cfg.Logger.InfoContext(ctx, "ready again")
+	case ready:
+		h.cfg.Logger.WarnContext(ctx, "ready, degraded", "degraded", st.Degraded, "errors", errs)
+	default:
+		h.cfg.Logger.WarnContext(ctx, "not ready", "down", st.Down, "degraded", st.Degraded, "errors", errs)
+	}
+}
+
+// run runs every check at once and returns the errors by name. Each
+// check's context ends a tenth of Timeout early, so one that gives up
+// with it reports its own error; a check that ignores its context counts
+// as down (errNoAnswer) when Timeout passes, and is left to finish on
+// its own.
 func (h *Handler) run(ctx context.Context) map[string]error {
 	type result struct {
 		name string
@@ -118,13 +196,15 @@ func (h *Handler) run(ctx context.Context) map[string]error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
+	checkCtx, cancelChecks := context.WithTimeout(ctx, h.cfg.Timeout-h.cfg.Timeout/10)
+	defer cancelChecks()
 	results := make(chan result, len(h.cfg.Checks))
 	for _, ch := range h.cfg.Checks {
-		go func() { results <- result{ch.Name, ch.Check(ctx)} }()
+		go func() { results <- result{ch.Name, ch.Check(checkCtx)} }()
 	}
 	errs := map[string]error{}
 	for _, ch := range h.cfg.Checks {
-		errs[ch.Name] = fmt.Errorf("no answer within %v", h.cfg.Timeout)
+		errs[ch.Name] = fmt.Errorf("%w within %v", errNoAnswer, h.cfg.Timeout)
 	}
 	for range h.cfg.Checks {
 		select {

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -15,6 +17,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen/health"
+	"github.com/imagegen/imagegen/internal/nettest"
 )
 
 func probe(t *testing.T, mux http.Handler, path string) (int, health.Status) {
@@ -90,4 +93,75 @@ func TestAHangingCheckIsDownAfterTheTimeout(t *testing.T) {
 		is.True(st.Errors["store"] != "")
 		is.Equal(time.Since(start), timeout)
 	})
+}
+
+// Each check's state names the cause: a refused connection is not "no
+// answer" (before, a client that kept retrying a refused connection until
+// the deadline was reported as "no answer within 1s"), an Optional check
+// that fails leaves the process ready, and the body always says how
+// every check stands.
+func TestReadinessNamesTheCause(t *testing.T) {
+	is := is.New(t)
+	refused := nettest.ClosedAddr(t)
+	release := make(chan struct{})
+	defer close(release)
+	h, err := health.New(health.Config{
+		Checks: []health.Check{
+			{Name: "ok", Check: func(context.Context) error { return nil }},
+			{Name: "refused", Check: func(ctx context.Context) error {
+				c, err := (&net.Dialer{}).DialContext(ctx, "tcp", refused)
+				if err == nil {
+					_ = c.Close()
+				}
+				return err
+			}},
+			{Name: "retries-until-the-deadline", Check: func(ctx context.Context) error {
+				<-ctx.Done() // gives up with its context, as a client that keeps retrying does
+				return ctx.Err()
+			}},
+			{Name: "ignores-its-context", Check: func(context.Context) error { <-release; return nil }},
+			{Name: "images", Optional: true, Check: func(ctx context.Context) error {
+				_, err := (&net.Dialer{}).DialContext(ctx, "tcp", refused)
+				return err
+			}},
+		},
+		Timeout:    200 * time.Millisecond,
+		ShowErrors: true,
+		Logger:     slog.New(slog.DiscardHandler),
+	})
+	is.NoErr(err)
+	mux := http.NewServeMux()
+	h.Register(mux)
+	code, st := probe(t, mux, "/readyz")
+	is.Equal(code, http.StatusServiceUnavailable)
+	is.Equal(st.Checks, map[string]string{
+		"ok": "ok", "refused": "connection refused", "retries-until-the-deadline": "timeout",
+		"ignores-its-context": "timeout", "images": "connection refused",
+	})
+	is.Equal(st.Down, []string{"refused", "retries-until-the-deadline", "ignores-its-context"})
+	is.Equal(st.Degraded, []string{"images"})
+	is.True(strings.HasPrefix(st.Errors["refused"], "connection refused: dial tcp "))
+	is.True(strings.HasPrefix(st.Errors["ignores-its-context"], "timeout: no answer within 200ms"))
+	is.True(strings.HasPrefix(st.Errors["retries-until-the-deadline"], "timeout: context deadline exceeded"))
+}
+
+// An Optional check alone never makes the process unready.
+func TestAnOptionalCheckDegradesOnly(t *testing.T) {
+	is := is.New(t)
+	h, err := health.New(health.Config{
+		Checks: []health.Check{
+			{Name: "store", Check: func(context.Context) error { return nil }},
+			{Name: "blobs", Optional: true, Check: func(context.Context) error { return errors.New("access denied") }},
+		},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	is.NoErr(err)
+	mux := http.NewServeMux()
+	h.Register(mux)
+	code, st := probe(t, mux, "/readyz")
+	is.Equal(code, http.StatusOK)
+	is.Equal(st.Status, "ready")
+	is.Equal(st.Degraded, []string{"blobs"})
+	is.Equal(st.Checks, map[string]string{"store": "ok", "blobs": "failed"})
+	is.Equal(len(st.Errors), 0) // no error text unless ShowErrors
 }

@@ -287,16 +287,41 @@ func (s *Server) newProbes(cfg Config, log *slog.Logger) error {
 }
 
 // ReadyChecks are the readiness checks of a process running a service
-// of cfg: its store answers ("store"), and, when the process runs
-// workers, its model still plans a request ("model", ModelCheck). The
-// probes of New use them, and so does a process that runs only workers.
+// of cfg: its store answers ("store"), its BlobStore answers ("blobs",
+// BlobsCheck, optional), and, when the process runs workers, its model
+// still plans a request ("model", ModelCheck). The probes of New use
+// them, and so does a process that runs only workers.
 func ReadyChecks(cfg imagegen.Config, runsWorkers bool) []health.Check {
-	checks := []health.Check{{Name: "store", Check: cfg.Store.Ping}}
+	checks := []health.Check{{Name: "store", Check: cfg.Store.Ping}, BlobsCheck(cfg.Store.Blobs())}
 	if runsWorkers {
 		checks = append(checks, ModelCheck(cfg.Model))
 	}
 	return checks
 }
+
+// BlobsCheck is the readiness check of the image store (named "blobs"):
+// its Ping when it has one (blob/s3's checks the bucket), else a Stat of
+// a key that is never written, which a store that answers reports as
+// missing. It is Optional: an image store that is down is reported
+// ("degraded", with its cause) but leaves the process ready, since it
+// is down for every process alike and the rest of the API (submits,
+// polls, credits) still works; downloads answer 503 or 504 meanwhile,
+// and workers retry the tasks whose images they cannot store.
+func BlobsCheck(blobs imagegen.BlobStore) health.Check {
+	return health.Check{Name: "blobs", Optional: true, Check: func(ctx context.Context) error {
+		if p, ok := blobs.(interface{ Ping(context.Context) error }); ok {
+			return p.Ping(ctx)
+		}
+		_, err := blobs.Stat(ctx, blobProbeKey)
+		if errors.Is(err, imagegen.ErrBlobNotFound) {
+			return nil
+		}
+		return err
+	}}
+}
+
+// blobProbeKey is the key BlobsCheck looks up: never written.
+const blobProbeKey = "imagegen-readiness-probe"
 
 // ModelCheck is the readiness check of a model (named "model"): it must
 // still plan a request, that is its configuration is whole. Plan does

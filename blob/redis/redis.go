@@ -29,6 +29,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/blob/blobkit"
+	"github.com/imagegen/imagegen/internal/dialwatch"
 	"github.com/imagegen/imagegen/internal/groupcommit"
 	"github.com/imagegen/imagegen/internal/redisglob"
 )
@@ -57,6 +58,7 @@ type Store struct {
 	ttl   time.Duration
 	clock imagegen.Clock
 	sets  groupcommit.Batcher[blobSet, struct{}]
+	dials *dialwatch.Watch // names a refused connection behind a deadline
 }
 
 // New returns a Store on rdb.
@@ -75,6 +77,7 @@ func New(rdb goredis.UniversalClient, c Config) (*Store, error) {
 		ttl:   c.TTL,
 		clock: cmp.Or[imagegen.Clock](c.Clock, imagegen.SystemClock{}),
 	}
+	s.dials = dialwatch.Attach(rdb)
 	s.sets = groupcommit.Batcher[blobSet, struct{}]{Run: s.runSets, MaxBatch: 64, MaxInFlight: 4,
 		Size: func(b blobSet) int { return len(b.value) }, MaxSize: 16 << 20}
 	return s, nil
@@ -152,13 +155,14 @@ func (s *Store) stat(ctx context.Context, key string) (imagegen.BlobInfo, int64,
 	}
 	var head *goredis.StringCmd
 	var n *goredis.IntCmd
+	start := time.Now()
 	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		n = p.StrLen(ctx, s.pre+key)
 		head = p.GetRange(ctx, s.pre+key, 0, int64(headerLen)-1)
 		return nil
 	})
 	if err != nil {
-		return imagegen.BlobInfo{}, 0, fmt.Errorf("redis blobs: stat %s: %w", key, err)
+		return imagegen.BlobInfo{}, 0, fmt.Errorf("redis blobs: stat %s: %w", key, s.dials.Explain(err, start))
 	}
 	if n.Val() == 0 { // a missing key; every value written has a header
 		return imagegen.BlobInfo{}, 0, fmt.Errorf("redis blobs: %s: %w", key, imagegen.ErrBlobNotFound)

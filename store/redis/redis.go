@@ -57,6 +57,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	blobredis "github.com/imagegen/imagegen/blob/redis"
+	"github.com/imagegen/imagegen/internal/dialwatch"
 	"github.com/imagegen/imagegen/internal/groupcommit"
 )
 
@@ -112,6 +113,7 @@ type Store struct {
 	creates   groupcommit.Batcher[createArgs, createResult]
 	completes groupcommit.Batcher[holderCall, struct{}]
 	watch     watcher
+	dials     *dialwatch.Watch // names a refused connection behind a deadline
 
 	waitReplicas int           // WAIT for this many replicas after acknowledged changes (0: none)
 	waitTimeout  time.Duration // bound of each WAIT
@@ -143,6 +145,7 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 	s.creates = groupcommit.Batcher[createArgs, createResult]{Run: s.runCreates, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
 	s.completes = groupcommit.Batcher[holderCall, struct{}]{Run: s.runCompletes, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
 	s.watch = watcher{rdb: rdb, channel: s.k.finished()}
+	s.dials = dialwatch.Attach(rdb)
 	s.blobs = o.Blobs
 	if s.blobs == nil {
 		blobs, err := blobredis.New(rdb, blobredis.Config{
@@ -156,10 +159,13 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 	return s, nil
 }
 
-// Ping checks that Redis answers.
+// Ping checks that Redis answers. When it does not, the error names the
+// last failed connection attempt too (a refused connection, say), not
+// only the deadline that go-redis's retries ran into.
 func (s *Store) Ping(ctx context.Context) error {
+	start := time.Now()
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis store: ping: %w", err)
+		return fmt.Errorf("redis store: ping: %w", s.dials.Explain(err, start))
 	}
 	return nil
 }
