@@ -33,10 +33,14 @@ type comfyFake struct {
 	prompts []map[string]any
 	uploads []string
 	sizes   map[string][2]int
+	// release, when a prompt's text says "slowly", holds its end (after
+	// its progress message) until it is closed.
+	release chan struct{}
+	slow    map[string]bool
 }
 
 func newComfyFake(t *testing.T) *comfyFake {
-	f := &comfyFake{t: t, conns: map[string]*websocket.Conn{}, sizes: map[string][2]int{}}
+	f := &comfyFake{t: t, conns: map[string]*websocket.Conn{}, sizes: map[string][2]int{}, release: make(chan struct{}), slow: map[string]bool{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	return f
@@ -83,6 +87,9 @@ func (f *comfyFake) serve(w http.ResponseWriter, r *http.Request) {
 		f.prompts = append(f.prompts, body.Prompt)
 		for _, n := range body.Prompt {
 			node := n.(map[string]any)
+			if text, _ := node["inputs"].(map[string]any)["text"].(string); strings.Contains(text, "slowly") {
+				f.slow[id] = true
+			}
 			if c := node["class_type"]; c == "EmptyLatentImage" || c == "ImageScale" {
 				in := node["inputs"].(map[string]any)
 				f.sizes[id] = [2]int{int(in["width"].(float64)), int(in["height"].(float64))}
@@ -124,6 +131,16 @@ func (f *comfyFake) run(client, id string) {
 	}
 	ctx := context.Background()
 	_ = conn.Write(ctx, websocket.MessageText, []byte(fmt.Sprintf(`{"type":"progress","data":{"value":10,"max":20,"prompt_id":%q,"node":"3"}}`, id)))
+	f.mu.Lock()
+	slow := f.slow[id]
+	f.mu.Unlock()
+	if slow {
+		select {
+		case <-f.release:
+		case <-time.After(time.Minute):
+			f.t.Errorf("prompt %s was never released", id)
+		}
+	}
 	_ = conn.Write(ctx, websocket.MessageText, []byte(fmt.Sprintf(`{"type":"executing","data":{"node":null,"prompt_id":%q}}`, id)))
 }
 
@@ -159,7 +176,8 @@ func (f *comfyFake) texts(i int) []string {
 // ComfyUI-compatible server: text-to-image posts a workflow carrying
 // the prompt, the task's seed and a latent of the requested ratio;
 // image-to-image loads the reference by the name /upload/image
-// returned; both succeed.
+// returned; both succeed. A running prompt's websocket progress shows in
+// the task's full view (adapter, worker, store and API together).
 func TestServeComfyUI(t *testing.T) {
 	is := is.New(t)
 	const key = "test-demo-key-0123456789"
@@ -195,6 +213,25 @@ func TestServeComfyUI(t *testing.T) {
 	f.mu.Unlock()
 	is.Equal(len(uploaded), 1)
 	is.Equal(f.input(1, "LoadImage", "image"), uploaded[0])
+
+	// While a prompt runs, the progress ComfyUI sends on the websocket
+	// (10 of 20 steps) shows in the task's full view; the basic view
+	// stays task_id and status.
+	code, sub = s.call(t, "POST", "/api/v1/generate", key, `{"scene":"text-to-image","prompt":"a fox, slowly"}`)
+	is.Equal(code, http.StatusCreated)
+	id := sub["task_id"].(string)
+	var full map[string]any
+	waitUntil(t, 20*time.Second, "the full view shows progress", func() bool {
+		_, full = s.call(t, "GET", "/api/v1/tasks/"+id+"?view=full", key, "")
+		return full["progress"] != nil
+	})
+	is.Equal(full["status"], "processing")
+	is.Equal(full["progress"], 0.5)
+	_, basic := s.call(t, "GET", "/api/v1/tasks/"+id, key, "")
+	is.Equal(len(basic), 2) // task_id and status
+	close(f.release)
+	task = s.waitTask(t, key, id)
+	is.Equal(task["status"], "success")
 	is.NoErr(s.stop())
 }
 
