@@ -29,7 +29,7 @@ type pgEnv struct {
 	pool             *pgxpool.Pool // the test's own connections
 }
 
-func newPGEnv(t *testing.T) pgEnv {
+func newPGEnv(t testing.TB) pgEnv {
 	t.Helper()
 	pool := pgtest.Connect(t)
 	schema := pgtest.Schema(t, pool)

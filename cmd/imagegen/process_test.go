@@ -37,7 +37,7 @@ var (
 )
 
 // imagegenBinary builds this command once per test run.
-func imagegenBinary(t *testing.T) string {
+func imagegenBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "imagegen-bin-")
@@ -148,7 +148,7 @@ type proc struct {
 }
 
 // startImagegen runs the binary with args and collects its output.
-func startImagegen(t *testing.T, args ...string) *proc {
+func startImagegen(t testing.TB, args ...string) *proc {
 	t.Helper()
 	p := &proc{cmd: exec.Command(imagegenBinary(t), args...), done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), "IMAGEGEN_DEMO_KEY=") // nothing from the environment
@@ -186,7 +186,7 @@ func (p *proc) signal(sig syscall.Signal) {
 }
 
 // stop sends SIGTERM and waits for a clean exit.
-func (p *proc) stop(t *testing.T) {
+func (p *proc) stop(t testing.TB) {
 	t.Helper()
 	p.signal(syscall.SIGTERM)
 	select {
@@ -210,7 +210,7 @@ var apiLine = regexp.MustCompile(`api=(http://127\.0\.0\.1:\d+)/api/v1`)
 
 // startServeProcess runs `imagegen serve` on a free port and returns its
 // base URL.
-func startServeProcess(t *testing.T, args ...string) (*proc, string) {
+func startServeProcess(t testing.TB, args ...string) (*proc, string) {
 	t.Helper()
 	p := startImagegen(t, append([]string{"serve", "-addr", "127.0.0.1:0"}, args...)...)
 	var base string
@@ -240,7 +240,7 @@ func freePort(t *testing.T) int {
 }
 
 // waitUntil polls cond every 20 ms until it holds or the time is up.
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
+func waitUntil(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {
