@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // Config configures a Service. Store and Model are required; every other
@@ -271,7 +269,7 @@ func (s *Service) prepareTask(ctx context.Context, owner string, req Request) (*
 	}
 	req.Seed = seedFor(req, plan)
 	return &Task{
-		ID:        uuid.NewString(),
+		ID:        NewOwnedID(owner),
 		Owner:     owner,
 		Request:   req,
 		Model:     plan.Model,

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-
-	"github.com/google/uuid"
 )
 
 // errImageBytes marks complete's errors of the BlobStore: the bytes were
@@ -26,7 +24,7 @@ func (s *Service) complete(ctx context.Context, t *Task, gen []GeneratedImage) e
 	for i, g := range gen {
 		sum := sha256.Sum256(g.Data)
 		imgs[i] = Image{
-			ID: uuid.NewString(), TaskID: t.ID, Owner: t.Owner, ContentType: g.ContentType,
+			ID: NewOwnedID(t.Owner), TaskID: t.ID, Owner: t.Owner, ContentType: g.ContentType,
 			Size: int64(len(g.Data)), Checksum: hex.EncodeToString(sum[:]),
 		}
 		if err := blobs.Put(ctx, imgs[i].ID, bytes.NewReader(g.Data), imgs[i].Size, g.ContentType); err != nil {
