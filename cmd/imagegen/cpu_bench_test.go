@@ -179,8 +179,8 @@ func openStore(b *testing.B, storeArgs []string) (store imagegen.Store, workRead
 // runAll runs 16 workers of an instant model (one 1x1 PNG a task) on
 // store until no task is pending or processing.
 func runAll(b *testing.B, store imagegen.Store, workReady <-chan struct{}) {
-	svc, err := imagegen.New(imagegen.Config{Store: store, WorkReady: workReady, Model: imagegentest.NewModel(1),
-		Workers: 16, Logger: slog.New(slog.DiscardHandler)})
+	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1),
+		WorkerConfig: imagegen.WorkerConfig{Workers: 16, WorkReady: workReady}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
