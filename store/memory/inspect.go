@@ -3,7 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
-	"slices"
+	"sort"
 	"strconv"
 	"time"
 
@@ -47,40 +47,48 @@ func (s *Store) ListAllTasks(_ context.Context, f imagegen.TaskFilter, limit int
 	if err != nil {
 		return imagegen.TaskPage{}, err
 	}
-	recs := make([]*record, 0, len(s.tasks))
-	for _, r := range s.tasks {
-		if r.seq < below && matches(r.task, f) {
-			recs = append(recs, r)
-		}
+	if s.allGone > len(s.all)/2 {
+		s.compactAll()
 	}
-	slices.SortFunc(recs, func(a, b *record) int { return -cmpUint(a.seq, b.seq) })
+	// Newest first from below the cursor: a page costs what it walks,
+	// not a sort of every task.
+	i := sort.Search(len(s.all), func(i int) bool { return s.all[i].seq >= below }) - 1
 	var page imagegen.TaskPage
-	for i, r := range recs {
-		if i == limit {
-			page.Next = strconv.FormatUint(recs[i-1].seq, 10)
+	var last uint64 // the seq of the page's last task
+	for ; i >= 0; i-- {
+		r := s.all[i]
+		if s.tasks[r.task.ID] != r || !matches(&r.task, f) {
+			continue // removed by retention, or not asked for
+		}
+		if len(page.Tasks) == limit {
+			page.Next = strconv.FormatUint(last, 10)
 			break
 		}
 		t := copyTask(r.task)
 		page.Tasks = append(page.Tasks, &t)
+		last = r.seq
 	}
 	return page, nil
 }
 
-func matches(t imagegen.Task, f imagegen.TaskFilter) bool {
+// compactAll drops from s.all the tasks that retention removed; s.mu is
+// held. Cursors are sequence numbers, so compaction does not move them.
+func (s *Store) compactAll() {
+	kept := s.all[:0]
+	for _, r := range s.all {
+		if s.tasks[r.task.ID] == r {
+			kept = append(kept, r)
+		}
+	}
+	clear(s.all[len(kept):])
+	s.all, s.allGone = kept, 0
+}
+
+func matches(t *imagegen.Task, f imagegen.TaskFilter) bool {
 	return (f.Owner == "" || t.Owner == f.Owner) &&
 		(f.Status == "" || t.Status == f.Status) &&
 		(f.Since.IsZero() || !t.CreatedAt.Before(f.Since)) &&
 		(f.Until.IsZero() || t.CreatedAt.Before(f.Until))
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // RequeueTask gives a failed task back to the queue, ready now.

@@ -62,7 +62,11 @@ type Store struct {
 
 	watchers taskwatch.Set // WatchTask channels
 
-	ownerTasks   map[string][]string   // owner -> task ids, oldest first (ListTasks)
+	ownerTasks map[string][]string // owner -> task ids, oldest first (ListTasks)
+	// all holds every task in submission order (ListAllTasks); records
+	// that retention removed stay until compactAll, allGone counts them.
+	all          []*record
+	allGone      int
 	idem         map[string]idemRecord // owner\x00key -> idempotency record
 	idemExpiring expiryQueue
 	hooks        map[string]*hook  // task id -> callback delivery
@@ -134,6 +138,7 @@ func (s *Store) sweep(now time.Time) int {
 				}
 			}
 			delete(s.tasks, e.id)
+			s.allGone++
 			n++
 		}
 	}

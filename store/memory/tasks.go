@@ -34,6 +34,7 @@ func (s *Store) CreateTask(_ context.Context, t *imagegen.Task) (int64, error) {
 	if n := len(s.ownerTasks[t.Owner]); n >= 64 && n&(n-1) == 0 {
 		s.compactOwnerTasks(t.Owner) // at powers of two: amortised O(1)
 	}
+	s.all = append(s.all, r)
 	s.enqueue(r)
 	return balance, nil
 }
