@@ -1,3 +1,3 @@
--- Back to version 5: no task progress.
+-- Back to version 6: no task progress.
 
 ALTER TABLE {schema}.tasks DROP COLUMN progress;
