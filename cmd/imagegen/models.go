@@ -117,6 +117,7 @@ type modelDeps struct {
 	fetcher *fetch.Fetcher
 	clock   imagegen.Clock
 	delay   time.Duration // the placeholder's
+	size    int           // the placeholder's long side (0: its default)
 	log     *slog.Logger
 }
 
@@ -160,7 +161,7 @@ func buildModel(c modelChoice, d modelDeps) (imagegen.Model, error) {
 		if c.model != "" {
 			return nil, fmt.Errorf("-model %q: the placeholder has no model names", c)
 		}
-		return placeholder.New(placeholder.Config{Delay: d.delay, Cost: c.cost, Fetcher: d.fetcher, Clock: d.clock})
+		return placeholder.New(placeholder.Config{Delay: d.delay, LongSide: d.size, Cost: c.cost, Fetcher: d.fetcher, Clock: d.clock})
 	}
 	keyVar := apiKeyVar(c.provider)
 	key := d.getenv(keyVar)

@@ -22,6 +22,7 @@ type runtimeConfig struct {
 	model            string
 	workers          int
 	placeholderDelay time.Duration
+	placeholderSize  int
 	allowPrivateURLs bool
 	retention        time.Duration
 	lease            time.Duration
@@ -37,6 +38,7 @@ func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int, storeWhat
 	fs.StringVar(&c.model, "model", placeholder.Name, "the model: placeholder, openai, gemini, fal, replicate, stability, bfl (bfl/flux-pro-1.1, bfl/flux-pro-1.1-ultra, bfl/flux-dev, bfl/flux-kontext-pro) a1111[/CHECKPOINT] (a self-hosted sdapi server at A1111_BASE_URL, optional A1111_API_KEY user:password) or comfyui[/CHECKPOINT or workflow name] (a ComfyUI server at COMFYUI_BASE_URL, optional COMFYUI_API_KEY Bearer token, workflows NAME.json and NAME.img2img.json from COMFYUI_WORKFLOWS), optionally /<model id> and =<cost 1-3>; several, comma-separated, make a fallback chain (keys from OPENAI_API_KEY, GEMINI_API_KEY, FAL_KEY, REPLICATE_API_TOKEN, STABILITY_API_KEY, BFL_API_KEY; <PROVIDER>_BASE_URL points one at another API root)")
 	fs.IntVar(&c.workers, "workers", defaultWorkers, "concurrent generations in this process (0 runs none)")
 	fs.DurationVar(&c.placeholderDelay, "placeholder-delay", 2*time.Second, "how long the placeholder model takes per image")
+	fs.IntVar(&c.placeholderSize, "placeholder-size", 1024, "pixels on the long side of the placeholder model's images, 16 to 4096 (small ones make load tests measure the service rather than PNG encoding)")
 	fs.BoolVar(&c.allowPrivateURLs, "allow-private-urls", false, "let image_input and callback_url URLs point at loopback and private addresses, and callbacks use http (development only)")
 	fs.DurationVar(&c.retention, "retention", 24*time.Hour, "how long finished tasks and their images are kept (use one value for all processes)")
 	fs.StringVar(&c.blobsURL, "blobs", "", "where image bytes are kept: file:///dir, or s3://bucket/prefix?endpoint=URL&region=R&path_style=true&checksum=when_required&create_bucket=true (credentials from the AWS chain; the bucket must exist unless create_bucket=true); empty keeps them beside the records (in this process, or in Redis with -redis). Use one value for all processes")
@@ -59,6 +61,8 @@ func (c runtimeConfig) validate() error {
 		return errors.New("-retention must be positive")
 	case c.placeholderDelay < 0:
 		return errors.New("-placeholder-delay must not be negative")
+	case c.placeholderSize < 16 || c.placeholderSize > 4096:
+		return errors.New("-placeholder-size must be 16 to 4096")
 	case c.shutdownTimeout < 0:
 		return errors.New("-shutdown-timeout must not be negative")
 	case c.lease < time.Second:
@@ -81,7 +85,7 @@ func serviceConfig(c runtimeConfig, getenv func(string) string, be backend, log 
 	if err != nil {
 		return imagegen.Config{}, err
 	}
-	model, err := newModel(c.model, modelDeps{getenv: getenv, fetcher: fetcher, clock: clock, delay: c.placeholderDelay, log: log})
+	model, err := newModel(c.model, modelDeps{getenv: getenv, fetcher: fetcher, clock: clock, delay: c.placeholderDelay, size: c.placeholderSize, log: log})
 	if err != nil {
 		return imagegen.Config{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/groupcommit"
 	"github.com/imagegen/imagegen/internal/redisglob"
 	"github.com/imagegen/imagegen/ratelimit/internal/rolling"
 )
@@ -70,8 +71,11 @@ func (c Config) validate() error {
 // Each key is a sorted set of the times of its accepted requests in the
 // window, named "{" + Prefix + key + "}" (a hash tag, for Redis Cluster).
 // One Lua script per Allow expires old requests, counts and records, so
-// concurrent requests from any number of processes never exceed the limit
-// and each costs one round trip. Time is read inside Redis (TIME, to the
+// concurrent requests from any number of processes never exceed the limit.
+// The script runs of Allow calls made together in one process go to
+// Redis in one pipeline (group commit: calls that arrive while a pipeline
+// is in flight make up the next), so they share one round trip and the
+// server reads and answers them together; a lone call goes at once. Time is read inside Redis (TIME, to the
 // microsecond), so processes with skewed clocks agree. Every key expires a
 // Window after its last accepted request, so memory is bounded by the
 // keys active in one Window. Redis 5 or later is required (a script that
@@ -87,7 +91,18 @@ type Limiter struct {
 	now    func() time.Time // nil: the server's clock
 	// The script's constant arguments, formatted once.
 	windowArg, limitArg, ttlArg string
+	// calls pipelines concurrent Allow calls.
+	calls groupcommit.Batcher[allowCall, []int64]
 }
+
+// allowCall is one Allow's script run: its Redis key and time argument.
+type allowCall struct{ key, now string }
+
+// Pipelining bounds: calls per pipeline, pipelines in flight.
+const (
+	maxBatch    = 64
+	maxInFlight = 4
+)
 
 // New returns a Redis limiter on rdb (a standalone, Sentinel or
 // Cluster client) configured by cfg, with defaults for its zero fields.
@@ -103,7 +118,7 @@ func New(rdb goredis.UniversalClient, cfg Config) (*Limiter, error) {
 	if cfg.Now != nil {
 		ttl = max(ttl, time.Minute)
 	}
-	return &Limiter{
+	r := &Limiter{
 		rdb:       rdb,
 		allow:     goredis.NewScript(allowScript),
 		limit:     cfg.Limit,
@@ -113,7 +128,9 @@ func New(rdb goredis.UniversalClient, cfg Config) (*Limiter, error) {
 		windowArg: strconv.FormatInt(cfg.Window.Microseconds(), 10),
 		limitArg:  strconv.Itoa(cfg.Limit),
 		ttlArg:    strconv.FormatInt(ceilMillis(ttl), 10),
-	}, nil
+	}
+	r.calls = groupcommit.Batcher[allowCall, []int64]{Run: r.runCalls, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
+	return r, nil
 }
 
 // allowScript records one request for a key if the key has room. It
@@ -140,7 +157,7 @@ func (r *Limiter) Allow(ctx context.Context, key string) (imagegen.LimitResult, 
 	if r.now != nil {
 		now = strconv.FormatInt(r.now().UnixMicro(), 10)
 	}
-	v, err := r.allow.Run(ctx, r.rdb, []string{r.redisKey(key)}, now, r.windowArg, r.limitArg, r.ttlArg).Int64Slice()
+	v, err := r.calls.Do(ctx, allowCall{key: r.redisKey(key), now: now})
 	if err != nil {
 		return imagegen.LimitResult{}, fmt.Errorf("ratelimit/redis: allow: %w", err)
 	}
@@ -149,6 +166,40 @@ func (r *Limiter) Allow(ctx context.Context, key string) (imagegen.LimitResult, 
 	}
 	allowed, count, free, at := v[0] == 1, int(v[1]), v[2], v[3]
 	return rolling.Stored(allowed, r.limit, r.window, count, free, at), nil
+}
+
+// runCalls runs a batch of Allow calls as one pipeline of script runs,
+// each still its own atomic script on its own key. A run the server did
+// not know the script for goes again on its own (which loads it).
+func (r *Limiter) runCalls(ctx context.Context, batch []*groupcommit.Call[allowCall, []int64]) {
+	if len(batch) == 1 { // nothing to share: Run loads the script itself when Redis lacks it
+		c := batch[0]
+		c.Res, c.Err = r.run(ctx, r.rdb, c.Req).Int64Slice()
+		return
+	}
+	cmds := make([]*goredis.Cmd, len(batch))
+	_, _ = r.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, c := range batch {
+			cmds[i] = r.allow.EvalSha(ctx, p, []string{c.Req.key}, r.args(c.Req)...)
+		}
+		return nil
+	}) // each command carries its own error
+	for i, c := range batch {
+		c.Res, c.Err = cmds[i].Int64Slice()
+		if goredis.HasErrorPrefix(c.Err, "NOSCRIPT") {
+			c.Res, c.Err = r.run(ctx, r.rdb, c.Req).Int64Slice()
+		}
+	}
+}
+
+// run runs one call's script (EVALSHA, then EVAL if the server lacks it).
+func (r *Limiter) run(ctx context.Context, rdb goredis.Scripter, c allowCall) *goredis.Cmd {
+	return r.allow.Run(ctx, rdb, []string{c.key}, r.args(c)...)
+}
+
+// args are the script's arguments for c.
+func (r *Limiter) args(c allowCall) []any {
+	return []any{c.now, r.windowArg, r.limitArg, r.ttlArg}
 }
 
 // KeyPattern is a SCAN/KEYS pattern that matches every key of the
