@@ -137,16 +137,3 @@ func (f fixture) balance(t *testing.T, owner string) int64 {
 	is.New(t).NoErr(err)
 	return b
 }
-
-// waitFor polls cond until it holds, for at most 5 seconds of real time:
-// it waits for other goroutines to catch up, it measures nothing.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}

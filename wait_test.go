@@ -9,6 +9,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 )
 
 // noWatch hides the store's TaskWatcher, so WaitTask has to poll.
@@ -30,7 +31,7 @@ func (f fixture) waitForNewTask(t *testing.T, timeout time.Duration) (result fun
 		task, err := f.svc.WaitTask(ctx, "u", sub.TaskID, timeout)
 		got <- answer{task, err}
 	}()
-	waitFor(t, func() bool { return f.clock.Waiters() > 0 }) // it is waiting
+	testenv.Eventually(t, 5*time.Second, "the wait begins", func() bool { return f.clock.Waiters() > 0 }) // it is waiting
 	return func() *imagegen.Task {
 		a := <-got
 		is.New(t).NoErr(a.err)

@@ -5,11 +5,13 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 )
 
 // heldCompletes is a store whose CompleteTask waits until release is
@@ -72,7 +74,7 @@ func TestOutcomesAreStoredBesideTheNextGenerations(t *testing.T) {
 		is.Equal(waiting, 4)
 
 		release()
-		waitFor(t, func() bool { return f.succeeded(t, "u", ids) })
+		testenv.Eventually(t, 5*time.Second, "every task succeeds", func() bool { return f.succeeded(t, "u", ids) })
 		is.NoErr(stop())
 		is.Equal(len(f.model.Calls()), 7) // each task ran once
 		_, peak := held.counts()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 )
 
 func TestRunOnceSuccess(t *testing.T) {
@@ -176,9 +177,9 @@ func TestLeaseIsRenewedWhileTheModelRuns(t *testing.T) {
 	<-started
 	// Four lease periods pass in steps of a third; the renewer keeps up.
 	for i := 0; i < 12; i++ {
-		waitFor(t, func() bool { return f.clock.Waiters() > 0 }) // renewer is waiting
+		testenv.Eventually(t, 5*time.Second, "the renewer waits", func() bool { return f.clock.Waiters() > 0 })
 		f.clock.Advance(lease / 3)
-		waitFor(t, func() bool {
+		testenv.Eventually(t, 5*time.Second, "the lease is renewed", func() bool {
 			task := f.task(t, "u", sub.TaskID)
 			return task.LeaseUntil.After(f.clock.Now())
 		})
@@ -216,7 +217,7 @@ func TestRunProcessesConcurrentlyAndStops(t *testing.T) {
 		ids = append(ids, f.submit(t, "u").TaskID)
 	}
 	cancel, stopped := f.runInBackground()
-	waitFor(t, func() bool { return f.succeeded(t, "u", ids) })
+	testenv.Eventually(t, 5*time.Second, "every task succeeds", func() bool { return f.succeeded(t, "u", ids) })
 	cancel()
 	is.NoErr(<-stopped)
 	is.Equal(len(f.model.Calls()), 20) // each task ran once
@@ -246,9 +247,9 @@ func TestRunBoundsConcurrency(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	stopped := make(chan error)
 	go func() { stopped <- f.svc.Run(runCtx) }()
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return running == 2 })
+	testenv.Eventually(t, 5*time.Second, "two generations run", func() bool { mu.Lock(); defer mu.Unlock(); return running == 2 })
 	close(release)
-	waitFor(t, func() bool { return len(f.model.Calls()) == 5 })
+	testenv.Eventually(t, 5*time.Second, "five model calls", func() bool { return len(f.model.Calls()) == 5 })
 	cancel()
 	is.NoErr(<-stopped)
 	is.Equal(peak, 2) // Config.Workers

@@ -7,7 +7,7 @@ import (
 	"github.com/hibiken/asynq"
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/imagegen/imagegen/internal/redistest"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
 )
 
 // asynqOpt puts asynq in the database before imagegen's, so that its own

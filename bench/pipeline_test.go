@@ -11,7 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/internal/redistest"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
 )
 
 // workers is the concurrency of both pipelines.

@@ -13,8 +13,8 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
-	"github.com/imagegen/imagegen/internal/pgtest"
-	"github.com/imagegen/imagegen/internal/redistest"
+	"github.com/imagegen/imagegen/internal/testenv/pgtest"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
 	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/store/postgres"
 )

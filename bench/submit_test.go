@@ -7,7 +7,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/internal/redistest"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
 )
 
 // parallelism is goroutines per CPU in the submit benchmarks: enough

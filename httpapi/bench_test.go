@@ -14,11 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/google/uuid"
+
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/internal/apitest"
 	"github.com/imagegen/imagegen/internal/barehttp"
 	"github.com/imagegen/imagegen/internal/logbuf"
+	"github.com/imagegen/imagegen/internal/testenv/apitest"
 	"github.com/imagegen/imagegen/metrics"
 	"github.com/imagegen/imagegen/server"
 	"github.com/imagegen/imagegen/store/memory"

@@ -20,7 +20,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/internal/apitest"
+	"github.com/imagegen/imagegen/internal/testenv/apitest"
 	"github.com/imagegen/imagegen/ratelimit"
 	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/wire"

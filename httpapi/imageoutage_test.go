@@ -23,7 +23,7 @@ import (
 	blobmemory "github.com/imagegen/imagegen/blob/memory"
 	blobs3 "github.com/imagegen/imagegen/blob/s3"
 	"github.com/imagegen/imagegen/httpapi"
-	"github.com/imagegen/imagegen/internal/s3test"
+	"github.com/imagegen/imagegen/internal/testenv/s3test"
 	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/wire"
 )

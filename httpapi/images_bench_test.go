@@ -20,9 +20,9 @@ import (
 	blobs3 "github.com/imagegen/imagegen/blob/s3"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/internal/apitest"
-	"github.com/imagegen/imagegen/internal/redistest"
-	"github.com/imagegen/imagegen/internal/s3test"
+	"github.com/imagegen/imagegen/internal/testenv/apitest"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
+	"github.com/imagegen/imagegen/internal/testenv/s3test"
 	"github.com/imagegen/imagegen/store/memory"
 )
 

@@ -16,8 +16,8 @@ import (
 
 	blobredis "github.com/imagegen/imagegen/blob/redis"
 	blobs3 "github.com/imagegen/imagegen/blob/s3"
-	"github.com/imagegen/imagegen/internal/redistest"
-	"github.com/imagegen/imagegen/internal/s3test"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
+	"github.com/imagegen/imagegen/internal/testenv/s3test"
 	"github.com/imagegen/imagegen/store/memory"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/internal/apitest"
+	"github.com/imagegen/imagegen/internal/testenv/apitest"
 	"github.com/imagegen/imagegen/wire"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/matryer/is"
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/imagegen/imagegen/internal/pgtest"
+	"github.com/imagegen/imagegen/internal/testenv/pgtest"
 	redislimit "github.com/imagegen/imagegen/ratelimit/redis"
 	"github.com/imagegen/imagegen/server"
 	"github.com/imagegen/imagegen/store/postgres"

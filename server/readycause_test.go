@@ -16,7 +16,7 @@ import (
 	"github.com/imagegen/imagegen/health"
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/internal/nettest"
-	"github.com/imagegen/imagegen/internal/s3test"
+	"github.com/imagegen/imagegen/internal/testenv/s3test"
 	"github.com/imagegen/imagegen/server"
 	"github.com/imagegen/imagegen/store/memory"
 	redisstore "github.com/imagegen/imagegen/store/redis"

@@ -12,19 +12,9 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/fetch"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/webhook"
 )
-
-// waitUntil waits (a bounded while) until cond holds.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatal("waited 10 s for " + what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // A burst of one owner's callbacks to one receiver goes at the pace of
 // its share (PerDestination in flight): those claimed while the share is
@@ -50,14 +40,14 @@ func TestBurstToOneReceiverIsNotHeldForALease(t *testing.T) {
 	defer func() { cancel(); <-stopped }()
 	// The clock stands still: no lease or poll interval passes, and the
 	// share's held deliveries go out as the receiver answers.
-	waitUntil(t, "2 + 16 deliveries", func() bool { return len(f.recv.got()) >= 18 })
+	testenv.Eventually(t, 10*time.Second, "2 + 16 deliveries", func() bool { return len(f.recv.got()) >= 18 })
 	// The rest come back within a few poll intervals (1 s each). The
 	// clock moves only once every claimed delivery has gone out or been
 	// given back and the dispatcher waits for its next poll: the
 	// receiver's pace does not matter.
 	for waited := time.Duration(0); len(f.recv.got()) < n; waited += time.Second {
 		is.True(waited < 20*time.Second) // at most a third of a lease
-		waitUntil(t, "the dispatcher's next poll, with nothing claimed", func() bool {
+		testenv.Eventually(t, 10*time.Second, "the dispatcher's next poll, with nothing claimed", func() bool {
 			return settle.outstanding() == 0 && f.clock.Waiters() > 0
 		})
 		if len(f.recv.got()) < n {
@@ -157,7 +147,7 @@ func TestHeldDeliveriesAreGivenBackAtTheEnd(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); _ = disp.Run(runCtx) }()
-	waitUntil(t, "the dispatcher's poll", func() bool { return f.clock.Waiters() > 0 }) // 2 in flight (hanging), 4 held
+	testenv.Eventually(t, 10*time.Second, "the dispatcher's poll", func() bool { return f.clock.Waiters() > 0 }) // 2 in flight (hanging), 4 held
 	cancel()
 	<-stopped
 	back, err := f.store.ClaimWebhooks(ctx, time.Minute, 10)
@@ -223,7 +213,7 @@ func TestBacklogComesBackInBatches(t *testing.T) {
 	is := is.New(t)
 	f, st, inFlight, disp := hangingFixture(t, 60)
 	runDispatcher(t, disp)
-	waitUntil(t, "2 in flight, 16 held, 42 given back", func() bool { return inFlight() == 2 && st.outstanding() == 18 && f.clock.Waiters() > 0 })
+	testenv.Eventually(t, 10*time.Second, "2 in flight, 16 held, 42 given back", func() bool { return inFlight() == 2 && st.outstanding() == 18 && f.clock.Waiters() > 0 })
 	var want []time.Duration
 	for i := range 42 {
 		want = append(want, time.Duration(1+i/16)*time.Second) // 16 at 1 s, 16 at 2 s, 10 at 3 s
@@ -231,7 +221,7 @@ func TestBacklogComesBackInBatches(t *testing.T) {
 	is.Equal(st.delays(), want)
 
 	f.clock.Advance(time.Second) // 16 come back; the receiver has not moved for a poll interval
-	waitUntil(t, "the 16 claimed again and given back", func() bool { return st.outstanding() == 18 && len(st.postponedNow()) == 16 })
+	testenv.Eventually(t, 10*time.Second, "the 16 claimed again and given back", func() bool { return st.outstanding() == 18 && len(st.postponedNow()) == 16 })
 	for _, d := range st.delays() {
 		is.True(d >= 10*time.Second) // AttemptTimeout
 	}
@@ -244,10 +234,10 @@ func TestHeldDeliveriesNearTheirLeaseEndAreGivenBack(t *testing.T) {
 	is := is.New(t)
 	f, st, inFlight, disp := hangingFixture(t, 6)
 	runDispatcher(t, disp)
-	waitUntil(t, "2 in flight, 4 held", func() bool { return inFlight() == 2 && st.outstanding() == 6 && f.clock.Waiters() > 0 })
+	testenv.Eventually(t, 10*time.Second, "2 in flight, 4 held", func() bool { return inFlight() == 2 && st.outstanding() == 6 && f.clock.Waiters() > 0 })
 	is.Equal(len(st.delays()), 0)
 	f.clock.Advance(41 * time.Second) // a minute's lease, 10 s attempts: 19 s left
-	waitUntil(t, "the 4 given back", func() bool { return len(st.postponedNow()) >= 4 })
+	testenv.Eventually(t, 10*time.Second, "the 4 given back", func() bool { return len(st.postponedNow()) >= 4 })
 	is.Equal(st.delays()[:4], []time.Duration{0, 0, 0, 0})
 	is.Equal(inFlight(), 2) // none of them was started
 }
@@ -269,7 +259,7 @@ func TestEverySlotIsUsed(t *testing.T) {
 	}
 	f.clock.Advance(time.Hour)
 	runDispatcher(t, f.disp)
-	waitUntil(t, "8 deliveries in flight", func() bool {
+	testenv.Eventually(t, 10*time.Second, "8 deliveries in flight", func() bool {
 		total := 0
 		for _, n := range inFlight {
 			total += n()

@@ -11,7 +11,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/blob/blobtest"
 	blobredis "github.com/imagegen/imagegen/blob/redis"
-	"github.com/imagegen/imagegen/internal/redistest"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
 )
 
 func TestConformanceMiniredis(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/blob/blobtest"
 	blobs3 "github.com/imagegen/imagegen/blob/s3"
-	"github.com/imagegen/imagegen/internal/s3test"
+	"github.com/imagegen/imagegen/internal/testenv/s3test"
 )
 
 // newStore returns a store on endpoint under a prefix of the test's own.

@@ -19,8 +19,9 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/blob"
 	"github.com/imagegen/imagegen/blob/blobtest"
-	"github.com/imagegen/imagegen/internal/redistest"
-	"github.com/imagegen/imagegen/internal/s3test"
+	"github.com/imagegen/imagegen/internal/testenv"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
+	"github.com/imagegen/imagegen/internal/testenv/s3test"
 )
 
 // largestValue returns the largest value in Redis (bytes of a string;
@@ -153,7 +154,7 @@ func testServeWithBlobs(t *testing.T, blobsURL string, count func() int, restart
 	var paths []string // the images' signed URLs, host left out
 	for _, id := range ids {
 		var task map[string]any
-		waitUntil(t, 20*time.Second, "task "+id+" succeeds", func() bool {
+		testenv.Eventually(t, 20*time.Second, "task "+id+" succeeds", func() bool {
 			_, task = httpCall(t, "GET", base+"/api/v1/tasks/"+id, key, "")
 			return task["status"] == "success"
 		})
@@ -201,7 +202,7 @@ func testServeWithBlobs(t *testing.T, blobsURL string, count func() int, restart
 	// Retention (30s) ends the records; the sweep then deletes the bytes
 	// (once they are older than -orphan-grace).
 	passTime(31 * time.Second)
-	waitUntil(t, 60*time.Second, "retention removes the images' bytes", func() bool {
+	testenv.Eventually(t, 60*time.Second, "retention removes the images' bytes", func() bool {
 		return count() == 0
 	})
 	resp, _ := get(t, base+paths[0])

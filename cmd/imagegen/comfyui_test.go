@@ -18,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/matryer/is"
 
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/model/provider/providertest"
 )
 
@@ -221,7 +222,7 @@ func TestServeComfyUI(t *testing.T) {
 	is.Equal(code, http.StatusCreated)
 	id := sub["task_id"].(string)
 	var full map[string]any
-	waitUntil(t, 20*time.Second, "the full view shows progress", func() bool {
+	testenv.Eventually(t, 20*time.Second, "the full view shows progress", func() bool {
 		_, full = s.call(t, "GET", "/api/v1/tasks/"+id+"?view=full", key, "")
 		return full["progress"] != nil
 	})

@@ -18,8 +18,8 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/internal/redistest"
 	"github.com/imagegen/imagegen/internal/redisurl"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
 	"github.com/imagegen/imagegen/store/postgres"
 	redisstore "github.com/imagegen/imagegen/store/redis"
 )

@@ -12,6 +12,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	redisstore "github.com/imagegen/imagegen/store/redis"
 )
 
@@ -52,7 +53,7 @@ func killedWorkerTaskFinishedByAnother(t *testing.T, svc *imagegen.Service, stor
 
 	// The first worker takes the task and is killed while generating.
 	slow := worker("-placeholder-delay", "1h", "-lease", "2s", "-workers", "1")
-	waitUntil(t, 20*time.Second, "the first worker claims the task", func() bool {
+	testenv.Eventually(t, 20*time.Second, "the first worker claims the task", func() bool {
 		task, err := svc.Task(ctx, "u", sub.TaskID)
 		return err == nil && task.Status == imagegen.StatusProcessing
 	})
@@ -60,7 +61,7 @@ func killedWorkerTaskFinishedByAnother(t *testing.T, svc *imagegen.Service, stor
 
 	fast := worker("-placeholder-delay", "0", "-lease", "2s", "-workers", "1")
 	var task *imagegen.Task
-	waitUntil(t, 30*time.Second, "another worker finishes the task", func() bool {
+	testenv.Eventually(t, 30*time.Second, "another worker finishes the task", func() bool {
 		task, err = svc.Task(ctx, "u", sub.TaskID)
 		return err == nil && task.Status.Terminal()
 	})
@@ -106,7 +107,7 @@ func TestRedisRestartLosesNoAcknowledgedTask(t *testing.T) {
 	is.True(len(acked) >= 10)
 
 	for _, id := range acked {
-		waitUntil(t, 60*time.Second, "task "+id+" finishes", func() bool {
+		testenv.Eventually(t, 60*time.Second, "task "+id+" finishes", func() bool {
 			task, err := svc.Task(ctx, "u", id)
 			is.True(err == nil || !errors.Is(err, imagegen.ErrTaskNotFound)) // never lost
 			return err == nil && task.Status.Terminal()
@@ -140,7 +141,7 @@ func TestRedisUnreachableThenBack(t *testing.T) {
 
 	r.restart(t)
 	var sub map[string]any
-	waitUntil(t, 20*time.Second, "submit works again", func() bool {
+	testenv.Eventually(t, 20*time.Second, "submit works again", func() bool {
 		code, sub = httpCall(t, "POST", base+"/api/v1/generate", key, body)
 		return code == http.StatusCreated
 	})

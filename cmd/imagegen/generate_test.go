@@ -18,6 +18,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/client"
+	"github.com/imagegen/imagegen/internal/testenv"
 )
 
 // These tests run the client commands in process against a real
@@ -214,7 +215,7 @@ func TestGenerateInterrupted(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"generate", "-prompt", "slow"}, func(k string) string { return env[k] }, &stdout, &stderr)
 	}()
-	waitUntil(t, 10*time.Second, "the task is processing", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the task is processing", func() bool {
 		return strings.Contains(stderr.String(), "status: processing")
 	})
 	cancel()

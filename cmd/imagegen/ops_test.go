@@ -20,6 +20,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/imagegen/imagegen/internal/testenv"
 )
 
 // adminURL waits for the server's start line and returns its admin=
@@ -315,7 +317,7 @@ func TestReadyzFollowsTheStore(t *testing.T) {
 	is.Equal(probe(t, admin+"/healthz"), http.StatusOK) // liveness touches nothing
 
 	is.NoErr(r.Restart()) // on the same address, with its data
-	waitUntil(t, 10*time.Second, "/readyz answers 200 again", func() bool {
+	testenv.Eventually(t, 10*time.Second, "/readyz answers 200 again", func() bool {
 		return probe(t, admin+"/readyz") == http.StatusOK && probe(t, s.base+"/readyz") == http.StatusOK
 	})
 }
@@ -328,7 +330,7 @@ func TestWorkerAdminListener(t *testing.T) {
 	r := miniredis.RunT(t) // the worker process reaches it on loopback
 	w := startImagegen(t, "worker", "-redis", "redis://"+r.Addr()+"/0", "-admin-addr", "127.0.0.1:0", "-pprof", "-log-format", "json")
 	var admin string
-	waitUntil(t, 20*time.Second, "the worker prints its admin address", func() bool {
+	testenv.Eventually(t, 20*time.Second, "the worker prints its admin address", func() bool {
 		m := regexp.MustCompile(`"admin":"(http://127\.0\.0\.1:\d+)"`).FindStringSubmatch(w.Output())
 		if m != nil {
 			admin = m[1]

@@ -11,7 +11,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/imagegen/imagegen/internal/pgtest"
+	"github.com/imagegen/imagegen/internal/testenv/pgtest"
 )
 
 // Through PgBouncer in transaction mode (-postgres) with a direct URL for

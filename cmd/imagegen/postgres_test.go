@@ -17,7 +17,8 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/internal/pgtest"
+	"github.com/imagegen/imagegen/internal/testenv"
+	"github.com/imagegen/imagegen/internal/testenv/pgtest"
 	"github.com/imagegen/imagegen/store/postgres"
 )
 
@@ -194,7 +195,7 @@ func TestPostgresConnectionsCutWhileTasksRun(t *testing.T) {
 	t.Logf("%d connections cut; %d submits acknowledged, %d answered 5xx", cut, len(acked), fiveXX)
 
 	// Without a restart, the same process serves again.
-	waitUntil(t, 20*time.Second, "submit works again", func() bool {
+	testenv.Eventually(t, 20*time.Second, "submit works again", func() bool {
 		code, resp := httpCall(t, "POST", base+"/api/v1/generate", key, body)
 		if code == http.StatusCreated {
 			acked = append(acked, resp["task_id"].(string))
@@ -203,7 +204,7 @@ func TestPostgresConnectionsCutWhileTasksRun(t *testing.T) {
 	})
 	svc := env.service(t)
 	for _, id := range acked {
-		waitUntil(t, 60*time.Second, "task "+id+" succeeds", func() bool {
+		testenv.Eventually(t, 60*time.Second, "task "+id+" succeeds", func() bool {
 			task, err := svc.Task(ctx, "demo-1", id)
 			is.True(!errors.Is(err, imagegen.ErrTaskNotFound)) // never lost
 			return err == nil && task.Status == imagegen.StatusSuccess

@@ -17,9 +17,11 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/imagegen/imagegen/internal/redistest"
 	"github.com/matryer/is"
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen/internal/testenv"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
 )
 
 // These helpers run real processes: redis-server on a port of our own,
@@ -91,7 +93,7 @@ func (r *redisServer) start(t *testing.T, bin string) {
 	}
 	rdb := goredis.NewClient(&goredis.Options{Addr: r.addr()})
 	defer rdb.Close()
-	waitUntil(t, 10*time.Second, "redis-server answers", func() bool {
+	testenv.Eventually(t, 10*time.Second, "redis-server answers", func() bool {
 		return rdb.Ping(ctx).Err() == nil
 	})
 }
@@ -214,7 +216,7 @@ func startServeProcess(t testing.TB, args ...string) (*proc, string) {
 	t.Helper()
 	p := startImagegen(t, append([]string{"serve", "-addr", "127.0.0.1:0"}, args...)...)
 	var base string
-	waitUntil(t, 20*time.Second, "serve prints its address", func() bool {
+	testenv.Eventually(t, 20*time.Second, "serve prints its address", func() bool {
 		if m := apiLine.FindStringSubmatch(p.Output()); m != nil {
 			base = m[1]
 			return true
@@ -237,18 +239,6 @@ func freePort(t *testing.T) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// waitUntil polls cond every 20 ms until it holds or the time is up.
-func waitUntil(t testing.TB, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // An unreachable Redis is one line on stderr, not a page of pool logs.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen/internal/testenv"
 )
 
 // TestServeShutdownAnswersOpenWaits: SIGTERM while a "Prefer: wait"
@@ -54,7 +56,7 @@ func TestServeShutdownAnswersOpenWaits(t *testing.T) {
 		err = json.NewDecoder(resp.Body).Decode(&m)
 		answered <- answer{status: resp.StatusCode, body: m, err: err}
 	}()
-	waitUntil(t, 20*time.Second, "the wait begins", func() bool {
+	testenv.Eventually(t, 20*time.Second, "the wait begins", func() bool {
 		return strings.Contains(p.Output(), "waiting for the task to end")
 	})
 

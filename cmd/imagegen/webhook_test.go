@@ -12,6 +12,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/wire"
 )
 
@@ -67,14 +68,14 @@ func TestWebhookDeliverySurvivesARestart(t *testing.T) {
 	id := sub["task_id"].(string)
 
 	rdb := r.client(t)
-	waitUntil(t, 20*time.Second, "the first delivery is answered 500 and its retry recorded", func() bool {
+	testenv.Eventually(t, 20*time.Second, "the first delivery is answered 500 and its retry recorded", func() bool {
 		n, _ := rdb.HGet(ctx, "{imagegen}:task:"+id, "hook_attempts").Int()
 		return recv.count() == 1 && n == 1
 	})
 	a.kill()
 
 	_, _ = startServeProcess(t, args...) // another process picks the retry up
-	waitUntil(t, 30*time.Second, "the retry is delivered", func() bool { return recv.count() == 2 })
+	testenv.Eventually(t, 30*time.Second, "the retry is delivered", func() bool { return recv.count() == 2 })
 	recv.mu.Lock()
 	defer recv.mu.Unlock()
 	for i, verdict := range recv.calls {

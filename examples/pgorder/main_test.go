@@ -8,7 +8,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/internal/pgtest"
+	"github.com/imagegen/imagegen/internal/testenv/pgtest"
 )
 
 func TestOrderAndCreditsCommitOrRollBackTogether(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/internal/apitest"
+	"github.com/imagegen/imagegen/internal/testenv/apitest"
 )
 
 func TestGenerateHonoursRetryAfter(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen/internal/logbuf"
+	"github.com/imagegen/imagegen/internal/testenv"
 )
 
 // sink records each write it gets, as the underlying writer.
@@ -35,16 +36,6 @@ func (s *sink) all() (writes []string, text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.writes...), strings.Join(s.writes, "")
-}
-
-// waitFor polls cond every millisecond for at most 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-	}
 }
 
 func TestLinesWaitUntilFlushOrClose(t *testing.T) {
@@ -80,9 +71,9 @@ func TestIntervalWritesABatch(t *testing.T) {
 	w := logbuf.New(out, logbuf.Config{Interval: 5 * time.Millisecond})
 	defer w.Close()
 	fmt.Fprintln(w, "first")
-	waitFor(t, "the interval writes the first line", func() bool { _, text := out.all(); return text == "first\n" })
+	testenv.Eventually(t, 10*time.Second, "the interval writes the first line", func() bool { _, text := out.all(); return text == "first\n" })
 	fmt.Fprintln(w, "second") // the next batch gets its own interval
-	waitFor(t, "the interval writes the second line", func() bool { _, text := out.all(); return text == "first\nsecond\n" })
+	testenv.Eventually(t, 10*time.Second, "the interval writes the second line", func() bool { _, text := out.all(); return text == "first\nsecond\n" })
 }
 
 func TestFullBufferIsWrittenWithoutSplittingLines(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/imagegen/imagegen/internal/pgtest"
+	"github.com/imagegen/imagegen/internal/testenv/pgtest"
 	"github.com/imagegen/imagegen/ratelimit/postgres"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/internal/pgtest"
+	"github.com/imagegen/imagegen/internal/testenv/pgtest"
 	"github.com/imagegen/imagegen/ratelimit/limitertest"
 	"github.com/imagegen/imagegen/ratelimit/postgres"
 )

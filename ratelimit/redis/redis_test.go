@@ -15,7 +15,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/internal/redistest"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
 	"github.com/imagegen/imagegen/ratelimit/limitertest"
 	"github.com/imagegen/imagegen/ratelimit/redis"
 )

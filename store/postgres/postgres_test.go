@@ -13,7 +13,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/blob/blobtest"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/internal/pgtest"
+	"github.com/imagegen/imagegen/internal/testenv/pgtest"
 	"github.com/imagegen/imagegen/store/postgres"
 	"github.com/imagegen/imagegen/store/storetest"
 )

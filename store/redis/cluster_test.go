@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/internal/redistest"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
 	redisstore "github.com/imagegen/imagegen/store/redis"
 	"github.com/imagegen/imagegen/store/storetest"
 )

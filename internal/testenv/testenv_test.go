@@ -1,0 +1,43 @@
+package testenv_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/imagegen/imagegen/internal/testenv"
+)
+
+// Eventually returns once the condition holds.
+func TestEventuallyReturnsOnceTheConditionHolds(t *testing.T) {
+	var polls atomic.Int32
+	testenv.Eventually(t, time.Minute, "the third poll", func() bool { return polls.Add(1) >= 3 })
+	if n := polls.Load(); n != 3 {
+		t.Fatalf("polled %d times, want 3", n)
+	}
+}
+
+// recorder is a testing.TB that keeps a Fatalf instead of stopping.
+type recorder struct {
+	testing.TB
+	failed string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Fatalf(format string, args ...any) { r.failed = format }
+
+// Eventually fails the test when the condition does not hold in time.
+func TestEventuallyFailsWhenTheTimeIsUp(t *testing.T) {
+	r := &recorder{TB: t}
+	done := false
+	testenv.Eventually(r, 5*time.Millisecond, "nothing", func() bool {
+		if r.failed != "" { // Fatalf returned: stop the loop as a real test would
+			done = true
+		}
+		return done
+	})
+	if r.failed == "" {
+		t.Fatal("Eventually did not fail on a condition that never holds")
+	}
+}
