@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -280,4 +281,34 @@ func TestReferenceConvertedToPNG(t *testing.T) {
 	data, err := base64.StdEncoding.DecodeString(init)
 	is.NoErr(err)
 	is.Equal(provider.ContentType(data), "image/png")
+}
+
+// An image sent as a data: URI (as some sdapi servers do) is read like
+// plain base64.
+func TestDataURIImage(t *testing.T) {
+	is := is.New(t)
+	f := newFake(t)
+	png := base64.StdEncoding.EncodeToString(providertest.PNG(1024, 1024))
+	f.Queue(txt2imgCall, answer{Status: 200, Body: []byte(`{"images":["data:image/png;base64,` + png + `"],"parameters":{},"info":"{\"seed\": 5}"}`)})
+	m, _ := newModel(t, f, a1111.Config{})
+	imgs, err := generate(t.Context(), m, providertest.T2I("a fox", imagegen.Aspect1x1), nil)
+	is.NoErr(err)
+	is.Equal(providertest.SizeOf(t, imgs[0]), provider.Size{W: 1024, H: 1024})
+}
+
+// A server that is down (nothing listening) is a provider outage:
+// retryable, after the call's own retries.
+func TestServerDownIsRetryable(t *testing.T) {
+	is := is.New(t)
+	srv := httptest.NewServer(nil)
+	base := srv.URL
+	srv.Close()
+	clock := providertest.NewInstantClock()
+	m, err := a1111.New(a1111.Config{Config: provider.Config{BaseURL: base, Clock: clock}})
+	is.NoErr(err)
+	_, err = generate(t.Context(), m, providertest.T2I("a fox", imagegen.Aspect1x1), nil)
+	me := providertest.ModelError(t, err)
+	is.True(me.Retryable)
+	is.Equal(me.Message, provider.MsgUnavailable)
+	is.Equal(len(clock.Waits()), provider.DefaultMaxRetries)
 }
