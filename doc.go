@@ -7,8 +7,12 @@
 // touches is an interface, so a Go app plugs in its own pieces.
 //
 //   - [Store] keeps tasks, the work queue with leases, credits (an
-//     append-only ledger) and API keys: store/memory for one process,
-//     store/redis for many API and worker processes on one Redis.
+//     append-only ledger), API keys, idempotency records, callback
+//     deliveries, shared secrets and console sessions: store/memory for
+//     one process, store/redis and store/postgres for many API and
+//     worker processes on one Redis or one PostgreSQL. Backend authors
+//     find the shared rules in store/storekit and blob/blobkit, and the
+//     conformance suites in store/storetest and blob/blobtest.
 //   - [BlobStore] keeps image bytes, apart from their records in the
 //     Store: blob/memory, blob/redis (the stores' defaults), blob/file
 //     (a directory) and blob/s3 (S3-compatible object storage). Workers
@@ -23,9 +27,14 @@
 //     (package imagegentest has a manual clock and a scripted model).
 //
 // Package httpapi is the HTTP face (the API that docs/api.md describes,
-// mounted on any *http.ServeMux), package server wires the service, the
-// API, the limits and callback deliveries in one call, package client is
-// the Go client, and cmd/imagegen the standalone server and command line.
+// mounted on any *http.ServeMux), package wire the bodies and signatures
+// it shares with package client, the Go client; package server wires
+// the service, the API, the limits and callback deliveries in one call,
+// and cmd/imagegen is the standalone server and command line. The front
+// ends (httpapi, console) submit through [Service.SubmitIdempotent] and
+// never reach the store past the service; what needs a part of the
+// store (the callback dispatcher, the console's sessions) is given it in
+// its Config.
 //
 // # Credits
 //
@@ -43,14 +52,16 @@
 // and a fencing token, renews the lease while the model runs, and
 // finishes the task only while it holds the lease. A worker that dies
 // loses its lease and the task goes back to pending for another; after
-// Config.MaxAttempts it fails and is refunded. Retryable model errors
+// WorkerConfig.MaxAttempts it fails and is refunded. Retryable model errors
 // (rate limits, 5xx, timeouts) are retried with backoff; refusals are
 // not. [Service.RunOnce] runs one queued task now, for tests.
 //
 // # Operating
 //
 // Config.Observer is told of submits, claims, finishes, refunds, provider
-// calls and fallbacks (package metrics counts them for Prometheus); each
+// calls and fallbacks, and (server.New hands it on) of the API's answers
+// and the callback deliveries: one [Observer] for the whole stack
+// (package metrics counts them for Prometheus); each
 // task's life is logged with its id and the id of the request that
 // submitted it ([WithRequestID], kept as Task.RequestID). [Service.Inspector]
 // is the operator's view across owners: queue statistics, listing and

@@ -7,6 +7,13 @@
 // RateLimit and, on 429, Retry-After headers), and failed
 // authentications are limited per client address (a valid key is never
 // refused for what others sent from its address).
+//
+// The handler is a front end of the Service and nothing more: it reads
+// a request, calls the Service (a submit through
+// Service.SubmitIdempotent, which keeps the Idempotency-Key records) and
+// writes the answer in the shapes of package wire, which the Go client
+// shares. It reaches no store; the one part of one it may need, a
+// presigning BlobStore, is Config.Blobs.
 package httpapi
 
 import (
