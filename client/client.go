@@ -61,6 +61,9 @@ type Task struct {
 	// QueuePosition, while the task is pending, is how many pending
 	// tasks are ahead of it.
 	QueuePosition *int `json:"queue_position,omitempty"`
+	// Progress, while the task is processing on a model that reports
+	// it, is how far its generation has come, from 0 to 1.
+	Progress *float64 `json:"progress,omitempty"`
 }
 
 // Err returns nil unless the task failed, and then an error wrapping

@@ -86,8 +86,12 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // describeStatus is the task's status as the progress line shows it: with
-// its place in the queue while pending, when the server tells it.
+// its place in the queue while pending, and how far it has come while
+// processing, when the server tells them.
 func describeStatus(t *client.Task) string {
+	if t.Status == imagegen.StatusProcessing && t.Progress != nil {
+		return fmt.Sprintf("processing (%d%%)", int(*t.Progress*100))
+	}
 	if t.Status == imagegen.StatusPending && t.QueuePosition != nil {
 		switch n := *t.QueuePosition; n {
 		case 0:

@@ -17,6 +17,8 @@ func TestDescribeStatusAndTiming(t *testing.T) {
 	is.Equal(describeStatus(&client.Task{Status: imagegen.StatusPending, QueuePosition: pos(0)}), "pending (next in the queue)")
 	is.Equal(describeStatus(&client.Task{Status: imagegen.StatusPending}), "pending") // a server without the full view
 	is.Equal(describeStatus(&client.Task{Status: imagegen.StatusProcessing}), "processing")
+	half := 0.5
+	is.Equal(describeStatus(&client.Task{Status: imagegen.StatusProcessing, Progress: &half}), "processing (50%)")
 
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	started, finished := created.Add(1500*time.Millisecond), created.Add(4*time.Second)
