@@ -120,24 +120,28 @@ type watchdog struct {
 
 // do runs fn, which calls the store with w.ctx, under the deadline.
 func (w *watchdog) do(fn func() error) error {
+	start := time.Now()
 	if w.expired() {
-		return w.timedOut(w.ctx.Err())
+		return w.timedOut(w.ctx.Err(), 0)
 	}
 	w.timer.Reset(w.d)
 	err := fn()
 	w.timer.Stop()
 	if err != nil && w.expired() {
-		return w.timedOut(err)
+		return w.timedOut(err, time.Since(start))
 	}
 	return err
 }
 
-// expired reports whether the deadline, not the caller, ended w.ctx (only
-// the timer cancels it before stop).
-func (w *watchdog) expired() bool { return w.ctx.Err() != nil && w.parent.Err() == nil }
+// expired reports whether a deadline ended w.ctx: the watchdog's (only
+// its timer cancels w.ctx before stop), or the caller's own. A caller
+// that cancelled is not a store that timed out.
+func (w *watchdog) expired() bool {
+	return w.ctx.Err() != nil && (w.parent.Err() == nil || errors.Is(w.parent.Err(), context.DeadlineExceeded))
+}
 
-func (w *watchdog) timedOut(err error) error {
-	return fmt.Errorf("%w: %s %s: no answer within %v: %w", ErrBlobTimeout, w.op, w.key, w.d, err)
+func (w *watchdog) timedOut(err error, waited time.Duration) error {
+	return fmt.Errorf("%w: %s %s: no answer in %v: %w", ErrBlobTimeout, w.op, w.key, waited.Round(time.Millisecond), err)
 }
 
 func (w *watchdog) stop() {

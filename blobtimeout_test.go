@@ -152,3 +152,22 @@ func TestBlobListHasADeadlinePerBlob(t *testing.T) {
 		is.True(time.Since(start) < 5*time.Second)
 	}
 }
+
+// A store call cut short by the caller's own deadline is a timeout of
+// the store too (the worker's deadline for recording an outcome may end
+// an image write before Config.BlobTimeout does); one the caller
+// cancelled is not.
+func TestBlobCallCutByTheCallersDeadline(t *testing.T) {
+	is := is.New(t)
+	svc, img := stalledService(t, stallingBlobs{openStall: time.Hour})
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err := svc.ReadImage(short, img, 0, img.Size)
+	is.True(errors.Is(err, imagegen.ErrBlobTimeout))
+
+	gone, cancel := context.WithCancel(ctx)
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err = svc.ReadImage(gone, img, 0, img.Size)
+	is.True(err != nil)
+	is.True(!errors.Is(err, imagegen.ErrBlobTimeout)) // the caller went away
+}
