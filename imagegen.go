@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/imagegen/imagegen/internal/logbuf"
 )
 
 // Config configures a Service. Store and Model are required; every other
@@ -237,7 +239,7 @@ func (s *Service) submit(ctx context.Context, owner string, req Request, create 
 	}
 	s.cfg.Observer.TaskSubmitted(req.Scene, t.Model, t.Cost)
 	if s.log.Enabled(ctx, slog.LevelInfo) { // the check keeps the hot path free of the attributes' allocation
-		s.log.LogAttrs(ctx, slog.LevelInfo, "task submitted", slog.String("task_id", t.ID), slog.String("request_id", t.RequestID),
+		logbuf.Log(ctx, s.log, slog.LevelInfo, "task submitted", slog.String("task_id", t.ID), slog.String("request_id", t.RequestID),
 			slog.String("model", t.Model), slog.Int64("cost", t.Cost))
 	}
 	s.wakeWorkers()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/logbuf"
 )
 
 // RequestIDHeader carries the request id: taken from the request when it
@@ -66,13 +67,9 @@ func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request, next htt
 	if !log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
-	// The record is made here rather than by log.LogAttrs, which looks up
-	// its caller's source line (a stack walk per request) for handlers
-	// that show it: this line's source would say nothing.
-	rec := slog.NewRecord(start.Add(took), slog.LevelInfo, "request", 0)
-	rec.AddAttrs(slog.String("method", r.Method), slog.String("route", routePath(route)), slog.Int("status", status),
-		slog.Duration("duration", took), slog.String("request_id", o.id), slog.String("key_id", h.keyIDs.of(o.principal.RateKey)))
-	_ = log.Handler().Handle(ctx, rec) // a log line that cannot be written is no reason to fail the answer
+	logbuf.Log(ctx, log, slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("route", routePath(route)),
+		slog.Int("status", status), slog.Duration("duration", took), slog.String("request_id", o.id),
+		slog.String("key_id", h.keyIDs.of(o.principal.RateKey)))
 }
 
 // routePath is a route pattern without its method ("GET

@@ -125,6 +125,20 @@ func (w *Writer) flushLocked() error {
 	return err
 }
 
+// Log logs a record of level with msg and attrs through log, as
+// log.LogAttrs does, but without looking up the caller's source line (a
+// walk of the stack per record, which LogAttrs makes for handlers that
+// show the source): for the lines of hot paths, logged once per request
+// or task, whose source says nothing.
+func Log(ctx context.Context, log *slog.Logger, level slog.Level, msg string, attrs ...slog.Attr) {
+	if !log.Enabled(ctx, level) {
+		return
+	}
+	r := slog.NewRecord(time.Now(), level, msg, 0)
+	r.AddAttrs(attrs...)
+	_ = log.Handler().Handle(ctx, r) // a line that cannot be written is no reason to fail the caller
+}
+
 // Handler wraps h, which writes to w, so that every record of level Warn
 // or above is written out at once (with the lines buffered before it):
 // warnings and errors are not held back, nor lost if the process then

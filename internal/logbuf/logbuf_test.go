@@ -186,3 +186,19 @@ func BenchmarkLogLine(b *testing.B) {
 		})
 	}
 }
+
+// Log writes the record as LogAttrs would, without a source line even
+// for a handler that shows one, and nothing below the logger's level.
+func TestLogHasNoSource(t *testing.T) {
+	out := &sink{}
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{AddSource: true, Level: slog.LevelInfo}))
+	logbuf.Log(t.Context(), log, slog.LevelDebug, "hidden")
+	logbuf.Log(t.Context(), log, slog.LevelInfo, "request", slog.String("route", "/x"), slog.Int("status", 200))
+	_, text := out.all()
+	if strings.Contains(text, "hidden") || !strings.Contains(text, "msg=request route=/x status=200") {
+		t.Fatalf("logged %q", text)
+	}
+	if strings.Contains(text, "source=") && !strings.Contains(text, "source=:0") {
+		t.Fatalf("a source line was looked up: %q", text)
+	}
+}
