@@ -3,6 +3,7 @@ package imagegen
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors. Check them with errors.Is; every error the service
@@ -18,6 +19,9 @@ var (
 	ErrInvalidParams = errors.New("imagegen: invalid params")
 	// ErrRateLimited: the caller exceeded its request rate.
 	ErrRateLimited = errors.New("imagegen: rate limit exceeded")
+	// ErrQueueFull: the owner already has as many pending tasks as
+	// Config.MaxPending allows; nothing was charged.
+	ErrQueueFull = errors.New("imagegen: queue full")
 	// ErrNoTask: no task is ready to be claimed right now.
 	ErrNoTask = errors.New("imagegen: no task ready")
 	// ErrLeaseLost: the caller no longer holds the task's lease (it expired,
@@ -81,6 +85,10 @@ type ModelError struct {
 	// revoked API key, no access to the model, no billing). Not retried
 	// on the same provider; a fallback chain moves on to the next one.
 	Misconfigured bool
+	// RetryAfter is how long the provider asked to wait before another
+	// call (a 429's Retry-After), when it did: the service then pauses
+	// the model's starts that long for every worker on the store.
+	RetryAfter time.Duration
 	// Message is safe to show to the user: no provider internals, no keys.
 	// When empty, a generic message is shown.
 	Message string

@@ -55,6 +55,10 @@ type Config struct {
 	// outcome for its key (default DefaultIdempotencyTTL); set it to the
 	// store's retention.
 	IdempotencyTTL time.Duration
+	// MaxPending is how many pending tasks one owner may have: a submit
+	// beyond it is refused (ErrQueueFull), nothing charged (default
+	// DefaultMaxPending; negative: no limit).
+	MaxPending int
 
 	// AllowHTTPCallbacks lets callback_url be plain http or an address
 	// that is not public, such as localhost (development); by default it
@@ -99,6 +103,12 @@ type WorkerConfig struct {
 	// running generations to finish before it cancels them and gives
 	// their tasks back to the queue (default 30s).
 	ShutdownTimeout time.Duration
+	// Limits are the caps and rates these workers enforce, through the
+	// store, when they claim tasks: running tasks per owner and per
+	// model, and starts per minute per model (docs/scheduling.md). Every
+	// process on one store should set the same. Zero: no caps (fair
+	// share across owners still applies).
+	Limits Limits
 
 	// BlobSweepInterval is how often Run deletes image bytes whose record
 	// is gone (SweepBlobs): expired images, and orphans of crashes
@@ -140,6 +150,7 @@ func (c Config) withDefaults() Config {
 	c.MaxKeysPerOwner = cmp.Or(c.MaxKeysPerOwner, DefaultMaxKeysPerOwner)
 	c.RevokedKeysKept = cmp.Or(c.RevokedKeysKept, DefaultRevokedKeysKept)
 	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, DefaultIdempotencyTTL)
+	c.MaxPending = cmp.Or(c.MaxPending, DefaultMaxPending)
 	return c
 }
 
@@ -159,6 +170,9 @@ func (c Config) validate() error {
 		return fmt.Errorf("imagegen: Config.OrphanGrace must be at least %v (got %v)", MinOrphanGrace, c.OrphanGrace)
 	case c.MaxAttempts < 1:
 		return fmt.Errorf("imagegen: Config.MaxAttempts must be at least 1 (got %d)", c.MaxAttempts)
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return fmt.Errorf("imagegen: Config.Limits: %w", err)
 	}
 	return nil
 }
@@ -215,11 +229,12 @@ var ErrOtherStore = errors.New("imagegen: the service runs on another store")
 // writes to: it must be the service's (Config.Store, the same value),
 // else SubmitWith returns ErrOtherStore and creates nothing, since the
 // service's workers would never see the task. create must do what
-// Store.CreateTask does and return the balance after the charge.
+// Store.CreateTask does (with the CreateParams it is given: the owner's
+// pending cap) and return the balance after the charge.
 // The submission is counted when create returns, before the host's
 // transaction commits: one that is rolled back afterwards was counted
 // all the same.
-func (s *Service) SubmitWith(ctx context.Context, owner string, req Request, on Store, create func(context.Context, *Task) (balance int64, err error)) (Submission, error) {
+func (s *Service) SubmitWith(ctx context.Context, owner string, req Request, on Store, create func(context.Context, *Task, CreateParams) (balance int64, err error)) (Submission, error) {
 	if on != s.cfg.Store {
 		return Submission{}, ErrOtherStore
 	}
@@ -228,12 +243,12 @@ func (s *Service) SubmitWith(ctx context.Context, owner string, req Request, on 
 
 // submit prepares owner's task, creates it with create, and logs and
 // counts it.
-func (s *Service) submit(ctx context.Context, owner string, req Request, create func(context.Context, *Task) (int64, error)) (Submission, error) {
+func (s *Service) submit(ctx context.Context, owner string, req Request, create func(context.Context, *Task, CreateParams) (int64, error)) (Submission, error) {
 	t, err := s.prepareTask(ctx, owner, req)
 	if err != nil {
 		return Submission{}, err
 	}
-	balance, err := create(ctx, t)
+	balance, err := create(ctx, t, s.createParams())
 	if err != nil {
 		return Submission{}, fmt.Errorf("imagegen: submit: %w", err)
 	}
@@ -339,4 +354,10 @@ func (s *Service) cancel(ctx context.Context, owner, id string, before *Task) (r
 	s.log.InfoContext(ctx, "task cancelled", "task_id", id, "request_id", RequestID(ctx),
 		"submit_request_id", t.RequestID, "model", t.Model, "cost", t.Cost, "refunded", refund)
 	return refund, nil
+}
+
+// createParams are the rules of Submit for the store's CreateTask: the
+// owner's pending cap.
+func (s *Service) createParams() CreateParams {
+	return CreateParams{MaxPending: max(s.cfg.MaxPending, 0)}
 }

@@ -22,6 +22,7 @@ import (
 // Backends in this module: store/memory, store/redis and store/postgres.
 type Store interface {
 	TaskStore
+	SchedulerStore
 	ImageStore
 	TaskLister
 	TaskWatcher
@@ -39,29 +40,44 @@ type TaskStore interface {
 	// CreateTask debits t.Cost from t.Owner's balance, appends the charge
 	// to the ledger (reference "task:"+t.ID), and stores t as pending, all
 	// in one atomic step. It returns the balance after the charge, or
-	// ErrInsufficientCredits (and changes nothing) when the balance is short.
-	CreateTask(ctx context.Context, t *Task) (balance int64, err error)
+	// ErrInsufficientCredits (and changes nothing) when the balance is
+	// short, or ErrQueueFull (and changes nothing) when p.MaxPending is
+	// set and the owner already has that many pending tasks. The task
+	// joins its owner's line in the fair-share order (docs/scheduling.md).
+	CreateTask(ctx context.Context, t *Task, p CreateParams) (balance int64, err error)
 
 	// Task returns the owner's task, or ErrTaskNotFound when it does not
 	// exist, has expired, or belongs to another owner.
 	Task(ctx context.Context, owner, id string) (*Task, error)
 
 	// QueuePositions returns, for each id, how many pending tasks (of
-	// any owner) are ahead of it in the claim order, or -1 when the task
-	// is not pending (or does not exist). Tasks whose retry delay has
-	// not run out count where their run-after time puts them.
+	// any owner) are ahead of it in the fair-share claim order (by
+	// Tag, see docs/scheduling.md), or -1 when the task is not pending
+	// (or does not exist). Tasks whose retry delay has not run out, and
+	// tasks a cap holds back, count where their tag puts them, so this
+	// is an estimate: owners who submit later may still go first.
 	QueuePositions(ctx context.Context, ids []string) ([]int, error)
 
-	// ClaimTask moves the oldest ready pending task to processing,
-	// increments its Attempt (the fencing token) and leases it for lease.
-	// The first claim sets StartedAt.
-	// It returns ErrNoTask when none is ready.
+	// ClaimTask is ClaimTasks of one task with no caps: it moves the
+	// next ready pending task in fair-share order to processing,
+	// increments its Attempt (the fencing token) and leases it for
+	// lease. The first claim sets StartedAt. It returns ErrNoTask when
+	// none is ready.
 	ClaimTask(ctx context.Context, lease time.Duration) (*Task, error)
 
-	// ClaimTasks claims up to n ready tasks, oldest first, in one step,
-	// each as ClaimTask would. It returns ErrNoTask when none is ready.
-	// Workers use it to fill several free slots at once.
-	ClaimTasks(ctx context.Context, lease time.Duration, n int) ([]*Task, error)
+	// ClaimTasks claims up to p.N ready tasks in one atomic step, each as
+	// ClaimTask would, in fair-share order across owners (lowest Tag
+	// first; one owner's tasks oldest first), passing over the tasks that
+	// p.Limits holds back now: those stay pending, with no attempt
+	// counted. It looks at no more than ClaimScan tasks beyond the ones
+	// it takes, so its cost is bounded whatever the queue's length.
+	// Caps count running tasks across every process on the store: a
+	// task counts from its claim until it leaves processing (finish,
+	// fail, retry, release, cancel) or its lease ends, whichever is
+	// first. Each start of a model with a rate pushes the model's next
+	// allowed start 1/rate later. It returns ErrNoTask when it claims
+	// nothing.
+	ClaimTasks(ctx context.Context, p ClaimParams) ([]*Task, error)
 
 	// RenewLease extends the lease of attempt to now+lease.
 	// ErrLeaseLost when attempt no longer holds the task.
@@ -113,6 +129,116 @@ type TaskStore interface {
 	// and log the failures; on an error, what it reports was done.
 	RecoverExpired(ctx context.Context, maxAttempts int) (Recovery, error)
 }
+
+// SchedulerStore keeps what fair share and the caps need beyond the
+// tasks themselves: owners' weights and models' pauses, shared by every
+// process on the store (docs/scheduling.md).
+type SchedulerStore interface {
+	// SetOwnerWeight sets owner's share of the workers when several
+	// owners have ready tasks: an owner of weight 3 gets three turns for
+	// every one of an owner of weight 1. It applies to tasks queued from
+	// now on. weight must be within 1..MaxOwnerWeight
+	// (storekit.ErrInvalidStoreInput otherwise).
+	SetOwnerWeight(ctx context.Context, owner string, weight int) error
+	// OwnerWeight returns owner's weight (1 unless set).
+	OwnerWeight(ctx context.Context, owner string) (int, error)
+	// PauseModel holds back every start of model until d from now (by
+	// the store's clock), for every claimer: a provider said 429 with a
+	// Retry-After. A pause never shortens one already in force.
+	PauseModel(ctx context.Context, model string, d time.Duration) error
+	// SchedulerStats reports, for operators and metrics, which ready
+	// tasks l holds back now (among the first SchedulerScan pending
+	// tasks in claim order: an estimate on a longer queue) and the
+	// owners with the most pending tasks.
+	SchedulerStats(ctx context.Context, l Limits) (SchedulerStats, error)
+}
+
+// MaxOwnerWeight is the largest weight an owner may have.
+const MaxOwnerWeight = 1000
+
+// TagStride is how far one task of an owner of weight 1 moves its
+// owner's tag (docs/scheduling.md); weight w moves it TagStride/w.
+const TagStride = 1000
+
+// SchedulerScan is how many pending tasks SchedulerStats looks at.
+const SchedulerScan = 1000
+
+// SchedulerStats is the state of the scheduler (Store.SchedulerStats).
+type SchedulerStats struct {
+	// Held counts the ready tasks held back now, by reason.
+	Held map[HoldReason]int
+	// Busiest are the owners with the most pending tasks, most first
+	// (at most BusiestOwners).
+	Busiest []OwnerLoad
+	// Paused lists the models whose starts are paused, with when the
+	// pause ends.
+	Paused map[string]time.Time
+}
+
+// BusiestOwners is how many owners SchedulerStats.Busiest lists.
+const BusiestOwners = 10
+
+// OwnerLoad is one owner's share of the queue.
+type OwnerLoad struct {
+	Owner   string
+	Pending int // pending tasks (counted among the first SchedulerScan on a longer queue)
+	Running int // processing tasks whose lease has not ended
+}
+
+// ClaimScan is how many ready pending tasks a claim may pass over (held
+// back by a cap or a rate) beyond the ones it takes.
+const ClaimScan = 256
+
+// CreateParams are the rules of one CreateTask.
+type CreateParams struct {
+	// MaxPending refuses the task (ErrQueueFull) when its owner already
+	// has this many pending tasks; 0 is no limit.
+	MaxPending int
+}
+
+// ClaimParams are the arguments of one ClaimTasks.
+type ClaimParams struct {
+	Lease time.Duration // how long the claimed tasks are leased
+	N     int           // how many tasks at most (at least 1 is asked for)
+	// Limits holds back tasks that may not start now.
+	Limits Limits
+}
+
+// Limits are the caps and rates a claim enforces. Every process that
+// claims from one store should use the same Limits; each claim enforces
+// the ones it is given against the running counts and start times kept
+// in the store, shared by all.
+type Limits struct {
+	// OwnerConcurrency is how many tasks one owner may have running at
+	// once; 0 is no cap.
+	OwnerConcurrency int
+	// ModelConcurrency caps the running generations of each named model
+	// (Task.Model); a model not named, or named with 0, has no cap.
+	ModelConcurrency map[string]int
+	// ModelRate is how many generations of each named model may start
+	// per minute; the starts are spread evenly, one every minute/rate,
+	// so no minute ever sees more. A model not named, or named with 0,
+	// has no rate.
+	ModelRate map[string]int
+}
+
+// Zero reports whether l holds nothing back.
+func (l Limits) Zero() bool {
+	return l.OwnerConcurrency == 0 && len(l.ModelConcurrency) == 0 && len(l.ModelRate) == 0
+}
+
+// HoldReason says why a ready task may not start now.
+type HoldReason string
+
+// The reasons a claim passes over a ready task (metrics label values).
+const (
+	HeldOwnerCap  HoldReason = "owner_cap"  // its owner runs Limits.OwnerConcurrency tasks
+	HeldModelCap  HoldReason = "model_cap"  // its model runs Limits.ModelConcurrency generations
+	HeldModelRate HoldReason = "model_rate" // its model's rate, or a pause after a provider's 429
+)
+
+// HoldReasons lists every HoldReason, in a fixed order.
+func HoldReasons() []HoldReason { return []HoldReason{HeldOwnerCap, HeldModelCap, HeldModelRate} }
 
 // Recovery is what one Store.RecoverExpired call did.
 type Recovery struct {

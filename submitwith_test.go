@@ -20,9 +20,9 @@ func TestSubmitWith(t *testing.T) {
 	f := newFixture(t, imagegentest.NewModel(2), func(c *imagegen.Config) { c.Observer = rec })
 	f.funded(t, "alice", 5)
 	created := 0
-	create := func(ctx context.Context, task *imagegen.Task) (int64, error) {
+	create := func(ctx context.Context, task *imagegen.Task, p imagegen.CreateParams) (int64, error) {
 		created++
-		return f.store.CreateTask(ctx, task)
+		return f.store.CreateTask(ctx, task, p)
 	}
 
 	_, err := f.svc.SubmitWith(ctx, "alice", imagegen.Request{Scene: imagegen.SceneTextToImage}, f.store, create)

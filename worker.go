@@ -62,7 +62,7 @@ claim:
 		if free == 0 {
 			break claim
 		}
-		tasks, err := s.cfg.Store.ClaimTasks(ctx, s.cfg.LeaseDuration, free)
+		tasks, err := s.cfg.Store.ClaimTasks(ctx, ClaimParams{Lease: s.cfg.LeaseDuration, N: free, Limits: s.cfg.Limits})
 		pool.Give(free - len(tasks))
 		if err != nil {
 			if ctx.Err() != nil {
@@ -115,14 +115,14 @@ claim:
 // to drive work deterministically. The provider statistics it counts
 // reach the store with the next FlushProviderStats.
 func (s *Service) RunOnce(ctx context.Context) (bool, error) {
-	t, err := s.cfg.Store.ClaimTask(ctx, s.cfg.LeaseDuration)
+	tasks, err := s.cfg.Store.ClaimTasks(ctx, ClaimParams{Lease: s.cfg.LeaseDuration, N: 1, Limits: s.cfg.Limits})
 	if errors.Is(err, ErrNoTask) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("imagegen: claim: %w", err)
 	}
-	s.process(ctx, t)
+	s.process(ctx, tasks[0])
 	return true, nil
 }
 
@@ -242,6 +242,7 @@ func (s *Service) record(ctx context.Context, t *Task, a attempt) {
 
 	var me *ModelError
 	isModelErr := errors.As(err, &me)
+	s.pauseOnRetryAfter(storeCtx, log, t, err)
 	counted := t.CountedAttempts()
 	switch {
 	case isModelErr && me.Refused:
@@ -255,6 +256,9 @@ func (s *Service) record(ctx context.Context, t *Task, a attempt) {
 		s.logOutcome(log, err, "task released on shutdown")
 	case counted < s.cfg.MaxAttempts && (timedOut || !isModelErr || me.Retryable):
 		delay := s.backoff(counted)
+		if isModelErr {
+			delay = max(delay, me.RetryAfter)
+		}
 		lastErr := err.Error()
 		err = s.cfg.Store.RetryTask(storeCtx, t.ID, t.Attempt, delay, lastErr)
 		s.logOutcome(log, err, "task will be retried", "delay", delay, "cause", lastErr)

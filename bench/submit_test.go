@@ -74,7 +74,7 @@ func submitTasks(b *testing.B, store imagegen.Store) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			t := &imagegen.Task{ID: uuid.NewString(), Owner: "bench", Request: req, Model: "placeholder", Cost: 1}
-			if _, err := store.CreateTask(ctx, t); err != nil {
+			if _, err := store.CreateTask(ctx, t, imagegen.CreateParams{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -339,7 +339,9 @@ type failingStore struct{ imagegen.Store }
 
 var errBroken = errors.New("disk on fire")
 
-func (failingStore) CreateTask(context.Context, *imagegen.Task) (int64, error) { return 0, errBroken }
+func (failingStore) CreateTask(context.Context, *imagegen.Task, imagegen.CreateParams) (int64, error) {
+	return 0, errBroken
+}
 func (failingStore) Task(context.Context, string, string) (*imagegen.Task, error) {
 	return nil, errBroken
 }

@@ -95,6 +95,9 @@ func (c *Console) playgroundSubmit(w http.ResponseWriter, r *http.Request) {
 		c.showPlayground(w, r, http.StatusUnprocessableEntity, d, "The request is not valid: "+err.Error())
 	case errors.Is(err, imagegen.ErrInsufficientCredits):
 		c.showPlayground(w, r, http.StatusPaymentRequired, d, "Not enough credits for this request.")
+	case errors.Is(err, imagegen.ErrQueueFull):
+		d.Once = uuid.NewString() // a later send may go through
+		c.showPlayground(w, r, http.StatusTooManyRequests, d, "Your queue is full: wait for some of your tasks to start, then send it again.")
 	default:
 		c.serverError(w, r, err)
 	}

@@ -29,6 +29,8 @@ func (h *Handler) respondErr(w http.ResponseWriter, r *http.Request, err error) 
 		writeError(w, http.StatusUnauthorized, wire.APIUnauthorized, "missing or invalid API key")
 	case errors.Is(err, imagegen.ErrInsufficientCredits):
 		writeError(w, http.StatusForbidden, wire.APIInsufficientCredits, "not enough credits for this generation")
+	case errors.Is(err, imagegen.ErrQueueFull):
+		writeRateLimited(w, imagegen.QueueFullRetryAfter, imagegen.QueueFullMessage)
 	case errors.Is(err, imagegen.ErrTaskNotFound):
 		writeError(w, http.StatusNotFound, wire.APITaskNotFound, "task not found")
 	case errors.Is(err, imagegen.ErrIdempotencyKeyInUse):

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/wire"
@@ -57,6 +58,9 @@ func (h *Handler) openAIErr(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, imagegen.ErrInsufficientCredits):
 		newOpenAIError(http.StatusTooManyRequests, "insufficient_quota", "", "insufficient_quota",
 			"You do not have enough credits for this generation.").write(w)
+	case errors.Is(err, imagegen.ErrQueueFull):
+		w.Header().Set("Retry-After", strconv.FormatInt(RetryAfterSeconds(imagegen.QueueFullRetryAfter), 10))
+		newOpenAIError(http.StatusTooManyRequests, "requests", "", "rate_limit_exceeded", imagegen.QueueFullMessage).write(w)
 	case errors.Is(err, errOpenAIDraining):
 		w.Header().Set("Retry-After", "1") // OpenAI's SDKs retry a 503 by themselves: on another instance
 		newOpenAIError(http.StatusServiceUnavailable, "server_error", "", "server_shutting_down",

@@ -57,6 +57,7 @@ commands:
   worker    run workers only, against a shared store (-redis or -postgres URL)
   keys      create, list or revoke API keys in a shared store
   credits   grant or show credits in a shared store
+  owners    a user's fair-share weight in a shared store (imagegen owners weight -h)
   inspect   operators' view of a shared store: queue stats, tasks of every user,
             retry, cancel, purge (imagegen inspect -h)
   migrate   create or update the PostgreSQL schema (before serve -postgres):
@@ -105,6 +106,7 @@ func commands() map[string]command {
 		"worker":   worker,
 		"keys":     keysCmd,
 		"credits":  creditsCmd,
+		"owners":   ownersCmd,
 		"migrate":  migrateCmd,
 		"generate": generate,
 		"tasks":    tasksCmd,

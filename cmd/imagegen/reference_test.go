@@ -108,6 +108,10 @@ func referenceCommands() []referenceCommand {
 	for _, sub := range subcommands("credits") {
 		cmds = append(cmds, referenceCommand{name: "credits " + sub, env: true, flags: adminFlagSet("credits "+sub, &adminFlags{}, out, creditsFlags(sub, &amount, &ref))})
 	}
+	var weight int
+	for _, sub := range subcommands("owners") {
+		cmds = append(cmds, referenceCommand{name: "owners " + sub, env: true, flags: adminFlagSet("owners "+sub, &adminFlags{}, out, ownersFlags(sub, &weight))})
+	}
 	for _, sub := range subcommands("inspect") {
 		cmds = append(cmds, referenceCommand{name: "inspect " + sub, env: true, flags: inspectFlagSet(sub, &inspectFlags{}, out)})
 	}
@@ -128,7 +132,7 @@ func writeReference(w io.Writer, cmds []referenceCommand) {
      go test ./cmd/imagegen -run TestConfigurationReference -update -->
 
 Every flag of every `+"`imagegen`"+` command, with its default. The commands that
-run or manage a store (`+"`serve`, `worker`, `migrate`, `keys`, `credits`, `inspect`"+`)
+run or manage a store (`+"`serve`, `worker`, `migrate`, `keys`, `credits`, `owners`, `inspect`"+`)
 also read each flag from the environment variable shown beside it: the flag's
 name upper-cased, dashes as underscores, after `+"`IMAGEGEN_`"+`. A flag on the
 command line wins over the environment; a repeatable flag takes a

@@ -19,6 +19,7 @@ import (
 type runtimeConfig struct {
 	opsConfig
 	storeFlags
+	limitFlags
 	model            string
 	workers          int
 	placeholderDelay time.Duration
@@ -47,6 +48,7 @@ func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int, storeWhat
 	fs.DurationVar(&c.orphanGrace, "orphan-grace", 10*time.Minute, "how old image bytes without a record must be before the sweep deletes them (at least 15s)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "on SIGTERM, how long running generations may finish before they are stopped and their tasks given back to the queue (without using up an attempt)")
 	fs.DurationVar(&c.lease, "lease", 30*time.Second, "how long a worker holds a task before another may take it over (renewed while it runs)")
+	c.limitFlags.register(fs)
 	c.opsConfig.register(fs)
 }
 
@@ -74,6 +76,9 @@ func (c runtimeConfig) validate() error {
 	case c.orphanGrace < imagegen.MinOrphanGrace:
 		return fmt.Errorf("-orphan-grace must be at least %v", imagegen.MinOrphanGrace)
 	}
+	if err := c.limitFlags.validate(); err != nil {
+		return err
+	}
 	return c.opsConfig.validate()
 }
 
@@ -89,13 +94,18 @@ func serviceConfig(c runtimeConfig, getenv func(string) string, be backend, log 
 	if err != nil {
 		return imagegen.Config{}, err
 	}
+	limits, err := c.limitFlags.limits(c.model, model)
+	if err != nil {
+		return imagegen.Config{}, err
+	}
 	return imagegen.Config{
 		Store: be.store, Model: model, Clock: clock, Logger: log,
 		BlobTimeout:        c.blobTimeout,
+		MaxPending:         c.limitFlags.maxPendingConfig(),
 		AllowHTTPCallbacks: c.allowPrivateURLs,
 		IdempotencyTTL:     c.retention, // submit answers are replayed as long as their tasks are kept
 		WorkerConfig: imagegen.WorkerConfig{
-			Workers: c.workers, LeaseDuration: c.lease, WorkReady: be.workReady,
+			Workers: c.workers, LeaseDuration: c.lease, WorkReady: be.workReady, Limits: limits,
 			BlobSweepInterval: c.blobSweep, OrphanGrace: c.orphanGrace,
 			ShutdownTimeout: max(c.shutdownTimeout, time.Nanosecond), // 0 would mean the default
 		},

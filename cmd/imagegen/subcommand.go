@@ -18,6 +18,8 @@ func subcommands(group string) []string {
 		return []string{"create", "list", "revoke"}
 	case "credits":
 		return []string{"grant", "show"}
+	case "owners":
+		return []string{"weight"}
 	case "inspect":
 		return []string{"stats", "list", "show", "retry", "cancel", "purge"}
 	case "tasks":

@@ -75,6 +75,9 @@ func attempt(ctx context.Context, client *http.Client, build BuildFunc, p Policy
 		if e == nil { // a classifier must not let a failure pass
 			e = DefaultClassify(p.Provider)(*f)
 		}
+		if d, ok := RetryAfter(f.Header, p.Clock.Now()); ok && f.Status == http.StatusTooManyRequests && e.RetryAfter == 0 {
+			e.RetryAfter = d // the service pauses the model for every worker
+		}
 		return nil, f, e
 	}
 	if resp.ContentLength > p.MaxBodyBytes {

@@ -193,6 +193,18 @@ func TestDoNeverWaitsPastTheDeadline(t *testing.T) {
 	is.True(errors.Is(err, provider.ErrPastDeadline))
 	is.Equal(s.calls.Load(), int32(1))
 	is.Equal(len(clock.Waits()), 0)
+	is.Equal(me.RetryAfter, 60*time.Second) // the service pauses the model this long for every worker
+}
+
+// Only a 429 asks the service to pause the model: a 503's Retry-After
+// is this call's business.
+func TestDoPausesOnlyOnTooManyRequests(t *testing.T) {
+	is := is.New(t)
+	_, url := serve(t, answer{status: 503, header: map[string]string{"Retry-After": "60"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := provider.Do(ctx, http.DefaultClient, get(url), policy(providertest.NewInstantClock(), 3))
+	is.Equal(modelError(t, err).RetryAfter, time.Duration(0))
 }
 
 func TestDoGivesUpOnTooLongRetryAfter(t *testing.T) {

@@ -21,7 +21,7 @@ func Example() {
 	balance, _ := store.CreateTask(ctx, &imagegen.Task{
 		ID: "t1", Owner: "alice", Model: "placeholder", Cost: 2,
 		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a red fox"},
-	})
+	}, imagegen.CreateParams{})
 	fmt.Println("balance after submit:", balance)
 
 	task, _ := store.ClaimTask(ctx, 30*time.Second)

@@ -73,6 +73,7 @@ func (s *Store) fail(r *record, f imagegen.Failure, now time.Time) {
 
 func (s *Store) finish(r *record, status imagegen.Status, now time.Time) {
 	delete(s.processing, r.task.ID)
+	s.stopRunning(r)
 	r.task.Status = status
 	r.task.LeaseUntil = time.Time{}
 	r.task.UpdatedAt, r.task.FinishedAt = now, now

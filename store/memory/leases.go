@@ -9,37 +9,31 @@ import (
 	"github.com/imagegen/imagegen/store/storekit"
 )
 
-// ClaimTask leases the oldest ready pending task.
-func (s *Store) ClaimTask(_ context.Context, lease time.Duration) (*imagegen.Task, error) {
-	now := s.lock()
-	defer s.mu.Unlock()
-	return s.claim(now, lease)
+// ClaimTask leases the next ready pending task in fair-share order.
+func (s *Store) ClaimTask(ctx context.Context, lease time.Duration) (*imagegen.Task, error) {
+	return leases.First(s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: lease, N: 1}))
 }
 
-// ClaimTasks leases up to n ready pending tasks, oldest first.
-func (s *Store) ClaimTasks(_ context.Context, lease time.Duration, n int) ([]*imagegen.Task, error) {
+// ClaimTasks leases up to p.N ready pending tasks in fair-share order,
+// passing over those that p.Limits holds back.
+func (s *Store) ClaimTasks(_ context.Context, p imagegen.ClaimParams) ([]*imagegen.Task, error) {
 	now := s.lock()
 	defer s.mu.Unlock()
-	var out []*imagegen.Task
-	for len(out) < n {
-		t, err := s.claim(now, lease)
-		if err != nil {
-			break
-		}
-		out = append(out, t)
-	}
-	if len(out) == 0 {
+	var picked []*record
+	s.scan(now, p.Limits, max(p.N, 1), func(r *record) { picked = append(picked, r) })
+	if len(picked) == 0 {
 		return nil, imagegen.ErrNoTask
+	}
+	out := make([]*imagegen.Task, len(picked))
+	for i, r := range picked {
+		out[i] = s.claim(r, now, p.Lease)
 	}
 	return out, nil
 }
 
-// claim leases the head of the queue if it is ready; s.mu is held.
-func (s *Store) claim(now time.Time, lease time.Duration) (*imagegen.Task, error) {
-	head, r, ok := s.pending.first()
-	if !ok || head.runAfter.After(now) {
-		return nil, imagegen.ErrNoTask
-	}
+// claim leases r, a ready pending task; s.mu is held.
+func (s *Store) claim(r *record, now time.Time, lease time.Duration) *imagegen.Task {
+	s.vtime = max(s.vtime, r.fair.order)
 	s.dequeue(r)
 	r.task.Status = imagegen.StatusProcessing
 	r.task.Attempt++
@@ -51,8 +45,9 @@ func (s *Store) claim(now time.Time, lease time.Duration) (*imagegen.Task, error
 		s.queueWebhook(r, imagegen.EventProcessing, now)
 	}
 	s.processing[r.task.ID] = r
+	s.startRunning(r)
 	t := copyTask(r.task)
-	return &t, nil
+	return &t
 }
 
 // RenewLease extends the lease of the holder of attempt.
@@ -132,6 +127,7 @@ func (s *Store) asHolder(id string, attempt int, change func(r *record, now time
 
 func (s *Store) requeue(r *record, runAfter, now time.Time) {
 	delete(s.processing, r.task.ID)
+	s.stopRunning(r)
 	r.task.Status = imagegen.StatusPending
 	r.task.LeaseUntil = time.Time{}
 	r.task.RunAfter = runAfter

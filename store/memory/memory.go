@@ -52,7 +52,11 @@ type Store struct {
 	mu         sync.Mutex
 	seq        uint64
 	tasks      map[string]*record
-	pending    pendingQueue       // pending tasks in claim order
+	pending    pendingQueue // pending tasks in RunAfter order (stats)
+	fair       pendingQueue // pending tasks in claim order (fair-share tags)
+	vtime      int64        // the largest tag claimed so far
+	owners     map[string]*ownerState
+	models     map[string]*modelState
 	processing map[string]*record // leased tasks, for lease recovery
 	expiring   expiryQueue        // finished tasks, oldest expiry first
 	images     map[string]*imagegen.Image
@@ -83,9 +87,9 @@ type Store struct {
 type record struct {
 	task imagegen.Task
 	seq  uint64 // submission order, for listing
-	// queued is the task's key in the pending queue while it is pending;
-	// its seq is 0 otherwise.
-	queued queueKey
+	// queued and fair are the task's keys in the pending queues while
+	// it is pending; their seq is 0 otherwise.
+	queued, fair queueKey
 	// refundRef is the ledger reference of the next refund: "" for
 	// RefundRef(id), else that of an operator's recharge (RequeueTask).
 	refundRef string
@@ -107,6 +111,8 @@ func New(o Config) *Store {
 		ownBlobs:   own,
 		tasks:      make(map[string]*record),
 		processing: make(map[string]*record),
+		owners:     make(map[string]*ownerState),
+		models:     make(map[string]*modelState),
 		images:     make(map[string]*imagegen.Image),
 		accounts:   make(map[string]*account),
 		keys:       make(map[string]*imagegen.APIKey),

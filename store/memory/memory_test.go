@@ -35,7 +35,7 @@ func TestRetentionRemovesTheDefaultBlobs(t *testing.T) {
 	s := memory.New(memory.Config{Clock: clock, Retention: time.Hour})
 	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 1, Ref: "g"})
 	is.NoErr(err)
-	_, err = s.CreateTask(ctx, &imagegen.Task{ID: "t", Owner: "u", Cost: 1, Model: "m", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}})
+	_, err = s.CreateTask(ctx, &imagegen.Task{ID: "t", Owner: "u", Cost: 1, Model: "m", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}, imagegen.CreateParams{})
 	is.NoErr(err)
 	c, err := s.ClaimTask(ctx, time.Minute)
 	is.NoErr(err)

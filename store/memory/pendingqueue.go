@@ -1,24 +1,23 @@
 package memory
 
-import "time"
-
-// queueKey is a pending task's place in the claim order: by RunAfter,
+// queueKey is a pending task's place in one order of the pending tasks:
+// by order (its RunAfter in Unix nanoseconds, or its fair-share tag),
 // then by when it was queued. seq is unique in a store; 0 means "not
 // queued".
 type queueKey struct {
-	runAfter time.Time
-	seq      uint64
+	order int64
+	seq   uint64
 }
 
-// before reports whether a is claimed before b.
+// before reports whether a comes before b.
 func (a queueKey) before(b queueKey) bool {
-	if !a.runAfter.Equal(b.runAfter) {
-		return a.runAfter.Before(b.runAfter)
+	if a.order != b.order {
+		return a.order < b.order
 	}
 	return a.seq < b.seq
 }
 
-// pendingQueue holds the pending tasks in claim order. It is a treap
+// pendingQueue holds the pending tasks in one order. It is a treap
 // (a binary search tree on the keys that is also a heap on pseudo-random
 // priorities, so it stays balanced in expectation) whose nodes count
 // their subtree: the head, a push, a removal and the number of tasks
@@ -52,6 +51,19 @@ func (q *pendingQueue) first() (queueKey, *record, bool) {
 		n = n.left
 	}
 	return n.key, n.rec, true
+}
+
+// each calls fn on the entries in order until fn returns false.
+func (q *pendingQueue) each(fn func(queueKey, *record) bool) { q.root.each(fn) }
+
+func (n *pendingNode) each(fn func(queueKey, *record) bool) bool {
+	for n != nil {
+		if !n.left.each(fn) || !fn(n.key, n.rec) {
+			return false
+		}
+		n = n.right
+	}
+	return true
 }
 
 // push queues rec at k, whose seq must not be queued already.

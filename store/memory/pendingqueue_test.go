@@ -16,9 +16,9 @@ func TestPendingQueueOrder(t *testing.T) {
 	var q pendingQueue
 	_, _, ok := q.first()
 	is.True(!ok) // empty
-	late := queueKey{runAfter: t0.Add(time.Minute), seq: 1}
-	tie1 := queueKey{runAfter: t0, seq: 2}
-	tie2 := queueKey{runAfter: t0, seq: 3}
+	late := queueKey{order: (t0.Add(time.Minute)).UnixNano(), seq: 1}
+	tie1 := queueKey{order: (t0).UnixNano(), seq: 2}
+	tie2 := queueKey{order: (t0).UnixNano(), seq: 3}
 	for _, k := range []queueKey{late, tie2, tie1} {
 		q.push(k, &record{queued: k})
 	}
@@ -30,9 +30,9 @@ func TestPendingQueueOrder(t *testing.T) {
 	is.Equal(q.ahead(tie1), 0)
 	is.Equal(q.ahead(tie2), 1)
 	is.Equal(q.ahead(late), 2)
-	is.Equal(q.ahead(queueKey{runAfter: t0.Add(time.Hour), seq: 0}), 3) // not queued: counts all before it
+	is.Equal(q.ahead(queueKey{order: (t0.Add(time.Hour)).UnixNano(), seq: 0}), 3) // not queued: counts all before it
 
-	is.True(!q.remove(queueKey{runAfter: t0, seq: 1})) // seq 1 is queued, but at another time
+	is.True(!q.remove(queueKey{order: (t0).UnixNano(), seq: 1})) // seq 1 is queued, but at another time
 	is.True(q.remove(tie1))
 	is.True(!q.remove(tie1)) // once
 	is.Equal(q.Len(), 2)
@@ -50,7 +50,7 @@ func TestPendingQueueMatchesLinearCount(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 42))
 		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		randomKey := func(seq uint64) queueKey {
-			return queueKey{runAfter: t0.Add(time.Duration(rng.IntN(20)) * time.Second), seq: seq}
+			return queueKey{order: (t0.Add(time.Duration(rng.IntN(20)) * time.Second)).UnixNano(), seq: seq}
 		}
 		var q pendingQueue
 		var live []queueKey // the oracle, unordered
@@ -153,7 +153,7 @@ func TestPendingQueueStaysShallow(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	const n = 1 << 16
 	for seq := range uint64(n) {
-		k := queueKey{runAfter: t0.Add(time.Duration(seq)), seq: seq + 1}
+		k := queueKey{order: (t0.Add(time.Duration(seq))).UnixNano(), seq: seq + 1}
 		q.push(k, nil)
 	}
 	var depth func(*pendingNode) int

@@ -35,7 +35,7 @@ func (s *Store) QueuePositions(_ context.Context, ids []string) ([]int, error) {
 	for i, id := range ids {
 		out[i] = -1
 		if r, ok := s.tasks[id]; ok && r.task.Status == imagegen.StatusPending && r.queued.seq != 0 {
-			out[i] = s.pending.ahead(r.queued)
+			out[i] = s.fair.ahead(r.fair)
 		}
 	}
 	return out, nil

@@ -98,7 +98,7 @@ func pendingStore(b *testing.B, n int) *memory.Store {
 func createBenchTask(b *testing.B, s *memory.Store, i int) {
 	t := &imagegen.Task{ID: benchTaskID(i), Owner: "u", Model: "m", Cost: 1,
 		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p", AspectRatio: imagegen.AspectAuto}}
-	if _, err := s.CreateTask(context.Background(), t); err != nil {
+	if _, err := s.CreateTask(context.Background(), t, imagegen.CreateParams{}); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -46,7 +46,7 @@ func TestQueueMatchesLinearCount(t *testing.T) {
 				id := fmt.Sprintf("t%d", len(ids))
 				ids = append(ids, id)
 				_, err = s.CreateTask(ctx, &imagegen.Task{ID: id, Owner: "u", Model: "m", Cost: 1,
-					Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}})
+					Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}, imagegen.CreateParams{})
 			case 3, 4: // claim, which must take the linear scan's ready head
 				want := linearHead(s)
 				var got *imagegen.Task
@@ -79,7 +79,7 @@ func TestQueueMatchesLinearCount(t *testing.T) {
 			case 10:
 				clock.Advance(time.Duration(rng.IntN(3000)) * time.Millisecond)
 			case 11: // several claims at once
-				_, err = s.ClaimTasks(ctx, time.Second, 1+rng.IntN(3))
+				_, err = s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Second, N: 1 + rng.IntN(3)})
 				if err == imagegen.ErrNoTask {
 					err = nil
 				}
@@ -118,12 +118,12 @@ func checkQueue(ctx context.Context, t *testing.T, s *Store, ids []string) {
 }
 
 // linearQueue is the queue read the slow way: each pending task's
-// position counts the pending tasks claimed before it (by RunAfter, then
-// by the seq of its queueing), and the stats count them one by one.
+// position counts the pending tasks claimed before it (by fair-share
+// tag, then by the seq of its queueing), and the stats count them one by one.
 func linearQueue(s *Store, ids []string) ([]int, imagegen.QueueStats) {
 	now := s.lock()
 	defer s.mu.Unlock()
-	key := func(r *record) queueKey { return queueKey{runAfter: r.task.RunAfter, seq: r.queued.seq} }
+	key := func(r *record) queueKey { return r.fair }
 	var pending []*record
 	st := imagegen.QueueStats{}
 	for _, r := range s.tasks {
@@ -165,7 +165,7 @@ func linearHead(s *Store) string {
 		if r.task.Status != imagegen.StatusPending || r.task.RunAfter.After(now) {
 			continue
 		}
-		if head == nil || (queueKey{r.task.RunAfter, r.queued.seq}).before(queueKey{head.task.RunAfter, head.queued.seq}) {
+		if head == nil || r.fair.before(head.fair) {
 			head = r
 		}
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // CreateTask debits t.Cost and stores t as pending in one step.
-func (s *Store) CreateTask(_ context.Context, t *imagegen.Task) (int64, error) {
+func (s *Store) CreateTask(_ context.Context, t *imagegen.Task, p imagegen.CreateParams) (int64, error) {
 	if err := storekit.CheckNewTask(t); err != nil {
 		return 0, err
 	}
@@ -18,6 +18,9 @@ func (s *Store) CreateTask(_ context.Context, t *imagegen.Task) (int64, error) {
 	defer s.mu.Unlock()
 	if _, ok := s.tasks[t.ID]; ok {
 		return 0, fmt.Errorf("memory: task %q exists", t.ID)
+	}
+	if o := s.owners[t.Owner]; p.MaxPending > 0 && o != nil && o.pending >= p.MaxPending {
+		return 0, fmt.Errorf("memory: owner has %d pending tasks: %w", o.pending, imagegen.ErrQueueFull)
 	}
 	balance, err := s.appendEntry(imagegen.LedgerEntry{
 		Owner: t.Owner, Kind: imagegen.LedgerCharge, Amount: -t.Cost, Ref: imagegen.ChargeRef(t.ID),
@@ -48,19 +51,31 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 	return t, err
 }
 
-// enqueue puts r in the pending queue, at its RunAfter; s.mu is held.
+// enqueue puts r in the pending queues: at its RunAfter, and at the end
+// of its owner's line in fair-share order (a new tag); s.mu is held.
 func (s *Store) enqueue(r *record) {
 	s.seq++
-	r.queued = queueKey{runAfter: r.task.RunAfter, seq: s.seq}
+	r.queued = queueKey{order: r.task.RunAfter.UnixNano(), seq: s.seq}
 	s.pending.push(r.queued, r)
+	o := s.owner(r.task.Owner)
+	base := s.vtime
+	if o.pending > 0 {
+		base = max(base, o.last)
+	}
+	o.last = base + storekit.Stride(o.weight)
+	o.pending++
+	r.fair = queueKey{order: o.last, seq: s.seq}
+	s.fair.push(r.fair, r)
 }
 
-// dequeue takes r out of the pending queue, if it is there; s.mu is
+// dequeue takes r out of the pending queues, if it is there; s.mu is
 // held.
 func (s *Store) dequeue(r *record) {
 	if r.queued.seq != 0 {
 		s.pending.remove(r.queued)
-		r.queued = queueKey{}
+		s.fair.remove(r.fair)
+		r.queued, r.fair = queueKey{}, queueKey{}
+		s.owner(r.task.Owner).pending--
 	}
 }
 

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -15,8 +14,12 @@ import (
 // maxClaim bounds how many tasks one claim takes.
 const maxClaim = 64
 
-// claimSQL leases up to $3 of the oldest ready pending tasks. SKIP LOCKED
-// lets concurrent claims pass each other's rows instead of waiting.
+// claimSQL leases up to $3 ready pending tasks in fair-share order
+// (lowest tag first), passing over at most $4 that are not ready or that
+// a cap or a rate holds back: the claim_tasks function (migration 0005).
+// SKIP LOCKED lets concurrent claims pass each other's rows instead of
+// waiting; caps are kept by transaction-scoped advisory locks, taken
+// only when a cap applies.
 //
 // A claim commits without waiting for its WAL flush (synchronous_commit
 // off, for this transaction only): the worker's loop claims one batch at
@@ -26,58 +29,34 @@ const maxClaim = 64
 // the fencing token then refuses the worker's finish, so the task runs
 // again; submits, finishes and refunds still wait for their flush.
 //
-//	$1 now  $2 lease (µs)  $3 how many
-//
-// The first claim of a task stamps started_at and queues its processing
-// callback, when its callback_events ask for one.
-const claimSQL = `
-WITH async AS (
-	SELECT set_config('synchronous_commit', 'off', true)
-), ready AS (
-	SELECT id, started_at IS NULL AS first FROM {schema}.tasks
-	WHERE status = 'pending' AND run_after <= {now}
-	ORDER BY run_after, seq
-	LIMIT $3
-	FOR UPDATE SKIP LOCKED
-), claimed AS (
-	UPDATE {schema}.tasks t
-	SET status = 'processing', attempt = t.attempt + 1, started_at = coalesce(t.started_at, {now}),
-		lease_until = {now} + $2 * interval '1 microsecond', updated_at = {now}, progress = 0
-	FROM ready, async WHERE t.id = ready.id
-	RETURNING t.*, ready.first
-), hooks AS (
-	INSERT INTO {schema}.webhooks (id, task_id, event, due)
-	SELECT c.id || ':processing', c.id, 'processing', {now} FROM claimed c
-	WHERE c.first AND c.callback_url <> '' AND {schema}.wants(c.callback_events, 'processing')
-	ON CONFLICT (id) DO NOTHING
-)
-SELECT ` + taskColumns + ` FROM claimed`
+//	$1 now  $2 lease (µs)  $3 how many  $4 how many to pass over  $5 owner cap
+//	$6 models with a cap or rate  $7 their caps  $8 their rates (0: none)
+const claimSQL = `SELECT ` + taskColumns + ` FROM {schema}.claim_tasks({now}, $2 * interval '1 microsecond',
+	$3, $4, $5, $6, $7, $8)`
 
-// ClaimTask leases the oldest ready pending task.
+// ClaimTask leases the next ready pending task in fair-share order.
 func (s *Store) ClaimTask(ctx context.Context, lease time.Duration) (*imagegen.Task, error) {
-	return leases.First(s.ClaimTasks(ctx, lease, 1))
+	return leases.First(s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: lease, N: 1}))
 }
 
-// ClaimTasks leases up to n ready pending tasks, oldest first, in one
-// statement.
-func (s *Store) ClaimTasks(ctx context.Context, lease time.Duration, n int) ([]*imagegen.Task, error) {
-	n = min(max(n, 1), maxClaim)
-	rows, err := s.pool.Query(ctx, s.sql(claimSQL), s.nowArg(), micros(lease), n)
+// ClaimTasks leases up to p.N ready pending tasks in fair-share order,
+// passing over those that p.Limits holds back, in one statement.
+func (s *Store) ClaimTasks(ctx context.Context, p imagegen.ClaimParams) ([]*imagegen.Task, error) {
+	n := min(max(p.N, 1), maxClaim)
+	models, caps, rates := modelLimits(p.Limits)
+	rows, err := s.pool.Query(ctx, s.sql(claimSQL), s.nowArg(), micros(p.Lease), n, imagegen.ClaimScan,
+		p.Limits.OwnerConcurrency, models, caps, rates)
 	if err != nil {
 		return nil, wrapErr("claim", err)
 	}
-	type claimed struct {
-		t   *imagegen.Task
-		seq int64
-	}
-	var out []claimed
+	var out []*imagegen.Task
 	for rows.Next() {
-		t, seq, err := scanTask(rows)
+		t, _, err := scanTask(rows)
 		if err != nil {
 			rows.Close()
 			return nil, wrapErr("claim", err)
 		}
-		out = append(out, claimed{t, seq})
+		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, wrapErr("claim", err)
@@ -85,19 +64,21 @@ func (s *Store) ClaimTasks(ctx context.Context, lease time.Duration, n int) ([]*
 	if len(out) == 0 {
 		return nil, imagegen.ErrNoTask
 	}
-	// RETURNING keeps no order: put them back in queue order.
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if !a.t.RunAfter.Equal(b.t.RunAfter) {
-			return a.t.RunAfter.Before(b.t.RunAfter)
-		}
-		return a.seq < b.seq
-	})
-	tasks := make([]*imagegen.Task, len(out))
-	for i, c := range out {
-		tasks[i] = c.t
+	return out, nil
+}
+
+// modelLimits lists the models l caps or rates, with each one's cap and
+// rate (0 for none), as claim_tasks takes them.
+func modelLimits(l imagegen.Limits) (models []string, caps, rates []int32) {
+	for model, c := range l.ModelConcurrency {
+		models, caps, rates = append(models, model), append(caps, int32(c)), append(rates, int32(l.ModelRate[model]))
 	}
-	return tasks, nil
+	for model, r := range l.ModelRate {
+		if _, ok := l.ModelConcurrency[model]; !ok {
+			models, caps, rates = append(models, model), append(caps, 0), append(rates, int32(r))
+		}
+	}
+	return models, caps, rates
 }
 
 // holds is the fencing condition: attempt $3 holds task $2's lease.
@@ -123,7 +104,7 @@ func (s *Store) SetProgress(ctx context.Context, id string, attempt int, progres
 func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay time.Duration, lastErr string) error {
 	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.tasks
 		SET status = 'pending', lease_until = NULL, run_after = {now} + $4 * interval '1 microsecond',
-			updated_at = {now}, last_error = $5
+			updated_at = {now}, last_error = $5, tag = {schema}.next_tag(owner, {schema}.vtime({now}))
 		WHERE `+holds), s.nowArg(), id, attempt, micros(delay), lastErr)
 	if err == nil && tag.RowsAffected() == 1 && delay <= time.Second {
 		s.queuedNote.poke("")
@@ -136,7 +117,7 @@ func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay tim
 func (s *Store) ReleaseTask(ctx context.Context, id string, attempt int) error {
 	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.tasks
 		SET status = 'pending', lease_until = NULL, run_after = {now}, updated_at = {now},
-			released = released + 1, last_error = $4
+			released = released + 1, last_error = $4, tag = {schema}.next_tag(owner, {schema}.vtime({now}))
 		WHERE `+holds), s.nowArg(), id, attempt, storekit.ReleasedMessage)
 	if err == nil && tag.RowsAffected() == 1 {
 		s.queuedNote.poke("")
@@ -221,7 +202,8 @@ func (s *Store) recoverBatch(ctx context.Context, maxAttempts int, rec *imagegen
 	}
 	if len(requeue) > 0 {
 		if _, err := tx.Exec(ctx, s.sql(`UPDATE {schema}.tasks
-			SET status = 'pending', lease_until = NULL, run_after = {now}, updated_at = {now}, last_error = 'lease expired'
+			SET status = 'pending', lease_until = NULL, run_after = {now}, updated_at = {now}, last_error = 'lease expired',
+				tag = {schema}.next_tag(owner, {schema}.vtime({now}))
 			WHERE id = ANY($2)`), s.nowArg(), requeue); err != nil {
 			return 0, wrapErr("recover", err)
 		}

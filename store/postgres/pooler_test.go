@@ -50,7 +50,7 @@ func TestNotificationsThroughPgBouncer(t *testing.T) {
 	is.NoErr(err)
 	defer stopOther()
 	received(work) // the listener's start may have signalled once
-	_, err = a.CreateTask(ctx, newTask("t1", "u"))
+	_, err = a.CreateTask(ctx, newTask("t1", "u"), imagegen.CreateParams{})
 	is.NoErr(err)
 	select {
 	case <-work:

@@ -31,13 +31,13 @@ func TestSweepRemovesExpiredRowsInBatches(t *testing.T) {
 	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: n + 1, Ref: "g"})
 	is.NoErr(err)
 	for i := range n {
-		_, err := s.CreateTask(ctx, newTask(fmt.Sprintf("t%d", i), "u"))
+		_, err := s.CreateTask(ctx, newTask(fmt.Sprintf("t%d", i), "u"), imagegen.CreateParams{})
 		is.NoErr(err)
 		c, err := s.ClaimTask(ctx, time.Minute)
 		is.NoErr(err)
 		is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: c.ID + "-img", ContentType: "image/png", Size: 1}}))
 	}
-	_, err = s.CreateTask(ctx, newTask("waiting", "u"))
+	_, err = s.CreateTask(ctx, newTask("waiting", "u"), imagegen.CreateParams{})
 	is.NoErr(err)
 	_, err = s.BeginIdempotent(ctx, "u", "k", "fp", time.Minute)
 	is.NoErr(err)
@@ -87,7 +87,7 @@ func TestNotificationsAcrossStores(t *testing.T) {
 	is.NoErr(err)
 	defer stopOther()
 	received(work) // the listener's start may have signalled once (before the watches were ready)
-	_, err = a.CreateTask(ctx, newTask("t1", "u"))
+	_, err = a.CreateTask(ctx, newTask("t1", "u"), imagegen.CreateParams{})
 	is.NoErr(err)
 	select {
 	case <-work:
@@ -186,7 +186,7 @@ func TestListenerSurvivesTerminatedConnection(t *testing.T) {
 		is.NoErr(err)
 		other, stopOther, err := s.WatchTask(ctx, "nobody")
 		is.NoErr(err)
-		_, err = s.CreateTask(ctx, newTask(id, "u"))
+		_, err = s.CreateTask(ctx, newTask(id, "u"), imagegen.CreateParams{})
 		is.NoErr(err)
 		notified := finishAndWake(t, s, finished, other, "no wake-up after the listener came back")
 		stop()

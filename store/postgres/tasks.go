@@ -16,47 +16,21 @@ import (
 	"github.com/imagegen/imagegen/store/storekit"
 )
 
-// createSQL debits the cost, appends the charge and inserts the task in
-// one statement; it returns no row when the balance is short. SubmitTx
-// runs it in the host's transaction (plain submits go in batches).
-//
-//	$1 now  $2 id  $3 owner  $4 request  $5 model  $6 cost  $7 callback URL
-//	$8 callback events (storekit.EventsField)  $9 request id
-const createSQL = `
-WITH debit AS (
-	UPDATE {schema}.accounts SET balance = balance - $6::bigint, entries = entries + 1
-	WHERE owner = $3 AND balance >= $6
-	RETURNING balance, entries
-), charge AS (
-	INSERT INTO {schema}.ledger (owner, n, kind, amount, ref, at, balance_after)
-	SELECT $3::text, debit.entries, 'charge', -$6::bigint, 'task:' || $2::text, {now}, debit.balance FROM debit
-), task AS (
-	INSERT INTO {schema}.tasks (id, owner, request, model, cost, status, run_after, callback_url, callback_events,
-		request_id, created_at, updated_at)
-	SELECT $2::text, $3::text, $4::jsonb, $5::text, $6::bigint, 'pending', {now}, $7::text, $8::text, $9::text, {now}, {now}
-	FROM debit
-	RETURNING created_at
-)
-SELECT debit.balance, task.created_at FROM debit, task`
-
 // CreateTask debits t.Cost and stores t as pending, atomically. Calls
 // that arrive together share one statement and one commit (group
 // commit: see createBatch); each is still charged and created on its own.
 // Idle workers of other processes are told just after it commits.
-func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error) {
+func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.CreateParams) (int64, error) {
 	req, err := newTaskRequest(t)
 	if err != nil {
 		return 0, err
 	}
-	res, err := s.creates.Do(ctx, createReq{task: t, request: string(req)})
+	res, err := s.creates.Do(ctx, createReq{task: t, request: string(req), maxPending: max(p.MaxPending, 0)})
 	if err != nil {
 		return 0, err
 	}
-	switch res.code {
-	case 0:
-		return res.balance, imagegen.ErrInsufficientCredits
-	case -1:
-		return 0, fmt.Errorf("postgres store: task %q exists", t.ID)
+	if err := createError(t, res); err != nil {
+		return res.balance, err
 	}
 	t.Status, t.Attempt = imagegen.StatusPending, 0
 	t.CreatedAt, t.UpdatedAt, t.RunAfter = res.at, res.at, res.at
@@ -64,20 +38,34 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error)
 	return res.balance, nil
 }
 
+// createError is the error of a submit_tasks code: nil for created.
+func createError(t *imagegen.Task, res createRes) error {
+	switch res.code {
+	case 0:
+		return imagegen.ErrInsufficientCredits
+	case -1:
+		return fmt.Errorf("postgres store: task %q exists", t.ID)
+	case -2:
+		return fmt.Errorf("postgres store: owner's pending tasks at the max: %w", imagegen.ErrQueueFull)
+	}
+	return nil
+}
+
 type createReq struct {
-	task    *imagegen.Task
-	request string // JSON
+	task       *imagegen.Task
+	request    string // JSON
+	maxPending int
 }
 
 type createRes struct {
-	code    int32 // 1 created, 0 balance short, -1 id taken
+	code    int32 // 1 created, 0 balance short, -1 id taken, -2 queue full
 	balance int64
 	at      time.Time
 }
 
 type createCall = groupcommit.Call[createReq, createRes]
 
-// createBatch creates a batch of tasks with one call of the create_tasks
+// createBatch creates a batch of tasks with one call of the submit_tasks
 // function. Tasks go in owner order (each owner's in submission order),
 // so that concurrent batches lock accounts in one order; should a
 // deadlock with a host app's transaction abort the batch anyway, its
@@ -88,16 +76,13 @@ func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
 	ids, owners, reqs, models, callbacks, events := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	requestIDs := make([]string, n)
 	costs := make([]int64, n)
+	maxPending := make([]int32, n)
 	for i, c := range batch {
 		t := c.Req.task
 		ids[i], owners[i], reqs[i], models[i], costs[i], callbacks[i] = t.ID, t.Owner, c.Req.request, t.Model, t.Cost, t.Request.CallbackURL
-		events[i], requestIDs[i] = storekit.EventsField(t.Request.CallbackEvents), t.RequestID
+		events[i], requestIDs[i], maxPending[i] = storekit.EventsField(t.Request.CallbackEvents), t.RequestID, int32(c.Req.maxPending)
 	}
-	var codes []int32
-	var balances []int64
-	var at time.Time
-	err := s.pool.QueryRow(ctx, s.sql(`SELECT code, balance, {now} FROM {schema}.create_tasks($2, $3, $4, $5, $6, $7, $8, $9, {now})`),
-		s.nowArg(), ids, owners, reqs, models, costs, callbacks, events, requestIDs).Scan(&codes, &balances, &at)
+	codes, balances, at, err := s.submitTasks(ctx, s.pool, ids, owners, reqs, models, costs, callbacks, events, requestIDs, maxPending)
 	if err == nil && (len(codes) != n || len(balances) != n) {
 		err = fmt.Errorf("create_tasks returned %d results for %d tasks", len(codes), n)
 	}
@@ -117,30 +102,37 @@ func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
 	}
 }
 
-// createTask runs createSQL on q (a host's transaction).
-func (s *Store) createTask(ctx context.Context, q querier, t *imagegen.Task) (int64, error) {
+// submitTasks runs submit_tasks on q with the batch's columns.
+func (s *Store) submitTasks(ctx context.Context, q querier, ids, owners, reqs, models []string, costs []int64,
+	callbacks, events, requestIDs []string, maxPending []int32) (codes []int32, balances []int64, at time.Time, err error) {
+	err = q.QueryRow(ctx, s.sql(`SELECT code, balance, {now} FROM {schema}.submit_tasks($2, $3, $4, $5, $6, $7, $8, $9, $10, {now})`),
+		s.nowArg(), ids, owners, reqs, models, costs, callbacks, events, requestIDs, maxPending).Scan(&codes, &balances, &at)
+	return codes, balances, at, err
+}
+
+// createTask creates t on q (a host's transaction), with the pending
+// cap of p.
+func (s *Store) createTask(ctx context.Context, q querier, t *imagegen.Task, p imagegen.CreateParams) (int64, error) {
 	req, err := newTaskRequest(t)
 	if err != nil {
 		return 0, err
 	}
-	var balance int64
-	var created time.Time
-	err = q.QueryRow(ctx, s.sql(createSQL), s.nowArg(), t.ID, t.Owner, req, t.Model, t.Cost, t.Request.CallbackURL,
-		storekit.EventsField(t.Request.CallbackEvents), t.RequestID).Scan(&balance, &created)
-	if errors.Is(err, pgx.ErrNoRows) {
-		b, err := s.balance(ctx, q, t.Owner)
-		if err != nil {
-			return 0, err
-		}
-		return b, imagegen.ErrInsufficientCredits
+	codes, balances, at, err := s.submitTasks(ctx, q, []string{t.ID}, []string{t.Owner}, []string{string(req)}, []string{t.Model},
+		[]int64{t.Cost}, []string{t.Request.CallbackURL}, []string{storekit.EventsField(t.Request.CallbackEvents)},
+		[]string{t.RequestID}, []int32{int32(max(p.MaxPending, 0))})
+	if err == nil && (len(codes) != 1 || len(balances) != 1) {
+		err = fmt.Errorf("submit_tasks returned %d results for 1 task", len(codes))
 	}
 	if err != nil {
 		return 0, wrapErr("create task", err)
 	}
-	created = created.UTC()
+	res := createRes{code: codes[0], balance: balances[0], at: at.UTC()}
+	if err := createError(t, res); err != nil {
+		return res.balance, err
+	}
 	t.Status, t.Attempt = imagegen.StatusPending, 0
-	t.CreatedAt, t.UpdatedAt, t.RunAfter = created, created, created
-	return balance, nil
+	t.CreatedAt, t.UpdatedAt, t.RunAfter = res.at, res.at, res.at
+	return res.balance, nil
 }
 
 // newTaskRequest checks a task to create (storekit.CheckNewTask) and
@@ -213,7 +205,7 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 }
 
 // QueuePositions returns how many pending tasks are ahead of each id in
-// claim order (run-after time, then submission), or -1 for a task that
+// claim order (fair-share tag, then submission), or -1 for a task that
 // is not pending.
 func (s *Store) QueuePositions(ctx context.Context, ids []string) ([]int, error) {
 	out := make([]int, len(ids))
@@ -221,7 +213,7 @@ func (s *Store) QueuePositions(ctx context.Context, ids []string) ([]int, error)
 		return out, nil
 	}
 	rows, err := s.pool.Query(ctx, s.sql(`SELECT i.ord, CASE WHEN t.id IS NULL THEN -1 ELSE (SELECT count(*) FROM {schema}.tasks p
-			WHERE p.status = 'pending' AND (p.run_after, p.seq) < (t.run_after, t.seq)) END
+			WHERE p.status = 'pending' AND (p.tag, p.seq) < (t.tag, t.seq)) END
 		FROM unnest($1::text[]) WITH ORDINALITY AS i(id, ord)
 		LEFT JOIN {schema}.tasks t ON t.id = i.id AND t.status = 'pending'`), ids)
 	if err != nil {

@@ -32,8 +32,8 @@ func (s *Store) SubmitTx(ctx context.Context, tx pgx.Tx, svc *imagegen.Service, 
 	if tx == nil || svc == nil {
 		return imagegen.Submission{}, errors.New("postgres store: SubmitTx needs a transaction and a service")
 	}
-	sub, err := svc.SubmitWith(ctx, owner, req, s, func(ctx context.Context, t *imagegen.Task) (int64, error) {
-		balance, err := s.createTask(ctx, tx, t)
+	sub, err := svc.SubmitWith(ctx, owner, req, s, func(ctx context.Context, t *imagegen.Task, p imagegen.CreateParams) (int64, error) {
+		balance, err := s.createTask(ctx, tx, t, p)
 		if err != nil {
 			return 0, err
 		}

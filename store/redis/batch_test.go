@@ -32,10 +32,10 @@ func TestConcurrentCompletesEachCheckTheirLease(t *testing.T) {
 	is.NoErr(err)
 	for i := range n {
 		_, err := s.CreateTask(ctx, &imagegen.Task{ID: fmt.Sprintf("t%02d", i), Owner: "u", Cost: 1, Model: "m",
-			Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}})
+			Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}, imagegen.CreateParams{})
 		is.NoErr(err)
 	}
-	claimed, err := s.ClaimTasks(ctx, time.Minute, n)
+	claimed, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Minute, N: n})
 	is.NoErr(err)
 	is.Equal(len(claimed), n)
 	is.NoErr(rdb.ScriptFlush(ctx).Err())

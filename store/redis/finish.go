@@ -142,7 +142,7 @@ local now = now_ms()
 local f = redis.call('HMGET', KEYS[1], 'owner', 'status')
 if f[1] ~= ARGV[2] then return 0 end
 if f[2] ~= 'pending' and f[2] ~= 'processing' then return -1 end
-redis.call('ZREM', KEYS[2], ARGV[5])
+dequeue(KEYS[1], ARGV[5])
 refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
 redis.call('HSET', KEYS[1], 'error', ARGV[3], 'error_code', ARGV[6])
 finish(KEYS[1], KEYS[5], ARGV[5], 'failed', now, tonumber(ARGV[4]), KEYS[6])

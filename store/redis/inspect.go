@@ -69,7 +69,7 @@ end
 redis.call('HDEL', KEYS[1], 'error', 'error_code', 'finished', 'expires')
 redis.call('HSET', KEYS[1], 'status', 'pending', 'updated', now, 'run_after', now)
 redis.call('PERSIST', KEYS[1])
-redis.call('ZADD', KEYS[2], now, ARGV[2])
+enqueue(KEYS[1], ARGV[2], now)
 return 1
 `)
 

@@ -13,99 +13,140 @@ import (
 	"github.com/imagegen/imagegen/store/storekit"
 )
 
-// claimCandidates is how many more of the oldest pending tasks a claim
-// considers than it wants, so that concurrent workers each find theirs
-// in a single pass.
-const claimCandidates = 8
-
-// claimScript leases up to ARGV[3] of the candidates that are still
-// pending and ready, in order. A task's first claim stamps "started" and
-// queues its processing callback, if it asks for one.
+// claimScript leases up to ARGV[3] ready pending tasks in fair-share
+// order (the fair queue, lowest tag first), passing over at most
+// ARGV[5] that are not ready or that a cap or rate holds back. A task's
+// first claim stamps "started" and queues its processing callback, if
+// it asks for one. Each claimed task counts in its owner's and model's
+// running sets until it leaves processing or its lease ends; a model
+// with a rate has its next start pushed a minute/rate later.
 //
-//	KEYS[1] pending  KEYS[2] leases  KEYS[3] webhooks  KEYS[4..] candidate task keys
-//	ARGV[1] now      ARGV[2] lease (ms)  ARGV[3] how many  ARGV[4..] candidate ids
+//	KEYS[1] fair  KEYS[2] leases  KEYS[3] webhooks  KEYS[4] vtime
+//	ARGV[1] now   ARGV[2] lease (ms)  ARGV[3] how many  ARGV[4] owner cap (0: none)
+//	ARGV[5] how many to pass over at most
+//	ARGV[6..] per limited model: name, cap (0: none), starts a minute (0: none)
 //
-// Returns {raced, task...}: raced is 1 when a candidate was taken by
-// someone else meanwhile (so looking again may find more), and each task
-// is a claimed task's HGETALL.
+// Returns the claimed tasks, each as its HGETALL.
 var claimScript = newScript(`
 local now = now_ms()
-local lease, want = tonumber(ARGV[2]), tonumber(ARGV[3])
-local out = {0}
-for i = 4, #KEYS do
-  if #out > want then break end
-  local id = ARGV[i]
-  local runAfter = redis.call('ZSCORE', KEYS[1], id)
-  if not runAfter then
-    out[1] = 1
-  elseif tonumber(runAfter) > now then
-    break -- candidates are in run-after order: the rest are not ready either
-  else
-    redis.call('ZREM', KEYS[1], id)
-    if redis.call('HGET', KEYS[i], 'status') == 'pending' then
-      redis.call('HINCRBY', KEYS[i], 'attempt', 1)
-      redis.call('HSET', KEYS[i], 'status', 'processing', 'lease_until', now + lease, 'updated', now, 'progress', 0)
-      if redis.call('HSETNX', KEYS[i], 'started', now) == 1 and wants(KEYS[i], 'processing') then
-        redis.call('ZADD', KEYS[3], now, id .. ':processing')
-      end
-      redis.call('ZADD', KEYS[2], now + lease, id)
-      out[#out + 1] = redis.call('HGETALL', KEYS[i])
-    end
+local lease, want, ownerCap, scan = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local caps, rates = {}, {}
+for i = 6, #ARGV, 3 do
+  caps[ARGV[i]], rates[ARGV[i]] = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+end
+local ownerRun, modelRun, modelNext = {}, {}, {} -- counts and next starts, as this claim goes
+local function running(memo, key)
+  local n = memo[key]
+  if not n then
+    n = redis.call('ZCOUNT', key, '(' .. now, '+inf')
+    memo[key] = n
   end
+  return n
+end
+local function next_start(mkey)
+  local t = modelNext[mkey]
+  if not t then
+    local f = redis.call('HMGET', mkey, 'next', 'pause')
+    local pause = tonumber(f[2]) or 0
+    t = tonumber(f[1]) or 0
+    if pause > now then t = -pause end -- negative: paused until -t
+    modelNext[mkey] = t
+  end
+  return t
+end
+local out, passed, vtime = {}, 0, nil
+local ids = redis.call('ZRANGE', KEYS[1], 0, want + scan, 'WITHSCORES')
+for j = 1, #ids, 2 do
+  if #out >= want or passed > scan then break end
+  local id = ids[j]
+  local task = skey(KEYS[1], 'task:' .. id)
+  local f = redis.call('HMGET', task, 'status', 'run_after', 'owner', 'model')
+  local owner, model = f[3] or '', f[4] or ''
+  local okey, mkey, rkey = skey(KEYS[1], 'run:o:' .. owner), skey(KEYS[1], 'run:m:' .. model), skey(KEYS[1], 'model:' .. model)
+  local cap, rate = caps[model] or 0, rates[model] or 0
+  local held = f[1] ~= 'pending' or (tonumber(f[2]) or 0) > now
+  if not held and ownerCap > 0 and running(ownerRun, okey) >= ownerCap then held = true end
+  if not held and cap > 0 and running(modelRun, mkey) >= cap then held = true end
+  if not held then
+    local t = next_start(rkey)
+    if t < 0 or (rate > 0 and t > now) then held = true end
+  end
+  if held then
+    passed = passed + 1
+  else
+    dequeue(task, id)
+    redis.call('HINCRBY', task, 'attempt', 1)
+    redis.call('HSET', task, 'status', 'processing', 'lease_until', now + lease, 'updated', now, 'progress', 0)
+    if redis.call('HSETNX', task, 'started', now) == 1 and wants(task, 'processing') then
+      redis.call('ZADD', KEYS[3], now, id .. ':processing')
+    end
+    redis.call('ZADD', KEYS[2], now + lease, id)
+    redis.call('ZADD', okey, now + lease, id)
+    redis.call('ZADD', mkey, now + lease, id)
+    ownerRun[okey] = running(ownerRun, okey) + 1
+    modelRun[mkey] = running(modelRun, mkey) + 1
+    if rate > 0 then
+      local t = math.max(next_start(rkey), now) + math.floor(60000 / rate)
+      modelNext[rkey] = t
+      redis.call('HSET', rkey, 'next', t)
+    end
+    local tag = math.floor(tonumber(ids[j + 1]))
+    if not vtime or tag > vtime then vtime = tag end
+    out[#out + 1] = redis.call('HGETALL', task)
+  end
+end
+if vtime and vtime > tonumber(redis.call('GET', KEYS[4]) or '0') then
+  redis.call('SET', KEYS[4], num(vtime))
 end
 return out
 `)
 
-// ClaimTask leases the oldest ready pending task.
+// ClaimTask leases the next ready pending task in fair-share order.
 func (s *Store) ClaimTask(ctx context.Context, lease time.Duration) (*imagegen.Task, error) {
-	return leases.First(s.ClaimTasks(ctx, lease, 1))
+	return leases.First(s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: lease, N: 1}))
 }
 
-// ClaimTasks leases up to n ready pending tasks, oldest first: one read
-// of the queue head, then one script over the candidates it found.
-func (s *Store) ClaimTasks(ctx context.Context, lease time.Duration, n int) ([]*imagegen.Task, error) {
-	n = min(max(n, 1), 64)
-	for range 3 {
-		ids, err := s.rdb.ZRange(ctx, s.k.pending(), 0, int64(n+claimCandidates-1)).Result()
-		if err != nil {
-			return nil, fmt.Errorf("redis store: claim: %w", err)
-		}
-		if len(ids) == 0 {
-			return nil, imagegen.ErrNoTask
-		}
-		keys := make([]string, 0, 2+len(ids))
-		keys = append(keys, s.k.pending(), s.k.leases(), s.k.webhooks())
-		args := make([]any, 0, 3+len(ids))
-		args = append(args, s.nowArg(), ms(lease), n)
-		for _, id := range ids {
-			keys = append(keys, s.k.task(id))
-			args = append(args, id)
-		}
-		reply, err := claimScript.Run(ctx, s.rdb, keys, args...).Slice()
-		if err != nil {
-			return nil, fmt.Errorf("redis store: claim: %w", err)
-		}
-		tasks := make([]*imagegen.Task, 0, len(reply)-1)
-		for _, r := range reply[1:] {
-			f, err := flatMap(r)
-			if err != nil {
-				return nil, err
-			}
-			t, err := decodeTask(f)
-			if err != nil {
-				return nil, err
-			}
-			tasks = append(tasks, t)
-		}
-		if len(tasks) > 0 {
-			return tasks, nil
-		}
-		if raced, _ := reply[0].(int64); raced == 0 {
-			return nil, imagegen.ErrNoTask
-		}
-		// Others took the candidates: look again.
+// ClaimTasks leases up to p.N ready pending tasks in fair-share order,
+// passing over those p.Limits holds back, in one script.
+func (s *Store) ClaimTasks(ctx context.Context, p imagegen.ClaimParams) ([]*imagegen.Task, error) {
+	n := min(max(p.N, 1), 64)
+	args := append(make([]any, 0, 5+3*len(p.Limits.ModelConcurrency)+3*len(p.Limits.ModelRate)),
+		s.nowArg(), ms(p.Lease), n, p.Limits.OwnerConcurrency, imagegen.ClaimScan)
+	args = appendModelLimits(args, p.Limits)
+	reply, err := claimScript.Run(ctx, s.rdb, []string{s.k.fair(), s.k.leases(), s.k.webhooks(), s.k.vtime()}, args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("redis store: claim: %w", err)
 	}
-	return nil, imagegen.ErrNoTask
+	if len(reply) == 0 {
+		return nil, imagegen.ErrNoTask
+	}
+	tasks := make([]*imagegen.Task, 0, len(reply))
+	for _, r := range reply {
+		f, err := flatMap(r)
+		if err != nil {
+			return nil, err
+		}
+		t, err := decodeTask(f)
+		if err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, nil
+}
+
+// appendModelLimits appends, for each model l names, its name, cap and
+// rate (0 for none), as claimScript and statsScript read them.
+func appendModelLimits(args []any, l imagegen.Limits) []any {
+	for model, c := range l.ModelConcurrency {
+		args = append(args, model, c, l.ModelRate[model])
+	}
+	for model, r := range l.ModelRate {
+		if _, ok := l.ModelConcurrency[model]; !ok {
+			args = append(args, model, 0, r)
+		}
+	}
+	return args
 }
 
 // renewScript extends the lease of its holder.
@@ -120,6 +161,7 @@ if not holds(KEYS[1], ARGV[2]) then return 0 end
 local untilMS = now + tonumber(ARGV[3])
 redis.call('HSET', KEYS[1], 'lease_until', untilMS, 'updated', now)
 redis.call('ZADD', KEYS[2], untilMS, ARGV[4])
+run_until(KEYS[1], ARGV[4], untilMS)
 return 1
 `)
 
@@ -159,9 +201,10 @@ local now = now_ms()
 if not holds(KEYS[1], ARGV[2]) then return 0 end
 local runAfter = now + tonumber(ARGV[3])
 redis.call('ZREM', KEYS[2], ARGV[5])
+stop_running(KEYS[1], ARGV[5])
 redis.call('HSET', KEYS[1], 'status', 'pending', 'lease_until', 0, 'run_after', runAfter,
   'updated', now, 'last_error', ARGV[4])
-redis.call('ZADD', KEYS[3], runAfter, ARGV[5])
+enqueue(KEYS[1], ARGV[5], runAfter)
 return 1
 `)
 
@@ -182,10 +225,11 @@ var releaseScript = newScript(`
 local now = now_ms()
 if not holds(KEYS[1], ARGV[2]) then return 0 end
 redis.call('ZREM', KEYS[2], ARGV[4])
+stop_running(KEYS[1], ARGV[4])
 redis.call('HINCRBY', KEYS[1], 'released', 1)
 redis.call('HSET', KEYS[1], 'status', 'pending', 'lease_until', 0, 'run_after', now,
   'updated', now, 'last_error', ARGV[3])
-redis.call('ZADD', KEYS[3], now, ARGV[4])
+enqueue(KEYS[1], ARGV[4], now)
 return 1
 `)
 
@@ -247,9 +291,10 @@ for i = 1, (#KEYS - 3) / 3 do
       out[#out + 1] = {id, f[4] or '', f[5] or '', f[6] or '', tostring(counted), cost, refunded}
     else
       redis.call('ZREM', KEYS[1], id)
+      stop_running(task, id)
       redis.call('HSET', task, 'status', 'pending', 'lease_until', 0, 'run_after', now,
         'updated', now, 'last_error', 'lease expired')
-      redis.call('ZADD', KEYS[2], now, id)
+      enqueue(task, id, now)
       out[1] = out[1] + 1
     end
   end

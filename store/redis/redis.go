@@ -23,7 +23,15 @@
 // Layout (P is the hash-tagged prefix, "{imagegen}" by default):
 //
 //	P:task:<id>        hash: the task
-//	P:pending          zset: pending task ids by run-after time (ms)
+//	P:pending          zset: pending task ids by run-after time (ms) (queue stats)
+//	P:fair             zset: pending task ids by fair-share tag: the claim order
+//	                   (the integer part is the tag, the fraction breaks ties in queueing order)
+//	P:vtime            string: the largest tag claimed so far (a new owner's line starts there)
+//	P:tseq             string: counts queueings, for the tie-breaking fraction
+//	P:sched:<owner>    hash: the owner's weight (w), last tag (last) and pending tasks (pend)
+//	P:run:o:<owner>    zset: the owner's processing task ids by lease end (ms): its running count
+//	P:run:m:<model>    zset: the model's processing task ids by lease end (ms)
+//	P:model:<model>    hash: the model's next start allowed by its rate (next, ms) and pause end (pause, ms)
 //	P:leases           zset: processing task ids by lease end (ms)
 //	P:webhooks         zset: due callbacks by due time (ms): "<task id>" (completed), "<task id>:processing"
 //	P:tasks:<owner>    zset: the owner's tasks, "<created ms, 13 digits>:<id>" (for listing)
@@ -211,13 +219,87 @@ func (s *Store) expired(expiresMS int64) bool {
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 
+func (k keys) fair() string              { return k.tag + ":fair" }
+func (k keys) vtime() string             { return k.tag + ":vtime" }
+func (k keys) tseq() string              { return k.tag + ":tseq" }
+func (k keys) sched(owner string) string { return k.tag + ":sched:" + owner }
+func (k keys) model(model string) string { return k.tag + ":model:" + model }
+
 // prelude is prepended to every script: the clock and the steps that
 // several scripts share.
+//
+// The scheduling steps (enqueue, dequeue, stop_running) name the
+// owner's and the model's keys from a task key's prefix, since which
+// owner or model a task has is known only once its hash is read; they
+// share the store's hash tag, so every script still touches one slot.
+// (Spreading owners over a Cluster's slots, issue 25, moves these keys
+// under a tag of their owner's shard.)
 const prelude = `
 local function now_ms()
   if ARGV[1] ~= '' then return tonumber(ARGV[1]) end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- skey names the store's key with the given suffix, from another of
+-- its keys (all start with the store's hash tag).
+local function skey(key, suffix)
+  return string.match(key, '^(.-})') .. ':' .. suffix
+end
+
+-- num formats a number exactly (tags and scores outgrow %.14g).
+local function num(x) return string.format('%.17g', x) end
+
+-- stride is how far one task moves the tag of an owner of weight w.
+local function stride(w)
+  w = tonumber(w) or 1
+  if w < 1 or w > 1000 then w = 1 end
+  return math.floor(1000 / w)
+end
+
+-- next_tag gives the owner's next task its tag (the score in fair):
+-- after the owner's last one while it has pending tasks, else after the
+-- largest tag claimed, plus the owner's stride; a fraction keeps ties
+-- in queueing order. It counts the task as pending.
+local function next_tag(task, owner)
+  local sched = skey(task, 'sched:' .. owner)
+  local f = redis.call('HMGET', sched, 'w', 'last', 'pend')
+  local base = tonumber(redis.call('GET', skey(task, 'vtime')) or '0')
+  if (tonumber(f[3]) or 0) > 0 then base = math.max(base, tonumber(f[2]) or 0) end
+  local tag = base + stride(f[1])
+  redis.call('HSET', sched, 'last', num(tag))
+  redis.call('HINCRBY', sched, 'pend', 1)
+  return tag + (redis.call('INCR', skey(task, 'tseq')) % 1024) / 1024
+end
+
+-- enqueue puts a pending task in the queues, ready at run_after.
+local function enqueue(task, id, run_after)
+  local owner = redis.call('HGET', task, 'owner') or ''
+  redis.call('ZADD', skey(task, 'fair'), num(next_tag(task, owner)), id)
+  redis.call('ZADD', skey(task, 'pending'), run_after, id)
+end
+
+-- dequeue takes a pending task out of the queues.
+local function dequeue(task, id)
+  if redis.call('ZREM', skey(task, 'fair'), id) == 1 then
+    redis.call('HINCRBY', skey(task, 'sched:' .. (redis.call('HGET', task, 'owner') or '')), 'pend', -1)
+  end
+  redis.call('ZREM', skey(task, 'pending'), id)
+end
+
+-- stop_running gives back a task's owner and model slots: it left
+-- processing.
+local function stop_running(task, id)
+  local f = redis.call('HMGET', task, 'owner', 'model')
+  redis.call('ZREM', skey(task, 'run:o:' .. (f[1] or '')), id)
+  redis.call('ZREM', skey(task, 'run:m:' .. (f[2] or '')), id)
+end
+
+-- run_until moves a processing task's slots to its new lease end.
+local function run_until(task, id, lease_end)
+  local f = redis.call('HMGET', task, 'owner', 'model')
+  redis.call('ZADD', skey(task, 'run:o:' .. (f[1] or '')), lease_end, id)
+  redis.call('ZADD', skey(task, 'run:m:' .. (f[2] or '')), lease_end, id)
 end
 
 -- refund gives a failed task's cost back, once.
@@ -243,6 +325,7 @@ local function wants(task, event)
 end
 
 local function finish(task, leases, id, status, now, retention, hooks)
+  stop_running(task, id)
   if wants(task, 'completed') then
     redis.call('ZADD', hooks, now, id)
   end

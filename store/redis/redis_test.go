@@ -110,7 +110,7 @@ func TestWatchAcrossProcesses(t *testing.T) {
 	b, rdbB := open()
 	_, err := a.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 1, Ref: "g"})
 	is.NoErr(err)
-	_, err = a.CreateTask(ctx, &imagegen.Task{ID: "t1", Owner: "u", Cost: 1, Model: "m", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}})
+	_, err = a.CreateTask(ctx, &imagegen.Task{ID: "t1", Owner: "u", Cost: 1, Model: "m", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}, imagegen.CreateParams{})
 	is.NoErr(err)
 
 	finished, stop, err := b.WatchTask(ctx, "t1")

@@ -46,10 +46,10 @@ func TestNotReplicatedIsAnError(t *testing.T) {
 	is.Equal(b, int64(5)) // made on the master, only not confirmed
 
 	_, err = s.CreateTask(ctx, &imagegen.Task{ID: "t1", Owner: "u", Cost: 1, Model: "m",
-		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}})
+		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}, imagegen.CreateParams{})
 	is.True(errors.Is(err, redisstore.ErrNotReplicated))
 	_, err = s.CreateTask(ctx, &imagegen.Task{ID: "t2", Owner: "u", Cost: 1, Model: "m",
-		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}})
+		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}, imagegen.CreateParams{})
 	is.True(errors.Is(err, redisstore.ErrNotReplicated))
 	c, err := s.ClaimTask(ctx, time.Minute) // a claim does not wait
 	is.NoErr(err)

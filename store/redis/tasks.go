@@ -16,42 +16,60 @@ import (
 
 // createScript creates a batch of tasks: for each, it debits the cost,
 // appends the charge and stores the task as pending, or changes nothing
-// for that task when its owner's balance is short. Each task is checked
-// and charged on its own, in order, so a batch is exactly as if its
-// tasks had been submitted one after another. It is the hot path, so it
-// makes as few calls as it can: balances are read once per owner and
-// written back once, ledger entries (half-made in Go) and task index
-// entries are appended in one call each per owner, and one ZADD queues
-// the batch (and one more indexes it for operators).
+// for that task when its owner's balance is short or its owner already
+// has the pending tasks its max allows. Each task is checked and
+// charged on its own, in order, so a batch is exactly as if its tasks
+// had been submitted one after another. It is the hot path, so it makes
+// as few calls as it can: balances and owners' scheduling state are
+// read once per owner and written back once, ledger entries (half-made
+// in Go) and task index entries are appended in one call each per
+// owner, and one ZADD per queue queues the batch (and one more indexes
+// it for operators).
 //
-//	KEYS[1] pending  KEYS[2] the index of all tasks
-//	KEYS[4i-1 .. 4i+2]  task i (1-based): task, balance, ledger, owner's task index
+// Each task gets its fair-share tag (see next_tag in the prelude): after
+// its owner's last while the owner has pending tasks, else after the
+// largest tag claimed.
+//
+//	KEYS[1] pending  KEYS[2] the index of all tasks  KEYS[3] fair  KEYS[4] vtime  KEYS[5] tseq
+//	KEYS[5i+1 .. 5i+5]  task i (1-based): task, balance, ledger, owner's task index, owner's sched
 //	ARGV[1] now  ARGV[2] how long an owner's task index outlives its last task (ms)
-//	ARGV[9i-6 .. 9i+2]  task i: id, owner, request JSON, model, cost,
+//	ARGV[10i-7 .. 10i+2]  task i: id, owner, request JSON, model, cost,
 //	                    ledger entry JSON up to its time, callback URL or "",
-//	                    callback events ("" for the default), request id or ""
+//	                    callback events ("" for the default), request id or "",
+//	                    max pending (0: no max)
 //
 // Returns {code_1, balance_1, ..., code_n, balance_n, now} where code is
-// 1 (created), 0 (balance short) or -1 (id taken).
+// 1 (created), 0 (balance short), -1 (id taken) or -2 (queue full).
 var createScript = newScript(`
 local now = now_ms()
-local out, queued, indexed = {}, {}, {}
+local out, queued, fair, indexed = {}, {}, {}, {}
 local balances, owners = {}, {} -- balance key -> {value, ledger key, entries}
-for i = 1, (#KEYS - 2) / 4 do
-  local task, bal, index = KEYS[4 * i - 1], KEYS[4 * i], KEYS[4 * i + 2]
-  local a = 9 * i - 6
-  local id, cost = ARGV[a], tonumber(ARGV[a + 4])
+local scheds = {} -- sched key -> {w, last, pend, base}
+local vtime = tonumber(redis.call('GET', KEYS[4]) or '0')
+local seq = redis.call('INCRBY', KEYS[5], (#KEYS - 5) / 5)
+for i = 1, (#KEYS - 5) / 5 do
+  local task, bal, index, schedKey = KEYS[5 * i + 1], KEYS[5 * i + 2], KEYS[5 * i + 4], KEYS[5 * i + 5]
+  local a = 10 * i - 7
+  local id, cost, maxPending = ARGV[a], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 9])
   local acct = balances[bal]
   if not acct then
-    acct = {value = tonumber(redis.call('GET', bal) or '0'), ledger = KEYS[4 * i + 1], entries = {},
+    acct = {value = tonumber(redis.call('GET', bal) or '0'), ledger = KEYS[5 * i + 3], entries = {},
       index = index, members = {}}
     balances[bal] = acct
     owners[#owners + 1] = bal
+  end
+  local sched = scheds[schedKey]
+  if not sched then
+    local f = redis.call('HMGET', schedKey, 'w', 'last', 'pend')
+    sched = {w = f[1], last = tonumber(f[2]) or 0, pend = tonumber(f[3]) or 0, pend0 = tonumber(f[3]) or 0}
+    scheds[schedKey] = sched
   end
   if redis.call('EXISTS', task) == 1 then
     out[#out + 1], out[#out + 2] = -1, 0
   elseif acct.value < cost then
     out[#out + 1], out[#out + 2] = 0, acct.value
+  elseif maxPending > 0 and sched.pend >= maxPending then
+    out[#out + 1], out[#out + 2] = -2, acct.value
   else
     acct.value = acct.value - cost
     acct.entries[#acct.entries + 1] = ARGV[a + 5] .. now .. ',"bal":' .. acct.value .. '}'
@@ -60,7 +78,12 @@ for i = 1, (#KEYS - 2) / 4 do
     if ARGV[a + 6] ~= '' then redis.call('HSET', task, 'callback', ARGV[a + 6]) end
     if ARGV[a + 7] ~= '' then redis.call('HSET', task, 'events', ARGV[a + 7]) end
     if ARGV[a + 8] ~= '' then redis.call('HSET', task, 'rid', ARGV[a + 8]) end
+    local base = vtime
+    if sched.pend > 0 then base = math.max(base, sched.last) end
+    sched.last = base + stride(sched.w)
+    sched.pend = sched.pend + 1
     queued[#queued + 1], queued[#queued + 2] = now, id
+    fair[#fair + 1], fair[#fair + 2] = num(sched.last + ((seq - (#KEYS - 5) / 5 + i) % 1024) / 1024), id
     local member = string.format('%013d', now) .. ':' .. id
     acct.members[#acct.members + 1], acct.members[#acct.members + 2] = 0, member
     indexed[#indexed + 1], indexed[#indexed + 2] = 0, member
@@ -76,8 +99,14 @@ for _, bal in ipairs(owners) do
     redis.call('PEXPIRE', acct.index, ARGV[2])
   end
 end
+for key, sched in pairs(scheds) do
+  if sched.pend ~= sched.pend0 then
+    redis.call('HSET', key, 'last', num(sched.last), 'pend', sched.pend)
+  end
+end
 if #queued > 0 then
   redis.call('ZADD', KEYS[1], unpack(queued))
+  redis.call('ZADD', KEYS[3], unpack(fair))
   redis.call('ZADD', KEYS[2], unpack(indexed))
   redis.call('ZREMRANGEBYLEX', KEYS[2], '-', '(' .. string.format('%013d', now - tonumber(ARGV[2])))
 end
@@ -88,7 +117,7 @@ return out
 // CreateTask debits t.Cost and stores t as pending, atomically, in one
 // round trip. Concurrent calls share round trips (group commit: at most
 // maxInFlight script runs of at most maxBatch submits at once).
-func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error) {
+func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.CreateParams) (int64, error) {
 	if err := storekit.CheckNewTask(t); err != nil {
 		return 0, err
 	}
@@ -101,15 +130,17 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task) (int64, error)
 		return 0, fmt.Errorf("redis store: encode reference: %w", err)
 	}
 	res, err := s.creates.Do(ctx, createArgs{
-		keys: [4]string{s.k.task(t.ID), s.k.balance(t.Owner), s.k.ledger(t.Owner), s.k.ownerTasks(t.Owner)},
-		args: [9]any{t.ID, t.Owner, req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`,
-			t.Request.CallbackURL, storekit.EventsField(t.Request.CallbackEvents), t.RequestID},
+		keys: [5]string{s.k.task(t.ID), s.k.balance(t.Owner), s.k.ledger(t.Owner), s.k.ownerTasks(t.Owner), s.k.sched(t.Owner)},
+		args: [10]any{t.ID, t.Owner, req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`,
+			t.Request.CallbackURL, storekit.EventsField(t.Request.CallbackEvents), t.RequestID, max(p.MaxPending, 0)},
 	})
 	switch {
 	case err != nil:
 		return 0, err
 	case res.code == 0:
 		return res.balance, imagegen.ErrInsufficientCredits
+	case res.code == -2:
+		return 0, fmt.Errorf("redis store: owner's pending tasks at the max: %w", imagegen.ErrQueueFull)
 	case res.code < 0:
 		return 0, fmt.Errorf("redis store: task %q exists", t.ID)
 	}
@@ -131,8 +162,8 @@ const maxInFlight = 4
 
 // createArgs are one submit's keys and arguments of createScript.
 type createArgs struct {
-	keys [4]string
-	args [9]any
+	keys [5]string
+	args [10]any
 }
 
 // createResult is one submit's result: its code and balance, and the
@@ -143,9 +174,9 @@ type createCall = groupcommit.Call[createArgs, createResult]
 
 // runCreates runs createScript for a batch and hands each call its result.
 func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
-	keys := make([]string, 0, 2+4*len(batch))
-	args := make([]any, 0, 2+9*len(batch))
-	keys = append(keys, s.k.pending(), s.k.allTasks())
+	keys := make([]string, 0, 5+5*len(batch))
+	args := make([]any, 0, 2+10*len(batch))
+	keys = append(keys, s.k.pending(), s.k.allTasks(), s.k.fair(), s.k.vtime(), s.k.tseq())
 	args = append(args, s.nowArg(), ms(s.retention+24*time.Hour))
 	for _, c := range batch {
 		keys = append(keys, c.Req.keys[:]...)
@@ -176,8 +207,8 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 	return decodeTask(f)
 }
 
-// QueuePositions asks the pending queue for each task's rank (ZRANK, in
-// claim order: run-after time, then id), in one pipelined round trip.
+// QueuePositions asks the fair queue for each task's rank (ZRANK, in
+// claim order: its tag), in one pipelined round trip.
 func (s *Store) QueuePositions(ctx context.Context, ids []string) ([]int, error) {
 	out := make([]int, len(ids))
 	if len(ids) == 0 {
@@ -186,7 +217,7 @@ func (s *Store) QueuePositions(ctx context.Context, ids []string) ([]int, error)
 	cmds := make([]*goredis.IntCmd, len(ids))
 	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.ZRank(ctx, s.k.pending(), id)
+			cmds[i] = p.ZRank(ctx, s.k.fair(), id)
 		}
 		return nil
 	})

@@ -48,7 +48,7 @@ func submit(t *testing.T, s imagegen.Store, owner string, cost int64) *imagegen.
 // returns it.
 func create(t *testing.T, s imagegen.Store, task *imagegen.Task) *imagegen.Task {
 	t.Helper()
-	if _, err := s.CreateTask(ctx, task); err != nil {
+	if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
 		t.Fatalf("create task: %v", err)
 	}
 	return task

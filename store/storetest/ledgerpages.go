@@ -136,7 +136,7 @@ func testLedgerSumsUnderLoad(t *testing.T, h Harness) {
 			case 1: // a web charge, refused when the balance is short
 				_, err = s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerWeb, Amount: -1, Ref: "web:load-" + strconv.Itoa(i)})
 			case 2: // a submit, refused when the balance is short
-				_, err = s.CreateTask(ctx, newTask("u", int64(1+i%3)))
+				_, err = s.CreateTask(ctx, newTask("u", int64(1+i%3)), imagegen.CreateParams{})
 			case 3: // a refund: claim any task and fail it
 				var c *imagegen.Task
 				if c, err = s.ClaimTask(ctx, lease); err == nil {

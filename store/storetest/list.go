@@ -14,12 +14,12 @@ func testList(t *testing.T, h Harness) {
 	grant(t, s, "u", 7)
 	grant(t, s, "v", 1)
 	ids := submitApart(t, h, "u", 7)
-	other := submit(t, s, "v", 1)
 	// Finish the two oldest: one success, one failure.
 	c := claim(t, s)
 	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil))
 	c = claim(t, s)
 	is.NoErr(s.FailTask(ctx, c.ID, c.Attempt, fail("no")))
+	other := submit(t, s, "v", 1) // after the claims: fair share would take it before u's second
 
 	// All of u's, newest first, three at a time.
 	var got []string

@@ -15,7 +15,7 @@ func testCreateTask(t *testing.T, h Harness) {
 	s := h.Store
 	grant(t, s, "u", 5)
 	task := newTask("u", 3)
-	b, err := s.CreateTask(ctx, task)
+	b, err := s.CreateTask(ctx, task, imagegen.CreateParams{})
 	is.NoErr(err)
 	is.Equal(b, int64(2))
 	got := get(t, s, "u", task.ID)
@@ -39,7 +39,7 @@ func testInsufficientCredits(t *testing.T, h Harness) {
 	s := h.Store
 	grant(t, s, "u", 2)
 	task := newTask("u", 3)
-	_, err := s.CreateTask(ctx, task)
+	_, err := s.CreateTask(ctx, task, imagegen.CreateParams{})
 	is.True(errors.Is(err, imagegen.ErrInsufficientCredits))
 	_, err = s.Task(ctx, "u", task.ID)
 	is.True(errors.Is(err, imagegen.ErrTaskNotFound)) // no task without its charge
@@ -49,7 +49,7 @@ func testInsufficientCredits(t *testing.T, h Harness) {
 	is.True(errors.Is(err, imagegen.ErrNoTask))
 
 	// An owner with no ledger at all has nothing to spend.
-	_, err = s.CreateTask(ctx, newTask("nobody", 1))
+	_, err = s.CreateTask(ctx, newTask("nobody", 1), imagegen.CreateParams{})
 	is.True(errors.Is(err, imagegen.ErrInsufficientCredits))
 	is.Equal(balance(t, s, "nobody"), int64(0))
 }
@@ -69,7 +69,7 @@ func testConcurrentSubmits(t *testing.T, h Harness) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b, err := s.CreateTask(ctx, newTask("u", 1))
+			b, err := s.CreateTask(ctx, newTask("u", 1), imagegen.CreateParams{})
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -154,7 +154,7 @@ func testClaimTasks(t *testing.T, h Harness) {
 	is.Equal(delayed.ID, ids[3])
 	is.NoErr(s.RetryTask(ctx, delayed.ID, delayed.Attempt, time.Hour, "later")) // not ready for an hour
 
-	got, err := s.ClaimTasks(ctx, lease, 2)
+	got, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: lease, N: 2})
 	is.NoErr(err)
 	is.Equal(len(got), 2)
 	is.Equal(got[0].ID, ids[4])
@@ -163,15 +163,15 @@ func testClaimTasks(t *testing.T, h Harness) {
 		is.Equal(g.Status, imagegen.StatusProcessing)
 		is.Equal(g.Attempt, 1)
 	}
-	got, err = s.ClaimTasks(ctx, lease, 10)
+	got, err = s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: lease, N: 10})
 	is.NoErr(err)
 	is.Equal(len(got), 1) // the retried one; the delayed one is not ready
 	is.Equal(got[0].ID, ids[0])
 	is.Equal(got[0].Attempt, 2)
-	_, err = s.ClaimTasks(ctx, lease, 10)
+	_, err = s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: lease, N: 10})
 	is.True(errors.Is(err, imagegen.ErrNoTask))
 	h.Advance(time.Hour)
-	got, err = s.ClaimTasks(ctx, lease, 10)
+	got, err = s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: lease, N: 10})
 	is.NoErr(err)
 	is.Equal(len(got), 1)
 	is.Equal(got[0].ID, ids[3])
@@ -256,7 +256,7 @@ func testConcurrentClaims(t *testing.T, h Harness) {
 						claimed = append(claimed, c)
 					}
 				} else {
-					claimed, err = s.ClaimTasks(ctx, lease, 3)
+					claimed, err = s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: lease, N: 3})
 				}
 				mu.Lock()
 				switch {

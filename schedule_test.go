@@ -1,0 +1,74 @@
+package imagegen_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/store/storekit"
+)
+
+// A provider's 429 with Retry-After pauses the model for every worker
+// on the store: no task of it starts until the pause ends, and the task
+// itself waits at least that long.
+func TestRetryAfterPausesTheModel(t *testing.T) {
+	is := is.New(t)
+	busy := &imagegen.ModelError{Provider: "test", Retryable: true, Message: "rate limited", RetryAfter: 20 * time.Second}
+	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Fail(busy)))
+	first := f.submitFunded(t, "alice")
+	second := f.submitFunded(t, "bob")
+	is.True(f.runOnce(t)) // alice's, told 429
+	retried := f.task(t, "alice", first.TaskID)
+	is.Equal(retried.Status, imagegen.StatusPending)
+	is.True(retried.RunAfter.Sub(retried.UpdatedAt) >= 20*time.Second) // its retry waits out the Retry-After too
+	st, err := f.store.SchedulerStats(ctx, imagegen.Limits{})
+	is.NoErr(err)
+	is.Equal(len(st.Paused), 1)
+	is.True(!f.runOnce(t)) // bob's may not start: the model is paused for everyone
+	is.Equal(f.task(t, "bob", second.TaskID).Status, imagegen.StatusPending)
+	f.clock.Advance(20 * time.Second)
+	is.True(f.runOnce(t)) // the pause is over
+}
+
+// -max-pending: the owner's next submit is refused, nothing charged;
+// another owner's goes through.
+func TestMaxPendingRefusesAndChargesNothing(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1), func(c *imagegen.Config) { c.MaxPending = 2 })
+	f.funded(t, "alice", 5)
+	f.submit(t, "alice")
+	f.submit(t, "alice")
+	_, err := f.svc.Submit(ctx, "alice", textReq)
+	is.True(errors.Is(err, imagegen.ErrQueueFull))
+	is.Equal(f.balance(t, "alice"), int64(3))
+	f.funded(t, "bob", 1)
+	f.submit(t, "bob")
+}
+
+func TestLimitsAreValidated(t *testing.T) {
+	for name, l := range map[string]imagegen.Limits{
+		"negative owner cap": {OwnerConcurrency: -1},
+		"negative model cap": {ModelConcurrency: map[string]int{"m": -1}},
+		"model without name": {ModelRate: map[string]int{"": 3}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := imagegen.New(imagegen.Config{Store: newFixture(t, imagegentest.NewModel(1)).store, Model: imagegentest.NewModel(1), WorkerConfig: imagegen.WorkerConfig{Limits: l}})
+			is.New(t).True(err != nil)
+		})
+	}
+}
+
+// The weight an operator sets is the store's, for every process.
+func TestSetOwnerWeight(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1))
+	is.NoErr(f.svc.SetOwnerWeight(ctx, "alice", 4))
+	w, err := f.svc.OwnerWeight(ctx, "alice")
+	is.NoErr(err)
+	is.Equal(w, 4)
+	is.True(errors.Is(f.svc.SetOwnerWeight(ctx, "alice", 0), storekit.ErrInvalidStoreInput))
+}

@@ -1,0 +1,218 @@
+package memory
+
+import (
+	"context"
+	"time"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
+)
+
+// ownerState is what fair share and the caps keep of one owner.
+type ownerState struct {
+	weight  int                  // 1 unless set
+	last    int64                // the tag of the owner's last queued task
+	pending int                  // pending tasks
+	running map[*record]struct{} // processing tasks (some may have an ended lease)
+}
+
+// modelState is what the caps and rates keep of one model.
+type modelState struct {
+	running     map[*record]struct{}
+	nextStart   time.Time // the rate's next allowed start
+	pausedUntil time.Time // PauseModel
+}
+
+// owner returns owner's state, made on first use; s.mu is held.
+func (s *Store) owner(owner string) *ownerState {
+	o, ok := s.owners[owner]
+	if !ok {
+		o = &ownerState{weight: 1, running: make(map[*record]struct{})}
+		s.owners[owner] = o
+	}
+	return o
+}
+
+// model returns model's state, made on first use; s.mu is held.
+func (s *Store) model(model string) *modelState {
+	m, ok := s.models[model]
+	if !ok {
+		m = &modelState{running: make(map[*record]struct{})}
+		s.models[model] = m
+	}
+	return m
+}
+
+// startRunning counts r, just claimed, against its owner and model.
+func (s *Store) startRunning(r *record) {
+	s.owner(r.task.Owner).running[r] = struct{}{}
+	s.model(r.task.Model).running[r] = struct{}{}
+}
+
+// stopRunning gives back r's slots: it left processing.
+func (s *Store) stopRunning(r *record) {
+	delete(s.owner(r.task.Owner).running, r)
+	delete(s.model(r.task.Model).running, r)
+}
+
+// live counts the tasks of running whose lease has not ended.
+func live(running map[*record]struct{}, now time.Time) int {
+	n := 0
+	for r := range running {
+		if r.task.LeaseUntil.After(now) {
+			n++
+		}
+	}
+	return n
+}
+
+// holds decides, during one pass over the queue, which ready tasks may
+// start: it counts the tasks the pass has already picked.
+type holds struct {
+	s      *Store
+	now    time.Time
+	l      imagegen.Limits
+	owners map[string]int       // running (live) plus picked, by owner
+	models map[string]int       // likewise by model
+	next   map[string]time.Time // rated models' next start after the picks
+}
+
+func (s *Store) newHolds(now time.Time, l imagegen.Limits) *holds {
+	return &holds{s: s, now: now, l: l, owners: map[string]int{}, models: map[string]int{}, next: map[string]time.Time{}}
+}
+
+// reason says why r may not start now, or "" when it may.
+func (h *holds) reason(r *record) imagegen.HoldReason {
+	owner, model := r.task.Owner, r.task.Model
+	if c := h.l.OwnerConcurrency; c > 0 && h.running(h.owners, owner, h.s.owner(owner).running) >= c {
+		return imagegen.HeldOwnerCap
+	}
+	if c := h.l.ModelCap(model); c > 0 && h.running(h.models, model, h.s.model(model).running) >= c {
+		return imagegen.HeldModelCap
+	}
+	m := h.s.model(model)
+	if h.now.Before(m.pausedUntil) {
+		return imagegen.HeldModelRate
+	}
+	if h.l.ModelStartRate(model) > 0 && h.now.Before(h.nextStart(model)) {
+		return imagegen.HeldModelRate
+	}
+	return ""
+}
+
+func (h *holds) running(counts map[string]int, name string, running map[*record]struct{}) int {
+	n, ok := counts[name]
+	if !ok {
+		n = live(running, h.now)
+		counts[name] = n
+	}
+	return n
+}
+
+func (h *holds) nextStart(model string) time.Time {
+	t, ok := h.next[model]
+	if !ok {
+		t = h.s.model(model).nextStart
+		h.next[model] = t
+	}
+	return t
+}
+
+// take counts r as started by this pass.
+func (h *holds) take(r *record) {
+	owner, model := r.task.Owner, r.task.Model
+	h.owners[owner] = h.running(h.owners, owner, h.s.owner(owner).running) + 1
+	h.models[model] = h.running(h.models, model, h.s.model(model).running) + 1
+	if rate := h.l.ModelStartRate(model); rate > 0 {
+		next := maxTime(h.nextStart(model), h.now).Add(time.Minute / time.Duration(rate))
+		h.next[model] = next
+		h.s.model(model).nextStart = next
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// scan walks the pending tasks in claim order and hands take up to n
+// that may start now, passing over at most ClaimScan others (not ready,
+// or held back); s.mu is held. take must not change the queue.
+func (s *Store) scan(now time.Time, l imagegen.Limits, n int, take func(*record)) {
+	h := s.newHolds(now, l)
+	taken, passed := 0, 0
+	s.fair.each(func(_ queueKey, r *record) bool {
+		if !r.task.RunAfter.After(now) && h.reason(r) == "" {
+			h.take(r)
+			take(r)
+			taken++
+		} else {
+			passed++
+		}
+		return taken < n && passed <= imagegen.ClaimScan
+	})
+}
+
+// SetOwnerWeight sets owner's fair-share weight.
+func (s *Store) SetOwnerWeight(_ context.Context, owner string, weight int) error {
+	if err := storekit.CheckOwnerWeight(owner, weight); err != nil {
+		return err
+	}
+	s.lock()
+	defer s.mu.Unlock()
+	s.owner(owner).weight = weight
+	return nil
+}
+
+// OwnerWeight returns owner's fair-share weight.
+func (s *Store) OwnerWeight(_ context.Context, owner string) (int, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	if o, ok := s.owners[owner]; ok {
+		return o.weight, nil
+	}
+	return 1, nil
+}
+
+// PauseModel holds back model's starts until d from now.
+func (s *Store) PauseModel(_ context.Context, model string, d time.Duration) error {
+	now := s.lock()
+	defer s.mu.Unlock()
+	m := s.model(model)
+	m.pausedUntil = maxTime(m.pausedUntil, now.Add(d))
+	return nil
+}
+
+// SchedulerStats reports what l holds back among the first
+// SchedulerScan pending tasks, and the owners with the most pending
+// tasks (all of them counted).
+func (s *Store) SchedulerStats(_ context.Context, l imagegen.Limits) (imagegen.SchedulerStats, error) {
+	now := s.lock()
+	defer s.mu.Unlock()
+	st := imagegen.SchedulerStats{Held: map[imagegen.HoldReason]int{}, Paused: map[string]time.Time{}}
+	h := s.newHolds(now, l)
+	seen := 0
+	s.fair.each(func(_ queueKey, r *record) bool {
+		if !r.task.RunAfter.After(now) {
+			if why := h.reason(r); why != "" {
+				st.Held[why]++
+			}
+		}
+		seen++
+		return seen < imagegen.SchedulerScan
+	})
+	for name, o := range s.owners {
+		if o.pending > 0 {
+			st.Busiest = append(st.Busiest, imagegen.OwnerLoad{Owner: name, Pending: o.pending, Running: live(o.running, now)})
+		}
+	}
+	st.Busiest = storekit.SortBusiest(st.Busiest)
+	for name, m := range s.models {
+		if now.Before(m.pausedUntil) {
+			st.Paused[name] = m.pausedUntil
+		}
+	}
+	return st, nil
+}

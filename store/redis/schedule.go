@@ -1,0 +1,162 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
+)
+
+// SetOwnerWeight sets owner's fair-share weight (the w field of the
+// owner's sched hash).
+func (s *Store) SetOwnerWeight(ctx context.Context, owner string, weight int) error {
+	if err := storekit.CheckOwnerWeight(owner, weight); err != nil {
+		return err
+	}
+	return wrapErr("set owner weight", s.rdb.HSet(ctx, s.k.sched(owner), "w", weight).Err())
+}
+
+// OwnerWeight returns owner's fair-share weight.
+func (s *Store) OwnerWeight(ctx context.Context, owner string) (int, error) {
+	w, err := s.rdb.HGet(ctx, s.k.sched(owner), "w").Int()
+	switch {
+	case isNil(err):
+		return 1, nil
+	case err != nil:
+		return 0, wrapErr("owner weight", err)
+	}
+	return w, nil
+}
+
+// pauseScript holds back a model's starts until now + ARGV[2] ms,
+// unless a pause already lasts longer.
+//
+//	KEYS[1] the model's hash
+//	ARGV[1] now  ARGV[2] pause (ms)
+var pauseScript = newScript(`
+local untilMS = now_ms() + tonumber(ARGV[2])
+if untilMS > tonumber(redis.call('HGET', KEYS[1], 'pause') or '0') then
+  redis.call('HSET', KEYS[1], 'pause', untilMS)
+end
+return 1
+`)
+
+// PauseModel holds back model's starts until d from now.
+func (s *Store) PauseModel(ctx context.Context, model string, d time.Duration) error {
+	return wrapErr("pause model", pauseScript.Run(ctx, s.rdb, []string{s.k.model(model)}, s.nowArg(), ms(d)).Err())
+}
+
+// statsScript reads the first ARGV[3] tasks of the fair queue and says
+// which ready ones the limits hold back, how many each owner has among
+// them (with its running count), and which models are paused.
+//
+//	KEYS[1] fair
+//	ARGV[1] now  ARGV[2] owner cap  ARGV[3] how many to read
+//	ARGV[4..] per limited model: name, cap, starts a minute
+//
+// Returns {held owner_cap, held model_cap, held model_rate,
+// {owner, pending, running, ...}, {model, paused until (ms), ...}}.
+var statsScript = newScript(`
+local now = now_ms()
+local ownerCap = tonumber(ARGV[2])
+local caps, rates = {}, {}
+for i = 4, #ARGV, 3 do
+  caps[ARGV[i]], rates[ARGV[i]] = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+end
+local held = {0, 0, 0}
+local owners, order, models, running = {}, {}, {}, {}
+local function count(key)
+  if not running[key] then running[key] = redis.call('ZCOUNT', key, '(' .. now, '+inf') end
+  return running[key]
+end
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1)) do
+  local f = redis.call('HMGET', skey(KEYS[1], 'task:' .. id), 'run_after', 'owner', 'model')
+  local owner, model = f[2] or '', f[3] or ''
+  if not owners[owner] then owners[owner] = 0; order[#order + 1] = owner end
+  owners[owner] = owners[owner] + 1
+  if not models[model] then
+    local m = redis.call('HMGET', skey(KEYS[1], 'model:' .. model), 'next', 'pause')
+    models[model] = {next = tonumber(m[1]) or 0, pause = tonumber(m[2]) or 0}
+  end
+  if (tonumber(f[1]) or 0) <= now then
+    local m, cap, rate = models[model], caps[model] or 0, rates[model] or 0
+    if ownerCap > 0 and count(skey(KEYS[1], 'run:o:' .. owner)) >= ownerCap then
+      held[1] = held[1] + 1
+    elseif cap > 0 and count(skey(KEYS[1], 'run:m:' .. model)) >= cap then
+      held[2] = held[2] + 1
+    elseif m.pause > now or (rate > 0 and m.next > now) then
+      held[3] = held[3] + 1
+    end
+  end
+end
+local loads, paused = {}, {}
+for _, owner in ipairs(order) do
+  loads[#loads + 1] = owner
+  loads[#loads + 1] = owners[owner]
+  loads[#loads + 1] = count(skey(KEYS[1], 'run:o:' .. owner))
+end
+for model in pairs(caps) do
+  if not models[model] then
+    local m = redis.call('HGET', skey(KEYS[1], 'model:' .. model), 'pause')
+    models[model] = {pause = tonumber(m or '0')}
+  end
+end
+for model, m in pairs(models) do
+  if m.pause > now then
+    paused[#paused + 1] = model
+    paused[#paused + 1] = m.pause
+  end
+end
+return {held[1], held[2], held[3], loads, paused}
+`)
+
+// SchedulerStats reports what l holds back among the first
+// SchedulerScan tasks of the fair queue, the owners with the most
+// pending tasks among them, and the paused models (those of the tasks
+// read and those l names).
+func (s *Store) SchedulerStats(ctx context.Context, l imagegen.Limits) (imagegen.SchedulerStats, error) {
+	args := appendModelLimits([]any{s.nowArg(), l.OwnerConcurrency, imagegen.SchedulerScan}, l)
+	reply, err := statsScript.Run(ctx, s.rdb, []string{s.k.fair()}, args...).Slice()
+	if err != nil {
+		return imagegen.SchedulerStats{}, wrapErr("scheduler stats", err)
+	}
+	if len(reply) != 5 {
+		return imagegen.SchedulerStats{}, fmt.Errorf("redis store: scheduler stats: unexpected reply of %d values", len(reply))
+	}
+	st := imagegen.SchedulerStats{Held: map[imagegen.HoldReason]int{}, Paused: map[string]time.Time{}}
+	for i, why := range imagegen.HoldReasons() {
+		if n, _ := reply[i].(int64); n > 0 {
+			st.Held[why] = int(n)
+		}
+	}
+	loads, _ := reply[3].([]any)
+	for i := 0; i+2 < len(loads); i += 3 {
+		owner, _ := loads[i].(string)
+		pending, _ := loads[i+1].(int64)
+		running, _ := loads[i+2].(int64)
+		st.Busiest = append(st.Busiest, imagegen.OwnerLoad{Owner: owner, Pending: int(pending), Running: int(running)})
+	}
+	st.Busiest = storekit.SortBusiest(st.Busiest)
+	paused, _ := reply[4].([]any)
+	for i := 0; i+1 < len(paused); i += 2 {
+		model, _ := paused[i].(string)
+		st.Paused[model] = fromMS(toInt64(paused[i+1]))
+	}
+	return st, nil
+}
+
+// toInt64 reads a script's number, whether Redis sent it as an integer
+// or a string.
+func toInt64(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}

@@ -1,0 +1,39 @@
+package storekit
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/imagegen/imagegen"
+)
+
+// CheckOwnerWeight is what SetOwnerWeight requires: an owner and a
+// weight within 1..imagegen.MaxOwnerWeight.
+func CheckOwnerWeight(owner string, weight int) error {
+	switch {
+	case owner == "":
+		return fmt.Errorf("%w: a weight needs an owner", ErrInvalidStoreInput)
+	case weight < 1 || weight > imagegen.MaxOwnerWeight:
+		return fmt.Errorf("%w: owner weight must be within 1..%d (got %d)", ErrInvalidStoreInput, imagegen.MaxOwnerWeight, weight)
+	}
+	return nil
+}
+
+// Stride is how far one task moves the fair-share tag of an owner of
+// weight w: imagegen.TagStride/w (a weight out of range counts as 1).
+func Stride(weight int) int64 {
+	if weight < 1 || weight > imagegen.MaxOwnerWeight {
+		weight = 1
+	}
+	return imagegen.TagStride / int64(weight)
+}
+
+// SortBusiest sorts loads most pending first (then by owner) and keeps
+// the first imagegen.BusiestOwners, as SchedulerStats.Busiest lists them.
+func SortBusiest(loads []imagegen.OwnerLoad) []imagegen.OwnerLoad {
+	slices.SortFunc(loads, func(a, b imagegen.OwnerLoad) int {
+		return cmp.Or(cmp.Compare(b.Pending, a.Pending), cmp.Compare(a.Owner, b.Owner))
+	})
+	return loads[:min(len(loads), imagegen.BusiestOwners)]
+}
