@@ -18,17 +18,23 @@ type BlobRangeReader interface {
 	// on; close it when done. A missing blob is ErrBlobNotFound (from
 	// ReadRange, or at the latest from the first Read), a range that
 	// ends past the blob's end an error wrapping ErrBlobSize. The reader
-	// never fetches bytes from the store beyond off+n.
+	// never fetches bytes from the store beyond off+n. An empty range
+	// (n == 0) only checks that the blob is there, as cheaply as the
+	// store can (no checksum of its bytes).
 	ReadRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error)
 }
 
 // ReadBlobRange reads bytes [off, off+n) of key in s: through ReadRange
 // when s is a BlobRangeReader, else through Open, Seek and a limit. An
-// empty range (n == 0) only checks that the blob exists (Stat), so that
-// a HEAD request or an empty image answers as a GET would.
+// empty range (n == 0) only checks that the blob exists (ReadRange, or
+// Stat), so that a HEAD request or an empty image answers as a GET
+// would.
 func ReadBlobRange(ctx context.Context, s BlobStore, key string, off, n int64) (io.ReadCloser, error) {
 	if off < 0 || n < 0 {
 		return nil, fmt.Errorf("%w: blob %s: range %d+%d", ErrBlobSize, key, off, n)
+	}
+	if rr, ok := s.(BlobRangeReader); ok {
+		return rr.ReadRange(ctx, key, off, n)
 	}
 	if n == 0 {
 		info, err := s.Stat(ctx, key)
@@ -39,9 +45,6 @@ func ReadBlobRange(ctx context.Context, s BlobStore, key string, off, n int64) (
 			return nil, RangePastEnd(key, off, n, info.Size)
 		}
 		return io.NopCloser(bytes.NewReader(nil)), nil
-	}
-	if rr, ok := s.(BlobRangeReader); ok {
-		return rr.ReadRange(ctx, key, off, n)
 	}
 	b, err := s.Open(ctx, key)
 	if err != nil {

@@ -32,10 +32,15 @@ func testReadRange(t *testing.T, s imagegen.BlobStore) {
 	}
 
 	// An empty range only checks that the blob is there.
-	body, err := imagegen.ReadBlobRange(ctx, s, key, 0, 0)
-	is.NoErr(err)
-	got, _ := io.ReadAll(body)
-	is.Equal(len(got), 0)
+	for _, off := range []int64{0, size} {
+		body, err := imagegen.ReadBlobRange(ctx, s, key, off, 0)
+		is.NoErr(err)
+		got, _ := io.ReadAll(body)
+		is.Equal(len(got), 0)
+		is.NoErr(body.Close())
+	}
+	_, err := imagegen.ReadBlobRange(ctx, s, key, size+1, 0)
+	is.True(errors.Is(err, imagegen.ErrBlobSize))
 
 	// A range past the end, a missing blob, a negative range.
 	for _, r := range [][2]int64{{size - 1, 2}, {size, 1}, {size + 10, 5}} {

@@ -81,8 +81,18 @@ func (s *Store) ReadRange(ctx context.Context, key string, off, n int64) (io.Rea
 	if err := imagegen.CheckBlobKey(key); err != nil {
 		return nil, err
 	}
-	if off < 0 || n <= 0 {
+	if off < 0 || n < 0 {
 		return nil, imagegen.RangePastEnd(key, off, n, -1)
+	}
+	if n == 0 { // a look, not a read: HEAD
+		info, err := s.Stat(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if off > info.Size {
+			return nil, imagegen.RangePastEnd(key, off, n, info.Size)
+		}
+		return io.NopCloser(strings.NewReader("")), nil
 	}
 	out, err := s.client.GetObject(ctx, &awss3.GetObjectInput{
 		Bucket: &s.bucket, Key: aws.String(s.prefix + key),
