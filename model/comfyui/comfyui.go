@@ -32,6 +32,9 @@ const (
 	// DefaultPollInterval is the wait between two reads of
 	// /history/{prompt_id} when the websocket cannot be used.
 	DefaultPollInterval = time.Second
+	// DefaultHistoryCheck is how often the history of a prompt followed
+	// on the websocket is read as well.
+	DefaultHistoryCheck = 30 * time.Second
 )
 
 var _ imagegen.Model = (*Model)(nil)
@@ -66,6 +69,11 @@ type Config struct {
 	PollInterval time.Duration
 	// NoWebsocket follows every prompt by polling its history only.
 	NoWebsocket bool
+	// HistoryCheck is how often, while a prompt is followed on the
+	// websocket, its history is read too, in case the socket missed its
+	// end (a connection that died without closing). Default 30 s, in real
+	// time.
+	HistoryCheck time.Duration
 	// Logger receives warnings (a websocket that failed, a cancel that
 	// failed). Default slog.Default().
 	Logger *slog.Logger
@@ -95,8 +103,8 @@ func New(c Config) (*Model, error) {
 	switch {
 	case c.Resolution != 0 && (c.Resolution < 256 || c.Resolution > 4096):
 		return nil, fmt.Errorf("%s: Config.Resolution must be 256 to 4096 (got %d)", Provider, c.Resolution)
-	case c.PollInterval < 0:
-		return nil, fmt.Errorf("%s: Config.PollInterval must not be negative (got %v)", Provider, c.PollInterval)
+	case c.PollInterval < 0 || c.HistoryCheck < 0:
+		return nil, fmt.Errorf("%s: Config.PollInterval and Config.HistoryCheck must not be negative", Provider)
 	case strings.ContainsAny(c.Name+c.Checkpoint, "\r\n"):
 		return nil, fmt.Errorf("%s: Config.Name and Config.Checkpoint must be one line", Provider)
 	}
@@ -107,6 +115,7 @@ func New(c Config) (*Model, error) {
 	c.Checkpoint = cmp.Or(c.Checkpoint, DefaultCheckpoint)
 	c.Resolution = cmp.Or(c.Resolution, DefaultResolution)
 	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
+	c.HistoryCheck = cmp.Or(c.HistoryCheck, DefaultHistoryCheck)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

@@ -22,7 +22,10 @@
 // Generation.ReportProgress. When the websocket cannot be opened, or
 // breaks, the prompt is followed by reading its history every
 // Config.PollInterval (1 s) on the injected clock instead (without
-// progress). The first image of the output nodes (by node id; a
+// progress). While on the socket, the history is read every
+// Config.HistoryCheck (30 s) as well, so that a connection that died
+// without closing, and missed the prompt's end, does not hold the
+// generation until its deadline. The first image of the output nodes (by node id; a
 // SaveImage's before a PreviewImage's) is the result; one of another
 // ratio than asked is centre-cropped to it.
 //

@@ -101,6 +101,7 @@ type fake struct {
 	breakSocket  bool   // the socket closes after the first progress
 	foreign      bool   // messages of another prompt come first
 	nodeErrors   bool   // POST /prompt takes the prompt with node_errors
+	silent       bool   // the websocket carries no message of the prompts
 }
 
 func newFake(t *testing.T) *fake {
@@ -323,7 +324,7 @@ func (f *fake) prompt(w http.ResponseWriter, raw []byte) {
 			doc["node_errors"] = providertest.JSON(f.T, f.Examples.Get("prompt.error.400.json")).(map[string]any)["node_errors"]
 		}
 	}))
-	if f.stuck != "pending" && !f.noWebsocket {
+	if f.stuck != "pending" && !f.noWebsocket && !f.silent {
 		go f.run(j)
 	}
 }

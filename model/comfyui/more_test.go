@@ -1,6 +1,7 @@
 package comfyui_test
 
 import (
+	"context"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -178,4 +179,23 @@ func TestReadWorkflows(t *testing.T) {
 		_, _, err = comfyui.ReadWorkflows(dir, bad)
 		is.True(err != nil)
 	}
+}
+
+// A socket that stays open but misses the end of the prompt (a
+// connection that died without closing) does not hold the generation
+// until its deadline: the history, read every HistoryCheck meanwhile,
+// has the prompt, and the generation ends.
+func TestHistoryCheckedWhileOnTheWebsocket(t *testing.T) {
+	is := is.New(t)
+	f := newFake(t)
+	f.silent = true
+	m, _ := newModel(t, f, comfyui.Config{HistoryCheck: 50 * time.Millisecond, Logger: quiet})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	plan, err := m.Plan(providertest.T2I("a fox", imagegen.Aspect1x1))
+	is.NoErr(err)
+	imgs, err := m.Generate(ctx, imagegen.Generation{TaskID: "t", Model: plan.Model, Request: providertest.T2I("a fox", imagegen.Aspect1x1), Attempt: 1})
+	is.NoErr(err)
+	is.Equal(len(imgs), 1)
+	is.Equal(f.Kinds(), []string{wsCall, promptCall, historyCall, historyCall, viewCall})
 }

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -42,7 +44,7 @@ func (m *Model) run(ctx context.Context, g imagegen.Generation, prompt map[strin
 	}
 	ended := false
 	if conn != nil {
-		ended, err = m.watch(ctx, conn, id, g)
+		ended, err = m.watchChecked(ctx, conn, id, g)
 		_ = conn.CloseNow()
 	}
 	var h *historyEntry
@@ -81,6 +83,42 @@ func (m *Model) dial(ctx context.Context, clientID string) (*websocket.Conn, err
 	}
 	conn.SetReadLimit(64 << 20) // preview images come as binary messages
 	return conn, nil
+}
+
+// watchChecked is watch, with the prompt's history read every
+// HistoryCheck meanwhile: when the history has the prompt, the socket
+// missed its end, and the watch stops as if it had seen it.
+func (m *Model) watchChecked(ctx context.Context, conn *websocket.Conn, id string, g imagegen.Generation) (bool, error) {
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var found atomic.Bool
+	go func() {
+		get := provider.Get(m.client.URL("/history/"+url.PathEscape(id)), m.header())
+		t := time.NewTimer(m.cfg.HistoryCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+			if resp, err := m.client.DoOnce(wctx, get); err == nil {
+				var all map[string]json.RawMessage
+				if json.Unmarshal(resp.Body, &all) == nil && all[id] != nil {
+					m.cfg.Logger.Warn("comfyui: the websocket missed the end of the prompt; its history has it", "prompt_id", id)
+					found.Store(true)
+					stop() // ends the watch's read
+					return
+				}
+			}
+			t.Reset(m.cfg.HistoryCheck)
+		}
+	}()
+	ended, err := m.watch(wctx, conn, id, g)
+	if found.Load() && ctx.Err() == nil {
+		return true, nil
+	}
+	return ended, err
 }
 
 // message is one JSON message of the websocket: {"type", "data"}.
