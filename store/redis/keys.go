@@ -6,6 +6,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/groupcommit"
 	"github.com/imagegen/imagegen/store/storekit"
 )
 
@@ -42,7 +43,7 @@ func (s *Store) PutKey(ctx context.Context, k imagegen.APIKey) error {
 
 // KeyByHash returns the live key with the hash.
 func (s *Store) KeyByHash(ctx context.Context, hash string) (*imagegen.APIKey, error) {
-	f, err := s.rdb.HGetAll(ctx, s.k.apiKey(hash)).Result()
+	f, err := s.keyReads.Do(ctx, s.k.apiKey(hash))
 	if err != nil {
 		return nil, wrapErr("key", err)
 	}
@@ -51,6 +52,26 @@ func (s *Store) KeyByHash(ctx context.Context, hash string) (*imagegen.APIKey, e
 	}
 	k := decodeKey(hash, f)
 	return &k, nil
+}
+
+// runKeyReads reads the key records that requests look up together (one
+// per API request) in one pipeline: one round trip, and one read and
+// one answer for the server, however many requests arrive at once.
+func (s *Store) runKeyReads(ctx context.Context, batch []*groupcommit.Call[string, map[string]string]) {
+	if len(batch) == 1 {
+		batch[0].Res, batch[0].Err = s.rdb.HGetAll(ctx, batch[0].Req).Result()
+		return
+	}
+	cmds := make([]*goredis.MapStringStringCmd, len(batch))
+	_, _ = s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, c := range batch {
+			cmds[i] = p.HGetAll(ctx, c.Req)
+		}
+		return nil
+	}) // each command carries its own error
+	for i, c := range batch {
+		c.Res, c.Err = cmds[i].Result()
+	}
 }
 
 // Keys lists the owner's keys, oldest first.

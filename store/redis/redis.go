@@ -120,6 +120,7 @@ type Store struct {
 	clock     imagegen.Clock // nil: server time
 	creates   groupcommit.Batcher[createArgs, createResult]
 	completes groupcommit.Batcher[holderCall, struct{}]
+	keyReads  groupcommit.Batcher[string, map[string]string] // KeyByHash
 	watch     watcher
 	dials     *dialwatch.Watch // names a refused connection behind a deadline
 
@@ -152,6 +153,7 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 	}
 	s.creates = groupcommit.Batcher[createArgs, createResult]{Run: s.runCreates, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
 	s.completes = groupcommit.Batcher[holderCall, struct{}]{Run: s.runCompletes, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
+	s.keyReads = groupcommit.Batcher[string, map[string]string]{Run: s.runKeyReads, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
 	s.watch = watcher{rdb: rdb, channel: s.k.finished()}
 	s.dials = dialwatch.Attach(rdb)
 	s.blobs = o.Blobs
