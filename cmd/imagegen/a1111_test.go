@@ -130,7 +130,9 @@ func imageSize(t *testing.T, url string) (int, int) {
 func TestSelfHostedNeedsItsAddress(t *testing.T) {
 	is := is.New(t)
 	_, err := newModel("a1111", modelDeps{getenv: noEnv})
-	is.True(err != nil && strings.Contains(err.Error(), "A1111_BASE_URL"))
+	is.True(err != nil && strings.Contains(err.Error(), "A1111_BASE_URL (e.g. http://127.0.0.1:7860)"))
+	_, err = newModel("comfyui", modelDeps{getenv: noEnv})
+	is.True(err != nil && strings.Contains(err.Error(), "COMFYUI_BASE_URL (e.g. http://127.0.0.1:8188)"))
 	env := func(k string) string { return map[string]string{"A1111_BASE_URL": "http://127.0.0.1:7860"}[k] }
 	m, err := newModel("a1111", modelDeps{getenv: env})
 	is.NoErr(err)

@@ -151,6 +151,14 @@ func selfHosted(providerName string) bool {
 	return providerName == a1111.Provider || providerName == comfyui.Provider
 }
 
+// defaultAddress is where a self-hosted server listens by default.
+func defaultAddress(providerName string) string {
+	if providerName == comfyui.Provider {
+		return "http://127.0.0.1:8188"
+	}
+	return "http://127.0.0.1:7860"
+}
+
 // buildModel builds one adapter. A provider's API key comes from its
 // environment variable (see apiKeyVar), never from a
 // flag, so it shows in no process listing; <PROVIDER>_BASE_URL points the
@@ -171,7 +179,7 @@ func buildModel(c modelChoice, d modelDeps) (imagegen.Model, error) {
 	baseVar := baseURLVar(c.provider)
 	baseURL := d.getenv(baseVar)
 	if baseURL == "" && selfHosted(c.provider) {
-		return nil, fmt.Errorf("-model %s needs the server's address in %s (e.g. http://127.0.0.1:7860)", c, baseVar)
+		return nil, fmt.Errorf("-model %s needs the server's address in %s (e.g. %s)", c, baseVar, defaultAddress(c.provider))
 	}
 	pc := provider.Config{APIKey: provider.Secret(key), BaseURL: baseURL, Cost: c.cost, Clock: d.clock}
 	switch c.provider {
