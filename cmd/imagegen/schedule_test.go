@@ -186,4 +186,3 @@ func TestServeMaxPending(t *testing.T) {
 	is.Equal(code, http.StatusCreated)
 	p.stop(t)
 }
-
