@@ -17,7 +17,10 @@ const DefaultBlobTimeout = 10 * time.Second
 // return; List gets that long to hand over each blob (the time fn takes
 // is not counted). A call that runs out of time fails with an error
 // wrapping ErrBlobTimeout. The bound needs a BlobStore that gives up when
-// its context ends, as every one of this module does.
+// its context ends, as every one of this module does (blob/redis through
+// go-redis, which by default notices a context's end between retries
+// and at its ReadTimeout, 3 s: set ContextTimeoutEnabled on the client
+// for an exact bound).
 type timedBlobs struct {
 	s BlobStore
 	d time.Duration
