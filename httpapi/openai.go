@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/suggest"
 )
 
 // The OpenAI-compatible endpoint (an optional extension): POST
@@ -217,7 +218,11 @@ func decodeOpenAIRequest(w http.ResponseWriter, r *http.Request) (imagegen.Reque
 	}
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		if !slices.Contains(openAIAcceptedFields, name) {
-			return imagegen.Request{}, "", invalidOpenAI(name, "Unrecognized request argument supplied: "+name, "unknown_parameter")
+			msg := "Unrecognized request argument supplied: " + name
+			if near := suggest.Nearest(name, openAIAcceptedFields); near != "" {
+				msg += " (did you mean " + near + "?)"
+			}
+			return imagegen.Request{}, "", invalidOpenAI(name, msg, "unknown_parameter")
 		}
 	}
 	var in OpenAIImagesRequest
