@@ -26,10 +26,11 @@ go build -o "$dir/barehttp" ./barehttp
 
 "$dir/barehttp" -addr 127.0.0.1:18090 -key "$KEY" >"$dir/bare-task" &
 pids+=($!)
-# serve's defaults but for what a load test needs: a rate limit and a
-# grant it will not reach, and no workers (the HTTP path alone).
+# serve's defaults but for what a load test needs: a rate limit, a grant
+# and a cap on pending tasks it will not reach, and no workers (the HTTP
+# path alone).
 "$dir/imagegen" serve -addr 127.0.0.1:18091 -admin-addr 127.0.0.1:18092 -demo-key "$KEY" \
-	-demo-credits 1000000000000 -rate-limit 1000000000 -workers 0 ${SERVE_FLAGS:-} 2>"$dir/serve.log" &
+	-demo-credits 1000000000000 -rate-limit 1000000000 -max-pending 0 -workers 0 ${SERVE_FLAGS:-} 2>"$dir/serve.log" &
 pids+=($!)
 for port in 18090 18091; do
 	for _ in $(seq 1 100); do

@@ -31,7 +31,8 @@ const benchKey = "bench-key-0123456789abcdef"
 // no metrics.
 func newBenchAPI(b *testing.B) (http.Handler, *imagegen.Service) {
 	clock := imagegentest.NewClock(time.Time{})
-	s := apitest.New(b, apitest.Config{Clock: clock, Model: imagegentest.NewModel(1), Limit: 1 << 30})
+	s := apitest.New(b, apitest.Config{Clock: clock, Model: imagegentest.NewModel(1), Limit: 1 << 30,
+		Service: func(c *imagegen.Config) { c.MaxPending = -1 }}) // no workers run: the tasks stay pending
 	return s.Mux, benchUser(b, s.Service)
 }
 
@@ -39,8 +40,8 @@ func newBenchAPI(b *testing.B) (http.Handler, *imagegen.Service) {
 // the memory store with serve's defaults: the system clock, a request
 // log line at info level for every request (slog's text handler through
 // the same buffered writer, to a file), Prometheus metrics on every
-// request, submit and charge, request ids; the rate limit is set out of
-// reach, as for a load test.
+// request, submit and charge, request ids; the rate limit and the cap on
+// pending tasks are set out of reach, as for a load test (no workers run).
 func newBenchServe(b *testing.B) (http.Handler, *imagegen.Service) {
 	f, err := os.CreateTemp(b.TempDir(), "serve.log")
 	if err != nil {
@@ -55,7 +56,7 @@ func newBenchServe(b *testing.B) (http.Handler, *imagegen.Service) {
 		b.Fatal(err)
 	}
 	srv, err := server.New(b.Context(), server.Config{
-		Service:   imagegen.Config{Store: store, Model: imagegentest.NewModel(1), Logger: log, Observer: m},
+		Service:   imagegen.Config{Store: store, Model: imagegentest.NewModel(1), Logger: log, Observer: m, MaxPending: -1},
 		PublicURL: "http://127.0.0.1:8080",
 		RateLimit: 1 << 30,
 	})
