@@ -78,6 +78,7 @@ func (h *Handler) serveImage(w http.ResponseWriter, r *http.Request, img *imageg
 		h.downloadErr(w, r, err)
 		return
 	}
+	defer first.Close()
 	validators()
 	hd.Set("Accept-Ranges", "bytes")
 	hd.Set("X-Content-Type-Options", "nosniff")
@@ -93,17 +94,15 @@ func (h *Handler) serveImage(w http.ResponseWriter, r *http.Request, img *imageg
 		if !head {
 			h.sendPart(w, r, first, buf)
 		}
-		_ = first.Close()
 		return
 	}
 	h.sendParts(w, r, img, ranges, first, buf)
 }
 
 // sendParts writes a multipart/byteranges answer of ranges, the first of
-// them open as first. Each later range is read from the store when its
-// turn comes.
+// them open as first (its caller closes it). Each later range is read
+// from the store when its turn comes.
 func (h *Handler) sendParts(w http.ResponseWriter, r *http.Request, img *imagegen.Image, ranges []byteRange, first *part, buf []byte) {
-	defer func() { _ = first.Close() }()
 	mw := multipart.NewWriter(w)
 	hd := w.Header()
 	hd.Set("Content-Type", "multipart/byteranges; boundary="+mw.Boundary())
@@ -116,23 +115,29 @@ func (h *Handler) sendParts(w http.ResponseWriter, r *http.Request, img *imagege
 		if _, err := mw.CreatePart(partHeader(rg, img)); err != nil {
 			return // the client went away
 		}
-		p := first
-		if i > 0 {
-			var err error
-			h.storeWaits.Add(1)
-			p, err = h.openPart(r.Context(), img, rg, false, buf)
-			h.storeWaits.Add(-1)
-			if err != nil {
-				h.abortDownload(r, err)
-			}
+		var ok bool
+		if i == 0 {
+			ok = h.sendPart(w, r, first, buf)
+		} else {
+			ok = h.sendLaterPart(w, r, img, rg, buf)
 		}
-		ok := h.sendPart(w, r, p, buf)
-		_ = p.Close()
 		if !ok {
 			return
 		}
 	}
 	_ = mw.Close()
+}
+
+// sendLaterPart reads rg from the store and writes it (see sendPart).
+func (h *Handler) sendLaterPart(w http.ResponseWriter, r *http.Request, img *imagegen.Image, rg byteRange, buf []byte) bool {
+	h.storeWaits.Add(1)
+	p, err := h.openPart(r.Context(), img, rg, false, buf)
+	h.storeWaits.Add(-1)
+	if err != nil {
+		h.abortDownload(r, err)
+	}
+	defer p.Close()
+	return h.sendPart(w, r, p, buf)
 }
 
 // multipartLength is the byte count of the multipart answer of ranges
