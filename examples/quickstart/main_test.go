@@ -98,6 +98,27 @@ func TestQuickstartInAFreshModule(t *testing.T) {
 	})
 }
 
+// The packages an embedding app adds beside server (the console, metrics,
+// probes, webhooks, the Go client) link no backend client either: only
+// store/redis, store/postgres, ratelimit/redis, ratelimit/postgres,
+// blob/redis and blob/s3 (and blob.Open, which names them) do.
+func TestEmbeddingPackagesLinkNoBackendClient(t *testing.T) {
+	pkgs := []string{"server", "console", "metrics", "health", "webhook", "client", "httpapi", "store/memory", "blob/memory", "blob/file", "ratelimit", "model/placeholder"}
+	args := []string{"list", "-deps"}
+	for _, p := range pkgs {
+		args = append(args, "github.com/imagegen/imagegen/"+p)
+	}
+	out, err := exec.Command(goTool(t), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, m := range backendModules {
+		if strings.Contains(string(out), m) {
+			t.Errorf("one of %v imports %s", pkgs, m)
+		}
+	}
+}
+
 // buildInFreshModule copies main.go into a new module whose go.mod
 // requires imagegen replaced by this clone, and builds it. It works from
 // the module cache (GOPROXY=off, with this repository's go.sum so every
