@@ -115,6 +115,7 @@ func runServicePipeline(b *testing.B, base imagegen.Store, workReady <-chan stru
 		Store:        store,
 		Model:        instantModel{},
 		Logger:       slog.New(slog.DiscardHandler),
+		MaxPending:   -1, // all b.N tasks are queued before the workers start
 		WorkerConfig: imagegen.WorkerConfig{Workers: workers, WorkReady: workReady, PollInterval: 10 * time.Millisecond},
 	})
 	if err != nil {
