@@ -14,7 +14,7 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-const inspectUsage = `usage: imagegen inspect <command> -redis URL [flags]
+const inspectUsage = `usage: imagegen inspect <command> -redis URL|-postgres URL [flags]
 
 commands:
   stats                        queue depth and the wait of the oldest ready task
