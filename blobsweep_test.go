@@ -12,6 +12,7 @@ import (
 	"github.com/imagegen/imagegen"
 	blobmemory "github.com/imagegen/imagegen/blob/memory"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
@@ -31,7 +32,7 @@ func TestSweepDeletesOrphansAfterTheGraceAndExpiredImages(t *testing.T) {
 	// bytes with their records): only the sweep removes anything.
 	var store imagegen.Store
 	f := newFixture(t, imagegentest.NewModel(1), func(c *imagegen.Config) { // retention 1h, grace 10m (default)
-		store = memory.New(memory.Config{Clock: c.Clock, Retention: time.Hour, Blobs: blobmemory.New(blobmemory.Config{Clock: c.Clock})})
+		store = testenv.Memory(t, memory.Config{Clock: c.Clock, Retention: time.Hour, Blobs: blobmemory.New(blobmemory.Config{Clock: c.Clock})})
 		c.Store = store
 	})
 	f.store = store

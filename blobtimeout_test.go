@@ -14,6 +14,7 @@ import (
 	"github.com/imagegen/imagegen"
 	blobmemory "github.com/imagegen/imagegen/blob/memory"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
@@ -83,7 +84,7 @@ func stalledService(t *testing.T, s stallingBlobs) (*imagegen.Service, *imagegen
 		return []imagegen.GeneratedImage{{ContentType: "image/png", Data: data}}, nil
 	})
 	f := newFixture(t, model, func(c *imagegen.Config) {
-		c.Store = memory.New(memory.Config{Clock: c.Clock, Retention: time.Hour, Blobs: s})
+		c.Store = testenv.Memory(t, memory.Config{Clock: c.Clock, Retention: time.Hour, Blobs: s})
 		c.BlobTimeout = 300 * time.Millisecond
 		c.OrphanGrace = imagegen.MinOrphanGrace
 	})
@@ -140,7 +141,7 @@ func TestBlobListHasADeadlinePerBlob(t *testing.T) {
 			is.NoErr(inner.Put(ctx, "blob-"+strconv.Itoa(i), bytes.NewReader([]byte("x")), 1, "image/png"))
 		}
 		svc, err := imagegen.New(imagegen.Config{
-			Store:       memory.New(memory.Config{Retention: time.Hour, Blobs: stallingBlobs{BlobStore: inner, listStall: c.stall}}),
+			Store:       testenv.Memory(t, memory.Config{Retention: time.Hour, Blobs: stallingBlobs{BlobStore: inner, listStall: c.stall}}),
 			Model:       imagegentest.NewModel(1),
 			BlobTimeout: 300 * time.Millisecond,
 			Logger:      quiet,

@@ -15,8 +15,12 @@ import (
 // submit a task, run it, read it back.
 func Example() {
 	ctx := context.Background()
+	store, err := memory.New(memory.Config{})
+	if err != nil {
+		panic(err)
+	}
 	svc, err := imagegen.New(imagegen.Config{
-		Store:  memory.New(memory.Config{}),
+		Store:  store,
 		Model:  imagegentest.NewModel(2), // costs 2 credits, makes a tiny PNG
 		Logger: slog.New(slog.DiscardHandler),
 	})
@@ -55,8 +59,12 @@ func Example() {
 // Submit checks the request and the balance before anything is stored.
 func ExampleService_Submit_errors() {
 	ctx := context.Background()
+	store, err := memory.New(memory.Config{})
+	if err != nil {
+		panic(err)
+	}
 	svc, err := imagegen.New(imagegen.Config{
-		Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(3), Logger: slog.New(slog.DiscardHandler),
+		Store: store, Model: imagegentest.NewModel(3), Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		panic(err)
@@ -75,8 +83,12 @@ func ExampleService_Submit_errors() {
 // The host app's own pages spend from the same balance as the API.
 func ExampleService_ChargeWeb() {
 	ctx := context.Background()
+	store, err := memory.New(memory.Config{})
+	if err != nil {
+		panic(err)
+	}
 	svc, err := imagegen.New(imagegen.Config{
-		Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler),
+		Store: store, Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		panic(err)

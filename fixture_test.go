@@ -13,6 +13,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
@@ -40,7 +41,7 @@ type fixture struct {
 func newFixture(t *testing.T, model *imagegentest.Model, cfg ...func(*imagegen.Config)) fixture {
 	t.Helper()
 	clock := imagegentest.NewClock(time.Time{})
-	store := memory.New(memory.Config{Clock: clock, Retention: time.Hour})
+	store := testenv.Memory(t, memory.Config{Clock: clock, Retention: time.Hour})
 	c := imagegen.Config{Store: store, Model: model, Clock: clock, Logger: quiet, WorkerConfig: imagegen.WorkerConfig{LeaseDuration: lease, MaxAttempts: 3, Workers: 2}}
 	for _, f := range cfg {
 		f(&c)

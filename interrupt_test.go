@@ -10,6 +10,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
@@ -69,7 +70,7 @@ func TestSpuriousWatchWakeUpDoesNotStopGeneration(t *testing.T) {
 	const poll = 2 * time.Second // the pause before watching again; unlike the lease's renewal (10 s)
 	pauses := newWaitsClock(poll)
 	pauses.Clock = imagegentest.NewClock(time.Time{})
-	store := &spuriousStore{Store: memory.New(memory.Config{Clock: pauses.Clock})}
+	store := &spuriousStore{Store: testenv.Memory(t, memory.Config{Clock: pauses.Clock})}
 	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, Clock: pauses, Logger: quiet, WorkerConfig: imagegen.WorkerConfig{PollInterval: poll}})
 	is.NoErr(err)
 	_, err = svc.Grant(ctx, "u", 1, "g")

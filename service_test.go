@@ -10,6 +10,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
@@ -17,7 +18,7 @@ func TestConfigValidation(t *testing.T) {
 	is := is.New(t)
 	_, err := imagegen.New(imagegen.Config{Model: imagegentest.NewModel(1)})
 	is.True(err != nil) // no store
-	store := memory.New(memory.Config{})
+	store := testenv.Memory(t, memory.Config{})
 	_, err = imagegen.New(imagegen.Config{Store: store})
 	is.True(err != nil) // no model
 	_, err = imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1), WorkerConfig: imagegen.WorkerConfig{Workers: -1}})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
@@ -27,7 +28,7 @@ func TestSubmitWith(t *testing.T) {
 
 	_, err := f.svc.SubmitWith(ctx, "alice", imagegen.Request{Scene: imagegen.SceneTextToImage}, f.store, create)
 	is.True(errors.Is(err, imagegen.ErrInvalidParams)) // Submit's rules
-	_, err = f.svc.SubmitWith(ctx, "alice", textReq, memory.New(memory.Config{}), create)
+	_, err = f.svc.SubmitWith(ctx, "alice", textReq, testenv.Memory(t, memory.Config{}), create)
 	is.True(errors.Is(err, imagegen.ErrOtherStore))
 	is.Equal(created, 0)
 

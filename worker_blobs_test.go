@@ -12,6 +12,7 @@ import (
 	"github.com/imagegen/imagegen"
 	blobmemory "github.com/imagegen/imagegen/blob/memory"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
@@ -26,9 +27,11 @@ func (hangingPuts) Put(ctx context.Context, _ string, _ io.Reader, _ int64, _ st
 
 // onHangingBlobs puts the fixture's images in a hangingPuts, with a short
 // Config.BlobTimeout.
-func onHangingBlobs(c *imagegen.Config) {
-	c.Store = memory.New(memory.Config{Clock: c.Clock, Retention: time.Hour, Blobs: hangingPuts{blobmemory.New(blobmemory.Config{})}})
-	c.BlobTimeout = 50 * time.Millisecond
+func onHangingBlobs(t *testing.T) func(c *imagegen.Config) {
+	return func(c *imagegen.Config) {
+		c.Store = testenv.Memory(t, memory.Config{Clock: c.Clock, Retention: time.Hour, Blobs: hangingPuts{blobmemory.New(blobmemory.Config{})}})
+		c.BlobTimeout = 50 * time.Millisecond
+	}
 }
 
 // runOnceWithin runs one task and fails t unless RunOnce returns within
@@ -48,7 +51,7 @@ func (f fixture) runOnceWithin(t *testing.T, d time.Duration) {
 // holding it until its lease expires.
 func TestImageWriteTimeoutRetriesTheTask(t *testing.T) {
 	is := is.New(t)
-	f := newFixture(t, imagegentest.NewModel(1), onHangingBlobs)
+	f := newFixture(t, imagegentest.NewModel(1), onHangingBlobs(t))
 	sub := f.submitFunded(t, "u")
 	f.runOnceWithin(t, 5*time.Second)
 	task := f.task(t, "u", sub.TaskID)
@@ -61,7 +64,7 @@ func TestImageWriteTimeoutRetriesTheTask(t *testing.T) {
 // On its last attempt the task fails and is refunded.
 func TestImageWriteTimeoutOnTheLastAttemptRefunds(t *testing.T) {
 	is := is.New(t)
-	f := newFixture(t, imagegentest.NewModel(1), onHangingBlobs, func(c *imagegen.Config) { c.MaxAttempts = 1 })
+	f := newFixture(t, imagegentest.NewModel(1), onHangingBlobs(t), func(c *imagegen.Config) { c.MaxAttempts = 1 })
 	sub := f.submitFunded(t, "u")
 	f.runOnceWithin(t, 5*time.Second)
 	task := f.task(t, "u", sub.TaskID)

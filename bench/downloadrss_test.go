@@ -26,6 +26,7 @@ import (
 	blobs3 "github.com/imagegen/imagegen/blob/s3"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/internal/testenv/pgtest"
 	"github.com/imagegen/imagegen/internal/testenv/redistest"
 	"github.com/imagegen/imagegen/internal/testenv/s3test"
@@ -63,13 +64,13 @@ func TestDownloadRSS(t *testing.T) {
 		name  string
 		store func(t *testing.T) imagegen.Store
 	}{
-		{"memory", func(*testing.T) imagegen.Store { return memory.New(memory.Config{Retention: time.Hour}) }},
+		{"memory", func(*testing.T) imagegen.Store { return testenv.Memory(t, memory.Config{Retention: time.Hour}) }},
 		{"file", func(t *testing.T) imagegen.Store {
 			blobs, err := blobfile.New(blobfile.Config{Dir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return memory.New(memory.Config{Retention: time.Hour, Blobs: blobs})
+			return testenv.Memory(t, memory.Config{Retention: time.Hour, Blobs: blobs})
 		}},
 		{"redis", func(t *testing.T) imagegen.Store {
 			rdb := redistest.Connect(t)
@@ -91,7 +92,7 @@ func TestDownloadRSS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return memory.New(memory.Config{Retention: time.Hour, Blobs: blobs})
+			return testenv.Memory(t, memory.Config{Retention: time.Hour, Blobs: blobs})
 		}},
 		{"postgres", func(t *testing.T) imagegen.Store {
 			return pgtest.NewStore(t, pgtest.ConnectPool(t, 8), postgres.Config{})

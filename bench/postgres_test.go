@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/internal/testenv/pgtest"
 	"github.com/imagegen/imagegen/internal/testenv/redistest"
 	"github.com/imagegen/imagegen/store/memory"
@@ -101,7 +102,7 @@ func BenchmarkPostgresSubmit(b *testing.B) {
 			}
 		})
 	})
-	b.Run("memory-store", func(b *testing.B) { submitTasks(b, memory.New(memory.Config{})) })
+	b.Run("memory-store", func(b *testing.B) { submitTasks(b, testenv.Memory(b, memory.Config{})) })
 	b.Run("redis-store", func(b *testing.B) { submitTasks(b, newStore(b, redistest.NewClient(b, redisOptions(b)))) })
 }
 
@@ -149,6 +150,6 @@ func BenchmarkPostgresPipeline(b *testing.B) {
 		_ = client.Stop(stopCtx)
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
 	})
-	b.Run("memory-store", func(b *testing.B) { runServicePipeline(b, memory.New(memory.Config{}), nil) })
+	b.Run("memory-store", func(b *testing.B) { runServicePipeline(b, testenv.Memory(b, memory.Config{}), nil) })
 	b.Run("redis-store", func(b *testing.B) { runServicePipeline(b, newStore(b, redistest.NewClient(b, redisOptions(b))), nil) })
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/client"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/internal/testenv/apitest"
 	"github.com/imagegen/imagegen/store/memory"
 )
@@ -61,7 +62,7 @@ type arrival struct {
 
 type envOptions struct {
 	limit int
-	store func() imagegen.Store
+	store func(testing.TB) imagegen.Store
 }
 
 func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
@@ -72,7 +73,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	}
 	cfg := apitest.Config{Limit: o.limit}
 	if o.store != nil {
-		cfg.Store = o.store()
+		cfg.Store = o.store(t)
 	}
 	s := apitest.New(t, cfg)
 
@@ -331,7 +332,7 @@ func (pipeAddr) String() string  { return "pipe" }
 
 // withFailingStore gives the service a failingStore.
 func withFailingStore(o *envOptions) {
-	o.store = func() imagegen.Store { return failingStore{memory.New(memory.Config{})} }
+	o.store = func(t testing.TB) imagegen.Store { return failingStore{testenv.Memory(t, memory.Config{})} }
 }
 
 // failingStore fails the operations a submit and a task query need.

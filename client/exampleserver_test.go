@@ -23,8 +23,13 @@ func exampleServer(credits int64) (srv *server.Server, baseURL, key string, stop
 	mux := http.NewServeMux()
 	ts := httptest.NewServer(mux)
 	stop = func() { cancel(); ts.Close() }
+	store, err := memory.New(memory.Config{})
+	if err != nil {
+		stop()
+		return nil, "", "", nil, err
+	}
 	srv, err = server.New(ctx, server.Config{
-		Service:   imagegen.Config{Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler)},
+		Service:   imagegen.Config{Store: store, Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler)},
 		PublicURL: ts.URL,
 	})
 	if err == nil {

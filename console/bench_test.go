@@ -12,6 +12,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/console"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
@@ -42,7 +43,7 @@ func operatorConsole(b *testing.B, recent, older int) *console.Console {
 	ctx := context.Background()
 	now := time.Now()
 	clock := imagegentest.NewClock(now.Add(-3 * time.Hour))
-	store := memory.New(memory.Config{Clock: clock, Retention: 24 * time.Hour})
+	store := testenv.Memory(b, memory.Config{Clock: clock, Retention: 24 * time.Hour})
 	svc, err := imagegen.New(imagegen.Config{
 		Store:  store,
 		Model:  imagegentest.NewModel(1),

@@ -18,6 +18,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/console"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/model/placeholder"
 	"github.com/imagegen/imagegen/server"
 	"github.com/imagegen/imagegen/store/memory"
@@ -50,7 +51,7 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 		fc.model = m
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	store := memory.New(memory.Config{})
+	store := testenv.Memory(t, memory.Config{})
 	stack, err := server.New(ctx, server.Config{
 		Service:   imagegen.Config{Store: store, Model: fc.model, Logger: quiet, WorkerConfig: imagegen.WorkerConfig{PollInterval: 20 * time.Millisecond}},
 		PublicURL: ts.URL,

@@ -13,11 +13,12 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/console"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
 func TestNewNamesTheBadField(t *testing.T) {
-	store := memory.New(memory.Config{})
+	store := testenv.Memory(t, memory.Config{})
 	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1)})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +56,7 @@ func TestNewNamesTheBadField(t *testing.T) {
 }
 
 func TestIdentifyDecidesWhoIsSignedIn(t *testing.T) {
-	store := memory.New(memory.Config{})
+	store := testenv.Memory(t, memory.Config{})
 	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1)})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/internal/barehttp"
 	"github.com/imagegen/imagegen/internal/logbuf"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/internal/testenv/apitest"
 	"github.com/imagegen/imagegen/metrics"
 	"github.com/imagegen/imagegen/server"
@@ -50,7 +51,7 @@ func newBenchServe(b *testing.B) (http.Handler, *imagegen.Service) {
 	logs := logbuf.New(f, logbuf.Config{})
 	b.Cleanup(func() { _ = logs.Close(); _ = f.Close() })
 	log := slog.New(logbuf.Handler(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}), logs))
-	store := memory.New(memory.Config{})
+	store := testenv.Memory(b, memory.Config{})
 	m, err := metrics.New(metrics.Config{Registerer: prometheus.NewRegistry(), Queue: store})
 	if err != nil {
 		b.Fatal(err)

@@ -22,7 +22,11 @@ import (
 func Example() {
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
-	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(1), Logger: quiet})
+	store, err := memory.New(memory.Config{})
+	if err != nil {
+		panic(err)
+	}
+	svc, err := imagegen.New(imagegen.Config{Store: store, Model: imagegentest.NewModel(1), Logger: quiet})
 	if err != nil {
 		panic(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/internal/testenv/apitest"
 	"github.com/imagegen/imagegen/ratelimit"
 	"github.com/imagegen/imagegen/store/memory"
@@ -60,7 +61,7 @@ var quiet = apitest.Quiet
 func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	t.Helper()
 	clock := imagegentest.NewClock(time.Time{})
-	o := envOptions{store: memory.New(memory.Config{Clock: clock, Retention: retention}), limit: 1000, logger: quiet, api: func(*httpapi.Config) {}}
+	o := envOptions{store: testenv.Memory(t, memory.Config{Clock: clock, Retention: retention}), limit: 1000, logger: quiet, api: func(*httpapi.Config) {}}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -424,7 +425,7 @@ func TestInternalError(t *testing.T) {
 	is := is.New(t)
 	clock := imagegentest.NewClock(time.Time{})
 	e := newEnv(t, func(o *envOptions) {
-		o.store = failingStore{memory.New(memory.Config{Clock: clock, Retention: retention})}
+		o.store = failingStore{testenv.Memory(t, memory.Config{Clock: clock, Retention: retention})}
 	})
 	msg := wantError(t, e.submit(e.key, t2i), http.StatusInternalServerError, wire.APIInternalError)
 	is.True(!strings.Contains(msg, "disk on fire")) // internals stay in the log

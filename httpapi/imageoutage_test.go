@@ -23,6 +23,7 @@ import (
 	blobmemory "github.com/imagegen/imagegen/blob/memory"
 	blobs3 "github.com/imagegen/imagegen/blob/s3"
 	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/internal/testenv/s3test"
 	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/wire"
@@ -109,7 +110,7 @@ func outageEnv(t *testing.T, api func(*httpapi.Config)) (*env, *outageBlobs) {
 	blobs := newOutageBlobs()
 	t.Cleanup(func() { close(blobs.release) })
 	e := newEnv(t, func(o *envOptions) {
-		o.store = memory.New(memory.Config{Retention: retention, Blobs: blobs})
+		o.store = testenv.Memory(t, memory.Config{Retention: retention, Blobs: blobs})
 		o.service = func(c *imagegen.Config) { c.BlobTimeout = 200 * time.Millisecond }
 		if api != nil {
 			o.api = api
@@ -269,7 +270,7 @@ func TestDownloadWhileTheS3ServerIsPaused(t *testing.T) {
 	})
 	is.NoErr(err)
 	e := newEnv(t, func(o *envOptions) {
-		o.store = memory.New(memory.Config{Retention: retention, Blobs: blobs})
+		o.store = testenv.Memory(t, memory.Config{Retention: retention, Blobs: blobs})
 		o.service = func(c *imagegen.Config) { c.BlobTimeout = 300 * time.Millisecond }
 	})
 	path, id := e.imagePathOf(bigPicture)

@@ -20,6 +20,7 @@ import (
 	"github.com/imagegen/imagegen"
 	blobmemory "github.com/imagegen/imagegen/blob/memory"
 	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/wire"
 )
@@ -68,7 +69,7 @@ func (readSeekCloser) Seek(int64, int) (int64, error) { return 0, fmt.Errorf("no
 func countedEnv(t *testing.T) (*env, *countingBlobs) {
 	blobs := &countingBlobs{BlobStore: blobmemory.New(blobmemory.Config{})}
 	e := newEnv(t, func(o *envOptions) {
-		o.store = memory.New(memory.Config{Retention: retention, Blobs: blobs})
+		o.store = testenv.Memory(t, memory.Config{Retention: retention, Blobs: blobs})
 	})
 	return e, blobs
 }

@@ -20,6 +20,7 @@ import (
 	blobs3 "github.com/imagegen/imagegen/blob/s3"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/internal/testenv/apitest"
 	"github.com/imagegen/imagegen/internal/testenv/redistest"
 	"github.com/imagegen/imagegen/internal/testenv/s3test"
@@ -45,7 +46,7 @@ func imageHandler(b *testing.B, blobs imagegen.BlobStore) (http.Handler, string)
 		return []imagegen.GeneratedImage{{ContentType: "image/png", Data: benchPicture}}, nil
 	})
 	s := apitest.New(b, apitest.Config{
-		Store: memory.New(memory.Config{Retention: time.Hour, Blobs: blobs}), Model: model,
+		Store: testenv.Memory(b, memory.Config{Retention: time.Hour, Blobs: blobs}), Model: model,
 		API: func(c *httpapi.Config) { c.Limiter, c.PublicURL = allowAll{}, "https://img.example.test" },
 	})
 	svc := s.Service

@@ -16,6 +16,7 @@ import (
 	"github.com/imagegen/imagegen/blob/blobtest"
 	blobs3 "github.com/imagegen/imagegen/blob/s3"
 	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/internal/testenv/s3test"
 	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/wire"
@@ -141,7 +142,7 @@ func TestImageRedirectsToAPresignedURL(t *testing.T) {
 	})
 	is.NoErr(err)
 	e := newEnv(t, func(o *envOptions) {
-		o.store = memory.New(memory.Config{Retention: retention, Blobs: blobs})
+		o.store = testenv.Memory(t, memory.Config{Retention: retention, Blobs: blobs})
 		o.api = func(c *httpapi.Config) {
 			c.PresignTTL, c.Blobs = 10*time.Minute, blobs
 			c.Clock = imagegen.SystemClock{}

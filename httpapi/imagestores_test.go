@@ -16,6 +16,7 @@ import (
 
 	blobredis "github.com/imagegen/imagegen/blob/redis"
 	blobs3 "github.com/imagegen/imagegen/blob/s3"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/internal/testenv/redistest"
 	"github.com/imagegen/imagegen/internal/testenv/s3test"
 	"github.com/imagegen/imagegen/store/memory"
@@ -107,7 +108,7 @@ func TestRangesOnRedisBlobsCostOneDownload(t *testing.T) {
 	prefix := "imagegen-test-" + uuid.NewString()
 	blobs, err := blobredis.New(rdb, blobredis.Config{Prefix: prefix, TTL: time.Hour})
 	is.NoErr(err)
-	e := newEnv(t, func(o *envOptions) { o.store = memory.New(memory.Config{Retention: retention, Blobs: blobs}) })
+	e := newEnv(t, func(o *envOptions) { o.store = testenv.Memory(t, memory.Config{Retention: retention, Blobs: blobs}) })
 	path, id := e.imagePathOf(bigPicture)
 	t.Cleanup(func() { _ = blobs.Delete(context.Background(), id) })
 	size := len(bigPicture)
@@ -148,7 +149,7 @@ func TestRangesOnS3BlobsCostOneDownload(t *testing.T) {
 		ChecksumWhenRequired: true, Credentials: s3test.Credentials, HTTPClient: &http.Client{Transport: requests},
 	})
 	is.NoErr(err)
-	e := newEnv(t, func(o *envOptions) { o.store = memory.New(memory.Config{Retention: retention, Blobs: blobs}) })
+	e := newEnv(t, func(o *envOptions) { o.store = testenv.Memory(t, memory.Config{Retention: retention, Blobs: blobs}) })
 	path, id := e.imagePathOf(bigPicture)
 	t.Cleanup(func() { _ = blobs.Delete(context.Background(), id) })
 

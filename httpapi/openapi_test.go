@@ -28,6 +28,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/wire"
 )
@@ -271,12 +272,12 @@ func recordExchanges(t *testing.T) *recorder {
 	// Server errors.
 	clock := imagegentest.NewClock(time.Time{})
 	broken := newEnv(t, func(o *envOptions) {
-		o.store = failingStore{memory.New(memory.Config{Clock: clock, Retention: retention})}
+		o.store = failingStore{testenv.Memory(t, memory.Config{Clock: clock, Retention: retention})}
 	})
 	rc.do(broken, "submit, store down", "POST", "/api/v1/generate", broken.key, t2i)
 	rc.do(broken, "poll, store down", "GET", "/api/v1/tasks/x", broken.key, "")
 	lost := newEnv(t, func(o *envOptions) {
-		o.store = imageLostStore{memory.New(memory.Config{Clock: clock, Retention: retention})}
+		o.store = imageLostStore{testenv.Memory(t, memory.Config{Clock: clock, Retention: retention})}
 	})
 	lostID := taskID(t, rc.do(lost, "submit, images to be lost", "POST", "/api/v1/generate", lost.key, t2i))
 	lost.runAll()
@@ -299,7 +300,7 @@ func recordExchanges(t *testing.T) *recorder {
 	is.NoErr(json.Unmarshal(rc.do(cdn, "poll, images on a CDN", "GET", "/api/v1/tasks/"+cdnID, cdn.key, "").respBody, &cdnTask))
 	rc.do(cdn, "download, redirected to the CDN", "GET", strings.TrimPrefix(cdnTask.Images[0], "https://img.example.test"), "", "", status(http.StatusFound))
 	down := newEnv(t, func(o *envOptions) {
-		o.store = extensionsDownStore{memory.New(memory.Config{Clock: clock, Retention: retention})}
+		o.store = extensionsDownStore{testenv.Memory(t, memory.Config{Clock: clock, Retention: retention})}
 	})
 	rc.do(down, "cancel, store down", "POST", "/api/v1/tasks/x/cancel", down.key, "", status(http.StatusInternalServerError))
 	rc.do(down, "list, store down", "GET", "/api/v1/tasks", down.key, "", status(http.StatusInternalServerError))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
@@ -127,7 +128,7 @@ func TestPreferWaitNotAppliedOnErrors(t *testing.T) {
 
 	clock := imagegentest.NewClock(time.Time{})
 	broken := newEnv(t, func(o *envOptions) {
-		o.store = failingStore{memory.New(memory.Config{Clock: clock, Retention: retention})}
+		o.store = failingStore{testenv.Memory(t, memory.Config{Clock: clock, Retention: retention})}
 	})
 	w = broken.do("GET", "/api/v1/tasks/x", broken.key, "", "Prefer", "wait=5")
 	wantError(t, w, http.StatusInternalServerError, "internal_error")

@@ -19,8 +19,12 @@ func Example() {
 	clock := imagegentest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	busy := &imagegen.ModelError{Provider: "scripted", Retryable: true, Message: "busy"}
 	model := imagegentest.NewModel(1, imagegentest.Fail(busy), imagegentest.Succeed())
+	store, err := memory.New(memory.Config{Clock: clock})
+	if err != nil {
+		panic(err)
+	}
 	svc, err := imagegen.New(imagegen.Config{
-		Store: memory.New(memory.Config{Clock: clock}), Model: model, Clock: clock,
+		Store: store, Model: model, Clock: clock,
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

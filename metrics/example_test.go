@@ -24,7 +24,10 @@ import (
 // webhook.Config (server.New passes the service's Observer to both).
 func Example() {
 	ctx := context.Background()
-	store := memory.New(memory.Config{})
+	store, err := memory.New(memory.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(metrics.Config{Registerer: reg, Queue: store})
 	if err != nil {

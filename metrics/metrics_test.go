@@ -15,6 +15,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/metrics"
 	"github.com/imagegen/imagegen/store/memory"
 )
@@ -145,7 +146,7 @@ func TestServiceCountsRecoveryAndRecharge(t *testing.T) {
 	m, err := metrics.New(metrics.Config{Registerer: reg, NoRuntimeCollectors: true})
 	is.NoErr(err)
 	clock := imagegentest.NewClock(time.Time{})
-	store := memory.New(memory.Config{Clock: clock, Retention: time.Hour})
+	store := testenv.Memory(t, memory.Config{Clock: clock, Retention: time.Hour})
 	const lease = time.Minute
 	svc, err := imagegen.New(imagegen.Config{
 		Store:        store,

@@ -29,8 +29,12 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	store, err := memory.New(memory.Config{Retention: 24 * time.Hour})
+	if err != nil {
+		log.Fatal(err)
+	}
 	srv, err := server.New(ctx, server.Config{
-		Service:   imagegen.Config{Store: memory.New(memory.Config{Retention: 24 * time.Hour}), Model: model},
+		Service:   imagegen.Config{Store: store, Model: model},
 		PublicURL: "https://app.example.com", // image URLs start with it
 	})
 	if err != nil {

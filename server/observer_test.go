@@ -10,6 +10,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/server"
 	"github.com/imagegen/imagegen/store/memory"
 )
@@ -35,7 +36,7 @@ func TestTheServicesObserverSeesTheAPIAndCallbacks(t *testing.T) {
 	obs := &observed{requests: make(chan string, 10), deliveries: make(chan string, 10)}
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer receiver.Close()
-	cfg := config(memory.New(memory.Config{}))
+	cfg := config(testenv.Memory(t, memory.Config{}))
 	cfg.Service.Observer = obs
 	cfg.Service.AllowHTTPCallbacks = true // the receiver is on loopback
 	cfg.Service.Clock = imagegen.SystemClock{}

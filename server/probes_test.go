@@ -13,6 +13,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/health"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/server"
 	"github.com/imagegen/imagegen/store/memory"
 )
@@ -62,7 +63,7 @@ func answersProbes(t *testing.T, h http.Handler, live, ready string) {
 // /readyz follows the store and names what is down, never its error.
 func TestRegisterMountsTheProbes(t *testing.T) {
 	is := is.New(t)
-	store := &flakyStore{Store: memory.New(memory.Config{})}
+	store := &flakyStore{Store: testenv.Memory(t, memory.Config{})}
 	srv, err := server.New(ctx, config(store))
 	is.NoErr(err)
 	mux := http.NewServeMux()
@@ -89,7 +90,7 @@ func TestRegisterMountsTheProbes(t *testing.T) {
 // Readiness checks the model where workers run, and the app's own checks.
 func TestReadinessChecksTheModelAndTheAppsChecks(t *testing.T) {
 	is := is.New(t)
-	c := config(memory.New(memory.Config{}))
+	c := config(testenv.Memory(t, memory.Config{}))
 	c.Service.Model = brokenModel{c.Service.Model}
 	c.ReadyChecks = []health.Check{{Name: "app-db", Check: func(context.Context) error { return errors.New("down") }}}
 	srv, err := server.New(ctx, c)
@@ -108,7 +109,7 @@ func TestReadinessChecksTheModelAndTheAppsChecks(t *testing.T) {
 // The probes can move, or be left to an app that answers those paths.
 func TestProbesMovedOrLeftOut(t *testing.T) {
 	is := is.New(t)
-	c := config(memory.New(memory.Config{}))
+	c := config(testenv.Memory(t, memory.Config{}))
 	c.LivePath, c.ReadyPath = "/ops/live", "/ops/ready"
 	srv, err := server.New(ctx, c)
 	is.NoErr(err)
@@ -117,7 +118,7 @@ func TestProbesMovedOrLeftOut(t *testing.T) {
 	answersProbes(t, mux, "/ops/live", "/ops/ready")
 	is.Equal(do(t, mux, "GET", "/healthz", "", "").Code, http.StatusNotFound)
 
-	c = config(memory.New(memory.Config{}))
+	c = config(testenv.Memory(t, memory.Config{}))
 	c.NoProbes = true
 	srv, err = server.New(ctx, c)
 	is.NoErr(err)
@@ -134,7 +135,7 @@ func TestProbesMovedOrLeftOut(t *testing.T) {
 		func(c *server.Config) { c.LivePath, c.ReadyPath = "/probe", "/probe" },
 		func(c *server.Config) { c.ReadyChecks = []health.Check{{Name: "no func"}} },
 	} {
-		c := config(memory.New(memory.Config{}))
+		c := config(testenv.Memory(t, memory.Config{}))
 		edit(&c)
 		_, err := server.New(ctx, c)
 		is.True(err != nil)

@@ -16,6 +16,7 @@ import (
 	"github.com/imagegen/imagegen/health"
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/internal/nettest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/internal/testenv/s3test"
 	"github.com/imagegen/imagegen/server"
 	"github.com/imagegen/imagegen/store/memory"
@@ -68,7 +69,7 @@ func TestReadinessReportsTheImageStore(t *testing.T) {
 		return b
 	}
 	cfg := func(b imagegen.BlobStore) imagegen.Config {
-		return imagegen.Config{Store: memory.New(memory.Config{Blobs: b}), Model: imagegentest.NewModel(1)}
+		return imagegen.Config{Store: testenv.Memory(t, memory.Config{Blobs: b}), Model: imagegentest.NewModel(1)}
 	}
 
 	code, st := readiness(t, cfg(blobsAt(s3test.Fake(t))))

@@ -15,6 +15,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/server"
 	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/wire"
@@ -30,7 +31,7 @@ func config(store imagegen.Store) server.Config {
 }
 
 func TestNewNamesTheMissingField(t *testing.T) {
-	store := memory.New(memory.Config{})
+	store := testenv.Memory(t, memory.Config{})
 	cases := []struct {
 		name string
 		edit func(*server.Config)
@@ -70,7 +71,7 @@ func do(t *testing.T, h http.Handler, method, path, key, body string) *httptest.
 // The default per-key limit is the interface's 10 requests a minute.
 func TestDefaultRateLimitIsTenAMinute(t *testing.T) {
 	is := is.New(t)
-	srv, err := server.New(ctx, config(memory.New(memory.Config{})))
+	srv, err := server.New(ctx, config(testenv.Memory(t, memory.Config{})))
 	is.NoErr(err)
 	key, _, err := srv.Service().CreateKey(ctx, "alice")
 	is.NoErr(err)
@@ -86,7 +87,7 @@ func TestDefaultRateLimitIsTenAMinute(t *testing.T) {
 // store), so a URL from one is served by the other and by a restart.
 func TestSigningKeySharedThroughTheStore(t *testing.T) {
 	is := is.New(t)
-	store := memory.New(memory.Config{})
+	store := testenv.Memory(t, memory.Config{})
 	a, err := server.New(ctx, config(store))
 	is.NoErr(err)
 	b, err := server.New(ctx, config(store))
@@ -121,7 +122,7 @@ func TestSigningKeySharedThroughTheStore(t *testing.T) {
 // without an owner is refused rather than pooled into one account.
 func TestLoginThenKeys(t *testing.T) {
 	is := is.New(t)
-	c := config(memory.New(memory.Config{}))
+	c := config(testenv.Memory(t, memory.Config{}))
 	c.Login = httpapi.AuthenticatorFunc(func(r *http.Request) (httpapi.Principal, error) {
 		switch r.Header.Get("X-Session") {
 		case "":
@@ -173,7 +174,7 @@ func TestOpenAIModelsDefaultToTheServiceModel(t *testing.T) {
 		want   []string
 	}{{nil, []string{"scripted"}}, {[]string{"a", "b"}, []string{"a", "b"}}} {
 		is := is.New(t)
-		c := config(memory.New(memory.Config{}))
+		c := config(testenv.Memory(t, memory.Config{}))
 		c.OpenAIPrefix, c.OpenAIModels = "/v1", tt.models
 		srv, err := server.New(ctx, c)
 		is.NoErr(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/webhook"
 )
@@ -32,7 +33,7 @@ func BenchmarkBurstToOneReceiver(b *testing.B) {
 	}
 	var elapsed time.Duration
 	for range b.N {
-		store := memory.New(memory.Config{})
+		store := testenv.Memory(b, memory.Config{})
 		svc, err := imagegen.New(imagegen.Config{
 			Store: store, Model: imagegentest.NewModel(1),
 			AllowHTTPCallbacks: true, Logger: quiet,

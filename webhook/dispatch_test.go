@@ -19,6 +19,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/webhook"
 	"github.com/imagegen/imagegen/wire"
@@ -92,7 +93,7 @@ func newFixture(t *testing.T, allowPrivate bool, answers ...int) *fixture {
 func newFixtureOn(t *testing.T, allowPrivate bool, wrap func(imagegen.Store) imagegen.Store, answers ...int) *fixture {
 	is := is.New(t)
 	clock := imagegentest.NewClock(time.Time{})
-	store := wrap(memory.New(memory.Config{Clock: clock}))
+	store := wrap(testenv.Memory(t, memory.Config{Clock: clock}))
 	svc, err := imagegen.New(imagegen.Config{
 		Store: store, Model: imagegentest.NewModel(1), Clock: clock,
 		AllowHTTPCallbacks: true, Logger: quiet,
@@ -214,7 +215,7 @@ func TestTaskWithoutCallbackSendsNothing(t *testing.T) {
 
 func TestCallbackMustBeHTTPSByDefault(t *testing.T) {
 	is := is.New(t)
-	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Config{}), Model: imagegentest.NewModel(1), Logger: quiet})
+	svc, err := imagegen.New(imagegen.Config{Store: testenv.Memory(t, memory.Config{}), Model: imagegentest.NewModel(1), Logger: quiet})
 	is.NoErr(err)
 	_, err = svc.Grant(ctx, "u", 1, uuid.NewString())
 	is.NoErr(err)
@@ -328,7 +329,7 @@ func victimDeliveredBeside(t *testing.T, h *hanging, hangURL func(i int) string)
 	}))
 	t.Cleanup(victim.Close)
 
-	store := memory.New(memory.Config{})
+	store := testenv.Memory(t, memory.Config{})
 	svc, err := imagegen.New(imagegen.Config{
 		Store: store, Model: imagegentest.NewModel(1),
 		AllowHTTPCallbacks: true, Logger: quiet,

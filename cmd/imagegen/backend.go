@@ -139,8 +139,12 @@ func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 		if err != nil {
 			return backend{}, err
 		}
+		store, err := memory.New(memory.Config{Clock: clock, Retention: c.retention, Blobs: blobs})
+		if err != nil {
+			return backend{}, err
+		}
 		return backend{
-			store:        memory.New(memory.Config{Clock: clock, Retention: c.retention, Blobs: blobs}),
+			store:        store,
 			limiter:      limiter,
 			authFailures: authFailures,
 			close:        func() error { return nil },

@@ -68,7 +68,11 @@ func newApp(ctx context.Context, publicURL string, tune imagegen.Config) (*app, 
 	if err != nil {
 		return nil, err
 	}
-	tune.Store, tune.Model = memory.New(memory.Config{}), model
+	store, err := memory.New(memory.Config{})
+	if err != nil {
+		return nil, err
+	}
+	tune.Store, tune.Model = store, model
 	images, err := server.New(ctx, server.Config{
 		Service:   tune,
 		PublicURL: publicURL,

@@ -48,8 +48,12 @@ func main() {
 		log.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
+	store, err := memory.New(memory.Config{Retention: 24 * time.Hour})
+	if err != nil {
+		log.Fatal(err)
+	}
 	srv, err := server.New(ctx, server.Config{
-		Service:   imagegen.Config{Store: memory.New(memory.Config{Retention: 24 * time.Hour}), Model: model},
+		Service:   imagegen.Config{Store: store, Model: model},
 		PublicURL: base, // image URLs start with it
 	})
 	if err != nil {

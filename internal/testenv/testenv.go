@@ -16,6 +16,8 @@ package testenv
 import (
 	"testing"
 	"time"
+
+	"github.com/imagegen/imagegen/store/memory"
 )
 
 // Eventually polls cond until it holds, and fails the test, saying what
@@ -32,4 +34,15 @@ func Eventually(t testing.TB, limit time.Duration, what string, cond func() bool
 		}
 		time.Sleep(pause)
 	}
+}
+
+// Memory is a memory store of c for a test, which fails at once if c is
+// refused.
+func Memory(t testing.TB, c memory.Config) *memory.Store {
+	t.Helper()
+	s, err := memory.New(c)
+	if err != nil {
+		t.Fatalf("memory store: %v", err)
+	}
+	return s
 }

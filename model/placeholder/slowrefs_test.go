@@ -13,6 +13,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/fetch"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/model/placeholder"
 	"github.com/imagegen/imagegen/model/provider/providertest"
 	"github.com/imagegen/imagegen/store/memory"
@@ -34,7 +35,7 @@ func TestDripFedReferencesFailTheTask(t *testing.T) {
 	is.NoErr(err)
 	model, err := placeholder.New(placeholder.Config{Fetcher: f})
 	is.NoErr(err)
-	store := memory.New(memory.Config{})
+	store := testenv.Memory(t, memory.Config{})
 	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, Logger: slog.New(slog.DiscardHandler), WorkerConfig: imagegen.WorkerConfig{MaxAttempts: 3}})
 	is.NoErr(err)
 	ctx := context.Background()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/model/route"
 	"github.com/imagegen/imagegen/store/memory"
 )
@@ -24,7 +25,7 @@ var (
 )
 
 func service(t *testing.T, m imagegen.Model) *imagegen.Service {
-	svc, err := imagegen.New(imagegen.Config{Store: memory.New(memory.Config{}), Model: m, Logger: slog.New(slog.DiscardHandler)})
+	svc, err := imagegen.New(imagegen.Config{Store: testenv.Memory(t, memory.Config{}), Model: m, Logger: slog.New(slog.DiscardHandler)})
 	is.New(t).NoErr(err)
 	_, err = svc.Grant(ctx, "u", 10, uuid.NewString())
 	is.New(t).NoErr(err)

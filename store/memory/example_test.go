@@ -15,7 +15,10 @@ import (
 func Example() {
 	ctx := context.Background()
 	clock := imagegentest.NewClock(time.Time{})
-	store := memory.New(memory.Config{Clock: clock, Retention: time.Hour})
+	store, err := memory.New(memory.Config{Clock: clock, Retention: time.Hour})
+	if err != nil {
+		panic(err)
+	}
 
 	_, _ = store.AddEntry(ctx, imagegen.LedgerEntry{Owner: "alice", Kind: imagegen.LedgerGrant, Amount: 5, Ref: "grant:welcome"})
 	balance, _ := store.CreateTask(ctx, &imagegen.Task{
@@ -31,7 +34,7 @@ func Example() {
 	fmt.Println("status:", done.Status, done.Images)
 
 	clock.Advance(time.Hour)
-	_, err := store.Task(ctx, "alice", "t1")
+	_, err = store.Task(ctx, "alice", "t1")
 	fmt.Println("after retention:", err)
 	// Output:
 	// balance after submit: 3

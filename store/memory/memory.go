@@ -16,6 +16,7 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -95,8 +96,12 @@ type record struct {
 	refundRef string
 }
 
-// New returns an empty Store.
-func New(o Config) *Store {
+// New returns an empty Store, or an error naming a bad field (a negative
+// Retention), as the other backends' New do.
+func New(o Config) (*Store, error) {
+	if o.Retention < 0 {
+		return nil, fmt.Errorf("memory store: Config.Retention must not be negative (got %v)", o.Retention)
+	}
 	clock := cmp.Or[imagegen.Clock](o.Clock, imagegen.SystemClock{})
 	var own *blobmemory.Store
 	blobs := o.Blobs
@@ -118,7 +123,7 @@ func New(o Config) *Store {
 		keys:       make(map[string]*imagegen.APIKey),
 		ownerKeys:  make(map[string][]string),
 		ownerTasks: make(map[string][]string),
-	}
+	}, nil
 }
 
 // lock takes the mutex, removes what has expired, and returns the time.

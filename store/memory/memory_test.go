@@ -11,6 +11,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/memory"
 	"github.com/imagegen/imagegen/store/storetest"
 )
@@ -19,7 +20,7 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Harness {
 		clock := imagegentest.NewClock(time.Time{})
 		return storetest.Harness{
-			Store:     memory.New(memory.Config{Clock: clock, Retention: time.Hour}),
+			Store:     testenv.Memory(t, memory.Config{Clock: clock, Retention: time.Hour}),
 			Advance:   clock.Advance,
 			Retention: time.Hour,
 		}
@@ -32,7 +33,7 @@ func TestRetentionRemovesTheDefaultBlobs(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	clock := imagegentest.NewClock(time.Time{})
-	s := memory.New(memory.Config{Clock: clock, Retention: time.Hour})
+	s := testenv.Memory(t, memory.Config{Clock: clock, Retention: time.Hour})
 	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 1, Ref: "g"})
 	is.NoErr(err)
 	_, err = s.CreateTask(ctx, &imagegen.Task{ID: "t", Owner: "u", Cost: 1, Model: "m", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}, imagegen.CreateParams{})
@@ -49,4 +50,12 @@ func TestRetentionRemovesTheDefaultBlobs(t *testing.T) {
 	_, _ = s.Len() // any call removes what expired
 	_, err = s.Blobs().Stat(ctx, "img")
 	is.True(errors.Is(err, imagegen.ErrBlobNotFound))
+}
+
+// New refuses what the other backends refuse, naming the field.
+func TestNewRefusesANegativeRetention(t *testing.T) {
+	_, err := memory.New(memory.Config{Retention: -time.Second})
+	if err == nil || !strings.Contains(err.Error(), "Config.Retention") {
+		t.Fatalf("New with a negative retention: got %v, want an error naming Config.Retention", err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/memory"
 )
 
@@ -85,7 +86,7 @@ func BenchmarkQueueStats(b *testing.B) {
 // for many more.
 func pendingStore(b *testing.B, n int) *memory.Store {
 	b.Helper()
-	s := memory.New(memory.Config{})
+	s := testenv.Memory(b, memory.Config{})
 	if _, err := s.AddEntry(context.Background(), imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 1 << 40, Ref: "grant:bench"}); err != nil {
 		b.Fatal(err)
 	}

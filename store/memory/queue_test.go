@@ -22,7 +22,10 @@ func TestQueueMatchesLinearCount(t *testing.T) {
 	for seed := range uint64(4) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		clock := imagegentest.NewClock(time.Time{})
-		s := New(Config{Clock: clock, Retention: time.Hour})
+		s, err := New(Config{Clock: clock, Retention: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 1 << 40, Ref: "grant"}); err != nil {
 			t.Fatal(err)
 		}

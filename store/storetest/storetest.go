@@ -4,8 +4,12 @@
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) storetest.Harness {
 //			clock := imagegentest.NewClock(time.Time{})
+//			store, err := memory.New(memory.Config{Clock: clock, Retention: time.Hour})
+//			if err != nil {
+//				t.Fatal(err)
+//			}
 //			return storetest.Harness{
-//				Store:     memory.New(memory.Config{Clock: clock, Retention: time.Hour}),
+//				Store:     store,
 //				Advance:   clock.Advance,
 //				Retention: time.Hour,
 //			}

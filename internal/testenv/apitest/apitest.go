@@ -59,7 +59,11 @@ type Stack struct {
 func New(t testing.TB, cfg Config) *Stack {
 	t.Helper()
 	if cfg.Store == nil {
-		cfg.Store = memory.New(memory.Config{Clock: cfg.Clock})
+		store, err := memory.New(memory.Config{Clock: cfg.Clock})
+		if err != nil {
+			t.Fatalf("apitest: store: %v", err)
+		}
+		cfg.Store = store
 	}
 	if cfg.Model == nil {
 		cfg.Model = imagegentest.NewModel(2)
