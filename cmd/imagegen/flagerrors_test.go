@@ -146,3 +146,12 @@ func wantErrors(t *testing.T, cases []errorCase) {
 		})
 	}
 }
+
+// An unknown subcommand names the nearest one, in two lines.
+func TestUnknownSubcommandNamesTheNearest(t *testing.T) {
+	is := is.New(t)
+	err := run(ctx, []string{"keys", "creat", "-owner", "u"}, noEnv, &bytes.Buffer{}, &bytes.Buffer{})
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), `unknown keys command "creat" (did you mean create?)`))
+	is.True(len(strings.Split(err.Error(), "\n")) == 2)
+}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
+
+	"github.com/imagegen/imagegen/internal/suggest"
 )
 
 // errShownUsage marks a refusal whose usage text has been printed.
@@ -29,9 +32,10 @@ func subcommands(group string) []string {
 }
 
 // pickSubcommand reads the subcommand of a command group (keys, credits,
-// tasks). With none or an unknown one it prints usage to stderr and
-// fails; with -h, -help, --help or help it prints usage to stdout and
-// returns "" and no error, so the caller just returns.
+// tasks). With none it prints usage to stderr and fails; an unknown one
+// fails in two lines, naming the nearest subcommand and -h; with -h,
+// -help, --help or help it prints usage to stdout and returns "" and no
+// error, so the caller just returns.
 func pickSubcommand(group string, args []string, usage string, stdout, stderr io.Writer) (string, error) {
 	subs := subcommands(group)
 	switch {
@@ -42,8 +46,11 @@ func pickSubcommand(group string, args []string, usage string, stdout, stderr io
 		fmt.Fprint(stdout, usage)
 		return "", nil
 	case !slices.Contains(subs, args[0]):
-		fmt.Fprint(stderr, usage)
-		return "", fmt.Errorf("unknown %s command %q (%w)", group, args[0], errShownUsage)
+		msg := fmt.Sprintf("unknown %s command %q", group, args[0])
+		if near := suggest.Nearest(args[0], subs); near != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", near)
+		}
+		return "", fmt.Errorf("%s: the commands are %s\nrun \"imagegen %s -h\" for what they do", msg, strings.Join(subs, ", "), group)
 	}
 	return args[0], nil
 }
