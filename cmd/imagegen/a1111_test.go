@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/matryer/is"
@@ -18,11 +19,13 @@ import (
 )
 
 // sdapiFake is an sdapi server on loopback with --api-auth: txt2img and
-// img2img answer a PNG of the size asked and the seed sent in info.
+// img2img answer a PNG of the size asked and the seed sent in info;
+// progress reads answer how many of those are under way.
 type sdapiFake struct {
 	*httptest.Server
-	mu    sync.Mutex
-	calls []sdapiCall
+	mu      sync.Mutex
+	calls   []sdapiCall
+	running atomic.Int64 // txt2img and img2img calls being answered
 }
 
 type sdapiCall struct {
@@ -39,11 +42,20 @@ func newSDAPIFake(t *testing.T, user, pass string) *sdapiFake {
 			fmt.Fprint(w, `{"detail":"Incorrect username or password"}`)
 			return
 		}
+		if r.Method == http.MethodGet && r.URL.Path == "/sdapi/v1/progress" {
+			// Read every second while a generation runs (slower than
+			// that on a loaded machine): the fake models no steps, so
+			// it reports the jobs under way and no progress.
+			fmt.Fprintf(w, `{"progress":0,"state":{"job_count":%d}}`, f.running.Load())
+			return
+		}
 		if r.URL.Path != "/sdapi/v1/txt2img" && r.URL.Path != "/sdapi/v1/img2img" {
 			t.Errorf("sdapi fake: unexpected %s %s", r.Method, r.URL.Path)
 			w.WriteHeader(http.StatusNotFound)
 			return
 		}
+		f.running.Add(1)
+		defer f.running.Add(-1)
 		var body map[string]any
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 			t.Errorf("sdapi fake: %v", err)
