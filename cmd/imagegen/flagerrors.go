@@ -95,19 +95,57 @@ func expectedValue(v flag.Value) string {
 	return "a valid value"
 }
 
-// flagSynonyms are names people try for a flag, from other tools, and
-// the flags that mean that here (the first that fs has is suggested).
-var flagSynonyms = map[string][]string{
-	"port": {"addr"}, "listen": {"addr"}, "listen-addr": {"addr"}, "bind": {"addr"}, "host": {"addr", "server"},
-	"address": {"addr"}, "http-addr": {"addr"}, "url": {"server", "public-url"}, "base-url": {"public-url", "server"},
-	"redis-url": {"redis"}, "redis-addr": {"redis"}, "database": {"postgres"}, "database-url": {"postgres"},
-	"db": {"postgres"}, "dsn": {"postgres"}, "pg": {"postgres"}, "postgresql": {"postgres"}, "postgres-url": {"postgres"},
-	"concurrency": {"workers"}, "threads": {"workers"}, "parallel": {"workers"}, "verbose": {"log-level"},
-	"debug": {"log-level"}, "v": {"log-level"}, "log": {"log-level", "log-format"}, "output": {"o"}, "out": {"o"},
-	"aspect-ratio": {"aspect"}, "ratio": {"aspect"}, "user": {"owner"}, "user-id": {"owner"}, "credits": {"demo-credits", "amount"},
-	"rate": {"rate-limit"}, "ratelimit": {"rate-limit"}, "key": {"demo-key", "id"}, "api-key": {"demo-key"},
-	"metrics": {"admin-addr"}, "metrics-addr": {"admin-addr"}, "images": {"blobs"}, "storage": {"blobs"}, "bucket": {"blobs"},
-	"ttl": {"retention"}, "timeout": {"shutdown-timeout"}, "openai": {"openai-prefix"}, "operators": {"operator"},
+// flagSynonyms returns, for a name people try for a flag (from other
+// tools), the flags that mean that here; the first that a command has is
+// suggested.
+func flagSynonyms(name string) []string {
+	switch name {
+	case "port", "listen", "listen-addr", "bind", "address", "http-addr":
+		return []string{"addr"}
+	case "host":
+		return []string{"addr", "server"}
+	case "url":
+		return []string{"server", "public-url"}
+	case "base-url":
+		return []string{"public-url", "server"}
+	case "redis-url", "redis-addr":
+		return []string{"redis"}
+	case "database", "database-url", "db", "dsn", "pg", "postgresql", "postgres-url":
+		return []string{"postgres"}
+	case "concurrency", "threads", "parallel":
+		return []string{"workers"}
+	case "verbose", "debug", "v":
+		return []string{"log-level"}
+	case "log":
+		return []string{"log-level", "log-format"}
+	case "output", "out":
+		return []string{"o"}
+	case "aspect-ratio", "ratio":
+		return []string{"aspect"}
+	case "user", "user-id":
+		return []string{"owner"}
+	case "credits":
+		return []string{"demo-credits", "amount"}
+	case "rate", "ratelimit":
+		return []string{"rate-limit"}
+	case "key":
+		return []string{"demo-key", "id"}
+	case "api-key":
+		return []string{"demo-key"}
+	case "metrics", "metrics-addr":
+		return []string{"admin-addr"}
+	case "images", "storage", "bucket":
+		return []string{"blobs"}
+	case "ttl":
+		return []string{"retention"}
+	case "timeout":
+		return []string{"shutdown-timeout"}
+	case "openai":
+		return []string{"openai-prefix"}
+	case "operators":
+		return []string{"operator"}
+	}
+	return nil
 }
 
 // isKeyFlag reports a flag name someone would try for an API key.
@@ -123,7 +161,7 @@ func isKeyFlag(name string) bool {
 // likely meant, or "" when none is close.
 func nearestFlag(fs *flag.FlagSet, name string) string {
 	name, _, _ = strings.Cut(name, "=")
-	for _, s := range flagSynonyms[strings.ToLower(name)] {
+	for _, s := range flagSynonyms(strings.ToLower(name)) {
 		if fs.Lookup(s) != nil {
 			return s
 		}
