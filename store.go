@@ -379,15 +379,19 @@ type KeyStore interface {
 }
 
 // IdempotencyRecord is what a store keeps for one idempotency key.
+// The store keeps it as given; Service.SubmitIdempotent writes and reads
+// it (Status 201 with the submission, or 422 with the refusal of the
+// request, as JSON in Body).
 type IdempotencyRecord struct {
 	Fingerprint string // identifies the request (a hash of its body)
 	Done        bool   // false while the first request is in flight
-	Status      int    // the first request's HTTP status, once Done
-	Body        []byte // the first request's response body, once Done
+	Status      int    // the first request's outcome, once Done
+	Body        []byte // the first request's answer, once Done
 }
 
 // IdempotencyStore keeps idempotency keys of submit requests, per owner,
-// so that a retried request is answered with the first one's response.
+// so that a retried request is answered with the first one's answer
+// (Service.SubmitIdempotent).
 type IdempotencyStore interface {
 	// BeginIdempotent records that the request with owner's key and
 	// fingerprint is in flight, for at most inFlight, and returns nil.

@@ -15,7 +15,7 @@ import (
 // Append fills the room it is given and no more: a blob read into a
 // slice sized for it stays that size (a bytes.Buffer would have doubled
 // it), and a body of the wrong length is refused.
-func TestAppendExact(t *testing.T) {
+func TestAppend(t *testing.T) {
 	is := is.New(t)
 	data := bytes.Repeat([]byte("0123456789abcdef"), 4096) // 64 KiB, more than io.Copy's buffer
 	head := []byte("hdr:")
@@ -33,7 +33,7 @@ func TestAppendExact(t *testing.T) {
 
 // Read reads a body into a slice of exactly its size, and refuses a
 // negative size or a body of another length.
-func TestReadExact(t *testing.T) {
+func TestRead(t *testing.T) {
 	is := is.New(t)
 	data := bytes.Repeat([]byte("0123456789abcdef"), 4096)
 	got, err := blobkit.Read("k", bytes.NewReader(data), int64(len(data)))
