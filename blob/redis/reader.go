@@ -11,7 +11,7 @@ import (
 // reader reads bytes [off, end) of a blob with GETRANGE, at most
 // chunkBytes per round trip.
 func (s *Store) reader(ctx context.Context, key string, info imagegen.BlobInfo, offset, off, end int64) *chunked.Reader[string] {
-	rkey := s.pre + key
+	rkey := s.rkey(key)
 	return chunked.New(ctx, chunked.Config[string]{
 		What:  "redis blobs: read " + key,
 		Chunk: chunkBytes,

@@ -49,12 +49,20 @@ type Config struct {
 	TTL time.Duration
 	// Clock stamps each blob's ModTime. Default: imagegen.SystemClock.
 	Clock imagegen.Clock
+	// KeyTag, when set, gives each blob key its hash tag instead of
+	// "{Prefix}" (the Redis store spread over shards keeps an image's
+	// bytes in its task's shard); ListPattern then is the SCAN pattern
+	// that matches every blob of the store.
+	KeyTag      func(key string) string
+	ListPattern string
 }
 
 // Store keeps blobs in Redis. It is safe for concurrent use.
 type Store struct {
 	rdb   goredis.UniversalClient
 	pre   string // "{prefix}:blob:"
+	tag   func(key string) string // nil: every key under pre
+	match string                  // SCAN pattern of every blob
 	ttl   time.Duration
 	clock imagegen.Clock
 	sets  groupcommit.Batcher[blobSet, struct{}]
@@ -76,6 +84,14 @@ func New(rdb goredis.UniversalClient, c Config) (*Store, error) {
 		pre:   "{" + cmp.Or(c.Prefix, "imagegen") + "}:blob:",
 		ttl:   c.TTL,
 		clock: cmp.Or[imagegen.Clock](c.Clock, imagegen.SystemClock{}),
+		tag:   c.KeyTag,
+	}
+	s.match = redisglob.Escape(s.pre) + "*"
+	if c.KeyTag != nil {
+		if c.ListPattern == "" {
+			return nil, errors.New("redis blobs: Config.KeyTag needs a ListPattern")
+		}
+		s.match = c.ListPattern
 	}
 	s.dials = dialwatch.Attach(rdb)
 	s.sets = groupcommit.Batcher[blobSet, struct{}]{Run: s.runSets, MaxBatch: 64, MaxInFlight: 4,
@@ -105,7 +121,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, _ 
 	if err != nil {
 		return fmt.Errorf("redis blobs: put %s: %w", key, err)
 	}
-	if _, err := s.sets.Do(ctx, blobSet{key: s.pre + key, value: buf}); err != nil {
+	if _, err := s.sets.Do(ctx, blobSet{key: s.rkey(key), value: buf}); err != nil {
 		return fmt.Errorf("redis blobs: put %s: %w", key, err)
 	}
 	return nil
@@ -115,6 +131,23 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, _ 
 type blobSet struct {
 	key   string
 	value []byte
+}
+
+// rkey is the Redis key of a blob key.
+func (s *Store) rkey(key string) string {
+	if s.tag != nil {
+		return s.tag(key) + ":blob:" + key
+	}
+	return s.pre + key
+}
+
+// blobKey is the blob key of a Redis key.
+func (s *Store) blobKey(rkey string) string {
+	if s.tag != nil {
+		_, key, _ := strings.Cut(rkey, "}:blob:")
+		return key
+	}
+	return strings.TrimPrefix(rkey, s.pre)
 }
 
 // runSets sends the Puts that arrive together (at most 64, 16 MiB) in
@@ -157,8 +190,8 @@ func (s *Store) stat(ctx context.Context, key string) (imagegen.BlobInfo, int64,
 	var n *goredis.IntCmd
 	start := time.Now()
 	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		n = p.StrLen(ctx, s.pre+key)
-		head = p.GetRange(ctx, s.pre+key, 0, int64(headerLen)-1)
+		n = p.StrLen(ctx, s.rkey(key))
+		head = p.GetRange(ctx, s.rkey(key), 0, int64(headerLen)-1)
 		return nil
 	})
 	if err != nil {
@@ -191,7 +224,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := imagegen.CheckBlobKey(key); err != nil {
 		return err
 	}
-	if err := s.rdb.Del(ctx, s.pre+key).Err(); err != nil {
+	if err := s.rdb.Del(ctx, s.rkey(key)).Err(); err != nil {
 		return fmt.Errorf("redis blobs: delete %s: %w", key, err)
 	}
 	return nil
@@ -203,7 +236,7 @@ func (s *Store) List(ctx context.Context, fn func(imagegen.BlobInfo) error) erro
 	scan := func(ctx context.Context, c goredis.UniversalClient) error {
 		var cursor uint64
 		for {
-			keys, next, err := c.Scan(ctx, cursor, redisglob.Escape(s.pre)+"*", 500).Result()
+			keys, next, err := c.Scan(ctx, cursor, s.match, 500).Result()
 			if err != nil {
 				return fmt.Errorf("redis blobs: list: %w", err)
 			}
@@ -241,7 +274,7 @@ func (s *Store) listBatch(ctx context.Context, c goredis.UniversalClient, keys [
 		if lens[i].Val() == 0 {
 			continue // deleted since the scan
 		}
-		info, _ := decodeHeader(strings.TrimPrefix(k, s.pre), heads[i].Val(), lens[i].Val())
+		info, _ := decodeHeader(s.blobKey(k), heads[i].Val(), lens[i].Val())
 		if err := fn(info); err != nil {
 			return err
 		}

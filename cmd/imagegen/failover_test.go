@@ -306,6 +306,11 @@ func TestClusterFailoverUnderLoad(t *testing.T) {
 			tasksOfOwnersSucceed(t, base, keys, 10)
 			shares := c.KeyShares(t)
 			t.Logf("keys per master after 300 tasks of 30 owners: %v", shares)
+			for addr, share := range shares {
+				if share > 0.6 {
+					t.Errorf("master %s holds %.0f%% of the keys (at most 60%% wanted)", addr, 100*share)
+				}
+			}
 		},
 		killMaster: func(t *testing.T) {
 			busiest := c.Busiest(t)

@@ -38,7 +38,7 @@ func (s *Store) AddEntry(ctx context.Context, e imagegen.LedgerEntry) (int64, er
 	if err := storekit.CheckLedgerEntry(e); err != nil {
 		return 0, err
 	}
-	k := s.k
+	k := s.byOwner(e.Owner)
 	res, err := s.ackedScript(ctx, addEntryScript,
 		[]string{k.balance(e.Owner), k.ledger(e.Owner), k.refs(e.Owner)},
 		s.nowArg(), string(e.Kind), e.Amount, e.Ref,
@@ -57,7 +57,7 @@ func (s *Store) AddEntry(ctx context.Context, e imagegen.LedgerEntry) (int64, er
 
 // Balance returns the owner's balance.
 func (s *Store) Balance(ctx context.Context, owner string) (int64, error) {
-	b, err := s.rdb.Get(ctx, s.k.balance(owner)).Int64()
+	b, err := s.rdb.Get(ctx, s.byOwner(owner).balance(owner)).Int64()
 	if isNil(err) {
 		return 0, nil
 	}
@@ -66,7 +66,7 @@ func (s *Store) Balance(ctx context.Context, owner string) (int64, error) {
 
 // Ledger returns the owner's entries, oldest first.
 func (s *Store) Ledger(ctx context.Context, owner string) ([]imagegen.LedgerEntry, error) {
-	raw, err := s.rdb.LRange(ctx, s.k.ledger(owner), 0, -1).Result()
+	raw, err := s.rdb.LRange(ctx, s.byOwner(owner).ledger(owner), 0, -1).Result()
 	if err != nil {
 		return nil, wrapErr("ledger", err)
 	}
@@ -78,7 +78,7 @@ func (s *Store) Ledger(ctx context.Context, owner string) ([]imagegen.LedgerEntr
 // grows, so positions never move, and the cursor is the ID of the last
 // entry of the previous page.
 func (s *Store) ListLedger(ctx context.Context, owner string, limit int, cursor string) (imagegen.LedgerPage, error) {
-	key := s.k.ledger(owner)
+	key := s.byOwner(owner).ledger(owner)
 	n, err := s.rdb.LLen(ctx, key).Result()
 	if err != nil {
 		return imagegen.LedgerPage{}, wrapErr("ledger", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/groupcommit"
 	"github.com/imagegen/imagegen/store/internal/leases"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 // completeScript records the images and moves the task to success.
@@ -40,13 +41,17 @@ return 1
 // in one script. The bytes are already in the BlobStore.
 func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image) error {
 	ids := make([]string, len(images))
-	keys := []string{s.k.task(id), s.k.leases(), s.k.webhooks()}
+	sh := s.byID(id)
+	keys := []string{sh.task(id), sh.leases(), sh.webhooks()}
 	for i, img := range images {
 		if img.ID == "" {
 			return errors.New("redis store: image needs an ID")
 		}
 		ids[i] = img.ID
-		keys = append(keys, s.k.image(img.ID))
+		if s.byID(img.ID).tag != sh.tag {
+			return fmt.Errorf("redis store: %w: image id %q is not of its task's shard (make it with imagegen.NewOwnedID of the task's owner)", storekit.ErrInvalidStoreInput, img.ID)
+		}
+		keys = append(keys, sh.image(img.ID))
 	}
 	idsJSON, err := json.Marshal(ids)
 	if err != nil {
@@ -115,7 +120,8 @@ return 1
 // FailTask moves the task to failed and refunds it once. It reads the
 // task's owner first, to name the owner's credit keys in the script.
 func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen.Failure) error {
-	owner, err := s.rdb.HGet(ctx, s.k.task(id), "owner").Result()
+	sh := s.byID(id)
+	owner, err := s.rdb.HGet(ctx, sh.task(id), "owner").Result()
 	if err != nil {
 		if isNil(err) {
 			return leases.Lost(storeName, id, attempt)
@@ -123,7 +129,7 @@ func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen
 		return fmt.Errorf("redis store: fail task: %w", err)
 	}
 	return s.runHolder(ctx, failScript, id, attempt, // acknowledged: it refunds
-		[]string{s.k.task(id), s.k.leases(), s.k.balance(owner), s.k.ledger(owner), s.k.webhooks()},
+		[]string{sh.task(id), sh.leases(), sh.balance(owner), sh.ledger(owner), sh.webhooks()},
 		ms(s.retention), f.Message, id, string(f.Code))
 }
 
@@ -151,7 +157,10 @@ return 1
 
 // CancelTask fails owner's pending or processing task and refunds it.
 func (s *Store) CancelTask(ctx context.Context, owner, id string) error {
-	k := s.k
+	k := s.byID(id)
+	if k.tag != s.byOwner(owner).tag {
+		return imagegen.ErrTaskNotFound // not the owner's: its id says another shard
+	}
 	n, err := s.ackedScript(ctx, cancelScript,
 		[]string{k.task(id), k.pending(), k.balance(owner), k.ledger(owner), k.leases(), k.webhooks()},
 		s.nowArg(), owner, imagegen.CancelledMessage, ms(s.retention), id, string(imagegen.CodeCancelled),

@@ -11,7 +11,7 @@ import (
 // idemKey names an owner's idempotency key; the owner's length keeps
 // owner and key apart whatever they contain.
 func (s *Store) idemKey(owner, key string) string {
-	return s.k.tag + ":idem:" + strconv.Itoa(len(owner)) + ":" + owner + ":" + key
+	return s.byOwner(owner).tag + ":idem:" + strconv.Itoa(len(owner)) + ":" + owner + ":" + key
 }
 
 // beginIdemScript records a request in flight unless the key holds a

@@ -8,7 +8,7 @@ import (
 
 // Image returns an image's record.
 func (s *Store) Image(ctx context.Context, id string) (*imagegen.Image, error) {
-	f, err := s.liveHash(ctx, s.k.image(id), "image", imagegen.ErrImageNotFound)
+	f, err := s.liveHash(ctx, s.byID(id).image(id), "image", imagegen.ErrImageNotFound)
 	if err != nil {
 		return nil, err
 	}

@@ -13,31 +13,40 @@ import (
 )
 
 // QueueStats counts the pending and leased tasks and reads the oldest
-// pending run-after time, in one round trip (two ZCARDs, a ZRANGE of
-// one member and the server's TIME).
+// pending run-after time, in one round trip (two ZCARDs and a ZRANGE of
+// one member per shard, and the server's TIME).
 func (s *Store) QueueStats(ctx context.Context) (imagegen.QueueStats, error) {
 	pipe := s.rdb.Pipeline()
-	pending := pipe.ZCard(ctx, s.k.pending())
-	leased := pipe.ZCard(ctx, s.k.leases())
-	head := pipe.ZRangeWithScores(ctx, s.k.pending(), 0, 0)
+	type counts struct {
+		pending, leased *goredis.IntCmd
+		head            *goredis.ZSliceCmd
+	}
+	per := make([]counts, len(s.shards))
+	for i, sh := range s.shards {
+		per[i] = counts{pipe.ZCard(ctx, sh.pending()), pipe.ZCard(ctx, sh.leases()), pipe.ZRangeWithScores(ctx, sh.pending(), 0, 0)}
+	}
 	now := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return imagegen.QueueStats{}, wrapErr("queue stats", err)
 	}
-	st := imagegen.QueueStats{Pending: pending.Val(), Processing: leased.Val()}
 	t := now.Val()
 	if s.clock != nil {
 		t = s.clock.Now()
 	}
-	if h := head.Val(); len(h) == 1 {
-		st.OldestPending = max(t.Sub(time.UnixMilli(int64(h[0].Score))), 0)
+	var st imagegen.QueueStats
+	for _, c := range per {
+		st.Pending += c.pending.Val()
+		st.Processing += c.leased.Val()
+		if h := c.head.Val(); len(h) == 1 {
+			st.OldestPending = max(st.OldestPending, t.Sub(time.UnixMilli(int64(h[0].Score))))
+		}
 	}
 	return st, nil
 }
 
 // TaskByID returns any owner's task.
 func (s *Store) TaskByID(ctx context.Context, id string) (*imagegen.Task, error) {
-	f, err := s.liveHash(ctx, s.k.task(id), "task", imagegen.ErrTaskNotFound)
+	f, err := s.liveHash(ctx, s.byID(id).task(id), "task", imagegen.ErrTaskNotFound)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +99,7 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 		entry = fmt.Sprintf(`{"kind":"charge","amount":%d,"ref":%s,"at":`, -t.Cost, ref)
 	}
 	n, err := requeueScript.Run(ctx, s.rdb,
-		[]string{s.k.task(id), s.k.pending(), s.k.balance(t.Owner), s.k.ledger(t.Owner)},
+		[]string{s.byID(id).task(id), s.byID(id).pending(), s.byID(id).balance(t.Owner), s.byID(id).ledger(t.Owner)},
 		s.nowArg(), id, t.Owner, flag, entry, imagegen.RerefundRef(id, t.Attempt),
 	).Int64()
 	switch {
@@ -111,25 +120,28 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 // with an injected Clock (tests), tasks expired by it are deleted here.
 func (s *Store) PurgeExpired(ctx context.Context) (int, error) {
 	removed := 0
-	var cursor uint64
-	for {
-		members, next, err := s.rdb.ZScan(ctx, s.k.allTasks(), cursor, "", 200).Result()
-		if err != nil {
-			return removed, wrapErr("purge", err)
-		}
-		n, err := s.purgeMembers(ctx, members)
-		removed += n
-		if err != nil {
-			return removed, err
-		}
-		if cursor = next; cursor == 0 {
-			return removed, nil
+	for _, sh := range s.shards {
+		var cursor uint64
+		for {
+			members, next, err := s.rdb.ZScan(ctx, sh.allTasks(), cursor, "", 200).Result()
+			if err != nil {
+				return removed, wrapErr("purge", err)
+			}
+			n, err := s.purgeMembers(ctx, sh, members)
+			removed += n
+			if err != nil {
+				return removed, err
+			}
+			if cursor = next; cursor == 0 {
+				break
+			}
 		}
 	}
+	return removed, nil
 }
 
 // purgeMembers checks a ZSCAN batch (member, score, member, score ...).
-func (s *Store) purgeMembers(ctx context.Context, scan []string) (int, error) {
+func (s *Store) purgeMembers(ctx context.Context, sh keys, scan []string) (int, error) {
 	var members []string
 	for i := 0; i < len(scan); i += 2 {
 		members = append(members, scan[i])
@@ -138,7 +150,7 @@ func (s *Store) purgeMembers(ctx context.Context, scan []string) (int, error) {
 	cmds := make([]*goredis.SliceCmd, len(members))
 	for i, m := range members {
 		_, id, _ := strings.Cut(m, ":")
-		cmds[i] = pipe.HMGet(ctx, s.k.task(id), "id", "expires", "images")
+		cmds[i] = pipe.HMGet(ctx, sh.task(id), "id", "expires", "images")
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, wrapErr("purge", err)
@@ -158,9 +170,9 @@ func (s *Store) purgeMembers(ctx context.Context, scan []string) (int, error) {
 		if raw, _ := v[2].(string); raw != "" {
 			_ = json.Unmarshal([]byte(raw), &imgs)
 		}
-		del := []string{s.k.task(fmt.Sprint(v[0]))}
+		del := []string{sh.task(fmt.Sprint(v[0]))}
 		for _, img := range imgs {
-			del = append(del, s.k.image(img))
+			del = append(del, sh.image(img))
 			_ = s.blobs.Delete(ctx, img) // best effort, as after a lost lease
 		}
 		if err := s.rdb.Del(ctx, del...).Err(); err != nil {
@@ -169,7 +181,7 @@ func (s *Store) purgeMembers(ctx context.Context, scan []string) (int, error) {
 		gone = append(gone, m)
 	}
 	if len(gone) > 0 {
-		if err := s.rdb.ZRem(ctx, s.k.allTasks(), gone...).Err(); err != nil {
+		if err := s.rdb.ZRem(ctx, sh.allTasks(), gone...).Err(); err != nil {
 			return 0, wrapErr("purge", err)
 		}
 	}

@@ -107,18 +107,40 @@ func (s *Store) ClaimTask(ctx context.Context, lease time.Duration) (*imagegen.T
 }
 
 // ClaimTasks leases up to p.N ready pending tasks in fair-share order,
-// passing over those p.Limits holds back, in one script.
+// passing over those p.Limits holds back, in one script. A store of
+// several shards goes round them, from a shard further on at each call,
+// until it has p.N tasks or has asked every shard: fair share and the
+// limits then hold within each shard (an owner's tasks are all in one
+// shard, so an owner's concurrency cap is exact; a model's cap and rate
+// apply to each shard on its own).
 func (s *Store) ClaimTasks(ctx context.Context, p imagegen.ClaimParams) ([]*imagegen.Task, error) {
 	n := min(max(p.N, 1), 64)
+	var tasks []*imagegen.Task
+	start := int(s.next.Add(1))
+	for i := range s.shards {
+		got, err := s.claimShard(ctx, s.shards[(start+i)%len(s.shards)], p, n-len(tasks))
+		if err != nil && len(tasks) == 0 {
+			return nil, err
+		}
+		tasks = append(tasks, got...)
+		if err != nil || len(tasks) == n {
+			break
+		}
+	}
+	if len(tasks) == 0 {
+		return nil, imagegen.ErrNoTask
+	}
+	return tasks, nil
+}
+
+// claimShard runs claimScript on one shard for up to n tasks.
+func (s *Store) claimShard(ctx context.Context, sh keys, p imagegen.ClaimParams, n int) ([]*imagegen.Task, error) {
 	args := append(make([]any, 0, 5+3*len(p.Limits.ModelConcurrency)+3*len(p.Limits.ModelRate)),
 		s.nowArg(), ms(p.Lease), n, p.Limits.OwnerConcurrency, imagegen.ClaimScan)
 	args = appendModelLimits(args, p.Limits)
-	reply, err := claimScript.Run(ctx, s.rdb, []string{s.k.fair(), s.k.leases(), s.k.webhooks(), s.k.vtime()}, args...).Slice()
+	reply, err := claimScript.Run(ctx, s.rdb, []string{sh.fair(), sh.leases(), sh.webhooks(), sh.vtime()}, args...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("redis store: claim: %w", err)
-	}
-	if len(reply) == 0 {
-		return nil, imagegen.ErrNoTask
 	}
 	tasks := make([]*imagegen.Task, 0, len(reply))
 	for _, r := range reply {
@@ -168,7 +190,7 @@ return 1
 // RenewLease extends the lease of the holder of attempt.
 func (s *Store) RenewLease(ctx context.Context, id string, attempt int, lease time.Duration) error {
 	return s.runHolder(ctx, renewScript, id, attempt,
-		[]string{s.k.task(id), s.k.leases()}, ms(lease), id)
+		[]string{s.byID(id).task(id), s.byID(id).leases()}, ms(lease), id)
 }
 
 // progressScript records a generation's progress on the task.
@@ -186,7 +208,7 @@ return 1
 // SetProgress records the generation's progress on the task attempt
 // holds.
 func (s *Store) SetProgress(ctx context.Context, id string, attempt int, progress float64) error {
-	return s.runHolder(ctx, progressScript, id, attempt, []string{s.k.task(id)},
+	return s.runHolder(ctx, progressScript, id, attempt, []string{s.byID(id).task(id)},
 		strconv.FormatFloat(progress, 'f', -1, 64))
 }
 
@@ -211,7 +233,7 @@ return 1
 // RetryTask gives the task back to the queue, ready after delay.
 func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay time.Duration, lastErr string) error {
 	return s.runHolder(ctx, retryScript, id, attempt,
-		[]string{s.k.task(id), s.k.leases(), s.k.pending()}, ms(delay), lastErr, id)
+		[]string{s.byID(id).task(id), s.byID(id).leases(), s.byID(id).pending()}, ms(delay), lastErr, id)
 }
 
 // releaseScript gives a task back to the queue, ready now, without
@@ -237,7 +259,7 @@ return 1
 // counting the attempt.
 func (s *Store) ReleaseTask(ctx context.Context, id string, attempt int) error {
 	return s.runHolder(ctx, releaseScript, id, attempt,
-		[]string{s.k.task(id), s.k.leases(), s.k.pending()}, storekit.ReleasedMessage, id)
+		[]string{s.byID(id).task(id), s.byID(id).leases(), s.byID(id).pending()}, storekit.ReleasedMessage, id)
 }
 
 // runHolder runs a script whose ARGV are now, attempt, then args, and
@@ -308,37 +330,47 @@ return out
 // and moves them.
 func (s *Store) RecoverExpired(ctx context.Context, maxAttempts int) (imagegen.Recovery, error) {
 	var rec imagegen.Recovery
+	for _, sh := range s.shards {
+		if err := s.recoverShard(ctx, sh, maxAttempts, &rec); err != nil {
+			return rec, err
+		}
+	}
+	return rec, nil
+}
+
+// recoverShard is RecoverExpired on one shard.
+func (s *Store) recoverShard(ctx context.Context, sh keys, maxAttempts int, rec *imagegen.Recovery) error {
 	for {
-		ids, err := s.rdb.ZRange(ctx, s.k.leases(), 0, recoverBatch-1).Result()
+		ids, err := s.rdb.ZRange(ctx, sh.leases(), 0, recoverBatch-1).Result()
 		if err != nil || len(ids) == 0 {
-			return rec, wrapErr("recover", err)
+			return wrapErr("recover", err)
 		}
 		owners := make([]string, len(ids))
 		pipe := s.rdb.Pipeline()
 		cmds := make([]interface{ Val() string }, len(ids))
 		for i, id := range ids {
-			cmds[i] = pipe.HGet(ctx, s.k.task(id), "owner")
+			cmds[i] = pipe.HGet(ctx, sh.task(id), "owner")
 		}
 		if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
-			return rec, wrapErr("recover", err)
+			return wrapErr("recover", err)
 		}
-		keys := []string{s.k.leases(), s.k.pending(), s.k.webhooks()}
+		keys := []string{sh.leases(), sh.pending(), sh.webhooks()}
 		args := []any{s.nowArg(), ms(s.retention), strconv.Itoa(maxAttempts)}
 		for i, id := range ids {
 			owners[i] = cmds[i].Val()
-			keys = append(keys, s.k.task(id), s.k.balance(owners[i]), s.k.ledger(owners[i]))
+			keys = append(keys, sh.task(id), sh.balance(owners[i]), sh.ledger(owners[i]))
 			args = append(args, id)
 		}
 		reply, err := recoverScript.Run(ctx, s.rdb, keys, args...).Slice()
 		if err != nil {
-			return rec, wrapErr("recover", err)
+			return wrapErr("recover", err)
 		}
-		seen, err := addRecovery(&rec, reply)
+		seen, err := addRecovery(rec, reply)
 		if err != nil {
-			return rec, err
+			return err
 		}
 		if seen < len(ids) || len(ids) < recoverBatch {
-			return rec, nil // the rest of the leases are still valid
+			return nil // the rest of the leases are still valid
 		}
 	}
 }

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,23 +16,62 @@ import (
 // index holds "<created>:<id>" members; the cursor is the last member
 // returned. Entries of expired tasks are dropped as they are met.
 func (s *Store) ListTasks(ctx context.Context, owner string, status imagegen.Status, limit int, cursor string) (imagegen.TaskPage, error) {
-	return s.listIndex(ctx, s.k.ownerTasks(owner), imagegen.TaskFilter{Owner: owner, Status: status}, limit, cursor)
+	sh := s.byOwner(owner)
+	return s.listIndex(ctx, sh, sh.ownerTasks(owner), imagegen.TaskFilter{Owner: owner, Status: status}, limit, cursor)
 }
 
 // ListAllTasks returns a page of every owner's tasks (or f.Owner's),
-// newest first, from the index of all tasks (or the owner's).
+// newest first, from the index of all tasks (or the owner's). A store of
+// several shards reads a page from each shard's index and merges them.
 func (s *Store) ListAllTasks(ctx context.Context, f imagegen.TaskFilter, limit int, cursor string) (imagegen.TaskPage, error) {
-	index := s.k.allTasks()
 	if f.Owner != "" {
-		index = s.k.ownerTasks(f.Owner)
+		sh := s.byOwner(f.Owner)
+		return s.listIndex(ctx, sh, sh.ownerTasks(f.Owner), f, limit, cursor)
 	}
-	return s.listIndex(ctx, index, f, limit, cursor)
+	if !s.sharded {
+		return s.listIndex(ctx, s.shards[0], s.shards[0].allTasks(), f, limit, cursor)
+	}
+	var (
+		all   []*imagegen.Task
+		bound string // the newest member where a shard's page stopped short of its index's end
+	)
+	for _, sh := range s.shards {
+		page, err := s.listIndex(ctx, sh, sh.allTasks(), f, limit, cursor)
+		if err != nil {
+			return imagegen.TaskPage{}, err
+		}
+		all = append(all, page.Tasks...)
+		if page.Next != "" && page.Next > bound {
+			bound = page.Next
+		}
+	}
+	member := func(t *imagegen.Task) string { return msMember(t.CreatedAt) + ":" + t.ID }
+	slices.SortFunc(all, func(a, b *imagegen.Task) int { return strings.Compare(member(b), member(a)) })
+	var out imagegen.TaskPage
+	cut := false
+	for _, t := range all {
+		// Below a shard's bound that shard may hold tasks not read yet;
+		// past the limit the page is full: the next page goes on from
+		// the last task of this one.
+		if (bound != "" && member(t) < bound) || len(out.Tasks) == limit {
+			cut = true
+			break
+		}
+		out.Tasks = append(out.Tasks, t)
+	}
+	switch {
+	case len(out.Tasks) > 0 && (cut || bound != ""):
+		out.Next = member(out.Tasks[len(out.Tasks)-1])
+	case bound != "":
+		out.Next = bound
+	}
+	return out, nil
 }
 
 // listIndex pages through an index of "<created ms, 13 digits>:<id>"
 // members, newest first, keeping the tasks that match f. f.Since and
 // f.Until narrow the range read; the cursor is the last member returned.
-func (s *Store) listIndex(ctx context.Context, index string, f imagegen.TaskFilter, limit int, cursor string) (imagegen.TaskPage, error) {
+func (s *Store) listIndex(ctx context.Context, sh keys, index string, f imagegen.TaskFilter, limit int, cursor string) (imagegen.TaskPage, error) {
 	maxLex, minLex := "+", "-"
 	if !f.Until.IsZero() {
 		maxLex = "(" + msMember(f.Until)
@@ -62,7 +102,7 @@ func (s *Store) listIndex(ctx context.Context, index string, f imagegen.TaskFilt
 		cmds := make([]*goredis.MapStringStringCmd, len(members))
 		for i, m := range members {
 			_, id, _ := strings.Cut(m, ":")
-			cmds[i] = pipe.HGetAll(ctx, s.k.task(id))
+			cmds[i] = pipe.HGetAll(ctx, sh.task(id))
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return page, wrapErr("list tasks", err)

@@ -59,6 +59,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -67,6 +68,7 @@ import (
 	blobredis "github.com/imagegen/imagegen/blob/redis"
 	"github.com/imagegen/imagegen/internal/dialwatch"
 	"github.com/imagegen/imagegen/internal/groupcommit"
+	"github.com/imagegen/imagegen/internal/redisglob"
 )
 
 var _ imagegen.Store = (*Store)(nil)
@@ -108,13 +110,24 @@ type Config struct {
 	// WaitTimeout bounds each wait for replicas (default
 	// DefaultWaitTimeout).
 	WaitTimeout time.Duration
+	// Shards spreads the store over that many hash tags (see Sharding in
+	// the package documentation). Default 1 on a single node or
+	// Sentinel, where it changes nothing, and DefaultClusterShards on a
+	// Cluster client (*redis.ClusterClient). Every process of a store
+	// must use the same value; changing it moves owners between shards,
+	// so it is fixed once the store holds data (an existing single-node
+	// store moves to a Cluster with MigrateToShards).
+	Shards int
 }
 
 // Store is the Redis store. It is safe for concurrent use by any number
 // of goroutines and processes.
 type Store struct {
 	rdb       goredis.UniversalClient
-	k         keys
+	k         keys   // the global keys (secrets, provider stats, API keys, sessions)
+	shards    []keys // the shards' keys; shards[0] is k when there is one
+	next      atomic.Uint32 // where the next claim starts going round the shards
+	sharded   bool   // more than one shard
 	retention time.Duration
 	blobs     imagegen.BlobStore
 	clock     imagegen.Clock // nil: server time
@@ -139,6 +152,9 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 	if o.Retention < 0 {
 		return nil, fmt.Errorf("redis store: Config.Retention must not be negative (got %v)", o.Retention)
 	}
+	if err := checkShards(o.Shards); err != nil {
+		return nil, err
+	}
 	if o.WaitReplicas < 0 || o.WaitTimeout < 0 {
 		return nil, fmt.Errorf("redis store: Config.WaitReplicas and WaitTimeout must not be negative (got %d, %v)", o.WaitReplicas, o.WaitTimeout)
 	}
@@ -154,13 +170,29 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 	s.creates = groupcommit.Batcher[createArgs, createResult]{Run: s.runCreates, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
 	s.completes = groupcommit.Batcher[holderCall, struct{}]{Run: s.runCompletes, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
 	s.keyReads = groupcommit.Batcher[string, map[string]string]{Run: s.runKeyReads, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
-	s.watch = watcher{rdb: rdb, channel: s.k.finished()}
+	n := o.Shards
+	if n == 0 {
+		n = 1
+		if _, ok := rdb.(*goredis.ClusterClient); ok {
+			n = DefaultClusterShards
+		}
+	}
+	for i := range n {
+		s.shards = append(s.shards, keys{tag: shardTag(cmp.Or(o.Prefix, "imagegen"), i, n)})
+	}
+	s.sharded = n > 1
+	s.watch = watcher{rdb: rdb, sharded: s.sharded}
 	s.dials = dialwatch.Attach(rdb)
 	s.blobs = o.Blobs
 	if s.blobs == nil {
-		blobs, err := blobredis.New(rdb, blobredis.Config{
-			Prefix: cmp.Or(o.Prefix, "imagegen"), TTL: s.retention + BlobTTLMargin, Clock: o.Clock,
-		})
+		bc := blobredis.Config{Prefix: cmp.Or(o.Prefix, "imagegen"), TTL: s.retention + BlobTTLMargin, Clock: o.Clock}
+		if s.sharded {
+			// An image's bytes live in its task's shard, found from the
+			// image id as the record is.
+			bc.KeyTag = func(key string) string { return s.byID(key).tag }
+			bc.ListPattern = "{" + redisglob.Escape(cmp.Or(o.Prefix, "imagegen")) + ":*}:blob:*"
+		}
+		blobs, err := blobredis.New(rdb, bc)
 		if err != nil {
 			return nil, fmt.Errorf("redis store: %w", err)
 		}
@@ -182,7 +214,52 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // KeyPattern matches every key of the store, for operators' tools and
 // for tests that clean up after themselves.
-func (s *Store) KeyPattern() string { return s.k.tag + ":*" }
+func (s *Store) KeyPattern() string {
+	if s.sharded {
+		return "{" + redisglob.Escape(strings.Trim(s.k.tag, "{}")) + "[:}]*"
+	}
+	return s.k.tag + ":*"
+}
+
+// byOwner is the shard of owner's keys: its balance, ledger, tasks and
+// their images.
+func (s *Store) byOwner(owner string) keys {
+	if !s.sharded {
+		return s.shards[0]
+	}
+	return s.shards[int(imagegen.OwnerMark(owner))%len(s.shards)]
+}
+
+// byID is the shard of a task, an image or a callback delivery, from its
+// id: one made by imagegen.NewOwnedID (or starting with one, as
+// "<task id>:processing") carries its owner's mark. An id without a mark
+// is placed in shard 0, where nothing of a sharded store is ever
+// created with it (CreateTask refuses such ids), so lookups find
+// nothing.
+func (s *Store) byID(id string) keys {
+	if !s.sharded {
+		return s.shards[0]
+	}
+	if len(id) >= 36 {
+		if mark, ok := imagegen.IDOwnerMark(id[:36]); ok {
+			return s.shards[int(mark)%len(s.shards)]
+		}
+	}
+	return s.shards[0]
+}
+
+// idPlaced reports whether id can be found from itself (always on one
+// shard).
+func (s *Store) idPlaced(id string) bool {
+	if !s.sharded {
+		return true
+	}
+	if len(id) < 36 {
+		return false
+	}
+	_, ok := imagegen.IDOwnerMark(id[:36])
+	return ok
+}
 
 // keys names the store's keys. Variable parts come last, so keys of
 // different kinds never collide.
@@ -334,7 +411,12 @@ local function finish(task, leases, id, status, now, retention, hooks)
   redis.call('ZREM', leases, id)
   redis.call('HSET', task, 'status', status, 'lease_until', 0, 'updated', now, 'finished', now, 'expires', now + retention)
   redis.call('PEXPIRE', task, retention)
-  redis.call('PUBLISH', string.match(task, '^(.-}):task:') .. ':finished', id)
+  local tag = string.match(task, '^(.-}):task:')
+  if string.find(tag, ':%d+%.%d+}$') then
+    redis.call('SPUBLISH', tag .. ':finished', id) -- a Cluster's shard: only its own nodes hear it
+  else
+    redis.call('PUBLISH', tag .. ':finished', id)
+  end
 end
 
 -- hook_attempts is the task field that counts the attempts of a

@@ -16,12 +16,12 @@ func (s *Store) SetOwnerWeight(ctx context.Context, owner string, weight int) er
 	if err := storekit.CheckOwnerWeight(owner, weight); err != nil {
 		return err
 	}
-	return wrapErr("set owner weight", s.rdb.HSet(ctx, s.k.sched(owner), "w", weight).Err())
+	return wrapErr("set owner weight", s.rdb.HSet(ctx, s.byOwner(owner).sched(owner), "w", weight).Err())
 }
 
 // OwnerWeight returns owner's fair-share weight.
 func (s *Store) OwnerWeight(ctx context.Context, owner string) (int, error) {
-	w, err := s.rdb.HGet(ctx, s.k.sched(owner), "w").Int()
+	w, err := s.rdb.HGet(ctx, s.byOwner(owner).sched(owner), "w").Int()
 	switch {
 	case isNil(err):
 		return 1, nil
@@ -44,9 +44,15 @@ end
 return 1
 `)
 
-// PauseModel holds back model's starts until d from now.
+// PauseModel holds back model's starts until d from now (in every
+// shard).
 func (s *Store) PauseModel(ctx context.Context, model string, d time.Duration) error {
-	return wrapErr("pause model", pauseScript.Run(ctx, s.rdb, []string{s.k.model(model)}, s.nowArg(), ms(d)).Err())
+	for _, sh := range s.shards {
+		if err := pauseScript.Run(ctx, s.rdb, []string{sh.model(model)}, s.nowArg(), ms(d)).Err(); err != nil {
+			return wrapErr("pause model", err)
+		}
+	}
+	return nil
 }
 
 // statsScript reads the first ARGV[3] tasks of the fair queue and says
@@ -118,18 +124,29 @@ return {held[1], held[2], held[3], loads, paused}
 // pending tasks among them, and the paused models (those of the tasks
 // read and those l names).
 func (s *Store) SchedulerStats(ctx context.Context, l imagegen.Limits) (imagegen.SchedulerStats, error) {
+	st := imagegen.SchedulerStats{Held: map[imagegen.HoldReason]int{}, Paused: map[string]time.Time{}}
+	for _, sh := range s.shards {
+		if err := s.shardSchedulerStats(ctx, sh, l, &st); err != nil {
+			return imagegen.SchedulerStats{}, err
+		}
+	}
+	st.Busiest = storekit.SortBusiest(st.Busiest)
+	return st, nil
+}
+
+// shardSchedulerStats adds one shard's SchedulerStats to st.
+func (s *Store) shardSchedulerStats(ctx context.Context, sh keys, l imagegen.Limits, st *imagegen.SchedulerStats) error {
 	args := appendModelLimits([]any{s.nowArg(), l.OwnerConcurrency, imagegen.SchedulerScan}, l)
-	reply, err := statsScript.Run(ctx, s.rdb, []string{s.k.fair()}, args...).Slice()
+	reply, err := statsScript.Run(ctx, s.rdb, []string{sh.fair()}, args...).Slice()
 	if err != nil {
-		return imagegen.SchedulerStats{}, wrapErr("scheduler stats", err)
+		return wrapErr("scheduler stats", err)
 	}
 	if len(reply) != 5 {
-		return imagegen.SchedulerStats{}, fmt.Errorf("redis store: scheduler stats: unexpected reply of %d values", len(reply))
+		return fmt.Errorf("redis store: scheduler stats: unexpected reply of %d values", len(reply))
 	}
-	st := imagegen.SchedulerStats{Held: map[imagegen.HoldReason]int{}, Paused: map[string]time.Time{}}
 	for i, why := range imagegen.HoldReasons() {
 		if n, _ := reply[i].(int64); n > 0 {
-			st.Held[why] = int(n)
+			st.Held[why] += int(n)
 		}
 	}
 	loads, _ := reply[3].([]any)
@@ -139,13 +156,14 @@ func (s *Store) SchedulerStats(ctx context.Context, l imagegen.Limits) (imagegen
 		running, _ := loads[i+2].(int64)
 		st.Busiest = append(st.Busiest, imagegen.OwnerLoad{Owner: owner, Pending: int(pending), Running: int(running)})
 	}
-	st.Busiest = storekit.SortBusiest(st.Busiest)
 	paused, _ := reply[4].([]any)
 	for i := 0; i+1 < len(paused); i += 2 {
 		model, _ := paused[i].(string)
-		st.Paused[model] = fromMS(toInt64(paused[i+1]))
+		if until := fromMS(toInt64(paused[i+1])); until.After(st.Paused[model]) {
+			st.Paused[model] = until
+		}
 	}
-	return st, nil
+	return nil
 }
 
 // toInt64 reads a script's number, whether Redis sent it as an integer

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -129,8 +130,13 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.Cre
 	if err != nil {
 		return 0, fmt.Errorf("redis store: encode reference: %w", err)
 	}
+	sh := s.byOwner(t.Owner)
+	if !s.idPlaced(t.ID) || s.byID(t.ID).tag != sh.tag {
+		return 0, fmt.Errorf("redis store: %w: on a store of several shards a task's id must carry its owner's mark (imagegen.NewOwnedID); %q does not", storekit.ErrInvalidStoreInput, t.ID)
+	}
 	res, err := s.creates.Do(ctx, createArgs{
-		keys: [5]string{s.k.task(t.ID), s.k.balance(t.Owner), s.k.ledger(t.Owner), s.k.ownerTasks(t.Owner), s.k.sched(t.Owner)},
+		shard: sh,
+		keys:  [5]string{sh.task(t.ID), sh.balance(t.Owner), sh.ledger(t.Owner), sh.ownerTasks(t.Owner), sh.sched(t.Owner)},
 		args: [10]any{t.ID, t.Owner, req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`,
 			t.Request.CallbackURL, storekit.EventsField(t.Request.CallbackEvents), t.RequestID, max(p.MaxPending, 0)},
 	})
@@ -162,7 +168,8 @@ const maxInFlight = 4
 
 // createArgs are one submit's keys and arguments of createScript.
 type createArgs struct {
-	keys [5]string
+	shard keys // of the owner
+	keys  [5]string
 	args [10]any
 }
 
@@ -172,11 +179,33 @@ type createResult struct{ code, balance, now int64 }
 
 type createCall = groupcommit.Call[createArgs, createResult]
 
-// runCreates runs createScript for a batch and hands each call its result.
+// runCreates runs createScript for a batch and hands each call its
+// result: one run per shard the batch's owners live in, at once.
 func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
+	if !s.sharded {
+		s.runShardCreates(ctx, s.shards[0], batch)
+		return
+	}
+	byShard := map[string][]*createCall{}
+	for _, c := range batch {
+		byShard[c.Req.shard.tag] = append(byShard[c.Req.shard.tag], c)
+	}
+	if len(byShard) == 1 {
+		s.runShardCreates(ctx, batch[0].Req.shard, batch)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, calls := range byShard {
+		wg.Go(func() { s.runShardCreates(ctx, calls[0].Req.shard, calls) })
+	}
+	wg.Wait()
+}
+
+// runShardCreates runs createScript for calls of one shard.
+func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCall) {
 	keys := make([]string, 0, 5+5*len(batch))
 	args := make([]any, 0, 2+10*len(batch))
-	keys = append(keys, s.k.pending(), s.k.allTasks(), s.k.fair(), s.k.vtime(), s.k.tseq())
+	keys = append(keys, sh.pending(), sh.allTasks(), sh.fair(), sh.vtime(), sh.tseq())
 	args = append(args, s.nowArg(), ms(s.retention+24*time.Hour))
 	for _, c := range batch {
 		keys = append(keys, c.Req.keys[:]...)
@@ -197,7 +226,7 @@ func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
 
 // Task returns owner's task.
 func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, error) {
-	f, err := s.liveHash(ctx, s.k.task(id), "task", imagegen.ErrTaskNotFound)
+	f, err := s.liveHash(ctx, s.byID(id).task(id), "task", imagegen.ErrTaskNotFound)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +246,7 @@ func (s *Store) QueuePositions(ctx context.Context, ids []string) ([]int, error)
 	cmds := make([]*goredis.IntCmd, len(ids))
 	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.ZRank(ctx, s.k.fair(), id)
+			cmds[i] = p.ZRank(ctx, s.byID(id).fair(), id)
 		}
 		return nil
 	})

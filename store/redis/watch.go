@@ -12,22 +12,29 @@ import (
 
 // WatchTask returns a channel closed when task id finishes, in this or
 // any other process: the scripts that finish a task publish its id on
-// one channel per store, and one subscription per process fans it out.
-// The subscription exists only while someone is watching, and for
+// its shard's channel ("<tag>:finished"; on a sharded store with
+// SPUBLISH, so that only the shard's nodes carry it), and one
+// subscription per shard and process fans it out. A subscription exists
+// only while someone is watching a task of its shard, and for
 // watchLinger after the last watcher stops (so that workers, which
 // watch each task they run, do not subscribe anew for every task).
 func (s *Store) WatchTask(ctx context.Context, id string) (<-chan struct{}, func(), error) {
-	return s.watch.watch(ctx, id)
+	return s.watch.watch(ctx, s.byID(id).finished(), id)
 }
 
-// watcher shares one Redis subscription among the goroutines waiting for
-// tasks to finish.
+// watcher shares one Redis subscription per channel among the
+// goroutines waiting for tasks to finish.
 type watcher struct {
 	rdb     goredis.UniversalClient
-	channel string
+	sharded bool // SSUBSCRIBE (a shard's channel) instead of SUBSCRIBE
 
-	mu    sync.Mutex
-	subs  taskwatch.Set
+	mu   sync.Mutex
+	subs taskwatch.Set
+	chs  map[string]*subscription // by channel
+}
+
+// subscription is one channel's: its watch count and its PubSub.
+type subscription struct {
 	n     int             // watches open
 	ps    *goredis.PubSub // nil when n == 0 and the linger ran out
 	ready chan struct{}   // closed once ps is subscribed
@@ -38,22 +45,30 @@ type watcher struct {
 // watchLinger is how long a subscription outlives its last watcher.
 const watchLinger = 2 * time.Second
 
-func (w *watcher) watch(ctx context.Context, id string) (<-chan struct{}, func(), error) {
+func (w *watcher) watch(ctx context.Context, channel, id string) (<-chan struct{}, func(), error) {
 	w.mu.Lock()
+	if w.chs == nil {
+		w.chs = map[string]*subscription{}
+	}
+	sub := w.chs[channel]
+	if sub == nil {
+		sub = &subscription{}
+		w.chs[channel] = sub
+	}
 	ch := w.subs.Add(id)
-	w.n++
-	if w.idle != nil {
-		w.idle.Stop()
-		w.idle = nil
+	sub.n++
+	if sub.idle != nil {
+		sub.idle.Stop()
+		sub.idle = nil
 	}
-	if w.ps == nil {
-		w.start()
+	if sub.ps == nil {
+		w.start(channel, sub)
 	}
-	ready := w.ready
+	ready := sub.ready
 	w.mu.Unlock()
 
 	var once sync.Once
-	stop := func() { once.Do(func() { w.unwatch(id, ch) }) }
+	stop := func() { once.Do(func() { w.unwatch(sub, id, ch) }) }
 	select {
 	case <-ready:
 	case <-ctx.Done():
@@ -61,7 +76,7 @@ func (w *watcher) watch(ctx context.Context, id string) (<-chan struct{}, func()
 		return nil, nil, ctx.Err()
 	}
 	w.mu.Lock()
-	err := w.err
+	err := sub.err
 	w.mu.Unlock()
 	if err != nil {
 		stop()
@@ -70,20 +85,31 @@ func (w *watcher) watch(ctx context.Context, id string) (<-chan struct{}, func()
 	return ch, stop, nil
 }
 
-// start subscribes; w.mu is held. Watchers wait on w.ready, so no finish
-// published after WatchTask returns can be missed.
-func (w *watcher) start() {
-	ps := w.rdb.Subscribe(context.Background())
-	w.ps, w.ready, w.err = ps, make(chan struct{}), nil
-	ready := w.ready
+// start subscribes sub to channel; w.mu is held. Watchers wait on
+// sub.ready, so no finish published after WatchTask returns can be
+// missed.
+func (w *watcher) start(channel string, sub *subscription) {
+	var ps *goredis.PubSub
+	if w.sharded {
+		ps = w.rdb.SSubscribe(context.Background())
+	} else {
+		ps = w.rdb.Subscribe(context.Background())
+	}
+	sub.ps, sub.ready, sub.err = ps, make(chan struct{}), nil
+	ready := sub.ready
 	go func() {
-		err := ps.Subscribe(context.Background(), w.channel)
+		var err error
+		if w.sharded {
+			err = ps.SSubscribe(context.Background(), channel)
+		} else {
+			err = ps.Subscribe(context.Background(), channel)
+		}
 		if err == nil {
 			_, err = ps.Receive(context.Background()) // the confirmation
 		}
 		w.mu.Lock()
-		if w.ps == ps {
-			w.err = err
+		if sub.ps == ps {
+			sub.err = err
 		}
 		w.mu.Unlock()
 		close(ready)
@@ -98,26 +124,26 @@ func (w *watcher) start() {
 	}()
 }
 
-func (w *watcher) unwatch(id string, ch chan struct{}) {
+func (w *watcher) unwatch(sub *subscription, id string, ch chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.subs.Remove(id, ch)
-	w.n--
-	if w.n > 0 || w.ps == nil {
+	sub.n--
+	if sub.n > 0 || sub.ps == nil {
 		return
 	}
-	if w.err != nil { // a failed subscription is not kept
-		_ = w.ps.Close()
-		w.ps = nil
+	if sub.err != nil { // a failed subscription is not kept
+		_ = sub.ps.Close()
+		sub.ps = nil
 		return
 	}
-	ps := w.ps
-	w.idle = time.AfterFunc(watchLinger, func() {
+	ps := sub.ps
+	sub.idle = time.AfterFunc(watchLinger, func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		if w.n == 0 && w.ps == ps {
+		if sub.n == 0 && sub.ps == ps {
 			_ = ps.Close()
-			w.ps, w.idle = nil, nil
+			sub.ps, sub.idle = nil, nil
 		}
 	})
 }

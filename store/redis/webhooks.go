@@ -40,17 +40,34 @@ return out
 `)
 
 // ClaimWebhooks leases up to n due deliveries in due-time order (the
-// webhooks sorted set is scored by due time).
+// webhooks sorted set is scored by due time); a store of several shards
+// goes round them, from a shard further on at each call.
 func (s *Store) ClaimWebhooks(ctx context.Context, lease time.Duration, n int) ([]imagegen.WebhookDelivery, error) {
-	ids, err := s.rdb.ZRange(ctx, s.k.webhooks(), 0, int64(max(n, 1))-1).Result()
+	var out []imagegen.WebhookDelivery
+	start := int(s.next.Add(1))
+	for i := range s.shards {
+		got, err := s.claimShardWebhooks(ctx, s.shards[(start+i)%len(s.shards)], lease, n-len(out))
+		if err != nil {
+			return out, err
+		}
+		if out = append(out, got...); len(out) >= n {
+			break
+		}
+	}
+	return out, nil
+}
+
+// claimShardWebhooks is ClaimWebhooks on one shard.
+func (s *Store) claimShardWebhooks(ctx context.Context, sh keys, lease time.Duration, n int) ([]imagegen.WebhookDelivery, error) {
+	ids, err := s.rdb.ZRange(ctx, sh.webhooks(), 0, int64(max(n, 1))-1).Result()
 	if err != nil || len(ids) == 0 {
 		return nil, wrapErr("claim webhooks", err)
 	}
-	keys := []string{s.k.webhooks()}
+	keys := []string{sh.webhooks()}
 	args := []any{s.nowArg(), ms(lease)}
 	for _, id := range ids {
 		taskID, _ := storekit.ParseWebhookID(id)
-		keys = append(keys, s.k.task(taskID))
+		keys = append(keys, sh.task(taskID))
 		args = append(args, id)
 	}
 	reply, err := claimHooksScript.Run(ctx, s.rdb, keys, args...).StringSlice()
@@ -68,7 +85,7 @@ func (s *Store) ClaimWebhooks(ctx context.Context, lease time.Duration, n int) (
 
 // AckWebhook removes a delivery.
 func (s *Store) AckWebhook(ctx context.Context, id string) error {
-	return wrapErr("ack webhook", s.rdb.ZRem(ctx, s.k.webhooks(), id).Err())
+	return wrapErr("ack webhook", s.rdb.ZRem(ctx, s.byID(id).webhooks(), id).Err())
 }
 
 // rescheduleHookScript makes a delivery due after a delay, counting
@@ -96,5 +113,5 @@ func (s *Store) PostponeWebhook(ctx context.Context, id string, delay time.Durat
 
 func (s *Store) rescheduleHook(ctx context.Context, id string, delay time.Duration, attempts int) error {
 	taskID, _ := storekit.ParseWebhookID(id)
-	return rescheduleHookScript.Run(ctx, s.rdb, []string{s.k.webhooks(), s.k.task(taskID)}, s.nowArg(), ms(delay), id, attempts).Err()
+	return rescheduleHookScript.Run(ctx, s.rdb, []string{s.byID(taskID).webhooks(), s.byID(taskID).task(taskID)}, s.nowArg(), ms(delay), id, attempts).Err()
 }

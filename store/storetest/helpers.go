@@ -15,7 +15,7 @@ var taskSeq atomic.Int64
 // newTask returns a task with a unique id, as Service.Submit makes it.
 func newTask(owner string, cost int64) *imagegen.Task {
 	return &imagegen.Task{
-		ID:    fmt.Sprintf("storetest-%d-%d", taskSeq.Add(1), cost),
+		ID:    imagegen.NewOwnedID(owner), // as Service.Submit makes them: a sharded store places a task by its id
 		Owner: owner,
 		Request: imagegen.Request{
 			Scene:       imagegen.SceneImageToImage,

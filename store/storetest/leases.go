@@ -62,7 +62,7 @@ func testLeaseExpiry(t *testing.T, h Harness) {
 	is.Equal(second.ID, task.ID)
 	is.Equal(second.Attempt, 2)
 	// The first worker wakes up: its token is stale.
-	is.True(errors.Is(s.CompleteTask(ctx, task.ID, first.Attempt, []imagegen.Image{image("late")}), imagegen.ErrLeaseLost))
+	is.True(errors.Is(s.CompleteTask(ctx, task.ID, first.Attempt, []imagegen.Image{image(task.ID + "-late")}), imagegen.ErrLeaseLost))
 	is.NoErr(s.CompleteTask(ctx, task.ID, second.Attempt, []imagegen.Image{image(task.ID + "-img")}))
 	done := get(t, s, "u", task.ID)
 	is.Equal(done.Status, imagegen.StatusSuccess)
