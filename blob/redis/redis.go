@@ -60,7 +60,7 @@ type Config struct {
 // Store keeps blobs in Redis. It is safe for concurrent use.
 type Store struct {
 	rdb   goredis.UniversalClient
-	pre   string // "{prefix}:blob:"
+	pre   string                  // "{prefix}:blob:"
 	tag   func(key string) string // nil: every key under pre
 	match string                  // SCAN pattern of every blob
 	ttl   time.Duration

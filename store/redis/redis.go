@@ -124,10 +124,10 @@ type Config struct {
 // of goroutines and processes.
 type Store struct {
 	rdb       goredis.UniversalClient
-	k         keys   // the global keys (secrets, provider stats, API keys, sessions)
-	shards    []keys // the shards' keys; shards[0] is k when there is one
+	k         keys          // the global keys (secrets, provider stats, API keys, sessions)
+	shards    []keys        // the shards' keys; shards[0] is k when there is one
 	next      atomic.Uint32 // where the next claim starts going round the shards
-	sharded   bool   // more than one shard
+	sharded   bool          // more than one shard
 	retention time.Duration
 	blobs     imagegen.BlobStore
 	clock     imagegen.Clock // nil: server time

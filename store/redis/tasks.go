@@ -170,7 +170,7 @@ const maxInFlight = 4
 type createArgs struct {
 	shard keys // of the owner
 	keys  [5]string
-	args [10]any
+	args  [10]any
 }
 
 // createResult is one submit's result: its code and balance, and the
