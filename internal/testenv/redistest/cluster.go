@@ -24,7 +24,8 @@ const ClusterNodeTimeout = 2 * time.Second
 
 // StartCluster starts a Cluster of masters masters and as many replicas
 // (redis-cli --cluster create … --cluster-replicas 1), waits until every
-// node says the cluster is ok, and stops every node when the test ends.
+// node says the cluster is ok and every replica is in sync, and stops
+// every node when the test ends.
 // It skips like Binary; extra arguments go to every node.
 func StartCluster(t testing.TB, masters int, extra ...string) *Cluster {
 	t.Helper()
@@ -45,7 +46,7 @@ func StartCluster(t testing.TB, masters int, extra ...string) *Cluster {
 	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
 		t.Fatalf("redis-cli %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	c.WaitOK(t, 30*time.Second)
+	c.WaitReplicated(t, 30*time.Second)
 	return c
 }
 
