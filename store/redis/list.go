@@ -17,7 +17,7 @@ import (
 // returned. Entries of expired tasks are dropped as they are met.
 func (s *Store) ListTasks(ctx context.Context, owner string, status imagegen.Status, limit int, cursor string) (imagegen.TaskPage, error) {
 	sh := s.byOwner(owner)
-	return s.listIndex(ctx, sh, sh.ownerTasks(owner), imagegen.TaskFilter{Owner: owner, Status: status}, limit, cursor)
+	return s.listIndex(ctx, sh.ownerTasks(owner), imagegen.TaskFilter{Owner: owner, Status: status}, limit, cursor)
 }
 
 // ListAllTasks returns a page of every owner's tasks (or f.Owner's),
@@ -26,17 +26,17 @@ func (s *Store) ListTasks(ctx context.Context, owner string, status imagegen.Sta
 func (s *Store) ListAllTasks(ctx context.Context, f imagegen.TaskFilter, limit int, cursor string) (imagegen.TaskPage, error) {
 	if f.Owner != "" {
 		sh := s.byOwner(f.Owner)
-		return s.listIndex(ctx, sh, sh.ownerTasks(f.Owner), f, limit, cursor)
+		return s.listIndex(ctx, sh.ownerTasks(f.Owner), f, limit, cursor)
 	}
 	if !s.sharded {
-		return s.listIndex(ctx, s.shards[0], s.shards[0].allTasks(), f, limit, cursor)
+		return s.listIndex(ctx, s.shards[0].allTasks(), f, limit, cursor)
 	}
 	var (
 		all   []*imagegen.Task
 		bound string // the newest member where a shard's page stopped short of its index's end
 	)
 	for _, sh := range s.shards {
-		page, err := s.listIndex(ctx, sh, sh.allTasks(), f, limit, cursor)
+		page, err := s.listIndex(ctx, sh.allTasks(), f, limit, cursor)
 		if err != nil {
 			return imagegen.TaskPage{}, err
 		}
@@ -71,7 +71,7 @@ func (s *Store) ListAllTasks(ctx context.Context, f imagegen.TaskFilter, limit i
 // listIndex pages through an index of "<created ms, 13 digits>:<id>"
 // members, newest first, keeping the tasks that match f. f.Since and
 // f.Until narrow the range read; the cursor is the last member returned.
-func (s *Store) listIndex(ctx context.Context, sh keys, index string, f imagegen.TaskFilter, limit int, cursor string) (imagegen.TaskPage, error) {
+func (s *Store) listIndex(ctx context.Context, index string, f imagegen.TaskFilter, limit int, cursor string) (imagegen.TaskPage, error) {
 	maxLex, minLex := "+", "-"
 	if !f.Until.IsZero() {
 		maxLex = "(" + msMember(f.Until)
@@ -102,7 +102,7 @@ func (s *Store) listIndex(ctx context.Context, sh keys, index string, f imagegen
 		cmds := make([]*goredis.MapStringStringCmd, len(members))
 		for i, m := range members {
 			_, id, _ := strings.Cut(m, ":")
-			cmds[i] = pipe.HGetAll(ctx, sh.task(id))
+			cmds[i] = pipe.HGetAll(ctx, s.byID(id).task(id)) // shard 0 for a task moved from a single node (MigrateToShards)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return page, wrapErr("list tasks", err)

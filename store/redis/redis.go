@@ -4,9 +4,38 @@
 //
 // Every change of state is one Lua script, declared beside the Go method
 // that runs it with a comment listing its KEYS and ARGV; each script gets
-// every key it touches in KEYS. All keys of a store share one hash tag
-// ("{prefix}"), so the scripts also run on Redis Cluster (the store then
-// lives in one slot: Cluster gives availability, not sharding).
+// every key it touches in KEYS, and every key of a script shares one hash
+// tag, so every script runs in one slot of a Redis Cluster.
+//
+// # Sharding
+//
+// On a single node (or Sentinel) all keys share one tag, "{prefix}". On
+// a Cluster client the store is spread over Config.Shards shards (16 by
+// default), each under a tag of its own, "{prefix:i.salt}", whose slots
+// are spread evenly over the slot space (so 16 shards on 3 masters put
+// 6, 5 and 5 on each). An owner lives in one shard, chosen by its
+// imagegen.OwnerMark: its balance, ledger, references, idempotency
+// records, task index, scheduler state, and its tasks and images (and,
+// with the default blob/redis, their bytes). Task and image ids made by
+// imagegen.NewOwnedID carry the owner's mark, so a lookup by id alone
+// (a worker's success, an image download, an operator's TaskByID) finds
+// the shard without a lookup; CreateTask on a sharded store refuses ids
+// without it. Each shard has its own queue: pending and fair-share
+// queues, leases and callback deliveries; workers claim going round the
+// shards, from a shard further on at each claim, so fair share, the
+// order of claims and a model's concurrency cap and rate hold within
+// each shard (an owner's cap is exact: an owner is in one shard).
+// Finish notifications go on each shard's channel with SPUBLISH, and a
+// process SSUBSCRIBEs to the shards of the tasks it watches. What stays
+// under the global tag "{prefix}" is small and looked up before any
+// owner is known: the shared secrets, provider statistics, API key
+// records (found by the key's hash on every request) with the owners'
+// key lists, and console sessions (found by their token).
+//
+// Changing Shards moves owners between shards: it is fixed while the
+// store holds data. A single-node store keeps working unchanged
+// (one shard is exactly the old layout); moving it onto a Cluster is a
+// copy into the sharded layout (MigrateToShards).
 //
 // Time: scripts read "now" from the Redis server (TIME), so processes
 // with skewed clocks still agree on leases. Config.Clock replaces it with
@@ -20,7 +49,9 @@
 // grant and web-charge references are kept for ever, so an idempotent
 // grant cannot apply twice however late it is retried.
 //
-// Layout (P is the hash-tagged prefix, "{imagegen}" by default):
+// Layout (P is the hash-tagged prefix, "{imagegen}" by default; on a
+// sharded store, the owner's or the id's shard tag for every key but
+// the global ones, secret, pstats, apikey(s) and session(s)):
 //
 //	P:task:<id>        hash: the task
 //	P:pending          zset: pending task ids by run-after time (ms) (queue stats)
@@ -49,7 +80,7 @@
 //	P:sessions:<owner> zset: the owner's session ids by expiry (ms), for EndSessions
 //	P:pstats:<minute>  hash: provider calls by outcome and fallbacks counted in one minute
 //	                   (Unix time / 60), kept imagegen.ProviderStatsRetention
-//	P:finished         pub/sub channel: ids of tasks as they finish
+//	P:finished         pub/sub channel: ids of tasks as they finish (a shard channel, SPUBLISH, when sharded)
 package redis
 
 import (
