@@ -21,7 +21,7 @@
 // of a request (and whether that user is an operator), or answers "" for
 // nobody. The standalone server (`imagegen serve`) sets KeySignIn
 // instead: a user signs in with one of their API keys. The session is
-// kept in the Service's store (imagegen.SessionStore: the owner, the
+// kept in Config.Store, the service's store (imagegen.SessionStore: the owner, the
 // key's id and an expiry, Config.SessionTTL), under the SHA-256 hash of
 // a random token that the cookie carries with its HMAC (SHA-256, by
 // Config.Secret: by default the store's shared secret "console-session",
