@@ -55,44 +55,52 @@ local function next_start(mkey)
   return t
 end
 local out, passed, vtime = {}, 0, nil
-local ids = redis.call('ZRANGE', KEYS[1], 0, want + scan, 'WITHSCORES')
-for j = 1, #ids, 2 do
-  if #out >= want or passed > scan then break end
-  local id = ids[j]
-  local task = skey(KEYS[1], 'task:' .. id)
-  local f = redis.call('HMGET', task, 'status', 'run_after', 'owner', 'model')
-  local owner, model = f[3] or '', f[4] or ''
-  local okey, mkey, rkey = skey(KEYS[1], 'run:o:' .. owner), skey(KEYS[1], 'run:m:' .. model), skey(KEYS[1], 'model:' .. model)
-  local cap, rate = caps[model] or 0, rates[model] or 0
-  local held = f[1] ~= 'pending' or (tonumber(f[2]) or 0) > now
-  if not held and ownerCap > 0 and running(ownerRun, okey) >= ownerCap then held = true end
-  if not held and cap > 0 and running(modelRun, mkey) >= cap then held = true end
-  if not held then
-    local t = next_start(rkey)
-    if t < 0 or (rate > 0 and t > now) then held = true end
-  end
-  if held then
-    passed = passed + 1
-  else
-    dequeue(task, id)
-    redis.call('HINCRBY', task, 'attempt', 1)
-    redis.call('HSET', task, 'status', 'processing', 'lease_until', now + lease, 'updated', now, 'progress', 0)
-    if redis.call('HSETNX', task, 'started', now) == 1 and wants(task, 'processing') then
-      redis.call('ZADD', KEYS[3], now, id .. ':processing')
+-- The queue is read a chunk at a time, from the first task not yet
+-- passed over (the claimed ones have left it), so that a claim whose
+-- first tasks are free reads a few entries rather than scan of them.
+local chunk, more = want + 8, true
+while more and #out < want and passed <= scan do
+  local ids = redis.call('ZRANGE', KEYS[1], passed, passed + chunk - 1, 'WITHSCORES')
+  more = #ids == 2 * chunk
+  chunk = math.min(chunk * 4, want + scan + 1)
+  for j = 1, #ids, 2 do
+    if #out >= want or passed > scan then break end
+    local id = ids[j]
+    local task = skey(KEYS[1], 'task:' .. id)
+    local f = redis.call('HMGET', task, 'status', 'run_after', 'owner', 'model')
+    local owner, model = f[3] or '', f[4] or ''
+    local okey, mkey, rkey = skey(KEYS[1], 'run:o:' .. owner), skey(KEYS[1], 'run:m:' .. model), skey(KEYS[1], 'model:' .. model)
+    local cap, rate = caps[model] or 0, rates[model] or 0
+    local held = f[1] ~= 'pending' or (tonumber(f[2]) or 0) > now
+    if not held and ownerCap > 0 and running(ownerRun, okey) >= ownerCap then held = true end
+    if not held and cap > 0 and running(modelRun, mkey) >= cap then held = true end
+    if not held then
+      local t = next_start(rkey)
+      if t < 0 or (rate > 0 and t > now) then held = true end
     end
-    redis.call('ZADD', KEYS[2], now + lease, id)
-    redis.call('ZADD', okey, now + lease, id)
-    redis.call('ZADD', mkey, now + lease, id)
-    ownerRun[okey] = running(ownerRun, okey) + 1
-    modelRun[mkey] = running(modelRun, mkey) + 1
-    if rate > 0 then
-      local t = math.max(next_start(rkey), now) + math.floor(60000 / rate)
-      modelNext[rkey] = t
-      redis.call('HSET', rkey, 'next', t)
+    if held then
+      passed = passed + 1
+    else
+      dequeue(task, id)
+      redis.call('HINCRBY', task, 'attempt', 1)
+      redis.call('HSET', task, 'status', 'processing', 'lease_until', now + lease, 'updated', now, 'progress', 0)
+      if redis.call('HSETNX', task, 'started', now) == 1 and wants(task, 'processing') then
+        redis.call('ZADD', KEYS[3], now, id .. ':processing')
+      end
+      redis.call('ZADD', KEYS[2], now + lease, id)
+      redis.call('ZADD', okey, now + lease, id)
+      redis.call('ZADD', mkey, now + lease, id)
+      ownerRun[okey] = running(ownerRun, okey) + 1
+      modelRun[mkey] = running(modelRun, mkey) + 1
+      if rate > 0 then
+        local t = math.max(next_start(rkey), now) + math.floor(60000 / rate)
+        modelNext[rkey] = t
+        redis.call('HSET', rkey, 'next', t)
+      end
+      local tag = math.floor(tonumber(ids[j + 1]))
+      if not vtime or tag > vtime then vtime = tag end
+      out[#out + 1] = redis.call('HGETALL', task)
     end
-    local tag = math.floor(tonumber(ids[j + 1]))
-    if not vtime or tag > vtime then vtime = tag end
-    out[#out + 1] = redis.call('HGETALL', task)
   end
 end
 if vtime and vtime > tonumber(redis.call('GET', KEYS[4]) or '0') then
