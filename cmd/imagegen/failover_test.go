@@ -362,3 +362,34 @@ func tasksOfOwnersSucceed(t *testing.T, base string, keys map[string]string, n i
 		}
 	}
 }
+
+// imagegen migrate -redis SINGLE -redis-to CLUSTER copies a single-node
+// store onto a Cluster: the owner's balance and key work there, and
+// serve on the Cluster answers the owner.
+func TestMigrateRedisOntoCluster(t *testing.T) {
+	single := redistest.StartServer(t, 0)
+	src, err := redisstore.New(single.Client(t), redisstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := imagegen.New(imagegen.Config{Store: src, Model: imagegentest.NewModel(1), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := failoverOwners(t, svc, 3, 7)
+	c := redistest.StartCluster(t, 3)
+	var out strings.Builder
+	if err := run(ctx, []string{"migrate", "-redis", "redis://" + single.Addr() + "/0", "-redis-to", c.URL()}, noEnv, &out, &out); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "onto the shards") {
+		t.Fatalf("migrate said %q", out.String())
+	}
+	_, base := startServeProcess(t, "-redis", c.URL(), "-workers", "1", "-placeholder-delay", "0")
+	for owner, key := range keys {
+		code, credits := httpCall(t, "GET", base+"/api/v1/credits", key, "")
+		if code != http.StatusOK || credits["credits_remaining"] != 7.0 {
+			t.Fatalf("%s on the Cluster: %d %v", owner, code, credits)
+		}
+	}
+}

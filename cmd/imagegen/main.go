@@ -62,6 +62,8 @@ commands:
             retry, cancel, purge (imagegen inspect -h)
   migrate   create or update the PostgreSQL schema (before serve -postgres):
               imagegen migrate -postgres URL [-schema S] [-down | -to N]
+            or copy a single-node Redis store onto a Cluster (queue drained):
+              imagegen migrate -redis URL -redis-to redis+cluster://…
   generate  generate images through a server's API and write them to files:
               imagegen generate -prompt TEXT [-aspect 16:9] [-image URL ...] [-o out.png] [-server URL]
   tasks     print a task of a server's API as JSON:

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/imagegen/imagegen/store/postgres"
+	redisstore "github.com/imagegen/imagegen/store/redis"
 )
 
 // migrateConfig is what migrate is told.
@@ -15,6 +16,9 @@ type migrateConfig struct {
 	url, listen, schema string
 	down                bool
 	to                  int
+	// redisFrom and redisTo move a single-node Redis store onto a
+	// sharded one (a Cluster).
+	redisFrom, redisTo string
 }
 
 // migrateFlags is migrate's flag set, filling c.
@@ -24,7 +28,9 @@ func migrateFlags(c *migrateConfig, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.listen, "postgres-listen", "", postgresListenUsage)
 	fs.StringVar(&c.schema, "schema", postgres.DefaultSchema, "schema of the store's tables (created if missing)")
 	fs.BoolVar(&c.down, "down", false, "undo every migration: drop the store's tables and their data (the schema stays)")
-	secretFiles(fs, "postgres", "postgres-listen")
+	fs.StringVar(&c.redisFrom, "redis", "", "with -redis-to: the Redis URL of a single-node store to copy onto a Cluster (its queue must be empty: stop submits and let the workers finish first)")
+	fs.StringVar(&c.redisTo, "redis-to", "", "with -redis: the redis+cluster:// URL of the Cluster to copy the store onto, every owner to its shard")
+	secretFiles(fs, "postgres", "postgres-listen", "redis", "redis-to")
 	fs.IntVar(&c.to, "to", -1, fmt.Sprintf("migrate up or down to this version (0 to %d; default the latest)", postgres.LatestVersion()))
 	return fs
 }
@@ -36,6 +42,9 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 	fs := migrateFlags(&c, stderr)
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return helpIsNoError(err)
+	}
+	if c.redisFrom != "" || c.redisTo != "" {
+		return migrateRedis(ctx, c, stdout)
 	}
 	url, listen, schema, down, to := c.url, c.listen, c.schema, c.down, c.to
 	switch {
@@ -74,5 +83,36 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 		return nil
 	}
 	fmt.Fprintf(stdout, "schema %s migrated from version %d to %d\n", schema, from, target)
+	return nil
+}
+
+// migrateRedis copies the single-node Redis store of -redis onto the
+// sharded store of -redis-to (redisstore.MigrateToShards).
+func migrateRedis(ctx context.Context, c migrateConfig, stdout io.Writer) error {
+	switch {
+	case c.redisFrom == "" || c.redisTo == "":
+		return errors.New("-redis and -redis-to go together: the single-node store to copy and the Cluster to copy it onto")
+	case c.url != "":
+		return errors.New("use -postgres or -redis and -redis-to, not both")
+	}
+	src, err := dialRedis(ctx, c.redisFrom)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := dialRedis(ctx, c.redisTo)
+	if err != nil {
+		return fmt.Errorf("-redis-to: %w", err)
+	}
+	defer dst.Close()
+	store, err := redisstore.New(dst, redisstore.Config{})
+	if err != nil {
+		return err
+	}
+	moved, err := redisstore.MigrateToShards(ctx, src, store)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "copied %d keys and %d index entries onto the shards; point every process at -redis-to\n", moved.Keys, moved.Index)
 	return nil
 }
