@@ -441,7 +441,10 @@ func (f *fake) check(nodes map[string]any) (provider.Size, error) {
 			if !slices.Contains(known, k) {
 				return size, fmt.Errorf("node %s (%s): unknown input %q", id, class, k)
 			}
-			if s, isText := v.(string); isText && strings.Contains(s, "{{") {
+			// A prompt may hold braces (ComfyUI takes any text; the tests
+			// check the texts they expect): elsewhere "{{" is a
+			// placeholder left unfilled.
+			if s, isText := v.(string); isText && k != "text" && strings.Contains(s, "{{") {
 				return size, fmt.Errorf("node %s (%s): a placeholder left in %s: %q", id, class, k, s)
 			}
 			if link, isLink := v.([]any); isLink {

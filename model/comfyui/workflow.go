@@ -48,6 +48,9 @@ const (
 // {{image_N}} (the Nth, N from 2).
 var imagePlaceholder = regexp.MustCompile(`\{\{image(?:_([2-9]))?\}\}`)
 
+// textPlaceholder matches the placeholders that may stand inside text.
+var textPlaceholder = regexp.MustCompile(`\{\{(?:prompt|negative_prompt|checkpoint|image(?:_[2-9])?)\}\}`)
+
 // anyPlaceholder matches anything that looks like a placeholder, to
 // refuse unknown ones (a typo would reach ComfyUI as text).
 var anyPlaceholder = regexp.MustCompile(`\{\{[a-z_0-9]+\}\}`)
@@ -154,8 +157,31 @@ func (w *workflow) fill(v values) (map[string]any, error) {
 	if len(v.images) > w.images {
 		return nil, fmt.Errorf("%d references for a workflow that takes %d", len(v.images), w.images)
 	}
-	text := strings.NewReplacer(phPrompt, v.prompt, phNegative, v.negative, phCheckpoint, v.checkpoint)
 	var missing error
+	// text fills the text placeholders of s in one pass over the
+	// workflow's own text: what a value brings (a prompt holding
+	// "{{image}}") is never read as a placeholder.
+	text := func(s string) string {
+		return textPlaceholder.ReplaceAllStringFunc(s, func(p string) string {
+			switch p {
+			case phPrompt:
+				return v.prompt
+			case phNegative:
+				return v.negative
+			case phCheckpoint:
+				return v.checkpoint
+			}
+			n := 1
+			if m := imagePlaceholder.FindStringSubmatch(p); m[1] != "" {
+				n, _ = strconv.Atoi(m[1])
+			}
+			if n > len(v.images) {
+				missing = fmt.Errorf("the workflow wants reference %d; the request has %d", n, len(v.images))
+				return p
+			}
+			return v.images[n-1]
+		})
+	}
 	var sub func(any) any
 	sub = func(x any) any {
 		switch x := x.(type) {
@@ -168,17 +194,7 @@ func (w *workflow) fill(v values) (map[string]any, error) {
 			case phSeed:
 				return seed
 			}
-			return imagePlaceholder.ReplaceAllStringFunc(text.Replace(x), func(p string) string {
-				n := 1
-				if m := imagePlaceholder.FindStringSubmatch(p); m[1] != "" {
-					n, _ = strconv.Atoi(m[1])
-				}
-				if n > len(v.images) {
-					missing = fmt.Errorf("the workflow wants reference %d; the request has %d", n, len(v.images))
-					return p
-				}
-				return v.images[n-1]
-			})
+			return text(x)
 		case map[string]any:
 			out := make(map[string]any, len(x))
 			for k, e := range x {
