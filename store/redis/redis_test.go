@@ -62,7 +62,7 @@ func realRedis(t *testing.T) goredis.UniversalClient { return redistest.Connect(
 
 // newIsolated returns a store under a fresh prefix and deletes its keys
 // (and only its keys) when the test ends.
-func newIsolated(t *testing.T, rdb goredis.UniversalClient, o redisstore.Config) *redisstore.Store {
+func newIsolated(t testing.TB, rdb goredis.UniversalClient, o redisstore.Config) *redisstore.Store {
 	t.Helper()
 	o.Prefix = "imagegen-test-" + uuid.NewString()
 	store, err := redisstore.New(rdb, o)
@@ -73,7 +73,7 @@ func newIsolated(t *testing.T, rdb goredis.UniversalClient, o redisstore.Config)
 	return store
 }
 
-func deleteKeys(t *testing.T, rdb goredis.UniversalClient, pattern string) {
+func deleteKeys(t testing.TB, rdb goredis.UniversalClient, pattern string) {
 	redistest.DeleteKeys(t, rdb, pattern)
 }
 

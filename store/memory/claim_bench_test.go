@@ -1,0 +1,15 @@
+package memory_test
+
+import (
+	"testing"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/memory"
+	"github.com/imagegen/imagegen/store/storetest"
+)
+
+// BenchmarkClaims: one claim with 10,000 pending tasks of one owner or
+// of 10,000 owners.
+func BenchmarkClaims(b *testing.B) {
+	storetest.BenchmarkClaims(b, func(*testing.B) imagegen.Store { return memory.New(memory.Config{}) })
+}

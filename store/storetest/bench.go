@@ -1,0 +1,61 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/imagegen/imagegen"
+)
+
+// BenchmarkClaims measures one claim (of one task, fair share and the
+// given caps in force) with 10,000 pending tasks held by one owner, and
+// by 10,000 owners of one task each: a claim's cost must not grow with
+// the number of owners (docs/scheduling.md). Each claimed task is
+// completed and its owner submits another, outside the timing, so the
+// queue keeps its shape. newStore returns a fresh, empty store.
+func BenchmarkClaims(b *testing.B, newStore func(b *testing.B) imagegen.Store) {
+	const pending = 10_000
+	for _, tc := range []struct {
+		name   string
+		owners int
+		limits imagegen.Limits
+	}{
+		{"1-owner", 1, imagegen.Limits{}},
+		{"10000-owners", pending, imagegen.Limits{}},
+		{"10000-owners-capped", pending, imagegen.Limits{OwnerConcurrency: 2, ModelConcurrency: map[string]int{"test": 1 << 20}}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := newStore(b)
+			for o := range tc.owners {
+				owner := fmt.Sprintf("owner-%d", o)
+				n := pending / tc.owners
+				if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: owner, Kind: imagegen.LedgerGrant, Amount: int64(n + b.N), Ref: "bench"}); err != nil {
+					b.Fatal(err)
+				}
+				for range n {
+					if _, err := s.CreateTask(ctx, newTask(owner, 1), imagegen.CreateParams{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			p := imagegen.ClaimParams{Lease: time.Minute, N: 1, Limits: tc.limits}
+			b.ResetTimer()
+			for range b.N {
+				got, err := s.ClaimTasks(ctx, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				t := got[0]
+				if err := s.CompleteTask(ctx, t.ID, t.Attempt, nil); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.CreateTask(ctx, newTask(t.Owner, 1), imagegen.CreateParams{}); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
