@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 )
 
 // Listing limits.
@@ -90,4 +92,39 @@ func (s *Service) QueuePositions(ctx context.Context, tasks []*Task) ([]int, err
 		out[i] = pos[j]
 	}
 	return out, nil
+}
+
+// startWindow is how far back EstimatedStarts counts recent starts.
+const startWindow = 5 * time.Minute
+
+// EstimatedStarts estimates, for each queue position (as QueuePositions
+// returns them), when the task will start: the tasks ahead of it and
+// itself at the rate tasks started in the last minutes, by the
+// providers' calls every worker counts in the store (ProviderStats). A
+// position of -1, no recent start or a failed read gives the zero time.
+// It is an estimate: the rate changes, and later owners may go first.
+func (s *Service) EstimatedStarts(ctx context.Context, positions []int) []time.Time {
+	out := make([]time.Time, len(positions))
+	if !slices.ContainsFunc(positions, func(p int) bool { return p >= 0 }) {
+		return out
+	}
+	st, err := s.cfg.Store.ProviderStats(ctx, startWindow)
+	if err != nil {
+		return out
+	}
+	var started int64
+	for _, r := range st.Requests {
+		started += r.N
+	}
+	if started == 0 {
+		return out
+	}
+	each := startWindow / time.Duration(started)
+	now := s.cfg.Clock.Now()
+	for i, p := range positions {
+		if p >= 0 {
+			out[i] = now.Add(time.Duration(p+1) * each)
+		}
+	}
+	return out
 }

@@ -72,3 +72,19 @@ func TestSetOwnerWeight(t *testing.T) {
 	is.Equal(w, 4)
 	is.True(errors.Is(f.svc.SetOwnerWeight(ctx, "alice", 0), storekit.ErrInvalidStoreInput))
 }
+
+// A pending task's estimated start is its place in the queue at the
+// rate tasks started in the last minutes; with no recent start there is
+// none.
+func TestEstimatedStarts(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1))
+	none := f.svc.EstimatedStarts(ctx, []int{0, -1})
+	is.True(none[0].IsZero() && none[1].IsZero())
+	is.NoErr(f.store.AddProviderStats(ctx, imagegen.ProviderStats{Requests: []imagegen.ProviderCount{{Provider: "p", Outcome: "success", N: 60}}}))
+	got := f.svc.EstimatedStarts(ctx, []int{0, 9, -1})
+	now := f.clock.Now()
+	is.Equal(got[0].Sub(now), 5*time.Second) // 60 starts in the 5-minute window: one every 5 s
+	is.Equal(got[1].Sub(now), 50*time.Second)
+	is.True(got[2].IsZero())
+}

@@ -43,7 +43,7 @@ func (h *Handler) handleTask() http.Handler {
 			if err != nil {
 				return wire.TaskBody{}, err
 			}
-			body.TaskDetails = detailsOf(t, positions[0])
+			body.TaskDetails = detailsOf(t, positions[0], h.cfg.Service.EstimatedStarts(r.Context(), positions)[0])
 		}
 		if waited {
 			w.Header().Set("Preference-Applied", "wait="+strconv.Itoa(wait))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/wire"
@@ -47,14 +48,16 @@ func parseView(q url.Values) (View, error) {
 }
 
 // detailsOf returns the full view's additions for t; position is its
-// queue position, or -1 when it has none.
-func detailsOf(t *imagegen.Task, position int) *wire.TaskDetails {
+// queue position, or -1 when it has none, and start its estimated start
+// (zero for none).
+func detailsOf(t *imagegen.Task, position int, start time.Time) *wire.TaskDetails {
 	d := &wire.TaskDetails{CreatedAt: wire.Time(t.CreatedAt), StartedAt: wire.OptionalTime(t.StartedAt), Model: t.Model, Seed: t.Request.Seed}
 	if t.Status.Terminal() {
 		d.FinishedAt = wire.OptionalTime(t.FinishedAt)
 	}
 	if position >= 0 && t.Status == imagegen.StatusPending {
 		d.QueuePosition = &position
+		d.EstimatedStartAt = wire.OptionalTime(start)
 	}
 	if t.Status == imagegen.StatusProcessing && t.Progress > 0 {
 		p := t.Progress
@@ -77,8 +80,9 @@ func (h *Handler) taskBodies(ctx context.Context, r *http.Request, tasks []*imag
 	if err != nil {
 		return nil, err
 	}
+	starts := h.cfg.Service.EstimatedStarts(ctx, positions)
 	for i, t := range tasks {
-		bodies[i].TaskDetails = detailsOf(t, positions[i])
+		bodies[i].TaskDetails = detailsOf(t, positions[i], starts[i])
 	}
 	return bodies, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/imagegen/imagegen"
 )
@@ -36,6 +37,6 @@ func (h *Handler) TaskJSON(t *imagegen.Task) ([]byte, error) {
 		return nil, errors.New("httpapi: Config.PublicURL is required to render callbacks")
 	}
 	body := h.taskBody(nil, t)
-	body.TaskDetails = detailsOf(t, -1)
+	body.TaskDetails = detailsOf(t, -1, time.Time{})
 	return json.Marshal(body)
 }

@@ -17,10 +17,11 @@
 //
 //	imagegen_tasks_submitted_total{scene,model}               counter
 //	imagegen_tasks_finished_total{model,status,error_code}    counter
-//	imagegen_task_queue_seconds                               histogram: ready to claimed
+//	imagegen_task_queue_wait_seconds                               histogram: ready to claimed
 //	imagegen_task_generation_seconds                          histogram: the finishing attempt's run
 //	imagegen_queue_depth{status}                              gauge: pending, processing (read from the store)
 //	imagegen_queue_oldest_pending_seconds                     gauge: wait of the oldest ready task (from the store)
+//	imagegen_tasks_waiting{reason}                            gauge: ready tasks a cap or rate holds back (from the store)
 //	imagegen_provider_requests_total{provider,outcome}        counter
 //	imagegen_provider_fallbacks_total{from,to}                counter
 //	imagegen_credits_charged_total                            counter
@@ -65,6 +66,12 @@ type Config struct {
 	// QueueTimeout bounds that read (default 2s); on error or timeout
 	// the gauges are left out of the scrape.
 	QueueTimeout time.Duration
+	// Scheduler, when set, is read on every scrape (within QueueTimeout)
+	// for imagegen_tasks_waiting: the ready tasks that Limits (the
+	// workers' caps and rates) hold back now (usually the
+	// imagegen.Store).
+	Scheduler SchedulerReader
+	Limits    imagegen.Limits
 	// NoRuntimeCollectors leaves out the Go and process collectors (when
 	// the embedder registers its own on the same registry).
 	NoRuntimeCollectors bool
@@ -119,7 +126,7 @@ func New(c Config) (*Metrics, error) {
 			Name: "imagegen_tasks_finished_total", Help: "Tasks that reached success or failed, by model, status and error code.",
 		}, []string{"model", "status", "error_code"}),
 		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "imagegen_task_queue_seconds", Help: "How long tasks waited, ready, before a worker claimed them.",
+			Name: "imagegen_task_queue_wait_seconds", Help: "How long tasks waited, ready, before a worker claimed them.",
 			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
 		}),
 		generation: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -156,6 +163,9 @@ func New(c Config) (*Metrics, error) {
 		m.charged, m.refunded, m.httpRequests, m.httpSeconds, m.rateLimited, m.webhookOutcms}
 	if c.Queue != nil {
 		cs = append(cs, newQueueCollector(c.Queue, c.QueueTimeout))
+	}
+	if c.Scheduler != nil {
+		cs = append(cs, newWaitingCollector(c.Scheduler, c.Limits, c.QueueTimeout))
 	}
 	for _, col := range cs {
 		if err := c.Registerer.Register(col); err != nil {

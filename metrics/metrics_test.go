@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -108,7 +109,7 @@ imagegen_webhook_deliveries_total{outcome="delivered"} 1
 			}
 		}
 	}
-	is.Equal(counts["imagegen_task_queue_seconds"], uint64(1))
+	is.Equal(counts["imagegen_task_queue_wait_seconds"], uint64(1))
 	is.Equal(counts["imagegen_task_generation_seconds"], uint64(1))
 	is.Equal(counts["imagegen_http_request_seconds"], uint64(3))
 	is.True(testutil.CollectAndCount(reg, "go_goroutines") == 1)
@@ -185,4 +186,33 @@ imagegen_tasks_finished_total{error_code="internal",model="scripted",status="fai
 	b, err := svc.Balance(ctx, "u")
 	is.NoErr(err)
 	is.Equal(b, int64(3-6+3)) // the ledger agrees: charged 6, refunded 3
+}
+
+// imagegen_tasks_waiting reads from the store which ready tasks the
+// workers' caps hold back, by reason.
+func TestTasksWaiting(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	store, err := memory.New(memory.Config{})
+	is.NoErr(err)
+	limits := imagegen.Limits{OwnerConcurrency: 1}
+	reg := prometheus.NewRegistry()
+	_, err = metrics.New(metrics.Config{Registerer: reg, NoRuntimeCollectors: true, Scheduler: store, Limits: limits})
+	is.NoErr(err)
+	_, err = store.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 3, Ref: "g"})
+	is.NoErr(err)
+	for i := range 3 {
+		_, err := store.CreateTask(ctx, &imagegen.Task{ID: fmt.Sprint("t", i), Owner: "u", Model: "m", Cost: 1,
+			Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}, imagegen.CreateParams{})
+		is.NoErr(err)
+	}
+	_, err = store.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Minute, N: 3, Limits: limits})
+	is.NoErr(err)
+	is.NoErr(testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP imagegen_tasks_waiting Ready tasks held back now by a cap or a rate, by reason: owner_cap, model_cap, model_rate (a rate, or a pause after a provider's 429).
+# TYPE imagegen_tasks_waiting gauge
+imagegen_tasks_waiting{reason="model_cap"} 0
+imagegen_tasks_waiting{reason="model_rate"} 0
+imagegen_tasks_waiting{reason="owner_cap"} 2
+`), "imagegen_tasks_waiting"))
 }

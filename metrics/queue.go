@@ -53,3 +53,42 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(st.Processing), string(imagegen.StatusProcessing))
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, st.OldestPending.Seconds())
 }
+
+// SchedulerReader reads what the scheduler holds back; every
+// imagegen.Store is one.
+type SchedulerReader interface {
+	SchedulerStats(ctx context.Context, l imagegen.Limits) (imagegen.SchedulerStats, error)
+}
+
+// waitingCollector reads imagegen_tasks_waiting from the store at each
+// scrape: ready tasks held back by a cap or a rate, by reason (no owner
+// labels; an estimate on a queue longer than imagegen.SchedulerScan).
+type waitingCollector struct {
+	sched   SchedulerReader
+	limits  imagegen.Limits
+	timeout time.Duration
+	waiting *prometheus.Desc
+}
+
+func newWaitingCollector(s SchedulerReader, l imagegen.Limits, timeout time.Duration) *waitingCollector {
+	return &waitingCollector{
+		sched: s, limits: l, timeout: cmp.Or(timeout, 2*time.Second),
+		waiting: prometheus.NewDesc("imagegen_tasks_waiting",
+			"Ready tasks held back now by a cap or a rate, by reason: owner_cap, model_cap, model_rate (a rate, or a pause after a provider's 429).",
+			[]string{"reason"}, nil),
+	}
+}
+
+func (c *waitingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.waiting }
+
+func (c *waitingCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	st, err := c.sched.SchedulerStats(ctx, c.limits)
+	if err != nil {
+		return
+	}
+	for _, why := range imagegen.HoldReasons() {
+		ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(st.Held[why]), string(why))
+	}
+}

@@ -48,6 +48,10 @@ type TaskDetails struct {
 	// QueuePosition, while the task is pending, is how many pending
 	// tasks (of every user) are ahead of it in the work queue.
 	QueuePosition *int `json:"queue_position,omitempty"`
+	// EstimatedStartAt, while the task is pending, is when it may start:
+	// its queue position at the recent rate of starts (an estimate;
+	// absent when nothing started lately).
+	EstimatedStartAt *time.Time `json:"estimated_start_at,omitempty"`
 	// Progress, while the task is processing on a model that reports
 	// it (ComfyUI, sdapi servers, Black Forest Labs), is how far the
 	// generation has come, from 0 to 1; absent until it reports.

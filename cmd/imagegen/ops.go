@@ -111,13 +111,13 @@ type observability struct {
 // newObservability makes the metrics (only when there is an admin
 // listener to serve them); the readiness checks come with the service's
 // config (openRuntime).
-func newObservability(c opsConfig, store imagegen.Store) (*observability, error) {
+func newObservability(c opsConfig, store imagegen.Store, limits imagegen.Limits) (*observability, error) {
 	o := &observability{}
 	if c.adminAddr == "" {
 		return o, nil
 	}
 	o.registry = prometheus.NewRegistry()
-	m, err := metrics.New(metrics.Config{Registerer: o.registry, Queue: store})
+	m, err := metrics.New(metrics.Config{Registerer: o.registry, Queue: store, Scheduler: store, Limits: limits})
 	if err != nil {
 		return nil, err
 	}

@@ -214,7 +214,7 @@ func TestOperatedRun(t *testing.T) {
 	// Four tasks were claimed; the cancelled one too if a worker took it
 	// before the cancel (then its call ended "cancelled").
 	claimedThenCancelled := value(m, "imagegen_provider_requests_total", "provider", "placeholder", "outcome", "cancelled")
-	is.Equal(value(m, "imagegen_task_queue_seconds"), 4+claimedThenCancelled)
+	is.Equal(value(m, "imagegen_task_queue_wait_seconds"), 4+claimedThenCancelled)
 	is.Equal(value(m, "imagegen_task_generation_seconds"), 4.0) // the finishes that ran a generation
 	is.Equal(value(m, "imagegen_queue_depth", "status", "pending"), 0.0)
 	is.Equal(value(m, "imagegen_queue_depth", "status", "processing"), 0.0)

@@ -128,11 +128,11 @@ func openRuntime(ctx context.Context, c runtimeConfig, rateLimit int, getenv fun
 		return runtimeDeps{}, err
 	}
 	fail := func(err error) (runtimeDeps, error) { _ = be.close(); return runtimeDeps{}, err }
-	obs, err := newObservability(c.opsConfig, be.store)
+	cfg, err := serviceConfig(c, getenv, be, log)
 	if err != nil {
 		return fail(err)
 	}
-	cfg, err := serviceConfig(c, getenv, be, log)
+	obs, err := newObservability(c.opsConfig, be.store, cfg.Limits)
 	if err != nil {
 		return fail(err)
 	}

@@ -11,5 +11,11 @@ import (
 // BenchmarkClaims: one claim with 10,000 pending tasks of one owner or
 // of 10,000 owners.
 func BenchmarkClaims(b *testing.B) {
-	storetest.BenchmarkClaims(b, func(*testing.B) imagegen.Store { return memory.New(memory.Config{}) })
+	storetest.BenchmarkClaims(b, func(b *testing.B) imagegen.Store {
+		s, err := memory.New(memory.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	})
 }
