@@ -32,11 +32,11 @@ func newHoldingFixture(t *testing.T) *fixture {
 	return f
 }
 
-// One session holds at most DefaultMaxSessionWaits long waits at once:
-// of 20 sent together, 10 wait (until the task ends) and 10 are refused
-// at once with 429, Retry-After and a JSON body. Another session of the
-// same user still waits.
-func TestOneSessionHoldsAtMostTenWaits(t *testing.T) {
+// One user's sessions hold at most DefaultMaxSessionWaits long waits at
+// once: of 20 sent together from two sessions of one key (a second
+// sign-in opens no fresh allowance), 10 wait (until the task ends) and
+// 10 are refused at once with 429, Retry-After and a JSON body.
+func TestOneUserHoldsAtMostTenWaits(t *testing.T) {
 	f := newHoldingFixture(t)
 	key := f.user(t, "alice", 1)
 	b, other := f.browser(t), f.browser(t)
@@ -46,11 +46,11 @@ func TestOneSessionHoldsAtMostTenWaits(t *testing.T) {
 	wait := "/console/api/tasks/" + id + "?wait=25"
 
 	const sent = 2 * console.DefaultMaxSessionWaits
-	answers := make(chan page, sent+1)
+	answers := make(chan page, sent)
 	var wg sync.WaitGroup
-	for i := range sent + 1 {
+	for i := range sent {
 		from := b
-		if i == sent {
+		if i%2 == 1 {
 			from = other
 		}
 		wg.Add(1)
@@ -83,17 +83,19 @@ func TestOneSessionHoldsAtMostTenWaits(t *testing.T) {
 	}
 }
 
-// A session's page reads have a budget (DefaultSessionReads a minute):
+// A user's page reads have a budget (DefaultSessionReads a minute):
 // beyond it pages answer 429 with Retry-After, the JSON endpoint in
-// JSON; another session is not affected, and a sign-out still works.
+// JSON. Every session of the user shares it (signing in again opens no
+// fresh budget); another user is not affected, and a sign-out still
+// works.
 func TestSessionReadBudget(t *testing.T) {
 	f := newFixture(t, fixtureConfig{})
 	key := f.user(t, "alice", 1)
 	id := f.submit(t, "alice", "a cat")
 	b, other := f.browser(t), f.browser(t)
-	b.signIn(key) // lands on the playground: one read
-	other.signIn(key)
-	csrf := csrfField.FindStringSubmatch(b.get("/console/keys").body)[1] // two
+	// The sign-in lands on the playground (one read), then the keys page.
+	b.signIn(key)
+	csrf := csrfField.FindStringSubmatch(b.get("/console/keys").body)[1]
 	reads := 2
 	for ; reads < console.DefaultSessionReads; reads++ {
 		if p := b.get("/console/credits"); p.status != http.StatusOK {
@@ -109,8 +111,15 @@ func TestSessionReadBudget(t *testing.T) {
 	if p.status != http.StatusTooManyRequests || !strings.HasPrefix(p.header.Get("Content-Type"), "application/json") {
 		t.Fatalf("the JSON endpoint over budget: %d %s, want a JSON 429", p.status, p.header.Get("Content-Type"))
 	}
-	if p := other.get("/console/credits"); p.status != http.StatusOK {
-		t.Fatalf("another session of the same user: status %d, want 200", p.status)
+	// A fresh session of the same key: the sign-in goes through, and its
+	// first page is over the budget already.
+	if p := other.submitForm("/console/signin", "/console/signin", url.Values{"key": {key}}); p.url != "/console/playground" || p.status != http.StatusTooManyRequests {
+		t.Fatalf("a new session of the same user: %d at %s, want 429 at /console/playground (the budget is the user's)", p.status, p.url)
+	}
+	bob := f.browser(t)
+	bob.signIn(f.user(t, "bob", 1))
+	if p := bob.get("/console/credits"); p.status != http.StatusOK {
+		t.Fatalf("another user: status %d, want 200", p.status)
 	}
 	// Forms are not reads: signing out still works.
 	b.post("/console/signout", url.Values{"csrf": {csrf}})

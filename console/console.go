@@ -84,16 +84,16 @@ type Config struct {
 	// SessionTTL is how long a key sign-in lasts (default 12h).
 	SessionTTL time.Duration
 
-	// SessionReads counts each signed-in session's page reads (GET
-	// requests: pages, and the task page's long-polls); beyond its
-	// budget a read answers 429 with Retry-After. A key session counts
-	// by itself, a user named by Identify as one session. Default: an
+	// SessionReads counts each signed-in user's page reads (GET
+	// requests: pages, and the task page's long-polls), every session of
+	// the user together (a new sign-in opens no fresh budget); beyond
+	// its budget a read answers 429 with Retry-After. Default: an
 	// in-process limiter of DefaultSessionReads a minute; processes that
 	// share a store should share one on it (ratelimit/redis,
 	// ratelimit/postgres), as `imagegen serve` does.
 	SessionReads imagegen.Limiter
 	// MaxSessionWaits bounds the long waits (/api/tasks/{id}?wait=) one
-	// session holds open at once in this process (default
+	// user's sessions hold open at once in this process (default
 	// DefaultMaxSessionWaits); beyond it a wait answers 429 with
 	// Retry-After at once.
 	MaxSessionWaits int
@@ -119,7 +119,7 @@ type Console struct {
 	mux       *http.ServeMux
 	csp       string
 	log       *slog.Logger
-	waits     waitSlots // long waits held, per session
+	waits     waitSlots // long waits held, per user
 }
 
 // New returns the console for cfg, or an error naming the missing or bad

@@ -92,8 +92,9 @@
 // # Abuse bounds
 //
 // Browsing is exempt from the API's rate limit, but every signed-in
-// session (a key session by itself; a user named by Identify as one
-// session) has bounds of its own:
+// user has bounds, shared by all of their sessions (key sign-ins in
+// several browsers, or the host app's session through Identify), so
+// that signing in again with the key opens no fresh allowance:
 //
 //   - reads: every GET of a signed-in page or of the JSON endpoint
 //     counts against Config.SessionReads (default DefaultSessionReads,
@@ -101,7 +102,7 @@
 //     between processes). Beyond it: 429 with Retry-After, JSON on the
 //     JSON endpoint. Forms do not count, so signing out or revoking a key
 //     always works.
-//   - long waits: one session holds at most Config.MaxSessionWaits
+//   - long waits: one user holds at most Config.MaxSessionWaits
 //     (default DefaultMaxSessionWaits, 10) long-polls of
 //     /api/tasks/{id}?wait= open at once in one process; one more
 //     answers 429 at once (JSON, Retry-After: 2), and the task page's

@@ -155,7 +155,7 @@ const maxPollWait = 25 * time.Second
 
 // taskJSON answers the task page's long-poll: the task as soon as it has
 // finished, or after ?wait= seconds (at most 25) with its state then. A
-// session holds at most Config.MaxSessionWaits waits at once; beyond,
+// user's sessions hold at most Config.MaxSessionWaits waits at once; beyond,
 // 429 at once.
 func (c *Console) taskJSON(w http.ResponseWriter, r *http.Request) {
 	wait, err := strconv.Atoi(r.URL.Query().Get("wait"))
@@ -163,10 +163,10 @@ func (c *Console) taskJSON(w http.ResponseWriter, r *http.Request) {
 		wait = 0
 	}
 	if wait > 0 {
-		key := viewerFrom(r.Context()).sessionKey()
+		key := viewerFrom(r.Context()).boundsKey()
 		if !c.waits.take(key) {
 			c.tooMany(w, r, httpapi.RetryAfterSeconds(waitRetryAfter),
-				fmt.Sprintf("This session already holds %d waits for tasks; close a task page or try again shortly.", c.waits.max))
+				fmt.Sprintf("Your console sessions already hold %d waits for tasks; close a task page or try again shortly.", c.waits.max))
 			return
 		}
 		defer c.waits.give(key)

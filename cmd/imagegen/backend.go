@@ -102,7 +102,7 @@ const (
 )
 
 // consoleReadsPrefix is where a shared store counts the console's page
-// reads per session (console.DefaultSessionReads a minute); the memory
+// reads per user (console.DefaultSessionReads a minute); the memory
 // backend leaves it to the console's in-process default.
 const consoleReadsPrefix = "imagegen:console-reads:"
 
