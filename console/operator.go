@@ -24,6 +24,8 @@ const recentScanLimit = 5000
 // outcome and fallbacks, and a look at one user.
 type opsData struct {
 	Queue    imagegen.QueueStats
+	Sched    imagegen.SchedulerStats // busiest owners, paused models
+	Held     map[string]int          // ready tasks held back, by imagegen.HoldReason
 	ByStatus []count
 	Failures []count
 	Counted  int  // tasks counted in the last hour
@@ -82,6 +84,14 @@ func (c *Console) showOps(w http.ResponseWriter, r *http.Request, status int, ow
 	if d.Queue, err = in.QueueStats(ctx); err != nil {
 		c.serverError(w, r, err)
 		return
+	}
+	if d.Sched, err = c.svc.SchedulerStats(ctx); err != nil {
+		c.serverError(w, r, err)
+		return
+	}
+	d.Held = map[string]int{}
+	for _, why := range imagegen.HoldReasons() {
+		d.Held[string(why)] = d.Sched.Held[why]
 	}
 	if err := c.lastHourOfTasks(ctx, &d); err != nil {
 		c.serverError(w, r, err)

@@ -148,3 +148,23 @@ func TestOperatorPageChartsTheLastHour(t *testing.T) {
 		t.Errorf("the queue chart ends at %d pending and %d processing; want 3 in all, as the queue holds", p, r)
 	}
 }
+
+// The operator page shows which caps hold tasks back and the busiest
+// users in the queue.
+func TestOperatorPageShowsTheScheduler(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	model := imagegentest.NewModel(1, imagegentest.Block(started, release))
+	f := newFixture(t, fixtureConfig{model: model, limits: imagegen.Limits{OwnerConcurrency: 1}})
+	ops := f.browser(t)
+	ops.signIn(f.user(t, "ops", 0))
+	f.user(t, "alice", 3)
+	for _, prompt := range []string{"one", "two", "three"} {
+		f.submit(t, "alice", prompt)
+	}
+	<-started // one runs; the cap of one a user holds the other two back
+	contains(t, ops.get("/console/ops"),
+		`data-reason="owner_cap">2<`,
+		`data-reason="model_cap">0<`,
+		`<a href="?owner=alice">alice</a></td><td class="num" data-label="Pending">2</td><td class="num" data-label="Running">1</td>`)
+}
