@@ -20,7 +20,7 @@ import (
 
 // sdapiFake is an sdapi server on loopback with --api-auth: txt2img and
 // img2img answer a PNG of the size asked and the seed sent in info;
-// progress reads answer how many of those are under way.
+// progress reads answer whether one of those is under way.
 type sdapiFake struct {
 	*httptest.Server
 	mu      sync.Mutex
@@ -42,11 +42,11 @@ func newSDAPIFake(t *testing.T, user, pass string) *sdapiFake {
 			fmt.Fprint(w, `{"detail":"Incorrect username or password"}`)
 			return
 		}
-		if r.Method == http.MethodGet && r.URL.Path == "/sdapi/v1/progress" {
-			// Read every second while a generation runs (slower than
+		if r.Method == http.MethodPost && r.URL.Path == "/internal/progress" {
+			// Asked every second while a generation runs (slower than
 			// that on a loaded machine): the fake models no steps, so
-			// it reports the jobs under way and no progress.
-			fmt.Fprintf(w, `{"progress":0,"state":{"job_count":%d}}`, f.running.Load())
+			// it says whether a job is under way, with no progress.
+			fmt.Fprintf(w, `{"active":%t,"queued":false,"completed":false,"progress":0}`, f.running.Load() > 0)
 			return
 		}
 		if r.URL.Path != "/sdapi/v1/txt2img" && r.URL.Path != "/sdapi/v1/img2img" {

@@ -30,8 +30,8 @@ const (
 	// DefaultDenoisingStrength is how far image-to-image may move from
 	// the reference (0 keeps it, 1 ignores it).
 	DefaultDenoisingStrength = 0.6
-	// DefaultProgressInterval is the wait between two reads of
-	// /sdapi/v1/progress while a generation runs.
+	// DefaultProgressInterval is the wait between two reads of the
+	// job's progress (POST /internal/progress) while a generation runs.
 	DefaultProgressInterval = time.Second
 )
 
@@ -151,7 +151,7 @@ func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen
 		return nil, err
 	}
 	body, path := m.body(req, refs, taskID(g))
-	stop := m.followProgress(ctx, g)
+	stop := m.followProgress(ctx, g, body.ForceTaskID)
 	resp, err := m.generate(ctx, path, body)
 	stop()
 	if err != nil {

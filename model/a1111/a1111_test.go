@@ -162,8 +162,8 @@ func generate(ctx context.Context, m *a1111.Model, req imagegen.Request, progres
 	return m.Generate(ctx, imagegen.Generation{TaskID: "task-1", Model: plan.Model, Request: req, Attempt: 1, Progress: progress})
 }
 
-// While the generation runs, /sdapi/v1/progress is read and a running
-// job's progress reported; an idle server's is not.
+// While the generation runs, its job's progress is read
+// (/internal/progress, naming its force_task_id) and reported.
 func TestProgressIsFollowed(t *testing.T) {
 	is := is.New(t)
 	f := newFake(t)
@@ -194,8 +194,9 @@ func TestProgressIsFollowed(t *testing.T) {
 	defer mu.Unlock()
 	is.Equal(got, []float64{0.2, 0.55, 0.9})
 	for _, c := range f.Calls() {
-		if c.kind == progressCall {
-			is.Equal(c.query, "skip_current_image=true")
+		is.True(c.kind != progressCall) // the running job's, whoever's it is
+		if c.kind == taskProgressCall {
+			is.Equal(c.body["id_task"], "imagegen-task-1-1")
 		}
 	}
 }

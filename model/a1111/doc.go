@@ -40,16 +40,19 @@
 //
 // # Progress and cancel
 //
-// While the generation runs, and the service follows its progress
-// (Generation.Progress), /sdapi/v1/progress is read every
-// Config.ProgressInterval (1 s) and a running job's progress reported.
-// The server runs one job at a time, so while this one waits behind
-// another client's, the progress read is that job's. Each generation
-// runs under its own force_task_id ("imagegen-<task>-<attempt>"); when
-// the context ends before the answer, the adapter asks
-// POST /internal/progress whether that job is the one running, and
-// only then sends POST /sdapi/v1/interrupt: a job still queued, or
-// another client's, is left alone.
+// Each generation runs under its own force_task_id
+// ("imagegen-<task>-<attempt>"). While it runs, and the service follows
+// its progress (Generation.Progress), the adapter asks
+// POST /internal/progress about that job every Config.ProgressInterval
+// (1 s) and reports its progress while it is the one running. It does
+// not read GET /sdapi/v1/progress: the server runs one job at a time
+// for all its clients, and that route reports whichever job runs, so
+// while this one waits behind another client's (another user's task,
+// perhaps) it would show that job's progress as this task's. When the
+// context ends before the answer, the adapter asks the same route
+// whether its job is the one running, and only then sends
+// POST /sdapi/v1/interrupt: a job still queued, or another client's,
+// is left alone.
 //
 // # Failures
 //

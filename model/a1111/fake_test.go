@@ -47,15 +47,16 @@ type call struct {
 // of 8, and answers with a PNG of the size asked and the example's info
 // carrying the seed sent (a random one for -1). Its running job is the
 // one being answered: /internal/progress says active for its
-// force_task_id while the answer is held (holdUntil), and
-// /sdapi/v1/progress serves progress, in turn, meanwhile.
+// force_task_id while the answer is held (holdUntil), with progress, in
+// turn, meanwhile; /sdapi/v1/progress serves the same progress, whoever
+// asks (it is the running job's, which may be another client's).
 type fake struct {
 	providertest.FakeAPI[call]
 
 	mu         sync.Mutex
 	running    string        // the force_task_id of the job being answered
 	release    chan struct{} // when not nil, a generation's answer waits for it to close
-	progress   []float64     // what /sdapi/v1/progress answers while a job runs, in turn
+	progress   []float64     // the running job's progress, in turn, one value a read
 	otherJob   bool          // another client's job runs: /internal/progress says not ours
 	answerSeed *int64        // the seed info reports, when not the one sent
 	answerSize *provider.Size
@@ -159,12 +160,20 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	case taskProgressCall:
 		f.mu.Lock()
 		active := !f.otherJob && f.running != "" && c.body["id_task"] == f.running
+		p := -1.0
+		if active && len(f.progress) > 0 {
+			p, f.progress = f.progress[0], f.progress[1:]
+		}
 		f.mu.Unlock()
 		name := "internal-progress.waiting.json"
 		if active {
 			name = "internal-progress.active.json"
 		}
-		_, _ = w.Write(f.Examples.Get(name))
+		_, _ = w.Write(providertest.EditJSON(f.T, f.Examples.Get(name), func(doc map[string]any) {
+			if p >= 0 {
+				doc["progress"] = p
+			}
+		}))
 	case interruptCall:
 		_, _ = w.Write([]byte("{}"))
 	}

@@ -2,7 +2,6 @@ package a1111
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,22 +11,16 @@ import (
 	"github.com/imagegen/imagegen/model/provider"
 )
 
-// progressResponse is the answer of GET /sdapi/v1/progress
-// (ProgressResponse): the running job's progress from 0 to 1.
-type progressResponse struct {
-	Progress float64 `json:"progress"`
-	State    struct {
-		JobCount int `json:"job_count"`
-	} `json:"state"`
-}
-
-// followProgress reads /sdapi/v1/progress every ProgressInterval while
-// the generation runs and passes a running job's progress to g, until
-// the returned stop is called. It does nothing when g follows no
-// progress. A read that fails is skipped. An sdapi server runs one job
-// at a time: while this generation waits for another client's job, the
-// progress read is that job's.
-func (m *Model) followProgress(ctx context.Context, g imagegen.Generation) (stop func()) {
+// followProgress asks the server every ProgressInterval how far this
+// generation's job (its force_task_id, id) has come, while it runs, and
+// passes the answer to g, until the returned stop is called. It does
+// nothing when g follows no progress. A read that fails is skipped. The
+// job is named (POST /internal/progress) rather than the server asked
+// how its running job does (GET /sdapi/v1/progress): an sdapi server
+// runs one job at a time for all its clients, and while this generation
+// waits behind another client's job, that job's progress is not this
+// task's to show.
+func (m *Model) followProgress(ctx context.Context, g imagegen.Generation, id string) (stop func()) {
 	if g.Progress == nil {
 		return func() {}
 	}
@@ -36,26 +29,23 @@ func (m *Model) followProgress(ctx context.Context, g imagegen.Generation) (stop
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		get := provider.Get(m.client.URL(pathProgress+"?skip_current_image=true"), m.header())
 		for provider.Wait(ctx, m.client.Policy.Clock, m.cfg.ProgressInterval) == nil {
-			resp, err := m.client.DoOnce(ctx, get)
-			if err != nil {
-				continue
-			}
-			var p progressResponse
-			if json.Unmarshal(resp.Body, &p) == nil && p.State.JobCount > 0 && p.Progress > 0 {
-				g.ReportProgress(p.Progress)
+			p, err := m.jobProgress(ctx, id)
+			if err == nil && p.Active && p.Progress != nil && *p.Progress > 0 {
+				g.ReportProgress(*p.Progress)
 			}
 		}
 	}()
 	return func() { cancel(); wg.Wait() }
 }
 
-// taskProgress is the answer of POST /internal/progress for one job id.
+// taskProgress is the answer of POST /internal/progress for one job id:
+// whether it is the running job, and then how far it has come (0 to 1).
 type taskProgress struct {
-	Active    bool `json:"active"`
-	Queued    bool `json:"queued"`
-	Completed bool `json:"completed"`
+	Active    bool     `json:"active"`
+	Queued    bool     `json:"queued"`
+	Completed bool     `json:"completed"`
+	Progress  *float64 `json:"progress"`
 }
 
 // interruptTimeout bounds the calls made after ctx ended.
@@ -94,17 +84,23 @@ func (m *Model) abandon(ctx context.Context, id string, err error) error {
 
 // running reports whether the server's running job is id.
 func (m *Model) running(ctx context.Context, id string) (bool, error) {
+	p, err := m.jobProgress(ctx, id)
+	return p.Active, err
+}
+
+// jobProgress asks the server about its job id (POST /internal/progress).
+func (m *Model) jobProgress(ctx context.Context, id string) (taskProgress, error) {
 	post, err := provider.PostJSON(m.client.URL(pathTaskProgress), map[string]any{"id_task": id, "id_live_preview": -1, "live_preview": false}, m.header())
 	if err != nil {
-		return false, err
+		return taskProgress{}, err
 	}
 	resp, err := m.client.DoOnce(ctx, post)
 	if err != nil {
-		return false, err
+		return taskProgress{}, err
 	}
 	var p taskProgress
 	if err := provider.DecodeJSON(Provider, resp, &p); err != nil {
-		return false, err
+		return taskProgress{}, err
 	}
-	return p.Active, nil
+	return p, nil
 }

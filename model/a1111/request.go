@@ -12,7 +12,6 @@ import (
 const (
 	pathTxt2Img   = "/sdapi/v1/txt2img"
 	pathImg2Img   = "/sdapi/v1/img2img"
-	pathProgress  = "/sdapi/v1/progress"
 	pathInterrupt = "/sdapi/v1/interrupt"
 	// pathTaskProgress is the web UI's progress of one job by its id
 	// (modules/progress.py), which says whether that job is the one
