@@ -270,6 +270,7 @@ func runFailover(t *testing.T, f failover, owners int) {
 // under load, serve follows the promoted replica; no acknowledged task is
 // lost and every balance is exact.
 func TestSentinelFailoverUnderLoad(t *testing.T) {
+	t.Parallel() // mostly waiting on its own servers: it overlaps the others like it
 	s := redistest.StartSentinels(t)
 	runFailover(t, failover{
 		url:    s.URL(0),
@@ -298,6 +299,7 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 // task is lost, every refusal is a prompt JSON 5xx and every balance is
 // exact.
 func TestClusterFailoverUnderLoad(t *testing.T) {
+	t.Parallel() // mostly waiting on its own servers: it overlaps the others like it
 	c := redistest.StartCluster(t, 3)
 	runFailover(t, failover{
 		url:    c.URL(),
@@ -367,6 +369,7 @@ func tasksOfOwnersSucceed(t *testing.T, base string, keys map[string]string, n i
 // store onto a Cluster: the owner's balance and key work there, and
 // serve on the Cluster answers the owner.
 func TestMigrateRedisOntoCluster(t *testing.T) {
+	t.Parallel() // mostly waiting on its own servers: it overlaps the others like it
 	single := redistest.StartServer(t, 0)
 	src, err := redisstore.New(single.Client(t), redisstore.Config{})
 	if err != nil {
