@@ -1,10 +1,14 @@
 package redis_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/internal/testenv/redistest"
 	redisstore "github.com/imagegen/imagegen/store/redis"
@@ -27,5 +31,38 @@ func TestConformanceCluster(t *testing.T) {
 				return storetest.Harness{Store: store, Advance: clock.Advance, Retention: retention, Sharded: shards != 1}
 			})
 		})
+	}
+}
+
+// With WaitReplicas on a sharded Cluster, successes that arrive together
+// for tasks of many shards all succeed at once: each shard's go down its
+// own master's connection with their WAIT.
+func TestConcurrentCompletesAcrossShardsWaitForReplicas(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	rdb := redistest.StartCluster(t, 3).Client(t)
+	s := newIsolated(t, rdb, redisstore.Config{WaitReplicas: 1})
+	var claimed []*imagegen.Task
+	for i := range 24 {
+		owner := fmt.Sprintf("owner-%d", i)
+		_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: owner, Kind: imagegen.LedgerGrant, Amount: 1, Ref: "g"})
+		is.NoErr(err)
+		_, err = s.CreateTask(ctx, &imagegen.Task{ID: imagegen.NewOwnedID(owner), Owner: owner, Cost: 1, Model: "m",
+			Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}, imagegen.CreateParams{})
+		is.NoErr(err)
+	}
+	for len(claimed) < 24 {
+		got, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Minute, N: 24})
+		is.NoErr(err)
+		claimed = append(claimed, got...)
+	}
+	errs := make(chan error, len(claimed))
+	for _, c := range claimed {
+		go func() {
+			errs <- s.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: imagegen.NewOwnedID(c.Owner), TaskID: c.ID, Owner: c.Owner, ContentType: "image/png", Size: 1}})
+		}()
+	}
+	for range claimed {
+		is.NoErr(<-errs)
 	}
 }

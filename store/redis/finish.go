@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -81,8 +82,29 @@ type completeCall = groupcommit.Call[holderCall, struct{}]
 // server did not know the script for goes again on its own (which loads
 // it).
 func (s *Store) runCompletes(ctx context.Context, batch []*completeCall) {
+	if s.waitReplicas == 0 || !s.sharded {
+		s.runShardCompletes(ctx, batch)
+		return
+	}
+	// WAIT counts one connection's writes, so each shard's successes go
+	// down their own master's connection, the shards at once.
+	byShard := map[string][]*completeCall{}
+	for _, c := range batch {
+		tag := s.byID(c.Req.id).tag
+		byShard[tag] = append(byShard[tag], c)
+	}
+	var wg sync.WaitGroup
+	for _, calls := range byShard {
+		wg.Go(func() { s.runShardCompletes(ctx, calls) })
+	}
+	wg.Wait()
+}
+
+// runShardCompletes is runCompletes for successes of one shard (or of
+// any shards, when nothing waits for replicas: the client routes each
+// script).
+func (s *Store) runShardCompletes(ctx context.Context, batch []*completeCall) {
 	cmds := make([]*goredis.Cmd, len(batch))
-	// The batch's keys share one slot: the first task's routes it.
 	ackErr := s.acked(ctx, batch[0].Req.keys[0], func(p goredis.Pipeliner) {
 		for i, c := range batch {
 			cmds[i] = completeScript.EvalSha(ctx, p, c.Req.keys, s.holderArgs(c.Req.attempt, c.Req.args)...)
