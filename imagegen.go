@@ -327,25 +327,23 @@ func (s *Service) Cancel(ctx context.Context, owner, id string) error {
 }
 
 // cancel cancels owner's task id, counts and logs it, and returns the
-// credits it gave back. before is the task as read just before (nil:
-// cancel reads it): a task an operator retried free of charge was
-// refunded then, and its cancel gives nothing back.
+// credits it gave back, as the store reports them (a task an operator
+// retried free of charge was refunded then, and its cancel gives nothing
+// back). before is the task as read just before (nil: cancel reads it),
+// for its model and request id in the count and the log line.
 func (s *Service) cancel(ctx context.Context, owner, id string, before *Task) (refund int64, err error) {
 	if before == nil {
 		before, _ = s.cfg.Store.Task(ctx, owner, id)
 	}
-	if err := s.cfg.Store.CancelTask(ctx, owner, id); err != nil {
+	if refund, err = s.cfg.Store.CancelTask(ctx, owner, id); err != nil {
 		return 0, fmt.Errorf("imagegen: cancel: %w", err)
 	}
 	t := before
-	if t == nil { // the read before failed; read the task back to count it
+	if t == nil { // the read before failed; read the task back for its model
 		if t, err = s.cfg.Store.Task(ctx, owner, id); err != nil {
-			s.log.WarnContext(ctx, "task cancelled; could not read it back to count it", "task_id", id, "err", err)
-			return 0, nil
+			s.log.WarnContext(ctx, "task cancelled; could not read it back to count it", "task_id", id, "refunded", refund, "err", err)
+			t = &Task{ID: id}
 		}
-	}
-	if refund = t.Cost; before != nil && before.Refunded {
-		refund = 0
 	}
 	s.cfg.Observer.TaskFinished(t.Model, StatusFailed, CodeCancelled, 0)
 	if refund > 0 {

@@ -45,7 +45,7 @@ func TestProgressOfAnEndedAttemptIsDropped(t *testing.T) {
 	is := is.New(t)
 	var f fixture
 	f = newFixture(t, imagegentest.NewModel(1, func(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
-		is.NoErr(f.store.CancelTask(ctx, "u", g.TaskID))
+		is.NoErr(errOf(f.store.CancelTask(ctx, "u", g.TaskID)))
 		g.ReportProgress(0.5) // the lease is lost: dropped
 		return nil, ctx.Err()
 	}))

@@ -92,9 +92,10 @@ type TaskStore interface {
 	CompleteTask(ctx context.Context, id string, attempt int, images []Image) error
 
 	// FailTask moves the task to failed with f as its error and refunds
-	// its cost exactly once. ErrLeaseLost when attempt no longer holds
-	// the task.
-	FailTask(ctx context.Context, id string, attempt int, f Failure) error
+	// its cost exactly once. It returns the credits it gave back: the
+	// cost, or 0 when the task had been refunded before (an operator's
+	// free retry). ErrLeaseLost when attempt no longer holds the task.
+	FailTask(ctx context.Context, id string, attempt int, f Failure) (refund int64, err error)
 
 	// SetProgress records how far attempt's generation has come (0 to
 	// 1) on the task, as Task.Progress; ClaimTask resets it to 0. It
@@ -119,7 +120,8 @@ type TaskStore interface {
 	// CancelledMessage) and refunds it; a processing task's lease ends
 	// with it, so its worker can change nothing more. ErrTaskNotFound for
 	// no such task of owner, ErrInvalidTransition when it has finished.
-	CancelTask(ctx context.Context, owner, id string) error
+	// It returns the credits it gave back, as FailTask does.
+	CancelTask(ctx context.Context, owner, id string) (refund int64, err error)
 
 	// RecoverExpired sends tasks whose lease has ended back to pending, or
 	// fails them (CodeInternal, storekit.ExpiredLeaseMessage) and refunds them, as

@@ -247,8 +247,8 @@ func (s *Service) record(ctx context.Context, t *Task, a attempt) {
 	switch {
 	case isModelErr && me.Refused:
 		f := Failure{Code: CodeContentPolicy, Message: me.UserMessage()}
-		err = s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, f)
-		s.finished(log, err, t, f, took, "task refused by the model")
+		refund, err := s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, f)
+		s.failed(log, err, t, f, refund, took, "task refused by the model")
 	case ctx.Err() != nil && !timedOut:
 		// Shutting down: give the task back at once for another worker,
 		// without using up one of its attempts.
@@ -265,8 +265,8 @@ func (s *Service) record(ctx context.Context, t *Task, a attempt) {
 	default:
 		f := failure(err, timedOut, counted)
 		log.Info("generation failed", "cause", err.Error())
-		err = s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, f)
-		s.finished(log, err, t, f, took, "task failed and refunded", "code", f.Code, "reason", f.Message)
+		refund, err := s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, f)
+		s.failed(log, err, t, f, refund, took, "task failed and refunded", "code", f.Code, "reason", f.Message)
 	}
 }
 
@@ -282,8 +282,14 @@ func (s *Service) finished(log *slog.Logger, err error, t *Task, f Failure, took
 		return
 	}
 	s.cfg.Observer.TaskFinished(t.Model, StatusFailed, f.Code, took)
-	if !t.Refunded { // an operator's free retry: no refund was due
-		s.cfg.Observer.CreditsRefunded(t.Cost)
+}
+
+// failed is finished for a failure, which also counts the credits the
+// store reports it gave back (none after an operator's free retry).
+func (s *Service) failed(log *slog.Logger, err error, t *Task, f Failure, refund int64, took time.Duration, msg string, args ...any) {
+	s.finished(log, err, t, f, took, msg, args...)
+	if err == nil && refund > 0 {
+		s.cfg.Observer.CreditsRefunded(refund)
 	}
 }
 

@@ -163,7 +163,7 @@ func TestExpiredLeaseIsFinishedByAnotherWorker(t *testing.T) {
 	is.Equal(task.Status, imagegen.StatusSuccess)
 	is.Equal(task.Attempt, 2)
 	// The dead worker wakes up late: it can change nothing.
-	is.True(errors.Is(f.store.FailTask(ctx, sub.TaskID, dead.Attempt, imagegen.Failure{Code: imagegen.CodeInternal, Message: "late"}), imagegen.ErrLeaseLost))
+	is.True(errors.Is(errOf(f.store.FailTask(ctx, sub.TaskID, dead.Attempt, imagegen.Failure{Code: imagegen.CodeInternal, Message: "late"})), imagegen.ErrLeaseLost))
 	is.Equal(f.task(t, "u", sub.TaskID).Status, imagegen.StatusSuccess)
 	is.Equal(f.balance(t, "u"), int64(0))
 }

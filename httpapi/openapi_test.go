@@ -530,8 +530,10 @@ func recordOpenAI(t *testing.T, rc *recorder) {
 // extensionsDownStore fails the store operations of the extensions.
 type extensionsDownStore struct{ *memory.Store }
 
-func (extensionsDownStore) CancelTask(context.Context, string, string) error { return errBroken }
-func (extensionsDownStore) Balance(context.Context, string) (int64, error)   { return 0, errBroken }
+func (extensionsDownStore) CancelTask(context.Context, string, string) (int64, error) {
+	return 0, errBroken
+}
+func (extensionsDownStore) Balance(context.Context, string) (int64, error) { return 0, errBroken }
 func (extensionsDownStore) ListLedger(context.Context, string, int, string) (imagegen.LedgerPage, error) {
 	return imagegen.LedgerPage{}, errBroken
 }

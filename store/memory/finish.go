@@ -31,31 +31,34 @@ func (s *Store) CompleteTask(_ context.Context, id string, attempt int, images [
 }
 
 // FailTask moves the task to failed and refunds it once.
-func (s *Store) FailTask(_ context.Context, id string, attempt int, f imagegen.Failure) error {
-	return s.asHolder(id, attempt, func(r *record, now time.Time) {
-		s.fail(r, f, now)
+func (s *Store) FailTask(_ context.Context, id string, attempt int, f imagegen.Failure) (int64, error) {
+	var refund int64
+	err := s.asHolder(id, attempt, func(r *record, now time.Time) {
+		refund = s.fail(r, f, now)
 	})
+	return refund, err
 }
 
 // CancelTask fails owner's pending or processing task and refunds it.
-func (s *Store) CancelTask(_ context.Context, owner, id string) error {
+func (s *Store) CancelTask(_ context.Context, owner, id string) (int64, error) {
 	now := s.lock()
 	defer s.mu.Unlock()
 	r, ok := s.tasks[id]
 	if !ok || r.task.Owner != owner {
-		return imagegen.ErrTaskNotFound
+		return 0, imagegen.ErrTaskNotFound
 	}
 	if r.task.Status.Terminal() {
-		return fmt.Errorf("memory: cancel %s task: %w", r.task.Status, imagegen.ErrInvalidTransition)
+		return 0, fmt.Errorf("memory: cancel %s task: %w", r.task.Status, imagegen.ErrInvalidTransition)
 	}
 	s.dequeue(r)
-	s.fail(r, imagegen.Failure{Code: imagegen.CodeCancelled, Message: imagegen.CancelledMessage}, now)
-	return nil
+	return s.fail(r, imagegen.Failure{Code: imagegen.CodeCancelled, Message: imagegen.CancelledMessage}, now), nil
 }
 
-// fail ends the task as failed and refunds its cost, once.
-func (s *Store) fail(r *record, f imagegen.Failure, now time.Time) {
+// fail ends the task as failed and refunds its cost, once. It returns
+// the credits it gave back (0 when the task was refunded before).
+func (s *Store) fail(r *record, f imagegen.Failure, now time.Time) (refund int64) {
 	if !r.task.Refunded {
+		refund = r.task.Cost
 		// The refund reference is unique per task (and per operator's
 		// recharge), so it cannot collide.
 		ref := r.refundRef
@@ -69,6 +72,7 @@ func (s *Store) fail(r *record, f imagegen.Failure, now time.Time) {
 	}
 	r.task.Error, r.task.ErrorCode = f.Message, f.Code
 	s.finish(r, imagegen.StatusFailed, now)
+	return refund
 }
 
 func (s *Store) finish(r *record, status imagegen.Status, now time.Time) {

@@ -112,25 +112,28 @@ func (s *Store) completeBatch(ctx context.Context, batch []*completeCall) {
 }
 
 // FailTask moves the task to failed and refunds it once.
-func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen.Failure) error {
-	var held bool
-	err := s.pool.QueryRow(ctx, s.sql(`SELECT {schema}.fail_task($2, $3, $4, $5, {now}, $6 * interval '1 microsecond', $7)`),
-		s.nowArg(), id, attempt, string(f.Code), f.Message, micros(s.retention), s.finished).Scan(&held)
-	return leases.Result(storeName, id, attempt, held, err)
+func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen.Failure) (int64, error) {
+	var refund int64
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT {schema}.fail_task_refund($2, $3, $4, $5, {now}, $6 * interval '1 microsecond', $7)`),
+		s.nowArg(), id, attempt, string(f.Code), f.Message, micros(s.retention), s.finished).Scan(&refund)
+	if err := leases.Result(storeName, id, attempt, refund >= 0, err); err != nil {
+		return 0, err
+	}
+	return refund, nil
 }
 
 // CancelTask fails owner's pending or processing task and refunds it.
-func (s *Store) CancelTask(ctx context.Context, owner, id string) error {
-	var n int
-	err := s.pool.QueryRow(ctx, s.sql(`SELECT {schema}.cancel_task($2, $3, $4, $5, {now}, $6 * interval '1 microsecond', $7)`),
+func (s *Store) CancelTask(ctx context.Context, owner, id string) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT {schema}.cancel_task_refund($2, $3, $4, $5, {now}, $6 * interval '1 microsecond', $7)`),
 		s.nowArg(), owner, id, string(imagegen.CodeCancelled), imagegen.CancelledMessage, micros(s.retention), s.finished).Scan(&n)
 	switch {
 	case err != nil:
-		return wrapErr("cancel", err)
-	case n == 0:
-		return imagegen.ErrTaskNotFound
+		return 0, wrapErr("cancel", err)
+	case n == -1:
+		return 0, imagegen.ErrTaskNotFound
 	case n < 0:
-		return fmt.Errorf("postgres store: cancel task %s: %w", id, imagegen.ErrInvalidTransition)
+		return 0, fmt.Errorf("postgres store: cancel task %s: %w", id, imagegen.ErrInvalidTransition)
 	}
-	return nil
+	return n, nil
 }

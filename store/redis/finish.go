@@ -129,30 +129,35 @@ func (s *Store) runShardCompletes(ctx context.Context, batch []*completeCall) {
 //	ARGV[1] now   ARGV[2] attempt  ARGV[3] retention (ms)  ARGV[4] reason  ARGV[5] id
 //	ARGV[6] error code
 //
-// Returns 1, or 0 when attempt does not hold the lease.
+// Returns 1 + the credits refunded (0 when the task had been refunded
+// before), or 0 when attempt does not hold the lease.
 var failScript = newScript(`
 local now = now_ms()
 if not holds(KEYS[1], ARGV[2]) then return 0 end
-refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
+local refunded = refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
 redis.call('HSET', KEYS[1], 'error', ARGV[4], 'error_code', ARGV[6])
 finish(KEYS[1], KEYS[2], ARGV[5], 'failed', now, tonumber(ARGV[3]), KEYS[5])
-return 1
+return 1 + refunded
 `)
 
 // FailTask moves the task to failed and refunds it once. It reads the
 // task's owner first, to name the owner's credit keys in the script.
-func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen.Failure) error {
+func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen.Failure) (int64, error) {
 	sh := s.byID(id)
 	owner, err := s.rdb.HGet(ctx, sh.task(id), "owner").Result()
 	if err != nil {
 		if isNil(err) {
-			return leases.Lost(storeName, id, attempt)
+			return 0, leases.Lost(storeName, id, attempt)
 		}
-		return fmt.Errorf("redis store: fail task: %w", err)
+		return 0, fmt.Errorf("redis store: fail task: %w", err)
 	}
-	return s.runHolder(ctx, failScript, id, attempt, // acknowledged: it refunds
+	n, err := s.ackedScript(ctx, failScript, // acknowledged: it refunds
 		[]string{sh.task(id), sh.leases(), sh.balance(owner), sh.ledger(owner), sh.webhooks()},
-		ms(s.retention), f.Message, id, string(f.Code))
+		s.holderArgs(attempt, []any{ms(s.retention), f.Message, id, string(f.Code)})...).Int64()
+	if err := leases.Result(storeName, id, attempt, n != 0, err); err != nil {
+		return 0, err
+	}
+	return n - 1, nil
 }
 
 // cancelScript fails the owner's pending or processing task and refunds
@@ -163,7 +168,8 @@ func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen
 //	ARGV[1] now   ARGV[2] owner  ARGV[3] reason  ARGV[4] retention (ms)  ARGV[5] id
 //	ARGV[6] error code
 //
-// Returns 1, 0 when there is no such task of the owner, or -1 when the
+// Returns 1 + the credits refunded (0 when the task had been refunded
+// before), 0 when there is no such task of the owner, or -1 when the
 // task has finished.
 var cancelScript = newScript(`
 local now = now_ms()
@@ -171,17 +177,17 @@ local f = redis.call('HMGET', KEYS[1], 'owner', 'status')
 if f[1] ~= ARGV[2] then return 0 end
 if f[2] ~= 'pending' and f[2] ~= 'processing' then return -1 end
 dequeue(KEYS[1], ARGV[5])
-refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
+local refunded = refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
 redis.call('HSET', KEYS[1], 'error', ARGV[3], 'error_code', ARGV[6])
 finish(KEYS[1], KEYS[5], ARGV[5], 'failed', now, tonumber(ARGV[4]), KEYS[6])
-return 1
+return 1 + refunded
 `)
 
 // CancelTask fails owner's pending or processing task and refunds it.
-func (s *Store) CancelTask(ctx context.Context, owner, id string) error {
+func (s *Store) CancelTask(ctx context.Context, owner, id string) (int64, error) {
 	k := s.byID(id)
 	if k.tag != s.byOwner(owner).tag {
-		return imagegen.ErrTaskNotFound // not the owner's: its id says another shard
+		return 0, imagegen.ErrTaskNotFound // not the owner's: its id says another shard
 	}
 	n, err := s.ackedScript(ctx, cancelScript,
 		[]string{k.task(id), k.pending(), k.balance(owner), k.ledger(owner), k.leases(), k.webhooks()},
@@ -189,11 +195,11 @@ func (s *Store) CancelTask(ctx context.Context, owner, id string) error {
 	).Int64()
 	switch {
 	case err != nil:
-		return fmt.Errorf("redis store: cancel: %w", err)
+		return 0, fmt.Errorf("redis store: cancel: %w", err)
 	case n == 0:
-		return imagegen.ErrTaskNotFound
+		return 0, imagegen.ErrTaskNotFound
 	case n < 0:
-		return fmt.Errorf("redis store: cancel task %s: %w", id, imagegen.ErrInvalidTransition)
+		return 0, fmt.Errorf("redis store: cancel task %s: %w", id, imagegen.ErrInvalidTransition)
 	}
-	return nil
+	return n - 1, nil
 }

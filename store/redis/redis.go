@@ -414,12 +414,13 @@ end
 
 -- refund gives a failed task's cost back, once.
 local function refund(task, balance, ledger, id, now)
-  if redis.call('HGET', task, 'refunded') == '1' then return end
+  if redis.call('HGET', task, 'refunded') == '1' then return 0 end
   local cost = tonumber(redis.call('HGET', task, 'cost'))
   local ref = redis.call('HGET', task, 'refund_ref') or ('refund:' .. id) -- an operator's recharge has its own
   local after = redis.call('INCRBY', balance, cost)
   redis.call('RPUSH', ledger, cjson.encode({kind = 'refund', amount = cost, ref = ref, at = now, bal = after}))
   redis.call('HSET', task, 'refunded', '1')
+  return cost
 end
 
 -- finish ends a task, starts its retention, queues its callback if it

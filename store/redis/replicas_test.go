@@ -54,7 +54,7 @@ func TestNotReplicatedIsAnError(t *testing.T) {
 	c, err := s.ClaimTask(ctx, time.Minute) // a claim does not wait
 	is.NoErr(err)
 	is.True(errors.Is(s.CompleteTask(ctx, c.ID, c.Attempt, nil), redisstore.ErrNotReplicated))
-	is.True(errors.Is(s.CancelTask(ctx, "u", "t2"), redisstore.ErrNotReplicated))
+	is.True(errors.Is(errOf(s.CancelTask(ctx, "u", "t2")), redisstore.ErrNotReplicated))
 	b, err = s.Balance(ctx, "u")
 	is.NoErr(err)
 	is.Equal(b, int64(4)) // two charges, one refund

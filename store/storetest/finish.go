@@ -23,12 +23,15 @@ func testRefundOnce(t *testing.T, h Harness) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.FailTask(ctx, task.ID, c.Attempt, fail("provider down"))
+			refund, err := s.FailTask(ctx, task.ID, c.Attempt, fail("provider down"))
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err == nil:
 				wins++
+				if refund != 3 {
+					t.Errorf("the winning FailTask reports a refund of %d, want the cost, 3", refund)
+				}
 			case !errors.Is(err, imagegen.ErrLeaseLost):
 				t.Errorf("fail task: %v", err)
 			}
@@ -37,7 +40,7 @@ func testRefundOnce(t *testing.T, h Harness) {
 	wg.Wait()
 	is.Equal(wins, 1)
 	is.Equal(recoverAfterLease(t, h, 1).Moved(), 0) // a failed task holds no lease
-	is.True(errors.Is(s.CancelTask(ctx, "u", task.ID), imagegen.ErrInvalidTransition))
+	is.True(errors.Is(errOf(s.CancelTask(ctx, "u", task.ID)), imagegen.ErrInvalidTransition))
 
 	failed := getFailed(t, s, "u", task.ID, imagegen.CodeProviderError)
 	is.Equal(failed.Error, "provider down")
@@ -55,7 +58,9 @@ func testCancel(t *testing.T, h Harness) {
 	pending := submit(t, s, "u", 1)
 	running := submit(t, s, "u", 1)
 	done := submit(t, s, "u", 1)
-	is.NoErr(s.CancelTask(ctx, "u", pending.ID))
+	refund, err := s.CancelTask(ctx, "u", pending.ID)
+	is.NoErr(err)
+	is.Equal(refund, int64(1)) // the cost, given back
 	got := getFailed(t, s, "u", pending.ID, imagegen.CodeCancelled)
 	is.Equal(got.Error, imagegen.CancelledMessage)
 	is.True(got.Refunded)
@@ -69,7 +74,7 @@ func testCancel(t *testing.T, h Harness) {
 	is.NoErr(s.CompleteTask(ctx, done.ID, c2.Attempt, nil))
 
 	// A processing task is cancelled too, and its worker loses the lease.
-	is.NoErr(s.CancelTask(ctx, "u", running.ID))
+	is.NoErr(errOf(s.CancelTask(ctx, "u", running.ID)))
 	getFailed(t, s, "u", running.ID, imagegen.CodeCancelled)
 	is.True(errors.Is(s.RenewLease(ctx, running.ID, c.Attempt, lease), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.CompleteTask(ctx, running.ID, c.Attempt, nil), imagegen.ErrLeaseLost))
@@ -78,10 +83,10 @@ func testCancel(t *testing.T, h Harness) {
 
 	// Finished tasks stay as they are.
 	for _, id := range []string{pending.ID, running.ID, done.ID} {
-		is.True(errors.Is(s.CancelTask(ctx, "u", id), imagegen.ErrInvalidTransition))
+		is.True(errors.Is(errOf(s.CancelTask(ctx, "u", id)), imagegen.ErrInvalidTransition))
 	}
 	is.Equal(get(t, s, "u", done.ID).Status, imagegen.StatusSuccess)
-	_, err := s.ClaimTask(ctx, lease)
+	_, err = s.ClaimTask(ctx, lease)
 	is.True(errors.Is(err, imagegen.ErrNoTask))
 	entries := checkLedger(t, s, "u")
 	is.Equal(countRefs(entries, "refund:"+pending.ID), 1)

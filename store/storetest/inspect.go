@@ -77,7 +77,7 @@ func testListAllTasks(t *testing.T, h Harness) {
 		h.Advance(time.Second)
 	}
 	c := claim(t, s) // the oldest, made[0], unless the store is sharded
-	is.NoErr(s.FailTask(ctx, c.ID, c.Attempt, fail("broken")))
+	is.NoErr(errOf(s.FailTask(ctx, c.ID, c.Attempt, fail("broken"))))
 	failed := slices.IndexFunc(made, func(m *imagegen.Task) bool { return m.ID == c.ID })
 
 	ids := func(f imagegen.TaskFilter, limit int) []string {
@@ -125,7 +125,9 @@ func testRequeue(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
 	task, c := startTask(t, s, "u", 2)
-	is.NoErr(s.FailTask(ctx, task.ID, c.Attempt, fail("provider down")))
+	refund, err := s.FailTask(ctx, task.ID, c.Attempt, fail("provider down"))
+	is.NoErr(err)
+	is.Equal(refund, int64(2))             // the cost
 	is.Equal(balance(t, s, "u"), int64(2)) // refunded
 
 	// Without a recharge the task runs free, and a second failure
@@ -136,12 +138,14 @@ func testRequeue(t *testing.T, h Harness) {
 	is.Equal(got.Error, "")
 	is.Equal(got.ErrorCode, imagegen.ErrorCode(""))
 	is.True(got.ExpiresAt.IsZero())
-	err := s.RequeueTask(ctx, task.ID, false)
+	err = s.RequeueTask(ctx, task.ID, false)
 	is.True(errors.Is(err, imagegen.ErrInvalidTransition)) // only failed tasks
 	c = claim(t, s)
 	is.Equal(c.ID, task.ID)
 	is.Equal(c.Attempt, 2) // the fencing token keeps counting
-	is.NoErr(s.FailTask(ctx, task.ID, c.Attempt, fail("still down")))
+	refund, err = s.FailTask(ctx, task.ID, c.Attempt, fail("still down"))
+	is.NoErr(err)
+	is.Equal(refund, int64(0)) // it ran free: nothing to give back
 	is.Equal(balance(t, s, "u"), int64(2))
 
 	// With a recharge the cost is debited again, and refunded again on
@@ -149,7 +153,7 @@ func testRequeue(t *testing.T, h Harness) {
 	is.NoErr(s.RequeueTask(ctx, task.ID, true))
 	is.Equal(balance(t, s, "u"), int64(0))
 	c = claim(t, s)
-	is.NoErr(s.FailTask(ctx, task.ID, c.Attempt, fail("down again")))
+	is.NoErr(errOf(s.FailTask(ctx, task.ID, c.Attempt, fail("down again"))))
 	is.Equal(balance(t, s, "u"), int64(2))
 	entries := checkLedger(t, s, "u")
 	is.Equal(countRefs(entries, imagegen.RechargeRef(task.ID, 2)), 1)

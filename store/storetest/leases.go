@@ -18,7 +18,7 @@ func testFencing(t *testing.T, h Harness) {
 	s := h.Store
 	task, c := startTask(t, s, "u", 1)
 	stale := c.Attempt + 1
-	is.True(errors.Is(s.FailTask(ctx, task.ID, stale, fail("x")), imagegen.ErrLeaseLost))
+	is.True(errors.Is(errOf(s.FailTask(ctx, task.ID, stale, fail("x"))), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.CompleteTask(ctx, task.ID, stale, nil), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.RetryTask(ctx, task.ID, stale, 0, "x"), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.RenewLease(ctx, task.ID, stale, lease), imagegen.ErrLeaseLost))
@@ -32,10 +32,10 @@ func testFencing(t *testing.T, h Harness) {
 
 	// The holder itself cannot finish twice, nor fail a success.
 	is.True(errors.Is(s.CompleteTask(ctx, task.ID, c.Attempt, nil), imagegen.ErrLeaseLost))
-	is.True(errors.Is(s.FailTask(ctx, task.ID, c.Attempt, fail("late")), imagegen.ErrLeaseLost))
+	is.True(errors.Is(errOf(s.FailTask(ctx, task.ID, c.Attempt, fail("late"))), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.RetryTask(ctx, task.ID, c.Attempt, 0, "late"), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.RenewLease(ctx, task.ID, c.Attempt, lease), imagegen.ErrLeaseLost))
-	is.True(errors.Is(s.CancelTask(ctx, "u", task.ID), imagegen.ErrInvalidTransition))
+	is.True(errors.Is(errOf(s.CancelTask(ctx, "u", task.ID)), imagegen.ErrInvalidTransition))
 	after := get(t, s, "u", task.ID)
 	is.Equal(after.Status, imagegen.StatusSuccess)
 	is.Equal(after.Error, "")

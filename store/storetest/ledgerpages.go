@@ -25,7 +25,7 @@ func testLedgerPages(t *testing.T, h Harness) {
 	grant(t, s, "u", 10)
 	a, b := submit(t, s, "u", 3), submit(t, s, "u", 2)
 	c := claim(t, s)
-	is.NoErr(s.FailTask(ctx, c.ID, c.Attempt, fail("no"))) // refunds a
+	is.NoErr(errOf(s.FailTask(ctx, c.ID, c.Attempt, fail("no")))) // refunds a
 	_, err = s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerWeb, Amount: -4, Ref: "web:x"})
 	is.NoErr(err)
 	grant(t, s, "v", 5) // another owner's ledger stays apart
@@ -140,7 +140,7 @@ func testLedgerSumsUnderLoad(t *testing.T, h Harness) {
 			case 3: // a refund: claim any task and fail it
 				var c *imagegen.Task
 				if c, err = s.ClaimTask(ctx, lease); err == nil {
-					err = s.FailTask(ctx, c.ID, c.Attempt, fail("load"))
+					err = errOf(s.FailTask(ctx, c.ID, c.Attempt, fail("load")))
 				}
 			}
 			if err != nil && !errors.Is(err, imagegen.ErrInsufficientCredits) && !errors.Is(err, imagegen.ErrNoTask) {

@@ -18,7 +18,7 @@ func testList(t *testing.T, h Harness) {
 	c := claim(t, s)
 	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil))
 	c = claim(t, s)
-	is.NoErr(s.FailTask(ctx, c.ID, c.Attempt, fail("no")))
+	is.NoErr(errOf(s.FailTask(ctx, c.ID, c.Attempt, fail("no"))))
 	other := submit(t, s, "v", 1) // after the claims: fair share would take it before u's second
 
 	// All of u's, newest first, three at a time.

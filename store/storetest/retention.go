@@ -22,7 +22,7 @@ func testRetention(t *testing.T, h Harness) {
 	c := claim(t, s)
 	is.NoErr(s.CompleteTask(ctx, ok.ID, c.Attempt, []imagegen.Image{image(ok.ID + "-a"), image(ok.ID + "-b")}))
 	c = claim(t, s)
-	is.NoErr(s.FailTask(ctx, bad.ID, c.Attempt, fail("refused")))
+	is.NoErr(errOf(s.FailTask(ctx, bad.ID, c.Attempt, fail("refused"))))
 
 	done := get(t, s, "u", ok.ID)
 	is.True(done.ExpiresAt.Equal(done.FinishedAt.Add(h.Retention)))

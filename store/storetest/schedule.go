@@ -173,9 +173,9 @@ func testOwnerCap(t *testing.T, h Harness) {
 	cur = claimA()
 	is.NoErr(s.ReleaseTask(ctx, cur.ID, cur.Attempt))
 	cur = claimA()
-	is.NoErr(s.FailTask(ctx, cur.ID, cur.Attempt, fail("no")))
+	is.NoErr(errOf(s.FailTask(ctx, cur.ID, cur.Attempt, fail("no"))))
 	cur = claimA()
-	is.NoErr(s.CancelTask(ctx, "a", cur.ID))
+	is.NoErr(errOf(s.CancelTask(ctx, "a", cur.ID)))
 	cur = claimA()
 	h.Advance(lease) // its worker died: the slot comes back with the lease
 	next := claimA()

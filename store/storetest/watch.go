@@ -53,9 +53,9 @@ func testWatch(t *testing.T, h Harness) {
 	_ = chOK2 // stopped: it may or may not be closed, but must not block anything
 
 	c = claim(t, s)
-	is.NoErr(s.FailTask(ctx, c.ID, c.Attempt, fail("no")))
+	is.NoErr(errOf(s.FailTask(ctx, c.ID, c.Attempt, fail("no"))))
 	is.True(finishedWithin(chBad))
 
-	is.NoErr(s.CancelTask(ctx, "u", cancelled.ID))
+	is.NoErr(errOf(s.CancelTask(ctx, "u", cancelled.ID)))
 	is.True(finishedWithin(chCancelled))
 }

@@ -30,7 +30,7 @@ func testWebhooks(t *testing.T, h Harness) {
 	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil))
 	c = claim(t, s)
 	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil)) // no callback: nothing queued
-	is.NoErr(s.CancelTask(ctx, "u", cancelled.ID))
+	is.NoErr(errOf(s.CancelTask(ctx, "u", cancelled.ID)))
 	_ = plain
 
 	got = claimHooks(t, s, 10)
@@ -155,7 +155,7 @@ func testWebhookEvents(t *testing.T, h Harness) {
 	// processing delivery keeps its own attempts and due time.
 	is.NoErr(s.CompleteTask(ctx, a.ID, a.Attempt, nil))
 	is.NoErr(s.CompleteTask(ctx, b.ID, b.Attempt, nil))
-	is.NoErr(s.FailTask(ctx, again.ID, again.Attempt, fail("no")))
+	is.NoErr(errOf(s.FailTask(ctx, again.ID, again.Attempt, fail("no"))))
 	h.Advance(lease)
 	got = claimed()
 	is.Equal(len(got), 2)
