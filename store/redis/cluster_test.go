@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
@@ -32,15 +33,17 @@ func TestConformanceCluster(t *testing.T) {
 			})
 		})
 	}
+	// The other Cluster cases, on the same Cluster (one start for all).
+	t.Run("ConcurrentCompletesAcrossShardsWaitForReplicas", func(t *testing.T) { concurrentCompletesWaitForReplicas(t, rdb) })
+	t.Run("MigrateToShards", func(t *testing.T) { migrateToShards(t, rdb) })
 }
 
 // With WaitReplicas on a sharded Cluster, successes that arrive together
 // for tasks of many shards all succeed at once: each shard's go down its
 // own master's connection with their WAIT.
-func TestConcurrentCompletesAcrossShardsWaitForReplicas(t *testing.T) {
+func concurrentCompletesWaitForReplicas(t *testing.T, rdb goredis.UniversalClient) {
 	is := is.New(t)
 	ctx := context.Background()
-	rdb := redistest.StartCluster(t, 3).Client(t)
 	s := newIsolated(t, rdb, redisstore.Config{WaitReplicas: 1})
 	var claimed []*imagegen.Task
 	for i := range 24 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/matryer/is"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/testenv/redistest"
@@ -20,8 +21,9 @@ import (
 // anything: balances, ledgers, API keys, idempotency records, and tasks,
 // images and image bytes made before ids carried an owner's mark (found
 // by id, listed, downloaded); the same owners then submit and finish on
-// the sharded store. A store with queued tasks is refused.
-func TestMigrateToShards(t *testing.T) {
+// the sharded store. A store with queued tasks is refused. (It runs in
+// TestConformanceCluster, on its Cluster.)
+func migrateToShards(t *testing.T, dstClient goredis.UniversalClient) {
 	is := is.New(t)
 	ctx := context.Background()
 	single := realRedis(t)
@@ -45,7 +47,6 @@ func TestMigrateToShards(t *testing.T) {
 	is.NoErr(err)
 	is.NoErr(src.FinishIdempotent(ctx, "alice", "idem-1", "fp", 201, []byte(`{"task_id":"x"}`), time.Hour))
 
-	dstClient := redistest.StartCluster(t, 3).Client(t)
 	dst, err := redisstore.New(dstClient, redisstore.Config{Prefix: prefix})
 	is.NoErr(err)
 	_, err = redisstore.MigrateToShards(ctx, single, dst)
