@@ -160,7 +160,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	case taskProgressCall:
 		f.mu.Lock()
 		active := !f.otherJob && f.running != "" && c.body["id_task"] == f.running
-		p := -1.0
+		var p any // none once the values to serve are used up
 		if active && len(f.progress) > 0 {
 			p, f.progress = f.progress[0], f.progress[1:]
 		}
@@ -170,9 +170,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 			name = "internal-progress.active.json"
 		}
 		_, _ = w.Write(providertest.EditJSON(f.T, f.Examples.Get(name), func(doc map[string]any) {
-			if p >= 0 {
-				doc["progress"] = p
-			}
+			doc["progress"] = p
 		}))
 	case interruptCall:
 		_, _ = w.Write([]byte("{}"))
