@@ -1,4 +1,4 @@
--- Back to version 8: failing and cancelling report no refund.
+-- Back to version 9: failing and cancelling report no refund.
 
 DROP FUNCTION {schema}.cancel_task_refund(text, text, text, text, timestamptz, interval, text);
 DROP FUNCTION {schema}.fail_task_refund(text, integer, text, text, timestamptz, interval, text);

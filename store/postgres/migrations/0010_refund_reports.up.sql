@@ -1,7 +1,7 @@
--- imagegen store, version 9: failing and cancelling a task report the
+-- imagegen store, version 10: failing and cancelling a task report the
 -- credits they gave back (Store.FailTask and CancelTask), read under the
 -- row lock that the failure takes. New functions beside fail_task and
--- cancel_task, which processes of version 8 keep calling while a
+-- cancel_task, which processes of version 9 keep calling while a
 -- deployment rolls.
 
 -- fail_task_refund fails the task if p_attempt holds its lease and
