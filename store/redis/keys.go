@@ -10,16 +10,18 @@ import (
 	"github.com/imagegen/imagegen/store/storekit"
 )
 
-// putKeyScript stores a new key record unless its hash is taken.
+// putKeyScript stores a new key record unless its hash is taken, and
+// lists it among the owner's keys when given the list (on one shard; a
+// sharded store lists it first, in the owner's shard).
 //
-//	KEYS[1] apikey:<hash>  KEYS[2] apikeys:<owner>
+//	KEYS[1] apikey:<hash>  KEYS[2] apikeys:<owner> (optional)
 //	ARGV[1] now (unused)  ARGV[2] id  ARGV[3] owner  ARGV[4] hint  ARGV[5] created (ms)  ARGV[6] hash  ARGV[7] name
 //
 // Returns 1, or 0 when the hash exists.
 var putKeyScript = newScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'id', ARGV[2], 'owner', ARGV[3], 'hint', ARGV[4], 'created', ARGV[5], 'revoked', '0', 'name', ARGV[7])
-redis.call('RPUSH', KEYS[2], ARGV[6])
+if #KEYS >= 2 then redis.call('RPUSH', KEYS[2], ARGV[6]) end
 return 1
 `)
 
@@ -28,10 +30,24 @@ func (s *Store) PutKey(ctx context.Context, k imagegen.APIKey) error {
 	if err := storekit.CheckNewKey(k); err != nil {
 		return err
 	}
-	n, err := putKeyScript.Run(ctx, s.rdb,
-		[]string{s.k.apiKey(k.Hash), s.k.apiKeys(k.Owner)},
+	keys := []string{s.k.apiKey(k.Hash), s.k.apiKeys(k.Owner)}
+	list := s.byOwner(k.Owner).apiKeys(k.Owner)
+	if s.sharded {
+		// The record is global (found by its hash), the owner's list in
+		// the owner's shard: listed first, so that a crash in between
+		// leaves a listed hash without a record (skipped), never a live
+		// key its owner cannot see.
+		if err := s.rdb.RPush(ctx, list, k.Hash).Err(); err != nil {
+			return wrapErr("put key", err)
+		}
+		keys = keys[:1]
+	}
+	n, err := putKeyScript.Run(ctx, s.rdb, keys,
 		s.nowArg(), k.ID, k.Owner, k.Hint, k.CreatedAt.UnixMilli(), k.Hash, k.Name,
 	).Int64()
+	if s.sharded && (err != nil || n == 0) {
+		_ = s.rdb.LRem(ctx, list, 1, k.Hash).Err() // not stored: unlist it again (best effort; a stray entry is skipped)
+	}
 	if err != nil {
 		return wrapErr("put key", err)
 	}
@@ -134,7 +150,7 @@ func (s *Store) changeOwnerKey(ctx context.Context, owner, id, what string, chan
 
 // deleteKeyScript deletes a revoked key if it is the owner's.
 //
-//	KEYS[1] apikey:<hash>  KEYS[2] apikeys:<owner>
+//	KEYS[1] apikey:<hash>  KEYS[2] apikeys:<owner> (optional, as in putKeyScript)
 //	ARGV[1] now (unused)  ARGV[2] owner  ARGV[3] id  ARGV[4] hash
 //
 // Returns 1, or 0 when the key is not the owner's revoked key with that id.
@@ -142,20 +158,29 @@ var deleteKeyScript = newScript(`
 local f = redis.call('HMGET', KEYS[1], 'owner', 'id', 'revoked')
 if f[1] ~= ARGV[2] or f[2] ~= ARGV[3] or f[3] ~= '1' then return 0 end
 redis.call('DEL', KEYS[1])
-redis.call('LREM', KEYS[2], 1, ARGV[4])
+if #KEYS >= 2 then redis.call('LREM', KEYS[2], 1, ARGV[4]) end
 return 1
 `)
 
 // DeleteKey deletes the owner's revoked key id.
 func (s *Store) DeleteKey(ctx context.Context, owner, id string) error {
 	return s.changeOwnerKey(ctx, owner, id, "delete key", func(hash string) *goredis.Cmd {
-		return deleteKeyScript.Run(ctx, s.rdb, []string{s.k.apiKey(hash), s.k.apiKeys(owner)}, s.nowArg(), owner, id, hash)
+		if !s.sharded {
+			return deleteKeyScript.Run(ctx, s.rdb, []string{s.k.apiKey(hash), s.k.apiKeys(owner)}, s.nowArg(), owner, id, hash)
+		}
+		cmd := deleteKeyScript.Run(ctx, s.rdb, []string{s.k.apiKey(hash)}, s.nowArg(), owner, id, hash)
+		if n, err := cmd.Int64(); err == nil && n == 1 {
+			if err := s.rdb.LRem(ctx, s.byOwner(owner).apiKeys(owner), 1, hash).Err(); err != nil {
+				cmd.SetErr(err) // the record is gone; the stray entry is skipped, and a retry finds nothing to delete
+			}
+		}
+		return cmd
 	})
 }
 
 // ownerKeys reads the owner's key hashes and their records.
 func (s *Store) ownerKeys(ctx context.Context, owner string) ([]string, []map[string]string, error) {
-	hashes, err := s.rdb.LRange(ctx, s.k.apiKeys(owner), 0, -1).Result()
+	hashes, err := s.rdb.LRange(ctx, s.byOwner(owner).apiKeys(owner), 0, -1).Result()
 	if err != nil {
 		return nil, nil, wrapErr("keys", err)
 	}

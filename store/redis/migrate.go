@@ -87,7 +87,7 @@ func (s *Store) migrateKey(ctx context.Context, src goredis.UniversalClient, key
 		return 0, nil // the queue is empty; fair-share state and pauses start afresh
 	case "task", "image", "blob":
 		to = s.byID(name).tag + ":" + rest
-	case "tasks", "balance", "ledger", "refs", "sched":
+	case "tasks", "balance", "ledger", "refs", "sched", "apikeys":
 		to = s.byOwner(name).tag + ":" + rest
 	case "idem": // idem:<len(owner)>:<owner>:<key>
 		n, owner, _ := strings.Cut(name, ":")
@@ -95,7 +95,7 @@ func (s *Store) migrateKey(ctx context.Context, src goredis.UniversalClient, key
 			owner = owner[:l]
 		}
 		to = s.byOwner(owner).tag + ":" + rest
-	default: // secret, pstats, apikey(s), session(s): global, same name
+	default: // secret, pstats, apikey, session(s): global, same name
 		to = key
 	}
 	return 1, copyKey(ctx, src, s.rdb, key, to)

@@ -111,6 +111,9 @@ func migrateToShards(t *testing.T, dstClient goredis.UniversalClient) {
 	got, err := dst.KeyByHash(ctx, key.Hash)
 	is.NoErr(err)
 	is.Equal(got.Owner, "alice")
+	listed, err := dst.Keys(ctx, "alice")
+	is.NoErr(err)
+	is.Equal(len(listed), 1) // the owner's list, moved to its shard
 	rec, err := dst.BeginIdempotent(ctx, "alice", "idem-1", "fp", time.Minute)
 	is.NoErr(err)
 	is.True(rec != nil && rec.Done) // the stored response, replayed

@@ -29,8 +29,9 @@
 // process SSUBSCRIBEs to the shards of the tasks it watches. What stays
 // under the global tag "{prefix}" is small and looked up before any
 // owner is known: the shared secrets, provider statistics, API key
-// records (found by the key's hash on every request) with the owners'
-// key lists, and console sessions (found by their token).
+// records (found by the key's hash on every request; each owner's list
+// of its keys is in its shard) and console sessions (found by their
+// token).
 //
 // Changing Shards moves owners between shards: it is fixed while the
 // store holds data. A single-node store keeps working unchanged
@@ -51,7 +52,7 @@
 //
 // Layout (P is the hash-tagged prefix, "{imagegen}" by default; on a
 // sharded store, the owner's or the id's shard tag for every key but
-// the global ones, secret, pstats, apikey(s) and session(s)):
+// the global ones, secret, pstats, apikey and session(s)):
 //
 //	P:task:<id>        hash: the task
 //	P:pending          zset: pending task ids by run-after time (ms) (queue stats)
