@@ -23,8 +23,8 @@ const (
 
 // run is one task's life as the full view tells it.
 type span struct {
-	id, key           string
-	started, finished time.Time
+	id, key                    string
+	created, started, finished time.Time
 }
 
 // submitAll submits n tasks with key to base and returns their ids.
@@ -58,12 +58,13 @@ func spans(t *testing.T, base string, tasks map[string]string) []span {
 			t.Fatalf("task %s: %v", id, task)
 		}
 		_, full := httpCall(t, "GET", base+"/api/v1/tasks/"+id+"?view=full", key, "")
+		created, err0 := time.Parse(time.RFC3339Nano, full["created_at"].(string))
 		started, err1 := time.Parse(time.RFC3339Nano, full["started_at"].(string))
 		finished, err2 := time.Parse(time.RFC3339Nano, full["finished_at"].(string))
-		if err1 != nil || err2 != nil {
-			t.Fatalf("task %s times: %v %v", id, err1, err2)
+		if err0 != nil || err1 != nil || err2 != nil {
+			t.Fatalf("task %s times: %v %v %v", id, err0, err1, err2)
 		}
-		out = append(out, span{id: id, key: key, started: started, finished: finished})
+		out = append(out, span{id: id, key: key, created: created, started: started, finished: finished})
 	}
 	slices.SortFunc(out, func(a, b span) int { return a.started.Compare(b.started) })
 	return out
@@ -77,35 +78,62 @@ func owned(key string, ids []string, into map[string]string) {
 
 // Owner b's one task, submitted after a's 30, starts within a turn of
 // a's, not after a's whole backlog; both backlogged, they take turns.
+// What is checked is measured from the tasks' own times (submitted,
+// started), not from their order alone: on a loaded machine some of
+// a's tasks may run before b's are even submitted, which is no fault of
+// the scheduler.
 func TestServeFairShare(t *testing.T) {
 	is := is.New(t)
 	p, base := startServeProcess(t, "-demo-key", keyA, "-demo-key", keyB, "-demo-credits", "100", "-rate-limit", "100000",
-		"-workers", "2", "-placeholder-delay", "40ms")
+		"-workers", "2", "-placeholder-delay", "100ms")
 	tasks := map[string]string{}
 	owned(keyA, submitAll(t, base, keyA, 30), tasks)
 	b := submitAll(t, base, keyB, 1)
 	owned(keyB, b, tasks)
 	runs := spans(t, base, tasks)
-	for i, r := range runs {
-		if r.id == b[0] {
-			is.True(i <= 4) // at most the 2 running and one turn of a's ahead of it (30 without fair share)
+	i := slices.IndexFunc(runs, func(r span) bool { return r.id == b[0] })
+	ahead := 0 // a's tasks that started while b's waited
+	for _, r := range runs[:i] {
+		if r.started.After(runs[i].created) {
+			ahead++
 		}
 	}
+	t.Logf("b's task started %d of 31, after %d of a's started while it waited", i+1, ahead)
+	is.True(ahead <= 2) // one turn of a's at most, one per worker (up to 30 without fair share)
 
-	// Both backlogged, a's first: b gets about half of the first starts.
+	// Both backlogged, a's first: while both have tasks waiting, they
+	// take turns.
 	tasks = map[string]string{}
 	owned(keyA, submitAll(t, base, keyA, 20), tasks)
 	owned(keyB, submitAll(t, base, keyB, 20), tasks)
 	runs = spans(t, base, tasks)
 	is.Equal(len(runs), 40) // all succeeded
-	ofB := 0
-	for _, r := range runs[:10] {
-		if r.key == keyB {
-			ofB++
+	contended, streak, longest := 0, 0, 0
+	for i, r := range runs {
+		if !othersWaiting(runs, r) {
+			streak = 0
+			continue
 		}
+		contended++
+		if i > 0 && runs[i-1].key == r.key {
+			streak++
+		} else {
+			streak = 1
+		}
+		longest = max(longest, streak)
 	}
-	is.True(ofB >= 4 && ofB <= 6)
+	t.Logf("%d of 40 starts while both owners had tasks waiting; at most %d of one owner in a row", contended, longest)
+	is.True(contended >= 10) // the case is shown: both were backlogged (about 35 of 40 on a quiet machine)
+	is.True(longest <= 2)    // turns, one per worker at most (20 in a row without fair share)
 	p.stop(t)
+}
+
+// othersWaiting reports whether, when r started, a task of another
+// owner had been submitted and had not started yet.
+func othersWaiting(runs []span, r span) bool {
+	return slices.ContainsFunc(runs, func(o span) bool {
+		return o.key != r.key && !o.created.After(r.started) && o.started.After(r.started)
+	})
 }
 
 // overlaps reports the largest number of runs at once.
