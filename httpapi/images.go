@@ -1,13 +1,11 @@
 package httpapi
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 
-	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/wire"
 )
 
@@ -73,17 +71,16 @@ func cacheUntil(expires, now time.Time) string {
 	return "private, max-age=" + strconv.FormatInt(maxAge, 10) + ", immutable"
 }
 
-// imageErr answers err, if any (a missing image is a plain 404), and
-// reports whether it did.
+// imageErr answers err, the failure of an image record's lookup, if
+// any, and reports whether it did: a missing image is a plain 404; a
+// store that failed or did not answer (the one that often holds the
+// bytes too) is a 503 or 504 with Retry-After, as a download's store
+// failure is (downloadErr).
 func (h *Handler) imageErr(w http.ResponseWriter, r *http.Request, err error) bool {
-	switch {
-	case err == nil:
+	if err == nil {
 		return false
-	case errors.Is(err, imagegen.ErrImageNotFound):
-		imageNotFound(w)
-	default:
-		h.respondErr(w, r, err)
 	}
+	h.downloadErr(w, r, err)
 	return true
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/textproto"
 	"strconv"
@@ -258,7 +259,7 @@ func (h *Handler) downloadErr(w http.ResponseWriter, r *http.Request, err error)
 		imageNotFound(w)
 	case errors.Is(err, imagegen.ErrBlobSize), errors.Is(err, io.ErrUnexpectedEOF):
 		h.respondErr(w, r, err) // the bytes do not match their record: a 500, logged
-	case errors.Is(err, imagegen.ErrBlobTimeout):
+	case storeTimedOut(err):
 		h.cfg.Logger.WarnContext(r.Context(), "image store did not answer in time", "path", r.URL.Path, "err", err)
 		w.Header().Set("Retry-After", strconv.FormatInt(RetryAfterSeconds(storeRetryAfter), 10))
 		writeError(w, http.StatusGatewayTimeout, wire.APIStorageTimeout, "the image store did not answer in time; try again later")
@@ -277,4 +278,13 @@ func imageValidators(img *imagegen.Image) (etag string, modified time.Time) {
 		etag = `"` + img.Checksum + `"`
 	}
 	return etag, img.CreatedAt
+}
+
+// storeTimedOut reports whether err is a store that did not answer in
+// time: a blob call past Config.BlobTimeout, a deadline, or a network
+// timeout from the store's client (go-redis's and pgx's "i/o timeout").
+func storeTimedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, imagegen.ErrBlobTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &ne) && ne.Timeout()
 }

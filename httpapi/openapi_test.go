@@ -284,7 +284,13 @@ func recordExchanges(t *testing.T) *recorder {
 	var lostTask wire.TaskBody
 	is.NoErr(json.Unmarshal(rc.do(lost, "poll, images to be lost", "GET", "/api/v1/tasks/"+lostID, lost.key, "").respBody, &lostTask))
 	is.Equal(len(lostTask.Images), 1)
-	rc.do(lost, "download, store down", "GET", strings.TrimPrefix(lostTask.Images[0], "https://img.example.test"), "", "")
+	lostPath := strings.TrimPrefix(lostTask.Images[0], "https://img.example.test")
+	rc.do(lost, "download, record store down", "GET", lostPath, "", "", status(http.StatusServiceUnavailable))
+	short := newEnv(t, func(o *envOptions) {
+		o.store = imageShortStore{testenv.Memory(t, memory.Config{Clock: clock, Retention: retention})}
+	})
+	shortPath, _ := short.imagePath()
+	rc.do(short, "download, bytes shorter than their record", "GET", shortPath, "", "", status(http.StatusInternalServerError))
 	outage, outageBlobs := outageEnv(t, nil)
 	outagePath, _ := outage.imagePath()
 	outageBlobs.mode.Store(storeHangs)
@@ -551,6 +557,18 @@ func (extensionsDownStore) BeginIdempotent(context.Context, string, string, stri
 type imageLostStore struct{ imagegen.Store }
 
 func (imageLostStore) Image(context.Context, string) (*imagegen.Image, error) { return nil, errBroken }
+
+// imageShortStore records every image as 10 bytes longer than its
+// bytes: a download finds the bytes short (a 500, logged).
+type imageShortStore struct{ imagegen.Store }
+
+func (s imageShortStore) Image(ctx context.Context, id string) (*imagegen.Image, error) {
+	img, err := s.Store.Image(ctx, id)
+	if err == nil {
+		img.Size += 10
+	}
+	return img, err
+}
 
 // runAll runs the workers until no task is ready.
 func (e *env) runAll() {
