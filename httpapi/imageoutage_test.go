@@ -197,9 +197,7 @@ func TestDownloadsWaitingOnTheStoreAreBounded(t *testing.T) {
 			e.h.ServeHTTP(httptest.NewRecorder(), r)
 		}()
 	}
-	for blobs.waiting.Load() < 2 { // both downloads are inside the store (bounded by its deadline)
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "both downloads inside the store", func() bool { return blobs.waiting.Load() >= 2 })
 	w := e.do("GET", path, "", "")
 	is.True(blobs.waiting.Load() == 2) // refused while the two still wait
 	wantStoreError(t, w, http.StatusServiceUnavailable, wire.APIStorageUnavailable)

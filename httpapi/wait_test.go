@@ -43,11 +43,7 @@ func startWaiting[T any](t *testing.T, clock *imagegentest.Clock, request func()
 	before := clock.Waiters()
 	answer := make(chan T, 1)
 	go func() { answer <- request() }()
-	for deadline := time.Now().Add(5 * time.Second); clock.Waiters() <= before; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the request did not wait on the clock within 5s")
-		}
-	}
+	testenv.Eventually(t, 5*time.Second, "the request to wait on the clock", func() bool { return clock.Waiters() > before })
 	return answer
 }
 
