@@ -1,14 +1,12 @@
 package postgres_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
 
-	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/internal/testenv/pgtest"
 	"github.com/imagegen/imagegen/store/postgres"
@@ -33,31 +31,13 @@ func TestConformanceThroughPgBouncer(t *testing.T) {
 // the direct listening connection.
 func TestNotificationsThroughPgBouncer(t *testing.T) {
 	is := is.New(t)
-	ctx := context.Background()
 	p := pgtest.ConnectPooled(t)
 	a := p.NewStore(t, postgres.Config{})
 	b, err := postgres.New(p.Pool, postgres.Config{Schema: a.Schema(), ListenConfig: p.Listen})
 	is.NoErr(err)
 	defer b.Close()
 
-	work := b.WorkReady()
-	_, err = a.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 2, Ref: "g"})
-	is.NoErr(err)
-	finished, stop, err := b.WatchTask(ctx, "t1")
-	is.NoErr(err)
-	defer stop()
-	other, stopOther, err := b.WatchTask(ctx, "nobody")
-	is.NoErr(err)
-	defer stopOther()
-	received(work) // the listener's start may have signalled once
-	_, err = a.CreateTask(ctx, newTask("t1", "u"), imagegen.CreateParams{})
-	is.NoErr(err)
-	select {
-	case <-work:
-	case <-time.After(time.Minute):
-		t.Fatal("idle workers on the other store were not told of the submit")
-	}
-	is.True(finishAndWake(t, a, finished, other, "the watcher on the other store was not woken"))
+	crossStoreNotifications(t, a, b)
 }
 
 // A listening connection named beside a pool that keeps named prepared

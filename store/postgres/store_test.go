@@ -70,15 +70,22 @@ func TestSweepRemovesExpiredRowsInBatches(t *testing.T) {
 // another, and a submit there wakes the other's idle workers.
 func TestNotificationsAcrossStores(t *testing.T) {
 	is := is.New(t)
-	ctx := context.Background()
 	pool := pgtest.Connect(t)
 	a := pgtest.NewStore(t, pool, postgres.Config{})
 	b, err := postgres.New(pool, postgres.Config{Schema: a.Schema()})
 	is.NoErr(err)
 	defer b.Close()
 
+	crossStoreNotifications(t, a, b)
+}
+
+// crossStoreNotifications checks that a submit through a wakes b's idle
+// workers and that a finish through a wakes a watcher on b.
+func crossStoreNotifications(t *testing.T, a, b *postgres.Store) {
+	is := is.New(t)
+	ctx := context.Background()
 	work := b.WorkReady()
-	_, err = a.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 2, Ref: "g"})
+	_, err := a.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 2, Ref: "g"})
 	is.NoErr(err)
 	finished, stop, err := b.WatchTask(ctx, "t1")
 	is.NoErr(err)
