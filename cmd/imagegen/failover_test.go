@@ -229,7 +229,8 @@ func runFailover(t *testing.T, f failover, owners int) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		if task.Status != imagegen.StatusSuccess {
-			t.Fatalf("acknowledged task %s of %s is %s (%s)", id, owner, task.Status, task.Error)
+			t.Fatalf("acknowledged task %s of %s is %s (%s) after %d attempts; the master was killed at %s; serve's lines about the task:\n%s",
+				id, owner, task.Status, task.Error, task.Attempt, killedAt.Format(time.RFC3339Nano), linesWith(serve.Output(), id))
 		}
 	}
 	for owner := range keys {
@@ -395,4 +396,15 @@ func TestMigrateRedisOntoCluster(t *testing.T) {
 			t.Fatalf("%s on the Cluster: %d %v", owner, code, credits)
 		}
 	}
+}
+
+// linesWith is the lines of out that contain s.
+func linesWith(out, s string) string {
+	var b strings.Builder
+	for line := range strings.Lines(out) {
+		if strings.Contains(line, s) {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }
