@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -169,36 +170,59 @@ func TestProgressIsFollowed(t *testing.T) {
 	f := newFake(t)
 	f.progress = []float64{0.2, 0.55, 0.9}
 	f.release = make(chan struct{})
-	m, _ := newModel(t, f, a1111.Config{ProgressInterval: 10 * time.Millisecond, Config: provider.Config{Clock: imagegen.SystemClock{}}})
-	var mu sync.Mutex
-	var got []float64
-	done := make(chan error, 1)
-	go func() {
-		_, err := generate(t.Context(), m, providertest.T2I("a fox", imagegen.Aspect1x1), func(p float64) {
-			mu.Lock()
-			defer mu.Unlock()
-			got = append(got, p)
-			if len(got) == 3 {
-				close(f.release) // the job ends once its progress was read three times
-			}
-		})
-		done <- err
-	}()
+	log := &progressLog{after: func(n int) {
+		if n == 3 {
+			close(f.release) // the job ends once its progress was read three times
+		}
+	}}
+	done := generateInBackground(t, f, log)
 	select {
 	case err := <-done:
 		is.NoErr(err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the generation did not end")
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	is.Equal(got, []float64{0.2, 0.55, 0.9})
+	is.Equal(log.values(), []float64{0.2, 0.55, 0.9})
 	for _, c := range f.Calls() {
 		is.True(c.kind != progressCall) // the running job's, whoever's it is
 		if c.kind == taskProgressCall {
 			is.Equal(c.body["id_task"], "imagegen-task-1-1")
 		}
 	}
+}
+
+// progressLog collects the progress a generation reports.
+type progressLog struct {
+	mu    sync.Mutex
+	got   []float64
+	after func(n int) // when set, told how many were reported after each
+}
+
+func (l *progressLog) report(p float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.got = append(l.got, p)
+	if l.after != nil {
+		l.after(len(l.got))
+	}
+}
+
+func (l *progressLog) values() []float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.got)
+}
+
+// generateInBackground runs a text-to-image generation on f, reading
+// its progress every 10 ms into log; the channel gets its error.
+func generateInBackground(t *testing.T, f *fake, log *progressLog) <-chan error {
+	m, _ := newModel(t, f, a1111.Config{ProgressInterval: 10 * time.Millisecond, Config: provider.Config{Clock: imagegen.SystemClock{}}})
+	done := make(chan error, 1)
+	go func() {
+		_, err := generate(t.Context(), m, providertest.T2I("a fox", imagegen.Aspect1x1), log.report)
+		done <- err
+	}()
+	return done
 }
 
 // A generation that follows no progress reads none.
