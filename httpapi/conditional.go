@@ -74,8 +74,8 @@ func matchETag(list, etag string, strong bool) bool {
 		case list[0] == ',':
 			list = list[1:]
 			continue
-		case list[0] == '*':
-			return etag != ""
+		case list[0] == '*': // any current representation, with an ETag or not
+			return true
 		}
 		tag, rest, ok := scanETag(list)
 		if !ok {
