@@ -35,11 +35,9 @@ start() {
 }
 stop_all() { cleanup; for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done; pids=(); }
 
-submit() { # KEY N: prints the task ids
-	for _ in $(seq 1 "$2"); do
-		curl -s -X POST "$base/api/v1/generate" -H "Authorization: Bearer $1" \
-			-d '{"scene":"text-to-image","prompt":"a lighthouse"}' | jq -r .task_id
-	done
+submit() { # KEY N: submits N tasks at once (16 requests in flight) and prints their ids
+	seq 1 "$2" | xargs -P 16 -I{} curl -s -X POST "$base/api/v1/generate" -H "Authorization: Bearer $1" \
+		-H "Content-Type: application/json" -d '{"scene":"text-to-image","prompt":"a lighthouse"}' | jq -r .task_id
 }
 full() { curl -s "$base/api/v1/tasks/$2?view=full" -H "Authorization: Bearer $1"; }
 # t is a jq function: an RFC 3339 time with fractions, in seconds.
@@ -103,9 +101,9 @@ measure() { # STORE-NAME STORE-FLAGS...
 	start serve "${common[@]}" -addr 127.0.0.1:0 -workers 0 -max-pending 5
 	before=$(credits "$A")
 	submit "$A" 5 >/dev/null
-	code=$(curl -s -o /tmp/sched-6th.json -w '%{http_code}' -X POST "$base/api/v1/generate" -H "Authorization: Bearer $A" -d '{"scene":"text-to-image","prompt":"sixth"}')
+	code=$(curl -s -o /tmp/sched-6th.json -w '%{http_code}' -X POST "$base/api/v1/generate" -H "Authorization: Bearer $A" -H "Content-Type: application/json" -d '{"scene":"text-to-image","prompt":"sixth"}')
 	charged=$((before - $(credits "$A")))
-	other=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$base/api/v1/generate" -H "Authorization: Bearer $B" -d '{"scene":"text-to-image","prompt":"mine"}')
+	other=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$base/api/v1/generate" -H "Authorization: Bearer $B" -H "Content-Type: application/json" -d '{"scene":"text-to-image","prompt":"mine"}')
 	echo "$name: -max-pending 5: a's 6th is $code $(jq -r .error.code /tmp/sched-6th.json) ($(jq -r .error.message /tmp/sched-6th.json)); $charged credits charged for the 6 submits; b's submit is $other"
 	stop_all
 }
