@@ -119,5 +119,5 @@ if [ -n "${POSTGRES:-}" ]; then
 	schema=imagegen_sched_$$
 	"$bin" migrate -postgres "$POSTGRES" -schema "$schema" >/dev/null
 	measure postgres -postgres "$POSTGRES" -schema "$schema"
-	psql "$POSTGRES" -qc "DROP SCHEMA \"$schema\" CASCADE" >/dev/null
+	psql "$POSTGRES" -qc "SET client_min_messages = warning; DROP SCHEMA \"$schema\" CASCADE" >/dev/null
 fi
