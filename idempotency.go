@@ -96,8 +96,14 @@ type onceRefusal struct {
 // its Submission, or its refusal of the request (an error wrapping
 // ErrInvalidParams, from decode or from the request's rules), with
 // replayed true. Outcomes that depend on more than the request (such as
-// ErrInsufficientCredits before a top-up, or a store error) are not
-// kept: the next try runs afresh. While the first submission is still
+// ErrInsufficientCredits before a top-up, or a store error before the
+// task was made) are not kept: the next try runs afresh. A store error
+// that leaves the task's existence unknown (a timeout, a connection lost
+// after the write, replicas that did not confirm) is answered as the
+// error, then settled by looking for the task: when it exists, the key
+// keeps its Submission, so a retry replays it instead of charging again;
+// when the store cannot tell, the key stays in flight (a retry gets
+// ErrIdempotencyKeyInUse) until it expires, two minutes on. While the first submission is still
 // under way the key answers ErrIdempotencyKeyInUse; with another
 // fingerprint, a *ValidationError wrapping ErrIdempotencyKeyReused; an
 // unusable key is a *ValidationError naming "Idempotency-Key". With
@@ -136,9 +142,12 @@ func (s *Service) SubmitIdempotent(ctx context.Context, owner string, id Idempot
 func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, decode func() (Request, error)) (Submission, bool, error) {
 	req, err := decode()
 	var sub Submission
+	var asked *Task // the task the store was asked to make, when it may exist
 	if err == nil {
-		sub, err = s.Submit(ctx, owner, req)
+		sub, asked, err = s.submit(ctx, owner, req, s.cfg.Store.CreateTask)
 	}
+	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	status, body := onceSubmitted, []byte(nil)
 	switch {
 	case err == nil:
@@ -150,9 +159,21 @@ func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, 
 			r.Field, r.Message = ve.Field, ve.Message
 		}
 		body, _ = json.Marshal(r)
+	case asked != nil:
+		// The store failed after it was asked (a timeout, replicas that
+		// did not confirm): the task may exist, charged. Giving the key
+		// up would let a retry charge again, so look.
+		made, lookErr := s.made(recordCtx, asked)
+		switch {
+		case lookErr != nil:
+			// Unknown still: the key stays in flight until its record
+			// expires, so a retry is refused rather than charged twice.
+			s.log.ErrorContext(ctx, "idempotent submission of unknown outcome: key kept in flight", "task_id", asked.ID, "err", lookErr)
+			return sub, false, err
+		case made.TaskID != "":
+			body, _ = json.Marshal(onceSubmission(made))
+		}
 	}
-	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
 	var recErr error
 	if body != nil {
 		recErr = s.cfg.Store.FinishIdempotent(recordCtx, owner, id.Key, id.Fingerprint, status, body, s.cfg.IdempotencyTTL)
@@ -163,6 +184,26 @@ func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, 
 		s.log.ErrorContext(ctx, "record an idempotent submission", "err", recErr)
 	}
 	return sub, false, err
+}
+
+// made returns the Submission of t when the store holds it (a submit
+// whose store call failed after it was asked may have made it), or the
+// zero Submission when it does not; an error when the store cannot tell.
+// The balance is the owner's now, the nearest to the one the submit
+// would have answered.
+func (s *Service) made(ctx context.Context, t *Task) (Submission, error) {
+	got, err := s.cfg.Store.Task(ctx, t.Owner, t.ID)
+	if errors.Is(err, ErrTaskNotFound) {
+		return Submission{}, nil
+	}
+	if err != nil {
+		return Submission{}, err
+	}
+	balance, err := s.cfg.Store.Balance(ctx, t.Owner)
+	if err != nil {
+		return Submission{}, err
+	}
+	return Submission{TaskID: got.ID, Status: StatusPending, CreditsUsed: got.Cost, CreditsRemaining: balance}, nil
 }
 
 // replay is the outcome a finished record holds.

@@ -215,7 +215,8 @@ type Submission struct {
 // task for owner, debiting the price in the same atomic store operation.
 // Errors: *ValidationError (ErrInvalidParams), ErrInsufficientCredits.
 func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submission, error) {
-	return s.submit(ctx, owner, req, s.cfg.Store.CreateTask)
+	sub, _, err := s.submit(ctx, owner, req, s.cfg.Store.CreateTask)
+	return sub, err
 }
 
 // ErrOtherStore: SubmitWith was given a store the service does not run on.
@@ -238,19 +239,28 @@ func (s *Service) SubmitWith(ctx context.Context, owner string, req Request, on 
 	if on != s.cfg.Store {
 		return Submission{}, ErrOtherStore
 	}
-	return s.submit(ctx, owner, req, create)
+	sub, _, err := s.submit(ctx, owner, req, create)
+	return sub, err
 }
 
 // submit prepares owner's task, creates it with create, and logs and
-// counts it.
-func (s *Service) submit(ctx context.Context, owner string, req Request, create func(context.Context, *Task, CreateParams) (int64, error)) (Submission, error) {
+// counts it. On an error it also returns the task create was asked to
+// make, or nil when create was not called or refused it for certain
+// (short balance, full queue, bad input): only then is it known that no
+// task exists. After any other error (a timeout, a connection lost
+// after the write, replicas that did not confirm) the task may exist.
+func (s *Service) submit(ctx context.Context, owner string, req Request, create func(context.Context, *Task, CreateParams) (int64, error)) (Submission, *Task, error) {
 	t, err := s.prepareTask(ctx, owner, req)
 	if err != nil {
-		return Submission{}, err
+		return Submission{}, nil, err
 	}
 	balance, err := create(ctx, t, s.createParams())
 	if err != nil {
-		return Submission{}, fmt.Errorf("imagegen: submit: %w", err)
+		err = fmt.Errorf("imagegen: submit: %w", err)
+		if errors.Is(err, ErrInsufficientCredits) || errors.Is(err, ErrQueueFull) || errors.Is(err, ErrInvalidParams) {
+			return Submission{}, nil, err
+		}
+		return Submission{}, t, err
 	}
 	s.cfg.Observer.TaskSubmitted(req.Scene, t.Model, t.Cost)
 	if s.log.Enabled(ctx, slog.LevelInfo) { // the check keeps the hot path free of the attributes' allocation
@@ -258,7 +268,7 @@ func (s *Service) submit(ctx context.Context, owner string, req Request, create 
 			slog.String("model", t.Model), slog.Int64("cost", t.Cost))
 	}
 	s.wakeWorkers()
-	return Submission{TaskID: t.ID, Status: StatusPending, CreditsUsed: t.Cost, CreditsRemaining: balance}, nil
+	return Submission{TaskID: t.ID, Status: StatusPending, CreditsUsed: t.Cost, CreditsRemaining: balance}, t, nil
 }
 
 // prepareTask is Submit without the store: it validates req, prices it
