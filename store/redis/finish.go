@@ -25,7 +25,8 @@ import (
 // Returns 1, or 0 when attempt does not hold the lease.
 var completeScript = newScript(`
 local now = now_ms()
-if not holds(KEYS[1], ARGV[2]) then return 0 end
+local h = holds(KEYS[1], ARGV[2])
+if not h then return 0 end
 local retention = tonumber(ARGV[3])
 for k = 4, #KEYS do
   local a = 6 + (k - 4) * 4
@@ -34,7 +35,7 @@ for k = 4, #KEYS do
   redis.call('PEXPIRE', KEYS[k], retention)
 end
 redis.call('HSET', KEYS[1], 'images', ARGV[5])
-finish(KEYS[1], KEYS[2], ARGV[4], 'success', now, retention, KEYS[3])
+finish(KEYS[1], KEYS[2], ARGV[4], 'success', now, retention, KEYS[3], h)
 return 1
 `)
 
@@ -133,10 +134,11 @@ func (s *Store) runShardCompletes(ctx context.Context, batch []*completeCall) {
 // before), or 0 when attempt does not hold the lease.
 var failScript = newScript(`
 local now = now_ms()
-if not holds(KEYS[1], ARGV[2]) then return 0 end
+local h = holds(KEYS[1], ARGV[2])
+if not h then return 0 end
 local refunded = refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
 redis.call('HSET', KEYS[1], 'error', ARGV[4], 'error_code', ARGV[6])
-finish(KEYS[1], KEYS[2], ARGV[5], 'failed', now, tonumber(ARGV[3]), KEYS[5])
+finish(KEYS[1], KEYS[2], ARGV[5], 'failed', now, tonumber(ARGV[3]), KEYS[5], h)
 return 1 + refunded
 `)
 
@@ -176,7 +178,7 @@ local now = now_ms()
 local f = redis.call('HMGET', KEYS[1], 'owner', 'status')
 if f[1] ~= ARGV[2] then return 0 end
 if f[2] ~= 'pending' and f[2] ~= 'processing' then return -1 end
-dequeue(KEYS[1], ARGV[5])
+dequeue(KEYS[1], ARGV[5], f[1])
 local refunded = refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
 redis.call('HSET', KEYS[1], 'error', ARGV[3], 'error_code', ARGV[6])
 finish(KEYS[1], KEYS[5], ARGV[5], 'failed', now, tonumber(ARGV[4]), KEYS[6])

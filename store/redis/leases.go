@@ -67,7 +67,7 @@ while more and #out < want and passed <= scan do
     if #out >= want or passed > scan then break end
     local id = ids[j]
     local task = skey(KEYS[1], 'task:' .. id)
-    local f = redis.call('HMGET', task, 'status', 'run_after', 'owner', 'model')
+    local f = redis.call('HMGET', task, 'status', 'run_after', 'owner', 'model', 'attempt', 'started', 'callback', 'events')
     local owner, model = f[3] or '', f[4] or ''
     local okey, mkey, rkey = skey(KEYS[1], 'run:o:' .. owner), skey(KEYS[1], 'run:m:' .. model), skey(KEYS[1], 'model:' .. model)
     local cap, rate = caps[model] or 0, rates[model] or 0
@@ -81,11 +81,15 @@ while more and #out < want and passed <= scan do
     if held then
       passed = passed + 1
     else
-      dequeue(task, id)
-      redis.call('HINCRBY', task, 'attempt', 1)
-      redis.call('HSET', task, 'status', 'processing', 'lease_until', now + lease, 'updated', now, 'progress', 0)
-      if redis.call('HSETNX', task, 'started', now) == 1 and wants(task, 'processing') then
-        redis.call('ZADD', KEYS[3], now, id .. ':processing')
+      dequeue(task, id, owner)
+      local attempt = (tonumber(f[5]) or 0) + 1
+      if f[6] then
+        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', now + lease, 'updated', now, 'progress', 0)
+      else -- its first claim
+        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', now + lease, 'updated', now, 'progress', 0, 'started', now)
+        if wants_of(f[7], f[8], 'processing') then
+          redis.call('ZADD', KEYS[3], now, id .. ':processing')
+        end
       end
       redis.call('ZADD', KEYS[2], now + lease, id)
       redis.call('ZADD', okey, now + lease, id)
@@ -228,10 +232,11 @@ func (s *Store) SetProgress(ctx context.Context, id string, attempt int, progres
 // Returns 1, or 0 when attempt does not hold the lease.
 var retryScript = newScript(`
 local now = now_ms()
-if not holds(KEYS[1], ARGV[2]) then return 0 end
+local h = holds(KEYS[1], ARGV[2])
+if not h then return 0 end
 local runAfter = now + tonumber(ARGV[3])
 redis.call('ZREM', KEYS[2], ARGV[5])
-stop_running(KEYS[1], ARGV[5])
+stop_running(KEYS[1], ARGV[5], h)
 redis.call('HSET', KEYS[1], 'status', 'pending', 'lease_until', 0, 'run_after', runAfter,
   'updated', now, 'last_error', ARGV[4])
 enqueue(KEYS[1], ARGV[5], runAfter)
@@ -253,9 +258,10 @@ func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay tim
 // Returns 1, or 0 when attempt does not hold the lease.
 var releaseScript = newScript(`
 local now = now_ms()
-if not holds(KEYS[1], ARGV[2]) then return 0 end
+local h = holds(KEYS[1], ARGV[2])
+if not h then return 0 end
 redis.call('ZREM', KEYS[2], ARGV[4])
-stop_running(KEYS[1], ARGV[4])
+stop_running(KEYS[1], ARGV[4], h)
 redis.call('HINCRBY', KEYS[1], 'released', 1)
 redis.call('HSET', KEYS[1], 'status', 'pending', 'lease_until', 0, 'run_after', now,
   'updated', now, 'last_error', ARGV[3])

@@ -390,20 +390,26 @@ local function enqueue(task, id, run_after)
   redis.call('ZADD', skey(task, 'pending'), run_after, id)
 end
 
--- dequeue takes a pending task out of the queues.
-local function dequeue(task, id)
+-- dequeue takes a pending task of owner out of the queues.
+local function dequeue(task, id, owner)
   if redis.call('ZREM', skey(task, 'fair'), id) == 1 then
-    redis.call('HINCRBY', skey(task, 'sched:' .. (redis.call('HGET', task, 'owner') or '')), 'pend', -1)
+    redis.call('HINCRBY', skey(task, 'sched:' .. owner), 'pend', -1)
   end
   redis.call('ZREM', skey(task, 'pending'), id)
 end
 
 -- stop_running gives back a task's owner and model slots: it left
--- processing.
-local function stop_running(task, id)
-  local f = redis.call('HMGET', task, 'owner', 'model')
-  redis.call('ZREM', skey(task, 'run:o:' .. (f[1] or '')), id)
-  redis.call('ZREM', skey(task, 'run:m:' .. (f[2] or '')), id)
+-- processing. h is what holds read of the task, or nil to read it.
+local function stop_running(task, id, h)
+  local owner, model
+  if h then
+    owner, model = h.owner, h.model
+  else
+    local f = redis.call('HMGET', task, 'owner', 'model')
+    owner, model = f[1] or '', f[2] or ''
+  end
+  redis.call('ZREM', skey(task, 'run:o:' .. owner), id)
+  redis.call('ZREM', skey(task, 'run:m:' .. model), id)
 end
 
 -- run_until moves a processing task's slots to its new lease end.
@@ -429,16 +435,25 @@ end
 -- tag being what precedes ":task:").
 -- wants reports whether the task has a callback that asks for event
 -- (its "events" field lists them; none means completed only).
-local function wants(task, event)
-  local f = redis.call('HMGET', task, 'callback', 'events')
-  if not f[1] then return false end
-  if not f[2] or f[2] == '' then return event == 'completed' end
-  return string.find(',' .. f[2] .. ',', ',' .. event .. ',', 1, true) ~= nil
+-- wants_of is wants on the task's callback and events fields, already
+-- read.
+local function wants_of(callback, events, event)
+  if not callback then return false end
+  if not events or events == '' then return event == 'completed' end
+  return string.find(',' .. events .. ',', ',' .. event .. ',', 1, true) ~= nil
 end
 
-local function finish(task, leases, id, status, now, retention, hooks)
-  stop_running(task, id)
-  if wants(task, 'completed') then
+local function wants(task, event)
+  local f = redis.call('HMGET', task, 'callback', 'events')
+  return wants_of(f[1], f[2], event)
+end
+
+-- finish's h is what holds read of the task, or nil to read it.
+local function finish(task, leases, id, status, now, retention, hooks, h)
+  stop_running(task, id, h)
+  local hooked
+  if h then hooked = wants_of(h.callback, h.events, 'completed') else hooked = wants(task, 'completed') end
+  if hooked then
     redis.call('ZADD', hooks, now, id)
   end
   redis.call('ZREM', leases, id)
@@ -459,10 +474,13 @@ local function hook_attempts(delivery)
   return 'hook_attempts'
 end
 
--- holds reports whether attempt holds the task's lease.
+-- holds reports whether attempt holds the task's lease: it returns the
+-- task's owner, model, callback and events (for stop_running and
+-- finish, which need not read them again), or nil when it does not.
 local function holds(task, attempt)
-  local f = redis.call('HMGET', task, 'status', 'attempt')
-  return f[1] == 'processing' and f[2] == attempt
+  local f = redis.call('HMGET', task, 'status', 'attempt', 'owner', 'model', 'callback', 'events')
+  if f[1] ~= 'processing' or f[2] ~= attempt then return nil end
+  return {owner = f[3] or '', model = f[4] or '', callback = f[5], events = f[6]}
 end
 `
 
