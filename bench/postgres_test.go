@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/internal/testenv/pgtest"
 	"github.com/imagegen/imagegen/internal/testenv/redistest"
@@ -86,9 +87,13 @@ func newRiver(b *testing.B, pool *pgxpool.Pool, workers int) *river.Client[pgx.T
 // BenchmarkPostgresSubmit compares one submit through the PostgreSQL
 // store (debit, ledger entry and task in one statement, one commit) with
 // River's Insert of one job, on the same server, 16 goroutines per CPU;
-// then the same submit on the memory and Redis stores.
+// then the same submit on the memory and Redis stores. postgres-store-
+// max-pending submits with the default pending cap (serve's -max-pending).
 func BenchmarkPostgresSubmit(b *testing.B) {
 	b.Run("postgres-store", func(b *testing.B) { submitTasks(b, pgtest.NewStore(b, pgPool(b), postgres.Config{})) })
+	b.Run("postgres-store-max-pending", func(b *testing.B) {
+		submitTasksCapped(b, pgtest.NewStore(b, pgPool(b), postgres.Config{}), imagegen.CreateParams{MaxPending: imagegen.DefaultMaxPending})
+	})
 	b.Run("river-insert", func(b *testing.B) {
 		client := newRiver(b, pgPool(b), 0)
 		b.ReportAllocs()

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -62,21 +64,36 @@ func BenchmarkRedisSubmit(b *testing.B) {
 }
 
 // submitTasks times CreateTask of one-credit tasks for one owner on
-// store, from 16 goroutines per CPU.
+// store, from 16 goroutines per CPU, with no pending cap.
 func submitTasks(b *testing.B, store imagegen.Store) {
+	submitTasksCapped(b, store, imagegen.CreateParams{})
+}
+
+// submitTasksCapped is submitTasks with p (a pending cap): once the
+// owner's queue is full, the rest are refusals (ErrQueueFull), which
+// debit, check the cap and refund like any full owner's submit; their
+// share is reported as refused/op.
+func submitTasksCapped(b *testing.B, store imagegen.Store, p imagegen.CreateParams) {
 	if _, err := store.AddEntry(ctx, imagegen.LedgerEntry{Owner: "bench", Kind: imagegen.LedgerGrant, Amount: 1 << 50, Ref: "grant:bench"}); err != nil {
 		b.Fatal(err)
 	}
 	req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse at dusk, oil painting", AspectRatio: imagegen.Aspect16x9}
+	var refused atomic.Int64
 	b.ReportAllocs()
 	b.SetParallelism(parallelism)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			t := &imagegen.Task{ID: uuid.NewString(), Owner: "bench", Request: req, Model: "placeholder", Cost: 1}
-			if _, err := store.CreateTask(ctx, t, imagegen.CreateParams{}); err != nil {
+			_, err := store.CreateTask(ctx, t, p)
+			if errors.Is(err, imagegen.ErrQueueFull) {
+				refused.Add(1)
+			} else if err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
+	if p.MaxPending > 0 {
+		b.ReportMetric(float64(refused.Load())/float64(b.N), "refused/op")
+	}
 }
