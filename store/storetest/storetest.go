@@ -71,6 +71,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ModelRate", testModelRate},
 		{"ModelPause", testModelPause},
 		{"MaxPending", acrossShards(testMaxPending)},
+		{"MaxPendingThroughTransitions", testMaxPendingThroughTransitions},
 		{"FencingTokenGuardsEveryFinish", testFencing},
 		{"ExpiredLeaseIsReclaimed", testLeaseExpiry},
 		{"RenewedLeaseIsKept", testLeaseRenewal},
