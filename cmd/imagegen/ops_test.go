@@ -193,7 +193,15 @@ func TestOperatedRun(t *testing.T) {
 		is.Equal(code, http.StatusTooManyRequests)
 	}
 
-	text, m := scrape(t, admin)
+	// A finish is counted once the store has it, so a poll may see a
+	// task succeed a moment before its finish is counted: wait for all
+	// five finishes, then check each count exactly.
+	var text []byte
+	var m map[string]*dto.MetricFamily
+	testenv.Eventually(t, time.Minute, "five finishes counted", func() bool {
+		text, m = scrape(t, admin)
+		return sum(m, "imagegen_tasks_finished_total") >= 5
+	})
 	const chain = "placeholder,openai"
 	is.Equal(value(m, "imagegen_tasks_submitted_total", "scene", "text-to-image", "model", chain), 5.0)
 	is.Equal(sum(m, "imagegen_tasks_submitted_total"), 5.0)
