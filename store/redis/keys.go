@@ -42,7 +42,9 @@ func (s *Store) PutKey(ctx context.Context, k imagegen.APIKey) error {
 		}
 		keys = keys[:1]
 	}
-	n, err := putKeyScript.Run(ctx, s.rdb, keys,
+	// Acknowledged like a submit (WaitReplicas): a key that a failover
+	// loses would answer 401 on the promoted master.
+	n, err := s.ackedScript(ctx, putKeyScript, keys,
 		s.nowArg(), k.ID, k.Owner, k.Hint, k.CreatedAt.UnixMilli(), k.Hash, k.Name,
 	).Int64()
 	if s.sharded && (err != nil || n == 0) {
