@@ -3,16 +3,19 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/console"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 )
 
 // newHoldingFixture is the fixture with a model that runs every
@@ -30,6 +33,25 @@ func newHoldingFixture(t *testing.T) *fixture {
 	f := newFixture(t, fixtureConfig{model: imagegentest.NewModel(1, slices.Repeat([]imagegentest.Step{step}, 100)...)})
 	t.Cleanup(func() { close(hold) }) // before the fixture's cleanup, which waits for the workers
 	return f
+}
+
+// awaitProcessing waits for a worker to take the owner's task up, and
+// returns the task as it is then.
+func (f *fixture) awaitProcessing(t *testing.T, owner, id string) *imagegen.Task {
+	t.Helper()
+	var task *imagegen.Task
+	testenv.EventuallyNoError(t, 10*time.Second, "a worker to take up task "+id, func() error {
+		tk, err := f.svc.Task(context.Background(), owner, id)
+		if err != nil {
+			return err
+		}
+		if tk.Status != imagegen.StatusProcessing {
+			return fmt.Errorf("status %s", tk.Status)
+		}
+		task = tk
+		return nil
+	})
+	return task
 }
 
 // One user's sessions hold at most DefaultMaxSessionWaits long waits at

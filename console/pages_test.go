@@ -91,14 +91,7 @@ func TestTaskPageShowsIDModelSeedTimingsAndProgress(t *testing.T) {
 	hb.signIn(h.user(t, "bob", 3))
 	running := h.submit(t, "bob", "a long one")
 	queued := h.submit(t, "bob", "behind it")
-	deadline := time.Now().Add(10 * time.Second)
-	for { // the worker takes the first one up
-		tk, err := h.svc.Task(context.Background(), "bob", running)
-		if err != nil || tk.Status == imagegen.StatusProcessing || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	h.awaitProcessing(t, "bob", running) // the worker takes the first one up
 	contains(t, hb.get("/console/tasks/"+running), `id="shown-progress">Generating (attempt 1), for `, `<dd id="shown-finished">not yet</dd>`,
 		`Cancel this task</button>`, `its 1 credit goes back to your balance`)
 	p = hb.get("/console/tasks/" + queued)
@@ -146,19 +139,7 @@ func TestTaskPageProgressBar(t *testing.T) {
 	b := h.browser(t)
 	b.signIn(h.user(t, "bob", 3))
 	id := h.submit(t, "bob", "a long one")
-	deadline := time.Now().Add(10 * time.Second)
-	var task *imagegen.Task
-	for { // the worker takes it up
-		tk, err := h.svc.Task(context.Background(), "bob", id)
-		if err == nil && tk.Status == imagegen.StatusProcessing {
-			task = tk
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the task was not taken up: %+v %v", tk, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	task := h.awaitProcessing(t, "bob", id) // the worker takes it up
 	contains(t, b.get("/console/tasks/"+id), `<progress id="progress-bar" max="1" value="0" hidden>`)
 	if err := h.store.SetProgress(context.Background(), id, task.Attempt, 0.625); err != nil {
 		t.Fatal(err)

@@ -28,12 +28,14 @@ import (
 // its image a PNG of the workflow's latent (or ImageScale) size.
 type comfyFake struct {
 	*httptest.Server
-	t       *testing.T
-	mu      sync.Mutex
-	conns   map[string]*websocket.Conn
-	prompts []map[string]any
-	uploads []string
-	sizes   map[string][2]int
+	t     *testing.T
+	mu    sync.Mutex
+	conns map[string]*websocket.Conn
+	// connected is closed, and replaced, when a websocket joins conns.
+	connected chan struct{}
+	prompts   []map[string]any
+	uploads   []string
+	sizes     map[string][2]int
 	// release, when a prompt's text says "slowly", holds its end (after
 	// its progress message) until it is closed.
 	release chan struct{}
@@ -41,7 +43,7 @@ type comfyFake struct {
 }
 
 func newComfyFake(t *testing.T) *comfyFake {
-	f := &comfyFake{t: t, conns: map[string]*websocket.Conn{}, sizes: map[string][2]int{}, release: make(chan struct{}), slow: map[string]bool{}}
+	f := &comfyFake{t: t, conns: map[string]*websocket.Conn{}, connected: make(chan struct{}), sizes: map[string][2]int{}, release: make(chan struct{}), slow: map[string]bool{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	return f
@@ -56,6 +58,8 @@ func (f *comfyFake) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		f.mu.Lock()
 		f.conns[r.URL.Query().Get("clientId")] = conn
+		close(f.connected)
+		f.connected = make(chan struct{})
 		f.mu.Unlock()
 		for {
 			if _, _, err := conn.Read(context.Background()); err != nil {
@@ -116,18 +120,9 @@ func (f *comfyFake) serve(w http.ResponseWriter, r *http.Request) {
 
 // run sends a prompt's messages: progress, then executing with node null.
 func (f *comfyFake) run(client, id string) {
-	var conn *websocket.Conn
-	for range 200 {
-		f.mu.Lock()
-		conn = f.conns[client]
-		f.mu.Unlock()
-		if conn != nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	conn := f.conn(client)
 	if conn == nil {
-		f.t.Errorf("no websocket for client %s", client)
+		f.t.Errorf("no websocket for client %s in 10s", client)
 		return
 	}
 	ctx := context.Background()
@@ -143,6 +138,26 @@ func (f *comfyFake) run(client, id string) {
 		}
 	}
 	_ = conn.Write(ctx, websocket.MessageText, []byte(fmt.Sprintf(`{"type":"executing","data":{"node":null,"prompt_id":%q}}`, id)))
+}
+
+// conn is the websocket of client, once it has connected, or nil if it
+// has not within 10 s. It waits on connections, not on a clock: it runs
+// on the fake's goroutines, where a test may not be failed at once.
+func (f *comfyFake) conn(client string) *websocket.Conn {
+	timeout := time.After(10 * time.Second)
+	for {
+		f.mu.Lock()
+		conn, connected := f.conns[client], f.connected
+		f.mu.Unlock()
+		if conn != nil {
+			return conn
+		}
+		select {
+		case <-connected:
+		case <-timeout:
+			return nil
+		}
+	}
 }
 
 // input is an input of the node of class in prompt i.

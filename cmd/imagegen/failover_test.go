@@ -15,6 +15,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/internal/testenv/redistest"
 	redisstore "github.com/imagegen/imagegen/store/redis"
 )
@@ -217,20 +218,22 @@ func runFailover(t *testing.T, f failover, owners int) {
 	for _, oi := range ackedIDs {
 		owner, id, _ := strings.Cut(oi, "/")
 		var task *imagegen.Task
-		deadline := time.Now().Add(60 * time.Second)
-		for {
+		state := func() string {
+			return fmt.Sprintf("acknowledged task %s of %s is %s (%s) after %d attempts; the master was killed at %s; serve's lines about the task:\n%s",
+				id, owner, task.Status, task.Error, task.Attempt, killedAt.Format(time.RFC3339Nano), linesWith(serve.Output(), id))
+		}
+		testenv.EventuallyNoError(t, 60*time.Second, "acknowledged task "+id+" of "+owner+" to end", func() error {
 			task, err = svc.Task(ctx, owner, id)
 			if err != nil {
 				t.Fatalf("acknowledged task %s of %s: %v", id, owner, err)
 			}
-			if task.Status.Terminal() || time.Now().After(deadline) {
-				break
+			if !task.Status.Terminal() {
+				return lazyError(state) // written out only if the wait fails
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 		if task.Status != imagegen.StatusSuccess {
-			t.Fatalf("acknowledged task %s of %s is %s (%s) after %d attempts; the master was killed at %s; serve's lines about the task:\n%s",
-				id, owner, task.Status, task.Error, task.Attempt, killedAt.Format(time.RFC3339Nano), linesWith(serve.Output(), id))
+			t.Fatal(state())
 		}
 	}
 	for owner := range keys {
@@ -279,7 +282,7 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 		killMaster: func(t *testing.T) {
 			old := s.Master.Addr()
 			s.Master.Kill()
-			redistest.WaitFor(t, 60*time.Second, "the sentinels promote the replica", func() error {
+			testenv.EventuallyNoError(t, 60*time.Second, "the sentinels promote the replica", func() error {
 				if got := s.MasterAddr(t); got != s.Replica.Addr() {
 					return fmt.Errorf("master is %q", got)
 				}
@@ -397,6 +400,11 @@ func TestMigrateRedisOntoCluster(t *testing.T) {
 		}
 	}
 }
+
+// lazyError is an error whose message is made only when it is written.
+type lazyError func() string
+
+func (e lazyError) Error() string { return e() }
 
 // linesWith is the lines of out that contain s.
 func linesWith(out, s string) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image/png"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/matryer/is"
 )
 
@@ -50,24 +52,23 @@ func startServe(t *testing.T, env map[string]string, args ...string) serveProc {
 	args = append([]string{"serve", "-addr", "127.0.0.1:0"}, args...)
 	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, stdout, stderr) }()
 	addrRe := regexp.MustCompile(`"?api"?[=:]"?(http://127\.0\.0\.1:\d+)/api/v1`) // text or JSON logs
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	t.Cleanup(func() { cancel() })
+	var base string
+	testenv.EventuallyNoError(t, 10*time.Second, "serve to start", func() error {
 		if m := addrRe.FindStringSubmatch(stderr.String()); m != nil {
-			s := serveProc{base: m[1], stdout: stdout, stderr: stderr}
-			s.stop = func() error { cancel(); return <-done }
-			t.Cleanup(func() { cancel() })
-			return s
+			base = m[1]
+			return nil
 		}
 		select {
 		case err := <-done:
 			t.Fatalf("serve exited: %v\n%s", err, stderr)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start:\n%s", stderr)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return fmt.Errorf("no API address logged; its log:\n%s", stderr)
+	})
+	s := serveProc{base: base, stdout: stdout, stderr: stderr}
+	s.stop = func() error { cancel(); return <-done }
+	return s
 }
 
 func (s serveProc) call(t *testing.T, method, path, key, body string) (int, map[string]any) {

@@ -1,6 +1,9 @@
 package testenv_test
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,7 +28,7 @@ type recorder struct {
 
 func (r *recorder) Helper() {}
 
-func (r *recorder) Fatalf(format string, args ...any) { r.failed = format }
+func (r *recorder) Fatalf(format string, args ...any) { r.failed = fmt.Sprintf(format, args...) }
 
 // Eventually fails the test when the condition does not hold in time.
 func TestEventuallyFailsWhenTheTimeIsUp(t *testing.T) {
@@ -39,5 +42,25 @@ func TestEventuallyFailsWhenTheTimeIsUp(t *testing.T) {
 	})
 	if r.failed == "" {
 		t.Fatal("Eventually did not fail on a condition that never holds")
+	}
+}
+
+// EventuallyNoError returns once the condition gives no error, and
+// fails with the last error it gave when it never stops giving one.
+func TestEventuallyNoErrorSaysWhatItSawLast(t *testing.T) {
+	var polls atomic.Int32
+	testenv.EventuallyNoError(t, time.Minute, "the third poll", func() error {
+		if n := polls.Add(1); n < 3 {
+			return fmt.Errorf("poll %d", n)
+		}
+		return nil
+	})
+	if n := polls.Load(); n != 3 {
+		t.Fatalf("polled %d times, want 3", n)
+	}
+	r := &recorder{TB: t}
+	testenv.EventuallyNoError(r, 5*time.Millisecond, "nothing", func() error { return errors.New("status queued") })
+	if !strings.Contains(r.failed, "status queued") {
+		t.Fatalf("the failure says %q, not the last error", r.failed)
 	}
 }

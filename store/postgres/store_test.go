@@ -10,6 +10,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/internal/testenv/pgtest"
 	"github.com/imagegen/imagegen/store/postgres"
 )
@@ -173,17 +174,17 @@ func TestListenerSurvivesTerminatedConnection(t *testing.T) {
 
 	// Once it is back (a new LISTEN backend), a finish is announced
 	// again: nothing else wakes a watcher while the connection is up.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.EventuallyNoError(t, 10*time.Second, "the listener to LISTEN again", func() error {
 		var n int
-		is.NoErr(pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE query LIKE 'LISTEN "' || $1 || '.%' AND state = 'idle'`, s.Schema()).Scan(&n))
-		if n == 1 {
-			break
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE query LIKE 'LISTEN "' || $1 || '.%' AND state = 'idle'`, s.Schema()).Scan(&n); err != nil {
+			return err
 		}
-		is.True(time.Now().Before(deadline))
-		time.Sleep(20 * time.Millisecond)
-	}
+		if n != 1 {
+			return fmt.Errorf("%d idle LISTEN backends", n)
+		}
+		return nil
+	})
 	// The reconnected listener wakes every watcher once (anything may
 	// have finished while nobody listened), maybe after the watches
 	// below were taken: then they are taken again, for another task.

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/imagegen/imagegen"
 	blobmemory "github.com/imagegen/imagegen/blob/memory"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/internal/testenv/redistest"
 	redisstore "github.com/imagegen/imagegen/store/redis"
 	"github.com/imagegen/imagegen/store/storetest"
@@ -128,18 +130,17 @@ func TestWatchAcrossProcesses(t *testing.T) {
 		t.Fatal("the watcher in the other process was not woken")
 	}
 	stop()
-	deadline := time.Now().Add(10 * time.Second) // it lingers 2 s
-	for {
-		subs, err = rdbB.PubSubNumSub(ctx, "{imagegen}:finished").Result()
-		is.NoErr(err)
-		if subs["{imagegen}:finished"] == 0 {
-			break // no subscription is kept once nobody waits
+	// No subscription is kept once nobody waits (it lingers 2 s).
+	testenv.EventuallyNoError(t, 10*time.Second, "the subscription to end with its last watcher", func() error {
+		subs, err := rdbB.PubSubNumSub(ctx, "{imagegen}:finished").Result()
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the subscription outlived its last watcher")
+		if n := subs["{imagegen}:finished"]; n != 0 {
+			return fmt.Errorf("%d subscribers", n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // errOf is the error of a FailTask or CancelTask, whose refund the

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/postgres"
 )
 
@@ -97,23 +98,18 @@ ignore_startup_parameters = extra_float_digits
 		}
 	})
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.EventuallyNoError(t, 10*time.Second, "pgbouncer to listen on "+addr, func() error {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
-			_ = c.Close()
-			break
+			return c.Close()
 		}
 		select {
 		case <-exited:
 			t.Fatalf("pgbouncer exited at start:\n%s", out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pgbouncer does not listen on %s after 10s:\n%s", addr, out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("%w; pgbouncer's output:\n%s", err, out.String())
+	})
 	u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Host: addr, Path: "/" + cfg.Database, RawQuery: "sslmode=disable"}
 	return u.String()
 }

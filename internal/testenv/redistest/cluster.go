@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/imagegen/imagegen/internal/testenv"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -55,7 +56,7 @@ func StartCluster(t testing.TB, masters int, extra ...string) *Cluster {
 func (c *Cluster) WaitOK(t testing.TB, limit time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	WaitFor(t, limit, "the cluster is ok on every node", func() error {
+	testenv.EventuallyNoError(t, limit, "the cluster is ok on every node", func() error {
 		for _, n := range c.Nodes {
 			if n.PID() == 0 {
 				continue
@@ -162,7 +163,7 @@ func (c *Cluster) Busiest(t testing.TB) *Server {
 // up (a node that came back has rejoined as a replica and synced).
 func (c *Cluster) WaitReplicated(t testing.TB, limit time.Duration) {
 	t.Helper()
-	WaitFor(t, limit, "every master has a replica in sync", func() error {
+	testenv.EventuallyNoError(t, limit, "every master has a replica in sync", func() error {
 		for _, m := range c.Masters(t) {
 			rdb := goredis.NewClient(&goredis.Options{Addr: m.Addr(), MaxRetries: -1})
 			info, err := rdb.Info(context.Background(), "replication").Result()
@@ -195,7 +196,7 @@ func (c *Cluster) KillMaster(t testing.TB, m *Server) *Server {
 		t.Fatalf("master %s has no replica", m.Addr())
 	}
 	m.Kill()
-	WaitFor(t, 60*time.Second, "the replica of the killed master takes over", func() error {
+	testenv.EventuallyNoError(t, 60*time.Second, "the replica of the killed master takes over", func() error {
 		if r := role(t, replica); r != "master" {
 			return fmt.Errorf("%s is still %q", replica.Addr(), r)
 		}

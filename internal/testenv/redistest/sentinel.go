@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/imagegen/imagegen/internal/testenv"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -30,7 +31,7 @@ func StartSentinels(t testing.TB, extra ...string) *Sentinels {
 	s := &Sentinels{Master: StartServer(t, 0, extra...)}
 	s.Replica = StartServer(t, 0, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(s.Master.Port)}, extra...)...)
 	replica := s.Replica.Client(t)
-	WaitFor(t, 20*time.Second, "the replica is in sync", func() error {
+	testenv.EventuallyNoError(t, 20*time.Second, "the replica is in sync", func() error {
 		info, err := replica.Info(context.Background(), "replication").Result()
 		if err != nil {
 			return err
@@ -55,7 +56,7 @@ sentinel parallel-syncs %[3]s 1
 	}
 	for _, sn := range s.Sentinels {
 		rdb := goredis.NewSentinelClient(&goredis.Options{Addr: sn.Addr()})
-		WaitFor(t, 30*time.Second, "the sentinels know each other and the replica", func() error {
+		testenv.EventuallyNoError(t, 30*time.Second, "the sentinels know each other and the replica", func() error {
 			m, err := rdb.Master(context.Background(), SentinelMaster).Result()
 			if err != nil {
 				return err

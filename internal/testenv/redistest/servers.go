@@ -3,6 +3,7 @@ package redistest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/imagegen/imagegen/internal/testenv"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -99,18 +101,18 @@ func (s *Server) Start(t testing.TB) {
 	s.mu.Unlock()
 	rdb := goredis.NewClient(&goredis.Options{Addr: s.Addr(), MaxRetries: -1})
 	defer rdb.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for rdb.Ping(context.Background()).Err() != nil {
+	testenv.EventuallyNoError(t, 10*time.Second, "redis-server on "+s.Addr()+" to answer", func() error {
+		err := rdb.Ping(context.Background()).Err()
+		if err == nil {
+			return nil
+		}
 		select {
 		case <-done:
 			t.Fatalf("redis-server %s exited at start:\n%s", strings.Join(s.args, " "), s.Output())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s does not answer after 10s:\n%s", s.Addr(), s.Output())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("%w; its output:\n%s", err, s.Output())
+	})
 }
 
 // Kill sends SIGKILL to the server's process (no chance to save or hand
@@ -166,23 +168,6 @@ func FreePort(t testing.TB) int {
 	}
 	t.Fatal("no free loopback port with a free port 10000 above it")
 	return 0
-}
-
-// WaitFor polls cond every 50 ms until it holds, failing the test after
-// limit with what, and the last error cond gave.
-func WaitFor(t testing.TB, limit time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s: %v", limit, what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // lockedWriter writes to w under mu (a process's output, copied by its
