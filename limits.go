@@ -88,8 +88,8 @@ func (s *Service) pauseOnRetryAfter(ctx context.Context, log *slog.Logger, t *Ta
 		return
 	}
 	if perr := s.cfg.Store.PauseModel(ctx, t.Model, me.RetryAfter); perr != nil {
-		log.Warn("could not pause the model after the provider's Retry-After", "pause", me.RetryAfter, "err", perr)
+		log.Warn("could not pause the model after the provider's Retry-After", "pause", me.RetryAfter.String(), "err", perr)
 		return
 	}
-	log.Info("model paused for every worker: the provider asked to wait", "pause", me.RetryAfter)
+	log.Info("model paused for every worker: the provider asked to wait", "pause", me.RetryAfter.String())
 }

@@ -183,7 +183,7 @@ func (s *Service) generate(ctx context.Context, t *Task) attempt {
 	log := s.log.With("task_id", t.ID, "request_id", t.RequestID, "attempt", t.Attempt, "model", t.Model)
 	queued := max(t.UpdatedAt.Sub(t.RunAfter), 0) // claimed at UpdatedAt
 	s.cfg.Observer.TaskClaimed(t.Model, queued)
-	log.Info("task claimed", "queued", queued)
+	log.Info("task claimed", "queued", queued.String())
 	genCtx, cancel := context.WithTimeout(ctx, s.cfg.GenerateTimeout)
 	defer cancel()
 
@@ -261,7 +261,7 @@ func (s *Service) record(ctx context.Context, t *Task, a attempt) {
 		}
 		lastErr := err.Error()
 		err = s.cfg.Store.RetryTask(storeCtx, t.ID, t.Attempt, delay, lastErr)
-		s.logOutcome(log, err, "task will be retried", "delay", delay, "cause", lastErr)
+		s.logOutcome(log, err, "task will be retried", "delay", delay.String(), "cause", lastErr)
 	default:
 		f := failure(err, timedOut, counted)
 		log.Info("generation failed", "cause", err.Error())

@@ -37,7 +37,7 @@ func (h *Handler) waitTask(r *http.Request, owner, id string, d time.Duration) (
 	}
 	waitCtx, stop := h.untilDrained(ctx)
 	defer stop()
-	h.cfg.Logger.DebugContext(ctx, "waiting for the task to end", "task_id", id, "wait", d)
+	h.cfg.Logger.DebugContext(ctx, "waiting for the task to end", "task_id", id, "wait", d.String())
 	t, err := h.cfg.Service.WaitTask(waitCtx, owner, id, d)
 	if err != nil && ctx.Err() == nil && h.waitsDone.Err() != nil {
 		return h.cfg.Service.Task(ctx, owner, id) // drained, not failed

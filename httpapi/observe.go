@@ -68,7 +68,7 @@ func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request, next htt
 		return
 	}
 	logbuf.Log(ctx, log, slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("route", routePath(route)),
-		slog.Int("status", status), slog.Duration("duration", took), slog.String("request_id", o.id),
+		slog.Int("status", status), slog.String("duration", took.String()), slog.String("request_id", o.id),
 		slog.String("key_id", h.keyIDs.of(o.principal.RateKey)))
 }
 

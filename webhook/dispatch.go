@@ -302,7 +302,7 @@ func (d *Dispatcher) deliver(runCtx context.Context, del imagegen.WebhookDeliver
 		err = d.store.AckWebhook(ctx, del.ID)
 	default:
 		delay := d.backoff(del.Attempts + 1)
-		log.InfoContext(ctx, "webhook will be retried", "err", err, "delay", delay)
+		log.InfoContext(ctx, "webhook will be retried", "err", err, "delay", delay.String())
 		err = d.store.RetryWebhook(ctx, del.ID, delay)
 	}
 	if outcome != "" {

@@ -78,7 +78,7 @@ func (d *Dispatcher) holdOrGiveBack(ctx context.Context, x heldDelivery) {
 	delay := d.comeBackAt(now, x.dest, x.owner).Sub(now)
 	d.mu.Unlock()
 	d.cfg.Logger.DebugContext(ctx, "webhook postponed: its destination or owner has its share of deliveries in flight",
-		"task_id", x.del.TaskID, "delay", delay)
+		"task_id", x.del.TaskID, "delay", delay.String())
 	ctx, cancel := storeContext(ctx)
 	defer cancel()
 	d.postpone(ctx, x.del, delay)

@@ -44,7 +44,7 @@ func worker(ctx context.Context, args []string, getenv func(string) string, _, s
 		return err
 	}
 	defer stopAdmin()
-	log.Info("imagegen worker running", "workers", c.workers, "model", c.model, "lease", c.lease, "admin", admin)
+	log.Info("imagegen worker running", "workers", c.workers, "model", c.model, "lease", c.lease.String(), "admin", admin)
 	_ = logs.Flush()
 	err = svc.Run(ctx)
 	log.Info("stopped")
