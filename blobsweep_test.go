@@ -10,10 +10,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
-	blobmemory "github.com/imagegen/imagegen/blob/memory"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/internal/testenv"
-	"github.com/imagegen/imagegen/store/memory"
 )
 
 // blobKeys lists the keys in the store's BlobStore.
@@ -28,14 +25,8 @@ func blobKeys(t *testing.T, s imagegen.Store) map[string]bool {
 
 func TestSweepDeletesOrphansAfterTheGraceAndExpiredImages(t *testing.T) {
 	is := is.New(t)
-	// A BlobStore of its own (not the memory store's default, which loses
-	// bytes with their records): only the sweep removes anything.
-	var store imagegen.Store
-	f := newFixture(t, imagegentest.NewModel(1), func(c *imagegen.Config) { // retention 1h, grace 10m (default)
-		store = testenv.Memory(t, memory.Config{Clock: c.Clock, Retention: time.Hour, Blobs: blobmemory.New(blobmemory.Config{Clock: c.Clock})})
-		c.Store = store
-	})
-	f.store = store
+	// A BlobStore of its own: only the sweep removes anything.
+	f := newFixture(t, imagegentest.NewModel(1), onBlobs(t, nil)) // retention 1h, grace 10m (default)
 	sub := f.submitFunded(t, "u")
 	is.True(f.runOnce(t))
 	img := f.task(t, "u", sub.TaskID).Images[0]
@@ -74,38 +65,35 @@ type recordFails struct {
 
 func (r recordFails) CompleteTask(context.Context, string, int, []imagegen.Image) error { return r.err }
 
+// failingRecords makes the fixture's store a recordFails with err.
+func failingRecords(err error) func(*imagegen.Config) {
+	return func(c *imagegen.Config) { c.Store = recordFails{Store: c.Store, err: err} }
+}
+
 func TestFailedRecordLeavesOnlyAnOrphanBlob(t *testing.T) {
 	is := is.New(t)
-	var store imagegen.Store
-	f := newFixture(t, imagegentest.NewModel(1), func(c *imagegen.Config) {
-		store = recordFails{Store: c.Store, err: errors.New("connection refused")}
-		c.Store = store
-	})
+	f := newFixture(t, imagegentest.NewModel(1), failingRecords(errors.New("connection refused")))
 	sub := f.submitFunded(t, "u")
 	is.True(f.runOnce(t))
 	task := f.task(t, "u", sub.TaskID)
 	is.Equal(task.Status, imagegen.StatusProcessing) // no success without a record
 	is.Equal(len(task.Images), 0)
-	is.Equal(len(blobKeys(t, store)), 1) // the bytes were written first
+	is.Equal(len(blobKeys(t, f.store)), 1) // the bytes were written first
 
 	f.clock.Advance(11 * time.Minute)
 	n, err := f.svc.SweepBlobs(ctx)
 	is.NoErr(err)
 	is.Equal(n, 1)
-	is.Equal(len(blobKeys(t, store)), 0)
+	is.Equal(len(blobKeys(t, f.store)), 0)
 }
 
 func TestLostLeaseDeletesTheBytesAtOnce(t *testing.T) {
 	is := is.New(t)
-	var store imagegen.Store
-	f := newFixture(t, imagegentest.NewModel(1), func(c *imagegen.Config) {
-		store = recordFails{Store: c.Store, err: imagegen.ErrLeaseLost}
-		c.Store = store
-	})
+	f := newFixture(t, imagegentest.NewModel(1), failingRecords(imagegen.ErrLeaseLost))
 	f.funded(t, "u", 1)
 	f.submit(t, "u")
 	is.True(f.runOnce(t))
-	is.Equal(len(blobKeys(t, store)), 0) // no record will ever point at them
+	is.Equal(len(blobKeys(t, f.store)), 0) // no record will ever point at them
 }
 
 // TestSweepRunsInTheWorkerLoop: Run sweeps the orphans every

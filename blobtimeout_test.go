@@ -12,10 +12,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
-	blobmemory "github.com/imagegen/imagegen/blob/memory"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/internal/testenv"
-	"github.com/imagegen/imagegen/store/memory"
 )
 
 // stallingBlobs is a BlobStore whose reads take stall each (ReadRange,
@@ -25,6 +22,12 @@ import (
 type stallingBlobs struct {
 	imagegen.BlobStore
 	openStall, readStall, listStall time.Duration
+}
+
+// around is s stalling the reads of inner.
+func (s stallingBlobs) around(inner imagegen.BlobStore) imagegen.BlobStore {
+	s.BlobStore = inner
+	return s
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -78,16 +81,11 @@ func (b stallingBody) Read(p []byte) (int, error) {
 func stalledService(t *testing.T, s stallingBlobs) (*imagegen.Service, *imagegen.Image) {
 	t.Helper()
 	is := is.New(t)
-	s.BlobStore = blobmemory.New(blobmemory.Config{})
 	data := make([]byte, 100)
 	model := imagegentest.NewModel(1, func(context.Context, imagegen.Generation) ([]imagegen.GeneratedImage, error) {
 		return []imagegen.GeneratedImage{{ContentType: "image/png", Data: data}}, nil
 	})
-	f := newFixture(t, model, func(c *imagegen.Config) {
-		c.Store = testenv.Memory(t, memory.Config{Clock: c.Clock, Retention: time.Hour, Blobs: s})
-		c.BlobTimeout = 300 * time.Millisecond
-		c.OrphanGrace = imagegen.MinOrphanGrace
-	})
+	f := newFixture(t, model, onBlobs(t, s.around), blobTimeout(300*time.Millisecond))
 	sub := f.submitFunded(t, "u")
 	is.True(f.runOnce(t))
 	task := f.task(t, "u", sub.TaskID)
@@ -136,19 +134,12 @@ func TestBlobListHasADeadlinePerBlob(t *testing.T) {
 		{time.Hour, true},              // stops answering after the first blob
 		{20 * time.Millisecond, false}, // 30 blobs 20ms apart: twice the deadline in all, each in time
 	} {
-		inner := blobmemory.New(blobmemory.Config{})
+		f := newFixture(t, imagegentest.NewModel(1), onBlobs(t, stallingBlobs{listStall: c.stall}.around), blobTimeout(300*time.Millisecond))
 		for i := range 30 {
-			is.NoErr(inner.Put(ctx, "blob-"+strconv.Itoa(i), bytes.NewReader([]byte("x")), 1, "image/png"))
+			is.NoErr(f.store.Blobs().Put(ctx, "blob-"+strconv.Itoa(i), bytes.NewReader([]byte("x")), 1, "image/png"))
 		}
-		svc, err := imagegen.New(imagegen.Config{
-			Store:       testenv.Memory(t, memory.Config{Retention: time.Hour, Blobs: stallingBlobs{BlobStore: inner, listStall: c.stall}}),
-			Model:       imagegentest.NewModel(1),
-			BlobTimeout: 300 * time.Millisecond,
-			Logger:      quiet,
-		})
-		is.NoErr(err)
 		start := time.Now()
-		_, err = svc.SweepBlobs(ctx) // the blobs are new: none is deleted
+		_, err := f.svc.SweepBlobs(ctx) // the blobs are new: none is deleted
 		is.Equal(errors.Is(err, imagegen.ErrBlobTimeout), c.timeout)
 		is.True(time.Since(start) < 5*time.Second)
 	}

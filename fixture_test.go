@@ -12,6 +12,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
+	blobmemory "github.com/imagegen/imagegen/blob/memory"
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/store/memory"
@@ -37,7 +38,8 @@ type fixture struct {
 }
 
 // newFixture makes a service on the memory store with model and a
-// manual clock; each cfg changes its Config first.
+// manual clock; each cfg changes its Config first (the fixture's store is
+// the Config.Store they leave).
 func newFixture(t *testing.T, model *imagegentest.Model, cfg ...func(*imagegen.Config)) fixture {
 	t.Helper()
 	clock := imagegentest.NewClock(time.Time{})
@@ -48,7 +50,27 @@ func newFixture(t *testing.T, model *imagegentest.Model, cfg ...func(*imagegen.C
 	}
 	svc, err := imagegen.New(c)
 	is.New(t).NoErr(err)
-	return fixture{svc: svc, store: store, clock: clock, model: model}
+	return fixture{svc: svc, store: c.Store, clock: clock, model: model}
+}
+
+// onBlobs keeps the fixture's images in a BlobStore of their own: a
+// memory one on the fixture's clock, as wrap makes it behave (nil: as it
+// is), under a memory store like newFixture's. Only a sweep removes its
+// bytes (the memory store's default BlobStore loses them with their
+// records).
+func onBlobs(t *testing.T, wrap func(imagegen.BlobStore) imagegen.BlobStore) func(*imagegen.Config) {
+	return func(c *imagegen.Config) {
+		var blobs imagegen.BlobStore = blobmemory.New(blobmemory.Config{Clock: c.Clock})
+		if wrap != nil {
+			blobs = wrap(blobs)
+		}
+		c.Store = testenv.Memory(t, memory.Config{Clock: c.Clock, Retention: time.Hour, Blobs: blobs})
+	}
+}
+
+// blobTimeout sets Config.BlobTimeout.
+func blobTimeout(d time.Duration) func(*imagegen.Config) {
+	return func(c *imagegen.Config) { c.BlobTimeout = d }
 }
 
 // logTo makes the fixture's service log JSON into buf.

@@ -10,10 +10,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
-	blobmemory "github.com/imagegen/imagegen/blob/memory"
 	"github.com/imagegen/imagegen/imagegentest"
-	"github.com/imagegen/imagegen/internal/testenv"
-	"github.com/imagegen/imagegen/store/memory"
 )
 
 // hangingPuts is a BlobStore whose Put never answers: it waits until its
@@ -28,9 +25,10 @@ func (hangingPuts) Put(ctx context.Context, _ string, _ io.Reader, _ int64, _ st
 // onHangingBlobs puts the fixture's images in a hangingPuts, with a short
 // Config.BlobTimeout.
 func onHangingBlobs(t *testing.T) func(c *imagegen.Config) {
+	hanging := onBlobs(t, func(b imagegen.BlobStore) imagegen.BlobStore { return hangingPuts{b} })
 	return func(c *imagegen.Config) {
-		c.Store = testenv.Memory(t, memory.Config{Clock: c.Clock, Retention: time.Hour, Blobs: hangingPuts{blobmemory.New(blobmemory.Config{})}})
-		c.BlobTimeout = 50 * time.Millisecond
+		hanging(c)
+		blobTimeout(50 * time.Millisecond)(c)
 	}
 }
 

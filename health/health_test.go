@@ -20,6 +20,31 @@ import (
 	"github.com/imagegen/imagegen/internal/nettest"
 )
 
+// readiness is the probes of a health.New(cfg), logging nowhere, on a
+// mux of their own.
+func readiness(t *testing.T, cfg health.Config) http.Handler {
+	t.Helper()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	h, err := health.New(cfg)
+	if err != nil {
+		t.Fatalf("health.New: %v", err)
+	}
+	mux := http.NewServeMux()
+	h.Register(mux)
+	return mux
+}
+
+// dial is a check that connects to addr, as a store client does.
+func dial(addr string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err
+	}
+}
+
 func probe(t *testing.T, mux http.Handler, path string) (int, health.Status) {
 	t.Helper()
 	w := httptest.NewRecorder()
@@ -34,7 +59,7 @@ func probe(t *testing.T, mux http.Handler, path string) (int, health.Status) {
 func TestReadinessFollowsTheChecks(t *testing.T) {
 	is := is.New(t)
 	var storeDown atomic.Bool
-	h, err := health.New(health.Config{
+	mux := readiness(t, health.Config{
 		Checks: []health.Check{
 			{Name: "store", Check: func(context.Context) error {
 				if storeDown.Load() {
@@ -44,11 +69,7 @@ func TestReadinessFollowsTheChecks(t *testing.T) {
 			}},
 			{Name: "model", Check: func(context.Context) error { return nil }},
 		},
-		Logger: slog.New(slog.DiscardHandler),
 	})
-	is.NoErr(err)
-	mux := http.NewServeMux()
-	h.Register(mux)
 
 	code, st := probe(t, mux, "/readyz")
 	is.Equal(code, http.StatusOK)
@@ -77,15 +98,11 @@ func TestAHangingCheckIsDownAfterTheTimeout(t *testing.T) {
 		release := make(chan struct{})
 		defer close(release)
 		const timeout = 50 * time.Millisecond
-		h, err := health.New(health.Config{
+		mux := readiness(t, health.Config{
 			Checks:     []health.Check{{Name: "store", Check: func(context.Context) error { <-release; return nil }}},
 			Timeout:    timeout,
 			ShowErrors: true,
-			Logger:     slog.New(slog.DiscardHandler),
 		})
-		is.NoErr(err)
-		mux := http.NewServeMux()
-		h.Register(mux)
 		start := time.Now()
 		code, st := probe(t, mux, "/readyz")
 		is.Equal(code, http.StatusServiceUnavailable)
@@ -105,33 +122,20 @@ func TestReadinessNamesTheCause(t *testing.T) {
 	refused := nettest.ClosedAddr(t)
 	release := make(chan struct{})
 	defer close(release)
-	h, err := health.New(health.Config{
+	mux := readiness(t, health.Config{
 		Checks: []health.Check{
 			{Name: "ok", Check: func(context.Context) error { return nil }},
-			{Name: "refused", Check: func(ctx context.Context) error {
-				c, err := (&net.Dialer{}).DialContext(ctx, "tcp", refused)
-				if err == nil {
-					_ = c.Close()
-				}
-				return err
-			}},
+			{Name: "refused", Check: dial(refused)},
 			{Name: "retries-until-the-deadline", Check: func(ctx context.Context) error {
 				<-ctx.Done() // gives up with its context, as a client that keeps retrying does
 				return ctx.Err()
 			}},
 			{Name: "ignores-its-context", Check: func(context.Context) error { <-release; return nil }},
-			{Name: "images", Optional: true, Check: func(ctx context.Context) error {
-				_, err := (&net.Dialer{}).DialContext(ctx, "tcp", refused)
-				return err
-			}},
+			{Name: "images", Optional: true, Check: dial(refused)},
 		},
 		Timeout:    200 * time.Millisecond,
 		ShowErrors: true,
-		Logger:     slog.New(slog.DiscardHandler),
 	})
-	is.NoErr(err)
-	mux := http.NewServeMux()
-	h.Register(mux)
 	code, st := probe(t, mux, "/readyz")
 	is.Equal(code, http.StatusServiceUnavailable)
 	is.Equal(st.Checks, map[string]string{
@@ -148,16 +152,12 @@ func TestReadinessNamesTheCause(t *testing.T) {
 // An Optional check alone never makes the process unready.
 func TestAnOptionalCheckDegradesOnly(t *testing.T) {
 	is := is.New(t)
-	h, err := health.New(health.Config{
+	mux := readiness(t, health.Config{
 		Checks: []health.Check{
 			{Name: "store", Check: func(context.Context) error { return nil }},
 			{Name: "blobs", Optional: true, Check: func(context.Context) error { return errors.New("access denied") }},
 		},
-		Logger: slog.New(slog.DiscardHandler),
 	})
-	is.NoErr(err)
-	mux := http.NewServeMux()
-	h.Register(mux)
 	code, st := probe(t, mux, "/readyz")
 	is.Equal(code, http.StatusOK)
 	is.Equal(st.Status, "ready")
