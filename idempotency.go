@@ -146,7 +146,7 @@ func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, 
 	if err == nil {
 		sub, asked, err = s.submit(ctx, owner, req, s.cfg.Store.CreateTask)
 	}
-	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	status, body := onceSubmitted, []byte(nil)
 	switch {

@@ -123,8 +123,8 @@ type WorkerConfig struct {
 }
 
 // MinOrphanGrace is the shortest Config.OrphanGrace: longer than the
-// worker's 10s limit on recording an outcome.
-const MinOrphanGrace = 15 * time.Second
+// worker's limit on recording an outcome (10s).
+const MinOrphanGrace = recordTimeout + 5*time.Second
 
 func (c Config) withDefaults() Config {
 	if c.Clock == nil {

@@ -17,8 +17,9 @@ import (
 // stored while the next generations run (see Config.Workers).
 const recordBacklog = 4
 
-// recordTimeout bounds the store calls that record an attempt's outcome
-// (the image bytes and the success, or the retry or failure).
+// recordTimeout bounds the store calls that record an outcome: an
+// attempt's (the image bytes and the success, or the retry or failure)
+// or an idempotent submission's.
 const recordTimeout = 10 * time.Second
 
 // Run executes generations until ctx ends: it claims ready tasks (at most
