@@ -246,16 +246,14 @@ func (c *Console) opsRetry(w http.ResponseWriter, r *http.Request) {
 }
 
 // opsAction runs an inspector action on task {id} with the form's
-// reason, logs who did it, and goes back to the user's page.
+// reason (opsReason), logs who did it, and goes back to the user's page.
 func (c *Console) opsAction(w http.ResponseWriter, r *http.Request, done string, act func(ctx context.Context, id, reason string) error) {
-	v := viewerFrom(r.Context())
 	owner, id := r.PostForm.Get("owner"), r.PathValue("id")
-	reason := strings.TrimSpace(r.PostForm.Get("reason"))
-	if reason == "" || len(reason) > 500 {
-		c.showOps(w, r, http.StatusUnprocessableEntity, owner, "Give a reason (1 to 500 characters): it is logged with the action.", notice{})
+	reason, ok := c.opsReason(w, r, owner)
+	if !ok {
 		return
 	}
-	err := act(r.Context(), id, "by "+v.User+": "+reason)
+	err := act(r.Context(), id, reason)
 	switch {
 	case errors.Is(err, imagegen.ErrTaskNotFound):
 		c.notFound(w, r)
@@ -268,4 +266,17 @@ func (c *Console) opsAction(w http.ResponseWriter, r *http.Request, done string,
 	default:
 		http.Redirect(w, r, c.path("/ops?owner="+urlQueryEscape(owner)+"&done="+done), http.StatusSeeOther)
 	}
+}
+
+// opsReason is the reason an operator's form gives for its action, as it
+// is logged: "by <operator>: <reason>". A missing or overlong reason
+// (over 500 bytes) is answered 422 on the operator's page, with ok
+// false.
+func (c *Console) opsReason(w http.ResponseWriter, r *http.Request, owner string) (reason string, ok bool) {
+	reason = strings.TrimSpace(r.PostForm.Get("reason"))
+	if reason == "" || len(reason) > 500 {
+		c.showOps(w, r, http.StatusUnprocessableEntity, owner, "Give a reason (1 to 500 characters): it is logged with the action.", notice{})
+		return "", false
+	}
+	return "by " + viewerFrom(r.Context()).User + ": " + reason, true
 }

@@ -10,15 +10,13 @@ import (
 // logged like the Inspector's actions. The user's API keys keep
 // working: revoking one is the user's, or the API's, to do.
 func (c *Console) opsEndSessions(w http.ResponseWriter, r *http.Request) {
-	v := viewerFrom(r.Context())
 	owner := strings.TrimSpace(r.PostForm.Get("owner"))
-	reason := strings.TrimSpace(r.PostForm.Get("reason"))
-	switch {
-	case owner == "":
+	if owner == "" {
 		c.showOps(w, r, http.StatusUnprocessableEntity, owner, "Name the user whose sessions to end.", notice{})
 		return
-	case reason == "" || len(reason) > 500:
-		c.showOps(w, r, http.StatusUnprocessableEntity, owner, "Give a reason (1 to 500 characters): it is logged with the action.", notice{})
+	}
+	reason, ok := c.opsReason(w, r, owner)
+	if !ok {
 		return
 	}
 	n, err := c.store.EndSessions(r.Context(), owner)
@@ -27,6 +25,6 @@ func (c *Console) opsEndSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.log.InfoContext(r.Context(), "operator action", "action", "end console sessions", "owner", owner,
-		"sessions", n, "reason", "by "+v.User+": "+reason)
+		"sessions", n, "reason", reason)
 	http.Redirect(w, r, c.path("/ops?owner="+urlQueryEscape(owner)+"&done=sessions-ended"), http.StatusSeeOther)
 }
