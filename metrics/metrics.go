@@ -17,7 +17,7 @@
 //
 //	imagegen_tasks_submitted_total{scene,model}               counter
 //	imagegen_tasks_finished_total{model,status,error_code}    counter
-//	imagegen_task_queue_wait_seconds                               histogram: ready to claimed
+//	imagegen_task_queue_wait_seconds                          histogram: ready to claimed
 //	imagegen_task_generation_seconds                          histogram: the finishing attempt's run
 //	imagegen_queue_depth{status}                              gauge: pending, processing (read from the store)
 //	imagegen_queue_oldest_pending_seconds                     gauge: wait of the oldest ready task (from the store)
