@@ -102,8 +102,7 @@ const (
 )
 
 // consoleReadsPrefix is where a shared store counts the console's page
-// reads per user (console.DefaultSessionReads a minute); the memory
-// backend leaves it to the console's in-process default.
+// reads per user (console.DefaultSessionReads a minute).
 const consoleReadsPrefix = "imagegen:console-reads:"
 
 type backendConfig struct {
@@ -131,25 +130,31 @@ func openBackend(ctx context.Context, c backendConfig) (backend, error) {
 	case c.postgresURL != "":
 		return openPostgres(ctx, c, blobs)
 	default:
-		limiter, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: c.rateLimit, Window: time.Minute, Clock: clock})
-		if err != nil {
-			return backend{}, err
-		}
-		authFailures, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: authFailureLimit, Window: time.Minute, Clock: clock})
-		if err != nil {
-			return backend{}, err
-		}
 		store, err := memory.New(memory.Config{Clock: clock, Retention: c.retention, Blobs: blobs})
 		if err != nil {
 			return backend{}, err
 		}
-		return backend{
-			store:        store,
-			limiter:      limiter,
-			authFailures: authFailures,
-			close:        func() error { return nil },
-		}, nil
+		be := backend{store: store, close: func() error { return nil }}
+		err = be.addLimiters(c.rateLimit, func(limit int, _ string) (imagegen.Limiter, error) {
+			return ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: limit, Window: time.Minute, Clock: clock})
+		})
+		return be, err
 	}
+}
+
+// addLimiters gives b its limiters, each made by newLimiter (limit
+// requests in any rolling minute, its keys under prefix; "" for the
+// limiter's default): per API key, failed authentications per client
+// address, and the console's page reads per user.
+func (b *backend) addLimiters(rateLimit int, newLimiter func(limit int, prefix string) (imagegen.Limiter, error)) (err error) {
+	if b.limiter, err = newLimiter(rateLimit, ""); err != nil {
+		return err
+	}
+	if b.authFailures, err = newLimiter(authFailureLimit, authFailurePrefix); err != nil {
+		return err
+	}
+	b.consoleReads, err = newLimiter(console.DefaultSessionReads, consoleReadsPrefix)
+	return err
 }
 
 func openRedis(ctx context.Context, c backendConfig, blobs imagegen.BlobStore) (backend, error) {
@@ -162,19 +167,14 @@ func openRedis(ctx context.Context, c backendConfig, blobs imagegen.BlobStore) (
 	if err != nil {
 		return fail(err)
 	}
-	limiter, err := redislimit.New(rdb, redislimit.Config{Limit: c.rateLimit, Window: time.Minute})
+	be := backend{store: store, close: rdb.Close}
+	err = be.addLimiters(c.rateLimit, func(limit int, prefix string) (imagegen.Limiter, error) {
+		return redislimit.New(rdb, redislimit.Config{Limit: limit, Window: time.Minute, Prefix: prefix})
+	})
 	if err != nil {
 		return fail(err)
 	}
-	authFailures, err := redislimit.New(rdb, redislimit.Config{Limit: authFailureLimit, Window: time.Minute, Prefix: authFailurePrefix})
-	if err != nil {
-		return fail(err)
-	}
-	consoleReads, err := redislimit.New(rdb, redislimit.Config{Limit: console.DefaultSessionReads, Window: time.Minute, Prefix: consoleReadsPrefix})
-	if err != nil {
-		return fail(err)
-	}
-	return backend{store: store, limiter: limiter, authFailures: authFailures, consoleReads: consoleReads, close: rdb.Close}, nil
+	return be, nil
 }
 
 // dialRedis connects to a Redis URL of any kind (one node, Cluster or

@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/console"
 	postgreslimit "github.com/imagegen/imagegen/ratelimit/postgres"
 	"github.com/imagegen/imagegen/store/postgres"
 )
@@ -40,22 +39,14 @@ func openPostgres(ctx context.Context, c backendConfig, blobs imagegen.BlobStore
 		}
 		return fail(fmt.Errorf("postgres at %s: %w", describePostgres(pool), redactErr(err, c.postgresURL)))
 	}
-	limiter, err := postgreslimit.New(pool, postgreslimit.Config{Limit: c.rateLimit, Window: time.Minute, Schema: c.schema})
+	be := backend{store: store, workReady: store.WorkReady(), close: func() error { store.Close(); pool.Close(); return nil }}
+	err = be.addLimiters(c.rateLimit, func(limit int, prefix string) (imagegen.Limiter, error) {
+		return postgreslimit.New(pool, postgreslimit.Config{Limit: limit, Window: time.Minute, Schema: c.schema, Prefix: prefix})
+	})
 	if err != nil {
 		return fail(err)
 	}
-	authFailures, err := postgreslimit.New(pool, postgreslimit.Config{Limit: authFailureLimit, Window: time.Minute, Schema: c.schema, Prefix: authFailurePrefix})
-	if err != nil {
-		return fail(err)
-	}
-	consoleReads, err := postgreslimit.New(pool, postgreslimit.Config{Limit: console.DefaultSessionReads, Window: time.Minute, Schema: c.schema, Prefix: consoleReadsPrefix})
-	if err != nil {
-		return fail(err)
-	}
-	return backend{
-		store: store, limiter: limiter, authFailures: authFailures, consoleReads: consoleReads, workReady: store.WorkReady(),
-		close: func() error { store.Close(); pool.Close(); return nil },
-	}, nil
+	return be, nil
 }
 
 const postgresListenUsage = "with -postgres pointing at a transaction pooler (PgBouncer with pool_mode = transaction): a direct PostgreSQL URL for what a pooler cannot carry, the store's LISTEN (wake-ups of long-polls and idle workers) and, with migrate, the migrations; the pooled connections then use no named prepared statements"

@@ -203,7 +203,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 // mountConsole serves the web console at /console/: sign-in with an API
 // key, sessions kept in the store (so every process on a shared store
 // knows them), the API's rate and failed-login limits, and the read
-// budget per session (reads; nil for the console's in-process default).
+// budget per user (reads, the backend's).
 func mountConsole(ctx context.Context, mux *http.ServeMux, stack *server.Server, store console.Store, reads imagegen.Limiter, publicURL string, operators []string, log *slog.Logger) error {
 	u, err := url.Parse(publicURL)
 	if err != nil {
