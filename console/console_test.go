@@ -12,6 +12,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/server"
 )
 
@@ -376,16 +377,19 @@ func TestPlaygroundChargesAndSharesTheAPIRateLimit(t *testing.T) {
 		Images  []string `json:"images"`
 		Balance int64    `json:"credits_remaining"`
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for got.Status != "success" && time.Now().Before(deadline) {
-		res, err := b.client.Get(f.ts.URL + "/console/api/tasks/" + id + "?wait=5")
+	testenv.EventuallyNoError(t, 20*time.Second, "the task to succeed", func() error {
+		res, err := b.client.Get(f.ts.URL + "/console/api/tasks/" + id + "?wait=5") // a long poll
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := decodeJSON(res, &got); err != nil {
 			t.Fatal(err)
 		}
-	}
+		if got.Status != "success" {
+			return fmt.Errorf("status %q", got.Status)
+		}
+		return nil
+	})
 	if got.Status != "success" || len(got.Images) != 1 || got.Balance != 9 {
 		t.Fatalf("task: %+v, want success with 1 image and 9 credits left", got)
 	}

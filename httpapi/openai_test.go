@@ -50,7 +50,7 @@ func newOpenAIEnv(t *testing.T, limit int, api ...func(*httpapi.Config)) *openAI
 // generate posts body to /v1/images/generations while a worker runs the
 // task, as `imagegen serve` would.
 func (o *openAIEnv) generate(key, body string) *httptest.ResponseRecorder {
-	return whileWorking(o.svc, func() *httptest.ResponseRecorder { return o.do("POST", "/v1/images/generations", key, body) })
+	return whileWorking(o.t, o.svc, func() *httptest.ResponseRecorder { return o.do("POST", "/v1/images/generations", key, body) })
 }
 
 // valid checks body against a schema of OpenAI's description.

@@ -507,7 +507,7 @@ func recordOpenAI(t *testing.T, rc *recorder) {
 	e := newEnv(t, func(o *envOptions) { o.openAI = true })
 	// generate sends the request while workers run, so that it ends.
 	generate := func(name, body string, opts ...reqOpt) *exchange {
-		return whileWorking(e.svc, func() *exchange { return rc.do(e, name, "POST", path, e.key, body, opts...) })
+		return whileWorking(t, e.svc, func() *exchange { return rc.do(e, name, "POST", path, e.key, body, opts...) })
 	}
 	generate("openai: url", `{"model":"dall-e-3","prompt":"A cute baby sea otter","n":1,"size":"1792x1024","quality":"hd","style":"natural","response_format":"url"}`, status(http.StatusOK))
 	generate("openai: b64_json", `{"prompt":"A cute baby sea otter","size":"1024x1024","response_format":"b64_json"}`, status(http.StatusOK))

@@ -49,18 +49,23 @@ func startWaiting[T any](t *testing.T, clock *imagegentest.Clock, request func()
 
 // whileWorking sends a request in a goroutine of its own and runs svc's
 // workers until it is answered, as `imagegen serve` would, so that a
-// request that waits for its task ends.
-func whileWorking[T any](svc *imagegen.Service, request func() T) T {
-	answer := make(chan T)
+// request that waits for its task ends; it fails t if the answer does
+// not come within 20 s.
+func whileWorking[T any](t testing.TB, svc *imagegen.Service, request func() T) T {
+	t.Helper()
+	answer := make(chan T, 1)
 	go func() { answer <- request() }()
-	for {
+	var x T
+	testenv.Eventually(t, 20*time.Second, "the request to be answered while workers run", func() bool {
 		select {
-		case x := <-answer:
-			return x
-		case <-time.After(time.Millisecond):
+		case x = <-answer:
+			return true
+		default:
 			_, _ = svc.RunOnce(context.Background())
+			return false
 		}
-	}
+	})
+	return x
 }
 
 func TestPreferWaitAnswersWhenTheTaskFinishes(t *testing.T) {
