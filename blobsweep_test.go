@@ -63,7 +63,9 @@ type recordFails struct {
 	err error
 }
 
-func (r recordFails) CompleteTask(context.Context, string, int, []imagegen.Image) error { return r.err }
+func (r recordFails) CompleteTask(context.Context, string, int, []imagegen.Image, *int64) error {
+	return r.err
+}
 
 // failingRecords makes the fixture's store a recordFails with err.
 func failingRecords(err error) func(*imagegen.Config) {

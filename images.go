@@ -16,9 +16,11 @@ var errImageBytes = errors.New("imagegen: store image bytes")
 
 // complete stores the images of t's successful attempt: the bytes in the
 // store's BlobStore first, then the records, with the task's success, in
-// one CompleteTask. A crash in between leaves only blobs without records
-// (SweepBlobs deletes them); a lost lease deletes them at once.
-func (s *Service) complete(ctx context.Context, t *Task, gen []GeneratedImage) error {
+// one CompleteTask, which also records seed (the seed the model reports
+// it used, when not the task's; nil keeps the task's). A crash in
+// between leaves only blobs without records (SweepBlobs deletes them); a
+// lost lease deletes them at once.
+func (s *Service) complete(ctx context.Context, t *Task, gen []GeneratedImage, seed *int64) error {
 	blobs := s.blobs
 	imgs := make([]Image, len(gen))
 	for i, g := range gen {
@@ -32,7 +34,7 @@ func (s *Service) complete(ctx context.Context, t *Task, gen []GeneratedImage) e
 			return fmt.Errorf("%w: %w", errImageBytes, err)
 		}
 	}
-	err := s.cfg.Store.CompleteTask(ctx, t.ID, t.Attempt, imgs)
+	err := s.cfg.Store.CompleteTask(ctx, t.ID, t.Attempt, imgs, seed)
 	if errors.Is(err, ErrLeaseLost) {
 		s.deleteBlobs(ctx, imgs) // no record will ever point at them
 	}

@@ -54,6 +54,12 @@ func (g Generation) ReportProgress(fraction float64) {
 type GeneratedImage struct {
 	ContentType string
 	Data        []byte
+	// Seed, when not nil, is the seed the provider reports it made the
+	// image with (an sdapi server's info, Black Forest Labs' result).
+	// When it is not the task's, the service records it as the task's
+	// seed, so the task shows the seed that makes the image again; a
+	// model whose provider reports none leaves it nil.
+	Seed *int64
 }
 
 // Cost limits of docs/api.md, "Limits".

@@ -88,8 +88,11 @@ type TaskStore interface {
 	// put their bytes in Blobs() (bytes first, so a crash leaves at most
 	// an orphan blob, never a record without bytes). The store sets each
 	// record's CreatedAt and ExpiresAt, and keeps every other field as
-	// given. ErrLeaseLost when attempt no longer holds the task.
-	CompleteTask(ctx context.Context, id string, attempt int, images []Image) error
+	// given. seed, when not nil, becomes the task's seed
+	// (Task.Request.Seed): the one the model reports it used, when that
+	// is not the one it was given; nil keeps the task's. ErrLeaseLost
+	// when attempt no longer holds the task (and nothing changes).
+	CompleteTask(ctx context.Context, id string, attempt int, images []Image, seed *int64) error
 
 	// FailTask moves the task to failed with f as its error and refunds
 	// its cost exactly once. It returns the credits it gave back: the

@@ -226,7 +226,7 @@ func (s *Service) record(ctx context.Context, t *Task, a attempt) {
 		err = &ModelError{Provider: t.Model, Retryable: true, Message: "the model returned no image"}
 	}
 	if err == nil {
-		err = s.complete(storeCtx, t, imgs)
+		err = s.complete(storeCtx, t, imgs, usedSeed(log, t, imgs))
 		if !errors.Is(err, errImageBytes) {
 			s.finished(log, err, t, Failure{}, took, "task succeeded", "images", len(imgs))
 			return

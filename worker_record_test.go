@@ -24,7 +24,7 @@ type heldCompletes struct {
 	waiting, peak int
 }
 
-func (s *heldCompletes) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image) error {
+func (s *heldCompletes) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image, seed *int64) error {
 	s.mu.Lock()
 	s.waiting++
 	s.peak = max(s.peak, s.waiting)
@@ -33,7 +33,7 @@ func (s *heldCompletes) CompleteTask(ctx context.Context, id string, attempt int
 	s.mu.Lock()
 	s.waiting--
 	s.mu.Unlock()
-	return s.Store.CompleteTask(ctx, id, attempt, images)
+	return s.Store.CompleteTask(ctx, id, attempt, images, seed)
 }
 
 func (s *heldCompletes) counts() (waiting, peak int) {

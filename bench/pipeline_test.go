@@ -37,8 +37,8 @@ type countingStore struct {
 	all  chan struct{}
 }
 
-func (s *countingStore) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image) error {
-	err := s.Store.CompleteTask(ctx, id, attempt, images)
+func (s *countingStore) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image, seed *int64) error {
+	err := s.Store.CompleteTask(ctx, id, attempt, images, seed)
 	if err == nil && s.done.Add(1) == s.n {
 		close(s.all)
 	}

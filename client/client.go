@@ -56,7 +56,8 @@ type Task struct {
 	StartedAt  *time.Time `json:"started_at,omitempty"`  // when a worker first took it
 	FinishedAt *time.Time `json:"finished_at,omitempty"` // when it reached success or failed
 	Model      string     `json:"model,omitempty"`       // the model that ran or will run it
-	// Seed is the seed the model was given; nil when it takes none.
+	// Seed is the seed the model was given (once it succeeded, the one
+	// the provider reports it used, when another); nil when it takes none.
 	Seed *int64 `json:"seed,omitempty"`
 	// QueuePosition, while the task is pending, is how many pending
 	// tasks are ahead of it.

@@ -80,6 +80,15 @@ func Succeed() Step {
 	}
 }
 
+// SucceedWithSeed returns one 1x1 PNG that the model reports it made
+// with seed (GeneratedImage.Seed), as a provider that answers the seed
+// it used does.
+func SucceedWithSeed(seed int64) Step {
+	return func(context.Context, imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+		return []imagegen.GeneratedImage{{ContentType: "image/png", Data: TinyPNG(), Seed: &seed}}, nil
+	}
+}
+
 // Fail returns err.
 func Fail(err error) Step {
 	return func(context.Context, imagegen.Generation) ([]imagegen.GeneratedImage, error) {

@@ -43,7 +43,8 @@ type TaskDetails struct {
 	// Model names the model that ran, or will run, the task.
 	Model string `json:"model"`
 	// Seed is the seed the model was given: the request's, or one drawn
-	// at submit. Null when the model does not take seeds.
+	// at submit; once the task succeeded, the one the provider reports it
+	// used when that is another. Null when the model does not take seeds.
 	Seed *int64 `json:"seed"`
 	// QueuePosition, while the task is pending, is how many pending
 	// tasks (of every user) are ahead of it in the work queue.

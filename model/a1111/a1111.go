@@ -68,8 +68,8 @@ type Config struct {
 	// progress while a generation runs (only when the service follows
 	// progress). Default 1 s.
 	ProgressInterval time.Duration
-	// Logger receives debug lines (the seed the server used). Default
-	// slog.Default().
+	// Logger receives debug lines (an answer whose info names no seed).
+	// Default slog.Default().
 	Logger *slog.Logger
 }
 
@@ -160,7 +160,7 @@ func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen
 		}
 		return nil, err
 	}
-	imgs, err := m.images(resp, req)
+	imgs, err := m.images(resp)
 	if err != nil {
 		return nil, err
 	}

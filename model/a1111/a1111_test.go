@@ -1,10 +1,8 @@
 package a1111_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
-	"log/slog"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -270,26 +268,29 @@ func TestBasicAuth(t *testing.T) {
 	is.Equal(f.Calls()[1].header.Get("Authorization"), "")
 }
 
-// The seed the answer's info reports is logged; one that is not the
-// task's is a warning, since the task's recorded seed would not make
-// the image again.
+// The seed the answer's info reports comes back with the image
+// (GeneratedImage.Seed), for the service to record: the one sent, or
+// another the server chose; an info without one reports none.
 func TestSeedFromInfo(t *testing.T) {
 	is := is.New(t)
 	f := newFake(t)
-	var logs bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	m, _ := newModel(t, f, a1111.Config{Logger: log})
-	_, err := generate(t.Context(), m, providertest.MaxSeedT2I("a fox", imagegen.Aspect1x1), nil)
+	m, _ := newModel(t, f, a1111.Config{})
+	imgs, err := generate(t.Context(), m, providertest.MaxSeedT2I("a fox", imagegen.Aspect1x1), nil)
 	is.NoErr(err)
-	is.True(strings.Contains(logs.String(), "seed=4294967294"))
-	is.True(!strings.Contains(logs.String(), "WARN"))
+	is.Equal(*imgs[0].Seed, int64(imagegen.MaxSeed))
 
 	other := int64(77)
 	f.answerSeed = &other
-	_, err = generate(t.Context(), m, providertest.MaxSeedT2I("a fox", imagegen.Aspect1x1), nil)
+	imgs, err = generate(t.Context(), m, providertest.MaxSeedT2I("a fox", imagegen.Aspect4x3), nil)
 	is.NoErr(err)
-	is.True(strings.Contains(logs.String(), "level=WARN"))
-	is.True(strings.Contains(logs.String(), "seed=77 task_seed=4294967294"))
+	is.Equal(f.last(t)["seed"], float64(imagegen.MaxSeed)) // the task's was sent
+	is.Equal(*imgs[0].Seed, other)
+
+	png := base64.StdEncoding.EncodeToString(providertest.PNG(1024, 1024))
+	f.Queue(txt2imgCall, answer{Status: 200, Body: []byte(`{"images":["` + png + `"],"parameters":{},"info":"not json"}`)})
+	imgs, err = generate(t.Context(), m, providertest.MaxSeedT2I("a fox", imagegen.Aspect1x1), nil)
+	is.NoErr(err)
+	is.Equal(imgs[0].Seed, nil)
 }
 
 // A reference in a format the server may not read is converted to PNG

@@ -16,8 +16,9 @@
 // afterwards, so other clients keep theirs; the server loads it on
 // first use, which takes a while, and falls back on its own when it has
 // no such checkpoint). The default cost is 1 credit. The task's seed is
-// sent as seed (Plan.Seeded); the seed the answer's info reports is
-// logged, with a warning if it is not the task's.
+// sent as seed (Plan.Seeded); the seed the answer's info reports comes
+// back as the image's Seed, which the service records on the task when
+// the server used another.
 //
 // # Sizes
 //

@@ -21,13 +21,14 @@ type response struct {
 
 // info is what the adapter reads of response.info.
 type info struct {
-	Seed int64 `json:"seed"`
+	Seed *int64 `json:"seed"`
 }
 
 // images decodes the answer's first image (batch_size 1 makes one; an
-// extension may add more, such as a control map, after it) and logs the
-// seed the server used, warning when it is not the task's.
-func (m *Model) images(resp *provider.Response, req imagegen.Request) ([]imagegen.GeneratedImage, error) {
+// extension may add more, such as a control map, after it), with the
+// seed the server used from info (GeneratedImage.Seed: the service
+// records it on the task when it is not the task's).
+func (m *Model) images(resp *provider.Response) ([]imagegen.GeneratedImage, error) {
 	var r response
 	if err := provider.DecodeJSON(Provider, resp, &r); err != nil {
 		return nil, err
@@ -48,13 +49,9 @@ func (m *Model) images(resp *provider.Response, req imagegen.Request) ([]imagege
 		return nil, err
 	}
 	var in info
-	if err := json.Unmarshal([]byte(r.Info), &in); err == nil {
-		switch {
-		case req.Seed != nil && in.Seed != *req.Seed:
-			m.cfg.Logger.Warn("a1111: the server used another seed than the task's; the task's recorded seed will not remake the image", "seed", in.Seed, "task_seed", *req.Seed)
-		default:
-			m.cfg.Logger.Debug("a1111: generated", "seed", in.Seed)
-		}
+	if err := json.Unmarshal([]byte(r.Info), &in); err != nil || in.Seed == nil {
+		m.cfg.Logger.Debug("a1111: the answer's info names no seed; the task keeps its own", "info", provider.Snippet([]byte(r.Info)))
 	}
+	img.Seed = in.Seed
 	return []imagegen.GeneratedImage{img}, nil
 }

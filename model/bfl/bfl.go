@@ -145,7 +145,8 @@ func (m *Model) Plan(req imagegen.Request) (imagegen.Plan, error) {
 
 // Generate submits the task, polls its result until it is Ready (or
 // refused, or failed), downloads result.sample through the Fetcher and
-// centre-crops it to the exact ratio. Failures are *imagegen.ModelError.
+// centre-crops it to the exact ratio; result.seed comes back as the
+// image's Seed. Failures are *imagegen.ModelError.
 func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
 	req := g.Request
 	refs, err := provider.PlanAndFetch(ctx, Provider, m, req, m.cfg.Fetcher, provider.PNG, provider.JPEG, provider.WebP)
@@ -164,6 +165,7 @@ func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen
 	if err != nil {
 		return nil, err
 	}
+	img.Seed = res.Result.Seed // the seed used, which the service records when it is not the task's
 	return provider.CropAll(Provider, []imagegen.GeneratedImage{img}, provider.AnswerRatio(req, refs))
 }
 

@@ -229,6 +229,34 @@ func TestProgressIsReported(t *testing.T) {
 	is.Equal(got, []float64{0.25, 0.6, 0.4}) // the third read carries the example's 0.4
 }
 
+// The seed a Ready result reports (result.seed) comes back with the
+// image, for the service to record: the one sent, another the API
+// chose, or none when the result has none.
+func TestSeedFromResult(t *testing.T) {
+	is := is.New(t)
+	f := newFake(t)
+	m, _ := newModel(t, f, bfl.Config{})
+	req := providertest.MaxSeedT2I("a fox", imagegen.Aspect1x1)
+	for _, c := range []struct {
+		answer any
+		want   *int64
+	}{
+		{nil, ptr(int64(imagegen.MaxSeed))}, // the one sent
+		{77.0, ptr(int64(77))},
+		{"null", nil},
+	} {
+		f.mu.Lock()
+		f.answerSeed = c.answer
+		f.mu.Unlock()
+		imgs, err := providertest.Generate(t.Context(), m, req)
+		is.NoErr(err)
+		is.Equal(f.lastSubmit(t)["seed"], float64(imagegen.MaxSeed))
+		is.Equal(imgs[0].Seed, c.want)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
 // Requests on the configured base URL carry the key as x-key, and
 // nothing else that authenticates.
 func TestKeyIsSentAsXKey(t *testing.T) {

@@ -7,7 +7,9 @@
 //
 // Plan records "bfl/<model>" and the model's cost in credits (1 to 3,
 // by list price; Config.Cost overrides it). Every model takes the
-// task's seed (Plan.Seeded).
+// task's seed (Plan.Seeded); a Ready result's result.seed comes back as
+// the image's Seed, which the service records on the task when the
+// API used another.
 //
 //	model                cost  size sent                 scenes
 //	flux-pro-1.1         2     width, height             text-to-image (the default)

@@ -58,6 +58,8 @@ type fake struct {
 	pollingURL string   // "" for the fake's own
 	reads      int
 	size       provider.Size // of the task's image, set at submit
+	seed       any           // the seed sent at submit, which a Ready result reports; nil: the example's
+	answerSeed any           // when not nil, what a Ready result reports as its seed instead ("null": none)
 	fetched    []string
 }
 
@@ -175,7 +177,7 @@ func (f *fake) submit(w http.ResponseWriter, model string, raw []byte) {
 		return
 	}
 	f.mu.Lock()
-	f.size, f.reads = size, 0
+	f.size, f.reads, f.seed = size, 0, in["seed"]
 	polling := f.pollingURL
 	f.mu.Unlock()
 	if polling == "" {
@@ -194,11 +196,22 @@ func (f *fake) poll(w http.ResponseWriter) {
 		progress = f.progress[f.reads]
 	}
 	f.reads++
+	seed := f.seed
+	if f.answerSeed != nil {
+		seed = f.answerSeed
+	}
 	f.mu.Unlock()
 	name := "result." + strings.ReplaceAll(strings.ToLower(status), " ", "-") + ".json"
 	_, _ = w.Write(providertest.EditJSON(f.T, f.Examples.Get(name), func(doc map[string]any) {
 		if status == "Ready" {
 			doc["result"].(map[string]any)["sample"] = sampleURL
+			switch seed {
+			case nil:
+			case "null":
+				doc["result"].(map[string]any)["seed"] = nil
+			default:
+				doc["result"].(map[string]any)["seed"] = seed
+			}
 		}
 		if progress != nil {
 			doc["progress"] = progress

@@ -32,7 +32,7 @@ func ImageSize(data []byte) (Size, error) {
 }
 
 // CropToRatio centre-crops img to exactly ratio r (CropSize) and
-// re-encodes it as PNG; it reports whether it changed anything. An
+// re-encodes it as PNG, keeping its Seed; it reports whether it changed anything. An
 // image already of ratio r, a ratio that is not concrete (auto), and a
 // format the standard library cannot decode (WebP: ErrUnknownFormat is
 // not returned, the image is kept as it is) come back unchanged.
@@ -73,7 +73,8 @@ func CropToRatio(img imagegen.GeneratedImage, r imagegen.AspectRatio) (imagegen.
 	if err := png.Encode(&buf, cropped); err != nil {
 		return img, false, fmt.Errorf("encoding the cropped image: %w", err)
 	}
-	return imagegen.GeneratedImage{ContentType: "image/png", Data: buf.Bytes()}, true, nil
+	img.ContentType, img.Data = "image/png", buf.Bytes() // the rest (the seed) stays
+	return img, true, nil
 }
 
 // ContentType names the image format of data from its first bytes

@@ -22,13 +22,15 @@ func TestCropToRatio(t *testing.T) {
 		for _, r := range imagegen.AspectRatios() {
 			t.Run(enc.name+" "+string(r), func(t *testing.T) {
 				is := is.New(t)
-				in := imagegen.GeneratedImage{ContentType: enc.ct, Data: enc.make(300, 200)}
+				seed := int64(77)
+				in := imagegen.GeneratedImage{ContentType: enc.ct, Data: enc.make(300, 200), Seed: &seed}
 				out, changed, err := provider.CropToRatio(in, r)
 				is.NoErr(err)
 				w, h := providertest.Size(t, out.Data)
 				is.True(provider.Size{w, h}.Is(r)) // exactly the ratio
 				is.Equal(provider.Size{w, h}, provider.CropSize(300, 200, r))
 				is.Equal(changed, r != imagegen.Aspect3x2)
+				is.Equal(out.Seed, &seed) // the seed the provider reported stays
 				if changed {
 					is.Equal(out.ContentType, "image/png")
 				} else {

@@ -29,7 +29,7 @@ func Example() {
 
 	task, _ := store.ClaimTask(ctx, 30*time.Second)
 	fmt.Println("claimed:", task.ID, task.Status, "attempt", task.Attempt)
-	_ = store.CompleteTask(ctx, task.ID, task.Attempt, []imagegen.Image{{ID: "img1", ContentType: "image/png", Size: 3}} /* bytes already in store.Blobs() */)
+	_ = store.CompleteTask(ctx, task.ID, task.Attempt, []imagegen.Image{{ID: "img1", ContentType: "image/png", Size: 3}}, nil)
 	done, _ := store.Task(ctx, "alice", "t1")
 	fmt.Println("status:", done.Status, done.Images)
 

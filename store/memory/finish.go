@@ -10,8 +10,9 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
-// CompleteTask stores the images' records and moves the task to success.
-func (s *Store) CompleteTask(_ context.Context, id string, attempt int, images []imagegen.Image) error {
+// CompleteTask stores the images' records and moves the task to
+// success, with seed (when not nil) as its seed.
+func (s *Store) CompleteTask(_ context.Context, id string, attempt int, images []imagegen.Image, seed *int64) error {
 	for _, img := range images {
 		if img.ID == "" {
 			return errors.New("memory: image needs an ID")
@@ -26,6 +27,10 @@ func (s *Store) CompleteTask(_ context.Context, id string, attempt int, images [
 			ids = append(ids, img.ID)
 		}
 		r.task.Images = ids
+		if seed != nil {
+			used := *seed
+			r.task.Request.Seed = &used
+		}
 		s.finish(r, imagegen.StatusSuccess, now)
 	})
 }

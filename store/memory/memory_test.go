@@ -41,7 +41,7 @@ func TestRetentionRemovesTheDefaultBlobs(t *testing.T) {
 	c, err := s.ClaimTask(ctx, time.Minute)
 	is.NoErr(err)
 	is.NoErr(s.Blobs().Put(ctx, "img", strings.NewReader("png"), 3, "image/png"))
-	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: "img", ContentType: "image/png", Size: 3}}))
+	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: "img", ContentType: "image/png", Size: 3}}, nil))
 
 	clock.Advance(time.Hour - time.Second)
 	_, err = s.Blobs().Stat(ctx, "img")

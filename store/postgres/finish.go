@@ -25,11 +25,13 @@ import (
 //	   Config.AsyncSuccess)
 //	$11 the NOTIFY channel of finished tasks: each task moved is
 //	   announced when the batch commits
+//	$12 per task: the seed the model used, written into the request's
+//	   seed (the task's recorded seed); NULL keeps the request's
 const completeSQL = `
 WITH async AS (
 	SELECT set_config('synchronous_commit', $10, true)
 ), input AS (
-	SELECT * FROM unnest($2::text[], $3::integer[]) AS i(id, attempt)
+	SELECT * FROM unnest($2::text[], $3::integer[], $12::bigint[]) AS i(id, attempt, seed)
 ), imgs AS (
 	SELECT * FROM unnest($5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[]) WITH ORDINALITY
 		AS m(task_id, id, content_type, size, checksum, ord)
@@ -37,7 +39,8 @@ WITH async AS (
 	UPDATE {schema}.tasks t
 	SET status = 'success', lease_until = NULL, updated_at = {now}, finished_at = {now},
 		images = coalesce((SELECT array_agg(m.id ORDER BY m.ord) FROM imgs m WHERE m.task_id = t.id), '{}'),
-		expires_at = {now} + $4 * interval '1 microsecond'
+		expires_at = {now} + $4 * interval '1 microsecond',
+		request = CASE WHEN i.seed IS NULL THEN t.request ELSE jsonb_set(t.request, '{seed}', to_jsonb(i.seed)) END
 	FROM input i, async
 	WHERE t.id = i.id AND t.status = 'processing' AND t.attempt = i.attempt
 	RETURNING t.id, t.owner, t.expires_at, t.callback_url, t.callback_events
@@ -57,6 +60,7 @@ type completeReq struct {
 	id      string
 	attempt int
 	images  []imagegen.Image
+	seed    *int64
 }
 
 type completeCall = groupcommit.Call[completeReq, bool]
@@ -64,13 +68,13 @@ type completeCall = groupcommit.Call[completeReq, bool]
 // CompleteTask stores the images and moves the task to success. Calls
 // that arrive together share one statement and one commit (group
 // commit); each is checked against its own fencing token.
-func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image) error {
+func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image, seed *int64) error {
 	for _, img := range images {
 		if img.ID == "" {
 			return errors.New("postgres store: image needs an ID")
 		}
 	}
-	held, err := s.completes.Do(ctx, completeReq{id: id, attempt: attempt, images: images})
+	held, err := s.completes.Do(ctx, completeReq{id: id, attempt: attempt, images: images, seed: seed})
 	return leases.Result(storeName, id, attempt, held, err)
 }
 
@@ -82,16 +86,17 @@ func (s *Store) completeBatch(ctx context.Context, batch []*completeCall) {
 	sort.Slice(batch, func(i, j int) bool { return batch[i].Req.id < batch[j].Req.id })
 	ids := make([]string, len(batch))
 	attempts := make([]int32, len(batch))
+	seeds := make([]*int64, len(batch))
 	var imgTasks, imgIDs, types, sums []string
 	var sizes []int64
 	for i, c := range batch {
-		ids[i], attempts[i] = c.Req.id, int32(c.Req.attempt)
+		ids[i], attempts[i], seeds[i] = c.Req.id, int32(c.Req.attempt), c.Req.seed
 		for _, img := range c.Req.images {
 			imgTasks, imgIDs, types = append(imgTasks, c.Req.id), append(imgIDs, img.ID), append(types, img.ContentType)
 			sizes, sums = append(sizes, img.Size), append(sums, img.Checksum)
 		}
 	}
-	rows, err := s.pool.Query(ctx, s.sql(completeSQL), s.nowArg(), ids, attempts, micros(s.retention), imgTasks, imgIDs, types, sizes, sums, s.successCommit, s.finished)
+	rows, err := s.pool.Query(ctx, s.sql(completeSQL), s.nowArg(), ids, attempts, micros(s.retention), imgTasks, imgIDs, types, sizes, sums, s.successCommit, s.finished, seeds)
 	var moved []string
 	if err == nil {
 		moved, err = pgx.CollectRows(rows, pgx.RowTo[string])

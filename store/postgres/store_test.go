@@ -36,7 +36,7 @@ func TestSweepRemovesExpiredRowsInBatches(t *testing.T) {
 		is.NoErr(err)
 		c, err := s.ClaimTask(ctx, time.Minute)
 		is.NoErr(err)
-		is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: c.ID + "-img", ContentType: "image/png", Size: 1}}))
+		is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: c.ID + "-img", ContentType: "image/png", Size: 1}}, nil))
 	}
 	_, err = s.CreateTask(ctx, newTask("waiting", "u"), imagegen.CreateParams{})
 	is.NoErr(err)
@@ -127,7 +127,7 @@ func finishAndWake(t *testing.T, s *postgres.Store, finished, other <-chan struc
 		}
 	case <-time.After(50 * time.Millisecond): // a bug's chance to show; it cannot fail the test otherwise
 	}
-	if err := s.CompleteTask(ctx, c.ID, c.Attempt, nil); err != nil {
+	if err := s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil); err != nil {
 		t.Fatalf("complete: %v", err)
 	}
 	select {

@@ -50,7 +50,7 @@ func TestConcurrentCompletesEachCheckTheirLease(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.CompleteTask(ctx, c.ID, attempt, []imagegen.Image{{ID: "img-" + c.ID, Owner: "u", ContentType: "image/png", Size: 1}})
+			errs[i] = s.CompleteTask(ctx, c.ID, attempt, []imagegen.Image{{ID: "img-" + c.ID, Owner: "u", ContentType: "image/png", Size: 1}}, nil)
 		}()
 	}
 	wg.Wait()

@@ -62,7 +62,7 @@ func concurrentCompletesWaitForReplicas(t *testing.T, rdb goredis.UniversalClien
 	errs := make(chan error, len(claimed))
 	for _, c := range claimed {
 		go func() {
-			errs <- s.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: imagegen.NewOwnedID(c.Owner), TaskID: c.ID, Owner: c.Owner, ContentType: "image/png", Size: 1}})
+			errs <- s.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: imagegen.NewOwnedID(c.Owner), TaskID: c.ID, Owner: c.Owner, ContentType: "image/png", Size: 1}}, nil)
 		}()
 	}
 	for range claimed {

@@ -41,6 +41,13 @@ func decodeTask(f map[string]string) (*imagegen.Task, error) {
 	if err := json.Unmarshal([]byte(f["req"]), &t.Request); err != nil {
 		return nil, fmt.Errorf("redis store: task %s: request: %w", t.ID, err)
 	}
+	if v := f["seed"]; v != "" { // the seed the model used (CompleteTask)
+		seed, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("redis store: task %s: seed: %w", t.ID, err)
+		}
+		t.Request.Seed = &seed
+	}
 	if imgs := f["images"]; imgs != "" {
 		if err := json.Unmarshal([]byte(imgs), &t.Images); err != nil {
 			return nil, fmt.Errorf("redis store: task %s: images: %w", t.ID, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -20,7 +21,9 @@ import (
 //	KEYS[1] task  KEYS[2] leases  KEYS[3] webhooks  KEYS[4..] image records
 //	ARGV[1] now   ARGV[2] attempt  ARGV[3] retention (ms)  ARGV[4] id
 //	ARGV[5] image ids (JSON)
-//	ARGV[6..]  per image: owner, content type, size, checksum
+//	ARGV[6] the seed the model used ("" keeps the task's): kept in the
+//	        task's field seed, which decodeTask reads over the request's
+//	ARGV[7..]  per image: owner, content type, size, checksum
 //
 // Returns 1, or 0 when attempt does not hold the lease.
 var completeScript = newScript(`
@@ -29,19 +32,21 @@ local h = holds(KEYS[1], ARGV[2])
 if not h then return 0 end
 local retention = tonumber(ARGV[3])
 for k = 4, #KEYS do
-  local a = 6 + (k - 4) * 4
+  local a = 7 + (k - 4) * 4
   redis.call('HSET', KEYS[k], 'task', ARGV[4], 'owner', ARGV[a], 'type', ARGV[a + 1],
     'size', ARGV[a + 2], 'sum', ARGV[a + 3], 'created', now, 'expires', now + retention)
   redis.call('PEXPIRE', KEYS[k], retention)
 end
 redis.call('HSET', KEYS[1], 'images', ARGV[5])
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'seed', ARGV[6]) end
 finish(KEYS[1], KEYS[2], ARGV[4], 'success', now, retention, KEYS[3], h)
 return 1
 `)
 
-// CompleteTask stores the images' records and moves the task to success
-// in one script. The bytes are already in the BlobStore.
-func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image) error {
+// CompleteTask stores the images' records and moves the task to success,
+// with seed (when not nil) as its seed, in one script. The bytes are
+// already in the BlobStore.
+func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image, seed *int64) error {
 	ids := make([]string, len(images))
 	sh := s.byID(id)
 	keys := []string{sh.task(id), sh.leases(), sh.webhooks()}
@@ -59,7 +64,11 @@ func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images
 	if err != nil {
 		return fmt.Errorf("redis store: encode image ids: %w", err)
 	}
-	args := []any{ms(s.retention), id, idsJSON}
+	used := ""
+	if seed != nil {
+		used = strconv.FormatInt(*seed, 10)
+	}
+	args := []any{ms(s.retention), id, idsJSON, used}
 	for _, img := range images {
 		args = append(args, img.Owner, img.ContentType, img.Size, img.Checksum)
 	}

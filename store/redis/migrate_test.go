@@ -62,7 +62,7 @@ func migrateToShards(t *testing.T, dstClient goredis.UniversalClient) {
 			}
 		}
 		is.NoErr(src.Blobs().Put(ctx, imageID, bytes.NewReader([]byte("png of "+c.ID)), int64(len("png of "+c.ID)), "image/png"))
-		is.NoErr(src.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: imageID, TaskID: c.ID, Owner: c.Owner, ContentType: "image/png", Size: int64(len("png of " + c.ID))}}))
+		is.NoErr(src.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: imageID, TaskID: c.ID, Owner: c.Owner, ContentType: "image/png", Size: int64(len("png of " + c.ID))}}, nil))
 	}
 	wantBalance := map[string]int64{}
 	wantLedger := map[string]int{}
@@ -127,5 +127,5 @@ func migrateToShards(t *testing.T, dstClient goredis.UniversalClient) {
 	c, err := dst.ClaimTask(ctx, time.Minute)
 	is.NoErr(err)
 	is.Equal(c.ID, task.ID)
-	is.NoErr(dst.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: imagegen.NewOwnedID("alice"), TaskID: c.ID, Owner: "alice", ContentType: "image/png", Size: 1}}))
+	is.NoErr(dst.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: imagegen.NewOwnedID("alice"), TaskID: c.ID, Owner: "alice", ContentType: "image/png", Size: 1}}, nil))
 }

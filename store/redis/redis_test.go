@@ -123,7 +123,7 @@ func TestWatchAcrossProcesses(t *testing.T) {
 
 	c, err := a.ClaimTask(ctx, time.Minute)
 	is.NoErr(err)
-	is.NoErr(a.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: "i1", ContentType: "image/png", Size: 1}}))
+	is.NoErr(a.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{{ID: "i1", ContentType: "image/png", Size: 1}}, nil))
 	select {
 	case <-finished:
 	case <-time.After(5 * time.Second):

@@ -53,7 +53,7 @@ func TestNotReplicatedIsAnError(t *testing.T) {
 	is.True(errors.Is(err, redisstore.ErrNotReplicated))
 	c, err := s.ClaimTask(ctx, time.Minute) // a claim does not wait
 	is.NoErr(err)
-	is.True(errors.Is(s.CompleteTask(ctx, c.ID, c.Attempt, nil), redisstore.ErrNotReplicated))
+	is.True(errors.Is(s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil), redisstore.ErrNotReplicated))
 	is.True(errors.Is(errOf(s.CancelTask(ctx, "u", "t2")), redisstore.ErrNotReplicated))
 	b, err = s.Balance(ctx, "u")
 	is.NoErr(err)

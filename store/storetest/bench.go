@@ -48,7 +48,7 @@ func BenchmarkClaims(b *testing.B, newStore func(b *testing.B) imagegen.Store) {
 				}
 				b.StopTimer()
 				t := got[0]
-				if err := s.CompleteTask(ctx, t.ID, t.Attempt, nil); err != nil {
+				if err := s.CompleteTask(ctx, t.ID, t.Attempt, nil, nil); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := s.CreateTask(ctx, newTask(t.Owner, 1), imagegen.CreateParams{}); err != nil {

@@ -71,13 +71,13 @@ func testCancel(t *testing.T, h Harness) {
 	is.Equal(c.ID, running.ID)
 	c2 := claim(t, s)
 	is.Equal(c2.ID, done.ID)
-	is.NoErr(s.CompleteTask(ctx, done.ID, c2.Attempt, nil))
+	is.NoErr(s.CompleteTask(ctx, done.ID, c2.Attempt, nil, nil))
 
 	// A processing task is cancelled too, and its worker loses the lease.
 	is.NoErr(errOf(s.CancelTask(ctx, "u", running.ID)))
 	getFailed(t, s, "u", running.ID, imagegen.CodeCancelled)
 	is.True(errors.Is(s.RenewLease(ctx, running.ID, c.Attempt, lease), imagegen.ErrLeaseLost))
-	is.True(errors.Is(s.CompleteTask(ctx, running.ID, c.Attempt, nil), imagegen.ErrLeaseLost))
+	is.True(errors.Is(s.CompleteTask(ctx, running.ID, c.Attempt, nil, nil), imagegen.ErrLeaseLost))
 	is.Equal(recoverAfterLease(t, h, 3).Moved(), 0) // it holds no lease any more
 	is.Equal(balance(t, s, "u"), int64(2))
 

@@ -26,7 +26,7 @@ func testImageRecords(t *testing.T, h Harness) {
 	a, b := image(task.ID+"-a"), image(task.ID+"-b")
 	a.Owner, b.Owner = "u", "u"
 	b.ContentType = "image/webp"
-	is.NoErr(s.CompleteTask(ctx, task.ID, c.Attempt, []imagegen.Image{a, b}))
+	is.NoErr(s.CompleteTask(ctx, task.ID, c.Attempt, []imagegen.Image{a, b}, nil))
 	done := get(t, s, "u", task.ID)
 	for _, want := range []imagegen.Image{a, b} {
 		got, err := s.Image(ctx, want.ID)

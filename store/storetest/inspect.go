@@ -43,7 +43,7 @@ func testQueueStats(t *testing.T, h Harness) {
 	is.NoErr(s.RetryTask(ctx, c.ID, c.Attempt, time.Hour, "flaky"))
 	for range 2 {
 		c = claim(t, s)
-		is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil))
+		is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil))
 	}
 	st, err = s.QueueStats(ctx)
 	is.NoErr(err)
@@ -178,7 +178,7 @@ func testPurgeExpired(t *testing.T, h Harness) {
 	done := submit(t, s, "u", 1)
 	waiting := submit(t, s, "u", 1)
 	c := claim(t, s)
-	is.NoErr(s.CompleteTask(ctx, done.ID, c.Attempt, []imagegen.Image{image(done.ID + "-a")}))
+	is.NoErr(s.CompleteTask(ctx, done.ID, c.Attempt, []imagegen.Image{image(done.ID + "-a")}, nil))
 	h.Advance(h.Retention + time.Second)
 
 	n, err := s.PurgeExpired(ctx)

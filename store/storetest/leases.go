@@ -19,19 +19,19 @@ func testFencing(t *testing.T, h Harness) {
 	task, c := startTask(t, s, "u", 1)
 	stale := c.Attempt + 1
 	is.True(errors.Is(errOf(s.FailTask(ctx, task.ID, stale, fail("x"))), imagegen.ErrLeaseLost))
-	is.True(errors.Is(s.CompleteTask(ctx, task.ID, stale, nil), imagegen.ErrLeaseLost))
+	is.True(errors.Is(s.CompleteTask(ctx, task.ID, stale, nil, nil), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.RetryTask(ctx, task.ID, stale, 0, "x"), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.RenewLease(ctx, task.ID, stale, lease), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.RenewLease(ctx, "no-such-task", 1, lease), imagegen.ErrLeaseLost))
 
-	is.NoErr(s.CompleteTask(ctx, task.ID, c.Attempt, []imagegen.Image{image(task.ID + "-img")}))
+	is.NoErr(s.CompleteTask(ctx, task.ID, c.Attempt, []imagegen.Image{image(task.ID + "-img")}, nil))
 	done := get(t, s, "u", task.ID)
 	is.Equal(done.Status, imagegen.StatusSuccess)
 	is.Equal(done.Images, []string{task.ID + "-img"})
 	is.True(!done.FinishedAt.IsZero())
 
 	// The holder itself cannot finish twice, nor fail a success.
-	is.True(errors.Is(s.CompleteTask(ctx, task.ID, c.Attempt, nil), imagegen.ErrLeaseLost))
+	is.True(errors.Is(s.CompleteTask(ctx, task.ID, c.Attempt, nil, nil), imagegen.ErrLeaseLost))
 	is.True(errors.Is(errOf(s.FailTask(ctx, task.ID, c.Attempt, fail("late"))), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.RetryTask(ctx, task.ID, c.Attempt, 0, "late"), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.RenewLease(ctx, task.ID, c.Attempt, lease), imagegen.ErrLeaseLost))
@@ -62,8 +62,8 @@ func testLeaseExpiry(t *testing.T, h Harness) {
 	is.Equal(second.ID, task.ID)
 	is.Equal(second.Attempt, 2)
 	// The first worker wakes up: its token is stale.
-	is.True(errors.Is(s.CompleteTask(ctx, task.ID, first.Attempt, []imagegen.Image{image(task.ID + "-late")}), imagegen.ErrLeaseLost))
-	is.NoErr(s.CompleteTask(ctx, task.ID, second.Attempt, []imagegen.Image{image(task.ID + "-img")}))
+	is.True(errors.Is(s.CompleteTask(ctx, task.ID, first.Attempt, []imagegen.Image{image(task.ID + "-late")}, nil), imagegen.ErrLeaseLost))
+	is.NoErr(s.CompleteTask(ctx, task.ID, second.Attempt, []imagegen.Image{image(task.ID + "-img")}, nil))
 	done := get(t, s, "u", task.ID)
 	is.Equal(done.Status, imagegen.StatusSuccess)
 	is.Equal(done.Images, []string{task.ID + "-img"})
@@ -123,7 +123,7 @@ func testRetry(t *testing.T, h Harness) {
 	again := claim(t, s)
 	is.Equal(again.ID, task.ID)
 	is.Equal(again.Attempt, 2)
-	is.True(errors.Is(s.CompleteTask(ctx, task.ID, c.Attempt, nil), imagegen.ErrLeaseLost))
+	is.True(errors.Is(s.CompleteTask(ctx, task.ID, c.Attempt, nil, nil), imagegen.ErrLeaseLost))
 	is.Equal(balance(t, s, "u"), int64(0))
 }
 
@@ -146,7 +146,7 @@ func testRelease(t *testing.T, h Harness) {
 	is.Equal(second.ID, task.ID)
 	is.Equal(second.Attempt, 2) // the fencing token still grows
 	is.Equal(second.Released, 1)
-	is.True(errors.Is(s.CompleteTask(ctx, task.ID, first.Attempt, nil), imagegen.ErrLeaseLost))
+	is.True(errors.Is(s.CompleteTask(ctx, task.ID, first.Attempt, nil, nil), imagegen.ErrLeaseLost))
 
 	// With one attempt allowed, the released claim did not use it up: an
 	// expired lease now is the task's first counted attempt, so it is

@@ -16,7 +16,7 @@ func testList(t *testing.T, h Harness) {
 	ids := submitApart(t, h, "u", 7)
 	// Finish the two oldest: one success, one failure.
 	c := claim(t, s)
-	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil))
+	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil))
 	c = claim(t, s)
 	is.NoErr(errOf(s.FailTask(ctx, c.ID, c.Attempt, fail("no"))))
 	other := submit(t, s, "v", 1) // after the claims: fair share would take it before u's second

@@ -38,6 +38,6 @@ func testProgress(t *testing.T, h Harness) {
 	is.Equal(get(t, s, "u", task.ID).Progress, 0.0)
 	is.True(errors.Is(s.SetProgress(ctx, task.ID, c.Attempt, 0.5), imagegen.ErrLeaseLost)) // the old attempt
 	is.NoErr(s.SetProgress(ctx, task.ID, again.Attempt, 0.5))
-	is.NoErr(s.CompleteTask(ctx, task.ID, again.Attempt, nil))
+	is.NoErr(s.CompleteTask(ctx, task.ID, again.Attempt, nil, nil))
 	is.True(errors.Is(s.SetProgress(ctx, task.ID, again.Attempt, 0.75), imagegen.ErrLeaseLost)) // finished
 }

@@ -20,7 +20,7 @@ func testRetention(t *testing.T, h Harness) {
 	bad := submit(t, s, "u", 1)
 	waiting := submit(t, s, "u", 1)
 	c := claim(t, s)
-	is.NoErr(s.CompleteTask(ctx, ok.ID, c.Attempt, []imagegen.Image{image(ok.ID + "-a"), image(ok.ID + "-b")}))
+	is.NoErr(s.CompleteTask(ctx, ok.ID, c.Attempt, []imagegen.Image{image(ok.ID + "-a"), image(ok.ID + "-b")}, nil))
 	c = claim(t, s)
 	is.NoErr(errOf(s.FailTask(ctx, bad.ID, c.Attempt, fail("refused"))))
 

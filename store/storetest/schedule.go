@@ -148,7 +148,7 @@ func testOwnerCap(t *testing.T, h Harness) {
 	submitModel(t, h, "b", "test", 1)
 	got := claimWith(t, s, 4, capped)
 	is.Equal(owners(got), []string{"a", "b"})
-	is.NoErr(s.CompleteTask(ctx, got[1].ID, got[1].Attempt, nil))
+	is.NoErr(s.CompleteTask(ctx, got[1].ID, got[1].Attempt, nil, nil))
 	is.Equal(len(claimWith(t, s, 4, capped)), 0)
 	held := get(t, s, "a", a[1])
 	is.Equal(held.Status, imagegen.StatusPending)
@@ -167,7 +167,7 @@ func testOwnerCap(t *testing.T, h Harness) {
 		return got[0]
 	}
 	cur := got[0]
-	is.NoErr(s.CompleteTask(ctx, cur.ID, cur.Attempt, nil))
+	is.NoErr(s.CompleteTask(ctx, cur.ID, cur.Attempt, nil, nil))
 	cur = claimA()
 	is.NoErr(s.RetryTask(ctx, cur.ID, cur.Attempt, 0, "again"))
 	cur = claimA()
@@ -180,10 +180,10 @@ func testOwnerCap(t *testing.T, h Harness) {
 	h.Advance(lease) // its worker died: the slot comes back with the lease
 	next := claimA()
 	recoverNow(t, s, 10) // cur goes back to the queue
-	err = s.CompleteTask(ctx, cur.ID, cur.Attempt, nil)
+	err = s.CompleteTask(ctx, cur.ID, cur.Attempt, nil, nil)
 	is.True(errors.Is(err, imagegen.ErrLeaseLost))
 	is.Equal(len(claimWith(t, s, 4, capped)), 0) // next still holds a's one slot
-	is.NoErr(s.CompleteTask(ctx, next.ID, next.Attempt, nil))
+	is.NoErr(s.CompleteTask(ctx, next.ID, next.Attempt, nil, nil))
 	is.Equal(len(claimWith(t, s, 4, capped)), 1)
 }
 
@@ -207,7 +207,7 @@ func testModelCap(t *testing.T, h Harness) {
 	stats, err := s.SchedulerStats(ctx, l)
 	is.NoErr(err)
 	is.Equal(stats.Held[imagegen.HeldModelCap], 3)
-	is.NoErr(s.CompleteTask(ctx, models["m1"].ID, models["m1"].Attempt, nil))
+	is.NoErr(s.CompleteTask(ctx, models["m1"].ID, models["m1"].Attempt, nil, nil))
 	got = claimWith(t, s, 5, l)
 	is.Equal(len(got), 1)
 	is.Equal(got[0].Model, "m1")
@@ -266,7 +266,7 @@ func testRacingClaimers(t *testing.T, h Harness) {
 					byOwner[task.Owner]--
 					all--
 					mu.Unlock()
-					if err := s.CompleteTask(ctx, task.ID, task.Attempt, nil); err != nil {
+					if err := s.CompleteTask(ctx, task.ID, task.Attempt, nil, nil); err != nil {
 						violation.Store("complete: " + err.Error())
 					}
 					done.Add(1)

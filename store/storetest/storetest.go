@@ -76,6 +76,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ExpiredLeaseIsReclaimed", testLeaseExpiry},
 		{"RenewedLeaseIsKept", testLeaseRenewal},
 		{"ProgressOfTheHolder", testProgress},
+		{"SeedAtFinish", testSeedAtFinish},
 		{"MaxAttemptsFailsAndRefunds", testMaxAttempts},
 		{"RecoveryReportsWhatItMoved", testRecoveryReport},
 		{"RecoveryReportsNoRefundForAFreeRetry", testRecoveryReportsNoRefundForAFreeRetry},

@@ -219,7 +219,7 @@ func testQueuePositions(t *testing.T, h Harness) {
 	is.NoErr(s.RetryTask(ctx, a.ID, first.Attempt, time.Hour, "busy"))
 	is.Equal(positions(a.ID, c.ID, d.ID), []int{2, 0, 1})
 	is.Equal(get(t, s, "u", a.ID).StartedAt, started)
-	is.NoErr(s.CompleteTask(ctx, claim(t, s).ID, 1, nil)) // c
+	is.NoErr(s.CompleteTask(ctx, claim(t, s).ID, 1, nil, nil)) // c
 	is.Equal(positions(a.ID, c.ID, d.ID), []int{1, -1, 0})
 	h.Advance(time.Hour)
 	claim(t, s) // d
@@ -304,7 +304,7 @@ func testCopies(t *testing.T, h Harness) {
 	is.Equal(again.Owner, "u")
 
 	c := claim(t, s)
-	is.NoErr(s.CompleteTask(ctx, task.ID, c.Attempt, []imagegen.Image{image(task.ID + "-img")}))
+	is.NoErr(s.CompleteTask(ctx, task.ID, c.Attempt, []imagegen.Image{image(task.ID + "-img")}, nil))
 	done := get(t, s, "u", task.ID)
 	done.Images[0] = "other"
 	is.Equal(get(t, s, "u", task.ID).Images, []string{task.ID + "-img"})

@@ -48,7 +48,7 @@ func testWatch(t *testing.T, h Harness) {
 	c := claim(t, s)
 	is.NoErr(s.RenewLease(ctx, c.ID, c.Attempt, lease))
 	is.True(!isClosed(chOK)) // claimed and renewed, not finished
-	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{image(c.ID + "-img")}))
+	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{image(c.ID + "-img")}, nil))
 	is.True(finishedWithin(chOK))
 	_ = chOK2 // stopped: it may or may not be closed, but must not block anything
 

@@ -27,9 +27,9 @@ func testWebhooks(t *testing.T, h Harness) {
 	is.Equal(len(got), 0) // nothing has finished
 
 	c := claim(t, s)
-	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil))
+	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil))
 	c = claim(t, s)
-	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil)) // no callback: nothing queued
+	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil)) // no callback: nothing queued
 	is.NoErr(errOf(s.CancelTask(ctx, "u", cancelled.ID)))
 	_ = plain
 
@@ -89,7 +89,7 @@ func testWebhookDueOrder(t *testing.T, h Harness) {
 		task.Request.CallbackURL = url
 		create(t, s, task)
 		c := claim(t, s)
-		is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil))
+		is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil))
 		return task.ID
 	}
 	first := finished("https://slow.example.com/hook")
@@ -153,8 +153,8 @@ func testWebhookEvents(t *testing.T, h Harness) {
 
 	// They end: completed deliveries for both and endOnly; both's
 	// processing delivery keeps its own attempts and due time.
-	is.NoErr(s.CompleteTask(ctx, a.ID, a.Attempt, nil))
-	is.NoErr(s.CompleteTask(ctx, b.ID, b.Attempt, nil))
+	is.NoErr(s.CompleteTask(ctx, a.ID, a.Attempt, nil, nil))
+	is.NoErr(s.CompleteTask(ctx, b.ID, b.Attempt, nil, nil))
 	is.NoErr(errOf(s.FailTask(ctx, again.ID, again.Attempt, fail("no"))))
 	h.Advance(lease)
 	got = claimed()
