@@ -31,7 +31,7 @@ const (
 	// the reference (0 keeps it, 1 ignores it).
 	DefaultDenoisingStrength = 0.6
 	// DefaultProgressInterval is the wait between two reads of the
-	// job's progress (POST /internal/progress) while a generation runs.
+	// server's progress (GET /sdapi/v1/progress) while a generation runs.
 	DefaultProgressInterval = time.Second
 )
 

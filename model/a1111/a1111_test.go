@@ -13,6 +13,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/model/a1111"
 	"github.com/imagegen/imagegen/model/provider"
 	"github.com/imagegen/imagegen/model/provider/providertest"
@@ -161,8 +162,10 @@ func generate(ctx context.Context, m *a1111.Model, req imagegen.Request, progres
 	return m.Generate(ctx, imagegen.Generation{TaskID: "task-1", Model: plan.Model, Request: req, Attempt: 1, Progress: progress})
 }
 
-// While the generation runs, its job's progress is read
-// (/internal/progress, naming its force_task_id) and reported.
+// While the generation runs, the server's progress is read
+// (GET /sdapi/v1/progress) and reported, each read between two of
+// /internal/progress (naming the job's force_task_id) that say the job
+// is the one running.
 func TestProgressIsFollowed(t *testing.T) {
 	is := is.New(t)
 	f := newFake(t)
@@ -181,11 +184,54 @@ func TestProgressIsFollowed(t *testing.T) {
 		t.Fatal("the generation did not end")
 	}
 	is.Equal(log.values(), []float64{0.2, 0.55, 0.9})
+	var reads []string
 	for _, c := range f.Calls() {
-		is.True(c.kind != progressCall) // the running job's, whoever's it is
-		if c.kind == taskProgressCall {
+		switch c.kind {
+		case taskProgressCall:
 			is.Equal(c.body["id_task"], "imagegen-task-1-1")
+			reads = append(reads, "ours?")
+		case progressCall:
+			reads = append(reads, "progress")
 		}
+	}
+	is.Equal(reads[:6], []string{"ours?", "progress", "ours?", "progress", "ours?", "progress"})
+	for i, r := range reads {
+		if r == "progress" { // asked about the job just before, and again after
+			is.Equal(reads[i-1], "ours?")
+			is.True(i+1 == len(reads) || reads[i+1] == "ours?")
+		}
+	}
+}
+
+// A read of the server's progress made as the job ended and another
+// client's started (/internal/progress said ours before the read, and
+// not after) is that job's, not reported.
+func TestProgressOfTheNextJobIsNotReported(t *testing.T) {
+	f := newFake(t)
+	f.otherJob = true           // after the two answers below: another client's job runs
+	f.progress = []float64{0.9} // the one read, of the next job
+	f.Queue(taskProgressCall, answer{Status: 200, Body: providertest.Spec(t, "internal-progress.active.json")})
+	f.Queue(taskProgressCall, answer{Status: 200, Body: providertest.Spec(t, "internal-progress.waiting.json")})
+	f.release = make(chan struct{})
+	var log progressLog
+	done := generateInBackground(t, f, &log)
+	testenv.Eventually(t, 10*time.Second, "the read of the next job's progress, and more", func() bool {
+		n := 0
+		for _, c := range f.Calls() {
+			if c.kind == progressCall || c.kind == taskProgressCall {
+				n++
+			}
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.progress) == 0 && n >= 5
+	})
+	close(f.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := log.values(); len(got) != 0 {
+		t.Errorf("reported %v, read after the job stopped running; want nothing", got)
 	}
 }
 

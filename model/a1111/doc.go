@@ -43,15 +43,21 @@
 //
 // Each generation runs under its own force_task_id
 // ("imagegen-<task>-<attempt>"). While it runs, and the service follows
-// its progress (Generation.Progress), the adapter asks
-// POST /internal/progress about that job every Config.ProgressInterval
-// (1 s) and reports its progress while it is the one running. It does
-// not read GET /sdapi/v1/progress: the server runs one job at a time
-// for all its clients, and that route reports whichever job runs, so
-// while this one waits behind another client's (another user's task,
-// perhaps) it would show that job's progress as this task's. When the
-// context ends before the answer, the adapter asks the same route
-// whether its job is the one running, and only then sends
+// its progress (Generation.Progress), the adapter reads the server's
+// progress, GET /sdapi/v1/progress?skip_current_image=true, every
+// Config.ProgressInterval (1 s), and reports its progress (0 to 1, from
+// the sampling steps) only when the job it describes is this one. That
+// answer names no job (state.job is the kind, "scripts_txt2img"), and
+// the server runs one job at a time for all its clients: while this one
+// waits behind another client's (another user's task, perhaps), it
+// reports that job. So each read is made between two of
+// POST /internal/progress about this job's id, the web UI's own route
+// for one job; when both say the job is the one running, it ran all
+// along in between and the read was its. Until the job starts, only
+// that route is asked (one call a second); while it runs, two calls a
+// second. A server without /internal/progress reports no progress.
+// When the context ends before the answer, the adapter asks the same
+// route whether its job is the one running, and only then sends
 // POST /sdapi/v1/interrupt: a job still queued, or another client's,
 // is left alone.
 //

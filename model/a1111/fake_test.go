@@ -46,17 +46,19 @@ type call struct {
 // img2img body holds only the documented fields with sizes of multiples
 // of 8, and answers with a PNG of the size asked and the example's info
 // carrying the seed sent (a random one for -1). Its running job is the
-// one being answered: /internal/progress says active for its
-// force_task_id while the answer is held (holdUntil), with progress, in
-// turn, meanwhile; /sdapi/v1/progress serves the same progress, whoever
-// asks (it is the running job's, which may be another client's).
+// one being answered, while the answer is held (release):
+// /sdapi/v1/progress serves that job's progress, the values of progress
+// in turn, whoever asks (it is the running job's, which may be another
+// client's, as otherJob plays); /internal/progress says active for the
+// job's force_task_id, with the progress last served.
 type fake struct {
 	providertest.FakeAPI[call]
 
 	mu         sync.Mutex
 	running    string        // the force_task_id of the job being answered
 	release    chan struct{} // when not nil, a generation's answer waits for it to close
-	progress   []float64     // the running job's progress, in turn, one value a read
+	progress   []float64     // the running job's progress, in turn, one value a read of /sdapi/v1/progress
+	current    any           // the progress last served (nil before the first)
 	otherJob   bool          // another client's job runs: /internal/progress says not ours
 	answerSeed *int64        // the seed info reports, when not the one sent
 	answerSize *provider.Size
@@ -156,13 +158,16 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	case txt2imgCall, img2imgCall:
 		f.generate(w, r, c)
 	case progressCall:
+		if r.URL.Query().Get("skip_current_image") != "true" {
+			f.T.Errorf("GET /sdapi/v1/progress without skip_current_image=true: the server would encode a preview every read")
+		}
 		f.serveProgress(w)
 	case taskProgressCall:
 		f.mu.Lock()
 		active := !f.otherJob && f.running != "" && c.body["id_task"] == f.running
-		var p any // none once the values to serve are used up
-		if active && len(f.progress) > 0 {
-			p, f.progress = f.progress[0], f.progress[1:]
+		var p any
+		if active {
+			p = f.current
 		}
 		f.mu.Unlock()
 		name := "internal-progress.waiting.json"
@@ -186,8 +191,9 @@ func (f *fake) setRunning(body map[string]any) {
 func (f *fake) serveProgress(w http.ResponseWriter) {
 	f.mu.Lock()
 	name, p := "progress.idle.json", -1.0
-	if f.running != "" && len(f.progress) > 0 {
+	if len(f.progress) > 0 { // a job runs: this one, or another client's
 		name, p, f.progress = "progress.running.json", f.progress[0], f.progress[1:]
+		f.current = p
 	}
 	f.mu.Unlock()
 	_, _ = w.Write(providertest.EditJSON(f.T, f.Examples.Get(name), func(doc map[string]any) {

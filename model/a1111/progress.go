@@ -11,41 +11,73 @@ import (
 	"github.com/imagegen/imagegen/model/provider"
 )
 
-// followProgress asks the server every ProgressInterval how far this
-// generation's job (its force_task_id, id) has come, while it runs, and
-// passes the answer to g, until the returned stop is called. It does
-// nothing when g follows no progress. A read that fails is skipped. The
-// job is named (POST /internal/progress) rather than the server asked
-// how its running job does (GET /sdapi/v1/progress): an sdapi server
-// runs one job at a time for all its clients, and while this generation
-// waits behind another client's job, that job's progress is not this
-// task's to show.
+// followProgress reports this generation's progress to g while it
+// runs, until the returned stop is called; it does nothing when g
+// follows no progress. Every ProgressInterval it reads how far the
+// server's running job has come (GET /sdapi/v1/progress), and passes it
+// on only when that job is this generation's: the answer names no job
+// (its state.job is the kind, "scripts_txt2img"), and an sdapi server
+// runs one job at a time for all its clients, so while this one waits
+// behind another client's job (another user's task, perhaps) that job's
+// progress is not this task's. So the read is bracketed by two of
+// POST /internal/progress about this job (its force_task_id, id): when
+// both say it is the one running, it ran all along in between (a job
+// runs once and the server runs one at a time), and the read was its.
+// Until the job starts, only /internal/progress is asked; a read that
+// fails is skipped. A server without /internal/progress reports none.
 func (m *Model) followProgress(ctx context.Context, g imagegen.Generation, id string) (stop func()) {
 	if g.Progress == nil {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
+		ours := false // the job was running at the last /internal/progress read
 		for provider.Wait(ctx, m.client.Policy.Clock, m.cfg.ProgressInterval) == nil {
-			p, err := m.jobProgress(ctx, id)
-			if err == nil && p.Active && p.Progress != nil && *p.Progress > 0 {
-				g.ReportProgress(*p.Progress)
+			if !ours {
+				if ours, _ = m.running(ctx, id); !ours {
+					continue
+				}
+			}
+			p, err := m.serverProgress(ctx)
+			ours, _ = m.running(ctx, id)
+			if err == nil && ours && p.State.JobCount > 0 && p.Progress > 0 {
+				g.ReportProgress(p.Progress)
 			}
 		}
-	}()
+	})
 	return func() { cancel(); wg.Wait() }
 }
 
+// progress is the answer of GET /sdapi/v1/progress (ProgressResponse):
+// how far the server's running job has come, 0 to 1, whoever's it is,
+// and the server's state (job_count 0: nothing runs).
+type progress struct {
+	Progress float64 `json:"progress"`
+	State    struct {
+		JobCount int `json:"job_count"`
+	} `json:"state"`
+}
+
+// serverProgress reads GET /sdapi/v1/progress, without the preview
+// image (skip_current_image), which the server would otherwise encode
+// on every read.
+func (m *Model) serverProgress(ctx context.Context) (progress, error) {
+	resp, err := m.client.DoOnce(ctx, provider.Get(m.client.URL(pathProgress+"?skip_current_image=true"), m.header()))
+	if err != nil {
+		return progress{}, err
+	}
+	var p progress
+	if err := provider.DecodeJSON(Provider, resp, &p); err != nil {
+		return progress{}, err
+	}
+	return p, nil
+}
+
 // taskProgress is the answer of POST /internal/progress for one job id:
-// whether it is the running job, and then how far it has come (0 to 1).
+// whether it is the running job (the adapter reads no more of it).
 type taskProgress struct {
-	Active    bool     `json:"active"`
-	Queued    bool     `json:"queued"`
-	Completed bool     `json:"completed"`
-	Progress  *float64 `json:"progress"`
+	Active bool `json:"active"`
 }
 
 // interruptTimeout bounds the calls made after ctx ended.

@@ -13,6 +13,9 @@ const (
 	pathTxt2Img   = "/sdapi/v1/txt2img"
 	pathImg2Img   = "/sdapi/v1/img2img"
 	pathInterrupt = "/sdapi/v1/interrupt"
+	// pathProgress is the progress of the server's running job, whoever's
+	// it is.
+	pathProgress = "/sdapi/v1/progress"
 	// pathTaskProgress is the web UI's progress of one job by its id
 	// (modules/progress.py), which says whether that job is the one
 	// running.
