@@ -83,11 +83,9 @@ type Model struct {
 
 // New returns the adapter, or an error naming a bad field.
 func New(c Config) (*Model, error) {
-	if c.BaseURL == "" {
-		return nil, fmt.Errorf("%s: Config.BaseURL is required (the sdapi server's address, e.g. http://127.0.0.1:7860)", Provider)
-	}
 	client, err := provider.NewClient(&c.Config, provider.Defaults{
-		Provider: Provider, Cost: DefaultCost, KeyOptional: true, Classify: classify,
+		Provider: Provider, Cost: DefaultCost, Classify: classify,
+		SelfHosted: "the sdapi server's address, e.g. http://127.0.0.1:7860",
 	})
 	if err != nil {
 		return nil, err

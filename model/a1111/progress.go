@@ -63,15 +63,9 @@ type progress struct {
 // image (skip_current_image), which the server would otherwise encode
 // on every read.
 func (m *Model) serverProgress(ctx context.Context) (progress, error) {
-	resp, err := m.client.DoOnce(ctx, provider.Get(m.client.URL(pathProgress+"?skip_current_image=true"), m.header()))
-	if err != nil {
-		return progress{}, err
-	}
 	var p progress
-	if err := provider.DecodeJSON(Provider, resp, &p); err != nil {
-		return progress{}, err
-	}
-	return p, nil
+	err := m.read(ctx, provider.Get(m.client.URL(pathProgress+"?skip_current_image=true"), m.header()), &p)
+	return p, err
 }
 
 // taskProgress is the answer of POST /internal/progress for one job id:
@@ -114,25 +108,24 @@ func (m *Model) abandon(ctx context.Context, id string, err error) error {
 	return &out
 }
 
-// running reports whether the server's running job is id.
+// running reports whether the server's running job is id: it asks
+// about that job (POST /internal/progress).
 func (m *Model) running(ctx context.Context, id string) (bool, error) {
-	p, err := m.jobProgress(ctx, id)
+	post, err := provider.PostJSON(m.client.URL(pathTaskProgress), map[string]any{"id_task": id, "id_live_preview": -1, "live_preview": false}, m.header())
+	if err != nil {
+		return false, err
+	}
+	var p taskProgress
+	err = m.read(ctx, post, &p)
 	return p.Active, err
 }
 
-// jobProgress asks the server about its job id (POST /internal/progress).
-func (m *Model) jobProgress(ctx context.Context, id string) (taskProgress, error) {
-	post, err := provider.PostJSON(m.client.URL(pathTaskProgress), map[string]any{"id_task": id, "id_live_preview": -1, "live_preview": false}, m.header())
+// read makes one call, not retried (a progress read that fails is
+// skipped), and decodes its JSON answer into out.
+func (m *Model) read(ctx context.Context, call provider.BuildFunc, out any) error {
+	resp, err := m.client.DoOnce(ctx, call)
 	if err != nil {
-		return taskProgress{}, err
+		return err
 	}
-	resp, err := m.client.DoOnce(ctx, post)
-	if err != nil {
-		return taskProgress{}, err
-	}
-	var p taskProgress
-	if err := provider.DecodeJSON(Provider, resp, &p); err != nil {
-		return taskProgress{}, err
-	}
-	return p, nil
+	return provider.DecodeJSON(Provider, resp, out)
 }

@@ -91,11 +91,9 @@ type Model struct {
 // New returns the adapter, or an error naming a bad field (a workflow
 // file that is not an API-format workflow, or lacks its placeholders).
 func New(c Config) (*Model, error) {
-	if c.BaseURL == "" {
-		return nil, fmt.Errorf("%s: Config.BaseURL is required (the ComfyUI server's address, e.g. http://127.0.0.1:8188)", Provider)
-	}
 	client, err := provider.NewClient(&c.Config, provider.Defaults{
-		Provider: Provider, Cost: DefaultCost, KeyOptional: true, Classify: classify,
+		Provider: Provider, Cost: DefaultCost, Classify: classify,
+		SelfHosted: "the ComfyUI server's address, e.g. http://127.0.0.1:8188",
 	})
 	if err != nil {
 		return nil, err

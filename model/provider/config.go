@@ -31,7 +31,7 @@ type Config struct {
 	// tests point it at a fake server. Default: the adapter's.
 	BaseURL string
 	// APIKey authenticates the calls. Required, unless the adapter's
-	// Defaults.KeyOptional (a self-hosted server, often without auth).
+	// server is self-hosted (Defaults.SelfHosted), often without auth.
 	APIKey Secret
 	// Cost is the price of one generation in credits, 1 to 3.
 	// Default: the adapter's.
@@ -51,9 +51,13 @@ type Defaults struct {
 	Provider string // names the adapter in errors, e.g. "openai"
 	BaseURL  string
 	Cost     int64
-	// KeyOptional lets Config.APIKey be empty: the server may take no
-	// key (a self-hosted ComfyUI or sdapi server).
-	KeyOptional bool
+	// SelfHosted, for a server of the operator's own (ComfyUI, an sdapi
+	// server), says what its address is, for the error when
+	// Config.BaseURL is empty ("the sdapi server's address, e.g.
+	// http://127.0.0.1:7860"): such an adapter has no default BaseURL,
+	// so Config.BaseURL is required, and Config.APIKey may be empty (the
+	// server may take no key).
+	SelfHosted string
 	// Classify and RetryDelay become Policy.Classify and
 	// Policy.RetryDelay of the client NewClient returns.
 	Classify   func(Failure) *imagegen.ModelError
@@ -63,6 +67,9 @@ type Defaults struct {
 // Resolve returns c with defaults filled in, or an error naming the bad
 // field ("openai: Config.Cost must be 1 to 3 (got 7)").
 func (c Config) Resolve(d Defaults) (Config, error) {
+	if d.SelfHosted != "" && c.BaseURL == "" {
+		return Config{}, fmt.Errorf("%s: Config.BaseURL is required (%s)", d.Provider, d.SelfHosted)
+	}
 	c.BaseURL = strings.TrimRight(cmp.Or(c.BaseURL, d.BaseURL), "/")
 	c.Cost = cmp.Or(c.Cost, d.Cost, imagegen.MinCost)
 	switch {
@@ -77,7 +84,7 @@ func (c Config) Resolve(d Defaults) (Config, error) {
 	if c.Clock == nil {
 		c.Clock = imagegen.SystemClock{}
 	}
-	if err := c.validate(d.KeyOptional); err != nil {
+	if err := c.validate(d.SelfHosted != ""); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", d.Provider, err)
 	}
 	return c, nil

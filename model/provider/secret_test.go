@@ -99,3 +99,19 @@ func TestConfigResolve(t *testing.T) {
 		})
 	}
 }
+
+// A self-hosted server (Defaults.SelfHosted) has no default address: its
+// BaseURL is required, and named in the error; its key may be empty.
+func TestConfigResolveSelfHosted(t *testing.T) {
+	is := is.New(t)
+	d := provider.Defaults{Provider: "gpu", Cost: 1, SelfHosted: "the server's address, e.g. http://127.0.0.1:7860"}
+	_, err := provider.Config{}.Resolve(d)
+	is.True(err != nil)
+	is.Equal(err.Error(), "gpu: Config.BaseURL is required (the server's address, e.g. http://127.0.0.1:7860)")
+	c, err := provider.Config{BaseURL: "http://10.0.0.5:7860/"}.Resolve(d)
+	is.NoErr(err) // no key: a server without auth
+	is.Equal(c.BaseURL, "http://10.0.0.5:7860")
+	is.True(c.APIKey.IsZero())
+	_, err = provider.Config{BaseURL: "http://10.0.0.5:7860"}.Resolve(provider.Defaults{Provider: "acme", Cost: 1})
+	is.True(contains(err.Error(), "acme: Config.APIKey is required")) // a hosted API's key is not
+}
