@@ -19,13 +19,15 @@ import (
 )
 
 // sdapiFake is an sdapi server on loopback with --api-auth: txt2img and
-// img2img answer a PNG of the size asked and the seed sent in info;
-// progress reads answer whether one of those is under way.
+// img2img answer a PNG of the size asked and, in info, the seed sent (or
+// usedSeed when set, as a server that chose its own); progress reads
+// answer whether one of those is under way.
 type sdapiFake struct {
 	*httptest.Server
-	mu      sync.Mutex
-	calls   []sdapiCall
-	running atomic.Int64 // txt2img and img2img calls being answered
+	mu       sync.Mutex
+	calls    []sdapiCall
+	running  atomic.Int64 // txt2img and img2img calls being answered
+	usedSeed int64        // when not 0, the seed info reports
 }
 
 type sdapiCall struct {
@@ -49,6 +51,11 @@ func newSDAPIFake(t *testing.T, user, pass string) *sdapiFake {
 			fmt.Fprintf(w, `{"active":%t,"queued":false,"completed":false,"progress":0}`, f.running.Load() > 0)
 			return
 		}
+		if r.Method == http.MethodGet && r.URL.Path == "/sdapi/v1/progress" {
+			// Read between two of those while a job runs: no steps either.
+			fmt.Fprintf(w, `{"progress":0,"eta_relative":0,"state":{"job":"","job_count":%d},"current_image":null,"textinfo":null}`, f.running.Load())
+			return
+		}
 		if r.URL.Path != "/sdapi/v1/txt2img" && r.URL.Path != "/sdapi/v1/img2img" {
 			t.Errorf("sdapi fake: unexpected %s %s", r.Method, r.URL.Path)
 			w.WriteHeader(http.StatusNotFound)
@@ -64,7 +71,11 @@ func newSDAPIFake(t *testing.T, user, pass string) *sdapiFake {
 		f.calls = append(f.calls, sdapiCall{r.URL.Path, body})
 		f.mu.Unlock()
 		img := base64.StdEncoding.EncodeToString(providertest.PNG(int(body["width"].(float64)), int(body["height"].(float64))))
-		fmt.Fprintf(w, `{"images":[%q],"parameters":{},"info":"{\"seed\": %d}"}`, img, int64(body["seed"].(float64)))
+		seed := int64(body["seed"].(float64))
+		if f.usedSeed != 0 {
+			seed = f.usedSeed
+		}
+		fmt.Fprintf(w, `{"images":[%q],"parameters":{},"info":"{\"seed\": %d}"}`, img, seed)
 	}))
 	t.Cleanup(f.Close)
 	return f
@@ -72,13 +83,15 @@ func newSDAPIFake(t *testing.T, user, pass string) *sdapiFake {
 
 // TestServeA1111: imagegen serve -model a1111 against an sdapi server:
 // text-to-image sends the prompt, the task's seed and a size of the
-// requested ratio to txt2img; image-to-image sends the reference (named
-// by URL, fetched through the guarded fetcher) as base64 init_images to
-// img2img. The password is never logged.
+// requested ratio to txt2img, and the task's full view then shows the
+// seed the server's info reports it used; image-to-image sends the
+// reference (named by URL, fetched through the guarded fetcher) as
+// base64 init_images to img2img. The password is never logged.
 func TestServeA1111(t *testing.T) {
 	is := is.New(t)
 	const key = "test-demo-key-0123456789"
 	f := newSDAPIFake(t, "imagegen", "gpu-s3cret")
+	f.usedSeed = 4321
 	ref := providertest.PNG(600, 800) // 3:4
 	refs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "image/png")
@@ -96,6 +109,9 @@ func TestServeA1111(t *testing.T) {
 	is.Equal(task["status"], "success")
 	w, h := imageSize(t, task["images"].([]any)[0].(string))
 	is.Equal([]int{w, h}, []int{1408, 792})
+	code, full := s.call(t, "GET", "/api/v1/tasks/"+sub["task_id"].(string)+"?view=full", key, "")
+	is.Equal(code, http.StatusOK)
+	is.Equal(full["seed"], 4321.0) // the server's, not the 1234 sent
 
 	code, sub = s.call(t, "POST", "/api/v1/generate", key, fmt.Sprintf(`{"scene":"image-to-image","prompt":"as a watercolour","image_input":[%q]}`, refs.URL+"/fox.png"))
 	is.Equal(code, http.StatusCreated)
