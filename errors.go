@@ -87,7 +87,8 @@ type ModelError struct {
 	Misconfigured bool
 	// RetryAfter is how long the provider asked to wait before another
 	// call (a 429's Retry-After), when it did: the service then pauses
-	// the model's starts that long for every worker on the store.
+	// the model's starts that long for every worker on the store, and
+	// retries the task no sooner (both at most MaxModelPause).
 	RetryAfter time.Duration
 	// Message is safe to show to the user: no provider internals, no keys.
 	// When empty, a generic message is shown.

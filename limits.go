@@ -80,16 +80,34 @@ func (s *Service) SchedulerStats(ctx context.Context) (SchedulerStats, error) {
 	return st, nil
 }
 
+// MaxModelPause is the longest wait a ModelError.RetryAfter is honoured
+// for: the pause of its model for every worker, and its task's retry
+// delay. A provider that asks for longer (a Retry-After header may say
+// years) is paused this long, and paused again by its next 429, so that
+// one bad answer cannot stop a model everywhere until an operator
+// edits the store.
+const MaxModelPause = 10 * time.Minute
+
+// retryAfter is how long the provider of a *ModelError err asked to
+// wait, at most MaxModelPause; 0 when it did not ask.
+func retryAfter(err error) time.Duration {
+	var me *ModelError
+	if !errors.As(err, &me) {
+		return 0
+	}
+	return min(max(me.RetryAfter, 0), MaxModelPause)
+}
+
 // pauseOnRetryAfter pauses t's model for every worker on the store when
 // the provider asked to wait (a 429 with Retry-After).
 func (s *Service) pauseOnRetryAfter(ctx context.Context, log *slog.Logger, t *Task, err error) {
-	var me *ModelError
-	if !errors.As(err, &me) || me.RetryAfter <= 0 {
+	pause := retryAfter(err)
+	if pause == 0 {
 		return
 	}
-	if perr := s.cfg.Store.PauseModel(ctx, t.Model, me.RetryAfter); perr != nil {
-		log.Warn("could not pause the model after the provider's Retry-After", "pause", me.RetryAfter.String(), "err", perr)
+	if perr := s.cfg.Store.PauseModel(ctx, t.Model, pause); perr != nil {
+		log.Warn("could not pause the model after the provider's Retry-After", "pause", pause.String(), "err", perr)
 		return
 	}
-	log.Info("model paused for every worker: the provider asked to wait", "pause", me.RetryAfter.String())
+	log.Info("model paused for every worker: the provider asked to wait", "pause", pause.String())
 }

@@ -34,6 +34,27 @@ func TestRetryAfterPausesTheModel(t *testing.T) {
 	is.True(f.runOnce(t)) // the pause is over
 }
 
+// A Retry-After of days (the header reads up to years) pauses the model
+// and delays the task for MaxModelPause only: one bad answer must not
+// stop a model for every worker until an operator edits the store.
+func TestRetryAfterIsBounded(t *testing.T) {
+	is := is.New(t)
+	busy := &imagegen.ModelError{Provider: "test", Retryable: true, Message: "rate limited", RetryAfter: 1000 * time.Hour}
+	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Fail(busy)))
+	first := f.submitFunded(t, "alice")
+	is.True(f.runOnce(t)) // told 429, Retry-After 1000h
+	retried := f.task(t, "alice", first.TaskID)
+	is.Equal(retried.Status, imagegen.StatusPending)
+	is.True(retried.RunAfter.Sub(retried.UpdatedAt) <= imagegen.MaxModelPause) // the task's retry
+	st, err := f.store.SchedulerStats(ctx, imagegen.Limits{})
+	is.NoErr(err)
+	for _, until := range st.Paused {
+		is.True(!until.After(f.clock.Now().Add(imagegen.MaxModelPause))) // the model's pause
+	}
+	f.clock.Advance(imagegen.MaxModelPause)
+	is.True(f.runOnce(t)) // the model runs again
+}
+
 // -max-pending: the owner's next submit is refused, nothing charged;
 // another owner's goes through.
 func TestMaxPendingRefusesAndChargesNothing(t *testing.T) {

@@ -256,10 +256,7 @@ func (s *Service) record(ctx context.Context, t *Task, a attempt) {
 		err = s.cfg.Store.ReleaseTask(storeCtx, t.ID, t.Attempt)
 		s.logOutcome(log, err, "task released on shutdown")
 	case counted < s.cfg.MaxAttempts && (timedOut || !isModelErr || me.Retryable):
-		delay := s.backoff(counted)
-		if isModelErr {
-			delay = max(delay, me.RetryAfter)
-		}
+		delay := max(s.backoff(counted), retryAfter(err))
 		lastErr := err.Error()
 		err = s.cfg.Store.RetryTask(storeCtx, t.ID, t.Attempt, delay, lastErr)
 		s.logOutcome(log, err, "task will be retried", "delay", delay.String(), "cause", lastErr)
