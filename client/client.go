@@ -62,6 +62,10 @@ type Task struct {
 	// QueuePosition, while the task is pending, is how many pending
 	// tasks are ahead of it.
 	QueuePosition *int `json:"queue_position,omitempty"`
+	// EstimatedStartAt, while the task is pending and tasks started
+	// lately, is when it may start: its queue position at the recent
+	// rate of starts (an estimate).
+	EstimatedStartAt *time.Time `json:"estimated_start_at,omitempty"`
 	// Progress, while the task is processing on a model that reports
 	// it, is how far its generation has come, from 0 to 1.
 	Progress *float64 `json:"progress,omitempty"`
