@@ -75,11 +75,11 @@ func (c Config) validate() error {
 // The script runs of Allow calls made together in one process go to
 // Redis in one pipeline (group commit: calls that arrive while a pipeline
 // is in flight make up the next), so they share one round trip and the
-// server reads and answers them together; a lone call goes at once. Time is read inside Redis (TIME, to the
-// microsecond), so processes with skewed clocks agree. Every key expires a
-// Window after its last accepted request, so memory is bounded by the
-// keys active in one Window. Redis 5 or later is required (a script that
-// reads TIME and then writes).
+// server reads and answers them together; a lone call goes at once.
+// Time is read inside Redis (TIME, to the microsecond), so processes with
+// skewed clocks agree. Every key expires a Window after its last accepted
+// request, so memory is bounded by the keys active in one Window. Redis 5
+// or later is required (a script that reads TIME and then writes).
 //
 // It is safe for concurrent use.
 type Limiter struct {
@@ -150,8 +150,9 @@ var allowScript string
 // Allow records one request for key if key made fewer than Limit requests
 // in the last Window, counting the requests of every process on this
 // Redis, and reports the outcome with the same fields as
-// [github.com/imagegen/imagegen/ratelimit.Memory.Allow]. A refused request is not recorded. Allow fails only when Redis does
-// (or ctx ends); the error wraps Redis's.
+// [github.com/imagegen/imagegen/ratelimit.Memory.Allow]. A refused
+// request is not recorded. Allow fails only when Redis does (or ctx
+// ends); the error wraps Redis's.
 func (r *Limiter) Allow(ctx context.Context, key string) (imagegen.LimitResult, error) {
 	now := ""
 	if r.now != nil {
