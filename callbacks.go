@@ -26,11 +26,12 @@ func (s *Service) WebhookSecret(ctx context.Context, owner string) (string, erro
 }
 
 // checkCallback applies the service's rules to a valid callback_url, as
-// Request.validate parsed it (nil for none): https, and not an address that is plainly not public (an IP
-// literal that the SSRF guard of package fetch refuses, or a localhost
-// name), so that such a callback is refused at submit instead of failing
-// every delivery for an hour. Names that resolve to such addresses are
-// refused at delivery, by the same guard.
+// Request.validate parsed it (nil for none): https, and not an address
+// that is plainly not public (an IP literal that the SSRF guard of
+// package fetch refuses, or a localhost name), so that such a callback
+// is refused at submit instead of failing every delivery for an hour.
+// Names that resolve to such addresses are refused at delivery, by the
+// same guard.
 // AllowHTTPCallbacks (development) allows both.
 func (s *Service) checkCallback(u *url.URL) error {
 	if u == nil || s.cfg.AllowHTTPCallbacks {

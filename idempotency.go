@@ -98,16 +98,17 @@ type onceRefusal struct {
 // replayed true. Outcomes that depend on more than the request (such as
 // ErrInsufficientCredits before a top-up, or a store error before the
 // task was made) are not kept: the next try runs afresh. A store error
-// that leaves the task's existence unknown (a timeout, a connection lost
-// after the write, replicas that did not confirm) is answered as the
-// error, then settled by looking for the task: when it exists, the key
-// keeps its Submission, so a retry replays it instead of charging again;
-// when the store cannot tell, the key stays in flight (a retry gets
-// ErrIdempotencyKeyInUse) until it expires, two minutes on. While the first submission is still
-// under way the key answers ErrIdempotencyKeyInUse; with another
-// fingerprint, a *ValidationError wrapping ErrIdempotencyKeyReused; an
-// unusable key is a *ValidationError naming "Idempotency-Key". With
-// id.Key "" it is decode then Submit.
+// that leaves the task's existence unknown (a timeout, a connection
+// lost after the write, replicas that did not confirm) is answered as
+// the error, then settled by looking for the task: when it exists, the
+// key keeps its Submission, so a retry replays it instead of charging
+// again; when the store cannot tell, the key stays in flight (a retry
+// gets ErrIdempotencyKeyInUse) until it expires, two minutes on. While
+// the first submission is still under way the key answers
+// ErrIdempotencyKeyInUse; with another fingerprint, a *ValidationError
+// wrapping ErrIdempotencyKeyReused; an unusable key is a
+// *ValidationError naming "Idempotency-Key". With id.Key "" it is
+// decode then Submit.
 func (s *Service) SubmitIdempotent(ctx context.Context, owner string, id Idempotency, decode func() (Request, error)) (sub Submission, replayed bool, err error) {
 	if id.Key == "" {
 		req, err := decode()

@@ -30,8 +30,9 @@
 // store, so a copy of the cookie opens nothing afterwards, in any
 // process; "Sign out everywhere" (POST /signout/everywhere, on the keys
 // page) ends every session of the user, and an operator may end them
-// all for a user from the operator page (with a reason, logged). Each request also checks that
-// the key is still live, so revoking a key ends its sessions at once.
+// all for a user from the operator page (with a reason, logged). Each
+// request also checks that the key is still live, so revoking a key
+// ends its sessions at once.
 // Owners listed in Config.Operators are operators.
 //
 // # Security

@@ -13,10 +13,11 @@
 // Every flag of serve, worker, keys, credits, inspect and migrate can
 // also be set in the environment as IMAGEGEN_<NAME>, with the flag name
 // upper-cased and dashes as underscores (-rate-limit is
-// IMAGEGEN_RATE_LIMIT); a flag on the command line wins. The full list is
-// docs/configuration.md, generated from the flag sets by a test. Secrets (-demo-key, -signing-key and a -redis
-// URL with a password) are best given that way or with -<name>-file (a
-// file holding the value), since the command line shows in ps.
+// IMAGEGEN_RATE_LIMIT); a flag on the command line wins. The full list
+// is docs/configuration.md, generated from the flag sets by a test.
+// Secrets (-demo-key, -signing-key and a -redis URL with a password)
+// are best given that way or with -<name>-file (a file holding the
+// value), since the command line shows in ps.
 // generate and tasks read the server's URL from
 // -server or IMAGEGEN_SERVER, and the API key from IMAGEGEN_API_KEY only.
 package main
