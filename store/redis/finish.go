@@ -31,11 +31,12 @@ local now = now_ms()
 local h = holds(KEYS[1], ARGV[2])
 if not h then return 0 end
 local retention = tonumber(ARGV[3])
+local snow, expires = int(now), int(now + retention)
 for k = 4, #KEYS do
   local a = 7 + (k - 4) * 4
   redis.call('HSET', KEYS[k], 'task', ARGV[4], 'owner', ARGV[a], 'type', ARGV[a + 1],
-    'size', ARGV[a + 2], 'sum', ARGV[a + 3], 'created', now, 'expires', now + retention)
-  redis.call('PEXPIRE', KEYS[k], retention)
+    'size', ARGV[a + 2], 'sum', ARGV[a + 3], 'created', snow, 'expires', expires)
+  redis.call('PEXPIRE', KEYS[k], ARGV[3])
 end
 redis.call('HSET', KEYS[1], 'images', ARGV[5])
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'seed', ARGV[6]) end

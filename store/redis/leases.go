@@ -30,6 +30,7 @@ import (
 var claimScript = newScript(`
 local now = now_ms()
 local lease, want, ownerCap, scan = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local snow, sleased, after_now = int(now), int(now + lease), '(' .. int(now)
 local caps, rates = {}, {}
 for i = 6, #ARGV, 3 do
   caps[ARGV[i]], rates[ARGV[i]] = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
@@ -38,7 +39,7 @@ local ownerRun, modelRun, modelNext = {}, {}, {} -- counts and next starts, as t
 local function running(memo, key)
   local n = memo[key]
   if not n then
-    n = redis.call('ZCOUNT', key, '(' .. now, '+inf')
+    n = redis.call('ZCOUNT', key, after_now, '+inf')
     memo[key] = n
   end
   return n
@@ -60,7 +61,7 @@ local out, passed, vtime = {}, 0, nil
 -- first tasks are free reads a few entries rather than scan of them.
 local chunk, more = want + 8, true
 while more and #out < want and passed <= scan do
-  local ids = redis.call('ZRANGE', KEYS[1], passed, passed + chunk - 1, 'WITHSCORES')
+  local ids = redis.call('ZRANGE', KEYS[1], int(passed), int(passed + chunk - 1), 'WITHSCORES')
   more = #ids == 2 * chunk
   chunk = math.min(chunk * 4, want + scan + 1)
   for j = 1, #ids, 2 do
@@ -82,24 +83,24 @@ while more and #out < want and passed <= scan do
       passed = passed + 1
     else
       dequeue(task, id, owner)
-      local attempt = (tonumber(f[5]) or 0) + 1
+      local attempt = int((tonumber(f[5]) or 0) + 1)
       if f[6] then
-        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', now + lease, 'updated', now, 'progress', 0)
+        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'progress', '0')
       else -- its first claim
-        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', now + lease, 'updated', now, 'progress', 0, 'started', now)
+        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'progress', '0', 'started', snow)
         if wants_of(f[7], f[8], 'processing') then
-          redis.call('ZADD', KEYS[3], now, id .. ':processing')
+          redis.call('ZADD', KEYS[3], snow, id .. ':processing')
         end
       end
-      redis.call('ZADD', KEYS[2], now + lease, id)
-      redis.call('ZADD', okey, now + lease, id)
-      redis.call('ZADD', mkey, now + lease, id)
+      redis.call('ZADD', KEYS[2], sleased, id)
+      redis.call('ZADD', okey, sleased, id)
+      redis.call('ZADD', mkey, sleased, id)
       ownerRun[okey] = running(ownerRun, okey) + 1
       modelRun[mkey] = running(modelRun, mkey) + 1
       if rate > 0 then
         local t = math.max(next_start(rkey), now) + math.floor(60000 / rate)
         modelNext[rkey] = t
-        redis.call('HSET', rkey, 'next', t)
+        redis.call('HSET', rkey, 'next', int(t))
       end
       local tag = math.floor(tonumber(ids[j + 1]))
       if not vtime or tag > vtime then vtime = tag end

@@ -43,11 +43,12 @@ import (
 // 1 (created), 0 (balance short), -1 (id taken) or -2 (queue full).
 var createScript = newScript(`
 local now = now_ms()
+local snow, stamp = int(now), string.format('%013d', now) .. ':' -- index members: stamp .. id
 local out, queued, fair, indexed = {}, {}, {}, {}
 local balances, owners = {}, {} -- balance key -> {value, ledger key, entries}
 local scheds = {} -- sched key -> {w, last, pend, base}
 local vtime = tonumber(redis.call('GET', KEYS[4]) or '0')
-local seq = redis.call('INCRBY', KEYS[5], (#KEYS - 5) / 5)
+local seq = redis.call('INCRBY', KEYS[5], int((#KEYS - 5) / 5))
 for i = 1, (#KEYS - 5) / 5 do
   local task, bal, index, schedKey = KEYS[5 * i + 1], KEYS[5 * i + 2], KEYS[5 * i + 4], KEYS[5 * i + 5]
   local a = 10 * i - 7
@@ -73,9 +74,9 @@ for i = 1, (#KEYS - 5) / 5 do
     out[#out + 1], out[#out + 2] = -2, acct.value
   else
     acct.value = acct.value - cost
-    acct.entries[#acct.entries + 1] = ARGV[a + 5] .. now .. ',"bal":' .. acct.value .. '}'
+    acct.entries[#acct.entries + 1] = ARGV[a + 5] .. snow .. ',"bal":' .. int(acct.value) .. '}'
     redis.call('HSET', task, 'id', id, 'owner', ARGV[a + 1], 'req', ARGV[a + 2], 'model', ARGV[a + 3],
-      'cost', cost, 'status', 'pending', 'created', now)
+      'cost', ARGV[a + 4], 'status', 'pending', 'created', snow)
     if ARGV[a + 6] ~= '' then redis.call('HSET', task, 'callback', ARGV[a + 6]) end
     if ARGV[a + 7] ~= '' then redis.call('HSET', task, 'events', ARGV[a + 7]) end
     if ARGV[a + 8] ~= '' then redis.call('HSET', task, 'rid', ARGV[a + 8]) end
@@ -83,18 +84,18 @@ for i = 1, (#KEYS - 5) / 5 do
     if sched.pend > 0 then base = math.max(base, sched.last) end
     sched.last = base + stride(sched.w)
     sched.pend = sched.pend + 1
-    queued[#queued + 1], queued[#queued + 2] = now, id
+    queued[#queued + 1], queued[#queued + 2] = snow, id
     fair[#fair + 1], fair[#fair + 2] = num(sched.last + ((seq - (#KEYS - 5) / 5 + i) % 1024) / 1024), id
-    local member = string.format('%013d', now) .. ':' .. id
-    acct.members[#acct.members + 1], acct.members[#acct.members + 2] = 0, member
-    indexed[#indexed + 1], indexed[#indexed + 2] = 0, member
+    local member = stamp .. id
+    acct.members[#acct.members + 1], acct.members[#acct.members + 2] = '0', member
+    indexed[#indexed + 1], indexed[#indexed + 2] = '0', member
     out[#out + 1], out[#out + 2] = 1, acct.value
   end
 end
 for _, bal in ipairs(owners) do
   local acct = balances[bal]
   if #acct.entries > 0 then
-    redis.call('SET', bal, acct.value)
+    redis.call('SET', bal, int(acct.value))
     redis.call('RPUSH', acct.ledger, unpack(acct.entries))
     redis.call('ZADD', acct.index, unpack(acct.members))
     redis.call('PEXPIRE', acct.index, ARGV[2])
@@ -102,7 +103,7 @@ for _, bal in ipairs(owners) do
 end
 for key, sched in pairs(scheds) do
   if sched.pend ~= sched.pend0 then
-    redis.call('HSET', key, 'last', num(sched.last), 'pend', sched.pend)
+    redis.call('HSET', key, 'last', num(sched.last), 'pend', int(sched.pend))
   end
 end
 if #queued > 0 then
