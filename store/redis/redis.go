@@ -336,8 +336,8 @@ func (k keys) tseq() string              { return k.tag + ":tseq" }
 func (k keys) sched(owner string) string { return k.tag + ":sched:" + owner }
 func (k keys) model(model string) string { return k.tag + ":model:" + model }
 
-// prelude is prepended to every script: the clock and the steps that
-// several scripts share.
+// prelude holds the clock and the steps that several scripts share;
+// newScript prepends to each script the definitions it uses.
 //
 // The scheduling steps (enqueue, dequeue, stop_running) name the
 // owner's and the model's keys from a task key's prefix, since which
@@ -493,4 +493,6 @@ local function holds(task, attempt)
 end
 `
 
-func newScript(body string) *goredis.Script { return goredis.NewScript(prelude + body) }
+// newScript makes a script of body and the prelude's definitions it
+// uses.
+func newScript(body string) *goredis.Script { return goredis.NewScript(preludeFor(body) + body) }
