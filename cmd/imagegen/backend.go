@@ -158,7 +158,7 @@ func (b *backend) addLimiters(rateLimit int, newLimiter func(limit int, prefix s
 }
 
 func openRedis(ctx context.Context, c backendConfig, blobs imagegen.BlobStore) (backend, error) {
-	rdb, err := dialRedis(ctx, c.redisURL)
+	rdb, err := dialRedis(ctx, "redis", c.redisURL)
 	if err != nil {
 		return backend{}, err
 	}
@@ -177,19 +177,19 @@ func openRedis(ctx context.Context, c backendConfig, blobs imagegen.BlobStore) (
 	return be, nil
 }
 
-// dialRedis connects to a Redis URL of any kind (one node, Cluster or
-// Sentinel: see redisurl) and checks that it answers. Errors never show
-// the password.
-func dialRedis(ctx context.Context, url string) (goredis.UniversalClient, error) {
+// dialRedis connects to the Redis URL of -flag, of any kind (one node,
+// Cluster or Sentinel: see redisurl), and checks that it answers. Errors
+// name the flag and never show the password.
+func dialRedis(ctx context.Context, flag, url string) (goredis.UniversalClient, error) {
 	rdb, opt, err := redisurl.Open(url)
 	if err != nil {
-		return nil, fmt.Errorf("-redis: %w%s", err, schemeHint(url, "redis"))
+		return nil, fmt.Errorf("-%s: %w%s", flag, err, schemeHint(url, "redis"))
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := rdb.Ping(pingCtx).Err(); err != nil {
 		_ = rdb.Close()
-		return nil, fmt.Errorf("redis at %s does not answer: %w", opt, err)
+		return nil, fmt.Errorf("-%s: redis at %s does not answer: %w", flag, opt, err)
 	}
 	return rdb, nil
 }

@@ -98,6 +98,7 @@ func TestAdminFlagErrors(t *testing.T) {
 		{[]string{"serve", "-pprof"}, "-pprof needs -admin-addr"},
 		{[]string{"serve", "-redis-wait-replicas", "1"}, "-redis-wait-replicas needs -redis"},
 		{[]string{"migrate", "-redis", "redis://:hunter2secret@127.0.0.1:1/0"}, "-redis and -redis-to go together"},
+		{[]string{"migrate", "-redis", "redis://127.0.0.1:1/0", "-redis-to", "notaurl"}, "-redis-to: unknown Redis URL scheme"},
 		{[]string{"worker", "-redis", "redis://127.0.0.1:1/0", "-redis-wait-replicas", "-1"}, "-redis-wait-replicas must not be negative"},
 		{[]string{"serve", "-log-format", "xml"}, "-log-format must be text or json"},
 		{[]string{"serve", "-log-flush", "-1s"}, "-log-flush must not be negative"},

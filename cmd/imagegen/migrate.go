@@ -95,16 +95,16 @@ func migrateRedis(ctx context.Context, c migrateConfig, stdout io.Writer) error 
 	case c.url != "":
 		return errors.New("use -postgres or -redis and -redis-to, not both")
 	}
-	src, err := dialRedis(ctx, c.redisFrom)
+	dst, err := dialRedis(ctx, "redis-to", c.redisTo)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	src, err := dialRedis(ctx, "redis", c.redisFrom)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	dst, err := dialRedis(ctx, c.redisTo)
-	if err != nil {
-		return fmt.Errorf("-redis-to: %w", err)
-	}
-	defer dst.Close()
 	store, err := redisstore.New(dst, redisstore.Config{})
 	if err != nil {
 		return err
