@@ -38,9 +38,11 @@ for k = 4, #KEYS do
     'size', ARGV[a + 2], 'sum', ARGV[a + 3], 'created', snow, 'expires', expires)
   redis.call('PEXPIRE', KEYS[k], ARGV[3])
 end
-redis.call('HSET', KEYS[1], 'images', ARGV[5])
-if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'seed', ARGV[6]) end
-finish(KEYS[1], KEYS[2], ARGV[4], 'success', now, retention, KEYS[3], h)
+if ARGV[6] == '' then
+  finish(KEYS[1], KEYS[2], ARGV[4], 'success', now, retention, KEYS[3], h, 'images', ARGV[5])
+else
+  finish(KEYS[1], KEYS[2], ARGV[4], 'success', now, retention, KEYS[3], h, 'images', ARGV[5], 'seed', ARGV[6])
+end
 return 1
 `)
 
@@ -147,8 +149,7 @@ local now = now_ms()
 local h = holds(KEYS[1], ARGV[2])
 if not h then return 0 end
 local refunded = refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
-redis.call('HSET', KEYS[1], 'error', ARGV[4], 'error_code', ARGV[6])
-finish(KEYS[1], KEYS[2], ARGV[5], 'failed', now, tonumber(ARGV[3]), KEYS[5], h)
+finish(KEYS[1], KEYS[2], ARGV[5], 'failed', now, tonumber(ARGV[3]), KEYS[5], h, 'error', ARGV[4], 'error_code', ARGV[6])
 return 1 + refunded
 `)
 
@@ -190,8 +191,7 @@ if f[1] ~= ARGV[2] then return 0 end
 if f[2] ~= 'pending' and f[2] ~= 'processing' then return -1 end
 dequeue(KEYS[1], ARGV[5], f[1])
 local refunded = refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
-redis.call('HSET', KEYS[1], 'error', ARGV[3], 'error_code', ARGV[6])
-finish(KEYS[1], KEYS[5], ARGV[5], 'failed', now, tonumber(ARGV[4]), KEYS[6])
+finish(KEYS[1], KEYS[5], ARGV[5], 'failed', now, tonumber(ARGV[4]), KEYS[6], nil, 'error', ARGV[3], 'error_code', ARGV[6])
 return 1 + refunded
 `)
 

@@ -322,9 +322,8 @@ for i = 1, (#KEYS - 3) / 3 do
       local refunded = '0'
       if f[8] ~= '1' then refunded = cost end
       refund(task, balance, ledger, id, now)
-      redis.call('HSET', task, 'error', 'image generation did not finish (' .. counted .. ' attempts)',
-        'error_code', 'internal')
-      finish(task, KEYS[1], id, 'failed', now, retention, KEYS[3])
+      finish(task, KEYS[1], id, 'failed', now, retention, KEYS[3], nil,
+        'error', 'image generation did not finish (' .. counted .. ' attempts)', 'error_code', 'internal')
       out[#out + 1] = {id, f[4] or '', f[5] or '', f[6] or '', tostring(counted), cost, refunded}
     else
       redis.call('ZREM', KEYS[1], id)

@@ -68,7 +68,7 @@
 //	P:webhooks         zset: due callbacks by due time (ms): "<task id>" (completed), "<task id>:processing"
 //	P:tasks:<owner>    zset: the owner's tasks, "<created ms, 13 digits>:<id>" (for listing)
 //	P:all              zset: every task, "<created ms, 13 digits>:<id>" (operators' listing;
-//	                   trimmed of tasks created more than Retention+24h ago, as owners' indexes expire)
+//	                   trimmed, every 64 queueings, of tasks created more than Retention+24h ago, as owners' indexes expire)
 //	P:balance:<owner>  string: credit balance
 //	P:ledger:<owner>   list: ledger entries, oldest first (JSON; an entry's ID is its position from 1)
 //	P:refs:<owner>     set: grant and web references used
@@ -456,8 +456,9 @@ local function wants(task, event)
   return wants_of(f[1], f[2], event)
 end
 
--- finish's h is what holds read of the task, or nil to read it.
-local function finish(task, leases, id, status, now, retention, hooks, h)
+-- finish's h is what holds read of the task, or nil to read it; more
+-- arguments are fields and values to set on the task with its status.
+local function finish(task, leases, id, status, now, retention, hooks, h, ...)
   stop_running(task, id, h)
   local hooked
   if h then hooked = wants_of(h.callback, h.events, 'completed') else hooked = wants(task, 'completed') end
@@ -466,7 +467,7 @@ local function finish(task, leases, id, status, now, retention, hooks, h)
     redis.call('ZADD', hooks, snow, id)
   end
   redis.call('ZREM', leases, id)
-  redis.call('HSET', task, 'status', status, 'lease_until', '0', 'updated', snow, 'finished', snow, 'expires', int(now + retention))
+  redis.call('HSET', task, 'status', status, 'lease_until', '0', 'updated', snow, 'finished', snow, 'expires', int(now + retention), ...)
   redis.call('PEXPIRE', task, int(retention))
   local tag = string.match(task, '^(.-}):task:')
   if string.find(tag, ':%d+%.%d+}$') then

@@ -110,7 +110,9 @@ if #queued > 0 then
   redis.call('ZADD', KEYS[1], unpack(queued))
   redis.call('ZADD', KEYS[3], unpack(fair))
   redis.call('ZADD', KEYS[2], unpack(indexed))
-  redis.call('ZREMRANGEBYLEX', KEYS[2], '-', '(' .. string.format('%013d', now - tonumber(ARGV[2])))
+  if math.floor(seq / 64) ~= math.floor((seq - (#KEYS - 5) / 5) / 64) then -- trimmed once every 64 queueings
+    redis.call('ZREMRANGEBYLEX', KEYS[2], '-', '(' .. string.format('%013d', now - tonumber(ARGV[2])))
+  end
 end
 out[#out + 1] = now
 return out
