@@ -42,8 +42,10 @@ type BlobStore interface {
 	// Delete removes the blob; a missing key is not an error.
 	Delete(ctx context.Context, key string) error
 	// List calls fn for every blob of the store, in no particular order,
-	// until fn returns an error (which List returns). Blobs written or
-	// deleted while List runs may or may not be seen.
+	// until fn returns an error (which List returns). fn is called from
+	// one goroutine at a time (a store that lists shards at once calls it
+	// in turn). Blobs written or deleted while List runs may or may not
+	// be seen.
 	List(ctx context.Context, fn func(BlobInfo) error) error
 }
 

@@ -23,6 +23,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -231,9 +232,11 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 }
 
 // List scans the store's keys (SCAN, 500 at a time) and reads each
-// one's header in a pipeline.
+// one's header in a pipeline. On a Cluster every master is scanned at
+// once, and fn is still called from one goroutine at a time, and not
+// again once it returned an error.
 func (s *Store) List(ctx context.Context, fn func(imagegen.BlobInfo) error) error {
-	scan := func(ctx context.Context, c goredis.UniversalClient) error {
+	scan := func(ctx context.Context, c goredis.UniversalClient, fn func(imagegen.BlobInfo) error) error {
 		var cursor uint64
 		for {
 			keys, next, err := c.Scan(ctx, cursor, s.match, 500).Result()
@@ -249,9 +252,25 @@ func (s *Store) List(ctx context.Context, fn func(imagegen.BlobInfo) error) erro
 		}
 	}
 	if cc, ok := s.rdb.(*goredis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return scan(ctx, c) })
+		serial := serialFn(fn)
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return scan(ctx, c, serial) })
 	}
-	return scan(ctx, s.rdb)
+	return scan(ctx, s.rdb, fn)
+}
+
+// serialFn wraps List's fn for callers on several goroutines (one per
+// master): one call at a time, and after an error only that error.
+func serialFn(fn func(imagegen.BlobInfo) error) func(imagegen.BlobInfo) error {
+	var mu sync.Mutex
+	var failed error
+	return func(b imagegen.BlobInfo) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failed == nil {
+			failed = fn(b)
+		}
+		return failed
+	}
 }
 
 func (s *Store) listBatch(ctx context.Context, c goredis.UniversalClient, keys []string, fn func(imagegen.BlobInfo) error) error {
