@@ -86,11 +86,12 @@ type job struct {
 type fake struct {
 	providertest.FakeAPI[call]
 
-	mu      sync.Mutex
-	conns   map[string]*websocket.Conn
-	uploads map[string][]byte
-	jobs    map[string]*job
-	latest  *job // the last prompt taken: /view serves its image
+	mu        sync.Mutex
+	conns     map[string]*websocket.Conn
+	connected map[string]chan struct{} // closed once the client's websocket is registered
+	uploads   map[string][]byte
+	jobs      map[string]*job
+	latest    *job // the last prompt taken: /view serves its image
 	// Settings, set before the generation.
 	noWebsocket  bool   // /ws answers 404
 	stuck        string // "pending" or "running": prompts never end
@@ -106,7 +107,7 @@ type fake struct {
 
 func newFake(t *testing.T) *fake {
 	t.Helper()
-	f := &fake{conns: map[string]*websocket.Conn{}, uploads: map[string][]byte{}, jobs: map[string]*job{}, progress: 3}
+	f := &fake{conns: map[string]*websocket.Conn{}, connected: map[string]chan struct{}{}, uploads: map[string][]byte{}, jobs: map[string]*job{}, progress: 3}
 	f.Start(t, f.serve)
 	return f
 }
@@ -233,6 +234,9 @@ func (f *fake) websocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.mu.Lock()
+	if f.conns[client] == nil {
+		close(f.connectedLocked(client))
+	}
 	f.conns[client] = conn
 	f.mu.Unlock()
 	f.send(client, f.message("ws.status.json", ""))
@@ -252,21 +256,34 @@ func (f *fake) message(name, id string) []byte {
 	})
 }
 
-// send writes a message to the client's websocket, waiting a little for
-// it to be registered; it reports whether it could.
-func (f *fake) send(client string, msg []byte) bool {
-	for range 200 {
-		f.mu.Lock()
-		conn := f.conns[client]
-		f.mu.Unlock()
-		if conn != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			return conn.Write(ctx, websocket.MessageText, msg) == nil
-		}
-		time.Sleep(10 * time.Millisecond)
+// connectedLocked is the channel closed once client's websocket is
+// registered; f.mu is held.
+func (f *fake) connectedLocked(client string) chan struct{} {
+	ch, ok := f.connected[client]
+	if !ok {
+		ch = make(chan struct{})
+		f.connected[client] = ch
 	}
-	return false
+	return ch
+}
+
+// send writes a message to the client's websocket, waiting up to 2 s
+// for it to be registered; it reports whether it could.
+func (f *fake) send(client string, msg []byte) bool {
+	f.mu.Lock()
+	registered := f.connectedLocked(client)
+	f.mu.Unlock()
+	select {
+	case <-registered:
+	case <-time.After(2 * time.Second):
+		return false
+	}
+	f.mu.Lock()
+	conn := f.conns[client]
+	f.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return conn.Write(ctx, websocket.MessageText, msg) == nil
 }
 
 func (f *fake) upload(w http.ResponseWriter, r *http.Request, raw []byte) {
