@@ -26,7 +26,8 @@ import (
 // exist; by default a missing bucket is an error that says how to create
 // it). Credentials come from the standard AWS chain. The prefix is the
 // URL's path; a trailing "/" is added when missing. An s3 store is
-// checked with a HEAD of the bucket (s3.Store.Ping).
+// checked with a HEAD of the bucket, which create_bucket creates if
+// missing (s3.Store.EnsureBucket).
 func Open(ctx context.Context, rawURL string) (imagegen.BlobStore, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -102,7 +103,7 @@ func openS3(ctx context.Context, u *url.URL) (imagegen.BlobStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := store.Ping(ctx); err != nil {
+	if err := store.EnsureBucket(ctx); err != nil {
 		return nil, err
 	}
 	return store, nil

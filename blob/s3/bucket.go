@@ -14,10 +14,13 @@ import (
 // exist (and Config.CreateBucket is off).
 var ErrBucketNotFound = errors.New("bucket not found")
 
-// Ping checks that the bucket exists and the credentials reach it. A
-// missing bucket is created when Config.CreateBucket is set; otherwise it
-// is an error, wrapping ErrBucketNotFound, whose one line names the
-// bucket and the endpoint and says how to create it.
+// Ping checks that the bucket exists and the credentials reach it: the
+// readiness check of the image store (server.BlobsCheck). It never
+// creates the bucket, whatever Config.CreateBucket says, so a probe
+// writes nothing and a bucket that disappears is reported rather than
+// replaced by an empty one. A missing bucket is an error wrapping
+// ErrBucketNotFound, whose one line names the bucket and the endpoint
+// and says how to create it.
 func (s *Store) Ping(ctx context.Context) error {
 	_, err := s.client.HeadBucket(ctx, &awss3.HeadBucketInput{Bucket: &s.bucket})
 	switch {
@@ -25,12 +28,21 @@ func (s *Store) Ping(ctx context.Context) error {
 		return nil
 	case !isNotFound(err):
 		return fmt.Errorf("s3 blobs: bucket %s at %s: %w", s.bucket, s.where(), err)
-	case s.create:
-		return s.createBucket(ctx)
 	}
 	return &bucketNotFoundError{msg: fmt.Sprintf(
 		"s3 blobs: bucket %q does not exist at %s: create it (%s), or let imagegen create it with create_bucket=true in the blobs URL (s3.Config.CreateBucket)",
 		s.bucket, s.where(), s.makeBucketCommand()), cause: err}
+}
+
+// EnsureBucket is Ping at startup (blob.Open calls it): a missing
+// bucket is created when Config.CreateBucket is set, and is Ping's error
+// otherwise.
+func (s *Store) EnsureBucket(ctx context.Context) error {
+	err := s.Ping(ctx)
+	if s.create && errors.Is(err, ErrBucketNotFound) {
+		return s.createBucket(ctx)
+	}
+	return err
 }
 
 // createBucket makes the bucket in the store's region; one that another

@@ -55,9 +55,10 @@ type Config struct {
 	// Bucket holds the blobs. Required; it must exist, unless
 	// CreateBucket is set.
 	Bucket string
-	// CreateBucket lets Ping create Bucket when it does not exist (in
-	// Region). Off by default: a missing bucket is then an error that
-	// says how to create it (ErrBucketNotFound).
+	// CreateBucket lets EnsureBucket (which blob.Open calls) create
+	// Bucket when it does not exist (in Region); Ping never does. Off by
+	// default: a missing bucket is then an error that says how to create
+	// it (ErrBucketNotFound).
 	CreateBucket bool
 	// Prefix is put before every key ("images/" keeps the blobs in a
 	// folder). List sees only objects under it.
@@ -88,7 +89,8 @@ type Store struct {
 	presign *awss3.PresignClient
 	bucket  string
 	prefix  string
-	// For Ping: where the bucket is, and whether to create it.
+	// For Ping and EnsureBucket: where the bucket is, and whether to
+	// create it.
 	region, endpoint string
 	create           bool
 }

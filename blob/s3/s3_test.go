@@ -59,17 +59,20 @@ func TestPingMissingBucketSaysHowToCreateIt(t *testing.T) {
 	is.True(strings.Contains(msg, "create_bucket=true"))                                     // or by imagegen
 }
 
-// With CreateBucket, Ping makes a missing bucket, and a second store (a
-// second process) finds it made.
-func TestPingCreatesTheBucketWhenAsked(t *testing.T) {
+// With CreateBucket, EnsureBucket makes a missing bucket, and a second
+// store (a second process) finds it made. Ping, the readiness check,
+// never makes one: a bucket that disappears is reported, not silently
+// replaced by an empty one.
+func TestEnsureBucketCreatesItWhenAsked(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	endpoint := s3test.Fake(t)
 	cfg := blobs3.Config{Bucket: "made-" + uuid.NewString()[:8], Endpoint: endpoint, CreateBucket: true}
 	s := storeOf(t, cfg)
-	is.NoErr(s.Ping(ctx))
+	is.True(errors.Is(s.Ping(ctx), blobs3.ErrBucketNotFound)) // a probe creates nothing
+	is.NoErr(s.EnsureBucket(ctx))
 	is.NoErr(s.Put(ctx, "k", strings.NewReader("abc"), 3, "image/png"))
-	is.NoErr(storeOf(t, cfg).Ping(ctx))
+	is.NoErr(storeOf(t, cfg).EnsureBucket(ctx))
 	cfg.CreateBucket = false
 	is.NoErr(storeOf(t, cfg).Ping(ctx)) // it exists now
 }
