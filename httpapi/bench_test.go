@@ -39,8 +39,8 @@ func newBenchAPI(b *testing.B) (http.Handler, *imagegen.Service) {
 
 // newBenchServe is the stack that `imagegen serve` runs (server.New) on
 // the memory store with serve's defaults: the system clock, a request
-// log line at info level for every request (slog's text handler through
-// the same buffered writer, to a file), Prometheus metrics on every
+// log line at info level for every request (slog's text format through
+// the same handler and buffered writer, to a file), Prometheus metrics on every
 // request, submit and charge, request ids; the rate limit and the cap on
 // pending tasks are set out of reach, as for a load test (no workers run).
 func newBenchServe(b *testing.B) (http.Handler, *imagegen.Service) {
@@ -50,7 +50,7 @@ func newBenchServe(b *testing.B) (http.Handler, *imagegen.Service) {
 	}
 	logs := logbuf.New(f, logbuf.Config{})
 	b.Cleanup(func() { _ = logs.Close(); _ = f.Close() })
-	log := slog.New(logbuf.Handler(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}), logs))
+	log := slog.New(logbuf.Handler(logbuf.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}), logs))
 	store := testenv.Memory(b, memory.Config{})
 	m, err := metrics.New(metrics.Config{Registerer: prometheus.NewRegistry(), Queue: store})
 	if err != nil {
