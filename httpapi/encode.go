@@ -14,12 +14,15 @@ import (
 func encode[T any](w http.ResponseWriter, status int, v T) {
 	e := encoders.Get().(*encoder)
 	defer e.release()
-	body := e.buf.Bytes()
-	if err := e.enc.Encode(v); err != nil { // only our own response types reach here
-		status = http.StatusInternalServerError
-		body = []byte(`{"error":{"code":"internal_error","message":"internal server error"}}` + "\n")
-	} else {
-		body = e.buf.Bytes()
+	body, ok := appendFast(e.fast[:0], &v) // the hot paths' answers, without reflection
+	e.fast = body
+	if !ok {
+		if err := e.enc.Encode(v); err != nil { // only our own response types reach here
+			status = http.StatusInternalServerError
+			body = []byte(`{"error":{"code":"internal_error","message":"internal server error"}}` + "\n")
+		} else {
+			body = e.buf.Bytes()
+		}
 	}
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
@@ -31,8 +34,9 @@ func encode[T any](w http.ResponseWriter, status int, v T) {
 // encoder is a buffer with a JSON encoder writing to it, kept for reuse
 // (every answer is encoded through one).
 type encoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
+	buf  bytes.Buffer
+	enc  *json.Encoder
+	fast []byte // appendFast's buffer
 }
 
 // encoders keeps encoders between answers: a cache of buffers, no state
@@ -49,7 +53,7 @@ var encoders = sync.Pool{New: func() any {
 const maxKeptEncoder = 64 << 10
 
 func (e *encoder) release() {
-	if e.buf.Cap() > maxKeptEncoder {
+	if e.buf.Cap() > maxKeptEncoder || cap(e.fast) > maxKeptEncoder {
 		return
 	}
 	e.buf.Reset()

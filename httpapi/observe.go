@@ -55,7 +55,8 @@ func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request, next htt
 	o.ctx = requestContext{Context: ctx, o: o}
 	r = r.WithContext(&o.ctx)
 	next.ServeHTTP(o, r)
-	took := time.Since(start)
+	end := time.Now()
+	took := end.Sub(start)
 
 	route := r.Pattern // set on r by the mux that matched it
 	if route == "" {
@@ -67,7 +68,7 @@ func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request, next htt
 	if !log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
-	logbuf.Log(ctx, log, slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("route", routePath(route)),
+	logbuf.LogAt(ctx, log, end, slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("route", routePath(route)),
 		slog.Int("status", status), slog.String("duration", took.String()), slog.String("request_id", o.id),
 		slog.String("key_id", h.keyIDs.of(o.principal.RateKey)))
 }

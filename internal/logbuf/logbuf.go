@@ -131,10 +131,16 @@ func (w *Writer) flushLocked() error {
 // show the source): for the lines of hot paths, logged once per request
 // or task, whose source says nothing.
 func Log(ctx context.Context, log *slog.Logger, level slog.Level, msg string, attrs ...slog.Attr) {
+	LogAt(ctx, log, time.Now(), level, msg, attrs...)
+}
+
+// LogAt is Log with the record's time given: a caller that has just read
+// the clock (to time a request) need not read it again.
+func LogAt(ctx context.Context, log *slog.Logger, at time.Time, level slog.Level, msg string, attrs ...slog.Attr) {
 	if !log.Enabled(ctx, level) {
 		return
 	}
-	r := slog.NewRecord(time.Now(), level, msg, 0)
+	r := slog.NewRecord(at, level, msg, 0)
 	r.AddAttrs(attrs...)
 	_ = log.Handler().Handle(ctx, r) // a line that cannot be written is no reason to fail the caller
 }
