@@ -190,6 +190,8 @@ type Service struct {
 	// providers counts provider calls and fallbacks until the next
 	// FlushProviderStats.
 	providers providerTally
+	// keyHashes are the hashes of recently presented API keys.
+	keyHashes *keyHashes
 }
 
 // New returns a Service for cfg, or an error naming the bad field.
@@ -199,7 +201,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	blobs := timedBlobs{s: cfg.Store.Blobs(), d: cfg.BlobTimeout}
-	return &Service{cfg: cfg, log: cfg.Logger, blobs: blobs, wake: make(chan struct{}, 1)}, nil
+	return &Service{cfg: cfg, log: cfg.Logger, blobs: blobs, wake: make(chan struct{}, 1), keyHashes: newKeyHashes()}, nil
 }
 
 // Submission is what a submit made: the new task (pending), its charge

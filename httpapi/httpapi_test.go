@@ -252,6 +252,21 @@ func TestFailedTaskBodyAndRefund(t *testing.T) {
 	is.Equal(len(e.model.Calls()), 1) // a refusal is not retried
 }
 
+// A key revoked while its requests are being served is refused at once:
+// nothing the API keeps between requests lets it through.
+func TestRevokedKeyIsRefusedAtOnce(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	poll := func() int { return e.do("GET", "/api/v1/tasks/x", e.key, "").Code }
+	for range 3 {
+		is.Equal(poll(), http.StatusNotFound) // known key, unknown task
+	}
+	keys, err := e.svc.Keys(context.Background(), "alice")
+	is.NoErr(err)
+	is.NoErr(e.svc.RevokeKey(context.Background(), "alice", keys[0].ID))
+	is.Equal(poll(), http.StatusUnauthorized)
+}
+
 func TestUnauthorized(t *testing.T) {
 	e := newEnv(t)
 	revoked := e.user("bob", 5)
