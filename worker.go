@@ -63,7 +63,7 @@ claim:
 		if free == 0 {
 			break claim
 		}
-		tasks, err := s.cfg.Store.ClaimTasks(ctx, ClaimParams{Lease: s.cfg.LeaseDuration, N: free, Limits: s.cfg.Limits})
+		tasks, err := s.claim(ctx, free)
 		pool.Give(free - len(tasks))
 		if err != nil {
 			if ctx.Err() != nil {
@@ -116,7 +116,7 @@ claim:
 // to drive work deterministically. The provider statistics it counts
 // reach the store with the next FlushProviderStats.
 func (s *Service) RunOnce(ctx context.Context) (bool, error) {
-	tasks, err := s.cfg.Store.ClaimTasks(ctx, ClaimParams{Lease: s.cfg.LeaseDuration, N: 1, Limits: s.cfg.Limits})
+	tasks, err := s.claim(ctx, 1)
 	if errors.Is(err, ErrNoTask) {
 		return false, nil
 	}
@@ -125,6 +125,17 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 	}
 	s.process(ctx, tasks[0])
 	return true, nil
+}
+
+// claim claims up to n ready tasks. A store that claims none must say
+// ErrNoTask; an empty batch with no error is taken as ErrNoTask too, so
+// that the worker neither indexes it nor claims again without a pause.
+func (s *Service) claim(ctx context.Context, n int) ([]*Task, error) {
+	tasks, err := s.cfg.Store.ClaimTasks(ctx, ClaimParams{Lease: s.cfg.LeaseDuration, N: n, Limits: s.cfg.Limits})
+	if err == nil && len(tasks) == 0 {
+		return nil, ErrNoTask
+	}
+	return tasks, err
 }
 
 // Recover sends tasks whose lease expired back to the queue, or fails and

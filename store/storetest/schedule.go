@@ -27,7 +27,8 @@ func submitModel(t *testing.T, h Harness, owner, model string, n int) []string {
 	return ids
 }
 
-// claimWith claims up to n tasks under l; none is an empty slice.
+// claimWith claims up to n tasks under l; none is an empty slice. A
+// claim of none must say ErrNoTask, never an empty batch with no error.
 func claimWith(t *testing.T, s imagegen.Store, n int, l imagegen.Limits) []*imagegen.Task {
 	t.Helper()
 	got, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: lease, N: n, Limits: l})
@@ -36,6 +37,9 @@ func claimWith(t *testing.T, s imagegen.Store, n int, l imagegen.Limits) []*imag
 	}
 	if err != nil {
 		t.Fatalf("claim: %v", err)
+	}
+	if len(got) == 0 {
+		t.Fatal("claim: no task and no error; a claim of none returns ErrNoTask")
 	}
 	return got
 }
@@ -249,6 +253,10 @@ func testRacingClaimers(t *testing.T, h Harness) {
 				}
 				if err != nil {
 					violation.Store("claim: " + err.Error())
+					return
+				}
+				if len(got) == 0 {
+					violation.Store("claim: no task and no error")
 					return
 				}
 				mu.Lock()

@@ -168,8 +168,9 @@ func testClaimTasks(t *testing.T, h Harness) {
 	is.Equal(len(got), 1) // the retried one; the delayed one is not ready
 	is.Equal(got[0].ID, ids[0])
 	is.Equal(got[0].Attempt, 2)
-	_, err = s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: lease, N: 10})
-	is.True(errors.Is(err, imagegen.ErrNoTask))
+	got, err = s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: lease, N: 10})
+	is.True(errors.Is(err, imagegen.ErrNoTask)) // never an empty batch with no error
+	is.Equal(len(got), 0)
 	h.Advance(time.Hour)
 	got, err = s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: lease, N: 10})
 	is.NoErr(err)
@@ -265,6 +266,10 @@ func testConcurrentClaims(t *testing.T, h Harness) {
 					return
 				case err != nil:
 					errs = append(errs, err)
+					mu.Unlock()
+					return
+				case len(claimed) == 0:
+					errs = append(errs, errors.New("claim: no task and no error"))
 					mu.Unlock()
 					return
 				}
