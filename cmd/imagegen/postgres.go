@@ -39,12 +39,26 @@ func openPostgres(ctx context.Context, c backendConfig, blobs imagegen.BlobStore
 		}
 		return fail(fmt.Errorf("postgres at %s: %w", describePostgres(pool), redactErr(err, c.postgresURL)))
 	}
-	be := backend{store: store, workReady: store.WorkReady(), close: func() error { store.Close(); pool.Close(); return nil }}
+	// The limiters' sweepers of idle keys stop before the pool closes.
+	var limiters []*postgreslimit.Limiter
+	closeAll := func() {
+		for _, l := range limiters {
+			l.Close()
+		}
+		store.Close()
+		pool.Close()
+	}
+	be := backend{store: store, workReady: store.WorkReady(), close: func() error { closeAll(); return nil }}
 	err = be.addLimiters(c.rateLimit, func(limit int, prefix string) (imagegen.Limiter, error) {
-		return postgreslimit.New(pool, postgreslimit.Config{Limit: limit, Window: time.Minute, Schema: c.schema, Prefix: prefix})
+		l, err := postgreslimit.New(pool, postgreslimit.Config{Limit: limit, Window: time.Minute, Schema: c.schema, Prefix: prefix})
+		if err == nil {
+			limiters = append(limiters, l)
+		}
+		return l, err
 	})
 	if err != nil {
-		return fail(err)
+		closeAll()
+		return backend{}, err
 	}
 	return be, nil
 }

@@ -39,6 +39,7 @@ func BenchmarkAllowHotKeys(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			defer lim.Close()
 			benchHotKeys(b, pool, lim, 16, 16)
 		})
 	}

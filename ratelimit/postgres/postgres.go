@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/internal/throttle"
 	"github.com/imagegen/imagegen/ratelimit/internal/rolling"
 )
 
@@ -34,6 +33,9 @@ type Config struct {
 	// Limiters with the same prefix on one schema share their counts;
 	// give each policy its own prefix.
 	Prefix string
+	// SweepInterval is how often the limiter deletes, in the background,
+	// a batch of the rows of keys idle for their window (default Window).
+	SweepInterval time.Duration
 	// Now, when set, replaces the database server's clock (tests only):
 	// its time is passed to the database instead of read there.
 	Now func() time.Time
@@ -44,6 +46,7 @@ func (c Config) withDefaults() Config {
 	c.Window = cmp.Or(c.Window, rolling.DefaultWindow)
 	c.Schema = cmp.Or(c.Schema, "imagegen")
 	c.Prefix = cmp.Or(c.Prefix, "rl:")
+	c.SweepInterval = cmp.Or(c.SweepInterval, c.Window)
 	return c
 }
 
@@ -53,6 +56,9 @@ func (c Config) validate() error {
 	}
 	if c.Window%time.Microsecond != 0 {
 		return fmt.Errorf("ratelimit/postgres: Config.Window must be a whole number of microseconds (got %v)", c.Window)
+	}
+	if c.SweepInterval < 0 {
+		return fmt.Errorf("ratelimit/postgres: Config.SweepInterval must not be negative (got %v)", c.SweepInterval)
 	}
 	return nil
 }
@@ -78,9 +84,10 @@ func (c Config) validate() error {
 // of the database server may forget the last fraction of a second of
 // accepted requests (their count, not the requests). Time is read inside
 // PostgreSQL, to the microsecond, so processes with skewed clocks agree.
-// Rows of keys idle for their Window are deleted in small batches now and
-// then (at most once a Window per limiter), so the table holds about the
-// keys active in one Window.
+// Rows of keys idle for their Window are deleted in small batches by a
+// goroutine of the limiter, once every SweepInterval (by default a
+// Window), never on the way of an Allow; the table holds about the keys
+// active in one Window. Close stops that goroutine.
 //
 // The table and function come with the store's migrations (version 6):
 // run postgres.Migrate on Schema first. It is safe for concurrent use.
@@ -93,11 +100,17 @@ type Limiter struct {
 	allow  string // SQL
 	sweep  string // SQL
 
-	sweeps throttle.Gate // once a window
+	stop    context.CancelFunc // ends the sweeper
+	stopped chan struct{}      // closed when the sweeper has returned
 }
 
-// New returns a PostgreSQL limiter on pool configured by cfg,
-// with defaults for its zero fields. It does not touch the database.
+// sweepTimeout bounds one batch of the idle-key sweep.
+const sweepTimeout = 10 * time.Second
+
+// New returns a PostgreSQL limiter on pool configured by cfg, with
+// defaults for its zero fields, and starts its sweeper of idle keys,
+// which first touches the database a SweepInterval later. Call Close,
+// before closing pool, to stop it.
 func New(pool *pgxpool.Pool, cfg Config) (*Limiter, error) {
 	if pool == nil {
 		return nil, errors.New("ratelimit/postgres.New: pool is required")
@@ -107,7 +120,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Limiter, error) {
 	}
 	cfg = cfg.withDefaults()
 	schema := pgx.Identifier{cfg.Schema}.Sanitize()
-	return &Limiter{
+	p := &Limiter{
 		pool:   pool,
 		limit:  cfg.Limit,
 		window: cfg.Window,
@@ -115,8 +128,22 @@ func New(pool *pgxpool.Pool, cfg Config) (*Limiter, error) {
 		now:    cfg.Now,
 		allow:  `SELECT allowed, count, free, at FROM ` + schema + `.rate_allow($1, $2, $3, $4)`,
 		sweep: `DELETE FROM ` + schema + `.rate_limits WHERE key IN (SELECT key FROM ` + schema +
-			`.rate_limits r WHERE (SELECT max(t) FROM unnest(r.times) AS t) + r.window_us <= $1 LIMIT 500 FOR UPDATE SKIP LOCKED)`,
-	}, nil
+			`.rate_limits r WHERE (SELECT max(t) FROM unnest(r.times) AS t) + r.window_us <= ` +
+			`coalesce($1::bigint, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint) LIMIT 500 FOR UPDATE SKIP LOCKED)`,
+		stopped: make(chan struct{}),
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	p.stop = stop
+	go p.sweepLoop(ctx, cfg.SweepInterval)
+	return p, nil
+}
+
+// Close stops the sweeper of idle keys, waiting for a batch under way.
+// It does not close the pool. Allow still works after Close, but idle
+// keys' rows then stay until another limiter on the schema sweeps them.
+func (p *Limiter) Close() {
+	p.stop()
+	<-p.stopped
 }
 
 // Allow records one request for key if key made fewer than Limit requests
@@ -139,15 +166,35 @@ func (p *Limiter) Allow(ctx context.Context, key string) (imagegen.LimitResult, 
 	if err != nil {
 		return imagegen.LimitResult{}, fmt.Errorf("ratelimit/postgres: allow: %w", err)
 	}
-	p.maybeSweep(ctx, at)
 	return rolling.Stored(allowed, p.limit, p.window, count, free, at), nil
 }
 
-// maybeSweep deletes a batch of idle keys' rows, at most once a Window
-// (of this process's clock); at is the database's time in µs. Errors are
-// left for the next time.
-func (p *Limiter) maybeSweep(ctx context.Context, at int64) {
-	if p.sweeps.Due(p.window) {
-		_, _ = p.pool.Exec(ctx, p.sweep, at)
+// sweepLoop deletes a batch of idle keys' rows every interval until ctx
+// ends.
+func (p *Limiter) sweepLoop(ctx context.Context, every time.Duration) {
+	defer close(p.stopped)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		p.sweepOnce(ctx)
 	}
+}
+
+// sweepOnce deletes one batch of idle keys' rows, by the database's clock
+// (Config.Now's, when set). Errors are left for the next time: the rows
+// stay until then, and Allow does not depend on them being gone.
+func (p *Limiter) sweepOnce(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
+	defer cancel()
+	var now *int64
+	if p.now != nil {
+		us := p.now().UnixMicro()
+		now = &us
+	}
+	_, _ = p.pool.Exec(ctx, p.sweep, now)
 }

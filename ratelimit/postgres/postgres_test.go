@@ -3,14 +3,19 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/internal/testenv/pgtest"
 	"github.com/imagegen/imagegen/ratelimit/limitertest"
 	"github.com/imagegen/imagegen/ratelimit/postgres"
@@ -22,6 +27,7 @@ func newPostgres(t testing.TB, pool *pgxpool.Pool, cfg postgres.Config) *postgre
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(lim.Close) // before the pool closes: cleanups run last first
 	return lim
 }
 
@@ -78,25 +84,66 @@ func TestSharedAcrossProcesses(t *testing.T) {
 	is.True(res.Allowed)
 }
 
-// Rows of idle keys are deleted once their window has passed.
+// Rows of idle keys are deleted once their window has passed, in the
+// background: no further Allow is needed.
 func TestForgetsIdleKeys(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	pool := pgtest.Connect(t)
 	schema := pgtest.MigratedSchema(t, pool)
 	clock := imagegentest.NewClock(time.Time{})
-	lim := newPostgres(t, pool, postgres.Config{Limit: 2, Window: time.Millisecond, Schema: schema, Now: clock.Now})
+	lim := newPostgres(t, pool, postgres.Config{Limit: 2, Window: time.Millisecond, Schema: schema, SweepInterval: 10 * time.Millisecond, Now: clock.Now})
 	for _, k := range []string{"a", "b", "c"} {
 		_, err := lim.Allow(ctx, k)
 		is.NoErr(err)
 	}
+	rows := func() int {
+		var n int
+		is.NoErr(pool.QueryRow(ctx, `SELECT count(*) FROM "`+schema+`".rate_limits`).Scan(&n))
+		return n
+	}
+	is.Equal(rows(), 3) // not idle yet: the injected clock has not moved
 	clock.Advance(time.Second)
-	time.Sleep(2 * time.Millisecond) // the sweep runs at most once a Window of real time
-	_, err := lim.Allow(ctx, "d")
+	testenv.Eventually(t, 5*time.Second, "the idle keys' rows to be deleted", func() bool { return rows() == 0 })
+}
+
+// requestKey marks the context of a request in TestAllowDoesNotSweep.
+type requestKey struct{}
+
+// deletes counts the DELETE statements run on a context of a request.
+type deletes struct{ onRequest atomic.Int64 }
+
+func (d *deletes) TraceQueryStart(ctx context.Context, _ *pgx.Conn, q pgx.TraceQueryStartData) context.Context {
+	if ctx.Value(requestKey{}) != nil && strings.HasPrefix(q.SQL, "DELETE") {
+		d.onRequest.Add(1)
+	}
+	return ctx
+}
+
+func (d *deletes) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// The sweep of idle keys never runs inside Allow, on the request's time
+// and context, even when idle rows wait to be deleted.
+func TestAllowDoesNotSweep(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	schema := pgtest.MigratedSchema(t, pgtest.Connect(t))
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
 	is.NoErr(err)
-	var n int
-	is.NoErr(pool.QueryRow(ctx, `SELECT count(*) FROM "`+schema+`".rate_limits`).Scan(&n))
-	is.True(n <= 1) // a, b and c are gone; d may stay
+	tracer := &deletes{}
+	cfg.ConnConfig.Tracer = tracer
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	is.NoErr(err)
+	t.Cleanup(pool.Close)
+	clock := imagegentest.NewClock(time.Time{})
+	lim := newPostgres(t, pool, postgres.Config{Limit: 2, Window: time.Millisecond, Schema: schema, SweepInterval: time.Hour, Now: clock.Now})
+	reqCtx := context.WithValue(ctx, requestKey{}, true)
+	for i := range 20 {
+		_, err := lim.Allow(reqCtx, fmt.Sprint("k", i))
+		is.NoErr(err)
+		clock.Advance(time.Second) // every earlier key is idle
+	}
+	is.Equal(tracer.onRequest.Load(), int64(0))
 }
 
 // A refusal writes nothing: the key's row keeps its version. (That an
