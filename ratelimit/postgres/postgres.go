@@ -16,6 +16,9 @@ import (
 
 var _ imagegen.Limiter = (*Limiter)(nil)
 
+// DefaultPrefix is Config.Prefix when it is left empty.
+const DefaultPrefix = "rl:"
+
 // Config configures a PostgreSQL limiter. Every field has a
 // default.
 type Config struct {
@@ -29,7 +32,7 @@ type Config struct {
 	// migrations (postgres.Migrate, or `imagegen migrate`); default
 	// "imagegen", the store's default.
 	Schema string
-	// Prefix starts every key the limiter stores (default "rl:").
+	// Prefix starts every key the limiter stores (default DefaultPrefix).
 	// Limiters with the same prefix on one schema share their counts;
 	// give each policy its own prefix.
 	Prefix string
@@ -45,7 +48,7 @@ func (c Config) withDefaults() Config {
 	c.Limit = cmp.Or(c.Limit, rolling.DefaultLimit)
 	c.Window = cmp.Or(c.Window, rolling.DefaultWindow)
 	c.Schema = cmp.Or(c.Schema, "imagegen")
-	c.Prefix = cmp.Or(c.Prefix, "rl:")
+	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
 	c.SweepInterval = cmp.Or(c.SweepInterval, c.Window)
 	return c
 }

@@ -155,7 +155,7 @@ func TestRefusalsWriteNothing(t *testing.T) {
 	schema := pgtest.MigratedSchema(t, pool)
 	version := func() (xmin, ctid string) {
 		t.Helper()
-		is.NoErr(pool.QueryRow(ctx, `SELECT xmin::text, ctid::text FROM "`+schema+`".rate_limits WHERE key = 'rl:full'`).Scan(&xmin, &ctid))
+		is.NoErr(pool.QueryRow(ctx, `SELECT xmin::text, ctid::text FROM "`+schema+`".rate_limits WHERE key = $1`, postgres.DefaultPrefix+"full").Scan(&xmin, &ctid))
 		return xmin, ctid
 	}
 	lim := newPostgres(t, pool, postgres.Config{Limit: 3, Window: time.Minute, Schema: schema})
