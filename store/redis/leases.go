@@ -17,11 +17,18 @@ import (
 // order (the fair queue, lowest tag first), passing over at most
 // ARGV[5] that are not ready or that a cap or rate holds back. A task's
 // first claim stamps "started" and queues its processing callback, if
-// it asks for one. Each claimed task counts in its owner's and model's
-// running sets until it leaves processing or its lease ends; a model
-// with a rate has its next start pushed a minute/rate later.
+// it asks for one. A model with a rate has its next start pushed a
+// minute/rate later.
 //
-//	KEYS[1] fair  KEYS[2] leases  KEYS[3] webhooks  KEYS[4] vtime
+// Running counts: a claimed task counts in its owner's and its model's
+// running sets until it leaves processing or its lease ends, but only
+// once some claim has had a cap of that kind (for a model, a cap for
+// that model): a store whose claimers cap nothing keeps no sets, which
+// saves four commands a task. The first capped claim notes in capped
+// that the sets are kept from then on, and puts the tasks running at
+// that moment in them (from the leases: bounded by the running tasks).
+//
+//	KEYS[1] fair  KEYS[2] leases  KEYS[3] webhooks  KEYS[4] vtime  KEYS[5] capped
 //	ARGV[1] now   ARGV[2] lease (ms)  ARGV[3] how many  ARGV[4] owner cap (0: none)
 //	ARGV[5] how many to pass over at most
 //	ARGV[6..] per limited model: name, cap (0: none), starts a minute (0: none)
@@ -34,6 +41,32 @@ local snow, sleased, after_now = int(now), int(now + lease), '(' .. int(now)
 local caps, rates = {}, {}
 for i = 6, #ARGV, 3 do
   caps[ARGV[i]], rates[ARGV[i]] = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+end
+local capped = {}
+local c = redis.call('HGETALL', KEYS[5])
+for k = 1, #c, 2 do capped[c[k]] = true end
+-- track starts keeping the running sets named by field ('o', or
+-- 'm:' .. model), with the tasks running now in them.
+local function track(field)
+  if capped[field] then return end
+  capped[field] = true
+  redis.call('HSET', KEYS[5], field, '1')
+  local ids = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+  for j = 1, #ids, 2 do
+    local task = skey(KEYS[1], 'task:' .. ids[j])
+    local f = redis.call('HMGET', task, 'owner', 'model')
+    if field == 'o' then
+      redis.call('ZADD', skey(KEYS[1], 'run:o:' .. (f[1] or '')), ids[j + 1], ids[j])
+      redis.call('HSET', task, 'ro', '1')
+    elseif field == 'm:' .. (f[2] or '') then
+      redis.call('ZADD', skey(KEYS[1], 'run:m:' .. (f[2] or '')), ids[j + 1], ids[j])
+      redis.call('HSET', task, 'rm', '1')
+    end
+  end
+end
+if ownerCap > 0 then track('o') end
+for model, cap in pairs(caps) do
+  if cap > 0 then track('m:' .. model) end
 end
 local ownerRun, modelRun, modelNext = {}, {}, {} -- counts and next starts, as this claim goes
 local function running(memo, key)
@@ -84,19 +117,25 @@ while more and #out < want and passed <= scan do
     else
       dequeue(task, id, owner)
       local attempt = int((tonumber(f[5]) or 0) + 1)
+      local ro, rm = capped.o, capped['m:' .. model]
+      local sro, srm = ro and '1' or '0', rm and '1' or '0'
       if f[6] then
-        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'progress', '0')
+        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'progress', '0', 'ro', sro, 'rm', srm)
       else -- its first claim
-        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'progress', '0', 'started', snow)
+        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'progress', '0', 'started', snow, 'ro', sro, 'rm', srm)
         if wants_of(f[7], f[8], 'processing') then
           redis.call('ZADD', KEYS[3], snow, id .. ':processing')
         end
       end
       redis.call('ZADD', KEYS[2], sleased, id)
-      redis.call('ZADD', okey, sleased, id)
-      redis.call('ZADD', mkey, sleased, id)
-      ownerRun[okey] = running(ownerRun, okey) + 1
-      modelRun[mkey] = running(modelRun, mkey) + 1
+      if ro then
+        redis.call('ZADD', okey, sleased, id)
+        ownerRun[okey] = running(ownerRun, okey) + 1
+      end
+      if rm then
+        redis.call('ZADD', mkey, sleased, id)
+        modelRun[mkey] = running(modelRun, mkey) + 1
+      end
       if rate > 0 then
         local t = math.max(next_start(rkey), now) + math.floor(60000 / rate)
         modelNext[rkey] = t
@@ -151,7 +190,7 @@ func (s *Store) claimShard(ctx context.Context, sh keys, p imagegen.ClaimParams,
 	args := append(make([]any, 0, 5+3*len(p.Limits.ModelConcurrency)+3*len(p.Limits.ModelRate)),
 		s.nowArg(), ms(p.Lease), n, p.Limits.OwnerConcurrency, imagegen.ClaimScan)
 	args = appendModelLimits(args, p.Limits)
-	reply, err := claimScript.Run(ctx, s.rdb, []string{sh.fair(), sh.leases(), sh.webhooks(), sh.vtime()}, args...).Slice()
+	reply, err := claimScript.Run(ctx, s.rdb, []string{sh.fair(), sh.leases(), sh.webhooks(), sh.vtime(), sh.capped()}, args...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("redis store: claim: %w", err)
 	}

@@ -63,6 +63,8 @@
 //	P:sched:<owner>    hash: the owner's weight (w), last tag (last) and pending tasks (pend)
 //	P:run:o:<owner>    zset: the owner's processing task ids by lease end (ms): its running count
 //	P:run:m:<model>    zset: the model's processing task ids by lease end (ms)
+//	P:capped           hash: which running sets the store keeps: "o" (the owners') once a claim
+//	                   has had an owner cap, "m:<model>" once one has had a cap for the model
 //	P:model:<model>    hash: the model's next start allowed by its rate (next, ms) and pause end (pause, ms)
 //	P:leases           zset: processing task ids by lease end (ms)
 //	P:webhooks         zset: due callbacks by due time (ms): "<task id>" (completed), "<task id>:processing"
@@ -332,6 +334,7 @@ func ms(d time.Duration) int64 { return d.Milliseconds() }
 
 func (k keys) fair() string              { return k.tag + ":fair" }
 func (k keys) vtime() string             { return k.tag + ":vtime" }
+func (k keys) capped() string            { return k.tag + ":capped" }
 func (k keys) tseq() string              { return k.tag + ":tseq" }
 func (k keys) sched(owner string) string { return k.tag + ":sched:" + owner }
 func (k keys) model(model string) string { return k.tag + ":model:" + model }
@@ -406,25 +409,27 @@ local function dequeue(task, id, owner)
   redis.call('ZREM', skey(task, 'pending'), id)
 end
 
+-- A processing task counts in its owner's and its model's running sets
+-- only while the store keeps them (see claimScript): its fields ro and
+-- rm say whether it was put in each ('0': not; a task claimed before
+-- the fields existed is in both).
+
 -- stop_running gives back a task's owner and model slots: it left
 -- processing. h is what holds read of the task, or nil to read it.
 local function stop_running(task, id, h)
-  local owner, model
-  if h then
-    owner, model = h.owner, h.model
-  else
-    local f = redis.call('HMGET', task, 'owner', 'model')
-    owner, model = f[1] or '', f[2] or ''
+  if not h then
+    local f = redis.call('HMGET', task, 'owner', 'model', 'ro', 'rm')
+    h = {owner = f[1] or '', model = f[2] or '', ro = f[3], rm = f[4]}
   end
-  redis.call('ZREM', skey(task, 'run:o:' .. owner), id)
-  redis.call('ZREM', skey(task, 'run:m:' .. model), id)
+  if h.ro ~= '0' then redis.call('ZREM', skey(task, 'run:o:' .. h.owner), id) end
+  if h.rm ~= '0' then redis.call('ZREM', skey(task, 'run:m:' .. h.model), id) end
 end
 
 -- run_until moves a processing task's slots to its new lease end.
 local function run_until(task, id, lease_end)
-  local f = redis.call('HMGET', task, 'owner', 'model')
-  redis.call('ZADD', skey(task, 'run:o:' .. (f[1] or '')), lease_end, id)
-  redis.call('ZADD', skey(task, 'run:m:' .. (f[2] or '')), lease_end, id)
+  local f = redis.call('HMGET', task, 'owner', 'model', 'ro', 'rm')
+  if f[3] ~= '0' then redis.call('ZADD', skey(task, 'run:o:' .. (f[1] or '')), lease_end, id) end
+  if f[4] ~= '0' then redis.call('ZADD', skey(task, 'run:m:' .. (f[2] or '')), lease_end, id) end
 end
 
 -- refund gives a failed task's cost back, once.
@@ -485,12 +490,13 @@ local function hook_attempts(delivery)
 end
 
 -- holds reports whether attempt holds the task's lease: it returns the
--- task's owner, model, callback and events (for stop_running and
--- finish, which need not read them again), or nil when it does not.
+-- task's owner, model, running sets, callback and events (for
+-- stop_running and finish, which need not read them again), or nil when
+-- it does not.
 local function holds(task, attempt)
-  local f = redis.call('HMGET', task, 'status', 'attempt', 'owner', 'model', 'callback', 'events')
+  local f = redis.call('HMGET', task, 'status', 'attempt', 'owner', 'model', 'callback', 'events', 'ro', 'rm')
   if f[1] ~= 'processing' or f[2] ~= attempt then return nil end
-  return {owner = f[3] or '', model = f[4] or '', callback = f[5], events = f[6]}
+  return {owner = f[3] or '', model = f[4] or '', callback = f[5], events = f[6], ro = f[7], rm = f[8]}
 end
 `
 

@@ -74,8 +74,27 @@ for i = 4, #ARGV, 3 do
 end
 local held = {0, 0, 0}
 local owners, order, models, running = {}, {}, {}, {}
-local function count(key)
-  if not running[key] then running[key] = redis.call('ZCOUNT', key, '(' .. now, '+inf') end
+-- Running counts come from the running sets where the store keeps them
+-- (see claimScript), else from the leases (bounded by the running tasks).
+local capped, byLease = {}, nil
+local c = redis.call('HGETALL', skey(KEYS[1], 'capped'))
+for k = 1, #c, 2 do capped[c[k]] = true end
+local function count(kind, name)
+  local key = kind .. ':' .. name
+  if running[key] then return running[key] end
+  if capped[kind] or capped[key] then
+    running[key] = redis.call('ZCOUNT', skey(KEYS[1], 'run:' .. key), '(' .. now, '+inf')
+    return running[key]
+  end
+  if not byLease then
+    byLease = {}
+    for _, id in ipairs(redis.call('ZRANGEBYSCORE', skey(KEYS[1], 'leases'), '(' .. now, '+inf')) do
+      local f = redis.call('HMGET', skey(KEYS[1], 'task:' .. id), 'owner', 'model')
+      local o, m = 'o:' .. (f[1] or ''), 'm:' .. (f[2] or '')
+      byLease[o], byLease[m] = (byLease[o] or 0) + 1, (byLease[m] or 0) + 1
+    end
+  end
+  running[key] = byLease[key] or 0
   return running[key]
 end
 for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1)) do
@@ -89,9 +108,9 @@ for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1)) do
   end
   if (tonumber(f[1]) or 0) <= now then
     local m, cap, rate = models[model], caps[model] or 0, rates[model] or 0
-    if ownerCap > 0 and count(skey(KEYS[1], 'run:o:' .. owner)) >= ownerCap then
+    if ownerCap > 0 and count('o', owner) >= ownerCap then
       held[1] = held[1] + 1
-    elseif cap > 0 and count(skey(KEYS[1], 'run:m:' .. model)) >= cap then
+    elseif cap > 0 and count('m', model) >= cap then
       held[2] = held[2] + 1
     elseif m.pause > now or (rate > 0 and m.next > now) then
       held[3] = held[3] + 1
@@ -102,7 +121,7 @@ local loads, paused = {}, {}
 for _, owner in ipairs(order) do
   loads[#loads + 1] = owner
   loads[#loads + 1] = owners[owner]
-  loads[#loads + 1] = count(skey(KEYS[1], 'run:o:' .. owner))
+  loads[#loads + 1] = count('o', owner)
 end
 for model in pairs(caps) do
   if not models[model] then

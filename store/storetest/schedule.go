@@ -219,6 +219,44 @@ func testModelCap(t *testing.T, h Harness) {
 	is.Equal(len(claimWith(t, s, 5, l)), 1) // the lease ended: its slot is free
 }
 
+// testCapsCountUncappedClaims: a task claimed by a claimer with no caps
+// (another process's configuration, or this one's before a restart)
+// counts against the caps of the claimers that have them, through a
+// renewal and until it finishes; stats count it too.
+func testCapsCountUncappedClaims(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	submitModel(t, h, "a", "m", 2)
+	first := claimWith(t, s, 1, imagegen.Limits{})
+	is.Equal(len(first), 1)
+	stats, err := s.SchedulerStats(ctx, imagegen.Limits{})
+	is.NoErr(err)
+	is.Equal(stats.Busiest[0], imagegen.OwnerLoad{Owner: "a", Pending: 1, Running: 1})
+
+	for name, l := range map[string]imagegen.Limits{
+		"owner cap": {OwnerConcurrency: 1},
+		"model cap": {ModelConcurrency: map[string]int{"m": 1}},
+	} {
+		if got := claimWith(t, s, 2, l); len(got) != 0 {
+			t.Fatalf("%s: claimed %v beside the task claimed without caps", name, owners(got))
+		}
+	}
+	h.Advance(lease / 2)
+	is.NoErr(s.RenewLease(ctx, first[0].ID, first[0].Attempt, lease))
+	h.Advance(lease/2 + time.Second) // past the first lease, within the renewed one
+	for name, l := range map[string]imagegen.Limits{
+		"owner cap": {OwnerConcurrency: 1},
+		"model cap": {ModelConcurrency: map[string]int{"m": 1}},
+	} {
+		if got := claimWith(t, s, 2, l); len(got) != 0 {
+			t.Fatalf("%s after a renewal: claimed %v beside the running task", name, owners(got))
+		}
+	}
+	is.NoErr(s.CompleteTask(ctx, first[0].ID, first[0].Attempt, nil, nil))
+	got := claimWith(t, s, 2, imagegen.Limits{OwnerConcurrency: 1, ModelConcurrency: map[string]int{"m": 1}})
+	is.Equal(len(got), 1) // the finish gave both slots back
+}
+
 // testRacingClaimers: three claimers at once never run more than the
 // caps allow, and every task runs once.
 func testRacingClaimers(t *testing.T, h Harness) {

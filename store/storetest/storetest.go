@@ -68,6 +68,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"OwnerCap", acrossShards(testOwnerCap)},
 		{"ModelCap", acrossShards(testModelCap)},
 		{"RacingClaimersKeepCaps", acrossShards(testRacingClaimers)},
+		{"CapsCountTasksClaimedWithoutCaps", acrossShards(testCapsCountUncappedClaims)},
 		{"ModelRate", testModelRate},
 		{"ModelPause", testModelPause},
 		{"MaxPending", acrossShards(testMaxPending)},
