@@ -17,7 +17,7 @@ const maxClaim = 64
 
 // claimSQL leases up to $3 ready pending tasks in fair-share order
 // (lowest tag first), passing over at most $4 that are not ready or that
-// a cap or a rate holds back: the claim_tasks function (migration 0005).
+// a cap or a rate holds back: the claim_tasks function (migrations 8 and 12).
 // SKIP LOCKED lets concurrent claims pass each other's rows instead of
 // waiting; caps are kept by transaction-scoped advisory locks, taken
 // only when a cap applies.
@@ -38,12 +38,15 @@ const claimSQL = `SELECT ` + taskColumns + ` FROM {schema}.claim_tasks({now}, $2
 // claimFreeSQL is claimSQL for a claim without caps or rates, the
 // common case: one statement over the fair queue's head that passes
 // over only paused models' tasks (and tasks not yet ready), without the
-// function's row-by-row checks.
+// function's row-by-row checks. Like claim_tasks, it notes the tasks
+// that leave pending for the pending cap itself, one row of
+// pending_moves per owner (migration 12), with imagegen.moves_noted set
+// so that the status trigger passes over them.
 //
 //	$1 now  $2 lease (µs)  $3 how many
 const claimFreeSQL = `
 WITH async AS (
-	SELECT set_config('synchronous_commit', 'off', true)
+	SELECT set_config('synchronous_commit', 'off', true), set_config('imagegen.moves_noted', 'on', true)
 ), ready AS (
 	SELECT id, started_at IS NULL AS first FROM {schema}.tasks p
 	WHERE status = 'pending' AND run_after <= {now}
@@ -62,6 +65,8 @@ WITH async AS (
 	SELECT c.id || ':processing', c.id, 'processing', {now} FROM claimed c
 	WHERE c.first AND c.callback_url <> '' AND {schema}.wants(c.callback_events, 'processing')
 	ON CONFLICT (id) DO NOTHING
+), moves AS (
+	INSERT INTO {schema}.pending_moves (owner, d) SELECT owner, -count(*) FROM claimed GROUP BY owner
 )
 SELECT ` + taskColumns + ` FROM claimed ORDER BY tag, seq`
 

@@ -76,3 +76,45 @@ func testMaxPendingThroughTransitions(t *testing.T, h Harness) {
 	is.NoErr(s.RequeueTask(ctx, c.ID, true))
 	pendingIs(t, s, "a", n+1)
 }
+
+// testMaxPendingThroughBatchedClaims: the pending cap counts exactly
+// after claims that take several tasks of several owners at once, with
+// no limits and with limits (a store may count such claims apart from
+// single moves, one note per owner).
+func testMaxPendingThroughBatchedClaims(t *testing.T, h Harness) {
+	s := h.Store
+	pending := map[string]int{}
+	for _, owner := range []string{"a", "b", "c"} {
+		grant(t, s, owner, 100)
+		for range 4 {
+			if _, err := s.CreateTask(ctx, newTask(owner, 1), imagegen.CreateParams{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pending[owner] = 4
+	}
+	for _, limits := range []imagegen.Limits{{}, {OwnerConcurrency: 10, ModelConcurrency: map[string]int{"test": 10}}} {
+		tasks, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: lease, N: 5, Limits: limits})
+		if err != nil || len(tasks) != 5 {
+			t.Fatalf("claim 5 with limits %+v: %d tasks, %v", limits, len(tasks), err)
+		}
+		owners := map[string]bool{}
+		for _, c := range tasks {
+			pending[c.Owner]--
+			owners[c.Owner] = true
+		}
+		if len(owners) < 2 {
+			t.Fatalf("claim 5 of 3 owners' tasks took only %v's", owners)
+		}
+		for owner, n := range pending {
+			if n == 0 { // a cap of 0 is no cap: one of 1 must take a task
+				if _, err := s.CreateTask(ctx, newTask(owner, 1), imagegen.CreateParams{MaxPending: 1}); err != nil {
+					t.Fatalf("submit capped at 1: %v (some of %s's tasks still counted)", err, owner)
+				}
+				pending[owner] = 1
+				continue
+			}
+			pending[owner] = pendingIs(t, s, owner, n)
+		}
+	}
+}

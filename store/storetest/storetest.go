@@ -73,6 +73,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ModelPause", testModelPause},
 		{"MaxPending", acrossShards(testMaxPending)},
 		{"MaxPendingThroughTransitions", testMaxPendingThroughTransitions},
+		{"MaxPendingThroughBatchedClaims", testMaxPendingThroughBatchedClaims},
 		{"FencingTokenGuardsEveryFinish", testFencing},
 		{"ExpiredLeaseIsReclaimed", testLeaseExpiry},
 		{"RenewedLeaseIsKept", testLeaseRenewal},
