@@ -3,9 +3,11 @@ package httpapi
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
+	"sync"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/wire"
@@ -29,7 +31,10 @@ func (h *Handler) handleSubmit() http.Handler {
 			h.respondErr(w, r, err)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+		buf := bodyBuffers.Get().(*[]byte)
+		defer putBodyBuffer(buf)
+		body, err := readBody(w, r, (*buf)[:0])
+		*buf = body
 		if err != nil {
 			h.respondErr(w, r, err)
 			return
@@ -66,4 +71,37 @@ func checkContentType(r *http.Request) error {
 		}
 	}
 	return nil
+}
+
+// bodyBuffers keeps the buffers submit bodies are read into. Nothing
+// keeps a body after its request: the decoder copies the strings it
+// takes, the idempotency fingerprint is a hash of it.
+var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxKeptBody is the largest body buffer kept for reuse.
+const maxKeptBody = 64 << 10
+
+func putBodyBuffer(b *[]byte) {
+	if cap(*b) <= maxKeptBody {
+		bodyBuffers.Put(b)
+	}
+}
+
+// readBody reads r's body, at most MaxBodyBytes (beyond it, the error
+// of http.MaxBytesReader, as io.ReadAll returned it), appending to buf.
+func readBody(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, error) {
+	rd := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // room for more
+		}
+		n, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }

@@ -140,9 +140,33 @@ func LogAt(ctx context.Context, log *slog.Logger, at time.Time, level slog.Level
 	if !log.Enabled(ctx, level) {
 		return
 	}
+	if lineWritten(log.Handler(), at, level, msg, attrs) {
+		return
+	}
 	r := slog.NewRecord(at, level, msg, 0)
 	r.AddAttrs(attrs...)
 	_ = log.Handler().Handle(ctx, r) // a line that cannot be written is no reason to fail the caller
+}
+
+// lineWritten writes the line through h without making a record when h
+// is NewTextHandler's (alone or under Handler) and the attributes are of
+// the kinds it writes itself.
+func lineWritten(h slog.Handler, at time.Time, level slog.Level, msg string, attrs []slog.Attr) bool {
+	var flush *Writer
+	if f, ok := h.(flushing); ok {
+		h, flush = f.Handler, f.w
+	}
+	th, ok := h.(*textHandler)
+	if !ok {
+		return false
+	}
+	if handled, _ := th.handleAttrs(at, level, msg, attrs); !handled {
+		return false
+	}
+	if flush != nil && level >= slog.LevelWarn {
+		_ = flush.Flush()
+	}
+	return true
 }
 
 // Handler wraps h, which writes to w, so that every record of level Warn

@@ -77,23 +77,8 @@ var lineBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return
 
 func (h *textHandler) Handle(ctx context.Context, r slog.Record) error {
 	bp := lineBuffers.Get().(*[]byte)
-	defer func() {
-		if cap(*bp) <= 16<<10 {
-			*bp = (*bp)[:0]
-			lineBuffers.Put(bp)
-		}
-	}()
-	b := *bp
-	if !r.Time.IsZero() {
-		b = append(b, "time="...)
-		b = h.clock.appendRFC3339Millis(b, r.Time)
-		b = append(b, ' ')
-	}
-	b = append(b, "level="...)
-	b = appendString(b, r.Level.String())
-	b = append(b, " msg="...)
-	b = appendString(b, r.Message)
-	b = append(b, h.pre...)
+	defer putLineBuffer(bp)
+	b := h.appendHead(*bp, r.Time, r.Level, r.Message)
 	ok := true
 	r.Attrs(func(a slog.Attr) bool {
 		b, ok = h.appendAttr(b, a)
@@ -103,12 +88,56 @@ func (h *textHandler) Handle(ctx context.Context, r slog.Record) error {
 	if !ok {
 		return h.slow.Handle(ctx, r)
 	}
-	b = append(b, '\n')
+	return h.write(bp)
+}
+
+// handleAttrs is Handle of the record NewRecord(at, level, msg, 0) with
+// attrs added, without making the record; handled is false, and nothing
+// is written, when an attribute is not of a kind the fast path writes.
+func (h *textHandler) handleAttrs(at time.Time, level slog.Level, msg string, attrs []slog.Attr) (handled bool, err error) {
+	bp := lineBuffers.Get().(*[]byte)
+	defer putLineBuffer(bp)
+	b := h.appendHead(*bp, at, level, msg)
+	for _, a := range attrs {
+		var ok bool
+		if b, ok = h.appendAttr(b, a); !ok {
+			*bp = b
+			return false, nil
+		}
+	}
 	*bp = b
+	return true, h.write(bp)
+}
+
+// appendHead appends the time, level and message of a line, and the
+// attributes of WithAttrs.
+func (h *textHandler) appendHead(b []byte, t time.Time, level slog.Level, msg string) []byte {
+	if !t.IsZero() {
+		b = append(b, "time="...)
+		b = h.clock.appendRFC3339Millis(b, t)
+		b = append(b, ' ')
+	}
+	b = append(b, "level="...)
+	b = appendString(b, level.String())
+	b = append(b, " msg="...)
+	b = appendString(b, msg)
+	return append(b, h.pre...)
+}
+
+// write ends the line in *bp and writes it.
+func (h *textHandler) write(bp *[]byte) error {
+	*bp = append(*bp, '\n')
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	_, err := h.w.Write(b)
+	_, err := h.w.Write(*bp)
 	return err
+}
+
+func putLineBuffer(bp *[]byte) {
+	if cap(*bp) <= 16<<10 {
+		*bp = (*bp)[:0]
+		lineBuffers.Put(bp)
+	}
 }
 
 // appendAttr appends " key=value", or reports that a's value is not of a
