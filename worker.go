@@ -215,6 +215,7 @@ func (s *Service) generate(ctx context.Context, t *Task) attempt {
 	took := time.Since(started)
 	timedOut := errors.Is(genCtx.Err(), context.DeadlineExceeded)
 	cancel()
+	progress.stop() // no progress written once the outcome is
 	<-renewDone
 	if !events.reported.Load() {
 		events.ProviderAnswered(t.Model, err)
