@@ -27,8 +27,10 @@ const recordTimeout = 10 * time.Second
 // and regularly sends tasks whose lease expired (their worker died) back
 // to the queue. When ctx ends it stops claiming, waits up to
 // Config.ShutdownTimeout for running generations, then cancels the rest and
-// gives their tasks back to the queue. It returns nil after a clean stop.
-// It also deletes image bytes without a record (SweepBlobs) every
+// gives their tasks back to the queue. It returns nil after a clean stop,
+// the only stop it has today: a failing store is logged and tried again,
+// not returned (server.Server.Run and imagegen serve pass on a non-nil
+// error all the same). It also deletes image bytes without a record (SweepBlobs) every
 // Config.BlobSweepInterval, and writes the provider statistics it counted
 // to the store every ProviderStatsFlushInterval and once more when it
 // stops (FlushProviderStats).

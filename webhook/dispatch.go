@@ -132,7 +132,9 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 // many as it may hold come back together, the next ones that interval
 // later, so a backlog comes back at the pace it can go out. When Run
 // ends, the held deliveries and those cut short in flight are given
-// back, due at once.
+// back, due at once. It returns nil once ctx has ended and the deliveries
+// in flight are done: a failing store is logged and tried again, not
+// returned (server.Server.Run passes on a non-nil error all the same).
 func (d *Dispatcher) Run(ctx context.Context) error {
 	pool := slots.New(d.cfg.Concurrency)
 	var wg sync.WaitGroup

@@ -167,7 +167,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	srv.RegisterOnShutdown(stack.Drain) // open Prefer: wait requests answer at once
 
-	var wg sync.WaitGroup
+	var (
+		wg     sync.WaitGroup
+		runErr error // stack.Run's, read after wg.Wait
+	)
 	admin, stopAdmin, err := obs.startAdmin(ctx, c.opsConfig, log)
 	if err != nil {
 		return err
@@ -177,7 +180,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = stack.Run(ctx) // workers, and callbacks of finished tasks from this or any process; returns once running generations finished or were released
+		runErr = stack.Run(ctx) // workers, and callbacks of finished tasks from this or any process; returns once running generations finished or were released
 	}()
 	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "console", consoleURL(c.console, publicURL), "workers", c.workers, "model", c.model, "store", c.storeFlags.name(), "blobs", blobsName(c.blobsURL), "admin", admin)
 	_ = logs.Flush() // the address, at once
@@ -197,7 +200,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		err = nil
 	}
 	log.Info("stopped")
-	return err
+	return errors.Join(err, runErr)
 }
 
 // mountConsole serves the web console at /console/: sign-in with an API
