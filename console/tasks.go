@@ -158,10 +158,7 @@ const maxPollWait = 25 * time.Second
 // user's sessions hold at most Config.MaxSessionWaits waits at once; beyond,
 // 429 at once.
 func (c *Console) taskJSON(w http.ResponseWriter, r *http.Request) {
-	wait, err := strconv.Atoi(r.URL.Query().Get("wait"))
-	if err != nil || wait < 0 {
-		wait = 0
-	}
+	wait := pollWait(r.URL.Query().Get("wait"))
 	if wait > 0 {
 		key := viewerFrom(r.Context()).boundsKey()
 		if !c.waits.take(key) {
@@ -171,9 +168,21 @@ func (c *Console) taskJSON(w http.ResponseWriter, r *http.Request) {
 		}
 		defer c.waits.give(key)
 	}
-	if tv, ok := c.loadTask(w, r, min(time.Duration(wait)*time.Second, maxPollWait)); ok {
+	if tv, ok := c.loadTask(w, r, wait); ok {
 		writeJSON(w, http.StatusOK, tv)
 	}
+}
+
+// pollWait is how long the long-poll of ?wait=q seconds waits: at most
+// maxPollWait (a number too large for an int too), and not at all when
+// q is missing, not a whole number, or not positive. The seconds are
+// capped before they become a Duration, which a huge count overflows.
+func pollWait(q string) time.Duration {
+	n, err := strconv.Atoi(q)
+	if n <= 0 || err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0
+	}
+	return time.Duration(min(n, int(maxPollWait/time.Second))) * time.Second
 }
 
 // notice is what a page says after a form went through: a success, or
