@@ -67,6 +67,7 @@ func testMaxPendingThroughTransitions(t *testing.T, h Harness) {
 	n = pendingIs(t, s, "a", n-1)
 	h.Advance(2 * time.Second)
 	recoverNow(t, s, 10)
+	is.Equal(get(t, s, "a", c.ID).Status, imagegen.StatusPending) // the expired lease's task is back
 	n = pendingIs(t, s, "a", n+1)
 
 	c = claim(t, s)
