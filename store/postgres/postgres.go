@@ -36,8 +36,9 @@
 // 64 per batch, and at most 16 MiB of image bytes; one batch of each
 // kind in flight, and the calls that arrive meanwhile make up the next;
 // a lone call goes at once, so nothing waits for a batch to fill):
-// create_tasks runs a batch's submits one after another, each charged or refused on
-// its own, exactly as if they had come one by one; a batch of successes
+// submit_tasks takes a batch's submits in owner order, each charged or
+// refused on its own, exactly as if they had come one by one, with a few
+// statements per owner's run rather than per task; a batch of successes
 // checks each task's own fencing token. A claim commits without waiting
 // for its flush (synchronous_commit off for that transaction only): a
 // claim lost to a database crash leaves the task pending, and the fencing
