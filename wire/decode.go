@@ -52,7 +52,7 @@ func (s *scanner) object(req *imagegen.Request) error {
 			s.pos++
 			break
 		}
-		name, err := s.str()
+		name, err := s.knownStr(fieldNames[:]) // the constant: no copy of a known name
 		if err != nil {
 			return err
 		}
@@ -125,7 +125,16 @@ func (s *scanner) field(req *imagegen.Request, name string) error {
 		}
 		return s.wrongType(name, "must be a string")
 	}
-	v, err := s.str()
+	var v string
+	var err error
+	switch name {
+	case "scene":
+		v, err = s.knownStr(scenes)
+	case "aspect_ratio":
+		v, err = s.knownStr(aspectRatios)
+	default:
+		v, err = s.str()
+	}
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,12 @@
 package wire
 
 import (
+	"bytes"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/imagegen/imagegen"
 )
 
 // scanner is a strict JSON reader over a body that is already known to be
@@ -74,6 +77,31 @@ func (s *scanner) str() (string, error) {
 	}
 	return "", s.syntax(`'"'`)
 }
+
+// knownStr is str for a value that is usually one of known (an
+// enumeration, such as the scene): such a value is returned as the
+// constant, not as a copy of the body's bytes, so that the tasks a store
+// keeps share it.
+func (s *scanner) knownStr(known []string) (string, error) {
+	if s.peek('"') {
+		if end := s.pos + 1 + bytes.IndexByte(s.data[s.pos+1:], '"'); end > s.pos {
+			for _, k := range known {
+				if string(s.data[s.pos+1:end]) == k {
+					s.pos = end + 1
+					return k, nil
+				}
+			}
+		}
+	}
+	return s.str()
+}
+
+// The values knownStr keeps as constants.
+var (
+	scenes       = []string{string(imagegen.SceneTextToImage), string(imagegen.SceneImageToImage)}
+	aspectRatios = []string{string(imagegen.AspectAuto), string(imagegen.Aspect1x1), string(imagegen.Aspect3x2), string(imagegen.Aspect2x3),
+		string(imagegen.Aspect9x16), string(imagegen.Aspect16x9), string(imagegen.Aspect3x4), string(imagegen.Aspect4x3)}
+)
 
 // escaped finishes a string that holds escape sequences.
 func (s *scanner) escaped(start int) (string, error) {

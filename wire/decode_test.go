@@ -157,6 +157,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"scene":"text-to-image","prompt":"p","seed":42}`, `{"scene":"text-to-image","prompt":"p","seed":1.5e3}`,
 		`{"scene":"text-to-image","prompt":"p","callback_url":"https://example.com/h","callback_events":["processing","completed"]}`,
 		`{"scene":null}`, `[]`, `{`, "{\"prompt\":\"\xff\"}", `{"image_input":[null,1,{}]}`,
+		`{"scene":"text-to-image","prompt":"p","aspect_ratio":"16:9"}`, `{"scene":"text-to-image\"","prompt":"p"}`,
+		`{"scene":"text-to-\u0069mage","prompt":"p","aspect_ratio":"16:9\u0000"}`, `{"scene":"text-to-image`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -219,4 +221,23 @@ func TestDecodeRequestSeedAndEvents(t *testing.T) {
 	is.True(!imagegen.Wants(nil, imagegen.EventProcessing))
 	is.True(imagegen.Wants([]imagegen.CallbackEvent{imagegen.EventProcessing}, imagegen.EventProcessing))
 	is.True(!imagegen.Wants([]imagegen.CallbackEvent{imagegen.EventProcessing}, imagegen.EventCompleted))
+}
+
+// The field names and the scene and aspect ratio, enumerations, are the
+// constants, not copies: a body's one allocation is its prompt.
+func TestDecodeRequestSharesEnumerations(t *testing.T) {
+	body := []byte(`{"scene":"text-to-image","prompt":"a lighthouse at dusk","aspect_ratio":"16:9"}`)
+	if n := testing.AllocsPerRun(100, func() {
+		req, err := wire.DecodeRequest(body)
+		if err != nil || req.Scene != imagegen.SceneTextToImage || req.AspectRatio != imagegen.Aspect16x9 || req.Prompt != "a lighthouse at dusk" {
+			t.Fatalf("decoded %+v, %v", req, err)
+		}
+	}); n != 1 {
+		t.Fatalf("%v allocations a body", n)
+	}
+	// Spelled with an escape, the same value decodes the same.
+	req, err := wire.DecodeRequest([]byte(`{"scene":"text-to-\u0069mage","prompt":"p","aspect_ratio":"16\u003a9"}`))
+	if err != nil || req.Scene != imagegen.SceneTextToImage || req.AspectRatio != imagegen.Aspect16x9 {
+		t.Fatalf("decoded %+v, %v", req, err)
+	}
 }
