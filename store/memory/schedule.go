@@ -77,17 +77,19 @@ type holds struct {
 	next   map[string]time.Time // rated models' next start after the picks
 }
 
+// newHolds starts a pass; its maps are made when a cap or a rate first
+// needs them, so that a claim under no limits counts nothing.
 func (s *Store) newHolds(now time.Time, l imagegen.Limits) *holds {
-	return &holds{s: s, now: now, l: l, owners: map[string]int{}, models: map[string]int{}, next: map[string]time.Time{}}
+	return &holds{s: s, now: now, l: l}
 }
 
 // reason says why r may not start now, or "" when it may.
 func (h *holds) reason(r *record) imagegen.HoldReason {
 	owner, model := r.task.Owner, r.task.Model
-	if c := h.l.OwnerConcurrency; c > 0 && h.running(h.owners, owner, h.s.owner(owner).running) >= c {
+	if c := h.l.OwnerConcurrency; c > 0 && h.running(&h.owners, owner, h.s.owner(owner).running) >= c {
 		return imagegen.HeldOwnerCap
 	}
-	if c := h.l.ModelCap(model); c > 0 && h.running(h.models, model, h.s.model(model).running) >= c {
+	if c := h.l.ModelCap(model); c > 0 && h.running(&h.models, model, h.s.model(model).running) >= c {
 		return imagegen.HeldModelCap
 	}
 	m := h.s.model(model)
@@ -100,11 +102,16 @@ func (h *holds) reason(r *record) imagegen.HoldReason {
 	return ""
 }
 
-func (h *holds) running(counts map[string]int, name string, running map[*record]struct{}) int {
-	n, ok := counts[name]
+// running is name's count in *counts: its live running tasks, read
+// once, plus this pass's picks.
+func (h *holds) running(counts *map[string]int, name string, running map[*record]struct{}) int {
+	n, ok := (*counts)[name]
 	if !ok {
+		if *counts == nil {
+			*counts = map[string]int{}
+		}
 		n = live(running, h.now)
-		counts[name] = n
+		(*counts)[name] = n
 	}
 	return n
 }
@@ -113,18 +120,30 @@ func (h *holds) nextStart(model string) time.Time {
 	t, ok := h.next[model]
 	if !ok {
 		t = h.s.model(model).nextStart
+		if h.next == nil {
+			h.next = map[string]time.Time{}
+		}
 		h.next[model] = t
 	}
 	return t
 }
 
-// take counts r as started by this pass.
+// take counts r as started by this pass, where a cap or a rate needs it.
 func (h *holds) take(r *record) {
 	owner, model := r.task.Owner, r.task.Model
-	h.owners[owner] = h.running(h.owners, owner, h.s.owner(owner).running) + 1
-	h.models[model] = h.running(h.models, model, h.s.model(model).running) + 1
+	if h.l.OwnerConcurrency > 0 {
+		n := h.running(&h.owners, owner, h.s.owner(owner).running) // makes h.owners
+		h.owners[owner] = n + 1
+	}
+	if h.l.ModelCap(model) > 0 {
+		n := h.running(&h.models, model, h.s.model(model).running)
+		h.models[model] = n + 1
+	}
 	if rate := h.l.ModelStartRate(model); rate > 0 {
 		next := maxTime(h.nextStart(model), h.now).Add(time.Minute / time.Duration(rate))
+		if h.next == nil {
+			h.next = map[string]time.Time{}
+		}
 		h.next[model] = next
 		h.s.model(model).nextStart = next
 	}

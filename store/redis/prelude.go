@@ -11,26 +11,21 @@ import (
 // script about 15,000 server instructions a run (callgrind), more than
 // many of the scripts' own work.
 func preludeFor(body string) string {
-	defs := preludeDefs(prelude)
+	defs := preludeParts
 	used := make([]bool, len(defs))
 	// Mark what body names, then what the marked ones name, until
 	// nothing more is marked.
-	for texts, changed := []string{luaComment.ReplaceAllString(body, "")}, true; changed; {
-		changed = false
-		var next []string
+	for names := []map[string]bool{luaNames(body)}; len(names) > 0; {
+		var next []map[string]bool
 		for i, d := range defs {
-			if used[i] {
-				continue
-			}
-			for _, t := range texts {
-				if d.name.MatchString(t) {
-					used[i], changed = true, true
-					next = append(next, luaComment.ReplaceAllString(d.text, ""))
-					break
+			for _, n := range names {
+				if !used[i] && n[d.name] {
+					used[i] = true
+					next = append(next, d.uses)
 				}
 			}
 		}
-		texts = next
+		names = next
 	}
 	var b strings.Builder
 	for i, d := range defs {
@@ -41,16 +36,34 @@ func preludeFor(body string) string {
 	return b.String()
 }
 
+// luaNames is the set of the words (names, keywords) in Lua source
+// outside its comments (the scripts have no "--" in their strings).
+func luaNames(src string) map[string]bool {
+	names := map[string]bool{}
+	for _, line := range strings.Split(src, "\n") {
+		if i := strings.Index(line, "--"); i >= 0 {
+			line = line[:i]
+		}
+		for _, w := range strings.FieldsFunc(line, func(r rune) bool {
+			return !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		}) {
+			names[w] = true
+		}
+	}
+	return names
+}
+
 // preludeDef is one top-level definition of the prelude ("local function
 // NAME" or "local NAME"), with the comment lines before it.
 type preludeDef struct {
-	name *regexp.Regexp // NAME as a whole word
+	name string
 	text string
+	uses map[string]bool // the names in text
 }
 
 var (
-	preludeDecl = regexp.MustCompile(`^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)`)
-	luaComment  = regexp.MustCompile(`--[^\n]*`) // the scripts have no "--" in their strings
+	preludeDecl  = regexp.MustCompile(`^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)`)
+	preludeParts = preludeDefs(prelude) // read-only
 )
 
 // preludeDefs splits src into its top-level definitions. A definition
@@ -62,7 +75,7 @@ func preludeDefs(src string) []preludeDef {
 	name := ""
 	flush := func() {
 		if name != "" {
-			defs = append(defs, preludeDef{name: regexp.MustCompile(`\b` + name + `\b`), text: cur.String()})
+			defs = append(defs, preludeDef{name: name, text: cur.String(), uses: luaNames(cur.String())})
 		}
 		cur.Reset()
 	}
