@@ -15,6 +15,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/wire"
 )
 
@@ -244,7 +245,11 @@ func TestFullViewProgress(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _, _ = e.svc.RunOnce(context.Background()) }()
 	<-reported
-	m, keys := fields(t, e.do("GET", "/api/v1/tasks/"+id+"?view=full", e.key, ""))
+	var m map[string]any
+	testenv.Eventually(t, 5*time.Second, "the reported progress in the full view", func() bool { // written by the worker's progress writer
+		m, keys = fields(t, e.do("GET", "/api/v1/tasks/"+id+"?view=full", e.key, ""))
+		return m["progress"] != nil
+	})
 	is.Equal(m["status"], "processing")
 	is.Equal(m["progress"], 0.375)
 	is.Equal(keys, []string{"created_at", "model", "progress", "seed", "started_at", "status", "task_id"})
