@@ -14,12 +14,28 @@ import (
 // not stored, so nothing of the success was.
 var errImageBytes = errors.New("imagegen: store image bytes")
 
+// BytesCompleter is a Store that can keep a success's image bytes in its
+// own BlobStore (its Blobs()) in the same transaction as the success:
+// one step instead of a Put per image and then CompleteTask (store/postgres
+// with its blobs table). The Service uses it when the Store has it.
+type BytesCompleter interface {
+	// CompleteTaskWithBytes is CompleteTask(ctx, id, attempt, images,
+	// seed) that also stores data[i] as the bytes of images[i] in
+	// Blobs(), all or nothing: when attempt no longer holds the task,
+	// neither the bytes nor the records are kept (ErrLeaseLost). done is
+	// false when the store cannot do it for these images (its Blobs() is
+	// another BlobStore): nothing was done, and the caller puts the bytes
+	// and completes the task itself.
+	CompleteTaskWithBytes(ctx context.Context, id string, attempt int, images []Image, data [][]byte, seed *int64) (done bool, err error)
+}
+
 // complete stores the images of t's successful attempt: the bytes in the
 // store's BlobStore first, then the records, with the task's success, in
 // one CompleteTask, which also records seed (the seed the model reports
 // it used, when not the task's; nil keeps the task's). A crash in
 // between leaves only blobs without records (SweepBlobs deletes them); a
-// lost lease deletes them at once.
+// lost lease deletes them at once. A BytesCompleter store takes the
+// bytes and the success in one step instead.
 func (s *Service) complete(ctx context.Context, t *Task, gen []GeneratedImage, seed *int64) error {
 	blobs := s.blobs
 	imgs := make([]Image, len(gen))
@@ -29,6 +45,17 @@ func (s *Service) complete(ctx context.Context, t *Task, gen []GeneratedImage, s
 			ID: NewOwnedID(t.Owner), TaskID: t.ID, Owner: t.Owner, ContentType: g.ContentType,
 			Size: int64(len(g.Data)), Checksum: hex.EncodeToString(sum[:]),
 		}
+	}
+	if bc, ok := s.cfg.Store.(BytesCompleter); ok {
+		data := make([][]byte, len(gen))
+		for i, g := range gen {
+			data[i] = g.Data
+		}
+		if done, err := bc.CompleteTaskWithBytes(ctx, t.ID, t.Attempt, imgs, data, seed); done {
+			return err
+		}
+	}
+	for i, g := range gen {
 		if err := blobs.Put(ctx, imgs[i].ID, bytes.NewReader(g.Data), imgs[i].Size, g.ContentType); err != nil {
 			s.deleteBlobs(ctx, imgs[:i])
 			return fmt.Errorf("%w: %w", errImageBytes, err)

@@ -45,6 +45,22 @@ func (s *countingStore) CompleteTask(ctx context.Context, id string, attempt int
 	return err
 }
 
+// CompleteTaskWithBytes passes a BytesCompleter store's one-step success
+// through (so that wrapping leaves the store's path as it is) and counts
+// it; for any other store it declines, and the Service completes with
+// CompleteTask.
+func (s *countingStore) CompleteTaskWithBytes(ctx context.Context, id string, attempt int, images []imagegen.Image, data [][]byte, seed *int64) (bool, error) {
+	bc, ok := s.Store.(imagegen.BytesCompleter)
+	if !ok {
+		return false, nil
+	}
+	done, err := bc.CompleteTaskWithBytes(ctx, id, attempt, images, data, seed)
+	if done && err == nil && s.done.Add(1) == s.n {
+		close(s.all)
+	}
+	return done, err
+}
+
 // BenchmarkRedisPipeline measures end-to-end processing with an instant
 // model: b.N tasks are queued first, then the clock runs from starting
 // the workers until the last task is done. imagegen's Service on the

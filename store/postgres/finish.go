@@ -27,14 +27,17 @@ import (
 //	   announced when the batch commits
 //	$12 per task: the seed the model used, written into the request's
 //	   seed (the task's recorded seed); NULL keeps the request's
+//	$13 per image: its bytes, stored in the blobs table with the
+//	   success (CompleteTaskWithBytes), or NULL when they are stored
+//	   already (CompleteTask); only a moved task's are kept
 const completeSQL = `
 WITH async AS (
 	SELECT set_config('synchronous_commit', $10, true)
 ), input AS (
 	SELECT * FROM unnest($2::text[], $3::integer[], $12::bigint[]) AS i(id, attempt, seed)
 ), imgs AS (
-	SELECT * FROM unnest($5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[]) WITH ORDINALITY
-		AS m(task_id, id, content_type, size, checksum, ord)
+	SELECT * FROM unnest($5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $13::bytea[]) WITH ORDINALITY
+		AS m(task_id, id, content_type, size, checksum, data, ord)
 ), done AS (
 	UPDATE {schema}.tasks t
 	SET status = 'success', lease_until = NULL, updated_at = {now}, finished_at = {now},
@@ -53,6 +56,10 @@ WITH async AS (
 	INSERT INTO {schema}.images (id, task_id, owner, content_type, size, checksum, created_at, expires_at)
 	SELECT m.id, done.id, done.owner, m.content_type, m.size, m.checksum, {now}, done.expires_at
 	FROM done JOIN imgs m ON m.task_id = done.id
+), bytes AS (
+	INSERT INTO {schema}.blobs (key, data, content_type, written_at)
+	SELECT m.id, m.data, m.content_type, {now} FROM done JOIN imgs m ON m.task_id = done.id WHERE m.data IS NOT NULL
+	ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data, content_type = EXCLUDED.content_type, written_at = EXCLUDED.written_at
 )
 SELECT done.id FROM done CROSS JOIN LATERAL pg_notify($11, done.id) AS notified`
 
@@ -60,7 +67,17 @@ type completeReq struct {
 	id      string
 	attempt int
 	images  []imagegen.Image
+	data    [][]byte // the images' bytes (CompleteTaskWithBytes), or nil
 	seed    *int64
+}
+
+// completeSize is a success's size in a batch: its image bytes.
+func completeSize(r completeReq) int {
+	n := 0
+	for _, d := range r.data {
+		n += len(d)
+	}
+	return n
 }
 
 type completeCall = groupcommit.Call[completeReq, bool]
@@ -78,6 +95,29 @@ func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images
 	return leases.Result(storeName, id, attempt, held, err)
 }
 
+// CompleteTaskWithBytes is CompleteTask that also writes the images'
+// bytes to the blobs table in the same statement and commit
+// (imagegen.BytesCompleter): a success then costs one statement, shared
+// by the batch, instead of a batch of blob puts and then the success.
+// Only the bytes of a task whose attempt holds it are kept. done is false
+// when the store's Blobs() is Config.Blobs, not the table.
+func (s *Store) CompleteTaskWithBytes(ctx context.Context, id string, attempt int, images []imagegen.Image,
+	data [][]byte, seed *int64) (bool, error) {
+	if s.blobStore != nil {
+		return false, nil
+	}
+	if len(data) != len(images) {
+		return true, fmt.Errorf("postgres store: complete task %s: %d images, %d byte slices", id, len(images), len(data))
+	}
+	for _, img := range images {
+		if err := imagegen.CheckBlobKey(img.ID); err != nil {
+			return true, fmt.Errorf("postgres store: complete task %s: %w", id, err)
+		}
+	}
+	held, err := s.completes.Do(ctx, completeReq{id: id, attempt: attempt, images: images, data: data, seed: seed})
+	return true, leases.Result(storeName, id, attempt, held, err)
+}
+
 // completeBatch runs completeSQL for a batch, tasks in id order (so that
 // concurrent batches lock rows in one order). A batch that fails as a
 // whole (a deadlock, an image id taken) is run again one task at a time,
@@ -89,14 +129,23 @@ func (s *Store) completeBatch(ctx context.Context, batch []*completeCall) {
 	seeds := make([]*int64, len(batch))
 	var imgTasks, imgIDs, types, sums []string
 	var sizes []int64
+	var data [][]byte
 	for i, c := range batch {
 		ids[i], attempts[i], seeds[i] = c.Req.id, int32(c.Req.attempt), c.Req.seed
-		for _, img := range c.Req.images {
+		for j, img := range c.Req.images {
 			imgTasks, imgIDs, types = append(imgTasks, c.Req.id), append(imgIDs, img.ID), append(types, img.ContentType)
 			sizes, sums = append(sizes, img.Size), append(sums, img.Checksum)
+			var d []byte // NULL: stored already
+			if c.Req.data != nil {
+				d = c.Req.data[j]
+				if d == nil {
+					d = []byte{}
+				}
+			}
+			data = append(data, d)
 		}
 	}
-	rows, err := s.pool.Query(ctx, s.sql(completeSQL), s.nowArg(), ids, attempts, micros(s.retention), imgTasks, imgIDs, types, sizes, sums, s.successCommit, s.finished, seeds)
+	rows, err := s.pool.Query(ctx, s.sql(completeSQL), s.nowArg(), ids, attempts, micros(s.retention), imgTasks, imgIDs, types, sizes, sums, s.successCommit, s.finished, seeds, data)
 	var moved []string
 	if err == nil {
 		moved, err = pgx.CollectRows(rows, pgx.RowTo[string])

@@ -291,7 +291,8 @@ func New(pool *pgxpool.Pool, c Config) (*Store, error) {
 	}
 	s.queuedNote = notifier{send: func(p []string) { s.notifyAll(s.queued, p) }}
 	s.creates = groupcommit.Batcher[createReq, createRes]{Run: s.createBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight}
-	s.completes = groupcommit.Batcher[completeReq, bool]{Run: s.completeBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight}
+	s.completes = groupcommit.Batcher[completeReq, bool]{Run: s.completeBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight,
+		Size: completeSize, MaxSize: maxBlobBatchBytes}
 	s.blobPuts = groupcommit.Batcher[blobPut, struct{}]{Run: s.putBlobBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight,
 		Size: func(p blobPut) int { return len(p.data) }, MaxSize: maxBlobBatchBytes}
 	listenConfig := c.ListenConfig
