@@ -288,9 +288,10 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 				}
 				return nil
 			})
-			// Back, the old master is made a replica of the new one by
-			// the sentinels: WAIT 1 is answered again.
-			s.Master.Start(t)
+			// Back as a replica of the new master (as the sentinels'
+			// rewrite of its configuration would bring it back): WAIT 1
+			// is answered again.
+			s.Master.StartAsReplicaOf(t, s.Replica)
 			s.Master, s.Replica = s.Replica, s.Master
 			t.Logf("master %s killed; %s promoted; %s back as its replica", old, s.Master.Addr(), s.Replica.Addr())
 		},

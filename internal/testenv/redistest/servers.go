@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,6 +114,20 @@ func (s *Server) Start(t testing.TB) {
 		}
 		return fmt.Errorf("%w; its output:\n%s", err, s.Output())
 	})
+}
+
+// StartAsReplicaOf starts the server again (after Kill) as a replica of
+// master that serves nothing until it has master's data, as a node whose
+// configuration the sentinels rewrote comes back. Started with its first
+// arguments, a master with no persistence comes back as an empty master
+// until the sentinels turn it into a replica, and a client that asks a
+// sentinel not yet told, or a failover that picks it before its first
+// sync, sees an empty data set (Redis's own warning about restarting
+// instances without persistence).
+func (s *Server) StartAsReplicaOf(t testing.TB, master *Server) {
+	t.Helper()
+	s.args = append(slices.Clone(s.args), "--replicaof", "127.0.0.1", strconv.Itoa(master.Port), "--replica-serve-stale-data", "no")
+	s.Start(t)
 }
 
 // Kill sends SIGKILL to the server's process (no chance to save or hand
