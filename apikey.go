@@ -213,7 +213,7 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*APIKey, error)
 	if err := CheckAPIKeyFormat(key); err != nil {
 		return nil, err
 	}
-	hash := s.keyHashes.of(key) // the record is read every time: a revoked key is refused at once
+	hash := s.keyHashes.Of(key) // the record is read every time: a revoked key is refused at once
 	rec, err := s.cfg.Store.KeyByHash(ctx, hash)
 	switch {
 	case err == nil:

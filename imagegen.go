@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen/internal/logbuf"
+	"github.com/imagegen/imagegen/internal/memo"
 )
 
 // Config configures a Service. Store and Model are required; every other
@@ -191,7 +192,7 @@ type Service struct {
 	// FlushProviderStats.
 	providers providerTally
 	// keyHashes are the hashes of recently presented API keys.
-	keyHashes *keyHashes
+	keyHashes *memo.Strings
 }
 
 // New returns a Service for cfg, or an error naming the bad field.
@@ -201,7 +202,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	blobs := timedBlobs{s: cfg.Store.Blobs(), d: cfg.BlobTimeout}
-	return &Service{cfg: cfg, log: cfg.Logger, blobs: blobs, wake: make(chan struct{}, 1), keyHashes: newKeyHashes()}, nil
+	return &Service{cfg: cfg, log: cfg.Logger, blobs: blobs, wake: make(chan struct{}, 1), keyHashes: memo.New(HashAPIKey)}, nil
 }
 
 // Submission is what a submit made: the new task (pending), its charge

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/memo"
 	"github.com/imagegen/imagegen/internal/weburl"
 )
 
@@ -148,7 +149,7 @@ type Handler struct {
 	// (Config.MaxStoreWaits).
 	storeWaits atomic.Int64
 	// keyIDs are the log lines' key ids of recent callers.
-	keyIDs *keyIDCache
+	keyIDs *memo.Strings
 	// policy is the last RateLimit-Policy value written (policyOf).
 	policy atomic.Pointer[policyText]
 	// waitsDone ends when Drain is called; stopWaits ends it.
@@ -212,7 +213,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Authenticator == nil {
 		cfg.Authenticator = BearerKeys{Service: cfg.Service}
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux(), signer: signer{key: cfg.SigningKey}, presigner: presigner, keyIDs: newKeyIDCache(), created: cfg.Clock.Now()}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), signer: signer{key: cfg.SigningKey}, presigner: presigner, keyIDs: memo.New(keyID), created: cfg.Clock.Now()}
 	h.waitsDone, h.stopWaits = context.WithCancel(context.Background())
 	if h.cfg.ClientIP == nil {
 		h.cfg.ClientIP = func(r *http.Request) string { return clientGroup(h.clientAddr(r)) }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"hash/maphash"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/imagegen/imagegen"
@@ -70,7 +68,7 @@ func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request, next htt
 	}
 	logbuf.LogAt(ctx, log, end, slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("route", routePath(route)),
 		slog.Int("status", status), slog.String("duration", took.String()), slog.String("request_id", o.id),
-		slog.String("key_id", h.keyIDs.of(o.principal.RateKey)))
+		slog.String("key_id", h.keyIDOf(o.principal.RateKey)))
 }
 
 // routePath is a route pattern without its method ("GET
@@ -95,30 +93,13 @@ func keyID(rateKey string) string {
 	return hex.EncodeToString(sum[:6])
 }
 
-// keyIDCache remembers the keyID of recent rate keys, so that a caller's
-// requests hash their key once, not once each: a fixed number of slots
-// picked by a hash of the rate key, each holding the last key seen there.
-type keyIDCache struct {
-	seed  maphash.Seed
-	slots [256]atomic.Pointer[keyIDEntry]
-}
-
-type keyIDEntry struct{ rateKey, id string }
-
-func newKeyIDCache() *keyIDCache { return &keyIDCache{seed: maphash.MakeSeed()} }
-
-// of returns keyID(rateKey).
-func (c *keyIDCache) of(rateKey string) string {
+// keyIDOf is keyID(rateKey), made once per rate key while it keeps its
+// slot in h.keyIDs; no key, no id.
+func (h *Handler) keyIDOf(rateKey string) string {
 	if rateKey == "" {
 		return ""
 	}
-	slot := &c.slots[maphash.String(c.seed, rateKey)%uint64(len(c.slots))]
-	if e := slot.Load(); e != nil && e.rateKey == rateKey {
-		return e.id
-	}
-	e := &keyIDEntry{rateKey: rateKey, id: keyID(rateKey)}
-	slot.Store(e)
-	return e.id
+	return h.keyIDs.Of(rateKey)
 }
 
 // requestID returns the incoming id if it is valid, else a new one.
