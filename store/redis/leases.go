@@ -42,9 +42,7 @@ local caps, rates = {}, {}
 for i = 6, #ARGV, 3 do
   caps[ARGV[i]], rates[ARGV[i]] = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
 end
-local capped = {}
-local c = redis.call('HGETALL', KEYS[5])
-for k = 1, #c, 2 do capped[c[k]] = true end
+local capped = kept_sets(KEYS[5])
 -- track starts keeping the running sets named by field ('o', or
 -- 'm:' .. model), with the tasks running now in them.
 local function track(field)

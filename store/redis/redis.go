@@ -414,6 +414,14 @@ end
 -- rm say whether it was put in each ('0': not; a task claimed before
 -- the fields existed is in both).
 
+-- kept_sets reads which running sets the store keeps (capped: "o",
+-- "m:<model>") as a set.
+local function kept_sets(capped)
+  local set, c = {}, redis.call('HGETALL', capped)
+  for k = 1, #c, 2 do set[c[k]] = true end
+  return set
+end
+
 -- stop_running gives back a task's owner and model slots: it left
 -- processing. h is what holds read of the task, or nil to read it.
 local function stop_running(task, id, h)

@@ -76,9 +76,7 @@ local held = {0, 0, 0}
 local owners, order, models, running = {}, {}, {}, {}
 -- Running counts come from the running sets where the store keeps them
 -- (see claimScript), else from the leases (bounded by the running tasks).
-local capped, byLease = {}, nil
-local c = redis.call('HGETALL', skey(KEYS[1], 'capped'))
-for k = 1, #c, 2 do capped[c[k]] = true end
+local capped, byLease = kept_sets(skey(KEYS[1], 'capped')), nil
 local function count(kind, name)
   local key = kind .. ':' .. name
   if running[key] then return running[key] end
