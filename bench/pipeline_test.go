@@ -68,7 +68,7 @@ func (s *countingStore) CompleteTaskWithBytes(ctx context.Context, id string, at
 func BenchmarkRedisPipeline(b *testing.B) {
 	opt := redisOptions(b)
 
-	b.Run("imagegen", func(b *testing.B) { runServicePipeline(b, newStore(b, redistest.NewClient(b, opt)), nil) })
+	b.Run("imagegen", func(b *testing.B) { runServicePipeline(b, newStore(b, redistest.NewClient(b, opt)), nil, nil) })
 
 	b.Run("asynq", func(b *testing.B) {
 		client, queue := newAsynq(b, opt)
@@ -121,11 +121,24 @@ func (quietAsynq) Warn(...any)  {}
 func (quietAsynq) Error(...any) {}
 func (quietAsynq) Fatal(...any) {}
 
+// probe measures something over a pipeline's timed part: it is called
+// as the timer starts and returns what to call once it stops (to report
+// the measure). nil measures nothing.
+type probe func() (report func())
+
+// start runs p, if any, and returns its report (a no-op for none).
+func (p probe) start() func() {
+	if p == nil {
+		return func() {}
+	}
+	return p()
+}
+
 // runServicePipeline queues b.N tasks on base, then times imagegen's
 // Service with 16 workers and an instant model from its start until the
 // last task is done. workReady is the store's cross-process wake-up, if
-// it has one.
-func runServicePipeline(b *testing.B, base imagegen.Store, workReady <-chan struct{}) {
+// it has one; p measures the timed part, if set.
+func runServicePipeline(b *testing.B, base imagegen.Store, workReady <-chan struct{}, p probe) {
 	store := &countingStore{Store: base, n: int64(b.N), all: make(chan struct{})}
 	svc, err := imagegen.New(imagegen.Config{
 		Store:        store,
@@ -148,6 +161,7 @@ func runServicePipeline(b *testing.B, base imagegen.Store, workReady <-chan stru
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	report := p.start()
 	b.ResetTimer()
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); _ = svc.Run(ctx) }()
@@ -156,4 +170,5 @@ func runServicePipeline(b *testing.B, base imagegen.Store, workReady <-chan stru
 	cancel()
 	<-stopped
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+	report()
 }

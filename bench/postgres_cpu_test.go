@@ -3,19 +3,15 @@ package bench
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
 
-	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/testenv/pgtest"
 	"github.com/imagegen/imagegen/store/postgres"
 )
@@ -132,67 +128,20 @@ func BenchmarkPostgresSubmitCPU(b *testing.B) {
 func BenchmarkPostgresPipelineCPU(b *testing.B) {
 	b.Run("postgres-store", func(b *testing.B) {
 		pool := cpuPool(b)
-		base := pgtest.NewStore(b, pool, postgres.Config{})
-		store := &countingStore{Store: base, n: int64(b.N), all: make(chan struct{})}
-		svc, err := imagegen.New(imagegen.Config{
-			Store: store, Model: instantModel{}, Logger: slog.New(slog.DiscardHandler), MaxPending: -1,
-			WorkerConfig: imagegen.WorkerConfig{Workers: workers, WorkReady: base.WorkReady(), PollInterval: 10 * time.Millisecond},
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := svc.Grant(ctx, "bench", int64(b.N), "bench"); err != nil {
-			b.Fatal(err)
-		}
-		for range b.N {
-			if _, err := svc.Submit(ctx, "bench", imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "x"}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		before := readServerUse(b, pool)
-		b.ResetTimer()
-		stopped := make(chan struct{})
-		go func() { defer close(stopped); _ = svc.Run(ctx) }()
-		<-store.all
-		b.StopTimer()
-		cancel()
-		<-stopped
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
-		reportServerUse(b, pool, before)
+		store := pgtest.NewStore(b, pool, postgres.Config{})
+		runServicePipeline(b, store, store.WorkReady(), serverUseOf(b, pool))
 	})
 	b.Run("river", func(b *testing.B) {
 		pool := cpuPool(b)
-		client := newRiver(b, pool, workers)
-		params := make([]river.InsertManyParams, 0, 1000)
-		for i := 0; i < b.N; i += len(params) {
-			params = params[:0]
-			for range min(1000, b.N-i) {
-				params = append(params, river.InsertManyParams{Args: riverArgs})
-			}
-			if _, err := client.InsertMany(ctx, params); err != nil {
-				b.Fatal(err)
-			}
-		}
-		events, cancelSub := client.Subscribe(river.EventKindJobCompleted)
-		defer cancelSub()
-		var completed atomic.Int64
-		before := readServerUse(b, pool)
-		b.ResetTimer()
-		if err := client.Start(ctx); err != nil {
-			b.Fatal(err)
-		}
-		for completed.Load() < int64(b.N) {
-			if ev := <-events; ev != nil && ev.Kind == river.EventKindJobCompleted {
-				completed.Add(1)
-			}
-		}
-		b.StopTimer()
-		stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_ = client.Stop(stopCtx)
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
-		reportServerUse(b, pool, before)
+		runRiverPipeline(b, pool, serverUseOf(b, pool))
 	})
+}
+
+// serverUseOf is a probe of what the server did for pool over a
+// pipeline's timed part (readServerUse, then reportServerUse).
+func serverUseOf(b *testing.B, pool *pgxpool.Pool) probe {
+	return func() func() {
+		before := readServerUse(b, pool)
+		return func() { reportServerUse(b, pool, before) }
+	}
 }
