@@ -15,6 +15,7 @@
 package redis
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -109,24 +110,62 @@ const (
 // Put stores the bytes, header first, in one SET; Puts that arrive
 // together share a pipeline.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, _ string) error {
-	if err := imagegen.CheckBlobKey(key); err != nil {
-		return err
-	}
-	if size < 0 || size > 512<<20-int64(headerLen) {
-		return fmt.Errorf("redis blobs: %w: size %d is outside 0..512 MiB", imagegen.ErrBlobSize, size)
-	}
-	buf := make([]byte, headerLen, int64(headerLen)+size)
-	copy(buf, magic)
-	binary.BigEndian.PutUint64(buf[len(magic):], uint64(s.clock.Now().UnixMilli()))
-	buf, err := blobkit.Append(buf, key, r, size)
+	buf, err := s.encode(key, r, size)
 	if err != nil {
-		return fmt.Errorf("redis blobs: put %s: %w", key, err)
+		return err
 	}
 	if _, err := s.sets.Do(ctx, blobSet{key: s.rkey(key), value: buf}); err != nil {
 		return fmt.Errorf("redis blobs: put %s: %w", key, err)
 	}
 	return nil
 }
+
+// encode returns the value Put stores for key: the header, then the
+// size bytes of r.
+func (s *Store) encode(key string, r io.Reader, size int64) ([]byte, error) {
+	if err := imagegen.CheckBlobKey(key); err != nil {
+		return nil, err
+	}
+	if size < 0 || size > 512<<20-int64(headerLen) {
+		return nil, fmt.Errorf("redis blobs: %w: size %d is outside 0..512 MiB", imagegen.ErrBlobSize, size)
+	}
+	buf := make([]byte, headerLen, int64(headerLen)+size)
+	copy(buf, magic)
+	binary.BigEndian.PutUint64(buf[len(magic):], uint64(s.clock.Now().UnixMilli()))
+	buf, err := blobkit.Append(buf, key, r, size)
+	if err != nil {
+		return nil, fmt.Errorf("redis blobs: put %s: %w", key, err)
+	}
+	return buf, nil
+}
+
+// Write is a Put of data under key made ready for another store's
+// pipeline: the SET to send and the key it writes.
+type Write struct {
+	Key   string // the Redis key that holds the blob
+	value []byte
+	ttl   time.Duration
+}
+
+// PreparePut encodes data as Put would store it under key, for a caller
+// that sends it in a round trip of its own (Write.Queue), with its own
+// writes: store/redis sends a success's bytes with the script that
+// records them, and the script checks that Write.Key exists.
+func (s *Store) PreparePut(key string, data []byte) (Write, error) {
+	buf, err := s.encode(key, bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return Write{}, err
+	}
+	return Write{Key: s.rkey(key), value: buf, ttl: s.ttl}, nil
+}
+
+// Queue adds w's SET to p.
+func (w Write) Queue(ctx context.Context, p goredis.Pipeliner) *goredis.StatusCmd {
+	return p.Set(ctx, w.Key, w.value, w.ttl)
+}
+
+// Size is how many bytes w sends.
+func (w Write) Size() int { return len(w.value) }
 
 // blobSet is one Put's SET, waiting for its batch.
 type blobSet struct {

@@ -16,7 +16,7 @@ import (
 	redisstore "github.com/imagegen/imagegen/store/redis"
 )
 
-// Successes that arrive together share one pipeline, each still checked
+// Successes that arrive together share one script run, each still checked
 // against its own fencing token; after the server forgot its scripts
 // (SCRIPT FLUSH, as after a restart) each run goes again and succeeds.
 func TestConcurrentCompletesEachCheckTheirLease(t *testing.T) {

@@ -11,129 +11,265 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	blobredis "github.com/imagegen/imagegen/blob/redis"
 	"github.com/imagegen/imagegen/internal/groupcommit"
 	"github.com/imagegen/imagegen/store/internal/leases"
 	"github.com/imagegen/imagegen/store/storekit"
 )
 
-// completeScript records the images and moves the task to success.
+// completeScript records the images of a batch of successes and moves
+// each task to success: one script run for the successes that arrive
+// together (group commit), each task still checked against its own
+// fencing token, so a batch is exactly its tasks completed one after
+// another. It reads the clock once and sets up once for the batch,
+// which a pipeline of one run a task did for each.
 //
-//	KEYS[1] task  KEYS[2] leases  KEYS[3] webhooks  KEYS[4..] image records
-//	ARGV[1] now   ARGV[2] attempt  ARGV[3] retention (ms)  ARGV[4] id
-//	ARGV[5] image ids (JSON)
-//	ARGV[6] the seed the model used ("" keeps the task's): kept in the
-//	        task's field seed, which decodeTask reads over the request's
-//	ARGV[7..]  per image: owner, content type, size, checksum
+// A success sent with its images' bytes (CompleteTaskWithBytes) names
+// the keys that the same round trip wrote them to: it is recorded only
+// when they all exist.
 //
-// Returns 1, or 0 when attempt does not hold the lease.
+//	KEYS[1] leases  KEYS[2] webhooks
+//	then per task: its task key, its image records' keys, and with
+//	bytes the keys of the bytes
+//	ARGV[1] now  ARGV[2] retention (ms)
+//	then per task: attempt, id, image ids (JSON), the seed the model
+//	used ("" keeps the task's: decodeTask reads the field seed over the
+//	request's), how many images, whether its bytes' keys follow ("1"
+//	or "0"), and per image its owner, content type, size and checksum
+//
+// Returns, per task, 1; 0 when its attempt does not hold the lease; or
+// -1 when some of its bytes are missing (nothing recorded).
 var completeScript = newScript(`
 local now = now_ms()
-local h = holds(KEYS[1], ARGV[2])
-if not h then return 0 end
-local retention = tonumber(ARGV[3])
+local retention = tonumber(ARGV[2])
 local snow, expires = int(now), int(now + retention)
-for k = 4, #KEYS do
-  local a = 7 + (k - 4) * 4
-  redis.call('HSET', KEYS[k], 'task', ARGV[4], 'owner', ARGV[a], 'type', ARGV[a + 1],
-    'size', ARGV[a + 2], 'sum', ARGV[a + 3], 'created', snow, 'expires', expires)
-  redis.call('PEXPIRE', KEYS[k], ARGV[3])
+local out, k, a = {}, 3, 3
+while k <= #KEYS do
+  local task, attempt, id, ids, seed, n = KEYS[k], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4])
+  local blobs = ARGV[a + 5] == '1'
+  a = a + 6
+  local h = holds(task, attempt)
+  local result = 0
+  if h then
+    result = 1
+    if blobs then
+      for j = 1, n do
+        if redis.call('EXISTS', KEYS[k + n + j]) == 0 then result = -1 end
+      end
+    end
+  end
+  if result == 1 then
+    for j = 1, n do
+      local img, b = KEYS[k + j], a + 4 * (j - 1)
+      redis.call('HSET', img, 'task', id, 'owner', ARGV[b], 'type', ARGV[b + 1],
+        'size', ARGV[b + 2], 'sum', ARGV[b + 3], 'created', snow, 'expires', expires)
+      redis.call('PEXPIRE', img, ARGV[2])
+    end
+    if seed == '' then
+      finish(task, KEYS[1], id, 'success', now, retention, KEYS[2], h, 'images', ids)
+    else
+      finish(task, KEYS[1], id, 'success', now, retention, KEYS[2], h, 'images', ids, 'seed', seed)
+    end
+  end
+  out[#out + 1] = result
+  a = a + 4 * n
+  k = k + 1 + n
+  if blobs then k = k + n end
 end
-if ARGV[6] == '' then
-  finish(KEYS[1], KEYS[2], ARGV[4], 'success', now, retention, KEYS[3], h, 'images', ARGV[5])
-else
-  finish(KEYS[1], KEYS[2], ARGV[4], 'success', now, retention, KEYS[3], h, 'images', ARGV[5], 'seed', ARGV[6])
-end
-return 1
+return out
 `)
 
 // CompleteTask stores the images' records and moves the task to success,
-// with seed (when not nil) as its seed, in one script. The bytes are
-// already in the BlobStore.
+// with seed (when not nil) as its seed, atomically. The bytes are
+// already in the BlobStore. Concurrent calls share a script run (group
+// commit, as CreateTask's do).
 func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images []imagegen.Image, seed *int64) error {
-	ids := make([]string, len(images))
-	sh := s.byID(id)
-	keys := []string{sh.task(id), sh.leases(), sh.webhooks()}
-	for i, img := range images {
-		if img.ID == "" {
-			return errors.New("redis store: image needs an ID")
-		}
-		ids[i] = img.ID
-		if s.byID(img.ID).tag != sh.tag {
-			return fmt.Errorf("redis store: %w: image id %q is not of its task's shard (make it with imagegen.NewOwnedID of the task's owner)", storekit.ErrInvalidStoreInput, img.ID)
-		}
-		keys = append(keys, sh.image(img.ID))
-	}
-	idsJSON, err := json.Marshal(ids)
+	c, err := s.completeArgs(id, attempt, images, nil, seed)
 	if err != nil {
-		return fmt.Errorf("redis store: encode image ids: %w", err)
+		return err
 	}
-	used := ""
-	if seed != nil {
-		used = strconv.FormatInt(*seed, 10)
-	}
-	args := []any{ms(s.retention), id, idsJSON, used}
-	for _, img := range images {
-		args = append(args, img.Owner, img.ContentType, img.Size, img.Checksum)
-	}
-	_, err = s.completes.Do(ctx, holderCall{id: id, attempt: attempt, keys: keys, args: args})
+	_, err = s.completes.Do(ctx, c)
 	return err
 }
 
-// holderCall is one run of a lease holder's script (completeScript).
-type holderCall struct {
+// CompleteTaskWithBytes is CompleteTask that also stores data[i] as the
+// bytes of images[i], in the same round trip as the records: the SETs
+// of the bytes, then the script, which records the success only when
+// the bytes are all there. When the task is not recorded (a lost
+// lease, missing bytes), the bytes are deleted. It does this with the
+// store's own BlobStore (blob/redis, the default) and when it waits for
+// no replicas; otherwise it reports done false and does nothing.
+func (s *Store) CompleteTaskWithBytes(ctx context.Context, id string, attempt int, images []imagegen.Image, data [][]byte, seed *int64) (bool, error) {
+	if s.ownBlobs == nil || s.waitReplicas > 0 {
+		return false, nil
+	}
+	if len(data) != len(images) {
+		return true, fmt.Errorf("redis store: %w: %d images with %d byte slices", storekit.ErrInvalidStoreInput, len(images), len(data))
+	}
+	writes := make([]blobredis.Write, len(images))
+	for i, img := range images {
+		w, err := s.ownBlobs.PreparePut(img.ID, data[i])
+		if err != nil {
+			return true, fmt.Errorf("redis store: complete task %s: %w", id, err)
+		}
+		writes[i] = w
+	}
+	c, err := s.completeArgs(id, attempt, images, writes, seed)
+	if err != nil {
+		return true, err
+	}
+	_, err = s.completes.Do(ctx, c)
+	return true, err
+}
+
+// completeArgs checks a success's images and makes its keys and
+// arguments of completeScript; writes, when not nil, are its images'
+// bytes.
+func (s *Store) completeArgs(id string, attempt int, images []imagegen.Image, writes []blobredis.Write, seed *int64) (completeArgs, error) {
+	sh := s.byID(id)
+	keys := make([]string, 0, 1+2*len(images))
+	keys = append(keys, sh.task(id))
+	ids := make([]string, len(images))
+	for i, img := range images {
+		if img.ID == "" {
+			return completeArgs{}, errors.New("redis store: image needs an ID")
+		}
+		ids[i] = img.ID
+		if s.byID(img.ID).tag != sh.tag {
+			return completeArgs{}, fmt.Errorf("redis store: %w: image id %q is not of its task's shard (make it with imagegen.NewOwnedID of the task's owner)", storekit.ErrInvalidStoreInput, img.ID)
+		}
+		keys = append(keys, sh.image(img.ID))
+	}
+	for _, w := range writes {
+		keys = append(keys, w.Key)
+	}
+	idsJSON, err := json.Marshal(ids)
+	if err != nil {
+		return completeArgs{}, fmt.Errorf("redis store: encode image ids: %w", err)
+	}
+	used, withBytes := "", "0"
+	if seed != nil {
+		used = strconv.FormatInt(*seed, 10)
+	}
+	if writes != nil {
+		withBytes = "1"
+	}
+	args := make([]any, 0, 6+4*len(images))
+	args = append(args, strconv.Itoa(attempt), id, idsJSON, used, len(images), withBytes)
+	for _, img := range images {
+		args = append(args, img.Owner, img.ContentType, img.Size, img.Checksum)
+	}
+	return completeArgs{shard: sh, id: id, attempt: attempt, keys: keys, args: args, writes: writes}, nil
+}
+
+// completeArgs are one success's keys and arguments of completeScript,
+// and its images' bytes when it brings them.
+type completeArgs struct {
+	shard   keys // of the task
 	id      string
 	attempt int
 	keys    []string
 	args    []any
+	writes  []blobredis.Write
 }
 
-type completeCall = groupcommit.Call[holderCall, struct{}]
+// size is how many bytes of images c sends, for the batcher's MaxSize.
+func (c completeArgs) size() int {
+	n := 0
+	for _, w := range c.writes {
+		n += w.Size()
+	}
+	return n
+}
 
-// runCompletes runs the successes that arrive together as one pipeline
-// of completeScript runs: one round trip for the batch, each task still
-// its own atomic script checked against its own fencing token. A run the
-// server did not know the script for goes again on its own (which loads
-// it).
+type completeCall = groupcommit.Call[completeArgs, struct{}]
+
+// runCompletes runs completeScript for a batch of successes: one run per
+// shard the batch's tasks live in, the shards at once.
 func (s *Store) runCompletes(ctx context.Context, batch []*completeCall) {
-	if s.waitReplicas == 0 || !s.sharded {
-		s.runShardCompletes(ctx, batch)
+	if !s.sharded {
+		s.runShardCompletes(ctx, s.shards[0], batch)
 		return
 	}
-	// WAIT counts one connection's writes, so each shard's successes go
-	// down their own master's connection, the shards at once.
 	byShard := map[string][]*completeCall{}
 	for _, c := range batch {
-		tag := s.byID(c.Req.id).tag
-		byShard[tag] = append(byShard[tag], c)
+		byShard[c.Req.shard.tag] = append(byShard[c.Req.shard.tag], c)
 	}
 	var wg sync.WaitGroup
 	for _, calls := range byShard {
-		wg.Go(func() { s.runShardCompletes(ctx, calls) })
+		wg.Go(func() { s.runShardCompletes(ctx, calls[0].Req.shard, calls) })
 	}
 	wg.Wait()
 }
 
-// runShardCompletes is runCompletes for successes of one shard (or of
-// any shards, when nothing waits for replicas: the client routes each
-// script).
-func (s *Store) runShardCompletes(ctx context.Context, batch []*completeCall) {
-	cmds := make([]*goredis.Cmd, len(batch))
-	ackErr := s.acked(ctx, batch[0].Req.keys[0], func(p goredis.Pipeliner) {
-		for i, c := range batch {
-			cmds[i] = completeScript.EvalSha(ctx, p, c.Req.keys, s.holderArgs(c.Req.attempt, c.Req.args)...)
-		}
-	})
-	for i, c := range batch {
-		n, err := cmds[i].Int64()
-		if goredis.HasErrorPrefix(err, "NOSCRIPT") {
-			c.Err = s.runHolder(ctx, completeScript, c.Req.id, c.Req.attempt, c.Req.keys, c.Req.args...)
-			continue
-		}
-		if err == nil && errors.Is(ackErr, ErrNotReplicated) {
-			err = ackErr
-		}
-		c.Err = leases.Result(storeName, c.Req.id, c.Req.attempt, n != 0, err)
+// runShardCompletes runs completeScript for successes of one shard,
+// after the SETs of the bytes they bring, in one round trip.
+func (s *Store) runShardCompletes(ctx context.Context, sh keys, batch []*completeCall) {
+	nk, na, writes := 2, 2, 0
+	for _, c := range batch {
+		nk, na, writes = nk+len(c.Req.keys), na+len(c.Req.args), writes+len(c.Req.writes)
 	}
+	keys := append(make([]string, 0, nk), sh.leases(), sh.webhooks())
+	args := append(make([]any, 0, na), s.nowArg(), ms(s.retention))
+	for _, c := range batch {
+		keys = append(keys, c.Req.keys...)
+		args = append(args, c.Req.args...)
+	}
+	var cmd *goredis.Cmd
+	if writes == 0 {
+		cmd = s.ackedScript(ctx, completeScript, keys, args...)
+	} else {
+		// The SETs' own results need no reading: the script checks that
+		// their keys exist.
+		_, _ = s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, c := range batch {
+				for _, w := range c.Req.writes {
+					w.Queue(ctx, p)
+				}
+			}
+			cmd = completeScript.EvalSha(ctx, p, keys, args...)
+			return nil
+		})
+		if goredis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			cmd = completeScript.Run(ctx, s.rdb, keys, args...)
+		}
+	}
+	res, err := cmd.Int64Slice()
+	if err == nil && len(res) != len(batch) {
+		err = fmt.Errorf("unexpected reply of %d values for %d tasks", len(res), len(batch))
+	}
+	for i, c := range batch {
+		switch {
+		case err != nil:
+			c.Err = leases.Result(storeName, c.Req.id, c.Req.attempt, false, err)
+		case res[i] < 0:
+			c.Err = fmt.Errorf("redis store: complete task %s: the bytes of its images were not stored", c.Req.id)
+		default:
+			c.Err = leases.Result(storeName, c.Req.id, c.Req.attempt, res[i] != 0, nil)
+		}
+		if err == nil && res[i] != 1 {
+			s.deleteWrites(ctx, c.Req.writes)
+		}
+	}
+}
+
+// deleteWrites deletes the bytes of a success that was not recorded
+// (best effort: the blob sweep deletes what is left).
+func (s *Store) deleteWrites(ctx context.Context, writes []blobredis.Write) {
+	if len(writes) == 0 {
+		return
+	}
+	ks := make([]string, len(writes))
+	for i, w := range writes {
+		ks[i] = w.Key
+	}
+	if s.sharded {
+		for _, k := range ks {
+			_ = s.rdb.Del(ctx, k).Err()
+		}
+		return
+	}
+	_ = s.rdb.Del(ctx, ks...).Err()
 }
 
 // failScript moves the task to failed and refunds it once.

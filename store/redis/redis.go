@@ -105,7 +105,10 @@ import (
 	"github.com/imagegen/imagegen/internal/redisglob"
 )
 
-var _ imagegen.Store = (*Store)(nil)
+var (
+	_ imagegen.Store          = (*Store)(nil)
+	_ imagegen.BytesCompleter = (*Store)(nil)
+)
 
 // DefaultRetention is how long finished tasks and images are kept when
 // Config.Retention is zero.
@@ -164,9 +167,10 @@ type Store struct {
 	sharded   bool          // more than one shard
 	retention time.Duration
 	blobs     imagegen.BlobStore
-	clock     imagegen.Clock // nil: server time
+	ownBlobs  *blobredis.Store // blobs, when the store made them: CompleteTaskWithBytes
+	clock     imagegen.Clock   // nil: server time
 	creates   groupcommit.Batcher[createArgs, createResult]
-	completes groupcommit.Batcher[holderCall, struct{}]
+	completes groupcommit.Batcher[completeArgs, struct{}]
 	keyReads  groupcommit.Batcher[string, map[string]string] // KeyByHash
 	watch     watcher
 	dials     *dialwatch.Watch // names a refused connection behind a deadline
@@ -202,7 +206,8 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 		waitTimeout:  cmp.Or(o.WaitTimeout, DefaultWaitTimeout),
 	}
 	s.creates = groupcommit.Batcher[createArgs, createResult]{Run: s.runCreates, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
-	s.completes = groupcommit.Batcher[holderCall, struct{}]{Run: s.runCompletes, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
+	s.completes = groupcommit.Batcher[completeArgs, struct{}]{Run: s.runCompletes, MaxBatch: maxBatch, MaxInFlight: maxInFlight,
+		Size: completeArgs.size, MaxSize: maxBatchBytes}
 	s.keyReads = groupcommit.Batcher[string, map[string]string]{Run: s.runKeyReads, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
 	n := o.Shards
 	if n == 0 {
@@ -230,7 +235,7 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redis store: %w", err)
 		}
-		s.blobs = blobs
+		s.blobs, s.ownBlobs = blobs, blobs
 	}
 	return s, nil
 }

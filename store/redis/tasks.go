@@ -169,6 +169,10 @@ const maxBatch = 64
 // and 3 or 4 held at 12 to 16 µs.
 const maxInFlight = 4
 
+// maxBatchBytes bounds the image bytes that the successes of one batch
+// send (CompleteTaskWithBytes), as blob/redis bounds a batch of Puts.
+const maxBatchBytes = 16 << 20
+
 // createArgs are one submit's keys and arguments of createScript.
 type createArgs struct {
 	shard keys // of the owner

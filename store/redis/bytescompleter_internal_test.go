@@ -1,0 +1,59 @@
+package redis
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen"
+	blobredis "github.com/imagegen/imagegen/blob/redis"
+)
+
+// A success whose bytes did not reach Redis (their SET failed, say) is
+// not recorded: completeScript checks the bytes' keys before it records
+// anything, and says -1.
+func TestCompleteScriptRecordsNothingWithoutTheBytes(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	s, err := New(rdb, Config{Retention: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "a", Kind: imagegen.LedgerGrant, Amount: 1, Ref: "grant:a"}); err != nil {
+		t.Fatal(err)
+	}
+	task := &imagegen.Task{ID: "t1", Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
+	if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := s.ClaimTask(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.ownBlobs.PreparePut("img-1", []byte("abc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.completeArgs(claimed.ID, claimed.Attempt, []imagegen.Image{{ID: "img-1", Owner: "a", ContentType: "image/png", Size: 3}}, []blobredis.Write{w}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := s.shards[0]
+	keys := append([]string{sh.leases(), sh.webhooks()}, c.keys...)
+	args := append([]any{s.nowArg(), ms(s.retention)}, c.args...)
+	res, err := completeScript.Run(ctx, rdb, keys, args...).Int64Slice() // without w's SET
+	if err != nil || len(res) != 1 || res[0] != -1 {
+		t.Fatalf("completeScript without the bytes = %v, %v; want [-1]", res, err)
+	}
+	if got, err := s.Task(ctx, "a", claimed.ID); err != nil || got.Status != imagegen.StatusProcessing || len(got.Images) != 0 {
+		t.Fatalf("task = %+v, %v; want still processing, no images", got, err)
+	}
+	if _, err := s.Image(ctx, "img-1"); err == nil {
+		t.Fatal("the image has a record without its bytes")
+	}
+}
