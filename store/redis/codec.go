@@ -67,21 +67,6 @@ func decodeTask(f map[string]string) (*imagegen.Task, error) {
 	return t, nil
 }
 
-// flatMap turns a script's HGETALL reply into a map.
-func flatMap(reply any) (map[string]string, error) {
-	list, ok := reply.([]any)
-	if !ok || len(list)%2 != 0 {
-		return nil, fmt.Errorf("redis store: unexpected script reply %T", reply)
-	}
-	m := make(map[string]string, len(list)/2)
-	for i := 0; i < len(list); i += 2 {
-		k, _ := list[i].(string)
-		v, _ := list[i+1].(string)
-		m[k] = v
-	}
-	return m, nil
-}
-
 func atoi(s string) int64 {
 	n, _ := strconv.ParseInt(s, 10, 64)
 	return n

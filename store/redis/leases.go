@@ -33,7 +33,7 @@ import (
 //	ARGV[5] how many to pass over at most
 //	ARGV[6..] per limited model: name, cap (0: none), starts a minute (0: none)
 //
-// Returns the claimed tasks, each as its HGETALL.
+// Returns the claimed tasks, each as the values of claimedFields.
 var claimScript = newScript(`
 local now = now_ms()
 local lease, want, ownerCap, scan = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -87,12 +87,16 @@ local function next_start(mkey)
   return t
 end
 local out, passed, vtime = {}, 0, nil
+local claimed, leased, pend = {}, {}, {} -- ids, ZADD pairs of the leases, sched key -> tasks claimed
 -- The queue is read a chunk at a time, from the first task not yet
--- passed over (the claimed ones have left it), so that a claim whose
--- first tasks are free reads a few entries rather than scan of them.
+-- looked at (each chunk starts after the tasks passed over and claimed:
+-- the claimed ones leave the queues once, at the end), so that a claim
+-- whose first tasks are free reads a few entries rather than scan of
+-- them.
 local chunk, more = want + 8, true
 while more and #out < want and passed <= scan do
-  local ids = redis.call('ZRANGE', KEYS[1], int(passed), int(passed + chunk - 1), 'WITHSCORES')
+  local from = passed + #claimed
+  local ids = redis.call('ZRANGE', KEYS[1], int(from), int(from + chunk - 1), 'WITHSCORES')
   more = #ids == 2 * chunk
   chunk = math.min(chunk * 4, want + scan + 1)
   for j = 1, #ids, 2 do
@@ -113,19 +117,23 @@ while more and #out < want and passed <= scan do
     if held then
       passed = passed + 1
     else
-      dequeue(task, id, owner)
+      claimed[#claimed + 1] = id
+      leased[#leased + 1], leased[#leased + 2] = sleased, id
+      local sched = skey(KEYS[1], 'sched:' .. owner)
+      pend[sched] = (pend[sched] or 0) + 1
       local attempt = int((tonumber(f[5]) or 0) + 1)
       local ro, rm = capped.o, capped['m:' .. model]
       local sro, srm = ro and '1' or '0', rm and '1' or '0'
-      if f[6] then
+      local started = f[6]
+      if started then
         redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'progress', '0', 'ro', sro, 'rm', srm)
       else -- its first claim
+        started = snow
         redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'progress', '0', 'started', snow, 'ro', sro, 'rm', srm)
         if wants_of(f[7], f[8], 'processing') then
           redis.call('ZADD', KEYS[3], snow, id .. ':processing')
         end
       end
-      redis.call('ZADD', KEYS[2], sleased, id)
       if ro then
         redis.call('ZADD', okey, sleased, id)
         ownerRun[okey] = running(ownerRun, okey) + 1
@@ -141,9 +149,22 @@ while more and #out < want and passed <= scan do
       end
       local tag = math.floor(tonumber(ids[j + 1]))
       if not vtime or tag > vtime then vtime = tag end
-      out[#out + 1] = redis.call('HGETALL', task)
+      -- The task as claimed, in claimedFields' order: what the claim
+      -- set, what was read above, and the rest of what a claimed task
+      -- can hold (its request, cost, times, last error).
+      local r = redis.call('HMGET', task, 'req', 'cost', 'created', 'rid', 'last_error', 'released', 'refunded')
+      out[#out + 1] = {id, owner, model, attempt, sleased, snow, started, f[2] or '', r[1] or '', r[2] or '',
+        r[3] or '', r[4] or '', r[5] or '', r[6] or '', r[7] or ''}
     end
   end
+end
+if #claimed > 0 then -- out of the queues (dequeue, for the batch)
+  redis.call('ZREM', KEYS[1], unpack(claimed))
+  redis.call('ZREM', skey(KEYS[1], 'pending'), unpack(claimed))
+  for sched, n in pairs(pend) do
+    redis.call('HINCRBY', sched, 'pend', int(-n))
+  end
+  redis.call('ZADD', KEYS[2], unpack(leased))
 end
 if vtime and vtime > tonumber(redis.call('GET', KEYS[4]) or '0') then
   redis.call('SET', KEYS[4], num(vtime))
@@ -194,7 +215,7 @@ func (s *Store) claimShard(ctx context.Context, sh keys, p imagegen.ClaimParams,
 	}
 	tasks := make([]*imagegen.Task, 0, len(reply))
 	for _, r := range reply {
-		f, err := flatMap(r)
+		f, err := claimedHash(r)
 		if err != nil {
 			return nil, err
 		}
@@ -205,6 +226,29 @@ func (s *Store) claimShard(ctx context.Context, sh keys, p imagegen.ClaimParams,
 		tasks = append(tasks, t)
 	}
 	return tasks, nil
+}
+
+// claimedFields name the values claimScript returns for a task: the
+// fields of its hash that decodeTask reads and a claimed task can have
+// (the status is processing, the progress 0).
+var claimedFields = [...]string{"id", "owner", "model", "attempt", "lease_until", "updated", "started", "run_after",
+	"req", "cost", "created", "rid", "last_error", "released", "refunded"}
+
+// claimedHash turns one task of claimScript's reply into the fields of
+// its hash, as decodeTask reads them.
+func claimedHash(reply any) (map[string]string, error) {
+	list, ok := reply.([]any)
+	if !ok || len(list) != len(claimedFields) {
+		return nil, fmt.Errorf("redis store: claim: unexpected reply %T of %d values", reply, len(list))
+	}
+	m := make(map[string]string, len(list)+2)
+	for i, v := range list {
+		if s, _ := v.(string); s != "" {
+			m[claimedFields[i]] = s
+		}
+	}
+	m["status"], m["progress"] = string(imagegen.StatusProcessing), "0"
+	return m, nil
 }
 
 // appendModelLimits appends, for each model l names, its name, cap and

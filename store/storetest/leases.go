@@ -3,9 +3,11 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -289,4 +291,35 @@ func byID(failed []imagegen.ExpiredTask) []imagegen.ExpiredTask {
 	out := append([]imagegen.ExpiredTask(nil), failed...)
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// testClaimedTaskIsTheStoredTask: what a claim returns is the task as
+// the store now holds it (Task reads it back the same), on its first
+// claim, after a retry and after a release.
+func testClaimedTaskIsTheStoredTask(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 1)
+	task := newTask("u", 1)
+	task.RequestID = "req-1"
+	task.Request.CallbackURL = "https://example.com/hook"
+	create(t, s, task)
+	same := func(claimed *imagegen.Task) {
+		t.Helper()
+		stored := get(t, s, "u", claimed.ID)
+		if !reflect.DeepEqual(claimed, stored) {
+			t.Fatalf("claimed task differs from the stored one:\nclaimed %+v\nstored  %+v", claimed, stored)
+		}
+	}
+	first := claim(t, s)
+	same(first)
+	is.NoErr(s.RetryTask(ctx, first.ID, first.Attempt, time.Second, "503 from provider"))
+	h.Advance(time.Second)
+	second := claim(t, s)
+	is.Equal(second.LastError, "503 from provider")
+	same(second)
+	is.NoErr(s.ReleaseTask(ctx, second.ID, second.Attempt))
+	third := claim(t, s)
+	is.Equal(third.Released, 1)
+	same(third)
 }

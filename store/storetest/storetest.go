@@ -60,6 +60,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"OnlyTheOwnerSeesATask", testOwnership},
 		{"ClaimOldestReadyFirst", testClaimOrder},
 		{"ClaimTasksTakesUpToNInOrder", testClaimTasks},
+		{"ClaimedTaskIsTheStoredTask", testClaimedTaskIsTheStoredTask},
 		{"ConcurrentClaimsTakeEachTaskOnce", testConcurrentClaims},
 		{"FairShareAcrossOwners", acrossShards(testFairShare)},
 		{"NewOwnerWaitsOneTurn", testNewOwnerWaitsOneTurn},
