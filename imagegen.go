@@ -266,7 +266,7 @@ func (s *Service) submit(ctx context.Context, owner string, req Request, create 
 		return Submission{}, t, err
 	}
 	s.cfg.Observer.TaskSubmitted(req.Scene, t.Model, t.Cost)
-	if s.log.Enabled(ctx, slog.LevelInfo) { // the check keeps the hot path free of the attributes' allocation
+	if !submitLogged(ctx, t) && s.log.Enabled(ctx, slog.LevelInfo) { // the check keeps the hot path free of the attributes' allocation
 		logbuf.Log(ctx, s.log, slog.LevelInfo, "task submitted", slog.String("task_id", t.ID), slog.String("request_id", t.RequestID),
 			slog.String("model", t.Model), slog.Int64("cost", t.Cost))
 	}

@@ -127,7 +127,9 @@ type Config struct {
 	OpenAIWait time.Duration
 	Clock      imagegen.Clock // default SystemClock
 	// Logger gets one line per request (method, route, status, duration,
-	// request id, key id) and the details of server errors.
+	// request id, key id; on a submit also the task's task_id, model and
+	// cost, which the service then does not log again as "task
+	// submitted") and the details of server errors.
 	Logger *slog.Logger // default slog.Default()
 	// Observer is told of every answer (Observer.HTTPRequest), for
 	// metrics (package metrics); usually the service's own. Nil counts

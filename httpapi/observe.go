@@ -47,8 +47,14 @@ func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request, next htt
 	o.idHeader[0] = o.id
 	w.Header()[RequestIDHeader] = o.idHeader[:]
 	ctx := r.Context()
+	log := h.cfg.Logger
+	logged := log.Enabled(ctx, slog.LevelInfo)
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		ctx = imagegen.WithRequestID(ctx, o.id)
+		if logged {
+			ctx = imagegen.WithRequest(ctx, o.id, o) // a task submitted goes on the request's line
+		} else {
+			ctx = imagegen.WithRequestID(ctx, o.id)
+		}
 	}
 	o.ctx = requestContext{Context: ctx, o: o}
 	r = r.WithContext(&o.ctx)
@@ -62,13 +68,18 @@ func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request, next htt
 	}
 	status := o.Status()
 	h.cfg.Observer.HTTPRequest(route, status, took)
-	log := h.cfg.Logger
-	if !log.Enabled(ctx, slog.LevelInfo) {
+	if !logged {
 		return
 	}
-	logbuf.LogAt(ctx, log, end, slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("route", routePath(route)),
+	attrs := [...]slog.Attr{slog.String("method", r.Method), slog.String("route", routePath(route)),
 		slog.Int("status", status), slog.String("duration", took.String()), slog.String("request_id", o.id),
-		slog.String("key_id", h.keyIDOf(o.principal.RateKey)))
+		slog.String("key_id", h.keyIDOf(o.principal.RateKey)),
+		slog.String("task_id", o.taskID), slog.String("model", o.model), slog.Int64("cost", o.cost)}
+	n := len(attrs)
+	if o.taskID == "" {
+		n -= 3 // no task submitted
+	}
+	logbuf.LogAt(ctx, log, end, slog.LevelInfo, "request", attrs[:n]...)
 }
 
 // routePath is a route pattern without its method ("GET
@@ -153,6 +164,9 @@ type observed struct {
 	// The RateLimit-Policy and RateLimit values (limitRate).
 	ratePolicy, rateLimit [1]string
 	ctx                   requestContext
+	// The task the request submitted, for its line (LogSubmitted).
+	taskID, model string
+	cost          int64
 }
 
 type observedKey struct{}
@@ -192,6 +206,18 @@ func (s *observed) Status() int {
 		return http.StatusOK
 	}
 	return s.status
+}
+
+// LogSubmitted implements imagegen.SubmitLogger: the request's line
+// carries the task it submitted (task_id, model, cost) instead of the
+// service writing a "task submitted" line of its own. A request submits
+// one task; should it submit another, the service logs that one.
+func (s *observed) LogSubmitted(taskID, model string, cost int64) bool {
+	if s.taskID != "" {
+		return false
+	}
+	s.taskID, s.model, s.cost = taskID, model, cost
+	return true
 }
 
 // Unwrap lets http.ResponseController reach the connection's writer

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -123,4 +124,51 @@ func TestRequestIDIsKeptWhenValidAndMadeOtherwise(t *testing.T) {
 	a := e.do("GET", "/api/v1/credits", e.key, "").Header().Get("X-Request-Id")
 	b := e.do("GET", "/api/v1/credits", e.key, "").Header().Get("X-Request-Id")
 	is.True(a != b && a != "")
+}
+
+// A submit is logged once at info: its request line carries the task
+// (task_id, model, cost) beside the request id, and the service writes no
+// "task submitted" line of its own. With the API's request log off at
+// info, the service's line stays.
+func TestASubmitIsLoggedOnItsRequestLine(t *testing.T) {
+	is := is.New(t)
+	logs := &syncBuf{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	e := newEnv(t, func(o *envOptions) {
+		o.logger = log
+		o.service = func(c *imagegen.Config) { c.Logger = log }
+	})
+	w := e.submit(e.key, `{"scene":"text-to-image","prompt":"a fox"}`)
+	is.Equal(w.Code, http.StatusCreated)
+	var sub struct {
+		TaskID      string `json:"task_id"`
+		CreditsUsed int64  `json:"credits_used"`
+	}
+	is.NoErr(json.Unmarshal(w.Body.Bytes(), &sub))
+	lines := logs.lines(t)
+	is.Equal(len(lines), 1) // the request line alone
+	l := lines[0]
+	is.Equal(l["msg"], "request")
+	is.Equal(l["task_id"], sub.TaskID)
+	is.Equal(l["cost"], float64(sub.CreditsUsed))
+	task, err := e.svc.Task(context.Background(), "alice", sub.TaskID)
+	is.NoErr(err)
+	is.Equal(l["model"], task.Model)
+	is.Equal(l["request_id"], w.Header().Get(httpapi.RequestIDHeader))
+
+	// A poll's line names no task of its own.
+	is.Equal(e.poll(e.key, sub.TaskID).Code, http.StatusOK)
+	_, ok := logs.lines(t)[1]["task_id"]
+	is.True(!ok)
+
+	svcLogs := &syncBuf{}
+	e = newEnv(t, func(o *envOptions) { // the API quiet, the service not
+		o.service = func(c *imagegen.Config) { c.Logger = slog.New(slog.NewJSONHandler(svcLogs, nil)) }
+	})
+	w = e.submit(e.key, `{"scene":"text-to-image","prompt":"a fox"}`)
+	is.Equal(w.Code, http.StatusCreated)
+	lines = svcLogs.lines(t)
+	is.Equal(len(lines), 1)
+	is.Equal(lines[0]["msg"], "task submitted")
+	is.Equal(lines[0]["request_id"], w.Header().Get(httpapi.RequestIDHeader))
 }

@@ -251,7 +251,7 @@ func TestOperatedRun(t *testing.T) {
 
 // checkLogs asserts that no secret is in the logs, that each of
 // wantRequests API requests was logged once with a request id, and that task id's life is logged with the
-// request id that submitted it.
+// request id that submitted it, from its submit's request line on.
 func checkLogs(t *testing.T, logs string, secrets []string, wantRequests int, taskID, requestID string) {
 	t.Helper()
 	is := is.New(t)
@@ -281,7 +281,10 @@ func checkLogs(t *testing.T, logs string, secrets []string, wantRequests int, ta
 		}
 	}
 	is.Equal(requests, wantRequests) // each API request logged once
-	for _, msg := range []string{"task submitted", "task claimed", "provider answered", "task succeeded"} {
+	// serve's submit is logged on its request line (msg=request with the
+	// task_id), not on a "task submitted" line of the service's too.
+	is.True(!lifeLines["task submitted"])
+	for _, msg := range []string{"request", "task claimed", "provider answered", "task succeeded"} {
 		is.True(lifeLines[msg]) // a step of the task's life was not logged
 	}
 }
