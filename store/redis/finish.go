@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -143,7 +144,7 @@ func (s *Store) completeArgs(id string, attempt int, images []imagegen.Image, wr
 	for _, w := range writes {
 		keys = append(keys, w.Key)
 	}
-	idsJSON, err := json.Marshal(ids)
+	idsJSON, err := stringsJSON(ids)
 	if err != nil {
 		return completeArgs{}, fmt.Errorf("redis store: encode image ids: %w", err)
 	}
@@ -160,6 +161,34 @@ func (s *Store) completeArgs(id string, attempt int, images []imagegen.Image, wr
 		args = append(args, img.Owner, img.ContentType, img.Size, img.Checksum)
 	}
 	return completeArgs{shard: sh, id: id, attempt: attempt, keys: keys, args: args, writes: writes}, nil
+}
+
+// stringsJSON is json.Marshal(list), written by hand when no string
+// needs escaping (image ids never do): the encoder's reflection grew the
+// stack of each worker goroutine that completed a task.
+func stringsJSON(list []string) ([]byte, error) {
+	if list == nil {
+		return json.Marshal(list)
+	}
+	n := 2
+	for _, s := range list {
+		n += len(s) + 3
+	}
+	b := append(make([]byte, 0, n), '[')
+	for i, s := range list {
+		for j := 0; j < len(s); j++ {
+			if c := s[j]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf {
+				return json.Marshal(list)
+			}
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, s...)
+		b = append(b, '"')
+	}
+	return append(b, ']'), nil
 }
 
 // completeArgs are one success's keys and arguments of completeScript,
