@@ -44,7 +44,7 @@ var completeScript = newScript(`
 local now = now_ms()
 local retention = tonumber(ARGV[2])
 local snow, expires = int(now), int(now + retention)
-local out, k, a = {}, 3, 3
+local out, done, k, a = {}, {}, 3, 3
 while k <= #KEYS do
   local task, attempt, id, ids, seed, n = KEYS[k], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4])
   local blobs = ARGV[a + 5] == '1'
@@ -67,16 +67,18 @@ while k <= #KEYS do
       redis.call('PEXPIRE', img, ARGV[2])
     end
     if seed == '' then
-      finish(task, KEYS[1], id, 'success', now, retention, KEYS[2], h, 'images', ids)
+      finish(task, false, id, 'success', now, retention, KEYS[2], h, 'images', ids)
     else
-      finish(task, KEYS[1], id, 'success', now, retention, KEYS[2], h, 'images', ids, 'seed', seed)
+      finish(task, false, id, 'success', now, retention, KEYS[2], h, 'images', ids, 'seed', seed)
     end
+    done[#done + 1] = id
   end
   out[#out + 1] = result
   a = a + 4 * n
   k = k + 1 + n
   if blobs then k = k + n end
 end
+if #done > 0 then redis.call('ZREM', KEYS[1], unpack(done)) end -- their leases
 return out
 `)
 

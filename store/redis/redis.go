@@ -476,6 +476,8 @@ end
 
 -- finish's h is what holds read of the task, or nil to read it; more
 -- arguments are fields and values to set on the task with its status.
+-- leases false leaves the task in the leases, for a caller that takes a
+-- batch out of them at once.
 local function finish(task, leases, id, status, now, retention, hooks, h, ...)
   stop_running(task, id, h)
   local hooked
@@ -484,7 +486,7 @@ local function finish(task, leases, id, status, now, retention, hooks, h, ...)
   if hooked then
     redis.call('ZADD', hooks, snow, id)
   end
-  redis.call('ZREM', leases, id)
+  if leases then redis.call('ZREM', leases, id) end
   redis.call('HSET', task, 'status', status, 'lease_until', '0', 'updated', snow, 'finished', snow, 'expires', int(now + retention), ...)
   redis.call('PEXPIRE', task, int(retention))
   local tag = string.match(task, '^(.-}):task:')

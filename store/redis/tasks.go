@@ -32,7 +32,8 @@ import (
 // largest tag claimed.
 //
 //	KEYS[1] pending  KEYS[2] the index of all tasks  KEYS[3] fair  KEYS[4] vtime  KEYS[5] tseq
-//	KEYS[5i+1 .. 5i+5]  task i (1-based): task, balance, ledger, owner's task index, owner's sched
+//	KEYS[5+i]  task i's key (1-based); its owner's keys (balance, ledger,
+//	           task index, sched) are named from the owner, once an owner
 //	ARGV[1] now  ARGV[2] how long an owner's task index outlives its last task (ms)
 //	ARGV[10i-7 .. 10i+2]  task i: id, owner, request JSON, model, cost,
 //	                    ledger entry JSON up to its time, callback URL or "",
@@ -45,26 +46,29 @@ var createScript = newScript(`
 local now = now_ms()
 local snow, stamp = int(now), string.format('%013d', now) .. ':' -- index members: stamp .. id
 local out, queued, fair, indexed = {}, {}, {}, {}
-local balances, owners = {}, {} -- balance key -> {value, ledger key, entries}
-local scheds = {} -- sched key -> {w, last, pend, base}
+local balances, owners = {}, {} -- owner -> {balance key, value, ledger key, entries, index key, members}
+local scheds = {} -- owner -> {sched key, w, last, pend, pend0}
 local vtime = tonumber(redis.call('GET', KEYS[4]) or '0')
-local seq = redis.call('INCRBY', KEYS[5], int((#KEYS - 5) / 5))
-for i = 1, (#KEYS - 5) / 5 do
-  local task, bal, index, schedKey = KEYS[5 * i + 1], KEYS[5 * i + 2], KEYS[5 * i + 4], KEYS[5 * i + 5]
+local n = #KEYS - 5
+local seq = redis.call('INCRBY', KEYS[5], int(n))
+for i = 1, n do
+  local task = KEYS[5 + i]
   local a = 10 * i - 7
-  local id, cost, maxPending = ARGV[a], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 9])
-  local acct = balances[bal]
+  local id, owner, cost, maxPending = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 9])
+  local acct = balances[owner]
   if not acct then
-    acct = {value = tonumber(redis.call('GET', bal) or '0'), ledger = KEYS[5 * i + 3], entries = {},
-      index = index, members = {}}
-    balances[bal] = acct
-    owners[#owners + 1] = bal
+    local bal = skey(KEYS[1], 'balance:' .. owner)
+    acct = {key = bal, value = tonumber(redis.call('GET', bal) or '0'), ledger = skey(KEYS[1], 'ledger:' .. owner),
+      entries = {}, index = skey(KEYS[1], 'tasks:' .. owner), members = {}}
+    balances[owner] = acct
+    owners[#owners + 1] = owner
   end
-  local sched = scheds[schedKey]
+  local sched = scheds[owner]
   if not sched then
-    local f = redis.call('HMGET', schedKey, 'w', 'last', 'pend')
-    sched = {w = f[1], last = tonumber(f[2]) or 0, pend = tonumber(f[3]) or 0, pend0 = tonumber(f[3]) or 0}
-    scheds[schedKey] = sched
+    local key = skey(KEYS[1], 'sched:' .. owner)
+    local f = redis.call('HMGET', key, 'w', 'last', 'pend')
+    sched = {key = key, w = f[1], last = tonumber(f[2]) or 0, pend = tonumber(f[3]) or 0, pend0 = tonumber(f[3]) or 0}
+    scheds[owner] = sched
   end
   if redis.call('EXISTS', task) == 1 then
     out[#out + 1], out[#out + 2] = -1, 0
@@ -85,32 +89,32 @@ for i = 1, (#KEYS - 5) / 5 do
     sched.last = base + stride(sched.w)
     sched.pend = sched.pend + 1
     queued[#queued + 1], queued[#queued + 2] = snow, id
-    fair[#fair + 1], fair[#fair + 2] = num(sched.last + ((seq - (#KEYS - 5) / 5 + i) % 1024) / 1024), id
+    fair[#fair + 1], fair[#fair + 2] = num(sched.last + ((seq - n + i) % 1024) / 1024), id
     local member = stamp .. id
     acct.members[#acct.members + 1], acct.members[#acct.members + 2] = '0', member
     indexed[#indexed + 1], indexed[#indexed + 2] = '0', member
     out[#out + 1], out[#out + 2] = 1, acct.value
   end
 end
-for _, bal in ipairs(owners) do
-  local acct = balances[bal]
+for _, owner in ipairs(owners) do
+  local acct = balances[owner]
   if #acct.entries > 0 then
-    redis.call('SET', bal, int(acct.value))
+    redis.call('SET', acct.key, int(acct.value))
     redis.call('RPUSH', acct.ledger, unpack(acct.entries))
     redis.call('ZADD', acct.index, unpack(acct.members))
     redis.call('PEXPIRE', acct.index, ARGV[2])
   end
 end
-for key, sched in pairs(scheds) do
+for _, sched in pairs(scheds) do
   if sched.pend ~= sched.pend0 then
-    redis.call('HSET', key, 'last', num(sched.last), 'pend', int(sched.pend))
+    redis.call('HSET', sched.key, 'last', num(sched.last), 'pend', int(sched.pend))
   end
 end
 if #queued > 0 then
   redis.call('ZADD', KEYS[1], unpack(queued))
   redis.call('ZADD', KEYS[3], unpack(fair))
   redis.call('ZADD', KEYS[2], unpack(indexed))
-  if math.floor(seq / 64) ~= math.floor((seq - (#KEYS - 5) / 5) / 64) then -- trimmed once every 64 queueings
+  if math.floor(seq / 64) ~= math.floor((seq - n) / 64) then -- trimmed once every 64 queueings
     redis.call('ZREMRANGEBYLEX', KEYS[2], '-', '(' .. string.format('%013d', now - tonumber(ARGV[2])))
   end
 end
@@ -139,7 +143,7 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.Cre
 	}
 	res, err := s.creates.Do(ctx, createArgs{
 		shard: sh,
-		keys:  [5]string{sh.task(t.ID), sh.balance(t.Owner), sh.ledger(t.Owner), sh.ownerTasks(t.Owner), sh.sched(t.Owner)},
+		key:   sh.task(t.ID),
 		args: [10]any{t.ID, t.Owner, req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`,
 			t.Request.CallbackURL, storekit.EventsField(t.Request.CallbackEvents), t.RequestID, max(p.MaxPending, 0)},
 	})
@@ -176,7 +180,7 @@ const maxBatchBytes = 16 << 20
 // createArgs are one submit's keys and arguments of createScript.
 type createArgs struct {
 	shard keys // of the owner
-	keys  [5]string
+	key   string // the task's
 	args  [10]any
 }
 
@@ -210,12 +214,12 @@ func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
 
 // runShardCreates runs createScript for calls of one shard.
 func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCall) {
-	keys := make([]string, 0, 5+5*len(batch))
+	keys := make([]string, 0, 5+len(batch))
 	args := make([]any, 0, 2+10*len(batch))
 	keys = append(keys, sh.pending(), sh.allTasks(), sh.fair(), sh.vtime(), sh.tseq())
 	args = append(args, s.nowArg(), ms(s.retention+24*time.Hour))
 	for _, c := range batch {
-		keys = append(keys, c.Req.keys[:]...)
+		keys = append(keys, c.Req.key)
 		args = append(args, c.Req.args[:]...)
 	}
 	res, err := s.ackedScript(ctx, createScript, keys, args...).Int64Slice()
