@@ -179,7 +179,7 @@ const maxBatchBytes = 16 << 20
 
 // createArgs are one submit's keys and arguments of createScript.
 type createArgs struct {
-	shard keys // of the owner
+	shard keys   // of the owner
 	key   string // the task's
 	args  [10]any
 }
