@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -12,9 +11,28 @@ import (
 )
 
 type account struct {
+	owner   string
 	balance int64
-	entries []imagegen.LedgerEntry
+	entries []entry
 	refs    map[string]struct{}
+}
+
+// entry is a ledger entry as its account keeps it: the owner is the
+// account's and the ID the entry's position (from 1), both filled in
+// when it is read (account.entry), so that an entry costs no
+// allocation of its own (a submit appends one).
+type entry struct {
+	kind                 imagegen.LedgerKind
+	amount, balanceAfter int64
+	ref                  string
+	at                   time.Time
+}
+
+// entry returns the ledger entry at index i, as the store's callers see
+// it.
+func (a *account) entry(i int) imagegen.LedgerEntry {
+	e := a.entries[i]
+	return imagegen.LedgerEntry{ID: strconv.Itoa(i + 1), Owner: a.owner, Kind: e.kind, Amount: e.amount, Ref: e.ref, At: e.at, BalanceAfter: e.balanceAfter}
 }
 
 // AddEntry appends e to the owner's ledger.
@@ -31,7 +49,7 @@ func (s *Store) AddEntry(_ context.Context, e imagegen.LedgerEntry) (int64, erro
 func (s *Store) appendEntry(e imagegen.LedgerEntry, now time.Time) (int64, error) {
 	a := s.accounts[e.Owner]
 	if a == nil {
-		a = &account{refs: make(map[string]struct{})}
+		a = &account{owner: e.Owner, refs: make(map[string]struct{})}
 		s.accounts[e.Owner] = a
 	}
 	if _, dup := a.refs[e.Ref]; dup {
@@ -40,10 +58,8 @@ func (s *Store) appendEntry(e imagegen.LedgerEntry, now time.Time) (int64, error
 	if a.balance+e.Amount < 0 {
 		return a.balance, imagegen.ErrInsufficientCredits
 	}
-	e.At = now
 	a.balance += e.Amount
-	e.ID, e.BalanceAfter = strconv.Itoa(len(a.entries)+1), a.balance
-	a.entries = append(a.entries, e)
+	a.entries = append(a.entries, entry{kind: e.Kind, amount: e.Amount, balanceAfter: a.balance, ref: e.Ref, at: now})
 	a.refs[e.Ref] = struct{}{}
 	return a.balance, nil
 }
@@ -62,10 +78,15 @@ func (s *Store) Balance(_ context.Context, owner string) (int64, error) {
 func (s *Store) Ledger(_ context.Context, owner string) ([]imagegen.LedgerEntry, error) {
 	s.lock()
 	defer s.mu.Unlock()
-	if a := s.accounts[owner]; a != nil {
-		return slices.Clone(a.entries), nil
+	a := s.accounts[owner]
+	if a == nil {
+		return nil, nil
 	}
-	return nil, nil
+	out := make([]imagegen.LedgerEntry, len(a.entries))
+	for i := range a.entries {
+		out[i] = a.entry(i)
+	}
+	return out, nil
 }
 
 // ListLedger returns a page of the owner's entries, newest first. An
@@ -74,14 +95,14 @@ func (s *Store) Ledger(_ context.Context, owner string) ([]imagegen.LedgerEntry,
 func (s *Store) ListLedger(_ context.Context, owner string, limit int, cursor string) (imagegen.LedgerPage, error) {
 	s.lock()
 	defer s.mu.Unlock()
-	var entries []imagegen.LedgerEntry
-	if a := s.accounts[owner]; a != nil {
-		entries = a.entries
+	a := s.accounts[owner]
+	if a == nil {
+		a = &account{}
 	}
-	end := len(entries) // entries[:end] are still to be listed
+	end := len(a.entries) // a.entries[:end] are still to be listed
 	if cursor != "" {
 		n, err := strconv.Atoi(cursor)
-		if err != nil || n < 1 || n > len(entries) || strconv.Itoa(n) != cursor {
+		if err != nil || n < 1 || n > len(a.entries) || strconv.Itoa(n) != cursor {
 			return imagegen.LedgerPage{}, fmt.Errorf("memory: bad ledger cursor: %w", imagegen.ErrInvalidParams)
 		}
 		end = n - 1
@@ -89,10 +110,10 @@ func (s *Store) ListLedger(_ context.Context, owner string, limit int, cursor st
 	start := max(0, end-limit)
 	page := imagegen.LedgerPage{Entries: make([]imagegen.LedgerEntry, 0, end-start)}
 	for i := end - 1; i >= start; i-- {
-		page.Entries = append(page.Entries, entries[i])
+		page.Entries = append(page.Entries, a.entry(i))
 	}
 	if start > 0 {
-		page.Next = entries[start].ID
+		page.Next = strconv.Itoa(start + 1) // the ID of entry start
 	}
 	return page, nil
 }

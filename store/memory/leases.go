@@ -33,7 +33,7 @@ func (s *Store) ClaimTasks(_ context.Context, p imagegen.ClaimParams) ([]*imageg
 
 // claim leases r, a ready pending task; s.mu is held.
 func (s *Store) claim(r *record, now time.Time, lease time.Duration) *imagegen.Task {
-	s.vtime = max(s.vtime, r.fair.order)
+	s.vtime = max(s.vtime, r.fair.key.order)
 	s.dequeue(r)
 	r.task.Status = imagegen.StatusProcessing
 	r.task.Attempt++

@@ -88,9 +88,11 @@ type Store struct {
 type record struct {
 	task imagegen.Task
 	seq  uint64 // submission order, for listing
-	// queued and fair are the task's keys in the pending queues while
-	// it is pending; their seq is 0 otherwise.
-	queued, fair queueKey
+	// queued and fair are the task's nodes in the pending queues (by
+	// RunAfter, and in fair-share order) while it is pending: kept in
+	// the record, so that a pending task costs no allocations of its own
+	// for them. Their key's seq is 0 otherwise.
+	queued, fair pendingNode
 	// refundRef is the ledger reference of the next refund: "" for
 	// RefundRef(id), else that of an operator's recharge (RequeueTask).
 	refundRef string

@@ -66,9 +66,12 @@ func (n *pendingNode) each(fn func(queueKey, *record) bool) bool {
 	return true
 }
 
-// push queues rec at k, whose seq must not be queued already.
-func (q *pendingQueue) push(k queueKey, rec *record) {
-	q.root = q.root.insert(&pendingNode{key: k, rec: rec, prio: mix64(k.seq), size: 1})
+// push queues rec at k in the node n (which the caller keeps, such as
+// a field of rec, and which must not be in a queue); k's seq must not
+// be queued already.
+func (q *pendingQueue) push(n *pendingNode, k queueKey, rec *record) {
+	*n = pendingNode{key: k, rec: rec, prio: mix64(k.seq), size: 1}
+	q.root = q.root.insert(n)
 }
 
 // remove takes the entry at k out of the queue and reports whether it

@@ -20,13 +20,14 @@ func TestPendingQueueOrder(t *testing.T) {
 	tie1 := queueKey{order: (t0).UnixNano(), seq: 2}
 	tie2 := queueKey{order: (t0).UnixNano(), seq: 3}
 	for _, k := range []queueKey{late, tie2, tie1} {
-		q.push(k, &record{queued: k})
+		r := &record{}
+		q.push(&r.queued, k, r)
 	}
 	is.Equal(q.Len(), 3)
 	head, r, ok := q.first()
 	is.True(ok)
 	is.Equal(head, tie1)
-	is.Equal(r.queued, tie1) // the record pushed with the key
+	is.Equal(r.queued.key, tie1) // the record pushed with the key
 	is.Equal(q.ahead(tie1), 0)
 	is.Equal(q.ahead(tie2), 1)
 	is.Equal(q.ahead(late), 2)
@@ -60,7 +61,8 @@ func TestPendingQueueMatchesLinearCount(t *testing.T) {
 			case op < 5 || len(live) == 0: // push
 				seq++
 				k := randomKey(seq)
-				q.push(k, &record{queued: k})
+				r := &record{}
+				q.push(&r.queued, k, r)
 				live = append(live, k)
 			case op < 8: // remove any
 				i := rng.IntN(len(live))
@@ -112,8 +114,8 @@ func checkPendingQueue(t *testing.T, q *pendingQueue, live, asked []queueKey) {
 	if ok != (len(live) > 0) {
 		t.Errorf("first ok %v with %d entries", ok, len(live))
 	}
-	if ok && (linearAhead(head) != 0 || r.queued != head) {
-		t.Errorf("first %v (record at %v) is not the head", head, r.queued)
+	if ok && (linearAhead(head) != 0 || r.queued.key != head) {
+		t.Errorf("first %v (record at %v) is not the head", head, r.queued.key)
 	}
 	for _, k := range asked {
 		if got, want := q.ahead(k), linearAhead(k); got != want {
@@ -154,7 +156,7 @@ func TestPendingQueueStaysShallow(t *testing.T) {
 	const n = 1 << 16
 	for seq := range uint64(n) {
 		k := queueKey{order: (t0.Add(time.Duration(seq))).UnixNano(), seq: seq + 1}
-		q.push(k, nil)
+		q.push(new(pendingNode), k, nil)
 	}
 	var depth func(*pendingNode) int
 	depth = func(n *pendingNode) int {

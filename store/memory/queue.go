@@ -34,8 +34,8 @@ func (s *Store) QueuePositions(_ context.Context, ids []string) ([]int, error) {
 	out := make([]int, len(ids))
 	for i, id := range ids {
 		out[i] = -1
-		if r, ok := s.tasks[id]; ok && r.task.Status == imagegen.StatusPending && r.queued.seq != 0 {
-			out[i] = s.fair.ahead(r.fair)
+		if r, ok := s.tasks[id]; ok && r.task.Status == imagegen.StatusPending && r.queuedNow() {
+			out[i] = s.fair.ahead(r.fair.key)
 		}
 	}
 	return out, nil

@@ -126,7 +126,7 @@ func checkQueue(ctx context.Context, t *testing.T, s *Store, ids []string) {
 func linearQueue(s *Store, ids []string) ([]int, imagegen.QueueStats) {
 	now := s.lock()
 	defer s.mu.Unlock()
-	key := func(r *record) queueKey { return r.fair }
+	key := func(r *record) queueKey { return r.fair.key }
 	var pending []*record
 	st := imagegen.QueueStats{}
 	for _, r := range s.tasks {
@@ -168,7 +168,7 @@ func linearHead(s *Store) string {
 		if r.task.Status != imagegen.StatusPending || r.task.RunAfter.After(now) {
 			continue
 		}
-		if head == nil || r.fair.before(head.fair) {
+		if head == nil || r.fair.key.before(head.fair.key) {
 			head = r
 		}
 	}

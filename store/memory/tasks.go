@@ -55,8 +55,7 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 // of its owner's line in fair-share order (a new tag); s.mu is held.
 func (s *Store) enqueue(r *record) {
 	s.seq++
-	r.queued = queueKey{order: r.task.RunAfter.UnixNano(), seq: s.seq}
-	s.pending.push(r.queued, r)
+	s.pending.push(&r.queued, queueKey{order: r.task.RunAfter.UnixNano(), seq: s.seq}, r)
 	o := s.owner(r.task.Owner)
 	base := s.vtime
 	if o.pending > 0 {
@@ -64,17 +63,19 @@ func (s *Store) enqueue(r *record) {
 	}
 	o.last = base + storekit.Stride(o.weight)
 	o.pending++
-	r.fair = queueKey{order: o.last, seq: s.seq}
-	s.fair.push(r.fair, r)
+	s.fair.push(&r.fair, queueKey{order: o.last, seq: s.seq}, r)
 }
+
+// queuedNow reports whether r is in the pending queues.
+func (r *record) queuedNow() bool { return r.queued.key.seq != 0 }
 
 // dequeue takes r out of the pending queues, if it is there; s.mu is
 // held.
 func (s *Store) dequeue(r *record) {
-	if r.queued.seq != 0 {
-		s.pending.remove(r.queued)
-		s.fair.remove(r.fair)
-		r.queued, r.fair = queueKey{}, queueKey{}
+	if r.queuedNow() {
+		s.pending.remove(r.queued.key)
+		s.fair.remove(r.fair.key)
+		r.queued, r.fair = pendingNode{}, pendingNode{} // no pointers left into the queues
 		s.owner(r.task.Owner).pending--
 	}
 }
