@@ -102,6 +102,7 @@ func TestAdminFlagErrors(t *testing.T) {
 		{[]string{"worker", "-redis", "redis://127.0.0.1:1/0", "-redis-wait-replicas", "-1"}, "-redis-wait-replicas must not be negative"},
 		{[]string{"serve", "-log-format", "xml"}, "-log-format must be text or json"},
 		{[]string{"serve", "-log-flush", "-1s"}, "-log-flush must not be negative"},
+		{[]string{"worker", "-redis", "redis://127.0.0.1:1/0", "-gc-floor", "-1"}, "-gc-floor must be 0 to 1048576 (MiB)"},
 		{[]string{"serve", "-placeholder-size", "8"}, "-placeholder-size must be 16 to 4096"},
 		{[]string{"worker", "-log-level", "loud"}, "-log-level must be debug, info, warn or error"},
 		{[]string{"inspect", "list", "-redis", "redis://127.0.0.1:1/0", "-since", "yesterday"}, "-since \"yesterday\": want an RFC 3339 time"},

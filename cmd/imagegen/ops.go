@@ -30,13 +30,19 @@ type opsConfig struct {
 	logLevel  string
 	// logFlush is the longest a log line waits in the buffer (logbuf).
 	logFlush time.Duration
+	// gcFloorMiB is the heap floor (gcfloor.Keep), in MiB.
+	gcFloorMiB int
 }
+
+// defaultGCFloorMiB is -gc-floor's default.
+const defaultGCFloorMiB = 16
 
 func (c *opsConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.adminAddr, "admin-addr", "", "listen address of the admin listener: /metrics (Prometheus), /healthz, /readyz and, with -pprof, /debug/pprof/ (empty: none; keep it off the public network)")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve /debug/pprof/ on -admin-addr")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "least level logged: debug, info, warn or error")
+	fs.IntVar(&c.gcFloorMiB, "gc-floor", defaultGCFloorMiB, "MiB of heap the garbage collector counts as live without scanning it, so that while the live heap is small it collects once per that much allocated rather than at every few MiB (memory never written: the cost is the garbage the longer interval lets pile up, up to about this much more resident memory); 0 for none")
 	fs.DurationVar(&c.logFlush, "log-flush", logbuf.DefaultInterval, "the longest an info or debug log line waits in memory before it is written (lines are written in batches, so that a line per request costs no system call; warnings and errors, and the buffer at exit, are written at once); 0 writes each line as it comes")
 }
 
@@ -49,6 +55,9 @@ func (c opsConfig) validate() error {
 	}
 	if c.logFlush < 0 {
 		return errors.New("-log-flush must not be negative")
+	}
+	if c.gcFloorMiB < 0 || c.gcFloorMiB > 1<<20 {
+		return errors.New("-gc-floor must be 0 to 1048576 (MiB)")
 	}
 	if c.pprof && c.adminAddr == "" {
 		return errors.New("-pprof needs -admin-addr (pprof is never served on the API listener)")

@@ -17,6 +17,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/console"
 	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/internal/gcfloor"
 	"github.com/imagegen/imagegen/internal/weburl"
 	"github.com/imagegen/imagegen/server"
 )
@@ -109,6 +110,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	defer gcfloor.Keep(c.gcFloorMiB << 20)()
 	log, logs := c.logger(stderr)
 	defer logs.Close() // last: the buffered lines of the shutdown too
 

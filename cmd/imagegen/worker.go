@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"io"
+
+	"github.com/imagegen/imagegen/internal/gcfloor"
 )
 
 // workerFlags is worker's flag set, filling c.
@@ -32,6 +34,7 @@ func worker(ctx context.Context, args []string, getenv func(string) string, _, s
 	if c.workers == 0 {
 		return errors.New("-workers must be at least 1 for a worker process")
 	}
+	defer gcfloor.Keep(c.gcFloorMiB << 20)()
 	log, logs := c.logger(stderr)
 	defer logs.Close() // last: the buffered lines of the shutdown too
 	svc, rt, err := openService(ctx, c, getenv, log)
