@@ -1,7 +1,8 @@
 -- allow: one request for one key of the Redis limiter (see Limiter.Allow).
 --
--- KEYS[1]  the key's sorted set: one member per accepted request in the
---          window, scored by its time in microseconds
+-- KEYS[1]  the key's log: the times (µs) of its accepted requests that may
+--          still be in the window, oldest first, each as 16 decimal
+--          digits, in one string
 -- ARGV[1]  now in microseconds, or '' to read the server's clock (TIME)
 -- ARGV[2]  window in microseconds
 -- ARGV[3]  limit
@@ -11,8 +12,12 @@
 -- time (µs) at which one more request will be allowed (0 if count < limit),
 -- now (µs) as used}.
 --
--- Times in microseconds are turned into strings with '%.0f': Lua's own
--- conversion (tostring, ..) uses '%.14g' and would lose their low digits.
+-- An accepted request costs a GET and a SET (with the key's TTL); a
+-- refused one only the GET. The log is in time order, so the requests
+-- still in the window are found by a binary search, and an accepted one
+-- drops those that have left it and appends its own time. Times are
+-- written with '%016.0f' (Lua's own conversion uses '%.14g' and would
+-- lose their low digits); 16 digits of microseconds last until 2286.
 local key = KEYS[1]
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
@@ -25,35 +30,41 @@ else
   now = tonumber(ARGV[1])
 end
 
+local width = 16
+local log = redis.call('GET', key) or ''
+local n = #log / width
+local function at(i) -- the i-th time of the log, from 0
+  return tonumber(string.sub(log, width * i + 1, width * i + width))
+end
+
 -- Times never go back within a key: a request made while the clock reads
 -- earlier than the newest one (a clock stepped back, or another process
--- passing its own time) counts at the newest one. This also makes the
--- member names below unique.
-local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
-if newest then
-  newest = tonumber(newest)
+-- passing its own time) counts at the newest one.
+if n > 0 then
+  local newest = at(n - 1)
   if newest > now then now = newest end
 end
 
--- A request made at t stops counting at t + window.
-redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now - window))
-local count = redis.call('ZCARD', key)
+-- A request made at t stops counting at t + window: the first one still
+-- counting is the first later than now - window.
+local first, hi, cut = 0, n, now - window
+while first < hi do
+  local mid = math.floor((first + hi) / 2)
+  if at(mid) > cut then hi = mid else first = mid + 1 end
+end
+local count = n - first
 
 local allowed = 0
 if count < limit then
-  -- Unique: members made at one time differ in count, which only grows
-  -- while the time stays the same.
-  redis.call('ZADD', key, string.format('%.0f', now), string.format('%.0f-%d', now, count))
-  redis.call('PEXPIRE', key, ARGV[4])
-  count = count + 1
-  allowed = 1
+  log = string.sub(log, width * first + 1) .. string.format('%016.0f', now)
+  redis.call('SET', key, log, 'PX', ARGV[4])
+  first, count, allowed = 0, count + 1, 1
 end
 
 -- With no request left, one more is allowed when enough of the oldest
 -- have left the window to bring count below limit.
 local free = 0
 if count >= limit then
-  local at = redis.call('ZRANGE', key, count - limit, count - limit, 'WITHSCORES')[2]
-  free = tonumber(at) + window
+  free = at(first + count - limit) + window
 end
 return {allowed, count, free, now}

@@ -58,6 +58,6 @@ func ExampleNew() {
 	// allowed=true remaining=0 reset=1m0s retry-after=0s
 	// allowed=false remaining=0 reset=1m0s retry-after=1m0s
 	// other process: allowed=false retry-after=1m0s
-	// keys: [{imagegen:rl:user-1}]
+	// keys: [{imagegen:rl:user-1}:log]
 	// keys after a minute: []
 }

@@ -68,10 +68,18 @@ func (c Config) validate() error {
 // rolling Window, counted across all processes, with the same answers as
 // [github.com/imagegen/imagegen/ratelimit.Memory] (see its Allow).
 //
-// Each key is a sorted set of the times of its accepted requests in the
-// window, named "{" + Prefix + key + "}" (a hash tag, for Redis Cluster).
-// One Lua script per Allow expires old requests, counts and records, so
-// concurrent requests from any number of processes never exceed the limit.
+// Each key is one string, named "{" + Prefix + key + "}:log" (a hash tag,
+// for Redis Cluster): the times of its accepted requests that may still
+// be in the window, oldest first, 16 digits each. One Lua script per
+// Allow reads it (GET), finds the requests still in the window by a
+// binary search and, when the request is accepted, writes the log back
+// without those that left it and with the request's time (SET, with the
+// key's TTL); a refusal writes nothing. Concurrent requests from any
+// number of processes never exceed the limit. (Before, each key was a
+// sorted set named without ":log", which took six commands an Allow;
+// the new name keeps a process of the old version and one of this
+// version from reading each other's keys during an upgrade: for one
+// Window they count apart.)
 // The script runs of Allow calls made together in one process go to
 // Redis in one pipeline (group commit: calls that arrive while a pipeline
 // is in flight make up the next), so they share one round trip and the
@@ -138,7 +146,8 @@ func New(rdb goredis.UniversalClient, cfg Config) (*Limiter, error) {
 // how many requests are in the window after it, when one more will be
 // allowed (µs; 0 while count < limit) and the time it used (µs).
 //
-//	KEYS[1]  the key's sorted set: accepted requests scored by time (µs)
+//	KEYS[1]  the key's log: the times (µs) of its accepted requests that
+//	         may still be in the window, oldest first, 16 digits each
 //	ARGV[1]  now (µs), or "" to read the server's clock with TIME
 //	ARGV[2]  window (µs)
 //	ARGV[3]  limit
@@ -208,10 +217,10 @@ func (r *Limiter) args(c allowCall) []any {
 // and tests that clean up after themselves.
 func (r *Limiter) KeyPattern() string { return "{" + redisglob.Escape(r.prefix) + "*" }
 
-// redisKey names key's sorted set, wrapped in a hash tag for Cluster. A
-// key holding "}" only shortens the tag, which is harmless: each script
-// run touches that one key.
-func (r *Limiter) redisKey(key string) string { return "{" + r.prefix + key + "}" }
+// redisKey names key's log, in a hash tag for Cluster. A key holding "}"
+// only shortens the tag, which is harmless: each script run touches that
+// one key.
+func (r *Limiter) redisKey(key string) string { return "{" + r.prefix + key + "}:log" }
 
 // ceilMillis rounds d up to whole milliseconds.
 func ceilMillis(d time.Duration) int64 {
