@@ -17,6 +17,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/console"
 	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/internal/coarsedeadline"
 	"github.com/imagegen/imagegen/internal/gcfloor"
 	"github.com/imagegen/imagegen/internal/weburl"
 	"github.com/imagegen/imagegen/server"
@@ -188,7 +189,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	_ = logs.Flush() // the address, at once
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	// The server's timeouts set four deadlines a request: kept as plain
+	// values and applied by one sweeper once they pass (within 250ms of
+	// their time), they cost no clock read and timer change each.
+	go func() { serveErr <- srv.Serve(coarsedeadline.Listen(ln, coarsedeadline.Config{})) }()
 	select {
 	case err = <-serveErr:
 	case <-ctx.Done():
