@@ -17,8 +17,8 @@
 //
 // The same answers with the state shared by every process come from
 // package [github.com/imagegen/imagegen/ratelimit/redis] (a string of
-// request times per key, one Lua script per Allow, time read inside
-// Redis) and package
+// request times per key, or a sorted set for limits above 64, one Lua
+// script per Allow, time read inside Redis) and package
 // [github.com/imagegen/imagegen/ratelimit/postgres] (a row per key in the
 // store's schema, one function call per Allow), for a deployment that
 // runs only PostgreSQL. They are packages of their own, as the stores

@@ -265,6 +265,16 @@ func TestKeyLayout(t *testing.T) {
 	is.NoErr(err)
 	at := fmt.Sprintf("%016d", start.UnixMicro())
 	is.Equal(log, at+at) // miniredis's clock has not moved
+
+	// Above MaxLogLimit, a key is a sorted set: one member per request,
+	// scored by its time in microseconds.
+	big := newRedis(t, rdb, redis.Config{Limit: redis.MaxLogLimit + 1, Prefix: "big:"})
+	_, err = big.Allow(ctx, "user-3")
+	is.NoErr(err)
+	zs, err := rdb.ZRangeWithScores(ctx, "{big:user-3}", 0, -1).Result()
+	is.NoErr(err)
+	is.Equal(len(zs), 1)
+	is.Equal(zs[0].Score, float64(start.UnixMicro()))
 }
 
 // TestClockStepsBack: a request made while the server's clock reads

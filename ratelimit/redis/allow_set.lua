@@ -1,0 +1,59 @@
+-- allow: one request for one key of the Redis limiter (see Limiter.Allow).
+--
+-- KEYS[1]  the key's sorted set: one member per accepted request in the
+--          window, scored by its time in microseconds
+-- ARGV[1]  now in microseconds, or '' to read the server's clock (TIME)
+-- ARGV[2]  window in microseconds
+-- ARGV[3]  limit
+-- ARGV[4]  time to live of the key in milliseconds
+--
+-- Returns {allowed (0 or 1), count in the window after this request,
+-- time (µs) at which one more request will be allowed (0 if count < limit),
+-- now (µs) as used}.
+--
+-- Times in microseconds are turned into strings with '%.0f': Lua's own
+-- conversion (tostring, ..) uses '%.14g' and would lose their low digits.
+local key = KEYS[1]
+local window = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
+
+local now
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[1])
+end
+
+-- Times never go back within a key: a request made while the clock reads
+-- earlier than the newest one (a clock stepped back, or another process
+-- passing its own time) counts at the newest one. This also makes the
+-- member names below unique.
+local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+if newest then
+  newest = tonumber(newest)
+  if newest > now then now = newest end
+end
+
+-- A request made at t stops counting at t + window.
+redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now - window))
+local count = redis.call('ZCARD', key)
+
+local allowed = 0
+if count < limit then
+  -- Unique: members made at one time differ in count, which only grows
+  -- while the time stays the same.
+  redis.call('ZADD', key, string.format('%.0f', now), string.format('%.0f-%d', now, count))
+  redis.call('PEXPIRE', key, ARGV[4])
+  count = count + 1
+  allowed = 1
+end
+
+-- With no request left, one more is allowed when enough of the oldest
+-- have left the window to bring count below limit.
+local free = 0
+if count >= limit then
+  local at = redis.call('ZRANGE', key, count - limit, count - limit, 'WITHSCORES')[2]
+  free = tonumber(at) + window
+end
+return {allowed, count, free, now}
