@@ -15,7 +15,6 @@
 package redis
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -123,6 +122,20 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, _ 
 // encode returns the value Put stores for key: the header, then the
 // size bytes of r.
 func (s *Store) encode(key string, r io.Reader, size int64) ([]byte, error) {
+	buf, err := s.header(key, size)
+	if err != nil {
+		return nil, err
+	}
+	buf, err = blobkit.Append(buf, key, r, size)
+	if err != nil {
+		return nil, fmt.Errorf("redis blobs: put %s: %w", key, err)
+	}
+	return buf, nil
+}
+
+// header checks a Put of size bytes under key and returns the value's
+// header, with room for the bytes.
+func (s *Store) header(key string, size int64) ([]byte, error) {
 	if err := imagegen.CheckBlobKey(key); err != nil {
 		return nil, err
 	}
@@ -132,10 +145,6 @@ func (s *Store) encode(key string, r io.Reader, size int64) ([]byte, error) {
 	buf := make([]byte, headerLen, int64(headerLen)+size)
 	copy(buf, magic)
 	binary.BigEndian.PutUint64(buf[len(magic):], uint64(s.clock.Now().UnixMilli()))
-	buf, err := blobkit.Append(buf, key, r, size)
-	if err != nil {
-		return nil, fmt.Errorf("redis blobs: put %s: %w", key, err)
-	}
 	return buf, nil
 }
 
@@ -152,11 +161,11 @@ type Write struct {
 // writes: store/redis sends a success's bytes with the script that
 // records them, and the script checks that Write.Key exists.
 func (s *Store) PreparePut(key string, data []byte) (Write, error) {
-	buf, err := s.encode(key, bytes.NewReader(data), int64(len(data)))
+	buf, err := s.header(key, int64(len(data)))
 	if err != nil {
 		return Write{}, err
 	}
-	return Write{Key: s.rkey(key), value: buf, ttl: s.ttl}, nil
+	return Write{Key: s.rkey(key), value: append(buf, data...), ttl: s.ttl}, nil
 }
 
 // Queue adds w's SET to p.
