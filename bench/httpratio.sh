@@ -11,11 +11,19 @@
 #
 #	cd bench && ./httpratio.sh             # ROUNDS=3 DURATION=5s CONNS=32
 #
+# With BASELINE=/path/to/imagegen (a binary built from another commit),
+# a second serve runs that binary on the same flags, and each round runs
+# bare, then this tree's serve, then the baseline's, so that the two
+# commits are measured in the same run. NICE=-15 runs the servers and wrk
+# at that niceness (root only), which keeps other processes on a shared
+# machine from taking their turns.
+#
 # Needs wrk (Debian package wrk). Listens on 127.0.0.1:18090-18092 and
 # stops the servers it started, by their PIDs, when it exits.
 set -euo pipefail
 cd "$(dirname "$0")"
 ROUNDS=${ROUNDS:-3} DURATION=${DURATION:-5s} CONNS=${CONNS:-32} THREADS=${THREADS:-2}
+nice=(nice -n "${NICE:-0}")
 export KEY=bench-key-0123456789abcdef
 dir=$(mktemp -d)
 pids=()
@@ -24,23 +32,35 @@ trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev
 (cd .. && go build -o "$dir/imagegen" ./cmd/imagegen)
 go build -o "$dir/barehttp" ./barehttp
 
-"$dir/barehttp" -addr 127.0.0.1:18090 -key "$KEY" >"$dir/bare-task" &
+"${nice[@]}" "$dir/barehttp" -addr 127.0.0.1:18090 -key "$KEY" >"$dir/bare-task" &
 pids+=($!)
 # serve's defaults but for what a load test needs: a rate limit, a grant
 # and a cap on pending tasks it will not reach, and no workers (the HTTP
 # path alone).
-"$dir/imagegen" serve -addr 127.0.0.1:18091 -admin-addr 127.0.0.1:18092 -demo-key "$KEY" \
-	-demo-credits 1000000000000 -rate-limit 1000000000 -max-pending 0 -workers 0 ${SERVE_FLAGS:-} 2>"$dir/serve.log" &
-pids+=($!)
-for port in 18090 18091; do
+startServe() { # startServe BINARY PORT LOG
+	"${nice[@]}" "$1" serve -addr "127.0.0.1:$2" -admin-addr "127.0.0.1:$(($2 + 1))" -demo-key "$KEY" \
+		-demo-credits 1000000000000 -rate-limit 1000000000 -max-pending 0 -workers 0 ${SERVE_FLAGS:-} 2>"$3" &
+	pids+=($!)
+}
+startServe "$dir/imagegen" 18091 "$dir/serve.log"
+ports=(18090 18091)
+if [[ -n ${BASELINE:-} ]]; then
+	startServe "$BASELINE" 18093 "$dir/baseline.log"
+	ports+=(18093)
+fi
+for port in "${ports[@]}"; do
 	for _ in $(seq 1 100); do
 		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
 		sleep 0.1
 	done
 done
-task=$(curl -sf -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
-	-d '{"scene":"text-to-image","prompt":"poll me"}' http://127.0.0.1:18091/api/v1/generate |
-	sed -n 's/.*"task_id":"\([^"]*\)".*/\1/p')
+pollTask() { # pollTask PORT: a task submitted to the serve on PORT, to poll
+	curl -sf -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+		-d '{"scene":"text-to-image","prompt":"poll me"}' "http://127.0.0.1:$1/api/v1/generate" |
+		sed -n 's/.*"task_id":"\([^"]*\)".*/\1/p'
+}
+task=$(pollTask 18091)
+[[ -n ${BASELINE:-} ]] && baselineTask=$(pollTask 18093)
 
 cputicks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime+stime of PID $1, in clock ticks
 # run PID URL SCRIPT TASK: one wrk run against the server PID; prints its
@@ -48,7 +68,7 @@ cputicks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime+stime of PID $1,
 run() {
 	local before after out
 	before=$(cputicks "$1")
-	out=$(TASK=$4 wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s "wrk/$3.lua" "$2")
+	out=$(TASK=$4 "${nice[@]}" wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s "wrk/$3.lua" "$2")
 	after=$(cputicks "$1")
 	if grep -q Non-2xx <<<"$out"; then echo "non-2xx answers from $2: $out" >&2; exit 1; fi
 	awk -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" '
@@ -61,7 +81,12 @@ for endpoint in poll submit; do
 		read -r bare bcpu < <(run "${pids[0]}" http://127.0.0.1:18090 "$endpoint" "$(cat "$dir/bare-task")")
 		read -r ours ocpu < <(run "${pids[1]}" http://127.0.0.1:18091 "$endpoint" "$task")
 		awk -v e="$endpoint" -v r="$round" -v b="$bare" -v o="$ours" -v bc="$bcpu" -v oc="$ocpu" 'BEGIN {
-			printf "%s round %s: bare %d req/s (%.1f µs CPU each), serve %d req/s (%.1f µs): %.2fx the rate, %.2fx the CPU per request\n", e, r, b, bc, o, oc, o/b, oc/bc }' 
+			printf "%s round %s: bare %d req/s (%.1f µs CPU each), serve %d req/s (%.1f µs): %.2fx the rate, %.2fx the CPU per request\n", e, r, b, bc, o, oc, o/b, oc/bc }'
+		if [[ -n ${BASELINE:-} ]]; then
+			read -r base basecpu < <(run "${pids[2]}" http://127.0.0.1:18093 "$endpoint" "$baselineTask")
+			awk -v e="$endpoint" -v r="$round" -v b="$bare" -v o="$base" -v bc="$bcpu" -v oc="$basecpu" 'BEGIN {
+				printf "%s round %s: baseline serve %d req/s (%.1f µs): %.2fx the rate, %.2fx the CPU per request\n", e, r, o, oc, o/b, oc/bc }'
+		fi
 	done
 done
 echo "serve's log: $(wc -l <"$dir/serve.log") lines"
