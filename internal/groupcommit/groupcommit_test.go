@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 // Concurrent calls share batches, each gets its own result, and no batch
@@ -51,6 +52,7 @@ func TestCallsShareBatches(t *testing.T) {
 		if total != calls || len(sizes) != 1+(queued+7)/8 {
 			t.Fatalf("batches %v: want the %d calls queued behind the first batch in batches of 8", sizes, queued)
 		}
+		waitIdle(t, b) // the flushers end after lingering
 	})
 }
 
@@ -84,6 +86,52 @@ func TestCancelledCallIsDropped(t *testing.T) {
 			t.Fatalf("the cancelled call ran (%d)", got)
 		default:
 		}
+		waitIdle(t, b) // the flushers end after lingering
+	})
+}
+
+// waitIdle sleeps (in a synctest bubble's time) until b's flushers have
+// lingered and ended, and fails the test if any is left.
+func waitIdle[Req, Res any](t *testing.T, b *Batcher[Req, Res]) {
+	t.Helper()
+	time.Sleep(linger + time.Millisecond)
+	synctest.Wait()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.flushers != 0 || b.idle != 0 {
+		t.Fatalf("%d flushers (%d idle) left after lingering", b.flushers, b.idle)
+	}
+}
+
+// A flusher that finds the queue empty lingers: a call made meanwhile
+// goes in its next batch, with no new flusher; it ends once linger
+// passes with nothing to do.
+func TestFlusherLingers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		batches := 0
+		b := &Batcher[int, int]{MaxBatch: 8, MaxInFlight: 2, Run: func(_ context.Context, batch []*Call[int, int]) {
+			batches++
+			for _, c := range batch {
+				c.Res = c.Req + 1
+			}
+		}}
+		for i := range 3 {
+			if got, err := b.Do(context.Background(), i); err != nil || got != i+1 {
+				t.Fatalf("call %d: %d, %v", i, got, err)
+			}
+			synctest.Wait() // the flusher is lingering
+			b.mu.Lock()
+			flushers, idle := b.flushers, b.idle
+			b.mu.Unlock()
+			if flushers != 1 || idle != 1 {
+				t.Fatalf("after call %d: %d flushers, %d idle; want the one flusher lingering", i, flushers, idle)
+			}
+			time.Sleep(linger / 2) // within linger: the next call wakes it
+		}
+		if batches != 3 {
+			t.Fatalf("%d batches, want 3", batches)
+		}
+		waitIdle(t, b)
 	})
 }
 
