@@ -141,7 +141,7 @@ func TestASweptDeadlineInterruptsARead(t *testing.T) {
 	l, c := accepted(t, a)
 	defer c.Close()
 	now := time.Now()
-	l.sweepOnce(now.Add(-time.Hour)) // the sweeper's clock an hour behind
+	l.sweepOnce(now.Add(-time.Hour))                                 // the sweeper's clock an hour behind
 	if err := c.SetReadDeadline(now.Add(-time.Minute)); err != nil { // not passed by its clock
 		t.Fatal(err)
 	}
