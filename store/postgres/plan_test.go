@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/testenv/pgtest"
@@ -53,23 +54,7 @@ func genericPlan(t *testing.T, statement, types, args string) string {
 func TestCompleteFindsTasksByID(t *testing.T) {
 	ctx := context.Background()
 	s := pgtest.NewStore(t, pgtest.Connect(t), postgres.Config{})
-	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "o", Kind: imagegen.LedgerGrant, Amount: 2000, Ref: "g"}); err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	for g := range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := g; i < 2000; i += 16 {
-				if _, err := s.CreateTask(ctx, newTask(fmt.Sprintf("t%04d", i), "o"), imagegen.CreateParams{}); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	createTasks(t, s, 2000)
 	for range 20 {
 		if _, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Minute, N: 50}); err != nil {
 			t.Fatal(err)
@@ -81,4 +66,86 @@ func TestCompleteFindsTasksByID(t *testing.T) {
 	if strings.Contains(plan, "tasks_leases") || !strings.Contains(plan, "tasks_pkey") {
 		t.Errorf("the success does not find its tasks by id:\n%s", plan)
 	}
+}
+
+// A claim walks the fair queue in order and stops after the tasks it
+// takes, on a table PostgreSQL has no statistics of, where a LIMIT
+// query's plan read and sorted every pending task (migration 14). The
+// plan is read with auto_explain, which logs the plans of the
+// statements inside claim_free; the test skips when the server has no
+// auto_explain.
+func TestClaimWalksTheQueueInOrder(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Connect(t)
+	s := pgtest.NewStore(t, pool, postgres.Config{})
+	createTasks(t, s, 2000)
+	cfg, err := pgx.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var plans []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		plans = append(plans, n.Message)
+		mu.Unlock()
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "LOAD 'auto_explain'"); err != nil {
+		t.Skipf("no auto_explain: %v", err)
+	}
+	if _, err := conn.Exec(ctx, `SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on;
+		SET auto_explain.log_level = notice`); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s.claim_free(now(), interval '1 minute', 8)",
+		pgx.Identifier{s.Schema()}.Sanitize())).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 8 {
+		t.Fatalf("claimed %d tasks, want 8", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	found := false
+	for _, p := range plans {
+		if !strings.Contains(p, "FOR UPDATE SKIP LOCKED") || !strings.Contains(p, "ORDER BY p.tag, p.seq") {
+			continue
+		}
+		found = true
+		if !strings.Contains(p, "Index Scan using tasks_fair") || strings.Contains(p, "Sort") {
+			t.Errorf("the claim does not walk the fair queue in order:\n%s", p)
+		}
+	}
+	if !found {
+		t.Fatalf("no plan of the claim's queue scan among %d logged", len(plans))
+	}
+}
+
+// createTasks submits n tasks of one owner, t0000 on, 16 at a time.
+func createTasks(t *testing.T, s *postgres.Store, n int) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "o", Kind: imagegen.LedgerGrant, Amount: int64(n), Ref: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < n; i += 16 {
+				if _, err := s.CreateTask(ctx, newTask(fmt.Sprintf("t%04d", i), "o"), imagegen.CreateParams{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
