@@ -18,17 +18,7 @@
 -- drops those that have left it and appends its own time. Times are
 -- written with '%016.0f' (Lua's own conversion uses '%.14g' and would
 -- lose their low digits); 16 digits of microseconds last until 2286.
-local key = KEYS[1]
-local window = tonumber(ARGV[2])
-local limit = tonumber(ARGV[3])
-
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
+-- (allow_args.lua comes first: key, window, limit and now are set.)
 
 local width = 16
 local log = redis.call('GET', key) or ''

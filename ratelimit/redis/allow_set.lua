@@ -13,17 +13,7 @@
 --
 -- Times in microseconds are turned into strings with '%.0f': Lua's own
 -- conversion (tostring, ..) uses '%.14g' and would lose their low digits.
-local key = KEYS[1]
-local window = tonumber(ARGV[2])
-local limit = tonumber(ARGV[3])
-
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
+-- (allow_args.lua comes first: key, window, limit and now are set.)
 
 -- Times never go back within a key: a request made while the clock reads
 -- earlier than the newest one (a clock stepped back, or another process

@@ -132,7 +132,7 @@ func New(rdb goredis.UniversalClient, cfg Config) (*Limiter, error) {
 	}
 	r := &Limiter{
 		rdb:       rdb,
-		allow:     goredis.NewScript(allowLog),
+		allow:     goredis.NewScript(allowArgs + allowLog),
 		limit:     cfg.Limit,
 		window:    cfg.Window,
 		prefix:    cfg.Prefix,
@@ -143,7 +143,7 @@ func New(rdb goredis.UniversalClient, cfg Config) (*Limiter, error) {
 		ttlArg:    strconv.FormatInt(ceilMillis(ttl), 10),
 	}
 	if cfg.Limit > MaxLogLimit {
-		r.allow, r.suffix = goredis.NewScript(allowSet), ""
+		r.allow, r.suffix = goredis.NewScript(allowArgs + allowSet), ""
 	}
 	r.calls = groupcommit.Batcher[allowCall, []int64]{Run: r.runCalls, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
 	return r, nil
@@ -159,7 +159,12 @@ func New(rdb goredis.UniversalClient, cfg Config) (*Limiter, error) {
 //	ARGV[2]  window (µs)
 //	ARGV[3]  limit
 //	ARGV[4]  the key's time to live (ms)
+//
+// Each is allow_args.lua (the arguments and the time) followed by its own
+// part.
 var (
+	//go:embed allow_args.lua
+	allowArgs string
 	//go:embed allow_log.lua
 	allowLog string
 	//go:embed allow_set.lua
