@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ClaimOldestReadyFirst", testClaimOrder},
 		{"ClaimTasksTakesUpToNInOrder", testClaimTasks},
 		{"ClaimedTaskIsTheStoredTask", testClaimedTaskIsTheStoredTask},
+		{"CompleteWithBytes", testCompleteWithBytes},
 		{"ConcurrentClaimsTakeEachTaskOnce", testConcurrentClaims},
 		{"FairShareAcrossOwners", acrossShards(testFairShare)},
 		{"NewOwnerWaitsOneTurn", testNewOwnerWaitsOneTurn},
