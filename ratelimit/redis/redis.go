@@ -143,7 +143,7 @@ func New(rdb goredis.UniversalClient, cfg Config) (*Limiter, error) {
 		ttlArg:    strconv.FormatInt(ceilMillis(ttl), 10),
 	}
 	if cfg.Limit > MaxLogLimit {
-		r.allow, r.suffix = goredis.NewScript(allowArgs + allowSet), ""
+		r.allow, r.suffix = goredis.NewScript(allowArgs+allowSet), ""
 	}
 	r.calls = groupcommit.Batcher[allowCall, []int64]{Run: r.runCalls, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
 	return r, nil
