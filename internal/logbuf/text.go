@@ -35,14 +35,18 @@ func NewTextHandler(w io.Writer, opts *slog.HandlerOptions) slog.Handler {
 	if level == nil {
 		level = slog.LevelInfo
 	}
-	return &textHandler{w: w, mu: &sync.Mutex{}, level: level, slow: slow, clock: &clockCache{}}
+	h := &textHandler{w: w, level: level, slow: slow, clock: &clockCache{}}
+	if _, ok := w.(*Writer); !ok { // a Writer takes each line under its own lock
+		h.mu = &sync.Mutex{}
+	}
+	return h
 }
 
 // textHandler formats the records it can itself and hands the others to
 // slow, the slog text handler with the same options and attributes.
 type textHandler struct {
 	w     io.Writer
-	mu    *sync.Mutex // shared by the handlers derived from one (WithAttrs)
+	mu    *sync.Mutex // shared by the handlers derived from one (WithAttrs); nil on a *Writer
 	level slog.Leveler
 	slow  slog.Handler
 	pre   []byte // the attributes of WithAttrs, formatted, each with its leading space
@@ -127,6 +131,10 @@ func (h *textHandler) appendHead(b []byte, t time.Time, level slog.Level, msg st
 // write ends the line in *bp and writes it.
 func (h *textHandler) write(bp *[]byte) error {
 	*bp = append(*bp, '\n')
+	if h.mu == nil {
+		_, err := h.w.Write(*bp)
+		return err
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	_, err := h.w.Write(*bp)
