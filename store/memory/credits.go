@@ -13,9 +13,17 @@ import (
 type account struct {
 	owner   string
 	balance int64
-	entries []entry
+	// entries are the ledger in chunks of entryChunk: appending never
+	// copies the chunks before (one slice grown by append would copy the
+	// whole ledger at each growth, about four times an entry's size of
+	// garbage an append once it is long). n counts them.
+	entries [][]entry
+	n       int
 	refs    map[string]struct{}
 }
+
+// entryChunk is how many ledger entries an account keeps in one slice.
+const entryChunk = 1024
 
 // entry is a ledger entry as its account keeps it: the owner is the
 // account's and the ID the entry's position (from 1), both filled in
@@ -31,7 +39,7 @@ type entry struct {
 // entry returns the ledger entry at index i, as the store's callers see
 // it.
 func (a *account) entry(i int) imagegen.LedgerEntry {
-	e := a.entries[i]
+	e := a.entries[i/entryChunk][i%entryChunk]
 	return imagegen.LedgerEntry{ID: strconv.Itoa(i + 1), Owner: a.owner, Kind: e.kind, Amount: e.amount, Ref: e.ref, At: e.at, BalanceAfter: e.balanceAfter}
 }
 
@@ -59,7 +67,16 @@ func (s *Store) appendEntry(e imagegen.LedgerEntry, now time.Time) (int64, error
 		return a.balance, imagegen.ErrInsufficientCredits
 	}
 	a.balance += e.Amount
-	a.entries = append(a.entries, entry{kind: e.Kind, amount: e.Amount, balanceAfter: a.balance, ref: e.Ref, at: now})
+	if a.n%entryChunk == 0 {
+		var chunk []entry // the first grows as appended to: most ledgers are short
+		if a.n > 0 {
+			chunk = make([]entry, 0, entryChunk)
+		}
+		a.entries = append(a.entries, chunk)
+	}
+	last := &a.entries[len(a.entries)-1]
+	*last = append(*last, entry{kind: e.Kind, amount: e.Amount, balanceAfter: a.balance, ref: e.Ref, at: now})
+	a.n++
 	a.refs[e.Ref] = struct{}{}
 	return a.balance, nil
 }
@@ -82,8 +99,8 @@ func (s *Store) Ledger(_ context.Context, owner string) ([]imagegen.LedgerEntry,
 	if a == nil {
 		return nil, nil
 	}
-	out := make([]imagegen.LedgerEntry, len(a.entries))
-	for i := range a.entries {
+	out := make([]imagegen.LedgerEntry, a.n)
+	for i := range a.n {
 		out[i] = a.entry(i)
 	}
 	return out, nil
@@ -99,10 +116,10 @@ func (s *Store) ListLedger(_ context.Context, owner string, limit int, cursor st
 	if a == nil {
 		a = &account{}
 	}
-	end := len(a.entries) // a.entries[:end] are still to be listed
+	end := a.n // entries 0 to end-1 are still to be listed
 	if cursor != "" {
 		n, err := strconv.Atoi(cursor)
-		if err != nil || n < 1 || n > len(a.entries) || strconv.Itoa(n) != cursor {
+		if err != nil || n < 1 || n > a.n || strconv.Itoa(n) != cursor {
 			return imagegen.LedgerPage{}, fmt.Errorf("memory: bad ledger cursor: %w", imagegen.ErrInvalidParams)
 		}
 		end = n - 1

@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,4 +59,40 @@ func TestNewRefusesANegativeRetention(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Config.Retention") {
 		t.Fatalf("New with a negative retention: got %v, want an error naming Config.Retention", err)
 	}
+}
+
+// A long ledger (the entries are kept in chunks of 1024) reads back whole
+// and in order, by Ledger and page by page across the chunks' edges.
+func TestLongLedgerReadsBackInOrder(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s := testenv.Memory(t, memory.Config{})
+	const n = 2500
+	for i := range n {
+		_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 1, Ref: "g" + strconv.Itoa(i)})
+		is.NoErr(err)
+	}
+	all, err := s.Ledger(ctx, "u")
+	is.NoErr(err)
+	is.Equal(len(all), n)
+	for i, e := range all {
+		is.Equal(e.ID, strconv.Itoa(i+1))
+		is.Equal(e.Ref, "g"+strconv.Itoa(i))
+		is.Equal(e.BalanceAfter, int64(i+1))
+		is.Equal(e.Owner, "u")
+	}
+	seen, cursor := n, ""
+	for {
+		page, err := s.ListLedger(ctx, "u", 700, cursor)
+		is.NoErr(err)
+		for _, e := range page.Entries {
+			is.Equal(e, all[seen-1]) // newest first
+			seen--
+		}
+		if page.Next == "" {
+			break
+		}
+		cursor = page.Next
+	}
+	is.Equal(seen, 0)
 }

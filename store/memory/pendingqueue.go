@@ -71,7 +71,22 @@ func (n *pendingNode) each(fn func(queueKey, *record) bool) bool {
 // be queued already.
 func (q *pendingQueue) push(n *pendingNode, k queueKey, rec *record) {
 	*n = pendingNode{key: k, rec: rec, prio: mix64(k.seq), size: 1}
-	q.root = q.root.insert(n)
+	// Down from the root while the nodes' priorities are at least n's,
+	// counting n in each subtree passed, to the link where n goes: as
+	// insert does, but without rewriting every link on the way (each a
+	// pointer write, with a write barrier while the collector marks).
+	link := &q.root
+	for t := *link; t != nil && t.prio >= n.prio; t = *link {
+		t.size++
+		if k.before(t.key) {
+			link = &t.left
+		} else {
+			link = &t.right
+		}
+	}
+	n.left, n.right = (*link).split(k)
+	n.recount()
+	*link = n
 }
 
 // remove takes the entry at k out of the queue and reports whether it
@@ -106,26 +121,6 @@ func (n *pendingNode) count() int {
 
 func (n *pendingNode) recount() {
 	n.size = 1 + n.left.count() + n.right.count()
-}
-
-// insert adds x to the subtree n (which may be nil) and returns the
-// subtree's new root.
-func (n *pendingNode) insert(x *pendingNode) *pendingNode {
-	if n == nil {
-		return x
-	}
-	if x.prio > n.prio {
-		x.left, x.right = n.split(x.key)
-		x.recount()
-		return x
-	}
-	if x.key.before(n.key) {
-		n.left = n.left.insert(x)
-	} else {
-		n.right = n.right.insert(x)
-	}
-	n.size++
-	return n
 }
 
 // split divides the subtree n into the entries before k and the rest.
