@@ -32,8 +32,7 @@ import (
 // largest tag claimed.
 //
 //	KEYS[1] pending  KEYS[2] the index of all tasks  KEYS[3] fair  KEYS[4] vtime  KEYS[5] tseq
-//	KEYS[5+i]  task i's key (1-based); its owner's keys (balance, ledger,
-//	           task index, sched) are named from the owner, once an owner
+//	KEYS[5i+1 .. 5i+5]  task i (1-based): task, balance, ledger, owner's task index, owner's sched
 //	ARGV[1] now  ARGV[2] how long an owner's task index outlives its last task (ms)
 //	ARGV[10i-7 .. 10i+2]  task i: id, owner, request JSON, model, cost,
 //	                    ledger entry JSON up to its time, callback URL or "",
@@ -49,23 +48,23 @@ local out, queued, fair, indexed = {}, {}, {}, {}
 local balances, owners = {}, {} -- owner -> {balance key, value, ledger key, entries, index key, members}
 local scheds = {} -- owner -> {sched key, w, last, pend, pend0}
 local vtime = tonumber(redis.call('GET', KEYS[4]) or '0')
-local n = #KEYS - 5
+local n = (#KEYS - 5) / 5
 local seq = redis.call('INCRBY', KEYS[5], int(n))
 for i = 1, n do
-  local task = KEYS[5 + i]
+  local task = KEYS[5 * i + 1]
   local a = 10 * i - 7
   local id, owner, cost, maxPending = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 9])
   local acct = balances[owner]
   if not acct then
-    local bal = skey(KEYS[1], 'balance:' .. owner)
-    acct = {key = bal, value = tonumber(redis.call('GET', bal) or '0'), ledger = skey(KEYS[1], 'ledger:' .. owner),
-      entries = {}, index = skey(KEYS[1], 'tasks:' .. owner), members = {}}
+    local bal = KEYS[5 * i + 2]
+    acct = {key = bal, value = tonumber(redis.call('GET', bal) or '0'), ledger = KEYS[5 * i + 3],
+      entries = {}, index = KEYS[5 * i + 4], members = {}}
     balances[owner] = acct
     owners[#owners + 1] = owner
   end
   local sched = scheds[owner]
   if not sched then
-    local key = skey(KEYS[1], 'sched:' .. owner)
+    local key = KEYS[5 * i + 5]
     local f = redis.call('HMGET', key, 'w', 'last', 'pend')
     sched = {key = key, w = f[1], last = tonumber(f[2]) or 0, pend = tonumber(f[3]) or 0, pend0 = tonumber(f[3]) or 0}
     scheds[owner] = sched
@@ -143,7 +142,7 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.Cre
 	}
 	res, err := s.creates.Do(ctx, createArgs{
 		shard: sh,
-		key:   sh.task(t.ID),
+		keys:  [5]string{sh.task(t.ID), sh.balance(t.Owner), sh.ledger(t.Owner), sh.ownerTasks(t.Owner), sh.sched(t.Owner)},
 		args: [10]any{t.ID, t.Owner, req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`,
 			t.Request.CallbackURL, storekit.EventsField(t.Request.CallbackEvents), t.RequestID, max(p.MaxPending, 0)},
 	})
@@ -179,8 +178,8 @@ const maxBatchBytes = 16 << 20
 
 // createArgs are one submit's keys and arguments of createScript.
 type createArgs struct {
-	shard keys   // of the owner
-	key   string // the task's
+	shard keys      // of the owner
+	keys  [5]string // the task's, its owner's balance, ledger, task index and sched
 	args  [10]any
 }
 
@@ -214,12 +213,12 @@ func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
 
 // runShardCreates runs createScript for calls of one shard.
 func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCall) {
-	keys := make([]string, 0, 5+len(batch))
+	keys := make([]string, 0, 5+5*len(batch))
 	args := make([]any, 0, 2+10*len(batch))
 	keys = append(keys, sh.pending(), sh.allTasks(), sh.fair(), sh.vtime(), sh.tseq())
 	args = append(args, s.nowArg(), ms(s.retention+24*time.Hour))
 	for _, c := range batch {
-		keys = append(keys, c.Req.key)
+		keys = append(keys, c.Req.keys[:]...)
 		args = append(args, c.Req.args[:]...)
 	}
 	res, err := s.ackedScript(ctx, createScript, keys, args...).Int64Slice()
