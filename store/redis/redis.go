@@ -38,6 +38,17 @@
 // (one shard is exactly the old layout); moving it onto a Cluster is a
 // copy into the sharded layout (MigrateToShards).
 //
+// Round trips: concurrent submits share one run of the create script,
+// and concurrent successes one run of the complete script (group commit:
+// the calls that arrive while earlier runs are in flight make the next
+// one, each still checked on its own); concurrent API-key reads share a
+// pipeline. With the default blob/redis, the store is an
+// imagegen.BytesCompleter: a success's image bytes go in the same round
+// trip as its records (their SETs first, then the script, which records
+// the success only when every one of its bytes keys exists, and deletes
+// them when it does not record it). A claim takes up to ClaimParams.N
+// tasks in one script run.
+//
 // Time: scripts read "now" from the Redis server (TIME), so processes
 // with skewed clocks still agree on leases. Config.Clock replaces it with
 // a clock passed in ARGV, for tests that move time by hand.
