@@ -217,7 +217,7 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 		waitTimeout:  cmp.Or(o.WaitTimeout, DefaultWaitTimeout),
 	}
 	s.creates = groupcommit.Batcher[createArgs, createResult]{Run: s.runCreates, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
-	s.completes = groupcommit.Batcher[completeArgs, struct{}]{Run: s.runCompletes, MaxBatch: maxBatch, MaxInFlight: maxInFlight,
+	s.completes = groupcommit.Batcher[completeArgs, struct{}]{Run: s.runCompletes, MaxBatch: maxBatch, MaxInFlight: maxCompletesInFlight,
 		Size: completeArgs.size, MaxSize: maxBatchBytes}
 	s.keyReads = groupcommit.Batcher[string, map[string]string]{Run: s.runKeyReads, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
 	n := o.Shards
