@@ -12,8 +12,9 @@
 // or writes fail with a timeout as it would have at the deadline. A
 // deadline therefore fires between its time and one Resolution later,
 // never before. A deadline already in the past (net/http sets one to
-// interrupt a read) and the zero time (no deadline) reach the underlying
-// connection at once, as without the wrapper.
+// interrupt a read) or at the present (a websocket library interrupting
+// a read on a hijacked connection), and the zero time (no deadline),
+// reach the underlying connection at once, as without the wrapper.
 package coarsedeadline
 
 import (
@@ -121,9 +122,18 @@ func (l *Listener) sweepOnce(now time.Time) (done bool) {
 	return false
 }
 
-// passed reports whether t is certainly in the past: before the
-// sweeper's last clock reading.
-func (l *Listener) passed(t time.Time) bool { return t.Before(*l.now.Load()) }
+// passed reports whether t has passed: before the sweeper's last clock
+// reading, or, when it is not that far from it (a deadline set to now
+// to interrupt a read, as websocket libraries do on a hijacked
+// connection), by the clock. The deadlines of net/http's timeouts, seconds
+// away, cost no clock read.
+func (l *Listener) passed(t time.Time) bool {
+	now := *l.now.Load()
+	if t.Before(now) {
+		return true
+	}
+	return t.Before(now.Add(2*l.res)) && !t.After(time.Now())
+}
 
 // Conn is a connection of a Listener.
 type Conn struct {

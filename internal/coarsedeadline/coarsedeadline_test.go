@@ -217,3 +217,22 @@ func TestServesHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A deadline set to the present (a websocket library interrupting a read
+// on a hijacked connection) applies at once, though the sweeper's clock
+// is behind it.
+func TestADeadlineOfNowAppliesAtOnce(t *testing.T) {
+	rec := &recorder{}
+	l, c := accepted(t, rec)
+	l.res = time.Hour
+	l.sweepOnce(time.Now().Add(-time.Minute)) // the sweeper's last reading, a minute ago
+	now := time.Now()
+	if err := c.SetReadDeadline(now); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, rec.took(), "read "+now.UTC().Format(time.TimeOnly))
+	if err := c.SetWriteDeadline(time.Now().Add(time.Minute)); err != nil { // still a minute away: for the sweeper
+		t.Fatal(err)
+	}
+	equal(t, rec.took())
+}
