@@ -16,7 +16,8 @@
 # bare, then this tree's serve, then the baseline's, so that the two
 # commits are measured in the same run. NICE=-15 runs the servers and wrk
 # at that niceness (root only), which keeps other processes on a shared
-# machine from taking their turns.
+# machine from taking their turns. ENDPOINTS=submit (or poll) runs one
+# endpoint only.
 #
 # Needs wrk (Debian package wrk). Listens on 127.0.0.1:18090-18092 and
 # stops the servers it started, by their PIDs, when it exits.
@@ -76,7 +77,7 @@ run() {
 		END {printf "%.0f %.1f\n", rps, ticks / hz * 1e6 / n}' <<<"$out"
 }
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores; wrk -t$THREADS -c$CONNS -d$DURATION"
-for endpoint in poll submit; do
+for endpoint in ${ENDPOINTS:-poll submit}; do
 	for round in $(seq 1 "$ROUNDS"); do
 		read -r bare bcpu < <(run "${pids[0]}" http://127.0.0.1:18090 "$endpoint" "$(cat "$dir/bare-task")")
 		read -r ours ocpu < <(run "${pids[1]}" http://127.0.0.1:18091 "$endpoint" "$task")

@@ -20,7 +20,7 @@ func (s *Store) QueueStats(context.Context) (imagegen.QueueStats, error) {
 	now := s.lock()
 	defer s.mu.Unlock()
 	st := imagegen.QueueStats{Pending: int64(s.pending.Len()), Processing: int64(len(s.processing))}
-	if _, r, ok := s.pending.first(); ok && !r.task.RunAfter.After(now) {
+	if r, ok := s.pending.first(); ok && !r.task.RunAfter.After(now) {
 		st.OldestPending = now.Sub(r.task.RunAfter)
 	}
 	return st, nil

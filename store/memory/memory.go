@@ -53,7 +53,7 @@ type Store struct {
 	mu         sync.Mutex
 	seq        uint64
 	tasks      map[string]*record
-	pending    pendingQueue // pending tasks in RunAfter order (stats)
+	pending    runAfterQueue // pending tasks in RunAfter order (stats)
 	fair       pendingQueue // pending tasks in claim order (fair-share tags)
 	vtime      int64        // the largest tag claimed so far
 	owners     map[string]*ownerState
@@ -88,11 +88,12 @@ type Store struct {
 type record struct {
 	task imagegen.Task
 	seq  uint64 // submission order, for listing
-	// queued and fair are the task's nodes in the pending queues (by
-	// RunAfter, and in fair-share order) while it is pending: kept in
-	// the record, so that a pending task costs no allocations of its own
-	// for them. Their key's seq is 0 otherwise.
-	queued, fair pendingNode
+	// queued is the task's key in the RunAfter queue and fair its node
+	// in the fair-share queue while it is pending (kept in the record,
+	// so that a pending task costs no allocations of its own for it);
+	// their seq is 0 otherwise.
+	queued queueKey
+	fair   pendingNode
 	// refundRef is the ledger reference of the next refund: "" for
 	// RefundRef(id), else that of an operator's recharge (RequeueTask).
 	refundRef string

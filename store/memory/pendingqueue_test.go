@@ -21,13 +21,13 @@ func TestPendingQueueOrder(t *testing.T) {
 	tie2 := queueKey{order: (t0).UnixNano(), seq: 3}
 	for _, k := range []queueKey{late, tie2, tie1} {
 		r := &record{}
-		q.push(&r.queued, k, r)
+		q.push(&r.fair, k, r)
 	}
 	is.Equal(q.Len(), 3)
 	head, r, ok := q.first()
 	is.True(ok)
 	is.Equal(head, tie1)
-	is.Equal(r.queued.key, tie1) // the record pushed with the key
+	is.Equal(r.fair.key, tie1) // the record pushed with the key
 	is.Equal(q.ahead(tie1), 0)
 	is.Equal(q.ahead(tie2), 1)
 	is.Equal(q.ahead(late), 2)
@@ -62,7 +62,7 @@ func TestPendingQueueMatchesLinearCount(t *testing.T) {
 				seq++
 				k := randomKey(seq)
 				r := &record{}
-				q.push(&r.queued, k, r)
+				q.push(&r.fair, k, r)
 				live = append(live, k)
 			case op < 8: // remove any
 				i := rng.IntN(len(live))
@@ -114,8 +114,8 @@ func checkPendingQueue(t *testing.T, q *pendingQueue, live, asked []queueKey) {
 	if ok != (len(live) > 0) {
 		t.Errorf("first ok %v with %d entries", ok, len(live))
 	}
-	if ok && (linearAhead(head) != 0 || r.queued.key != head) {
-		t.Errorf("first %v (record at %v) is not the head", head, r.queued.key)
+	if ok && (linearAhead(head) != 0 || r.fair.key != head) {
+		t.Errorf("first %v (record at %v) is not the head", head, r.fair.key)
 	}
 	for _, k := range asked {
 		if got, want := q.ahead(k), linearAhead(k); got != want {

@@ -55,7 +55,8 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 // of its owner's line in fair-share order (a new tag); s.mu is held.
 func (s *Store) enqueue(r *record) {
 	s.seq++
-	s.pending.push(&r.queued, queueKey{order: r.task.RunAfter.UnixNano(), seq: s.seq}, r)
+	r.queued = queueKey{order: r.task.RunAfter.UnixNano(), seq: s.seq}
+	s.pending.push(r.queued, r)
 	o := s.owner(r.task.Owner)
 	base := s.vtime
 	if o.pending > 0 {
@@ -67,15 +68,16 @@ func (s *Store) enqueue(r *record) {
 }
 
 // queuedNow reports whether r is in the pending queues.
-func (r *record) queuedNow() bool { return r.queued.key.seq != 0 }
+func (r *record) queuedNow() bool { return r.queued.seq != 0 }
 
 // dequeue takes r out of the pending queues, if it is there; s.mu is
 // held.
 func (s *Store) dequeue(r *record) {
 	if r.queuedNow() {
-		s.pending.remove(r.queued.key)
+		r.queued = queueKey{}
+		s.pending.removed()
 		s.fair.remove(r.fair.key)
-		r.queued, r.fair = pendingNode{}, pendingNode{} // no pointers left into the queues
+		r.fair = pendingNode{} // no pointers left into the queue
 		s.owner(r.task.Owner).pending--
 	}
 }
