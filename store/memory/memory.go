@@ -54,8 +54,8 @@ type Store struct {
 	seq        uint64
 	tasks      map[string]*record
 	pending    runAfterQueue // pending tasks in RunAfter order (stats)
-	fair       pendingQueue // pending tasks in claim order (fair-share tags)
-	vtime      int64        // the largest tag claimed so far
+	fair       pendingQueue  // pending tasks in claim order (fair-share tags)
+	vtime      int64         // the largest tag claimed so far
 	owners     map[string]*ownerState
 	models     map[string]*modelState
 	processing map[string]*record // leased tasks, for lease recovery
