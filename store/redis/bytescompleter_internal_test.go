@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/imagegen/imagegen"
 	blobredis "github.com/imagegen/imagegen/blob/redis"
 )
@@ -17,16 +14,7 @@ import (
 // anything, and says -1.
 func TestCompleteScriptRecordsNothingWithoutTheBytes(t *testing.T) {
 	ctx := context.Background()
-	mr := miniredis.RunT(t)
-	rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	s, err := New(rdb, Config{Retention: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "a", Kind: imagegen.LedgerGrant, Amount: 1, Ref: "grant:a"}); err != nil {
-		t.Fatal(err)
-	}
+	s, rdb := fundedStore(t, 1)
 	task := &imagegen.Task{ID: "t1", Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
 	if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
 		t.Fatal(err)

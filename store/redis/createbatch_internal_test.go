@@ -3,12 +3,7 @@ package redis
 import (
 	"context"
 	"testing"
-	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	goredis "github.com/redis/go-redis/v9"
-
-	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/groupcommit"
 )
 
@@ -17,16 +12,7 @@ import (
 // task and is charged once; the second is refused (-1).
 func TestCreateBatchRefusesAnIDTakenInTheBatch(t *testing.T) {
 	ctx := context.Background()
-	mr := miniredis.RunT(t)
-	rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	s, err := New(rdb, Config{Retention: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "a", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "grant:a"}); err != nil {
-		t.Fatal(err)
-	}
+	s, _ := fundedStore(t, 10)
 	args := func(id string) createArgs {
 		sh := s.byOwner("a")
 		return createArgs{shard: sh, keys: [5]string{sh.task(id), sh.balance("a"), sh.ledger("a"), sh.ownerTasks("a"), sh.sched("a")}, args: [10]any{id, "a", `{"scene":"text-to-image","prompt":"p"}`, "m", 1,

@@ -1,0 +1,29 @@
+package redis
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen"
+)
+
+// fundedStore returns a store on a fresh miniredis, its client, and
+// owner "a" granted credits.
+func fundedStore(t *testing.T, credits int64) (*Store, *goredis.Client) {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	s, err := New(rdb, Config{Retention: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddEntry(context.Background(), imagegen.LedgerEntry{Owner: "a", Kind: imagegen.LedgerGrant, Amount: credits, Ref: "grant:a"}); err != nil {
+		t.Fatal(err)
+	}
+	return s, rdb
+}
