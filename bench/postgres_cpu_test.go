@@ -111,15 +111,7 @@ func BenchmarkPostgresSubmitCPU(b *testing.B) {
 		pool := cpuPool(b)
 		client := newRiver(b, pool, 0)
 		before := readServerUse(b, pool)
-		b.SetParallelism(parallelism)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if _, err := client.Insert(ctx, riverArgs, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		insertRiverJobs(b, client)
 		b.StopTimer()
 		reportServerUse(b, pool, before)
 	})

@@ -51,6 +51,20 @@ func (generateWorker) Work(context.Context, *river.Job[generateArgs]) error { re
 
 var riverArgs = generateArgs{Scene: "text-to-image", Prompt: "a lighthouse at dusk, oil painting", AspectRatio: "16:9"}
 
+// insertRiverJobs times b.N of River's Insert from the submit
+// benchmarks' concurrent clients, as submitTasks times the stores'.
+func insertRiverJobs(b *testing.B, client *river.Client[pgx.Tx]) {
+	b.SetParallelism(parallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := client.Insert(ctx, riverArgs, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 // newRiver migrates River into a fresh schema and returns a client on
 // it; with workers > 0 it also works the default queue. River is tuned
 // for throughput the way imagegen is: fetches as often as every 1 ms
@@ -97,15 +111,7 @@ func BenchmarkPostgresSubmit(b *testing.B) {
 	b.Run("river-insert", func(b *testing.B) {
 		client := newRiver(b, pgPool(b), 0)
 		b.ReportAllocs()
-		b.SetParallelism(parallelism)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if _, err := client.Insert(ctx, riverArgs, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		insertRiverJobs(b, client)
 	})
 	b.Run("memory-store", func(b *testing.B) { submitTasks(b, testenv.Memory(b, memory.Config{})) })
 	b.Run("redis-store", func(b *testing.B) { submitTasks(b, newStore(b, redistest.NewClient(b, redisOptions(b)))) })
