@@ -5,13 +5,15 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/imagegen/imagegen"
 	blobredis "github.com/imagegen/imagegen/blob/redis"
 )
 
 // A success whose bytes did not reach Redis (their SET failed, say) is
 // not recorded: completeScript checks the bytes' keys before it records
-// anything, and says -1.
+// anything, says -1, and deletes the bytes that did arrive.
 func TestCompleteScriptRecordsNothingWithoutTheBytes(t *testing.T) {
 	ctx := context.Background()
 	s, rdb := fundedStore(t, 1)
@@ -27,7 +29,15 @@ func TestCompleteScriptRecordsNothingWithoutTheBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.completeArgs(claimed.ID, claimed.Attempt, []imagegen.Image{{ID: "img-1", Owner: "a", ContentType: "image/png", Size: 3}}, []blobredis.Write{w}, nil)
+	arrived, err := s.ownBlobs.PreparePut("img-2", []byte("def"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rdb.Pipelined(ctx, func(p goredis.Pipeliner) error { arrived.Queue(ctx, p); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	images := []imagegen.Image{{ID: "img-1", Owner: "a", ContentType: "image/png", Size: 3}, {ID: "img-2", Owner: "a", ContentType: "image/png", Size: 3}}
+	c, err := s.completeArgs(claimed.ID, claimed.Attempt, images, []blobredis.Write{w, arrived}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +51,12 @@ func TestCompleteScriptRecordsNothingWithoutTheBytes(t *testing.T) {
 	if got, err := s.Task(ctx, "a", claimed.ID); err != nil || got.Status != imagegen.StatusProcessing || len(got.Images) != 0 {
 		t.Fatalf("task = %+v, %v; want still processing, no images", got, err)
 	}
-	if _, err := s.Image(ctx, "img-1"); err == nil {
-		t.Fatal("the image has a record without its bytes")
+	for _, id := range []string{"img-1", "img-2"} {
+		if _, err := s.Image(ctx, id); err == nil {
+			t.Fatalf("image %s has a record", id)
+		}
+	}
+	if n, err := rdb.Exists(ctx, arrived.Key).Result(); err != nil || n != 0 {
+		t.Fatalf("the bytes that arrived: exists %d, %v; want deleted", n, err)
 	}
 }

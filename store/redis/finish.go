@@ -27,7 +27,7 @@ import (
 //
 // A success sent with its images' bytes (CompleteTaskWithBytes) names
 // the keys that the same round trip wrote them to: it is recorded only
-// when they all exist.
+// when they all exist, and when it is not recorded they are deleted.
 //
 //	KEYS[1] leases  KEYS[2] webhooks
 //	then per task: its task key, its image records' keys, and with
@@ -39,7 +39,8 @@ import (
 //	or "0"), and per image its owner, content type, size and checksum
 //
 // Returns, per task, 1; 0 when its attempt does not hold the lease; or
-// -1 when some of its bytes are missing (nothing recorded).
+// -1 when some of its bytes are missing (nothing recorded, the others
+// deleted).
 var completeScript = newScript(`
 local now = now_ms()
 local retention = tonumber(ARGV[2])
@@ -72,6 +73,8 @@ while k <= #KEYS do
       finish(task, false, id, 'success', now, retention, KEYS[2], h, 'images', ids, 'seed', seed)
     end
     done[#done + 1] = id
+  elseif blobs and n > 0 then -- not recorded: its bytes go too
+    redis.call('DEL', unpack(KEYS, k + n + 1, k + 2 * n))
   end
   out[#out + 1] = result
   a = a + 4 * n
@@ -99,7 +102,7 @@ func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images
 // bytes of images[i], in the same round trip as the records: the SETs
 // of the bytes, then the script, which records the success only when
 // the bytes are all there. When the task is not recorded (a lost
-// lease, missing bytes), the bytes are deleted. It does this with the
+// lease, missing bytes), the script deletes the bytes. It does this with the
 // store's own BlobStore (blob/redis, the default) and when it waits for
 // no replicas; otherwise it reports done false and does nothing.
 func (s *Store) CompleteTaskWithBytes(ctx context.Context, id string, attempt int, images []imagegen.Image, data [][]byte, seed *int64) (bool, error) {
@@ -278,29 +281,7 @@ func (s *Store) runShardCompletes(ctx context.Context, sh keys, batch []*complet
 		default:
 			c.Err = leases.Result(storeName, c.Req.id, c.Req.attempt, res[i] != 0, nil)
 		}
-		if err == nil && res[i] != 1 {
-			s.deleteWrites(ctx, c.Req.writes)
-		}
 	}
-}
-
-// deleteWrites deletes the bytes of a success that was not recorded
-// (best effort: the blob sweep deletes what is left).
-func (s *Store) deleteWrites(ctx context.Context, writes []blobredis.Write) {
-	if len(writes) == 0 {
-		return
-	}
-	ks := make([]string, len(writes))
-	for i, w := range writes {
-		ks[i] = w.Key
-	}
-	if s.sharded {
-		for _, k := range ks {
-			_ = s.rdb.Del(ctx, k).Err()
-		}
-		return
-	}
-	_ = s.rdb.Del(ctx, ks...).Err()
 }
 
 // failScript moves the task to failed and refunds it once.
