@@ -38,21 +38,6 @@ type pendingNode struct {
 	left, right *pendingNode
 }
 
-// Len reports how many tasks are queued.
-func (q *pendingQueue) Len() int { return q.root.count() }
-
-// first returns the head of the queue: the entry claimed next.
-func (q *pendingQueue) first() (queueKey, *record, bool) {
-	n := q.root
-	if n == nil {
-		return queueKey{}, nil, false
-	}
-	for n.left != nil {
-		n = n.left
-	}
-	return n.key, n.rec, true
-}
-
 // each calls fn on the entries in order until fn returns false.
 func (q *pendingQueue) each(fn func(queueKey, *record) bool) { q.root.each(fn) }
 

@@ -9,6 +9,22 @@ import (
 	"github.com/matryer/is"
 )
 
+// Len reports how many tasks are queued (for the tests: the store
+// counts its queues' tasks otherwise).
+func (q *pendingQueue) Len() int { return q.root.count() }
+
+// first returns the head of the queue: the entry claimed next.
+func (q *pendingQueue) first() (queueKey, *record, bool) {
+	n := q.root
+	if n == nil {
+		return queueKey{}, nil, false
+	}
+	for n.left != nil {
+		n = n.left
+	}
+	return n.key, n.rec, true
+}
+
 // TestPendingQueueOrder: earlier RunAfter first, then lower seq.
 func TestPendingQueueOrder(t *testing.T) {
 	is := is.New(t)
