@@ -76,8 +76,14 @@ func (l *Listener) Accept() (net.Conn, error) {
 	}
 	w := &Conn{Conn: c, l: l}
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed && len(l.conns) == 0 {
+		// Accepted as Close ran, and the sweeper may have ended: no one
+		// would apply this connection's deadlines.
+		_ = c.Close()
+		return nil, net.ErrClosed
+	}
 	l.conns[w] = struct{}{}
-	l.mu.Unlock()
 	return w, nil
 }
 

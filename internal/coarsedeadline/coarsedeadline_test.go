@@ -184,6 +184,34 @@ func TestTheSweeperEndsWithTheLastConnection(t *testing.T) {
 	}
 }
 
+// closeCounter is a recorder that counts its Close calls.
+type closeCounter struct {
+	recorder
+	closes int
+}
+
+func (c *closeCounter) Close() error { c.closes++; return nil }
+
+// A connection the underlying listener hands over after Close, once the
+// sweeper may have ended (no connection left), is closed and refused:
+// no one would apply its deadlines.
+func TestAConnectionAcceptedAfterTheLastIsRefused(t *testing.T) {
+	late := &closeCounter{}
+	l := newListener(&oneConn{c: late})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !l.sweepOnce(time.Now()) {
+		t.Fatal("the sweeper is not done with the listener closed and no connection")
+	}
+	if c, err := l.Accept(); !errors.Is(err, net.ErrClosed) || c != nil {
+		t.Fatalf("Accept after the sweeper ended = %v, %v; want net.ErrClosed", c, err)
+	}
+	if late.closes != 1 {
+		t.Fatalf("the refused connection was closed %d times, want once", late.closes)
+	}
+}
+
 // An http.Server with timeouts serves keep-alive requests through the
 // wrapped listener.
 func TestServesHTTP(t *testing.T) {
