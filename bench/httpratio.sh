@@ -19,7 +19,8 @@
 # machine from taking their turns. ENDPOINTS=submit (or poll) runs one
 # endpoint only.
 #
-# Needs wrk (Debian package wrk). Listens on 127.0.0.1:18090-18092 and
+# Needs wrk (Debian package wrk). Listens on 127.0.0.1:18090-18092 (and
+# 18093-18094 with BASELINE) and
 # stops the servers it started, by their PIDs, when it exits.
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -63,7 +63,7 @@ type Config struct {
 	// Retry-After instead of 401. Give it a limiter of its own, e.g.
 	// ratelimit.NewMemory (one process), or ratelimit/redis.New or
 	// ratelimit/postgres.New with its own Prefix (counts shared by every
-	// API process). Nil disables the limit (not recommended on a public
+	// API process; Close a PostgreSQL limiter before its pool). Nil disables the limit (not recommended on a public
 	// server).
 	AuthFailures imagegen.Limiter
 	// TrustedProxies are the reverse proxies whose ForwardedHeader is

@@ -92,7 +92,8 @@ type Config struct {
 	RateLimit int
 	// Limiter limits requests per key. Default: an in-process limiter of
 	// RateLimit a minute. Processes that share a store should share a
-	// limiter too (ratelimit/redis.New or ratelimit/postgres.New).
+	// limiter too (ratelimit/redis.New or ratelimit/postgres.New; Close a
+	// PostgreSQL limiter, which sweeps idle keys, before its pool).
 	Limiter imagegen.Limiter
 	// AuthFailures counts failed authentications per client address
 	// (httpapi.Config.AuthFailures). Default: an in-process limiter of

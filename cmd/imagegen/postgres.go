@@ -32,13 +32,6 @@ func openPostgres(ctx context.Context, c backendConfig, blobs imagegen.BlobStore
 		pool.Close()
 		return backend{}, err
 	}
-	fail := func(err error) (backend, error) { store.Close(); pool.Close(); return backend{}, err }
-	if err := store.CheckSchema(ctx); err != nil {
-		if errors.Is(err, postgres.ErrSchemaVersion) {
-			return fail(fmt.Errorf("postgres at %s: %w", describePostgres(pool), err))
-		}
-		return fail(fmt.Errorf("postgres at %s: %w", describePostgres(pool), redactErr(err, c.postgresURL)))
-	}
 	// The limiters' sweepers of idle keys stop before the pool closes.
 	var limiters []*postgreslimit.Limiter
 	closeAll := func() {
@@ -47,6 +40,13 @@ func openPostgres(ctx context.Context, c backendConfig, blobs imagegen.BlobStore
 		}
 		store.Close()
 		pool.Close()
+	}
+	fail := func(err error) (backend, error) { closeAll(); return backend{}, err }
+	if err := store.CheckSchema(ctx); err != nil {
+		if errors.Is(err, postgres.ErrSchemaVersion) {
+			return fail(fmt.Errorf("postgres at %s: %w", describePostgres(pool), err))
+		}
+		return fail(fmt.Errorf("postgres at %s: %w", describePostgres(pool), redactErr(err, c.postgresURL)))
 	}
 	be := backend{store: store, workReady: store.WorkReady(), close: func() error { closeAll(); return nil }}
 	err = be.addLimiters(c.rateLimit, func(limit int, prefix string) (imagegen.Limiter, error) {
@@ -57,8 +57,7 @@ func openPostgres(ctx context.Context, c backendConfig, blobs imagegen.BlobStore
 		return l, err
 	})
 	if err != nil {
-		closeAll()
-		return backend{}, err
+		return fail(err)
 	}
 	return be, nil
 }

@@ -17,7 +17,8 @@
 -- still in the window are found by a binary search, and an accepted one
 -- drops those that have left it and appends its own time. Times are
 -- written with '%016.0f' (Lua's own conversion uses '%.14g' and would
--- lose their low digits); 16 digits of microseconds last until 2286.
+-- lose their low digits); Lua's numbers hold microseconds exactly until
+-- 2255 (2^53 µs), within the 16 digits.
 -- (allow_args.lua comes first: key, window, limit and now are set.)
 
 local width = 16

@@ -132,16 +132,15 @@ func New(rdb goredis.UniversalClient, cfg Config) (*Limiter, error) {
 	}
 	r := &Limiter{
 		rdb:       rdb,
-		allow:     goredis.NewScript(allowArgs + allowLog),
 		limit:     cfg.Limit,
 		window:    cfg.Window,
 		prefix:    cfg.Prefix,
-		suffix:    ":log",
 		now:       cfg.Now,
 		windowArg: strconv.FormatInt(cfg.Window.Microseconds(), 10),
 		limitArg:  strconv.Itoa(cfg.Limit),
 		ttlArg:    strconv.FormatInt(ceilMillis(ttl), 10),
 	}
+	r.allow, r.suffix = goredis.NewScript(allowArgs+allowLog), ":log"
 	if cfg.Limit > MaxLogLimit {
 		r.allow, r.suffix = goredis.NewScript(allowArgs+allowSet), ""
 	}

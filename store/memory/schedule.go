@@ -141,10 +141,7 @@ func (h *holds) take(r *record) {
 	}
 	if rate := h.l.ModelStartRate(model); rate > 0 {
 		next := maxTime(h.nextStart(model), h.now).Add(time.Minute / time.Duration(rate))
-		if h.next == nil {
-			h.next = map[string]time.Time{}
-		}
-		h.next[model] = next
+		h.next[model] = next // nextStart made the map
 		h.s.model(model).nextStart = next
 	}
 }

@@ -40,7 +40,9 @@ import (
 //
 // Returns, per task, 1; 0 when its attempt does not hold the lease; or
 // -1 when some of its bytes are missing (nothing recorded, the others
-// deleted).
+// deleted). The bytes of a success not recorded are deleted, but for a
+// success recorded already with these images (the same run sent again
+// after a broken connection): they are its record's.
 var completeScript = newScript(`
 local now = now_ms()
 local retention = tonumber(ARGV[2])
@@ -51,14 +53,22 @@ while k <= #KEYS do
   local blobs = ARGV[a + 5] == '1'
   a = a + 6
   local h = holds(task, attempt)
-  local result = 0
+  local result, keep = 0, false
   if h then
     result = 1
     if blobs then
       for j = 1, n do
-        if redis.call('EXISTS', KEYS[k + n + j]) == 0 then result = -1 end
+        if redis.call('EXISTS', KEYS[k + n + j]) == 0 then
+          result = -1
+          break
+        end
       end
     end
+  elseif blobs then
+    -- This very success, recorded already (a run sent again after a
+    -- broken connection): its bytes are the record's, kept.
+    local f = redis.call('HMGET', task, 'status', 'attempt', 'images')
+    keep = f[1] == 'success' and f[2] == attempt and f[3] == ids
   end
   if result == 1 then
     for j = 1, n do
@@ -73,7 +83,7 @@ while k <= #KEYS do
       finish(task, false, id, 'success', now, retention, KEYS[2], h, 'images', ids, 'seed', seed)
     end
     done[#done + 1] = id
-  elseif blobs and n > 0 then -- not recorded: its bytes go too
+  elseif blobs and n > 0 and not keep then -- not recorded: its bytes go too
     redis.call('DEL', unpack(KEYS, k + n + 1, k + 2 * n))
   end
   out[#out + 1] = result
@@ -265,7 +275,7 @@ func (s *Store) runShardCompletes(ctx context.Context, sh keys, batch []*complet
 			return nil
 		})
 		if goredis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			cmd = completeScript.Run(ctx, s.rdb, keys, args...)
+			cmd = s.ackedScript(ctx, completeScript, keys, args...) // loads it (no replicas waited for with bytes)
 		}
 	}
 	res, err := cmd.Int64Slice()
