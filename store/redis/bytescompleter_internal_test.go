@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -58,5 +59,30 @@ func TestCompleteScriptRecordsNothingWithoutTheBytes(t *testing.T) {
 	}
 	if n, err := rdb.Exists(ctx, arrived.Key).Result(); err != nil || n != 0 {
 		t.Fatalf("the bytes that arrived: exists %d, %v; want deleted", n, err)
+	}
+}
+
+// A success sent again once recorded (go-redis repeats a pipeline after
+// a broken connection) is refused as a lost lease but keeps the bytes
+// its record points to.
+func TestCompleteSentAgainKeepsTheRecordsBytes(t *testing.T) {
+	ctx := context.Background()
+	s, _ := fundedStore(t, 1)
+	task := &imagegen.Task{ID: "t1", Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
+	if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := s.ClaimTask(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	images := []imagegen.Image{{ID: "img-1", Owner: "a", ContentType: "image/png", Size: 3}}
+	for i, want := range []error{nil, imagegen.ErrLeaseLost} {
+		if _, err := s.CompleteTaskWithBytes(ctx, claimed.ID, claimed.Attempt, images, [][]byte{[]byte("abc")}, nil); !errors.Is(err, want) {
+			t.Fatalf("send %d: %v, want %v", i+1, err, want)
+		}
+	}
+	if _, err := s.Blobs().Stat(ctx, "img-1"); err != nil {
+		t.Fatalf("the recorded success's bytes: %v", err)
 	}
 }
