@@ -66,7 +66,7 @@ type Store struct {
 	match string                  // SCAN pattern of every blob
 	ttl   time.Duration
 	clock imagegen.Clock
-	sets  groupcommit.Batcher[blobSet, struct{}]
+	sets  groupcommit.Batcher[Write, struct{}]
 	dials *dialwatch.Watch // names a refused connection behind a deadline
 }
 
@@ -95,10 +95,14 @@ func New(rdb goredis.UniversalClient, c Config) (*Store, error) {
 		s.match = c.ListPattern
 	}
 	s.dials = dialwatch.Attach(rdb)
-	s.sets = groupcommit.Batcher[blobSet, struct{}]{Run: s.runSets, MaxBatch: 64, MaxInFlight: 4,
-		Size: func(b blobSet) int { return len(b.value) }, MaxSize: 16 << 20}
+	s.sets = groupcommit.Batcher[Write, struct{}]{Run: s.runSets, MaxBatch: 64, MaxInFlight: 4,
+		Size: Write.Size, MaxSize: MaxBatchBytes}
 	return s, nil
 }
+
+// MaxBatchBytes bounds the bytes of the Puts that share a pipeline
+// (group commit), and of the successes' bytes store/redis sends together.
+const MaxBatchBytes = 16 << 20
 
 const (
 	magic      = "igb1"
@@ -113,7 +117,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, _ 
 	if err != nil {
 		return err
 	}
-	if _, err := s.sets.Do(ctx, blobSet{key: s.rkey(key), value: buf}); err != nil {
+	if _, err := s.sets.Do(ctx, s.write(key, buf)); err != nil {
 		return fmt.Errorf("redis blobs: put %s: %w", key, err)
 	}
 	return nil
@@ -165,7 +169,12 @@ func (s *Store) PreparePut(key string, data []byte) (Write, error) {
 	if err != nil {
 		return Write{}, err
 	}
-	return Write{Key: s.rkey(key), value: append(buf, data...), ttl: s.ttl}, nil
+	return s.write(key, append(buf, data...)), nil
+}
+
+// write is the SET of value, a blob's header and bytes, under key.
+func (s *Store) write(key string, value []byte) Write {
+	return Write{Key: s.rkey(key), value: value, ttl: s.ttl}
 }
 
 // Queue adds w's SET to p.
@@ -175,12 +184,6 @@ func (w Write) Queue(ctx context.Context, p goredis.Pipeliner) *goredis.StatusCm
 
 // Size is how many bytes w sends.
 func (w Write) Size() int { return len(w.value) }
-
-// blobSet is one Put's SET, waiting for its batch.
-type blobSet struct {
-	key   string
-	value []byte
-}
 
 // rkey is the Redis key of a blob key.
 func (s *Store) rkey(key string) string {
@@ -201,11 +204,11 @@ func (s *Store) blobKey(rkey string) string {
 
 // runSets sends the Puts that arrive together (at most 64, 16 MiB) in
 // one pipeline: one round trip for the batch.
-func (s *Store) runSets(ctx context.Context, batch []*groupcommit.Call[blobSet, struct{}]) {
+func (s *Store) runSets(ctx context.Context, batch []*groupcommit.Call[Write, struct{}]) {
 	cmds := make([]*goredis.StatusCmd, len(batch))
 	_, _ = s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, c := range batch {
-			cmds[i] = p.Set(ctx, c.Req.key, c.Req.value, s.ttl)
+			cmds[i] = c.Req.Queue(ctx, p)
 		}
 		return nil
 	})

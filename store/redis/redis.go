@@ -218,7 +218,7 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 	}
 	s.creates = groupcommit.Batcher[createArgs, createResult]{Run: s.runCreates, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
 	s.completes = groupcommit.Batcher[completeArgs, struct{}]{Run: s.runCompletes, MaxBatch: maxBatch, MaxInFlight: maxCompletesInFlight,
-		Size: completeArgs.size, MaxSize: maxBatchBytes}
+		Size: completeArgs.size, MaxSize: blobredis.MaxBatchBytes}
 	s.keyReads = groupcommit.Batcher[string, map[string]string]{Run: s.runKeyReads, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
 	n := o.Shards
 	if n == 0 {
@@ -231,6 +231,11 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 		s.shards = append(s.shards, keys{tag: shardTag(cmp.Or(o.Prefix, "imagegen"), i, n)})
 	}
 	s.sharded = n > 1
+	if s.sharded {
+		// A batch waits for every shard it spans: with one in flight, a
+		// slow shard would hold the successes of all the others.
+		s.completes.MaxInFlight = maxInFlight
+	}
 	s.watch = watcher{rdb: rdb, sharded: s.sharded}
 	s.dials = dialwatch.Attach(rdb)
 	s.blobs = o.Blobs

@@ -173,17 +173,13 @@ const maxBatch = 64
 const maxInFlight = 4
 
 // maxCompletesInFlight is how many runs of the complete script may be in
-// flight at once (per shard: a batch of several shards runs each at
-// once). A worker's slot is free again before its success is stored, so
+// flight at once on a store of one shard (a sharded store keeps
+// maxInFlight: see New). A worker's slot is free again before its success is stored, so
 // a success's latency does not hold generation back, and one run at a
 // time makes the batches larger: the bench's Redis pipeline (20000 tasks,
 // five alternating runs) did 8.6k tasks/s against 7.4k with four in
 // flight (medians), in 25.0k script runs against 31.2k.
 const maxCompletesInFlight = 1
-
-// maxBatchBytes bounds the image bytes that the successes of one batch
-// send (CompleteTaskWithBytes), as blob/redis bounds a batch of Puts.
-const maxBatchBytes = 16 << 20
 
 // createArgs are one submit's keys and arguments of createScript.
 type createArgs struct {
