@@ -52,7 +52,7 @@ func (s *scanner) object(req *imagegen.Request) error {
 			s.pos++
 			break
 		}
-		name, err := s.knownStr(fieldNames[:]) // the constant: no copy of a known name
+		i, name, err := s.knownIndex(fieldNames[:]) // the constant: no copy of a known name
 		if err != nil {
 			return err
 		}
@@ -61,7 +61,9 @@ func (s *scanner) object(req *imagegen.Request) error {
 			return err
 		}
 		s.space()
-		i := fieldIndex(name)
+		if i < 0 {
+			i = fieldIndex(name) // a name written with escapes
+		}
 		switch {
 		case i < 0:
 			return unknownField(name)

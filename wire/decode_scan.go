@@ -83,25 +83,42 @@ func (s *scanner) str() (string, error) {
 // constant, not as a copy of the body's bytes, so that the tasks a store
 // keeps share it.
 func (s *scanner) knownStr(known []string) (string, error) {
+	_, str, err := s.knownIndex(known)
+	return str, err
+}
+
+// knownIndex is knownStr that also returns the index in known of the
+// string it matched, or -1 (for any other string, or one written with
+// escapes).
+func (s *scanner) knownIndex(known []string) (int, string, error) {
 	if s.peek('"') {
 		if end := s.pos + 1 + bytes.IndexByte(s.data[s.pos+1:], '"'); end > s.pos {
-			for _, k := range known {
+			for i, k := range known {
 				if string(s.data[s.pos+1:end]) == k {
 					s.pos = end + 1
-					return k, nil
+					return i, k, nil
 				}
 			}
 		}
 	}
-	return s.str()
+	str, err := s.str()
+	return -1, str, err
 }
 
 // The values knownStr keeps as constants.
 var (
 	scenes       = []string{string(imagegen.SceneTextToImage), string(imagegen.SceneImageToImage)}
-	aspectRatios = []string{string(imagegen.AspectAuto), string(imagegen.Aspect1x1), string(imagegen.Aspect3x2), string(imagegen.Aspect2x3),
-		string(imagegen.Aspect9x16), string(imagegen.Aspect16x9), string(imagegen.Aspect3x4), string(imagegen.Aspect4x3)}
+	aspectRatios = aspectRatioStrings()
 )
+
+// aspectRatioStrings is auto and imagegen.AspectRatios, as strings.
+func aspectRatioStrings() []string {
+	out := []string{string(imagegen.AspectAuto)}
+	for _, a := range imagegen.AspectRatios() {
+		out = append(out, string(a))
+	}
+	return out
+}
 
 // escaped finishes a string that holds escape sequences.
 func (s *scanner) escaped(start int) (string, error) {
