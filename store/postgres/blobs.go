@@ -57,6 +57,11 @@ type blobPut struct {
 
 type blobPutCall = groupcommit.Call[blobPut, struct{}]
 
+// blobUpsert ends an INSERT INTO blobs (key, data, content_type,
+// written_at): a key written again takes the new bytes (putBlobsSQL, and
+// completeSQL's bytes of a success).
+const blobUpsert = `ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data, content_type = EXCLUDED.content_type, written_at = EXCLUDED.written_at`
+
 // putBlobsSQL writes a batch of blobs in one statement.
 //
 //	$1 now  $2 keys  $3 data  $4 content types
@@ -65,7 +70,7 @@ const putBlobsSQL = `WITH async AS (
 )
 INSERT INTO {schema}.blobs (key, data, content_type, written_at)
 	SELECT k, d, c, {now} FROM unnest($2::text[], $3::bytea[], $4::text[]) AS b(k, d, c), async
-	ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data, content_type = EXCLUDED.content_type, written_at = EXCLUDED.written_at`
+	` + blobUpsert
 
 // putBlobBatch writes the Puts that arrived together in one statement
 // and one commit (group commit, as for submits and successes), keys in

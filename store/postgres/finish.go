@@ -70,7 +70,7 @@ WITH async AS (
 ), bytes AS (
 	INSERT INTO {schema}.blobs (key, data, content_type, written_at)
 	SELECT m.id, m.data, m.content_type, {now} FROM done JOIN imgs m ON m.task_id = done.id WHERE m.data IS NOT NULL
-	ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data, content_type = EXCLUDED.content_type, written_at = EXCLUDED.written_at
+	` + blobUpsert + `
 )
 SELECT done.id FROM done CROSS JOIN LATERAL pg_notify($11, done.id) AS notified`
 
