@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -18,14 +17,7 @@ import (
 func TestCompleteScriptRecordsNothingWithoutTheBytes(t *testing.T) {
 	ctx := context.Background()
 	s, rdb := fundedStore(t, 1)
-	task := &imagegen.Task{ID: "t1", Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
-	if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := s.ClaimTask(ctx, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	claimed := claimedTask(t, s)
 	w, err := s.ownBlobs.PreparePut("img-1", []byte("abc"))
 	if err != nil {
 		t.Fatal(err)
@@ -68,14 +60,7 @@ func TestCompleteScriptRecordsNothingWithoutTheBytes(t *testing.T) {
 func TestCompleteSentAgainKeepsTheRecordsBytes(t *testing.T) {
 	ctx := context.Background()
 	s, _ := fundedStore(t, 1)
-	task := &imagegen.Task{ID: "t1", Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
-	if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := s.ClaimTask(ctx, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	claimed := claimedTask(t, s)
 	images := []imagegen.Image{{ID: "img-1", Owner: "a", ContentType: "image/png", Size: 3}}
 	for i, want := range []error{nil, imagegen.ErrLeaseLost} {
 		if _, err := s.CompleteTaskWithBytes(ctx, claimed.ID, claimed.Attempt, images, [][]byte{[]byte("abc")}, nil); !errors.Is(err, want) {

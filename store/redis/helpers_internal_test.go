@@ -27,3 +27,18 @@ func fundedStore(t *testing.T, credits int64) (*Store, *goredis.Client) {
 	}
 	return s, rdb
 }
+
+// claimedTask submits task t1 of owner "a" (funded) and claims it.
+func claimedTask(t *testing.T, s *Store) *imagegen.Task {
+	t.Helper()
+	ctx := context.Background()
+	task := &imagegen.Task{ID: "t1", Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
+	if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := s.ClaimTask(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return claimed
+}
