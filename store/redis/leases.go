@@ -96,14 +96,17 @@ local claimed, leased, pend = {}, {}, {} -- ids, ZADD pairs of the leases, sched
 local chunk, more = want + 8, true
 while more and #out < want and passed <= scan do
   local from = passed + #claimed
-  local ids = redis.call('ZRANGE', KEYS[1], int(from), int(from + chunk - 1), 'WITHSCORES')
-  more = #ids == 2 * chunk
+  local ids = redis.call('ZRANGE', KEYS[1], int(from), int(from + chunk - 1))
+  more = #ids == chunk
   chunk = math.min(chunk * 4, want + scan + 1)
-  for j = 1, #ids, 2 do
+  for j = 1, #ids do
     if #out >= want or passed > scan then break end
     local id = ids[j]
     local task = skey(KEYS[1], 'task:' .. id)
-    local f = redis.call('HMGET', task, 'status', 'run_after', 'owner', 'model', 'attempt', 'started', 'callback', 'events')
+    -- What the claim decides on, then the rest of what a claimed task
+    -- can hold (its request, cost, times, last error): one read.
+    local f = redis.call('HMGET', task, 'status', 'run_after', 'owner', 'model', 'attempt', 'started', 'callback', 'events',
+      'req', 'cost', 'created', 'rid', 'last_error', 'released', 'refunded')
     local owner, model = f[3] or '', f[4] or ''
     local okey, mkey, rkey = skey(KEYS[1], 'run:o:' .. owner), skey(KEYS[1], 'run:m:' .. model), skey(KEYS[1], 'model:' .. model)
     local cap, rate = caps[model] or 0, rates[model] or 0
@@ -127,9 +130,9 @@ while more and #out < want and passed <= scan do
       local started = f[6]
       if started then
         redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'progress', '0', 'ro', sro, 'rm', srm)
-      else -- its first claim
+      else -- its first claim: no progress recorded yet (none is 0)
         started = snow
-        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'progress', '0', 'started', snow, 'ro', sro, 'rm', srm)
+        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'started', snow, 'ro', sro, 'rm', srm)
         if wants_of(f[7], f[8], 'processing') then
           redis.call('ZADD', KEYS[3], snow, id .. ':processing')
         end
@@ -147,18 +150,17 @@ while more and #out < want and passed <= scan do
         modelNext[rkey] = t
         redis.call('HSET', rkey, 'next', int(t))
       end
-      local tag = math.floor(tonumber(ids[j + 1]))
-      if not vtime or tag > vtime then vtime = tag end
       -- The task as claimed, in claimedFields' order: what the claim
-      -- set, what was read above, and the rest of what a claimed task
-      -- can hold (its request, cost, times, last error).
-      local r = redis.call('HMGET', task, 'req', 'cost', 'created', 'rid', 'last_error', 'released', 'refunded')
-      out[#out + 1] = {id, owner, model, attempt, sleased, snow, started, f[2] or '', r[1] or '', r[2] or '',
-        r[3] or '', r[4] or '', r[5] or '', r[6] or '', r[7] or ''}
+      -- set and what was read above.
+      out[#out + 1] = {id, owner, model, attempt, sleased, snow, started, f[2] or '', f[9] or '', f[10] or '',
+        f[11] or '', f[12] or '', f[13] or '', f[14] or '', f[15] or ''}
     end
   end
 end
 if #claimed > 0 then -- out of the queues (dequeue, for the batch)
+  -- The queue is in tag order: the last task claimed has the largest
+  -- tag of the claim (read once, rather than every score read).
+  vtime = math.floor(tonumber(redis.call('ZSCORE', KEYS[1], claimed[#claimed])))
   redis.call('ZREM', KEYS[1], unpack(claimed))
   redis.call('ZREM', skey(KEYS[1], 'pending'), unpack(claimed))
   for sched, n in pairs(pend) do

@@ -393,6 +393,14 @@ local function num(x) return string.format('%.17g', x) end
 -- costs about ten times what %d does (a microsecond per argument).
 local function int(x) return string.format('%d', x) end
 
+-- tag_score is the score in fair of tag plus k/1024 (0 <= k < 1024),
+-- exactly: k/1024 has ten decimals, so a whole tag is written with %d
+-- (num's %.17g costs several times more), any other with num.
+local function tag_score(tag, k)
+  if tag % 1 == 0 and tag >= 0 and tag < 1e15 then return string.format('%d.%010d', tag, k * 9765625) end
+  return num(tag + k / 1024)
+end
+
 -- stride is how far one task moves the tag of an owner of weight w.
 local function stride(w)
   w = tonumber(w) or 1
@@ -402,8 +410,9 @@ end
 
 -- next_tag gives the owner's next task its tag (the score in fair):
 -- after the owner's last one while it has pending tasks, else after the
--- largest tag claimed, plus the owner's stride; a fraction keeps ties
--- in queueing order. It counts the task as pending.
+-- largest tag claimed, plus the owner's stride; it returns the tag and
+-- the queueing count mod 1024, whose fraction of 1024 keeps ties in
+-- queueing order (see tag_score). It counts the task as pending.
 local function next_tag(task, owner)
   local sched = skey(task, 'sched:' .. owner)
   local f = redis.call('HMGET', sched, 'w', 'last', 'pend')
@@ -412,13 +421,13 @@ local function next_tag(task, owner)
   local tag = base + stride(f[1])
   redis.call('HSET', sched, 'last', num(tag))
   redis.call('HINCRBY', sched, 'pend', '1')
-  return tag + (redis.call('INCR', skey(task, 'tseq')) % 1024) / 1024
+  return tag, redis.call('INCR', skey(task, 'tseq')) % 1024
 end
 
 -- enqueue puts a pending task in the queues, ready at run_after.
 local function enqueue(task, id, run_after)
   local owner = redis.call('HGET', task, 'owner') or ''
-  redis.call('ZADD', skey(task, 'fair'), num(next_tag(task, owner)), id)
+  redis.call('ZADD', skey(task, 'fair'), tag_score(next_tag(task, owner)), id)
   redis.call('ZADD', skey(task, 'pending'), int(run_after), id)
 end
 

@@ -78,17 +78,29 @@ for i = 1, n do
   else
     acct.value = acct.value - cost
     acct.entries[#acct.entries + 1] = ARGV[a + 5] .. snow .. ',"bal":' .. int(acct.value) .. '}'
-    redis.call('HSET', task, 'id', id, 'owner', ARGV[a + 1], 'req', ARGV[a + 2], 'model', ARGV[a + 3],
-      'cost', ARGV[a + 4], 'status', 'pending', 'created', snow)
-    if ARGV[a + 6] ~= '' then redis.call('HSET', task, 'callback', ARGV[a + 6]) end
-    if ARGV[a + 7] ~= '' then redis.call('HSET', task, 'events', ARGV[a + 7]) end
-    if ARGV[a + 8] ~= '' then redis.call('HSET', task, 'rid', ARGV[a + 8]) end
+    local callback, events, rid = ARGV[a + 6], ARGV[a + 7], ARGV[a + 8]
+    if callback == '' and events == '' then -- one HSET either way: a call costs more than a field
+      if rid == '' then
+        redis.call('HSET', task, 'id', id, 'owner', owner, 'req', ARGV[a + 2], 'model', ARGV[a + 3],
+          'cost', ARGV[a + 4], 'status', 'pending', 'created', snow)
+      else
+        redis.call('HSET', task, 'id', id, 'owner', owner, 'req', ARGV[a + 2], 'model', ARGV[a + 3],
+          'cost', ARGV[a + 4], 'status', 'pending', 'created', snow, 'rid', rid)
+      end
+    else
+      local h = {task, 'id', id, 'owner', owner, 'req', ARGV[a + 2], 'model', ARGV[a + 3],
+        'cost', ARGV[a + 4], 'status', 'pending', 'created', snow}
+      if callback ~= '' then h[#h + 1], h[#h + 2] = 'callback', callback end
+      if events ~= '' then h[#h + 1], h[#h + 2] = 'events', events end
+      if rid ~= '' then h[#h + 1], h[#h + 2] = 'rid', rid end
+      redis.call('HSET', unpack(h))
+    end
     local base = vtime
     if sched.pend > 0 then base = math.max(base, sched.last) end
     sched.last = base + stride(sched.w)
     sched.pend = sched.pend + 1
     queued[#queued + 1], queued[#queued + 2] = snow, id
-    fair[#fair + 1], fair[#fair + 2] = num(sched.last + ((seq - n + i) % 1024) / 1024), id
+    fair[#fair + 1], fair[#fair + 2] = tag_score(sched.last, (seq - n + i) % 1024), id
     local member = stamp .. id
     acct.members[#acct.members + 1], acct.members[#acct.members + 2] = '0', member
     indexed[#indexed + 1], indexed[#indexed + 2] = '0', member
