@@ -17,7 +17,10 @@
 # commits are measured in the same run. NICE=-15 runs the servers and wrk
 # at that niceness (root only), which keeps other processes on a shared
 # machine from taking their turns. ENDPOINTS=submit (or poll) runs one
-# endpoint only.
+# endpoint only. FRESH=1 starts the servers anew before each round, so
+# that each round's serve holds only that round's tasks: with no
+# workers, every submit leaves a pending task in the memory store, and
+# the collector's work marking them grows with the run.
 #
 # Needs wrk (Debian package wrk). Listens on 127.0.0.1:18090-18092 (and
 # 18093-18094 with BASELINE) and
@@ -39,30 +42,47 @@ pids+=($!)
 # serve's defaults but for what a load test needs: a rate limit, a grant
 # and a cap on pending tasks it will not reach, and no workers (the HTTP
 # path alone).
-startServe() { # startServe BINARY PORT LOG
+startServe() { # startServe BINARY PORT LOG: starts it, sets served to its PID
 	"${nice[@]}" "$1" serve -addr "127.0.0.1:$2" -admin-addr "127.0.0.1:$(($2 + 1))" -demo-key "$KEY" \
-		-demo-credits 1000000000000 -rate-limit 1000000000 -max-pending 0 -workers 0 ${SERVE_FLAGS:-} 2>"$3" &
-	pids+=($!)
+		-demo-credits 1000000000000 -rate-limit 1000000000 -max-pending 0 -workers 0 ${SERVE_FLAGS:-} 2>>"$3" &
+	served=$!
+	pids+=($served)
 }
-startServe "$dir/imagegen" 18091 "$dir/serve.log"
-ports=(18090 18091)
-if [[ -n ${BASELINE:-} ]]; then
-	startServe "$BASELINE" 18093 "$dir/baseline.log"
-	ports+=(18093)
-fi
-for port in "${ports[@]}"; do
-	for _ in $(seq 1 100); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-		sleep 0.1
+waitFor() { # waitFor PORT...: until each accepts connections
+	for port in "$@"; do
+		for _ in $(seq 1 100); do
+			(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+			sleep 0.1
+		done
 	done
-done
+}
 pollTask() { # pollTask PORT: a task submitted to the serve on PORT, to poll
 	curl -sf -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
 		-d '{"scene":"text-to-image","prompt":"poll me"}' "http://127.0.0.1:$1/api/v1/generate" |
 		sed -n 's/.*"task_id":"\([^"]*\)".*/\1/p'
 }
-task=$(pollTask 18091)
-[[ -n ${BASELINE:-} ]] && baselineTask=$(pollTask 18093)
+# startServes (re)starts this tree's serve and the baseline's, and
+# submits the task each polls.
+startServes() {
+	for p in ${servePID:-} ${basePID:-}; do
+		kill "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	startServe "$dir/imagegen" 18091 "$dir/serve.log"
+	servePID=$served
+	ports=(18091)
+	if [[ -n ${BASELINE:-} ]]; then
+		startServe "$BASELINE" 18093 "$dir/baseline.log"
+		basePID=$served
+		ports+=(18093)
+	fi
+	waitFor "${ports[@]}"
+	task=$(pollTask 18091)
+	[[ -n ${BASELINE:-} ]] && baselineTask=$(pollTask 18093)
+	return 0
+}
+waitFor 18090
+startServes
 
 cputicks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime+stime of PID $1, in clock ticks
 # run PID URL SCRIPT TASK: one wrk run against the server PID; prints its
@@ -80,12 +100,14 @@ run() {
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores; wrk -t$THREADS -c$CONNS -d$DURATION"
 for endpoint in ${ENDPOINTS:-poll submit}; do
 	for round in $(seq 1 "$ROUNDS"); do
+		if [[ -n ${FRESH:-} && -n ${ranOnce:-} ]]; then startServes; fi
+		ranOnce=1
 		read -r bare bcpu < <(run "${pids[0]}" http://127.0.0.1:18090 "$endpoint" "$(cat "$dir/bare-task")")
-		read -r ours ocpu < <(run "${pids[1]}" http://127.0.0.1:18091 "$endpoint" "$task")
+		read -r ours ocpu < <(run "$servePID" http://127.0.0.1:18091 "$endpoint" "$task")
 		awk -v e="$endpoint" -v r="$round" -v b="$bare" -v o="$ours" -v bc="$bcpu" -v oc="$ocpu" 'BEGIN {
 			printf "%s round %s: bare %d req/s (%.1f µs CPU each), serve %d req/s (%.1f µs): %.2fx the rate, %.2fx the CPU per request\n", e, r, b, bc, o, oc, o/b, oc/bc }'
 		if [[ -n ${BASELINE:-} ]]; then
-			read -r base basecpu < <(run "${pids[2]}" http://127.0.0.1:18093 "$endpoint" "$baselineTask")
+			read -r base basecpu < <(run "$basePID" http://127.0.0.1:18093 "$endpoint" "$baselineTask")
 			awk -v e="$endpoint" -v r="$round" -v b="$bare" -v o="$base" -v bc="$bcpu" -v oc="$basecpu" 'BEGIN {
 				printf "%s round %s: baseline serve %d req/s (%.1f µs): %.2fx the rate, %.2fx the CPU per request\n", e, r, o, oc, o/b, oc/bc }'
 		fi
