@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -33,7 +34,8 @@ import (
 //	ARGV[5] how many to pass over at most
 //	ARGV[6..] per limited model: name, cap (0: none), starts a minute (0: none)
 //
-// Returns the claimed tasks, each as the values of claimedFields.
+// Returns the claimed tasks, each as the values of claimedFields joined by
+// NULs (or, when one but the last holds a NUL, as a list of them).
 var claimScript = newScript(`
 local now = now_ms()
 local lease, want, ownerCap, scan = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -151,9 +153,23 @@ while more and #out < want and passed <= scan do
         redis.call('HSET', rkey, 'next', int(t))
       end
       -- The task as claimed, in claimedFields' order: what the claim
-      -- set and what was read above.
-      out[#out + 1] = {id, owner, model, attempt, sleased, snow, started, f[2] or '', f[9] or '', f[10] or '',
-        f[11] or '', f[12] or '', f[13] or '', f[14] or '', f[15] or ''}
+      -- set and what was read above, joined by NULs into one string
+      -- (Redis turns each value of a reply into its own bulk string, at
+      -- several times the cost of the join; one concatenation is one
+      -- string made). The last value, the last error, may hold NULs
+      -- itself; a task whose other strings may hold one (its id, owner,
+      -- model or request id: numbers never do, nor the request, JSON
+      -- from encoding/json, which escapes control characters) comes as
+      -- a list instead.
+      local rid = f[12] or ''
+      if string.find(id .. owner .. model .. rid, '\0', 1, true) then
+        out[#out + 1] = {id, owner, model, attempt, sleased, snow, started, f[2] or '', f[9] or '', f[10] or '',
+          f[11] or '', rid, f[14] or '', f[15] or '', f[13] or ''}
+      else
+        out[#out + 1] = id .. '\0' .. owner .. '\0' .. model .. '\0' .. attempt .. '\0' .. sleased .. '\0' .. snow ..
+          '\0' .. started .. '\0' .. (f[2] or '') .. '\0' .. (f[9] or '') .. '\0' .. (f[10] or '') .. '\0' ..
+          (f[11] or '') .. '\0' .. rid .. '\0' .. (f[14] or '') .. '\0' .. (f[15] or '') .. '\0' .. (f[13] or '')
+      end
     end
   end
 end
@@ -233,21 +249,36 @@ func (s *Store) claimShard(ctx context.Context, sh keys, p imagegen.ClaimParams,
 // claimedFields name the values claimScript returns for a task: the
 // fields of its hash that decodeTask reads and a claimed task can have
 // (the status is processing, the progress 0).
+// The last error is last: only it may hold a NUL in a joined reply.
 var claimedFields = [...]string{"id", "owner", "model", "attempt", "lease_until", "updated", "started", "run_after",
-	"req", "cost", "created", "rid", "last_error", "released", "refunded"}
+	"req", "cost", "created", "rid", "released", "refunded", "last_error"}
 
 // claimedHash turns one task of claimScript's reply into the fields of
 // its hash, as decodeTask reads them.
 func claimedHash(reply any) (map[string]string, error) {
-	list, ok := reply.([]any)
-	if !ok || len(list) != len(claimedFields) {
-		return nil, fmt.Errorf("redis store: claim: unexpected reply %T of %d values", reply, len(list))
-	}
-	m := make(map[string]string, len(list)+2)
-	for i, v := range list {
-		if s, _ := v.(string); s != "" {
-			m[claimedFields[i]] = s
+	m := make(map[string]string, len(claimedFields)+2)
+	switch r := reply.(type) {
+	case string:
+		values := strings.SplitN(r, "\x00", len(claimedFields))
+		if len(values) != len(claimedFields) {
+			return nil, fmt.Errorf("redis store: claim: unexpected reply of %d values", len(values))
 		}
+		for i, v := range values {
+			if v != "" {
+				m[claimedFields[i]] = v
+			}
+		}
+	case []any:
+		if len(r) != len(claimedFields) {
+			return nil, fmt.Errorf("redis store: claim: unexpected reply of %d values", len(r))
+		}
+		for i, v := range r {
+			if s, _ := v.(string); s != "" {
+				m[claimedFields[i]] = s
+			}
+		}
+	default:
+		return nil, fmt.Errorf("redis store: claim: unexpected reply %T", reply)
 	}
 	m["status"], m["progress"] = string(imagegen.StatusProcessing), "0"
 	return m, nil

@@ -499,6 +499,11 @@ local function wants(task, event)
   return wants_of(f[1], f[2], event)
 end
 
+-- finished_channel and finished_publish are, once finish has found
+-- them, the channel of finished tasks and the command that publishes on
+-- it: every task of a script run is of one tag, so they are found once.
+local finished_channel, finished_publish
+
 -- finish's h is what holds read of the task, or nil to read it; more
 -- arguments are fields and values to set on the task with its status.
 -- leases false leaves the task in the leases, for a caller that takes a
@@ -514,12 +519,14 @@ local function finish(task, leases, id, status, now, retention, hooks, h, ...)
   if leases then redis.call('ZREM', leases, id) end
   redis.call('HSET', task, 'status', status, 'lease_until', '0', 'updated', snow, 'finished', snow, 'expires', int(now + retention), ...)
   redis.call('PEXPIRE', task, int(retention))
-  local tag = string.match(task, '^(.-}):task:')
-  if string.find(tag, ':%d+%.%d+}$') then
-    redis.call('SPUBLISH', tag .. ':finished', id) -- a Cluster's shard: only its own nodes hear it
-  else
-    redis.call('PUBLISH', tag .. ':finished', id)
+  if not finished_channel then
+    local tag = string.match(task, '^(.-}):task:')
+    finished_channel, finished_publish = tag .. ':finished', 'PUBLISH'
+    if string.find(tag, ':%d+%.%d+}$') then
+      finished_publish = 'SPUBLISH' -- a Cluster's shard: only its own nodes hear it
+    end
   end
+  redis.call(finished_publish, finished_channel, id)
 end
 
 -- hook_attempts is the task field that counts the attempts of a
