@@ -85,7 +85,9 @@
 //	P:balance:<owner>  string: credit balance
 //	P:ledger:<owner>   list: ledger entries, oldest first (JSON; an entry's ID is its position from 1)
 //	P:refs:<owner>     set: grant and web references used
-//	P:image:<id>       hash: image record (task, owner, type, size, sum, created, expires)
+//	P:image:<id>       string: image record, JSON (task, owner, type, size, sum, created and expires
+//	                   in ms), expiring with it (a record written before these strings is a hash of
+//	                   the same fields, read too)
 //	P:blob:<id>        string: image bytes (the default BlobStore, blob/redis)
 //	P:apikey:<sha256>  hash: API key record
 //	P:apikeys:<owner>  list: the owner's key hashes, oldest first
