@@ -33,14 +33,14 @@ type entry struct {
 	kind                 imagegen.LedgerKind
 	amount, balanceAfter int64
 	ref                  string
-	at                   time.Time
+	at                   stamp // no location: nothing for the collector to follow
 }
 
 // entry returns the ledger entry at index i, as the store's callers see
-// it.
-func (a *account) entry(i int) imagegen.LedgerEntry {
+// it, with its time in loc.
+func (a *account) entry(i int, loc *time.Location) imagegen.LedgerEntry {
 	e := a.entries[i/entryChunk][i%entryChunk]
-	return imagegen.LedgerEntry{ID: strconv.Itoa(i + 1), Owner: a.owner, Kind: e.kind, Amount: e.amount, Ref: e.ref, At: e.at, BalanceAfter: e.balanceAfter}
+	return imagegen.LedgerEntry{ID: strconv.Itoa(i + 1), Owner: a.owner, Kind: e.kind, Amount: e.amount, Ref: e.ref, At: e.at.in(loc), BalanceAfter: e.balanceAfter}
 }
 
 // AddEntry appends e to the owner's ledger.
@@ -75,7 +75,7 @@ func (s *Store) appendEntry(e imagegen.LedgerEntry, now time.Time) (int64, error
 		a.entries = append(a.entries, chunk)
 	}
 	last := &a.entries[len(a.entries)-1]
-	*last = append(*last, entry{kind: e.Kind, amount: e.Amount, balanceAfter: a.balance, ref: e.Ref, at: now})
+	*last = append(*last, entry{kind: e.Kind, amount: e.Amount, balanceAfter: a.balance, ref: e.Ref, at: stampOf(now)})
 	a.n++
 	a.refs[e.Ref] = struct{}{}
 	return a.balance, nil
@@ -101,7 +101,7 @@ func (s *Store) Ledger(_ context.Context, owner string) ([]imagegen.LedgerEntry,
 	}
 	out := make([]imagegen.LedgerEntry, a.n)
 	for i := range a.n {
-		out[i] = a.entry(i)
+		out[i] = a.entry(i, s.loc)
 	}
 	return out, nil
 }
@@ -127,7 +127,7 @@ func (s *Store) ListLedger(_ context.Context, owner string, limit int, cursor st
 	start := max(0, end-limit)
 	page := imagegen.LedgerPage{Entries: make([]imagegen.LedgerEntry, 0, end-start)}
 	for i := end - 1; i >= start; i-- {
-		page.Entries = append(page.Entries, a.entry(i))
+		page.Entries = append(page.Entries, a.entry(i, s.loc))
 	}
 	if start > 0 {
 		page.Next = strconv.Itoa(start + 1) // the ID of entry start

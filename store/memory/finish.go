@@ -26,10 +26,9 @@ func (s *Store) CompleteTask(_ context.Context, id string, attempt int, images [
 			s.images[img.ID] = &img
 			ids = append(ids, img.ID)
 		}
-		r.task.Images = ids
+		r.outcome().images = ids
 		if seed != nil {
-			used := *seed
-			r.task.Request.Seed = &used
+			r.seed, r.seeded = *seed, true
 		}
 		s.finish(r, imagegen.StatusSuccess, now)
 	})
@@ -49,11 +48,11 @@ func (s *Store) CancelTask(_ context.Context, owner, id string) (int64, error) {
 	now := s.lock()
 	defer s.mu.Unlock()
 	r, ok := s.tasks[id]
-	if !ok || r.task.Owner != owner {
+	if !ok || r.owner() != owner {
 		return 0, imagegen.ErrTaskNotFound
 	}
-	if r.task.Status.Terminal() {
-		return 0, fmt.Errorf("memory: cancel %s task: %w", r.task.Status, imagegen.ErrInvalidTransition)
+	if r.status.Terminal() {
+		return 0, fmt.Errorf("memory: cancel %s task: %w", r.status, imagegen.ErrInvalidTransition)
 	}
 	s.dequeue(r)
 	return s.fail(r, imagegen.Failure{Code: imagegen.CodeCancelled, Message: imagegen.CancelledMessage}, now), nil
@@ -62,32 +61,30 @@ func (s *Store) CancelTask(_ context.Context, owner, id string) (int64, error) {
 // fail ends the task as failed and refunds its cost, once. It returns
 // the credits it gave back (0 when the task was refunded before).
 func (s *Store) fail(r *record, f imagegen.Failure, now time.Time) (refund int64) {
-	if !r.task.Refunded {
-		refund = r.task.Cost
+	if !r.refunded {
+		refund = r.cost
 		// The refund reference is unique per task (and per operator's
 		// recharge), so it cannot collide.
-		ref := r.refundRef
-		if ref == "" {
-			ref = imagegen.RefundRef(r.task.ID)
-		}
 		_, _ = s.appendEntry(imagegen.LedgerEntry{
-			Owner: r.task.Owner, Kind: imagegen.LedgerRefund, Amount: r.task.Cost, Ref: ref,
+			Owner: r.owner(), Kind: imagegen.LedgerRefund, Amount: r.cost, Ref: r.refundRef(),
 		}, now)
-		r.task.Refunded = true
+		r.refunded = true
 	}
-	r.task.Error, r.task.ErrorCode = f.Message, f.Code
+	o := r.outcome()
+	o.err, o.code = f.Message, f.Code
 	s.finish(r, imagegen.StatusFailed, now)
 	return refund
 }
 
 func (s *Store) finish(r *record, status imagegen.Status, now time.Time) {
-	delete(s.processing, r.task.ID)
+	delete(s.processing, r.id())
 	s.stopRunning(r)
-	r.task.Status = status
-	r.task.LeaseUntil = time.Time{}
-	r.task.UpdatedAt, r.task.FinishedAt = now, now
-	r.task.ExpiresAt = now.Add(s.retention)
-	heap.Push(&s.expiring, expiry{at: r.task.ExpiresAt, id: r.task.ID})
+	r.status = status
+	expires := now.Add(s.retention)
+	r.leaseUntil = stamp{}
+	r.updatedAt, r.finishedAt = stampOf(now), stampOf(now)
+	r.expiresAt = stampOf(expires)
+	heap.Push(&s.expiring, expiry{at: expires, id: r.id()})
 	s.queueWebhook(r, imagegen.EventCompleted, now)
-	s.notifyFinished(r.task.ID)
+	s.notifyFinished(r.id())
 }

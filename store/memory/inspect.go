@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"time"
 
 	"github.com/imagegen/imagegen"
 )
@@ -20,8 +19,8 @@ func (s *Store) QueueStats(context.Context) (imagegen.QueueStats, error) {
 	now := s.lock()
 	defer s.mu.Unlock()
 	st := imagegen.QueueStats{Pending: int64(s.pending.Len()), Processing: int64(len(s.processing))}
-	if r, ok := s.pending.first(); ok && !r.task.RunAfter.After(now) {
-		st.OldestPending = now.Sub(r.task.RunAfter)
+	if r, ok := s.pending.first(); ok && !stampOf(now).before(r.runAfter) {
+		st.OldestPending = now.Sub(r.runAfter.in(s.loc))
 	}
 	return st, nil
 }
@@ -34,7 +33,7 @@ func (s *Store) TaskByID(_ context.Context, id string) (*imagegen.Task, error) {
 	if !ok {
 		return nil, imagegen.ErrTaskNotFound
 	}
-	t := copyTask(r.task)
+	t := r.view(s.loc)
 	return &t, nil
 }
 
@@ -57,14 +56,14 @@ func (s *Store) ListAllTasks(_ context.Context, f imagegen.TaskFilter, limit int
 	var last uint64 // the seq of the page's last task
 	for ; i >= 0; i-- {
 		r := s.all[i]
-		if s.tasks[r.task.ID] != r || !matches(&r.task, f) {
+		if s.tasks[r.id()] != r || !r.matches(f) {
 			continue // removed by retention, or not asked for
 		}
 		if len(page.Tasks) == limit {
 			page.Next = strconv.FormatUint(last, 10)
 			break
 		}
-		t := copyTask(r.task)
+		t := r.view(s.loc)
 		page.Tasks = append(page.Tasks, &t)
 		last = r.seq
 	}
@@ -76,7 +75,7 @@ func (s *Store) ListAllTasks(_ context.Context, f imagegen.TaskFilter, limit int
 func (s *Store) compactAll() {
 	kept := s.all[:0]
 	for _, r := range s.all {
-		if s.tasks[r.task.ID] == r {
+		if s.tasks[r.id()] == r {
 			kept = append(kept, r)
 		}
 	}
@@ -84,11 +83,11 @@ func (s *Store) compactAll() {
 	s.all, s.allGone = kept, 0
 }
 
-func matches(t *imagegen.Task, f imagegen.TaskFilter) bool {
-	return (f.Owner == "" || t.Owner == f.Owner) &&
-		(f.Status == "" || t.Status == f.Status) &&
-		(f.Since.IsZero() || !t.CreatedAt.Before(f.Since)) &&
-		(f.Until.IsZero() || t.CreatedAt.Before(f.Until))
+func (r *record) matches(f imagegen.TaskFilter) bool {
+	return (f.Owner == "" || r.owner() == f.Owner) &&
+		(f.Status == "" || r.status == f.Status) &&
+		(f.Since.IsZero() || !r.createdAt.before(stampOf(f.Since))) &&
+		(f.Until.IsZero() || r.createdAt.before(stampOf(f.Until)))
 }
 
 // RequeueTask gives a failed task back to the queue, ready now.
@@ -99,23 +98,25 @@ func (s *Store) RequeueTask(_ context.Context, id string, recharge bool) error {
 	if !ok {
 		return imagegen.ErrTaskNotFound
 	}
-	if r.task.Status != imagegen.StatusFailed {
-		return fmt.Errorf("memory: requeue %s task: %w", r.task.Status, imagegen.ErrInvalidTransition)
+	if r.status != imagegen.StatusFailed {
+		return fmt.Errorf("memory: requeue %s task: %w", r.status, imagegen.ErrInvalidTransition)
 	}
 	if recharge {
 		_, err := s.appendEntry(imagegen.LedgerEntry{
-			Owner: r.task.Owner, Kind: imagegen.LedgerCharge, Amount: -r.task.Cost, Ref: imagegen.RechargeRef(id, r.task.Attempt),
+			Owner: r.owner(), Kind: imagegen.LedgerCharge, Amount: -r.cost, Ref: imagegen.RechargeRef(id, r.attempt),
 		}, now)
 		if err != nil {
 			return err
 		}
-		r.task.Refunded = false
-		r.refundRef = imagegen.RerefundRef(id, r.task.Attempt)
+		r.refunded = false
+		r.outcome().refundRef = imagegen.RerefundRef(id, r.attempt)
 	}
-	r.task.Status = imagegen.StatusPending
-	r.task.Error, r.task.ErrorCode = "", ""
-	r.task.FinishedAt, r.task.ExpiresAt = time.Time{}, time.Time{} // its expiry entry is skipped when popped
-	r.task.UpdatedAt, r.task.RunAfter = now, now
+	r.status = imagegen.StatusPending
+	if o := r.out; o != nil {
+		o.err, o.code = "", ""
+	}
+	r.finishedAt, r.expiresAt = stamp{}, stamp{} // its expiry entry is skipped when popped
+	r.updatedAt, r.runAfter = stampOf(now), stampOf(now)
 	s.enqueue(r)
 	return nil
 }

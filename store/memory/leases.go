@@ -35,39 +35,39 @@ func (s *Store) ClaimTasks(_ context.Context, p imagegen.ClaimParams) ([]*imageg
 func (s *Store) claim(r *record, now time.Time, lease time.Duration) *imagegen.Task {
 	s.vtime = max(s.vtime, r.fair.key.order)
 	s.dequeue(r)
-	r.task.Status = imagegen.StatusProcessing
-	r.task.Attempt++
-	r.task.Progress = 0
-	r.task.LeaseUntil = now.Add(lease)
-	r.task.UpdatedAt = now
-	if r.task.StartedAt.IsZero() {
-		r.task.StartedAt = now
+	r.status = imagegen.StatusProcessing
+	r.attempt++
+	r.progress = 0
+	r.leaseUntil = stampOf(now.Add(lease))
+	r.updatedAt = stampOf(now)
+	if r.startedAt.isZero() {
+		r.startedAt = r.updatedAt
 		s.queueWebhook(r, imagegen.EventProcessing, now)
 	}
-	s.processing[r.task.ID] = r
+	s.processing[r.id()] = r
 	s.startRunning(r)
-	t := copyTask(r.task)
+	t := r.view(s.loc)
 	return &t
 }
 
 // RenewLease extends the lease of the holder of attempt.
 func (s *Store) RenewLease(_ context.Context, id string, attempt int, lease time.Duration) error {
 	return s.asHolder(id, attempt, func(r *record, now time.Time) {
-		r.task.LeaseUntil = now.Add(lease)
-		r.task.UpdatedAt = now
+		r.leaseUntil = stampOf(now.Add(lease))
+		r.updatedAt = stampOf(now)
 	})
 }
 
 // SetProgress records the generation's progress on the task attempt
 // holds.
 func (s *Store) SetProgress(_ context.Context, id string, attempt int, progress float64) error {
-	return s.asHolder(id, attempt, func(r *record, _ time.Time) { r.task.Progress = progress })
+	return s.asHolder(id, attempt, func(r *record, _ time.Time) { r.progress = progress })
 }
 
 // RetryTask gives the task back to the queue, ready after delay.
 func (s *Store) RetryTask(_ context.Context, id string, attempt int, delay time.Duration, lastErr string) error {
 	return s.asHolder(id, attempt, func(r *record, now time.Time) {
-		r.task.LastError = lastErr
+		r.outcome().lastErr = lastErr
 		s.requeue(r, now.Add(delay), now)
 	})
 }
@@ -76,8 +76,8 @@ func (s *Store) RetryTask(_ context.Context, id string, attempt int, delay time.
 // counting the attempt.
 func (s *Store) ReleaseTask(_ context.Context, id string, attempt int) error {
 	return s.asHolder(id, attempt, func(r *record, now time.Time) {
-		r.task.Released++
-		r.task.LastError = storekit.ReleasedMessage
+		r.released++
+		r.outcome().lastErr = storekit.ReleasedMessage
 		s.requeue(r, now, now)
 	})
 }
@@ -89,22 +89,22 @@ func (s *Store) RecoverExpired(_ context.Context, maxAttempts int) (imagegen.Rec
 	defer s.mu.Unlock()
 	var rec imagegen.Recovery
 	for _, r := range s.processing {
-		if now.Before(r.task.LeaseUntil) {
+		if stampOf(now).before(r.leaseUntil) {
 			continue
 		}
-		if counted := r.task.CountedAttempts(); counted >= maxAttempts {
+		if counted := r.attempt - r.released; counted >= maxAttempts {
 			failed := imagegen.ExpiredTask{
-				ID: r.task.ID, Owner: r.task.Owner, Model: r.task.Model, RequestID: r.task.RequestID,
-				Attempts: counted, Cost: r.task.Cost,
+				ID: r.id(), Owner: r.owner(), Model: r.model(), RequestID: r.field(textRequestID),
+				Attempts: counted, Cost: r.cost,
 			}
-			if !r.task.Refunded {
-				failed.Refund = r.task.Cost
+			if !r.refunded {
+				failed.Refund = r.cost
 			}
 			s.fail(r, imagegen.Failure{Code: imagegen.CodeInternal, Message: storekit.ExpiredLeaseMessage(counted)}, now)
 			rec.Failed = append(rec.Failed, failed)
 			continue
 		}
-		r.task.LastError = "lease expired"
+		r.outcome().lastErr = "lease expired"
 		s.requeue(r, now, now)
 		rec.Requeued++
 	}
@@ -118,7 +118,7 @@ func (s *Store) asHolder(id string, attempt int, change func(r *record, now time
 	now := s.lock()
 	defer s.mu.Unlock()
 	r, ok := s.tasks[id]
-	if !ok || r.task.Status != imagegen.StatusProcessing || r.task.Attempt != attempt {
+	if !ok || r.status != imagegen.StatusProcessing || r.attempt != attempt {
 		return leases.Lost("memory", id, attempt)
 	}
 	change(r, now)
@@ -126,11 +126,11 @@ func (s *Store) asHolder(id string, attempt int, change func(r *record, now time
 }
 
 func (s *Store) requeue(r *record, runAfter, now time.Time) {
-	delete(s.processing, r.task.ID)
+	delete(s.processing, r.id())
 	s.stopRunning(r)
-	r.task.Status = imagegen.StatusPending
-	r.task.LeaseUntil = time.Time{}
-	r.task.RunAfter = runAfter
-	r.task.UpdatedAt = now
+	r.status = imagegen.StatusPending
+	r.leaseUntil = stamp{}
+	r.runAfter = stampOf(runAfter)
+	r.updatedAt = stampOf(now)
 	s.enqueue(r)
 }

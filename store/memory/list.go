@@ -26,14 +26,14 @@ func (s *Store) ListTasks(_ context.Context, owner string, status imagegen.Statu
 	var page imagegen.TaskPage
 	for i := start; i >= 0; i-- {
 		r := s.tasks[kept[i]]
-		if status != "" && r.task.Status != status {
+		if status != "" && r.status != status {
 			continue
 		}
 		if len(page.Tasks) == limit {
 			page.Next = strconv.FormatUint(s.tasks[page.Tasks[len(page.Tasks)-1].ID].seq, 10)
 			break
 		}
-		t := copyTask(r.task)
+		t := r.view(s.loc)
 		page.Tasks = append(page.Tasks, &t)
 	}
 	return page, nil

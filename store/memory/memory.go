@@ -46,6 +46,7 @@ type Config struct {
 // Store is the in-memory store. It is safe for concurrent use.
 type Store struct {
 	clock     imagegen.Clock
+	loc       *time.Location // where the tasks' times are read (the clock's location)
 	retention time.Duration
 	blobs     imagegen.BlobStore
 	ownBlobs  *blobmemory.Store // the default blobs, emptied with the records
@@ -84,21 +85,6 @@ type Store struct {
 	provStats providerStats // AddProviderStats, under its own mutex
 }
 
-// record is a task with its place in the pending queue.
-type record struct {
-	task imagegen.Task
-	seq  uint64 // submission order, for listing
-	// queued is the task's key in the RunAfter queue and fair its node
-	// in the fair-share queue while it is pending (kept in the record,
-	// so that a pending task costs no allocations of its own for it);
-	// their seq is 0 otherwise.
-	queued queueKey
-	fair   pendingNode
-	// refundRef is the ledger reference of the next refund: "" for
-	// RefundRef(id), else that of an operator's recharge (RequeueTask).
-	refundRef string
-}
-
 // New returns an empty Store, or an error naming a bad field (a negative
 // Retention), as the other backends' New do.
 func New(o Config) (*Store, error) {
@@ -114,6 +100,7 @@ func New(o Config) (*Store, error) {
 	}
 	return &Store{
 		clock:      clock,
+		loc:        clock.Now().Location(),
 		retention:  cmp.Or(o.Retention, DefaultRetention),
 		blobs:      blobs,
 		ownBlobs:   own,
@@ -144,8 +131,8 @@ func (s *Store) sweep(now time.Time) int {
 	n := 0
 	for len(s.expiring) > 0 && !now.Before(s.expiring[0].at) {
 		e := heap.Pop(&s.expiring).(expiry)
-		if r, ok := s.tasks[e.id]; ok && r.task.ExpiresAt.Equal(e.at) {
-			for _, img := range r.task.Images {
+		if r, ok := s.tasks[e.id]; ok && r.expiresAt == stampOf(e.at) {
+			for _, img := range r.images() {
 				delete(s.images, img)
 				if s.ownBlobs != nil {
 					_ = s.ownBlobs.Delete(context.Background(), img) // in memory: cannot fail

@@ -130,12 +130,13 @@ func linearQueue(s *Store, ids []string) ([]int, imagegen.QueueStats) {
 	var pending []*record
 	st := imagegen.QueueStats{}
 	for _, r := range s.tasks {
-		switch r.task.Status {
+		t := r.view(s.loc)
+		switch t.Status {
 		case imagegen.StatusPending:
 			pending = append(pending, r)
 			st.Pending++
-			if !r.task.RunAfter.After(now) {
-				st.OldestPending = max(st.OldestPending, now.Sub(r.task.RunAfter))
+			if !t.RunAfter.After(now) {
+				st.OldestPending = max(st.OldestPending, now.Sub(t.RunAfter))
 			}
 		case imagegen.StatusProcessing:
 			st.Processing++
@@ -145,7 +146,7 @@ func linearQueue(s *Store, ids []string) ([]int, imagegen.QueueStats) {
 	for i, id := range ids {
 		out[i] = -1
 		r, ok := s.tasks[id]
-		if !ok || r.task.Status != imagegen.StatusPending {
+		if !ok || r.status != imagegen.StatusPending {
 			continue
 		}
 		out[i] = 0
@@ -165,7 +166,7 @@ func linearHead(s *Store) string {
 	defer s.mu.Unlock()
 	var head *record
 	for _, r := range s.tasks {
-		if r.task.Status != imagegen.StatusPending || r.task.RunAfter.After(now) {
+		if t := r.view(s.loc); t.Status != imagegen.StatusPending || t.RunAfter.After(now) {
 			continue
 		}
 		if head == nil || r.fair.key.before(head.fair.key) {
@@ -175,7 +176,7 @@ func linearHead(s *Store) string {
 	if head == nil {
 		return ""
 	}
-	return head.task.ID
+	return head.id()
 }
 
 // errOf is the error of a FailTask or CancelTask, whose refund the

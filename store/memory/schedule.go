@@ -45,21 +45,21 @@ func (s *Store) model(model string) *modelState {
 
 // startRunning counts r, just claimed, against its owner and model.
 func (s *Store) startRunning(r *record) {
-	s.owner(r.task.Owner).running[r] = struct{}{}
-	s.model(r.task.Model).running[r] = struct{}{}
+	s.owner(r.owner()).running[r] = struct{}{}
+	s.model(r.model()).running[r] = struct{}{}
 }
 
 // stopRunning gives back r's slots: it left processing.
 func (s *Store) stopRunning(r *record) {
-	delete(s.owner(r.task.Owner).running, r)
-	delete(s.model(r.task.Model).running, r)
+	delete(s.owner(r.owner()).running, r)
+	delete(s.model(r.model()).running, r)
 }
 
 // live counts the tasks of running whose lease has not ended.
 func live(running map[*record]struct{}, now time.Time) int {
-	n := 0
+	n, at := 0, stampOf(now)
 	for r := range running {
-		if r.task.LeaseUntil.After(now) {
+		if at.before(r.leaseUntil) {
 			n++
 		}
 	}
@@ -85,7 +85,7 @@ func (s *Store) newHolds(now time.Time, l imagegen.Limits) *holds {
 
 // reason says why r may not start now, or "" when it may.
 func (h *holds) reason(r *record) imagegen.HoldReason {
-	owner, model := r.task.Owner, r.task.Model
+	owner, model := r.owner(), r.model()
 	if c := h.l.OwnerConcurrency; c > 0 && h.running(&h.owners, owner, h.s.owner(owner).running) >= c {
 		return imagegen.HeldOwnerCap
 	}
@@ -130,7 +130,7 @@ func (h *holds) nextStart(model string) time.Time {
 
 // take counts r as started by this pass, where a cap or a rate needs it.
 func (h *holds) take(r *record) {
-	owner, model := r.task.Owner, r.task.Model
+	owner, model := r.owner(), r.model()
 	if h.l.OwnerConcurrency > 0 {
 		n := h.running(&h.owners, owner, h.s.owner(owner).running) // makes h.owners
 		h.owners[owner] = n + 1
@@ -158,9 +158,9 @@ func maxTime(a, b time.Time) time.Time {
 // or held back); s.mu is held. take must not change the queue.
 func (s *Store) scan(now time.Time, l imagegen.Limits, n int, take func(*record)) {
 	h := s.newHolds(now, l)
-	taken, passed := 0, 0
+	taken, passed, at := 0, 0, stampOf(now)
 	s.fair.each(func(_ queueKey, r *record) bool {
-		if !r.task.RunAfter.After(now) && h.reason(r) == "" {
+		if !at.before(r.runAfter) && h.reason(r) == "" {
 			h.take(r)
 			take(r)
 			taken++
@@ -209,9 +209,9 @@ func (s *Store) SchedulerStats(_ context.Context, l imagegen.Limits) (imagegen.S
 	defer s.mu.Unlock()
 	st := imagegen.SchedulerStats{Held: map[imagegen.HoldReason]int{}, Paused: map[string]time.Time{}}
 	h := s.newHolds(now, l)
-	seen := 0
+	seen, at := 0, stampOf(now)
 	s.fair.each(func(_ queueKey, r *record) bool {
-		if !r.task.RunAfter.After(now) {
+		if !at.before(r.runAfter) {
 			if why := h.reason(r); why != "" {
 				st.Held[why]++
 			}

@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/store/storekit"
@@ -31,9 +30,10 @@ func (s *Store) CreateTask(_ context.Context, t *imagegen.Task, p imagegen.Creat
 	t.Status, t.Attempt = imagegen.StatusPending, 0
 	t.CreatedAt, t.UpdatedAt, t.RunAfter = now, now, now
 	s.seq++
-	r := &record{task: copyTask(*t), seq: s.seq}
-	s.tasks[t.ID] = r
-	s.ownerTasks[t.Owner] = append(s.ownerTasks[t.Owner], t.ID)
+	r := newRecord(t, s.seq)
+	id := r.id() // the record's copy, which the indexes share
+	s.tasks[id] = r
+	s.ownerTasks[t.Owner] = append(s.ownerTasks[t.Owner], id)
 	if n := len(s.ownerTasks[t.Owner]); n >= 64 && n&(n-1) == 0 {
 		s.compactOwnerTasks(t.Owner) // at powers of two: amortised O(1)
 	}
@@ -55,9 +55,9 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 // of its owner's line in fair-share order (a new tag); s.mu is held.
 func (s *Store) enqueue(r *record) {
 	s.seq++
-	r.queued = queueKey{order: r.task.RunAfter.UnixNano(), seq: s.seq}
+	r.queued = queueKey{order: r.runAfter.unixNano(), seq: s.seq}
 	s.pending.push(r.queued, r)
-	o := s.owner(r.task.Owner)
+	o := s.owner(r.owner())
 	base := s.vtime
 	if o.pending > 0 {
 		base = max(base, o.last)
@@ -78,12 +78,6 @@ func (s *Store) dequeue(r *record) {
 		s.pending.removed()
 		s.fair.remove(r.fair.key)
 		r.fair = pendingNode{} // no pointers left into the queue
-		s.owner(r.task.Owner).pending--
+		s.owner(r.owner()).pending--
 	}
-}
-
-func copyTask(t imagegen.Task) imagegen.Task {
-	t.Request.ImageInput = slices.Clone(t.Request.ImageInput)
-	t.Images = slices.Clone(t.Images)
-	return t
 }

@@ -23,14 +23,14 @@ type hook struct {
 // queueWebhook queues the delivery of event e of the task, if its
 // callback asks for it; s.mu is held.
 func (s *Store) queueWebhook(r *record, e imagegen.CallbackEvent, now time.Time) {
-	if r.task.Request.CallbackURL == "" || !imagegen.Wants(r.task.Request.CallbackEvents, e) {
+	if r.callbackURL() == "" || !imagegen.Wants(r.events, e) {
 		return
 	}
 	if s.hooks == nil {
 		s.hooks = make(map[string]*hook)
 	}
 	s.seq++
-	s.hooks[storekit.WebhookID(r.task.ID, e)] = &hook{due: now, seq: s.seq}
+	s.hooks[storekit.WebhookID(r.id(), e)] = &hook{due: now, seq: s.seq}
 }
 
 // ClaimWebhooks leases up to n due deliveries, the longest due first
@@ -41,7 +41,7 @@ func (s *Store) ClaimWebhooks(_ context.Context, lease time.Duration, n int) ([]
 	var due []string
 	for id, h := range s.hooks {
 		taskID, _ := storekit.ParseWebhookID(id)
-		if r, ok := s.tasks[taskID]; !ok || r.task.Request.CallbackURL == "" {
+		if r, ok := s.tasks[taskID]; !ok || r.callbackURL() == "" {
 			delete(s.hooks, id) // the task expired: nothing to send
 			continue
 		}
@@ -59,10 +59,10 @@ func (s *Store) ClaimWebhooks(_ context.Context, lease time.Duration, n int) ([]
 	out := make([]imagegen.WebhookDelivery, 0, min(n, len(due)))
 	for _, id := range due[:min(n, len(due))] {
 		taskID, event := storekit.ParseWebhookID(id)
-		h, t := s.hooks[id], s.tasks[taskID].task
+		h, r := s.hooks[id], s.tasks[taskID]
 		h.due = now.Add(lease)
 		out = append(out, imagegen.WebhookDelivery{
-			ID: id, TaskID: taskID, Event: event, Owner: t.Owner, URL: t.Request.CallbackURL, Attempts: h.attempts,
+			ID: id, TaskID: taskID, Event: event, Owner: r.owner(), URL: r.callbackURL(), Attempts: h.attempts,
 		})
 	}
 	return out, nil
