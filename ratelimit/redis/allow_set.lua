@@ -11,29 +11,32 @@
 -- time (µs) at which one more request will be allowed (0 if count < limit),
 -- now (µs) as used}.
 --
--- Times in microseconds are turned into strings with '%.0f': Lua's own
--- conversion (tostring, ..) uses '%.14g' and would lose their low digits.
+-- Times in microseconds (whole numbers) are turned into strings with
+-- '%d': Lua's own conversion (tostring, ..) uses '%.14g' and would lose
+-- their low digits (and costs more, as '%.0f' does).
 -- (allow_args.lua comes first: key, window, limit and now are set.)
 
 -- Times never go back within a key: a request made while the clock reads
 -- earlier than the newest one (a clock stepped back, or another process
 -- passing its own time) counts at the newest one. This also makes the
 -- member names below unique.
-local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+-- The newest one's time starts its member (see the ZADD below), which
+-- Redis need not format as it would the score.
+local newest = redis.call('ZRANGE', key, -1, -1)[1]
 if newest then
-  newest = tonumber(newest)
+  newest = tonumber(string.sub(newest, 1, string.find(newest, '-', 1, true) - 1))
   if newest > now then now = newest end
 end
 
 -- A request made at t stops counting at t + window.
-redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now - window))
+redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window))
 local count = redis.call('ZCARD', key)
 
 local allowed = 0
 if count < limit then
   -- Unique: members made at one time differ in count, which only grows
   -- while the time stays the same.
-  redis.call('ZADD', key, string.format('%.0f', now), string.format('%.0f-%d', now, count))
+  redis.call('ZADD', key, string.format('%d', now), string.format('%d-%d', now, count))
   redis.call('PEXPIRE', key, ARGV[4])
   count = count + 1
   allowed = 1
