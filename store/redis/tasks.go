@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -25,19 +26,22 @@ import (
 // read once per owner and written back once, ledger entries (half-made
 // in Go) and task index entries are appended in one call each per
 // owner, and one ZADD per queue queues the batch (and one more indexes
-// it for operators).
+// it for operators). Each owner's keys are named once, however many of
+// the batch's tasks are the owner's.
 //
 // Each task gets its fair-share tag (see next_tag in the prelude): after
 // its owner's last while the owner has pending tasks, else after the
 // largest tag claimed.
 //
 //	KEYS[1] pending  KEYS[2] the index of all tasks  KEYS[3] fair  KEYS[4] vtime  KEYS[5] tseq
-//	KEYS[5i+1 .. 5i+5]  task i (1-based): task, balance, ledger, owner's task index, owner's sched
+//	KEYS[4o+2 .. 4o+5]  owner o (1-based): balance, ledger, task index, sched
+//	then per task its task key
 //	ARGV[1] now  ARGV[2] how long an owner's task index outlives its last task (ms)
-//	ARGV[10i-7 .. 10i+2]  task i: id, owner, request JSON, model, cost,
-//	                    ledger entry JSON up to its time, callback URL or "",
-//	                    callback events ("" for the default), request id or "",
-//	                    max pending (0: no max)
+//	ARGV[3] how many owners  ARGV[3+o] owner o
+//	then per task: id, its owner's number o, request JSON, model, cost,
+//	ledger entry JSON up to its time, callback URL or "", callback
+//	events ("" for the default), request id or "", max pending (0: no
+//	max)
 //
 // Returns {code_1, balance_1, ..., code_n, balance_n, now} where code is
 // 1 (created), 0 (balance short), -1 (id taken) or -2 (queue full).
@@ -45,40 +49,37 @@ var createScript = newScript(`
 local now = now_ms()
 local snow, stamp = int(now), string.format('%013d', now) .. ':' -- index members: stamp .. id
 local out, queued, fair, indexed = {}, {}, {}, {}
-local balances, owners = {}, {} -- owner -> {balance key, value, ledger key, entries, index key, members}
-local scheds = {} -- owner -> {sched key, w, last, pend, pend0}
+local owners = tonumber(ARGV[3])
+-- By owner number, read on its first task: balance, ledger entries and
+-- index members to add, scheduling state (w, last, pend; pend0 as read).
+local accts = {}
 local vtime = tonumber(redis.call('GET', KEYS[4]) or '0')
-local n = (#KEYS - 5) / 5
+local tasks = 5 + 4 * owners -- the task keys follow
+local n = #KEYS - tasks
 local seq = redis.call('INCRBY', KEYS[5], int(n))
 for i = 1, n do
-  local task = KEYS[5 * i + 1]
-  local a = 10 * i - 7
-  local id, owner, cost, maxPending = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 9])
-  local acct = balances[owner]
+  local task = KEYS[tasks + i]
+  local a = 3 + owners + 10 * i - 9
+  local id, o, cost, maxPending = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 9])
+  local acct = accts[o]
   if not acct then
-    local bal = KEYS[5 * i + 2]
-    acct = {key = bal, value = tonumber(redis.call('GET', bal) or '0'), ledger = KEYS[5 * i + 3],
-      entries = {}, index = KEYS[5 * i + 4], members = {}}
-    balances[owner] = acct
-    owners[#owners + 1] = owner
-  end
-  local sched = scheds[owner]
-  if not sched then
-    local key = KEYS[5 * i + 5]
-    local f = redis.call('HMGET', key, 'w', 'last', 'pend')
-    sched = {key = key, w = f[1], last = tonumber(f[2]) or 0, pend = tonumber(f[3]) or 0, pend0 = tonumber(f[3]) or 0}
-    scheds[owner] = sched
+    local k = 4 * o + 1
+    local f = redis.call('HMGET', KEYS[k + 4], 'w', 'last', 'pend')
+    local pend = tonumber(f[3]) or 0
+    acct = {k = k, owner = ARGV[3 + o], value = tonumber(redis.call('GET', KEYS[k + 1]) or '0'), entries = {}, members = {},
+      w = f[1], last = tonumber(f[2]) or 0, pend = pend, pend0 = pend}
+    accts[o] = acct
   end
   if redis.call('EXISTS', task) == 1 then
     out[#out + 1], out[#out + 2] = -1, 0
   elseif acct.value < cost then
     out[#out + 1], out[#out + 2] = 0, acct.value
-  elseif maxPending > 0 and sched.pend >= maxPending then
+  elseif maxPending > 0 and acct.pend >= maxPending then
     out[#out + 1], out[#out + 2] = -2, acct.value
   else
     acct.value = acct.value - cost
     acct.entries[#acct.entries + 1] = ARGV[a + 5] .. snow .. ',"bal":' .. int(acct.value) .. '}'
-    local callback, events, rid = ARGV[a + 6], ARGV[a + 7], ARGV[a + 8]
+    local owner, callback, events, rid = acct.owner, ARGV[a + 6], ARGV[a + 7], ARGV[a + 8]
     if callback == '' and events == '' then -- one HSET either way: a call costs more than a field
       if rid == '' then
         redis.call('HSET', task, 'id', id, 'owner', owner, 'req', ARGV[a + 2], 'model', ARGV[a + 3],
@@ -96,29 +97,28 @@ for i = 1, n do
       redis.call('HSET', unpack(h))
     end
     local base = vtime
-    if sched.pend > 0 then base = math.max(base, sched.last) end
-    sched.last = base + stride(sched.w)
-    sched.pend = sched.pend + 1
+    if acct.pend > 0 then base = math.max(base, acct.last) end
+    acct.last = base + stride(acct.w)
+    acct.pend = acct.pend + 1
     queued[#queued + 1], queued[#queued + 2] = snow, id
-    fair[#fair + 1], fair[#fair + 2] = tag_score(sched.last, (seq - n + i) % 1024), id
+    fair[#fair + 1], fair[#fair + 2] = tag_score(acct.last, (seq - n + i) % 1024), id
     local member = stamp .. id
     acct.members[#acct.members + 1], acct.members[#acct.members + 2] = '0', member
     indexed[#indexed + 1], indexed[#indexed + 2] = '0', member
     out[#out + 1], out[#out + 2] = 1, acct.value
   end
 end
-for _, owner in ipairs(owners) do
-  local acct = balances[owner]
-  if #acct.entries > 0 then
-    redis.call('SET', acct.key, int(acct.value))
-    redis.call('RPUSH', acct.ledger, unpack(acct.entries))
-    redis.call('ZADD', acct.index, unpack(acct.members))
-    redis.call('PEXPIRE', acct.index, ARGV[2])
+for o = 1, owners do
+  local acct = accts[o]
+  if acct and #acct.entries > 0 then
+    local k = acct.k
+    redis.call('SET', KEYS[k + 1], int(acct.value))
+    redis.call('RPUSH', KEYS[k + 2], unpack(acct.entries))
+    redis.call('ZADD', KEYS[k + 3], unpack(acct.members))
+    redis.call('PEXPIRE', KEYS[k + 3], ARGV[2])
   end
-end
-for _, sched in pairs(scheds) do
-  if sched.pend ~= sched.pend0 then
-    redis.call('HSET', sched.key, 'last', num(sched.last), 'pend', int(sched.pend))
+  if acct and acct.pend ~= acct.pend0 then
+    redis.call('HSET', KEYS[acct.k + 4], 'last', num(acct.last), 'pend', int(acct.pend))
   end
 end
 if #queued > 0 then
@@ -153,10 +153,13 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.Cre
 		return 0, fmt.Errorf("redis store: %w: on a store of several shards a task's id must carry its owner's mark (imagegen.NewOwnedID); %q does not", storekit.ErrInvalidStoreInput, t.ID)
 	}
 	res, err := s.creates.Do(ctx, createArgs{
-		shard: sh,
-		keys:  [5]string{sh.task(t.ID), sh.balance(t.Owner), sh.ledger(t.Owner), sh.ownerTasks(t.Owner), sh.sched(t.Owner)},
-		args: [10]any{t.ID, t.Owner, req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`,
+		shard:     sh,
+		owner:     t.Owner,
+		task:      sh.task(t.ID),
+		ownerKeys: [4]string{sh.balance(t.Owner), sh.ledger(t.Owner), sh.ownerTasks(t.Owner), sh.sched(t.Owner)},
+		args: [8]any{req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`,
 			t.Request.CallbackURL, storekit.EventsField(t.Request.CallbackEvents), t.RequestID, max(p.MaxPending, 0)},
+		id: t.ID,
 	})
 	switch {
 	case err != nil:
@@ -195,9 +198,11 @@ const maxCompletesInFlight = 1
 
 // createArgs are one submit's keys and arguments of createScript.
 type createArgs struct {
-	shard keys      // of the owner
-	keys  [5]string // the task's, its owner's balance, ledger, task index and sched
-	args  [10]any
+	shard     keys // of the owner
+	owner, id string
+	task      string    // the task's key
+	ownerKeys [4]string // its owner's balance, ledger, task index and sched
+	args      [8]any    // the task's arguments after its id and owner number
 }
 
 // createResult is one submit's result: its code and balance, and the
@@ -230,12 +235,33 @@ func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
 
 // runShardCreates runs createScript for calls of one shard.
 func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCall) {
-	keys := make([]string, 0, 5+5*len(batch))
-	args := make([]any, 0, 2+10*len(batch))
+	// The batch's owners, in order of their first task, each named once.
+	var owners []string
+	number := make([]int, len(batch)) // each call's owner's number, from 1
+	for i, c := range batch {
+		number[i] = slices.Index(owners, c.Req.owner) + 1
+		if number[i] == 0 {
+			owners = append(owners, c.Req.owner)
+			number[i] = len(owners)
+		}
+	}
+	keys := make([]string, 0, 5+4*len(owners)+len(batch))
+	args := make([]any, 0, 3+len(owners)+10*len(batch))
 	keys = append(keys, sh.pending(), sh.allTasks(), sh.fair(), sh.vtime(), sh.tseq())
-	args = append(args, s.nowArg(), ms(s.retention+24*time.Hour))
-	for _, c := range batch {
-		keys = append(keys, c.Req.keys[:]...)
+	args = append(args, s.nowArg(), ms(s.retention+24*time.Hour), len(owners))
+	for _, o := range owners {
+		args = append(args, o)
+	}
+	named := 0
+	for i, c := range batch {
+		if number[i] > named { // its owner's first task: the owner's keys
+			keys = append(keys, c.Req.ownerKeys[:]...)
+			named++
+		}
+	}
+	for i, c := range batch {
+		keys = append(keys, c.Req.task)
+		args = append(args, c.Req.id, number[i])
 		args = append(args, c.Req.args[:]...)
 	}
 	res, err := s.ackedScript(ctx, createScript, keys, args...).Int64Slice()
