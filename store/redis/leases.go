@@ -88,6 +88,18 @@ local function next_start(mkey)
   end
   return t
 end
+-- The keys of owners and models (and whether a model's running set is
+-- kept), made once per claim: a concatenation makes a string each time.
+local okeys, mkeys, rkeys, skeys, mkept = {}, {}, {}, {}, {}
+local function keyof(memo, prefix, name)
+  local k = memo[name]
+  if not k then
+    k = skey(KEYS[1], prefix .. name)
+    memo[name] = k
+  end
+  return k
+end
+local task_prefix = skey(KEYS[1], 'task:')
 local out, passed, vtime = {}, 0, nil
 local claimed, leased, pend = {}, {}, {} -- ids, ZADD pairs of the leases, sched key -> tasks claimed
 -- The queue is read a chunk at a time, from the first task not yet
@@ -104,17 +116,17 @@ while more and #out < want and passed <= scan do
   for j = 1, #ids do
     if #out >= want or passed > scan then break end
     local id = ids[j]
-    local task = skey(KEYS[1], 'task:' .. id)
+    local task = task_prefix .. id
     -- What the claim decides on, then the rest of what a claimed task
     -- can hold (its request, cost, times, last error): one read.
     local f = redis.call('HMGET', task, 'status', 'run_after', 'owner', 'model', 'attempt', 'started', 'callback', 'events',
       'req', 'cost', 'created', 'rid', 'last_error', 'released', 'refunded')
     local owner, model = f[3] or '', f[4] or ''
-    local okey, mkey, rkey = skey(KEYS[1], 'run:o:' .. owner), skey(KEYS[1], 'run:m:' .. model), skey(KEYS[1], 'model:' .. model)
+    local rkey = keyof(rkeys, 'model:', model)
     local cap, rate = caps[model] or 0, rates[model] or 0
     local held = f[1] ~= 'pending' or (tonumber(f[2]) or 0) > now
-    if not held and ownerCap > 0 and running(ownerRun, okey) >= ownerCap then held = true end
-    if not held and cap > 0 and running(modelRun, mkey) >= cap then held = true end
+    if not held and ownerCap > 0 and running(ownerRun, keyof(okeys, 'run:o:', owner)) >= ownerCap then held = true end
+    if not held and cap > 0 and running(modelRun, keyof(mkeys, 'run:m:', model)) >= cap then held = true end
     if not held then
       local t = next_start(rkey)
       if t < 0 or (rate > 0 and t > now) then held = true end
@@ -124,10 +136,16 @@ while more and #out < want and passed <= scan do
     else
       claimed[#claimed + 1] = id
       leased[#leased + 1], leased[#leased + 2] = sleased, id
-      local sched = skey(KEYS[1], 'sched:' .. owner)
+      local sched = keyof(skeys, 'sched:', owner)
       pend[sched] = (pend[sched] or 0) + 1
-      local attempt = int((tonumber(f[5]) or 0) + 1)
-      local ro, rm = capped.o, capped['m:' .. model]
+      local attempt = '1'
+      if f[5] then attempt = int(tonumber(f[5]) + 1) end
+      local rm = mkept[model]
+      if rm == nil then
+        rm = capped['m:' .. model] or false
+        mkept[model] = rm
+      end
+      local ro = capped.o
       local sro, srm = ro and '1' or '0', rm and '1' or '0'
       local started = f[6]
       if started then
@@ -140,10 +158,12 @@ while more and #out < want and passed <= scan do
         end
       end
       if ro then
+        local okey = keyof(okeys, 'run:o:', owner)
         redis.call('ZADD', okey, sleased, id)
         ownerRun[okey] = running(ownerRun, okey) + 1
       end
       if rm then
+        local mkey = keyof(mkeys, 'run:m:', model)
         redis.call('ZADD', mkey, sleased, id)
         modelRun[mkey] = running(modelRun, mkey) + 1
       end

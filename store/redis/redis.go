@@ -504,7 +504,11 @@ end
 -- finished_channel and finished_publish are, once finish has found
 -- them, the channel of finished tasks and the command that publishes on
 -- it: every task of a script run is of one tag, so they are found once.
+-- finished_at and finished_retention are the times finish last made
+-- strings of (finished_snow, finished_expires, finished_sretention):
+-- a script run finishes its tasks at one time.
 local finished_channel, finished_publish
+local finished_at, finished_retention, finished_snow, finished_expires, finished_sretention
 
 -- finish's h is what holds read of the task, or nil to read it; more
 -- arguments are fields and values to set on the task with its status.
@@ -514,13 +518,17 @@ local function finish(task, leases, id, status, now, retention, hooks, h, ...)
   stop_running(task, id, h)
   local hooked
   if h then hooked = wants_of(h.callback, h.events, 'completed') else hooked = wants(task, 'completed') end
-  local snow = int(now)
+  if now ~= finished_at or retention ~= finished_retention then -- the times as strings, made once per run
+    finished_at, finished_retention = now, retention
+    finished_snow, finished_expires, finished_sretention = int(now), int(now + retention), int(retention)
+  end
+  local snow = finished_snow
   if hooked then
     redis.call('ZADD', hooks, snow, id)
   end
   if leases then redis.call('ZREM', leases, id) end
-  redis.call('HSET', task, 'status', status, 'lease_until', '0', 'updated', snow, 'finished', snow, 'expires', int(now + retention), ...)
-  redis.call('PEXPIRE', task, int(retention))
+  redis.call('HSET', task, 'status', status, 'lease_until', '0', 'updated', snow, 'finished', snow, 'expires', finished_expires, ...)
+  redis.call('PEXPIRE', task, finished_sretention)
   if not finished_channel then
     local tag = string.match(task, '^(.-}):task:')
     finished_channel, finished_publish = tag .. ':finished', 'PUBLISH'
