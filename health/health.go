@@ -20,6 +20,13 @@
 // is due, so a check that gives up with its context reports its own
 // error (say, the refused connection its client kept retrying); one that
 // does not answer at all is "timeout: no answer within <Timeout>".
+//
+// A check runs once at a time: a probe that comes while a check is still
+// running (a slow dependency, or a check that ignores its context) waits
+// for that run's answer instead of starting another. However often
+// /readyz is asked, and by whom (it is on the public port too), a
+// dependency sees at most one check at a time from a process, and a hung
+// check holds one goroutine, not one a probe.
 package health
 
 import (
@@ -31,6 +38,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -64,6 +72,15 @@ type Handler struct {
 	// last sums up the last answer (what was down, what degraded), to
 	// log only its changes.
 	last atomic.Pointer[string]
+
+	mu       sync.Mutex
+	inFlight []*flight // by index in cfg.Checks: the check's running run, or nil
+}
+
+// flight is one run of a check; done is closed once err is set.
+type flight struct {
+	done chan struct{}
+	err  error
 }
 
 // New returns a Handler, or an error for a check without a name or func.
@@ -77,7 +94,7 @@ func New(c Config) (*Handler, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	h := &Handler{cfg: c}
+	h := &Handler{cfg: c, inFlight: make([]*flight, len(c.Checks))}
 	allWell := fmt.Sprint([]string(nil), []string(nil))
 	h.last.Store(&allWell)
 	return h, nil
@@ -184,41 +201,62 @@ func (h *Handler) logChange(ctx context.Context, ready bool, st Status, errs map
 	}
 }
 
-// run runs every check at once and returns the errors by name. Each
-// check's context ends a tenth of Timeout early, so one that gives up
-// with it reports its own error; a check that ignores its context counts
-// as down (errNoAnswer) when Timeout passes, and is left to finish on
-// its own.
+// run runs every check at once, or joins its run in flight, and returns
+// the errors by name. Each check's context ends a tenth of Timeout after
+// its run started, so one that gives up with it reports its own error; a
+// check that has not answered when Timeout passes counts as down
+// (errNoAnswer) and is left to finish on its own, the next probes
+// waiting for it.
 func (h *Handler) run(ctx context.Context) map[string]error {
-	type result struct {
-		name string
-		err  error
-	}
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
-	checkCtx, cancelChecks := context.WithTimeout(ctx, h.cfg.Timeout-h.cfg.Timeout/10)
-	defer cancelChecks()
-	results := make(chan result, len(h.cfg.Checks))
-	for _, ch := range h.cfg.Checks {
-		go func() { results <- result{ch.Name, ch.Check(checkCtx)} }()
-	}
+	flights := make([]*flight, len(h.cfg.Checks))
 	errs := map[string]error{}
-	for _, ch := range h.cfg.Checks {
+	for i, ch := range h.cfg.Checks {
+		flights[i] = h.start(ctx, i)
 		errs[ch.Name] = fmt.Errorf("%w within %v", errNoAnswer, h.cfg.Timeout)
 	}
-	for range h.cfg.Checks {
+	for _, f := range flights {
 		select {
-		case r := <-results:
-			if r.err == nil {
-				delete(errs, r.name)
-			} else {
-				errs[r.name] = r.err
-			}
+		case <-f.done:
 		case <-ctx.Done():
-			return errs
+		}
+	}
+	for i, f := range flights { // those that answered in time
+		select {
+		case <-f.done:
+			if name := h.cfg.Checks[i].Name; f.err == nil {
+				delete(errs, name)
+			} else {
+				errs[name] = f.err
+			}
+		default:
 		}
 	}
 	return errs
+}
+
+// start returns check i's run in flight, or starts one. The run's
+// context keeps ctx's values but not its end: the probe that started it
+// may go away while others wait for its answer.
+func (h *Handler) start(ctx context.Context, i int) *flight {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if f := h.inFlight[i]; f != nil {
+		return f
+	}
+	f := &flight{done: make(chan struct{})}
+	h.inFlight[i] = f
+	go func() {
+		checkCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.Timeout-h.cfg.Timeout/10)
+		defer cancel()
+		f.err = h.cfg.Checks[i].Check(checkCtx)
+		h.mu.Lock()
+		h.inFlight[i] = nil
+		h.mu.Unlock()
+		close(f.done)
+	}()
+	return f
 }
 
 func write(w http.ResponseWriter, status int, st Status) {

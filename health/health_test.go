@@ -165,3 +165,34 @@ func TestAnOptionalCheckDegradesOnly(t *testing.T) {
 	is.Equal(st.Checks, map[string]string{"store": "ok", "blobs": "failed"})
 	is.Equal(len(st.Errors), 0) // no error text unless ShowErrors
 }
+
+// A check runs once at a time: probes that come while it hangs wait for
+// that run and start no other, so a hung dependency holds one goroutine
+// and sees one check, however many probes come (before, each probe
+// started a run of its own and left it hanging). Once the run answers,
+// the next probe starts a new one.
+func TestAHangingCheckRunsOnceAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		release := make(chan struct{})
+		var runs atomic.Int32
+		mux := readiness(t, health.Config{
+			Checks: []health.Check{{Name: "store", Check: func(context.Context) error {
+				runs.Add(1)
+				<-release // ignores its context
+				return nil
+			}}},
+			Timeout: 50 * time.Millisecond,
+		})
+		for range 20 {
+			code, _ := probe(t, mux, "/readyz")
+			is.Equal(code, http.StatusServiceUnavailable)
+		}
+		is.Equal(runs.Load(), int32(1))
+		close(release)
+		synctest.Wait()
+		code, _ := probe(t, mux, "/readyz")
+		is.Equal(code, http.StatusOK)
+		is.Equal(runs.Load(), int32(2))
+	})
+}
