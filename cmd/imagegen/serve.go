@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/imagegen/imagegen"
@@ -170,43 +169,24 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	srv.RegisterOnShutdown(stack.Drain) // open Prefer: wait requests answer at once
 
-	var (
-		wg     sync.WaitGroup
-		runErr error // stack.Run's, read after wg.Wait
-	)
 	admin, stopAdmin, err := obs.startAdmin(ctx, c.opsConfig, log)
 	if err != nil {
 		return err
 	}
 	defer stopAdmin()
 	fmt.Fprint(stdout, demoNote) // a new key is shown once nothing can fail before serving
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		runErr = stack.Run(ctx) // workers, and callbacks of finished tasks from this or any process; returns once running generations finished or were released
-	}()
 	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "console", consoleURL(c.console, publicURL), "workers", c.workers, "model", c.model, "store", c.storeFlags.name(), "blobs", blobsName(c.blobsURL), "admin", admin)
 	_ = logs.Flush() // the address, at once
 
-	serveErr := make(chan error, 1)
 	// The server's timeouts set four deadlines a request: kept as plain
 	// values and applied by one sweeper once they pass (within 250ms of
 	// their time), they cost no clock read and timer change each.
-	go func() { serveErr <- srv.Serve(coarsedeadline.Listen(ln, coarsedeadline.Config{})) }()
-	select {
-	case err = <-serveErr:
-	case <-ctx.Done():
-		log.Info("shutting down")
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		err = srv.Shutdown(shutdownCtx)
-		cancel()
-	}
-	wg.Wait()
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
+	// stack.Run runs the workers, and callbacks of finished tasks from
+	// this or any process; it returns once running generations finished
+	// or were released.
+	err = serveUntil(ctx, srv, coarsedeadline.Listen(ln, coarsedeadline.Config{}), stack.Run, log)
 	log.Info("stopped")
-	return errors.Join(err, runErr)
+	return err
 }
 
 // mountConsole serves the web console at /console/: sign-in with an API
