@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,22 @@ claim:
 		free := pool.TakeFree(ctx)
 		if free == 0 {
 			break claim
+		}
+		// Slots given back together (a batch of fast generations ending
+		// one after another) make one claim: let the goroutines that are
+		// about to give theirs back run first, as long as that yields
+		// more. One claim of a few tasks costs a store about as much as
+		// one of many (on PostgreSQL a claim of one task took 0.5 ms of
+		// server time, of fifteen 0.6 ms); with an instant model half the
+		// claims took one task. A slot that frees alone (a slow model)
+		// costs one Gosched.
+		for free < cap(pool) {
+			runtime.Gosched()
+			more := pool.TakeMore()
+			if more == 0 {
+				break
+			}
+			free += more
 		}
 		tasks, err := s.claim(ctx, free)
 		pool.Give(free - len(tasks))

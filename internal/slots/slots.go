@@ -23,7 +23,13 @@ func (p Pool) TakeFree(ctx context.Context) int {
 	case <-ctx.Done():
 		return 0
 	}
-	n := 1
+	return 1 + p.TakeMore()
+}
+
+// TakeMore takes every slot free at the moment, without waiting, and
+// returns how many it took.
+func (p Pool) TakeMore() int {
+	n := 0
 	for n < cap(p) {
 		select {
 		case p <- struct{}{}:

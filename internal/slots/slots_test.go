@@ -22,3 +22,12 @@ func TestTakeFree(t *testing.T) {
 	is.Equal(p.TakeFree(ctx), 0) // ctx ended: nothing more is taken
 	is.Equal(p.TakeFree(t.Context()), 1)
 }
+
+func TestTakeMore(t *testing.T) {
+	is := is.New(t)
+	p := slots.New(3)
+	is.Equal(p.TakeMore(), 3) // all free, nothing waited for
+	is.Equal(p.TakeMore(), 0) // none free: returns at once
+	p.Give(2)
+	is.Equal(p.TakeMore(), 2)
+}
