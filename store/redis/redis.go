@@ -460,6 +460,9 @@ local function stop_running(task, id, h)
   if not h then
     local f = redis.call('HMGET', task, 'owner', 'model', 'ro', 'rm')
     h = {owner = f[1] or '', model = f[2] or '', ro = f[3], rm = f[4]}
+  elseif (h.ro ~= '0' or h.rm ~= '0') and not h.owner then -- holds read neither
+    local f = redis.call('HMGET', task, 'owner', 'model')
+    h.owner, h.model = f[1] or '', f[2] or ''
   end
   if h.ro ~= '0' then redis.call('ZREM', skey(task, 'run:o:' .. h.owner), id) end
   if h.rm ~= '0' then redis.call('ZREM', skey(task, 'run:m:' .. h.model), id) end
@@ -547,13 +550,15 @@ local function hook_attempts(delivery)
 end
 
 -- holds reports whether attempt holds the task's lease: it returns the
--- task's owner, model, running sets, callback and events (for
--- stop_running and finish, which need not read them again), or nil when
--- it does not.
+-- task's running sets, callback and events (for stop_running and
+-- finish, which need not read them again), or nil when it does not.
+-- Its owner and model are left for stop_running to read when the task
+-- is in a running set: rarely, and each value read costs the server a
+-- string.
 local function holds(task, attempt)
-  local f = redis.call('HMGET', task, 'status', 'attempt', 'owner', 'model', 'callback', 'events', 'ro', 'rm')
+  local f = redis.call('HMGET', task, 'status', 'attempt', 'callback', 'events', 'ro', 'rm')
   if f[1] ~= 'processing' or f[2] ~= attempt then return nil end
-  return {owner = f[3] or '', model = f[4] or '', callback = f[5], events = f[6], ro = f[7], rm = f[8]}
+  return {callback = f[3], events = f[4], ro = f[5], rm = f[6]}
 end
 `
 
