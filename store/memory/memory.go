@@ -10,6 +10,16 @@
 // record is gone.
 // The credit ledger is append-only and kept whole for the life of the
 // process, so a balance can always be checked against its entries.
+//
+// A task is kept in a compact record (record.go), not as the
+// imagegen.Task it was given: a store holding hundreds of thousands of
+// tasks would otherwise spend much of its process's CPU in the garbage
+// collector, following each task's two dozen pointers at every cycle.
+// So that a record holds none, its times are kept as seconds and
+// nanoseconds: a task's times are read back in the location of the
+// clock's time when the store was made (the local one, with the system
+// clock), without a monotonic reading, as the other backends return
+// them.
 package memory
 
 import (
