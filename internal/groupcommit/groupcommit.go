@@ -7,6 +7,7 @@ package groupcommit
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -37,6 +38,15 @@ type Batcher[Req, Res any] struct {
 	// always takes at least one call.
 	Size    func(Req) int
 	MaxSize int
+	// Gather, when set, lets the callers a batch has just answered
+	// queue their next calls before the next batch is taken: the
+	// flusher yields (runtime.Gosched) as long as that grows the queue,
+	// up to MaxBatch. Without it, callers that call again at once (a
+	// closed loop) split into alternating batches: the one call that
+	// came while a batch ran goes alone, the rest wait for it and go
+	// next (PostgreSQL store, bench module's 32 submitters: batches of
+	// 1 and 31 in turn, each waiting for its own disk flush).
+	Gather bool
 
 	mu       sync.Mutex
 	queue    []*Call[Req, Res]
@@ -133,8 +143,32 @@ func (b *Batcher[Req, Res]) flush() {
 			for _, c := range batch {
 				close(c.done)
 			}
+			if b.Gather {
+				b.gather()
+			}
 		}
 	}
+}
+
+// gather yields while that grows the queue, until it holds MaxBatch
+// calls (Batcher.Gather).
+func (b *Batcher[Req, Res]) gather() {
+	n := b.queued()
+	for n < b.MaxBatch {
+		runtime.Gosched()
+		m := b.queued()
+		if m == n {
+			return
+		}
+		n = m
+	}
+}
+
+// queued is how many calls wait.
+func (b *Batcher[Req, Res]) queued() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue)
 }
 
 // batchLen is how many queued calls the next batch takes; b.mu is held.

@@ -158,3 +158,45 @@ func TestBatchesAreBoundedBySize(t *testing.T) {
 		}
 	}
 }
+
+// Callers that call again as soon as they are answered (a closed loop)
+// make batches of all of them with Gather; without it, the one call that
+// queued while a batch ran went alone, and the others next, in turn.
+// The batch takes a little time (a store's round trip), so that the
+// callers answered last time are queued behind it.
+func TestGatherKeepsClosedLoopCallersTogether(t *testing.T) {
+	for _, gather := range []bool{false, true} {
+		var mu sync.Mutex
+		sizes := map[int]int{}
+		b := &Batcher[int, int]{MaxBatch: 64, MaxInFlight: 1, Gather: gather, Run: func(_ context.Context, batch []*Call[int, int]) {
+			time.Sleep(200 * time.Microsecond)
+			mu.Lock()
+			sizes[len(batch)]++
+			mu.Unlock()
+		}}
+		const callers, rounds = 16, 50
+		var wg sync.WaitGroup
+		for range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range rounds {
+					if _, err := b.Do(context.Background(), 0); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		batches := 0
+		for _, n := range sizes {
+			batches += n
+		}
+		t.Logf("gather %v: %d batches for %d calls (sizes: %v)", gather, batches, callers*rounds, sizes)
+		// Without Gather: two batches a round (1 and 15); with it, one.
+		if gather && batches > rounds*3/2 {
+			t.Errorf("with Gather, %d batches for %d rounds of %d closed-loop callers, want about %d", batches, rounds, callers, rounds)
+		}
+	}
+}

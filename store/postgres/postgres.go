@@ -290,11 +290,12 @@ func New(pool *pgxpool.Pool, c Config) (*Store, error) {
 		sweepBatch:    cmp.Or(c.SweepBatch, 500),
 	}
 	s.queuedNote = notifier{send: func(p []string) { s.notifyAll(s.queued, p) }}
-	s.creates = groupcommit.Batcher[createReq, createRes]{Run: s.createBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight}
+	s.creates = groupcommit.Batcher[createReq, createRes]{Run: s.createBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight,
+		Gather: true}
 	s.completes = groupcommit.Batcher[completeReq, bool]{Run: s.completeBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight,
-		Size: completeSize, MaxSize: maxBlobBatchBytes}
+		Size: completeSize, MaxSize: maxBlobBatchBytes, Gather: true}
 	s.blobPuts = groupcommit.Batcher[blobPut, struct{}]{Run: s.putBlobBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight,
-		Size: func(p blobPut) int { return len(p.data) }, MaxSize: maxBlobBatchBytes}
+		Size: func(p blobPut) int { return len(p.data) }, MaxSize: maxBlobBatchBytes, Gather: true}
 	listenConfig := c.ListenConfig
 	if listenConfig == nil {
 		listenConfig = pool.Config().ConnConfig
