@@ -50,9 +50,10 @@ local now = now_ms()
 local snow, stamp = int(now), string.format('%013d', now) .. ':' -- index members: stamp .. id
 local out, queued, fair, indexed = {}, {}, {}, {}
 local owners = tonumber(ARGV[3])
--- By owner number, read on its first task: balance, ledger entries and
--- index members to add, scheduling state (w, last, pend; pend0 as read).
-local accts = {}
+-- By owner number (as sent: a string), read on its first task: balance,
+-- ledger entries and index members to add, scheduling state (w, last,
+-- pend; pend0 as read).
+local accts, order = {}, {}
 local vtime = tonumber(redis.call('GET', KEYS[4]) or '0')
 local tasks = 5 + 4 * owners -- the task keys follow
 local n = #KEYS - tasks
@@ -60,15 +61,17 @@ local seq = redis.call('INCRBY', KEYS[5], int(n))
 for i = 1, n do
   local task = KEYS[tasks + i]
   local a = 3 + owners + 10 * i - 9
-  local id, o, cost, maxPending = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 9])
+  local id, o, cost, maxPending = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 4]), 0
+  if ARGV[a + 9] ~= '0' then maxPending = tonumber(ARGV[a + 9]) end
   local acct = accts[o]
   if not acct then
-    local k = 4 * o + 1
+    local k = 4 * tonumber(o) + 1
     local f = redis.call('HMGET', KEYS[k + 4], 'w', 'last', 'pend')
     local pend = tonumber(f[3]) or 0
-    acct = {k = k, owner = ARGV[3 + o], value = tonumber(redis.call('GET', KEYS[k + 1]) or '0'), entries = {}, members = {},
+    acct = {k = k, owner = ARGV[3 + tonumber(o)], value = tonumber(redis.call('GET', KEYS[k + 1]) or '0'), entries = {}, members = {},
       w = f[1], last = tonumber(f[2]) or 0, pend = pend, pend0 = pend}
     accts[o] = acct
+    order[#order + 1] = acct
   end
   if redis.call('EXISTS', task) == 1 then
     out[#out + 1], out[#out + 2] = -1, 0
@@ -108,16 +111,15 @@ for i = 1, n do
     out[#out + 1], out[#out + 2] = 1, acct.value
   end
 end
-for o = 1, owners do
-  local acct = accts[o]
-  if acct and #acct.entries > 0 then
+for _, acct in ipairs(order) do
+  if #acct.entries > 0 then
     local k = acct.k
     redis.call('SET', KEYS[k + 1], int(acct.value))
     redis.call('RPUSH', KEYS[k + 2], unpack(acct.entries))
     redis.call('ZADD', KEYS[k + 3], unpack(acct.members))
     redis.call('PEXPIRE', KEYS[k + 3], ARGV[2])
   end
-  if acct and acct.pend ~= acct.pend0 then
+  if acct.pend ~= acct.pend0 then
     redis.call('HSET', KEYS[acct.k + 4], 'last', num(acct.last), 'pend', int(acct.pend))
   end
 end
