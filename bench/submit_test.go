@@ -18,11 +18,19 @@ const parallelism = 16
 
 // BenchmarkRedisSubmit compares one submit (debit + task + queue) through
 // the Redis store with a bare EVALSHA of an equivalent script and with
-// asynq's Client.Enqueue, all on the same server.
+// asynq's Client.Enqueue, all on the same server. The store and asynq
+// report the server's CPU time a submit too (rediscpu-µs/op, when the
+// server runs on this machine).
 func BenchmarkRedisSubmit(b *testing.B) {
 	opt := redisOptions(b)
 
-	b.Run("store", func(b *testing.B) { submitTasks(b, newStore(b, redistest.NewClient(b, opt))) })
+	b.Run("store", func(b *testing.B) {
+		store := newStore(b, redistest.NewClient(b, opt))
+		report := redisCPU(b, opt).start()
+		submitTasks(b, store)
+		b.StopTimer()
+		report()
+	})
 
 	b.Run("evalsha", func(b *testing.B) {
 		rdb := redistest.NewClient(b, opt)
@@ -50,6 +58,7 @@ func BenchmarkRedisSubmit(b *testing.B) {
 
 	b.Run("asynq", func(b *testing.B) {
 		client, queue := newAsynq(b, opt)
+		report := redisCPU(b, opt).start()
 		b.ReportAllocs()
 		b.SetParallelism(parallelism)
 		b.ResetTimer()
@@ -60,6 +69,8 @@ func BenchmarkRedisSubmit(b *testing.B) {
 				}
 			}
 		})
+		b.StopTimer()
+		report()
 	})
 }
 

@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// redisCPU is a probe of the Redis server's CPU time (utime + stime from
+// /proc/PID/stat, 10 ms ticks; the PID from INFO server) over a timed
+// part, reported per op as rediscpu-µs/op: what the server did, which
+// other processes on a shared machine move less than they move
+// wall-clock rates. It measures nothing when the server does not run on
+// this machine (its /proc entry is not there).
+func redisCPU(b *testing.B, opt *goredis.Options) probe {
+	return func() func() {
+		pid, before, ok := redisServerCPU(b, opt)
+		if !ok {
+			return func() {}
+		}
+		return func() {
+			after, err := processCPU(pid)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric((after-before)*1e6/float64(b.N), "rediscpu-µs/op")
+		}
+	}
+}
+
+// redisServerCPU reads the server's PID and its CPU time so far
+// (seconds); ok is false when it is not readable here.
+func redisServerCPU(b *testing.B, opt *goredis.Options) (pid int, cpu float64, ok bool) {
+	rdb := goredis.NewClient(&goredis.Options{Addr: opt.Addr, Username: opt.Username, Password: opt.Password})
+	defer rdb.Close()
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, found := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); found {
+			pid, _ = strconv.Atoi(v)
+		}
+	}
+	cpu, err = processCPU(pid)
+	return pid, cpu, err == nil
+}
+
+// processCPU is a process's utime + stime in seconds.
+func processCPU(pid int) (float64, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100, nil
+}
