@@ -151,8 +151,9 @@ func TestSubmitRunsMatchOneByOne(t *testing.T) {
 	}
 }
 
-// A run with an id taken before fails with serialization_failure and
-// changes nothing; a lone task with a taken id is refused (-1) as before.
+// A run with an id taken before fails (unique_violation since migration
+// 16, serialization_failure before) and changes nothing; a lone task with
+// a taken id is refused (-1) as before.
 func TestSubmitRunWithATakenIDRaises(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Connect(t)
@@ -171,8 +172,8 @@ func TestSubmitRunWithATakenIDRaises(t *testing.T) {
 	run.add("x", "a", 1, 0)
 	_, _, err := run.run(ctx, pool, schema)
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "40001" {
-		t.Fatalf("run = %v, want serialization_failure", err)
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		t.Fatalf("run = %v, want unique_violation", err)
 	}
 	var balance, tasks int64
 	if err := pool.QueryRow(ctx, `SELECT (SELECT balance FROM `+q+`.accounts WHERE owner = 'a'),

@@ -68,8 +68,11 @@ type createCall = groupcommit.Call[createReq, createRes]
 // createBatch creates a batch of tasks with one call of the submit_tasks
 // function. Tasks go in owner order (each owner's in submission order),
 // so that concurrent batches lock accounts in one order; should a
-// deadlock with a host app's transaction abort the batch anyway, its
-// tasks are created one by one instead.
+// deadlock with a host app's transaction abort the batch anyway, or a
+// task id of the batch be taken (a submit retried with its id: a run of
+// several tasks inserts them without ON CONFLICT, migration 16, and
+// raises unique_violation), its tasks are created one by one instead,
+// each with its own answer.
 func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
 	sort.SliceStable(batch, func(i, j int) bool { return batch[i].Req.task.Owner < batch[j].Req.task.Owner })
 	n := len(batch)
@@ -87,7 +90,7 @@ func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
 		err = fmt.Errorf("create_tasks returned %d results for %d tasks", len(codes), n)
 	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") && n > 1 {
+	if errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001" || pgErr.Code == "23505") && n > 1 {
 		for _, c := range batch {
 			s.createBatch(ctx, []*createCall{c})
 		}
