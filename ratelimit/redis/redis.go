@@ -85,8 +85,10 @@ func (c Config) validate() error {
 // upgrade, for one Window: neither reads the other's keys.
 // The script runs of Allow calls made together in one process go to
 // Redis in one pipeline (group commit: calls that arrive while a pipeline
-// is in flight make up the next), so they share one round trip and the
-// server reads and answers them together; a lone call goes at once.
+// is in flight make up the next, and the callers a pipeline answered
+// get to queue again before the next one goes), so they share one round
+// trip and the server reads and answers them together; a lone call goes
+// at once.
 // Time is read inside Redis (TIME, to the microsecond), so processes with
 // skewed clocks agree. Every key expires a Window after its last accepted
 // request, so memory is bounded by the keys active in one Window. Redis 5
@@ -110,7 +112,11 @@ type Limiter struct {
 // allowCall is one Allow's script run: its Redis key and time argument.
 type allowCall struct{ key, now string }
 
-// Pipelining bounds: calls per pipeline, pipelines in flight.
+// Pipelining bounds: calls per pipeline, pipelines in flight. The
+// batcher gathers (groupcommit's Gather): 32 goroutines calling Allow
+// on 30 keys at a limit of 10^8 (the sorted sets), six alternating
+// runs of 30,000 calls, cost Redis 17.0 µs of CPU a call against 20.9
+// without it (medians), and took 25.8 µs a call against 44.2.
 const (
 	maxBatch    = 64
 	maxInFlight = 4
@@ -144,7 +150,7 @@ func New(rdb goredis.UniversalClient, cfg Config) (*Limiter, error) {
 	if cfg.Limit > MaxLogLimit {
 		r.allow, r.suffix = goredis.NewScript(allowArgs+allowSet), ""
 	}
-	r.calls = groupcommit.Batcher[allowCall, []int64]{Run: r.runCalls, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
+	r.calls = groupcommit.Batcher[allowCall, []int64]{Run: r.runCalls, MaxBatch: maxBatch, MaxInFlight: maxInFlight, Gather: true}
 	return r, nil
 }
 
