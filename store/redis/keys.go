@@ -74,7 +74,10 @@ func (s *Store) KeyByHash(ctx context.Context, hash string) (*imagegen.APIKey, e
 
 // runKeyReads reads the key records that requests look up together (one
 // per API request) in one pipeline: one round trip, and one read and
-// one answer for the server, however many requests arrive at once.
+// one answer for the server, however many requests arrive at once. The
+// batcher gathers (Gather): 32 goroutines reading 30 keys, four
+// alternating runs of 50,000 reads, cost Redis 2.6 µs of CPU a read
+// against 4.8 without it (medians).
 func (s *Store) runKeyReads(ctx context.Context, batch []*groupcommit.Call[string, map[string]string]) {
 	if len(batch) == 1 {
 		batch[0].Res, batch[0].Err = s.rdb.HGetAll(ctx, batch[0].Req).Result()

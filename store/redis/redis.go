@@ -221,7 +221,7 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 	s.creates = groupcommit.Batcher[createArgs, createResult]{Run: s.runCreates, MaxBatch: maxBatch, MaxInFlight: maxInFlight, Gather: true}
 	s.completes = groupcommit.Batcher[completeArgs, struct{}]{Run: s.runCompletes, MaxBatch: maxBatch, MaxInFlight: maxCompletesInFlight,
 		Size: completeArgs.size, MaxSize: blobredis.MaxBatchBytes}
-	s.keyReads = groupcommit.Batcher[string, map[string]string]{Run: s.runKeyReads, MaxBatch: maxBatch, MaxInFlight: maxInFlight}
+	s.keyReads = groupcommit.Batcher[string, map[string]string]{Run: s.runKeyReads, MaxBatch: maxBatch, MaxInFlight: maxInFlight, Gather: true}
 	n := o.Shards
 	if n == 0 {
 		n = 1
