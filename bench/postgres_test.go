@@ -153,7 +153,10 @@ func runRiverPipeline(b *testing.B, pool *pgxpool.Pool, p probe) {
 			b.Fatal(err)
 		}
 	}
-	events, cancelSub := client.Subscribe(river.EventKindJobCompleted)
+	// A buffer for every event: River drops the events a subscriber has
+	// no room for, and the loop below would then wait for ever (it did,
+	// on a loaded machine, with the default 1000).
+	events, cancelSub := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: b.N + 1, Kinds: []river.EventKind{river.EventKindJobCompleted}})
 	defer cancelSub()
 	var completed atomic.Int64
 	report := p.start()
