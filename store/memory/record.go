@@ -206,7 +206,7 @@ func stampOf(t time.Time) stamp {
 
 // in returns s as a time in loc; the zero stamp is the zero time.
 func (s stamp) in(loc *time.Location) time.Time {
-	if s == (stamp{}) {
+	if s.isZero() {
 		return time.Time{}
 	}
 	return time.Unix(s.sec-year1ToUnix, int64(s.nsec)).In(loc)

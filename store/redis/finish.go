@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"unicode/utf8"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -189,10 +188,8 @@ func stringsJSON(list []string) ([]byte, error) {
 	}
 	b := append(make([]byte, 0, n), '[')
 	for i, s := range list {
-		for j := 0; j < len(s); j++ {
-			if c := s[j]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf {
-				return json.Marshal(list)
-			}
+		if !plainJSON(s) {
+			return json.Marshal(list)
 		}
 		if i > 0 {
 			b = append(b, ',')

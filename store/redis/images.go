@@ -98,16 +98,26 @@ func imageRecordHead(task string, img imagegen.Image) string {
 // needs escaping (ids, content types and checksums never do), else
 // through encoding/json.
 func writeJSONString(b *strings.Builder, s string) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf {
-			q, _ := json.Marshal(s) // a string always encodes
-			b.Write(q)
-			return
-		}
+	if !plainJSON(s) {
+		q, _ := json.Marshal(s) // a string always encodes
+		b.Write(q)
+		return
 	}
 	b.WriteByte('"')
 	b.WriteString(s)
 	b.WriteByte('"')
+}
+
+// plainJSON reports whether encoding/json writes s as it is between
+// quotes: printable ASCII without '"', '\\', or the '<', '>' and '&' that
+// it escapes for HTML.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // Blobs returns the store of image bytes (Config.Blobs).
