@@ -27,7 +27,11 @@ import (
 // BenchmarkServerCPU measures what one task costs the database server:
 // the CPU time (utime + stime in /proc/PID/stat) of the server's
 // processes while `imagegen serve -workers 0` takes b.N HTTP submits of
-// 30 owners from 32 clients (each with its key lookup and rate check),
+// 30 owners from 32 clients (each with its key lookup and rate check, at
+// a limit of 10^8 a minute, which the rate limiter keeps as a sorted set
+// of times per key; redis-default-limit runs serve's default limit of
+// 10 a minute, kept as a log string per key, with as many owners as
+// that takes for none of them to be refused),
 // reported as cpu-µs/submit, and while 16 workers then run them all
 // (claim, image bytes, success; an instant model's 1x1 PNG, so that the
 // phase is not stretched by image encoding), as cpu-µs/complete. Redis runs as a
@@ -42,6 +46,11 @@ func BenchmarkServerCPU(b *testing.B) {
 		r := redistest.StartServer(b, 0)
 		url := "redis://" + r.Addr() + "/0"
 		measureServerCPU(b, []string{"-redis", url}, func() []int { return []int{r.PID()} }, nil, nil)
+	})
+	b.Run("redis-default-limit", func(b *testing.B) {
+		r := redistest.StartServer(b, 0)
+		url := "redis://" + r.Addr() + "/0"
+		measureServerCPUAt(b, defaultLimitLoad(b.N), []string{"-redis", url}, func() []int { return []int{r.PID()} }, nil, nil)
 	})
 	b.Run("cluster", func(b *testing.B) {
 		c := redistest.StartCluster(b, 3)
@@ -90,20 +99,45 @@ func BenchmarkServerCPU(b *testing.B) {
 	})
 }
 
-// measureServerCPU runs the two phases on the store of storeArgs; pids
-// lists the server processes to count; before and after, when set, run
-// around the measured phases.
+// cpuLoad is who submits in a BenchmarkServerCPU run: how many owners
+// (one API key each) and serve's rate limit a minute (0: its default).
+type cpuLoad struct{ owners, rateLimit int }
+
+// warmSubmits are the submits before the measured phases (connections,
+// scripts, statements).
+const warmSubmits = 100
+
+// largeLimitLoad is 30 owners at a limit they never reach.
+var largeLimitLoad = cpuLoad{owners: 30, rateLimit: 100_000_000}
+
+// defaultLimitLoad is serve's default limit (10 a minute) with enough
+// owners that none is refused: the submits go round the keys, so a key
+// makes at most one warm-up submit (with warmSubmits keys or more) and
+// at most 9 of the n measured ones (with n/9 keys or more).
+func defaultLimitLoad(n int) cpuLoad { return cpuLoad{owners: max((n+8)/9, warmSubmits)} }
+
+// measureServerCPU is measureServerCPUAt with largeLimitLoad.
 func measureServerCPU(b *testing.B, storeArgs []string, pids func() []int, before, after func()) {
-	const owners = 30
+	measureServerCPUAt(b, largeLimitLoad, storeArgs, pids, before, after)
+}
+
+// measureServerCPUAt runs the two phases with load on the store of
+// storeArgs; pids lists the server processes to count; before and
+// after, when set, run around the measured phases.
+func measureServerCPUAt(b *testing.B, load cpuLoad, storeArgs []string, pids func() []int, before, after func()) {
 	var keys []string
-	args := append([]string{"-workers", "0", "-rate-limit", "100000000", "-demo-credits", "100000000"}, storeArgs...)
-	for i := range owners {
-		key := fmt.Sprintf("cpu-bench-key-%02d-0123456789", i)
+	args := []string{"-workers", "0", "-demo-credits", "100000000"}
+	if load.rateLimit > 0 {
+		args = append(args, "-rate-limit", strconv.Itoa(load.rateLimit))
+	}
+	args = append(args, storeArgs...)
+	for i := range load.owners {
+		key := fmt.Sprintf("cpu-bench-key-%04d-0123456789", i)
 		keys = append(keys, key)
 		args = append(args, "-demo-key", key)
 	}
 	_, base := startServeProcess(b, args...)
-	submitN(b, base, keys, 100) // warm: connections, scripts, statements
+	submitN(b, base, keys, warmSubmits)
 	store, workReady := openStore(b, storeArgs)
 	runAll(b, store, workReady)
 
