@@ -57,6 +57,25 @@ func (s *Service) Run(ctx context.Context) error {
 
 	pool := slots.New(s.cfg.Workers)
 	recording := make(chan struct{}, recordBacklog*s.cfg.Workers)
+	// run runs a claimed task to its end in a runner goroutine: the
+	// generation, then its outcome stored without holding a generation
+	// slot, so the next task starts while this one commits (and outcomes
+	// that wait together share a commit); at most recordBacklog×Workers
+	// outcomes wait to be stored.
+	run := func(t *Task) {
+		out := s.generate(workCtx, t)
+		recording <- struct{}{}
+		pool.Give(1)
+		s.record(workCtx, t, out)
+		<-recording
+	}
+	// Runners are kept for the next task rather than started for each:
+	// a new goroutine grows its stack to what a generation and its
+	// commit take every time (stack copies were a tenth of the worker
+	// process's CPU with an instant model). A runner is started only
+	// when none is free, so there are at most as many as tasks that can
+	// be in hand at once, (1 + recordBacklog) × Workers.
+	runs := make(chan *Task)
 	var running sync.WaitGroup
 claim:
 	for {
@@ -100,21 +119,21 @@ claim:
 			continue
 		}
 		for _, t := range tasks {
-			running.Add(1)
-			go func() {
-				defer running.Done()
-				out := s.generate(workCtx, t)
-				// Store the outcome without holding a generation slot, so
-				// the next task starts while this one commits (and
-				// outcomes that wait together share a commit); at most
-				// recordBacklog×Workers outcomes wait to be stored.
-				recording <- struct{}{}
-				pool.Give(1)
-				s.record(workCtx, t, out)
-				<-recording
-			}()
+			select {
+			case runs <- t: // a runner that is done with its last task takes it
+			default:
+				running.Add(1)
+				go func() {
+					defer running.Done()
+					run(t)
+					for t := range runs {
+						run(t)
+					}
+				}()
+			}
 		}
 	}
+	close(runs)
 
 	done := make(chan struct{})
 	go func() { running.Wait(); close(done) }()

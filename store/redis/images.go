@@ -80,6 +80,8 @@ type imageRecord struct {
 // time, `,"expires":`, the expiry and `}`.
 func imageRecordHead(task string, img imagegen.Image) string {
 	var b strings.Builder
+	// One allocation: the fields, their quotes and names, and the size.
+	b.Grow(len(task) + len(img.Owner) + len(img.ContentType) + len(img.Checksum) + 80)
 	b.WriteString(`{"task":`)
 	writeJSONString(&b, task)
 	b.WriteString(`,"owner":`)
