@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -69,5 +70,58 @@ func TestCompleteSentAgainKeepsTheRecordsBytes(t *testing.T) {
 	}
 	if _, err := s.Blobs().Stat(ctx, "img-1"); err != nil {
 		t.Fatalf("the recorded success's bytes: %v", err)
+	}
+}
+
+// In a run of several successes, each task's bytes are checked on their
+// own: the task whose bytes arrived is recorded, the one whose bytes did
+// not is not.
+func TestCompleteBatchChecksEachTaskWhenSomeBytesAreMissing(t *testing.T) {
+	ctx := context.Background()
+	s, rdb := fundedStore(t, 2)
+	var claimed []*imagegen.Task
+	for _, id := range []string{"t1", "t2"} {
+		task := &imagegen.Task{ID: id, Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
+		if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.ClaimTask(ctx, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed = append(claimed, c)
+	}
+	sh := s.shards[0]
+	keys := []string{sh.leases(), sh.webhooks()}
+	args := []any{s.nowArg(), ms(s.retention)}
+	for i, c := range claimed {
+		imgID := "img-" + c.ID
+		w, err := s.ownBlobs.PreparePut(imgID, []byte("abc"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 { // only the second task's bytes reach Redis
+			if _, err := rdb.Pipelined(ctx, func(p goredis.Pipeliner) error { w.Queue(ctx, p); return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, err := s.completeArgs(c.ID, c.Attempt, []imagegen.Image{{ID: imgID, Owner: "a", ContentType: "image/png", Size: 3}}, []blobredis.Write{w}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, args = append(keys, a.keys...), append(args, a.args...)
+	}
+	res, err := completeScript.Run(ctx, rdb, keys, args...).Int64Slice()
+	if err != nil || len(res) != 2 || res[0] != -1 || res[1] != 1 {
+		t.Fatalf("completeScript = %v, %v; want [-1 1]", res, err)
+	}
+	if got, err := s.Task(ctx, "a", claimed[0].ID); err != nil || got.Status != imagegen.StatusProcessing {
+		t.Fatalf("task without its bytes = %+v, %v; want still processing", got, err)
+	}
+	if got, err := s.Task(ctx, "a", claimed[1].ID); err != nil || got.Status != imagegen.StatusSuccess || len(got.Images) != 1 {
+		t.Fatalf("task with its bytes = %+v, %v; want success with its image", got, err)
+	}
+	if _, err := s.Image(ctx, "img-"+claimed[1].ID); err != nil {
+		t.Fatalf("the recorded task's image: %v", err)
 	}
 }
