@@ -63,11 +63,16 @@ func decodeTask(f map[string]string) (*imagegen.Task, error) {
 	t.UpdatedAt = msTime(cmp.Or(f["updated"], f["created"])) // a new task has only "created"
 	t.FinishedAt = msTime(f["finished"])
 	t.ExpiresAt = msTime(f["expires"])
-	t.Progress, _ = strconv.ParseFloat(f["progress"], 64)
+	if p := f["progress"]; p != "" {
+		t.Progress, _ = strconv.ParseFloat(p, 64)
+	}
 	return t, nil
 }
 
 func atoi(s string) int64 {
+	if s == "" { // a field not set: most times of a claimed task (ParseInt's error would be made for nothing)
+		return 0
+	}
 	n, _ := strconv.ParseInt(s, 10, 64)
 	return n
 }
