@@ -159,9 +159,8 @@ func runServicePipeline(b *testing.B, base imagegen.Store, workReady <-chan stru
 	if _, err := svc.Grant(ctx, "bench", int64(b.N), "bench"); err != nil {
 		b.Fatal(err)
 	}
-	req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "x"}
 	for range b.N {
-		if _, err := svc.Submit(ctx, "bench", req); err != nil {
+		if _, err := svc.Submit(ctx, "bench", taskRequest); err != nil {
 			b.Fatal(err)
 		}
 	}

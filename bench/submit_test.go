@@ -88,14 +88,13 @@ func submitTasksCapped(b *testing.B, store imagegen.Store, p imagegen.CreatePara
 	if _, err := store.AddEntry(ctx, imagegen.LedgerEntry{Owner: "bench", Kind: imagegen.LedgerGrant, Amount: 1 << 50, Ref: "grant:bench"}); err != nil {
 		b.Fatal(err)
 	}
-	req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse at dusk, oil painting", AspectRatio: imagegen.Aspect16x9}
 	var refused atomic.Int64
 	b.ReportAllocs()
 	b.SetParallelism(parallelism)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			t := &imagegen.Task{ID: uuid.NewString(), Owner: "bench", Request: req, Model: "placeholder", Cost: 1}
+			t := &imagegen.Task{ID: uuid.NewString(), Owner: "bench", Request: taskRequest, Model: "placeholder", Cost: 1}
 			_, err := store.CreateTask(ctx, t, p)
 			if errors.Is(err, imagegen.ErrQueueFull) {
 				refused.Add(1)
