@@ -47,7 +47,7 @@ func (s *Store) FailTask(_ context.Context, id string, attempt int, f imagegen.F
 func (s *Store) CancelTask(_ context.Context, owner, id string) (int64, error) {
 	now := s.lock()
 	defer s.mu.Unlock()
-	r, ok := s.tasks[id]
+	r, ok := s.task(id)
 	if !ok || r.owner() != owner {
 		return 0, imagegen.ErrTaskNotFound
 	}
@@ -77,14 +77,14 @@ func (s *Store) fail(r *record, f imagegen.Failure, now time.Time) (refund int64
 }
 
 func (s *Store) finish(r *record, status imagegen.Status, now time.Time) {
-	delete(s.processing, r.id())
+	delete(s.processing, r.slot)
 	s.stopRunning(r)
 	r.status = status
 	expires := now.Add(s.retention)
 	r.leaseUntil = stamp{}
 	r.updatedAt, r.finishedAt = stampOf(now), stampOf(now)
 	r.expiresAt = stampOf(expires)
-	heap.Push(&s.expiring, expiry{at: expires, id: r.id()})
+	heap.Push(&s.expiring, taskExpiry{at: r.expiresAt, task: taskSlot{seq: r.seq, slot: r.slot}})
 	s.queueWebhook(r, imagegen.EventCompleted, now)
 	s.notifyFinished(r.id())
 }

@@ -29,7 +29,7 @@ func (s *Store) QueueStats(context.Context) (imagegen.QueueStats, error) {
 func (s *Store) TaskByID(_ context.Context, id string) (*imagegen.Task, error) {
 	s.lock()
 	defer s.mu.Unlock()
-	r, ok := s.tasks[id]
+	r, ok := s.task(id)
 	if !ok {
 		return nil, imagegen.ErrTaskNotFound
 	}
@@ -55,8 +55,8 @@ func (s *Store) ListAllTasks(_ context.Context, f imagegen.TaskFilter, limit int
 	var page imagegen.TaskPage
 	var last uint64 // the seq of the page's last task
 	for ; i >= 0; i-- {
-		r := s.all[i]
-		if s.tasks[r.id()] != r || !r.matches(f) {
+		r, ok := s.lookup(s.all[i])
+		if !ok || !r.matches(f) {
 			continue // removed by retention, or not asked for
 		}
 		if len(page.Tasks) == limit {
@@ -74,9 +74,9 @@ func (s *Store) ListAllTasks(_ context.Context, f imagegen.TaskFilter, limit int
 // held. Cursors are sequence numbers, so compaction does not move them.
 func (s *Store) compactAll() {
 	kept := s.all[:0]
-	for _, r := range s.all {
-		if s.tasks[r.id()] == r {
-			kept = append(kept, r)
+	for _, t := range s.all {
+		if _, ok := s.lookup(t); ok {
+			kept = append(kept, t)
 		}
 	}
 	clear(s.all[len(kept):])
@@ -94,7 +94,7 @@ func (r *record) matches(f imagegen.TaskFilter) bool {
 func (s *Store) RequeueTask(_ context.Context, id string, recharge bool) error {
 	now := s.lock()
 	defer s.mu.Unlock()
-	r, ok := s.tasks[id]
+	r, ok := s.task(id)
 	if !ok {
 		return imagegen.ErrTaskNotFound
 	}

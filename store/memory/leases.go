@@ -44,7 +44,7 @@ func (s *Store) claim(r *record, now time.Time, lease time.Duration) *imagegen.T
 		r.startedAt = r.updatedAt
 		s.queueWebhook(r, imagegen.EventProcessing, now)
 	}
-	s.processing[r.id()] = r
+	s.processing[r.slot] = struct{}{}
 	s.startRunning(r)
 	t := r.view(s.loc)
 	return &t
@@ -88,7 +88,8 @@ func (s *Store) RecoverExpired(_ context.Context, maxAttempts int) (imagegen.Rec
 	now := s.lock()
 	defer s.mu.Unlock()
 	var rec imagegen.Recovery
-	for _, r := range s.processing {
+	for i := range s.processing {
+		r := s.recs.at(i)
 		if stampOf(now).before(r.leaseUntil) {
 			continue
 		}
@@ -117,7 +118,7 @@ func (s *Store) RecoverExpired(_ context.Context, maxAttempts int) (imagegen.Rec
 func (s *Store) asHolder(id string, attempt int, change func(r *record, now time.Time)) error {
 	now := s.lock()
 	defer s.mu.Unlock()
-	r, ok := s.tasks[id]
+	r, ok := s.task(id)
 	if !ok || r.status != imagegen.StatusProcessing || r.attempt != attempt {
 		return leases.Lost("memory", id, attempt)
 	}
@@ -126,7 +127,7 @@ func (s *Store) asHolder(id string, attempt int, change func(r *record, now time
 }
 
 func (s *Store) requeue(r *record, runAfter, now time.Time) {
-	delete(s.processing, r.id())
+	delete(s.processing, r.slot)
 	s.stopRunning(r)
 	r.status = imagegen.StatusPending
 	r.leaseUntil = stamp{}

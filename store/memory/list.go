@@ -20,21 +20,23 @@ func (s *Store) ListTasks(_ context.Context, owner string, status imagegen.Statu
 		return imagegen.TaskPage{}, err
 	}
 	start := len(kept) - 1
-	for start >= 0 && s.tasks[kept[start]].seq >= below {
+	for start >= 0 && kept[start].seq >= below {
 		start--
 	}
 	var page imagegen.TaskPage
+	var last uint64 // the seq of the page's last task
 	for i := start; i >= 0; i-- {
-		r := s.tasks[kept[i]]
+		r := s.recs.at(kept[i].slot)
 		if status != "" && r.status != status {
 			continue
 		}
 		if len(page.Tasks) == limit {
-			page.Next = strconv.FormatUint(s.tasks[page.Tasks[len(page.Tasks)-1].ID].seq, 10)
+			page.Next = strconv.FormatUint(last, 10)
 			break
 		}
 		t := r.view(s.loc)
 		page.Tasks = append(page.Tasks, &t)
+		last = r.seq
 	}
 	return page, nil
 }
@@ -55,15 +57,14 @@ func belowCursor(cursor string) (uint64, error) {
 // compactOwnerTasks drops from owner's index the tasks that retention
 // removed, and returns it; s.mu is held. Cursors are sequence numbers,
 // so compaction does not move them.
-func (s *Store) compactOwnerTasks(owner string) []string {
-	ids := s.ownerTasks[owner]
-	kept := ids[:0]
-	for _, id := range ids {
-		if _, ok := s.tasks[id]; ok {
-			kept = append(kept, id)
+func (s *Store) compactOwnerTasks(owner string) []taskSlot {
+	ts := s.ownerTasks[owner]
+	kept := ts[:0]
+	for _, t := range ts {
+		if _, ok := s.lookup(t); ok {
+			kept = append(kept, t)
 		}
 	}
-	clear(ids[len(kept):])
 	if len(kept) == 0 {
 		delete(s.ownerTasks, owner)
 		return nil

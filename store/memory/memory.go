@@ -20,6 +20,15 @@
 // clock's time when the store was made (the local one, with the system
 // clock), without a monotonic reading, as the other backends return
 // them.
+//
+// The records live in a slab of chunks (slab.go), and the store's
+// indexes, queues and lists name a record by its slot, a number, not
+// by a pointer: the task index (taskindex.go) keeps an id that is a
+// UUID as its sixteen bytes, the pending queues link slots, and the
+// lists that may outlive a task (ListTasks's, ListAllTasks's, the
+// expiries) hold its slot and submission seq, which tells whether the
+// slot still holds it. None of them has a pointer for the collector to
+// follow; a slot that retention frees is zeroed and reused.
 package memory
 
 import (
@@ -63,14 +72,15 @@ type Store struct {
 
 	mu         sync.Mutex
 	seq        uint64
-	tasks      map[string]*record
+	recs       slab          // the tasks' records
+	tasks      taskIndex     // task id -> slot
 	pending    runAfterQueue // pending tasks in RunAfter order (stats)
 	fair       pendingQueue  // pending tasks in claim order (fair-share tags)
 	vtime      int64         // the largest tag claimed so far
 	owners     map[string]*ownerState
 	models     map[string]*modelState
-	processing map[string]*record // leased tasks, for lease recovery
-	expiring   expiryQueue        // finished tasks, oldest expiry first
+	processing map[slot]struct{} // leased tasks, for lease recovery
+	expiring   taskExpiryQueue   // finished tasks, oldest expiry first
 	images     map[string]*imagegen.Image
 	accounts   map[string]*account
 	keys       map[string]*imagegen.APIKey // by hash
@@ -78,10 +88,10 @@ type Store struct {
 
 	watchers taskwatch.Set // WatchTask channels
 
-	ownerTasks map[string][]string // owner -> task ids, oldest first (ListTasks)
-	// all holds every task in submission order (ListAllTasks); records
+	ownerTasks map[string][]taskSlot // owner -> tasks, oldest first (ListTasks)
+	// all holds every task in submission order (ListAllTasks); tasks
 	// that retention removed stay until compactAll, allGone counts them.
-	all          []*record
+	all          []taskSlot
 	allGone      int
 	idem         map[string]idemRecord // owner\x00key -> idempotency record
 	idemExpiring expiryQueue
@@ -108,22 +118,40 @@ func New(o Config) (*Store, error) {
 		own = blobmemory.New(blobmemory.Config{Clock: clock})
 		blobs = own
 	}
-	return &Store{
+	s := &Store{
 		clock:      clock,
 		loc:        clock.Now().Location(),
 		retention:  cmp.Or(o.Retention, DefaultRetention),
 		blobs:      blobs,
 		ownBlobs:   own,
-		tasks:      make(map[string]*record),
-		processing: make(map[string]*record),
+		tasks:      newTaskIndex(),
+		processing: make(map[slot]struct{}),
 		owners:     make(map[string]*ownerState),
 		models:     make(map[string]*modelState),
 		images:     make(map[string]*imagegen.Image),
 		accounts:   make(map[string]*account),
 		keys:       make(map[string]*imagegen.APIKey),
 		ownerKeys:  make(map[string][]string),
-		ownerTasks: make(map[string][]string),
-	}, nil
+		ownerTasks: make(map[string][]taskSlot),
+	}
+	s.pending.recs, s.fair.recs = &s.recs, &s.recs
+	return s, nil
+}
+
+// task returns the record of task id; s.mu is held.
+func (s *Store) task(id string) (*record, bool) {
+	i, ok := s.tasks.get(id)
+	if !ok {
+		return nil, false
+	}
+	return s.recs.at(i), true
+}
+
+// lookup returns the record of t, if the store still holds it; s.mu is
+// held.
+func (s *Store) lookup(t taskSlot) (*record, bool) {
+	r := s.recs.at(t.slot)
+	return r, r.seq == t.seq
 }
 
 // lock takes the mutex, removes what has expired, and returns the time.
@@ -139,16 +167,18 @@ func (s *Store) lock() time.Time {
 // removed; s.mu is held.
 func (s *Store) sweep(now time.Time) int {
 	n := 0
-	for len(s.expiring) > 0 && !now.Before(s.expiring[0].at) {
-		e := heap.Pop(&s.expiring).(expiry)
-		if r, ok := s.tasks[e.id]; ok && r.expiresAt == stampOf(e.at) {
+	at := stampOf(now)
+	for len(s.expiring) > 0 && !at.before(s.expiring[0].at) {
+		e := heap.Pop(&s.expiring).(taskExpiry)
+		if r, ok := s.lookup(e.task); ok && r.expiresAt == e.at {
 			for _, img := range r.images() {
 				delete(s.images, img)
 				if s.ownBlobs != nil {
 					_ = s.ownBlobs.Delete(context.Background(), img) // in memory: cannot fail
 				}
 			}
-			delete(s.tasks, e.id)
+			s.tasks.delete(r.id())
+			s.recs.release(r.slot)
 			s.allGone++
 			n++
 		}
@@ -163,5 +193,5 @@ func (s *Store) sweep(now time.Time) int {
 func (s *Store) Len() (tasks, images int) {
 	s.lock()
 	defer s.mu.Unlock()
-	return len(s.tasks), len(s.images)
+	return s.tasks.len(), len(s.images)
 }

@@ -26,42 +26,53 @@ func (a queueKey) before(b queueKey) bool {
 // A priority is a hash of the key's seq, so the tree's shape is
 // deterministic and needs no random source; the store's seqs are unique
 // and given in order, which the hash scatters.
+//
+// A task's node is its record's fair field, and the links are slots in
+// the store's slab (0 for none), not pointers: the tree adds nothing
+// for the collector to follow.
 type pendingQueue struct {
-	root *pendingNode
+	recs *slab
+	root slot
 }
 
 type pendingNode struct {
 	key         queueKey
-	rec         *record
 	prio        uint64 // at least the children's
-	size        int    // nodes in this subtree
-	left, right *pendingNode
+	size        uint32 // nodes in this subtree
+	left, right slot
 }
 
-// each calls fn on the entries in order until fn returns false.
-func (q *pendingQueue) each(fn func(queueKey, *record) bool) { q.root.each(fn) }
+// node returns the node of the record in slot i (not 0).
+func (q *pendingQueue) node(i slot) *pendingNode { return &q.recs.at(i).fair }
 
-func (n *pendingNode) each(fn func(queueKey, *record) bool) bool {
-	for n != nil {
-		if !n.left.each(fn) || !fn(n.key, n.rec) {
+// each calls fn on the entries in order until fn returns false.
+func (q *pendingQueue) each(fn func(queueKey, *record) bool) { q.each1(q.root, fn) }
+
+func (q *pendingQueue) each1(i slot, fn func(queueKey, *record) bool) bool {
+	for i != 0 {
+		n := q.node(i)
+		if !q.each1(n.left, fn) || !fn(n.key, q.recs.at(i)) {
 			return false
 		}
-		n = n.right
+		i = n.right
 	}
 	return true
 }
 
-// push queues rec at k in the node n (which the caller keeps, such as
-// a field of rec, and which must not be in a queue); k's seq must not
-// be queued already.
-func (q *pendingQueue) push(n *pendingNode, k queueKey, rec *record) {
-	*n = pendingNode{key: k, rec: rec, prio: mix64(k.seq), size: 1}
+// push queues the record in slot i at k; its node must not be in a
+// queue, and k's seq must not be queued already.
+func (q *pendingQueue) push(i slot, k queueKey) {
+	n := q.node(i)
+	*n = pendingNode{key: k, prio: mix64(k.seq), size: 1}
 	// Down from the root while the nodes' priorities are at least n's,
 	// counting n in each subtree passed, to the link where n goes: as
-	// insert does, but without rewriting every link on the way (each a
-	// pointer write, with a write barrier while the collector marks).
+	// insert does, but without rewriting every link on the way.
 	link := &q.root
-	for t := *link; t != nil && t.prio >= n.prio; t = *link {
+	for *link != 0 {
+		t := q.node(*link)
+		if t.prio < n.prio {
+			break
+		}
 		t.size++
 		if k.before(t.key) {
 			link = &t.left
@@ -69,16 +80,16 @@ func (q *pendingQueue) push(n *pendingNode, k queueKey, rec *record) {
 			link = &t.right
 		}
 	}
-	n.left, n.right = (*link).split(k)
-	n.recount()
-	*link = n
+	n.left, n.right = q.split(*link, k)
+	q.recount(i)
+	*link = i
 }
 
 // remove takes the entry at k out of the queue and reports whether it
 // was there.
 func (q *pendingQueue) remove(k queueKey) bool {
 	var ok bool
-	q.root, ok = q.root.remove(k)
+	q.root, ok = q.removeFrom(q.root, k)
 	return ok
 }
 
@@ -86,81 +97,88 @@ func (q *pendingQueue) remove(k queueKey) bool {
 // queued).
 func (q *pendingQueue) ahead(k queueKey) int {
 	n := 0
-	for t := q.root; t != nil; {
+	for i := q.root; i != 0; {
+		t := q.node(i)
 		if t.key.before(k) {
-			n += t.left.count() + 1
-			t = t.right
+			n += q.count(t.left) + 1
+			i = t.right
 		} else {
-			t = t.left
+			i = t.left
 		}
 	}
 	return n
 }
 
-func (n *pendingNode) count() int {
-	if n == nil {
+// count is the size of the subtree at i.
+func (q *pendingQueue) count(i slot) int {
+	if i == 0 {
 		return 0
 	}
-	return n.size
+	return int(q.node(i).size)
 }
 
-func (n *pendingNode) recount() {
-	n.size = 1 + n.left.count() + n.right.count()
+func (q *pendingQueue) recount(i slot) {
+	n := q.node(i)
+	n.size = uint32(1 + q.count(n.left) + q.count(n.right))
 }
 
-// split divides the subtree n into the entries before k and the rest.
-func (n *pendingNode) split(k queueKey) (before, rest *pendingNode) {
-	if n == nil {
-		return nil, nil
+// split divides the subtree at i into the entries before k and the
+// rest.
+func (q *pendingQueue) split(i slot, k queueKey) (before, rest slot) {
+	if i == 0 {
+		return 0, 0
 	}
+	n := q.node(i)
 	if n.key.before(k) {
-		n.right, rest = n.right.split(k)
-		n.recount()
-		return n, rest
+		n.right, rest = q.split(n.right, k)
+		q.recount(i)
+		return i, rest
 	}
-	before, n.left = n.left.split(k)
-	n.recount()
-	return before, n
+	before, n.left = q.split(n.left, k)
+	q.recount(i)
+	return before, i
 }
 
-// remove takes the entry at k out of the subtree n and returns the
-// subtree's new root and whether k was there.
-func (n *pendingNode) remove(k queueKey) (*pendingNode, bool) {
-	if n == nil {
-		return nil, false
+// removeFrom takes the entry at k out of the subtree at i and returns
+// the subtree's new root and whether k was there.
+func (q *pendingQueue) removeFrom(i slot, k queueKey) (slot, bool) {
+	if i == 0 {
+		return 0, false
 	}
+	n := q.node(i)
 	var ok bool
 	switch {
 	case k.before(n.key):
-		n.left, ok = n.left.remove(k)
+		n.left, ok = q.removeFrom(n.left, k)
 	case n.key.before(k):
-		n.right, ok = n.right.remove(k)
+		n.right, ok = q.removeFrom(n.right, k)
 	default:
-		return n.left.merge(n.right), true
+		return q.merge(n.left, n.right), true
 	}
 	if ok {
 		n.size--
 	}
-	return n, ok
+	return i, ok
 }
 
-// merge joins the subtrees a and b (either may be nil), every entry of
+// merge joins the subtrees at a and b (either may be 0), every entry of
 // a being before every entry of b, and returns the new root.
-func (a *pendingNode) merge(b *pendingNode) *pendingNode {
+func (q *pendingQueue) merge(a, b slot) slot {
 	switch {
-	case a == nil:
+	case a == 0:
 		return b
-	case b == nil:
+	case b == 0:
 		return a
-	case a.prio > b.prio:
-		a.right = a.right.merge(b)
-		a.recount()
-		return a
-	default:
-		b.left = a.merge(b.left)
-		b.recount()
-		return b
 	}
+	na, nb := q.node(a), q.node(b)
+	if na.prio > nb.prio {
+		na.right = q.merge(na.right, b)
+		q.recount(a)
+		return a
+	}
+	nb.left = q.merge(a, nb.left)
+	q.recount(b)
+	return b
 }
 
 // mix64 is SplitMix64's finaliser: it scatters consecutive numbers over

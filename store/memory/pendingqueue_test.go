@@ -11,33 +11,38 @@ import (
 
 // Len reports how many tasks are queued (for the tests: the store
 // counts its queues' tasks otherwise).
-func (q *pendingQueue) Len() int { return q.root.count() }
+func (q *pendingQueue) Len() int { return q.count(q.root) }
 
 // first returns the head of the queue: the entry claimed next.
 func (q *pendingQueue) first() (queueKey, *record, bool) {
-	n := q.root
-	if n == nil {
+	i := q.root
+	if i == 0 {
 		return queueKey{}, nil, false
 	}
-	for n.left != nil {
-		n = n.left
+	for q.node(i).left != 0 {
+		i = q.node(i).left
 	}
-	return n.key, n.rec, true
+	return q.node(i).key, q.recs.at(i), true
 }
+
+// newPendingQueue returns an empty queue on a slab of its own.
+func newPendingQueue() *pendingQueue { return &pendingQueue{recs: &slab{}} }
+
+// pushNew queues a new record at k.
+func (q *pendingQueue) pushNew(k queueKey) { q.push(q.recs.alloc(), k) }
 
 // TestPendingQueueOrder: earlier RunAfter first, then lower seq.
 func TestPendingQueueOrder(t *testing.T) {
 	is := is.New(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var q pendingQueue
+	q := newPendingQueue()
 	_, _, ok := q.first()
 	is.True(!ok) // empty
 	late := queueKey{order: (t0.Add(time.Minute)).UnixNano(), seq: 1}
 	tie1 := queueKey{order: (t0).UnixNano(), seq: 2}
 	tie2 := queueKey{order: (t0).UnixNano(), seq: 3}
 	for _, k := range []queueKey{late, tie2, tie1} {
-		r := &record{}
-		q.push(&r.fair, k, r)
+		q.pushNew(k)
 	}
 	is.Equal(q.Len(), 3)
 	head, r, ok := q.first()
@@ -69,7 +74,7 @@ func TestPendingQueueMatchesLinearCount(t *testing.T) {
 		randomKey := func(seq uint64) queueKey {
 			return queueKey{order: (t0.Add(time.Duration(rng.IntN(20)) * time.Second)).UnixNano(), seq: seq}
 		}
-		var q pendingQueue
+		q := newPendingQueue()
 		var live []queueKey // the oracle, unordered
 		seq := uint64(0)
 		for step := range 3000 {
@@ -77,8 +82,7 @@ func TestPendingQueueMatchesLinearCount(t *testing.T) {
 			case op < 5 || len(live) == 0: // push
 				seq++
 				k := randomKey(seq)
-				r := &record{}
-				q.push(&r.fair, k, r)
+				q.pushNew(k)
 				live = append(live, k)
 			case op < 8: // remove any
 				i := rng.IntN(len(live))
@@ -101,7 +105,7 @@ func TestPendingQueueMatchesLinearCount(t *testing.T) {
 			for range min(len(live), 20) {
 				asked = append(asked, live[rng.IntN(len(live))])
 			}
-			checkPendingQueue(t, &q, live, asked)
+			checkPendingQueue(t, q, live, asked)
 			if t.Failed() {
 				t.Fatalf("seed %d step %d", seed, step)
 			}
@@ -138,27 +142,28 @@ func checkPendingQueue(t *testing.T, q *pendingQueue, live, asked []queueKey) {
 			t.Errorf("ahead(%v) = %d, want %d", k, got, want)
 		}
 	}
-	checkTreap(t, q.root, nil, nil)
+	checkTreap(t, q, q.root, nil, nil)
 }
 
 // checkTreap checks that the subtree n is ordered (between lo and hi,
 // when given), that no child's priority exceeds its parent's and that
 // every size is right, and returns the subtree's size.
-func checkTreap(t *testing.T, n *pendingNode, lo, hi *queueKey) int {
+func checkTreap(t *testing.T, q *pendingQueue, i slot, lo, hi *queueKey) int {
 	t.Helper()
-	if n == nil {
+	if i == 0 {
 		return 0
 	}
+	n := q.node(i)
 	if (lo != nil && !lo.before(n.key)) || (hi != nil && !n.key.before(*hi)) {
 		t.Errorf("%v out of order", n.key)
 	}
-	for _, c := range []*pendingNode{n.left, n.right} {
-		if c != nil && c.prio > n.prio {
-			t.Errorf("%v: child's priority above its parent's", c.key)
+	for _, c := range []slot{n.left, n.right} {
+		if c != 0 && q.node(c).prio > n.prio {
+			t.Errorf("%v: child's priority above its parent's", q.node(c).key)
 		}
 	}
-	size := 1 + checkTreap(t, n.left, lo, &n.key) + checkTreap(t, n.right, &n.key, hi)
-	if n.size != size {
+	size := 1 + checkTreap(t, q, n.left, lo, &n.key) + checkTreap(t, q, n.right, &n.key, hi)
+	if int(n.size) != size {
 		t.Errorf("%v: size %d, want %d", n.key, n.size, size)
 	}
 	return size
@@ -167,19 +172,19 @@ func checkTreap(t *testing.T, n *pendingNode, lo, hi *queueKey) int {
 // TestPendingQueueStaysShallow: keys pushed in order (the common case:
 // one RunAfter after another) still give a tree of logarithmic depth.
 func TestPendingQueueStaysShallow(t *testing.T) {
-	var q pendingQueue
+	q := newPendingQueue()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	const n = 1 << 16
 	for seq := range uint64(n) {
 		k := queueKey{order: (t0.Add(time.Duration(seq))).UnixNano(), seq: seq + 1}
-		q.push(new(pendingNode), k, nil)
+		q.pushNew(k)
 	}
-	var depth func(*pendingNode) int
-	depth = func(n *pendingNode) int {
-		if n == nil {
+	var depth func(slot) int
+	depth = func(i slot) int {
+		if i == 0 {
 			return 0
 		}
-		return 1 + max(depth(n.left), depth(n.right))
+		return 1 + max(depth(q.node(i).left), depth(q.node(i).right))
 	}
 	if d := depth(q.root); d > 4*16 { // a random tree's height: about 4.31·ln n ≈ 48
 		t.Fatalf("depth %d for %d keys", d, n)

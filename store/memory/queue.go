@@ -34,7 +34,7 @@ func (s *Store) QueuePositions(_ context.Context, ids []string) ([]int, error) {
 	out := make([]int, len(ids))
 	for i, id := range ids {
 		out[i] = -1
-		if r, ok := s.tasks[id]; ok && r.status == imagegen.StatusPending && r.queuedNow() {
+		if r, ok := s.task(id); ok && r.status == imagegen.StatusPending && r.queuedNow() {
 			out[i] = s.fair.ahead(r.fair.key)
 		}
 	}

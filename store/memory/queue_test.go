@@ -129,7 +129,7 @@ func linearQueue(s *Store, ids []string) ([]int, imagegen.QueueStats) {
 	key := func(r *record) queueKey { return r.fair.key }
 	var pending []*record
 	st := imagegen.QueueStats{}
-	for _, r := range s.tasks {
+	for r := range s.records() {
 		t := r.view(s.loc)
 		switch t.Status {
 		case imagegen.StatusPending:
@@ -145,7 +145,7 @@ func linearQueue(s *Store, ids []string) ([]int, imagegen.QueueStats) {
 	out := make([]int, len(ids))
 	for i, id := range ids {
 		out[i] = -1
-		r, ok := s.tasks[id]
+		r, ok := s.task(id)
 		if !ok || r.status != imagegen.StatusPending {
 			continue
 		}
@@ -165,7 +165,7 @@ func linearHead(s *Store) string {
 	now := s.lock()
 	defer s.mu.Unlock()
 	var head *record
-	for _, r := range s.tasks {
+	for r := range s.records() {
 		if t := r.view(s.loc); t.Status != imagegen.StatusPending || t.RunAfter.After(now) {
 			continue
 		}

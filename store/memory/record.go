@@ -18,7 +18,9 @@ import (
 // made when it first has one. A pending task's record then has nine
 // pointer words where it had twenty-seven (TestRecordPointerWords), and
 // a collection cycle costs about half as much per task as it did
-// (BenchmarkCollectTasks).
+// (BenchmarkCollectTasks). The records are kept in the store's slab
+// (slab.go), where the indexes and queues name them by slot: a pending
+// task's record is no object of its own, and nothing else points to it.
 
 // record is a task as the store keeps it, with its places in the
 // pending queue; view returns it as an imagegen.Task.
@@ -43,7 +45,8 @@ type record struct {
 	leaseUntil, runAfter, createdAt, updatedAt stamp
 	startedAt, finishedAt, expiresAt           stamp
 
-	seq uint64 // submission order, for listing
+	seq  uint64 // submission order, for listing; 0 in a free slot
+	slot slot   // the record's own slot in the store's slab
 	// queued is the task's key in the RunAfter queue and fair its node
 	// in the fair-share queue while it is pending (kept in the record,
 	// so that a pending task costs no allocations of its own for it);
@@ -75,9 +78,9 @@ type outcome struct {
 	refundRef string
 }
 
-// newRecord returns the record of task t, submitted at seq. The record
-// holds its own copies of t's strings and slices.
-func newRecord(t *imagegen.Task, seq uint64) *record {
+// set makes r the record of task t, submitted at seq, in slot i. The
+// record holds its own copies of t's strings and slices.
+func (r *record) set(t *imagegen.Task, seq uint64, i slot) {
 	req := &t.Request
 	fields := [textFields]string{t.ID, t.Owner, t.Model, t.RequestID, string(req.Scene), req.Prompt, string(req.AspectRatio), req.CallbackURL}
 	n := 0
@@ -89,13 +92,13 @@ func newRecord(t *imagegen.Task, seq uint64) *record {
 	}
 	var b strings.Builder
 	b.Grow(n)
-	r := &record{
+	*r = record{
 		events: req.CallbackEvents, status: t.Status, cost: t.Cost,
 		attempt: t.Attempt, released: t.Released, progress: t.Progress, refunded: t.Refunded,
 		leaseUntil: stampOf(t.LeaseUntil), runAfter: stampOf(t.RunAfter),
 		createdAt: stampOf(t.CreatedAt), updatedAt: stampOf(t.UpdatedAt), startedAt: stampOf(t.StartedAt),
 		finishedAt: stampOf(t.FinishedAt), expiresAt: stampOf(t.ExpiresAt),
-		seq: seq,
+		seq: seq, slot: i,
 	}
 	for i, f := range fields {
 		b.WriteString(f)
@@ -119,7 +122,6 @@ func newRecord(t *imagegen.Task, seq uint64) *record {
 	if t.Images != nil || t.Error != "" || t.ErrorCode != "" || t.LastError != "" {
 		r.out = &outcome{images: slices.Clone(t.Images), err: t.Error, code: t.ErrorCode, lastErr: t.LastError}
 	}
-	return r
 }
 
 // field returns field f of r.text.

@@ -11,6 +11,16 @@ import (
 	"github.com/imagegen/imagegen"
 )
 
+// newRecord returns the record of task t, submitted at seq, in a slot of
+// its own.
+func newRecord(t *imagegen.Task, seq uint64) *record {
+	var b slab
+	i := b.alloc()
+	r := b.at(i)
+	r.set(t, seq, i)
+	return r
+}
+
 // TestRecordKeepsEveryField: a task with every field set comes back
 // from its record as it went in, so a field added to imagegen.Task that
 // the record does not carry fails here.

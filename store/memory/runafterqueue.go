@@ -8,27 +8,31 @@ package memory
 // live ones when the stale outnumber them. A push is an append and,
 // since tasks mostly queue in RunAfter order, seldom more; the
 // order-statistic treap it replaces walked its whole depth a push, a
-// cache miss a level once it held many tasks, and kept three more
-// pointers a task for the collector to mark.
+// cache miss a level once it held many tasks. An entry names its record
+// by its slot, so the heap has no pointers for the collector to follow.
 type runAfterQueue struct {
+	recs *slab
 	heap []runAfterEntry
 	live int
 }
 
 type runAfterEntry struct {
-	key queueKey
-	rec *record
+	key  queueKey
+	slot slot
 }
 
-// stale reports whether e's record has left the queue under e's key.
-func (e runAfterEntry) stale() bool { return e.rec.queued != e.key }
+// stale reports whether e's record has left the queue under e's key (a
+// freed slot's record, or another task's, was never queued under it:
+// seqs are unique).
+func (q *runAfterQueue) stale(e runAfterEntry) bool { return q.recs.at(e.slot).queued != e.key }
 
 // Len reports how many tasks are queued.
 func (q *runAfterQueue) Len() int { return q.live }
 
-// push queues rec under k; rec.queued must be k already.
-func (q *runAfterQueue) push(k queueKey, rec *record) {
-	q.heap = append(q.heap, runAfterEntry{key: k, rec: rec})
+// push queues the record in slot i under k; its queued must be k
+// already.
+func (q *runAfterQueue) push(k queueKey, i slot) {
+	q.heap = append(q.heap, runAfterEntry{key: k, slot: i})
 	q.up(len(q.heap) - 1)
 	q.live++
 }
@@ -49,12 +53,12 @@ func (q *runAfterQueue) first() (*record, bool) {
 	if len(q.heap) == 0 {
 		return nil, false
 	}
-	return q.heap[0].rec, true
+	return q.recs.at(q.heap[0].slot), true
 }
 
 // trim drops stale entries from the top.
 func (q *runAfterQueue) trim() {
-	for len(q.heap) > 0 && q.heap[0].stale() {
+	for len(q.heap) > 0 && q.stale(q.heap[0]) {
 		last := len(q.heap) - 1
 		q.heap[0] = q.heap[last]
 		q.heap[last] = runAfterEntry{}
@@ -67,7 +71,7 @@ func (q *runAfterQueue) trim() {
 func (q *runAfterQueue) rebuild() {
 	live := q.heap[:0]
 	for _, e := range q.heap {
-		if !e.stale() {
+		if !q.stale(e) {
 			live = append(live, e)
 		}
 	}

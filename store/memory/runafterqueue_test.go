@@ -16,13 +16,13 @@ func TestRunAfterQueueMatchesLinearScan(t *testing.T) {
 	for seed := range uint64(4) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		var q runAfterQueue
+		q := runAfterQueue{recs: &slab{}}
 		var queued []*record // the oracle
 		seq := uint64(0)
 		push := func(r *record) {
 			seq++
 			r.queued = queueKey{order: t0.Add(time.Duration(rng.IntN(50)) * time.Second).UnixNano(), seq: seq}
-			q.push(r.queued, r)
+			q.push(r.queued, r.slot)
 			queued = append(queued, r)
 		}
 		leave := func(i int) *record {
@@ -35,7 +35,9 @@ func TestRunAfterQueueMatchesLinearScan(t *testing.T) {
 		for step := range 5000 {
 			switch op := rng.IntN(10); {
 			case op < 5 || len(queued) == 0:
-				push(&record{})
+				i := q.recs.alloc()
+				q.recs.at(i).slot = i
+				push(q.recs.at(i))
 			case op < 8: // any record leaves (a claim in fair order, a cancel)
 				leave(rng.IntN(len(queued)))
 			case op < 9: // one leaves and is queued again (a retry)

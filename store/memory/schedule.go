@@ -10,15 +10,15 @@ import (
 
 // ownerState is what fair share and the caps keep of one owner.
 type ownerState struct {
-	weight  int                  // 1 unless set
-	last    int64                // the tag of the owner's last queued task
-	pending int                  // pending tasks
-	running map[*record]struct{} // processing tasks (some may have an ended lease)
+	weight  int               // 1 unless set
+	last    int64             // the tag of the owner's last queued task
+	pending int               // pending tasks
+	running map[slot]struct{} // processing tasks (some may have an ended lease)
 }
 
 // modelState is what the caps and rates keep of one model.
 type modelState struct {
-	running     map[*record]struct{}
+	running     map[slot]struct{}
 	nextStart   time.Time // the rate's next allowed start
 	pausedUntil time.Time // PauseModel
 }
@@ -27,7 +27,7 @@ type modelState struct {
 func (s *Store) owner(owner string) *ownerState {
 	o, ok := s.owners[owner]
 	if !ok {
-		o = &ownerState{weight: 1, running: make(map[*record]struct{})}
+		o = &ownerState{weight: 1, running: make(map[slot]struct{})}
 		s.owners[owner] = o
 	}
 	return o
@@ -37,7 +37,7 @@ func (s *Store) owner(owner string) *ownerState {
 func (s *Store) model(model string) *modelState {
 	m, ok := s.models[model]
 	if !ok {
-		m = &modelState{running: make(map[*record]struct{})}
+		m = &modelState{running: make(map[slot]struct{})}
 		s.models[model] = m
 	}
 	return m
@@ -45,21 +45,21 @@ func (s *Store) model(model string) *modelState {
 
 // startRunning counts r, just claimed, against its owner and model.
 func (s *Store) startRunning(r *record) {
-	s.owner(r.owner()).running[r] = struct{}{}
-	s.model(r.model()).running[r] = struct{}{}
+	s.owner(r.owner()).running[r.slot] = struct{}{}
+	s.model(r.model()).running[r.slot] = struct{}{}
 }
 
 // stopRunning gives back r's slots: it left processing.
 func (s *Store) stopRunning(r *record) {
-	delete(s.owner(r.owner()).running, r)
-	delete(s.model(r.model()).running, r)
+	delete(s.owner(r.owner()).running, r.slot)
+	delete(s.model(r.model()).running, r.slot)
 }
 
 // live counts the tasks of running whose lease has not ended.
-func live(running map[*record]struct{}, now time.Time) int {
+func (s *Store) live(running map[slot]struct{}, now time.Time) int {
 	n, at := 0, stampOf(now)
-	for r := range running {
-		if at.before(r.leaseUntil) {
+	for i := range running {
+		if at.before(s.recs.at(i).leaseUntil) {
 			n++
 		}
 	}
@@ -104,13 +104,13 @@ func (h *holds) reason(r *record) imagegen.HoldReason {
 
 // running is name's count in *counts: its live running tasks, read
 // once, plus this pass's picks.
-func (h *holds) running(counts *map[string]int, name string, running map[*record]struct{}) int {
+func (h *holds) running(counts *map[string]int, name string, running map[slot]struct{}) int {
 	n, ok := (*counts)[name]
 	if !ok {
 		if *counts == nil {
 			*counts = map[string]int{}
 		}
-		n = live(running, h.now)
+		n = h.s.live(running, h.now)
 		(*counts)[name] = n
 	}
 	return n
@@ -221,7 +221,7 @@ func (s *Store) SchedulerStats(_ context.Context, l imagegen.Limits) (imagegen.S
 	})
 	for name, o := range s.owners {
 		if o.pending > 0 {
-			st.Busiest = append(st.Busiest, imagegen.OwnerLoad{Owner: name, Pending: o.pending, Running: live(o.running, now)})
+			st.Busiest = append(st.Busiest, imagegen.OwnerLoad{Owner: name, Pending: o.pending, Running: s.live(o.running, now)})
 		}
 	}
 	st.Busiest = storekit.SortBusiest(st.Busiest)

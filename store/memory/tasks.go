@@ -15,7 +15,7 @@ func (s *Store) CreateTask(_ context.Context, t *imagegen.Task, p imagegen.Creat
 	}
 	now := s.lock()
 	defer s.mu.Unlock()
-	if _, ok := s.tasks[t.ID]; ok {
+	if _, ok := s.tasks.get(t.ID); ok {
 		return 0, fmt.Errorf("memory: task %q exists", t.ID)
 	}
 	if o := s.owners[t.Owner]; p.MaxPending > 0 && o != nil && o.pending >= p.MaxPending {
@@ -30,14 +30,17 @@ func (s *Store) CreateTask(_ context.Context, t *imagegen.Task, p imagegen.Creat
 	t.Status, t.Attempt = imagegen.StatusPending, 0
 	t.CreatedAt, t.UpdatedAt, t.RunAfter = now, now, now
 	s.seq++
-	r := newRecord(t, s.seq)
-	id := r.id() // the record's copy, which the indexes share
-	s.tasks[id] = r
-	s.ownerTasks[t.Owner] = append(s.ownerTasks[t.Owner], id)
-	if n := len(s.ownerTasks[t.Owner]); n >= 64 && n&(n-1) == 0 {
-		s.compactOwnerTasks(t.Owner) // at powers of two: amortised O(1)
+	i := s.recs.alloc()
+	r := s.recs.at(i)
+	r.set(t, s.seq, i)
+	s.tasks.put(r.id(), i)
+	owner := r.owner() // the record's copy, which the index shares
+	ts := taskSlot{seq: r.seq, slot: i}
+	s.ownerTasks[owner] = append(s.ownerTasks[owner], ts)
+	if n := len(s.ownerTasks[owner]); n >= 64 && n&(n-1) == 0 {
+		s.compactOwnerTasks(owner) // at powers of two: amortised O(1)
 	}
-	s.all = append(s.all, r)
+	s.all = append(s.all, ts)
 	s.enqueue(r)
 	return balance, nil
 }
@@ -56,7 +59,7 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 func (s *Store) enqueue(r *record) {
 	s.seq++
 	r.queued = queueKey{order: r.runAfter.unixNano(), seq: s.seq}
-	s.pending.push(r.queued, r)
+	s.pending.push(r.queued, r.slot)
 	o := s.owner(r.owner())
 	base := s.vtime
 	if o.pending > 0 {
@@ -64,7 +67,7 @@ func (s *Store) enqueue(r *record) {
 	}
 	o.last = base + storekit.Stride(o.weight)
 	o.pending++
-	s.fair.push(&r.fair, queueKey{order: o.last, seq: s.seq}, r)
+	s.fair.push(r.slot, queueKey{order: o.last, seq: s.seq})
 }
 
 // queuedNow reports whether r is in the pending queues.
@@ -77,7 +80,7 @@ func (s *Store) dequeue(r *record) {
 		r.queued = queueKey{}
 		s.pending.removed()
 		s.fair.remove(r.fair.key)
-		r.fair = pendingNode{} // no pointers left into the queue
+		r.fair = pendingNode{} // no links left into the queue
 		s.owner(r.owner()).pending--
 	}
 }

@@ -41,7 +41,7 @@ func (s *Store) ClaimWebhooks(_ context.Context, lease time.Duration, n int) ([]
 	var due []string
 	for id, h := range s.hooks {
 		taskID, _ := storekit.ParseWebhookID(id)
-		if r, ok := s.tasks[taskID]; !ok || r.callbackURL() == "" {
+		if r, ok := s.task(taskID); !ok || r.callbackURL() == "" {
 			delete(s.hooks, id) // the task expired: nothing to send
 			continue
 		}
@@ -59,7 +59,8 @@ func (s *Store) ClaimWebhooks(_ context.Context, lease time.Duration, n int) ([]
 	out := make([]imagegen.WebhookDelivery, 0, min(n, len(due)))
 	for _, id := range due[:min(n, len(due))] {
 		taskID, event := storekit.ParseWebhookID(id)
-		h, r := s.hooks[id], s.tasks[taskID]
+		h := s.hooks[id]
+		r, _ := s.task(taskID) // the loop above kept only the tasks held
 		h.due = now.Add(lease)
 		out = append(out, imagegen.WebhookDelivery{
 			ID: id, TaskID: taskID, Event: event, Owner: r.owner(), URL: r.callbackURL(), Attempts: h.attempts,
