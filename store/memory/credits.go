@@ -19,7 +19,11 @@ type account struct {
 	// garbage an append once it is long). n counts them.
 	entries [][]entry
 	n       int
-	refs    map[string]struct{}
+	refs    refSet
+	// texts are the strings entries keep by number: the kinds (few),
+	// then the references that are not a taskRef, as they come.
+	texts []string
+	kinds []uint32 // the kinds' places in texts
 }
 
 // entryChunk is how many ledger entries an account keeps in one slice.
@@ -28,19 +32,50 @@ const entryChunk = 1024
 // entry is a ledger entry as its account keeps it: the owner is the
 // account's and the ID the entry's position (from 1), both filled in
 // when it is read (account.entry), so that an entry costs no
-// allocation of its own (a submit appends one).
+// allocation of its own (a submit appends one). It has no pointers
+// (ledgerrefs.go): its kind and, unless it is a taskRef, its reference
+// are strings of account.texts, by number.
 type entry struct {
-	kind                 imagegen.LedgerKind
 	amount, balanceAfter int64
-	ref                  string
-	at                   stamp // no location: nothing for the collector to follow
+	at                   stamp // no location
+	task                 taskRef
+	kind, text           uint32 // in account.texts; text when task.form is refText
 }
 
 // entry returns the ledger entry at index i, as the store's callers see
 // it, with its time in loc.
 func (a *account) entry(i int, loc *time.Location) imagegen.LedgerEntry {
 	e := a.entries[i/entryChunk][i%entryChunk]
-	return imagegen.LedgerEntry{ID: strconv.Itoa(i + 1), Owner: a.owner, Kind: e.kind, Amount: e.amount, Ref: e.ref, At: e.at.in(loc), BalanceAfter: e.balanceAfter}
+	ref := a.texts[e.text]
+	if e.task.form != refText {
+		ref = e.task.String()
+	}
+	return imagegen.LedgerEntry{ID: strconv.Itoa(i + 1), Owner: a.owner, Kind: imagegen.LedgerKind(a.texts[e.kind]), Amount: e.amount, Ref: ref, At: e.at.in(loc), BalanceAfter: e.balanceAfter}
+}
+
+// newEntry returns e as a's ledger keeps it (after its balance changed),
+// and t its reference as taskRefOf returns it.
+func (a *account) newEntry(e imagegen.LedgerEntry, t taskRef, at stamp) entry {
+	kept := entry{amount: e.Amount, balanceAfter: a.balance, at: at, task: t, kind: a.kind(e.Kind)}
+	if t.form == refText {
+		kept.text = uint32(len(a.texts))
+		a.texts = append(a.texts, e.Ref)
+	}
+	return kept
+}
+
+// kind returns k's place in a.texts, added if a has no entry of kind k
+// yet (a ledger has few kinds: they are looked for one by one).
+func (a *account) kind(k imagegen.LedgerKind) uint32 {
+	for _, i := range a.kinds {
+		if a.texts[i] == string(k) {
+			return i
+		}
+	}
+	i := uint32(len(a.texts))
+	a.texts = append(a.texts, string(k))
+	a.kinds = append(a.kinds, i)
+	return i
 }
 
 // AddEntry appends e to the owner's ledger.
@@ -57,10 +92,11 @@ func (s *Store) AddEntry(_ context.Context, e imagegen.LedgerEntry) (int64, erro
 func (s *Store) appendEntry(e imagegen.LedgerEntry, now time.Time) (int64, error) {
 	a := s.accounts[e.Owner]
 	if a == nil {
-		a = &account{owner: e.Owner, refs: make(map[string]struct{})}
+		a = &account{owner: e.Owner}
 		s.accounts[e.Owner] = a
 	}
-	if _, dup := a.refs[e.Ref]; dup {
+	ref := taskRefOf(e.Ref)
+	if a.refs.has(e.Ref, ref) {
 		return a.balance, fmt.Errorf("memory: ref %q: %w", e.Ref, imagegen.ErrDuplicateEntry)
 	}
 	if a.balance+e.Amount < 0 {
@@ -75,9 +111,9 @@ func (s *Store) appendEntry(e imagegen.LedgerEntry, now time.Time) (int64, error
 		a.entries = append(a.entries, chunk)
 	}
 	last := &a.entries[len(a.entries)-1]
-	*last = append(*last, entry{kind: e.Kind, amount: e.Amount, balanceAfter: a.balance, ref: e.Ref, at: stampOf(now)})
+	*last = append(*last, a.newEntry(e, ref, stampOf(now)))
 	a.n++
-	a.refs[e.Ref] = struct{}{}
+	a.refs.add(e.Ref, ref)
 	return a.balance, nil
 }
 
