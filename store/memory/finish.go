@@ -18,7 +18,7 @@ func (s *Store) CompleteTask(_ context.Context, id string, attempt int, images [
 			return errors.New("memory: image needs an ID")
 		}
 	}
-	return s.asHolder(id, attempt, func(r *record, now time.Time) {
+	return s.asHolder(id, attempt, func(r task, now time.Time) {
 		expires := now.Add(s.retention)
 		ids := make([]string, 0, len(images))
 		for _, img := range images {
@@ -26,7 +26,7 @@ func (s *Store) CompleteTask(_ context.Context, id string, attempt int, images [
 			s.images[img.ID] = &img
 			ids = append(ids, img.ID)
 		}
-		r.outcome().images = ids
+		r.extras().images = ids
 		if seed != nil {
 			r.seed, r.seeded = *seed, true
 		}
@@ -37,7 +37,7 @@ func (s *Store) CompleteTask(_ context.Context, id string, attempt int, images [
 // FailTask moves the task to failed and refunds it once.
 func (s *Store) FailTask(_ context.Context, id string, attempt int, f imagegen.Failure) (int64, error) {
 	var refund int64
-	err := s.asHolder(id, attempt, func(r *record, now time.Time) {
+	err := s.asHolder(id, attempt, func(r task, now time.Time) {
 		refund = s.fail(r, f, now)
 	})
 	return refund, err
@@ -47,12 +47,12 @@ func (s *Store) FailTask(_ context.Context, id string, attempt int, f imagegen.F
 func (s *Store) CancelTask(_ context.Context, owner, id string) (int64, error) {
 	now := s.lock()
 	defer s.mu.Unlock()
-	r, ok := s.task(id)
+	r, ok := s.find(id)
 	if !ok || r.owner() != owner {
 		return 0, imagegen.ErrTaskNotFound
 	}
-	if r.status.Terminal() {
-		return 0, fmt.Errorf("memory: cancel %s task: %w", r.status, imagegen.ErrInvalidTransition)
+	if r.status.terminal() {
+		return 0, fmt.Errorf("memory: cancel %s task: %w", r.status.name(), imagegen.ErrInvalidTransition)
 	}
 	s.dequeue(r)
 	return s.fail(r, imagegen.Failure{Code: imagegen.CodeCancelled, Message: imagegen.CancelledMessage}, now), nil
@@ -60,7 +60,7 @@ func (s *Store) CancelTask(_ context.Context, owner, id string) (int64, error) {
 
 // fail ends the task as failed and refunds its cost, once. It returns
 // the credits it gave back (0 when the task was refunded before).
-func (s *Store) fail(r *record, f imagegen.Failure, now time.Time) (refund int64) {
+func (s *Store) fail(r task, f imagegen.Failure, now time.Time) (refund int64) {
 	if !r.refunded {
 		refund = r.cost
 		// The refund reference is unique per task (and per operator's
@@ -70,16 +70,16 @@ func (s *Store) fail(r *record, f imagegen.Failure, now time.Time) (refund int64
 		}, now)
 		r.refunded = true
 	}
-	o := r.outcome()
+	o := r.extras()
 	o.err, o.code = f.Message, f.Code
 	s.finish(r, imagegen.StatusFailed, now)
 	return refund
 }
 
-func (s *Store) finish(r *record, status imagegen.Status, now time.Time) {
+func (s *Store) finish(r task, status imagegen.Status, now time.Time) {
 	delete(s.processing, r.slot)
 	s.stopRunning(r)
-	r.status = status
+	r.status = statusOf(status)
 	expires := now.Add(s.retention)
 	r.leaseUntil = stamp{}
 	r.updatedAt, r.finishedAt = stampOf(now), stampOf(now)

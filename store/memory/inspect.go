@@ -29,7 +29,7 @@ func (s *Store) QueueStats(context.Context) (imagegen.QueueStats, error) {
 func (s *Store) TaskByID(_ context.Context, id string) (*imagegen.Task, error) {
 	s.lock()
 	defer s.mu.Unlock()
-	r, ok := s.task(id)
+	r, ok := s.find(id)
 	if !ok {
 		return nil, imagegen.ErrTaskNotFound
 	}
@@ -83,9 +83,9 @@ func (s *Store) compactAll() {
 	s.all, s.allGone = kept, 0
 }
 
-func (r *record) matches(f imagegen.TaskFilter) bool {
+func (r task) matches(f imagegen.TaskFilter) bool {
 	return (f.Owner == "" || r.owner() == f.Owner) &&
-		(f.Status == "" || r.status == f.Status) &&
+		(f.Status == "" || r.status.name() == f.Status) &&
 		(f.Since.IsZero() || !r.createdAt.before(stampOf(f.Since))) &&
 		(f.Until.IsZero() || r.createdAt.before(stampOf(f.Until)))
 }
@@ -94,12 +94,12 @@ func (r *record) matches(f imagegen.TaskFilter) bool {
 func (s *Store) RequeueTask(_ context.Context, id string, recharge bool) error {
 	now := s.lock()
 	defer s.mu.Unlock()
-	r, ok := s.task(id)
+	r, ok := s.find(id)
 	if !ok {
 		return imagegen.ErrTaskNotFound
 	}
-	if r.status != imagegen.StatusFailed {
-		return fmt.Errorf("memory: requeue %s task: %w", r.status, imagegen.ErrInvalidTransition)
+	if r.status != statusFailed {
+		return fmt.Errorf("memory: requeue %s task: %w", r.status.name(), imagegen.ErrInvalidTransition)
 	}
 	if recharge {
 		_, err := s.appendEntry(imagegen.LedgerEntry{
@@ -109,11 +109,11 @@ func (s *Store) RequeueTask(_ context.Context, id string, recharge bool) error {
 			return err
 		}
 		r.refunded = false
-		r.outcome().refundRef = imagegen.RerefundRef(id, r.attempt)
+		r.extras().refundRef = imagegen.RerefundRef(id, r.attempt)
 	}
-	r.status = imagegen.StatusPending
-	if o := r.out; o != nil {
-		o.err, o.code = "", ""
+	r.status = statusPending
+	if x := r.extra; x != nil {
+		x.err, x.code = "", ""
 	}
 	r.finishedAt, r.expiresAt = stamp{}, stamp{} // its expiry entry is skipped when popped
 	r.updatedAt, r.runAfter = stampOf(now), stampOf(now)

@@ -19,8 +19,8 @@ func (s *Store) ClaimTask(ctx context.Context, lease time.Duration) (*imagegen.T
 func (s *Store) ClaimTasks(_ context.Context, p imagegen.ClaimParams) ([]*imagegen.Task, error) {
 	now := s.lock()
 	defer s.mu.Unlock()
-	var picked []*record
-	s.scan(now, p.Limits, max(p.N, 1), func(r *record) { picked = append(picked, r) })
+	var picked []task
+	s.scan(now, p.Limits, max(p.N, 1), func(r task) { picked = append(picked, r) })
 	if len(picked) == 0 {
 		return nil, imagegen.ErrNoTask
 	}
@@ -32,10 +32,10 @@ func (s *Store) ClaimTasks(_ context.Context, p imagegen.ClaimParams) ([]*imageg
 }
 
 // claim leases r, a ready pending task; s.mu is held.
-func (s *Store) claim(r *record, now time.Time, lease time.Duration) *imagegen.Task {
+func (s *Store) claim(r task, now time.Time, lease time.Duration) *imagegen.Task {
 	s.vtime = max(s.vtime, r.fair.key.order)
 	s.dequeue(r)
-	r.status = imagegen.StatusProcessing
+	r.status = statusProcessing
 	r.attempt++
 	r.progress = 0
 	r.leaseUntil = stampOf(now.Add(lease))
@@ -52,7 +52,7 @@ func (s *Store) claim(r *record, now time.Time, lease time.Duration) *imagegen.T
 
 // RenewLease extends the lease of the holder of attempt.
 func (s *Store) RenewLease(_ context.Context, id string, attempt int, lease time.Duration) error {
-	return s.asHolder(id, attempt, func(r *record, now time.Time) {
+	return s.asHolder(id, attempt, func(r task, now time.Time) {
 		r.leaseUntil = stampOf(now.Add(lease))
 		r.updatedAt = stampOf(now)
 	})
@@ -61,13 +61,13 @@ func (s *Store) RenewLease(_ context.Context, id string, attempt int, lease time
 // SetProgress records the generation's progress on the task attempt
 // holds.
 func (s *Store) SetProgress(_ context.Context, id string, attempt int, progress float64) error {
-	return s.asHolder(id, attempt, func(r *record, _ time.Time) { r.progress = progress })
+	return s.asHolder(id, attempt, func(r task, _ time.Time) { r.progress = progress })
 }
 
 // RetryTask gives the task back to the queue, ready after delay.
 func (s *Store) RetryTask(_ context.Context, id string, attempt int, delay time.Duration, lastErr string) error {
-	return s.asHolder(id, attempt, func(r *record, now time.Time) {
-		r.outcome().lastErr = lastErr
+	return s.asHolder(id, attempt, func(r task, now time.Time) {
+		r.extras().lastErr = lastErr
 		s.requeue(r, now.Add(delay), now)
 	})
 }
@@ -75,9 +75,9 @@ func (s *Store) RetryTask(_ context.Context, id string, attempt int, delay time.
 // ReleaseTask gives the task back to the queue, ready now, without
 // counting the attempt.
 func (s *Store) ReleaseTask(_ context.Context, id string, attempt int) error {
-	return s.asHolder(id, attempt, func(r *record, now time.Time) {
+	return s.asHolder(id, attempt, func(r task, now time.Time) {
 		r.released++
-		r.outcome().lastErr = storekit.ReleasedMessage
+		r.extras().lastErr = storekit.ReleasedMessage
 		s.requeue(r, now, now)
 	})
 }
@@ -105,7 +105,7 @@ func (s *Store) RecoverExpired(_ context.Context, maxAttempts int) (imagegen.Rec
 			rec.Failed = append(rec.Failed, failed)
 			continue
 		}
-		r.outcome().lastErr = "lease expired"
+		r.extras().lastErr = "lease expired"
 		s.requeue(r, now, now)
 		rec.Requeued++
 	}
@@ -115,21 +115,21 @@ func (s *Store) RecoverExpired(_ context.Context, maxAttempts int) (imagegen.Rec
 // asHolder makes change to task id under s.mu, at the store's time now,
 // if attempt holds the task's lease; otherwise the lease is lost and
 // nothing changes.
-func (s *Store) asHolder(id string, attempt int, change func(r *record, now time.Time)) error {
+func (s *Store) asHolder(id string, attempt int, change func(r task, now time.Time)) error {
 	now := s.lock()
 	defer s.mu.Unlock()
-	r, ok := s.task(id)
-	if !ok || r.status != imagegen.StatusProcessing || r.attempt != attempt {
+	r, ok := s.find(id)
+	if !ok || r.status != statusProcessing || r.attempt != attempt {
 		return leases.Lost("memory", id, attempt)
 	}
 	change(r, now)
 	return nil
 }
 
-func (s *Store) requeue(r *record, runAfter, now time.Time) {
+func (s *Store) requeue(r task, runAfter, now time.Time) {
 	delete(s.processing, r.slot)
 	s.stopRunning(r)
-	r.status = imagegen.StatusPending
+	r.status = statusPending
 	r.leaseUntil = stamp{}
 	r.runAfter = stampOf(runAfter)
 	r.updatedAt = stampOf(now)

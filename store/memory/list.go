@@ -27,7 +27,7 @@ func (s *Store) ListTasks(_ context.Context, owner string, status imagegen.Statu
 	var last uint64 // the seq of the page's last task
 	for i := start; i >= 0; i-- {
 		r := s.recs.at(kept[i].slot)
-		if status != "" && r.status != status {
+		if status != "" && r.status.name() != status {
 			continue
 		}
 		if len(page.Tasks) == limit {

@@ -11,24 +11,28 @@
 // The credit ledger is append-only and kept whole for the life of the
 // process, so a balance can always be checked against its entries.
 //
-// A task is kept in a compact record (record.go), not as the
+// A task is kept in a compact form (record.go), not as the
 // imagegen.Task it was given: a store holding hundreds of thousands of
 // tasks would otherwise spend much of its process's CPU in the garbage
 // collector, following each task's two dozen pointers at every cycle.
-// So that a record holds none, its times are kept as seconds and
-// nanoseconds: a task's times are read back in the location of the
-// clock's time when the store was made (the local one, with the system
-// clock), without a monotonic reading, as the other backends return
-// them.
+// A task's record has no pointers: its status is a number, and its
+// times are kept as seconds and nanoseconds (a task's times are read
+// back in the location of the clock's time when the store was made, the
+// local one with the system clock, without a monotonic reading, as the
+// other backends return them). Its strings are in one string, beside
+// the record.
 //
-// The records live in a slab of chunks (slab.go), and the store's
-// indexes, queues and lists name a record by its slot, a number, not
-// by a pointer: the task index (taskindex.go) keeps an id that is a
-// UUID as its sixteen bytes, the pending queues link slots, and the
-// lists that may outlive a task (ListTasks's, ListAllTasks's, the
-// expiries) hold its slot and submission seq, which tells whether the
-// slot still holds it. None of them has a pointer for the collector to
-// follow; a slot that retention frees is zeroed and reused.
+// The tasks live in a slab of chunks (slab.go), and the store's
+// indexes, queues and lists name a task by its slot, a number, not by
+// a pointer: the task index (taskindex.go) keeps an id that is a UUID
+// as its sixteen bytes, the pending queues link slots, and the lists
+// that may outlive a task (ListTasks's, ListAllTasks's, the expiries)
+// hold its slot and submission seq, which tells whether the slot still
+// holds it. The ledger keeps a task's charge and refund references as
+// the id's bytes too (ledgerrefs.go). None of them has a pointer for
+// the collector to follow; a slot that retention frees is zeroed and
+// reused. A pending task then costs the collector its one string, where
+// it had about eleven pointers to follow (BenchmarkCollectTasks).
 package memory
 
 import (
@@ -138,18 +142,18 @@ func New(o Config) (*Store, error) {
 	return s, nil
 }
 
-// task returns the record of task id; s.mu is held.
-func (s *Store) task(id string) (*record, bool) {
+// find returns task id; s.mu is held.
+func (s *Store) find(id string) (task, bool) {
 	i, ok := s.tasks.get(id)
 	if !ok {
-		return nil, false
+		return task{}, false
 	}
 	return s.recs.at(i), true
 }
 
-// lookup returns the record of t, if the store still holds it; s.mu is
+// lookup returns the task t names, if the store still holds it; s.mu is
 // held.
-func (s *Store) lookup(t taskSlot) (*record, bool) {
+func (s *Store) lookup(t taskSlot) (task, bool) {
 	r := s.recs.at(t.slot)
 	return r, r.seq == t.seq
 }

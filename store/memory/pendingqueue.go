@@ -46,9 +46,9 @@ type pendingNode struct {
 func (q *pendingQueue) node(i slot) *pendingNode { return &q.recs.at(i).fair }
 
 // each calls fn on the entries in order until fn returns false.
-func (q *pendingQueue) each(fn func(queueKey, *record) bool) { q.each1(q.root, fn) }
+func (q *pendingQueue) each(fn func(queueKey, task) bool) { q.each1(q.root, fn) }
 
-func (q *pendingQueue) each1(i slot, fn func(queueKey, *record) bool) bool {
+func (q *pendingQueue) each1(i slot, fn func(queueKey, task) bool) bool {
 	for i != 0 {
 		n := q.node(i)
 		if !q.each1(n.left, fn) || !fn(n.key, q.recs.at(i)) {

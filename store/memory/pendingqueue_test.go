@@ -14,10 +14,10 @@ import (
 func (q *pendingQueue) Len() int { return q.count(q.root) }
 
 // first returns the head of the queue: the entry claimed next.
-func (q *pendingQueue) first() (queueKey, *record, bool) {
+func (q *pendingQueue) first() (queueKey, task, bool) {
 	i := q.root
 	if i == 0 {
-		return queueKey{}, nil, false
+		return queueKey{}, task{}, false
 	}
 	for q.node(i).left != 0 {
 		i = q.node(i).left

@@ -3,8 +3,6 @@ package memory
 import (
 	"context"
 	"time"
-
-	"github.com/imagegen/imagegen"
 )
 
 // expiryQueue orders finished tasks by removal time.
@@ -34,7 +32,7 @@ func (s *Store) QueuePositions(_ context.Context, ids []string) ([]int, error) {
 	out := make([]int, len(ids))
 	for i, id := range ids {
 		out[i] = -1
-		if r, ok := s.task(id); ok && r.status == imagegen.StatusPending && r.queuedNow() {
+		if r, ok := s.find(id); ok && r.status == statusPending && r.queuedNow() {
 			out[i] = s.fair.ahead(r.fair.key)
 		}
 	}

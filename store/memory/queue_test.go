@@ -126,8 +126,8 @@ func checkQueue(ctx context.Context, t *testing.T, s *Store, ids []string) {
 func linearQueue(s *Store, ids []string) ([]int, imagegen.QueueStats) {
 	now := s.lock()
 	defer s.mu.Unlock()
-	key := func(r *record) queueKey { return r.fair.key }
-	var pending []*record
+	key := func(r task) queueKey { return r.fair.key }
+	var pending []task
 	st := imagegen.QueueStats{}
 	for r := range s.records() {
 		t := r.view(s.loc)
@@ -145,8 +145,8 @@ func linearQueue(s *Store, ids []string) ([]int, imagegen.QueueStats) {
 	out := make([]int, len(ids))
 	for i, id := range ids {
 		out[i] = -1
-		r, ok := s.task(id)
-		if !ok || r.status != imagegen.StatusPending {
+		r, ok := s.find(id)
+		if !ok || r.status != statusPending {
 			continue
 		}
 		out[i] = 0
@@ -164,16 +164,16 @@ func linearQueue(s *Store, ids []string) ([]int, imagegen.QueueStats) {
 func linearHead(s *Store) string {
 	now := s.lock()
 	defer s.mu.Unlock()
-	var head *record
+	var head task
 	for r := range s.records() {
 		if t := r.view(s.loc); t.Status != imagegen.StatusPending || t.RunAfter.After(now) {
 			continue
 		}
-		if head == nil || r.fair.key.before(head.fair.key) {
+		if head.record == nil || r.fair.key.before(head.fair.key) {
 			head = r
 		}
 	}
-	if head == nil {
+	if head.record == nil {
 		return ""
 	}
 	return head.id()

@@ -13,7 +13,7 @@ import (
 
 // newRecord returns the record of task t, submitted at seq, in a slot of
 // its own.
-func newRecord(t *imagegen.Task, seq uint64) *record {
+func newRecord(t *imagegen.Task, seq uint64) task {
 	var b slab
 	i := b.alloc()
 	r := b.at(i)
@@ -31,6 +31,7 @@ func TestRecordKeepsEveryField(t *testing.T) {
 	if task.Request.Seed == nil || task.Images == nil || task.LeaseUntil.IsZero() {
 		t.Fatalf("fillFields left fields unset: %+v", task)
 	}
+	task.Status = imagegen.StatusProcessing // the store keeps the statuses imagegen names (TestStatusesRoundTrip)
 	got := newRecord(&task, 1).view(loc)
 	if !reflect.DeepEqual(got, task) {
 		t.Fatalf("record changed the task:\n got %+v\nwant %+v", got, task)
@@ -90,12 +91,28 @@ func fillFields(t *testing.T, v reflect.Value, loc *time.Location) {
 	fill(v)
 }
 
-// TestRecordPointerWords: a record keeps few pointers for the collector
-// to follow (see record), where an imagegen.Task has about twenty-five.
+// TestStatusesRoundTrip: a record keeps each status imagegen names, and
+// the zero one, as a number it reads back as that status.
+func TestStatusesRoundTrip(t *testing.T) {
+	for _, st := range []imagegen.Status{"", imagegen.StatusPending, imagegen.StatusProcessing, imagegen.StatusSuccess, imagegen.StatusFailed} {
+		if got := statusOf(st).name(); got != st {
+			t.Errorf("status %q reads back as %q", st, got)
+		}
+		if statusOf(st).terminal() != st.Terminal() {
+			t.Errorf("status %q: terminal %v", st, statusOf(st).terminal())
+		}
+	}
+}
+
+// TestRecordPointerWords: a record has no pointers for the collector to
+// follow and a side two (see task), where an imagegen.Task has about
+// twenty-five.
 func TestRecordPointerWords(t *testing.T) {
-	const most = 12
-	if n := pointerWords(reflect.TypeOf(record{})); n > most {
-		t.Fatalf("a record has %d pointer words, want at most %d", n, most)
+	if n := pointerWords(reflect.TypeOf(record{})); n > 0 {
+		t.Fatalf("a record has %d pointer words, want none", n)
+	}
+	if n := pointerWords(reflect.TypeOf(side{})); n > 2 {
+		t.Fatalf("a side has %d pointer words, want at most 2", n)
 	}
 	if n := pointerWords(reflect.TypeOf(entry{})); n > 0 {
 		t.Fatalf("a ledger entry has %d pointer words, want none", n)

@@ -48,10 +48,10 @@ func (q *runAfterQueue) removed() {
 }
 
 // first returns the queued record with the earliest key.
-func (q *runAfterQueue) first() (*record, bool) {
+func (q *runAfterQueue) first() (task, bool) {
 	q.trim()
 	if len(q.heap) == 0 {
-		return nil, false
+		return task{}, false
 	}
 	return q.recs.at(q.heap[0].slot), true
 }

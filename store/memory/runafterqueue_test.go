@@ -37,7 +37,7 @@ func TestRunAfterQueueMatchesLinearScan(t *testing.T) {
 			case op < 5 || len(queued) == 0:
 				i := q.recs.alloc()
 				q.recs.at(i).slot = i
-				push(q.recs.at(i))
+				push(q.recs.at(i).record)
 			case op < 8: // any record leaves (a claim in fair order, a cancel)
 				leave(rng.IntN(len(queued)))
 			case op < 9: // one leaves and is queued again (a retry)

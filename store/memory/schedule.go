@@ -44,13 +44,13 @@ func (s *Store) model(model string) *modelState {
 }
 
 // startRunning counts r, just claimed, against its owner and model.
-func (s *Store) startRunning(r *record) {
+func (s *Store) startRunning(r task) {
 	s.owner(r.owner()).running[r.slot] = struct{}{}
 	s.model(r.model()).running[r.slot] = struct{}{}
 }
 
 // stopRunning gives back r's slots: it left processing.
-func (s *Store) stopRunning(r *record) {
+func (s *Store) stopRunning(r task) {
 	delete(s.owner(r.owner()).running, r.slot)
 	delete(s.model(r.model()).running, r.slot)
 }
@@ -84,7 +84,7 @@ func (s *Store) newHolds(now time.Time, l imagegen.Limits) *holds {
 }
 
 // reason says why r may not start now, or "" when it may.
-func (h *holds) reason(r *record) imagegen.HoldReason {
+func (h *holds) reason(r task) imagegen.HoldReason {
 	owner, model := r.owner(), r.model()
 	if c := h.l.OwnerConcurrency; c > 0 && h.running(&h.owners, owner, h.s.owner(owner).running) >= c {
 		return imagegen.HeldOwnerCap
@@ -129,7 +129,7 @@ func (h *holds) nextStart(model string) time.Time {
 }
 
 // take counts r as started by this pass, where a cap or a rate needs it.
-func (h *holds) take(r *record) {
+func (h *holds) take(r task) {
 	owner, model := r.owner(), r.model()
 	if h.l.OwnerConcurrency > 0 {
 		n := h.running(&h.owners, owner, h.s.owner(owner).running) // makes h.owners
@@ -156,10 +156,10 @@ func maxTime(a, b time.Time) time.Time {
 // scan walks the pending tasks in claim order and hands take up to n
 // that may start now, passing over at most ClaimScan others (not ready,
 // or held back); s.mu is held. take must not change the queue.
-func (s *Store) scan(now time.Time, l imagegen.Limits, n int, take func(*record)) {
+func (s *Store) scan(now time.Time, l imagegen.Limits, n int, take func(task)) {
 	h := s.newHolds(now, l)
 	taken, passed, at := 0, 0, stampOf(now)
-	s.fair.each(func(_ queueKey, r *record) bool {
+	s.fair.each(func(_ queueKey, r task) bool {
 		if !at.before(r.runAfter) && h.reason(r) == "" {
 			h.take(r)
 			take(r)
@@ -210,7 +210,7 @@ func (s *Store) SchedulerStats(_ context.Context, l imagegen.Limits) (imagegen.S
 	st := imagegen.SchedulerStats{Held: map[imagegen.HoldReason]int{}, Paused: map[string]time.Time{}}
 	h := s.newHolds(now, l)
 	seen, at := 0, stampOf(now)
-	s.fair.each(func(_ queueKey, r *record) bool {
+	s.fair.each(func(_ queueKey, r task) bool {
 		if !at.before(r.runAfter) {
 			if why := h.reason(r); why != "" {
 				st.Held[why]++

@@ -9,25 +9,28 @@ type slot uint32
 // slabChunk is how many records one chunk of the slab holds.
 const slabChunk = 1024
 
-// slab keeps the store's records in chunks that never move, so that a
-// record's slot stays its place for its life: a chunk is one object for
-// the collector, where a record allocated on its own was one more to
-// find and mark. A slot that retention frees is zeroed and given to the
-// next new record; the chunks are kept (the slab is as large as the most
-// records the store has held at once).
+// slab keeps the store's tasks in chunks that never move, so that a
+// task's slot stays its place for its life: a chunk is one object for
+// the collector, where a task allocated on its own was one more to find
+// and mark. A task's record and its side are in chunks of their own
+// (records and sides), so that the records' chunks, which have no
+// pointers, are marked without being scanned. A slot that retention
+// frees is zeroed and given to the next new task; the chunks are kept
+// (the slab is as large as the most tasks the store has held at once).
 type slab struct {
-	chunks []*[slabChunk]record
-	free   []slot // freed slots, the last freed first
-	next   slot   // the lowest slot never used (from 1)
-	used   int    // records in use
+	records []*[slabChunk]record
+	sides   []*[slabChunk]side
+	free    []slot // freed slots, the last freed first
+	next    slot   // the lowest slot never used (from 1)
+	used    int    // records in use
 }
 
-// at returns the record in slot i, which must have been allocated.
-func (b *slab) at(i slot) *record {
-	return &b.chunks[i/slabChunk][i%slabChunk]
+// at returns the task in slot i, which must have been allocated.
+func (b *slab) at(i slot) task {
+	return task{&b.records[i/slabChunk][i%slabChunk], &b.sides[i/slabChunk][i%slabChunk]}
 }
 
-// alloc returns a slot holding a zero record, a freed one if there is
+// alloc returns a slot holding a zero task, a freed one if there is
 // one.
 func (b *slab) alloc() slot {
 	b.used++
@@ -40,17 +43,19 @@ func (b *slab) alloc() slot {
 		b.next = 1
 	}
 	i := b.next
-	if int(i/slabChunk) == len(b.chunks) {
-		b.chunks = append(b.chunks, new([slabChunk]record))
+	if int(i/slabChunk) == len(b.records) {
+		b.records = append(b.records, new([slabChunk]record))
+		b.sides = append(b.sides, new([slabChunk]side))
 	}
 	b.next++
 	return i
 }
 
-// release zeroes the record in slot i (it keeps nothing of the task it
-// held) and frees the slot.
+// release zeroes the task in slot i (the slot keeps nothing of it) and
+// frees the slot.
 func (b *slab) release(i slot) {
-	*b.at(i) = record{}
+	t := b.at(i)
+	*t.record, *t.side = record{}, side{}
 	b.free = append(b.free, i)
 	b.used--
 }

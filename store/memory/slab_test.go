@@ -17,8 +17,8 @@ import (
 // records yields the records of the tasks s holds, by a walk over the
 // slab (not over the indexes, which the tests check against it); s.mu
 // is held.
-func (s *Store) records() iter.Seq[*record] {
-	return func(yield func(*record) bool) {
+func (s *Store) records() iter.Seq[task] {
+	return func(yield func(task) bool) {
 		for i := slot(1); i < s.recs.next; i++ {
 			if r := s.recs.at(i); r.seq != 0 && !yield(r) {
 				return
@@ -190,16 +190,16 @@ func checkIndexes(t *testing.T, s *Store, ids []string, owner map[string]string)
 		for r := range s.records() {
 			n++
 			held[r.id()] = true
-			if i, ok := s.tasks.get(r.id()); !ok || s.recs.at(i) != r || r.slot != i {
+			if i, ok := s.tasks.get(r.id()); !ok || s.recs.at(i).record != r.record || r.slot != i {
 				t.Errorf("task %s: index has slot %d (%v), record says %d", r.id(), i, ok, r.slot)
 			}
 			switch r.status {
-			case imagegen.StatusPending:
+			case statusPending:
 				pending++
 				if !r.queuedNow() {
 					t.Errorf("pending task %s is not queued", r.id())
 				}
-			case imagegen.StatusProcessing:
+			case statusProcessing:
 				processing++
 				if _, ok := s.processing[r.slot]; !ok {
 					t.Errorf("processing task %s is not in processing", r.id())
@@ -210,8 +210,8 @@ func checkIndexes(t *testing.T, s *Store, ids []string, owner map[string]string)
 			t.Errorf("index holds %d ids, slab says %d used, %d records held", s.tasks.len(), s.recs.used, n)
 		}
 		for _, i := range s.recs.free {
-			if !reflect.ValueOf(*s.recs.at(i)).IsZero() {
-				t.Errorf("free slot %d keeps data: %+v", i, *s.recs.at(i))
+			if r := s.recs.at(i); !reflect.ValueOf(*r.record).IsZero() || !reflect.ValueOf(*r.side).IsZero() {
+				t.Errorf("free slot %d keeps data: %+v %+v", i, *r.record, *r.side)
 			}
 		}
 		if s.pending.Len() != pending || s.fair.count(s.fair.root) != pending {

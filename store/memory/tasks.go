@@ -56,7 +56,7 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 
 // enqueue puts r in the pending queues: at its RunAfter, and at the end
 // of its owner's line in fair-share order (a new tag); s.mu is held.
-func (s *Store) enqueue(r *record) {
+func (s *Store) enqueue(r task) {
 	s.seq++
 	r.queued = queueKey{order: r.runAfter.unixNano(), seq: s.seq}
 	s.pending.push(r.queued, r.slot)
@@ -71,11 +71,11 @@ func (s *Store) enqueue(r *record) {
 }
 
 // queuedNow reports whether r is in the pending queues.
-func (r *record) queuedNow() bool { return r.queued.seq != 0 }
+func (r task) queuedNow() bool { return r.queued.seq != 0 }
 
 // dequeue takes r out of the pending queues, if it is there; s.mu is
 // held.
-func (s *Store) dequeue(r *record) {
+func (s *Store) dequeue(r task) {
 	if r.queuedNow() {
 		r.queued = queueKey{}
 		s.pending.removed()

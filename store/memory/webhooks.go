@@ -22,8 +22,8 @@ type hook struct {
 
 // queueWebhook queues the delivery of event e of the task, if its
 // callback asks for it; s.mu is held.
-func (s *Store) queueWebhook(r *record, e imagegen.CallbackEvent, now time.Time) {
-	if r.callbackURL() == "" || !imagegen.Wants(r.events, e) {
+func (s *Store) queueWebhook(r task, e imagegen.CallbackEvent, now time.Time) {
+	if r.callbackURL() == "" || !imagegen.Wants(r.events(), e) {
 		return
 	}
 	if s.hooks == nil {
@@ -41,7 +41,7 @@ func (s *Store) ClaimWebhooks(_ context.Context, lease time.Duration, n int) ([]
 	var due []string
 	for id, h := range s.hooks {
 		taskID, _ := storekit.ParseWebhookID(id)
-		if r, ok := s.task(taskID); !ok || r.callbackURL() == "" {
+		if r, ok := s.find(taskID); !ok || r.callbackURL() == "" {
 			delete(s.hooks, id) // the task expired: nothing to send
 			continue
 		}
@@ -60,7 +60,7 @@ func (s *Store) ClaimWebhooks(_ context.Context, lease time.Duration, n int) ([]
 	for _, id := range due[:min(n, len(due))] {
 		taskID, event := storekit.ParseWebhookID(id)
 		h := s.hooks[id]
-		r, _ := s.task(taskID) // the loop above kept only the tasks held
+		r, _ := s.find(taskID) // the loop above kept only the tasks held
 		h.due = now.Add(lease)
 		out = append(out, imagegen.WebhookDelivery{
 			ID: id, TaskID: taskID, Event: event, Owner: r.owner(), URL: r.callbackURL(), Attempts: h.attempts,
