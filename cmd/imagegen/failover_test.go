@@ -178,6 +178,11 @@ func runFailover(t *testing.T, f failover, owners int) {
 		case <-time.After(90 * time.Second):
 			close(stop)
 			all := <-results
+			codes := map[int]int{}
+			for _, r := range all {
+				codes[r.code]++
+			}
+			t.Logf("%d submits by status: %v", len(all), codes)
 			seen := map[string]bool{}
 			for _, r := range all[max(0, len(all)-200):] {
 				if r.code != http.StatusCreated && !seen[r.body] && len(seen) < 5 {

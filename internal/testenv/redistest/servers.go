@@ -3,6 +3,7 @@ package redistest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -118,16 +119,34 @@ func (s *Server) Start(t testing.TB) {
 
 // StartAsReplicaOf starts the server again (after Kill) as a replica of
 // master that serves nothing until it has master's data, as a node whose
-// configuration the sentinels rewrote comes back. Started with its first
-// arguments, a master with no persistence comes back as an empty master
-// until the sentinels turn it into a replica, and a client that asks a
-// sentinel not yet told, or a failover that picks it before its first
-// sync, sees an empty data set (Redis's own warning about restarting
-// instances without persistence).
+// configuration the sentinels rewrote comes back, and returns once it is
+// in sync. Started with its first arguments, a master with no
+// persistence comes back as an empty master until the sentinels turn it
+// into a replica, and a client that asks a sentinel not yet told sees an
+// empty data set (Redis's own warning about restarting instances without
+// persistence). Until its first sync it also has replica-priority 0, so
+// that no failover picks it empty: on a loaded machine (the sentinels
+// here call a master down after 1 s) a second failover could otherwise
+// promote it, and every key would be gone.
 func (s *Server) StartAsReplicaOf(t testing.TB, master *Server) {
 	t.Helper()
-	s.args = append(slices.Clone(s.args), "--replicaof", "127.0.0.1", strconv.Itoa(master.Port), "--replica-serve-stale-data", "no")
+	s.args = append(slices.Clone(s.args), "--replicaof", "127.0.0.1", strconv.Itoa(master.Port), "--replica-serve-stale-data", "no",
+		"--replica-priority", "0")
 	s.Start(t)
+	rdb := s.Client(t)
+	testenv.EventuallyNoError(t, 60*time.Second, "the restarted replica is in sync", func() error {
+		info, err := rdb.Info(context.Background(), "replication").Result()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(info, "master_link_status:up") {
+			return errors.New("link not up")
+		}
+		return nil
+	})
+	if err := rdb.ConfigSet(context.Background(), "replica-priority", "100").Err(); err != nil {
+		t.Fatalf("replica %s: %v", s.Addr(), err)
+	}
 }
 
 // Kill sends SIGKILL to the server's process (no chance to save or hand
