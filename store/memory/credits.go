@@ -90,14 +90,19 @@ func (s *Store) AddEntry(_ context.Context, e imagegen.LedgerEntry) (int64, erro
 
 // appendEntry applies the ledger rules; s.mu is held.
 func (s *Store) appendEntry(e imagegen.LedgerEntry, now time.Time) (int64, error) {
+	return s.appendEntryRef(e, taskRefOf(e.Ref), now)
+}
+
+// appendEntryRef is appendEntry with e.Ref as taskRefOf returns it;
+// when that is a taskRef, e.Ref need not be set.
+func (s *Store) appendEntryRef(e imagegen.LedgerEntry, ref taskRef, now time.Time) (int64, error) {
 	a := s.accounts[e.Owner]
 	if a == nil {
 		a = &account{owner: e.Owner}
 		s.accounts[e.Owner] = a
 	}
-	ref := taskRefOf(e.Ref)
 	if a.refs.has(e.Ref, ref) {
-		return a.balance, fmt.Errorf("memory: ref %q: %w", e.Ref, imagegen.ErrDuplicateEntry)
+		return a.balance, fmt.Errorf("memory: ref %q: %w", refString(e.Ref, ref), imagegen.ErrDuplicateEntry)
 	}
 	if a.balance+e.Amount < 0 {
 		return a.balance, imagegen.ErrInsufficientCredits

@@ -59,6 +59,14 @@ func (t taskRef) String() string {
 	return imagegen.ChargeRef(id)
 }
 
+// refString is the reference e.Ref or t (as appendEntryRef takes them).
+func refString(ref string, t taskRef) string {
+	if t.form != refText {
+		return t.String()
+	}
+	return ref
+}
+
 // refSet holds the references of an account's entries. Its methods
 // take a reference both as given and as taskRefOf returns it.
 type refSet struct {

@@ -62,3 +62,43 @@ func TestLedgerRefsComeBackAsGiven(t *testing.T) {
 		t.Errorf("%d references kept as task refs, want 2 (the UUID's charge and refund)", len(a.refs.tasks))
 	}
 }
+
+// TestChargeRefOfASubmit: CreateTask, which hands the ledger the id it
+// parsed, charges under imagegen.ChargeRef(id) for a UUID id and any
+// other, and a task submitted again under the id of one retention
+// removed is refused as a duplicate charge (the ledger is kept whole).
+func TestChargeRefOfASubmit(t *testing.T) {
+	ctx := context.Background()
+	clock := imagegentest.NewClock(time.Time{})
+	s, err := New(Config{Clock: clock, Retention: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{imagegen.NewOwnedID("u"), "plain-id"}
+	for _, id := range ids {
+		if _, err := s.CreateTask(ctx, &imagegen.Task{ID: id, Owner: "u", Cost: 1, Request: imagegen.Request{Prompt: "p"}}, imagegen.CreateParams{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CancelTask(ctx, "u", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ledger, err := s.Ledger(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ledger) != 5 || ledger[1].Ref != imagegen.ChargeRef(ids[0]) || ledger[3].Ref != imagegen.ChargeRef(ids[1]) ||
+		ledger[2].Ref != imagegen.RefundRef(ids[0]) || ledger[4].Ref != imagegen.RefundRef(ids[1]) {
+		t.Fatalf("ledger %+v", ledger)
+	}
+	clock.Advance(time.Minute)
+	for _, id := range ids {
+		_, err := s.CreateTask(ctx, &imagegen.Task{ID: id, Owner: "u", Cost: 1, Request: imagegen.Request{Prompt: "p"}}, imagegen.CreateParams{})
+		if !errors.Is(err, imagegen.ErrDuplicateEntry) || !strings.Contains(err.Error(), imagegen.ChargeRef(id)) {
+			t.Errorf("submit again as %s: %v, want ErrDuplicateEntry naming its charge", id, err)
+		}
+	}
+}

@@ -13,29 +13,46 @@ func newTaskIndex() taskIndex {
 	return taskIndex{uuids: make(map[[16]byte]slot), other: make(map[string]slot)}
 }
 
-func (x *taskIndex) get(id string) (slot, bool) {
-	if u, ok := uuidKey(id); ok {
-		i, ok := x.uuids[u]
+// taskKey is an id as the index keys it: its UUID's bytes when
+// isUUID, else the string.
+type taskKey struct {
+	id     string
+	uuid   [16]byte
+	isUUID bool
+}
+
+func keyOf(id string) taskKey {
+	u, ok := uuidKey(id)
+	return taskKey{id: id, uuid: u, isUUID: ok}
+}
+
+func (x *taskIndex) get(id string) (slot, bool) { return x.getKey(keyOf(id)) }
+
+func (x *taskIndex) getKey(k taskKey) (slot, bool) {
+	if k.isUUID {
+		i, ok := x.uuids[k.uuid]
 		return i, ok
 	}
-	i, ok := x.other[id]
+	i, ok := x.other[k.id]
 	return i, ok
 }
 
-func (x *taskIndex) put(id string, i slot) {
-	if u, ok := uuidKey(id); ok {
-		x.uuids[u] = i
+// put indexes k at slot i; k.id must be a string that does not change
+// (the task's own copy).
+func (x *taskIndex) put(k taskKey, i slot) {
+	if k.isUUID {
+		x.uuids[k.uuid] = i
 		return
 	}
-	x.other[id] = i
+	x.other[k.id] = i
 }
 
 func (x *taskIndex) delete(id string) {
-	if u, ok := uuidKey(id); ok {
-		delete(x.uuids, u)
-		return
+	if k := keyOf(id); k.isUUID {
+		delete(x.uuids, k.uuid)
+	} else {
+		delete(x.other, id)
 	}
-	delete(x.other, id)
 }
 
 func (x *taskIndex) len() int { return len(x.uuids) + len(x.other) }
@@ -49,29 +66,35 @@ func uuidKey(id string) (u [16]byte, ok bool) {
 	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' {
 		return u, false
 	}
+	var bad byte // the high bits of any character not a hex digit
 	j := 0
 	for i := 0; i < 36; i += 2 {
 		if i == 8 || i == 13 || i == 18 || i == 23 {
 			i++
 		}
-		hi, ok1 := hexDigit(id[i])
-		lo, ok2 := hexDigit(id[i+1])
-		if !ok1 || !ok2 {
-			return [16]byte{}, false
-		}
-		u[j] = hi<<4 | lo
+		hi, lo := hexValue[id[i]], hexValue[id[i+1]]
+		bad |= hi | lo
+		u[j] = hi<<4 | lo&0x0f
 		j++
+	}
+	if bad&0xf0 != 0 {
+		return [16]byte{}, false
 	}
 	return u, true
 }
 
-// hexDigit is the value of a lower-case hex digit.
-func hexDigit(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
+// hexValue is the value of each lower-case hex digit, 0xff for every
+// other character.
+var hexValue = func() (v [256]byte) {
+	for c := range v {
+		switch {
+		case '0' <= c && c <= '9':
+			v[c] = byte(c - '0')
+		case 'a' <= c && c <= 'f':
+			v[c] = byte(c - 'a' + 10)
+		default:
+			v[c] = 0xff
+		}
 	}
-	return 0, false
-}
+	return v
+}()

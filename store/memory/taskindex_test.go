@@ -36,9 +36,9 @@ func TestUUIDKey(t *testing.T) {
 func TestTaskIndexKeepsIDsApart(t *testing.T) {
 	x := newTaskIndex()
 	id := imagegen.NewOwnedID("u")
-	x.put(id, 1)
-	x.put(strings.ToUpper(id), 2)
-	x.put("plain", 3)
+	x.put(keyOf(id), 1)
+	x.put(keyOf(strings.ToUpper(id)), 2)
+	x.put(keyOf("plain"), 3)
 	if i, ok := x.get(id); !ok || i != 1 {
 		t.Fatalf("get(%s) = %d, %v", id, i, ok)
 	}

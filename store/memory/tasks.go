@@ -15,15 +15,19 @@ func (s *Store) CreateTask(_ context.Context, t *imagegen.Task, p imagegen.Creat
 	}
 	now := s.lock()
 	defer s.mu.Unlock()
-	if _, ok := s.tasks.get(t.ID); ok {
+	key := keyOf(t.ID)
+	if _, ok := s.tasks.getKey(key); ok {
 		return 0, fmt.Errorf("memory: task %q exists", t.ID)
 	}
 	if o := s.owners[t.Owner]; p.MaxPending > 0 && o != nil && o.pending >= p.MaxPending {
 		return 0, fmt.Errorf("memory: owner has %d pending tasks: %w", o.pending, imagegen.ErrQueueFull)
 	}
-	balance, err := s.appendEntry(imagegen.LedgerEntry{
-		Owner: t.Owner, Kind: imagegen.LedgerCharge, Amount: -t.Cost, Ref: imagegen.ChargeRef(t.ID),
-	}, now)
+	charge := imagegen.LedgerEntry{Owner: t.Owner, Kind: imagegen.LedgerCharge, Amount: -t.Cost}
+	ref := taskRef{form: refCharge, id: key.uuid} // the id parsed once
+	if !key.isUUID {
+		charge.Ref, ref = imagegen.ChargeRef(t.ID), taskRef{}
+	}
+	balance, err := s.appendEntryRef(charge, ref, now)
 	if err != nil {
 		return balance, err
 	}
@@ -33,7 +37,8 @@ func (s *Store) CreateTask(_ context.Context, t *imagegen.Task, p imagegen.Creat
 	i := s.recs.alloc()
 	r := s.recs.at(i)
 	r.set(t, s.seq, i)
-	s.tasks.put(r.id(), i)
+	key.id = r.id() // the task's copy, which the index may keep
+	s.tasks.put(key, i)
 	owner := r.owner() // the record's copy, which the index shares
 	ts := taskSlot{seq: r.seq, slot: i}
 	s.ownerTasks[owner] = append(s.ownerTasks[owner], ts)
