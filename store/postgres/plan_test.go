@@ -85,6 +85,36 @@ func TestClaimWalksTheQueueInOrder(t *testing.T) {
 		t.Fatalf("claimed %d tasks, want 8", n)
 	}
 	checkWalk(t, plans, "ORDER BY p.tag, p.seq")
+	checkPlan(t, plans, "SET status = 'processing'", "Tid Scan on tasks")
+}
+
+// The claim's UPDATE takes the rows its walk locked by their ctid
+// (migration 17), whatever the statistics: on a young table, a condition
+// on status beside it was planned as a read of a whole pending-only index
+// for every claim (tasks_owner_pending: 3,000 pending tasks made a claim
+// of 16 twice as costly as before). Paused models (a walk of its own)
+// change nothing there.
+func TestClaimUpdatesTheRowsItLocked(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Connect(t)
+	s := pgtest.NewStore(t, pool, postgres.Config{})
+	createTasks(t, s, 3000)
+	for _, paused := range []bool{false, true} {
+		if paused {
+			if _, err := pool.Exec(ctx, s.SQLForTest(`INSERT INTO {schema}.models (model, paused_until)
+				VALUES ('other', now() + interval '1 hour')`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var n int
+		plans := nestedPlans(t, fmt.Sprintf("SELECT count(*) FROM %s.claim_free(now(), interval '1 minute', 16)",
+			pgx.Identifier{s.Schema()}.Sanitize()), &n)
+		if n != 16 {
+			t.Fatalf("paused %v: claimed %d tasks, want 16", paused, n)
+		}
+		checkWalk(t, plans, "ORDER BY p.tag, p.seq")
+		checkPlan(t, plans, "SET status = 'processing'", "Tid Scan on tasks")
+	}
 }
 
 // vtime, once per batch of submits, reads the ready head of the fair
@@ -156,6 +186,25 @@ func checkWalk(t *testing.T, plans []string, order string) {
 	}
 	if !found {
 		t.Fatalf("no plan of the queue scan among %d logged", len(plans))
+	}
+}
+
+// checkPlan fails the test unless the plan of the statement containing
+// text among plans has node in it.
+func checkPlan(t *testing.T, plans []string, text, node string) {
+	t.Helper()
+	found := false
+	for _, p := range plans {
+		if !strings.Contains(p, text) {
+			continue
+		}
+		found = true
+		if !strings.Contains(p, node) {
+			t.Errorf("no %s in the plan:\n%s", node, p)
+		}
+	}
+	if !found {
+		t.Fatalf("no plan of %q among %d logged", text, len(plans))
 	}
 }
 
