@@ -59,6 +59,12 @@ const claimSQL = `SELECT ` + taskColumns + ` FROM {schema}.claim_tasks({now}, $2
 // and kept. Server CPU a task claimed, 8 at a time from 20,000 pending
 // in one session: 104 and 108 us before, 44 and 47 us now.
 //
+// Version 17 cut what a claim costs whatever its size (with an instant
+// model claims take 11 tasks on average): the function's statements keep
+// one generic plan, paused models are read once, the UPDATE takes the
+// locked rows by ctid and processing callbacks have a statement of their
+// own, run only when wanted (TestClaimUpdatesTheRowsItLocked).
+//
 //	$1 now  $2 lease (µs)  $3 how many
 const claimFreeSQL = `SELECT ` + taskColumns + ` FROM {schema}.claim_free({now}, $2 * interval '1 microsecond', $3)`
 

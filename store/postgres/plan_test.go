@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/testenv/pgtest"
@@ -229,4 +230,45 @@ func createTasks(t *testing.T, s *postgres.Store, n int) {
 		}()
 	}
 	wg.Wait()
+}
+
+// Successes keep the generic plan of their prepared statement: a run of
+// one-task successes on one connection plans the statement for its
+// parameters' values not once. Before genericPlanSQL the plan cache
+// planned the first five afresh and then chose by their costs (here the
+// generic plan; in a session of 3000 tasks and one-task successes, the
+// custom one, at every success: 0.86 against 0.43 ms of the backend's
+// CPU a success).
+func TestSuccessKeepsTheGenericPlan(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1 // the store's statements and the check share one session
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := pgtest.NewStore(t, pool, postgres.Config{})
+	createTasks(t, s, 10)
+	tasks, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Minute, N: 10})
+	if err != nil || len(tasks) != 10 {
+		t.Fatalf("claimed %d tasks: %v", len(tasks), err)
+	}
+	for i, task := range tasks {
+		img := imagegen.Image{ID: fmt.Sprintf("img%d", i), TaskID: task.ID, Owner: task.Owner, ContentType: "image/png", Size: 1}
+		if _, err := s.CompleteTaskWithBytes(ctx, task.ID, task.Attempt, []imagegen.Image{img}, [][]byte{{1}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var generic, custom int64
+	if err := pool.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements
+		WHERE statement LIKE '%done AS (%' AND statement NOT LIKE '%pg_prepared_statements%'`).Scan(&generic, &custom); err != nil {
+		t.Fatal(err)
+	}
+	if custom > 0 || generic != 10 {
+		t.Errorf("the success statement was planned for its parameters %d times, generically %d times; want 0 and 10", custom, generic)
+	}
 }
