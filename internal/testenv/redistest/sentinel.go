@@ -30,17 +30,7 @@ func StartSentinels(t testing.TB, extra ...string) *Sentinels {
 	t.Helper()
 	s := &Sentinels{Master: StartServer(t, 0, extra...)}
 	s.Replica = StartServer(t, 0, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(s.Master.Port)}, extra...)...)
-	replica := s.Replica.Client(t)
-	testenv.EventuallyNoError(t, 20*time.Second, "the replica is in sync", func() error {
-		info, err := replica.Info(context.Background(), "replication").Result()
-		if err != nil {
-			return err
-		}
-		if !strings.Contains(info, "master_link_status:up") {
-			return fmt.Errorf("link not up")
-		}
-		return nil
-	})
+	s.Replica.WaitInSync(t, 20*time.Second)
 	for range 3 {
 		port := FreePort(t)
 		dir := t.TempDir()

@@ -133,8 +133,18 @@ func (s *Server) StartAsReplicaOf(t testing.TB, master *Server) {
 	s.args = append(slices.Clone(s.args), "--replicaof", "127.0.0.1", strconv.Itoa(master.Port), "--replica-serve-stale-data", "no",
 		"--replica-priority", "0")
 	s.Start(t)
+	s.WaitInSync(t, 60*time.Second)
+	if err := s.Client(t).ConfigSet(context.Background(), "replica-priority", "100").Err(); err != nil {
+		t.Fatalf("replica %s: %v", s.Addr(), err)
+	}
+}
+
+// WaitInSync waits up to timeout until the server, a replica, has its
+// link to its master up (its first sync done).
+func (s *Server) WaitInSync(t testing.TB, timeout time.Duration) {
+	t.Helper()
 	rdb := s.Client(t)
-	testenv.EventuallyNoError(t, 60*time.Second, "the restarted replica is in sync", func() error {
+	testenv.EventuallyNoError(t, timeout, "replica "+s.Addr()+" is in sync", func() error {
 		info, err := rdb.Info(context.Background(), "replication").Result()
 		if err != nil {
 			return err
@@ -144,9 +154,6 @@ func (s *Server) StartAsReplicaOf(t testing.TB, master *Server) {
 		}
 		return nil
 	})
-	if err := rdb.ConfigSet(context.Background(), "replica-priority", "100").Err(); err != nil {
-		t.Fatalf("replica %s: %v", s.Addr(), err)
-	}
 }
 
 // Kill sends SIGKILL to the server's process (no chance to save or hand
