@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/imagegen/imagegen/internal/retry"
 	"github.com/imagegen/imagegen/internal/slots"
+	"github.com/imagegen/imagegen/internal/yield"
 )
 
 // recordBacklog × Config.Workers bounds the outcomes that wait to be
@@ -93,14 +93,7 @@ claim:
 		// server time, of fifteen 0.6 ms); with an instant model half the
 		// claims took one task. A slot that frees alone (a slow model)
 		// costs one Gosched.
-		for free < cap(pool) {
-			runtime.Gosched()
-			more := pool.TakeMore()
-			if more == 0 {
-				break
-			}
-			free += more
-		}
+		free = yield.WhileGrowing(free, cap(pool), func(n int) int { return n + pool.TakeMore() })
 		tasks, err := s.claim(ctx, free)
 		pool.Give(free - len(tasks))
 		if err != nil {

@@ -7,9 +7,10 @@ package groupcommit
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"time"
+
+	"github.com/imagegen/imagegen/internal/yield"
 )
 
 // Call is one caller's request, and its result once Run has set it.
@@ -144,23 +145,9 @@ func (b *Batcher[Req, Res]) flush() {
 				close(c.done)
 			}
 			if b.Gather {
-				b.gather()
+				yield.WhileGrowing(b.queued(), b.MaxBatch, func(int) int { return b.queued() })
 			}
 		}
-	}
-}
-
-// gather yields while that grows the queue, until it holds MaxBatch
-// calls (Batcher.Gather).
-func (b *Batcher[Req, Res]) gather() {
-	n := b.queued()
-	for n < b.MaxBatch {
-		runtime.Gosched()
-		m := b.queued()
-		if m == n {
-			return
-		}
-		n = m
 	}
 }
 
