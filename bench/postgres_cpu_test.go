@@ -2,10 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -72,14 +68,11 @@ func readServerUse(b *testing.B, pool *pgxpool.Pool) serverUse {
 		b.Fatal(err)
 	}
 	for _, pid := range pids {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		cpu, err := processCPU(int(pid))
 		if err != nil {
 			b.Skipf("the backends' CPU is not readable (is PostgreSQL on this machine?): %v", err)
 		}
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
-		utime, _ := strconv.ParseFloat(f[11], 64)
-		stime, _ := strconv.ParseFloat(f[12], 64)
-		u.cpu[pid] = (utime + stime) / 100
+		u.cpu[pid] = cpu
 	}
 	return u
 }

@@ -1,13 +1,13 @@
 package bench
 
 import (
-	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen/internal/testenv"
 )
 
 // redisCPU is a probe of the Redis server's CPU time (utime + stime from
@@ -50,14 +50,8 @@ func redisServerCPU(b *testing.B, opt *goredis.Options) (pid int, cpu float64, o
 	return pid, cpu, err == nil
 }
 
-// processCPU is a process's utime + stime in seconds.
+// processCPU is a process's CPU time in seconds.
 func processCPU(pid int) (float64, error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	return (utime + stime) / 100, nil
+	d, err := testenv.ProcessCPU(pid)
+	return d.Seconds(), err
 }

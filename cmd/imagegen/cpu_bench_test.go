@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/internal/redisurl"
+	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/internal/testenv/redistest"
 	"github.com/imagegen/imagegen/store/postgres"
 	redisstore "github.com/imagegen/imagegen/store/redis"
@@ -238,22 +238,16 @@ func runAll(b *testing.B, store imagegen.Store, workReady <-chan struct{}) {
 	}
 }
 
-// cpuOf sums the user and system CPU time of the processes.
+// cpuOf sums the user and system CPU time of the processes (a backend
+// that has gone counts nothing).
 func cpuOf(b *testing.B, pids []int) time.Duration {
-	var ticks int64
+	var sum time.Duration
 	for _, pid := range pids {
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue // a backend that has gone
+		if d, err := testenv.ProcessCPU(pid); err == nil {
+			sum += d
 		}
-		// Fields after the command name (which may hold spaces), from
-		// field 3: utime and stime are fields 14 and 15.
-		f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-		u, _ := strconv.ParseInt(f[11], 10, 64)
-		s, _ := strconv.ParseInt(f[12], 10, 64)
-		ticks += u + s
 	}
-	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+	return sum
 }
 
 // commandCounts is each master's total_commands_processed.

@@ -3,6 +3,7 @@ package testenv_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -62,5 +63,26 @@ func TestEventuallyNoErrorSaysWhatItSawLast(t *testing.T) {
 	testenv.EventuallyNoError(r, 5*time.Millisecond, "nothing", func() error { return errors.New("status queued") })
 	if !strings.Contains(r.failed, "status queued") {
 		t.Fatalf("the failure says %q, not the last error", r.failed)
+	}
+}
+
+// ProcessCPU reads this process's CPU time, which spinning makes grow
+// (by a 10 ms tick at a time), and fails for a process that is not.
+func TestProcessCPUGrowsWithWork(t *testing.T) {
+	before, err := testenv.ProcessCPU(os.Getpid())
+	if err != nil {
+		t.Skipf("/proc is not readable here: %v", err)
+	}
+	after := before
+	for end := time.Now().Add(10 * time.Second); after == before && time.Now().Before(end); {
+		if after, err = testenv.ProcessCPU(os.Getpid()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after <= before {
+		t.Fatalf("CPU time still %v after 10 s of spinning", after)
+	}
+	if _, err := testenv.ProcessCPU(-1); err == nil {
+		t.Fatal("ProcessCPU(-1) did not fail")
 	}
 }
