@@ -1,16 +1,8 @@
 -- allow: one request for one key of the Redis limiter (see Limiter.Allow).
 --
--- KEYS[1]  the key's log: the times (µs) of its accepted requests that may
---          still be in the window, oldest first, each as 16 decimal
---          digits, in one string
--- ARGV[1]  now in microseconds, or '' to read the server's clock (TIME)
--- ARGV[2]  window in microseconds
--- ARGV[3]  limit
--- ARGV[4]  time to live of the key in milliseconds
---
--- Returns {allowed (0 or 1), count in the window after this request,
--- time (µs) at which one more request will be allowed (0 if count < limit),
--- now (µs) as used}.
+-- The key is its log: the times (µs) of its accepted requests that may
+-- still be in the window, oldest first, each as 16 decimal digits, in
+-- one string.
 --
 -- An accepted request costs a GET and a SET (with the key's TTL); a
 -- refused one only the GET. The log is in time order, so the requests
@@ -18,44 +10,53 @@
 -- drops those that have left it and appends its own time. Times are
 -- written with '%016.0f' (Lua's own conversion uses '%.14g' and would
 -- lose their low digits); Lua's numbers hold microseconds exactly until
--- 2255 (2^53 µs), within the 16 digits.
--- (allow_args.lua comes first: key, window, limit and now are set.)
+-- 2255 (2^53 µs), within the 16 digits. Times of one width compare as
+-- strings as they do as numbers, so the search compares the log's
+-- digits with the cut's, without converting each (tonumber is strtod).
+-- (allow_args.lua comes first: window, limit and ttl are set.)
 
 local width = 16
-local log = redis.call('GET', key) or ''
-local n = #log / width
-local function at(i) -- the i-th time of the log, from 0
-  return tonumber(string.sub(log, width * i + 1, width * i + width))
-end
+local function allow(key, now)
+  local log = redis.pcall('GET', key)
+  if type(log) == 'table' then return log end -- an error: this key's alone
+  log = log or ''
+  local n = #log / width
+  local stamp = string.format('%016.0f', now)
 
--- Times never go back within a key: a request made while the clock reads
--- earlier than the newest one (a clock stepped back, or another process
--- passing its own time) counts at the newest one.
-if n > 0 then
-  local newest = at(n - 1)
-  if newest > now then now = newest end
-end
+  -- Times never go back within a key: a request made while the clock
+  -- reads earlier than the newest one (a clock stepped back, or another
+  -- process passing its own time) counts at the newest one.
+  if n > 0 then
+    local newest = string.sub(log, -width)
+    if newest > stamp then stamp, now = newest, tonumber(newest) end
+  end
 
--- A request made at t stops counting at t + window: the first one still
--- counting is the first later than now - window.
-local first, hi, cut = 0, n, now - window
-while first < hi do
-  local mid = math.floor((first + hi) / 2)
-  if at(mid) > cut then hi = mid else first = mid + 1 end
-end
-local count = n - first
+  -- A request made at t stops counting at t + window: the first one still
+  -- counting is the first later than now - window (all of them when
+  -- that is before the epoch).
+  local first, hi = 0, n
+  if now - window >= 0 then
+    local cut = string.format('%016.0f', now - window)
+    while first < hi do
+      local mid = math.floor((first + hi) / 2)
+      if string.sub(log, width * mid + 1, width * mid + width) > cut then hi = mid else first = mid + 1 end
+    end
+  end
+  local count = n - first
 
-local allowed = 0
-if count < limit then
-  log = string.sub(log, width * first + 1) .. string.format('%016.0f', now)
-  redis.call('SET', key, log, 'PX', ARGV[4])
-  first, count, allowed = 0, count + 1, 1
-end
+  local allowed = 0
+  if count < limit then
+    log = string.sub(log, width * first + 1) .. stamp
+    redis.call('SET', key, log, 'PX', ttl)
+    first, count, allowed = 0, count + 1, 1
+  end
 
--- With no request left, one more is allowed when enough of the oldest
--- have left the window to bring count below limit.
-local free = 0
-if count >= limit then
-  free = at(first + count - limit) + window
+  -- With no request left, one more is allowed when enough of the oldest
+  -- have left the window to bring count below limit.
+  local free = 0
+  if count >= limit then
+    local i = first + count - limit
+    free = tonumber(string.sub(log, width * i + 1, width * i + width)) + window
+  end
+  return allowed, count, free, now
 end
-return {allowed, count, free, now}

@@ -1,52 +1,48 @@
 -- allow: one request for one key of the Redis limiter (see Limiter.Allow).
 --
--- KEYS[1]  the key's sorted set: one member per accepted request in the
---          window, scored by its time in microseconds
--- ARGV[1]  now in microseconds, or '' to read the server's clock (TIME)
--- ARGV[2]  window in microseconds
--- ARGV[3]  limit
--- ARGV[4]  time to live of the key in milliseconds
---
--- Returns {allowed (0 or 1), count in the window after this request,
--- time (µs) at which one more request will be allowed (0 if count < limit),
--- now (µs) as used}.
+-- The key is its sorted set: one member per accepted request in the
+-- window, scored by its time in microseconds.
 --
 -- Times in microseconds (whole numbers) are turned into strings with
 -- '%d': Lua's own conversion (tostring, ..) uses '%.14g' and would lose
 -- their low digits (and costs more, as '%.0f' does).
--- (allow_args.lua comes first: key, window, limit and now are set.)
+-- (allow_args.lua comes first: window, limit and ttl are set.)
 
--- Times never go back within a key: a request made while the clock reads
--- earlier than the newest one (a clock stepped back, or another process
--- passing its own time) counts at the newest one. This also makes the
--- member names below unique.
--- The newest one's time starts its member (see the ZADD below), which
--- Redis need not format as it would the score.
-local newest = redis.call('ZRANGE', key, -1, -1)[1]
-if newest then
-  newest = tonumber(string.sub(newest, 1, string.find(newest, '-', 1, true) - 1))
-  if newest > now then now = newest end
+local function allow(key, now)
+  -- Times never go back within a key: a request made while the clock
+  -- reads earlier than the newest one (a clock stepped back, or another
+  -- process passing its own time) counts at the newest one. This also
+  -- makes the member names below unique. The newest one's time starts
+  -- its member (see the ZADD below), which Redis need not format as it
+  -- would the score.
+  local newest = redis.pcall('ZRANGE', key, -1, -1)
+  if newest.err then return newest end -- an error: this key's alone
+  newest = newest[1]
+  if newest then
+    newest = tonumber(string.sub(newest, 1, string.find(newest, '-', 1, true) - 1))
+    if newest > now then now = newest end
+  end
+
+  -- A request made at t stops counting at t + window.
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window))
+  local count = redis.call('ZCARD', key)
+
+  local allowed = 0
+  if count < limit then
+    -- Unique: members made at one time differ in count, which only grows
+    -- while the time stays the same.
+    redis.call('ZADD', key, string.format('%d', now), string.format('%d-%d', now, count))
+    redis.call('PEXPIRE', key, ttl)
+    count = count + 1
+    allowed = 1
+  end
+
+  -- With no request left, one more is allowed when enough of the oldest
+  -- have left the window to bring count below limit.
+  local free = 0
+  if count >= limit then
+    local at = redis.call('ZRANGE', key, count - limit, count - limit, 'WITHSCORES')[2]
+    free = tonumber(at) + window
+  end
+  return allowed, count, free, now
 end
-
--- A request made at t stops counting at t + window.
-redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window))
-local count = redis.call('ZCARD', key)
-
-local allowed = 0
-if count < limit then
-  -- Unique: members made at one time differ in count, which only grows
-  -- while the time stays the same.
-  redis.call('ZADD', key, string.format('%d', now), string.format('%d-%d', now, count))
-  redis.call('PEXPIRE', key, ARGV[4])
-  count = count + 1
-  allowed = 1
-end
-
--- With no request left, one more is allowed when enough of the oldest
--- have left the window to bring count below limit.
-local free = 0
-if count >= limit then
-  local at = redis.call('ZRANGE', key, count - limit, count - limit, 'WITHSCORES')[2]
-  free = tonumber(at) + window
-end
-return {allowed, count, free, now}

@@ -71,24 +71,27 @@ func (c Config) validate() error {
 // With a Limit up to MaxLogLimit (the default is 10), each key is one
 // string named "{" + Prefix + key + "}:log" (a hash tag, for Redis
 // Cluster): the times of its accepted requests that may still be in the
-// window, oldest first, 16 digits each. One Lua script per Allow reads it
-// (GET), finds the requests still in the window by a binary search and,
-// when the request is accepted, writes the log back without those that
-// left it and with the request's time (SET, with the key's TTL); a
-// refusal writes nothing. A larger Limit would make that string long, so
-// its keys are sorted sets of the request times instead, named
+// window, oldest first, 16 digits each. A Lua script reads it (GET),
+// finds the requests still in the window by a binary search and, when
+// the request is accepted, writes the log back without those that left
+// it and with the request's time (SET, with the key's TTL); a refusal
+// writes nothing. A larger Limit would make that string long, so its
+// keys are sorted sets of the request times instead, named
 // "{" + Prefix + key + "}", which an Allow expires, counts and adds to in
 // six commands. Either way concurrent requests from any number of
 // processes never exceed the limit. Limiters of one Prefix on either side
 // of MaxLogLimit count apart, and so do a process of an older version
 // (sorted sets for every Limit) and one of this version during an
 // upgrade, for one Window: neither reads the other's keys.
-// The script runs of Allow calls made together in one process go to
-// Redis in one pipeline (group commit: calls that arrive while a pipeline
-// is in flight make up the next, and the callers a pipeline answered
-// get to queue again before the next one goes), so they share one round
-// trip and the server reads and answers them together; a lone call goes
-// at once.
+// Allow calls made together in one process share one script run (group
+// commit: calls that arrive while a run is in flight make up the next,
+// and the callers a run answered get to queue again before the next one
+// goes), which takes them in turn, each as if it ran alone, so they
+// share one round trip and the run's setup (the script call, TIME);
+// a lone call goes at once. On a Cluster, whose keys are in different
+// slots, the calls of a batch are a script run each, in one pipeline.
+// A key that Redis cannot read (a key of another type under the
+// limiter's names) fails its own calls only.
 // Time is read inside Redis (TIME, to the microsecond), so processes with
 // skewed clocks agree. Every key expires a Window after its last accepted
 // request, so memory is bounded by the keys active in one Window. Redis 5
@@ -105,18 +108,28 @@ type Limiter struct {
 	now    func() time.Time // nil: the server's clock
 	// The script's constant arguments, formatted once.
 	windowArg, limitArg, ttlArg string
-	// calls pipelines concurrent Allow calls.
+	// calls gathers concurrent Allow calls into batches.
 	calls groupcommit.Batcher[allowCall, []int64]
+	// oneSlot is whether one script run may touch any keys: true for a
+	// client of one server (or of a Sentinel's master), false for a
+	// Cluster's, whose keys are spread over slots.
+	oneSlot bool
 }
 
 // allowCall is one Allow's script run: its Redis key and time argument.
 type allowCall struct{ key, now string }
 
-// Pipelining bounds: calls per pipeline, pipelines in flight. The
-// batcher gathers (groupcommit's Gather): 32 goroutines calling Allow
-// on 30 keys at a limit of 10^8 (the sorted sets), six alternating
-// runs of 30,000 calls, cost Redis 17.0 µs of CPU a call against 20.9
-// without it (medians), and took 25.8 µs a call against 44.2.
+// Batching bounds: calls per batch, batches in flight. The batcher
+// gathers (groupcommit's Gather): 32 goroutines calling Allow on 30 keys
+// at a limit of 10^8 (the sorted sets), six alternating runs of 30,000
+// calls, cost Redis 17.0 µs of CPU a call against 20.9 without it
+// (medians), and took 25.8 µs a call against 44.2, when each call of a
+// batch was a script run of its own in one pipeline. A batch as one
+// script run (bench module's BenchmarkRedisLimiter, three alternating
+// runs of 30,000 calls on this machine): 7.0 µs of Redis CPU a call
+// against 11.0 on the logs of serve's default limit, 8.7 against 11.7
+// on the sorted sets; under callgrind 53k server instructions a call
+// against 80k, and 71k against 97k.
 const (
 	maxBatch    = 64
 	maxInFlight = 4
@@ -146,27 +159,31 @@ func New(rdb goredis.UniversalClient, cfg Config) (*Limiter, error) {
 		limitArg:  strconv.Itoa(cfg.Limit),
 		ttlArg:    strconv.FormatInt(ceilMillis(ttl), 10),
 	}
-	r.allow, r.suffix = goredis.NewScript(allowArgs+allowLog), ":log"
+	r.allow, r.suffix = goredis.NewScript(allowArgs+allowLog+allowRun), ":log"
 	if cfg.Limit > MaxLogLimit {
-		r.allow, r.suffix = goredis.NewScript(allowArgs+allowSet), ""
+		r.allow, r.suffix = goredis.NewScript(allowArgs+allowSet+allowRun), ""
 	}
+	_, r.oneSlot = rdb.(*goredis.Client)
 	r.calls = groupcommit.Batcher[allowCall, []int64]{Run: r.runCalls, MaxBatch: maxBatch, MaxInFlight: maxInFlight, Gather: true}
 	return r, nil
 }
 
-// The scripts record one request for a key if the key has room. Each
-// returns {allowed, count, free, now}: whether the request was accepted,
-// how many requests are in the window after it, when one more will be
-// allowed (µs; 0 while count < limit) and the time it used (µs).
+// The scripts record requests, each for its key if the key has room, in
+// order. Each returns, per request, {allowed, count, free, now}: whether
+// the request was accepted, how many requests are in its key's window
+// after it, when one more will be allowed (µs; 0 while count < limit) and
+// the time it used (µs); or, in place of allowed, the message of the
+// error that its key alone met (a key of another type).
 //
-//	KEYS[1]  the key: its log (allowLog) or its sorted set (allowSet)
-//	ARGV[1]  now (µs), or "" to read the server's clock with TIME
-//	ARGV[2]  window (µs)
-//	ARGV[3]  limit
-//	ARGV[4]  the key's time to live (ms)
+//	KEYS      the requests' keys: their logs (allowLog) or sorted sets (allowSet)
+//	ARGV[1]   window (µs)
+//	ARGV[2]   limit
+//	ARGV[3]   a key's time to live (ms)
+//	ARGV[3+i] request i's time (µs), or "" to read the server's clock with TIME
 //
-// Each is allow_args.lua (the arguments and the time) followed by its own
-// part.
+// Each is allow_args.lua (the arguments and the time), its own part
+// (allow_log.lua or allow_set.lua: one request), and allow_run.lua (the
+// requests in turn).
 var (
 	//go:embed allow_args.lua
 	allowArgs string
@@ -174,6 +191,8 @@ var (
 	allowLog string
 	//go:embed allow_set.lua
 	allowSet string
+	//go:embed allow_run.lua
+	allowRun string
 )
 
 // MaxLogLimit is the largest Limit whose keys are logs of times in one
@@ -181,7 +200,9 @@ var (
 // Allow on a log copies it, so the log costs more as it grows: under
 // callgrind, an accepted Allow on a key filling up to its limit cost the
 // server 89k instructions on a log against 111k on a sorted set at a
-// limit of 10, 113k against 120k at 64, and 135k against 130k at 128.
+// limit of 10, 113k against 120k at 64, and 135k against 130k at 128,
+// each Allow a script run of its own (a batch's run now shares its
+// setup, which both kinds paid alike).
 const MaxLogLimit = 64
 
 // Allow records one request for key if key made fewer than Limit requests
@@ -206,38 +227,66 @@ func (r *Limiter) Allow(ctx context.Context, key string) (imagegen.LimitResult, 
 	return rolling.Stored(allowed, r.limit, r.window, count, free, at), nil
 }
 
-// runCalls runs a batch of Allow calls as one pipeline of script runs,
-// each still its own atomic script on its own key. A run the server did
-// not know the script for goes again on its own (which loads it).
+// runCalls runs a batch of Allow calls. On one server they make one
+// script run, which takes them in turn, each as if it ran on its own:
+// the run's setup (the call, TIME, its arguments) is paid once for the
+// batch. On a Cluster, whose keys are in different slots, each call is a
+// script run of its own, all in one pipeline.
 func (r *Limiter) runCalls(ctx context.Context, batch []*groupcommit.Call[allowCall, []int64]) {
-	if len(batch) == 1 { // nothing to share: Run loads the script itself when Redis lacks it
-		c := batch[0]
-		c.Res, c.Err = r.run(ctx, r.rdb, c.Req).Int64Slice()
+	if r.oneSlot || len(batch) == 1 {
+		keys := make([]string, len(batch))
+		args := r.args(len(batch))
+		for i, c := range batch {
+			keys[i] = c.Req.key
+			args = append(args, c.Req.now)
+		}
+		res, err := r.allow.Run(ctx, r.rdb, keys, args...).Slice() // Run loads the script when Redis lacks it
+		for i, c := range batch {
+			c.Res, c.Err = answer(res, err, i)
+		}
 		return
 	}
 	cmds := make([]*goredis.Cmd, len(batch))
 	_, _ = r.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, c := range batch {
-			cmds[i] = r.allow.EvalSha(ctx, p, []string{c.Req.key}, r.args(c.Req)...)
+			cmds[i] = r.allow.EvalSha(ctx, p, []string{c.Req.key}, append(r.args(1), c.Req.now)...)
 		}
 		return nil
 	}) // each command carries its own error
 	for i, c := range batch {
-		c.Res, c.Err = cmds[i].Int64Slice()
-		if goredis.HasErrorPrefix(c.Err, "NOSCRIPT") {
-			c.Res, c.Err = r.run(ctx, r.rdb, c.Req).Int64Slice()
+		res, err := cmds[i].Slice()
+		if goredis.HasErrorPrefix(err, "NOSCRIPT") {
+			res, err = r.allow.Run(ctx, r.rdb, []string{c.Req.key}, append(r.args(1), c.Req.now)...).Slice()
 		}
+		c.Res, c.Err = answer(res, err, 0)
 	}
 }
 
-// run runs one call's script (EVALSHA, then EVAL if the server lacks it).
-func (r *Limiter) run(ctx context.Context, rdb goredis.Scripter, c allowCall) *goredis.Cmd {
-	return r.allow.Run(ctx, rdb, []string{c.key}, r.args(c)...)
+// args are the scripts' constant arguments, with room for n times.
+func (r *Limiter) args(n int) []any {
+	return append(make([]any, 0, 3+n), r.windowArg, r.limitArg, r.ttlArg)
 }
 
-// args are the script's arguments for c.
-func (r *Limiter) args(c allowCall) []any {
-	return []any{c.now, r.windowArg, r.limitArg, r.ttlArg}
+// answer is request i's four values of a script's reply res (or err).
+func answer(res []any, err error, i int) ([]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	if len(res) < 4*(i+1) {
+		return nil, fmt.Errorf("script returned %d values for request %d", len(res), i+1)
+	}
+	v := make([]int64, 4)
+	for j, x := range res[4*i : 4*i+4] {
+		switch x := x.(type) {
+		case int64:
+			v[j] = x
+		case string:
+			return nil, errors.New(x) // the key's own error (only allowed's place holds one)
+		default:
+			return nil, fmt.Errorf("script returned %T for request %d", x, i+1)
+		}
+	}
+	return v, nil
 }
 
 // KeyPattern is a SCAN/KEYS pattern that matches every key of the

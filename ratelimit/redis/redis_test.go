@@ -97,6 +97,19 @@ func TestReal(t *testing.T) {
 	})
 }
 
+// TestRealCluster runs the suite on a Redis Cluster of three masters
+// that the test starts (when IMAGEGEN_TEST_REDIS is set), where the
+// calls of a batch are a script run each: their keys are in different
+// slots.
+func TestRealCluster(t *testing.T) {
+	rdb := redistest.StartCluster(t, 3).Client(t)
+	limitertest.Run(t, func(t *testing.T, limit int, window time.Duration) limitertest.Harness {
+		clock := imagegentest.NewClock(time.Time{})
+		lim := newIsolated(t, rdb, redis.Config{Limit: limit, Window: window, Now: clock.Now})
+		return limitertest.Harness{Limiter: lim, Advance: clock.Advance}
+	})
+}
+
 // TestRealServerTime checks the script's own clock (TIME) on a real
 // server: the window is long enough that no request leaves it during the
 // test.
