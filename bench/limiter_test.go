@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -38,19 +39,12 @@ func BenchmarkRedisLimiter(b *testing.B) {
 			b.Cleanup(func() { redistest.DeleteKeys(b, rdb, lim.KeyPattern()) })
 			var next atomic.Int64
 			report := redisCPU(b, opt).start()
-			b.ReportAllocs()
-			b.SetParallelism(parallelism)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					res, err := lim.Allow(ctx, tt.key(next.Add(1)-1))
-					if err != nil {
-						b.Fatal(err)
-					}
-					if !res.Allowed {
-						b.Fatalf("refused: %+v", res)
-					}
+			timeParallel(b, func() error {
+				res, err := lim.Allow(ctx, tt.key(next.Add(1)-1))
+				if err == nil && !res.Allowed {
+					err = fmt.Errorf("refused: %+v", res)
 				}
+				return err
 			})
 			b.StopTimer()
 			report()

@@ -54,14 +54,9 @@ var riverArgs = generateArgs{Scene: "text-to-image", Prompt: "a lighthouse at du
 // insertRiverJobs times b.N of River's Insert from the submit
 // benchmarks' concurrent clients, as submitTasks times the stores'.
 func insertRiverJobs(b *testing.B, client *river.Client[pgx.Tx]) {
-	b.SetParallelism(parallelism)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := client.Insert(ctx, riverArgs, nil); err != nil {
-				b.Fatal(err)
-			}
-		}
+	timeParallel(b, func() error {
+		_, err := client.Insert(ctx, riverArgs, nil)
+		return err
 	})
 }
 
