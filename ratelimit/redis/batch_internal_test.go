@@ -7,31 +7,48 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/google/uuid"
 	"github.com/matryer/is"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen/internal/groupcommit"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
 )
 
 // TestBatchIsOneRunOfCallsInTurn: on one server a batch of calls is one
 // script run, which answers each call as the calls made one after
 // another would: a key twice in the batch counts twice, a key the batch
 // filled refuses the next, and a key that is not the limiter's kind (a
-// hash under its name) fails its own call only.
+// hash under its name) fails its own call only. On miniredis, and on
+// the server of IMAGEGEN_TEST_REDIS when it is set.
 func TestBatchIsOneRunOfCallsInTurn(t *testing.T) {
+	t.Run("miniredis", func(t *testing.T) {
+		mr := miniredis.RunT(t)
+		mr.SetTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+		rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
+		t.Cleanup(func() { _ = rdb.Close() })
+		batchInTurn(t, rdb)
+	})
+	t.Run("real", func(t *testing.T) {
+		rdb, ok := redistest.Connect(t).(*goredis.Client)
+		if !ok {
+			t.Skip("IMAGEGEN_TEST_REDIS names a Cluster: its batches are a run a call")
+		}
+		batchInTurn(t, rdb)
+	})
+}
+
+func batchInTurn(t *testing.T, rdb *goredis.Client) {
 	for _, limit := range []int{2, MaxLogLimit + 1} {
 		t.Run(map[bool]string{true: "log", false: "set"}[limit <= MaxLogLimit], func(t *testing.T) {
 			is := is.New(t)
-			mr := miniredis.RunT(t)
-			mr.SetTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-			rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
-			t.Cleanup(func() { _ = rdb.Close() })
-			lim, err := New(rdb, Config{Limit: limit})
+			lim, err := New(rdb, Config{Limit: limit, Prefix: "imagegen-test:" + uuid.NewString() + ":"})
 			is.NoErr(err)
+			t.Cleanup(func() { redistest.DeleteKeys(t, rdb, lim.KeyPattern()) })
 			ctx := context.Background()
 			_, err = lim.Allow(ctx, "b") // loads the script
 			is.NoErr(err)
-			mr.HSet(lim.redisKey("bad"), "f", "v")
+			is.NoErr(rdb.HSet(ctx, lim.redisKey("bad"), "f", "v").Err())
 			for range limit - 2 { // a has room for two more
 				_, err = lim.Allow(ctx, "a")
 				is.NoErr(err)
