@@ -15,9 +15,7 @@ local function allow(key, now)
   -- makes the member names below unique. The newest one's time starts
   -- its member (see the ZADD below), which Redis need not format as it
   -- would the score.
-  local newest = redis.pcall('ZRANGE', key, -1, -1)
-  if newest.err then return newest end -- an error: this key's alone
-  newest = newest[1]
+  local newest = redis.call('ZRANGE', key, -1, -1)[1]
   if newest then
     newest = tonumber(string.sub(newest, 1, string.find(newest, '-', 1, true) - 1))
     if newest > now then now = newest end

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -41,6 +42,18 @@ type Config struct {
 	// request, so that a test clock slower than the server's does not
 	// lose requests still in its window.
 	Now func() time.Time
+	// OneKeyPerScript makes each Allow a script run of its own, as on a
+	// Cluster, for a client of one address in front of several servers
+	// that places keys by their hash slot (a proxy such as twemproxy or
+	// Envoy, a clustered database without the Cluster API), where a
+	// script may touch the keys of one server only. Left false, the
+	// Allow calls a process makes together share one script run on a
+	// client of one server (a *goredis.Client, which a Sentinel's client
+	// is too); a proxy that refuses a run's keys with CROSSSLOT turns
+	// that off by itself, but one that routes a run by its first key
+	// alone would count each key's requests on whichever server the run
+	// went to. A Cluster client always runs them apart.
+	OneKeyPerScript bool
 }
 
 func (c Config) withDefaults() Config {
@@ -90,8 +103,10 @@ func (c Config) validate() error {
 // share one round trip and the run's setup (the script call, TIME);
 // a lone call goes at once. On a Cluster, whose keys are in different
 // slots, the calls of a batch are a script run each, in one pipeline.
-// A key that Redis cannot read (a key of another type under the
-// limiter's names) fails its own calls only.
+// A key whose value is not the limiter's (a key of another type under
+// the limiter's names, or a string that is not a log) fails its own
+// calls only. Behind a proxy that spreads keys over servers, see
+// Config.OneKeyPerScript.
 // Time is read inside Redis (TIME, to the microsecond), so processes with
 // skewed clocks agree. Every key expires a Window after its last accepted
 // request, so memory is bounded by the keys active in one Window. Redis 5
@@ -110,10 +125,12 @@ type Limiter struct {
 	windowArg, limitArg, ttlArg string
 	// calls gathers concurrent Allow calls into batches.
 	calls groupcommit.Batcher[allowCall, []int64]
-	// oneSlot is whether one script run may touch any keys: true for a
-	// client of one server (or of a Sentinel's master), false for a
-	// Cluster's, whose keys are spread over slots.
-	oneSlot bool
+	// together is whether the calls of a batch share one script run:
+	// for a client of one server (or of a Sentinel's master), unless
+	// Config.OneKeyPerScript says otherwise or the server refused a run
+	// with CROSSSLOT; never for a Cluster's, whose keys are spread over
+	// slots.
+	together atomic.Bool
 }
 
 // allowCall is one Allow's script run: its Redis key and time argument.
@@ -126,10 +143,10 @@ type allowCall struct{ key, now string }
 // (medians), and took 25.8 µs a call against 44.2, when each call of a
 // batch was a script run of its own in one pipeline. A batch as one
 // script run (bench module's BenchmarkRedisLimiter, three alternating
-// runs of 30,000 calls on this machine): 7.0 µs of Redis CPU a call
-// against 11.0 on the logs of serve's default limit, 8.7 against 11.7
-// on the sorted sets; under callgrind 53k server instructions a call
-// against 80k, and 71k against 97k.
+// runs of 30,000 calls on a 2-core AMD EPYC shared with other work):
+// 7.7 µs of Redis CPU a call against 10.3 on the logs of serve's
+// default limit, 9.0 against 12.7 on the sorted sets; under callgrind
+// 56k server instructions a call against 80k, and 72k against 97k.
 const (
 	maxBatch    = 64
 	maxInFlight = 4
@@ -163,7 +180,8 @@ func New(rdb goredis.UniversalClient, cfg Config) (*Limiter, error) {
 	if cfg.Limit > MaxLogLimit {
 		r.allow, r.suffix = goredis.NewScript(allowArgs+allowSet+allowRun), ""
 	}
-	_, r.oneSlot = rdb.(*goredis.Client)
+	_, oneServer := rdb.(*goredis.Client)
+	r.together.Store(oneServer && !cfg.OneKeyPerScript)
 	r.calls = groupcommit.Batcher[allowCall, []int64]{Run: r.runCalls, MaxBatch: maxBatch, MaxInFlight: maxInFlight, Gather: true}
 	return r, nil
 }
@@ -233,7 +251,7 @@ func (r *Limiter) Allow(ctx context.Context, key string) (imagegen.LimitResult, 
 // batch. On a Cluster, whose keys are in different slots, each call is a
 // script run of its own, all in one pipeline.
 func (r *Limiter) runCalls(ctx context.Context, batch []*groupcommit.Call[allowCall, []int64]) {
-	if r.oneSlot || len(batch) == 1 {
+	if r.together.Load() || len(batch) == 1 {
 		keys := make([]string, len(batch))
 		args := r.args(len(batch))
 		for i, c := range batch {
@@ -241,10 +259,17 @@ func (r *Limiter) runCalls(ctx context.Context, batch []*groupcommit.Call[allowC
 			args = append(args, c.Req.now)
 		}
 		res, err := r.allow.Run(ctx, r.rdb, keys, args...).Slice() // Run loads the script when Redis lacks it
-		for i, c := range batch {
-			c.Res, c.Err = answer(res, err, i)
+		if len(batch) > 1 && goredis.HasErrorPrefix(err, "CROSSSLOT") {
+			// Keys on several servers behind one address: refused
+			// before the script ran, so nothing was counted. From now
+			// on, a run a call.
+			r.together.Store(false)
+		} else {
+			for i, c := range batch {
+				c.Res, c.Err = answer(res, err, i)
+			}
+			return
 		}
-		return
 	}
 	cmds := make([]*goredis.Cmd, len(batch))
 	_, _ = r.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
@@ -281,7 +306,7 @@ func answer(res []any, err error, i int) ([]int64, error) {
 		case int64:
 			v[j] = x
 		case string:
-			return nil, errors.New(x) // the key's own error (only allowed's place holds one)
+			return nil, keyError(x) // the key's own error (only allowed's place holds one)
 		default:
 			return nil, fmt.Errorf("script returned %T for request %d", x, i+1)
 		}
@@ -289,14 +314,24 @@ func answer(res []any, err error, i int) ([]int64, error) {
 	return v, nil
 }
 
+// keyError is the error one call of a batch met on its key, as the
+// script gave it: a goredis.Error (RedisError), as it would have been
+// had the call run alone, so that goredis.HasErrorPrefix reads it.
+type keyError string
+
+func (e keyError) Error() string { return string(e) }
+
+// RedisError marks keyError as an error of the server's.
+func (e keyError) RedisError() {}
+
 // KeyPattern is a SCAN/KEYS pattern that matches every key of the
 // limiter (and of any limiter with the same Prefix), for operators' tools
 // and tests that clean up after themselves.
 func (r *Limiter) KeyPattern() string { return "{" + redisglob.Escape(r.prefix) + "*" }
 
 // redisKey names key's log, in a hash tag for Cluster. A key holding "}"
-// only shortens the tag, which is harmless: each script run touches that
-// one key.
+// only shortens the tag, which is harmless: a script run touches one
+// key, or keys of one server.
 func (r *Limiter) redisKey(key string) string { return "{" + r.prefix + key + "}" + r.suffix }
 
 // ceilMillis rounds d up to whole milliseconds.
