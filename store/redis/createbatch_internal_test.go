@@ -2,9 +2,14 @@ package redis
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/groupcommit"
@@ -17,9 +22,7 @@ func TestCreateBatchRefusesAnIDTakenInTheBatch(t *testing.T) {
 	ctx := context.Background()
 	s, _ := fundedStore(t, 10)
 	args := func(id string) createArgs {
-		sh := s.byOwner("a")
-		return createArgs{shard: sh, owner: "a", id: id, task: sh.task(id), ownerKeys: [4]string{sh.balance("a"), sh.ledger("a"), sh.ownerTasks("a"), sh.sched("a")},
-			args: [8]any{`{"scene":"text-to-image","prompt":"p"}`, "m", 1, `{"kind":"charge","amount":-1,"ref":"task:` + id + `","at":`, "", "", "", 0}}
+		return submitArgs(t, s, &imagegen.Task{ID: id, Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1})
 	}
 	batch := []*groupcommit.Call[createArgs, createResult]{{Req: args("t1")}, {Req: args("t2")}, {Req: args("t1")}}
 	s.runShardCreates(ctx, s.shards[0], batch)
@@ -50,9 +53,7 @@ func TestCreateBatchOfSeveralOwners(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := func(owner, id string) createArgs {
-		sh := s.byOwner(owner)
-		return createArgs{shard: sh, owner: owner, id: id, task: sh.task(id), ownerKeys: [4]string{sh.balance(owner), sh.ledger(owner), sh.ownerTasks(owner), sh.sched(owner)},
-			args: [8]any{`{"scene":"text-to-image","prompt":"p"}`, "m", 1, `{"kind":"charge","amount":-1,"ref":"task:` + id + `","at":`, "", "", "rid-" + id, 0}}
+		return submitArgs(t, s, &imagegen.Task{ID: id, Owner: owner, Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1, RequestID: "rid-" + id})
 	}
 	batch := []*groupcommit.Call[createArgs, createResult]{{Req: args("a", "t1")}, {Req: args("b", "t2")}, {Req: args("a", "t3")}, {Req: args("c", "t4")}, {Req: args("b", "t5")}}
 	s.runShardCreates(ctx, s.shards[0], batch)
@@ -94,6 +95,124 @@ func TestCreateBatchOfSeveralOwners(t *testing.T) {
 		c, err := s.ClaimTask(ctx, time.Minute)
 		if err != nil || c.ID != want {
 			t.Fatalf("claimed %v, %v; want %s", c, err, want)
+		}
+	}
+}
+
+// submitArgs is CreateTask's createArgs for t.
+func submitArgs(t *testing.T, s *Store, task *imagegen.Task) createArgs {
+	t.Helper()
+	args, err := s.createArgsOf(task, imagegen.CreateParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return args
+}
+
+// A batch's owner is debited its tasks' cost at once and given back what
+// the refused ones did not spend: the balance and each ledger entry's
+// running balance are as if the tasks had been submitted one by one,
+// whatever each task's spec (cost, callback, max pending).
+func TestCreateBatchGivesBackWhatRefusedTasksDidNotSpend(t *testing.T) {
+	ctx := context.Background()
+	s, _ := fundedStore(t, 5)
+	task := func(id string, cost int64) *imagegen.Task {
+		return &imagegen.Task{ID: id, Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: cost}
+	}
+	hooked := task("t3", 2)
+	hooked.Request.CallbackURL = "https://example.com/hook"
+	batch := []*groupcommit.Call[createArgs, createResult]{{Req: submitArgs(t, s, task("t1", 3))}, {Req: submitArgs(t, s, task("t2", 3))}, {Req: submitArgs(t, s, hooked)}}
+	s.runShardCreates(ctx, s.shards[0], batch)
+	for i, want := range []createResult{{code: 1, balance: 2}, {code: 0, balance: 2}, {code: 1, balance: 0}} {
+		if got := batch[i].Res; batch[i].Err != nil || got.code != want.code || got.balance != want.balance {
+			t.Fatalf("call %d: %+v, %v; want %+v", i, got, batch[i].Err, want)
+		}
+	}
+	if bal, err := s.Balance(ctx, "a"); err != nil || bal != 0 {
+		t.Fatalf("balance %d, %v; want 0", bal, err)
+	}
+	entries, err := s.Ledger(ctx, "a")
+	if err != nil || len(entries) != 3 {
+		t.Fatalf("ledger %+v, %v", entries, err)
+	}
+	for i, want := range []imagegen.LedgerEntry{{Ref: "task:t1", Amount: -3, BalanceAfter: 2}, {Ref: "task:t3", Amount: -2, BalanceAfter: 0}} {
+		if e := entries[i+1]; e.Ref != want.Ref || e.Amount != want.Amount || e.BalanceAfter != want.BalanceAfter || e.Kind != imagegen.LedgerCharge {
+			t.Fatalf("entry %d: %+v; want %+v", i+1, e, want)
+		}
+	}
+	if got, err := s.TaskByID(ctx, "t3"); err != nil || got.Request.CallbackURL != hooked.Request.CallbackURL || got.Cost != 2 {
+		t.Fatalf("t3: %+v, %v", got, err)
+	}
+	// A batch of which every task is refused leaves the balance as it
+	// was: a balance of 0 stays a key...
+	batch = []*groupcommit.Call[createArgs, createResult]{{Req: submitArgs(t, s, task("t4", 1))}, {Req: submitArgs(t, s, task("t5", 1))}}
+	s.runShardCreates(ctx, s.shards[0], batch)
+	if batch[0].Res.code != 0 || batch[1].Res.code != 0 {
+		t.Fatalf("codes %d, %d; want 0, 0", batch[0].Res.code, batch[1].Res.code)
+	}
+	if v, err := s.rdb.Get(ctx, s.k.balance("a")).Result(); err != nil || v != "0" {
+		t.Fatalf("a's balance key %q, %v; want \"0\"", v, err)
+	}
+	// ...and an owner who never had a balance gets no key.
+	never := task("t6", 1)
+	never.Owner = "never-granted"
+	if _, err := s.CreateTask(ctx, never, imagegen.CreateParams{}); !errors.Is(err, imagegen.ErrInsufficientCredits) {
+		t.Fatalf("never granted: %v; want ErrInsufficientCredits", err)
+	}
+	if n, err := s.rdb.Exists(ctx, s.k.balance("never-granted"), s.k.ledger("never-granted")).Result(); err != nil || n != 0 {
+		t.Fatalf("never granted: %d keys, %v; want none", n, err)
+	}
+}
+
+// A task whose "task:<id>" reference needs escaping in JSON is charged
+// under that reference all the same.
+func TestChargeRefThatNeedsEscaping(t *testing.T) {
+	ctx := context.Background()
+	s, _ := fundedStore(t, 10)
+	id := `t"1\<&>`
+	if _, err := s.CreateTask(ctx, &imagegen.Task{ID: id, Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}, imagegen.CreateParams{}); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := s.Ledger(ctx, "a")
+	if err != nil || len(entries) != 2 || entries[1].Ref != imagegen.ChargeRef(id) || entries[1].BalanceAfter != 9 {
+		t.Fatalf("ledger %+v, %v", entries, err)
+	}
+}
+
+// An owner's task index outlives its last task by at least the retention
+// and a day, and at most that and indexMargin: its TTL is pushed out
+// only once less than that day and retention is left.
+func TestOwnerIndexOutlivesItsLastTask(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	mr.SetTime(now)
+	rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	s, err := New(rdb, Config{Retention: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "a", Kind: imagegen.LedgerGrant, Amount: 100, Ref: "grant:a"}); err != nil {
+		t.Fatal(err)
+	}
+	keep, margin := time.Hour+24*time.Hour, indexMargin(time.Hour)
+	if margin != 30*time.Minute {
+		t.Fatalf("margin %v; want half the retention", margin)
+	}
+	for i, step := range []struct {
+		after time.Duration // since the last submit
+		ttl   time.Duration // the index's TTL after this one
+	}{{0, keep + margin}, {20 * time.Minute, keep + 10*time.Minute}, {5 * time.Minute, keep + 5*time.Minute}, {10 * time.Minute, keep + margin}, {3 * time.Hour, keep + margin}} {
+		now = now.Add(step.after)
+		mr.SetTime(now)
+		mr.FastForward(step.after)
+		task := &imagegen.Task{ID: fmt.Sprintf("t%d", i), Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
+		if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
+			t.Fatal(err)
+		}
+		if ttl := mr.TTL(s.k.ownerTasks("a")); ttl != step.ttl {
+			t.Fatalf("submit %d: index TTL %v; want %v", i, ttl, step.ttl)
 		}
 	}
 }

@@ -71,7 +71,8 @@
 //	                   (the integer part is the tag, the fraction breaks ties in queueing order)
 //	P:vtime            string: the largest tag claimed so far (a new owner's line starts there)
 //	P:tseq             string: counts queueings, for the tie-breaking fraction
-//	P:sched:<owner>    hash: the owner's weight (w), last tag (last) and pending tasks (pend)
+//	P:sched:<owner>    hash: the owner's weight (w), last tag (last), pending tasks (pend) and when
+//	                   its task index expires (ixp, ms, 13 digits)
 //	P:run:o:<owner>    zset: the owner's processing task ids by lease end (ms): its running count
 //	P:run:m:<model>    zset: the model's processing task ids by lease end (ms)
 //	P:capped           hash: which running sets the store keeps: "o" (the owners') once a claim
@@ -79,7 +80,9 @@
 //	P:model:<model>    hash: the model's next start allowed by its rate (next, ms) and pause end (pause, ms)
 //	P:leases           zset: processing task ids by lease end (ms)
 //	P:webhooks         zset: due callbacks by due time (ms): "<task id>" (completed), "<task id>:processing"
-//	P:tasks:<owner>    zset: the owner's tasks, "<created ms, 13 digits>:<id>" (for listing)
+//	P:tasks:<owner>    zset: the owner's tasks, "<created ms, 13 digits>:<id>" (for listing), expiring
+//	                   Retention+24h after its last task was created at the earliest, and at most
+//	                   min(1h, Retention/2) later than that
 //	P:all              zset: every task, "<created ms, 13 digits>:<id>" (operators' listing;
 //	                   trimmed, every 64 queueings, of tasks created more than Retention+24h ago, as owners' indexes expire)
 //	P:balance:<owner>  string: credit balance

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -22,37 +21,65 @@ import (
 // has the pending tasks its max allows. Each task is checked and
 // charged on its own, in order, so a batch is exactly as if its tasks
 // had been submitted one after another. It is the hot path, so it makes
-// as few calls as it can: balances and owners' scheduling state are
-// read once per owner and written back once, ledger entries (half-made
-// in Go) and task index entries are appended in one call each per
-// owner, and one ZADD per queue queues the batch (and one more indexes
-// it for operators). Each owner's keys are named once, however many of
-// the batch's tasks are the owner's.
+// as few calls and takes as few arguments as it can: each owner's
+// balance is debited its tasks' cost in one DECRBY (and given back what
+// refused tasks did not spend), its scheduling state is read once and
+// written back once, ledger entries and task index entries are appended
+// in one call each per owner, and one ZADD per queue queues the batch
+// (and one more indexes it for operators). Each owner's keys are named
+// once, however many of the batch's tasks are the owner's, and so is
+// each spec: what tasks share but their request (model, cost, max
+// pending, callback), usually one for the whole batch.
 //
 // Each task gets its fair-share tag (see next_tag in the prelude): after
 // its owner's last while the owner has pending tasks, else after the
 // largest tag claimed.
 //
+// An owner's task index outlives its last task by at least ARGV[2] (the
+// retention and a day) and at most ARGV[3] (that and indexMargin): its
+// TTL is pushed out to ARGV[3] only once less than ARGV[2] is left, as
+// its sched hash's ixp says, so that most batches skip the PEXPIRE.
+//
 //	KEYS[1] pending  KEYS[2] the index of all tasks  KEYS[3] fair  KEYS[4] vtime  KEYS[5] tseq
 //	KEYS[4o+2 .. 4o+5]  owner o (1-based): balance, ledger, task index, sched
 //	then per task its task key
-//	ARGV[1] now  ARGV[2] how long an owner's task index outlives its last task (ms)
-//	ARGV[3] how many owners  ARGV[3+o] owner o
-//	then per task: id, its owner's number o, request JSON, model, cost,
-//	ledger entry JSON up to its time, callback URL or "", callback
-//	events ("" for the default), request id or "", max pending (0: no
-//	max)
+//	ARGV[1] now  ARGV[2] how long an owner's task index outlives its last task at least (ms)
+//	ARGV[3] the TTL an owner's task index is given when it is pushed out (ms)
+//	ARGV[4] how many owners  ARGV[5] how many specs
+//	then per owner: its name, the cost of its tasks in the batch
+//	then per spec: model, cost, max pending (0: no max), callback URL or
+//	"", callback events ("" for the default), the charge's ledger
+//	reference as JSON ("" for "task:<id>", which needs no escaping)
+//	then per task: id, its owner's number, its spec's number, request
+//	JSON, request id or ""
 //
 // Returns {code_1, balance_1, ..., code_n, balance_n, now} where code is
 // 1 (created), 0 (balance short), -1 (id taken) or -2 (queue full).
 var createScript = newScript(`
+-- tag_str is num(tag), written with %d when the tag is whole, as it
+-- usually is (num's %.17g costs several times more).
+local function tag_str(tag)
+  if tag % 1 == 0 and tag >= 0 and tag < 1e15 then return int(tag) end
+  return num(tag)
+end
+
 local now = now_ms()
 local snow, stamp = int(now), string.format('%013d', now) .. ':' -- index members: stamp .. id
 local out, queued, fair, indexed = {}, {}, {}, {}
-local owners = tonumber(ARGV[3])
--- By owner number (as sent: a string), read on its first task: balance,
+local owners, keep = tonumber(ARGV[4]), tonumber(ARGV[2])
+-- An owner's index whose expiry (ixp, 13 digits, compared as strings) is
+-- before due is pushed out.
+local due = string.format('%013d', now + keep)
+-- Specs by number (as sent: a string).
+local specs, a = {}, 6 + 2 * owners
+for j = 1, tonumber(ARGV[5]) do
+  specs[tostring(j)] = {model = ARGV[a], scost = ARGV[a + 1], cost = tonumber(ARGV[a + 1]), max = tonumber(ARGV[a + 2]),
+    callback = ARGV[a + 3], events = ARGV[a + 4], ref = ARGV[a + 5]}
+  a = a + 6
+end
+-- By owner number (as sent: a string), made on its first task: balance,
 -- ledger entries and index members to add, scheduling state (w, last,
--- pend; pend0 as read).
+-- pend; pend0 as read) and its index's expiry.
 local accts, order = {}, {}
 local vtime = tonumber(redis.call('GET', KEYS[4]) or '0')
 local tasks = 5 + 4 * owners -- the task keys follow
@@ -60,40 +87,45 @@ local n = #KEYS - tasks
 local seq = redis.call('INCRBY', KEYS[5], int(n))
 for i = 1, n do
   local task = KEYS[tasks + i]
-  local a = 3 + owners + 10 * i - 9
-  local id, o, cost, maxPending = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 4]), 0
-  if ARGV[a + 9] ~= '0' then maxPending = tonumber(ARGV[a + 9]) end
+  local id, o, sp = ARGV[a], ARGV[a + 1], specs[ARGV[a + 2]]
   local acct = accts[o]
   if not acct then
-    local k = 4 * tonumber(o) + 1
-    local f = redis.call('HMGET', KEYS[k + 4], 'w', 'last', 'pend')
+    local on = #order + 1 -- owners are numbered in the order of their first tasks
+    local k = 4 * on + 1
+    local f = redis.call('HMGET', KEYS[k + 4], 'w', 'last', 'pend', 'ixp')
     local pend = tonumber(f[3]) or 0
-    acct = {k = k, owner = ARGV[3 + tonumber(o)], value = tonumber(redis.call('GET', KEYS[k + 1]) or '0'), entries = {}, members = {},
-      w = f[1], last = tonumber(f[2]) or 0, pend = pend, pend0 = pend}
+    -- The balance is debited all the owner's tasks' cost at once (one
+    -- call where a GET and a SET were); what refused tasks did not spend
+    -- goes back below.
+    local left = redis.call('DECRBY', KEYS[k + 1], ARGV[5 + 2 * on])
+    acct = {k = k, owner = ARGV[4 + 2 * on], value = left + tonumber(ARGV[5 + 2 * on]), left = left, entries = {}, members = {},
+      w = f[1], last = tonumber(f[2]) or 0, pend = pend, pend0 = pend, ixp = f[4]}
     accts[o] = acct
     order[#order + 1] = acct
   end
   if redis.call('EXISTS', task) == 1 then
     out[#out + 1], out[#out + 2] = -1, 0
-  elseif acct.value < cost then
+  elseif acct.value < sp.cost then
     out[#out + 1], out[#out + 2] = 0, acct.value
-  elseif maxPending > 0 and acct.pend >= maxPending then
+  elseif sp.max > 0 and acct.pend >= sp.max then
     out[#out + 1], out[#out + 2] = -2, acct.value
   else
-    acct.value = acct.value - cost
-    acct.entries[#acct.entries + 1] = ARGV[a + 5] .. snow .. ',"bal":' .. int(acct.value) .. '}'
-    local owner, callback, events, rid = acct.owner, ARGV[a + 6], ARGV[a + 7], ARGV[a + 8]
+    acct.value = acct.value - sp.cost
+    local ref = sp.ref
+    if ref == '' then ref = '"task:' .. id .. '"' end
+    acct.entries[#acct.entries + 1] = '{"kind":"charge","amount":-' .. sp.scost .. ',"ref":' .. ref .. ',"at":' .. snow .. ',"bal":' .. int(acct.value) .. '}'
+    local owner, callback, events, rid = acct.owner, sp.callback, sp.events, ARGV[a + 4]
     if callback == '' and events == '' then -- one HSET either way: a call costs more than a field
       if rid == '' then
-        redis.call('HSET', task, 'id', id, 'owner', owner, 'req', ARGV[a + 2], 'model', ARGV[a + 3],
-          'cost', ARGV[a + 4], 'status', 'pending', 'created', snow)
+        redis.call('HSET', task, 'id', id, 'owner', owner, 'req', ARGV[a + 3], 'model', sp.model,
+          'cost', sp.scost, 'status', 'pending', 'created', snow)
       else
-        redis.call('HSET', task, 'id', id, 'owner', owner, 'req', ARGV[a + 2], 'model', ARGV[a + 3],
-          'cost', ARGV[a + 4], 'status', 'pending', 'created', snow, 'rid', rid)
+        redis.call('HSET', task, 'id', id, 'owner', owner, 'req', ARGV[a + 3], 'model', sp.model,
+          'cost', sp.scost, 'status', 'pending', 'created', snow, 'rid', rid)
       end
     else
-      local h = {task, 'id', id, 'owner', owner, 'req', ARGV[a + 2], 'model', ARGV[a + 3],
-        'cost', ARGV[a + 4], 'status', 'pending', 'created', snow}
+      local h = {task, 'id', id, 'owner', owner, 'req', ARGV[a + 3], 'model', sp.model,
+        'cost', sp.scost, 'status', 'pending', 'created', snow}
       if callback ~= '' then h[#h + 1], h[#h + 2] = 'callback', callback end
       if events ~= '' then h[#h + 1], h[#h + 2] = 'events', events end
       if rid ~= '' then h[#h + 1], h[#h + 2] = 'rid', rid end
@@ -110,17 +142,31 @@ for i = 1, n do
     indexed[#indexed + 1], indexed[#indexed + 2] = '0', member
     out[#out + 1], out[#out + 2] = 1, acct.value
   end
+  a = a + 5
 end
 for _, acct in ipairs(order) do
+  local ixp, k = nil, acct.k
+  if acct.value ~= acct.left then
+    if #acct.entries == 0 and acct.value == 0 and redis.call('EXISTS', KEYS[k + 2]) == 0 then
+      -- The owner had no balance key (one is never made without a
+      -- ledger entry): none is left.
+      redis.call('DEL', KEYS[k + 1])
+    else
+      redis.call('INCRBY', KEYS[k + 1], int(acct.value - acct.left))
+    end
+  end
   if #acct.entries > 0 then
-    local k = acct.k
-    redis.call('SET', KEYS[k + 1], int(acct.value))
     redis.call('RPUSH', KEYS[k + 2], unpack(acct.entries))
     redis.call('ZADD', KEYS[k + 3], unpack(acct.members))
-    redis.call('PEXPIRE', KEYS[k + 3], ARGV[2])
+    if not acct.ixp or acct.ixp < due then
+      redis.call('PEXPIRE', KEYS[k + 3], ARGV[3])
+      ixp = string.format('%013d', now + tonumber(ARGV[3]))
+    end
   end
-  if acct.pend ~= acct.pend0 then
-    redis.call('HSET', KEYS[acct.k + 4], 'last', num(acct.last), 'pend', int(acct.pend))
+  if ixp then -- tasks were made: pend changed too
+    redis.call('HSET', KEYS[k + 4], 'last', tag_str(acct.last), 'pend', int(acct.pend), 'ixp', ixp)
+  elseif acct.pend ~= acct.pend0 then
+    redis.call('HSET', KEYS[k + 4], 'last', tag_str(acct.last), 'pend', int(acct.pend))
   end
 end
 if #queued > 0 then
@@ -128,7 +174,7 @@ if #queued > 0 then
   redis.call('ZADD', KEYS[3], unpack(fair))
   redis.call('ZADD', KEYS[2], unpack(indexed))
   if math.floor(seq / 64) ~= math.floor((seq - n) / 64) then -- trimmed once every 64 queueings
-    redis.call('ZREMRANGEBYLEX', KEYS[2], '-', '(' .. string.format('%013d', now - tonumber(ARGV[2])))
+    redis.call('ZREMRANGEBYLEX', KEYS[2], '-', '(' .. string.format('%013d', now - keep))
   end
 end
 out[#out + 1] = now
@@ -139,30 +185,11 @@ return out
 // round trip. Concurrent calls share round trips (group commit: at most
 // maxInFlight script runs of at most maxBatch submits at once).
 func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.CreateParams) (int64, error) {
-	if err := storekit.CheckNewTask(t); err != nil {
+	args, err := s.createArgsOf(t, p)
+	if err != nil {
 		return 0, err
 	}
-	req, err := json.Marshal(t.Request)
-	if err != nil {
-		return 0, fmt.Errorf("redis store: encode request: %w", err)
-	}
-	ref, err := json.Marshal(imagegen.ChargeRef(t.ID))
-	if err != nil {
-		return 0, fmt.Errorf("redis store: encode reference: %w", err)
-	}
-	sh := s.byOwner(t.Owner)
-	if !s.idPlaced(t.ID) || s.byID(t.ID).tag != sh.tag {
-		return 0, fmt.Errorf("redis store: %w: on a store of several shards a task's id must carry its owner's mark (imagegen.NewOwnedID); %q does not", storekit.ErrInvalidStoreInput, t.ID)
-	}
-	res, err := s.creates.Do(ctx, createArgs{
-		shard:     sh,
-		owner:     t.Owner,
-		task:      sh.task(t.ID),
-		ownerKeys: [4]string{sh.balance(t.Owner), sh.ledger(t.Owner), sh.ownerTasks(t.Owner), sh.sched(t.Owner)},
-		args: [8]any{req, t.Model, t.Cost, `{"kind":"charge","amount":` + strconv.FormatInt(-t.Cost, 10) + `,"ref":` + string(ref) + `,"at":`,
-			t.Request.CallbackURL, storekit.EventsField(t.Request.CallbackEvents), t.RequestID, max(p.MaxPending, 0)},
-		id: t.ID,
-	})
+	res, err := s.creates.Do(ctx, args)
 	switch {
 	case err != nil:
 		return 0, err
@@ -178,6 +205,15 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.Cre
 	t.CreatedAt, t.UpdatedAt, t.RunAfter = now, now, now
 	return res.balance, nil
 }
+
+// indexMargin is how much longer than the retention and a day an
+// owner's task index may outlive its last task: createScript pushes the
+// index's expiry out once per margin, not at every batch. At most half
+// the retention, so that the task of the batch that last pushed it out
+// is still there, and its entry holds the index, until the next one
+// does: an index emptied (by ListTasks dropping the entries of tasks
+// that are gone) and made again would have no TTL.
+func indexMargin(retention time.Duration) time.Duration { return min(time.Hour, retention/2) }
 
 // maxBatch bounds how many submits share one script run.
 const maxBatch = 64
@@ -202,13 +238,60 @@ const maxInFlight = 4
 // flight (medians), in 25.0k script runs against 31.2k.
 const maxCompletesInFlight = 1
 
+// createArgsOf checks t and makes its submit's keys and arguments.
+func (s *Store) createArgsOf(t *imagegen.Task, p imagegen.CreateParams) (createArgs, error) {
+	if err := storekit.CheckNewTask(t); err != nil {
+		return createArgs{}, err
+	}
+	req, err := json.Marshal(t.Request)
+	if err != nil {
+		return createArgs{}, fmt.Errorf("redis store: encode request: %w", err)
+	}
+	ref, err := json.Marshal(imagegen.ChargeRef(t.ID))
+	if err != nil {
+		return createArgs{}, fmt.Errorf("redis store: encode reference: %w", err)
+	}
+	if string(ref) == `"`+imagegen.ChargeRef(t.ID)+`"` {
+		ref = nil // as the script writes it
+	}
+	sh := s.byOwner(t.Owner)
+	if !s.idPlaced(t.ID) || s.byID(t.ID).tag != sh.tag {
+		return createArgs{}, fmt.Errorf("redis store: %w: on a store of several shards a task's id must carry its owner's mark (imagegen.NewOwnedID); %q does not", storekit.ErrInvalidStoreInput, t.ID)
+	}
+	return createArgs{
+		shard:     sh,
+		owner:     t.Owner,
+		id:        t.ID,
+		task:      sh.task(t.ID),
+		ownerKeys: [4]string{sh.balance(t.Owner), sh.ledger(t.Owner), sh.ownerTasks(t.Owner), sh.sched(t.Owner)},
+		spec: createSpec{model: t.Model, cost: t.Cost, maxPending: max(p.MaxPending, 0),
+			callback: t.Request.CallbackURL, events: storekit.EventsField(t.Request.CallbackEvents), ref: string(ref)},
+		req: req,
+		rid: t.RequestID,
+	}, nil
+}
+
 // createArgs are one submit's keys and arguments of createScript.
 type createArgs struct {
 	shard     keys // of the owner
 	owner, id string
 	task      string    // the task's key
 	ownerKeys [4]string // its owner's balance, ledger, task index and sched
-	args      [8]any    // the task's arguments after its id and owner number
+	spec      createSpec
+	req       []byte // the request, JSON
+	rid       string // the request id, or ""
+}
+
+// createSpec is what a submit's task may share with other submits'
+// tasks, in the order of createScript's arguments: a batch names each
+// spec once.
+type createSpec struct {
+	model      string
+	cost       int64
+	maxPending int
+	callback   string
+	events     string
+	ref        string // the charge's reference as JSON when "task:<id>" needs escaping, else ""
 }
 
 // createResult is one submit's result: its code and balance, and the
@@ -251,12 +334,30 @@ func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCal
 			number[i] = len(owners)
 		}
 	}
+	// Its specs, each named once.
+	var specs []createSpec
+	spec := make([]int, len(batch)) // each call's spec's number, from 1
+	for i, c := range batch {
+		spec[i] = slices.Index(specs, c.Req.spec) + 1
+		if spec[i] == 0 {
+			specs = append(specs, c.Req.spec)
+			spec[i] = len(specs)
+		}
+	}
+	costs := make([]int64, len(owners)) // each owner's tasks' cost in the batch
+	for i, c := range batch {
+		costs[number[i]-1] += c.Req.spec.cost
+	}
 	keys := make([]string, 0, 5+4*len(owners)+len(batch))
-	args := make([]any, 0, 3+len(owners)+10*len(batch))
+	args := make([]any, 0, 5+2*len(owners)+6*len(specs)+5*len(batch))
 	keys = append(keys, sh.pending(), sh.allTasks(), sh.fair(), sh.vtime(), sh.tseq())
-	args = append(args, s.nowArg(), ms(s.retention+24*time.Hour), len(owners))
-	for _, o := range owners {
-		args = append(args, o)
+	keep := s.retention + 24*time.Hour
+	args = append(args, s.nowArg(), ms(keep), ms(keep+indexMargin(s.retention)), len(owners), len(specs))
+	for i, o := range owners {
+		args = append(args, o, costs[i])
+	}
+	for _, p := range specs {
+		args = append(args, p.model, p.cost, p.maxPending, p.callback, p.events, p.ref)
 	}
 	named := 0
 	for i, c := range batch {
@@ -267,8 +368,7 @@ func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCal
 	}
 	for i, c := range batch {
 		keys = append(keys, c.Req.task)
-		args = append(args, c.Req.id, number[i])
-		args = append(args, c.Req.args[:]...)
+		args = append(args, c.Req.id, number[i], spec[i], c.Req.req, c.Req.rid)
 	}
 	res, err := s.ackedScript(ctx, createScript, keys, args...).Int64Slice()
 	if err == nil && len(res) != 2*len(batch)+1 {
