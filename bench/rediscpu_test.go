@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,19 +18,39 @@ import (
 // other processes on a shared machine move less than they move
 // wall-clock rates. It measures nothing when the server does not run on
 // this machine (its /proc entry is not there).
+//
+// With IMAGEGEN_BENCH_CALLGRIND set to the PID of a redis-server run
+// under valgrind --tool=callgrind, it also zeroes the server's counts
+// as the timed part starts and dumps them as it ends
+// (callgrind_control -z, -d): the dump is the server's instructions over
+// the timed part, which the machine's load does not move.
 func redisCPU(b *testing.B, opt *goredis.Options) probe {
 	return func() func() {
-		pid, before, ok := redisServerCPU(b, opt)
-		if !ok {
-			return func() {}
+		cg := os.Getenv("IMAGEGEN_BENCH_CALLGRIND")
+		if cg != "" {
+			callgrindControl(b, "-z", cg)
 		}
+		pid, before, ok := redisServerCPU(b, opt)
 		return func() {
+			if cg != "" {
+				callgrindControl(b, "-d", cg)
+			}
+			if !ok {
+				return
+			}
 			after, err := processCPU(pid)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ReportMetric((after-before)*1e6/float64(b.N), "rediscpu-µs/op")
 		}
+	}
+}
+
+// callgrindControl runs callgrind_control with arg on pid.
+func callgrindControl(b *testing.B, arg, pid string) {
+	if out, err := exec.Command("callgrind_control", arg, pid).CombinedOutput(); err != nil {
+		b.Fatalf("callgrind_control %s %s: %v\n%s", arg, pid, err, out)
 	}
 }
 
