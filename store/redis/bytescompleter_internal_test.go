@@ -35,9 +35,7 @@ func TestCompleteScriptRecordsNothingWithoutTheBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh := s.shards[0]
-	keys := append([]string{sh.leases(), sh.webhooks()}, c.keys...)
-	args := append([]any{s.nowArg(), ms(s.retention)}, c.args...)
+	keys, args, _ := s.completeRun(s.shards[0], []completeArgs{c})
 	res, err := completeScript.Run(ctx, rdb, keys, args...).Int64Slice() // without w's SET
 	if err != nil || len(res) != 1 || res[0] != -1 {
 		t.Fatalf("completeScript without the bytes = %v, %v; want [-1]", res, err)
@@ -91,9 +89,7 @@ func TestCompleteBatchChecksEachTaskWhenSomeBytesAreMissing(t *testing.T) {
 		}
 		claimed = append(claimed, c)
 	}
-	sh := s.shards[0]
-	keys := []string{sh.leases(), sh.webhooks()}
-	args := []any{s.nowArg(), ms(s.retention)}
+	var run []completeArgs
 	for i, c := range claimed {
 		imgID := "img-" + c.ID
 		w, err := s.ownBlobs.PreparePut(imgID, []byte("abc"))
@@ -109,8 +105,9 @@ func TestCompleteBatchChecksEachTaskWhenSomeBytesAreMissing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		keys, args = append(keys, a.keys...), append(args, a.args...)
+		run = append(run, a)
 	}
+	keys, args, _ := s.completeRun(s.shards[0], run)
 	res, err := completeScript.Run(ctx, rdb, keys, args...).Int64Slice()
 	if err != nil || len(res) != 2 || res[0] != -1 || res[1] != 1 {
 		t.Fatalf("completeScript = %v, %v; want [-1 1]", res, err)
@@ -123,5 +120,50 @@ func TestCompleteBatchChecksEachTaskWhenSomeBytesAreMissing(t *testing.T) {
 	}
 	if _, err := s.Image(ctx, "img-"+claimed[1].ID); err != nil {
 		t.Fatalf("the recorded task's image: %v", err)
+	}
+}
+
+// A run asks once whether every bytes' key exists; once it has deleted
+// the bytes of a success it does not record, the later successes check
+// their own keys again: here both name the same key, so the second,
+// whose lease holds, finds its bytes gone and is not recorded.
+func TestCompleteRunChecksBytesAgainAfterDeletingSome(t *testing.T) {
+	ctx := context.Background()
+	s, rdb := fundedStore(t, 2)
+	var claimed []*imagegen.Task
+	for _, id := range []string{"t1", "t2"} {
+		task := &imagegen.Task{ID: id, Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
+		if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.ClaimTask(ctx, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed = append(claimed, c)
+	}
+	w, err := s.ownBlobs.PreparePut("img-shared", []byte("abc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rdb.Pipelined(ctx, func(p goredis.Pipeliner) error { w.Queue(ctx, p); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	images := []imagegen.Image{{ID: "img-shared", Owner: "a", ContentType: "image/png", Size: 3}}
+	stale, err := s.completeArgs(claimed[0].ID, claimed[0].Attempt+1, images, []blobredis.Write{w}, nil) // holds no lease
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := s.completeArgs(claimed[1].ID, claimed[1].Attempt, images, []blobredis.Write{w}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, args, _ := s.completeRun(s.shards[0], []completeArgs{stale, held})
+	res, err := completeScript.Run(ctx, rdb, keys, args...).Int64Slice()
+	if err != nil || len(res) != 2 || res[0] != 0 || res[1] != -1 {
+		t.Fatalf("completeScript = %v, %v; want [0 -1]", res, err)
+	}
+	if got, err := s.Task(ctx, "a", claimed[1].ID); err != nil || got.Status != imagegen.StatusProcessing {
+		t.Fatalf("task whose bytes the run deleted = %+v, %v; want still processing", got, err)
 	}
 }

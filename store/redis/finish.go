@@ -27,15 +27,22 @@ import (
 // A success sent with its images' bytes (CompleteTaskWithBytes) names
 // the keys that the same round trip wrote them to: it is recorded only
 // when they all exist, and when it is not recorded they are deleted.
+// The bytes' keys of the whole run come last, so that one EXISTS asks
+// for all of them: when every one exists (the usual case) no success
+// asks again; otherwise, or once the run has deleted bytes, each
+// success checks its own keys.
 //
 //	KEYS[1] leases  KEYS[2] webhooks
-//	then per task: its task key, its image records' keys, and with
-//	bytes the keys of the bytes
-//	ARGV[1] now  ARGV[2] retention (ms)
+//	then per task: its task key, its image records' keys
+//	then the bytes' keys of the tasks that bring them, in task order
+//	ARGV[1] now  ARGV[2] retention (ms)  ARGV[3] the index in KEYS of
+//	the first bytes' key (#KEYS + 1 when none)
 //	then per task: attempt, id, image ids (JSON), the seed the model
 //	used ("" keeps the task's: decodeTask reads the field seed over the
-//	request's), how many images, whether its bytes' keys follow ("1"
-//	or "0"), and per image its record up to its times (see imageRecord)
+//	request's), how many images (negative when their bytes' keys are
+//	among the bytes' keys: one argument where a flag of its own was
+//	another, at about 1,300 server instructions each), and per image
+//	its record up to its times (see imageRecord)
 //
 // Returns, per task, 1; 0 when its attempt does not hold the lease; or
 // -1 when some of its bytes are missing (nothing recorded, the others
@@ -45,19 +52,24 @@ import (
 var completeScript = newScript(`
 local now = now_ms()
 local retention = tonumber(ARGV[2])
-local snow, expires = int(now), int(now + retention)
-local out, done, k, a = {}, {}, 3, 3
-while k <= #KEYS do
+local times = int(now) .. ',"expires":' .. int(now + retention) .. '}' -- how every image record ends
+local first_bytes = tonumber(ARGV[3])
+local bk = first_bytes -- the next task's first bytes' key
+-- EXISTS counts each key it is given: all exist when it counts them all.
+local all_there = first_bytes > #KEYS or redis.call('EXISTS', unpack(KEYS, first_bytes)) == #KEYS - first_bytes + 1
+local out, done, k, a = {}, {}, 3, 4
+while k < first_bytes do
   local task, attempt, id, ids, seed, n = KEYS[k], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4])
-  local blobs = ARGV[a + 5] == '1'
-  a = a + 6
+  local blobs = n < 0
+  if blobs then n = -n end
+  a = a + 5
   local h = holds(task, attempt)
   local result, keep = 0, false
   if h then
     result = 1
-    if blobs then
-      for j = 1, n do
-        if redis.call('EXISTS', KEYS[k + n + j]) == 0 then
+    if blobs and not all_there then
+      for j = bk, bk + n - 1 do
+        if redis.call('EXISTS', KEYS[j]) == 0 then
           result = -1
           break
         end
@@ -72,7 +84,7 @@ while k <= #KEYS do
   if result == 1 then
     for j = 1, n do
       -- One string with its TTL: one call, where a hash took two.
-      redis.call('SET', KEYS[k + j], ARGV[a + j - 1] .. snow .. ',"expires":' .. expires .. '}', 'PX', ARGV[2])
+      redis.call('SET', KEYS[k + j], ARGV[a + j - 1] .. times, 'PX', ARGV[2])
     end
     if seed == '' then
       finish(task, false, id, 'success', now, retention, KEYS[2], h, 'images', ids)
@@ -81,12 +93,13 @@ while k <= #KEYS do
     end
     done[#done + 1] = id
   elseif blobs and n > 0 and not keep then -- not recorded: its bytes go too
-    redis.call('DEL', unpack(KEYS, k + n + 1, k + 2 * n))
+    redis.call('DEL', unpack(KEYS, bk, bk + n - 1))
+    all_there = false -- they may be a later success's too: each checks its own from here
   end
   out[#out + 1] = result
   a = a + n
   k = k + 1 + n
-  if blobs then k = k + n end
+  if blobs then bk = bk + n end
 end
 if #done > 0 then redis.call('ZREM', KEYS[1], unpack(done)) end -- their leases
 return out
@@ -137,10 +150,10 @@ func (s *Store) CompleteTaskWithBytes(ctx context.Context, id string, attempt in
 
 // completeArgs checks a success's images and makes its keys and
 // arguments of completeScript; writes, when not nil, are its images'
-// bytes.
+// bytes (whose keys completeRun puts after every task's keys).
 func (s *Store) completeArgs(id string, attempt int, images []imagegen.Image, writes []blobredis.Write, seed *int64) (completeArgs, error) {
 	sh := s.byID(id)
-	keys := make([]string, 0, 1+2*len(images))
+	keys := make([]string, 0, 1+len(images))
 	keys = append(keys, sh.task(id))
 	ids := make([]string, len(images))
 	for i, img := range images {
@@ -153,22 +166,19 @@ func (s *Store) completeArgs(id string, attempt int, images []imagegen.Image, wr
 		}
 		keys = append(keys, sh.image(img.ID))
 	}
-	for _, w := range writes {
-		keys = append(keys, w.Key)
-	}
 	idsJSON, err := stringsJSON(ids)
 	if err != nil {
 		return completeArgs{}, fmt.Errorf("redis store: encode image ids: %w", err)
 	}
-	used, withBytes := "", "0"
+	used, n := "", len(images)
 	if seed != nil {
 		used = strconv.FormatInt(*seed, 10)
 	}
 	if writes != nil {
-		withBytes = "1"
+		n = -n // its bytes' keys are in the run's
 	}
-	args := make([]any, 0, 6+len(images))
-	args = append(args, strconv.Itoa(attempt), id, idsJSON, used, len(images), withBytes)
+	args := make([]any, 0, 5+len(images))
+	args = append(args, strconv.Itoa(attempt), id, idsJSON, used, n)
 	for _, img := range images {
 		args = append(args, imageRecordHead(id, img))
 	}
@@ -241,19 +251,36 @@ func (s *Store) runCompletes(ctx context.Context, batch []*completeCall) {
 	wg.Wait()
 }
 
+// completeRun makes completeScript's keys and arguments for successes
+// of one shard: its keys, every task's keys, then the bytes' keys of the
+// tasks that bring them.
+func (s *Store) completeRun(sh keys, batch []completeArgs) (keys []string, args []any, writes int) {
+	nk, na := 2, 3
+	for _, c := range batch {
+		nk, na, writes = nk+len(c.keys)+len(c.writes), na+len(c.args), writes+len(c.writes)
+	}
+	keys = append(make([]string, 0, nk), sh.leases(), sh.webhooks())
+	args = append(make([]any, 0, na), s.nowArg(), ms(s.retention), nk-writes+1)
+	for _, c := range batch {
+		keys = append(keys, c.keys...)
+		args = append(args, c.args...)
+	}
+	for _, c := range batch {
+		for _, w := range c.writes {
+			keys = append(keys, w.Key)
+		}
+	}
+	return keys, args, writes
+}
+
 // runShardCompletes runs completeScript for successes of one shard,
 // after the SETs of the bytes they bring, in one round trip.
 func (s *Store) runShardCompletes(ctx context.Context, sh keys, batch []*completeCall) {
-	nk, na, writes := 2, 2, 0
-	for _, c := range batch {
-		nk, na, writes = nk+len(c.Req.keys), na+len(c.Req.args), writes+len(c.Req.writes)
+	reqs := make([]completeArgs, len(batch))
+	for i, c := range batch {
+		reqs[i] = c.Req
 	}
-	keys := append(make([]string, 0, nk), sh.leases(), sh.webhooks())
-	args := append(make([]any, 0, na), s.nowArg(), ms(s.retention))
-	for _, c := range batch {
-		keys = append(keys, c.Req.keys...)
-		args = append(args, c.Req.args...)
-	}
+	keys, args, writes := s.completeRun(sh, reqs)
 	var cmd *goredis.Cmd
 	if writes == 0 {
 		cmd = s.ackedScript(ctx, completeScript, keys, args...)

@@ -91,15 +91,15 @@ end
 -- The keys of owners and models (and whether a model's running set is
 -- kept), made once per claim: a concatenation makes a string each time.
 local okeys, mkeys, rkeys, skeys, mkept = {}, {}, {}, {}, {}
+local task_prefix = skey(KEYS[1], 'task:') -- finds store_tag
 local function keyof(memo, prefix, name)
   local k = memo[name]
   if not k then
-    k = skey(KEYS[1], prefix .. name)
+    k = store_tag .. ':' .. prefix .. name -- one concatenation, one string (skey's two make two)
     memo[name] = k
   end
   return k
 end
-local task_prefix = skey(KEYS[1], 'task:')
 local out, passed, vtime = {}, 0, nil
 local claimed, leased, pend = {}, {}, {} -- ids, ZADD pairs of the leases, sched key -> tasks claimed
 -- The queue is read a chunk at a time, from the first task not yet
@@ -124,7 +124,7 @@ while more and #out < want and passed <= scan do
     local owner, model = f[3] or '', f[4] or ''
     local rkey = keyof(rkeys, 'model:', model)
     local cap, rate = caps[model] or 0, rates[model] or 0
-    local held = f[1] ~= 'pending' or (tonumber(f[2]) or 0) > now
+    local held = f[1] ~= 'pending' or (f[2] and (tonumber(f[2]) or 0) > now) -- run_after: only a retried task has one
     if not held and ownerCap > 0 and running(ownerRun, keyof(okeys, 'run:o:', owner)) >= ownerCap then held = true end
     if not held and cap > 0 and running(modelRun, keyof(mkeys, 'run:m:', model)) >= cap then held = true end
     if not held then
@@ -200,7 +200,7 @@ if #claimed > 0 then -- out of the queues (dequeue, for the batch)
   redis.call('ZREM', KEYS[1], unpack(claimed))
   redis.call('ZREM', skey(KEYS[1], 'pending'), unpack(claimed))
   for sched, n in pairs(pend) do
-    redis.call('HINCRBY', sched, 'pend', int(-n))
+    redis.call('HINCRBY', sched, 'pend', n == 1 and '-1' or int(-n)) -- most often one task an owner: no format
   end
   redis.call('ZADD', KEYS[2], unpack(leased))
 end
@@ -371,7 +371,7 @@ local h = holds(KEYS[1], ARGV[2])
 if not h then return 0 end
 local runAfter = now + tonumber(ARGV[3])
 redis.call('ZREM', KEYS[2], ARGV[5])
-stop_running(KEYS[1], ARGV[5], h)
+stop_running(KEYS[1], ARGV[5], h[5], h[6])
 redis.call('HSET', KEYS[1], 'status', 'pending', 'lease_until', 0, 'run_after', runAfter,
   'updated', now, 'last_error', ARGV[4])
 enqueue(KEYS[1], ARGV[5], runAfter)
@@ -396,7 +396,7 @@ local now = now_ms()
 local h = holds(KEYS[1], ARGV[2])
 if not h then return 0 end
 redis.call('ZREM', KEYS[2], ARGV[4])
-stop_running(KEYS[1], ARGV[4], h)
+stop_running(KEYS[1], ARGV[4], h[5], h[6])
 redis.call('HINCRBY', KEYS[1], 'released', 1)
 redis.call('HSET', KEYS[1], 'status', 'pending', 'lease_until', 0, 'run_after', now,
   'updated', now, 'last_error', ARGV[3])

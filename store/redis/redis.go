@@ -458,17 +458,19 @@ local function kept_sets(capped)
 end
 
 -- stop_running gives back a task's owner and model slots: it left
--- processing. h is what holds read of the task, or nil to read it.
-local function stop_running(task, id, h)
-  if not h then
+-- processing. ro and rm are its fields of those names as holds read
+-- them, or nil (not given) to read them here.
+local function stop_running(task, id, ro, rm)
+  local owner, model
+  if ro == nil then
     local f = redis.call('HMGET', task, 'owner', 'model', 'ro', 'rm')
-    h = {owner = f[1] or '', model = f[2] or '', ro = f[3], rm = f[4]}
-  elseif (h.ro ~= '0' or h.rm ~= '0') and not h.owner then -- holds read neither
+    owner, model, ro, rm = f[1] or '', f[2] or '', f[3], f[4]
+  elseif ro ~= '0' or rm ~= '0' then -- holds read neither
     local f = redis.call('HMGET', task, 'owner', 'model')
-    h.owner, h.model = f[1] or '', f[2] or ''
+    owner, model = f[1] or '', f[2] or ''
   end
-  if h.ro ~= '0' then redis.call('ZREM', skey(task, 'run:o:' .. h.owner), id) end
-  if h.rm ~= '0' then redis.call('ZREM', skey(task, 'run:m:' .. h.model), id) end
+  if ro ~= '0' then redis.call('ZREM', skey(task, 'run:o:' .. owner), id) end
+  if rm ~= '0' then redis.call('ZREM', skey(task, 'run:m:' .. model), id) end
 end
 
 -- run_until moves a processing task's slots to its new lease end.
@@ -516,14 +518,20 @@ end
 local finished_channel, finished_publish
 local finished_at, finished_retention, finished_snow, finished_expires, finished_sretention
 
--- finish's h is what holds read of the task, or nil to read it; more
--- arguments are fields and values to set on the task with its status.
+-- finish's h is what holds read of the task (its reply), or nil to
+-- read it; more arguments are fields and values to set on the task with
+-- its status.
 -- leases false leaves the task in the leases, for a caller that takes a
 -- batch out of them at once.
 local function finish(task, leases, id, status, now, retention, hooks, h, ...)
-  stop_running(task, id, h)
   local hooked
-  if h then hooked = wants_of(h.callback, h.events, 'completed') else hooked = wants(task, 'completed') end
+  if h then
+    stop_running(task, id, h[5], h[6])
+    hooked = wants_of(h[3], h[4], 'completed')
+  else
+    stop_running(task, id)
+    hooked = wants(task, 'completed')
+  end
   if now ~= finished_at or retention ~= finished_retention then -- the times as strings, made once per run
     finished_at, finished_retention = now, retention
     finished_snow, finished_expires, finished_sretention = int(now), int(now + retention), int(retention)
@@ -552,8 +560,9 @@ local function hook_attempts(delivery)
   return 'hook_attempts'
 end
 
--- holds reports whether attempt holds the task's lease: it returns the
--- task's running sets, callback and events (for stop_running and
+-- holds reports whether attempt holds the task's lease: it returns
+-- what it read (HMGET's reply, so no table is made for it: the status,
+-- attempt, callback, events, ro and rm fields, for stop_running and
 -- finish, which need not read them again), or nil when it does not.
 -- Its owner and model are left for stop_running to read when the task
 -- is in a running set: rarely, and each value read costs the server a
@@ -561,7 +570,7 @@ end
 local function holds(task, attempt)
   local f = redis.call('HMGET', task, 'status', 'attempt', 'callback', 'events', 'ro', 'rm')
   if f[1] ~= 'processing' or f[2] ~= attempt then return nil end
-  return {callback = f[3], events = f[4], ro = f[5], rm = f[6]}
+  return f
 end
 `
 
