@@ -66,22 +66,24 @@ end
 local now = now_ms()
 local snow, stamp = int(now), string.format('%013d', now) .. ':' -- index members: stamp .. id
 local out, queued, fair, indexed = {}, {}, {}, {}
-local owners, keep = tonumber(ARGV[4]), tonumber(ARGV[2])
+-- Numbers are read from strings by arithmetic (s + 0), not tonumber,
+-- which in Lua 5.1 converts a string twice.
+local owners, keep = ARGV[4] + 0, ARGV[2] + 0
 -- An owner's index whose expiry (ixp, 13 digits, compared as strings) is
 -- before due is pushed out.
 local due = string.format('%013d', now + keep)
 -- Specs by number (as sent: a string).
 local specs, a = {}, 6 + 2 * owners
-for j = 1, tonumber(ARGV[5]) do
-  specs[tostring(j)] = {model = ARGV[a], scost = ARGV[a + 1], cost = tonumber(ARGV[a + 1]), max = tonumber(ARGV[a + 2]),
+for j = 1, ARGV[5] + 0 do
+  specs[tostring(j)] = {model = ARGV[a], scost = ARGV[a + 1], cost = ARGV[a + 1] + 0, max = ARGV[a + 2] + 0,
     callback = ARGV[a + 3], events = ARGV[a + 4], ref = ARGV[a + 5]}
   a = a + 6
 end
 -- By owner number (as sent: a string), made on its first task: balance,
--- ledger entries and index members to add, scheduling state (w, last,
+-- ledger entries and index members to add, scheduling state (stride, last,
 -- pend; pend0 as read) and its index's expiry.
 local accts, order = {}, {}
-local vtime = tonumber(redis.call('GET', KEYS[4]) or '0')
+local vtime = (redis.call('GET', KEYS[4]) or 0) + 0
 local tasks = 5 + 4 * owners -- the task keys follow
 local n = #KEYS - tasks
 local seq = redis.call('INCRBY', KEYS[5], int(n))
@@ -93,13 +95,13 @@ for i = 1, n do
     local on = #order + 1 -- owners are numbered in the order of their first tasks
     local k = 4 * on + 1
     local f = redis.call('HMGET', KEYS[k + 4], 'w', 'last', 'pend', 'ixp')
-    local pend = tonumber(f[3]) or 0
+    local pend = (f[3] or 0) + 0
     -- The balance is debited all the owner's tasks' cost at once (one
     -- call where a GET and a SET were); what refused tasks did not spend
     -- goes back below.
     local left = redis.call('DECRBY', KEYS[k + 1], ARGV[5 + 2 * on])
-    acct = {k = k, owner = ARGV[4 + 2 * on], value = left + tonumber(ARGV[5 + 2 * on]), left = left, entries = {}, members = {},
-      w = f[1], last = tonumber(f[2]) or 0, pend = pend, pend0 = pend, ixp = f[4]}
+    acct = {k = k, owner = ARGV[4 + 2 * on], value = left + ARGV[5 + 2 * on], left = left, entries = {}, members = {},
+      stride = stride(f[1]), last = (f[2] or 0) + 0, pend = pend, pend0 = pend, ixp = f[4]}
     accts[o] = acct
     order[#order + 1] = acct
   end
@@ -133,7 +135,7 @@ for i = 1, n do
     end
     local base = vtime
     if acct.pend > 0 then base = math.max(base, acct.last) end
-    acct.last = base + stride(acct.w)
+    acct.last = base + acct.stride
     acct.pend = acct.pend + 1
     queued[#queued + 1], queued[#queued + 2] = snow, id
     fair[#fair + 1], fair[#fair + 2] = tag_score(acct.last, (seq - n + i) % 1024), id
@@ -160,7 +162,7 @@ for _, acct in ipairs(order) do
     redis.call('ZADD', KEYS[k + 3], unpack(acct.members))
     if not acct.ixp or acct.ixp < due then
       redis.call('PEXPIRE', KEYS[k + 3], ARGV[3])
-      ixp = string.format('%013d', now + tonumber(ARGV[3]))
+      ixp = string.format('%013d', now + ARGV[3])
     end
   end
   if ixp then -- tasks were made: pend changed too
