@@ -216,3 +216,82 @@ func TestOwnerIndexOutlivesItsLastTask(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateBatchFailsWithEveryBalanceAsItWas: a batch whose later
+// owner's balance cannot be debited (a key of another type, a value
+// that is not a whole number) fails every call of the batch, and the
+// owners debited before it get their credits back: no owner pays for a
+// batch that made nothing, and nothing of it is left (task, ledger
+// entry, queue entry).
+func TestCreateBatchFailsWithEveryBalanceAsItWas(t *testing.T) {
+	for name, spoil := range map[string]func(s *Store) error{
+		"wrong type": func(s *Store) error { return s.rdb.HSet(context.Background(), s.k.balance("b"), "x", "1").Err() },
+		"fraction":   func(s *Store) error { return s.rdb.Set(context.Background(), s.k.balance("b"), "1.5", 0).Err() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := fundedStore(t, 10)
+			if err := spoil(s); err != nil {
+				t.Fatal(err)
+			}
+			task := func(id, owner string) *imagegen.Task {
+				return &imagegen.Task{ID: id, Owner: owner, Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 3}
+			}
+			batch := []*groupcommit.Call[createArgs, createResult]{{Req: submitArgs(t, s, task("t1", "a"))}, {Req: submitArgs(t, s, task("t2", "a"))}, {Req: submitArgs(t, s, task("t3", "b"))}}
+			s.runShardCreates(ctx, s.shards[0], batch)
+			for i, c := range batch {
+				if c.Err == nil {
+					t.Fatalf("call %d: %+v; want the batch's error", i, c.Res)
+				}
+			}
+			if bal, err := s.Balance(ctx, "a"); err != nil || bal != 10 {
+				t.Fatalf("a's balance %d, %v; want 10", bal, err)
+			}
+			if entries, err := s.Ledger(ctx, "a"); err != nil || len(entries) != 1 {
+				t.Fatalf("a's ledger %+v, %v; want the grant alone", entries, err)
+			}
+			for _, k := range []string{s.k.task("t1"), s.k.task("t2"), s.k.pending(), s.k.fair()} {
+				if n, err := s.rdb.Exists(ctx, k).Result(); err != nil || n != 0 {
+					t.Fatalf("%s: %d, %v; want none", k, n, err)
+				}
+			}
+		})
+	}
+}
+
+// TestOwnerIndexGetsATTLAfterRetentionIsCut: an index whose recorded
+// expiry a longer retention set is pushed out all the same (to what the
+// shorter one sets), so that an index that went and was made again
+// since has a TTL.
+func TestOwnerIndexGetsATTLAfterRetentionIsCut(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	mr.SetTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	submit := func(s *Store, id string) {
+		t.Helper()
+		task := &imagegen.Task{ID: id, Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
+		if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long, err := New(rdb, Config{Retention: 30 * 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := long.AddEntry(ctx, imagegen.LedgerEntry{Owner: "a", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "grant:a"}); err != nil {
+		t.Fatal(err)
+	}
+	submit(long, "t1")
+	short, err := New(rdb, Config{Retention: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr.Del(short.k.ownerTasks("a")) // the index gone (its tasks expired and a listing emptied it)
+	submit(short, "t2")
+	want := 2*time.Hour + 24*time.Hour + indexMargin(2*time.Hour)
+	if ttl := mr.TTL(short.k.ownerTasks("a")); ttl != want {
+		t.Fatalf("index TTL %v; want %v", ttl, want)
+	}
+}

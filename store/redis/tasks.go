@@ -70,8 +70,10 @@ local out, queued, fair, indexed = {}, {}, {}, {}
 -- which in Lua 5.1 converts a string twice.
 local owners, keep = ARGV[4] + 0, ARGV[2] + 0
 -- An owner's index whose expiry (ixp, 13 digits, compared as strings) is
--- before due is pushed out.
-local due = string.format('%013d', now + keep)
+-- before due is pushed out, and so is one whose expiry is later than a
+-- push now would set (written under a longer retention: the index may
+-- have gone and been made again since, with no TTL).
+local due, far = string.format('%013d', now + keep), string.format('%013d', now + ARGV[3])
 -- Specs by number (as sent: a string).
 local specs, a = {}, 6 + 2 * owners
 for j = 1, ARGV[5] + 0 do
@@ -79,32 +81,53 @@ for j = 1, ARGV[5] + 0 do
     callback = ARGV[a + 3], events = ARGV[a + 4], ref = ARGV[a + 5]}
   a = a + 6
 end
--- By owner number (as sent: a string), made on its first task: balance,
--- ledger entries and index members to add, scheduling state (stride, last,
--- pend; pend0 as read) and its index's expiry.
+-- By owner number (as sent: a string; owners are numbered in the order
+-- of their first tasks), read before anything is written: balance,
+-- ledger entries and index members to add, scheduling state (stride,
+-- last, pend; pend0 as read) and its index's expiry.
 local accts, order = {}, {}
+for on = 1, owners do
+  local k = 4 * on + 1
+  local f = redis.call('HMGET', KEYS[k + 4], 'w', 'last', 'pend', 'ixp')
+  local pend = (f[3] or 0) + 0
+  local acct = {k = k, owner = ARGV[4 + 2 * on], cost = ARGV[5 + 2 * on], entries = {}, members = {},
+    stride = stride(f[1]), last = (f[2] or 0) + 0, pend = pend, pend0 = pend, ixp = f[4]}
+  accts[tostring(on)] = acct
+  order[on] = acct
+end
 local vtime = (redis.call('GET', KEYS[4]) or 0) + 0
+-- give_back returns to acct's balance what the batch debited and did not
+-- spend (value - left); an owner that had no balance key (one is never
+-- made without a ledger entry) is left without one.
+local function give_back(acct)
+  if acct.value == acct.left then return end
+  if #acct.entries == 0 and acct.value == 0 and redis.call('EXISTS', KEYS[acct.k + 2]) == 0 then
+    redis.call('DEL', KEYS[acct.k + 1])
+  else
+    redis.call('INCRBY', KEYS[acct.k + 1], int(acct.value - acct.left))
+  end
+end
+-- Each balance is debited all its owner's tasks' cost at once (one call
+-- where a GET and a SET were); what refused tasks did not spend goes
+-- back at the end. This is the script's first write, after everything
+-- it reads that could fail (a script that fails keeps what it wrote):
+-- a balance that is not a whole number fails the batch with every
+-- balance as it was.
+for on, acct in ipairs(order) do
+  local left = redis.pcall('DECRBY', KEYS[acct.k + 1], acct.cost)
+  if type(left) == 'table' then
+    for j = 1, on - 1 do give_back(order[j]) end
+    return left
+  end
+  acct.left, acct.value = left, left + acct.cost
+end
 local tasks = 5 + 4 * owners -- the task keys follow
 local n = #KEYS - tasks
 local seq = redis.call('INCRBY', KEYS[5], int(n))
 for i = 1, n do
   local task = KEYS[tasks + i]
-  local id, o, sp = ARGV[a], ARGV[a + 1], specs[ARGV[a + 2]]
-  local acct = accts[o]
-  if not acct then
-    local on = #order + 1 -- owners are numbered in the order of their first tasks
-    local k = 4 * on + 1
-    local f = redis.call('HMGET', KEYS[k + 4], 'w', 'last', 'pend', 'ixp')
-    local pend = (f[3] or 0) + 0
-    -- The balance is debited all the owner's tasks' cost at once (one
-    -- call where a GET and a SET were); what refused tasks did not spend
-    -- goes back below.
-    local left = redis.call('DECRBY', KEYS[k + 1], ARGV[5 + 2 * on])
-    acct = {k = k, owner = ARGV[4 + 2 * on], value = left + ARGV[5 + 2 * on], left = left, entries = {}, members = {},
-      stride = stride(f[1]), last = (f[2] or 0) + 0, pend = pend, pend0 = pend, ixp = f[4]}
-    accts[o] = acct
-    order[#order + 1] = acct
-  end
+  local id, sp = ARGV[a], specs[ARGV[a + 2]]
+  local acct = accts[ARGV[a + 1]]
   if redis.call('EXISTS', task) == 1 then
     out[#out + 1], out[#out + 2] = -1, 0
   elseif acct.value < sp.cost then
@@ -148,21 +171,13 @@ for i = 1, n do
 end
 for _, acct in ipairs(order) do
   local ixp, k = nil, acct.k
-  if acct.value ~= acct.left then
-    if #acct.entries == 0 and acct.value == 0 and redis.call('EXISTS', KEYS[k + 2]) == 0 then
-      -- The owner had no balance key (one is never made without a
-      -- ledger entry): none is left.
-      redis.call('DEL', KEYS[k + 1])
-    else
-      redis.call('INCRBY', KEYS[k + 1], int(acct.value - acct.left))
-    end
-  end
+  give_back(acct)
   if #acct.entries > 0 then
     redis.call('RPUSH', KEYS[k + 2], unpack(acct.entries))
     redis.call('ZADD', KEYS[k + 3], unpack(acct.members))
-    if not acct.ixp or acct.ixp < due then
+    if not acct.ixp or acct.ixp < due or acct.ixp > far then
       redis.call('PEXPIRE', KEYS[k + 3], ARGV[3])
-      ixp = string.format('%013d', now + ARGV[3])
+      ixp = far
     end
   end
   if ixp then -- tasks were made: pend changed too
