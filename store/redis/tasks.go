@@ -81,18 +81,19 @@ for j = 1, ARGV[5] + 0 do
     callback = ARGV[a + 3], events = ARGV[a + 4], ref = ARGV[a + 5]}
   a = a + 6
 end
--- By owner number (as sent: a string; owners are numbered in the order
--- of their first tasks), read before anything is written: balance,
--- ledger entries and index members to add, scheduling state (stride,
--- last, pend; pend0 as read) and its index's expiry.
-local accts, order = {}, {}
+-- By owner number, read before anything is written: balance, ledger
+-- entries and index members to add, scheduling state (stride, last,
+-- pend; pend0 as read) and its index's expiry. accts finds them by the
+-- number as a task sends it (a string), from its first task on: owners
+-- are numbered in the order of their first tasks, so that needs no
+-- tostring (a sprintf) of each number.
+local accts, order, named = {}, {}, 0
 for on = 1, owners do
   local k = 4 * on + 1
   local f = redis.call('HMGET', KEYS[k + 4], 'w', 'last', 'pend', 'ixp')
   local pend = (f[3] or 0) + 0
   local acct = {k = k, owner = ARGV[4 + 2 * on], cost = ARGV[5 + 2 * on], entries = {}, members = {},
     stride = stride(f[1]), last = (f[2] or 0) + 0, pend = pend, pend0 = pend, ixp = f[4]}
-  accts[tostring(on)] = acct
   order[on] = acct
 end
 local vtime = (redis.call('GET', KEYS[4]) or 0) + 0
@@ -128,6 +129,11 @@ for i = 1, n do
   local task = KEYS[tasks + i]
   local id, sp = ARGV[a], specs[ARGV[a + 2]]
   local acct = accts[ARGV[a + 1]]
+  if not acct then -- the owner's first task
+    named = named + 1
+    acct = order[named]
+    accts[ARGV[a + 1]] = acct
+  end
   if redis.call('EXISTS', task) == 1 then
     out[#out + 1], out[#out + 2] = -1, 0
   elseif acct.value < sp.cost then
