@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -77,18 +76,7 @@ func TestCompleteSentAgainKeepsTheRecordsBytes(t *testing.T) {
 func TestCompleteBatchChecksEachTaskWhenSomeBytesAreMissing(t *testing.T) {
 	ctx := context.Background()
 	s, rdb := fundedStore(t, 2)
-	var claimed []*imagegen.Task
-	for _, id := range []string{"t1", "t2"} {
-		task := &imagegen.Task{ID: id, Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
-		if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
-			t.Fatal(err)
-		}
-		c, err := s.ClaimTask(ctx, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		claimed = append(claimed, c)
-	}
+	claimed := claimedTasks(t, s, "t1", "t2")
 	var run []completeArgs
 	for i, c := range claimed {
 		imgID := "img-" + c.ID
@@ -130,18 +118,7 @@ func TestCompleteBatchChecksEachTaskWhenSomeBytesAreMissing(t *testing.T) {
 func TestCompleteRunChecksBytesAgainAfterDeletingSome(t *testing.T) {
 	ctx := context.Background()
 	s, rdb := fundedStore(t, 2)
-	var claimed []*imagegen.Task
-	for _, id := range []string{"t1", "t2"} {
-		task := &imagegen.Task{ID: id, Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
-		if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
-			t.Fatal(err)
-		}
-		c, err := s.ClaimTask(ctx, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		claimed = append(claimed, c)
-	}
+	claimed := claimedTasks(t, s, "t1", "t2")
 	w, err := s.ownBlobs.PreparePut("img-shared", []byte("abc"))
 	if err != nil {
 		t.Fatal(err)

@@ -28,17 +28,27 @@ func fundedStore(t *testing.T, credits int64) (*Store, *goredis.Client) {
 	return s, rdb
 }
 
+// claimedTasks submits a task of owner "a" (funded) for each id and
+// claims it, in turn.
+func claimedTasks(t *testing.T, s *Store, ids ...string) []*imagegen.Task {
+	t.Helper()
+	var claimed []*imagegen.Task
+	for _, id := range ids {
+		task := &imagegen.Task{ID: id, Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
+		if _, err := s.CreateTask(context.Background(), task, imagegen.CreateParams{}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.ClaimTask(context.Background(), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed = append(claimed, c)
+	}
+	return claimed
+}
+
 // claimedTask submits task t1 of owner "a" (funded) and claims it.
 func claimedTask(t *testing.T, s *Store) *imagegen.Task {
 	t.Helper()
-	ctx := context.Background()
-	task := &imagegen.Task{ID: "t1", Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
-	if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := s.ClaimTask(ctx, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return claimed
+	return claimedTasks(t, s, "t1")[0]
 }

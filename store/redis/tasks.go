@@ -345,28 +345,27 @@ func (s *Store) runCreates(ctx context.Context, batch []*createCall) {
 	wg.Wait()
 }
 
+// numberDistinct returns the distinct values of key over batch, in order
+// of their first call, and each call's value's number among them, from 1.
+func numberDistinct[T comparable](batch []*createCall, key func(*createCall) T) (distinct []T, number []int) {
+	number = make([]int, len(batch))
+	for i, c := range batch {
+		v := key(c)
+		number[i] = slices.Index(distinct, v) + 1
+		if number[i] == 0 {
+			distinct = append(distinct, v)
+			number[i] = len(distinct)
+		}
+	}
+	return distinct, number
+}
+
 // runShardCreates runs createScript for calls of one shard.
 func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCall) {
-	// The batch's owners, in order of their first task, each named once.
-	var owners []string
-	number := make([]int, len(batch)) // each call's owner's number, from 1
-	for i, c := range batch {
-		number[i] = slices.Index(owners, c.Req.owner) + 1
-		if number[i] == 0 {
-			owners = append(owners, c.Req.owner)
-			number[i] = len(owners)
-		}
-	}
-	// Its specs, each named once.
-	var specs []createSpec
-	spec := make([]int, len(batch)) // each call's spec's number, from 1
-	for i, c := range batch {
-		spec[i] = slices.Index(specs, c.Req.spec) + 1
-		if spec[i] == 0 {
-			specs = append(specs, c.Req.spec)
-			spec[i] = len(specs)
-		}
-	}
+	// The batch's owners and specs, each named once, in order of their
+	// first task; number and spec are each call's.
+	owners, number := numberDistinct(batch, func(c *createCall) string { return c.Req.owner })
+	specs, spec := numberDistinct(batch, func(c *createCall) createSpec { return c.Req.spec })
 	costs := make([]int64, len(owners)) // each owner's tasks' cost in the batch
 	for i, c := range batch {
 		costs[number[i]-1] += c.Req.spec.cost
