@@ -31,33 +31,16 @@ var bigPicture = func() []byte {
 	return b
 }()
 
-// redisCounter is a go-redis hook that counts the commands a client
-// sends and the bytes of the strings Redis answers.
+// redisCounter counts the commands a client sends and the bytes of the
+// strings Redis answers (its hook).
 type redisCounter struct {
 	mu       sync.Mutex
 	commands int
 	bytes    int
 }
 
-func (c *redisCounter) DialHook(next goredis.DialHook) goredis.DialHook { return next }
-
-func (c *redisCounter) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
-	return func(ctx context.Context, cmd goredis.Cmder) error {
-		err := next(ctx, cmd)
-		c.count(cmd)
-		return err
-	}
-}
-
-func (c *redisCounter) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []goredis.Cmder) error {
-		err := next(ctx, cmds)
-		for _, cmd := range cmds {
-			c.count(cmd)
-		}
-		return err
-	}
-}
+// hook is the client hook that feeds c.
+func (c *redisCounter) hook() redistest.Hook { return redistest.Hook{After: c.count} }
 
 func (c *redisCounter) count(cmd goredis.Cmder) {
 	c.mu.Lock()
@@ -104,7 +87,7 @@ func TestRangesOnRedisBlobsCostOneDownload(t *testing.T) {
 	is := is.New(t)
 	rdb := redisBlobClient(t)
 	counter := &redisCounter{}
-	rdb.AddHook(counter)
+	rdb.AddHook(counter.hook())
 	prefix := "imagegen-test-" + uuid.NewString()
 	blobs, err := blobredis.New(rdb, blobredis.Config{Prefix: prefix, TTL: time.Hour})
 	is.NoErr(err)

@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"math/rand"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -95,7 +94,7 @@ func TestBatchIsOneRunOfCallsInTurn(t *testing.T) {
 
 				batch := batchOf(lim, []string{"a", "hash", "a", "junk", "a", "b"})
 				sent := &sentCommands{}
-				rdb.AddHook(sent)
+				rdb.AddHook(sent.hook())
 				lim.runCalls(ctx, batch)
 				is.Equal(sent.names, []string{"evalsha"}) // one script run
 
@@ -165,7 +164,7 @@ func TestBatchApart(t *testing.T) {
 			_, err := lim.Allow(context.Background(), "a") // loads the script
 			is.NoErr(err)
 			sent := &sentCommands{}
-			rdb.AddHook(sent)
+			rdb.AddHook(sent.hook())
 			batch := batchOf(lim, []string{"a", "b", "a"})
 			lim.runCalls(context.Background(), batch)
 			is.Equal(sent.names, []string{"evalsha", "evalsha", "evalsha"})
@@ -177,7 +176,7 @@ func TestBatchApart(t *testing.T) {
 			_, err := lim.Allow(context.Background(), "a") // loads the script
 			is.NoErr(err)
 			proxy := &sentCommands{refuseKeys: 2}
-			rdb.AddHook(proxy)
+			rdb.AddHook(proxy.hook())
 			batch := batchOf(lim, []string{"a", "b", "a"})
 			lim.runCalls(context.Background(), batch)
 			is.Equal(proxy.names, []string{"evalsha", "evalsha", "evalsha", "evalsha"}) // refused, then one a call
@@ -204,38 +203,24 @@ func counts(t *testing.T, batch []*groupcommit.Call[allowCall, []int64]) []int64
 	return out
 }
 
-// sentCommands is a client hook that notes the script runs the client
-// sends; with refuseKeys set, it answers a script run of that many keys
-// or more with CROSSSLOT, as a proxy in front of several servers does,
-// without sending it.
+// sentCommands notes the script runs a client sends (its hook); with
+// refuseKeys set, it answers a script run of that many keys or more
+// with CROSSSLOT, as a proxy in front of several servers does, without
+// sending it.
 type sentCommands struct {
 	names      []string
 	refuseKeys int
 }
 
-func (h *sentCommands) DialHook(next goredis.DialHook) goredis.DialHook { return next }
-
-func (h *sentCommands) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
-	return func(ctx context.Context, cmd goredis.Cmder) error {
+// hook is the client hook that feeds h.
+func (h *sentCommands) hook() redistest.Hook {
+	return redistest.Hook{Before: func(cmd goredis.Cmder) error {
 		h.note(cmd)
 		if h.refused(cmd) {
-			cmd.SetErr(crossSlot{})
-			return cmd.Err()
+			return crossSlot{}
 		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *sentCommands) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []goredis.Cmder) error {
-		for _, c := range cmds {
-			h.note(c)
-		}
-		if slices.ContainsFunc(cmds, h.refused) {
-			panic("a pipeline of script runs of several keys")
-		}
-		return next(ctx, cmds)
-	}
+		return nil
+	}}
 }
 
 // note notes cmd if it is a script run (a new connection's own

@@ -5,24 +5,16 @@ import (
 	"time"
 )
 
-// expiryQueue orders finished tasks by removal time.
-type expiryQueue []expiry
+// expiryQueue orders idempotency records and console sessions by
+// expiry (a minHeap).
+type expiryQueue = minHeap[expiry]
 
 type expiry struct {
 	at time.Time
 	id string
 }
 
-func (q expiryQueue) Len() int           { return len(q) }
-func (q expiryQueue) Less(i, j int) bool { return q[i].at.Before(q[j].at) }
-func (q expiryQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
-func (q *expiryQueue) Push(x any)        { *q = append(*q, x.(expiry)) }
-func (q *expiryQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
-}
+func (e expiry) before(o expiry) bool { return e.at.Before(o.at) }
 
 // QueuePositions counts, for each pending task, the queue entries
 // ahead of it: O(log pending) each.
