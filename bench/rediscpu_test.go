@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +8,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen/internal/testenv"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
 )
 
 // redisCPU is a probe of the Redis server's CPU time (utime + stime from
@@ -26,15 +25,10 @@ import (
 // the timed part, which the machine's load does not move.
 func redisCPU(b *testing.B, opt *goredis.Options) probe {
 	return func() func() {
-		cg := os.Getenv("IMAGEGEN_BENCH_CALLGRIND")
-		if cg != "" {
-			callgrindControl(b, "-z", cg)
-		}
+		dump := redistest.Callgrind(b)
 		pid, before, ok := redisServerCPU(b, opt)
 		return func() {
-			if cg != "" {
-				callgrindControl(b, "-d", cg)
-			}
+			dump()
 			if !ok {
 				return
 			}
@@ -44,13 +38,6 @@ func redisCPU(b *testing.B, opt *goredis.Options) probe {
 			}
 			b.ReportMetric((after-before)*1e6/float64(b.N), "rediscpu-µs/op")
 		}
-	}
-}
-
-// callgrindControl runs callgrind_control with arg on pid.
-func callgrindControl(b *testing.B, arg, pid string) {
-	if out, err := exec.Command("callgrind_control", arg, pid).CombinedOutput(); err != nil {
-		b.Fatalf("callgrind_control %s %s: %v\n%s", arg, pid, err, out)
 	}
 }
 

@@ -295,3 +295,32 @@ func TestOwnerIndexGetsATTLAfterRetentionIsCut(t *testing.T) {
 		t.Fatalf("index TTL %v; want %v", ttl, want)
 	}
 }
+
+// createResults reads each task's balance off its owner's balance before
+// the batch and the costs of the owner's tasks created before it, and
+// refuses a reply that does not fit the batch.
+func TestCreateResults(t *testing.T) {
+	call := func(cost int64) *createCall { return &createCall{Req: createArgs{spec: createSpec{cost: cost}}} }
+	batch := []*createCall{call(3), call(1), call(2), call(5), call(1), call(1)}
+	number := []int{1, 2, 1, 1, 2, 1} // owners a (10 before the batch) and b (1)
+	if err := createResults(batch, number, 2, []any{int64(42), "cctsfc", int64(10), int64(1)}); err != nil {
+		t.Fatal(err)
+	}
+	want := []createResult{{1, 7, 42}, {1, 0, 42}, {-1, 0, 42}, {0, 7, 42}, {-2, 0, 42}, {1, 6, 42}}
+	for i, c := range batch {
+		if c.Res != want[i] {
+			t.Fatalf("call %d: %+v; want %+v", i, c.Res, want[i])
+		}
+	}
+	for name, reply := range map[string][]any{
+		"short codes":    {int64(42), "cc", int64(10), int64(1)},
+		"missing owner":  {int64(42), "cctsfc", int64(10)},
+		"unknown code":   {int64(42), "cctsfx", int64(10), int64(1)},
+		"balance string": {int64(42), "cctsfc", "10", int64(1)},
+		"now missing":    {"cctsfc", int64(10), int64(1), int64(1)},
+	} {
+		if err := createResults(batch, number, 2, reply); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}

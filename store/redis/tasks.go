@@ -46,15 +46,23 @@ import (
 //	ARGV[1] now  ARGV[2] how long an owner's task index outlives its last task at least (ms)
 //	ARGV[3] the TTL an owner's task index is given when it is pushed out (ms)
 //	ARGV[4] how many owners  ARGV[5] how many specs
+//	ARGV[6] per task two bytes: its owner's number and its spec's number
 //	then per owner: its name, the cost of its tasks in the batch
 //	then per spec: model, cost, max pending (0: no max), callback URL or
 //	"", callback events ("" for the default), the charge's ledger
 //	reference as JSON ("" for "task:<id>", which needs no escaping)
-//	then per task: id, its owner's number, its spec's number, request
-//	JSON, request id or ""
+//	then per task: id, request JSON, request id or ""
 //
-// Returns {code_1, balance_1, ..., code_n, balance_n, now} where code is
-// 1 (created), 0 (balance short), -1 (id taken) or -2 (queue full).
+// Returns {now, codes, balance_1, ..., balance_o}: codes holds a byte a
+// task, 'c' (created), 's' (balance short), 't' (id taken) or 'f'
+// (queue full); balance_o is owner o's balance before the batch, from
+// which each task's balance follows (see createResults). A reply of a
+// few values, not two a task, and a task's numbers as two bytes of one
+// argument, not two arguments, spare the server a conversion each.
+//
+// The batch's ids are checked with one EXISTS of all its task keys;
+// only when one is taken is each checked on its own (and an id sent
+// twice in the batch is caught by the ids the batch made).
 var createScript = newScript(`
 -- tag_str is num(tag), written with %d when the tag is whole, as it
 -- usually is (num's %.17g costs several times more).
@@ -65,35 +73,32 @@ end
 
 local now = now_ms()
 local snow, stamp = int(now), string.format('%013d', now) .. ':' -- index members: stamp .. id
-local out, queued, fair, indexed = {}, {}, {}, {}
+local out, codes, queued, fair, indexed = {now, ''}, {}, {}, {}, {}
 -- Numbers are read from strings by arithmetic (s + 0), not tonumber,
 -- which in Lua 5.1 converts a string twice.
 local owners, keep = ARGV[4] + 0, ARGV[2] + 0
--- An owner's index whose expiry (ixp, 13 digits, compared as strings) is
--- before due is pushed out, and so is one whose expiry is later than a
--- push now would set (written under a longer retention: the index may
--- have gone and been made again since, with no TTL).
-local due, far = string.format('%013d', now + keep), string.format('%013d', now + ARGV[3])
--- Specs by number (as sent: a string).
-local specs, a = {}, 6 + 2 * owners
+-- An owner's index whose expiry (ixp, ms) is before due is pushed out,
+-- and so is one whose expiry is later than a push now would set
+-- (written under a longer retention: the index may have gone and been
+-- made again since, with no TTL), or that is not a number.
+local due, far = now + keep, now + ARGV[3]
+-- Specs by number.
+local specs, a = {}, 7 + 2 * owners
 for j = 1, ARGV[5] + 0 do
-  specs[tostring(j)] = {model = ARGV[a], scost = ARGV[a + 1], cost = ARGV[a + 1] + 0, max = ARGV[a + 2] + 0,
+  specs[j] = {model = ARGV[a], scost = ARGV[a + 1], cost = ARGV[a + 1] + 0, max = ARGV[a + 2] + 0,
     callback = ARGV[a + 3], events = ARGV[a + 4], ref = ARGV[a + 5]}
   a = a + 6
 end
 -- By owner number, read before anything is written: balance, ledger
 -- entries and index members to add, scheduling state (stride, last,
--- pend; pend0 as read) and its index's expiry. accts finds them by the
--- number as a task sends it (a string), from its first task on: owners
--- are numbered in the order of their first tasks, so that needs no
--- tostring (a sprintf) of each number.
-local accts, order, named = {}, {}, 0
+-- pend; pend0 as read) and its index's expiry.
+local order = {}
 for on = 1, owners do
   local k = 4 * on + 1
   local f = redis.call('HMGET', KEYS[k + 4], 'w', 'last', 'pend', 'ixp')
   local pend = (f[3] or 0) + 0
-  local acct = {k = k, owner = ARGV[4 + 2 * on], cost = ARGV[5 + 2 * on], entries = {}, members = {},
-    stride = stride(f[1]), last = (f[2] or 0) + 0, pend = pend, pend0 = pend, ixp = f[4]}
+  local acct = {k = k, owner = ARGV[5 + 2 * on], cost = ARGV[6 + 2 * on], entries = {}, members = {},
+    stride = stride(f[1]), last = (f[2] or 0) + 0, pend = pend, pend0 = pend, ixp = tonumber(f[4])}
   order[on] = acct
 end
 local vtime = (redis.call('GET', KEYS[4]) or 0) + 0
@@ -121,41 +126,44 @@ for on, acct in ipairs(order) do
     return left
   end
   acct.left, acct.value = left, left + acct.cost
+  out[#out + 1] = acct.value
 end
 local tasks = 5 + 4 * owners -- the task keys follow
 local n = #KEYS - tasks
 local seq = redis.call('INCRBY', KEYS[5], int(n))
+-- taken: some id was taken before the batch, so each is looked up;
+-- else made holds the ids the batch made.
+local taken, made = redis.call('EXISTS', unpack(KEYS, tasks + 1)) > 0, {}
+local nums = ARGV[6]
 for i = 1, n do
   local task = KEYS[tasks + i]
-  local id, sp = ARGV[a], specs[ARGV[a + 2]]
-  local acct = accts[ARGV[a + 1]]
-  if not acct then -- the owner's first task
-    named = named + 1
-    acct = order[named]
-    accts[ARGV[a + 1]] = acct
-  end
-  if redis.call('EXISTS', task) == 1 then
-    out[#out + 1], out[#out + 2] = -1, 0
+  local on, sn = string.byte(nums, 2 * i - 1, 2 * i)
+  local id, sp, acct = ARGV[a], specs[sn], order[on]
+  local exists
+  if taken then exists = redis.call('EXISTS', task) == 1 else exists = made[task] end
+  if exists then
+    codes[i] = 't'
   elseif acct.value < sp.cost then
-    out[#out + 1], out[#out + 2] = 0, acct.value
+    codes[i] = 's'
   elseif sp.max > 0 and acct.pend >= sp.max then
-    out[#out + 1], out[#out + 2] = -2, acct.value
+    codes[i] = 'f'
   else
+    made[task] = true
     acct.value = acct.value - sp.cost
     local ref = sp.ref
     if ref == '' then ref = '"task:' .. id .. '"' end
     acct.entries[#acct.entries + 1] = '{"kind":"charge","amount":-' .. sp.scost .. ',"ref":' .. ref .. ',"at":' .. snow .. ',"bal":' .. int(acct.value) .. '}'
-    local owner, callback, events, rid = acct.owner, sp.callback, sp.events, ARGV[a + 4]
+    local owner, callback, events, rid = acct.owner, sp.callback, sp.events, ARGV[a + 2]
     if callback == '' and events == '' then -- one HSET either way: a call costs more than a field
       if rid == '' then
-        redis.call('HSET', task, 'id', id, 'owner', owner, 'req', ARGV[a + 3], 'model', sp.model,
+        redis.call('HSET', task, 'id', id, 'owner', owner, 'req', ARGV[a + 1], 'model', sp.model,
           'cost', sp.scost, 'status', 'pending', 'created', snow)
       else
-        redis.call('HSET', task, 'id', id, 'owner', owner, 'req', ARGV[a + 3], 'model', sp.model,
+        redis.call('HSET', task, 'id', id, 'owner', owner, 'req', ARGV[a + 1], 'model', sp.model,
           'cost', sp.scost, 'status', 'pending', 'created', snow, 'rid', rid)
       end
     else
-      local h = {task, 'id', id, 'owner', owner, 'req', ARGV[a + 3], 'model', sp.model,
+      local h = {task, 'id', id, 'owner', owner, 'req', ARGV[a + 1], 'model', sp.model,
         'cost', sp.scost, 'status', 'pending', 'created', snow}
       if callback ~= '' then h[#h + 1], h[#h + 2] = 'callback', callback end
       if events ~= '' then h[#h + 1], h[#h + 2] = 'events', events end
@@ -171,9 +179,9 @@ for i = 1, n do
     local member = stamp .. id
     acct.members[#acct.members + 1], acct.members[#acct.members + 2] = '0', member
     indexed[#indexed + 1], indexed[#indexed + 2] = '0', member
-    out[#out + 1], out[#out + 2] = 1, acct.value
+    codes[i] = 'c'
   end
-  a = a + 5
+  a = a + 3
 end
 for _, acct in ipairs(order) do
   local ixp, k = nil, acct.k
@@ -183,7 +191,7 @@ for _, acct in ipairs(order) do
     redis.call('ZADD', KEYS[k + 3], unpack(acct.members))
     if not acct.ixp or acct.ixp < due or acct.ixp > far then
       redis.call('PEXPIRE', KEYS[k + 3], ARGV[3])
-      ixp = far
+      ixp = int(far)
     end
   end
   if ixp then -- tasks were made: pend changed too
@@ -200,7 +208,7 @@ if #queued > 0 then
     redis.call('ZREMRANGEBYLEX', KEYS[2], '-', '(' .. string.format('%013d', now - keep))
   end
 end
-out[#out + 1] = now
+out[2] = table.concat(codes)
 return out
 `)
 
@@ -238,8 +246,12 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.Cre
 // that are gone) and made again would have no TTL.
 func indexMargin(retention time.Duration) time.Duration { return min(time.Hour, retention/2) }
 
-// maxBatch bounds how many submits share one script run.
+// maxBatch bounds how many submits share one script run. A batch names
+// each task's owner and spec by a byte (createScript's ARGV[6]): at most
+// 255 of either.
 const maxBatch = 64
+
+var _ [255 - maxBatch]struct{} // maxBatch < 256
 
 // maxInFlight is how many batches may be in flight at once: while Redis
 // runs one, the next ones are on their way, so the server never waits
@@ -371,10 +383,14 @@ func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCal
 		costs[number[i]-1] += c.Req.spec.cost
 	}
 	keys := make([]string, 0, 5+4*len(owners)+len(batch))
-	args := make([]any, 0, 5+2*len(owners)+6*len(specs)+5*len(batch))
+	args := make([]any, 0, 6+2*len(owners)+6*len(specs)+3*len(batch))
 	keys = append(keys, sh.pending(), sh.allTasks(), sh.fair(), sh.vtime(), sh.tseq())
 	keep := s.retention + 24*time.Hour
-	args = append(args, s.nowArg(), ms(keep), ms(keep+indexMargin(s.retention)), len(owners), len(specs))
+	nums := make([]byte, 0, 2*len(batch)) // each task's owner and spec number, a byte each (maxBatch < 256)
+	for i := range batch {
+		nums = append(nums, byte(number[i]), byte(spec[i]))
+	}
+	args = append(args, s.nowArg(), ms(keep), ms(keep+indexMargin(s.retention)), len(owners), len(specs), nums)
 	for i, o := range owners {
 		args = append(args, o, costs[i])
 	}
@@ -388,21 +404,59 @@ func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCal
 			named++
 		}
 	}
-	for i, c := range batch {
+	for _, c := range batch {
 		keys = append(keys, c.Req.task)
-		args = append(args, c.Req.id, number[i], spec[i], c.Req.req, c.Req.rid)
+		args = append(args, c.Req.id, c.Req.req, c.Req.rid)
 	}
-	res, err := s.ackedScript(ctx, createScript, keys, args...).Int64Slice()
-	if err == nil && len(res) != 2*len(batch)+1 {
-		err = fmt.Errorf("unexpected reply of %d values for %d tasks", len(res), len(batch))
+	reply, err := s.ackedScript(ctx, createScript, keys, args...).Slice()
+	if err == nil {
+		err = createResults(batch, number, len(owners), reply)
 	}
-	for i, c := range batch {
-		if err != nil {
+	if err != nil {
+		for _, c := range batch {
 			c.Err = fmt.Errorf("redis store: create task: %w", err)
-		} else {
-			c.Res = createResult{code: res[2*i], balance: res[2*i+1], now: res[len(res)-1]}
 		}
 	}
+}
+
+// createResults hands each call of batch its result from createScript's
+// reply ({now, codes, each owner's balance before the batch}): a
+// created task's balance is its owner's after its charge, a refused
+// one's as it was then, and a taken id's 0, as CreateTask reports them.
+// number is each call's owner's number, from 1.
+func createResults(batch []*createCall, number []int, owners int, reply []any) error {
+	now, ok0 := reply[0].(int64)
+	codes, ok1 := reply[1].(string)
+	if len(reply) != 2+owners || !ok0 || !ok1 || len(codes) != len(batch) {
+		return fmt.Errorf("unexpected reply %v for %d tasks of %d owners", reply, len(batch), owners)
+	}
+	balances := make([]int64, owners)
+	for o := range balances {
+		b, ok := reply[2+o].(int64)
+		if !ok {
+			return fmt.Errorf("unexpected balance %v in the reply", reply[2+o])
+		}
+		balances[o] = b
+	}
+	for i, c := range batch {
+		bal := &balances[number[i]-1]
+		res := createResult{balance: *bal, now: now}
+		switch codes[i] {
+		case 'c':
+			*bal -= c.Req.spec.cost
+			res.code, res.balance = 1, *bal
+		case 's':
+			res.code = 0
+		case 'f':
+			res.code = -2
+		case 't':
+			res.code, res.balance = -1, 0
+		default:
+			return fmt.Errorf("unexpected code %q in the reply", codes[i])
+		}
+		c.Res = res
+	}
+	return nil
 }
 
 // Task returns owner's task.
