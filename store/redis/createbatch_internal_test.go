@@ -324,3 +324,41 @@ func TestCreateResults(t *testing.T) {
 		}
 	}
 }
+
+// A task's score in the fair queue is whole (its tag times 1024 plus the
+// queueing count mod 1024), so that Redis keeps it as an integer; a
+// claim reads the tag back for vtime. A score of the earlier form (tag +
+// count/1024), left by an earlier version, sorts first, is claimed
+// first, and does not move vtime.
+func TestFairScoresAreWholeAndEarlierOnesClaimFirst(t *testing.T) {
+	ctx := context.Background()
+	s, rdb := fundedStore(t, 10)
+	for _, id := range []string{"t1", "t2"} {
+		if _, err := s.CreateTask(ctx, &imagegen.Task{ID: id, Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}, imagegen.CreateParams{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, id := range []string{"t1", "t2"} {
+		score, err := rdb.ZScore(ctx, s.k.fair(), id).Result()
+		if want := float64((i+1)*1000*1024 + i + 1); err != nil || score != want {
+			t.Fatalf("%s: score %v, %v; want %v (tag %d)", id, score, err, want, (i+1)*1000)
+		}
+	}
+	// t1 as an earlier version queued it.
+	if err := rdb.ZAdd(ctx, s.k.fair(), goredis.Z{Score: 1000 + 1.0/1024, Member: "t1"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.ClaimTask(ctx, time.Minute)
+	if err != nil || c.ID != "t1" {
+		t.Fatalf("claimed %v, %v; want t1", c, err)
+	}
+	if v, err := rdb.Get(ctx, s.k.vtime()).Result(); !errors.Is(err, goredis.Nil) || v != "" {
+		t.Fatalf("vtime %q, %v; want none yet", v, err)
+	}
+	if c, err = s.ClaimTask(ctx, time.Minute); err != nil || c.ID != "t2" {
+		t.Fatalf("claimed %v, %v; want t2", c, err)
+	}
+	if v, err := rdb.Get(ctx, s.k.vtime()).Result(); err != nil || v != "2000" {
+		t.Fatalf("vtime %q, %v; want 2000", v, err)
+	}
+}

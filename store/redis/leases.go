@@ -196,7 +196,7 @@ end
 if #claimed > 0 then -- out of the queues (dequeue, for the batch)
   -- The queue is in tag order: the last task claimed has the largest
   -- tag of the claim (read once, rather than every score read).
-  vtime = math.floor(tonumber(redis.call('ZSCORE', KEYS[1], claimed[#claimed])))
+  vtime = claim_vtime(redis.call('ZSCORE', KEYS[1], claimed[#claimed]))
   redis.call('ZREM', KEYS[1], unpack(claimed))
   redis.call('ZREM', skey(KEYS[1], 'pending'), unpack(claimed))
   for sched, n in pairs(pend) do
