@@ -301,23 +301,24 @@ func TestOwnerIndexGetsATTLAfterRetentionIsCut(t *testing.T) {
 // refuses a reply that does not fit the batch.
 func TestCreateResults(t *testing.T) {
 	call := func(cost int64) *createCall { return &createCall{Req: createArgs{spec: createSpec{cost: cost}}} }
-	batch := []*createCall{call(3), call(1), call(2), call(5), call(1), call(1)}
-	number := []int{1, 2, 1, 1, 2, 1} // owners a (10 before the batch) and b (1)
-	if err := createResults(batch, number, 2, []any{int64(42), "cctsfc", int64(10), int64(1)}); err != nil {
+	batch := []*createCall{call(3), call(1), call(2), call(5), call(1), call(1), call(1)}
+	number := []int{1, 2, 1, 1, 2, 1, 2} // owners a (10 before the batch) and b (3)
+	if err := createResults(batch, number, 2, []any{int64(42), "cctsfcc", int64(10), int64(3)}); err != nil {
 		t.Fatal(err)
 	}
-	want := []createResult{{1, 7, 42}, {1, 0, 42}, {-1, 0, 42}, {0, 7, 42}, {-2, 0, 42}, {1, 6, 42}}
+	want := []createResult{{1, 7, 42}, {1, 2, 42}, {-1, 0, 42}, {0, 7, 42}, {-2, 2, 42}, {1, 6, 42}, {1, 1, 42}}
 	for i, c := range batch {
 		if c.Res != want[i] {
 			t.Fatalf("call %d: %+v; want %+v", i, c.Res, want[i])
 		}
 	}
 	for name, reply := range map[string][]any{
-		"short codes":    {int64(42), "cc", int64(10), int64(1)},
-		"missing owner":  {int64(42), "cctsfc", int64(10)},
-		"unknown code":   {int64(42), "cctsfx", int64(10), int64(1)},
-		"balance string": {int64(42), "cctsfc", "10", int64(1)},
-		"now missing":    {"cctsfc", int64(10), int64(1), int64(1)},
+		"short codes":    {int64(42), "cc", int64(10), int64(3)},
+		"missing owner":  {int64(42), "cctsfcc", int64(10)},
+		"unknown code":   {int64(42), "cctsfcx", int64(10), int64(3)},
+		"balance string": {int64(42), "cctsfcc", "10", int64(3)},
+		"now missing":    {"cctsfcc", int64(10), int64(3), int64(3)},
+		"empty":          {},
 	} {
 		if err := createResults(batch, number, 2, reply); err == nil {
 			t.Errorf("%s: no error", name)
@@ -327,9 +328,10 @@ func TestCreateResults(t *testing.T) {
 
 // A task's score in the fair queue is whole (its tag times 1024 plus the
 // queueing count mod 1024), so that Redis keeps it as an integer; a
-// claim reads the tag back for vtime. A score of the earlier form (tag +
-// count/1024), left by an earlier version, sorts first, is claimed
-// first, and does not move vtime.
+// claim reads the tag back into vtag, and into vtime for processes of
+// the earlier version. A score of the earlier form (tag + count/1024),
+// left by an earlier version, sorts first, is claimed first, and does
+// not move vtag past the later form's tags.
 func TestFairScoresAreWholeAndEarlierOnesClaimFirst(t *testing.T) {
 	ctx := context.Background()
 	s, rdb := fundedStore(t, 10)
@@ -348,17 +350,54 @@ func TestFairScoresAreWholeAndEarlierOnesClaimFirst(t *testing.T) {
 	if err := rdb.ZAdd(ctx, s.k.fair(), goredis.Z{Score: 1000 + 1.0/1024, Member: "t1"}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.ClaimTask(ctx, time.Minute)
-	if err != nil || c.ID != "t1" {
-		t.Fatalf("claimed %v, %v; want t1", c, err)
+	for _, want := range []struct{ id, vtag string }{{"t1", "0"}, {"t2", "2000"}} {
+		c, err := s.ClaimTask(ctx, time.Minute)
+		if err != nil || c.ID != want.id {
+			t.Fatalf("claimed %v, %v; want %s", c, err, want.id)
+		}
+		for _, k := range []string{s.k.vtag(), s.k.vtime()} {
+			if v, err := rdb.Get(ctx, k).Result(); err != nil || v != want.vtag {
+				t.Fatalf("after %s: %s %q, %v; want %s", want.id, k, v, err, want.vtag)
+			}
+		}
 	}
-	if v, err := rdb.Get(ctx, s.k.vtime()).Result(); !errors.Is(err, goredis.Nil) || v != "" {
-		t.Fatalf("vtime %q, %v; want none yet", v, err)
+}
+
+// A store that an earlier version ran has vtime and no vtag: submits read
+// vtime until this version's first claim starts vtag from it; from then
+// on vtime, which an earlier version's claim may have misread (a whole
+// score taken for a tag: 1024 times too large), is not read.
+func TestVtagStartsFromVtimeOnce(t *testing.T) {
+	ctx := context.Background()
+	s, rdb := fundedStore(t, 10)
+	submit := func(id string) float64 {
+		t.Helper()
+		if _, err := s.CreateTask(ctx, &imagegen.Task{ID: id, Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}, imagegen.CreateParams{}); err != nil {
+			t.Fatal(err)
+		}
+		score, err := rdb.ZScore(ctx, s.k.fair(), id).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return score
 	}
-	if c, err = s.ClaimTask(ctx, time.Minute); err != nil || c.ID != "t2" {
-		t.Fatalf("claimed %v, %v; want t2", c, err)
+	if err := rdb.Set(ctx, s.k.vtime(), "5000", 0).Err(); err != nil {
+		t.Fatal(err)
 	}
-	if v, err := rdb.Get(ctx, s.k.vtime()).Result(); err != nil || v != "2000" {
-		t.Fatalf("vtime %q, %v; want 2000", v, err)
+	if got := submit("t1"); got != 6000*1024+1 {
+		t.Fatalf("t1: score %v; want tag 6000 (vtime 5000 and a stride)", got)
+	}
+	if c, err := s.ClaimTask(ctx, time.Minute); err != nil || c.ID != "t1" {
+		t.Fatalf("claimed %v, %v", c, err)
+	}
+	if v, err := rdb.Get(ctx, s.k.vtag()).Result(); err != nil || v != "6000" {
+		t.Fatalf("vtag %q, %v; want 6000", v, err)
+	}
+	// An earlier version's claim misreads a whole score as a tag.
+	if err := rdb.Set(ctx, s.k.vtime(), "6144002", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := submit("t2"); got != 7000*1024+2 {
+		t.Fatalf("t2: score %v; want tag 7000 (vtag 6000 and a stride)", got)
 	}
 }

@@ -29,7 +29,7 @@ import (
 // that the sets are kept from then on, and puts the tasks running at
 // that moment in them (from the leases: bounded by the running tasks).
 //
-//	KEYS[1] fair  KEYS[2] leases  KEYS[3] webhooks  KEYS[4] vtime  KEYS[5] capped
+//	KEYS[1] fair  KEYS[2] leases  KEYS[3] webhooks  KEYS[4] vtag  KEYS[5] capped  KEYS[6] vtime
 //	ARGV[1] now   ARGV[2] lease (ms)  ARGV[3] how many  ARGV[4] owner cap (0: none)
 //	ARGV[5] how many to pass over at most
 //	ARGV[6..] per limited model: name, cap (0: none), starts a minute (0: none)
@@ -204,8 +204,16 @@ if #claimed > 0 then -- out of the queues (dequeue, for the batch)
   end
   redis.call('ZADD', KEYS[2], unpack(leased))
 end
-if vtime and vtime > tonumber(redis.call('GET', KEYS[4]) or '0') then
-  redis.call('SET', KEYS[4], num(vtime))
+if vtime then
+  local cur = tonumber(redis.call('GET', KEYS[4]) or '')
+  if not cur then -- this version's first claim: vtag starts from vtime (see claim_vtime)
+    cur, vtime = -1, math.max(vtime, tonumber(redis.call('GET', KEYS[6]) or '') or 0)
+  end
+  if vtime > cur then
+    local s = num(vtime)
+    redis.call('SET', KEYS[4], s)
+    redis.call('SET', KEYS[6], s) -- for processes of the earlier version
+  end
 end
 return out
 `)
@@ -247,7 +255,7 @@ func (s *Store) claimShard(ctx context.Context, sh keys, p imagegen.ClaimParams,
 	args := append(make([]any, 0, 5+3*len(p.Limits.ModelConcurrency)+3*len(p.Limits.ModelRate)),
 		s.nowArg(), ms(p.Lease), n, p.Limits.OwnerConcurrency, imagegen.ClaimScan)
 	args = appendModelLimits(args, p.Limits)
-	reply, err := claimScript.Run(ctx, s.rdb, []string{sh.fair(), sh.leases(), sh.webhooks(), sh.vtime(), sh.capped()}, args...).Slice()
+	reply, err := claimScript.Run(ctx, s.rdb, []string{sh.fair(), sh.leases(), sh.webhooks(), sh.vtag(), sh.capped(), sh.vtime()}, args...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("redis store: claim: %w", err)
 	}

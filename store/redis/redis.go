@@ -70,10 +70,11 @@
 //	P:fair             zset: pending task ids by fair-share tag: the claim order; the score is
 //	                   tag * 1024 + the queueing count mod 1024, which breaks ties in queueing order
 //	                   (before 2026-11-27 it was tag + count/1024: see tag_score)
-//	P:vtime            string: the largest tag claimed so far (a new owner's line starts there)
+//	P:vtag             string: the largest tag claimed so far (a new owner's line starts there)
+//	P:vtime            string: the same, for processes of versions before vtag (see claim_vtime)
 //	P:tseq             string: counts queueings, for the tie-breaking count
 //	P:sched:<owner>    hash: the owner's weight (w), last tag (last), pending tasks (pend) and when
-//	                   its task index expires (ixp, ms, 13 digits)
+//	                   its task index expires (ixp, ms)
 //	P:run:o:<owner>    zset: the owner's processing task ids by lease end (ms): its running count
 //	P:run:m:<model>    zset: the model's processing task ids by lease end (ms)
 //	P:capped           hash: which running sets the store keeps: "o" (the owners') once a claim
@@ -361,6 +362,7 @@ func ms(d time.Duration) int64 { return d.Milliseconds() }
 
 func (k keys) fair() string              { return k.tag + ":fair" }
 func (k keys) vtime() string             { return k.tag + ":vtime" }
+func (k keys) vtag() string              { return k.tag + ":vtag" }
 func (k keys) capped() string            { return k.tag + ":capped" }
 func (k keys) tseq() string              { return k.tag + ":tseq" }
 func (k keys) sched(owner string) string { return k.tag + ":sched:" + owner }
@@ -412,11 +414,28 @@ local function tag_score(tag, k)
   return num(s)
 end
 
--- claim_vtime is the tag of fair's score, as vtime keeps it. A score
--- written before tags were scaled by 1024 (tag + k/1024) reads as a
--- small tag, which does not move vtime forward: such tasks sort before
--- every later one and are claimed first.
+-- claim_vtime is the tag of fair's score, as vtag keeps it. A score
+-- written before tags were scaled by 1024 (tag + k/1024) reads as a tag
+-- 1024 times too small, which does not move vtag past the tags of the
+-- later form: such tasks sort before every later one and are claimed
+-- first (a store upgraded with tasks queued drains them first).
+--
+-- Processes of the earlier version read and write vtime, and read a
+-- score as the tag itself: one that claims a task of the later form
+-- writes a vtime 1024 times too large. This version keeps vtag, which
+-- its first claim starts from vtime (until then its submits read
+-- vtime), and reads vtime no more: a vtime misread by the earlier
+-- version is taken over at most once and cannot compound. Its claims
+-- write vtime too, in tag units, which the earlier version's submits
+-- start from. While both versions run, an owner's next tasks may sort
+-- behind others' until its queue empties.
 local function claim_vtime(score) return math.floor(tonumber(score) / 1024) end
+
+-- read_vtag is the largest tag claimed: vtag, the key given, or vtime
+-- before this version's first claim.
+local function read_vtag(vtag)
+  return tonumber(redis.call('GET', vtag) or redis.call('GET', skey(vtag, 'vtime')) or '0')
+end
 
 -- stride is how far one task moves the tag of an owner of weight w.
 local function stride(w)
@@ -433,7 +452,7 @@ end
 local function next_tag(task, owner)
   local sched = skey(task, 'sched:' .. owner)
   local f = redis.call('HMGET', sched, 'w', 'last', 'pend')
-  local base = tonumber(redis.call('GET', skey(task, 'vtime')) or '0')
+  local base = read_vtag(skey(task, 'vtag'))
   if (tonumber(f[3]) or 0) > 0 then base = math.max(base, tonumber(f[2]) or 0) end
   local tag = base + stride(f[1])
   redis.call('HSET', sched, 'last', num(tag))

@@ -40,7 +40,7 @@ import (
 // TTL is pushed out to ARGV[3] only once less than ARGV[2] is left, as
 // its sched hash's ixp says, so that most batches skip the PEXPIRE.
 //
-//	KEYS[1] pending  KEYS[2] the index of all tasks  KEYS[3] fair  KEYS[4] vtime  KEYS[5] tseq
+//	KEYS[1] pending  KEYS[2] the index of all tasks  KEYS[3] fair  KEYS[4] vtag  KEYS[5] tseq
 //	KEYS[4o+2 .. 4o+5]  owner o (1-based): balance, ledger, task index, sched
 //	then per task its task key
 //	ARGV[1] now  ARGV[2] how long an owner's task index outlives its last task at least (ms)
@@ -101,7 +101,7 @@ for on = 1, owners do
     stride = stride(f[1]), last = (f[2] or 0) + 0, pend = pend, pend0 = pend, ixp = tonumber(f[4])}
   order[on] = acct
 end
-local vtime = (redis.call('GET', KEYS[4]) or 0) + 0
+local vtime = read_vtag(KEYS[4])
 -- give_back returns to acct's balance what the batch debited and did not
 -- spend (value - left); an owner that had no balance key (one is never
 -- made without a ledger entry) is left without one.
@@ -384,7 +384,7 @@ func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCal
 	}
 	keys := make([]string, 0, 5+4*len(owners)+len(batch))
 	args := make([]any, 0, 6+2*len(owners)+6*len(specs)+3*len(batch))
-	keys = append(keys, sh.pending(), sh.allTasks(), sh.fair(), sh.vtime(), sh.tseq())
+	keys = append(keys, sh.pending(), sh.allTasks(), sh.fair(), sh.vtag(), sh.tseq())
 	keep := s.retention + 24*time.Hour
 	nums := make([]byte, 0, 2*len(batch)) // each task's owner and spec number, a byte each (maxBatch < 256)
 	for i := range batch {
@@ -425,10 +425,13 @@ func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCal
 // one's as it was then, and a taken id's 0, as CreateTask reports them.
 // number is each call's owner's number, from 1.
 func createResults(batch []*createCall, number []int, owners int, reply []any) error {
+	if len(reply) != 2+owners {
+		return fmt.Errorf("unexpected reply of %d values for %d owners", len(reply), owners)
+	}
 	now, ok0 := reply[0].(int64)
 	codes, ok1 := reply[1].(string)
-	if len(reply) != 2+owners || !ok0 || !ok1 || len(codes) != len(batch) {
-		return fmt.Errorf("unexpected reply %v for %d tasks of %d owners", reply, len(batch), owners)
+	if !ok0 || !ok1 || len(codes) != len(batch) {
+		return fmt.Errorf("unexpected reply %v for %d tasks", reply[:2], len(batch))
 	}
 	balances := make([]int64, owners)
 	for o := range balances {

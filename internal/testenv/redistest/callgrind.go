@@ -3,6 +3,7 @@ package redistest
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 )
 
@@ -12,10 +13,12 @@ const CallgrindVar = "IMAGEGEN_BENCH_CALLGRIND"
 
 // Callgrind zeroes the instruction counts of the server CallgrindVar
 // names (callgrind_control -z) and returns the func that dumps them
-// (callgrind_control -d): called around a benchmark's timed part, the
-// dump is the server's instructions over that part alone, which the
-// machine's load does not move. Both do nothing when the variable is
-// not set.
+// (callgrind_control --dump, described by the benchmark's name and b.N):
+// called around a benchmark's timed part, the dump is the server's
+// instructions over that part alone, which the machine's load does not
+// move. A benchmark runs more than once (b.N = 1 first), each run with
+// its own dump: the last one is the run -benchtime asked for. Both do
+// nothing when the variable is not set.
 func Callgrind(tb testing.TB) (dump func()) {
 	tb.Helper()
 	pid := os.Getenv(CallgrindVar)
@@ -23,7 +26,11 @@ func Callgrind(tb testing.TB) (dump func()) {
 		return func() {}
 	}
 	callgrindControl(tb, "-z", pid)
-	return func() { callgrindControl(tb, "-d", pid) }
+	desc := tb.Name()
+	if b, ok := tb.(*testing.B); ok {
+		desc += " N=" + strconv.Itoa(b.N)
+	}
+	return func() { callgrindControl(tb, "--dump="+desc, pid) }
 }
 
 // callgrindControl runs callgrind_control with arg on pid.
