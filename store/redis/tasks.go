@@ -282,23 +282,21 @@ func (s *Store) createArgsOf(t *imagegen.Task, p imagegen.CreateParams) (createA
 	if err != nil {
 		return createArgs{}, fmt.Errorf("redis store: encode request: %w", err)
 	}
-	ref, err := json.Marshal(imagegen.ChargeRef(t.ID))
-	if err != nil {
-		return createArgs{}, fmt.Errorf("redis store: encode reference: %w", err)
-	}
-	if string(ref) == `"`+imagegen.ChargeRef(t.ID)+`"` {
-		ref = nil // as the script writes it
+	var ref []byte // nil: "task:<id>" as the script writes it
+	if !plainJSON(t.ID) {
+		if ref, err = json.Marshal(imagegen.ChargeRef(t.ID)); err != nil {
+			return createArgs{}, fmt.Errorf("redis store: encode reference: %w", err)
+		}
 	}
 	sh := s.byOwner(t.Owner)
 	if !s.idPlaced(t.ID) || s.byID(t.ID).tag != sh.tag {
 		return createArgs{}, fmt.Errorf("redis store: %w: on a store of several shards a task's id must carry its owner's mark (imagegen.NewOwnedID); %q does not", storekit.ErrInvalidStoreInput, t.ID)
 	}
 	return createArgs{
-		shard:     sh,
-		owner:     t.Owner,
-		id:        t.ID,
-		task:      sh.task(t.ID),
-		ownerKeys: [4]string{sh.balance(t.Owner), sh.ledger(t.Owner), sh.ownerTasks(t.Owner), sh.sched(t.Owner)},
+		shard: sh,
+		owner: t.Owner,
+		id:    t.ID,
+		task:  sh.task(t.ID),
 		spec: createSpec{model: t.Model, cost: t.Cost, maxPending: max(p.MaxPending, 0),
 			callback: t.Request.CallbackURL, events: storekit.EventsField(t.Request.CallbackEvents), ref: string(ref)},
 		req: req,
@@ -310,8 +308,7 @@ func (s *Store) createArgsOf(t *imagegen.Task, p imagegen.CreateParams) (createA
 type createArgs struct {
 	shard     keys // of the owner
 	owner, id string
-	task      string    // the task's key
-	ownerKeys [4]string // its owner's balance, ledger, task index and sched
+	task      string // the task's key
 	spec      createSpec
 	req       []byte // the request, JSON
 	rid       string // the request id, or ""
@@ -397,12 +394,8 @@ func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCal
 	for _, p := range specs {
 		args = append(args, p.model, p.cost, p.maxPending, p.callback, p.events, p.ref)
 	}
-	named := 0
-	for i, c := range batch {
-		if number[i] > named { // its owner's first task: the owner's keys
-			keys = append(keys, c.Req.ownerKeys[:]...)
-			named++
-		}
+	for _, o := range owners {
+		keys = append(keys, sh.balance(o), sh.ledger(o), sh.ownerTasks(o), sh.sched(o))
 	}
 	for _, c := range batch {
 		keys = append(keys, c.Req.task)
