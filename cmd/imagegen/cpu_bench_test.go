@@ -45,12 +45,14 @@ func BenchmarkServerCPU(b *testing.B) {
 	b.Run("redis", func(b *testing.B) {
 		r := redistest.StartServer(b, 0)
 		url := "redis://" + r.Addr() + "/0"
-		measureServerCPU(b, []string{"-redis", url}, func() []int { return []int{r.PID()} }, nil, nil)
+		before, after := callgrindAround(b, r)
+		measureServerCPU(b, []string{"-redis", url}, func() []int { return []int{r.PID()} }, before, after)
 	})
 	b.Run("redis-default-limit", func(b *testing.B) {
 		r := redistest.StartServer(b, 0)
 		url := "redis://" + r.Addr() + "/0"
-		measureServerCPUAt(b, defaultLimitLoad(b.N), []string{"-redis", url}, func() []int { return []int{r.PID()} }, nil, nil)
+		before, after := callgrindAround(b, r)
+		measureServerCPUAt(b, defaultLimitLoad(b.N), []string{"-redis", url}, func() []int { return []int{r.PID()} }, before, after)
 	})
 	b.Run("cluster", func(b *testing.B) {
 		c := redistest.StartCluster(b, 3)
@@ -97,6 +99,16 @@ func BenchmarkServerCPU(b *testing.B) {
 		}
 		measureServerCPU(b, env.args(), pids, nil, nil)
 	})
+}
+
+// callgrindAround zeroes the instruction counts of r (run under
+// callgrind: IMAGEGEN_BENCH_CALLGRIND=own and a wrapper redis-server on
+// PATH, see redistest.CallgrindOwnServers) before the measured phases
+// and dumps them after: the dump is both phases' instructions, b.N
+// tasks' submits and completions.
+func callgrindAround(b *testing.B, r *redistest.Server) (before, after func()) {
+	var dump func()
+	return func() { dump = redistest.CallgrindOwn(b, r.PID()) }, func() { dump() }
 }
 
 // cpuLoad is who submits in a BenchmarkServerCPU run: how many owners

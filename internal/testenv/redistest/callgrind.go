@@ -8,8 +8,15 @@ import (
 )
 
 // CallgrindVar names the PID of a redis-server run under valgrind
-// --tool=callgrind, for benchmarks that count the server's instructions.
+// --tool=callgrind, for benchmarks that count the server's instructions;
+// or it is CallgrindOwnServers.
 const CallgrindVar = "IMAGEGEN_BENCH_CALLGRIND"
+
+// CallgrindOwnServers as CallgrindVar says that the redis-server on PATH
+// runs the server under callgrind (a wrapper script: exec valgrind
+// --tool=callgrind … redis-server "$@"), for benchmarks that start
+// servers of their own (CallgrindOwn).
+const CallgrindOwnServers = "own"
 
 // Callgrind zeroes the instruction counts of the server CallgrindVar
 // names (callgrind_control -z) and returns the func that dumps them
@@ -22,9 +29,28 @@ const CallgrindVar = "IMAGEGEN_BENCH_CALLGRIND"
 func Callgrind(tb testing.TB) (dump func()) {
 	tb.Helper()
 	pid := os.Getenv(CallgrindVar)
-	if pid == "" {
+	if pid == "" || pid == CallgrindOwnServers {
 		return func() {}
 	}
+	return callgrindAround(tb, pid)
+}
+
+// CallgrindOwn is Callgrind for a server the benchmark started itself,
+// pid, when CallgrindVar is CallgrindOwnServers (a server is killed
+// when its test ends, which leaves callgrind no time to write its
+// counts: only the dumps are there).
+func CallgrindOwn(tb testing.TB, pid int) (dump func()) {
+	tb.Helper()
+	if os.Getenv(CallgrindVar) != CallgrindOwnServers {
+		return func() {}
+	}
+	return callgrindAround(tb, strconv.Itoa(pid))
+}
+
+// callgrindAround zeroes pid's counts and returns the func that dumps
+// them.
+func callgrindAround(tb testing.TB, pid string) (dump func()) {
+	tb.Helper()
 	callgrindControl(tb, "-z", pid)
 	desc := tb.Name()
 	if b, ok := tb.(*testing.B); ok {
