@@ -217,82 +217,84 @@ func TestOwnerIndexOutlivesItsLastTask(t *testing.T) {
 	}
 }
 
-// TestCreateBatchFailsWithEveryBalanceAsItWas: a batch whose later
-// owner's balance cannot be debited (a key of another type, a value
-// that is not a whole number) fails every call of the batch, and the
-// owners debited before it get their credits back: no owner pays for a
-// batch that made nothing, and nothing of it is left (task, ledger
-// entry, queue entry).
-func TestCreateBatchFailsWithEveryBalanceAsItWas(t *testing.T) {
-	for name, spoil := range map[string]func(s *Store) error{
-		"wrong type": func(s *Store) error { return s.rdb.HSet(context.Background(), s.k.balance("b"), "x", "1").Err() },
-		"fraction":   func(s *Store) error { return s.rdb.Set(context.Background(), s.k.balance("b"), "1.5", 0).Err() },
+// TestCreateBatchKeepsOtherOwnersWhenOnesKeysAreSpoiled: an owner whose
+// balance, scheduling state, ledger or task index holds a value of the
+// wrong kind (which only something other than the store writes) gets an
+// error for each of its submits and nothing of them is kept (no charge,
+// ledger entry, task or queue entry), whichever of its keys it is and
+// however far the batch got; the other owners' submits in the batch are
+// made as if it were not there.
+func TestCreateBatchKeepsOtherOwnersWhenOnesKeysAreSpoiled(t *testing.T) {
+	for name, spoil := range map[string]func(ctx context.Context, s *Store) error{
+		"balance of another type": func(ctx context.Context, s *Store) error {
+			if err := s.rdb.Del(ctx, s.k.balance("b")).Err(); err != nil {
+				return err
+			}
+			return s.rdb.HSet(ctx, s.k.balance("b"), "x", "1").Err()
+		},
+		"balance not whole": func(ctx context.Context, s *Store) error { return s.rdb.Set(ctx, s.k.balance("b"), "1.5", 0).Err() },
+		"scheduling state":  func(ctx context.Context, s *Store) error { return s.rdb.Set(ctx, s.k.sched("b"), "x", 0).Err() },
+		"ledger": func(ctx context.Context, s *Store) error {
+			if err := s.rdb.Del(ctx, s.k.ledger("b")).Err(); err != nil {
+				return err
+			}
+			return s.rdb.Set(ctx, s.k.ledger("b"), "x", 0).Err()
+		},
+		"task index": func(ctx context.Context, s *Store) error { return s.rdb.Set(ctx, s.k.ownerTasks("b"), "x", 0).Err() },
 	} {
 		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			s, _ := fundedStore(t, 10)
-			if err := spoil(s); err != nil {
-				t.Fatal(err)
-			}
-			task := func(id, owner string) *imagegen.Task {
-				return &imagegen.Task{ID: id, Owner: owner, Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 3}
-			}
-			batch := []*groupcommit.Call[createArgs, createResult]{{Req: submitArgs(t, s, task("t1", "a"))}, {Req: submitArgs(t, s, task("t2", "a"))}, {Req: submitArgs(t, s, task("t3", "b"))}}
-			s.runShardCreates(ctx, s.shards[0], batch)
-			for i, c := range batch {
-				if c.Err == nil {
-					t.Fatalf("call %d: %+v; want the batch's error", i, c.Res)
+			fundedStores(t, 10, func(t *testing.T, s *Store) {
+				ctx := context.Background()
+				if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "b", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "grant:b"}); err != nil {
+					t.Fatal(err)
 				}
-			}
-			if bal, err := s.Balance(ctx, "a"); err != nil || bal != 10 {
-				t.Fatalf("a's balance %d, %v; want 10", bal, err)
-			}
-			if entries, err := s.Ledger(ctx, "a"); err != nil || len(entries) != 1 {
-				t.Fatalf("a's ledger %+v, %v; want the grant alone", entries, err)
-			}
-			for _, k := range []string{s.k.task("t1"), s.k.task("t2"), s.k.pending(), s.k.fair()} {
-				if n, err := s.rdb.Exists(ctx, k).Result(); err != nil || n != 0 {
-					t.Fatalf("%s: %d, %v; want none", k, n, err)
+				if err := spoil(ctx, s); err != nil {
+					t.Fatal(err)
 				}
-			}
+				balanceB, _ := s.rdb.Get(ctx, s.k.balance("b")).Result()
+				ledgerB, _ := s.rdb.LLen(ctx, s.k.ledger("b")).Result()
+				task := func(id, owner string) *imagegen.Task {
+					return &imagegen.Task{ID: id, Owner: owner, Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 3}
+				}
+				batch := []*createCall{{Req: submitArgs(t, s, task("t1", "a"))}, {Req: submitArgs(t, s, task("t2", "b"))}, {Req: submitArgs(t, s, task("t3", "a"))}, {Req: submitArgs(t, s, task("t4", "b"))}}
+				s.runShardCreates(ctx, s.shards[0], batch)
+				for i, want := range []createResult{{code: 1, balance: 7}, {code: -3}, {code: 1, balance: 4}, {code: -3}} {
+					if c := batch[i]; c.Err != nil || c.Res.code != want.code || c.Res.balance != want.balance {
+						t.Fatalf("call %d: %+v, %v; want %+v", i, c.Res, c.Err, want)
+					}
+				}
+				if _, err := s.CreateTask(ctx, task("t5", "b"), imagegen.CreateParams{}); !errors.Is(err, errOwnerKeys) {
+					t.Fatalf("b's submit alone: %v; want errOwnerKeys", err)
+				}
+				if v, _ := s.rdb.Get(ctx, s.k.balance("b")).Result(); v != balanceB {
+					t.Fatalf("b's balance %q; want %q as it was", v, balanceB)
+				}
+				if n, _ := s.rdb.LLen(ctx, s.k.ledger("b")).Result(); n != ledgerB {
+					t.Fatalf("b's ledger has %d entries; want %d as it had", n, ledgerB)
+				}
+				for _, id := range []string{"t2", "t4", "t5"} {
+					if n, err := s.rdb.Exists(ctx, s.k.task(id)).Result(); err != nil || n != 0 {
+						t.Fatalf("%s: %d, %v; want no task", id, n, err)
+					}
+				}
+				if bal, err := s.Balance(ctx, "a"); err != nil || bal != 4 {
+					t.Fatalf("a's balance %d, %v; want 4", bal, err)
+				}
+				if entries, err := s.Ledger(ctx, "a"); err != nil || len(entries) != 3 {
+					t.Fatalf("a's ledger %+v, %v; want the grant and two charges", entries, err)
+				}
+				for _, k := range []string{s.k.pending(), s.k.fair(), s.k.allTasks()} {
+					if n, err := s.rdb.ZCard(ctx, k).Result(); err != nil || n != 2 {
+						t.Fatalf("%s: %d entries, %v; want a's two", k, n, err)
+					}
+				}
+				for _, want := range []string{"t1", "t3"} {
+					if c, err := s.ClaimTask(ctx, time.Minute); err != nil || c.ID != want {
+						t.Fatalf("claimed %v, %v; want %s", c, err, want)
+					}
+				}
+			})
 		})
-	}
-}
-
-// TestOwnerIndexGetsATTLAfterRetentionIsCut: an index whose recorded
-// expiry a longer retention set is pushed out all the same (to what the
-// shorter one sets), so that an index that went and was made again
-// since has a TTL.
-func TestOwnerIndexGetsATTLAfterRetentionIsCut(t *testing.T) {
-	ctx := context.Background()
-	mr := miniredis.RunT(t)
-	mr.SetTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	submit := func(s *Store, id string) {
-		t.Helper()
-		task := &imagegen.Task{ID: id, Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
-		if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	long, err := New(rdb, Config{Retention: 30 * 24 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := long.AddEntry(ctx, imagegen.LedgerEntry{Owner: "a", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "grant:a"}); err != nil {
-		t.Fatal(err)
-	}
-	submit(long, "t1")
-	short, err := New(rdb, Config{Retention: 2 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mr.Del(short.k.ownerTasks("a")) // the index gone (its tasks expired and a listing emptied it)
-	submit(short, "t2")
-	want := 2*time.Hour + 24*time.Hour + indexMargin(2*time.Hour)
-	if ttl := mr.TTL(short.k.ownerTasks("a")); ttl != want {
-		t.Fatalf("index TTL %v; want %v", ttl, want)
 	}
 }
 

@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/google/uuid"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
 )
 
 // fundedStore returns a store on a fresh miniredis, its client, and
@@ -18,14 +20,38 @@ func fundedStore(t *testing.T, credits int64) (*Store, *goredis.Client) {
 	mr := miniredis.RunT(t)
 	rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	s, err := New(rdb, Config{Retention: time.Hour})
+	return fundedStoreOn(t, rdb, "", credits), rdb
+}
+
+// fundedStores runs test on a funded store (as fundedStore) on miniredis
+// and, when IMAGEGEN_TEST_REDIS is set, on that server under a prefix of
+// its own, deleted afterwards: the scripts' Lua runs in gopher-lua on
+// one and in Redis's own Lua on the other.
+func fundedStores(t *testing.T, credits int64, test func(t *testing.T, s *Store)) {
+	t.Run("miniredis", func(t *testing.T) {
+		s, _ := fundedStore(t, credits)
+		test(t, s)
+	})
+	t.Run("redis", func(t *testing.T) {
+		rdb := redistest.Connect(t)
+		s := fundedStoreOn(t, rdb, "imagegen-test-"+uuid.NewString(), credits)
+		t.Cleanup(func() { redistest.DeleteKeys(t, rdb, s.KeyPattern()) })
+		test(t, s)
+	})
+}
+
+// fundedStoreOn returns a store on rdb under prefix ("" for the default),
+// with owner "a" granted credits.
+func fundedStoreOn(t *testing.T, rdb goredis.UniversalClient, prefix string, credits int64) *Store {
+	t.Helper()
+	s, err := New(rdb, Config{Retention: time.Hour, Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.AddEntry(context.Background(), imagegen.LedgerEntry{Owner: "a", Kind: imagegen.LedgerGrant, Amount: credits, Ref: "grant:a"}); err != nil {
 		t.Fatal(err)
 	}
-	return s, rdb
+	return s
 }
 
 // claimedTasks submits a task of owner "a" (funded) for each id and

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -54,8 +55,10 @@ import (
 //	then per task: id, request JSON, request id or ""
 //
 // Returns {now, codes, balance_1, ..., balance_o}: codes holds a byte a
-// task, 'c' (created), 's' (balance short), 't' (id taken) or 'f'
-// (queue full); balance_o is owner o's balance before the batch, from
+// task, 'c' (created), 's' (balance short), 't' (id taken), 'f' (queue
+// full) or 'e' (its owner's keys hold values of the wrong kind: nothing
+// of its owner's tasks is kept, and the other owners' go on);
+// balance_o is owner o's balance before the batch (0 for such an owner), from
 // which each task's balance follows (see createResults). A reply of a
 // few values, not two a task, and a task's numbers as two bytes of one
 // argument, not two arguments, spare the server a conversion each.
@@ -95,11 +98,14 @@ end
 local order = {}
 for on = 1, owners do
   local k = 4 * on + 1
-  local f = redis.call('HMGET', KEYS[k + 4], 'w', 'last', 'pend', 'ixp')
-  local pend = (f[3] or 0) + 0
-  local acct = {k = k, owner = ARGV[5 + 2 * on], cost = ARGV[6 + 2 * on], entries = {}, members = {},
-    stride = stride(f[1]), last = (f[2] or 0) + 0, pend = pend, pend0 = pend, ixp = tonumber(f[4])}
-  order[on] = acct
+  local f = redis.pcall('HMGET', KEYS[k + 4], 'w', 'last', 'pend', 'ixp')
+  if f.err then
+    order[on] = {k = k, bad = true}
+  else
+    local pend = (f[3] or 0) + 0
+    order[on] = {k = k, owner = ARGV[5 + 2 * on], cost = ARGV[6 + 2 * on], entries = {}, members = {},
+      stride = stride(f[1]), last = (f[2] or 0) + 0, pend = pend, pend0 = pend, ixp = tonumber(f[4])}
+  end
 end
 local vtime = read_vtag(KEYS[4])
 -- give_back returns to acct's balance what the batch debited and did not
@@ -115,18 +121,21 @@ local function give_back(acct)
 end
 -- Each balance is debited all its owner's tasks' cost at once (one call
 -- where a GET and a SET were); what refused tasks did not spend goes
--- back at the end. This is the script's first write, after everything
--- it reads that could fail (a script that fails keeps what it wrote):
--- a balance that is not a whole number fails the batch with every
--- balance as it was.
-for on, acct in ipairs(order) do
-  local left = redis.pcall('DECRBY', KEYS[acct.k + 1], acct.cost)
-  if type(left) == 'table' then
-    for j = 1, on - 1 do give_back(order[j]) end
-    return left
+-- back at the end. This is the script's first write. An owner whose
+-- keys hold values of the wrong kind (its scheduling state or balance
+-- here, its ledger or task index below: a script that fails keeps what
+-- it wrote, so these calls are pcalls) is bad: its tasks get 'e' and
+-- nothing of the batch is left of them, and the other owners' go on.
+for _, acct in ipairs(order) do
+  if not acct.bad then
+    local left = redis.pcall('DECRBY', KEYS[acct.k + 1], acct.cost)
+    if type(left) == 'table' then
+      acct.bad = true
+    else
+      acct.left, acct.value = left, left + acct.cost
+    end
   end
-  acct.left, acct.value = left, left + acct.cost
-  out[#out + 1] = acct.value
+  out[#out + 1] = acct.value or 0
 end
 local tasks = 5 + 4 * owners -- the task keys follow
 local n = #KEYS - tasks
@@ -134,14 +143,16 @@ local seq = redis.call('INCRBY', KEYS[5], int(n))
 -- taken: some id was taken before the batch, so each is looked up;
 -- else made holds the ids the batch made.
 local taken, made = redis.call('EXISTS', unpack(KEYS, tasks + 1)) > 0, {}
-local nums = ARGV[6]
+local nums, a0 = ARGV[6], a -- a0: the first task's arguments
 for i = 1, n do
   local task = KEYS[tasks + i]
   local on, sn = string.byte(nums, 2 * i - 1, 2 * i)
   local id, sp, acct = ARGV[a], specs[sn], order[on]
   local exists
   if taken then exists = redis.call('EXISTS', task) == 1 else exists = made[task] end
-  if exists then
+  if acct.bad then
+    codes[i] = 'e'
+  elseif exists then
     codes[i] = 't'
   elseif acct.value < sp.cost then
     codes[i] = 's'
@@ -183,22 +194,54 @@ for i = 1, n do
   end
   a = a + 3
 end
+-- undo takes back what the batch did for acct, whose ledger (pushed 0)
+-- or task index (pushed: the entries its ledger got) could not be
+-- written: the entries, the charges, the tasks; its tasks get 'e', and
+-- their ids go in undone (returned) so that the queues skip them.
+local function undo(acct, pushed, undone)
+  undone = undone or {}
+  if pushed > 0 then redis.call('LTRIM', KEYS[acct.k + 2], 0, -pushed - 1) end
+  redis.call('INCRBY', KEYS[acct.k + 1], int(acct.left + acct.cost - acct.value))
+  acct.bad = true
+  for i = 1, n do
+    if codes[i] == 'c' and order[string.byte(nums, 2 * i - 1)] == acct then
+      redis.call('DEL', KEYS[tasks + i])
+      codes[i] = 'e'
+      undone[ARGV[a0 + 3 * (i - 1)]] = true
+    end
+  end
+  return undone
+end
+local undone
 for _, acct in ipairs(order) do
   local ixp, k = nil, acct.k
-  give_back(acct)
-  if #acct.entries > 0 then
-    redis.call('RPUSH', KEYS[k + 2], unpack(acct.entries))
-    redis.call('ZADD', KEYS[k + 3], unpack(acct.members))
-    if not acct.ixp or acct.ixp < due or acct.ixp > far then
+  if not acct.bad then give_back(acct) end
+  if not acct.bad and #acct.entries > 0 then
+    if type(redis.pcall('RPUSH', KEYS[k + 2], unpack(acct.entries))) == 'table' then
+      undone = undo(acct, 0, undone)
+    elseif type(redis.pcall('ZADD', KEYS[k + 3], unpack(acct.members))) == 'table' then
+      undone = undo(acct, #acct.entries, undone)
+    elseif not acct.ixp or acct.ixp < due or acct.ixp > far then
       redis.call('PEXPIRE', KEYS[k + 3], ARGV[3])
       ixp = int(far)
     end
   end
-  if ixp then -- tasks were made: pend changed too
+  if acct.bad then -- its scheduling state stays as it was
+  elseif ixp then -- tasks were made: pend changed too
     redis.call('HSET', KEYS[k + 4], 'last', tag_str(acct.last), 'pend', int(acct.pend), 'ixp', ixp)
   elseif acct.pend ~= acct.pend0 then
     redis.call('HSET', KEYS[k + 4], 'last', tag_str(acct.last), 'pend', int(acct.pend))
   end
+end
+if undone then -- the queue entries of undone tasks (id from character from of the member)
+  local function drop(list, from)
+    local kept = {}
+    for j = 1, #list, 2 do
+      if not undone[string.sub(list[j + 1], from)] then kept[#kept + 1], kept[#kept + 2] = list[j], list[j + 1] end
+    end
+    return kept
+  end
+  queued, fair, indexed = drop(queued, 1), drop(fair, 1), drop(indexed, #stamp + 1)
 end
 if #queued > 0 then
   redis.call('ZADD', KEYS[1], unpack(queued))
@@ -214,7 +257,11 @@ return out
 
 // CreateTask debits t.Cost and stores t as pending, atomically, in one
 // round trip. Concurrent calls share round trips (group commit: at most
-// maxInFlight script runs of at most maxBatch submits at once).
+// maxInFlight script runs of at most maxBatch submits at once). A
+// submit whose owner has a key that holds a value of the wrong kind
+// (written by something other than the store) fails and leaves nothing
+// behind, and the submits that share its round trip go on as if it were
+// not there.
 func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.CreateParams) (int64, error) {
 	args, err := s.createArgsOf(t, p)
 	if err != nil {
@@ -228,6 +275,8 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.Cre
 		return res.balance, imagegen.ErrInsufficientCredits
 	case res.code == -2:
 		return 0, fmt.Errorf("redis store: owner's pending tasks at the max: %w", imagegen.ErrQueueFull)
+	case res.code == -3:
+		return 0, fmt.Errorf("redis store: create task: %w", errOwnerKeys)
 	case res.code < 0:
 		return 0, fmt.Errorf("redis store: task %q exists", t.ID)
 	}
@@ -325,6 +374,10 @@ type createSpec struct {
 	events     string
 	ref        string // the charge's reference as JSON when "task:<id>" needs escaping, else ""
 }
+
+// errOwnerKeys: a submit's owner has a key that holds a value of the
+// wrong kind, which only something other than the store writes.
+var errOwnerKeys = errors.New("the owner's balance, ledger, task index or scheduling state holds a value of the wrong kind in Redis; nothing was charged or kept")
 
 // createResult is one submit's result: its code and balance, and the
 // time of the batch.
@@ -447,6 +500,8 @@ func createResults(batch []*createCall, number []int, owners int, reply []any) e
 			res.code = -2
 		case 't':
 			res.code, res.balance = -1, 0
+		case 'e':
+			res.code, res.balance = -3, 0
 		default:
 			return fmt.Errorf("unexpected code %q in the reply", codes[i])
 		}
