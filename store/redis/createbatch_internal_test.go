@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -253,6 +254,7 @@ func TestCreateBatchKeepsOtherOwnersWhenOnesKeysAreSpoiled(t *testing.T) {
 				}
 				balanceB, _ := s.rdb.Get(ctx, s.k.balance("b")).Result()
 				ledgerB, _ := s.rdb.LLen(ctx, s.k.ledger("b")).Result()
+				schedB, _ := s.rdb.HGetAll(ctx, s.k.sched("b")).Result()
 				task := func(id, owner string) *imagegen.Task {
 					return &imagegen.Task{ID: id, Owner: owner, Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 3}
 				}
@@ -271,6 +273,9 @@ func TestCreateBatchKeepsOtherOwnersWhenOnesKeysAreSpoiled(t *testing.T) {
 				}
 				if n, _ := s.rdb.LLen(ctx, s.k.ledger("b")).Result(); n != ledgerB {
 					t.Fatalf("b's ledger has %d entries; want %d as it had", n, ledgerB)
+				}
+				if sched, _ := s.rdb.HGetAll(ctx, s.k.sched("b")).Result(); !maps.Equal(sched, schedB) {
+					t.Fatalf("b's scheduling state %v; want %v as it was", sched, schedB)
 				}
 				for _, id := range []string{"t2", "t4", "t5"} {
 					if n, err := s.rdb.Exists(ctx, s.k.task(id)).Result(); err != nil || n != 0 {
@@ -296,6 +301,87 @@ func TestCreateBatchKeepsOtherOwnersWhenOnesKeysAreSpoiled(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestOwnerIndexGetsATTLAfterRetentionIsCut: an index whose recorded
+// expiry a longer retention set is pushed out all the same (to what the
+// shorter one sets), so that an index that went and was made again
+// since has a TTL.
+func TestOwnerIndexGetsATTLAfterRetentionIsCut(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	mr.SetTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	submit := func(s *Store, id string) {
+		t.Helper()
+		task := &imagegen.Task{ID: id, Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
+		if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long, err := New(rdb, Config{Retention: 30 * 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := long.AddEntry(ctx, imagegen.LedgerEntry{Owner: "a", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "grant:a"}); err != nil {
+		t.Fatal(err)
+	}
+	submit(long, "t1")
+	short, err := New(rdb, Config{Retention: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr.Del(short.k.ownerTasks("a")) // the index gone (its tasks expired and a listing emptied it)
+	submit(short, "t2")
+	want := 2*time.Hour + 24*time.Hour + indexMargin(2*time.Hour)
+	if ttl := mr.TTL(short.k.ownerTasks("a")); ttl != want {
+		t.Fatalf("index TTL %v; want %v", ttl, want)
+	}
+}
+
+// An owner undone after its tasks were made (its task index of the wrong
+// kind, here with no ledger before the batch, which the undo leaves
+// without one) gets an error for every one of its submits, those its
+// charges had refused too, and so does a later submit whose id one of
+// its tasks had taken in the batch: nothing of it is left, and the id is
+// free again.
+func TestUndoneOwnerFreesItsSubmitsAndIDs(t *testing.T) {
+	fundedStores(t, 10, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		if err := s.rdb.Set(ctx, s.k.balance("b"), "4", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.rdb.Set(ctx, s.k.ownerTasks("b"), "x", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		task := func(id, owner string) *imagegen.Task {
+			return &imagegen.Task{ID: id, Owner: owner, Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 3}
+		}
+		batch := []*createCall{{Req: submitArgs(t, s, task("t1", "a"))}, {Req: submitArgs(t, s, task("t2", "b"))}, {Req: submitArgs(t, s, task("t3", "b"))}, {Req: submitArgs(t, s, task("t2", "a"))}}
+		s.runShardCreates(ctx, s.shards[0], batch)
+		for i, want := range []createResult{{code: 1, balance: 7}, {code: -3}, {code: -3}, {code: -3}} {
+			if c := batch[i]; c.Err != nil || c.Res.code != want.code || c.Res.balance != want.balance {
+				t.Fatalf("call %d: %+v, %v; want %+v", i, c.Res, c.Err, want)
+			}
+		}
+		if v, _ := s.rdb.Get(ctx, s.k.balance("b")).Result(); v != "4" {
+			t.Fatalf("b's balance %q; want 4", v)
+		}
+		for _, k := range []string{s.k.ledger("b"), s.k.sched("b"), s.k.task("t2"), s.k.task("t3")} {
+			if n, err := s.rdb.Exists(ctx, k).Result(); err != nil || n != 0 {
+				t.Fatalf("%s: %d, %v; want none", k, n, err)
+			}
+		}
+		if _, err := s.CreateTask(ctx, task("t2", "a"), imagegen.CreateParams{}); err != nil {
+			t.Fatalf("t2 again: %v; want it made", err)
+		}
+		for _, want := range []string{"t1", "t2"} {
+			if c, err := s.ClaimTask(ctx, time.Minute); err != nil || c.ID != want || c.Owner != "a" {
+				t.Fatalf("claimed %+v, %v; want a's %s", c, err, want)
+			}
+		}
+	})
 }
 
 // createResults reads each task's balance off its owner's balance before

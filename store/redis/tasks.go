@@ -56,9 +56,10 @@ import (
 //
 // Returns {now, codes, balance_1, ..., balance_o}: codes holds a byte a
 // task, 'c' (created), 's' (balance short), 't' (id taken), 'f' (queue
-// full) or 'e' (its owner's keys hold values of the wrong kind: nothing
-// of its owner's tasks is kept, and the other owners' go on);
-// balance_o is owner o's balance before the batch (0 for such an owner), from
+// full) or 'e' (its owner's keys could not be read or written: nothing
+// of its owner's tasks is kept, and the other owners' go on; also a task
+// whose id an undone task had taken); balance_o is owner o's balance
+// before the batch (0 when its keys could not be read), from
 // which each task's balance follows (see createResults). A reply of a
 // few values, not two a task, and a task's numbers as two bytes of one
 // argument, not two arguments, spare the server a conversion each.
@@ -126,6 +127,9 @@ end
 -- here, its ledger or task index below: a script that fails keeps what
 -- it wrote, so these calls are pcalls) is bad: its tasks get 'e' and
 -- nothing of the batch is left of them, and the other owners' go on.
+local tasks = 5 + 4 * owners -- the task keys follow
+local n = #KEYS - tasks
+local seq = redis.call('INCRBY', KEYS[5], int(n)) -- before the debits: a plain call that could fail
 for _, acct in ipairs(order) do
   if not acct.bad then
     local left = redis.pcall('DECRBY', KEYS[acct.k + 1], acct.cost)
@@ -137,9 +141,6 @@ for _, acct in ipairs(order) do
   end
   out[#out + 1] = acct.value or 0
 end
-local tasks = 5 + 4 * owners -- the task keys follow
-local n = #KEYS - tasks
-local seq = redis.call('INCRBY', KEYS[5], int(n))
 -- taken: some id was taken before the batch, so each is looked up;
 -- else made holds the ids the batch made.
 local taken, made = redis.call('EXISTS', unpack(KEYS, tasks + 1)) > 0, {}
@@ -196,18 +197,27 @@ for i = 1, n do
 end
 -- undo takes back what the batch did for acct, whose ledger (pushed 0)
 -- or task index (pushed: the entries its ledger got) could not be
--- written: the entries, the charges, the tasks; its tasks get 'e', and
--- their ids go in undone (returned) so that the queues skip them.
+-- written: the entries, the charges, the tasks made; all its tasks get
+-- 'e' (those refused were refused on charges now taken back), and so
+-- does a later task whose id one of them had taken in the batch. The
+-- ids of the tasks taken back go in undone (returned) so that the
+-- queues skip them.
 local function undo(acct, pushed, undone)
   undone = undone or {}
   if pushed > 0 then redis.call('LTRIM', KEYS[acct.k + 2], 0, -pushed - 1) end
   redis.call('INCRBY', KEYS[acct.k + 1], int(acct.left + acct.cost - acct.value))
   acct.bad = true
+  local gone = {}
   for i = 1, n do
-    if codes[i] == 'c' and order[string.byte(nums, 2 * i - 1)] == acct then
-      redis.call('DEL', KEYS[tasks + i])
+    if order[string.byte(nums, 2 * i - 1)] == acct then
+      if codes[i] == 'c' then
+        redis.call('DEL', KEYS[tasks + i])
+        gone[KEYS[tasks + i]] = true
+        undone[ARGV[a0 + 3 * (i - 1)]] = true
+      end
       codes[i] = 'e'
-      undone[ARGV[a0 + 3 * (i - 1)]] = true
+    elseif codes[i] == 't' and gone[KEYS[tasks + i]] then
+      codes[i] = 'e'
     end
   end
   return undone
@@ -243,6 +253,11 @@ if undone then -- the queue entries of undone tasks (id from character from of t
   end
   queued, fair, indexed = drop(queued, 1), drop(fair, 1), drop(indexed, #stamp + 1)
 end
+-- The store-wide queues are written last and with plain calls: one that
+-- holds a value of the wrong kind (which only something other than the
+-- store writes) fails every batch, after its owners' writes. Not
+-- guarded: it stops every submit at once, where one owner's bad key
+-- stopped only that owner's.
 if #queued > 0 then
   redis.call('ZADD', KEYS[1], unpack(queued))
   redis.call('ZADD', KEYS[3], unpack(fair))
@@ -376,8 +391,9 @@ type createSpec struct {
 }
 
 // errOwnerKeys: a submit's owner has a key that holds a value of the
-// wrong kind, which only something other than the store writes.
-var errOwnerKeys = errors.New("the owner's balance, ledger, task index or scheduling state holds a value of the wrong kind in Redis; nothing was charged or kept")
+// wrong kind (which only something other than the store writes) or a
+// balance the debit would take out of range.
+var errOwnerKeys = errors.New("the owner's balance, ledger, task index or scheduling state in Redis could not be read or written (a value of the wrong kind, or a balance out of range); nothing was charged or kept")
 
 // createResult is one submit's result: its code and balance, and the
 // time of the batch.
