@@ -210,9 +210,11 @@ if vtime then
     cur, vtime = -1, math.max(vtime, tonumber(redis.call('GET', KEYS[6]) or '') or 0)
   end
   if vtime > cur then
-    local s = num(vtime)
+    local s = whole(vtime)
     redis.call('SET', KEYS[4], s)
-    redis.call('SET', KEYS[6], s) -- for processes of the earlier version
+    -- For processes of the earlier version, which read vtime: a SET a
+    -- claim that can go once no such process is left to run.
+    redis.call('SET', KEYS[6], s)
   end
 end
 return out

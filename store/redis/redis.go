@@ -401,6 +401,13 @@ local function num(x) return string.format('%.17g', x) end
 -- costs about ten times what %d does (a microsecond per argument).
 local function int(x) return string.format('%d', x) end
 
+-- whole is num(x), written with int when x is a whole number that %d
+-- writes exactly (below 2^53), as tags and scores usually are.
+local function whole(x)
+  if x % 1 == 0 and x >= 0 and x < 9007199254740992 then return int(x) end
+  return num(x)
+end
+
 -- tag_score is the score in fair of tag and k (0 <= k < 1024): tag *
 -- 1024 + k, whole while the tag is (below 2^43, as tags are), so that
 -- Redis keeps it as an integer. A queue short enough to be a listpack
@@ -408,11 +415,7 @@ local function int(x) return string.format('%d', x) end
 -- fractional score is read back with strtod at each step: tag + k/1024,
 -- the earlier form, cost a submit about 80k server instructions with 64
 -- tasks queued (callgrind). claim_vtime reads the tag back.
-local function tag_score(tag, k)
-  local s = tag * 1024 + k
-  if s % 1 == 0 and s >= 0 and s < 9007199254740992 then return string.format('%d', s) end
-  return num(s)
-end
+local function tag_score(tag, k) return whole(tag * 1024 + k) end
 
 -- claim_vtime is the tag of fair's score, as vtag keeps it. A score
 -- written before tags were scaled by 1024 (tag + k/1024) reads as a tag
@@ -455,7 +458,7 @@ local function next_tag(task, owner)
   local base = read_vtag(skey(task, 'vtag'))
   if (tonumber(f[3]) or 0) > 0 then base = math.max(base, tonumber(f[2]) or 0) end
   local tag = base + stride(f[1])
-  redis.call('HSET', sched, 'last', num(tag))
+  redis.call('HSET', sched, 'last', whole(tag))
   redis.call('HINCRBY', sched, 'pend', '1')
   return tag, redis.call('INCR', skey(task, 'tseq')) % 1024
 end

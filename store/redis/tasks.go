@@ -68,13 +68,6 @@ import (
 // only when one is taken is each checked on its own (and an id sent
 // twice in the batch is caught by the ids the batch made).
 var createScript = newScript(`
--- tag_str is num(tag), written with %d when the tag is whole, as it
--- usually is (num's %.17g costs several times more).
-local function tag_str(tag)
-  if tag % 1 == 0 and tag >= 0 and tag < 1e15 then return int(tag) end
-  return num(tag)
-end
-
 local now = now_ms()
 local snow, stamp = int(now), string.format('%013d', now) .. ':' -- index members: stamp .. id
 local out, codes, queued, fair, indexed = {now, ''}, {}, {}, {}, {}
@@ -238,9 +231,9 @@ for _, acct in ipairs(order) do
   end
   if acct.bad then -- its scheduling state stays as it was
   elseif ixp then -- tasks were made: pend changed too
-    redis.call('HSET', KEYS[k + 4], 'last', tag_str(acct.last), 'pend', int(acct.pend), 'ixp', ixp)
+    redis.call('HSET', KEYS[k + 4], 'last', whole(acct.last), 'pend', int(acct.pend), 'ixp', ixp)
   elseif acct.pend ~= acct.pend0 then
-    redis.call('HSET', KEYS[k + 4], 'last', tag_str(acct.last), 'pend', int(acct.pend))
+    redis.call('HSET', KEYS[k + 4], 'last', whole(acct.last), 'pend', int(acct.pend))
   end
 end
 if undone then -- the queue entries of undone tasks (id from character from of the member)
