@@ -45,14 +45,12 @@ func BenchmarkServerCPU(b *testing.B) {
 	b.Run("redis", func(b *testing.B) {
 		r := redistest.StartServer(b, 0)
 		url := "redis://" + r.Addr() + "/0"
-		before, after := callgrindAround(b, r)
-		measureServerCPU(b, []string{"-redis", url}, func() []int { return []int{r.PID()} }, before, after)
+		measureServerCPU(b, []string{"-redis", url}, func() []int { return []int{r.PID()} }, callgrindPhases(b, r))
 	})
 	b.Run("redis-default-limit", func(b *testing.B) {
 		r := redistest.StartServer(b, 0)
 		url := "redis://" + r.Addr() + "/0"
-		before, after := callgrindAround(b, r)
-		measureServerCPUAt(b, defaultLimitLoad(b.N), []string{"-redis", url}, func() []int { return []int{r.PID()} }, before, after)
+		measureServerCPUAt(b, defaultLimitLoad(b.N), []string{"-redis", url}, func() []int { return []int{r.PID()} }, callgrindPhases(b, r))
 	})
 	b.Run("cluster", func(b *testing.B) {
 		c := redistest.StartCluster(b, 3)
@@ -65,7 +63,14 @@ func BenchmarkServerCPU(b *testing.B) {
 			return out
 		}
 		var before map[string]int64
-		measureServerCPU(b, []string{"-redis", c.URL()}, pids, func() { before = commandCounts(b, masters) }, func() {
+		measureServerCPU(b, []string{"-redis", c.URL()}, pids, func(p phase) {
+			switch p {
+			case submitPhase:
+				before = commandCounts(b, masters)
+				return
+			case completePhase:
+				return
+			}
 			logShares(b, "keys", c.KeyShares(b))
 			cmds := map[string]float64{}
 			var total float64
@@ -97,18 +102,39 @@ func BenchmarkServerCPU(b *testing.B) {
 			}
 			return out
 		}
-		measureServerCPU(b, env.args(), pids, nil, nil)
+		measureServerCPU(b, env.args(), pids, nil)
 	})
 }
 
-// callgrindAround zeroes the instruction counts of r (run under
+// phase is where a BenchmarkServerCPU run is: a phaseHook is called
+// with submitPhase before the submits, completePhase between the submits
+// and the completions, and endPhase after the completions.
+type phase int
+
+const (
+	submitPhase phase = iota
+	completePhase
+	endPhase
+)
+
+// phaseHook, when not nil, runs at each phase's start and at the end.
+type phaseHook func(phase)
+
+// callgrindPhases zeroes the instruction counts of r (run under
 // callgrind: IMAGEGEN_BENCH_CALLGRIND=own and a wrapper redis-server on
-// PATH, see redistest.CallgrindOwnServers) before the measured phases
-// and dumps them after: the dump is both phases' instructions, b.N
-// tasks' submits and completions.
-func callgrindAround(b *testing.B, r *redistest.Server) (before, after func()) {
+// PATH, see redistest.CallgrindOwnServers) at each phase's start and
+// dumps them at its end: the run's first dump is b.N tasks' submits,
+// its second their completions.
+func callgrindPhases(b *testing.B, r *redistest.Server) phaseHook {
 	var dump func()
-	return func() { dump = redistest.CallgrindOwn(b, r.PID()) }, func() { dump() }
+	return func(p phase) {
+		if dump != nil {
+			dump()
+		}
+		if p != endPhase {
+			dump = redistest.CallgrindOwn(b, r.PID())
+		}
+	}
 }
 
 // cpuLoad is who submits in a BenchmarkServerCPU run: how many owners
@@ -129,14 +155,14 @@ var largeLimitLoad = cpuLoad{owners: 30, rateLimit: 100_000_000}
 func defaultLimitLoad(n int) cpuLoad { return cpuLoad{owners: max((n+8)/9, warmSubmits)} }
 
 // measureServerCPU is measureServerCPUAt with largeLimitLoad.
-func measureServerCPU(b *testing.B, storeArgs []string, pids func() []int, before, after func()) {
-	measureServerCPUAt(b, largeLimitLoad, storeArgs, pids, before, after)
+func measureServerCPU(b *testing.B, storeArgs []string, pids func() []int, hook phaseHook) {
+	measureServerCPUAt(b, largeLimitLoad, storeArgs, pids, hook)
 }
 
 // measureServerCPUAt runs the two phases with load on the store of
-// storeArgs; pids lists the server processes to count; before and
-// after, when set, run around the measured phases.
-func measureServerCPUAt(b *testing.B, load cpuLoad, storeArgs []string, pids func() []int, before, after func()) {
+// storeArgs; pids lists the server processes to count; hook, when set,
+// runs at each measured phase's start and at the end.
+func measureServerCPUAt(b *testing.B, load cpuLoad, storeArgs []string, pids func() []int, hook phaseHook) {
 	var keys []string
 	args := []string{"-workers", "0", "-demo-credits", "100000000"}
 	if load.rateLimit > 0 {
@@ -153,22 +179,22 @@ func measureServerCPUAt(b *testing.B, load cpuLoad, storeArgs []string, pids fun
 	store, workReady := openStore(b, storeArgs)
 	runAll(b, store, workReady)
 
-	if before != nil {
-		before()
+	if hook == nil {
+		hook = func(phase) {}
 	}
+	hook(submitPhase)
 	n := b.N
 	b.ResetTimer()
 	cpu0 := cpuOf(b, pids())
 	submitN(b, base, keys, n)
 	cpu1 := cpuOf(b, pids())
+	hook(completePhase)
 	runAll(b, store, workReady)
 	cpu2 := cpuOf(b, pids())
 	b.StopTimer()
 	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(n), "cpu-µs/submit")
 	b.ReportMetric(float64((cpu2-cpu1).Microseconds())/float64(n), "cpu-µs/complete")
-	if after != nil {
-		after()
-	}
+	hook(endPhase)
 }
 
 // submitN submits n tasks over HTTP from 32 clients, round the keys.
