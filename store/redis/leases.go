@@ -199,10 +199,10 @@ if #claimed > 0 then -- out of the queues (dequeue, for the batch)
   vtime = claim_vtime(redis.call('ZSCORE', KEYS[1], claimed[#claimed]))
   redis.call('ZREM', KEYS[1], unpack(claimed))
   redis.call('ZREM', skey(KEYS[1], 'pending'), unpack(claimed))
-  for sched, n in pairs(pend) do
-    redis.call('HINCRBY', sched, 'pend', n == 1 and '-1' or int(-n)) -- most often one task an owner: no format
-  end
   redis.call('ZADD', KEYS[2], unpack(leased))
+  for sched, n in pairs(pend) do -- pcalls: see next_tag
+    redis.pcall('HINCRBY', sched, 'pend', n == 1 and '-1' or int(-n)) -- most often one task an owner: no format
+  end
 end
 if vtime then
   local cur = tonumber(redis.call('GET', KEYS[4]) or '')

@@ -61,6 +61,14 @@
 // grant and web-charge references are kept for ever, so an idempotent
 // grant cannot apply twice however late it is retried.
 //
+// Keys written by something other than the store: an owner whose
+// balance, ledger, task index or scheduling state holds a value of
+// another kind has its submits refused (nothing charged or kept), and the other owners
+// of its batch are not touched. Its tasks queued before are still
+// claimed, given back and cancelled: its scheduling state only orders
+// them, and a number there that is not one reads as none and is written
+// over.
+//
 // Layout (P is the hash-tagged prefix, "{imagegen}" by default; on a
 // sharded store, the owner's or the id's shard tag for every key but
 // the global ones, secret, pstats, apikey and session(s)):
@@ -447,6 +455,15 @@ local function stride(w)
   return math.floor(1000 / w)
 end
 
+-- An owner's scheduling state (its sched hash) only orders its tasks:
+-- a task is queued, claimed and dequeued whatever that key holds. A
+-- number in it that is not one reads as none, and the scripts that move
+-- a task already made (next_tag, dequeue, the claim) read and write it
+-- with pcalls, so that a key of another kind (which only something
+-- other than the store writes) leaves no task half moved: a script that
+-- fails keeps what it wrote before. The create script refuses such an
+-- owner's new tasks instead (see createScript).
+
 -- next_tag gives the owner's next task its tag (the score in fair):
 -- after the owner's last one while it has pending tasks, else after the
 -- largest tag claimed, plus the owner's stride; it returns the tag and
@@ -454,12 +471,13 @@ end
 -- tag_score). It counts the task as pending.
 local function next_tag(task, owner)
   local sched = skey(task, 'sched:' .. owner)
-  local f = redis.call('HMGET', sched, 'w', 'last', 'pend')
+  local f = redis.pcall('HMGET', sched, 'w', 'last', 'pend')
+  if f.err then f = {} end
   local base = read_vtag(skey(task, 'vtag'))
   if (tonumber(f[3]) or 0) > 0 then base = math.max(base, tonumber(f[2]) or 0) end
   local tag = base + stride(f[1])
-  redis.call('HSET', sched, 'last', whole(tag))
-  redis.call('HINCRBY', sched, 'pend', '1')
+  redis.pcall('HSET', sched, 'last', whole(tag))
+  redis.pcall('HINCRBY', sched, 'pend', '1')
   return tag, redis.call('INCR', skey(task, 'tseq')) % 1024
 end
 
@@ -473,7 +491,7 @@ end
 -- dequeue takes a pending task of owner out of the queues.
 local function dequeue(task, id, owner)
   if redis.call('ZREM', skey(task, 'fair'), id) == 1 then
-    redis.call('HINCRBY', skey(task, 'sched:' .. owner), 'pend', '-1')
+    redis.pcall('HINCRBY', skey(task, 'sched:' .. owner), 'pend', '-1')
   end
   redis.call('ZREM', skey(task, 'pending'), id)
 end

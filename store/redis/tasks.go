@@ -96,9 +96,11 @@ for on = 1, owners do
   if f.err then
     order[on] = {k = k, bad = true}
   else
-    local pend = (f[3] or 0) + 0
+    -- tonumber, not arithmetic: a value that is not a number reads as
+    -- none (as next_tag reads it), and is written over below.
+    local pend = tonumber(f[3]) or 0
     order[on] = {k = k, owner = ARGV[5 + 2 * on], cost = ARGV[6 + 2 * on], entries = {}, members = {},
-      stride = stride(f[1]), last = (f[2] or 0) + 0, pend = pend, pend0 = pend, ixp = tonumber(f[4])}
+      stride = stride(f[1]), last = tonumber(f[2]) or 0, pend = pend, pend0 = pend, ixp = tonumber(f[4])}
   end
 end
 local vtime = read_vtag(KEYS[4])
