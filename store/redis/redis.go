@@ -63,11 +63,11 @@
 //
 // Keys written by something other than the store: an owner whose
 // balance, ledger, task index or scheduling state holds a value of
-// another kind has its submits refused (nothing charged or kept), and the other owners
-// of its batch are not touched. Its tasks queued before are still
-// claimed, given back and cancelled: its scheduling state only orders
-// them, and a number there that is not one reads as none and is written
-// over.
+// another kind has its submits refused (nothing charged or kept), and
+// the other owners of its batch are not touched. Its tasks queued
+// before are still claimed, given back and cancelled: its scheduling
+// state only orders them, and a number there that is not one reads as
+// none and is written over.
 //
 // Layout (P is the hash-tagged prefix, "{imagegen}" by default; on a
 // sharded store, the owner's or the id's shard tag for every key but
