@@ -329,6 +329,7 @@ local now = now_ms()
 local h = holds(KEYS[1], ARGV[2])
 if not h then return 0 end
 local refunded = refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
+if not refunded then return redis.error_reply("the owner's balance or ledger cannot take the refund; nothing changed") end
 finish(KEYS[1], KEYS[2], ARGV[5], 'failed', now, tonumber(ARGV[3]), KEYS[5], h, 'error', ARGV[4], 'error_code', ARGV[6])
 return 1 + refunded
 `)
@@ -369,8 +370,9 @@ local now = now_ms()
 local f = redis.call('HMGET', KEYS[1], 'owner', 'status')
 if f[1] ~= ARGV[2] then return 0 end
 if f[2] ~= 'pending' and f[2] ~= 'processing' then return -1 end
+local refunded = refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now) -- first: it may write nothing and stop
+if not refunded then return redis.error_reply("the owner's balance or ledger cannot take the refund; nothing changed") end
 dequeue(KEYS[1], ARGV[5], f[1])
-local refunded = refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
 finish(KEYS[1], KEYS[5], ARGV[5], 'failed', now, tonumber(ARGV[4]), KEYS[6], nil, 'error', ARGV[3], 'error_code', ARGV[6])
 return 1 + refunded
 `)

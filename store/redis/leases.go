@@ -29,6 +29,15 @@ import (
 // that the sets are kept from then on, and puts the tasks running at
 // that moment in them (from the leases: bounded by the running tasks).
 //
+// A task's owner's and model's keys (running sets, the model's rate
+// and pause) only limit it: the claim reads and writes them with
+// pcalls, and one of another kind (which only something other than the
+// store writes) reads as none. The claim sets each task it takes as
+// processing as it goes and writes their leases at the end, so a call
+// that fails in between would leave the tasks taken before it, of any
+// owner, processing with no lease (never recovered), and fail every
+// later claim at the same task.
+//
 //	KEYS[1] fair  KEYS[2] leases  KEYS[3] webhooks  KEYS[4] vtag  KEYS[5] capped  KEYS[6] vtime
 //	ARGV[1] now   ARGV[2] lease (ms)  ARGV[3] how many  ARGV[4] owner cap (0: none)
 //	ARGV[5] how many to pass over at most
@@ -56,10 +65,10 @@ local function track(field)
     local task = skey(KEYS[1], 'task:' .. ids[j])
     local f = redis.call('HMGET', task, 'owner', 'model')
     if field == 'o' then
-      redis.call('ZADD', skey(KEYS[1], 'run:o:' .. (f[1] or '')), ids[j + 1], ids[j])
+      redis.pcall('ZADD', skey(KEYS[1], 'run:o:' .. (f[1] or '')), ids[j + 1], ids[j])
       redis.call('HSET', task, 'ro', '1')
     elseif field == 'm:' .. (f[2] or '') then
-      redis.call('ZADD', skey(KEYS[1], 'run:m:' .. (f[2] or '')), ids[j + 1], ids[j])
+      redis.pcall('ZADD', skey(KEYS[1], 'run:m:' .. (f[2] or '')), ids[j + 1], ids[j])
       redis.call('HSET', task, 'rm', '1')
     end
   end
@@ -72,7 +81,8 @@ local ownerRun, modelRun, modelNext = {}, {}, {} -- counts and next starts, as t
 local function running(memo, key)
   local n = memo[key]
   if not n then
-    n = redis.call('ZCOUNT', key, after_now, '+inf')
+    n = redis.pcall('ZCOUNT', key, after_now, '+inf')
+    if type(n) == 'table' then n = 0 end -- another kind: none
     memo[key] = n
   end
   return n
@@ -80,7 +90,8 @@ end
 local function next_start(mkey)
   local t = modelNext[mkey]
   if not t then
-    local f = redis.call('HMGET', mkey, 'next', 'pause')
+    local f = redis.pcall('HMGET', mkey, 'next', 'pause')
+    if f.err then f = {} end -- another kind: none
     local pause = tonumber(f[2]) or 0
     t = tonumber(f[1]) or 0
     if pause > now then t = -pause end -- negative: paused until -t
@@ -119,8 +130,9 @@ while more and #out < want and passed <= scan do
     local task = task_prefix .. id
     -- What the claim decides on, then the rest of what a claimed task
     -- can hold (its request, cost, times, last error): one read.
-    local f = redis.call('HMGET', task, 'status', 'run_after', 'owner', 'model', 'attempt', 'started', 'callback', 'events',
+    local f = redis.pcall('HMGET', task, 'status', 'run_after', 'owner', 'model', 'attempt', 'started', 'callback', 'events',
       'req', 'cost', 'created', 'rid', 'last_error', 'released', 'refunded')
+    if f.err then f = {} end -- a task key of another kind: passed over, as a missing task
     local owner, model = f[3] or '', f[4] or ''
     local rkey = keyof(rkeys, 'model:', model)
     local cap, rate = caps[model] or 0, rates[model] or 0
@@ -139,7 +151,7 @@ while more and #out < want and passed <= scan do
       local sched = keyof(skeys, 'sched:', owner)
       pend[sched] = (pend[sched] or 0) + 1
       local attempt = '1'
-      if f[5] then attempt = int(tonumber(f[5]) + 1) end
+      if f[5] then attempt = int((numof(f[5]) or 0) + 1) end
       local rm = mkept[model]
       if rm == nil then
         rm = capped['m:' .. model] or false
@@ -159,18 +171,18 @@ while more and #out < want and passed <= scan do
       end
       if ro then
         local okey = keyof(okeys, 'run:o:', owner)
-        redis.call('ZADD', okey, sleased, id)
+        redis.pcall('ZADD', okey, sleased, id)
         ownerRun[okey] = running(ownerRun, okey) + 1
       end
       if rm then
         local mkey = keyof(mkeys, 'run:m:', model)
-        redis.call('ZADD', mkey, sleased, id)
+        redis.pcall('ZADD', mkey, sleased, id)
         modelRun[mkey] = running(modelRun, mkey) + 1
       end
       if rate > 0 then
         local t = math.max(next_start(rkey), now) + math.floor(60000 / rate)
         modelNext[rkey] = t
-        redis.call('HSET', rkey, 'next', int(t))
+        redis.pcall('HSET', rkey, 'next', int(t))
       end
       -- The task as claimed, in claimedFields' order: what the claim
       -- set and what was read above, joined by NULs into one string
@@ -196,18 +208,18 @@ end
 if #claimed > 0 then -- out of the queues (dequeue, for the batch)
   -- The queue is in tag order: the last task claimed has the largest
   -- tag of the claim (read once, rather than every score read).
-  vtime = claim_vtime(redis.call('ZSCORE', KEYS[1], claimed[#claimed]))
+  vtime = numof(claim_vtime(redis.call('ZSCORE', KEYS[1], claimed[#claimed]))) -- an infinite score (written by nothing of this version) moves nothing
+  redis.call('ZADD', KEYS[2], unpack(leased)) -- first: a task processing is never left without its lease
   redis.call('ZREM', KEYS[1], unpack(claimed))
   redis.call('ZREM', skey(KEYS[1], 'pending'), unpack(claimed))
-  redis.call('ZADD', KEYS[2], unpack(leased))
   for sched, n in pairs(pend) do -- pcalls: see next_tag
     redis.pcall('HINCRBY', sched, 'pend', n == 1 and '-1' or int(-n)) -- most often one task an owner: no format
   end
 end
 if vtime then
-  local cur = tonumber(redis.call('GET', KEYS[4]) or '')
+  local cur = numof(redis.call('GET', KEYS[4])) -- not a (finite) number: written over
   if not cur then -- this version's first claim: vtag starts from vtime (see claim_vtime)
-    cur, vtime = -1, math.max(vtime, tonumber(redis.call('GET', KEYS[6]) or '') or 0)
+    cur, vtime = -1, math.max(vtime, numof(redis.call('GET', KEYS[6])) or 0)
   end
   if vtime > cur then
     local s = whole(vtime)
@@ -444,6 +456,12 @@ const recoverBatch = 100
 //	ARGV[1] now  ARGV[2] retention (ms)  ARGV[3] max attempts
 //	ARGV[3+i] candidate i's id
 //
+// A task to fail whose refund cannot be written (its owner's balance or
+// ledger holds a value of another kind, or the balance would overflow)
+// is left processing, its lease end a minute later: nothing is credited
+// without its ledger entry and its mark, and the other leases are
+// recovered.
+//
 // Returns {requeued, expired leases seen, failed...}, each failed task
 // as {id, owner, model, request id, attempts, cost, refund} (strings;
 // refund is the cost, or 0 when the task had been refunded before).
@@ -451,6 +469,7 @@ var recoverScript = newScript(`
 local now = now_ms()
 local retention = tonumber(ARGV[2])
 local maxAttempts = tonumber(ARGV[3])
+local unrefundable_retry = 60000 -- ms
 local out = {0, 0}
 for i = 1, (#KEYS - 3) / 3 do
   local task, balance, ledger, id = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3], ARGV[3 + i]
@@ -465,10 +484,13 @@ for i = 1, (#KEYS - 3) / 3 do
       local cost = f[7] or '0'
       local refunded = '0'
       if f[8] ~= '1' then refunded = cost end
-      refund(task, balance, ledger, id, now)
-      finish(task, KEYS[1], id, 'failed', now, retention, KEYS[3], nil,
-        'error', 'image generation did not finish (' .. counted .. ' attempts)', 'error_code', 'internal')
-      out[#out + 1] = {id, f[4] or '', f[5] or '', f[6] or '', tostring(counted), cost, refunded}
+      if refund(task, balance, ledger, id, now) then
+        finish(task, KEYS[1], id, 'failed', now, retention, KEYS[3], nil,
+          'error', 'image generation did not finish (' .. counted .. ' attempts)', 'error_code', 'internal')
+        out[#out + 1] = {id, f[4] or '', f[5] or '', f[6] or '', tostring(counted), cost, refunded}
+      else -- its owner's credit keys cannot take the refund: left as it is, tried again later
+        redis.call('ZADD', KEYS[1], int(now + unrefundable_retry), id) -- behind the other leases, not before them at every run
+      end
     else
       redis.call('ZREM', KEYS[1], id)
       stop_running(task, id)

@@ -66,8 +66,14 @@
 // another kind has its submits refused (nothing charged or kept), and
 // the other owners of its batch are not touched. Its tasks queued
 // before are still claimed, given back and cancelled: its scheduling
-// state only orders them, and a number there that is not one reads as
-// none and is written over.
+// state only orders them, and a number there that is not one (or not a
+// finite one: "nan", "inf") reads as none and is written over. Its
+// running sets and a model's hash of another kind read as none too (the
+// claim and the scripts that give slots back use pcalls). A refund its
+// balance or ledger cannot take (a failure, a cancel, a recovery that
+// fails the task) writes nothing: the failure or cancel answers an
+// error, and recovery leaves the task processing and tries it again a
+// minute later, after the other leases.
 //
 // Layout (P is the hash-tagged prefix, "{imagegen}" by default; on a
 // sharded store, the owner's or the id's shard tag for every key but
@@ -442,15 +448,26 @@ local function tag_score(tag, k) return whole(tag * 1024 + k) end
 -- behind others' until its queue empties.
 local function claim_vtime(score) return math.floor(tonumber(score) / 1024) end
 
+-- numof is tonumber for the numbers the store writes: nil for a value
+-- that is not one, and for one that is not finite ("nan", "inf": Lua's
+-- tonumber reads them as numbers, and a NaN or infinite tag or score
+-- fails the ZADD of a task into fair, or sends every later tag to
+-- infinity) or not below 2^53.
+local function numof(s)
+  local x = tonumber(s)
+  if x and x - x == 0 and x < 9007199254740992 and x > -9007199254740992 then return x end
+end
+
 -- read_vtag is the largest tag claimed: vtag, the key given, or vtime
--- before this version's first claim.
+-- before this version's first claim (0 when it is not a number: the
+-- next claim writes it over).
 local function read_vtag(vtag)
-  return tonumber(redis.call('GET', vtag) or redis.call('GET', skey(vtag, 'vtime')) or '0')
+  return numof(redis.call('GET', vtag) or redis.call('GET', skey(vtag, 'vtime'))) or 0
 end
 
 -- stride is how far one task moves the tag of an owner of weight w.
 local function stride(w)
-  w = tonumber(w) or 1
+  w = numof(w) or 1
   if w < 1 or w > 1000 then w = 1 end
   return math.floor(1000 / w)
 end
@@ -474,7 +491,7 @@ local function next_tag(task, owner)
   local f = redis.pcall('HMGET', sched, 'w', 'last', 'pend')
   if f.err then f = {} end
   local base = read_vtag(skey(task, 'vtag'))
-  if (tonumber(f[3]) or 0) > 0 then base = math.max(base, tonumber(f[2]) or 0) end
+  if (numof(f[3]) or 0) > 0 then base = math.max(base, numof(f[2]) or 0) end
   local tag = base + stride(f[1])
   redis.pcall('HSET', sched, 'last', whole(tag))
   redis.pcall('HINCRBY', sched, 'pend', '1')
@@ -521,23 +538,35 @@ local function stop_running(task, id, ro, rm)
     local f = redis.call('HMGET', task, 'owner', 'model')
     owner, model = f[1] or '', f[2] or ''
   end
-  if ro ~= '0' then redis.call('ZREM', skey(task, 'run:o:' .. owner), id) end
-  if rm ~= '0' then redis.call('ZREM', skey(task, 'run:m:' .. model), id) end
+  -- pcalls: a running set of another kind reads as none (see claimScript)
+  if ro ~= '0' then redis.pcall('ZREM', skey(task, 'run:o:' .. owner), id) end
+  if rm ~= '0' then redis.pcall('ZREM', skey(task, 'run:m:' .. model), id) end
 end
 
 -- run_until moves a processing task's slots to its new lease end.
 local function run_until(task, id, lease_end)
   local f = redis.call('HMGET', task, 'owner', 'model', 'ro', 'rm')
-  if f[3] ~= '0' then redis.call('ZADD', skey(task, 'run:o:' .. (f[1] or '')), lease_end, id) end
-  if f[4] ~= '0' then redis.call('ZADD', skey(task, 'run:m:' .. (f[2] or '')), lease_end, id) end
+  if f[3] ~= '0' then redis.pcall('ZADD', skey(task, 'run:o:' .. (f[1] or '')), lease_end, id) end
+  if f[4] ~= '0' then redis.pcall('ZADD', skey(task, 'run:m:' .. (f[2] or '')), lease_end, id) end
 end
 
--- refund gives a failed task's cost back, once.
+-- refund gives a failed task's cost back, once. It returns the credits
+-- given back (0 when the task had them back before), or nil, having
+-- written nothing, when the owner's balance or ledger cannot take them
+-- (a value of another kind, which only something other than the store
+-- writes, or a balance the credit would overflow): a script that fails
+-- keeps what it wrote, and a credit kept without its ledger entry and
+-- the task's mark would be given again at every try. Callers write
+-- nothing before it that they cannot leave.
 local function refund(task, balance, ledger, id, now)
   if redis.call('HGET', task, 'refunded') == '1' then return 0 end
   local cost = tonumber(redis.call('HGET', task, 'cost'))
   local ref = redis.call('HGET', task, 'refund_ref') or ('refund:' .. id) -- an operator's recharge has its own
-  local after = redis.call('INCRBY', balance, cost)
+  local kind = redis.call('TYPE', ledger)
+  kind = kind.ok or kind
+  if kind ~= 'list' and kind ~= 'none' then return nil end
+  local after = redis.pcall('INCRBY', balance, cost)
+  if type(after) == 'table' then return nil end
   redis.call('RPUSH', ledger, cjson.encode({kind = 'refund', amount = cost, ref = ref, at = now, bal = after}))
   redis.call('HSET', task, 'refunded', '1')
   return cost

@@ -96,11 +96,12 @@ for on = 1, owners do
   if f.err then
     order[on] = {k = k, bad = true}
   else
-    -- tonumber, not arithmetic: a value that is not a number reads as
-    -- none (as next_tag reads it), and is written over below.
-    local pend = tonumber(f[3]) or 0
+    -- numof, not arithmetic: a value that is not a number (or not a
+    -- finite one) reads as none (as next_tag reads it), and is written
+    -- over below.
+    local pend = numof(f[3]) or 0
     order[on] = {k = k, owner = ARGV[5 + 2 * on], cost = ARGV[6 + 2 * on], entries = {}, members = {},
-      stride = stride(f[1]), last = tonumber(f[2]) or 0, pend = pend, pend0 = pend, ixp = tonumber(f[4])}
+      stride = stride(f[1]), last = numof(f[2]) or 0, pend = pend, pend0 = pend, ixp = numof(f[4])}
   end
 end
 local vtime = read_vtag(KEYS[4])
