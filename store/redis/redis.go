@@ -219,8 +219,10 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 	if strings.ContainsAny(o.Prefix, "{}") {
 		return nil, fmt.Errorf("redis store: Config.Prefix must not contain braces (got %q)", o.Prefix)
 	}
-	if o.Retention < 0 {
-		return nil, fmt.Errorf("redis store: Config.Retention must not be negative (got %v)", o.Retention)
+	if o.Retention < 0 || (o.Retention > 0 && o.Retention < time.Millisecond) {
+		// Redis's TTLs are whole milliseconds: less would be PX 0, which
+		// SET refuses and PEXPIRE takes as "delete now".
+		return nil, fmt.Errorf("redis store: Config.Retention must be 0 (the default) or at least a millisecond (got %v)", o.Retention)
 	}
 	if err := checkShards(o.Shards); err != nil {
 		return nil, err

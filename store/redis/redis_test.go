@@ -146,3 +146,21 @@ func TestWatchAcrossProcesses(t *testing.T) {
 // errOf is the error of a FailTask or CancelTask, whose refund the
 // check at hand does not look at.
 func errOf(_ int64, err error) error { return err }
+
+// TestNewRefusesRetentionBelowAMillisecond: Redis's TTLs are whole
+// milliseconds, so a shorter retention (PX 0: refused by SET, "delete
+// now" to PEXPIRE) is refused when the store is made.
+func TestNewRefusesRetentionBelowAMillisecond(t *testing.T) {
+	rdb := goredis.NewClient(&goredis.Options{Addr: miniredis.RunT(t).Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	for _, r := range []time.Duration{-time.Second, time.Microsecond, time.Millisecond - 1} {
+		if _, err := redisstore.New(rdb, redisstore.Config{Retention: r}); err == nil {
+			t.Errorf("Retention %v: no error", r)
+		}
+	}
+	for _, r := range []time.Duration{0, time.Millisecond} {
+		if _, err := redisstore.New(rdb, redisstore.Config{Retention: r}); err != nil {
+			t.Errorf("Retention %v: %v", r, err)
+		}
+	}
+}

@@ -96,7 +96,9 @@ func (s *Store) AckWebhook(ctx context.Context, id string) error {
 var rescheduleHookScript = newScript(`
 local now = now_ms()
 if not redis.call('ZSCORE', KEYS[1], ARGV[3]) then return 0 end
-if ARGV[4] ~= '0' then redis.call('HINCRBY', KEYS[2], hook_attempts(ARGV[3]), ARGV[4]) end
+-- A task gone (its retention over) is not made again as a hash of one
+-- field with no TTL: its delivery finds no task and is dropped.
+if ARGV[4] ~= '0' and redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HINCRBY', KEYS[2], hook_attempts(ARGV[3]), ARGV[4]) end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
 return 1
 `)
