@@ -73,7 +73,9 @@
 // balance or ledger cannot take (a failure, a cancel, a recovery that
 // fails the task) writes nothing: the failure or cancel answers an
 // error, and recovery leaves the task processing and tries it again a
-// minute later, after the other leases.
+// minute later, after the other leases. A store-wide queue (pending,
+// fair, all) of another kind fails every submit, charging and keeping
+// nothing, until it is mended.
 //
 // Layout (P is the hash-tagged prefix, "{imagegen}" by default; on a
 // sharded store, the owner's or the id's shard tag for every key but

@@ -60,7 +60,9 @@ import (
 // of its owner's tasks is kept, and the other owners' go on; also a task
 // whose id an undone task had taken); balance_o is owner o's balance
 // before the batch (0 when its keys could not be read), from
-// which each task's balance follows (see createResults). A reply of a
+// which each task's balance follows (see createResults). When one of
+// the store-wide queues cannot be written, nothing of the batch is kept
+// and every code is 'w'. A reply of a
 // few values, not two a task, and a task's numbers as two bytes of one
 // argument, not two arguments, spare the server a conversion each.
 //
@@ -101,7 +103,7 @@ for on = 1, owners do
     -- over below.
     local pend = numof(f[3]) or 0
     order[on] = {k = k, owner = ARGV[5 + 2 * on], cost = ARGV[6 + 2 * on], entries = {}, members = {},
-      stride = stride(f[1]), last = numof(f[2]) or 0, pend = pend, pend0 = pend, ixp = numof(f[4])}
+      stride = stride(f[1]), last = numof(f[2]) or 0, pend = pend, pend0 = pend, ixp = numof(f[4]), read = f}
   end
 end
 local vtime = read_vtag(KEYS[4])
@@ -249,15 +251,48 @@ if undone then -- the queue entries of undone tasks (id from character from of t
   end
   queued, fair, indexed = drop(queued, 1), drop(fair, 1), drop(indexed, #stamp + 1)
 end
--- The store-wide queues are written last and with plain calls: one that
--- holds a value of the wrong kind (which only something other than the
--- store writes) fails every batch, after its owners' writes. Not
--- guarded: it stops every submit at once, where one owner's bad key
--- stopped only that owner's.
+-- members lists the members of a ZADD's arguments (score, member, ...).
+local function members(list)
+  local m = {}
+  for j = 2, #list, 2 do m[#m + 1] = list[j] end
+  return m
+end
+-- take_back_all undoes what the batch wrote: the store-wide queues
+-- written (pairs {key, ZADD arguments}), and of each owner that made
+-- tasks its index entries, its scheduling state as it was read, its
+-- ledger entries, charges and tasks (undo).
+local function take_back_all(written)
+  for _, w in ipairs(written) do redis.pcall('ZREM', w[1], unpack(members(w[2]))) end
+  for _, acct in ipairs(order) do
+    if not acct.bad and #acct.entries > 0 then
+      local k, f = acct.k, acct.read
+      redis.pcall('ZREM', KEYS[k + 3], unpack(members(acct.members)))
+      for j, field in ipairs({'last', 'pend', 'ixp'}) do
+        if f[j + 1] then redis.pcall('HSET', KEYS[k + 4], field, f[j + 1]) else redis.pcall('HDEL', KEYS[k + 4], field) end
+      end
+      undo(acct, #acct.entries)
+    end
+  end
+end
+-- The store-wide queues are written last. One that holds a value of the
+-- wrong kind (which only something other than the store writes) takes
+-- the whole batch back (take_back_all): every submit fails, as every
+-- later one will until the key is mended, and none is charged or kept.
+-- pcalls cost nothing more than calls when they succeed.
 if #queued > 0 then
-  redis.call('ZADD', KEYS[1], unpack(queued))
-  redis.call('ZADD', KEYS[3], unpack(fair))
-  redis.call('ZADD', KEYS[2], unpack(indexed))
+  local written -- when one fails: those written before it
+  if type(redis.pcall('ZADD', KEYS[1], unpack(queued))) == 'table' then
+    written = {}
+  elseif type(redis.pcall('ZADD', KEYS[3], unpack(fair))) == 'table' then
+    written = {{KEYS[1], queued}}
+  elseif type(redis.pcall('ZADD', KEYS[2], unpack(indexed))) == 'table' then
+    written = {{KEYS[1], queued}, {KEYS[3], fair}}
+  end
+  if written then
+    take_back_all(written)
+    out[2] = string.rep('w', n)
+    return out
+  end
   if math.floor(seq / 64) ~= math.floor((seq - n) / 64) then -- trimmed once every 64 queueings
     redis.call('ZREMRANGEBYLEX', KEYS[2], '-', '(' .. string.format('%013d', now - keep))
   end
@@ -288,6 +323,8 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.Cre
 		return 0, fmt.Errorf("redis store: owner's pending tasks at the max: %w", imagegen.ErrQueueFull)
 	case res.code == -3:
 		return 0, fmt.Errorf("redis store: create task: %w", errOwnerKeys)
+	case res.code == -4:
+		return 0, fmt.Errorf("redis store: create task: %w", errStoreKeys)
 	case res.code < 0:
 		return 0, fmt.Errorf("redis store: task %q exists", t.ID)
 	}
@@ -390,6 +427,12 @@ type createSpec struct {
 // wrong kind (which only something other than the store writes) or a
 // balance the debit would take out of range.
 var errOwnerKeys = errors.New("the owner's balance, ledger, task index or scheduling state in Redis could not be read or written (a value of the wrong kind, or a balance out of range); nothing was charged or kept")
+
+// errStoreKeys: one of the store's queues (pending, fair, the
+// operators' index) holds a value of the wrong kind, which only
+// something other than the store writes: every submit fails until it is
+// mended.
+var errStoreKeys = errors.New("the store's queues in Redis could not be written (a value of the wrong kind); nothing was charged or kept")
 
 // createResult is one submit's result: its code and balance, and the
 // time of the batch.
@@ -514,6 +557,8 @@ func createResults(batch []*createCall, number []int, owners int, reply []any) e
 			res.code, res.balance = -1, 0
 		case 'e':
 			res.code, res.balance = -3, 0
+		case 'w':
+			res.code, res.balance = -4, 0
 		default:
 			return fmt.Errorf("unexpected code %q in the reply", codes[i])
 		}
