@@ -26,6 +26,9 @@ local balance = tonumber(redis.call('GET', KEYS[1]) or '0')
 if redis.call('SISMEMBER', KEYS[3], ARGV[4]) == 1 then return {-1, balance} end
 local amount = tonumber(ARGV[3])
 if balance + amount < 0 then return {0, balance} end
+if not takes_list(KEYS[2]) then -- the RPUSH below would fail after the credit and the reference
+  return redis.error_reply("the owner's ledger holds a value of another kind; nothing changed")
+end
 balance = redis.call('INCRBY', KEYS[1], amount)
 redis.call('SADD', KEYS[3], ARGV[4])
 redis.call('RPUSH', KEYS[2], cjson.encode({kind = ARGV[2], amount = amount, ref = ARGV[4], at = now, bal = balance}))

@@ -71,9 +71,9 @@ if ARGV[4] == '1' then
   local cost = tonumber(f[3])
   local balance = tonumber(redis.call('GET', KEYS[3]) or '0')
   if balance < cost then return -2 end
-  local kind = redis.call('TYPE', KEYS[4]) -- a ledger of another kind failed the RPUSH after the debit, kept
-  kind = kind.ok or kind
-  if kind ~= 'list' and kind ~= 'none' then return redis.error_reply("the owner's ledger holds a value of another kind; nothing changed") end
+  if not takes_list(KEYS[4]) then -- a ledger of another kind failed the RPUSH after the debit, kept
+    return redis.error_reply("the owner's ledger holds a value of another kind; nothing changed")
+  end
   local after = redis.call('DECRBY', KEYS[3], cost)
   redis.call('RPUSH', KEYS[4], ARGV[5] .. now .. ',"bal":' .. after .. '}')
   redis.call('HSET', KEYS[1], 'refunded', '0', 'refund_ref', ARGV[6])

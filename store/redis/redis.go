@@ -554,6 +554,16 @@ local function run_until(task, id, lease_end)
   if f[4] ~= '0' then redis.pcall('ZADD', skey(task, 'run:m:' .. (f[2] or '')), lease_end, id) end
 end
 
+-- takes_list reports whether key can take an RPUSH (a list, or none),
+-- for a script to ask before the writes that a failed RPUSH would leave
+-- behind (a ledger of another kind is written only by something other
+-- than the store).
+local function takes_list(key)
+  local kind = redis.call('TYPE', key)
+  kind = kind.ok or kind
+  return kind == 'list' or kind == 'none'
+end
+
 -- refund gives a failed task's cost back, once. It returns the credits
 -- given back (0 when the task had them back before), or nil, having
 -- written nothing, when the owner's balance or ledger cannot take them
@@ -566,9 +576,7 @@ local function refund(task, balance, ledger, id, now)
   if redis.call('HGET', task, 'refunded') == '1' then return 0 end
   local cost = tonumber(redis.call('HGET', task, 'cost'))
   local ref = redis.call('HGET', task, 'refund_ref') or ('refund:' .. id) -- an operator's recharge has its own
-  local kind = redis.call('TYPE', ledger)
-  kind = kind.ok or kind
-  if kind ~= 'list' and kind ~= 'none' then return nil end
+  if not takes_list(ledger) then return nil end
   local after = redis.pcall('INCRBY', balance, cost)
   if type(after) == 'table' then return nil end
   redis.call('RPUSH', ledger, cjson.encode({kind = 'refund', amount = cost, ref = ref, at = now, bal = after}))

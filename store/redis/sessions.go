@@ -20,12 +20,16 @@ import (
 var putSessionScript = newScript(`
 local now = now_ms()
 local ttl = tonumber(ARGV[2])
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'owner', ARGV[4], 'key', ARGV[5], 'created', now, 'expires', now + ttl)
-redis.call('PEXPIRE', KEYS[1], ttl)
+-- The owner's index first: one of another kind (written by something
+-- other than the store) fails the script before the session is live,
+-- where a session written first would be live but out of the reach of
+-- EndSessions.
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 redis.call('ZADD', KEYS[2], now + ttl, ARGV[3])
 if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'owner', ARGV[4], 'key', ARGV[5], 'created', now, 'expires', now + ttl)
+redis.call('PEXPIRE', KEYS[1], ttl)
 return now
 `)
 
