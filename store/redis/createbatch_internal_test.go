@@ -352,9 +352,7 @@ func TestUndoneOwnerFreesItsSubmitsAndIDs(t *testing.T) {
 		if err := s.rdb.Set(ctx, s.k.balance("b"), "4", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.rdb.Set(ctx, s.k.ownerTasks("b"), "x", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
+		spoil(t, s, s.k.ownerTasks("b"))
 		task := func(id, owner string) *imagegen.Task {
 			return &imagegen.Task{ID: id, Owner: owner, Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 3}
 		}

@@ -78,3 +78,13 @@ func claimedTask(t *testing.T, s *Store) *imagegen.Task {
 	t.Helper()
 	return claimedTasks(t, s, "t1")[0]
 }
+
+// spoil makes key a string: a value of another kind for every key the
+// store keeps as a hash, list, set or sorted set, as something other
+// than the store might write it (SET replaces a key of any kind).
+func spoil(t *testing.T, s *Store, key string) {
+	t.Helper()
+	if err := s.rdb.Set(context.Background(), key, "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -14,9 +14,7 @@ import (
 func TestGrantOntoALedgerOfAnotherKindWritesNothing(t *testing.T) {
 	fundedStores(t, 10, func(t *testing.T, s *Store) {
 		ctx := context.Background()
-		if err := s.rdb.Set(ctx, s.k.ledger("b"), "x", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
+		spoil(t, s, s.k.ledger("b"))
 		if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "b", Kind: imagegen.LedgerGrant, Amount: 5, Ref: "grant:b1"}); err == nil {
 			t.Fatal("grant onto a ledger of another kind: no error")
 		}
@@ -39,9 +37,7 @@ func TestGrantOntoALedgerOfAnotherKindWritesNothing(t *testing.T) {
 func TestSessionNotLiveWhenItsIndexCannotTakeIt(t *testing.T) {
 	fundedStores(t, 10, func(t *testing.T, s *Store) {
 		ctx := context.Background()
-		if err := s.rdb.Set(ctx, s.k.ownerSessions("a"), "x", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
+		spoil(t, s, s.k.ownerSessions("a"))
 		if _, err := s.PutSession(ctx, imagegen.Session{ID: "s1", Owner: "a"}, time.Hour); err == nil {
 			t.Fatal("PutSession: no error")
 		}

@@ -137,9 +137,7 @@ func TestClaimFailingOnOneTaskStrandsTheOthers(t *testing.T) {
 		if _, err := s.CreateTask(ctx, t2, imagegen.CreateParams{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.rdb.Set(ctx, s.k.model("m2"), "x", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
+		spoil(t, s, s.k.model("m2"))
 		got, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Minute, N: 2})
 		if err != nil {
 			t.Errorf("claim: %v", err)
@@ -176,12 +174,7 @@ func TestRefundThatCannotBeWritten(t *testing.T) {
 			if err := s.rdb.ZAdd(ctx, s.k.leases(), goredisZ(0, "t1"), goredisZ(1, "t2")).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.rdb.Del(ctx, s.k.ledger("b")).Err(); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.rdb.Set(ctx, s.k.ledger("b"), "x", 0).Err(); err != nil {
-				t.Fatal(err)
-			}
+			spoil(t, s, s.k.ledger("b"))
 			for range 3 {
 				_, _ = s.RecoverExpired(ctx, 1)
 			}
@@ -204,12 +197,7 @@ func TestRefundThatCannotBeWritten(t *testing.T) {
 			if _, err := s.CreateTask(ctx, schedTask("t1", "b"), imagegen.CreateParams{}); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.rdb.Del(ctx, s.k.ledger("b")).Err(); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.rdb.Set(ctx, s.k.ledger("b"), "x", 0).Err(); err != nil {
-				t.Fatal(err)
-			}
+			spoil(t, s, s.k.ledger("b"))
 			for range 3 {
 				_, _ = s.CancelTask(ctx, "b", "t1")
 			}
@@ -237,12 +225,7 @@ func TestRunningSetOfAnotherKindStrandsNoTask(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.rdb.Del(ctx, s.k.tag+":run:o:a").Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.rdb.Set(ctx, s.k.tag+":run:o:a", "x", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
+		spoil(t, s, s.k.tag+":run:o:a")
 		if err := s.RetryTask(ctx, "t1", got[0].Attempt, 0, "x"); err != nil {
 			t.Errorf("retry: %v", err)
 		}
@@ -260,12 +243,7 @@ func TestRequeueWithALedgerOfAnotherKind(t *testing.T) {
 		if _, err := s.FailTask(ctx, c.ID, c.Attempt, imagegen.Failure{Message: "x", Code: imagegen.CodeInternal}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.rdb.Del(ctx, s.k.ledger("a")).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.rdb.Set(ctx, s.k.ledger("a"), "x", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
+		spoil(t, s, s.k.ledger("a"))
 		for range 2 {
 			if err := s.RequeueTask(ctx, c.ID, true); err == nil {
 				t.Fatal("requeue: no error; want one (the charge cannot be recorded)")

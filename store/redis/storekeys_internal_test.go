@@ -50,12 +50,7 @@ func TestCreateBatchTakenBackWhenAStoreQueueIsSpoiled(t *testing.T) {
 					queues[k], _ = s.rdb.ZCard(ctx, k).Result()
 				}
 				spoiled := key(s)
-				if err := s.rdb.Del(ctx, spoiled).Err(); err != nil {
-					t.Fatal(err)
-				}
-				if err := s.rdb.Set(ctx, spoiled, "x", 0).Err(); err != nil {
-					t.Fatal(err)
-				}
+				spoil(t, s, spoiled)
 				batch := []*createCall{{Req: submitArgs(t, s, schedTask("t1", "a"))}, {Req: submitArgs(t, s, schedTask("t2", "b"))}, {Req: submitArgs(t, s, schedTask("t3", "a"))}}
 				s.runShardCreates(ctx, s.shards[0], batch)
 				for i, c := range batch {
