@@ -38,6 +38,21 @@ import (
 // owner, processing with no lease (never recovered), and fail every
 // later claim at the same task.
 //
+// The store-wide keys it writes with plain calls, the leases and the
+// webhooks, are another matter: one of another kind fails the claim
+// (every claim, until it is mended), but must not fail it after a task
+// was set processing. The first task claimed has its lease written
+// before anything else (the others' are written in one call at the
+// end, as before: a claim of one task makes no more calls), and the
+// processing callbacks are queued last, once the tasks hold their
+// leases and have left the queues: a claim that fails there leaves them
+// as a worker that died with them does, recovered when their leases
+// end. Else each claim set its tasks processing, then failed, leaving
+// them processing with no lease and (as the leases are written before
+// the tasks leave the queues) in the fair queue, passed over by every
+// later claim: never recovered, and once ClaimScan of them lay at its
+// head, no claim found a task.
+//
 //	KEYS[1] fair  KEYS[2] leases  KEYS[3] webhooks  KEYS[4] vtag  KEYS[5] capped  KEYS[6] vtime
 //	ARGV[1] now   ARGV[2] lease (ms)  ARGV[3] how many  ARGV[4] owner cap (0: none)
 //	ARGV[5] how many to pass over at most
@@ -112,7 +127,8 @@ local function keyof(memo, prefix, name)
   return k
 end
 local out, passed, vtime = {}, 0, nil
-local claimed, leased, pend = {}, {}, {} -- ids, ZADD pairs of the leases, sched key -> tasks claimed
+local claimed, leased, pend = {}, {}, {} -- ids, ZADD pairs of the leases (but the first's), sched key -> tasks claimed
+local hooks -- ZADD pairs of the processing callbacks, made when there is one
 -- The queue is read a chunk at a time, from the first task not yet
 -- looked at (each chunk starts after the tasks passed over and claimed:
 -- the claimed ones leave the queues once, at the end), so that a claim
@@ -146,8 +162,12 @@ while more and #out < want and passed <= scan do
     if held then
       passed = passed + 1
     else
+      if #claimed == 0 then -- the claim's first write (see the comment above): the others' leases at the end
+        redis.call('ZADD', KEYS[2], sleased, id)
+      else
+        leased[#leased + 1], leased[#leased + 2] = sleased, id
+      end
       claimed[#claimed + 1] = id
-      leased[#leased + 1], leased[#leased + 2] = sleased, id
       local sched = keyof(skeys, 'sched:', owner)
       pend[sched] = (pend[sched] or 0) + 1
       local attempt = '1'
@@ -166,7 +186,8 @@ while more and #out < want and passed <= scan do
         started = snow
         redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'started', snow, 'ro', sro, 'rm', srm)
         if wants_of(f[7], f[8], 'processing') then
-          redis.call('ZADD', KEYS[3], snow, id .. ':processing')
+          hooks = hooks or {}
+          hooks[#hooks + 1], hooks[#hooks + 2] = snow, id .. ':processing' -- queued last: see the comment above
         end
       end
       if ro then
@@ -209,7 +230,7 @@ if #claimed > 0 then -- out of the queues (dequeue, for the batch)
   -- The queue is in tag order: the last task claimed has the largest
   -- tag of the claim (read once, rather than every score read).
   vtime = numof(claim_vtime(redis.call('ZSCORE', KEYS[1], claimed[#claimed]))) -- an infinite score (written by nothing of this version) moves nothing
-  redis.call('ZADD', KEYS[2], unpack(leased)) -- first: a task processing is never left without its lease
+  if #leased > 0 then redis.call('ZADD', KEYS[2], unpack(leased)) end -- first: a task processing is never left without its lease
   redis.call('ZREM', KEYS[1], unpack(claimed))
   redis.call('ZREM', skey(KEYS[1], 'pending'), unpack(claimed))
   for sched, n in pairs(pend) do -- pcalls: see next_tag
@@ -229,6 +250,7 @@ if vtime then
     redis.call('SET', KEYS[6], s)
   end
 end
+if hooks then redis.call('ZADD', KEYS[3], unpack(hooks)) end
 return out
 `)
 

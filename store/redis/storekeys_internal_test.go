@@ -93,3 +93,65 @@ func TestCreateBatchTakenBackWhenAStoreQueueIsSpoiled(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimWithAStoreKeyOfAnotherKindStrandsNoTask: the claim set each
+// task it took processing, then wrote the leases (and, in between, the
+// processing callbacks) with plain calls: a leases or webhooks key of
+// another kind failed every claim after it had set its tasks
+// processing, leaving them with no lease and in the fair queue, passed
+// over by every later claim. Each claim stranded the next tasks; once
+// the key was mended they were never recovered, and no claim found
+// them. Now a claim that fails on such a key sets no task processing
+// without its lease, and the tasks are claimed once it is mended (after
+// recovery, for those that a claim failing at the webhooks left leased).
+func TestClaimWithAStoreKeyOfAnotherKindStrandsNoTask(t *testing.T) {
+	for name, key := range map[string]func(s *Store) string{
+		"leases":   func(s *Store) string { return s.k.leases() },
+		"webhooks": func(s *Store) string { return s.k.webhooks() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			fundedStores(t, 100, func(t *testing.T, s *Store) {
+				ctx := context.Background()
+				ids := []string{"t0", "t1", "t2", "t3", "t4"}
+				for _, id := range ids {
+					task := schedTask(id, "a")
+					task.Request.CallbackURL = "https://example.com/hook"
+					task.Request.CallbackEvents = []imagegen.CallbackEvent{imagegen.EventProcessing, imagegen.EventCompleted}
+					if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				spoiled := key(s)
+				spoil(t, s, spoiled)
+				for _, n := range []int{1, 1, 3} {
+					if got, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Minute, N: n}); err == nil {
+						t.Fatalf("claim with %s of another kind: %d tasks, no error", name, len(got))
+					}
+				}
+				for _, id := range ids {
+					stranded(t, s, id)
+				}
+				if err := s.rdb.Del(ctx, spoiled).Err(); err != nil {
+					t.Fatal(err)
+				}
+				// The leases the failed claims wrote end now.
+				leased, err := s.rdb.ZRange(ctx, s.k.leases(), 0, -1).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, id := range leased {
+					if err := s.rdb.ZAdd(ctx, s.k.leases(), goredisZ(0, id)).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if rec, err := s.RecoverExpired(ctx, 5); err != nil || rec.Requeued != len(leased) {
+					t.Fatalf("recovery once mended: %+v, %v; want the %d leased tasks requeued", rec, err, len(leased))
+				}
+				got, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Minute, N: len(ids)})
+				if err != nil || len(got) != len(ids) {
+					t.Fatalf("claim once mended: %d tasks, %v; want all %d", len(got), err, len(ids))
+				}
+			})
+		})
+	}
+}
