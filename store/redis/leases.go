@@ -238,9 +238,9 @@ if #claimed > 0 then -- out of the queues (dequeue, for the batch)
   end
 end
 if vtime then
-  local cur = numof(redis.call('GET', KEYS[4])) -- not a (finite) number: written over
+  local cur = numof(read_string(KEYS[4])) -- not a (finite) number, or not a string: written over
   if not cur then -- this version's first claim: vtag starts from vtime (see claim_vtime)
-    cur, vtime = -1, math.max(vtime, numof(redis.call('GET', KEYS[6])) or 0)
+    cur, vtime = -1, math.max(vtime, numof(read_string(KEYS[6])) or 0)
   end
   if vtime > cur then
     local s = whole(vtime)

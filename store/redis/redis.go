@@ -75,7 +75,8 @@
 // error, and recovery leaves the task processing and tries it again a
 // minute later, after the other leases. A store-wide queue (pending,
 // fair, all) of another kind fails every submit, charging and keeping
-// nothing, until it is mended.
+// nothing, until it is mended; vtag and vtime of another kind read as
+// none, and the next claim writes them over.
 //
 // Layout (P is the hash-tagged prefix, "{imagegen}" by default; on a
 // sharded store, the owner's or the id's shard tag for every key but
@@ -462,11 +463,20 @@ local function numof(s)
   if x and x - x == 0 and x < 9007199254740992 and x > -9007199254740992 then return x end
 end
 
+-- read_string is GET, but a key of another kind (which only something
+-- other than the store writes) reads as none: for vtag and vtime, which
+-- the claim writes over with SET (that replaces a key of any kind).
+local function read_string(key)
+  local v = redis.pcall('GET', key)
+  if type(v) == 'table' then return false end
+  return v
+end
+
 -- read_vtag is the largest tag claimed: vtag, the key given, or vtime
--- before this version's first claim (0 when it is not a number: the
--- next claim writes it over).
+-- before this version's first claim (0 when it is not a number, or not
+-- a string: the next claim writes it over).
 local function read_vtag(vtag)
-  return numof(redis.call('GET', vtag) or redis.call('GET', skey(vtag, 'vtime'))) or 0
+  return numof(read_string(vtag) or read_string(skey(vtag, 'vtime'))) or 0
 end
 
 -- stride is how far one task moves the tag of an owner of weight w.

@@ -101,3 +101,27 @@ func TestSpoiledSchedulingStateStrandsNoTask(t *testing.T) {
 func schedTask(id, owner string) *imagegen.Task {
 	return &imagegen.Task{ID: id, Owner: owner, Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 3}
 }
+
+// TestVtagOfAnotherKindIsWrittenOver: vtag holding a value of another
+// kind failed every submit, and every claim after it had leased its
+// tasks (each claim used up an attempt of each); now it reads as none
+// and the claim writes it over.
+func TestVtagOfAnotherKindIsWrittenOver(t *testing.T) {
+	fundedStores(t, 10, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		for _, key := range []string{s.k.vtag(), s.k.vtime()} {
+			if err := s.rdb.HSet(ctx, key, "x", "1").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.CreateTask(ctx, schedTask("t1", "a"), imagegen.CreateParams{}); err != nil {
+			t.Fatalf("submit: %v", err)
+		}
+		if c, err := s.ClaimTask(ctx, time.Minute); err != nil || c.ID != "t1" || c.Attempt != 1 {
+			t.Fatalf("claimed %v, %v; want t1's first attempt", c, err)
+		}
+		if v, err := s.rdb.Get(ctx, s.k.vtag()).Result(); err != nil {
+			t.Fatalf("vtag after the claim: %q, %v; want a tag", v, err)
+		}
+	})
+}
