@@ -192,6 +192,11 @@ func (r Request) validate() (callback *url.URL, err error) {
 		return nil, invalid("prompt", "must be at most %d characters (got %d)", MaxPromptChars, n)
 	case strings.TrimFunc(r.Prompt, unicode.IsSpace) == "":
 		return nil, invalid("prompt", "must not be only white space")
+	case strings.IndexByte(r.Prompt, 0) >= 0:
+		// No store may be able to keep it: PostgreSQL's text and jsonb
+		// refuse U+0000, which failed the submit with a server error
+		// (and every other submit of its group-committed batch).
+		return nil, invalid("prompt", "must not contain the NUL character (U+0000)")
 	}
 	if r.AspectRatio != "" && !r.AspectRatio.Valid() {
 		return nil, invalid("aspect_ratio", "must be one of auto, 1:1, 3:2, 2:3, 9:16, 16:9, 3:4, 4:3")

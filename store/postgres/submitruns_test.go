@@ -236,3 +236,46 @@ func TestConcurrentSubmitsWithATakenID(t *testing.T) {
 		t.Fatalf("balance %d, %v; want %d", bal, err, 100-1-5*15)
 	}
 }
+
+// Through the store, concurrent submits of two owners (batched however
+// they arrive) where one of one owner's requests holds a value no row can
+// keep (U+0000, which jsonb refuses): that submit alone fails, every
+// other owner's submit is created and charged once.
+func TestConcurrentSubmitsWithAnUnstorableRequest(t *testing.T) {
+	ctx := context.Background()
+	s := pgtest.NewStore(t, pgtest.Connect(t), postgres.Config{})
+	for _, owner := range []string{"a", "b"} {
+		if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: owner, Kind: imagegen.LedgerGrant, Amount: 100, Ref: "grant:" + owner}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range 5 {
+		errs := make(chan error, 16)
+		for i := range 16 {
+			task := &imagegen.Task{ID: fmt.Sprintf("t%d-%d", round, i), Owner: "b", Request: prompt, Model: "m", Cost: 1}
+			if i == 7 {
+				task.Owner = "a"
+				task.Request.Prompt = "a\x00b"
+			}
+			go func() {
+				_, err := s.CreateTask(ctx, task, imagegen.CreateParams{})
+				if err != nil && task.Owner == "a" {
+					err = nil // refused, as it must be
+				} else if err == nil && task.Owner == "a" {
+					err = errors.New("the unstorable request was created")
+				}
+				errs <- err
+			}()
+		}
+		for range 16 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+	for owner, want := range map[string]int64{"a": 100, "b": 100 - 5*15} {
+		if bal, err := s.Balance(ctx, owner); err != nil || bal != want {
+			t.Fatalf("%s's balance %d, %v; want %d", owner, bal, err, want)
+		}
+	}
+}

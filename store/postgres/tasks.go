@@ -71,8 +71,9 @@ type createCall = groupcommit.Call[createReq, createRes]
 // deadlock with a host app's transaction abort the batch anyway, or a
 // task id of the batch be taken (a submit retried with its id: a run of
 // several tasks inserts them without ON CONFLICT, migration 16, and
-// raises unique_violation), its tasks are created one by one instead,
-// each with its own answer.
+// raises unique_violation), or a task's row hold a value the database
+// refuses (splitBatch), its tasks are created one by one instead, each
+// with its own answer.
 func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
 	sort.SliceStable(batch, func(i, j int) bool { return batch[i].Req.task.Owner < batch[j].Req.task.Owner })
 	n := len(batch)
@@ -90,7 +91,7 @@ func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
 		err = fmt.Errorf("create_tasks returned %d results for %d tasks", len(codes), n)
 	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001" || pgErr.Code == "23505") && n > 1 {
+	if errors.As(err, &pgErr) && splitBatch[pgErr.Code] && n > 1 {
 		for _, c := range batch {
 			s.createBatch(ctx, []*createCall{c})
 		}
@@ -104,6 +105,14 @@ func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
 		c.Res = createRes{code: codes[i], balance: balances[i], at: at.UTC()}
 	}
 }
+
+// splitBatch are the errors of a batch that its tasks are created one
+// by one after: a deadlock or serialization failure; a task id taken;
+// and a value one task's row cannot hold (22P05: U+0000 in a text or
+// jsonb; 22021: a byte sequence invalid in the database's encoding),
+// which fails that task alone, not every other owner's submit that
+// shared its statement.
+var splitBatch = map[string]bool{"40P01": true, "40001": true, "23505": true, "22P05": true, "22021": true}
 
 // submitTasks runs submit_tasks on q with the batch's columns.
 func (s *Store) submitTasks(ctx context.Context, q querier, ids, owners, reqs, models []string, costs []int64,
