@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/imagegen/imagegen/internal/logbuf"
 	"github.com/imagegen/imagegen/internal/memo"
@@ -320,7 +322,7 @@ func (s *Service) wakeWorkers() {
 // Task returns owner's task, or ErrTaskNotFound when it does not exist,
 // has expired, or belongs to someone else.
 func (s *Service) Task(ctx context.Context, owner, id string) (*Task, error) {
-	if id == "" || len(id) > 128 {
+	if !taskIDOK(id) {
 		return nil, ErrTaskNotFound
 	}
 	t, err := s.cfg.Store.Task(ctx, owner, id)
@@ -335,8 +337,20 @@ func (s *Service) Task(ctx context.Context, owner, id string) (*Task, error) {
 // finished task is unchanged: ErrInvalidTransition. Another owner's task
 // is ErrTaskNotFound.
 func (s *Service) Cancel(ctx context.Context, owner, id string) error {
+	if !taskIDOK(id) {
+		return fmt.Errorf("imagegen: cancel: %w", ErrTaskNotFound)
+	}
 	_, err := s.cancel(ctx, owner, id, nil)
 	return err
+}
+
+// taskIDOK reports whether id could name a task: 1 to 128 bytes of
+// valid UTF-8 without NUL, as every id NewOwnedID makes is. Any other
+// names no task and is not asked of the store: PostgreSQL refuses such
+// a string as a query's argument (a server error for what a client put
+// in a URL's path).
+func taskIDOK(id string) bool {
+	return id != "" && len(id) <= 128 && utf8.ValidString(id) && strings.IndexByte(id, 0) < 0
 }
 
 // cancel cancels owner's task id, counts and logs it, and returns the

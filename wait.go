@@ -16,7 +16,7 @@ const MaxWait = 60 * time.Second
 // the task every Config.PollInterval.
 func (s *Service) WaitTask(ctx context.Context, owner, id string, d time.Duration) (*Task, error) {
 	d = min(d, MaxWait)
-	if d <= 0 {
+	if d <= 0 || !taskIDOK(id) {
 		return s.Task(ctx, owner, id)
 	}
 	finished, stop, err := s.cfg.Store.WatchTask(ctx, id) // watch first, then read: no finish is missed
