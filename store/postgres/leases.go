@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -249,10 +250,7 @@ func (s *Store) recoverBatch(ctx context.Context, maxAttempts int, rec *imagegen
 		}
 	}
 	if len(failIDs) > 0 {
-		if _, err := tx.Exec(ctx, s.sql(`SELECT {schema}.fail_locked(f.id, $4, f.msg, {now},
-				$5 * interval '1 microsecond', $6)
-			FROM unnest($2::text[], $3::text[]) AS f(id, msg)`),
-			s.nowArg(), failIDs, failMsgs, string(imagegen.CodeInternal), micros(s.retention), s.finished); err != nil {
+		if failed, err = s.failExpired(ctx, tx, failed, failIDs, failMsgs); err != nil {
 			return 0, wrapErr("recover", err)
 		}
 	}
@@ -262,4 +260,57 @@ func (s *Store) recoverBatch(ctx context.Context, maxAttempts int, rec *imagegen
 	rec.Requeued += len(requeue)
 	rec.Failed = append(rec.Failed, failed...)
 	return n, nil
+}
+
+// unrefundableRetry is how much longer recovery leaves the lease of a
+// task it could not fail (its refund refused: the owner's balance would
+// overflow), so that it is tried again later, behind the other leases.
+const unrefundableRetry = time.Minute
+
+// failExpired fails and refunds the locked tasks ids (failed, in
+// order) in tx with one statement. Should the database refuse that
+// statement (a refund that would take its owner's balance past the
+// largest bigint raises numeric_value_out_of_range), the tasks are
+// failed one by one, each in a savepoint of its own: one that is still
+// refused is left processing, nothing credited, its lease
+// unrefundableRetry longer, and the others are failed, so that one
+// owner's account never holds back another's expired leases. It returns
+// the tasks failed.
+func (s *Store) failExpired(ctx context.Context, tx pgx.Tx, failed []imagegen.ExpiredTask, ids, msgs []string) ([]imagegen.ExpiredTask, error) {
+	const failSQL = `SELECT {schema}.fail_locked(f.id, $4, f.msg, {now}, $5 * interval '1 microsecond', $6)
+		FROM unnest($2::text[], $3::text[]) AS f(id, msg)`
+	fail := func(ids, msgs []string) error {
+		sp, err := tx.Begin(ctx) // a savepoint
+		if err != nil {
+			return err
+		}
+		if _, err := sp.Exec(ctx, s.sql(failSQL), s.nowArg(), ids, msgs, string(imagegen.CodeInternal), micros(s.retention), s.finished); err != nil {
+			if rerr := sp.Rollback(ctx); rerr != nil {
+				return rerr
+			}
+			return err
+		}
+		return sp.Commit(ctx)
+	}
+	err := fail(ids, msgs)
+	var pgErr *pgconn.PgError
+	if err == nil || !errors.As(err, &pgErr) {
+		return failed, err
+	}
+	var out []imagegen.ExpiredTask
+	for i, t := range failed {
+		err := fail(ids[i:i+1], msgs[i:i+1])
+		if err == nil {
+			out = append(out, t)
+			continue
+		}
+		if !errors.As(err, &pgErr) {
+			return nil, err
+		}
+		if _, err := tx.Exec(ctx, s.sql(`UPDATE {schema}.tasks SET lease_until = {now} + $3 * interval '1 microsecond'
+			WHERE id = $2`), s.nowArg(), t.ID, micros(unrefundableRetry)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
