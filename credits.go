@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 )
 
 // Credit rules. The price of a task is chosen at submit from the model
@@ -79,8 +81,12 @@ func newEntry(owner string, kind LedgerKind, amount int64, ref string) (LedgerEn
 		return LedgerEntry{}, invalid("ref", "is required: it makes a retried call apply once")
 	case len(ref) > MaxLedgerRefLength:
 		return LedgerEntry{}, invalid("ref", "must be at most %d bytes", MaxLedgerRefLength)
+	case !storableText(ref):
+		return LedgerEntry{}, invalid("ref", "must be valid UTF-8 without the NUL character (U+0000)")
 	case owner == "":
 		return LedgerEntry{}, invalid("owner", "is required")
+	case !storableText(owner):
+		return LedgerEntry{}, invalid("owner", "must be valid UTF-8 without the NUL character (U+0000)")
 	}
 	if kind == LedgerWeb {
 		amount = -amount
@@ -148,4 +154,12 @@ func (s *Service) addEntry(ctx context.Context, e LedgerEntry) (int64, error) {
 		return 0, fmt.Errorf("imagegen: %s: %w", e.Kind, err)
 	}
 	return b, nil
+}
+
+// storableText reports whether every store can keep s: PostgreSQL's
+// text refuses invalid UTF-8 and U+0000 as a statement's argument, a
+// server error (inside a host app's transaction, one that aborts it:
+// GrantTx, ChargeWebTx) for what is a caller's mistake.
+func storableText(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/store/storekit"
@@ -30,6 +31,13 @@ func (s *Store) addEntry(ctx context.Context, q querier, e imagegen.LedgerEntry)
 	var balance int64
 	err := q.QueryRow(ctx, s.sql(`SELECT code, balance FROM {schema}.add_entry($2, $3, $4, $5, {now})`),
 		s.nowArg(), e.Owner, string(e.Kind), e.Amount, e.Ref).Scan(&code, &balance)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "22003" && e.Amount > 0 {
+		// numeric_value_out_of_range: balance + amount passes the
+		// largest bigint. The caller's mistake, not the store's.
+		return 0, fmt.Errorf("postgres store: %s's balance would pass %d with %d more: %w",
+			e.Owner, int64(math.MaxInt64), e.Amount, imagegen.ErrInvalidParams)
+	}
 	if err != nil {
 		return 0, wrapErr("add ledger entry", err)
 	}

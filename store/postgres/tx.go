@@ -72,5 +72,22 @@ func (s *Store) entryTx(ctx context.Context, tx pgx.Tx, e imagegen.LedgerEntry) 
 	if tx == nil {
 		return imagegen.LedgerResult{}, errors.New("postgres store: a transaction is required")
 	}
-	return imagegen.LedgerOutcome(s.addEntry(ctx, tx, e))
+	// In a savepoint: an entry the database refuses with an error (a
+	// balance that would pass the largest bigint) is an error of the
+	// call, and must not abort the host's transaction.
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return imagegen.LedgerResult{}, wrapErr("add ledger entry", err)
+	}
+	res, err := imagegen.LedgerOutcome(s.addEntry(ctx, sp, e))
+	if err != nil {
+		if rerr := sp.Rollback(ctx); rerr != nil {
+			return imagegen.LedgerResult{}, wrapErr("add ledger entry", rerr)
+		}
+		return res, err
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return imagegen.LedgerResult{}, wrapErr("add ledger entry", err)
+	}
+	return res, nil
 }
