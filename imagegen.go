@@ -281,6 +281,9 @@ func (s *Service) submit(ctx context.Context, owner string, req Request, create 
 // a new ID), storing nothing.
 // Errors: *ValidationError (ErrInvalidParams), or the model's.
 func (s *Service) prepareTask(ctx context.Context, owner string, req Request) (*Task, error) {
+	if !storableText(owner) { // a host app's (SubmitWith): PostgreSQL would refuse it, aborting the host's transaction
+		return nil, invalid("owner", "must be valid UTF-8 without the NUL character (U+0000)")
+	}
 	callback, err := req.validate()
 	if err != nil {
 		return nil, err

@@ -56,3 +56,21 @@ func TestRefusedEntryLeavesTheHostTransactionUsable(t *testing.T) {
 		t.Fatalf("balance %d, %v; want 8", bal, err)
 	}
 }
+
+// A submit for an owner PostgreSQL cannot keep (NUL) is refused with
+// ErrInvalidParams and leaves the host's transaction usable.
+func TestSubmitTxForAnUnstorableOwnerLeavesTheTransactionUsable(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	pool := pgtest.Connect(t)
+	s := pgtest.NewStore(t, pool, postgres.Config{})
+	svc := newService(t, s, imagegen.Config{})
+	tx, err := pool.Begin(ctx)
+	is.NoErr(err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = s.SubmitTx(ctx, tx, svc, "a\x00lice", prompt)
+	is.True(errors.Is(err, imagegen.ErrInvalidParams))
+	_, err = s.GrantTx(ctx, tx, "alice", 1, "after")
+	is.NoErr(err) // the transaction is still usable
+	is.NoErr(tx.Commit(ctx))
+}
