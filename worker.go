@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -290,7 +291,7 @@ func (s *Service) record(ctx context.Context, t *Task, a attempt) {
 	counted := t.CountedAttempts()
 	switch {
 	case isModelErr && me.Refused:
-		f := Failure{Code: CodeContentPolicy, Message: me.UserMessage()}
+		f := Failure{Code: CodeContentPolicy, Message: storableMessage(me.UserMessage())}
 		refund, err := s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, f)
 		s.failed(log, err, t, f, refund, took, "task refused by the model")
 	case ctx.Err() != nil && !timedOut:
@@ -300,11 +301,12 @@ func (s *Service) record(ctx context.Context, t *Task, a attempt) {
 		s.logOutcome(log, err, "task released on shutdown")
 	case counted < s.cfg.MaxAttempts && (timedOut || !isModelErr || me.Retryable):
 		delay := max(s.backoff(counted), retryAfter(err))
-		lastErr := err.Error()
+		lastErr := storableMessage(err.Error())
 		err = s.cfg.Store.RetryTask(storeCtx, t.ID, t.Attempt, delay, lastErr)
 		s.logOutcome(log, err, "task will be retried", "delay", delay.String(), "cause", lastErr)
 	default:
 		f := failure(err, timedOut, counted)
+		f.Message = storableMessage(f.Message)
 		log.Info("generation failed", "cause", err.Error())
 		refund, err := s.cfg.Store.FailTask(storeCtx, t.ID, t.Attempt, f)
 		s.failed(log, err, t, f, refund, took, "task failed and refunded", "code", f.Code, "reason", f.Message)
@@ -401,6 +403,18 @@ func (s *Service) renewLease(ctx context.Context, cancel context.CancelFunc, t *
 // capped, with the upper half jittered so retries of many tasks spread.
 func (s *Service) backoff(attempt int) time.Duration {
 	return retry.Backoff(attempt-1, s.cfg.RetryBackoff, s.cfg.MaxRetryBackoff, true)
+}
+
+// storableMessage is a provider's message (a model's error text, which
+// a provider's answer may fill) as every store can keep it: without
+// U+0000, its invalid UTF-8 as U+FFFD. PostgreSQL refuses either as a
+// statement's argument, which failed the retry or failure's write: the
+// task waited out its lease, and the provider's message was lost.
+func storableMessage(s string) string {
+	if storableText(s) {
+		return s
+	}
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
 }
 
 // failure is what the user is told when an attempt ends the task.

@@ -310,3 +310,27 @@ func TestCancelStopsARunningGeneration(t *testing.T) {
 	is.Equal(f.balance(t, "u"), int64(1)) // refunded
 	is.True(errors.Is(f.svc.Cancel(ctx, "u", sub.TaskID), imagegen.ErrInvalidTransition))
 }
+
+// TestModelMessagesAreStoredAsText: a model's error text holding NUL or
+// bytes that are not UTF-8 (a provider's answer may carry them) is kept
+// without NUL and with U+FFFD for the bad bytes, as the last error of a
+// retry and as the failure the user reads: PostgreSQL refused it, which
+// lost the write.
+func TestModelMessagesAreStoredAsText(t *testing.T) {
+	is := is.New(t)
+	retried := &imagegen.ModelError{Provider: "scripted", Retryable: true, Message: "busy", Err: errors.New("a\x00b\xffc")}
+	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Fail(retried)))
+	sub := f.submitFunded(t, "u")
+	is.True(f.runOnce(t))
+	task := f.task(t, "u", sub.TaskID)
+	is.Equal(task.Status, imagegen.StatusPending)
+	is.True(strings.HasSuffix(task.LastError, "ab\uFFFDc")) // the retry's last error
+
+	bad := &imagegen.ModelError{Provider: "scripted", InvalidInput: true, Message: "image_input[0]\x00 is \xff"}
+	f = newFixture(t, imagegentest.NewModel(1, imagegentest.Fail(bad)))
+	sub = f.submitFunded(t, "u")
+	is.True(f.runOnce(t))
+	task = f.task(t, "u", sub.TaskID)
+	is.Equal(task.Status, imagegen.StatusFailed)
+	is.Equal(task.Error, "image_input[0] is \uFFFD")
+}
