@@ -150,10 +150,24 @@ func (s *Store) CompleteTaskWithBytes(ctx context.Context, id string, attempt in
 
 // completeBatch runs completeSQL for a batch, tasks in id order (so that
 // concurrent batches lock rows in one order). A batch that fails as a
-// whole (a deadlock, an image id taken) is run again one task at a time,
-// so that one bad call fails alone.
+// whole (a deadlock, an image id taken), or that holds two calls for one
+// task, is run again one task at a time, so that one bad call fails
+// alone.
 func (s *Store) completeBatch(ctx context.Context, batch []*completeCall) {
 	sort.Slice(batch, func(i, j int) bool { return batch[i].Req.id < batch[j].Req.id })
+	// The statement tells its calls apart by task id (the tasks it
+	// moved, the images it records): two calls for one task (a
+	// superseded attempt's and the current one's) would both be told
+	// they held it, and the images of both would be recorded. Such a
+	// batch runs a call at a time, each fenced by its own attempt.
+	for i := 1; i < len(batch); i++ {
+		if batch[i].Req.id == batch[i-1].Req.id {
+			for _, c := range batch {
+				s.completeBatch(ctx, []*completeCall{c})
+			}
+			return
+		}
+	}
 	ids := make([]string, len(batch))
 	attempts := make([]int32, len(batch))
 	seeds := make([]*int64, len(batch))
