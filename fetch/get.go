@@ -62,6 +62,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (data []byte, conten
 		return nil, "", failure(ctx, err, "connection failed")
 	}
 	defer resp.Body.Close()
+	defer closeWhenDone(ctx, resp.Body)()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		return nil, "", &StatusError{Code: resp.StatusCode}
@@ -77,4 +78,15 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (data []byte, conten
 		return nil, "", fmt.Errorf("%w: more than %d bytes", ErrTooLarge, f.o.MaxBytes)
 	}
 	return data, resp.Header.Get("Content-Type"), nil
+}
+
+// closeWhenDone closes body when ctx ends, so that no read of it outlives
+// the fetch's timeout; the returned func stops that. net/http ends a read
+// of a body when the request's context ends, except for a 101 Switching
+// Protocols answer: its body is the connection itself, handed over to
+// the caller, and a host that answers 101 and then sends nothing held
+// Post and Fetch (a webhook delivery, a worker's image fetch) for as
+// long as it kept the connection open.
+func closeWhenDone(ctx context.Context, body io.Closer) (stop func() bool) {
+	return context.AfterFunc(ctx, func() { _ = body.Close() })
 }

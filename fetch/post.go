@@ -10,8 +10,8 @@ import (
 // Post sends body to rawURL under the same guards as Fetch (scheme,
 // SSRF check at connect, no proxy, timeout) but follows no redirect: a
 // 3xx answer is returned as it is. It returns the status code; the
-// answer's body is read (up to 64 KiB) and dropped. Webhook deliveries
-// use it.
+// answer's body is read (up to 64 KiB, within the timeout) and dropped.
+// Webhook deliveries use it.
 func (f *Fetcher) Post(ctx context.Context, rawURL string, header http.Header, body []byte) (int, error) {
 	if err := checkURL(rawURL); err != nil {
 		return 0, err
@@ -31,6 +31,7 @@ func (f *Fetcher) Post(ctx context.Context, rawURL string, header http.Header, b
 		return 0, failure(ctx, err, "connection failed")
 	}
 	defer resp.Body.Close()
+	defer closeWhenDone(ctx, resp.Body)()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	return resp.StatusCode, nil
 }
