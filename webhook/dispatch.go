@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -51,7 +52,8 @@ type Config struct {
 	// its own (default 8).
 	Concurrency int
 	// PerDestination is how many of those may go to one destination
-	// (the URL's host and port) at once, so that one slow or hanging
+	// (the URL's host and port, however the URL spells them: the case,
+	// a trailing dot, the default port written or not) at once, so that one slow or hanging
 	// receiver cannot take every slot (default Concurrency/4, at least 1).
 	PerDestination int
 	// PerOwner is how many may be in flight for one owner's tasks at
@@ -268,13 +270,23 @@ func (d *Dispatcher) give(dest, owner string) {
 	}
 }
 
-// destination names a callback's receiver: its URL's host and port.
+// destination names a callback's receiver: its URL's host and port, as
+// one name however the URL spells them (the host's case, a trailing
+// dot, the scheme's default port written or not), so that one receiver
+// is one destination for PerDestination.
 func destination(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return rawURL
 	}
-	return strings.ToLower(u.Host)
+	port := u.Port()
+	if port == "" {
+		port = "443"
+		if strings.EqualFold(u.Scheme, "http") {
+			port = "80"
+		}
+	}
+	return net.JoinHostPort(strings.TrimSuffix(strings.ToLower(u.Hostname()), "."), port)
 }
 
 func (d *Dispatcher) deliver(runCtx context.Context, del imagegen.WebhookDelivery) {
