@@ -53,8 +53,9 @@ type Config struct {
 	Concurrency int
 	// PerDestination is how many of those may go to one destination
 	// (the URL's host and port, however the URL spells them: the case,
-	// a trailing dot, the default port written or not) at once, so that one slow or hanging
-	// receiver cannot take every slot (default Concurrency/4, at least 1).
+	// a trailing dot, the default port written or not) at once, so that
+	// one slow or hanging receiver cannot take every slot (default
+	// Concurrency/4, at least 1).
 	PerDestination int
 	// PerOwner is how many may be in flight for one owner's tasks at
 	// once, whatever their destinations, so that a user who points
