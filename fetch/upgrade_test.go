@@ -4,38 +4,14 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen/fetch"
+	"github.com/imagegen/imagegen/internal/testenv"
 )
-
-// upgrader is a loopback host that answers every request with 101
-// Switching Protocols and then sends nothing more until the test ends.
-// net/http hands such an answer's connection over as its body and stops
-// watching the request's context, so a read of that body that is not
-// bounded otherwise would wait for as long as the host likes.
-func upgrader(t *testing.T) string {
-	t.Helper()
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, buf, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Errorf("hijack: %v", err)
-			return
-		}
-		defer conn.Close()
-		_, _ = buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
-		_ = buf.Flush()
-		<-release
-	}))
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { close(release) }) // runs first
-	return srv.URL
-}
 
 // within runs f and fails the test when it has not returned after limit.
 func within(t *testing.T, limit time.Duration, f func()) {
@@ -50,7 +26,7 @@ func within(t *testing.T, limit time.Duration, f func()) {
 }
 
 func TestSwitchingProtocolsAnswerIsBoundedByTheTimeout(t *testing.T) {
-	url := upgrader(t)
+	url := testenv.SilentUpgrader(t)
 	f, err := fetch.New(fetch.Config{AllowPrivate: true, Timeout: 200 * time.Millisecond})
 	is.New(t).NoErr(err)
 

@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -25,20 +23,7 @@ import (
 // destination's shares, for as long as it keeps the connection open.
 func TestSwitchingProtocolsReceiverIsBoundedByTheAttemptTimeout(t *testing.T) {
 	is := is.New(t)
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, buf, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Errorf("hijack: %v", err)
-			return
-		}
-		defer conn.Close()
-		_, _ = buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
-		_ = buf.Flush()
-		<-release
-	}))
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { close(release) }) // runs first
+	url := testenv.SilentUpgrader(t)
 
 	clock := imagegentest.NewClock(time.Time{})
 	store := testenv.Memory(t, memory.Config{Clock: clock})
@@ -48,7 +33,7 @@ func TestSwitchingProtocolsReceiverIsBoundedByTheAttemptTimeout(t *testing.T) {
 	is.NoErr(err)
 	_, err = svc.Grant(ctx, "mallory", 10, uuid.NewString())
 	is.NoErr(err)
-	finishTask(t, svc, "mallory", srv.URL+"/hook")
+	finishTask(t, svc, "mallory", url+"/hook")
 	poster, err := fetch.New(fetch.Config{AllowPrivate: true, Timeout: hangTimeout, MinRateGrace: hangTimeout})
 	is.NoErr(err)
 	disp, err := webhook.NewDispatcher(webhook.Config{
