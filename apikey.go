@@ -257,7 +257,7 @@ func (s *Service) Keys(ctx context.Context, owner string) ([]APIKey, error) {
 // deleted; failing to delete them is logged, not returned (the revoke
 // itself succeeded, and the next one tries again).
 func (s *Service) RevokeKey(ctx context.Context, owner, id string) error {
-	if !utf8.ValidString(id) || strings.IndexByte(id, 0) >= 0 { // no key's id; PostgreSQL refuses it as an argument
+	if !storableText(id) { // no key's id; PostgreSQL refuses it as an argument
 		return fmt.Errorf("imagegen: revoke key: %w", ErrKeyNotFound)
 	}
 	if err := s.cfg.Store.RevokeKey(ctx, owner, id); err != nil {

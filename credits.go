@@ -82,11 +82,11 @@ func newEntry(owner string, kind LedgerKind, amount int64, ref string) (LedgerEn
 	case len(ref) > MaxLedgerRefLength:
 		return LedgerEntry{}, invalid("ref", "must be at most %d bytes", MaxLedgerRefLength)
 	case !storableText(ref):
-		return LedgerEntry{}, invalid("ref", "must be valid UTF-8 without the NUL character (U+0000)")
+		return LedgerEntry{}, invalid("ref", notStorable)
 	case owner == "":
 		return LedgerEntry{}, invalid("owner", "is required")
 	case !storableText(owner):
-		return LedgerEntry{}, invalid("owner", "must be valid UTF-8 without the NUL character (U+0000)")
+		return LedgerEntry{}, invalid("owner", notStorable)
 	}
 	if kind == LedgerWeb {
 		amount = -amount
@@ -163,3 +163,6 @@ func (s *Service) addEntry(ctx context.Context, e LedgerEntry) (int64, error) {
 func storableText(s string) bool {
 	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }
+
+// notStorable is what a field that is not storableText is told.
+const notStorable = "must be valid UTF-8 without the NUL character (U+0000)"

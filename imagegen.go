@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/imagegen/imagegen/internal/logbuf"
 	"github.com/imagegen/imagegen/internal/memo"
@@ -282,7 +280,7 @@ func (s *Service) submit(ctx context.Context, owner string, req Request, create 
 // Errors: *ValidationError (ErrInvalidParams), or the model's.
 func (s *Service) prepareTask(ctx context.Context, owner string, req Request) (*Task, error) {
 	if !storableText(owner) { // a host app's (SubmitWith): PostgreSQL would refuse it, aborting the host's transaction
-		return nil, invalid("owner", "must be valid UTF-8 without the NUL character (U+0000)")
+		return nil, invalid("owner", notStorable)
 	}
 	callback, err := req.validate()
 	if err != nil {
@@ -353,7 +351,7 @@ func (s *Service) Cancel(ctx context.Context, owner, id string) error {
 // a string as a query's argument (a server error for what a client put
 // in a URL's path).
 func taskIDOK(id string) bool {
-	return id != "" && len(id) <= 128 && utf8.ValidString(id) && strings.IndexByte(id, 0) < 0
+	return id != "" && len(id) <= 128 && storableText(id)
 }
 
 // cancel cancels owner's task id, counts and logs it, and returns the

@@ -280,17 +280,10 @@ func (s *Store) failExpired(ctx context.Context, tx pgx.Tx, failed []imagegen.Ex
 	const failSQL = `SELECT {schema}.fail_locked(f.id, $4, f.msg, {now}, $5 * interval '1 microsecond', $6)
 		FROM unnest($2::text[], $3::text[]) AS f(id, msg)`
 	fail := func(ids, msgs []string) error {
-		sp, err := tx.Begin(ctx) // a savepoint
-		if err != nil {
+		return pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { // a savepoint
+			_, err := sp.Exec(ctx, s.sql(failSQL), s.nowArg(), ids, msgs, string(imagegen.CodeInternal), micros(s.retention), s.finished)
 			return err
-		}
-		if _, err := sp.Exec(ctx, s.sql(failSQL), s.nowArg(), ids, msgs, string(imagegen.CodeInternal), micros(s.retention), s.finished); err != nil {
-			if rerr := sp.Rollback(ctx); rerr != nil {
-				return rerr
-			}
-			return err
-		}
-		return sp.Commit(ctx)
+		})
 	}
 	err := fail(ids, msgs)
 	var pgErr *pgconn.PgError

@@ -75,19 +75,14 @@ func (s *Store) entryTx(ctx context.Context, tx pgx.Tx, e imagegen.LedgerEntry) 
 	// In a savepoint: an entry the database refuses with an error (a
 	// balance that would pass the largest bigint) is an error of the
 	// call, and must not abort the host's transaction.
-	sp, err := tx.Begin(ctx)
-	if err != nil {
+	var res imagegen.LedgerResult
+	var outcome error
+	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+		res, outcome = imagegen.LedgerOutcome(s.addEntry(ctx, sp, e))
+		return outcome
+	})
+	if err != nil && outcome == nil { // the savepoint's own statements failed
 		return imagegen.LedgerResult{}, wrapErr("add ledger entry", err)
 	}
-	res, err := imagegen.LedgerOutcome(s.addEntry(ctx, sp, e))
-	if err != nil {
-		if rerr := sp.Rollback(ctx); rerr != nil {
-			return imagegen.LedgerResult{}, wrapErr("add ledger entry", rerr)
-		}
-		return res, err
-	}
-	if err := sp.Commit(ctx); err != nil {
-		return imagegen.LedgerResult{}, wrapErr("add ledger entry", err)
-	}
-	return res, nil
+	return res, err
 }
