@@ -3,9 +3,13 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -32,9 +36,10 @@ type Config struct {
 	// migrations (postgres.Migrate, or `imagegen migrate`); default
 	// "imagegen", the store's default.
 	Schema string
-	// Prefix starts every key the limiter stores (default DefaultPrefix).
-	// Limiters with the same prefix on one schema share their counts;
-	// give each policy its own prefix.
+	// Prefix starts every key the limiter stores (default DefaultPrefix),
+	// at most MaxPrefix bytes of UTF-8 without NUL. Limiters with the
+	// same prefix on one schema share their counts; give each policy its
+	// own prefix.
 	Prefix string
 	// SweepInterval is how often the limiter deletes, in the background,
 	// a batch of the rows of keys idle for their window (default Window).
@@ -63,8 +68,42 @@ func (c Config) validate() error {
 	if c.SweepInterval < 0 {
 		return fmt.Errorf("ratelimit/postgres: Config.SweepInterval must not be negative (got %v)", c.SweepInterval)
 	}
+	if len(c.Prefix) > MaxPrefix || !plainText(c.Prefix) {
+		return fmt.Errorf("ratelimit/postgres: Config.Prefix must be at most %d bytes of valid UTF-8 without the NUL character (got %q)", MaxPrefix, c.Prefix)
+	}
 	return nil
 }
+
+// MaxPrefix is the longest Config.Prefix, in bytes.
+const MaxPrefix = 256
+
+// maxPlainKey is the longest key, in bytes, that the table keeps as it
+// is (after the prefix). The key is the table's primary key, and an
+// entry of its index holds at most about 2.7 kB.
+const maxPlainKey = 512
+
+// digestMark starts the stored form of a key kept as its digest.
+const digestMark = "sha256:"
+
+// storedKey is the key of the row that counts key's requests: the
+// prefix and key as they are, or, for a key the table cannot keep as it
+// is, the prefix and the key's SHA-256 after digestMark. A key that
+// PostgreSQL's text refuses (NUL, invalid UTF-8), that is longer than
+// maxPlainKey, or that starts with digestMark itself (so that no plain
+// key can pass for another's digest) is kept as its digest: every string
+// is a key, as for the other limiters, and a host's Authenticator that
+// lets such a key through costs its caller a limit, not a 500.
+func (p *Limiter) storedKey(key string) string {
+	if len(key) <= maxPlainKey && plainText(key) && !strings.HasPrefix(key, digestMark) {
+		return p.prefix + key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return p.prefix + digestMark + hex.EncodeToString(sum[:])
+}
+
+// plainText reports whether PostgreSQL's text holds s: valid UTF-8
+// without NUL.
+func plainText(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
 
 // Limiter is a limiter whose state lives in PostgreSQL, so that every
 // process on one database shares it, with the same answers as
@@ -153,7 +192,9 @@ func (p *Limiter) Close() {
 // in the last Window, counting the requests of every process on this
 // database, and reports the outcome with the same fields as
 // [github.com/imagegen/imagegen/ratelimit.Memory.Allow]. A refused request
-// is not recorded. Allow fails only when the database does (or ctx ends).
+// is not recorded. Any string is a key (one longer than 512 bytes, or
+// that PostgreSQL's text refuses, is stored as its SHA-256). Allow fails
+// only when the database does (or ctx ends).
 func (p *Limiter) Allow(ctx context.Context, key string) (imagegen.LimitResult, error) {
 	var now *int64
 	if p.now != nil {
@@ -165,7 +206,7 @@ func (p *Limiter) Allow(ctx context.Context, key string) (imagegen.LimitResult, 
 		count    int
 		free, at int64
 	)
-	err := p.pool.QueryRow(ctx, p.allow, p.prefix+key, now, p.window.Microseconds(), p.limit).Scan(&allowed, &count, &free, &at)
+	err := p.pool.QueryRow(ctx, p.allow, p.storedKey(key), now, p.window.Microseconds(), p.limit).Scan(&allowed, &count, &free, &at)
 	if err != nil {
 		return imagegen.LimitResult{}, fmt.Errorf("ratelimit/postgres: allow: %w", err)
 	}
