@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -66,4 +67,19 @@ func TestNewRefusesAnUnstorablePrefix(t *testing.T) {
 	lim, err := postgres.New(pool, postgres.Config{Prefix: strings.Repeat("p", postgres.MaxPrefix)})
 	is.NoErr(err)
 	lim.Close()
+}
+
+// A Limit past PostgreSQL's integer (rate_allow's p_limit) is refused by
+// New, rather than failing every Allow.
+func TestNewRefusesALimitPastInteger(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	pool := pgtest.Connect(t)
+	schema := pgtest.MigratedSchema(t, pool)
+	_, err := postgres.New(pool, postgres.Config{Limit: math.MaxInt32 + 1, Schema: schema})
+	is.True(err != nil)
+	lim := newPostgres(t, pool, postgres.Config{Limit: math.MaxInt32, Schema: schema})
+	res, err := lim.Allow(ctx, "k")
+	is.NoErr(err)
+	is.True(res.Allowed)
 }

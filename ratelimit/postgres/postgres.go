@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -27,7 +28,7 @@ const DefaultPrefix = "rl:"
 // default.
 type Config struct {
 	// Limit is how many requests a key may make in any rolling Window
-	// (default 10).
+	// (default 10), at most math.MaxInt32 (PostgreSQL's integer).
 	Limit int
 	// Window is the length of the rolling window (default 1m), a whole
 	// number of microseconds.
@@ -61,6 +62,9 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	if err := rolling.Check("ratelimit/postgres", "Config", c.Limit, c.Window); err != nil {
 		return err
+	}
+	if c.Limit > math.MaxInt32 {
+		return fmt.Errorf("ratelimit/postgres: Config.Limit must be at most %d (got %d)", math.MaxInt32, c.Limit)
 	}
 	if c.Window%time.Microsecond != 0 {
 		return fmt.Errorf("ratelimit/postgres: Config.Window must be a whole number of microseconds (got %v)", c.Window)
