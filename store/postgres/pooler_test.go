@@ -1,10 +1,13 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen/imagegentest"
@@ -48,4 +51,37 @@ func TestListenConfigNeedsAPoolWithoutPreparedStatements(t *testing.T) {
 	pool := pgtest.Connect(t) // pgx's default mode: named prepared statements
 	_, err := postgres.New(pool, postgres.Config{ListenConfig: pool.Config().ConnConfig})
 	is.True(errors.Is(err, postgres.ErrPreparedStatements))
+}
+
+// Beside a listening connection, a pool in pgx's describe_exec mode is
+// refused too: it prepares each statement as the unnamed prepared
+// statement and executes it in a second round trip, which a transaction
+// pooler may send to another server session ("unnamed prepared statement
+// does not exist", 26000, seen through PgBouncer 1.18 with 40 callers).
+// The modes that need no prepared statement across round trips are
+// accepted.
+func TestListenConfigRefusesDescribeExec(t *testing.T) {
+	is := is.New(t)
+	listen := pgtest.Connect(t).Config().ConnConfig
+	for mode, refused := range map[pgx.QueryExecMode]bool{
+		pgx.QueryExecModeCacheStatement: true,
+		pgx.QueryExecModeDescribeExec:   true,
+		pgx.QueryExecModeCacheDescribe:  false,
+		pgx.QueryExecModeExec:           false,
+		pgx.QueryExecModeSimpleProtocol: false,
+	} {
+		cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+		is.NoErr(err)
+		cfg.ConnConfig.DefaultQueryExecMode = mode
+		pool, err := pgxpool.NewWithConfig(context.Background(), cfg) // connects on first use
+		is.NoErr(err)
+		s, err := postgres.New(pool, postgres.Config{ListenConfig: listen})
+		if refused {
+			is.True(errors.Is(err, postgres.ErrPreparedStatements)) // refused
+		} else {
+			is.NoErr(err)
+			s.Close()
+		}
+		pool.Close()
+	}
 }

@@ -212,7 +212,9 @@ type Config struct {
 	// connection cannot keep a LISTEN, since the server session behind
 	// it changes between transactions. With it set, New refuses a pool
 	// that keeps named prepared statements (pgx's default,
-	// QueryExecModeCacheStatement), which a transaction pooler loses
+	// QueryExecModeCacheStatement) or executes the unnamed one in a
+	// round trip after the one that prepared it
+	// (QueryExecModeDescribeExec), which a transaction pooler loses
 	// too: make the pool with DefaultQueryExecMode QueryExecModeExec
 	// (PoolerConfig does). The store keeps no other session state on
 	// its connections (synchronous_commit is set per transaction). Run
@@ -229,8 +231,21 @@ func PoolerConfig(cfg *pgxpool.Config) {
 }
 
 // ErrPreparedStatements: Config.ListenConfig says the pool goes through a
-// transaction pooler, but the pool keeps named prepared statements.
-var ErrPreparedStatements = errors.New("postgres store: a pool behind a transaction pooler must not keep named prepared statements (use postgres.PoolerConfig, or default_query_exec_mode=exec in the URL)")
+// transaction pooler, but the pool relies on a prepared statement across
+// round trips: named ones (pgx's default, cache_statement) or the
+// unnamed one that describe_exec prepares and then executes.
+var ErrPreparedStatements = errors.New("postgres store: a pool behind a transaction pooler must not rely on prepared statements across round trips (use postgres.PoolerConfig, or default_query_exec_mode=exec in the URL)")
+
+// poolerSafe reports whether a pool in mode needs no prepared statement
+// to outlive its round trip, as behind a transaction pooler, where the
+// next round trip may reach another server session: cache_statement
+// keeps named prepared statements, and describe_exec prepares the unnamed
+// statement in one round trip and executes it in the next. The other
+// modes (exec, cache_describe, simple_protocol) parse each statement in
+// the round trip that runs it.
+func poolerSafe(mode pgx.QueryExecMode) bool {
+	return mode != pgx.QueryExecModeCacheStatement && mode != pgx.QueryExecModeDescribeExec
+}
 
 // Store is the PostgreSQL store. It is safe for concurrent use by any
 // number of goroutines and processes.
@@ -272,7 +287,7 @@ func New(pool *pgxpool.Pool, c Config) (*Store, error) {
 	if c.SweepBatch < 0 {
 		return nil, fmt.Errorf("postgres store: Config.SweepBatch must not be negative (got %d)", c.SweepBatch)
 	}
-	if c.ListenConfig != nil && pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+	if c.ListenConfig != nil && !poolerSafe(pool.Config().ConnConfig.DefaultQueryExecMode) {
 		return nil, ErrPreparedStatements
 	}
 	name := schemaName(c.Schema)
