@@ -137,6 +137,11 @@ func plainText(s string) bool { return utf8.ValidString(s) && strings.IndexByte(
 //
 // The table and function come with the store's migrations (version 6):
 // run postgres.Migrate on Schema first. It is safe for concurrent use.
+//
+// Behind a transaction pooler (PgBouncer with pool_mode = transaction),
+// give it the store's pooled pool, made with store/postgres.PoolerConfig
+// (no named prepared statements): an Allow is one statement and keeps no
+// session state, so any server session may run it.
 type Limiter struct {
 	pool   *pgxpool.Pool
 	limit  int

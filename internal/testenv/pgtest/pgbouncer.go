@@ -35,6 +35,35 @@ const PgBouncerEnvVar = "IMAGEGEN_TEST_PGBOUNCER"
 // test running as root starts it as the postgres user.
 func PgBouncer(t testing.TB) string {
 	t.Helper()
+	return StartPgBouncer(t).URL
+}
+
+// Bouncer is a PgBouncer that a test started (StartPgBouncer), which it
+// may restart on the same port.
+type Bouncer struct {
+	// URL reaches the database through the pooler.
+	URL string
+
+	t    testing.TB
+	bin  string
+	dir  string // holds pgbouncer.ini
+	addr string // loopback host:port
+
+	mu   sync.Mutex
+	proc *bouncerProc // the running one; nil while stopped
+}
+
+// bouncerProc is one run of PgBouncer.
+type bouncerProc struct {
+	cmd    *exec.Cmd
+	out    *lockedBuffer
+	exited chan struct{}
+}
+
+// StartPgBouncer is PgBouncer that returns the running pooler, so that
+// the test can also stop and restart it (Restart), as an operator does.
+func StartPgBouncer(t testing.TB) *Bouncer {
+	t.Helper()
 	direct := URL(t)
 	bin := os.Getenv(PgBouncerEnvVar)
 	if bin == "" {
@@ -74,44 +103,79 @@ ignore_startup_parameters = extra_float_digits
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, filepath.Join(dir, "pgbouncer.ini"))
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Host: addr, Path: "/" + cfg.Database, RawQuery: "sslmode=disable"}
+	b := &Bouncer{URL: u.String(), t: t, bin: bin, dir: dir, addr: addr}
+	t.Cleanup(b.stop)
+	b.start()
+	return b
+}
+
+// Restart kills PgBouncer (SIGKILL: every client and server connection
+// closes at once, open transactions included, as in a crash of the
+// pooler or of its host) and starts it again on the same port. It
+// returns once the new one listens.
+func (b *Bouncer) Restart() {
+	b.t.Helper()
+	b.stopWith(syscall.SIGKILL)
+	b.start()
+}
+
+// start runs PgBouncer and waits until it listens.
+func (b *Bouncer) start() {
+	t := b.t
+	t.Helper()
+	cmd := exec.Command(b.bin, filepath.Join(b.dir, "pgbouncer.ini"))
+	p := &bouncerProc{cmd: cmd, out: &lockedBuffer{}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if os.Geteuid() == 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: credentialOf(t, "postgres")}
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
+		t.Fatalf("start %s: %v", b.bin, err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM) // immediate shutdown
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("pgbouncer output:\n%s", out.String())
-		}
-	})
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	testenv.EventuallyNoError(t, 10*time.Second, "pgbouncer to listen on "+addr, func() error {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	b.mu.Lock()
+	b.proc = p
+	b.mu.Unlock()
+	testenv.EventuallyNoError(t, 10*time.Second, "pgbouncer to listen on "+b.addr, func() error {
+		c, err := net.DialTimeout("tcp", b.addr, time.Second)
 		if err == nil {
 			return c.Close()
 		}
 		select {
-		case <-exited:
-			t.Fatalf("pgbouncer exited at start:\n%s", out.String())
+		case <-p.exited:
+			t.Fatalf("pgbouncer exited at start:\n%s", p.out.String())
 		default:
 		}
-		return fmt.Errorf("%w; pgbouncer's output:\n%s", err, out.String())
+		return fmt.Errorf("%w; pgbouncer's output:\n%s", err, p.out.String())
 	})
-	u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Host: addr, Path: "/" + cfg.Database, RawQuery: "sslmode=disable"}
-	return u.String()
+}
+
+// stop ends the running PgBouncer, if any, by its PID: SIGTERM
+// (immediate shutdown), then SIGKILL after 5 s.
+func (b *Bouncer) stop() { b.stopWith(syscall.SIGTERM) }
+
+// stopWith ends the running PgBouncer, if any, with sig, then SIGKILL
+// after 5 s.
+func (b *Bouncer) stopWith(sig syscall.Signal) {
+	b.mu.Lock()
+	p := b.proc
+	b.proc = nil
+	b.mu.Unlock()
+	if p == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	if b.t.Failed() {
+		b.t.Logf("pgbouncer output:\n%s", p.out.String())
+	}
 }
 
 // Pooled is a store's view of PostgreSQL behind PgBouncer: Pool goes
@@ -119,18 +183,19 @@ ignore_startup_parameters = extra_float_digits
 // server itself (migrations, schema drops), and Listen is the direct
 // connection for the store's LISTEN.
 type Pooled struct {
-	Pool   *pgxpool.Pool
-	Direct *pgxpool.Pool
-	Listen *pgx.ConnConfig
+	Bouncer *Bouncer
+	Pool    *pgxpool.Pool
+	Direct  *pgxpool.Pool
+	Listen  *pgx.ConnConfig
 }
 
 // ConnectPooled starts PgBouncer (PgBouncer) and returns pools through it
 // and around it, closed when the test ends; it skips like PgBouncer.
 func ConnectPooled(t testing.TB) Pooled {
 	t.Helper()
-	pooler := PgBouncer(t)
+	bouncer := StartPgBouncer(t)
 	direct := Connect(t)
-	cfg, err := pgxpool.ParseConfig(pooler)
+	cfg, err := pgxpool.ParseConfig(bouncer.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +211,7 @@ func ConnectPooled(t testing.TB) Pooled {
 	if err := pool.Ping(ctx); err != nil {
 		t.Fatalf("pgbouncer does not answer: %v", err)
 	}
-	return Pooled{Pool: pool, Direct: direct, Listen: direct.Config().ConnConfig}
+	return Pooled{Bouncer: bouncer, Pool: pool, Direct: direct, Listen: direct.Config().ConnConfig}
 }
 
 // NewStore returns a store with cfg through the pooler, on a fresh schema
