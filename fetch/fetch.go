@@ -12,8 +12,12 @@
 // metadata, unique-local, CGNAT, multicast, broadcast, unspecified and
 // reserved ranges are refused, in IPv4, IPv6 and IPv4-mapped forms) and
 // connects to the checked address, so a second DNS answer (rebinding)
-// cannot slip past. AllowPrivate turns the address check off for
-// development; AllowHosts exempts named hosts (such as a provider's CDN).
+// cannot slip past. A host refused whatever DNS answers (an IP literal in
+// any spelling, localhost names: Config.RefusedHost) is refused before
+// any lookup; services ask RefusedHost when a URL is given, so that such
+// a URL is refused then rather than when it is fetched. AllowPrivate
+// turns the address check off for development; AllowHosts exempts named
+// hosts (such as a provider's CDN).
 //
 // Errors wrap the package's sentinels (errors.Is) and their messages are
 // safe to show to the user who gave the URL.

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 )
 
 // blocked are the address ranges the SSRF guard refuses. IPv4-mapped
@@ -80,19 +82,192 @@ func allowed(addr netip.Addr) bool {
 	return true
 }
 
+// RefusedHost reports whether a Fetcher of this Config refuses every
+// connection to host (a URL's Hostname) whatever DNS answers, and names
+// what it refuses: the address the host spells, or "localhost". A
+// service asks it at submit, so that a URL that can only fail is
+// refused at once. The host is first mapped as the HTTP transport maps
+// it before dialling (a non-ASCII host through IDNA, so that
+// "１２７.０.０.１" is 127.0.0.1); then, ignoring case and one trailing
+// dot, it is refused when it is
+//
+//   - an IP literal the guard refuses (Allowed), as net/netip reads it:
+//     IPv4, IPv6 with or without a zone, IPv4-mapped, NAT64;
+//   - an IPv4 address in one of the other spellings a system resolver
+//     (inet_aton) reads as one: 0x7f000001, 2130706433, 0177.0.0.1, 127.1;
+//   - localhost, or a name under .localhost (RFC 6761: loopback).
+//
+// Nothing is refused with AllowPrivate, nor a host in AllowHosts. Any
+// other name is not refused here: whether it is allowed depends on what
+// it resolves to, which the guard checks when it connects.
+func (o Config) RefusedHost(host string) (what string, refused bool) {
+	if o.AllowPrivate {
+		return "", false
+	}
+	host = transportHost(host)
+	if o.exempt(host) {
+		return "", false
+	}
+	return refusedHost(host)
+}
+
+// RefusedHost is Config.RefusedHost for the Fetcher's Config. A nil
+// *Fetcher answers for the default Config.
+func (f *Fetcher) RefusedHost(host string) (what string, refused bool) {
+	if f == nil {
+		return Config{}.RefusedHost(host)
+	}
+	return f.o.RefusedHost(host)
+}
+
+// transportHost is host as net/http's transport passes it to the dialer:
+// a non-ASCII host in its IDNA ASCII form, when it has one.
+func transportHost(host string) string {
+	for i := 0; i < len(host); i++ {
+		if host[i] >= utf8.RuneSelf {
+			if v, err := idna.Lookup.ToASCII(host); err == nil {
+				return v
+			}
+			return host
+		}
+	}
+	return host
+}
+
+// exempt reports whether host (as the transport dials it) is one of
+// AllowHosts, in any case, with or without a trailing dot.
+func (o *Config) exempt(host string) bool {
+	host = strings.TrimSuffix(host, ".")
+	for _, h := range o.AllowHosts {
+		if strings.EqualFold(strings.TrimSuffix(h, "."), host) {
+			return true
+		}
+	}
+	return false
+}
+
+// refusedHost is RefusedHost without the exemptions, for a host as the
+// transport dials it. It does not allocate unless it refuses.
+func refusedHost(host string) (what string, refused bool) {
+	if strings.IndexByte(host, ':') >= 0 { // IPv6, perhaps with a zone; names have no colon
+		a, err := netip.ParseAddr(host)
+		if err != nil || allowed(a) {
+			return "", false
+		}
+		return a.WithZone("").String(), true
+	}
+	host = strings.TrimSuffix(host, ".")
+	if a, ok := parseLegacyIPv4(host); ok { // dotted decimal, as net/netip reads it, and inet_aton's other spellings
+		if allowed(a) {
+			return "", false
+		}
+		return a.String(), true
+	}
+	const localhost = "localhost"
+	if n := len(host); strings.EqualFold(host, localhost) ||
+		n > len(localhost) && host[n-len(localhost)-1] == '.' && strings.EqualFold(host[n-len(localhost):], localhost) {
+		return localhost, true
+	}
+	return "", false
+}
+
+// parseLegacyIPv4 reads s as inet_aton does (and so getaddrinfo, the
+// resolver of cgo builds): one to four parts separated by dots, each
+// decimal, octal (a leading 0) or hexadecimal (0x); the last part fills
+// the bytes the others leave (127.1 is 127.0.0.1, 2130706433 too).
+func parseLegacyIPv4(s string) (netip.Addr, bool) {
+	var parts [4]uint64
+	n := 0
+	for {
+		if n == len(parts) {
+			return netip.Addr{}, false
+		}
+		end := strings.IndexByte(s, '.')
+		if end < 0 {
+			end = len(s)
+		}
+		v, ok := parseLegacyPart(s[:end])
+		if !ok {
+			return netip.Addr{}, false
+		}
+		parts[n] = v
+		n++
+		if end == len(s) {
+			break
+		}
+		s = s[end+1:]
+	}
+	var ip uint64
+	for i := range n - 1 { // every part but the last is one byte
+		if parts[i] > 0xff {
+			return netip.Addr{}, false
+		}
+		ip |= parts[i] << (8 * (3 - i))
+	}
+	last := parts[n-1]
+	if last >= 1<<(8*(5-n)) { // 32 bits for one part, 8 for the fourth
+		return netip.Addr{}, false
+	}
+	ip |= last
+	return netip.AddrFrom4([4]byte{byte(ip >> 24), byte(ip >> 16), byte(ip >> 8), byte(ip)}), true
+}
+
+// parseLegacyPart reads one part of parseLegacyIPv4: decimal, octal
+// after a leading 0, hexadecimal after 0x or 0X; at most 32 bits.
+func parseLegacyPart(s string) (uint64, bool) {
+	base := uint64(10)
+	switch {
+	case len(s) > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'):
+		base, s = 16, s[2:]
+	case len(s) > 1 && s[0] == '0':
+		base, s = 8, s[1:]
+	}
+	if s == "" {
+		return 0, false
+	}
+	var v uint64
+	for i := 0; i < len(s); i++ {
+		var d uint64
+		switch c := s[i]; {
+		case '0' <= c && c <= '9':
+			d = uint64(c - '0')
+		case 'a' <= c && c <= 'f':
+			d = uint64(c-'a') + 10
+		case 'A' <= c && c <= 'F':
+			d = uint64(c-'A') + 10
+		default:
+			return 0, false
+		}
+		if d >= base {
+			return 0, false
+		}
+		if v = v*base + d; v > 0xffffffff {
+			return 0, false
+		}
+	}
+	return v, true
+}
+
 // dial is the transport's DialContext: it resolves the host itself,
 // checks every address, and connects to a checked one by IP literal, so
-// nothing resolves the name a second time.
+// nothing resolves the name a second time. A host that RefusedHost
+// refuses is refused before any lookup.
 func (f *Fetcher) dial(ctx context.Context, network, hostport string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
 		return nil, err
 	}
+	guarded := !f.o.AllowPrivate && !f.o.exempt(host)
+	if guarded {
+		if _, refused := refusedHost(host); refused {
+			return nil, fmt.Errorf("%s: %w", host, ErrBlockedAddress)
+		}
+	}
 	addrs, err := f.resolve(ctx, host)
 	if err != nil {
 		return nil, err
 	}
-	if !f.o.AllowPrivate && !slices.Contains(f.o.AllowHosts, strings.ToLower(host)) {
+	if guarded {
 		for _, a := range addrs {
 			if !allowed(a) {
 				return nil, fmt.Errorf("%s: %w", host, ErrBlockedAddress)
