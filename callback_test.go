@@ -2,6 +2,7 @@ package imagegen_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/matryer/is"
@@ -39,6 +40,14 @@ func TestSubmitChecksCallbackURL(t *testing.T) {
 		{"https://224.0.0.1/hook", false},
 		{"https://100.64.0.1/hook", false}, // carrier-grade NAT
 		{"https://192.0.2.1/hook", false},  // documentation
+		// Other spellings of refused addresses, as the SSRF guard reads
+		// them (fetch.Config.RefusedHost).
+		{"https://0x7f000001/hook", false},
+		{"https://127.1/hook", false},
+		{"https://127.0.0.1./hook", false},
+		{"https://１２７.０.０.１/hook", false},
+		{"https://[64:ff9b::a9fe:a9fe]/hook", false}, // NAT64 of the metadata address
+		{"https://0x08080808/hook", true},            // 8.8.8.8
 	}
 	for _, tc := range tests {
 		t.Run(tc.url, func(t *testing.T) {
@@ -55,6 +64,7 @@ func TestSubmitChecksCallbackURL(t *testing.T) {
 				var v *imagegen.ValidationError
 				is.True(errors.As(err, &v))
 				is.Equal(v.Field, "callback_url")
+				is.True(v.Message == "must be an https URL" || strings.HasPrefix(v.Message, "must be a public address (not "))
 				is.Equal(f.balance(t, "u"), int64(1)) // nothing charged
 			}
 

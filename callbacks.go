@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"net/netip"
 	"net/url"
 	"strings"
-
-	"github.com/imagegen/imagegen/fetch"
 )
 
 // WebhookSecretPrefix starts every webhook signing secret (the Standard
@@ -26,13 +23,14 @@ func (s *Service) WebhookSecret(ctx context.Context, owner string) (string, erro
 }
 
 // checkCallback applies the service's rules to a valid callback_url, as
-// Request.validate parsed it (nil for none): https, and not an address
-// that is plainly not public (an IP literal that the SSRF guard of
-// package fetch refuses, or a localhost name), so that such a callback
-// is refused at submit instead of failing every delivery for an hour.
-// Names that resolve to such addresses are refused at delivery, by the
-// same guard.
-// AllowHTTPCallbacks (development) allows both.
+// Request.validate parsed it (nil for none): https, and not a host that
+// the SSRF guard refuses whatever DNS answers (fetch.Config.RefusedHost:
+// a loopback, private, link-local, … IP literal in any spelling, or a
+// localhost name), so that such a callback is refused at submit instead
+// of failing every delivery for an hour. Names that resolve to such
+// addresses are refused at delivery, by the same guard.
+// AllowHTTPCallbacks (development) allows both: it is the policy of the
+// webhook sender too (server.New makes it with AllowPrivate set to it).
 func (s *Service) checkCallback(u *url.URL) error {
 	if u == nil || s.cfg.AllowHTTPCallbacks {
 		return nil
@@ -40,12 +38,8 @@ func (s *Service) checkCallback(u *url.URL) error {
 	if !strings.EqualFold(u.Scheme, "https") {
 		return invalid("callback_url", "must be an https URL")
 	}
-	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return invalid("callback_url", "must be a public address (not localhost)")
-	}
-	if addr, err := netip.ParseAddr(host); err == nil && !fetch.AllowedAddr(addr) {
-		return invalid("callback_url", "must be a public address (not %s)", addr.WithZone(""))
+	if problem := refusedHost(defaultGuard, u); problem != "" {
+		return invalid("callback_url", "%s", problem)
 	}
 	return nil
 }

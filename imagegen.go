@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/internal/logbuf"
 	"github.com/imagegen/imagegen/internal/memo"
 )
@@ -66,6 +67,33 @@ type Config struct {
 	// must be https to a public address. Either way deliveries go through
 	// the SSRF guard of the webhook sender.
 	AllowHTTPCallbacks bool
+
+	// ImageInputGuard is the address policy of the fetcher the model
+	// fetches image_input URLs with: normally that *fetch.Fetcher itself.
+	// Submit refuses (a ValidationError, nothing charged) a URL whose
+	// host it refuses whatever DNS answers (fetch.Config.RefusedHost: a
+	// loopback, private, link-local, … IP literal in any spelling, or a
+	// localhost name), since fetching it could only fail. Names that need
+	// DNS are accepted: the fetcher checks their addresses when it
+	// connects. Default: the default fetch.Config, which refuses all of
+	// them; a service whose fetcher has AllowPrivate (development) or
+	// AllowHosts must set it to that fetcher (or its fetch.Config), or
+	// such URLs are refused at submit.
+	ImageInputGuard HostGuard
+}
+
+// defaultGuard is the policy of the default fetch.Config: no address
+// that is not public.
+var defaultGuard HostGuard = fetch.Config{}
+
+// HostGuard is the address policy of a guarded fetcher, asked about the
+// host of a URL when it is submitted; *fetch.Fetcher and fetch.Config
+// are HostGuards.
+type HostGuard interface {
+	// RefusedHost reports whether the fetcher refuses every connection
+	// to host (a URL's Hostname) whatever DNS answers, and names what it
+	// refuses (an address, or "localhost").
+	RefusedHost(host string) (what string, refused bool)
 }
 
 // WorkerConfig configures the workers of Service.Run: how many run at
@@ -136,6 +164,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Observer == nil {
 		c.Observer = NopObserver{}
+	}
+	if c.ImageInputGuard == nil {
+		c.ImageInputGuard = defaultGuard
 	}
 	c.Workers = cmp.Or(c.Workers, 4)
 	c.GenerateTimeout = cmp.Or(c.GenerateTimeout, 2*time.Minute)
@@ -282,7 +313,7 @@ func (s *Service) prepareTask(ctx context.Context, owner string, req Request) (*
 	if !storableText(owner) { // a host app's (SubmitWith): PostgreSQL would refuse it, aborting the host's transaction
 		return nil, invalid("owner", notStorable)
 	}
-	callback, err := req.validate()
+	callback, err := req.validate(s.cfg.ImageInputGuard)
 	if err != nil {
 		return nil, err
 	}

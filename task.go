@@ -165,16 +165,19 @@ func (r *Request) Normalize() {
 }
 
 // Validate checks every rule of the interface and returns a
-// *ValidationError naming the first bad field.
+// *ValidationError naming the first bad field. It checks the URLs'
+// syntax only: Service.Submit also refuses those whose host the
+// service's fetcher plainly refuses (Config.ImageInputGuard).
 func (r Request) Validate() error {
-	_, err := r.validate()
+	_, err := r.validate(nil)
 	return err
 }
 
-// validate is Validate; it also returns the callback URL, parsed (nil
+// validate is Validate, with each image_input URL's host asked of guard
+// (nil: none) as well; it also returns the callback URL, parsed (nil
 // without one), so that the service applies its own rules to it
 // (checkCallback) without parsing it again.
-func (r Request) validate() (callback *url.URL, err error) {
+func (r Request) validate(guard HostGuard) (callback *url.URL, err error) {
 	switch r.Scene {
 	case SceneTextToImage, SceneImageToImage:
 	case "":
@@ -226,11 +229,24 @@ func (r Request) validate() (callback *url.URL, err error) {
 		return nil, invalid("image_input", "must hold at most %d URLs (got %d)", MaxImageInputs, n)
 	}
 	for i, raw := range r.ImageInput {
-		if _, problem := checkURL(raw); problem != "" {
+		u, problem := checkURL(raw)
+		if problem == "" && guard != nil {
+			problem = refusedHost(guard, u)
+		}
+		if problem != "" {
 			return nil, invalid("image_input", "item %d %s", i, problem)
 		}
 	}
 	return callback, nil
+}
+
+// refusedHost says what is wrong with u's host under guard: "" when
+// guard does not plainly refuse it.
+func refusedHost(guard HostGuard, u *url.URL) string {
+	if what, refused := guard.RefusedHost(u.Hostname()); refused {
+		return "must be a public address (not " + what + ")"
+	}
+	return ""
 }
 
 // checkURL parses a URL of a request and says what is wrong with it, if

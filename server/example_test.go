@@ -34,7 +34,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	srv, err := server.New(ctx, server.Config{
-		Service:   imagegen.Config{Store: store, Model: model},
+		Service:   imagegen.Config{Store: store, Model: model, ImageInputGuard: fetcher},
 		PublicURL: "https://app.example.com", // image URLs start with it
 	})
 	if err != nil {

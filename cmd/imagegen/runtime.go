@@ -103,6 +103,7 @@ func serviceConfig(c runtimeConfig, getenv func(string) string, be backend, log 
 		BlobTimeout:        c.blobTimeout,
 		MaxPending:         c.limitFlags.maxPendingConfig(),
 		AllowHTTPCallbacks: c.allowPrivateURLs,
+		ImageInputGuard:    fetcher,     // the model's: image_input URLs it plainly refuses are refused at submit
 		IdempotencyTTL:     c.retention, // submit answers are replayed as long as their tasks are kept
 		WorkerConfig: imagegen.WorkerConfig{
 			Workers: c.workers, LeaseDuration: c.lease, WorkReady: be.workReady, Limits: limits,

@@ -242,3 +242,34 @@ func TestServeMountsTheConsole(t *testing.T) {
 	is.Equal(resp.StatusCode, http.StatusNotFound)
 	is.NoErr(off.stop())
 }
+
+// -allow-private-urls is the policy of the fetcher and of submit alike:
+// without it, a reference on loopback is a 422 and nothing is charged;
+// with it, the task is taken (this server runs no workers: nothing is
+// fetched).
+func TestServeChecksReferenceURLsByTheFetchersPolicy(t *testing.T) {
+	const key = "test-demo-key-0123456789"
+	const body = `{"scene":"image-to-image","prompt":"as a watercolour","image_input":["http://127.0.0.1:9/x.png"]}`
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("allow-private-urls=%v", allow), func(t *testing.T) {
+			is := is.New(t)
+			args := []string{"-demo-key", key, "-demo-credits", "5", "-workers", "0"}
+			if allow {
+				args = append(args, "-allow-private-urls")
+			}
+			s := startServe(t, nil, args...)
+			code, m := s.call(t, "POST", "/api/v1/generate", key, body)
+			if allow {
+				is.Equal(code, http.StatusCreated)
+				is.Equal(m["credits_remaining"], 4.0)
+			} else {
+				is.Equal(code, http.StatusUnprocessableEntity)
+				is.Equal(m["error"].(map[string]any)["message"], "image_input: item 0 must be a public address (not 127.0.0.1)")
+				code, m = s.call(t, "GET", "/api/v1/credits", key, "")
+				is.Equal(code, http.StatusOK)
+				is.Equal(m["credits_remaining"], 5.0) // nothing charged
+			}
+			is.NoErr(s.stop())
+		})
+	}
+}

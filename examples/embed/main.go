@@ -73,6 +73,7 @@ func newApp(ctx context.Context, publicURL string, tune imagegen.Config) (*app, 
 		return nil, err
 	}
 	tune.Store, tune.Model = store, model
+	tune.ImageInputGuard = fetcher // image_input URLs the model's fetcher plainly refuses: 422 at submit
 	images, err := server.New(ctx, server.Config{
 		Service:   tune,
 		PublicURL: publicURL,

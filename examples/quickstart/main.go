@@ -53,7 +53,7 @@ func main() {
 		log.Fatal(err)
 	}
 	srv, err := server.New(ctx, server.Config{
-		Service:   imagegen.Config{Store: store, Model: model},
+		Service:   imagegen.Config{Store: store, Model: model, ImageInputGuard: fetcher},
 		PublicURL: base, // image URLs start with it
 	})
 	if err != nil {

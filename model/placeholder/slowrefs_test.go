@@ -36,7 +36,8 @@ func TestDripFedReferencesFailTheTask(t *testing.T) {
 	model, err := placeholder.New(placeholder.Config{Fetcher: f})
 	is.NoErr(err)
 	store := testenv.Memory(t, memory.Config{})
-	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, Logger: slog.New(slog.DiscardHandler), WorkerConfig: imagegen.WorkerConfig{MaxAttempts: 3}})
+	svc, err := imagegen.New(imagegen.Config{Store: store, Model: model, ImageInputGuard: f, // the loopback references pass at submit
+		Logger: slog.New(slog.DiscardHandler), WorkerConfig: imagegen.WorkerConfig{MaxAttempts: 3}})
 	is.NoErr(err)
 	ctx := context.Background()
 	_, err = svc.Grant(ctx, "u", 1, "grant-1")
