@@ -44,11 +44,13 @@ import (
 //	another, at about 1,300 server instructions each), and per image
 //	its record up to its times (see imageRecord)
 //
-// Returns, per task, 1; 0 when its attempt does not hold the lease; or
-// -1 when some of its bytes are missing (nothing recorded, the others
-// deleted). The bytes of a success not recorded are deleted, but for a
-// success recorded already with these images (the same run sent again
-// after a broken connection): they are its record's.
+// Returns, per task, 1; 2 when the task is a success of this attempt
+// with these images already (the same run sent again after a broken
+// connection, which go-redis does: the success was recorded, and is
+// answered so); 0 when its attempt does not hold the lease; or -1 when
+// some of its bytes are missing (nothing recorded, the others deleted).
+// The bytes of a success not recorded are deleted, but for a success
+// recorded already with these images: they are its record's.
 var completeScript = newScript(`
 local now = now_ms()
 local retention = tonumber(ARGV[2])
@@ -75,11 +77,14 @@ while k < first_bytes do
         end
       end
     end
-  elseif blobs then
+  elseif n > 0 then
     -- This very success, recorded already (a run sent again after a
-    -- broken connection): its bytes are the record's, kept.
+    -- broken connection: go-redis does): answered as recorded (2), and
+    -- its bytes are the record's, kept. Its image ids, random and new
+    -- to the success, make that a proof.
     local f = redis.call('HMGET', task, 'status', 'attempt', 'images')
     keep = f[1] == 'success' and f[2] == attempt and f[3] == ids
+    if keep then result = 2 end
   end
   if result == 1 then
     for j = 1, n do

@@ -1,0 +1,143 @@
+package redistest
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"testing"
+)
+
+// ReplyDropper is a loopback TCP proxy in front of a Redis server that,
+// once armed, lets the next command holding a marker through, waits for
+// the server's reply and closes the client's connection instead of
+// passing the reply on: the command ran, and its caller sees a broken
+// connection, as when a network or a proxy fails between the two. A
+// go-redis client then sends the command again (its retries on a broken
+// connection), so a test sees what a write run twice does. A reply that
+// is NOSCRIPT is passed on (the EVAL that follows holds the marker too).
+type ReplyDropper struct {
+	Addr string // the proxy's host:port, for the client
+
+	mu      sync.Mutex
+	marker  []byte // nil: not armed
+	dropped int
+}
+
+// StartReplyDropper starts a proxy to target (host:port), stopped when
+// the test ends.
+func StartReplyDropper(t testing.TB, target string) *ReplyDropper {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &ReplyDropper{Addr: ln.Addr().String()}
+	var wg sync.WaitGroup
+	var conns sync.Map // net.Conn → struct{}, closed at the end
+	t.Cleanup(func() {
+		_ = ln.Close()
+		conns.Range(func(c, _ any) bool { _ = c.(net.Conn).Close(); return true })
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = client.Close()
+				continue
+			}
+			conns.Store(client, struct{}{})
+			conns.Store(server, struct{}{})
+			wg.Go(func() { p.serve(client, server) })
+		}
+	})
+	return p
+}
+
+// Arm makes the proxy drop the reply of the next command whose bytes
+// hold marker.
+func (p *ReplyDropper) Arm(marker string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.marker = []byte(marker)
+}
+
+// Dropped is how many replies the proxy has dropped.
+func (p *ReplyDropper) Dropped() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dropped
+}
+
+// serve proxies one connection until either side closes it.
+func (p *ReplyDropper) serve(client, server net.Conn) {
+	defer client.Close()
+	defer server.Close()
+	var (
+		mu   sync.Mutex
+		drop []byte // not nil: the next reply read from server is dropped (the marker that armed it)
+	)
+	done := make(chan struct{})
+	go func() { // server to client
+		defer close(done)
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := server.Read(buf)
+			if n > 0 {
+				mu.Lock()
+				marker := drop
+				drop = nil
+				mu.Unlock()
+				if marker != nil && bytes.HasPrefix(buf[:n], []byte("-NOSCRIPT")) {
+					p.Arm(string(marker)) // the EVAL that follows holds it too
+					marker = nil
+				}
+				if marker != nil {
+					p.mu.Lock()
+					p.dropped++
+					p.mu.Unlock()
+					_ = client.Close()
+					return
+				}
+				if _, err := client.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+			if err != nil {
+				_ = client.Close()
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := client.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			if p.marker != nil && bytes.Contains(buf[:n], p.marker) {
+				mu.Lock()
+				drop = p.marker
+				mu.Unlock()
+				p.marker = nil
+			}
+			p.mu.Unlock()
+			if _, err := server.Write(buf[:n]); err != nil {
+				break
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				_ = server.Close()
+			}
+			break
+		}
+	}
+	_ = server.Close()
+	<-done
+}

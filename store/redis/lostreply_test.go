@@ -1,0 +1,62 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
+	redisstore "github.com/imagegen/imagegen/store/redis"
+)
+
+// behindDropper returns a store (under a prefix of its own) on the
+// Redis named by IMAGEGEN_TEST_REDIS, reached through a proxy that drops
+// the reply of a command when armed, and the proxy. Its client is
+// go-redis's default, which sends a command again when its connection
+// breaks: a script whose reply is lost runs twice.
+func behindDropper(t *testing.T, o redisstore.Config) (*redisstore.Store, *redistest.ReplyDropper) {
+	t.Helper()
+	opt := redistest.Options(t)
+	p := redistest.StartReplyDropper(t, opt.Addr)
+	opt.Addr = p.Addr
+	rdb := redistest.NewClient(t, opt)
+	return newIsolated(t, rdb, o), p
+}
+
+// A success whose script ran but whose reply was lost used to answer
+// ErrLeaseLost: go-redis sent the script again, which found the task
+// finished. The service takes ErrLeaseLost to mean that no record will
+// point at the images and deletes their bytes (imagegen's complete,
+// the path of every store with WaitReplicas or Blobs of its own): the
+// task was a success whose images were gone. The run sent again now
+// knows its own success by its image ids and answers it as recorded.
+func TestCompleteSentAgainAfterLostReply(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, p := behindDropper(t, redisstore.Config{Retention: retention})
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"})
+	is.NoErr(err)
+	task := &imagegen.Task{ID: imagegen.NewOwnedID("u"), Owner: "u", Cost: 1, Model: "m",
+		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
+	_, err = s.CreateTask(ctx, task, imagegen.CreateParams{})
+	is.NoErr(err)
+	c, err := s.ClaimTask(ctx, time.Minute)
+	is.NoErr(err)
+	img := imagegen.Image{ID: imagegen.NewOwnedID("u"), TaskID: c.ID, Owner: "u", ContentType: "image/png", Size: 1}
+	p.Arm(img.ID)
+	err = s.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{img}, nil)
+	is.Equal(p.Dropped(), 1) // the reply was lost, and the script sent again
+	is.NoErr(err)            // recorded: not ErrLeaseLost
+	got, err := s.Task(ctx, "u", c.ID)
+	is.NoErr(err)
+	is.Equal(got.Status, imagegen.StatusSuccess)
+	is.Equal(got.Images, []string{img.ID})
+
+	// The holder's other success, with other images, is still refused.
+	other := imagegen.Image{ID: imagegen.NewOwnedID("u"), TaskID: c.ID, Owner: "u", ContentType: "image/png", Size: 1}
+	is.True(errors.Is(s.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{other}, nil), imagegen.ErrLeaseLost))
+}
