@@ -36,8 +36,11 @@ func TestCreateBatchRefusesAnIDTakenInTheBatch(t *testing.T) {
 	if bal, err := s.Balance(ctx, "a"); err != nil || bal != 8 {
 		t.Fatalf("balance %d, %v; want 8 (two tasks charged)", bal, err)
 	}
-	// And one taken before its batch.
-	batch = []*groupcommit.Call[createArgs, createResult]{{Req: args("t3")}, {Req: args("t2")}}
+	// And one taken before its batch, by another submit (one of the
+	// same owner, request and request id is the same submit sent again:
+	// TestCreateSentAgainAfterLostReply).
+	other := submitArgs(t, s, &imagegen.Task{ID: "t2", Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "q"}, Model: "m", Cost: 1})
+	batch = []*groupcommit.Call[createArgs, createResult]{{Req: args("t3")}, {Req: other}}
 	s.runShardCreates(ctx, s.shards[0], batch)
 	if batch[0].Res.code != 1 || batch[1].Res.code != -1 {
 		t.Fatalf("codes %d, %d; want 1, -1", batch[0].Res.code, batch[1].Res.code)
@@ -387,12 +390,13 @@ func TestUndoneOwnerFreesItsSubmitsAndIDs(t *testing.T) {
 // refuses a reply that does not fit the batch.
 func TestCreateResults(t *testing.T) {
 	call := func(cost int64) *createCall { return &createCall{Req: createArgs{spec: createSpec{cost: cost}}} }
-	batch := []*createCall{call(3), call(1), call(2), call(5), call(1), call(1), call(1)}
-	number := []int{1, 2, 1, 1, 2, 1, 2} // owners a (10 before the batch) and b (3)
-	if err := createResults(batch, number, 2, []any{int64(42), "cctsfcc", int64(10), int64(3)}); err != nil {
+	batch := []*createCall{call(3), call(1), call(2), call(5), call(1), call(1), call(1), call(4)}
+	number := []int{1, 2, 1, 1, 2, 1, 2, 1} // owners a (10 before the batch) and b (3)
+	// The last, 'r', was charged by an earlier run: made, at the balance as it is.
+	if err := createResults(batch, number, 2, []any{int64(42), "cctsfccr", int64(10), int64(3)}); err != nil {
 		t.Fatal(err)
 	}
-	want := []createResult{{1, 7, 42}, {1, 2, 42}, {-1, 0, 42}, {0, 7, 42}, {-2, 2, 42}, {1, 6, 42}, {1, 1, 42}}
+	want := []createResult{{1, 7, 42}, {1, 2, 42}, {-1, 0, 42}, {0, 7, 42}, {-2, 2, 42}, {1, 6, 42}, {1, 1, 42}, {1, 6, 42}}
 	for i, c := range batch {
 		if c.Res != want[i] {
 			t.Fatalf("call %d: %+v; want %+v", i, c.Res, want[i])
@@ -400,10 +404,10 @@ func TestCreateResults(t *testing.T) {
 	}
 	for name, reply := range map[string][]any{
 		"short codes":    {int64(42), "cc", int64(10), int64(3)},
-		"missing owner":  {int64(42), "cctsfcc", int64(10)},
-		"unknown code":   {int64(42), "cctsfcx", int64(10), int64(3)},
-		"balance string": {int64(42), "cctsfcc", "10", int64(3)},
-		"now missing":    {"cctsfcc", int64(10), int64(3), int64(3)},
+		"missing owner":  {int64(42), "cctsfccr", int64(10)},
+		"unknown code":   {int64(42), "cctsfccx", int64(10), int64(3)},
+		"balance string": {int64(42), "cctsfccr", "10", int64(3)},
+		"now missing":    {"cctsfccr", int64(10), int64(3), int64(3)},
 		"empty":          {},
 	} {
 		if err := createResults(batch, number, 2, reply); err == nil {

@@ -27,6 +27,46 @@ func behindDropper(t *testing.T, o redisstore.Config) (*redisstore.Store, *redis
 	return newIsolated(t, rdb, o), p
 }
 
+// A submit whose script ran but whose reply was lost (the connection
+// broke after Redis ran it) used to fail: go-redis sent the script
+// again, which found the task's id taken and answered "task exists",
+// so the API answered 500 for a task it had made and charged, and a
+// client that submitted again paid twice. The run sent again now knows
+// its own task and answers the submit as made, charged once.
+func TestCreateSentAgainAfterLostReply(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, p := behindDropper(t, redisstore.Config{Retention: retention})
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"})
+	is.NoErr(err)
+	task := &imagegen.Task{ID: imagegen.NewOwnedID("u"), Owner: "u", Cost: 3, Model: "m", RequestID: "r1",
+		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
+	p.Arm(task.ID)
+	bal, err := s.CreateTask(ctx, task, imagegen.CreateParams{})
+	is.Equal(p.Dropped(), 1) // the reply was lost, and the script sent again
+	is.NoErr(err)            // the task is made: the submit says so
+	is.Equal(bal, int64(7))  // charged once
+	is.Equal(task.Status, imagegen.StatusPending)
+	got, err := s.Task(ctx, "u", task.ID)
+	is.NoErr(err)
+	is.Equal(got.Status, imagegen.StatusPending)
+	b, err := s.Balance(ctx, "u")
+	is.NoErr(err)
+	is.Equal(b, int64(7))
+	ledger, err := s.Ledger(ctx, "u")
+	is.NoErr(err)
+	is.Equal(len(ledger), 2) // the grant and one charge
+
+	// A task made by another submit with the same id is still refused.
+	again := *task
+	again.Request.Prompt = "another"
+	_, err = s.CreateTask(ctx, &again, imagegen.CreateParams{})
+	is.True(err != nil)
+	b, err = s.Balance(ctx, "u")
+	is.NoErr(err)
+	is.Equal(b, int64(7))
+}
+
 // A success whose script ran but whose reply was lost used to answer
 // ErrLeaseLost: go-redis sent the script again, which found the task
 // finished. The service takes ErrLeaseLost to mean that no record will

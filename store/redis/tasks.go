@@ -55,7 +55,10 @@ import (
 //	then per task: id, request JSON, request id or ""
 //
 // Returns {now, codes, balance_1, ..., balance_o}: codes holds a byte a
-// task, 'c' (created), 's' (balance short), 't' (id taken), 'f' (queue
+// task, 'c' (created), 'r' (created and charged by an earlier run of
+// this very batch, whose reply was lost: go-redis sends a run again
+// when its connection breaks, and the submit is answered as made, not
+// as an id taken), 's' (balance short), 't' (id taken), 'f' (queue
 // full) or 'e' (its owner's keys could not be read or written: nothing
 // of its owner's tasks is kept, and the other owners' go on; also a task
 // whose id an undone task had taken); balance_o is owner o's balance
@@ -81,6 +84,16 @@ local owners, keep = ARGV[4] + 0, ARGV[2] + 0
 -- (written under a longer retention: the index may have gone and been
 -- made again since, with no TTL), or that is not a number.
 local due, far = now + keep, now + ARGV[3]
+-- again reports whether task, which exists, is this very submit's,
+-- made by an earlier run of this batch whose reply was lost (a
+-- connection that broke after Redis ran it, and go-redis sent the run
+-- again): its owner, request and request id are the submit's. Its id,
+-- random and new to the submit, makes that a proof; a task of the
+-- same id made by the same batch is not (made).
+local function again(task, owner, req, rid)
+  local f = redis.call('HMGET', task, 'owner', 'req', 'rid')
+  return f[1] == owner and f[2] == req and (f[3] or '') == rid
+end
 -- Specs by number.
 local specs, a = {}, 7 + 2 * owners
 for j = 1, ARGV[5] + 0 do
@@ -151,6 +164,8 @@ for i = 1, n do
   if taken then exists = redis.call('EXISTS', task) == 1 else exists = made[task] end
   if acct.bad then
     codes[i] = 'e'
+  elseif exists and not made[task] and again(task, acct.owner, ARGV[a + 1], ARGV[a + 2]) then
+    codes[i] = 'r'
   elseif exists then
     codes[i] = 't'
   elseif acct.value < sp.cost then
@@ -307,7 +322,10 @@ return out
 // submit whose owner has a key that holds a value of the wrong kind
 // (written by something other than the store) fails and leaves nothing
 // behind, and the submits that share its round trip go on as if it were
-// not there.
+// not there. A submit whose script run reached Redis but whose reply
+// was lost (go-redis sends the run again when its connection breaks)
+// is answered as made, charged once: the run sent again finds the task
+// of this id, owner, request and request id, and takes it for its own.
 func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.CreateParams) (int64, error) {
 	args, err := s.createArgsOf(t, p)
 	if err != nil {
@@ -549,6 +567,8 @@ func createResults(batch []*createCall, number []int, owners int, reply []any) e
 		case 'c':
 			*bal -= c.Req.spec.cost
 			res.code, res.balance = 1, *bal
+		case 'r': // made by the run whose reply was lost: charged then, in the balance before the batch
+			res.code = 1
 		case 's':
 			res.code = 0
 		case 'f':
