@@ -17,7 +17,11 @@ import (
 // subscription per shard and process fans it out. A subscription exists
 // only while someone is watching a task of its shard, and for
 // watchLinger after the last watcher stops (so that workers, which
-// watch each task they run, do not subscribe anew for every task).
+// watch each task they run, do not subscribe anew for every task). When
+// a subscription's connection breaks, go-redis subscribes again on a
+// new one; what was announced in between is lost, so every watcher is
+// then woken, spuriously (Store.WatchTask allows it: callers read the
+// task again).
 func (s *Store) WatchTask(ctx context.Context, id string) (<-chan struct{}, func(), error) {
 	return s.watch.watch(ctx, s.byID(id).finished(), id)
 }
@@ -116,9 +120,19 @@ func (w *watcher) start(channel string, sub *subscription) {
 		if err != nil {
 			return
 		}
-		for msg := range ps.Channel() { // ends when ps is closed
+		// Ends when ps is closed. A confirmation after the first is a
+		// subscription made again: go-redis does that on a new
+		// connection once one breaks (a failover, a node restarted), and
+		// what was announced in between reached no one, so every watcher
+		// is woken (spuriously: it reads its task again).
+		for msg := range ps.ChannelWithSubscriptions() {
 			w.mu.Lock()
-			w.subs.Wake(msg.Payload)
+			switch msg := msg.(type) {
+			case *goredis.Message:
+				w.subs.Wake(msg.Payload)
+			case *goredis.Subscription:
+				w.subs.WakeAll()
+			}
 			w.mu.Unlock()
 		}
 	}()
