@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/testenv/redistest"
@@ -33,14 +34,7 @@ func BenchmarkRedisSubmit(b *testing.B) {
 	})
 
 	b.Run("evalsha", func(b *testing.B) {
-		rdb := redistest.NewClient(b, opt)
-		prefix := "{imagegen-bench-" + uuid.NewString() + "}"
-		b.Cleanup(func() { redistest.DeleteKeys(b, rdb, prefix+":*") })
-		sha, err := rdb.ScriptLoad(ctx, bareCreate).Result()
-		if err != nil {
-			b.Fatal(err)
-		}
-		grantAll(b, rdb, prefix+":balance:bench")
+		rdb, prefix, sha := fundedScript(b, opt, bareCreate)
 		timeParallel(b, func() error {
 			id := uuid.NewString()
 			keys := []string{prefix + ":task:" + id, prefix + ":balance:bench", prefix + ":ledger:bench", prefix + ":pending", prefix + ":tasks:bench"}
@@ -68,14 +62,7 @@ func BenchmarkRedisSubmit(b *testing.B) {
 	// one; this is the like-for-like anchor beside asynq's bare Enqueue.
 	b.Run("asynq-charged", func(b *testing.B) {
 		client, queue := newAsynq(b, opt)
-		rdb := redistest.NewClient(b, opt)
-		prefix := "{imagegen-bench-" + uuid.NewString() + "}"
-		b.Cleanup(func() { redistest.DeleteKeys(b, rdb, prefix+":*") })
-		sha, err := rdb.ScriptLoad(ctx, chargeScript).Result()
-		if err != nil {
-			b.Fatal(err)
-		}
-		grantAll(b, rdb, prefix+":balance:bench")
+		rdb, prefix, sha := fundedScript(b, opt, chargeScript)
 		keys := []string{prefix + ":balance:bench", prefix + ":ledger:bench"}
 		report := redisCPU(b, opt).start()
 		timeParallel(b, func() error {
@@ -93,6 +80,21 @@ func BenchmarkRedisSubmit(b *testing.B) {
 		b.StopTimer()
 		report()
 	})
+}
+
+// fundedScript is a client, a fresh key prefix (a hash tag, its keys
+// deleted afterwards) whose owner "bench" has a large balance, and
+// script loaded: the setup of the bare script runs beside the store.
+func fundedScript(b *testing.B, opt *goredis.Options, script string) (rdb *goredis.Client, prefix, sha string) {
+	rdb = redistest.NewClient(b, opt)
+	prefix = "{imagegen-bench-" + uuid.NewString() + "}"
+	b.Cleanup(func() { redistest.DeleteKeys(b, rdb, prefix+":*") })
+	sha, err := rdb.ScriptLoad(ctx, script).Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	grantAll(b, rdb, prefix+":balance:bench")
+	return rdb, prefix, sha
 }
 
 // chargeScript charges one submit: -1 when the balance (KEYS[1]) is
