@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/imagegen/imagegen/fetch"
 )
 
 // WebhookSecretPrefix starts every webhook signing secret (the Standard
@@ -38,7 +40,7 @@ func (s *Service) checkCallback(u *url.URL) error {
 	if !strings.EqualFold(u.Scheme, "https") {
 		return invalid("callback_url", "must be an https URL")
 	}
-	if problem := refusedHost(defaultGuard, u); problem != "" {
+	if problem := refusedHost(fetch.Config{}, u); problem != "" {
 		return invalid("callback_url", "%s", problem)
 	}
 	return nil

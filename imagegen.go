@@ -82,10 +82,6 @@ type Config struct {
 	ImageInputGuard HostGuard
 }
 
-// defaultGuard is the policy of the default fetch.Config: no address
-// that is not public.
-var defaultGuard HostGuard = fetch.Config{}
-
 // HostGuard is the address policy of a guarded fetcher, asked about the
 // host of a URL when it is submitted; *fetch.Fetcher and fetch.Config
 // are HostGuards.
@@ -166,7 +162,7 @@ func (c Config) withDefaults() Config {
 		c.Observer = NopObserver{}
 	}
 	if c.ImageInputGuard == nil {
-		c.ImageInputGuard = defaultGuard
+		c.ImageInputGuard = fetch.Config{} // the default fetcher's policy: no address that is not public
 	}
 	c.Workers = cmp.Or(c.Workers, 4)
 	c.GenerateTimeout = cmp.Or(c.GenerateTimeout, 2*time.Minute)
