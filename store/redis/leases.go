@@ -3,8 +3,10 @@ package redis
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -56,16 +58,56 @@ import (
 //	KEYS[1] fair  KEYS[2] leases  KEYS[3] webhooks  KEYS[4] vtag  KEYS[5] capped  KEYS[6] vtime
 //	ARGV[1] now   ARGV[2] lease (ms)  ARGV[3] how many  ARGV[4] owner cap (0: none)
 //	ARGV[5] how many to pass over at most
-//	ARGV[6..] per limited model: name, cap (0: none), starts a minute (0: none)
+//	ARGV[6] the call's token: "f" and the token, or "a" and the token when the call is sent again (see claimToken)
+//	ARGV[7..] per limited model: name, cap (0: none), starts a minute (0: none)
+//
+// A run sent again (go-redis sends a command again when its connection
+// breaks after it was written, so a run whose reply was lost runs
+// twice) answers with the tasks its first run claimed, if it claimed
+// any, and claims no more: each task claimed keeps the token (ct), and
+// they share one lease end. Only a run marked as sent again looks for
+// them; a claim sent once reads nothing more.
 //
 // Returns the claimed tasks, each as the values of claimedFields joined by
 // NULs (or, when one but the last holds a NUL, as a list of them).
 var claimScript = newScript(`
 local now = now_ms()
 local lease, want, ownerCap, scan = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local ct = ARGV[6] -- as the first run wrote it: "f" and the token
+if string.byte(ct) == 97 then -- "a": sent again
+  -- What the first run of this call claimed: the tasks holding its
+  -- token, still processing, among the leases that have not ended by
+  -- now and end by now + lease (the first run's, which ran before, end
+  -- there), newest first. The first run's tasks share one lease end:
+  -- once one is found, the scan stops at the first lease that ends
+  -- otherwise. (Here, not in a function: a function is made at every
+  -- run, and a claim sent once makes none.)
+  ct = 'f' .. string.sub(ct, 2)
+  local out, at, from, task_prefix = {}, nil, 0, skey(KEYS[1], 'task:')
+  while true do
+    local ids = redis.call('ZREVRANGEBYSCORE', KEYS[2], int(now + lease), int(now), 'WITHSCORES', 'LIMIT', int(from), '64')
+    for j = 1, #ids, 2 do
+      if at and ids[j + 1] ~= at then break end
+      local task = task_prefix .. ids[j]
+      if redis.call('HGET', task, 'ct') == ct then
+        local f = redis.call('HMGET', task, 'status', 'lease_until', 'owner', 'model', 'attempt', 'updated', 'started',
+          'run_after', 'req', 'cost', 'created', 'rid', 'released', 'refunded', 'last_error')
+        if f[1] == 'processing' then
+          at = ids[j + 1]
+          local v = {ids[j], f[3] or '', f[4] or '', f[5] or '', f[2] or ''}
+          for k = 6, 15 do v[#v + 1] = f[k] or '' end
+          out[#out + 1] = v
+        end
+      end
+    end
+    if #ids < 128 or (at and ids[#ids] ~= at) then break end
+    from = from + 64
+  end
+  if #out > 0 then return out end
+end
 local snow, sleased, after_now = int(now), int(now + lease), '(' .. int(now)
 local caps, rates = {}, {}
-for i = 6, #ARGV, 3 do
+for i = 7, #ARGV, 3 do
   caps[ARGV[i]], rates[ARGV[i]] = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
 end
 local capped = kept_sets(KEYS[5])
@@ -181,10 +223,10 @@ while more and #out < want and passed <= scan do
       local sro, srm = ro and '1' or '0', rm and '1' or '0'
       local started = f[6]
       if started then
-        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'progress', '0', 'ro', sro, 'rm', srm)
+        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'progress', '0', 'ro', sro, 'rm', srm, 'ct', ct)
       else -- its first claim: no progress recorded yet (none is 0)
         started = snow
-        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'started', snow, 'ro', sro, 'rm', srm)
+        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'started', snow, 'ro', sro, 'rm', srm, 'ct', ct)
         if wants_of(f[7], f[8], 'processing') then
           hooks = hooks or {}
           hooks[#hooks + 1], hooks[#hooks + 2] = snow, id .. ':processing' -- queued last: see the comment above
@@ -265,7 +307,9 @@ func (s *Store) ClaimTask(ctx context.Context, lease time.Duration) (*imagegen.T
 // until it has p.N tasks or has asked every shard: fair share and the
 // limits then hold within each shard (an owner's tasks are all in one
 // shard, so an owner's concurrency cap is exact; a model's cap and rate
-// apply to each shard on its own).
+// apply to each shard on its own). A claim whose reply was lost and
+// that go-redis sent again answers with the tasks its first run claimed
+// (see claimToken), so that none is left processing with no worker.
 func (s *Store) ClaimTasks(ctx context.Context, p imagegen.ClaimParams) ([]*imagegen.Task, error) {
 	n := min(max(p.N, 1), 64)
 	var tasks []*imagegen.Task
@@ -288,10 +332,17 @@ func (s *Store) ClaimTasks(ctx context.Context, p imagegen.ClaimParams) ([]*imag
 
 // claimShard runs claimScript on one shard for up to n tasks.
 func (s *Store) claimShard(ctx context.Context, sh keys, p imagegen.ClaimParams, n int) ([]*imagegen.Task, error) {
-	args := append(make([]any, 0, 5+3*len(p.Limits.ModelConcurrency)+3*len(p.Limits.ModelRate)),
-		s.nowArg(), ms(p.Lease), n, p.Limits.OwnerConcurrency, imagegen.ClaimScan)
+	token := newClaimToken()
+	args := append(make([]any, 0, 6+3*len(p.Limits.ModelConcurrency)+3*len(p.Limits.ModelRate)),
+		s.nowArg(), ms(p.Lease), n, p.Limits.OwnerConcurrency, imagegen.ClaimScan, token)
 	args = appendModelLimits(args, p.Limits)
-	reply, err := claimScript.Run(ctx, s.rdb, []string{sh.fair(), sh.leases(), sh.webhooks(), sh.vtag(), sh.capped(), sh.vtime()}, args...).Slice()
+	keys := []string{sh.fair(), sh.leases(), sh.webhooks(), sh.vtag(), sh.capped(), sh.vtime()}
+	cmd := claimScript.EvalSha(ctx, s.rdb, keys, args...)
+	if goredis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") { // as Script.Run, but the EVAL is no call sent again
+		token.writes.Store(0)
+		cmd = claimScript.Eval(ctx, s.rdb, keys, args...)
+	}
+	reply, err := cmd.Slice()
 	if err != nil {
 		return nil, fmt.Errorf("redis store: claim: %w", err)
 	}
@@ -309,6 +360,38 @@ func (s *Store) claimShard(ctx context.Context, sh keys, p imagegen.ClaimParams,
 	}
 	return tasks, nil
 }
+
+// claimToken is a claim call's token, ARGV[6] of claimScript: written
+// as "f" and the token the first time, and as "a" and the token every
+// time after, which tells claimScript that the call was sent again:
+// go-redis writes a command's arguments at each send (proto.Writer
+// calls MarshalBinary), and sends it again on a connection broken after
+// the command was written (a run whose reply was lost) or, on a
+// Cluster, to the node a MOVED names. The token is 64 random bits: two
+// calls share one by chance far too rarely to matter. A call marked as
+// sent again whose first run never ran (a MOVED, a connection broken
+// before Redis read it) finds no task of its token, and claims as any
+// other: the mark costs a rare call a look at the leases, and a call
+// sent once nothing.
+type claimToken struct {
+	token  string
+	writes atomic.Int32
+}
+
+func newClaimToken() *claimToken {
+	return &claimToken{token: strconv.FormatUint(rand.Uint64(), 36)}
+}
+
+// MarshalBinary is the token as this send writes it.
+func (t *claimToken) MarshalBinary() ([]byte, error) {
+	if t.writes.Add(1) == 1 {
+		return []byte("f" + t.token), nil
+	}
+	return []byte("a" + t.token), nil
+}
+
+// String is the token, for logs (fmt does not call MarshalBinary).
+func (t *claimToken) String() string { return t.token }
 
 // claimedFields name the values claimScript returns for a task: the
 // fields of its hash that decodeTask reads and a claimed task can have

@@ -100,3 +100,60 @@ func TestCompleteSentAgainAfterLostReply(t *testing.T) {
 	other := imagegen.Image{ID: imagegen.NewOwnedID("u"), TaskID: c.ID, Owner: "u", ContentType: "image/png", Size: 1}
 	is.True(errors.Is(s.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{other}, nil), imagegen.ErrLeaseLost))
 }
+
+// A claim whose script ran but whose reply was lost used to claim twice:
+// go-redis sent the script again, which took the next tasks of the
+// queue. The worker got those; the tasks of the first run were left
+// processing with no worker until their lease ended, each with an
+// attempt used up (a task could reach MaxAttempts and fail for
+// nothing). The run sent again now finds the record of its first run
+// and answers with its tasks, claiming no more.
+// (A task whose id holds a NUL comes back as a list: "odd ids".)
+func TestClaimSentAgainAfterLostReply(t *testing.T) {
+	for name, id := range map[string]func() string{
+		"ids":     func() string { return imagegen.NewOwnedID("u") },
+		"odd ids": func() string { return imagegen.NewOwnedID("u") + "\x00ñ" },
+	} {
+		t.Run(name, func(t *testing.T) { claimSentAgain(t, id) })
+	}
+}
+
+func claimSentAgain(t *testing.T, newID func() string) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, p := behindDropper(t, redisstore.Config{Retention: retention})
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"})
+	is.NoErr(err)
+	var ids []string
+	for range 3 {
+		task := &imagegen.Task{ID: newID(), Owner: "u", Cost: 1, Model: "m",
+			Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
+		_, err := s.CreateTask(ctx, task, imagegen.CreateParams{})
+		is.NoErr(err)
+		ids = append(ids, task.ID)
+	}
+	const lease = time.Hour + 4321*time.Millisecond // "3604321": marks the claim's command
+	p.Arm("3604321")
+	got, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: lease, N: 2})
+	is.Equal(p.Dropped(), 1) // the reply was lost, and the script sent again
+	is.NoErr(err)
+	is.Equal(len(got), 2) // the first run's two tasks, not the one left
+	first := map[string]bool{ids[0]: true, ids[1]: true}
+	for _, c := range got {
+		is.True(first[c.ID]) // the first two queued (in some order)
+		delete(first, c.ID)
+		is.Equal(c.Attempt, 1)
+		is.Equal(c.Status, imagegen.StatusProcessing)
+		is.True(!c.LeaseUntil.IsZero())
+		is.Equal(c.Request.Prompt, "p")
+	}
+	// The third task is still pending: the next claim takes it.
+	next, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Minute, N: 2})
+	is.NoErr(err)
+	is.Equal(len(next), 1)
+	is.Equal(next[0].ID, ids[2])
+	// The holders of the first claim finish their tasks.
+	for _, c := range got {
+		is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil))
+	}
+}

@@ -49,6 +49,19 @@
 // them when it does not record it). A claim takes up to ClaimParams.N
 // tasks in one script run.
 //
+// Runs sent again: go-redis sends a command again when its connection
+// breaks after the command was written (and a Cluster client to the
+// node a MOVED names; acked tries once more too), so a script whose
+// reply was lost runs twice. The scripts that change state answer the
+// second run as the first: a submit finds its own task (same owner,
+// request and request id) and answers it as made, charged once; a
+// success finds itself recorded with its image ids. A claim call
+// carries a random token, which each task it claims keeps (field ct),
+// and which go-redis writes marked as sent again at every send after
+// the first: a run so marked answers with the tasks of the token still
+// processing, if the first run claimed any, and claims no more. Only a
+// marked run looks for them, so a claim sent once reads nothing more.
+//
 // Time: scripts read "now" from the Redis server (TIME), so processes
 // with skewed clocks still agree on leases. Config.Clock replaces it with
 // a clock passed in ARGV, for tests that move time by hand.

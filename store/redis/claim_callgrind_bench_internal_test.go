@@ -1,0 +1,73 @@
+package redis
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
+)
+
+// BenchmarkClaimScript runs claimScript for claims of 1 or 8 tasks of 8
+// owners, one claim an op, on a real Redis (IMAGEGEN_TEST_REDIS), the
+// queue filled before the timed part with the tasks every op claims and
+// 256 more. The claims do not depend on timing, so the server's
+// instructions compare one claim script with another exactly
+// (redis-server under callgrind, named by IMAGEGEN_BENCH_CALLGRIND: the
+// dump is the claims' alone).
+func BenchmarkClaimScript(b *testing.B) {
+	const owners = 8
+	for _, n := range []int{1, 8} {
+		b.Run(strconv.Itoa(n)+"-tasks", func(b *testing.B) {
+			ctx := context.Background()
+			rdb := redistest.Connect(b)
+			s, err := New(rdb, Config{Prefix: "imagegen-bench-" + uuid.NewString()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { redistest.DeleteKeys(b, rdb, s.KeyPattern()) })
+			for o := range owners {
+				owner := "owner-" + strconv.Itoa(o)
+				if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: owner, Kind: imagegen.LedgerGrant, Amount: 1 << 50, Ref: "grant:" + owner}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			batch := make([]*createCall, owners)
+			for range (b.N*n + 256 + owners - 1) / owners {
+				for i := range batch {
+					task := &imagegen.Task{ID: uuid.NewString(), Owner: "owner-" + strconv.Itoa(i), Model: "placeholder", Cost: 1,
+						Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse on a cliff at dusk, oil painting"}}
+					args, err := s.createArgsOf(task, imagegen.CreateParams{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					batch[i] = &createCall{Req: args}
+				}
+				s.runShardCreates(ctx, s.shards[0], batch)
+				for _, c := range batch {
+					if c.Err != nil || c.Res.code != 1 {
+						b.Fatalf("%+v, %v", c.Res, c.Err)
+					}
+				}
+			}
+			// One claim, as a store that runs has had (it writes vtag).
+			if _, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Hour, N: 1}); err != nil {
+				b.Fatal(err)
+			}
+			p := imagegen.ClaimParams{Lease: time.Hour, N: n}
+			dump := redistest.Callgrind(b)
+			b.ResetTimer()
+			for range b.N {
+				if got, err := s.ClaimTasks(ctx, p); err != nil || len(got) != n {
+					b.Fatalf("claimed %d, %v", len(got), err)
+				}
+			}
+			b.StopTimer()
+			dump()
+		})
+	}
+}
