@@ -365,24 +365,37 @@ func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen
 //
 //	KEYS[1] task  KEYS[2] pending  KEYS[3] balance  KEYS[4] ledger  KEYS[5] leases  KEYS[6] webhooks
 //	ARGV[1] now   ARGV[2] owner  ARGV[3] reason  ARGV[4] retention (ms)  ARGV[5] id
-//	ARGV[6] error code
+//	ARGV[6] error code  ARGV[7] the call's token (random)
+//
+// The cancel leaves on the task its token and what it refunded (field
+// cx, "<token>:<refunded>"): a run sent again after its reply was lost
+// (go-redis sends a command again when its connection breaks) finds the
+// task finished by itself, and answers as the first run did, not -1.
+// The check is made only when the task has finished.
 //
 // Returns 1 + the credits refunded (0 when the task had been refunded
 // before), 0 when there is no such task of the owner, or -1 when the
 // task has finished.
 var cancelScript = newScript(`
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], 'owner', 'status')
+local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'cx')
 if f[1] ~= ARGV[2] then return 0 end
-if f[2] ~= 'pending' and f[2] ~= 'processing' then return -1 end
+if f[2] ~= 'pending' and f[2] ~= 'processing' then
+  local token, refunded = string.match(f[3] or '', '^(.*):(%d+)$')
+  if token == ARGV[7] then return 1 + tonumber(refunded) end -- this very cancel, sent again
+  return -1
+end
 local refunded = refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now) -- first: it may write nothing and stop
 if not refunded then return redis.error_reply("the owner's balance or ledger cannot take the refund; nothing changed") end
 dequeue(KEYS[1], ARGV[5], f[1])
-finish(KEYS[1], KEYS[5], ARGV[5], 'failed', now, tonumber(ARGV[4]), KEYS[6], nil, 'error', ARGV[3], 'error_code', ARGV[6])
+finish(KEYS[1], KEYS[5], ARGV[5], 'failed', now, tonumber(ARGV[4]), KEYS[6], nil, 'error', ARGV[3], 'error_code', ARGV[6],
+  'cx', ARGV[7] .. ':' .. refunded)
 return 1 + refunded
 `)
 
 // CancelTask fails owner's pending or processing task and refunds it.
+// A cancel whose reply was lost and that go-redis sent again answers as
+// done, with what it refunded, not as a task already finished.
 func (s *Store) CancelTask(ctx context.Context, owner, id string) (int64, error) {
 	k := s.byID(id)
 	if k.tag != s.byOwner(owner).tag {
@@ -390,7 +403,7 @@ func (s *Store) CancelTask(ctx context.Context, owner, id string) (int64, error)
 	}
 	n, err := s.ackedScript(ctx, cancelScript,
 		[]string{k.task(id), k.pending(), k.balance(owner), k.ledger(owner), k.leases(), k.webhooks()},
-		s.nowArg(), owner, imagegen.CancelledMessage, ms(s.retention), id, string(imagegen.CodeCancelled),
+		s.nowArg(), owner, imagegen.CancelledMessage, ms(s.retention), id, string(imagegen.CodeCancelled), callToken(),
 	).Int64()
 	switch {
 	case err != nil:

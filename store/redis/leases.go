@@ -378,9 +378,11 @@ type claimToken struct {
 	writes atomic.Int32
 }
 
-func newClaimToken() *claimToken {
-	return &claimToken{token: strconv.FormatUint(rand.Uint64(), 36)}
-}
+func newClaimToken() *claimToken { return &claimToken{token: callToken()} }
+
+// callToken is a random token that names one call of a script, so that
+// a run of the same call sent again knows what the first run left.
+func callToken() string { return strconv.FormatUint(rand.Uint64(), 36) }
 
 // MarshalBinary is the token as this send writes it.
 func (t *claimToken) MarshalBinary() ([]byte, error) {

@@ -157,3 +157,32 @@ func claimSentAgain(t *testing.T, newID func() string) {
 		is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil))
 	}
 }
+
+// A cancel whose script ran but whose reply was lost used to answer
+// ErrInvalidTransition (the API: 409) for a cancel that worked:
+// go-redis sent the script again, which found the task finished. The
+// run sent again now knows its own cancel and answers it as done, with
+// its refund.
+func TestCancelSentAgainAfterLostReply(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, p := behindDropper(t, redisstore.Config{Retention: retention})
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"})
+	is.NoErr(err)
+	task := &imagegen.Task{ID: imagegen.NewOwnedID("u"), Owner: "u", Cost: 3, Model: "m",
+		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
+	_, err = s.CreateTask(ctx, task, imagegen.CreateParams{})
+	is.NoErr(err)
+	p.Arm(imagegen.CancelledMessage)
+	refund, err := s.CancelTask(ctx, "u", task.ID)
+	is.Equal(p.Dropped(), 1) // the reply was lost, and the script sent again
+	is.NoErr(err)            // cancelled: not ErrInvalidTransition
+	is.Equal(refund, int64(3))
+	b, err := s.Balance(ctx, "u")
+	is.NoErr(err)
+	is.Equal(b, int64(10)) // refunded once
+
+	// Another cancel of the finished task is still refused.
+	_, err = s.CancelTask(ctx, "u", task.ID)
+	is.True(errors.Is(err, imagegen.ErrInvalidTransition))
+}

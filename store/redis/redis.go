@@ -55,7 +55,9 @@
 // reply was lost runs twice. The scripts that change state answer the
 // second run as the first: a submit finds its own task (same owner,
 // request and request id) and answers it as made, charged once; a
-// success finds itself recorded with its image ids. A claim call
+// success finds itself recorded with its image ids; a cancel finds the
+// task cancelled by its own call (each cancel leaves its random token on
+// the task) and answers with what it refunded. A claim call
 // carries a random token, which each task it claims keeps (field ct),
 // and which go-redis writes marked as sent again at every send after
 // the first: a run so marked answers with the tasks of the token still
