@@ -16,14 +16,34 @@ import (
 // taking the balance below zero.
 //
 //	KEYS[1] balance  KEYS[2] ledger  KEYS[3] refs
-//	ARGV[1] now  ARGV[2] kind  ARGV[3] amount  ARGV[4] ref
+//	ARGV[1] now  ARGV[2] kind  ARGV[3] amount  ARGV[4] ref  ARGV[5] the call's token (random)
+//
+// The entry keeps the call's token (op): a run sent again after its
+// reply was lost (go-redis sends a command again when its connection
+// breaks) finds the reference used by its own entry among the owner's
+// last 1024 entries (others written in between are its charges and
+// refunds, a few a second), and answers applied, not -1. The check is
+// made only when the reference was used.
 //
 // Returns {1, balance} when applied, {0, balance} when the balance is
 // short, {-1, balance} when the reference was used.
 var addEntryScript = newScript(`
 local now = now_ms()
 local balance = tonumber(redis.call('GET', KEYS[1]) or '0')
-if redis.call('SISMEMBER', KEYS[3], ARGV[4]) == 1 then return {-1, balance} end
+if redis.call('SISMEMBER', KEYS[3], ARGV[4]) == 1 then
+  local op = '"' .. ARGV[5] .. '"'
+  for from = -64, -1024, -64 do
+    local entries = redis.call('LRANGE', KEYS[2], from, from + 63)
+    for i = #entries, 1, -1 do
+      if string.find(entries[i], op, 1, true) then
+        local e = cjson.decode(entries[i])
+        if e.op == ARGV[5] and e.ref == ARGV[4] then return {1, balance} end -- this very entry, sent again
+      end
+    end
+    if #entries < 64 then break end
+  end
+  return {-1, balance}
+end
 local amount = tonumber(ARGV[3])
 if balance + amount < 0 then return {0, balance} end
 if not takes_list(KEYS[2]) then -- the RPUSH below would fail after the credit and the reference
@@ -31,12 +51,15 @@ if not takes_list(KEYS[2]) then -- the RPUSH below would fail after the credit a
 end
 balance = redis.call('INCRBY', KEYS[1], amount)
 redis.call('SADD', KEYS[3], ARGV[4])
-redis.call('RPUSH', KEYS[2], cjson.encode({kind = ARGV[2], amount = amount, ref = ARGV[4], at = now, bal = balance}))
+redis.call('RPUSH', KEYS[2], cjson.encode({kind = ARGV[2], amount = amount, ref = ARGV[4], at = now, bal = balance, op = ARGV[5]}))
 return {1, balance}
 `)
 
 // AddEntry appends e to the owner's ledger. References "task:…" and
-// "refund:…" belong to the store's own charges and refunds.
+// "refund:…" belong to the store's own charges and refunds. An entry
+// whose reply was lost and that go-redis sent again is answered as
+// applied, not as ErrDuplicateEntry: the run sent again finds its own
+// entry (each keeps the call's token) among the owner's last entries.
 func (s *Store) AddEntry(ctx context.Context, e imagegen.LedgerEntry) (int64, error) {
 	if err := storekit.CheckLedgerEntry(e); err != nil {
 		return 0, err
@@ -44,7 +67,7 @@ func (s *Store) AddEntry(ctx context.Context, e imagegen.LedgerEntry) (int64, er
 	k := s.byOwner(e.Owner)
 	res, err := s.ackedScript(ctx, addEntryScript,
 		[]string{k.balance(e.Owner), k.ledger(e.Owner), k.refs(e.Owner)},
-		s.nowArg(), string(e.Kind), e.Amount, e.Ref,
+		s.nowArg(), string(e.Kind), e.Amount, e.Ref, callToken(),
 	).Int64Slice()
 	if err != nil {
 		return 0, wrapErr("add ledger entry", err)

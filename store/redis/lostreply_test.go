@@ -186,3 +186,29 @@ func TestCancelSentAgainAfterLostReply(t *testing.T) {
 	_, err = s.CancelTask(ctx, "u", task.ID)
 	is.True(errors.Is(err, imagegen.ErrInvalidTransition))
 }
+
+// A grant whose script ran but whose reply was lost used to answer
+// ErrDuplicateEntry (the service: AlreadyApplied) for the grant that
+// had just applied: go-redis sent the script again, which found its
+// reference used. The run sent again now finds its own entry and
+// answers applied.
+func TestGrantSentAgainAfterLostReply(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, p := behindDropper(t, redisstore.Config{Retention: retention})
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 5, Ref: "grant:other"})
+	is.NoErr(err)
+	p.Arm("grant:lost-reply")
+	bal, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "grant:lost-reply"})
+	is.Equal(p.Dropped(), 1) // the reply was lost, and the script sent again
+	is.NoErr(err)            // applied: not ErrDuplicateEntry
+	is.Equal(bal, int64(15)) // once
+	ledger, err := s.Ledger(ctx, "u")
+	is.NoErr(err)
+	is.Equal(len(ledger), 2)
+
+	// The same reference in another call is still a duplicate.
+	bal, err = s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "grant:lost-reply"})
+	is.True(errors.Is(err, imagegen.ErrDuplicateEntry))
+	is.Equal(bal, int64(15))
+}

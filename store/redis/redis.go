@@ -57,7 +57,10 @@
 // request and request id) and answers it as made, charged once; a
 // success finds itself recorded with its image ids; a cancel finds the
 // task cancelled by its own call (each cancel leaves its random token on
-// the task) and answers with what it refunded. A claim call
+// the task) and answers with what it refunded; a grant or web entry
+// finds its reference used by its own entry (each keeps its call's
+// random token, op) among the owner's last 1024, and answers applied.
+// A claim call
 // carries a random token, which each task it claims keeps (field ct),
 // and which go-redis writes marked as sent again at every send after
 // the first: a run so marked answers with the tasks of the token still
