@@ -325,22 +325,34 @@ func (s *Store) runShardCompletes(ctx context.Context, sh keys, batch []*complet
 //
 //	KEYS[1] task  KEYS[2] leases  KEYS[3] balance  KEYS[4] ledger  KEYS[5] webhooks
 //	ARGV[1] now   ARGV[2] attempt  ARGV[3] retention (ms)  ARGV[4] reason  ARGV[5] id
-//	ARGV[6] error code
+//	ARGV[6] error code  ARGV[7] the call's token (random)
+//
+// As a cancel does, the failure leaves its token and refund on the task
+// (field cx): a run sent again after its reply was lost finds the task
+// failed by its own call and answers as the first run did, not 0 (lease
+// lost). The check is made only when attempt does not hold the lease.
 //
 // Returns 1 + the credits refunded (0 when the task had been refunded
 // before), or 0 when attempt does not hold the lease.
 var failScript = newScript(`
 local now = now_ms()
 local h = holds(KEYS[1], ARGV[2])
-if not h then return 0 end
+if not h then
+  local token, refunded = string.match(redis.call('HGET', KEYS[1], 'cx') or '', '^(.*):(%d+)$')
+  if token == ARGV[7] then return 1 + tonumber(refunded) end -- this very failure, sent again
+  return 0
+end
 local refunded = refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
 if not refunded then return redis.error_reply("the owner's balance or ledger cannot take the refund; nothing changed") end
-finish(KEYS[1], KEYS[2], ARGV[5], 'failed', now, tonumber(ARGV[3]), KEYS[5], h, 'error', ARGV[4], 'error_code', ARGV[6])
+finish(KEYS[1], KEYS[2], ARGV[5], 'failed', now, tonumber(ARGV[3]), KEYS[5], h, 'error', ARGV[4], 'error_code', ARGV[6],
+  'cx', ARGV[7] .. ':' .. refunded)
 return 1 + refunded
 `)
 
 // FailTask moves the task to failed and refunds it once. It reads the
-// task's owner first, to name the owner's credit keys in the script.
+// task's owner first, to name the owner's credit keys in the script. A
+// failure whose reply was lost and that go-redis sent again answers as
+// done, with its refund, not ErrLeaseLost.
 func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen.Failure) (int64, error) {
 	sh := s.byID(id)
 	owner, err := s.rdb.HGet(ctx, sh.task(id), "owner").Result()
@@ -352,7 +364,7 @@ func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen
 	}
 	n, err := s.ackedScript(ctx, failScript, // acknowledged: it refunds
 		[]string{sh.task(id), sh.leases(), sh.balance(owner), sh.ledger(owner), sh.webhooks()},
-		s.holderArgs(attempt, []any{ms(s.retention), f.Message, id, string(f.Code)})...).Int64()
+		s.holderArgs(attempt, []any{ms(s.retention), f.Message, id, string(f.Code), callToken()})...).Int64()
 	if err := leases.Result(storeName, id, attempt, n != 0, err); err != nil {
 		return 0, err
 	}
@@ -368,7 +380,7 @@ func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen
 //	ARGV[6] error code  ARGV[7] the call's token (random)
 //
 // The cancel leaves on the task its token and what it refunded (field
-// cx, "<token>:<refunded>"): a run sent again after its reply was lost
+// cx, "<token>:<refunded>", as a failure does): a run sent again after its reply was lost
 // (go-redis sends a command again when its connection breaks) finds the
 // task finished by itself, and answers as the first run did, not -1.
 // The check is made only when the task has finished.

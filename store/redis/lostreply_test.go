@@ -212,3 +212,35 @@ func TestGrantSentAgainAfterLostReply(t *testing.T) {
 	is.True(errors.Is(err, imagegen.ErrDuplicateEntry))
 	is.Equal(bal, int64(15))
 }
+
+// A worker's failure whose script ran but whose reply was lost used to
+// answer ErrLeaseLost: go-redis sent the script again, which found the
+// task failed. Nothing was undone (the refund was made once), but the
+// worker logged that another worker owned the task, and counted neither
+// the failure nor its refund. The run sent again now knows its own
+// failure and answers it as done, with its refund.
+func TestFailSentAgainAfterLostReply(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, p := behindDropper(t, redisstore.Config{Retention: retention})
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"})
+	is.NoErr(err)
+	task := &imagegen.Task{ID: imagegen.NewOwnedID("u"), Owner: "u", Cost: 3, Model: "m",
+		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
+	_, err = s.CreateTask(ctx, task, imagegen.CreateParams{})
+	is.NoErr(err)
+	c, err := s.ClaimTask(ctx, time.Minute)
+	is.NoErr(err)
+	p.Arm("the model broke (lost reply)")
+	refund, err := s.FailTask(ctx, c.ID, c.Attempt, imagegen.Failure{Code: imagegen.CodeInternal, Message: "the model broke (lost reply)"})
+	is.Equal(p.Dropped(), 1) // the reply was lost, and the script sent again
+	is.NoErr(err)            // failed: not ErrLeaseLost
+	is.Equal(refund, int64(3))
+	b, err := s.Balance(ctx, "u")
+	is.NoErr(err)
+	is.Equal(b, int64(10)) // refunded once
+
+	// Another failure of the finished task is still a lost lease.
+	_, err = s.FailTask(ctx, c.ID, c.Attempt, imagegen.Failure{Code: imagegen.CodeInternal, Message: "again"})
+	is.True(errors.Is(err, imagegen.ErrLeaseLost))
+}

@@ -55,9 +55,9 @@
 // reply was lost runs twice. The scripts that change state answer the
 // second run as the first: a submit finds its own task (same owner,
 // request and request id) and answers it as made, charged once; a
-// success finds itself recorded with its image ids; a cancel finds the
-// task cancelled by its own call (each cancel leaves its random token on
-// the task) and answers with what it refunded; a grant or web entry
+// success finds itself recorded with its image ids; a cancel or a
+// worker's failure finds the task failed by its own call (each leaves
+// its random token on the task) and answers with what it refunded; a grant or web entry
 // finds its reference used by its own entry (each keeps its call's
 // random token, op) among the owner's last 1024, and answers applied.
 // A claim call
