@@ -53,3 +53,19 @@ func TestClaimSentAgainWhoseFirstRunNeverRan(t *testing.T) {
 		}
 	})
 }
+
+// TestClaimTokenAfterNoScript: after a NOSCRIPT, the EVAL is written as
+// a first send only when the EVALSHA was written once (nothing ran);
+// after an EVALSHA written twice (the first may have run), as sent again.
+func TestClaimTokenAfterNoScript(t *testing.T) {
+	for writes, want := range map[int]string{1: "f", 2: "a", 3: "a"} {
+		tok := newClaimToken()
+		for range writes {
+			_, _ = tok.MarshalBinary()
+		}
+		tok.noScript()
+		if b, _ := tok.MarshalBinary(); string(b) != want+tok.token {
+			t.Fatalf("after %d writes and NOSCRIPT: %q; want %q", writes, b, want+tok.token)
+		}
+	}
+}

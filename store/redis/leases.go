@@ -337,12 +337,7 @@ func (s *Store) claimShard(ctx context.Context, sh keys, p imagegen.ClaimParams,
 		s.nowArg(), ms(p.Lease), n, p.Limits.OwnerConcurrency, imagegen.ClaimScan, token)
 	args = appendModelLimits(args, p.Limits)
 	keys := []string{sh.fair(), sh.leases(), sh.webhooks(), sh.vtag(), sh.capped(), sh.vtime()}
-	cmd := claimScript.EvalSha(ctx, s.rdb, keys, args...)
-	if goredis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") { // as Script.Run, but the EVAL is no call sent again
-		token.writes.Store(0)
-		cmd = claimScript.Eval(ctx, s.rdb, keys, args...)
-	}
-	reply, err := cmd.Slice()
+	reply, err := runScript(ctx, s.rdb, claimScript, keys, args...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("redis store: claim: %w", err)
 	}
@@ -383,6 +378,37 @@ func newClaimToken() *claimToken { return &claimToken{token: callToken()} }
 // callToken is a random token that names one call of a script, so that
 // a run of the same call sent again knows what the first run left.
 func callToken() string { return strconv.FormatUint(rand.Uint64(), 36) }
+
+// noScript is told that the EVALSHA that wrote t was answered NOSCRIPT,
+// before the EVAL that follows writes it. When the EVALSHA was written
+// once, nothing ran, and the EVAL is the call's first run: it is
+// written as a first send. When it was written more than once, an
+// earlier send may have run and lost its reply (a failover to a node
+// that has not loaded the script: the one it ran on is gone), so the
+// EVAL stays marked as sent again.
+func (t *claimToken) noScript() { t.writes.CompareAndSwap(1, 0) }
+
+// runScript is Script.Run (EVALSHA, then EVAL when the server does not
+// know the script) for arguments that may hold a *claimToken, which it
+// tells of the NOSCRIPT (noScript) before the EVAL.
+func runScript(ctx context.Context, c goredis.Scripter, script *goredis.Script, keys []string, args ...any) *goredis.Cmd {
+	cmd := script.EvalSha(ctx, c, keys, args...)
+	if goredis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		noScript(args)
+		cmd = script.Eval(ctx, c, keys, args...)
+	}
+	return cmd
+}
+
+// noScript tells each *claimToken of args that its EVALSHA was answered
+// NOSCRIPT.
+func noScript(args []any) {
+	for _, a := range args {
+		if t, ok := a.(*claimToken); ok {
+			t.noScript()
+		}
+	}
+}
 
 // MarshalBinary is the token as this send writes it.
 func (t *claimToken) MarshalBinary() ([]byte, error) {

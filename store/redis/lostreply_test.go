@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/testenv/redistest"
@@ -243,4 +244,50 @@ func TestFailSentAgainAfterLostReply(t *testing.T) {
 	// Another failure of the finished task is still a lost lease.
 	_, err = s.FailTask(ctx, c.ID, c.Attempt, imagegen.Failure{Code: imagegen.CodeInternal, Message: "again"})
 	is.True(errors.Is(err, imagegen.ErrLeaseLost))
+}
+
+// A claim whose reply was lost and whose EVALSHA, sent again, was
+// answered NOSCRIPT (a failover to a node that has not loaded the
+// script, the first run's node gone; here a SCRIPT FLUSH between the
+// two sends) used to claim anew: the EVAL that followed was written as
+// a first send, so it did not look for the first run's tasks and took
+// the next ones, leaving those processing with no worker. An EVALSHA
+// written more than once may have run, so the EVAL after it stays
+// marked as sent again.
+func TestClaimSentAgainToAServerWithoutTheScript(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	srv := redistest.StartServer(t, 0) // its scripts are flushed
+	p := redistest.StartReplyDropper(t, srv.Addr())
+	s := newIsolated(t, redistest.NewClient(t, &goredis.Options{Addr: p.Addr}), redisstore.Config{Retention: retention})
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"})
+	is.NoErr(err)
+	var ids []string
+	for range 4 {
+		task := &imagegen.Task{ID: imagegen.NewOwnedID("u"), Owner: "u", Cost: 1, Model: "m",
+			Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
+		_, err := s.CreateTask(ctx, task, imagegen.CreateParams{})
+		is.NoErr(err)
+		ids = append(ids, task.ID)
+	}
+	// A first claim loads the script: the next one's EVALSHA runs.
+	first, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Minute, N: 1})
+	is.NoErr(err)
+	is.Equal(first[0].ID, ids[0])
+	admin := srv.Client(t)
+	const lease = time.Hour + 4321*time.Millisecond // "3604321": marks the claim's command
+	p.ArmThen("3604321", func() { is.NoErr(admin.ScriptFlush(ctx).Err()) })
+	got, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: lease, N: 2})
+	is.Equal(p.Dropped(), 1) // the reply was lost, and the script sent again
+	is.NoErr(err)
+	is.Equal(len(got), 2) // the first run's two tasks
+	mine := map[string]bool{ids[1]: true, ids[2]: true}
+	for _, c := range got {
+		is.True(mine[c.ID])
+		delete(mine, c.ID)
+	}
+	next, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Minute, N: 2})
+	is.NoErr(err)
+	is.Equal(len(next), 1) // the one left
+	is.Equal(next[0].ID, ids[3])
 }

@@ -64,14 +64,16 @@ func (s *Store) acked(ctx context.Context, routeKey string, fn func(p goredis.Pi
 }
 
 // ackedScript runs script like Script.Run (EVALSHA, then EVAL when the
-// server does not know it) through acked.
+// server does not know it) through acked; a *claimToken among args is
+// told of a NOSCRIPT as runScript tells it.
 func (s *Store) ackedScript(ctx context.Context, script *goredis.Script, keys []string, args ...any) *goredis.Cmd {
 	if s.waitReplicas == 0 {
-		return script.Run(ctx, s.rdb, keys, args...)
+		return runScript(ctx, s.rdb, script, keys, args...)
 	}
 	var cmd *goredis.Cmd
 	err := s.acked(ctx, keys[0], func(p goredis.Pipeliner) { cmd = script.EvalSha(ctx, p, keys, args...) })
 	if goredis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		noScript(args)
 		err = s.acked(ctx, keys[0], func(p goredis.Pipeliner) { cmd = script.Eval(ctx, p, keys, args...) })
 	}
 	if err != nil && cmd.Err() == nil {

@@ -22,6 +22,7 @@ type ReplyDropper struct {
 
 	mu      sync.Mutex
 	marker  []byte // nil: not armed
+	then    func() // run once the reply is dropped, before the client's connection closes (ArmThen)
 	dropped int
 }
 
@@ -62,10 +63,16 @@ func StartReplyDropper(t testing.TB, target string) *ReplyDropper {
 
 // Arm makes the proxy drop the reply of the next command whose bytes
 // hold marker.
-func (p *ReplyDropper) Arm(marker string) {
+func (p *ReplyDropper) Arm(marker string) { p.ArmThen(marker, nil) }
+
+// ArmThen is Arm that runs then (when not nil) once the reply is
+// dropped, before the client's connection is closed: what happens
+// there happens before the client can send the command again (a
+// failover to a server that has not loaded the script, say).
+func (p *ReplyDropper) ArmThen(marker string, then func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.marker = []byte(marker)
+	p.marker, p.then = []byte(marker), then
 }
 
 // Dropped is how many replies the proxy has dropped.
@@ -82,6 +89,7 @@ func (p *ReplyDropper) serve(client, server net.Conn) {
 	var (
 		mu   sync.Mutex
 		drop []byte // not nil: the next reply read from server is dropped (the marker that armed it)
+		then func() // drop's ArmThen
 	)
 	done := make(chan struct{})
 	go func() { // server to client
@@ -91,17 +99,20 @@ func (p *ReplyDropper) serve(client, server net.Conn) {
 			n, err := server.Read(buf)
 			if n > 0 {
 				mu.Lock()
-				marker := drop
-				drop = nil
+				marker, after := drop, then
+				drop, then = nil, nil
 				mu.Unlock()
 				if marker != nil && bytes.HasPrefix(buf[:n], []byte("-NOSCRIPT")) {
-					p.Arm(string(marker)) // the EVAL that follows holds it too
+					p.ArmThen(string(marker), after) // the EVAL that follows holds it too
 					marker = nil
 				}
 				if marker != nil {
 					p.mu.Lock()
 					p.dropped++
 					p.mu.Unlock()
+					if after != nil {
+						after()
+					}
 					_ = client.Close()
 					return
 				}
@@ -122,9 +133,9 @@ func (p *ReplyDropper) serve(client, server net.Conn) {
 			p.mu.Lock()
 			if p.marker != nil && bytes.Contains(buf[:n], p.marker) {
 				mu.Lock()
-				drop = p.marker
+				drop, then = p.marker, p.then
 				mu.Unlock()
-				p.marker = nil
+				p.marker, p.then = nil, nil
 			}
 			p.mu.Unlock()
 			if _, err := server.Write(buf[:n]); err != nil {
