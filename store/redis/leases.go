@@ -367,7 +367,8 @@ func (s *Store) claimShard(ctx context.Context, sh keys, p imagegen.ClaimParams,
 // sent again whose first run never ran (a MOVED, a connection broken
 // before Redis read it) finds no task of its token, and claims as any
 // other: the mark costs a rare call a look at the leases, and a call
-// sent once nothing.
+// sent once nothing. createScript takes one of no token, for the mark
+// alone: only a batch sent again answers a task it finds as its own.
 type claimToken struct {
 	token  string
 	writes atomic.Int32

@@ -53,12 +53,16 @@ import (
 //	"", callback events ("" for the default), the charge's ledger
 //	reference as JSON ("" for "task:<id>", which needs no escaping)
 //	then per task: id, request JSON, request id or ""
+//	last: "f" when the run is the batch's first send, "a" when it was sent again (a *claimToken of no token)
 //
 // Returns {now, codes, balance_1, ..., balance_o}: codes holds a byte a
 // task, 'c' (created), 'r' (created and charged by an earlier run of
 // this very batch, whose reply was lost: go-redis sends a run again
 // when its connection breaks, and the submit is answered as made, not
-// as an id taken), 's' (balance short), 't' (id taken), 'f' (queue
+// as an id taken; only a run marked as sent again answers it, so that
+// a submit that reuses the id of a task made before, with the same
+// owner, request and request id, is refused as taken, as the other
+// stores refuse it), 's' (balance short), 't' (id taken), 'f' (queue
 // full) or 'e' (its owner's keys could not be read or written: nothing
 // of its owner's tasks is kept, and the other owners' go on; also a task
 // whose id an undone task had taken); balance_o is owner o's balance
@@ -87,9 +91,10 @@ local due, far = now + keep, now + ARGV[3]
 -- again reports whether task, which exists, is this very submit's,
 -- made by an earlier run of this batch whose reply was lost (a
 -- connection that broke after Redis ran it, and go-redis sent the run
--- again): its owner, request and request id are the submit's. Its id,
--- random and new to the submit, makes that a proof; a task of the
--- same id made by the same batch is not (made).
+-- again): the run is marked as sent again, and the task's owner,
+-- request and request id are the submit's. A task of the same id made
+-- by the same batch is not (made); nor is a task of a run sent once.
+local resent = string.byte(ARGV[#ARGV]) == 97 -- "a"
 local function again(task, owner, req, rid)
   local f = redis.call('HMGET', task, 'owner', 'req', 'rid')
   return f[1] == owner and f[2] == req and (f[3] or '') == rid
@@ -164,7 +169,7 @@ for i = 1, n do
   if taken then exists = redis.call('EXISTS', task) == 1 else exists = made[task] end
   if acct.bad then
     codes[i] = 'e'
-  elseif exists and not made[task] and again(task, acct.owner, ARGV[a + 1], ARGV[a + 2]) then
+  elseif exists and resent and not made[task] and again(task, acct.owner, ARGV[a + 1], ARGV[a + 2]) then
     codes[i] = 'r'
   elseif exists then
     codes[i] = 't'
@@ -326,6 +331,8 @@ return out
 // was lost (go-redis sends the run again when its connection breaks)
 // is answered as made, charged once: the run sent again finds the task
 // of this id, owner, request and request id, and takes it for its own.
+// A submit sent once that reuses the id of a task, of any owner and
+// request, is refused as the id taken.
 func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.CreateParams) (int64, error) {
 	args, err := s.createArgsOf(t, p)
 	if err != nil {
@@ -506,7 +513,7 @@ func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCal
 		costs[number[i]-1] += c.Req.spec.cost
 	}
 	keys := make([]string, 0, 5+4*len(owners)+len(batch))
-	args := make([]any, 0, 6+2*len(owners)+6*len(specs)+3*len(batch))
+	args := make([]any, 0, 7+2*len(owners)+6*len(specs)+3*len(batch))
 	keys = append(keys, sh.pending(), sh.allTasks(), sh.fair(), sh.vtag(), sh.tseq())
 	keep := s.retention + 24*time.Hour
 	nums := make([]byte, 0, 2*len(batch)) // each task's owner and spec number, a byte each (maxBatch < 256)
@@ -527,6 +534,7 @@ func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCal
 		keys = append(keys, c.Req.task)
 		args = append(args, c.Req.id, c.Req.req, c.Req.rid)
 	}
+	args = append(args, &claimToken{}) // written "a" when the batch is sent again
 	reply, err := s.ackedScript(ctx, createScript, keys, args...).Slice()
 	if err == nil {
 		err = createResults(batch, number, len(owners), reply)

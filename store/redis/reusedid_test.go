@@ -1,0 +1,51 @@
+package redis_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/testenv/redistest"
+	redisstore "github.com/imagegen/imagegen/store/redis"
+)
+
+// A submit sent once that reuses the id of a task made before, with the
+// same owner, request and request id (a host app that names its tasks
+// itself, say by an order number, and submits the same order again once
+// its first task has run), was answered as made: the check for a run
+// sent again after a lost reply took it for its own. The caller was told
+// of a new pending task, charged nothing, while the task was the old one
+// (finished, here). It is refused as the id taken again, as the memory
+// and PostgreSQL stores refuse it; only a run sent again answers it as
+// made (TestCreateSentAgainAfterLostReply).
+func TestCreateOfAReusedIDIsRefused(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s := newIsolated(t, redistest.NewClient(t, redistest.Options(t)), redisstore.Config{Retention: retention})
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"})
+	is.NoErr(err)
+	newTask := func() *imagegen.Task {
+		return &imagegen.Task{ID: imagegen.NewOwnedID("u") + "-order-17", Owner: "u", Cost: 3, Model: "m", RequestID: "r1",
+			Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
+	}
+	first := newTask()
+	_, err = s.CreateTask(ctx, first, imagegen.CreateParams{})
+	is.NoErr(err)
+	c, err := s.ClaimTask(ctx, time.Minute)
+	is.NoErr(err)
+	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil))
+
+	again := newTask()
+	again.ID = first.ID
+	_, err = s.CreateTask(ctx, again, imagegen.CreateParams{})
+	is.True(err != nil) // the id is taken: no new task
+	got, err := s.Task(ctx, "u", first.ID)
+	is.NoErr(err)
+	is.Equal(got.Status, imagegen.StatusSuccess) // the first task, as it was
+	b, err := s.Balance(ctx, "u")
+	is.NoErr(err)
+	is.Equal(b, int64(7))
+}
