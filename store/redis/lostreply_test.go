@@ -28,6 +28,22 @@ func behindDropper(t *testing.T, o redisstore.Config) (*redisstore.Store, *redis
 	return newIsolated(t, rdb, o), p
 }
 
+// pendingTask grants owner "u" 10 credits on s and submits a task of
+// cost for it: the start of each test here.
+func pendingTask(t *testing.T, s *redisstore.Store, cost int64) *imagegen.Task {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	task := &imagegen.Task{ID: imagegen.NewOwnedID("u"), Owner: "u", Cost: cost, Model: "m",
+		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
+	if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
+
 // A submit whose script ran but whose reply was lost (the connection
 // broke after Redis ran it) used to fail: go-redis sent the script
 // again, which found the task's id taken and answered "task exists",
@@ -79,12 +95,7 @@ func TestCompleteSentAgainAfterLostReply(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	s, p := behindDropper(t, redisstore.Config{Retention: retention})
-	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"})
-	is.NoErr(err)
-	task := &imagegen.Task{ID: imagegen.NewOwnedID("u"), Owner: "u", Cost: 1, Model: "m",
-		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
-	_, err = s.CreateTask(ctx, task, imagegen.CreateParams{})
-	is.NoErr(err)
+	pendingTask(t, s, 1)
 	c, err := s.ClaimTask(ctx, time.Minute)
 	is.NoErr(err)
 	img := imagegen.Image{ID: imagegen.NewOwnedID("u"), TaskID: c.ID, Owner: "u", ContentType: "image/png", Size: 1}
@@ -168,12 +179,7 @@ func TestCancelSentAgainAfterLostReply(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	s, p := behindDropper(t, redisstore.Config{Retention: retention})
-	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"})
-	is.NoErr(err)
-	task := &imagegen.Task{ID: imagegen.NewOwnedID("u"), Owner: "u", Cost: 3, Model: "m",
-		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
-	_, err = s.CreateTask(ctx, task, imagegen.CreateParams{})
-	is.NoErr(err)
+	task := pendingTask(t, s, 3)
 	p.Arm(imagegen.CancelledMessage)
 	refund, err := s.CancelTask(ctx, "u", task.ID)
 	is.Equal(p.Dropped(), 1) // the reply was lost, and the script sent again
@@ -224,12 +230,7 @@ func TestFailSentAgainAfterLostReply(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	s, p := behindDropper(t, redisstore.Config{Retention: retention})
-	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"})
-	is.NoErr(err)
-	task := &imagegen.Task{ID: imagegen.NewOwnedID("u"), Owner: "u", Cost: 3, Model: "m",
-		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
-	_, err = s.CreateTask(ctx, task, imagegen.CreateParams{})
-	is.NoErr(err)
+	pendingTask(t, s, 3)
 	c, err := s.ClaimTask(ctx, time.Minute)
 	is.NoErr(err)
 	p.Arm("the model broke (lost reply)")
