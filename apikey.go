@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/imagegen/imagegen/internal/pgtext"
 )
 
 // API keys that the service makes look like
@@ -257,7 +259,7 @@ func (s *Service) Keys(ctx context.Context, owner string) ([]APIKey, error) {
 // deleted; failing to delete them is logged, not returned (the revoke
 // itself succeeded, and the next one tries again).
 func (s *Service) RevokeKey(ctx context.Context, owner, id string) error {
-	if !storableText(id) { // no key's id; PostgreSQL refuses it as an argument
+	if !pgtext.Storable(id) { // no key's id; PostgreSQL refuses it as an argument
 		return fmt.Errorf("imagegen: revoke key: %w", ErrKeyNotFound)
 	}
 	if err := s.cfg.Store.RevokeKey(ctx, owner, id); err != nil {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"unicode/utf8"
+
+	"github.com/imagegen/imagegen/internal/pgtext"
 )
 
 // Credit rules. The price of a task is chosen at submit from the model
@@ -81,11 +81,11 @@ func newEntry(owner string, kind LedgerKind, amount int64, ref string) (LedgerEn
 		return LedgerEntry{}, invalid("ref", "is required: it makes a retried call apply once")
 	case len(ref) > MaxLedgerRefLength:
 		return LedgerEntry{}, invalid("ref", "must be at most %d bytes", MaxLedgerRefLength)
-	case !storableText(ref):
+	case !pgtext.Storable(ref):
 		return LedgerEntry{}, invalid("ref", notStorable)
 	case owner == "":
 		return LedgerEntry{}, invalid("owner", "is required")
-	case !storableText(owner):
+	case !pgtext.Storable(owner):
 		return LedgerEntry{}, invalid("owner", notStorable)
 	}
 	if kind == LedgerWeb {
@@ -156,13 +156,5 @@ func (s *Service) addEntry(ctx context.Context, e LedgerEntry) (int64, error) {
 	return b, nil
 }
 
-// storableText reports whether every store can keep s: PostgreSQL's
-// text refuses invalid UTF-8 and U+0000 as a statement's argument, a
-// server error (inside a host app's transaction, one that aborts it:
-// GrantTx, ChargeWebTx) for what is a caller's mistake.
-func storableText(s string) bool {
-	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
-}
-
-// notStorable is what a field that is not storableText is told.
+// notStorable is what a field that is not pgtext.Storable is told.
 const notStorable = "must be valid UTF-8 without the NUL character (U+0000)"

@@ -11,6 +11,7 @@ import (
 	"github.com/imagegen/imagegen/fetch"
 	"github.com/imagegen/imagegen/internal/logbuf"
 	"github.com/imagegen/imagegen/internal/memo"
+	"github.com/imagegen/imagegen/internal/pgtext"
 )
 
 // Config configures a Service. Store and Model are required; every other
@@ -306,7 +307,7 @@ func (s *Service) submit(ctx context.Context, owner string, req Request, create 
 // a new ID), storing nothing.
 // Errors: *ValidationError (ErrInvalidParams), or the model's.
 func (s *Service) prepareTask(ctx context.Context, owner string, req Request) (*Task, error) {
-	if !storableText(owner) { // a host app's (SubmitWith): PostgreSQL would refuse it, aborting the host's transaction
+	if !pgtext.Storable(owner) { // a host app's (SubmitWith): PostgreSQL would refuse it, aborting the host's transaction
 		return nil, invalid("owner", notStorable)
 	}
 	callback, err := req.validate(s.cfg.ImageInputGuard)
@@ -378,7 +379,7 @@ func (s *Service) Cancel(ctx context.Context, owner, id string) error {
 // a string as a query's argument (a server error for what a client put
 // in a URL's path).
 func taskIDOK(id string) bool {
-	return id != "" && len(id) <= 128 && storableText(id)
+	return id != "" && len(id) <= 128 && pgtext.Storable(id)
 }
 
 // cancel cancels owner's task id, counts and logs it, and returns the

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/imagegen/imagegen/internal/pgtext"
 	"github.com/imagegen/imagegen/internal/retry"
 	"github.com/imagegen/imagegen/internal/slots"
 	"github.com/imagegen/imagegen/internal/yield"
@@ -411,7 +412,7 @@ func (s *Service) backoff(attempt int) time.Duration {
 // statement's argument, which failed the retry or failure's write: the
 // task waited out its lease, and the provider's message was lost.
 func storableMessage(s string) string {
-	if storableText(s) {
+	if pgtext.Storable(s) {
 		return s
 	}
 	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")

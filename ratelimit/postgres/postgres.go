@@ -10,12 +10,12 @@ import (
 	"math"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/pgtext"
 	"github.com/imagegen/imagegen/ratelimit/internal/rolling"
 )
 
@@ -72,7 +72,7 @@ func (c Config) validate() error {
 	if c.SweepInterval < 0 {
 		return fmt.Errorf("ratelimit/postgres: Config.SweepInterval must not be negative (got %v)", c.SweepInterval)
 	}
-	if len(c.Prefix) > MaxPrefix || !plainText(c.Prefix) {
+	if len(c.Prefix) > MaxPrefix || !pgtext.Storable(c.Prefix) {
 		return fmt.Errorf("ratelimit/postgres: Config.Prefix must be at most %d bytes of valid UTF-8 without the NUL character (got %q)", MaxPrefix, c.Prefix)
 	}
 	return nil
@@ -98,16 +98,12 @@ const digestMark = "sha256:"
 // is a key, as for the other limiters, and a host's Authenticator that
 // lets such a key through costs its caller a limit, not a 500.
 func (p *Limiter) storedKey(key string) string {
-	if len(key) <= maxPlainKey && plainText(key) && !strings.HasPrefix(key, digestMark) {
+	if len(key) <= maxPlainKey && pgtext.Storable(key) && !strings.HasPrefix(key, digestMark) {
 		return p.prefix + key
 	}
 	sum := sha256.Sum256([]byte(key))
 	return p.prefix + digestMark + hex.EncodeToString(sum[:])
 }
-
-// plainText reports whether PostgreSQL's text holds s: valid UTF-8
-// without NUL.
-func plainText(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
 
 // Limiter is a limiter whose state lives in PostgreSQL, so that every
 // process on one database shares it, with the same answers as
