@@ -338,14 +338,12 @@ var failScript = newScript(`
 local now = now_ms()
 local h = holds(KEYS[1], ARGV[2])
 if not h then
-  local token, refunded = string.match(redis.call('HGET', KEYS[1], 'cx') or '', '^(.*):(%d+)$')
-  if token == ARGV[7] then return 1 + tonumber(refunded) end -- this very failure, sent again
-  return 0
+  return resent_finish(redis.call('HGET', KEYS[1], 'cx'), ARGV[7]) or 0 -- this very failure, sent again, or lease lost
 end
 local refunded = refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now)
 if not refunded then return redis.error_reply("the owner's balance or ledger cannot take the refund; nothing changed") end
 finish(KEYS[1], KEYS[2], ARGV[5], 'failed', now, tonumber(ARGV[3]), KEYS[5], h, 'error', ARGV[4], 'error_code', ARGV[6],
-  'cx', ARGV[7] .. ':' .. refunded)
+  'cx', finish_mark(ARGV[7], refunded))
 return 1 + refunded
 `)
 
@@ -393,15 +391,13 @@ local now = now_ms()
 local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'cx')
 if f[1] ~= ARGV[2] then return 0 end
 if f[2] ~= 'pending' and f[2] ~= 'processing' then
-  local token, refunded = string.match(f[3] or '', '^(.*):(%d+)$')
-  if token == ARGV[7] then return 1 + tonumber(refunded) end -- this very cancel, sent again
-  return -1
+  return resent_finish(f[3], ARGV[7]) or -1 -- this very cancel, sent again, or finished before
 end
 local refunded = refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now) -- first: it may write nothing and stop
 if not refunded then return redis.error_reply("the owner's balance or ledger cannot take the refund; nothing changed") end
 dequeue(KEYS[1], ARGV[5], f[1])
 finish(KEYS[1], KEYS[5], ARGV[5], 'failed', now, tonumber(ARGV[4]), KEYS[6], nil, 'error', ARGV[3], 'error_code', ARGV[6],
-  'cx', ARGV[7] .. ':' .. refunded)
+  'cx', finish_mark(ARGV[7], refunded))
 return 1 + refunded
 `)
 

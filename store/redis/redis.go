@@ -593,6 +593,18 @@ local function takes_list(key)
   return kind == 'list' or kind == 'none'
 end
 
+-- finish_mark is what a cancel or a worker's failure leaves on the task
+-- it finished (field cx): its call's token and what it refunded.
+local function finish_mark(token, refunded) return token .. ':' .. refunded end
+
+-- resent_finish answers a cancel or failure sent again (its reply lost)
+-- as its first run did, 1 + what it refunded, when the task's cx
+-- (finish_mark) is that call's token's; else nil.
+local function resent_finish(cx, token)
+  local t, refunded = string.match(cx or '', '^(.*):(%d+)$')
+  if t == token then return 1 + tonumber(refunded) end
+end
+
 -- refund gives a failed task's cost back, once. It returns the credits
 -- given back (0 when the task had them back before), or nil, having
 -- written nothing, when the owner's balance or ledger cannot take them
