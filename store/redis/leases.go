@@ -88,16 +88,14 @@ if string.byte(ct) == 97 then -- "a": sent again
     local ids = redis.call('ZREVRANGEBYSCORE', KEYS[2], int(now + lease), int(now), 'WITHSCORES', 'LIMIT', int(from), '64')
     for j = 1, #ids, 2 do
       if at and ids[j + 1] ~= at then break end
-      local task = task_prefix .. ids[j]
-      if redis.call('HGET', task, 'ct') == ct then
-        local f = redis.call('HMGET', task, 'status', 'lease_until', 'owner', 'model', 'attempt', 'updated', 'started',
-          'run_after', 'req', 'cost', 'created', 'rid', 'released', 'refunded', 'last_error')
-        if f[1] == 'processing' then
-          at = ids[j + 1]
-          local v = {ids[j], f[3] or '', f[4] or '', f[5] or '', f[2] or ''}
-          for k = 6, 15 do v[#v + 1] = f[k] or '' end
-          out[#out + 1] = v
-        end
+      -- The token and status, then the rest of claimedFields, in order.
+      local f = redis.call('HMGET', task_prefix .. ids[j], 'ct', 'status', 'owner', 'model', 'attempt', 'lease_until',
+        'updated', 'started', 'run_after', 'req', 'cost', 'created', 'rid', 'released', 'refunded', 'last_error')
+      if f[1] == ct and f[2] == 'processing' then
+        at = ids[j + 1]
+        local v = {ids[j]}
+        for k = 3, 16 do v[k - 1] = f[k] or '' end
+        out[#out + 1] = v
       end
     end
     if #ids < 128 or (at and ids[#ids] ~= at) then break end
