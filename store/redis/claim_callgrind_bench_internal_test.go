@@ -24,18 +24,7 @@ func BenchmarkClaimScript(b *testing.B) {
 	for _, n := range []int{1, 8} {
 		b.Run(strconv.Itoa(n)+"-tasks", func(b *testing.B) {
 			ctx := context.Background()
-			rdb := redistest.Connect(b)
-			s, err := New(rdb, Config{Prefix: "imagegen-bench-" + uuid.NewString()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { redistest.DeleteKeys(b, rdb, s.KeyPattern()) })
-			for o := range owners {
-				owner := "owner-" + strconv.Itoa(o)
-				if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: owner, Kind: imagegen.LedgerGrant, Amount: 1 << 50, Ref: "grant:" + owner}); err != nil {
-					b.Fatal(err)
-				}
-			}
+			s := fundedBenchStore(b, owners)
 			batch := make([]*createCall, owners)
 			for range (b.N*n + 256 + owners - 1) / owners {
 				for i := range batch {

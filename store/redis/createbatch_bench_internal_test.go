@@ -34,18 +34,7 @@ func BenchmarkCreateBatch(b *testing.B) {
 		size, owners := shape.size, shape.owners
 		b.Run(shape.name, func(b *testing.B) {
 			ctx := context.Background()
-			rdb := redistest.Connect(b)
-			s, err := New(rdb, Config{Prefix: "imagegen-bench-" + uuid.NewString()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { redistest.DeleteKeys(b, rdb, s.KeyPattern()) })
-			for o := range owners {
-				owner := "owner-" + strconv.Itoa(o)
-				if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: owner, Kind: imagegen.LedgerGrant, Amount: 1 << 50, Ref: "grant:" + owner}); err != nil {
-					b.Fatal(err)
-				}
-			}
+			s := fundedBenchStore(b, owners)
 			batch := make([]*createCall, size)
 			create := func() {
 				for i := range batch {
@@ -94,4 +83,23 @@ func BenchmarkCreateBatch(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(size*b.N), "ns/task")
 		})
 	}
+}
+
+// fundedBenchStore is a store on the Redis of IMAGEGEN_TEST_REDIS under
+// a fresh prefix (its keys deleted afterwards) whose owners "owner-0"
+// to "owner-<owners-1>" each have a balance no benchmark runs out of.
+func fundedBenchStore(b *testing.B, owners int) *Store {
+	rdb := redistest.Connect(b)
+	s, err := New(rdb, Config{Prefix: "imagegen-bench-" + uuid.NewString()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { redistest.DeleteKeys(b, rdb, s.KeyPattern()) })
+	for o := range owners {
+		owner := "owner-" + strconv.Itoa(o)
+		if _, err := s.AddEntry(context.Background(), imagegen.LedgerEntry{Owner: owner, Kind: imagegen.LedgerGrant, Amount: 1 << 50, Ref: "grant:" + owner}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
 }
