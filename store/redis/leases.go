@@ -3,10 +3,8 @@ package redis
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -58,7 +56,7 @@ import (
 //	KEYS[1] fair  KEYS[2] leases  KEYS[3] webhooks  KEYS[4] vtag  KEYS[5] capped  KEYS[6] vtime
 //	ARGV[1] now   ARGV[2] lease (ms)  ARGV[3] how many  ARGV[4] owner cap (0: none)
 //	ARGV[5] how many to pass over at most
-//	ARGV[6] the call's token: "f" and the token, or "a" and the token when the call is sent again (see claimToken)
+//	ARGV[6] the call's token: "f" and the token, or "a" and the token when the call is sent again (see sendMark)
 //	ARGV[7..] per limited model: name, cap (0: none), starts a minute (0: none)
 //
 // A run sent again (go-redis sends a command again when its connection
@@ -307,7 +305,7 @@ func (s *Store) ClaimTask(ctx context.Context, lease time.Duration) (*imagegen.T
 // shard, so an owner's concurrency cap is exact; a model's cap and rate
 // apply to each shard on its own). A claim whose reply was lost and
 // that go-redis sent again answers with the tasks its first run claimed
-// (see claimToken), so that none is left processing with no worker.
+// (see sendMark), so that none is left processing with no worker.
 func (s *Store) ClaimTasks(ctx context.Context, p imagegen.ClaimParams) ([]*imagegen.Task, error) {
 	n := min(max(p.N, 1), 64)
 	var tasks []*imagegen.Task
@@ -330,7 +328,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p imagegen.ClaimParams) ([]*imag
 
 // claimShard runs claimScript on one shard for up to n tasks.
 func (s *Store) claimShard(ctx context.Context, sh keys, p imagegen.ClaimParams, n int) ([]*imagegen.Task, error) {
-	token := newClaimToken()
+	token := newSendMark()
 	args := append(make([]any, 0, 6+3*len(p.Limits.ModelConcurrency)+3*len(p.Limits.ModelRate)),
 		s.nowArg(), ms(p.Lease), n, p.Limits.OwnerConcurrency, imagegen.ClaimScan, token)
 	args = appendModelLimits(args, p.Limits)
@@ -353,72 +351,6 @@ func (s *Store) claimShard(ctx context.Context, sh keys, p imagegen.ClaimParams,
 	}
 	return tasks, nil
 }
-
-// claimToken is a claim call's token, ARGV[6] of claimScript: written
-// as "f" and the token the first time, and as "a" and the token every
-// time after, which tells claimScript that the call was sent again:
-// go-redis writes a command's arguments at each send (proto.Writer
-// calls MarshalBinary), and sends it again on a connection broken after
-// the command was written (a run whose reply was lost) or, on a
-// Cluster, to the node a MOVED names. The token is 64 random bits: two
-// calls share one by chance far too rarely to matter. A call marked as
-// sent again whose first run never ran (a MOVED, a connection broken
-// before Redis read it) finds no task of its token, and claims as any
-// other: the mark costs a rare call a look at the leases, and a call
-// sent once nothing. createScript takes one of no token, for the mark
-// alone: only a batch sent again answers a task it finds as its own.
-type claimToken struct {
-	token  string
-	writes atomic.Int32
-}
-
-func newClaimToken() *claimToken { return &claimToken{token: callToken()} }
-
-// callToken is a random token that names one call of a script, so that
-// a run of the same call sent again knows what the first run left.
-func callToken() string { return strconv.FormatUint(rand.Uint64(), 36) }
-
-// noScript is told that the EVALSHA that wrote t was answered NOSCRIPT,
-// before the EVAL that follows writes it. When the EVALSHA was written
-// once, nothing ran, and the EVAL is the call's first run: it is
-// written as a first send. When it was written more than once, an
-// earlier send may have run and lost its reply (a failover to a node
-// that has not loaded the script: the one it ran on is gone), so the
-// EVAL stays marked as sent again.
-func (t *claimToken) noScript() { t.writes.CompareAndSwap(1, 0) }
-
-// runScript is Script.Run (EVALSHA, then EVAL when the server does not
-// know the script) for arguments that may hold a *claimToken, which it
-// tells of the NOSCRIPT (noScript) before the EVAL.
-func runScript(ctx context.Context, c goredis.Scripter, script *goredis.Script, keys []string, args ...any) *goredis.Cmd {
-	cmd := script.EvalSha(ctx, c, keys, args...)
-	if goredis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		noScript(args)
-		cmd = script.Eval(ctx, c, keys, args...)
-	}
-	return cmd
-}
-
-// noScript tells each *claimToken of args that its EVALSHA was answered
-// NOSCRIPT.
-func noScript(args []any) {
-	for _, a := range args {
-		if t, ok := a.(*claimToken); ok {
-			t.noScript()
-		}
-	}
-}
-
-// MarshalBinary is the token as this send writes it.
-func (t *claimToken) MarshalBinary() ([]byte, error) {
-	if t.writes.Add(1) == 1 {
-		return []byte("f" + t.token), nil
-	}
-	return []byte("a" + t.token), nil
-}
-
-// String is the token, for logs (fmt does not call MarshalBinary).
-func (t *claimToken) String() string { return t.token }
 
 // claimedFields name the values claimScript returns for a task: the
 // fields of its hash that decodeTask reads and a claimed task can have

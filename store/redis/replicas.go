@@ -64,7 +64,7 @@ func (s *Store) acked(ctx context.Context, routeKey string, fn func(p goredis.Pi
 }
 
 // ackedScript runs script like Script.Run (EVALSHA, then EVAL when the
-// server does not know it) through acked; a *claimToken among args is
+// server does not know it) through acked; a *sendMark among args is
 // told of a NOSCRIPT as runScript tells it.
 func (s *Store) ackedScript(ctx context.Context, script *goredis.Script, keys []string, args ...any) *goredis.Cmd {
 	if s.waitReplicas == 0 {

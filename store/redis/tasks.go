@@ -53,7 +53,7 @@ import (
 //	"", callback events ("" for the default), the charge's ledger
 //	reference as JSON ("" for "task:<id>", which needs no escaping)
 //	then per task: id, request JSON, request id or ""
-//	last: "f" when the run is the batch's first send, "a" when it was sent again (a *claimToken of no token)
+//	last: "f" when the run is the batch's first send, "a" when it was sent again (a *sendMark of no token)
 //
 // Returns {now, codes, balance_1, ..., balance_o}: codes holds a byte a
 // task, 'c' (created), 'r' (created and charged by an earlier run of
@@ -534,7 +534,7 @@ func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCal
 		keys = append(keys, c.Req.task)
 		args = append(args, c.Req.id, c.Req.req, c.Req.rid)
 	}
-	args = append(args, &claimToken{}) // written "a" when the batch is sent again
+	args = append(args, &sendMark{}) // written "a" when the batch is sent again
 	reply, err := s.ackedScript(ctx, createScript, keys, args...).Slice()
 	if err == nil {
 		err = createResults(batch, number, len(owners), reply)

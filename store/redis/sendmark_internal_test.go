@@ -11,14 +11,14 @@ import (
 // TestClaimTokenMarksWritesAfterTheFirst: the claim's token is written
 // as "f…" once and as "a…" (sent again) every time after.
 func TestClaimTokenMarksWritesAfterTheFirst(t *testing.T) {
-	tok := newClaimToken()
+	tok := newSendMark()
 	for i, want := range []string{"f", "a", "a"} {
 		b, err := tok.MarshalBinary()
 		if err != nil || string(b) != want+tok.token {
 			t.Fatalf("write %d: %q, %v; want %q", i, b, err, want+tok.token)
 		}
 	}
-	if newClaimToken().token == tok.token {
+	if newSendMark().token == tok.token {
 		t.Fatal("two calls, one token")
 	}
 }
@@ -39,7 +39,7 @@ func TestClaimSentAgainWhoseFirstRunNeverRan(t *testing.T) {
 		if got, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Minute, N: 1}); err != nil || len(got) != 1 || got[0].ID != "t1" {
 			t.Fatalf("claimed %v, %v; want t1", got, err)
 		}
-		tok := newClaimToken()
+		tok := newSendMark()
 		_, _ = tok.MarshalBinary() // its first write, which never ran
 		sh := s.shards[0]
 		reply, err := claimScript.Run(ctx, s.rdb, []string{sh.fair(), sh.leases(), sh.webhooks(), sh.vtag(), sh.capped(), sh.vtime()},
@@ -59,7 +59,7 @@ func TestClaimSentAgainWhoseFirstRunNeverRan(t *testing.T) {
 // after an EVALSHA written twice (the first may have run), as sent again.
 func TestClaimTokenAfterNoScript(t *testing.T) {
 	for writes, want := range map[int]string{1: "f", 2: "a", 3: "a"} {
-		tok := newClaimToken()
+		tok := newSendMark()
 		for range writes {
 			_, _ = tok.MarshalBinary()
 		}
