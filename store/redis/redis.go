@@ -614,9 +614,10 @@ end
 -- the task's mark would be given again at every try. Callers write
 -- nothing before it that they cannot leave.
 local function refund(task, balance, ledger, id, now)
-  if redis.call('HGET', task, 'refunded') == '1' then return 0 end
-  local cost = tonumber(redis.call('HGET', task, 'cost'))
-  local ref = redis.call('HGET', task, 'refund_ref') or ('refund:' .. id) -- an operator's recharge has its own
+  local f = redis.call('HMGET', task, 'refunded', 'cost', 'refund_ref')
+  if f[1] == '1' then return 0 end
+  local cost = tonumber(f[2])
+  local ref = f[3] or ('refund:' .. id) -- an operator's recharge has its own
   if not takes_list(ledger) then return nil end
   local after = redis.pcall('INCRBY', balance, cost)
   if type(after) == 'table' then return nil end
