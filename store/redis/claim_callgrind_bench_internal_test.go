@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/testenv/redistest"
 )
@@ -25,23 +23,8 @@ func BenchmarkClaimScript(b *testing.B) {
 		b.Run(strconv.Itoa(n)+"-tasks", func(b *testing.B) {
 			ctx := context.Background()
 			s := fundedBenchStore(b, owners)
-			batch := make([]*createCall, owners)
 			for range (b.N*n + 256 + owners - 1) / owners {
-				for i := range batch {
-					task := &imagegen.Task{ID: uuid.NewString(), Owner: "owner-" + strconv.Itoa(i), Model: "placeholder", Cost: 1,
-						Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse on a cliff at dusk, oil painting"}}
-					args, err := s.createArgsOf(task, imagegen.CreateParams{})
-					if err != nil {
-						b.Fatal(err)
-					}
-					batch[i] = &createCall{Req: args}
-				}
-				s.runShardCreates(ctx, s.shards[0], batch)
-				for _, c := range batch {
-					if c.Err != nil || c.Res.code != 1 {
-						b.Fatalf("%+v, %v", c.Res, c.Err)
-					}
-				}
+				createBenchBatch(b, s, owners, owners)
 			}
 			// One claim, as a store that runs has had (it writes vtag).
 			if _, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Hour, N: 1}); err != nil {

@@ -35,24 +35,7 @@ func BenchmarkCreateBatch(b *testing.B) {
 		b.Run(shape.name, func(b *testing.B) {
 			ctx := context.Background()
 			s := fundedBenchStore(b, owners)
-			batch := make([]*createCall, size)
-			create := func() {
-				for i := range batch {
-					task := &imagegen.Task{ID: uuid.NewString(), Owner: "owner-" + strconv.Itoa(i%owners), Model: "placeholder", Cost: 1,
-						Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse on a cliff at dusk, oil painting"}}
-					args, err := s.createArgsOf(task, imagegen.CreateParams{})
-					if err != nil {
-						b.Fatal(err)
-					}
-					batch[i] = &createCall{Req: args}
-				}
-				s.runShardCreates(ctx, s.shards[0], batch)
-				for _, c := range batch {
-					if c.Err != nil || c.Res.code != 1 {
-						b.Fatalf("%+v, %v", c.Res, c.Err)
-					}
-				}
-			}
+			create := func() { createBenchBatch(b, s, size, owners) }
 			op := create
 			fill := 200 * owners
 			if shape.short {
@@ -102,4 +85,25 @@ func fundedBenchStore(b *testing.B, owners int) *Store {
 		}
 	}
 	return s
+}
+
+// createBenchBatch runs createScript for one batch of size tasks of
+// fundedBenchStore's owners in turn, each of which must be created.
+func createBenchBatch(b *testing.B, s *Store, size, owners int) {
+	batch := make([]*createCall, size)
+	for i := range batch {
+		task := &imagegen.Task{ID: uuid.NewString(), Owner: "owner-" + strconv.Itoa(i%owners), Model: "placeholder", Cost: 1,
+			Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a lighthouse on a cliff at dusk, oil painting"}}
+		args, err := s.createArgsOf(task, imagegen.CreateParams{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch[i] = &createCall{Req: args}
+	}
+	s.runShardCreates(context.Background(), s.shards[0], batch)
+	for _, c := range batch {
+		if c.Err != nil || c.Res.code != 1 {
+			b.Fatalf("%+v, %v", c.Res, c.Err)
+		}
+	}
 }
