@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,7 +17,9 @@ import (
 // part, reported per op as rediscpu-µs/op: what the server did, which
 // other processes on a shared machine move less than they move
 // wall-clock rates. It measures nothing when the server does not run on
-// this machine (its /proc entry is not there).
+// this machine (its /proc entry is not there). Beside it, gocpu-µs/op
+// is the benchmark process's own CPU time per op (the client's side:
+// on a 2-core machine the two together are what a submit costs).
 //
 // With IMAGEGEN_BENCH_CALLGRIND set to the PID of a redis-server run
 // under valgrind --tool=callgrind, it also zeroes the server's counts
@@ -27,8 +30,12 @@ func redisCPU(b *testing.B, opt *goredis.Options) probe {
 	return func() func() {
 		dump := redistest.Callgrind(b)
 		pid, before, ok := redisServerCPU(b, opt)
+		self, _ := processCPU(os.Getpid())
 		return func() {
 			dump()
+			if now, err := processCPU(os.Getpid()); err == nil {
+				b.ReportMetric((now-self)*1e6/float64(b.N), "gocpu-µs/op")
+			}
 			if !ok {
 				return
 			}
