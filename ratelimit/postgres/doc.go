@@ -8,6 +8,11 @@
 // each key's limit and a refusal writes nothing (see [Limiter]). Mixing stores
 // and limiters works too (a PostgreSQL store with a Redis limiter).
 //
+// A check that finds its connection broken (the server or a pooler in
+// front of it restarted) empties the pool, as the store's statements
+// do, so that the next checks run on new connections instead of each
+// stale one failing a request in turn.
+//
 // It lives apart from package ratelimit, as store/postgres lives apart
 // from store/memory, so that a program that limits in process links no
 // PostgreSQL driver.

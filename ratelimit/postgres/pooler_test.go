@@ -74,3 +74,36 @@ func TestOneKeyTwoProcessesThroughPgBouncer(t *testing.T) {
 	is.NoErr(errors.Join(errs...))
 	is.Equal(allowed.Load(), int64(limit))
 }
+
+// PgBouncer restarted under a pool of several idle connections: the
+// first check on a stale connection fails and empties the pool, and the
+// next checks run on new connections (without the reset, each stale
+// connection failed one check in turn).
+func TestAllowThroughPgBouncerRestart(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	p := pgtest.ConnectPooled(t)
+	schema := pgtest.MigratedSchema(t, p.Direct)
+	lim := newPostgres(t, p.Pool, postgres.Config{Limit: 1000, Window: time.Hour, Schema: schema})
+	var held []*pgxpool.Conn
+	for range 4 {
+		c, err := p.Pool.Acquire(ctx)
+		is.NoErr(err)
+		held = append(held, c)
+	}
+	for _, c := range held {
+		c.Release()
+	}
+	is.True(p.Pool.Stat().IdleConns() >= 4)
+
+	p.Bouncer.Restart()
+
+	failed := 0
+	for range 20 {
+		if _, err := lim.Allow(ctx, "k"); err != nil {
+			t.Logf("allow: %v", err)
+			failed++
+		}
+	}
+	is.True(failed <= 1) // the first stale connection's check; then the pool is new
+}

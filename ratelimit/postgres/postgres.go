@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/pgreset"
 	"github.com/imagegen/imagegen/internal/pgtext"
 	"github.com/imagegen/imagegen/ratelimit/internal/rolling"
 )
@@ -140,6 +141,7 @@ func (p *Limiter) storedKey(key string) string {
 // session state, so any server session may run it.
 type Limiter struct {
 	pool   *pgxpool.Pool
+	resets *pgreset.Pool // empties pool when a check finds its connection broken
 	limit  int
 	window time.Duration
 	prefix string
@@ -169,6 +171,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Limiter, error) {
 	schema := pgx.Identifier{cfg.Schema}.Sanitize()
 	p := &Limiter{
 		pool:   pool,
+		resets: pgreset.New(pool),
 		limit:  cfg.Limit,
 		window: cfg.Window,
 		prefix: cfg.Prefix,
@@ -213,6 +216,7 @@ func (p *Limiter) Allow(ctx context.Context, key string) (imagegen.LimitResult, 
 	)
 	err := p.pool.QueryRow(ctx, p.allow, p.storedKey(key), now, p.window.Microseconds(), p.limit).Scan(&allowed, &count, &free, &at)
 	if err != nil {
+		p.resets.Note(err) // a pooler or server restart: the pool's other connections are dead too
 		return imagegen.LimitResult{}, fmt.Errorf("ratelimit/postgres: allow: %w", err)
 	}
 	return rolling.Stored(allowed, p.limit, p.window, count, free, at), nil

@@ -93,7 +93,7 @@ func (s *Store) putBlobBatch(ctx context.Context, batch []*blobPutCall) {
 		return
 	}
 	for _, c := range batch {
-		c.Err = wrapErr("put blob", err)
+		c.Err = s.wrapErr("put blob", err)
 	}
 }
 
@@ -172,7 +172,7 @@ func (b blobs) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	_, err := b.s.pool.Exec(ctx, b.s.sql(`DELETE FROM {schema}.blobs WHERE key = $1`), key)
-	return wrapErr("delete blob", err)
+	return b.s.wrapErr("delete blob", err)
 }
 
 // listPage bounds the rows one List query reads.
@@ -204,7 +204,7 @@ func (b blobs) notFound(key string, err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("postgres blobs: %s: %w", key, imagegen.ErrBlobNotFound)
 	}
-	return wrapErr("blob", err)
+	return b.s.wrapErr("blob", err)
 }
 
 // scanBlobInfo reads a row of key, size, written_at and md5(data).

@@ -39,7 +39,7 @@ func (s *Store) addEntry(ctx context.Context, q querier, e imagegen.LedgerEntry)
 			e.Owner, int64(math.MaxInt64), e.Amount, imagegen.ErrInvalidParams)
 	}
 	if err != nil {
-		return 0, wrapErr("add ledger entry", err)
+		return 0, s.wrapErr("add ledger entry", err)
 	}
 	switch code {
 	case 0:
@@ -61,7 +61,7 @@ func (s *Store) balance(ctx context.Context, q querier, owner string) (int64, er
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
-	return b, wrapErr("balance", err)
+	return b, s.wrapErr("balance", err)
 }
 
 // ledgerColumns are the columns scanEntry reads.
@@ -118,5 +118,5 @@ func (s *Store) ledgerLength(ctx context.Context, owner string) (int64, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
-	return n, wrapErr("list ledger", err)
+	return n, s.wrapErr("list ledger", err)
 }

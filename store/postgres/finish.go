@@ -237,7 +237,7 @@ func (s *Store) CancelTask(ctx context.Context, owner, id string) (int64, error)
 		s.nowArg(), owner, id, string(imagegen.CodeCancelled), imagegen.CancelledMessage, micros(s.retention), s.finished).Scan(&n)
 	switch {
 	case err != nil:
-		return 0, wrapErr("cancel", err)
+		return 0, s.wrapErr("cancel", err)
 	case n == -1:
 		return 0, imagegen.ErrTaskNotFound
 	case n < 0:

@@ -21,7 +21,7 @@ func (s *Store) BeginIdempotent(ctx context.Context, owner, key, fingerprint str
 			SET fingerprint = excluded.fingerprint, done = false, status = 0, body = NULL, expires_at = excluded.expires_at
 			WHERE i.expires_at <= {now}`), s.nowArg(), owner, key, fingerprint, micros(inFlight))
 		if err != nil {
-			return nil, wrapErr("begin idempotent request", err)
+			return nil, s.wrapErr("begin idempotent request", err)
 		}
 		if tag.RowsAffected() == 1 {
 			return nil, nil
@@ -34,11 +34,11 @@ func (s *Store) BeginIdempotent(ctx context.Context, owner, key, fingerprint str
 			continue // it expired or was abandoned meanwhile: try again
 		}
 		if err != nil {
-			return nil, wrapErr("begin idempotent request", err)
+			return nil, s.wrapErr("begin idempotent request", err)
 		}
 		return &rec, nil
 	}
-	return nil, wrapErr("begin idempotent request", errors.New("the key changed hands three times in a row"))
+	return nil, s.wrapErr("begin idempotent request", errors.New("the key changed hands three times in a row"))
 }
 
 // inFlightRecord is the condition of the live, unfinished record of the
@@ -54,12 +54,12 @@ func (s *Store) FinishIdempotent(ctx context.Context, owner, key, fingerprint st
 	_, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.idempotency
 		SET done = true, status = $5, body = $6, expires_at = {now} + $7 * interval '1 microsecond'
 		WHERE `+inFlightRecord), s.nowArg(), owner, key, fingerprint, status, body, micros(ttl))
-	return wrapErr("finish idempotent request", err)
+	return s.wrapErr("finish idempotent request", err)
 }
 
 // AbandonIdempotent forgets the key if it holds the request in flight
 // with this fingerprint.
 func (s *Store) AbandonIdempotent(ctx context.Context, owner, key, fingerprint string) error {
 	_, err := s.pool.Exec(ctx, s.sql(`DELETE FROM {schema}.idempotency WHERE `+inFlightRecord), s.nowArg(), owner, key, fingerprint)
-	return wrapErr("abandon idempotent request", err)
+	return s.wrapErr("abandon idempotent request", err)
 }

@@ -20,7 +20,7 @@ func (s *Store) Image(ctx context.Context, id string) (*imagegen.Image, error) {
 		return nil, imagegen.ErrImageNotFound
 	}
 	if err != nil {
-		return nil, wrapErr("image", err)
+		return nil, s.wrapErr("image", err)
 	}
 	img.ExpiresAt, img.CreatedAt = img.ExpiresAt.UTC(), img.CreatedAt.UTC()
 	return &img, nil

@@ -23,7 +23,7 @@ func (s *Store) QueueStats(ctx context.Context) (imagegen.QueueStats, error) {
 			coalesce((SELECT (extract(epoch FROM {now} - min(run_after)) * 1000000)::bigint FROM {schema}.tasks
 				WHERE status = 'pending' AND run_after <= {now}), 0)`), s.nowArg()).Scan(&st.Pending, &st.Processing, &oldest)
 	if err != nil {
-		return st, wrapErr("queue stats", err)
+		return st, s.wrapErr("queue stats", err)
 	}
 	st.OldestPending = time.Duration(oldest) * time.Microsecond
 	return st, nil
@@ -37,7 +37,7 @@ func (s *Store) TaskByID(ctx context.Context, id string) (*imagegen.Task, error)
 		return nil, imagegen.ErrTaskNotFound
 	}
 	if err != nil {
-		return nil, wrapErr("task", err)
+		return nil, s.wrapErr("task", err)
 	}
 	return t, nil
 }
@@ -64,21 +64,21 @@ func (s *Store) ListAllTasks(ctx context.Context, f imagegen.TaskFilter, limit i
 			AND `+visible+`
 		ORDER BY seq DESC LIMIT $7`), s.nowArg(), below, f.Owner, string(f.Status), since, until, limit+1)
 	if err != nil {
-		return imagegen.TaskPage{}, wrapErr("list all tasks", err)
+		return imagegen.TaskPage{}, s.wrapErr("list all tasks", err)
 	}
-	return collectPage(rows, limit)
+	return s.collectPage(rows, limit)
 }
 
 // collectPage reads up to limit tasks of rows (which may hold one more,
 // meaning there is a next page, whose cursor is the last task's seq).
-func collectPage(rows pgx.Rows, limit int) (imagegen.TaskPage, error) {
+func (s *Store) collectPage(rows pgx.Rows, limit int) (imagegen.TaskPage, error) {
 	defer rows.Close()
 	var page imagegen.TaskPage
 	var lastSeq int64
 	for rows.Next() {
 		t, seq, err := scanTask(rows)
 		if err != nil {
-			return imagegen.TaskPage{}, wrapErr("list tasks", err)
+			return imagegen.TaskPage{}, s.wrapErr("list tasks", err)
 		}
 		if len(page.Tasks) == limit {
 			page.Next = strconv.FormatInt(lastSeq, 10)
@@ -87,7 +87,7 @@ func collectPage(rows pgx.Rows, limit int) (imagegen.TaskPage, error) {
 		page.Tasks = append(page.Tasks, t)
 		lastSeq = seq
 	}
-	return page, wrapErr("list tasks", rows.Err())
+	return page, s.wrapErr("list tasks", rows.Err())
 }
 
 // RequeueTask gives a failed task back to the queue, ready now, in one
@@ -97,7 +97,7 @@ func collectPage(rows pgx.Rows, limit int) (imagegen.TaskPage, error) {
 func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return wrapErr("requeue", err)
+		return s.wrapErr("requeue", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	var owner, status string
@@ -109,7 +109,7 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 		return imagegen.ErrTaskNotFound
 	}
 	if err != nil {
-		return wrapErr("requeue", err)
+		return s.wrapErr("requeue", err)
 	}
 	if imagegen.Status(status) != imagegen.StatusFailed {
 		return fmt.Errorf("postgres store: requeue %s task: %w", status, imagegen.ErrInvalidTransition)
@@ -121,7 +121,7 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 			s.nowArg(), owner, -cost, imagegen.RechargeRef(id, attempt)).Scan(&code)
 		switch {
 		case err != nil:
-			return wrapErr("requeue", err)
+			return s.wrapErr("requeue", err)
 		case code == 0:
 			return imagegen.ErrInsufficientCredits
 		case code < 0:
@@ -135,10 +135,10 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 			refunded = CASE WHEN $3 THEN false ELSE refunded END,
 			refund_ref = CASE WHEN $3 THEN $4 ELSE refund_ref END
 		WHERE id = $2`), s.nowArg(), id, recharge, refundRef); err != nil {
-		return wrapErr("requeue", err)
+		return s.wrapErr("requeue", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return wrapErr("requeue", err)
+		return s.wrapErr("requeue", err)
 	}
 	s.queuedNote.poke("")
 	return nil

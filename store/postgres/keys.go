@@ -20,7 +20,7 @@ func (s *Store) PutKey(ctx context.Context, k imagegen.APIKey) error {
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (hash) DO NOTHING`),
 		k.Hash, k.ID, k.Owner, k.Hint, k.Name, k.CreatedAt, k.Revoked)
 	if err != nil {
-		return wrapErr("put key", err)
+		return s.wrapErr("put key", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return imagegen.ErrKeyExists
@@ -45,14 +45,14 @@ func scanKey(r pgx.CollectableRow) (imagegen.APIKey, error) {
 func (s *Store) KeyByHash(ctx context.Context, hash string) (*imagegen.APIKey, error) {
 	rows, err := s.pool.Query(ctx, s.sql(`SELECT `+keyColumns+` FROM {schema}.api_keys WHERE hash = $1 AND NOT revoked`), hash)
 	if err != nil {
-		return nil, wrapErr("key", err)
+		return nil, s.wrapErr("key", err)
 	}
 	k, err := pgx.CollectExactlyOneRow(rows, scanKey)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, imagegen.ErrKeyNotFound
 	}
 	if err != nil {
-		return nil, wrapErr("key", err)
+		return nil, s.wrapErr("key", err)
 	}
 	return &k, nil
 }
@@ -66,7 +66,7 @@ func (s *Store) Keys(ctx context.Context, owner string) ([]imagegen.APIKey, erro
 func (s *Store) RevokeKey(ctx context.Context, owner, id string) error {
 	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.api_keys SET revoked = true WHERE owner = $1 AND id = $2`), owner, id)
 	if err != nil {
-		return wrapErr("revoke key", err)
+		return s.wrapErr("revoke key", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return imagegen.ErrKeyNotFound
@@ -78,7 +78,7 @@ func (s *Store) RevokeKey(ctx context.Context, owner, id string) error {
 func (s *Store) DeleteKey(ctx context.Context, owner, id string) error {
 	tag, err := s.pool.Exec(ctx, s.sql(`DELETE FROM {schema}.api_keys WHERE owner = $1 AND id = $2 AND revoked`), owner, id)
 	if err != nil {
-		return wrapErr("delete key", err)
+		return s.wrapErr("delete key", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return imagegen.ErrKeyNotFound
@@ -98,7 +98,7 @@ func (s *Store) TouchKey(ctx context.Context, hash string) error {
 		SELECT EXISTS (SELECT 1 FROM touched) OR EXISTS (SELECT 1 FROM {schema}.api_keys WHERE hash = $2)`),
 		s.nowArg(), hash, micros(imagegen.KeyUseGranularity)).Scan(&found)
 	if err != nil {
-		return wrapErr("touch key", err)
+		return s.wrapErr("touch key", err)
 	}
 	if !found {
 		return imagegen.ErrKeyNotFound

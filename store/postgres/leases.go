@@ -88,19 +88,19 @@ func (s *Store) ClaimTasks(ctx context.Context, p imagegen.ClaimParams) ([]*imag
 			p.Limits.OwnerConcurrency, models, caps, rates)
 	}
 	if err != nil {
-		return nil, wrapErr("claim", err)
+		return nil, s.wrapErr("claim", err)
 	}
 	var out []*imagegen.Task
 	for rows.Next() {
 		t, _, err := scanTask(rows)
 		if err != nil {
 			rows.Close()
-			return nil, wrapErr("claim", err)
+			return nil, s.wrapErr("claim", err)
 		}
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, wrapErr("claim", err)
+		return nil, s.wrapErr("claim", err)
 	}
 	if len(out) == 0 {
 		return nil, imagegen.ErrNoTask
@@ -204,7 +204,7 @@ func (s *Store) RecoverExpired(ctx context.Context, maxAttempts int) (imagegen.R
 func (s *Store) recoverBatch(ctx context.Context, maxAttempts int, rec *imagegen.Recovery) (int, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return 0, wrapErr("recover", err)
+		return 0, s.wrapErr("recover", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	rows, err := tx.Query(ctx, s.sql(`SELECT id, attempt - released, owner, model, request_id, cost, refunded
@@ -212,7 +212,7 @@ func (s *Store) recoverBatch(ctx context.Context, maxAttempts int, rec *imagegen
 		WHERE status = 'processing' AND lease_until <= {now}
 		ORDER BY lease_until LIMIT $2 FOR UPDATE SKIP LOCKED`), s.nowArg(), recoverBatch)
 	if err != nil {
-		return 0, wrapErr("recover", err)
+		return 0, s.wrapErr("recover", err)
 	}
 	var requeue, failIDs, failMsgs []string
 	var failed []imagegen.ExpiredTask
@@ -221,7 +221,7 @@ func (s *Store) recoverBatch(ctx context.Context, maxAttempts int, rec *imagegen
 		var refunded bool
 		if err := rows.Scan(&t.ID, &t.Attempts, &t.Owner, &t.Model, &t.RequestID, &t.Cost, &refunded); err != nil {
 			rows.Close()
-			return 0, wrapErr("recover", err)
+			return 0, s.wrapErr("recover", err)
 		}
 		if t.Attempts < maxAttempts {
 			requeue = append(requeue, t.ID)
@@ -235,7 +235,7 @@ func (s *Store) recoverBatch(ctx context.Context, maxAttempts int, rec *imagegen
 		failMsgs = append(failMsgs, storekit.ExpiredLeaseMessage(t.Attempts))
 	}
 	if err := rows.Err(); err != nil {
-		return 0, wrapErr("recover", err)
+		return 0, s.wrapErr("recover", err)
 	}
 	n := len(requeue) + len(failed)
 	if n == 0 {
@@ -246,16 +246,16 @@ func (s *Store) recoverBatch(ctx context.Context, maxAttempts int, rec *imagegen
 			SET status = 'pending', lease_until = NULL, run_after = {now}, updated_at = {now}, last_error = 'lease expired',
 				tag = {schema}.next_tag(owner, {schema}.vtime({now}))
 			WHERE id = ANY($2)`), s.nowArg(), requeue); err != nil {
-			return 0, wrapErr("recover", err)
+			return 0, s.wrapErr("recover", err)
 		}
 	}
 	if len(failIDs) > 0 {
 		if failed, err = s.failExpired(ctx, tx, failed, failIDs, failMsgs); err != nil {
-			return 0, wrapErr("recover", err)
+			return 0, s.wrapErr("recover", err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, wrapErr("recover", err)
+		return 0, s.wrapErr("recover", err)
 	}
 	rec.Requeued += len(requeue)
 	rec.Failed = append(rec.Failed, failed...)

@@ -21,9 +21,9 @@ func (s *Store) ListTasks(ctx context.Context, owner string, status imagegen.Sta
 		WHERE owner = $2 AND seq < $3 AND ($4 = '' OR status = $4) AND `+visible+`
 		ORDER BY seq DESC LIMIT $5`), s.nowArg(), owner, below, string(status), limit+1)
 	if err != nil {
-		return imagegen.TaskPage{}, wrapErr("list tasks", err)
+		return imagegen.TaskPage{}, s.wrapErr("list tasks", err)
 	}
-	return collectPage(rows, limit)
+	return s.collectPage(rows, limit)
 }
 
 // belowCursor returns the submission sequence number a page of tasks

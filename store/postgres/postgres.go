@@ -95,6 +95,22 @@
 // delivered at commit, whatever the session), so long-polls and idle
 // workers wake as fast as on a direct connection.
 //
+// # Broken connections
+//
+// When the server or a pooler in front of it restarts, every idle
+// connection of the pool is dead, and each would fail the one call that
+// next uses it before the pool let it go. The first statement that finds
+// its connection broken (the connection closed under it, or the server
+// saying it is shutting down) empties the pool instead
+// (pgxpool.Pool.Reset, at most once a second; connections in use close
+// when they come back): the calls in flight at that moment fail, and
+// the next ones run on new connections. A call that failed on a stale
+// connection changed nothing (nothing of it reached a server); one cut
+// during its commit may or may not have committed, as on any database.
+// A statement the
+// server refused, a deadline or a caller that gave up never resets the
+// pool, so a client cannot empty it by cancelling its requests.
+//
 // # Rate limits
 //
 // Migration 2 adds the table and function of ratelimit/postgres.New, the
@@ -145,6 +161,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/groupcommit"
+	"github.com/imagegen/imagegen/internal/pgreset"
 	"github.com/imagegen/imagegen/internal/throttle"
 )
 
@@ -273,6 +290,7 @@ type Store struct {
 	blobPuts   groupcommit.Batcher[blobPut, struct{}]
 	queuedNote notifier // "tasks may be ready", after submits and retries
 	listen     *listener
+	resets     *pgreset.Pool // empties the pool when a connection is found broken (wrapErr)
 }
 
 // New returns a Store on pool. It does not touch the database: apply
@@ -293,6 +311,7 @@ func New(pool *pgxpool.Pool, c Config) (*Store, error) {
 	name := schemaName(c.Schema)
 	s := &Store{
 		pool:          pool,
+		resets:        pgreset.New(pool),
 		schema:        name,
 		quoted:        pgx.Identifier{name}.Sanitize(),
 		retention:     cmp.Or(c.Retention, DefaultRetention),
@@ -402,19 +421,22 @@ func micros(d time.Duration) int64 { return d.Microseconds() }
 func queryRows[T any](ctx context.Context, s *Store, op string, scan pgx.RowToFunc[T], template string, args ...any) ([]T, error) {
 	rows, err := s.pool.Query(ctx, s.sql(template), args...)
 	if err != nil {
-		return nil, wrapErr(op, err)
+		return nil, s.wrapErr(op, err)
 	}
 	out, err := pgx.CollectRows(rows, scan)
-	return out, wrapErr(op, err)
+	return out, s.wrapErr(op, err)
 }
 
 // storeName starts the store's errors.
 const storeName = "postgres store"
 
-// wrapErr names the operation; nil stays nil.
-func wrapErr(op string, err error) error {
+// wrapErr names the operation; nil stays nil. Every error of the
+// store's statements passes here, so this is where a broken connection
+// empties the pool (pgreset).
+func (s *Store) wrapErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
+	s.resets.Note(err)
 	return fmt.Errorf("%s: %s: %w", storeName, op, err)
 }

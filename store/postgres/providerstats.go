@@ -39,7 +39,7 @@ func (s *Store) AddProviderStats(ctx context.Context, st imagegen.ProviderStats)
 		ON CONFLICT (bucket, kind, a, b) DO UPDATE SET n = p.n + excluded.n`),
 		s.nowArg(), kinds, as, bs, counts)
 	if err != nil {
-		return wrapErr("add provider stats", err)
+		return s.wrapErr("add provider stats", err)
 	}
 	s.maybeTrimStats(ctx)
 	return nil
@@ -66,7 +66,7 @@ func (s *Store) ProviderStats(ctx context.Context, window time.Duration) (imageg
 		WHERE bucket >= date_trunc('minute', {now} - $2 * interval '1 microsecond') AND bucket <= {now}
 		GROUP BY kind, a, b`), s.nowArg(), micros(window))
 	if err != nil {
-		return imagegen.ProviderStats{}, wrapErr("provider stats", err)
+		return imagegen.ProviderStats{}, s.wrapErr("provider stats", err)
 	}
 	defer rows.Close()
 	var st imagegen.ProviderStats
@@ -74,7 +74,7 @@ func (s *Store) ProviderStats(ctx context.Context, window time.Duration) (imageg
 		var kind, a, b string
 		var n int64
 		if err := rows.Scan(&kind, &a, &b, &n); err != nil {
-			return imagegen.ProviderStats{}, wrapErr("provider stats", err)
+			return imagegen.ProviderStats{}, s.wrapErr("provider stats", err)
 		}
 		if kind == "f" {
 			st.Fallbacks = append(st.Fallbacks, imagegen.FallbackCount{From: a, To: b, N: n})
@@ -83,7 +83,7 @@ func (s *Store) ProviderStats(ctx context.Context, window time.Duration) (imageg
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return imagegen.ProviderStats{}, wrapErr("provider stats", err)
+		return imagegen.ProviderStats{}, s.wrapErr("provider stats", err)
 	}
 	return st, nil
 }

@@ -39,7 +39,7 @@ func (s *Store) Sweep(ctx context.Context) (Swept, error) {
 		for range sweepRounds {
 			tag, err := s.pool.Exec(ctx, s.sql(step.sql), s.nowArg(), s.sweepBatch)
 			if err != nil {
-				return out, wrapErr("sweep", err)
+				return out, s.wrapErr("sweep", err)
 			}
 			*step.n += tag.RowsAffected()
 			if tag.RowsAffected() < int64(s.sweepBatch) {

@@ -19,7 +19,7 @@ func (s *Store) SetOwnerWeight(ctx context.Context, owner string, weight int) er
 	}
 	_, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {schema}.accounts (owner, balance, weight) VALUES ($1, 0, $2)
 		ON CONFLICT (owner) DO UPDATE SET weight = EXCLUDED.weight`), owner, weight)
-	return wrapErr("set owner weight", err)
+	return s.wrapErr("set owner weight", err)
 }
 
 // OwnerWeight returns owner's fair-share weight.
@@ -29,7 +29,7 @@ func (s *Store) OwnerWeight(ctx context.Context, owner string) (int, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 1, nil
 	}
-	return w, wrapErr("owner weight", err)
+	return w, s.wrapErr("owner weight", err)
 }
 
 // PauseModel holds back model's starts until d from now, unless a
@@ -39,7 +39,7 @@ func (s *Store) PauseModel(ctx context.Context, model string, d time.Duration) e
 		VALUES ($2, {now} + $3 * interval '1 microsecond')
 		ON CONFLICT (model) DO UPDATE SET paused_until = greatest(m.paused_until, EXCLUDED.paused_until)`),
 		s.nowArg(), model, micros(d))
-	return wrapErr("pause model", err)
+	return s.wrapErr("pause model", err)
 }
 
 // schedulerHead is the first $2 pending tasks in claim order.
@@ -62,50 +62,50 @@ func (s *Store) SchedulerStats(ctx context.Context, l imagegen.Limits) (imagegen
 		WHERE r IS NOT NULL GROUP BY r`),
 		s.nowArg(), imagegen.SchedulerScan, l.OwnerConcurrency, models, caps, rates)
 	if err != nil {
-		return st, wrapErr("scheduler stats", err)
+		return st, s.wrapErr("scheduler stats", err)
 	}
 	for rows.Next() {
 		var why string
 		var n int
 		if err := rows.Scan(&why, &n); err != nil {
 			rows.Close()
-			return st, wrapErr("scheduler stats", err)
+			return st, s.wrapErr("scheduler stats", err)
 		}
 		st.Held[imagegen.HoldReason(why)] = n
 	}
 	if err := rows.Err(); err != nil {
-		return st, wrapErr("scheduler stats", err)
+		return st, s.wrapErr("scheduler stats", err)
 	}
 	rows, err = s.pool.Query(ctx, s.sql(schedulerHead+`
 		SELECT owner, count(*), (SELECT count(*) FROM {schema}.tasks p
 			WHERE p.status = 'processing' AND p.lease_until > {now} AND p.owner = head.owner)
 		FROM head GROUP BY owner ORDER BY 2 DESC, 1 LIMIT $3`), s.nowArg(), imagegen.SchedulerScan, imagegen.BusiestOwners)
 	if err != nil {
-		return st, wrapErr("scheduler stats", err)
+		return st, s.wrapErr("scheduler stats", err)
 	}
 	for rows.Next() {
 		var o imagegen.OwnerLoad
 		if err := rows.Scan(&o.Owner, &o.Pending, &o.Running); err != nil {
 			rows.Close()
-			return st, wrapErr("scheduler stats", err)
+			return st, s.wrapErr("scheduler stats", err)
 		}
 		st.Busiest = append(st.Busiest, o)
 	}
 	if err := rows.Err(); err != nil {
-		return st, wrapErr("scheduler stats", err)
+		return st, s.wrapErr("scheduler stats", err)
 	}
 	rows, err = s.pool.Query(ctx, s.sql(`SELECT model, paused_until FROM {schema}.models WHERE paused_until > {now}`), s.nowArg())
 	if err != nil {
-		return st, wrapErr("scheduler stats", err)
+		return st, s.wrapErr("scheduler stats", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var model string
 		var until time.Time
 		if err := rows.Scan(&model, &until); err != nil {
-			return st, wrapErr("scheduler stats", err)
+			return st, s.wrapErr("scheduler stats", err)
 		}
 		st.Paused[model] = until.UTC()
 	}
-	return st, wrapErr("scheduler stats", rows.Err())
+	return st, s.wrapErr("scheduler stats", rows.Err())
 }

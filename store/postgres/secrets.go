@@ -22,7 +22,7 @@ func (s *Store) SharedSecret(ctx context.Context, name string, generate func() [
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // stored by another process after this statement's snapshot: read again
 		}
-		return v, wrapErr("shared secret", err)
+		return v, s.wrapErr("shared secret", err)
 	}
-	return nil, wrapErr("shared secret", errors.New("could not read or store the secret"))
+	return nil, s.wrapErr("shared secret", errors.New("could not read or store the secret"))
 }

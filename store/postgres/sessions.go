@@ -23,7 +23,7 @@ func (s *Store) PutSession(ctx context.Context, sess imagegen.Session, ttl time.
 		RETURNING created_at, expires_at`), s.nowArg(), sess.ID, sess.Owner, sess.KeyID, micros(ttl)).
 		Scan(&sess.CreatedAt, &sess.ExpiresAt)
 	if err != nil {
-		return imagegen.Session{}, wrapErr("put session", err)
+		return imagegen.Session{}, s.wrapErr("put session", err)
 	}
 	sess.CreatedAt, sess.ExpiresAt = sess.CreatedAt.UTC(), sess.ExpiresAt.UTC()
 	return sess, nil
@@ -39,7 +39,7 @@ func (s *Store) Session(ctx context.Context, id string) (*imagegen.Session, erro
 		return nil, imagegen.ErrSessionNotFound
 	}
 	if err != nil {
-		return nil, wrapErr("session", err)
+		return nil, s.wrapErr("session", err)
 	}
 	sess.CreatedAt, sess.ExpiresAt = sess.CreatedAt.UTC(), sess.ExpiresAt.UTC()
 	return &sess, nil
@@ -48,7 +48,7 @@ func (s *Store) Session(ctx context.Context, id string) (*imagegen.Session, erro
 // EndSession ends the owner's session id.
 func (s *Store) EndSession(ctx context.Context, owner, id string) error {
 	_, err := s.pool.Exec(ctx, s.sql(`DELETE FROM {schema}.sessions WHERE id = $1 AND owner = $2`), id, owner)
-	return wrapErr("end session", err)
+	return s.wrapErr("end session", err)
 }
 
 // EndSessions ends every session of the owner and counts the live ones.
@@ -58,5 +58,5 @@ func (s *Store) EndSessions(ctx context.Context, owner string) (int, error) {
 			DELETE FROM {schema}.sessions WHERE owner = $2 RETURNING expires_at
 		)
 		SELECT count(*) FILTER (WHERE expires_at > {now}) FROM ended`), s.nowArg(), owner).Scan(&n)
-	return n, wrapErr("end sessions", err)
+	return n, s.wrapErr("end sessions", err)
 }

@@ -99,7 +99,7 @@ func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
 	}
 	for i, c := range batch {
 		if err != nil {
-			c.Err = wrapErr("create task", err)
+			c.Err = s.wrapErr("create task", err)
 			continue
 		}
 		c.Res = createRes{code: codes[i], balance: balances[i], at: at.UTC()}
@@ -136,7 +136,7 @@ func (s *Store) createTask(ctx context.Context, q querier, t *imagegen.Task, p i
 		err = fmt.Errorf("submit_tasks returned %d results for 1 task", len(codes))
 	}
 	if err != nil {
-		return 0, wrapErr("create task", err)
+		return 0, s.wrapErr("create task", err)
 	}
 	res := createRes{code: codes[0], balance: balances[0], at: at.UTC()}
 	if err := createError(t, res); err != nil {
@@ -211,7 +211,7 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 		return nil, imagegen.ErrTaskNotFound
 	}
 	if err != nil {
-		return nil, wrapErr("task", err)
+		return nil, s.wrapErr("task", err)
 	}
 	return t, nil
 }
@@ -229,17 +229,17 @@ func (s *Store) QueuePositions(ctx context.Context, ids []string) ([]int, error)
 		FROM unnest($1::text[]) WITH ORDINALITY AS i(id, ord)
 		LEFT JOIN {schema}.tasks t ON t.id = i.id AND t.status = 'pending'`), ids)
 	if err != nil {
-		return nil, wrapErr("queue positions", err)
+		return nil, s.wrapErr("queue positions", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var ord, pos int64
 		if err := rows.Scan(&ord, &pos); err != nil {
-			return nil, wrapErr("queue positions", err)
+			return nil, s.wrapErr("queue positions", err)
 		}
 		if i := int(ord) - 1; i >= 0 && i < len(out) {
 			out[i] = int(pos)
 		}
 	}
-	return out, wrapErr("queue positions", rows.Err())
+	return out, s.wrapErr("queue positions", rows.Err())
 }

@@ -38,7 +38,7 @@ func (s *Store) SubmitTx(ctx context.Context, tx pgx.Tx, svc *imagegen.Service, 
 			return 0, err
 		}
 		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, s.queued); err != nil {
-			return 0, wrapErr("submit: notify", err)
+			return 0, s.wrapErr("submit: notify", err)
 		}
 		return balance, nil
 	})
@@ -82,7 +82,7 @@ func (s *Store) entryTx(ctx context.Context, tx pgx.Tx, e imagegen.LedgerEntry) 
 		return outcome
 	})
 	if err != nil && outcome == nil { // the savepoint's own statements failed
-		return imagegen.LedgerResult{}, wrapErr("add ledger entry", err)
+		return imagegen.LedgerResult{}, s.wrapErr("add ledger entry", err)
 	}
 	return res, err
 }

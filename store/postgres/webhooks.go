@@ -41,18 +41,18 @@ func scanDelivery(r pgx.CollectableRow) (imagegen.WebhookDelivery, error) {
 // AckWebhook removes the delivery with this ID.
 func (s *Store) AckWebhook(ctx context.Context, id string) error {
 	_, err := s.pool.Exec(ctx, s.sql(`DELETE FROM {schema}.webhooks WHERE id = $1`), id)
-	return wrapErr("ack webhook", err)
+	return s.wrapErr("ack webhook", err)
 }
 
 // RetryWebhook counts an attempt of the delivery with this ID and makes
 // it due again after delay.
 func (s *Store) RetryWebhook(ctx context.Context, id string, delay time.Duration) error {
-	return wrapErr("retry webhook", s.rescheduleHook(ctx, id, delay, 1))
+	return s.wrapErr("retry webhook", s.rescheduleHook(ctx, id, delay, 1))
 }
 
 // PostponeWebhook makes the delivery due after delay, counting no attempt.
 func (s *Store) PostponeWebhook(ctx context.Context, id string, delay time.Duration) error {
-	return wrapErr("postpone webhook", s.rescheduleHook(ctx, id, delay, 0))
+	return s.wrapErr("postpone webhook", s.rescheduleHook(ctx, id, delay, 0))
 }
 
 func (s *Store) rescheduleHook(ctx context.Context, id string, delay time.Duration, attempts int) error {
