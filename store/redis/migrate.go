@@ -36,12 +36,24 @@ type Migrated struct {
 // processes (or their submits), let the workers finish, run the
 // migration, and start every process on the Cluster. src is not
 // changed. Fair-share positions and model pauses start afresh.
+//
+// Once every key is copied, dst's layout record is set to dst's number
+// of shards (see CheckLayout), so that dst's processes check out and a
+// process of another number of shards is refused; src's record is not
+// copied. A src whose record names more than one shard is refused with
+// ErrLayoutMismatch, before anything is copied, and so is a dst whose
+// record names another number than dst's: another store lives there
+// under the prefix. A record of one shard in dst is taken over (when
+// src and dst are one Redis, it is src's own).
 func MigrateToShards(ctx context.Context, src goredis.UniversalClient, dst *Store) (Migrated, error) {
 	var m Migrated
 	if !dst.sharded {
 		return m, errors.New("redis store: MigrateToShards copies into a store of several shards (Config.Shards > 1, or a Cluster client)")
 	}
 	tag := dst.k.tag // "{prefix}": the single-node layout's only tag
+	if err := dst.checkMigrationLayouts(ctx, src); err != nil {
+		return m, err
+	}
 	for _, queue := range []string{"pending", "leases"} {
 		n, err := src.ZCard(ctx, tag+":"+queue).Result()
 		if err != nil {
@@ -69,9 +81,37 @@ func MigrateToShards(ctx context.Context, src goredis.UniversalClient, dst *Stor
 			}
 		}
 		if cursor = next; cursor == 0 {
-			return m, nil
+			break
 		}
 	}
+	// Last: a run that failed before here leaves dst's record as it was.
+	if err := dst.rdb.HSet(ctx, dst.k.layout(), layoutField, len(dst.shards)).Err(); err != nil {
+		return m, fmt.Errorf("redis store: migrate: record the layout: %w", err)
+	}
+	return m, nil
+}
+
+// checkMigrationLayouts refuses a migration from src into s whose
+// layout records say that src is not a store of one shard, or that s's
+// prefix there holds a store of another number of shards.
+func (s *Store) checkMigrationLayouts(ctx context.Context, src goredis.UniversalClient) error {
+	key := s.k.layout() // src's record has the same name: one prefix
+	from, err := recordedShards(ctx, src, key)
+	if err != nil {
+		return fmt.Errorf("redis store: migrate: %w", err)
+	}
+	if from > 1 {
+		return fmt.Errorf("%w: the store to copy is laid out in %s (recorded in %s), and MigrateToShards copies a store of one shard", ErrLayoutMismatch, shardCount(from), key)
+	}
+	to, err := recordedShards(ctx, s.rdb, key)
+	if err != nil {
+		return fmt.Errorf("redis store: migrate: %w", err)
+	}
+	if to != 0 && to != 1 && to != len(s.shards) {
+		return fmt.Errorf("%w: the destination already holds a store of %s under %s (recorded in %s), and this one has %d: copy onto a Redis where the prefix is free",
+			ErrLayoutMismatch, shardCount(to), s.k.tag, key, len(s.shards))
+	}
+	return nil
 }
 
 // migrateKey copies one key of the single-node layout to its place in
@@ -85,6 +125,8 @@ func (s *Store) migrateKey(ctx context.Context, src goredis.UniversalClient, key
 		return s.splitIndex(ctx, src, key, kind)
 	case "pending", "leases", "fair", "vtag", "vtime", "tseq", "model", "run":
 		return 0, nil // the queue is empty; fair-share state and pauses start afresh
+	case "layout":
+		return 0, nil // src's record; MigrateToShards writes dst's once the copy is done
 	case "task", "image", "blob":
 		to = s.byID(name).tag + ":" + rest
 	case "tasks", "balance", "ledger", "refs", "sched", "apikeys":

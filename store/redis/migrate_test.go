@@ -21,8 +21,9 @@ import (
 // anything: balances, ledgers, API keys, idempotency records, and tasks,
 // images and image bytes made before ids carried an owner's mark (found
 // by id, listed, downloaded); the same owners then submit and finish on
-// the sharded store. A store with queued tasks is refused. (It runs in
-// TestConformanceCluster, on its Cluster.)
+// the sharded store, which records its number of shards. A store with
+// queued tasks is refused. (It runs in TestConformanceCluster, on its
+// Cluster.)
 func migrateToShards(t *testing.T, dstClient goredis.UniversalClient) {
 	is := is.New(t)
 	ctx := context.Background()
@@ -78,6 +79,13 @@ func migrateToShards(t *testing.T, dstClient goredis.UniversalClient) {
 	is.NoErr(err)
 	t.Logf("moved %+v", moved)
 	t.Cleanup(func() { redistest.DeleteKeys(t, dstClient, dst.KeyPattern()) })
+
+	// The destination records its number of shards: it checks out, and a
+	// process of one shard on the Cluster (the copied store's) is refused.
+	is.NoErr(dst.CheckLayout(ctx))
+	one, err := redisstore.New(dstClient, redisstore.Config{Prefix: prefix, Shards: 1})
+	is.NoErr(err)
+	is.True(errors.Is(one.Ping(ctx), redisstore.ErrLayoutMismatch))
 
 	for owner, want := range wantBalance {
 		got, err := dst.Balance(ctx, owner)

@@ -34,9 +34,26 @@
 // token).
 //
 // Changing Shards moves owners between shards: it is fixed while the
-// store holds data. A single-node store keeps working unchanged
-// (one shard is exactly the old layout); moving it onto a Cluster is a
-// copy into the sharded layout (MigrateToShards).
+// store holds data, and every process of a store must use the same
+// value. The store records it under the global tag (P:layout, field
+// shards), and CheckLayout checks it: the first check of a prefix
+// records the process's Shards (HSETNX), and every later one compares,
+// returning an error that wraps ErrLayoutMismatch when the numbers
+// differ. Ping checks the layout until a check has succeeded, so a
+// process of the wrong number of shards fails its readiness probe
+// instead of reading and writing owners in the wrong shards (empty
+// balances, lost tasks, credits spent twice); imagegen serve and the
+// other commands check it at startup. New does no I/O: a process that
+// calls neither Ping nor CheckLayout is not checked. A store that holds
+// data from before the record existed has none, and the first process
+// to check it records its own Shards: the first process started after
+// the upgrade fixes the layout, so a rolling upgrade must not also
+// change Shards.
+//
+// A single-node store keeps working unchanged (one shard is exactly the
+// old layout); moving it onto a Cluster is a copy into the sharded
+// layout (MigrateToShards), which records the destination's number of
+// shards once the copy is done.
 //
 // Round trips: concurrent submits share one run of the create script,
 // and concurrent successes one run of the complete script (group commit:
@@ -99,7 +116,7 @@
 //
 // Layout (P is the hash-tagged prefix, "{imagegen}" by default; on a
 // sharded store, the owner's or the id's shard tag for every key but
-// the global ones, secret, pstats, apikey and session(s)):
+// the global ones, layout, secret, pstats, apikey and session(s)):
 //
 //	P:task:<id>        hash: the task
 //	P:pending          zset: pending task ids by run-after time (ms) (queue stats)
@@ -132,6 +149,8 @@
 //	P:blob:<id>        string: image bytes (the default BlobStore, blob/redis)
 //	P:apikey:<sha256>  hash: API key record
 //	P:apikeys:<owner>  list: the owner's key hashes, oldest first
+//	P:layout           hash: the number of shards the store is laid out in (shards), recorded by
+//	                   the first CheckLayout or by MigrateToShards
 //	P:secret:<name>    string: a secret shared by all processes (SharedSecret)
 //	P:session:<id>     hash: console session (owner, key id, created, expires), expiring with it
 //	P:sessions:<owner> zset: the owner's session ids by expiry (ms), for EndSessions
@@ -207,7 +226,9 @@ type Config struct {
 	// Cluster client (*redis.ClusterClient). Every process of a store
 	// must use the same value; changing it moves owners between shards,
 	// so it is fixed once the store holds data (an existing single-node
-	// store moves to a Cluster with MigrateToShards).
+	// store moves to a Cluster with MigrateToShards). The first
+	// CheckLayout (or Ping) of a prefix records the value in Redis; a
+	// store with another value then gets ErrLayoutMismatch from both.
 	Shards int
 }
 
@@ -228,6 +249,8 @@ type Store struct {
 	keyReads  groupcommit.Batcher[string, map[string]string] // KeyByHash
 	watch     watcher
 	dials     *dialwatch.Watch // names a refused connection behind a deadline
+
+	layoutChecked atomic.Bool // CheckLayout found Shards as recorded: it checks no more
 
 	waitReplicas int           // WAIT for this many replicas after acknowledged changes (0: none)
 	waitTimeout  time.Duration // bound of each WAIT
@@ -301,15 +324,19 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 	return s, nil
 }
 
-// Ping checks that Redis answers. When it does not, the error names the
-// last failed connection attempt too (a refused connection, say), not
-// only the deadline that go-redis's retries ran into.
+// Ping checks that Redis answers, and that the store's number of shards
+// is the one recorded for its prefix (CheckLayout, until it has
+// succeeded once). When Redis does not answer, the error names the last
+// failed connection attempt too (a refused connection, say), not only
+// the deadline that go-redis's retries ran into. A store of the wrong
+// number of shards fails every Ping (ErrLayoutMismatch), so a readiness
+// probe keeps it out of service.
 func (s *Store) Ping(ctx context.Context) error {
 	start := time.Now()
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redis store: ping: %w", s.dials.Explain(err, start))
 	}
-	return nil
+	return s.CheckLayout(ctx)
 }
 
 // KeyPattern matches every key of the store, for operators' tools and
