@@ -167,6 +167,14 @@ func openRedis(ctx context.Context, c backendConfig, blobs imagegen.BlobStore) (
 	if err != nil {
 		return fail(err)
 	}
+	// A process whose number of shards differs from the store's would
+	// read and write owners in the wrong shards: refuse to start.
+	checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = store.CheckLayout(checkCtx)
+	cancel()
+	if err != nil {
+		return fail(fmt.Errorf("-redis: %w", err))
+	}
 	be := backend{store: store, close: rdb.Close}
 	err = be.addLimiters(c.rateLimit, func(limit int, prefix string) (imagegen.Limiter, error) {
 		return redislimit.New(rdb, redislimit.Config{Limit: limit, Window: time.Minute, Prefix: prefix})
