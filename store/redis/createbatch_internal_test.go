@@ -36,8 +36,8 @@ func TestCreateBatchRefusesAnIDTakenInTheBatch(t *testing.T) {
 	if bal, err := s.Balance(ctx, "a"); err != nil || bal != 8 {
 		t.Fatalf("balance %d, %v; want 8 (two tasks charged)", bal, err)
 	}
-	// And one taken before its batch, by another submit (one of the
-	// same owner, request and request id is the same submit sent again:
+	// And one taken before its batch, by another submit (one made by
+	// the same batch is the same submit sent again:
 	// TestCreateSentAgainAfterLostReply).
 	other := submitArgs(t, s, &imagegen.Task{ID: "t2", Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "q"}, Model: "m", Cost: 1})
 	batch = []*groupcommit.Call[createArgs, createResult]{{Req: args("t3")}, {Req: other}}

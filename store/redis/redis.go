@@ -71,7 +71,7 @@
 // node a MOVED names; acked tries once more too), so a script whose
 // reply was lost runs twice. The scripts that change state answer the
 // second run as the first: a submit sent again (marked so, as a claim
-// is below) finds its own task (same owner, request and request id)
+// is below) finds its own task (one that holds the batch's token, mk)
 // and answers it as made, charged once; a
 // success finds itself recorded with its image ids; a cancel or a
 // worker's failure finds the task failed by its own call (each leaves

@@ -49,3 +49,38 @@ func TestCreateOfAReusedIDIsRefused(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(b, int64(7))
 }
+
+// The same submit whose reply was lost (go-redis sent the batch again)
+// was answered as made too: the run sent again took a task of the same
+// id, owner, request and request id for the one its first run had
+// made, though its first run had refused the id as taken. The caller
+// was told of a new pending task, charged nothing, while the task was
+// the old one. A run sent again now answers as made only a task that
+// holds its batch's token, which no other batch's task holds.
+func TestCreateOfAReusedIDSentAgainIsRefused(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, p := behindDropper(t, redisstore.Config{Retention: retention})
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"})
+	is.NoErr(err)
+	first := &imagegen.Task{ID: imagegen.NewOwnedID("u") + "-order-17", Owner: "u", Cost: 3, Model: "m", RequestID: "r1",
+		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
+	_, err = s.CreateTask(ctx, first, imagegen.CreateParams{})
+	is.NoErr(err)
+	c, err := s.ClaimTask(ctx, time.Minute)
+	is.NoErr(err)
+	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil))
+
+	again := *first
+	again.Status = ""
+	p.Arm(first.ID)
+	_, err = s.CreateTask(ctx, &again, imagegen.CreateParams{})
+	is.Equal(p.Dropped(), 1) // the reply was lost, and the batch sent again
+	is.True(err != nil)      // the id is taken: no new task
+	got, err := s.Task(ctx, "u", first.ID)
+	is.NoErr(err)
+	is.Equal(got.Status, imagegen.StatusSuccess) // the first task, as it was
+	b, err := s.Balance(ctx, "u")
+	is.NoErr(err)
+	is.Equal(b, int64(7))
+}

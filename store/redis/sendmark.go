@@ -9,8 +9,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// sendMark is a call's token, ARGV[6] of claimScript (and, with no
-// token, createScript's last argument): written as "f" and the token
+// sendMark is a call's token, ARGV[6] of claimScript (and
+// createScript's last argument): written as "f" and the token
 // the first time, and as "a" and the token every time after, which
 // tells the script that the call was sent again:
 // go-redis writes a command's arguments at each send (proto.Writer
@@ -21,8 +21,9 @@ import (
 // sent again whose first run never ran (a MOVED, a connection broken
 // before Redis read it) finds no task of its token, and claims as any
 // other: the mark costs a rare call a look at the leases, and a call
-// sent once nothing. createScript takes one of no token, for the mark
-// alone: only a batch sent again answers a task it finds as its own.
+// sent once nothing. Each task a create batch makes keeps the batch's
+// token (mk): a batch sent again answers as its own only a task of its
+// token, never one of the same id that another batch made.
 type sendMark struct {
 	token  string
 	writes atomic.Int32

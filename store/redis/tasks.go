@@ -53,17 +53,19 @@ import (
 //	"", callback events ("" for the default), the charge's ledger
 //	reference as JSON ("" for "task:<id>", which needs no escaping)
 //	then per task: id, request JSON, request id or ""
-//	last: "f" when the run is the batch's first send, "a" when it was sent again (a *sendMark of no token)
+//	last: the batch's token, "f" and the token, or "a" and the token when the batch is sent again (see sendMark)
 //
 // Returns {now, codes, balance_1, ..., balance_o}: codes holds a byte a
 // task, 'c' (created), 'r' (created and charged by an earlier run of
 // this very batch, whose reply was lost: go-redis sends a run again
 // when its connection breaks, and the submit is answered as made, not
-// as an id taken; only a run marked as sent again answers it, so that
-// a submit that reuses the id of a task made before, with the same
-// owner, request and request id, is refused as taken, as the other
-// stores refuse it), 's' (balance short), 't' (id taken), 'f' (queue
-// full) or 'e' (its owner's keys could not be read or written: nothing
+// as an id taken; only a run marked as sent again answers it, and only
+// for a task that holds the batch's token (field mk, which each task
+// the batch makes keeps), so that a submit that reuses the id of a
+// task made before, by another batch, is refused as taken, as the
+// other stores refuse it, sent again or not), 's' (balance short),
+// 't' (id taken), 'f' (queue full) or 'e' (its owner's keys could not
+// be read or written: nothing
 // of its owner's tasks is kept, and the other owners' go on; also a task
 // whose id an undone task had taken); balance_o is owner o's balance
 // before the batch (0 when its keys could not be read), from
@@ -91,13 +93,15 @@ local due, far = now + keep, now + ARGV[3]
 -- again reports whether task, which exists, is this very submit's,
 -- made by an earlier run of this batch whose reply was lost (a
 -- connection that broke after Redis ran it, and go-redis sent the run
--- again): the run is marked as sent again, and the task's owner,
--- request and request id are the submit's. A task of the same id made
--- by the same batch is not (made); nor is a task of a run sent once.
-local resent = string.byte(ARGV[#ARGV]) == 97 -- "a"
-local function again(task, owner, req, rid)
-  local f = redis.call('HMGET', task, 'owner', 'req', 'rid')
-  return f[1] == owner and f[2] == req and (f[3] or '') == rid
+-- again): the run is marked as sent again, and the task holds the
+-- batch's token (mk, as the first run wrote it). A task of the same id
+-- made by the same batch is not (made); nor is a task of a run sent
+-- once, nor one that another batch made (a submit that reuses its id).
+local mark = ARGV[#ARGV]
+local resent = string.byte(mark) == 97 -- "a"
+mark = 'f' .. string.sub(mark, 2) -- as the first run wrote it
+local function again(task)
+  return redis.call('HGET', task, 'mk') == mark
 end
 -- Specs by number.
 local specs, a = {}, 7 + 2 * owners
@@ -169,7 +173,7 @@ for i = 1, n do
   if taken then exists = redis.call('EXISTS', task) == 1 else exists = made[task] end
   if acct.bad then
     codes[i] = 'e'
-  elseif exists and resent and not made[task] and again(task, acct.owner, ARGV[a + 1], ARGV[a + 2]) then
+  elseif exists and resent and not made[task] and again(task) then
     codes[i] = 'r'
   elseif exists then
     codes[i] = 't'
@@ -187,14 +191,14 @@ for i = 1, n do
     if callback == '' and events == '' then -- one HSET either way: a call costs more than a field
       if rid == '' then
         redis.call('HSET', task, 'id', id, 'owner', owner, 'req', ARGV[a + 1], 'model', sp.model,
-          'cost', sp.scost, 'status', 'pending', 'created', snow)
+          'cost', sp.scost, 'status', 'pending', 'created', snow, 'mk', mark)
       else
         redis.call('HSET', task, 'id', id, 'owner', owner, 'req', ARGV[a + 1], 'model', sp.model,
-          'cost', sp.scost, 'status', 'pending', 'created', snow, 'rid', rid)
+          'cost', sp.scost, 'status', 'pending', 'created', snow, 'mk', mark, 'rid', rid)
       end
     else
       local h = {task, 'id', id, 'owner', owner, 'req', ARGV[a + 1], 'model', sp.model,
-        'cost', sp.scost, 'status', 'pending', 'created', snow}
+        'cost', sp.scost, 'status', 'pending', 'created', snow, 'mk', mark}
       if callback ~= '' then h[#h + 1], h[#h + 2] = 'callback', callback end
       if events ~= '' then h[#h + 1], h[#h + 2] = 'events', events end
       if rid ~= '' then h[#h + 1], h[#h + 2] = 'rid', rid end
@@ -330,9 +334,10 @@ return out
 // not there. A submit whose script run reached Redis but whose reply
 // was lost (go-redis sends the run again when its connection breaks)
 // is answered as made, charged once: the run sent again finds the task
-// of this id, owner, request and request id, and takes it for its own.
-// A submit sent once that reuses the id of a task, of any owner and
-// request, is refused as the id taken.
+// of this id made by its own batch (each task keeps its batch's token),
+// and takes it for its own. A submit that reuses the id of a task made
+// by another batch, of any owner and request, is refused as the id
+// taken, whether or not its run was sent again.
 func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.CreateParams) (int64, error) {
 	args, err := s.createArgsOf(t, p)
 	if err != nil {
@@ -534,7 +539,7 @@ func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCal
 		keys = append(keys, c.Req.task)
 		args = append(args, c.Req.id, c.Req.req, c.Req.rid)
 	}
-	args = append(args, &sendMark{}) // written "a" when the batch is sent again
+	args = append(args, newSendMark()) // written "a" when the batch is sent again
 	reply, err := s.ackedScript(ctx, createScript, keys, args...).Slice()
 	if err == nil {
 		err = createResults(batch, number, len(owners), reply)
