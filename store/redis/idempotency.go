@@ -15,18 +15,27 @@ func (s *Store) idemKey(owner, key string) string {
 }
 
 // beginIdemScript records a request in flight unless the key holds a
-// live record.
+// live record. The record keeps the call's token (tok): a run of the
+// same call sent again after its reply was lost (go-redis sends a
+// command again when its connection breaks after writing it) finds its
+// own record in flight and answers as the first run did, where it would
+// have answered "in flight" and left the key blocked until the record
+// expired, with no request left to finish it.
 //
 //	KEYS[1] idempotency record
-//	ARGV[1] now  ARGV[2] fingerprint  ARGV[3] in-flight time (ms)
+//	ARGV[1] now  ARGV[2] fingerprint  ARGV[3] in-flight time (ms)  ARGV[4] the call's token
 //
-// Returns false when recorded now, else {fingerprint, state, status, body}.
+// Returns false when recorded now (or by this very call), else
+// {fingerprint, state, status, body}.
 var beginIdemScript = newScript(`
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], 'fp', 'state', 'status', 'body', 'expires')
-if f[1] and tonumber(f[5]) > now then return {f[1], f[2], f[3], f[4]} end
+local f = redis.call('HMGET', KEYS[1], 'fp', 'state', 'status', 'body', 'expires', 'tok')
+if f[1] and tonumber(f[5]) > now then
+  if f[2] == 'inflight' and f[6] == ARGV[4] then return false end
+  return {f[1], f[2], f[3], f[4]}
+end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'fp', ARGV[2], 'state', 'inflight', 'expires', now + tonumber(ARGV[3]))
+redis.call('HSET', KEYS[1], 'fp', ARGV[2], 'state', 'inflight', 'expires', now + tonumber(ARGV[3]), 'tok', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return false
 `)
@@ -34,7 +43,7 @@ return false
 // BeginIdempotent records a request in flight, or returns the record the
 // key already has.
 func (s *Store) BeginIdempotent(ctx context.Context, owner, key, fingerprint string, inFlight time.Duration) (*imagegen.IdempotencyRecord, error) {
-	reply, err := beginIdemScript.Run(ctx, s.rdb, []string{s.idemKey(owner, key)}, s.nowArg(), fingerprint, ms(inFlight)).Slice()
+	reply, err := beginIdemScript.Run(ctx, s.rdb, []string{s.idemKey(owner, key)}, s.nowArg(), fingerprint, ms(inFlight), callToken()).Slice()
 	if isNil(err) {
 		return nil, nil
 	}

@@ -220,6 +220,34 @@ func TestGrantSentAgainAfterLostReply(t *testing.T) {
 	is.Equal(bal, int64(15))
 }
 
+// An idempotent request's begin whose script ran but whose reply was
+// lost used to answer "in flight": go-redis sent the script again, which
+// found the record its first run had just made, so the request was
+// refused as a duplicate of itself and the key stayed blocked, with no
+// request to finish it, until the record expired. The run sent again now
+// knows its own record and answers as the first run did.
+func TestBeginIdempotentSentAgainAfterLostReply(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, p := behindDropper(t, redisstore.Config{Retention: retention})
+	p.Arm("idem-lost-reply")
+	rec, err := s.BeginIdempotent(ctx, "u", "idem-lost-reply", "fp1", time.Minute)
+	is.Equal(p.Dropped(), 1) // the reply was lost, and the script sent again
+	is.NoErr(err)
+	is.Equal(rec, nil) // recorded by this call: it goes on
+	is.NoErr(s.FinishIdempotent(ctx, "u", "idem-lost-reply", "fp1", 202, []byte(`{"ok":true}`), time.Hour))
+	rec, err = s.BeginIdempotent(ctx, "u", "idem-lost-reply", "fp1", time.Minute)
+	is.NoErr(err)
+	is.True(rec != nil && rec.Done && rec.Status == 202) // the stored response, for the next call
+
+	// Another call with the key while one is in flight is still told so.
+	_, err = s.BeginIdempotent(ctx, "u", "idem-other", "fp2", time.Minute)
+	is.NoErr(err)
+	rec, err = s.BeginIdempotent(ctx, "u", "idem-other", "fp2", time.Minute)
+	is.NoErr(err)
+	is.True(rec != nil && !rec.Done)
+}
+
 // A worker's failure whose script ran but whose reply was lost used to
 // answer ErrLeaseLost: go-redis sent the script again, which found the
 // task failed. Nothing was undone (the refund was made once), but the

@@ -69,8 +69,8 @@
 // Runs sent again: go-redis sends a command again when its connection
 // breaks after the command was written (and a Cluster client to the
 // node a MOVED names; acked tries once more too), so a script whose
-// reply was lost runs twice. The scripts that change state answer the
-// second run as the first: a submit sent again (marked so, as a claim
+// reply was lost runs twice. The scripts that move credits or tasks a
+// client sees answer the second run as the first: a submit sent again (marked so, as a claim
 // is below) finds its own task (one that holds the batch's token, mk)
 // and answers it as made, charged once; a
 // success finds itself recorded with its image ids; a cancel or a
@@ -84,6 +84,15 @@
 // the first: a run so marked answers with the tasks of the token still
 // processing, if the first run claimed any, and claims no more. Only a
 // marked run looks for them, so a claim sent once reads nothing more.
+// An idempotent request's begin keeps its call's token in the record
+// (tok), and a run sent again that finds its own record in flight goes
+// on. Not so, yet, for the rest, where a second run changes nothing
+// twice but answers what it finds: a worker's retry or release, or an
+// operator's requeue, sent again answers that the lease was lost or the
+// task is not failed (the first run did the work; the worker logs it),
+// a webhook claim sent again leaves the deliveries the first run claimed
+// to wait out their lease, and a recovery's counts of a lost reply are
+// not reported.
 //
 // Time: scripts read "now" from the Redis server (TIME), so processes
 // with skewed clocks still agree on leases. Config.Clock replaces it with
