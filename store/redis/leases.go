@@ -445,21 +445,26 @@ func (s *Store) SetProgress(ctx context.Context, id string, attempt int, progres
 		strconv.FormatFloat(progress, 'f', -1, 64))
 }
 
-// retryScript gives a task back to the queue, ready after a delay.
+// retryScript gives a task back to the queue, ready after a delay. It
+// leaves its call's token on the task (field gx), so that a run sent
+// again after its reply was lost finds the task given back by its own
+// call and answers as the first run did, not 0 (lease lost); the check
+// is made only when attempt does not hold the lease.
 //
 //	KEYS[1] task  KEYS[2] leases  KEYS[3] pending
 //	ARGV[1] now   ARGV[2] attempt  ARGV[3] delay (ms)  ARGV[4] last error  ARGV[5] id
+//	ARGV[6] the call's token (random)
 //
 // Returns 1, or 0 when attempt does not hold the lease.
 var retryScript = newScript(`
 local now = now_ms()
 local h = holds(KEYS[1], ARGV[2])
-if not h then return 0 end
+if not h then return given_back(KEYS[1], ARGV[6]) end
 local runAfter = now + tonumber(ARGV[3])
 redis.call('ZREM', KEYS[2], ARGV[5])
 stop_running(KEYS[1], ARGV[5], h[5], h[6])
 redis.call('HSET', KEYS[1], 'status', 'pending', 'lease_until', 0, 'run_after', runAfter,
-  'updated', now, 'last_error', ARGV[4])
+  'updated', now, 'last_error', ARGV[4], 'gx', ARGV[6])
 enqueue(KEYS[1], ARGV[5], runAfter)
 return 1
 `)
@@ -467,25 +472,27 @@ return 1
 // RetryTask gives the task back to the queue, ready after delay.
 func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay time.Duration, lastErr string) error {
 	return s.runHolder(ctx, retryScript, id, attempt,
-		[]string{s.byID(id).task(id), s.byID(id).leases(), s.byID(id).pending()}, ms(delay), lastErr, id)
+		[]string{s.byID(id).task(id), s.byID(id).leases(), s.byID(id).pending()}, ms(delay), lastErr, id, callToken())
 }
 
 // releaseScript gives a task back to the queue, ready now, without
-// counting the attempt (released grows by one).
+// counting the attempt (released grows by one). Like retryScript, it
+// leaves its call's token (gx) for a run sent again.
 //
 //	KEYS[1] task  KEYS[2] leases  KEYS[3] pending
 //	ARGV[1] now   ARGV[2] attempt  ARGV[3] last error  ARGV[4] id
+//	ARGV[5] the call's token (random)
 //
 // Returns 1, or 0 when attempt does not hold the lease.
 var releaseScript = newScript(`
 local now = now_ms()
 local h = holds(KEYS[1], ARGV[2])
-if not h then return 0 end
+if not h then return given_back(KEYS[1], ARGV[5]) end
 redis.call('ZREM', KEYS[2], ARGV[4])
 stop_running(KEYS[1], ARGV[4], h[5], h[6])
 redis.call('HINCRBY', KEYS[1], 'released', 1)
 redis.call('HSET', KEYS[1], 'status', 'pending', 'lease_until', 0, 'run_after', now,
-  'updated', now, 'last_error', ARGV[3])
+  'updated', now, 'last_error', ARGV[3], 'gx', ARGV[5])
 enqueue(KEYS[1], ARGV[4], now)
 return 1
 `)
@@ -494,7 +501,7 @@ return 1
 // counting the attempt.
 func (s *Store) ReleaseTask(ctx context.Context, id string, attempt int) error {
 	return s.runHolder(ctx, releaseScript, id, attempt,
-		[]string{s.byID(id).task(id), s.byID(id).leases(), s.byID(id).pending()}, storekit.ReleasedMessage, id)
+		[]string{s.byID(id).task(id), s.byID(id).leases(), s.byID(id).pending()}, storekit.ReleasedMessage, id, callToken())
 }
 
 // runHolder runs a script whose ARGV are now, attempt, then args, and

@@ -220,6 +220,41 @@ func TestGrantSentAgainAfterLostReply(t *testing.T) {
 	is.Equal(bal, int64(15))
 }
 
+// A worker's retry or release whose script ran but whose reply was lost
+// used to answer ErrLeaseLost: go-redis sent the script again, which
+// found the task given back. Nothing was wrong in the store, but the
+// worker logged that another worker owned the task. The run sent again
+// now knows its own call and answers it as done; another attempt's call
+// still gets ErrLeaseLost.
+func TestGiveBackSentAgainAfterLostReply(t *testing.T) {
+	for name, giveBack := range map[string]func(ctx context.Context, s *redisstore.Store, c *imagegen.Task) error{
+		"retry": func(ctx context.Context, s *redisstore.Store, c *imagegen.Task) error {
+			return s.RetryTask(ctx, c.ID, c.Attempt, time.Millisecond, "the provider failed")
+		},
+		"release": func(ctx context.Context, s *redisstore.Store, c *imagegen.Task) error {
+			return s.ReleaseTask(ctx, c.ID, c.Attempt)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			ctx := context.Background()
+			s, p := behindDropper(t, redisstore.Config{Retention: retention})
+			task := pendingTask(t, s, 1)
+			c, err := s.ClaimTask(ctx, time.Minute)
+			is.NoErr(err)
+			is.Equal(c.ID, task.ID)
+			p.Arm(task.ID)
+			is.NoErr(giveBack(ctx, s, c)) // not ErrLeaseLost
+			is.Equal(p.Dropped(), 1)      // the reply was lost, and the script sent again
+			got, err := s.Task(ctx, "u", task.ID)
+			is.NoErr(err)
+			is.Equal(got.Status, imagegen.StatusPending) // given back, once
+			err = giveBack(ctx, s, c)                    // a later call of the same attempt: no longer the holder
+			is.True(errors.Is(err, imagegen.ErrLeaseLost))
+		})
+	}
+}
+
 // An idempotent request's begin whose script ran but whose reply was
 // lost used to answer "in flight": go-redis sent the script again, which
 // found the record its first run had just made, so the request was

@@ -86,13 +86,13 @@
 // marked run looks for them, so a claim sent once reads nothing more.
 // An idempotent request's begin keeps its call's token in the record
 // (tok), and a run sent again that finds its own record in flight goes
-// on. Not so, yet, for the rest, where a second run changes nothing
-// twice but answers what it finds: a worker's retry or release, or an
-// operator's requeue, sent again answers that the lease was lost or the
-// task is not failed (the first run did the work; the worker logs it),
-// a webhook claim sent again leaves the deliveries the first run claimed
-// to wait out their lease, and a recovery's counts of a lost reply are
-// not reported.
+// on; a worker's retry or release leaves its token on the task (gx), and
+// a run sent again that finds it answers done. Not so, yet, for the
+// rest, where a second run changes nothing twice but answers what it
+// finds: an operator's requeue sent again answers that the task is not
+// failed (the first run requeued it), a webhook claim sent again leaves
+// the deliveries the first run claimed to wait out their lease, and a
+// recovery's counts of a lost reply are not reported.
 //
 // Time: scripts read "now" from the Redis server (TIME), so processes
 // with skewed clocks still agree on leases. Config.Clock replaces it with
@@ -627,6 +627,15 @@ local function takes_list(key)
   local kind = redis.call('TYPE', key)
   kind = kind.ok or kind
   return kind == 'list' or kind == 'none'
+end
+
+-- given_back answers a worker's retry or release whose attempt no
+-- longer holds the lease: 1 when the task's gx is the call's token (the
+-- same call, sent again after its reply was lost, gave it back), else 0
+-- (lease lost).
+local function given_back(task, token)
+  if redis.call('HGET', task, 'gx') == token then return 1 end
+  return 0
 end
 
 -- finish_mark is what a cancel or a worker's failure leaves on the task
