@@ -85,16 +85,7 @@ func TestAllowThroughPgBouncerRestart(t *testing.T) {
 	p := pgtest.ConnectPooled(t)
 	schema := pgtest.MigratedSchema(t, p.Direct)
 	lim := newPostgres(t, p.Pool, postgres.Config{Limit: 1000, Window: time.Hour, Schema: schema})
-	var held []*pgxpool.Conn
-	for range 4 {
-		c, err := p.Pool.Acquire(ctx)
-		is.NoErr(err)
-		held = append(held, c)
-	}
-	for _, c := range held {
-		c.Release()
-	}
-	is.True(p.Pool.Stat().IdleConns() >= 4)
+	pgtest.FillIdle(t, p.Pool, 4) // several connections in the pool, all of them cut by the restart
 
 	p.Bouncer.Restart()
 

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
@@ -42,17 +41,7 @@ func TestStoreThroughPgBouncerRestart(t *testing.T) {
 	_, err = s.GrantTx(ctx, tx, "u", 50, "g2")
 	is.NoErr(err)
 
-	// Several connections in the pool, all of them cut by the restart.
-	var held []*pgxpool.Conn
-	for range 4 {
-		c, err := p.Pool.Acquire(ctx)
-		is.NoErr(err)
-		held = append(held, c)
-	}
-	for _, c := range held {
-		c.Release()
-	}
-	is.True(p.Pool.Stat().IdleConns() >= 4)
+	pgtest.FillIdle(t, p.Pool, 4) // several connections in the pool, all of them cut by the restart
 
 	p.Bouncer.Restart()
 

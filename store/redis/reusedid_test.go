@@ -25,24 +25,39 @@ func TestCreateOfAReusedIDIsRefused(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	s := newIsolated(t, redistest.NewClient(t, redistest.Options(t)), redisstore.Config{Retention: retention})
+	first := finishedOrder(t, s)
+	again := *first
+	again.Status = ""
+	_, err := s.CreateTask(ctx, &again, imagegen.CreateParams{})
+	is.True(err != nil) // the id is taken: no new task
+	firstKept(t, s, first.ID)
+}
+
+// finishedOrder grants owner "u" 10 credits on s, submits a task of 3
+// whose id a host app chose (an order's), and runs it to success.
+func finishedOrder(t *testing.T, s *redisstore.Store) *imagegen.Task {
+	t.Helper()
+	is := is.New(t)
+	ctx := context.Background()
 	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"})
 	is.NoErr(err)
-	newTask := func() *imagegen.Task {
-		return &imagegen.Task{ID: imagegen.NewOwnedID("u") + "-order-17", Owner: "u", Cost: 3, Model: "m", RequestID: "r1",
-			Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
-	}
-	first := newTask()
+	first := &imagegen.Task{ID: imagegen.NewOwnedID("u") + "-order-17", Owner: "u", Cost: 3, Model: "m", RequestID: "r1",
+		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
 	_, err = s.CreateTask(ctx, first, imagegen.CreateParams{})
 	is.NoErr(err)
 	c, err := s.ClaimTask(ctx, time.Minute)
 	is.NoErr(err)
 	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil))
+	return first
+}
 
-	again := newTask()
-	again.ID = first.ID
-	_, err = s.CreateTask(ctx, again, imagegen.CreateParams{})
-	is.True(err != nil) // the id is taken: no new task
-	got, err := s.Task(ctx, "u", first.ID)
+// firstKept checks that the task id made by finishedOrder is still that
+// task, finished, and that its owner was charged for it alone.
+func firstKept(t *testing.T, s *redisstore.Store, id string) {
+	t.Helper()
+	is := is.New(t)
+	ctx := context.Background()
+	got, err := s.Task(ctx, "u", id)
 	is.NoErr(err)
 	is.Equal(got.Status, imagegen.StatusSuccess) // the first task, as it was
 	b, err := s.Balance(ctx, "u")
@@ -61,26 +76,12 @@ func TestCreateOfAReusedIDSentAgainIsRefused(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	s, p := behindDropper(t, redisstore.Config{Retention: retention})
-	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"})
-	is.NoErr(err)
-	first := &imagegen.Task{ID: imagegen.NewOwnedID("u") + "-order-17", Owner: "u", Cost: 3, Model: "m", RequestID: "r1",
-		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
-	_, err = s.CreateTask(ctx, first, imagegen.CreateParams{})
-	is.NoErr(err)
-	c, err := s.ClaimTask(ctx, time.Minute)
-	is.NoErr(err)
-	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil))
-
+	first := finishedOrder(t, s)
 	again := *first
 	again.Status = ""
 	p.Arm(first.ID)
-	_, err = s.CreateTask(ctx, &again, imagegen.CreateParams{})
+	_, err := s.CreateTask(ctx, &again, imagegen.CreateParams{})
 	is.Equal(p.Dropped(), 1) // the reply was lost, and the batch sent again
 	is.True(err != nil)      // the id is taken: no new task
-	got, err := s.Task(ctx, "u", first.ID)
-	is.NoErr(err)
-	is.Equal(got.Status, imagegen.StatusSuccess) // the first task, as it was
-	b, err := s.Balance(ctx, "u")
-	is.NoErr(err)
-	is.Equal(b, int64(7))
+	firstKept(t, s, first.ID)
 }

@@ -80,3 +80,23 @@ func DropSchema(t testing.TB, pool *pgxpool.Pool, name string) {
 		t.Errorf("drop schema %s: %v", name, err)
 	}
 }
+
+// FillIdle makes pool hold at least n idle connections: it acquires n at
+// once, then releases them (a pooler restart then leaves them all stale).
+func FillIdle(t testing.TB, pool *pgxpool.Pool, n int) {
+	t.Helper()
+	held := make([]*pgxpool.Conn, 0, n)
+	for range n {
+		c, err := pool.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	for _, c := range held {
+		c.Release()
+	}
+	if idle := pool.Stat().IdleConns(); idle < int32(n) {
+		t.Fatalf("the pool holds %d idle connections, want %d", idle, n)
+	}
+}
