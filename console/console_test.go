@@ -281,9 +281,9 @@ func TestKeysCreateShowOnceRevoke(t *testing.T) {
 // store at page speed; revoking does not count, so that a user who has
 // spent the budget can still revoke a leaked key.
 func TestKeyCreationSharesTheAPIRateLimit(t *testing.T) {
-	f := newFixture(t, fixtureConfig{rateLimit: 2})
+	f := newFixture(t, fixtureConfig{rateLimit: 3})
 	b := f.browser(t)
-	b.signIn(f.user(t, "alice", 1))
+	b.signIn(f.user(t, "alice", 1)) // one of the 3
 	var ids []string
 	for i := range 2 {
 		p := b.submitForm("/console/keys", "/console/keys", url.Values{"name": {fmt.Sprint("k", i)}})
@@ -313,6 +313,31 @@ func TestKeyCreationSharesTheAPIRateLimit(t *testing.T) {
 		if p := b.submitForm("/console/keys", "/console/keys/"+id+"/revoke", nil); p.status != http.StatusOK {
 			t.Fatalf("revoke with the budget spent: status %d, want 200", p.status)
 		}
+	}
+}
+
+// A sign-in opens a session in the store that lasts for hours, so it
+// counts against the key's rate limit, shared with its API use: a
+// sign-in loop with a good key cannot pile up sessions at page speed.
+// The refusal opens no session and says when to come back.
+func TestSignInSharesTheAPIRateLimit(t *testing.T) {
+	f := newFixture(t, fixtureConfig{rateLimit: 2})
+	key := f.user(t, "alice", 1)
+	for range 2 {
+		f.browser(t).signIn(key)
+	}
+	b := f.browser(t)
+	refused := b.submitForm("/console/signin", "/console/signin", url.Values{"key": {key}})
+	if refused.status != http.StatusTooManyRequests || refused.header.Get("Retry-After") == "" {
+		t.Fatalf("third sign-in in the window: status %d, Retry-After %q; want 429 with Retry-After", refused.status, refused.header.Get("Retry-After"))
+	}
+	contains(t, refused, "Too many requests")
+	if p := b.get("/console/credits"); p.url != "/console/signin" {
+		t.Fatalf("after the refused sign-in, /console/credits went to %s, want the sign-in page", p.url)
+	}
+	n, err := f.store.EndSessions(context.Background(), "alice")
+	if err != nil || n != 2 {
+		t.Fatalf("alice's sessions: %d (%v), want the 2 opened within the limit", n, err)
 	}
 }
 
@@ -356,12 +381,12 @@ func TestRevokingTheSessionsKeyEndsTheSession(t *testing.T) {
 }
 
 func TestPlaygroundChargesAndSharesTheAPIRateLimit(t *testing.T) {
-	f := newFixture(t, fixtureConfig{rateLimit: 2})
+	f := newFixture(t, fixtureConfig{rateLimit: 3})
 	key := f.user(t, "alice", 10)
 	b := f.browser(t)
 	b.signIn(key)
 
-	// One API request with the key, then one playground submission: the limit of 2 is used up.
+	// The sign-in, one API request with the key, then one playground submission: the limit of 3 is used up.
 	req, _ := http.NewRequest(http.MethodGet, f.ts.URL+"/api/v1/credits", nil)
 	req.Header.Set("Authorization", "Bearer "+key)
 	res, err := http.DefaultClient.Do(req)
@@ -403,7 +428,7 @@ func TestPlaygroundChargesAndSharesTheAPIRateLimit(t *testing.T) {
 
 	refused := b.submitForm("/console/playground", "/console/playground", url.Values{"scene": {"text-to-image"}, "prompt": {"one more"}})
 	if refused.status != http.StatusTooManyRequests {
-		t.Fatalf("third request in the window: status %d, want 429", refused.status)
+		t.Fatalf("fourth request in the window: status %d, want 429", refused.status)
 	}
 	contains(t, refused, "Too many requests", "one more") // the form is kept
 	if bal, _ := f.svc.Balance(context.Background(), "alice"); bal != 9 {

@@ -81,10 +81,11 @@
 // /api/tasks/{id}, which waits with Service.WaitTask) and the copy button
 // of a new key.
 //
-// The playground's submissions and the creation of an API key count
+// The playground's submissions, the creation of an API key and a key
+// sign-in (a session kept in the store for Config.SessionTTL) count
 // against Config.Limiter under the same key the API uses for the caller:
-// "key:"+id for a key session, "owner:"+user for a user named by
-// Identify. Beyond the budget the page answers 429 with Retry-After
+// "key:"+id for a key session and the key signing in, "owner:"+user for
+// a user named by Identify. Beyond the budget the page answers 429 with Retry-After
 // (rounded up, as the API does). Revoking a key does not count, so that a
 // user who has spent the budget can still revoke a leaked key; the
 // long-poll of a task page does not count either: it reads one task the

@@ -95,6 +95,17 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.serverError(w, r, err)
 		return
 	}
+	// A session is a store write that lasts SessionTTL: the sign-in
+	// counts against the key's rate limit, as the key's API requests
+	// do, so that a sign-in loop cannot pile up sessions at page speed.
+	switch refusal, err := c.spendRequest(w, r, viewer{User: rec.Owner, RateKey: httpapi.KeyRateKey(rec.ID)}); {
+	case err != nil:
+		c.serverError(w, r, err)
+		return
+	case refusal != "":
+		c.render(w, r, http.StatusTooManyRequests, "signin", page{Title: "Sign in", Error: "You were not signed in. " + refusal})
+		return
+	}
 	value, id := c.newSessionToken()
 	if _, err := c.store.PutSession(r.Context(), imagegen.Session{ID: id, Owner: rec.Owner, KeyID: rec.ID}, c.cfg.SessionTTL); err != nil {
 		c.serverError(w, r, err)
