@@ -209,6 +209,9 @@ func decodeOpenAIRequest(w http.ResponseWriter, r *http.Request) (imagegen.Reque
 		return imagegen.Request{}, "", invalidOpenAI("", "Content-Type must be application/json", "invalid_value")
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err = unreadable(err); err == errUnreadableBody {
+		return imagegen.Request{}, "", invalidOpenAI("", "The request body could not be read whole (it ended early, its chunked framing was broken, or it came too slowly).", "invalid_json")
+	}
 	if err != nil {
 		return imagegen.Request{}, "", invalidOpenAI("", "The request body must be at most 1 MiB.", "request_too_large")
 	}

@@ -89,6 +89,7 @@ func putBodyBuffer(b *[]byte) {
 
 // readBody reads r's body, at most MaxBodyBytes (beyond it, the error
 // of http.MaxBytesReader, as io.ReadAll returned it), appending to buf.
+// A body that cannot be read whole is errUnreadableBody.
 func readBody(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, error) {
 	rd := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	for {
@@ -101,7 +102,24 @@ func readBody(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, error
 			return buf, nil
 		}
 		if err != nil {
-			return buf, err
+			return buf, unreadable(err)
 		}
 	}
+}
+
+// errUnreadableBody refuses a body that could not be read whole: the
+// client hung up before its Content-Length, broke its chunked framing,
+// or sent it slower than the server's ReadTimeout. Only the client's
+// side of the connection fails a body's read, so it is a 422 like any
+// other body that is not one JSON object, never a server error.
+var errUnreadableBody = &imagegen.ValidationError{Message: "request body could not be read whole (it ended early, its chunked framing was broken, or it came too slowly)"}
+
+// unreadable is the error of a body's read: nil and a
+// *http.MaxBytesError (413) as they are, anything else errUnreadableBody.
+func unreadable(err error) error {
+	var tooBig *http.MaxBytesError
+	if err == nil || errors.As(err, &tooBig) {
+		return err
+	}
+	return errUnreadableBody
 }
