@@ -2,6 +2,7 @@ package imagegen
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -261,6 +262,11 @@ func checkURL(raw string) (*url.URL, string) {
 	}
 	if u.User != nil {
 		return nil, "must not carry user credentials"
+	}
+	if p := u.Port(); p != "" { // url.Parse checks it is digits, not that a connection can use it
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, "must have a port from 1 to 65535"
+		}
 	}
 	return u, ""
 }

@@ -101,6 +101,13 @@ func TestDecodeRequest(t *testing.T) {
 		{name: "events twice", body: `{"scene":"text-to-image","prompt":"p","callback_url":"https://a.example.com/h","callback_events":["completed","completed"]}`, field: "callback_events"},
 		{name: "events wrong type", body: `{"scene":"text-to-image","prompt":"p","callback_url":"https://a.example.com/h","callback_events":"completed"}`, field: "callback_events"},
 		{name: "i2i credentials", body: `{"scene":"image-to-image","prompt":"p","image_input":["https://u:p@example.com/a.png"]}`, field: "image_input"},
+		// A port no connection can use: refused at submit, not charged
+		// and then failed (a reference) or failing every delivery for an
+		// hour (a callback).
+		{name: "i2i port too big", body: `{"scene":"image-to-image","prompt":"p","image_input":["https://example.com:99999/a.png"]}`, field: "image_input"},
+		{name: "i2i port zero", body: `{"scene":"image-to-image","prompt":"p","image_input":["https://example.com:0/a.png"]}`, field: "image_input"},
+		{name: "i2i port 65535", body: `{"scene":"image-to-image","prompt":"p","image_input":["https://example.com:65535/a.png"]}`, ok: true},
+		{name: "callback port too big", body: `{"scene":"text-to-image","prompt":"p","callback_url":"https://a.example.com:65536/h"}`, field: "callback_url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
