@@ -105,6 +105,36 @@ func TestOneUserHoldsAtMostTenWaits(t *testing.T) {
 	}
 }
 
+// Drain (serve calls it as it begins to shut down) answers a task
+// page's open long-poll at once, with the task as it stands, where it
+// held the server's shutdown for up to 25 s; a long-poll that comes
+// after does not wait either.
+func TestDrainAnswersOpenWaits(t *testing.T) {
+	f := newHoldingFixture(t)
+	key := f.user(t, "alice", 1)
+	b := f.browser(t)
+	b.signIn(key)
+	id := f.submit(t, "alice", "a long one")
+	f.awaitProcessing(t, "alice", id)
+	wait := "/console/api/tasks/" + id + "?wait=25"
+	answer := make(chan page, 1)
+	go func() { answer <- b.get(wait) }()
+	time.Sleep(200 * time.Millisecond) // let the wait begin (if it has not, it must not wait either)
+	f.con.Drain()
+	for _, p := range []func() page{func() page { return <-answer }, func() page { return b.get(wait) }} {
+		got := make(chan page, 1)
+		go func() { got <- p() }()
+		select {
+		case p := <-got:
+			if p.status != http.StatusOK || !strings.Contains(p.body, `"status":"processing"`) {
+				t.Errorf("a drained wait: %d %s, want 200 with the task still processing", p.status, p.body)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a long-poll still waits after Drain")
+		}
+	}
+}
+
 // A user's page reads have a budget (DefaultSessionReads a minute):
 // beyond it pages answer 429 with Retry-After, the JSON endpoint in
 // JSON. Every session of the user shares it (signing in again opens no

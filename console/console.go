@@ -120,6 +120,10 @@ type Console struct {
 	csp       string
 	log       *slog.Logger
 	waits     waitSlots // long waits held, per user
+	// waitsDone ends when Drain is called (stopWaits): task pages'
+	// long-polls then answer at once.
+	waitsDone context.Context
+	stopWaits context.CancelFunc
 }
 
 // New returns the console for cfg, or an error naming the missing or bad
@@ -186,6 +190,7 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 		log:       cfg.Logger,
 		waits:     waitSlots{max: cfg.MaxSessionWaits},
 	}
+	c.waitsDone, c.stopWaits = context.WithCancel(context.Background())
 	if c.imageURLs == nil {
 		c.imageURLs = cfg.API.ImageURLs
 	}

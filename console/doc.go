@@ -108,7 +108,10 @@
 //     (default DefaultMaxSessionWaits, 10) long-polls of
 //     /api/tasks/{id}?wait= open at once in one process; one more
 //     answers 429 at once (JSON, Retry-After: 2), and the task page's
-//     script comes back then.
+//     script comes back then. Console.Drain (register it with
+//     http.Server.RegisterOnShutdown) answers every open one at once
+//     with the task as it stands, so task pages do not hold up a
+//     shutdown.
 //
 // A path that does not exist, the static directory itself (no
 // listing), and the operator pages for anybody who is not an operator,

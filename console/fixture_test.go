@@ -31,6 +31,7 @@ type fixture struct {
 	svc   *imagegen.Service
 	store imagegen.Store // the service's
 	cfg   console.Config // the console's configuration
+	con   *console.Console
 }
 
 type fixtureConfig struct {
@@ -82,7 +83,7 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = stack.Run(ctx) }()
 	t.Cleanup(func() { cancel(); ts.Close(); wg.Wait() })
-	return &fixture{ts: ts, svc: stack.Service(), store: store, cfg: cfg}
+	return &fixture{ts: ts, svc: stack.Service(), store: store, cfg: cfg, con: con}
 }
 
 // otherProcess is a second console on the fixture's store, served

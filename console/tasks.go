@@ -105,7 +105,7 @@ func (c *Console) taskPage(w http.ResponseWriter, r *http.Request) {
 // for another user's task or none) and returns false.
 func (c *Console) loadTask(w http.ResponseWriter, r *http.Request, wait time.Duration) (taskView, bool) {
 	v := viewerFrom(r.Context())
-	t, err := c.svc.WaitTask(r.Context(), v.User, r.PathValue("id"), wait) // wait 0: read it now
+	t, err := c.waitTask(r, v.User, r.PathValue("id"), wait) // wait 0: read it now
 	if errors.Is(err, imagegen.ErrTaskNotFound) {
 		c.notFound(w, r)
 		return taskView{}, false

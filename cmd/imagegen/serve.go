@@ -153,8 +153,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	mux := http.NewServeMux()
 	stack.Register(mux) // the API, /healthz and /readyz: load balancers probe the serving port too
+	var con *console.Console
 	if c.console {
-		if err := mountConsole(ctx, mux, stack, rt.service.Store, rt.consoleReads, publicURL, c.operators, log); err != nil {
+		if con, err = mountConsole(ctx, mux, stack, rt.service.Store, rt.consoleReads, publicURL, c.operators, log); err != nil {
 			return err
 		}
 	}
@@ -168,6 +169,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 
 	srv.RegisterOnShutdown(stack.Drain) // open Prefer: wait requests answer at once
+	if con != nil {
+		srv.RegisterOnShutdown(con.Drain) // and so do task pages' long-polls
+	}
 
 	admin, stopAdmin, err := obs.startAdmin(ctx, c.opsConfig, log)
 	if err != nil {
@@ -193,10 +197,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 // key, sessions kept in the store (so every process on a shared store
 // knows them), the API's rate and failed-login limits, and the read
 // budget per user (reads, the backend's).
-func mountConsole(ctx context.Context, mux *http.ServeMux, stack *server.Server, store console.Store, reads imagegen.Limiter, publicURL string, operators []string, log *slog.Logger) error {
+func mountConsole(ctx context.Context, mux *http.ServeMux, stack *server.Server, store console.Store, reads imagegen.Limiter, publicURL string, operators []string, log *slog.Logger) (*console.Console, error) {
 	u, err := url.Parse(publicURL)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	con, err := console.New(ctx, console.Config{
 		Service:       stack.Service(),
@@ -213,10 +217,10 @@ func mountConsole(ctx context.Context, mux *http.ServeMux, stack *server.Server,
 		Logger:        log,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mux.Handle("/console/", con)
-	return nil
+	return con, nil
 }
 
 // createDemoUsers gives each -demo-key its own user with -demo-credits,
