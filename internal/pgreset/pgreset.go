@@ -55,6 +55,14 @@ func (r *Pool) Note(err error) {
 // shutting down), not that a statement failed, a deadline passed, the
 // caller gave up or a new connection could not be made. A caller that
 // cancels its requests must not be able to empty the pool.
+//
+// A batch (pgx.Batch) whose connection broke fails with
+// pgconn.ErrConnClosed, not the read's error: pgx closes the connection
+// on the read's EOF and its result reader drops that error, reporting
+// the connection closed instead. A pool never hands out a closed
+// connection, so that error means one broke under the call; a
+// cancelled call's is context.Canceled, and the store returns it before
+// using the connection again.
 func Lost(err error) bool {
 	var connectErr *pgconn.ConnectError
 	switch {
@@ -69,5 +77,5 @@ func Lost(err error) bool {
 		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
 	}
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, pgconn.ErrConnClosed)
 }

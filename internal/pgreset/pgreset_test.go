@@ -27,6 +27,7 @@ func TestLost(t *testing.T) {
 		{wrap(io.EOF), true},
 		{wrap(syscall.ECONNRESET), true},
 		{wrap(syscall.EPIPE), true},
+		{wrap(fmt.Errorf("complete: %w", pgconn.ErrConnClosed)), true}, // a batch whose connection broke
 		{wrap(&pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}), true},
 		{wrap(&pgconn.PgError{Code: "08P01", Message: "server conn crashed?"}), true},
 		{wrap(&pgconn.PgError{Code: "23505", Message: "duplicate key"}), false},

@@ -145,6 +145,7 @@ func (b blobs) reader(ctx context.Context, key string, size, off, end int64, fir
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil, nil // deleted meanwhile: the reader reports it
 			}
+			b.s.resets.Note(err)
 			return data, err
 		},
 	})

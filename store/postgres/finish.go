@@ -10,7 +10,6 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/groupcommit"
-	"github.com/imagegen/imagegen/store/internal/leases"
 )
 
 // completeSQL moves each task of the batch whose attempt holds it to
@@ -122,7 +121,7 @@ func (s *Store) CompleteTask(ctx context.Context, id string, attempt int, images
 		}
 	}
 	held, err := s.completes.Do(ctx, completeReq{id: id, attempt: attempt, images: images, seed: seed})
-	return leases.Result(storeName, id, attempt, held, err)
+	return s.fenced(id, attempt, held, err)
 }
 
 // CompleteTaskWithBytes is CompleteTask that also writes the images'
@@ -145,7 +144,7 @@ func (s *Store) CompleteTaskWithBytes(ctx context.Context, id string, attempt in
 		}
 	}
 	held, err := s.completes.Do(ctx, completeReq{id: id, attempt: attempt, images: images, data: data, seed: seed})
-	return true, leases.Result(storeName, id, attempt, held, err)
+	return true, s.fenced(id, attempt, held, err)
 }
 
 // completeBatch runs completeSQL for a batch, tasks in id order (so that
@@ -224,7 +223,7 @@ func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen
 	var refund int64
 	err := s.pool.QueryRow(ctx, s.sql(`SELECT {schema}.fail_task_refund($2, $3, $4, $5, {now}, $6 * interval '1 microsecond', $7)`),
 		s.nowArg(), id, attempt, string(f.Code), f.Message, micros(s.retention), s.finished).Scan(&refund)
-	if err := leases.Result(storeName, id, attempt, refund >= 0, err); err != nil {
+	if err := s.fenced(id, attempt, refund >= 0, err); err != nil {
 		return 0, err
 	}
 	return refund, nil

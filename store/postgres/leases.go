@@ -130,7 +130,7 @@ func (s *Store) RenewLease(ctx context.Context, id string, attempt int, lease ti
 	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.tasks
 		SET lease_until = {now} + $4 * interval '1 microsecond', updated_at = {now}
 		WHERE `+holds), s.nowArg(), id, attempt, micros(lease))
-	return holderResult(id, attempt, tag, err)
+	return s.holderResult(id, attempt, tag, err)
 }
 
 // SetProgress records the generation's progress on the task attempt
@@ -138,7 +138,7 @@ func (s *Store) RenewLease(ctx context.Context, id string, attempt int, lease ti
 func (s *Store) SetProgress(ctx context.Context, id string, attempt int, progress float64) error {
 	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.tasks SET progress = $3
 		WHERE id = $1 AND status = 'processing' AND attempt = $2`), id, attempt, progress)
-	return holderResult(id, attempt, tag, err)
+	return s.holderResult(id, attempt, tag, err)
 }
 
 // RetryTask gives the task back to the queue, ready after delay.
@@ -150,7 +150,7 @@ func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay tim
 	if err == nil && tag.RowsAffected() == 1 && delay <= time.Second {
 		s.queuedNote.poke("")
 	}
-	return holderResult(id, attempt, tag, err)
+	return s.holderResult(id, attempt, tag, err)
 }
 
 // ReleaseTask gives the task back to the queue, ready now, without
@@ -163,13 +163,13 @@ func (s *Store) ReleaseTask(ctx context.Context, id string, attempt int) error {
 	if err == nil && tag.RowsAffected() == 1 {
 		s.queuedNote.poke("")
 	}
-	return holderResult(id, attempt, tag, err)
+	return s.holderResult(id, attempt, tag, err)
 }
 
 // holderResult turns the outcome of a fenced statement into nil,
 // ErrLeaseLost (no row changed) or the error.
-func holderResult(id string, attempt int, tag pgconn.CommandTag, err error) error {
-	return leases.Result(storeName, id, attempt, tag.RowsAffected() > 0, err)
+func (s *Store) holderResult(id string, attempt int, tag pgconn.CommandTag, err error) error {
+	return s.fenced(id, attempt, tag.RowsAffected() > 0, err)
 }
 
 // recoverBatch is how many expired leases one recovery transaction takes.

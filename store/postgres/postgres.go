@@ -163,6 +163,7 @@ import (
 	"github.com/imagegen/imagegen/internal/groupcommit"
 	"github.com/imagegen/imagegen/internal/pgreset"
 	"github.com/imagegen/imagegen/internal/throttle"
+	"github.com/imagegen/imagegen/store/internal/leases"
 )
 
 var _ imagegen.Store = (*Store)(nil)
@@ -348,6 +349,7 @@ func (s *Store) Schema() string { return s.schema }
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
+		s.resets.Note(err)
 		return fmt.Errorf("postgres store: ping: %w", err)
 	}
 	return nil
@@ -431,12 +433,20 @@ func queryRows[T any](ctx context.Context, s *Store, op string, scan pgx.RowToFu
 const storeName = "postgres store"
 
 // wrapErr names the operation; nil stays nil. Every error of the
-// store's statements passes here, so this is where a broken connection
-// empties the pool (pgreset).
+// store's statements passes here or through fenced (or, where the
+// store keeps no error, straight to s.resets.Note), so this is where a
+// broken connection empties the pool (pgreset).
 func (s *Store) wrapErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	s.resets.Note(err)
 	return fmt.Errorf("%s: %s: %w", storeName, op, err)
+}
+
+// fenced is the outcome of a change fenced by attempt (a worker's call
+// on its lease: leases.Result), err passing to s.resets as in wrapErr.
+func (s *Store) fenced(id string, attempt int, held bool, err error) error {
+	s.resets.Note(err)
+	return leases.Result(storeName, id, attempt, held, err)
 }

@@ -270,5 +270,6 @@ func (n *notifier) poke(payload string) {
 func (s *Store) notifyAll(channel string, payloads []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _ = s.pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, channel, payloads)
+	_, err := s.pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, channel, payloads)
+	s.resets.Note(err)
 }
