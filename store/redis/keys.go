@@ -12,14 +12,23 @@ import (
 
 // putKeyScript stores a new key record unless its hash is taken, and
 // lists it among the owner's keys when given the list (on one shard; a
-// sharded store lists it first, in the owner's shard).
+// sharded store lists it first, in the owner's shard). A run sent again
+// (ARGV[8] written "a", see sendMark) that finds the record of this very
+// key (its id, random for each new key, and owner) answers 1, as its
+// first run did, whose reply was lost.
 //
 //	KEYS[1] apikey:<hash>  KEYS[2] apikeys:<owner> (optional)
 //	ARGV[1] now (unused)  ARGV[2] id  ARGV[3] owner  ARGV[4] hint  ARGV[5] created (ms)  ARGV[6] hash  ARGV[7] name
+//	ARGV[8] "f" when the run is the call's first send, "a" when it was sent again (a *sendMark of no token)
 //
 // Returns 1, or 0 when the hash exists.
 var putKeyScript = newScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if string.byte(ARGV[8]) ~= 97 then return 0 end -- "a": sent again
+  local f = redis.call('HMGET', KEYS[1], 'id', 'owner')
+  if f[1] == ARGV[2] and f[2] == ARGV[3] then return 1 end -- stored by this very call's first run
+  return 0
+end
 redis.call('HSET', KEYS[1], 'id', ARGV[2], 'owner', ARGV[3], 'hint', ARGV[4], 'created', ARGV[5], 'revoked', '0', 'name', ARGV[7])
 if #KEYS >= 2 then redis.call('RPUSH', KEYS[2], ARGV[6]) end
 return 1
@@ -45,7 +54,7 @@ func (s *Store) PutKey(ctx context.Context, k imagegen.APIKey) error {
 	// Acknowledged like a submit (WaitReplicas): a key that a failover
 	// loses would answer 401 on the promoted master.
 	n, err := s.ackedScript(ctx, putKeyScript, keys,
-		s.nowArg(), k.ID, k.Owner, k.Hint, k.CreatedAt.UnixMilli(), k.Hash, k.Name,
+		s.nowArg(), k.ID, k.Owner, k.Hint, k.CreatedAt.UnixMilli(), k.Hash, k.Name, &sendMark{}, // written "a" when sent again
 	).Int64()
 	if s.sharded && (err != nil || n == 0) {
 		_ = s.rdb.LRem(ctx, list, 1, k.Hash).Err() // not stored: unlist it again (best effort; a stray entry is skipped)

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -354,4 +355,41 @@ func TestClaimSentAgainToAServerWithoutTheScript(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(next), 1) // the one left
 	is.Equal(next[0].ID, ids[3])
+}
+
+// A new key whose script ran but whose reply was lost used to answer
+// ErrKeyExists: go-redis sent the script again, which found the record
+// its first run had just stored, so the key's creation failed (a 500)
+// though the key was live, and a sharded store, which lists the key in
+// its owner's shard first, unlisted it again: a live key its owner could
+// neither see nor revoke. The run sent again now knows its own key and
+// answers it stored, listed once; another key of the same hash is still
+// refused.
+func TestPutKeySentAgainAfterLostReply(t *testing.T) {
+	for _, shards := range []int{1, 4} {
+		t.Run(fmt.Sprint(shards, " shards"), func(t *testing.T) {
+			is := is.New(t)
+			ctx := context.Background()
+			s, p := behindDropper(t, redisstore.Config{Retention: retention, Shards: shards})
+			k := imagegen.APIKey{ID: "key_lost_reply", Owner: "u", Hash: imagegen.HashAPIKey("lost-reply-key-0123456789"),
+				Hint: "lost…", Name: "lost reply", CreatedAt: time.Now()}
+			p.Arm("lost reply")
+			is.NoErr(s.PutKey(ctx, k)) // stored: not ErrKeyExists
+			is.Equal(p.Dropped(), 1)   // the reply was lost, and the script sent again
+			keys, err := s.Keys(ctx, "u")
+			is.NoErr(err)
+			is.Equal(len(keys), 1) // listed, once
+			is.Equal(keys[0].ID, k.ID)
+			got, err := s.KeyByHash(ctx, k.Hash)
+			is.NoErr(err)
+			is.Equal(got.ID, k.ID)
+
+			// Another key of that hash, or the same record put again, is still refused.
+			is.True(errors.Is(s.PutKey(ctx, imagegen.APIKey{ID: "key_other", Owner: "u", Hash: k.Hash}), imagegen.ErrKeyExists))
+			is.True(errors.Is(s.PutKey(ctx, k), imagegen.ErrKeyExists))
+			keys, err = s.Keys(ctx, "u")
+			is.NoErr(err)
+			is.Equal(len(keys), 1)
+		})
+	}
 }

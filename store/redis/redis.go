@@ -87,12 +87,16 @@
 // An idempotent request's begin keeps its call's token in the record
 // (tok), and a run sent again that finds its own record in flight goes
 // on; a worker's retry or release leaves its token on the task (gx), and
-// a run sent again that finds it answers done. Not so, yet, for the
-// rest, where a second run changes nothing twice but answers what it
-// finds: an operator's requeue sent again answers that the task is not
-// failed (the first run requeued it), a webhook claim sent again leaves
-// the deliveries the first run claimed to wait out their lease, and a
-// recovery's counts of a lost reply are not reported.
+// a run sent again that finds it answers done. A new API key's run
+// sent again (marked, as a submit's) that finds the record of this very
+// key (its random id and owner) answers it stored. Not so, yet, for the
+// rest, which answer what they find: an operator's requeue sent again
+// answers that the task is not failed (the first run requeued it), a
+// key deletion that its key is not found, a webhook claim sent again
+// leaves the deliveries the first run claimed to wait out their lease,
+// a webhook retry sent again counts its attempt twice (the delivery
+// gives up one attempt early), and a recovery's counts of a lost reply
+// are not reported.
 //
 // Time: scripts read "now" from the Redis server (TIME), so processes
 // with skewed clocks still agree on leases. Config.Clock replaces it with

@@ -10,7 +10,8 @@ import (
 )
 
 // sendMark is a call's token, ARGV[6] of claimScript (and
-// createScript's last argument): written as "f" and the token
+// createScript's last argument; putKeyScript's ARGV[8] takes one of no
+// token, for the mark alone): written as "f" and the token
 // the first time, and as "a" and the token every time after, which
 // tells the script that the call was sent again:
 // go-redis writes a command's arguments at each send (proto.Writer
