@@ -31,11 +31,12 @@ const Interval = time.Second
 // make one with New. It is safe for concurrent use.
 type Pool struct {
 	pool *pgxpool.Pool
-	last atomic.Int64 // time.Now().UnixNano() of the last reset
+	born time.Time    // when New made it: times are read from here (the monotonic clock)
+	last atomic.Int64 // nanoseconds from born to the last reset, plus Interval (0: none yet, always due)
 }
 
 // New returns a Pool that resets pool.
-func New(pool *pgxpool.Pool) *Pool { return &Pool{pool: pool} }
+func New(pool *pgxpool.Pool) *Pool { return &Pool{pool: pool, born: time.Now()} }
 
 // Note resets the pool when err says a connection broke (Lost). Every
 // error of the pool's statements should pass here.
@@ -43,7 +44,9 @@ func (r *Pool) Note(err error) {
 	if r == nil || r.pool == nil || !Lost(err) {
 		return
 	}
-	now, last := time.Now().UnixNano(), r.last.Load()
+	// Measured on the monotonic clock, so that a wall clock stepped back
+	// cannot keep the pool from being reset.
+	now, last := int64(time.Since(r.born))+int64(Interval), r.last.Load()
 	if now-last < int64(Interval) || !r.last.CompareAndSwap(last, now) {
 		return
 	}
