@@ -44,6 +44,10 @@ type serveConfig struct {
 	storeWaits int
 	// openAI is where the OpenAI-compatible endpoint is served ("" for off).
 	openAI string
+	// maxConns and maxConnsPerAddr bound the open HTTP connections, in
+	// all and from one client address (limitConns).
+	maxConns        int
+	maxConnsPerAddr int
 }
 
 // serveFlags is serve's flag set, filling c.
@@ -60,6 +64,8 @@ func serveFlags(c *serveConfig, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.storeWaits, "image-store-waits", httpapi.DefaultMaxStoreWaits, "most image downloads waiting for the image store at once; more are refused at once with 503 and Retry-After")
 	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose -forwarded-header names the client, for the per-address limit on failed logins (repeatable; default: none, the client is the peer address)")
 	fs.StringVar(&c.forwardedHeader, "forwarded-header", "X-Forwarded-For", "the header the trusted proxies write the client's address into: X-Forwarded-For or Forwarded (only that one is read)")
+	fs.IntVar(&c.maxConns, "max-conns", 0, "most HTTP connections open at once; more wait in the listen backlog until one closes (0: three quarters of the process's open-file limit, so that file descriptors stay for the store's connections)")
+	fs.IntVar(&c.maxConnsPerAddr, "max-conns-per-addr", 512, "most HTTP connections open at once from one client address (an IPv6 client by its /64; -trusted-proxy peers are not bounded); one more is answered 503 with Retry-After and closed (0: no bound)")
 	fs.BoolVar(&c.console, "console", true, "serve the web console at /console/ (users sign in with one of their API keys); -console=false turns it off")
 	fs.Var(&c.operators, "operator", "owner who may see the console's operator pages (repeatable)")
 	fs.StringVar(&c.openAI, "openai-prefix", "/v1", `where the OpenAI-compatible POST <prefix>/images/generations is served ("" turns it off)`)
@@ -85,6 +91,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return c, errors.New("-image-presign must not be negative")
 	case c.storeWaits < 1:
 		return c, errors.New("-image-store-waits must be at least 1")
+	case c.maxConns < 0 || c.maxConnsPerAddr < 0:
+		return c, errors.New("-max-conns and -max-conns-per-addr must not be negative (0: the default bound, and no bound per address)")
 	case c.presignTTL > 0 && c.imageBase != "":
 		return c, errors.New("-image-presign and -image-base-url are two ways to redirect downloads: choose one")
 	case c.presignTTL > 0 && !strings.HasPrefix(c.blobsURL, "s3:"):
@@ -188,7 +196,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// stack.Run runs the workers, and callbacks of finished tasks from
 	// this or any process; it returns once running generations finished
 	// or were released.
-	err = serveUntil(ctx, srv, coarsedeadline.Listen(ln, coarsedeadline.Config{}), stack.Run, log)
+	err = serveUntil(ctx, srv, coarsedeadline.Listen(limitConns(ln, c.maxConns, c.maxConnsPerAddr, c.trustedProxies, log), coarsedeadline.Config{}), stack.Run, log)
 	log.Info("stopped")
 	return err
 }

@@ -175,7 +175,7 @@ func TestParseServe(t *testing.T) {
 	is.Equal(c.workers, 2) // the flag wins over the env
 	is.Equal(c.retention, time.Hour)
 	is.Equal([]string(c.demoKeys), []string{"a-key-of-sixteen-chars", "b-key-of-sixteen-chars"})
-	for _, bad := range [][]string{{"-rate-limit", "0"}, {"-workers", "-1"}, {"-retention", "0s"}, {"-signing-key", "short"}, {"extra"}} {
+	for _, bad := range [][]string{{"-rate-limit", "0"}, {"-workers", "-1"}, {"-retention", "0s"}, {"-signing-key", "short"}, {"-max-conns", "-1"}, {"-max-conns-per-addr", "-1"}, {"extra"}} {
 		_, err := parseServe(bad, noEnv, io.Discard)
 		is.True(err != nil)
 	}
