@@ -194,8 +194,8 @@ func (r Request) validate(guard HostGuard) (callback *url.URL, err error) {
 		return nil, invalid("prompt", "is required")
 	case n > MaxPromptChars:
 		return nil, invalid("prompt", "must be at most %d characters (got %d)", MaxPromptChars, n)
-	case strings.TrimFunc(r.Prompt, unicode.IsSpace) == "":
-		return nil, invalid("prompt", "must not be only white space")
+	case strings.TrimFunc(r.Prompt, blank) == "":
+		return nil, invalid("prompt", "must not be only white space or invisible characters")
 	case strings.IndexByte(r.Prompt, 0) >= 0:
 		// No store may be able to keep it: PostgreSQL's text and jsonb
 		// refuse U+0000, which failed the submit with a server error
@@ -348,3 +348,12 @@ type Failure struct {
 
 // CancelledMessage is the error of a cancelled task (code CodeCancelled).
 const CancelledMessage = "cancelled"
+
+// blank reports whether r shows nothing in a prompt: white space, a
+// control character, or a format character (Unicode's Cf: the zero-width
+// space, joiners, the byte order mark, the soft hyphen). A prompt made
+// only of these describes nothing, and would be charged for a generation
+// that a provider refuses or makes at random.
+func blank(r rune) bool {
+	return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+}

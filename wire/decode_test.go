@@ -64,6 +64,7 @@ func TestDecodeRequest(t *testing.T) {
 		{name: "prompt missing", body: `{"scene":"text-to-image"}`, field: "prompt"},
 		{name: "prompt empty", body: `{"scene":"text-to-image","prompt":""}`, field: "prompt"},
 		{name: "prompt only white space", body: `{"scene":"text-to-image","prompt":" \t\n\u00a0\u3000"}`, field: "prompt"},
+		{name: "prompt only invisible characters", body: `{"scene":"text-to-image","prompt":"\u200b\u200d\ufeff\u00ad \u0007"}`, field: "prompt"},
 		{name: "prompt wrong type", body: `{"scene":"text-to-image","prompt":["p"]}`, field: "prompt"},
 		{name: "prompt 2001", body: `{"scene":"text-to-image","prompt":"` + long + `a"}`, field: "prompt"},
 		{name: "ratio bad", body: `{"scene":"text-to-image","prompt":"p","aspect_ratio":"5:4"}`, field: "aspect_ratio"},
