@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -168,5 +169,41 @@ func TestKey(t *testing.T) {
 		if got := key(netip.MustParseAddr(in)); got != netip.MustParseAddr(want) {
 			t.Errorf("key(%s) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// A connection keeps what net/http asks of a TCP connection beyond
+// net.Conn: CloseWrite (the client reads EOF while the connection is
+// open) and ReadFrom (sendfile and splice).
+func TestConnPassesThroughTCP(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Listen(ln, Config{Max: 4, PerAddr: 4})
+	defer l.Close()
+	client := dial(t, ln.Addr().String())
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(io.ReaderFrom); !ok {
+		t.Error("the connection is not an io.ReaderFrom")
+	}
+	if _, err := c.(io.ReaderFrom).ReadFrom(strings.NewReader("hello")); err != nil {
+		t.Fatal(err)
+	}
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok {
+		t.Fatal("the connection has no CloseWrite")
+	}
+	if err := cw.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	_ = client.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := io.ReadAll(client)
+	if err != nil || string(got) != "hello" {
+		t.Fatalf("the client read %q, %v; want hello, then EOF", got, err)
 	}
 }
