@@ -97,13 +97,17 @@ func (l *Listener) Accept() (net.Conn, error) {
 
 // admit counts c against its peer's bound; counted is false when the
 // bound is full (or when there is none to count against: no PerAddr, an
-// exempt peer or an address that is not IP, and then peer is the zero
-// Addr).
+// exempt peer or an address that is not IP or is missing, and then peer
+// is the zero Addr).
 func (l *Listener) admit(c net.Conn) (peer netip.Addr, counted bool) {
 	if l.cfg.PerAddr <= 0 {
 		return netip.Addr{}, false
 	}
-	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
+	ra := c.RemoteAddr() // nil for some connections (golang/go#59504); net/http serves them
+	if ra == nil {
+		return netip.Addr{}, false
+	}
+	ap, err := netip.ParseAddrPort(ra.String())
 	if err != nil {
 		return netip.Addr{}, false
 	}

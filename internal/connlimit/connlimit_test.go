@@ -207,3 +207,33 @@ func TestConnPassesThroughTCP(t *testing.T) {
 		t.Fatalf("the client read %q, %v; want hello, then EOF", got, err)
 	}
 }
+
+// noAddr is a connection whose RemoteAddr is nil, as some are (seen on
+// Linux TCP, golang/go#59504, and on other network stacks): net/http
+// serves it, and the listener must not panic in Accept, which would end
+// the process.
+type noAddr struct{ net.Conn }
+
+func (noAddr) RemoteAddr() net.Addr { return nil }
+func (noAddr) Close() error         { return nil }
+
+type noAddrListener struct{ net.Listener }
+
+func (noAddrListener) Accept() (net.Conn, error) { return noAddr{}, nil }
+
+// A connection without a remote address is not counted against any
+// address, and still holds its slot of Max until it closes.
+func TestNilRemoteAddr(t *testing.T) {
+	l := Listen(noAddrListener{}, Config{Max: 1, PerAddr: 1})
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.slots) != 1 || len(l.open) != 0 {
+		t.Fatalf("%d slots taken, %d addresses counted; want 1 and 0", len(l.slots), len(l.open))
+	}
+	_ = c.Close()
+	if len(l.slots) != 0 {
+		t.Fatalf("%d slots taken after Close, want 0", len(l.slots))
+	}
+}
