@@ -350,10 +350,20 @@ type Failure struct {
 const CancelledMessage = "cancelled"
 
 // blank reports whether r shows nothing in a prompt: white space, a
-// control character, or a format character (Unicode's Cf: the zero-width
-// space, joiners, the byte order mark, the soft hyphen). A prompt made
-// only of these describes nothing, and would be charged for a generation
-// that a provider refuses or makes at random.
+// control character, or one that Unicode says is drawn as nothing
+// (Default_Ignorable_Code_Point, less white space: the format characters,
+// Cf, such as the zero-width space, joiners, the byte order mark and the
+// soft hyphen; the variation selectors; the Hangul fillers). A prompt
+// made only of these describes nothing, and would be charged for a
+// generation that a provider refuses or makes at random. The format
+// characters drawn as a sign of their own (Prepended_Concatenation_Mark:
+// the Arabic number sign, the end of ayah) are not blank.
 func blank(r rune) bool {
-	return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+	switch {
+	case unicode.IsSpace(r), unicode.IsControl(r):
+		return true
+	case unicode.Is(unicode.Prepended_Concatenation_Mark, r):
+		return false
+	}
+	return unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
 }

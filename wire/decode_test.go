@@ -65,6 +65,15 @@ func TestDecodeRequest(t *testing.T) {
 		{name: "prompt empty", body: `{"scene":"text-to-image","prompt":""}`, field: "prompt"},
 		{name: "prompt only white space", body: `{"scene":"text-to-image","prompt":" \t\n\u00a0\u3000"}`, field: "prompt"},
 		{name: "prompt only invisible characters", body: `{"scene":"text-to-image","prompt":"\u200b\u200d\ufeff\u00ad \u0007"}`, field: "prompt"},
+		// The fillers and selectors that show nothing though they are not
+		// format characters (Unicode's Default_Ignorable_Code_Point): a
+		// Hangul filler is the usual way to pass off a blank name.
+		{name: "prompt only fillers and selectors", body: `{"scene":"text-to-image","prompt":"\u3164\u115f\u1160\uffa0\u034f\ufe0f\u180b\u17b4"}`, field: "prompt"},
+		// Format characters that show as a sign of their own (Unicode's
+		// Prepended_Concatenation_Mark: the Arabic end of ayah, number sign)
+		// are something to draw.
+		{name: "prompt a visible format character", body: `{"scene":"text-to-image","prompt":"\u06dd"}`, ok: true,
+			want: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "\u06dd", AspectRatio: imagegen.AspectAuto}},
 		{name: "prompt wrong type", body: `{"scene":"text-to-image","prompt":["p"]}`, field: "prompt"},
 		{name: "prompt 2001", body: `{"scene":"text-to-image","prompt":"` + long + `a"}`, field: "prompt"},
 		{name: "ratio bad", body: `{"scene":"text-to-image","prompt":"p","aspect_ratio":"5:4"}`, field: "aspect_ratio"},
