@@ -21,9 +21,9 @@ const refusedLogEvery = 10 * time.Second
 
 // limitConns wraps ln with serve's bounds on open connections: max in
 // all (0: defaultConnShare of the open-file limit, or none when it is
-// not known) and perAddr from one client address (0: none), not
-// counting the trusted proxies. Refusals are logged at warn level, at
-// most once every refusedLogEvery, with how many there were.
+// not known) and perAddr from one public client address (0: none; see
+// unbounded). Refusals are logged at warn level, at most once every
+// refusedLogEvery, with how many there were since the last line.
 func limitConns(ln net.Listener, max, perAddr int, trusted []netip.Prefix, log *slog.Logger) net.Listener {
 	if max == 0 {
 		max = int(float64(openFileLimit()) * defaultConnShare)
@@ -33,14 +33,7 @@ func limitConns(ln net.Listener, max, perAddr int, trusted []netip.Prefix, log *
 	return connlimit.Listen(ln, connlimit.Config{
 		Max:     max,
 		PerAddr: perAddr,
-		Exempt: func(a netip.Addr) bool {
-			for _, p := range trusted {
-				if p.Contains(a) {
-					return true
-				}
-			}
-			return false
-		},
+		Exempt:  func(a netip.Addr) bool { return unbounded(a, trusted) },
 		Refused: func(peer netip.Addr) {
 			refused.Add(1)
 			if gate.Due(refusedLogEvery) {
@@ -49,4 +42,22 @@ func limitConns(ln net.Listener, max, perAddr int, trusted []netip.Prefix, log *
 			}
 		},
 	})
+}
+
+// unbounded reports whether the connections of peer a are exempt from
+// -max-conns-per-addr: a -trusted-proxy address, or a loopback, private
+// (10/8, 172.16/12, 192.168/16, fc00::/7) or link-local one, where the
+// reverse proxy in front of serve (serve has no TLS of its own) usually
+// is, and whose one address carries every client's connections. The
+// bound is for clients that reach serve from the internet.
+func unbounded(a netip.Addr, trusted []netip.Prefix) bool {
+	if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() {
+		return true
+	}
+	for _, p := range trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }

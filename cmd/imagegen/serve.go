@@ -65,7 +65,7 @@ func serveFlags(c *serveConfig, stderr io.Writer) *flag.FlagSet {
 	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose -forwarded-header names the client, for the per-address limit on failed logins; its connections are not bounded by -max-conns-per-addr (repeatable; default: none, the client is the peer address)")
 	fs.StringVar(&c.forwardedHeader, "forwarded-header", "X-Forwarded-For", "the header the trusted proxies write the client's address into: X-Forwarded-For or Forwarded (only that one is read)")
 	fs.IntVar(&c.maxConns, "max-conns", 0, "most HTTP connections open at once; more wait in the listen backlog until one closes (0: three quarters of the process's open-file limit, so that file descriptors stay for the store's connections)")
-	fs.IntVar(&c.maxConnsPerAddr, "max-conns-per-addr", 512, "most HTTP connections open at once from one client address (an IPv6 client by its /64; -trusted-proxy peers are not bounded); one more is answered 503 with Retry-After and closed (0: no bound)")
+	fs.IntVar(&c.maxConnsPerAddr, "max-conns-per-addr", 512, "most HTTP connections open at once from one public client address (an IPv6 client by its /64); one more is answered 503 with Retry-After and closed. Loopback, private and link-local addresses, where a reverse proxy usually is, and -trusted-proxy peers are not bounded (0: no bound)")
 	fs.BoolVar(&c.console, "console", true, "serve the web console at /console/ (users sign in with one of their API keys); -console=false turns it off")
 	fs.Var(&c.operators, "operator", "owner who may see the console's operator pages (repeatable)")
 	fs.StringVar(&c.openAI, "openai-prefix", "/v1", `where the OpenAI-compatible POST <prefix>/images/generations is served ("" turns it off)`)
