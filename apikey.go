@@ -125,6 +125,9 @@ func (s *Service) CreateKey(ctx context.Context, owner string, opts ...KeyOption
 	if err := checkKeyName(labels.Name); err != nil {
 		return "", APIKey{}, err
 	}
+	if err := checkKeyOwner(owner); err != nil { // before checkKeyCount, which asks the store about owner
+		return "", APIKey{}, err
+	}
 	if err := s.checkKeyCount(ctx, owner); err != nil {
 		return "", APIKey{}, err
 	}
@@ -187,9 +190,22 @@ func (s *Service) ImportKey(ctx context.Context, owner, key string) (APIKey, err
 	return s.putKey(ctx, owner, key, "")
 }
 
+// checkKeyOwner refuses an owner no key may have: empty, or one that
+// Grant and Submit refuse too (PostgreSQL cannot store it), so that no
+// key is made for an owner who could never be given credits.
+func checkKeyOwner(owner string) error {
+	switch {
+	case owner == "":
+		return invalid("owner", "is required")
+	case !pgtext.Storable(owner):
+		return invalid("owner", notStorable)
+	}
+	return nil
+}
+
 func (s *Service) putKey(ctx context.Context, owner, key, name string) (APIKey, error) {
-	if owner == "" {
-		return APIKey{}, invalid("owner", "is required")
+	if err := checkKeyOwner(owner); err != nil {
+		return APIKey{}, err
 	}
 	rec := APIKey{
 		ID:        "key_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16],

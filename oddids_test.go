@@ -38,3 +38,27 @@ func TestRevokeKeyWithAnOddIDIsNotFound(t *testing.T) {
 		}
 	}
 }
+
+// An owner that is not valid UTF-8 or holds NUL (the console takes it
+// from a proxy's identity header, the CLI from its arguments) gets no
+// key: a ValidationError on "owner", as Grant and SubmitWith answer,
+// where the memory and Redis stores kept a key whose owner could never
+// be granted credits and PostgreSQL failed with its encoding error.
+func TestCreateKeyForAnOddOwnerIsInvalid(t *testing.T) {
+	svc, err := imagegen.New(imagegen.Config{Store: testenv.Memory(t, memory.Config{}), Model: imagegentest.NewModel(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, owner := range []string{"\x00", "a\x00b", "\xff", "a\xc0\x80"} {
+		var ve *imagegen.ValidationError
+		if _, _, err := svc.CreateKey(context.Background(), owner); !errors.As(err, &ve) || ve.Field != "owner" {
+			t.Errorf("CreateKey(%q) = %v, want a ValidationError on owner", owner, err)
+		}
+		if _, err := svc.ImportKey(context.Background(), owner, imagegen.NewAPIKey()); !errors.As(err, &ve) || ve.Field != "owner" {
+			t.Errorf("ImportKey(%q) = %v, want a ValidationError on owner", owner, err)
+		}
+		if ks, _ := svc.Keys(context.Background(), owner); len(ks) != 0 {
+			t.Errorf("%q holds %d keys", owner, len(ks))
+		}
+	}
+}
