@@ -358,7 +358,7 @@ func (s *Store) KeyPattern() string {
 	if s.sharded {
 		return "{" + redisglob.Escape(strings.Trim(s.k.tag, "{}")) + "[:}]*"
 	}
-	return s.k.tag + ":*"
+	return redisglob.Escape(s.k.tag) + ":*" // the prefix may hold glob characters (*?[\)
 }
 
 // byOwner is the shard of owner's keys: its balance, ledger, tasks and

@@ -164,3 +164,36 @@ func TestNewRefusesRetentionBelowAMillisecond(t *testing.T) {
 		}
 	}
 }
+
+// KeyPattern matches the store's keys and no other store's, whatever
+// glob characters its prefix holds: the pattern of prefix "P-a*" once
+// matched the keys of prefix "P-ab" too, and a cleanup through it (the
+// tests', an operator's tool) deleted another store's data.
+func TestKeyPatternEscapesThePrefix(t *testing.T) {
+	rdb := realRedis(t)
+	ctx := context.Background()
+	base := "imagegen-test-" + uuid.NewString()
+	for _, shards := range []int{0, 2} {
+		for _, glob := range []string{"*", "?", "[ab]", `\`} {
+			mine, err := redisstore.New(rdb, redisstore.Config{Prefix: base + "-a" + glob, Shards: shards})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := redisstore.New(rdb, redisstore.Config{Prefix: base + "-ab", Shards: shards})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { deleteKeys(t, rdb, "{"+base+"*") })
+			if _, err := other.AddEntry(ctx, imagegen.LedgerEntry{Owner: "bob", Kind: imagegen.LedgerGrant, Amount: 5, Ref: "grant:g"}); err != nil {
+				t.Fatal(err)
+			}
+			if keys := redistest.Keys(t, rdb, mine.KeyPattern()); len(keys) != 0 {
+				t.Errorf("shards %d: prefix %q: KeyPattern %q matches another store's keys %q", shards, "-a"+glob, mine.KeyPattern(), keys)
+			}
+			if keys := redistest.Keys(t, rdb, other.KeyPattern()); len(keys) == 0 {
+				t.Errorf("shards %d: KeyPattern %q matches none of the store's own keys", shards, other.KeyPattern())
+			}
+			deleteKeys(t, rdb, "{"+base+"*")
+		}
+	}
+}
