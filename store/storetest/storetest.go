@@ -89,6 +89,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"RetryWaitsForItsDelay", testRetry},
 		{"ReleaseDoesNotUseAnAttempt", testRelease},
 		{"CancelPendingOnly", testCancel},
+		{"FinishRacesEndEachTaskOnce", testFinishRaces},
 		{"LedgerRules", testLedger},
 		{"LedgerPagesNewestFirst", testLedgerPages},
 		{"LedgerSumsToBalanceUnderLoad", testLedgerSumsUnderLoad},
