@@ -442,8 +442,13 @@ type TaskWatcher interface {
 
 // WebhookDelivery is a task event whose callback is due.
 type WebhookDelivery struct {
-	// ID names the delivery in AckWebhook and RetryWebhook:
-	// storekit.WebhookID(TaskID, Event).
+	// ID names the delivery in AckWebhook, RetryWebhook and
+	// PostponeWebhook; callers treat it as opaque. A store may hand out
+	// the plain storekit.WebhookID(TaskID, Event), or (as this module's
+	// stores do) an ID naming this claim: storekit.ClaimedWebhookID of
+	// it and the lease end the claim set, so that what a stale attempt
+	// reports cannot touch the delivery a later ending of the task
+	// queued under the same WebhookID (see WebhookStore).
 	ID       string
 	TaskID   string
 	Event    CallbackEvent // completed, or processing
@@ -458,20 +463,40 @@ type WebhookDelivery struct {
 // it (Wants): completed when the task finishes, processing when a
 // worker first claims it. So no callback is lost to a crash; deliveries
 // are leased like tasks, so one dispatcher at a time sends each.
+//
+// A task has at most one delivery per event, under
+// storekit.WebhookID(task, event), but it may end more than once: a
+// failed task requeued by an operator (OperatorStore.RequeueTask)
+// ends again. RequeueTask drops the task's queued deliveries, so its
+// next ending queues a fresh one (due then, no attempts counted) under
+// the same WebhookID while an attempt at the old one may still be in
+// flight. So that attempt's outcome cannot act on the new delivery, a
+// store should hand out claimed IDs (storekit.ClaimedWebhookID: the
+// WebhookID and the lease end the claim set, in the store's unit of due
+// time): AckWebhook, RetryWebhook and PostponeWebhook given one act only
+// while the delivery is still leased by that claim (its due time is that
+// lease end), and otherwise do nothing and return nil (the delivery was
+// queued again by a later ending, or claimed by another dispatcher after
+// the lease ran out). Given a plain WebhookID they act on the delivery
+// whatever its state. A store that hands out plain IDs remains correct
+// apart from that race.
 type WebhookStore interface {
 	// ClaimWebhooks leases up to n due deliveries, in due-time order
 	// (the longest due first): they are not due again until lease has
 	// passed (unless acknowledged or retried).
 	ClaimWebhooks(ctx context.Context, lease time.Duration, n int) ([]WebhookDelivery, error)
 	// AckWebhook removes the delivery with this ID
-	// (WebhookDelivery.ID): it was delivered, or given up.
+	// (WebhookDelivery.ID): it was delivered, or given up. A claimed ID
+	// whose claim no longer leases the delivery removes nothing.
 	AckWebhook(ctx context.Context, id string) error
 	// RetryWebhook counts a failed attempt of the delivery with this ID
-	// and makes it due again after delay.
+	// and makes it due again after delay (nothing for a claimed ID whose
+	// claim no longer leases it).
 	RetryWebhook(ctx context.Context, id string, delay time.Duration) error
 	// PostponeWebhook makes the delivery with this ID due again after
 	// delay without counting an attempt: a dispatcher gives back what it
-	// claimed but may not send yet. An unknown ID is not an error.
+	// claimed but may not send yet (nothing for a claimed ID whose claim
+	// no longer leases it). An unknown ID is not an error.
 	PostponeWebhook(ctx context.Context, id string, delay time.Duration) error
 }
 
@@ -560,7 +585,9 @@ type OperatorStore interface {
 	// RechargeRef(id, attempt); ErrInsufficientCredits and no change when
 	// the balance is short) and a later failure refunds it again (ledger
 	// reference RerefundRef(id, attempt)); without, it runs free and a
-	// later failure refunds nothing. ErrTaskNotFound for no such task,
+	// later failure refunds nothing. Its callback deliveries still
+	// queued (either event) are dropped, so that its next ending queues
+	// its own (see WebhookStore). ErrTaskNotFound for no such task,
 	// ErrInvalidTransition when it is not failed.
 	RequeueTask(ctx context.Context, id string, recharge bool) error
 	// PurgeExpired removes at once what retention has made invisible

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 // Ping always succeeds: the store is in this process.
@@ -115,6 +116,10 @@ func (s *Store) RequeueTask(_ context.Context, id string, recharge bool) error {
 	if x := r.extra; x != nil {
 		x.err, x.code = "", ""
 	}
+	// Its deliveries still queued are dropped: its next ending queues
+	// its own, due then, with no attempts.
+	delete(s.hooks, storekit.WebhookID(id, imagegen.EventCompleted))
+	delete(s.hooks, storekit.WebhookID(id, imagegen.EventProcessing))
 	r.finishedAt, r.expiresAt = stamp{}, stamp{} // its expiry entry is skipped when popped
 	r.updatedAt, r.runAfter = stampOf(now), stampOf(now)
 	s.enqueue(r)

@@ -34,7 +34,9 @@ func (s *Store) queueWebhook(r task, e imagegen.CallbackEvent, now time.Time) {
 }
 
 // ClaimWebhooks leases up to n due deliveries, the longest due first
-// (queue order among those due at the same time).
+// (queue order among those due at the same time). Each is handed out
+// under a claimed ID (storekit.ClaimedWebhookID) ending in its lease end
+// in microseconds.
 func (s *Store) ClaimWebhooks(_ context.Context, lease time.Duration, n int) ([]imagegen.WebhookDelivery, error) {
 	now := s.lock()
 	defer s.mu.Unlock()
@@ -63,17 +65,20 @@ func (s *Store) ClaimWebhooks(_ context.Context, lease time.Duration, n int) ([]
 		r, _ := s.find(taskID) // the loop above kept only the tasks held
 		h.due = now.Add(lease)
 		out = append(out, imagegen.WebhookDelivery{
-			ID: id, TaskID: taskID, Event: event, Owner: r.owner(), URL: r.callbackURL(), Attempts: h.attempts,
+			ID: storekit.ClaimedWebhookID(id, h.due.UnixMicro()), TaskID: taskID, Event: event, Owner: r.owner(), URL: r.callbackURL(), Attempts: h.attempts,
 		})
 	}
 	return out, nil
 }
 
-// AckWebhook removes a delivery.
+// AckWebhook removes a delivery; with a claimed ID, only while that
+// claim still leases it.
 func (s *Store) AckWebhook(_ context.Context, id string) error {
 	s.lock()
 	defer s.mu.Unlock()
-	delete(s.hooks, id)
+	if id, _, ok := s.leasedHook(id); ok {
+		delete(s.hooks, id)
+	}
 	return nil
 }
 
@@ -92,8 +97,21 @@ func (s *Store) PostponeWebhook(_ context.Context, id string, delay time.Duratio
 func (s *Store) reschedule(id string, delay time.Duration, attempts int) {
 	now := s.lock()
 	defer s.mu.Unlock()
-	if h, ok := s.hooks[id]; ok {
+	if _, h, ok := s.leasedHook(id); ok {
 		h.attempts += attempts
 		h.due = now.Add(delay)
 	}
+}
+
+// leasedHook finds the delivery that id names: for a plain
+// storekit.WebhookID, the one queued under it; for a claimed ID, the
+// same, but only while that claim still leases it (its due time is the
+// claim's lease end). s.mu is held.
+func (s *Store) leasedHook(id string) (string, *hook, bool) {
+	id, leaseEnd, claimed := storekit.ParseClaimedWebhookID(id)
+	h, ok := s.hooks[id]
+	if !ok || (claimed && h.due.UnixMicro() != leaseEnd) {
+		return id, nil, false
+	}
+	return id, h, true
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 // QueueStats counts pending and processing tasks (from the queue's
@@ -135,6 +136,12 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 			refunded = CASE WHEN $3 THEN false ELSE refunded END,
 			refund_ref = CASE WHEN $3 THEN $4 ELSE refund_ref END
 		WHERE id = $2`), s.nowArg(), id, recharge, refundRef); err != nil {
+		return s.wrapErr("requeue", err)
+	}
+	// Its deliveries still queued are dropped: its next ending queues its
+	// own, due then, with no attempts (the insert keeps a row it finds).
+	if _, err := tx.Exec(ctx, s.sql(`DELETE FROM {schema}.webhooks WHERE id = ANY($1)`),
+		[]string{storekit.WebhookID(id, imagegen.EventCompleted), storekit.WebhookID(id, imagegen.EventProcessing)}); err != nil {
 		return s.wrapErr("requeue", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -54,9 +54,11 @@ func (s *Store) TaskByID(ctx context.Context, id string) (*imagegen.Task, error)
 }
 
 // requeueScript gives a failed task back to the queue, ready now, and
-// with a recharge debits its cost again.
+// with a recharge debits its cost again. Its deliveries still queued
+// are dropped, with their attempts: its next ending queues its own, due
+// then, with none.
 //
-//	KEYS[1] task  KEYS[2] pending  KEYS[3] balance  KEYS[4] ledger
+//	KEYS[1] task  KEYS[2] pending  KEYS[3] balance  KEYS[4] ledger  KEYS[5] webhooks
 //	ARGV[1] now  ARGV[2] id  ARGV[3] owner  ARGV[4] recharge: "1" or ""
 //	ARGV[5] recharge ledger entry JSON up to its time  ARGV[6] re-refund reference
 //
@@ -78,7 +80,8 @@ if ARGV[4] == '1' then
   redis.call('RPUSH', KEYS[4], ARGV[5] .. now .. ',"bal":' .. after .. '}')
   redis.call('HSET', KEYS[1], 'refunded', '0', 'refund_ref', ARGV[6])
 end
-redis.call('HDEL', KEYS[1], 'error', 'error_code', 'finished', 'expires')
+redis.call('HDEL', KEYS[1], 'error', 'error_code', 'finished', 'expires', 'hook_attempts', 'hook_attempts_processing')
+redis.call('ZREM', KEYS[5], ARGV[2], ARGV[2] .. ':processing')
 redis.call('HSET', KEYS[1], 'status', 'pending', 'updated', now, 'run_after', now)
 redis.call('PERSIST', KEYS[1])
 enqueue(KEYS[1], ARGV[2], now)
@@ -101,8 +104,9 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 		}
 		entry = fmt.Sprintf(`{"kind":"charge","amount":%d,"ref":%s,"at":`, -t.Cost, ref)
 	}
+	sh := s.byID(id)
 	n, err := requeueScript.Run(ctx, s.rdb,
-		[]string{s.byID(id).task(id), s.byID(id).pending(), s.byID(id).balance(t.Owner), s.byID(id).ledger(t.Owner)},
+		[]string{sh.task(id), sh.pending(), sh.balance(t.Owner), sh.ledger(t.Owner), sh.webhooks()},
 		s.nowArg(), id, t.Owner, flag, entry, imagegen.RerefundRef(id, t.Attempt),
 	).Int64()
 	switch {

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -19,9 +20,11 @@ var (
 //	KEYS[1] webhooks  KEYS[2..] candidate task keys
 //	ARGV[1] now  ARGV[2] lease (ms)  ARGV[3..] candidate delivery ids
 //
-// Returns {id, owner, callback, attempts, ...} for each claimed delivery.
+// Returns {id, owner, callback, attempts, lease end, ...} for each
+// claimed delivery, the lease end (its new score) as an integer string.
 var claimHooksScript = newScript(`
 local now = now_ms()
+local lease_end = now + tonumber(ARGV[2])
 local out = {}
 for i = 2, #KEYS do
   local id = ARGV[i + 1]
@@ -31,8 +34,9 @@ for i = 2, #KEYS do
     if not f[1] or not f[2] then
       redis.call('ZREM', KEYS[1], id) -- the task expired: nothing to send
     else
-      redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), id)
+      redis.call('ZADD', KEYS[1], lease_end, id)
       out[#out + 1], out[#out + 2], out[#out + 3], out[#out + 4] = id, f[1], f[2], f[3] or '0'
+      out[#out + 1] = string.format('%.0f', lease_end)
     end
   end
 end
@@ -41,7 +45,9 @@ return out
 
 // ClaimWebhooks leases up to n due deliveries in due-time order (the
 // webhooks sorted set is scored by due time); a store of several shards
-// goes round them, from a shard further on at each call.
+// goes round them, from a shard further on at each call. Each is handed
+// out under a claimed ID (storekit.ClaimedWebhookID) ending in its lease
+// end in milliseconds: its score while that claim leases it.
 func (s *Store) ClaimWebhooks(ctx context.Context, lease time.Duration, n int) ([]imagegen.WebhookDelivery, error) {
 	var out []imagegen.WebhookDelivery
 	start := int(s.next.Add(1))
@@ -74,28 +80,57 @@ func (s *Store) claimShardWebhooks(ctx context.Context, sh keys, lease time.Dura
 	if err != nil {
 		return nil, wrapErr("claim webhooks", err)
 	}
-	out := make([]imagegen.WebhookDelivery, 0, len(reply)/4)
-	for i := 0; i+3 < len(reply); i += 4 {
+	out := make([]imagegen.WebhookDelivery, 0, len(reply)/5)
+	for i := 0; i+4 < len(reply); i += 5 {
 		attempts, _ := strconv.Atoi(reply[i+3])
+		leaseEnd, err := strconv.ParseInt(reply[i+4], 10, 64)
+		if err != nil {
+			return nil, wrapErr("claim webhooks", fmt.Errorf("lease end %q: %w", reply[i+4], err))
+		}
 		taskID, event := storekit.ParseWebhookID(reply[i])
-		out = append(out, imagegen.WebhookDelivery{ID: reply[i], TaskID: taskID, Event: event, Owner: reply[i+1], URL: reply[i+2], Attempts: attempts})
+		out = append(out, imagegen.WebhookDelivery{
+			ID: storekit.ClaimedWebhookID(reply[i], leaseEnd), TaskID: taskID, Event: event, Owner: reply[i+1], URL: reply[i+2], Attempts: attempts,
+		})
 	}
 	return out, nil
 }
 
-// AckWebhook removes a delivery.
+// ackHookScript removes a delivery if it is still leased by the claim
+// that set its score to ARGV[2].
+//
+//	KEYS[1] webhooks
+//	ARGV[1] now (unused)  ARGV[2] lease end (ms)  ARGV[3] id
+var ackHookScript = newScript(`
+local due = redis.call('ZSCORE', KEYS[1], ARGV[3])
+if not due or tonumber(due) ~= tonumber(ARGV[2]) then return 0 end
+return redis.call('ZREM', KEYS[1], ARGV[3])
+`)
+
+// AckWebhook removes a delivery; with a claimed ID, only while that
+// claim still leases it.
 func (s *Store) AckWebhook(ctx context.Context, id string) error {
-	return wrapErr("ack webhook", s.rdb.ZRem(ctx, s.byID(id).webhooks(), id).Err())
+	id, leaseEnd, claimed := storekit.ParseClaimedWebhookID(id)
+	taskID, _ := storekit.ParseWebhookID(id)
+	sh := s.byID(taskID)
+	if !claimed {
+		return wrapErr("ack webhook", s.rdb.ZRem(ctx, sh.webhooks(), id).Err())
+	}
+	return wrapErr("ack webhook", ackHookScript.Run(ctx, s.rdb, []string{sh.webhooks()}, s.nowArg(), leaseEnd, id).Err())
 }
 
 // rescheduleHookScript makes a delivery due after a delay, counting
-// ARGV[4] attempts (1 for a retry, 0 for a postponement).
+// ARGV[4] attempts (1 for a retry, 0 for a postponement); with a lease
+// end in ARGV[5], only while the claim that set its score to it still
+// leases it.
 //
 //	KEYS[1] webhooks  KEYS[2] task
 //	ARGV[1] now  ARGV[2] delay (ms)  ARGV[3] id  ARGV[4] attempts to count
+//	ARGV[5] lease end (ms), or "" for any
 var rescheduleHookScript = newScript(`
 local now = now_ms()
-if not redis.call('ZSCORE', KEYS[1], ARGV[3]) then return 0 end
+local due = redis.call('ZSCORE', KEYS[1], ARGV[3])
+if not due then return 0 end
+if ARGV[5] ~= '' and tonumber(due) ~= tonumber(ARGV[5]) then return 0 end
 -- A task gone (its retention over) is not made again as a hash of one
 -- field with no TTL: its delivery finds no task and is dropped.
 if ARGV[4] ~= '0' and redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HINCRBY', KEYS[2], hook_attempts(ARGV[3]), ARGV[4]) end
@@ -114,6 +149,12 @@ func (s *Store) PostponeWebhook(ctx context.Context, id string, delay time.Durat
 }
 
 func (s *Store) rescheduleHook(ctx context.Context, id string, delay time.Duration, attempts int) error {
+	id, leaseEnd, claimed := storekit.ParseClaimedWebhookID(id)
+	end := ""
+	if claimed {
+		end = strconv.FormatInt(leaseEnd, 10)
+	}
 	taskID, _ := storekit.ParseWebhookID(id)
-	return rescheduleHookScript.Run(ctx, s.rdb, []string{s.byID(taskID).webhooks(), s.byID(taskID).task(taskID)}, s.nowArg(), ms(delay), id, attempts).Err()
+	sh := s.byID(taskID)
+	return rescheduleHookScript.Run(ctx, s.rdb, []string{sh.webhooks(), sh.task(taskID)}, s.nowArg(), ms(delay), id, attempts, end).Err()
 }

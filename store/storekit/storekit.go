@@ -3,7 +3,8 @@
 // CheckLedgerEntry, CheckNewKey, refusing with ErrInvalidStoreInput), the
 // messages it writes on the tasks it fails or gives back
 // (ExpiredLeaseMessage, ReleasedMessage), and how it names and keeps
-// callback deliveries (WebhookID, ParseWebhookID, EventsField). They are
+// callback deliveries (WebhookID, ParseWebhookID, ClaimedWebhookID,
+// ParseClaimedWebhookID, EventsField). They are
 // written once here so that backends cannot drift apart; the service and
 // its users never need them. The conformance suite is package storetest.
 package storekit
@@ -11,6 +12,7 @@ package storekit
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/imagegen/imagegen"
@@ -74,12 +76,54 @@ func WebhookID(taskID string, e imagegen.CallbackEvent) string {
 	return taskID
 }
 
-// ParseWebhookID splits a delivery ID into its task id and event.
+// ParseWebhookID splits a delivery ID (a WebhookID, not a claimed one:
+// see ParseClaimedWebhookID) into its task id and event.
 func ParseWebhookID(id string) (taskID string, e imagegen.CallbackEvent) {
 	if t, ok := strings.CutSuffix(id, processingHookSuffix); ok {
 		return t, imagegen.EventProcessing
 	}
 	return id, imagegen.EventCompleted
+}
+
+// claimSep separates a claimed delivery's ID from the lease end of its
+// claim.
+const claimSep = "@"
+
+// ClaimedWebhookID is the ID ClaimWebhooks hands out for one claim of
+// delivery id (a WebhookID): id, "@" and leaseEnd, the end of the lease
+// that claim set, as an integer in the store's own unit (what it keeps
+// as the delivery's due time: milliseconds on Redis, microseconds on
+// PostgreSQL and in memory). AckWebhook, RetryWebhook and
+// PostponeWebhook given it act only while the delivery is still leased
+// by that claim (its due time is leaseEnd), so that a stale attempt
+// cannot touch the delivery that a later ending of the task queued
+// under the same WebhookID.
+func ClaimedWebhookID(id string, leaseEnd int64) string {
+	return id + claimSep + strconv.FormatInt(leaseEnd, 10)
+}
+
+// ParseClaimedWebhookID splits an ID from ClaimedWebhookID into the
+// delivery's WebhookID and the lease end of its claim; claimed is false
+// for a plain WebhookID (id is then returned as it is), which the
+// store acts on whatever state the delivery is in. It reads from the
+// last "@", whose suffix is an integer (digits, perhaps after a minus
+// sign, for a clock before 1970), so task ids holding "@" still parse;
+// only a plain ID whose task id itself ends in "@" and digits would be
+// taken for a claimed one, and stores' task ids never do.
+func ParseClaimedWebhookID(claimID string) (id string, leaseEnd int64, claimed bool) {
+	i := strings.LastIndex(claimID, claimSep)
+	if i < 0 {
+		return claimID, 0, false
+	}
+	digits := strings.TrimPrefix(claimID[i+1:], "-")
+	if digits == "" || strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
+		return claimID, 0, false
+	}
+	end, err := strconv.ParseInt(claimID[i+1:], 10, 64)
+	if err != nil {
+		return claimID, 0, false
+	}
+	return claimID[:i], end, true
 }
 
 // EventsField is how stores keep a task's callback_events: the names
