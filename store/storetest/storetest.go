@@ -106,6 +106,8 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"WebhookDeliveries", testWebhooks},
 		{"WebhookDeliveriesInDueOrder", testWebhookDueOrder},
 		{"WebhookEvents", testWebhookEvents},
+		{"WebhookStaleClaimChangesNothing", testWebhookStaleClaim},
+		{"WebhookOfARequeuedTaskIsQueuedAfresh", testWebhookOfARequeuedTask},
 		{"SharedSecrets", testSharedSecret},
 		{"ConsoleSessions", testSessions},
 		{"QueueStats", testQueueStats},
