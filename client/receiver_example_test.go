@@ -27,7 +27,7 @@ func addReceiver(ctx context.Context, c *client.Client, mux *http.ServeMux, hand
 			http.Error(w, "bad callback", http.StatusBadRequest)
 			return
 		}
-		handle(task) // a delivery can repeat after a retry: handle each task.TaskID once
+		handle(task) // may come again (a retry, or a requeued task's new ending): keep the latest FinishedAt
 		w.WriteHeader(http.StatusNoContent)
 	})
 	return nil

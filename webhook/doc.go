@@ -3,7 +3,7 @@
 // show it) is POSTed to that URL, signed per the Standard Webhooks
 // scheme (https://www.standardwebhooks.com):
 //
-//	webhook-id:        msg_<task id>   (the same on every retry: dedupe on it)
+//	webhook-id:        msg_<task id>   (the same on every retry, and on a requeued task's new ending)
 //	webhook-timestamp: Unix seconds of this attempt
 //	webhook-signature: v1,<base64 HMAC-SHA256(key, id + "." + timestamp + "." + body)>
 //
@@ -14,6 +14,12 @@
 // by default: about an hour), through the guarded fetcher's SSRF check,
 // never following redirects. Deliveries are queued by the store in the
 // same step that finishes the task, so on Redis they survive restarts.
+// A failed task that an operator requeues ends again and queues its
+// callback again, under the same webhook-id: receivers dedupe on it
+// together with the task's status and finished_at, or keep the latest
+// state. Its old delivery is dropped by the requeue, and the outcome of
+// an attempt of it still in flight does not touch the new one (the
+// store's claimed delivery IDs, see imagegen.WebhookStore).
 //
 // One receiver cannot hold up another's callbacks: the Dispatcher claims
 // deliveries in due-time order and runs each on its own, within
