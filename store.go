@@ -479,7 +479,8 @@ type WebhookDelivery struct {
 // queued again by a later ending, or claimed by another dispatcher after
 // the lease ran out). Given a plain WebhookID they act on the delivery
 // whatever its state. A store that hands out plain IDs remains correct
-// apart from that race.
+// apart from that race (which storetest's WebhookStaleClaimChangesNothing
+// case checks, and so fails on it).
 type WebhookStore interface {
 	// ClaimWebhooks leases up to n due deliveries, in due-time order
 	// (the longest due first): they are not due again until lease has
