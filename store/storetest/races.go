@@ -56,54 +56,35 @@ func testFinishRaces(t *testing.T, h Harness) {
 				}
 			})
 		}
-		for range 2 {
-			race("cancel", func() error {
-				refund, err := s.CancelTask(ctx, "u", task.ID)
-				if err == nil {
-					mu.Lock()
-					cancels++
-					refunds += refund
-					mu.Unlock()
-				}
-				return err
-			}, imagegen.ErrInvalidTransition)
-		}
-		race("complete", func() error {
-			err := completeWithImage(s, task.ID, c.Attempt, task.ID+"-a")
+		// won counts a call that took effect (err nil) in n, with what it
+		// refunded, and returns err.
+		won := func(n *int, refund int64, err error) error {
 			if err == nil {
 				mu.Lock()
-				completes++
-				mu.Unlock()
-			}
-			return err
-		}, imagegen.ErrLeaseLost)
-		race("fail", func() error {
-			refund, err := s.FailTask(ctx, task.ID, c.Attempt, fail("provider down"))
-			if err == nil {
-				mu.Lock()
-				fails++
+				*n++
 				refunds += refund
 				mu.Unlock()
 			}
 			return err
+		}
+		for range 2 {
+			race("cancel", func() error {
+				refund, err := s.CancelTask(ctx, "u", task.ID)
+				return won(&cancels, refund, err)
+			}, imagegen.ErrInvalidTransition)
+		}
+		race("complete", func() error {
+			return won(&completes, 0, completeWithImage(s, task.ID, c.Attempt, task.ID+"-a"))
+		}, imagegen.ErrLeaseLost)
+		race("fail", func() error {
+			refund, err := s.FailTask(ctx, task.ID, c.Attempt, fail("provider down"))
+			return won(&fails, refund, err)
 		}, imagegen.ErrLeaseLost)
 		race("retry", func() error {
-			err := s.RetryTask(ctx, task.ID, c.Attempt, 0, "try again")
-			if err == nil {
-				mu.Lock()
-				requeues++
-				mu.Unlock()
-			}
-			return err
+			return won(&requeues, 0, s.RetryTask(ctx, task.ID, c.Attempt, 0, "try again"))
 		}, imagegen.ErrLeaseLost)
 		race("release", func() error {
-			err := s.ReleaseTask(ctx, task.ID, c.Attempt)
-			if err == nil {
-				mu.Lock()
-				requeues++
-				mu.Unlock()
-			}
-			return err
+			return won(&requeues, 0, s.ReleaseTask(ctx, task.ID, c.Attempt))
 		}, imagegen.ErrLeaseLost)
 		race("renew", func() error { return s.RenewLease(ctx, task.ID, c.Attempt, lease) }, imagegen.ErrLeaseLost)
 		race("progress", func() error { return s.SetProgress(ctx, task.ID, c.Attempt, 0.5) }, imagegen.ErrLeaseLost)
@@ -117,13 +98,7 @@ func testFinishRaces(t *testing.T, h Harness) {
 			if again.ID != task.ID || again.Attempt <= c.Attempt {
 				return fmt.Errorf("claimed %s attempt %d, want %s after attempt %d", again.ID, again.Attempt, task.ID, c.Attempt)
 			}
-			if err := completeWithImage(s, task.ID, again.Attempt, task.ID+"-b"); err != nil {
-				return err
-			}
-			mu.Lock()
-			completesAgain++
-			mu.Unlock()
-			return nil
+			return won(&completesAgain, 0, completeWithImage(s, task.ID, again.Attempt, task.ID+"-b"))
 		}, imagegen.ErrNoTask, imagegen.ErrLeaseLost)
 		race("recover", func() error {
 			rec, err := s.RecoverExpired(ctx, maxAttempts)
