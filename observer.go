@@ -48,8 +48,8 @@ type Observer interface {
 	HTTPRequest(route string, code int, took time.Duration)
 	// WebhookDelivery: a callback delivery attempt (package webhook)
 	// ended with outcome: "delivered", "retry" (failed, will be tried
-	// again), "given_up" (failed MaxAttempts times) or "dropped" (the
-	// task expired first).
+	// again), "given_up" (failed MaxAttempts times, or answered 410
+	// Gone) or "dropped" (the task expired first).
 	WebhookDelivery(outcome string)
 }
 

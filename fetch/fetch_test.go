@@ -300,10 +300,15 @@ func TestPostFollowsNoRedirect(t *testing.T) {
 	is.Equal(status, http.StatusFound)
 	is.Equal(got.Load(), "POST v1")
 	is.Equal(s.hits.Load(), int64(1))
+	status, answer, err := dev.PostAnswer(t.Context(), s.URL+"/hook", nil, nil) // with the answer's headers
+	is.NoErr(err)
+	is.Equal(status, http.StatusFound)
+	is.Equal(answer.Get("Location"), "/elsewhere")
+	is.Equal(s.hits.Load(), int64(2))
 
 	guarded, err := fetch.New(fetch.Config{})
 	is.NoErr(err)
 	_, err = guarded.Post(t.Context(), s.URL+"/hook", nil, nil)
 	is.True(errors.Is(err, fetch.ErrBlockedAddress))
-	is.Equal(s.hits.Load(), int64(1))
+	is.Equal(s.hits.Load(), int64(2))
 }

@@ -19,7 +19,9 @@ import (
 	"github.com/imagegen/imagegen/wire"
 )
 
-// Poster sends a POST without following redirects; *fetch.Fetcher is one.
+// Poster sends a POST without following redirects; *fetch.Fetcher is
+// one. One that is also an AnswerPoster lets the dispatcher see the
+// receiver's Retry-After.
 type Poster interface {
 	Post(ctx context.Context, url string, header http.Header, body []byte) (status int, err error)
 }
@@ -34,9 +36,22 @@ type Config struct {
 	Render func(*imagegen.Task) ([]byte, error)
 	Poster Poster // the guarded sender (fetch.Fetcher.Post)
 
-	MaxAttempts int           // default 10
-	Backoff     time.Duration // before the second attempt, doubling; default 5s
-	MaxBackoff  time.Duration // default 10m
+	// MaxAttempts is how many attempts a delivery gets before it is
+	// given up (default 10); one answered 410 Gone is given up at once.
+	MaxAttempts int
+	// Backoff is the wait before the second attempt, doubling for each
+	// one after it up to MaxBackoff (default 5s).
+	Backoff time.Duration
+	// MaxBackoff caps the wait between two attempts (default 10m),
+	// including one a receiver asks for: on 429 or 503 with a
+	// Retry-After (seconds or an HTTP date) the next attempt waits the
+	// longer of the backoff and Retry-After, at most MaxBackoff, so a
+	// receiver can slow deliveries down but neither hurry them nor park
+	// one for longer. A missing, malformed or negative Retry-After, or
+	// one on another status, leaves the backoff. Either way the attempt
+	// counts towards MaxAttempts. Retry-After is read only through an
+	// AnswerPoster.
+	MaxBackoff time.Duration
 	// AttemptTimeout bounds one attempt, from the render to the
 	// receiver's answer; a receiver that has not answered by then has
 	// failed this attempt. Default 10s.
@@ -299,6 +314,8 @@ func (d *Dispatcher) deliver(runCtx context.Context, del imagegen.WebhookDeliver
 	ctx, cancelStore := storeContext(runCtx)
 	defer cancelStore()
 	outcome := "retry"
+	var answered *answerError
+	errors.As(err, &answered)
 	switch {
 	case err == nil:
 		outcome = "delivered"
@@ -311,12 +328,23 @@ func (d *Dispatcher) deliver(runCtx context.Context, del imagegen.WebhookDeliver
 	case runCtx.Err() != nil: // the run ends, not the receiver: given back, no attempt counted
 		outcome = ""
 		err = d.store.PostponeWebhook(ctx, del.ID, 0)
+	case answered != nil && answered.status == http.StatusGone:
+		// The receiver says the endpoint is gone: no attempt would do
+		// better. Given up like the last attempt (the URL, which may
+		// carry a secret, is not logged).
+		outcome = "given_up"
+		log.WarnContext(ctx, "webhook given up: the receiver answered 410 Gone", "status", answered.status)
+		err = d.store.AckWebhook(ctx, del.ID)
 	case del.Attempts+1 >= d.cfg.MaxAttempts:
 		outcome = "given_up"
 		log.WarnContext(ctx, "webhook given up", "err", err)
 		err = d.store.AckWebhook(ctx, del.ID)
 	default:
-		delay := d.backoff(del.Attempts + 1)
+		// A Retry-After counts the attempt all the same (RetryWebhook,
+		// not PostponeWebhook, which is for deliveries not attempted),
+		// so a receiver that always asks for later is given up after
+		// MaxAttempts.
+		delay := d.retryDelay(del.Attempts+1, answered)
 		log.InfoContext(ctx, "webhook will be retried", "err", err, "delay", delay.String())
 		err = d.store.RetryWebhook(ctx, del.ID, delay)
 	}
@@ -339,7 +367,8 @@ func storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // claimed deliveries; one that fails leaves the delivery to its lease.
 const storeTimeout = 10 * time.Second
 
-// send renders, signs and posts one delivery; nil means a 2xx answer.
+// send renders, signs and posts one delivery; nil means a 2xx answer,
+// and any other answer is an *answerError.
 func (d *Dispatcher) send(ctx context.Context, del imagegen.WebhookDelivery) error {
 	t, err := d.cfg.Service.Task(ctx, del.Owner, del.TaskID)
 	if err != nil {
@@ -358,12 +387,12 @@ func (d *Dispatcher) send(ctx context.Context, del imagegen.WebhookDelivery) err
 		return err
 	}
 	header.Set(wire.HeaderEvent, string(cmp.Or(del.Event, imagegen.EventCompleted)))
-	status, err := d.cfg.Poster.Post(ctx, del.URL, header, body)
+	status, answer, err := d.post(ctx, del.URL, header, body)
 	if err != nil {
 		return err
 	}
 	if status < 200 || status > 299 {
-		return fmt.Errorf("receiver answered %d", status)
+		return newAnswerError(status, answer, d.cfg.Clock.Now())
 	}
 	return nil
 }

@@ -12,7 +12,16 @@
 // answered with anything but 2xx, or not answered, is retried with
 // exponential backoff (5 s, doubling, at most 10 min apart, 10 attempts
 // by default: about an hour), through the guarded fetcher's SSRF check,
-// never following redirects. Deliveries are queued by the store in the
+// never following redirects. A 429 or 503 with a Retry-After (seconds or
+// an HTTP date) waits the longer of the backoff and Retry-After, at most
+// Config.MaxBackoff: a receiver can slow its deliveries down, not hurry
+// them nor park them; a malformed or negative one leaves the backoff.
+// Such an attempt still counts towards Config.MaxAttempts (RetryWebhook:
+// the receiver was reached and refused; PostponeWebhook, which counts
+// nothing, is for deliveries the dispatcher itself did not attempt), so
+// a receiver that always answers 429 is given up like any other. A 410
+// Gone gives the delivery up at once, logged at warn with the task id and
+// counted as "given_up" by the Observer. Deliveries are queued by the store in the
 // same step that finishes the task, so on Redis they survive restarts.
 // A failed task that an operator requeues ends again and queues its
 // callback again, under the same webhook-id: receivers dedupe on it
