@@ -325,7 +325,11 @@ func (d *Dispatcher) deliver(runCtx context.Context, del imagegen.WebhookDeliver
 		outcome = "dropped"
 		log.InfoContext(ctx, "webhook dropped: the task has expired")
 		err = d.store.AckWebhook(ctx, del.ID)
-	case runCtx.Err() != nil: // the run ends, not the receiver: given back, no attempt counted
+	case runCtx.Err() != nil && answered == nil:
+		// The run ends, not the receiver: given back, no attempt counted.
+		// A receiver that did answer (its answer came back as the run
+		// ended) decides like any other: a 410 gives it up, a Retry-After
+		// is honoured.
 		outcome = ""
 		err = d.store.PostponeWebhook(ctx, del.ID, 0)
 	case answered != nil && answered.status == http.StatusGone:

@@ -2,10 +2,12 @@ package webhook_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -257,4 +259,54 @@ func TestAPlainPosterSeesNoRetryAfter(t *testing.T) {
 	is.Equal(r.after(t, time.Hour), 0)     // gone
 	is.Equal(r.recv.count(), 2)
 	is.Equal(r.seen.list(), []string{"retry", "given_up"})
+}
+
+// cancellingPoster cancels the run once its receiver has answered, as a
+// shutdown that comes while the answer is on its way back.
+type cancellingPoster struct {
+	webhook.AnswerPoster
+	cancel func()
+}
+
+func (p cancellingPoster) PostAnswer(ctx context.Context, url string, header http.Header, body []byte) (int, http.Header, error) {
+	defer p.cancel()
+	return p.AnswerPoster.PostAnswer(ctx, url, header, body)
+}
+
+// TestAnAnswerIsKeptWhenTheRunEnds: a receiver's answer that arrives as
+// the run ends is what decides, not the shutdown: a 410 gives the
+// delivery up, a 429's Retry-After is honoured and the attempt counted.
+// On main both were given back due at once, no attempt counted, so the
+// next run sent them again at once.
+func TestAnAnswerIsKeptWhenTheRunEnds(t *testing.T) {
+	for _, c := range []struct {
+		answer answer
+		seen   []string
+		dueIn  time.Duration // when it comes again; 0 for never
+	}{
+		{answer{http.StatusGone, ""}, []string{"given_up"}, 0},
+		{answer{http.StatusTooManyRequests, "60"}, []string{"retry"}, time.Minute},
+	} {
+		t.Run(strconv.Itoa(c.answer.status), func(t *testing.T) {
+			is := is.New(t)
+			runCtx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			r := newHookRigWith(t, func(p webhook.Poster) webhook.Poster {
+				return cancellingPoster{p.(webhook.AnswerPoster), cancel}
+			})
+			r.recv.script(c.answer)
+			n, err := r.disp.RunOnce(runCtx)
+			is.NoErr(err)
+			is.Equal(n, 1)
+			is.True(runCtx.Err() != nil) // the run ended with the answer
+			is.Equal(r.seen.list(), c.seen)
+			is.Equal(r.after(t, 0), 0) // not given back due at once
+			if c.dueIn > 0 {
+				is.Equal(r.after(t, c.dueIn-time.Second), 0)
+				is.Equal(r.after(t, time.Second), 1)
+			} else {
+				is.Equal(r.after(t, time.Hour), 0)
+			}
+		})
+	}
 }
