@@ -13,7 +13,7 @@
 // exponential backoff (5 s, doubling, at most 10 min apart, 10 attempts
 // by default: about an hour), through the guarded fetcher's SSRF check,
 // never following redirects. A 429 or 503 with a Retry-After (seconds or
-// an HTTP date) waits the longer of the backoff and Retry-After, at most
+// an HTTP date; a Retry-After-Ms in milliseconds wins over it) waits the longer of the backoff and Retry-After, at most
 // Config.MaxBackoff: a receiver can slow its deliveries down, not hurry
 // them nor park them; a malformed or negative one leaves the backoff.
 // Such an attempt still counts towards Config.MaxAttempts (RetryWebhook:
