@@ -125,7 +125,7 @@ func (s *Service) CreateKey(ctx context.Context, owner string, opts ...KeyOption
 	if err := checkKeyName(labels.Name); err != nil {
 		return "", APIKey{}, err
 	}
-	if err := checkKeyOwner(owner); err != nil { // before checkKeyCount, which asks the store about owner
+	if err := checkOwner(owner); err != nil { // before checkKeyCount, which asks the store about owner
 		return "", APIKey{}, err
 	}
 	if err := s.checkKeyCount(ctx, owner); err != nil {
@@ -190,10 +190,10 @@ func (s *Service) ImportKey(ctx context.Context, owner, key string) (APIKey, err
 	return s.putKey(ctx, owner, key, "")
 }
 
-// checkKeyOwner refuses an owner no key may have: empty, or one that
-// Grant and Submit refuse too (PostgreSQL cannot store it), so that no
-// key is made for an owner who could never be given credits.
-func checkKeyOwner(owner string) error {
+// checkOwner refuses an owner that no key or ledger entry may have:
+// empty, or one PostgreSQL cannot store (Submit refuses it too), so that
+// no key is made for an owner who could never be given credits.
+func checkOwner(owner string) error {
 	switch {
 	case owner == "":
 		return invalid("owner", "is required")
@@ -204,7 +204,7 @@ func checkKeyOwner(owner string) error {
 }
 
 func (s *Service) putKey(ctx context.Context, owner, key, name string) (APIKey, error) {
-	if err := checkKeyOwner(owner); err != nil {
+	if err := checkOwner(owner); err != nil {
 		return APIKey{}, err
 	}
 	rec := APIKey{

@@ -83,10 +83,9 @@ func newEntry(owner string, kind LedgerKind, amount int64, ref string) (LedgerEn
 		return LedgerEntry{}, invalid("ref", "must be at most %d bytes", MaxLedgerRefLength)
 	case !pgtext.Storable(ref):
 		return LedgerEntry{}, invalid("ref", notStorable)
-	case owner == "":
-		return LedgerEntry{}, invalid("owner", "is required")
-	case !pgtext.Storable(owner):
-		return LedgerEntry{}, invalid("owner", notStorable)
+	}
+	if err := checkOwner(owner); err != nil {
+		return LedgerEntry{}, err
 	}
 	if kind == LedgerWeb {
 		amount = -amount

@@ -210,7 +210,7 @@ func decodeOpenAIRequest(w http.ResponseWriter, r *http.Request) (imagegen.Reque
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err = unreadable(err); err == errUnreadableBody {
-		return imagegen.Request{}, "", invalidOpenAI("", "The request body could not be read whole (it ended early, its chunked framing was broken, or it came too slowly).", "invalid_json")
+		return imagegen.Request{}, "", invalidOpenAI("", "The "+errUnreadableBody.Message+".", "invalid_json")
 	}
 	if err != nil {
 		return imagegen.Request{}, "", invalidOpenAI("", "The request body must be at most 1 MiB.", "request_too_large")

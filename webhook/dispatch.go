@@ -44,10 +44,11 @@ type Config struct {
 	Backoff time.Duration
 	// MaxBackoff caps the wait between two attempts (default 10m),
 	// including one a receiver asks for: on 429 or 503 with a
-	// Retry-After (seconds or an HTTP date; Retry-After-Ms, milliseconds, wins) the next attempt waits the
-	// longer of the backoff and Retry-After, at most MaxBackoff, so a
-	// receiver can slow deliveries down but neither hurry them nor park
-	// one for longer. A missing, malformed or negative Retry-After, or
+	// Retry-After (seconds or an HTTP date; a Retry-After-Ms, in
+	// milliseconds, wins) the next attempt waits the longer of the
+	// backoff and Retry-After, at most MaxBackoff, so a receiver can
+	// slow deliveries down but neither hurry them nor park one for
+	// longer. A missing, malformed or negative Retry-After, or
 	// one on another status, leaves the backoff. Either way the attempt
 	// counts towards MaxAttempts. Retry-After is read only through an
 	// AnswerPoster.

@@ -107,9 +107,9 @@
 // the next ones run on new connections. A call that failed on a stale
 // connection changed nothing (nothing of it reached a server); one cut
 // during its commit may or may not have committed, as on any database.
-// A statement the
-// server refused, a deadline or a caller that gave up never resets the
-// pool, so a client cannot empty it by cancelling its requests.
+// A statement the server refused, a deadline or a caller that gave up
+// never resets the pool, so a client cannot empty it by cancelling its
+// requests.
 //
 // # Rate limits
 //

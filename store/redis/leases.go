@@ -445,11 +445,12 @@ func (s *Store) SetProgress(ctx context.Context, id string, attempt int, progres
 		strconv.FormatFloat(progress, 'f', -1, 64))
 }
 
-// retryScript gives a task back to the queue, ready after a delay. It
-// leaves its call's token on the task (field gx), so that a run sent
-// again after its reply was lost finds the task given back by its own
-// call and answers as the first run did, not 0 (lease lost); the check
-// is made only when attempt does not hold the lease.
+// retryScript gives a task back to the queue, ready after a delay. As
+// a failure does, it leaves its call's token on the task (field cx,
+// finish_mark with nothing refunded), so that a run sent again after its
+// reply was lost finds the task given back by its own call and answers
+// as the first run did, not 0 (lease lost); the check is made only when
+// attempt does not hold the lease.
 //
 //	KEYS[1] task  KEYS[2] leases  KEYS[3] pending
 //	ARGV[1] now   ARGV[2] attempt  ARGV[3] delay (ms)  ARGV[4] last error  ARGV[5] id
@@ -459,12 +460,12 @@ func (s *Store) SetProgress(ctx context.Context, id string, attempt int, progres
 var retryScript = newScript(`
 local now = now_ms()
 local h = holds(KEYS[1], ARGV[2])
-if not h then return given_back(KEYS[1], ARGV[6]) end
+if not h then return resent_finish(redis.call('HGET', KEYS[1], 'cx'), ARGV[6]) and 1 or 0 end
 local runAfter = now + tonumber(ARGV[3])
 redis.call('ZREM', KEYS[2], ARGV[5])
 stop_running(KEYS[1], ARGV[5], h[5], h[6])
 redis.call('HSET', KEYS[1], 'status', 'pending', 'lease_until', 0, 'run_after', runAfter,
-  'updated', now, 'last_error', ARGV[4], 'gx', ARGV[6])
+  'updated', now, 'last_error', ARGV[4], 'cx', finish_mark(ARGV[6], 0))
 enqueue(KEYS[1], ARGV[5], runAfter)
 return 1
 `)
@@ -477,7 +478,7 @@ func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay tim
 
 // releaseScript gives a task back to the queue, ready now, without
 // counting the attempt (released grows by one). Like retryScript, it
-// leaves its call's token (gx) for a run sent again.
+// leaves its call's token (cx) for a run sent again.
 //
 //	KEYS[1] task  KEYS[2] leases  KEYS[3] pending
 //	ARGV[1] now   ARGV[2] attempt  ARGV[3] last error  ARGV[4] id
@@ -487,12 +488,12 @@ func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay tim
 var releaseScript = newScript(`
 local now = now_ms()
 local h = holds(KEYS[1], ARGV[2])
-if not h then return given_back(KEYS[1], ARGV[5]) end
+if not h then return resent_finish(redis.call('HGET', KEYS[1], 'cx'), ARGV[5]) and 1 or 0 end
 redis.call('ZREM', KEYS[2], ARGV[4])
 stop_running(KEYS[1], ARGV[4], h[5], h[6])
 redis.call('HINCRBY', KEYS[1], 'released', 1)
 redis.call('HSET', KEYS[1], 'status', 'pending', 'lease_until', 0, 'run_after', now,
-  'updated', now, 'last_error', ARGV[3], 'gx', ARGV[5])
+  'updated', now, 'last_error', ARGV[3], 'cx', finish_mark(ARGV[5], 0))
 enqueue(KEYS[1], ARGV[4], now)
 return 1
 `)

@@ -86,8 +86,8 @@
 // marked run looks for them, so a claim sent once reads nothing more.
 // An idempotent request's begin keeps its call's token in the record
 // (tok), and a run sent again that finds its own record in flight goes
-// on; a worker's retry or release leaves its token on the task (gx), and
-// a run sent again that finds it answers done. A new API key's run
+// on; a worker's retry or release leaves its token on the task (cx, as a
+// failure does), and a run sent again that finds it answers done. A new API key's run
 // sent again (marked, as a submit's) that finds the record of this very
 // key (its random id and owner) answers it stored. Not so, yet, for the
 // rest, which answer what they find: an operator's requeue sent again
@@ -633,20 +633,12 @@ local function takes_list(key)
   return kind == 'list' or kind == 'none'
 end
 
--- given_back answers a worker's retry or release whose attempt no
--- longer holds the lease: 1 when the task's gx is the call's token (the
--- same call, sent again after its reply was lost, gave it back), else 0
--- (lease lost).
-local function given_back(task, token)
-  if redis.call('HGET', task, 'gx') == token then return 1 end
-  return 0
-end
-
--- finish_mark is what a cancel or a worker's failure leaves on the task
--- it finished (field cx): its call's token and what it refunded.
+-- finish_mark is what a cancel, a worker's failure, retry or release
+-- leaves on the task whose attempt it ended (field cx): its call's token
+-- and what it refunded (0 for a retry or release).
 local function finish_mark(token, refunded) return token .. ':' .. refunded end
 
--- resent_finish answers a cancel or failure sent again (its reply lost)
+-- resent_finish answers a call of those sent again (its reply lost)
 -- as its first run did, 1 + what it refunded, when the task's cx
 -- (finish_mark) is that call's token's; else nil.
 local function resent_finish(cx, token)

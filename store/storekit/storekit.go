@@ -115,12 +115,9 @@ func ParseClaimedWebhookID(claimID string) (id string, leaseEnd int64, claimed b
 	if i < 0 {
 		return claimID, 0, false
 	}
-	digits := strings.TrimPrefix(claimID[i+1:], "-")
-	if digits == "" || strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
-		return claimID, 0, false
-	}
-	end, err := strconv.ParseInt(claimID[i+1:], 10, 64)
-	if err != nil {
+	suffix := claimID[i+1:]
+	end, err := strconv.ParseInt(suffix, 10, 64) // digits, perhaps after a sign
+	if err != nil || suffix[0] == '+' {
 		return claimID, 0, false
 	}
 	return claimID[:i], end, true
