@@ -4,10 +4,11 @@
 # listener, request ids) beside the bare net/http baseline (barehttp),
 # under wrk on loopback, interleaved in one run: ROUNDS rounds of
 # bare-then-serve for each endpoint, each wrk run DURATION long with
-# CONNS connections. Prints each run's requests/s and the server process's
+# CONNS connections. Prints each run's requests/s, the server process's
 # own CPU time per request (utime+stime from /proc/PID/stat around the
-# run), and each round's ratios: the rate ratio is what wrk sees, the CPU
-# ratio moves less when other processes share the cores.
+# run) and how often wrk went to sleep per request (see run), and each
+# round's ratios: the rate ratio is what wrk sees, the CPU ratio moves
+# less when other processes share the cores.
 #
 #	cd bench && ./httpratio.sh             # ROUNDS=3 DURATION=5s CONNS=32
 #
@@ -86,30 +87,37 @@ startServes
 
 cputicks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime+stime of PID $1, in clock ticks
 # run PID URL SCRIPT TASK: one wrk run against the server PID; prints its
-# requests/s and the server's CPU time per request in µs.
+# requests/s, the server's CPU time per request in µs, and how often wrk
+# went to sleep per request (its voluntary context switches, from GNU
+# time when /usr/bin/time is there, else "-"): a server whose answers
+# come later leaves wrk idle, and on a machine where waking an idle
+# thread is dear the server's writes pay for it.
 run() {
-	local before after out
+	local before after out sleeps=-
+	local timed=()
+	[[ -x /usr/bin/time ]] && timed=(/usr/bin/time -f %w -o "$dir/wrk-sleeps")
 	before=$(cputicks "$1")
-	out=$(TASK=$4 "${nice[@]}" wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s "wrk/$3.lua" "$2")
+	out=$(TASK=$4 "${nice[@]}" "${timed[@]}" wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s "wrk/$3.lua" "$2")
 	after=$(cputicks "$1")
 	if grep -q Non-2xx <<<"$out"; then echo "non-2xx answers from $2: $out" >&2; exit 1; fi
-	awk -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" '
+	[[ ${#timed[@]} -gt 0 ]] && sleeps=$(tail -1 "$dir/wrk-sleeps")
+	awk -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" -v sleeps="$sleeps" '
 		/^Requests\/sec/ {rps = $2} /requests in/ {n = $1}
-		END {printf "%.0f %.1f\n", rps, ticks / hz * 1e6 / n}' <<<"$out"
+		END {printf "%.0f %.1f %s\n", rps, ticks / hz * 1e6 / n, sleeps == "-" ? "-" : sprintf("%.2f", sleeps / n)}' <<<"$out"
 }
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores; wrk -t$THREADS -c$CONNS -d$DURATION"
 for endpoint in ${ENDPOINTS:-poll submit}; do
 	for round in $(seq 1 "$ROUNDS"); do
 		if [[ -n ${FRESH:-} && -n ${ranOnce:-} ]]; then startServes; fi
 		ranOnce=1
-		read -r bare bcpu < <(run "${pids[0]}" http://127.0.0.1:18090 "$endpoint" "$(cat "$dir/bare-task")")
-		read -r ours ocpu < <(run "$servePID" http://127.0.0.1:18091 "$endpoint" "$task")
-		awk -v e="$endpoint" -v r="$round" -v b="$bare" -v o="$ours" -v bc="$bcpu" -v oc="$ocpu" 'BEGIN {
-			printf "%s round %s: bare %d req/s (%.1f µs CPU each), serve %d req/s (%.1f µs): %.2fx the rate, %.2fx the CPU per request\n", e, r, b, bc, o, oc, o/b, oc/bc }'
+		read -r bare bcpu bsleeps < <(run "${pids[0]}" http://127.0.0.1:18090 "$endpoint" "$(cat "$dir/bare-task")")
+		read -r ours ocpu osleeps < <(run "$servePID" http://127.0.0.1:18091 "$endpoint" "$task")
+		awk -v e="$endpoint" -v r="$round" -v b="$bare" -v o="$ours" -v bc="$bcpu" -v oc="$ocpu" -v bs="$bsleeps" -v os="$osleeps" 'BEGIN {
+			printf "%s round %s: bare %d req/s (%.1f µs CPU each, wrk sleeps %s), serve %d req/s (%.1f µs, %s): %.2fx the rate, %.2fx the CPU per request\n", e, r, b, bc, bs, o, oc, os, o/b, oc/bc }'
 		if [[ -n ${BASELINE:-} ]]; then
-			read -r base basecpu < <(run "$basePID" http://127.0.0.1:18093 "$endpoint" "$baselineTask")
-			awk -v e="$endpoint" -v r="$round" -v b="$bare" -v o="$base" -v bc="$bcpu" -v oc="$basecpu" 'BEGIN {
-				printf "%s round %s: baseline serve %d req/s (%.1f µs): %.2fx the rate, %.2fx the CPU per request\n", e, r, o, oc, o/b, oc/bc }'
+			read -r base basecpu basesleeps < <(run "$basePID" http://127.0.0.1:18093 "$endpoint" "$baselineTask")
+			awk -v e="$endpoint" -v r="$round" -v b="$bare" -v o="$base" -v bc="$bcpu" -v oc="$basecpu" -v os="$basesleeps" 'BEGIN {
+				printf "%s round %s: baseline serve %d req/s (%.1f µs, wrk sleeps %s): %.2fx the rate, %.2fx the CPU per request\n", e, r, o, oc, os, o/b, oc/bc }'
 		fi
 	done
 done
