@@ -5,7 +5,9 @@
 // migrations: store/postgres.Migrate or `imagegen migrate`), read by one
 // function call per [Limiter.Allow] and changed in place (one slot) only
 // when the request is accepted, so every process on the database shares
-// each key's limit and a refusal writes nothing (see [Limiter]). Mixing stores
+// each key's limit and a refusal writes nothing (see [Limiter]). The
+// checks that one Limiter's callers make at the same time share a round
+// trip and a transaction (group commit). Mixing stores
 // and limiters works too (a PostgreSQL store with a Redis limiter).
 //
 // A check that finds its connection broken (the server or a pooler in

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/groupcommit"
 	"github.com/imagegen/imagegen/internal/pgreset"
 	"github.com/imagegen/imagegen/internal/pgtext"
 	"github.com/imagegen/imagegen/ratelimit/internal/rolling"
@@ -120,7 +122,15 @@ func (p *Limiter) storedKey(key string) string {
 // that one has left the window (else the ring grows by one), with a
 // compare-and-set update of the row (read again if another call changed
 // it first), so concurrent requests from any number of processes
-// never exceed the limit and each costs one round trip. A refusal writes
+// never exceed the limit. Concurrent Allow calls of one Limiter share a
+// round trip and a transaction (group commit): the calls that arrive
+// while a batch runs go together in the next, one statement calling
+// rate_allow for each in turn, in the order of their keys, so that two
+// batches (of two processes) that want the same rows take them in the
+// same order and never wait for each other in a cycle. A lone call goes
+// at once, alone. A call waits for its batch to end, whatever its ctx
+// does once the batch is sent; a batch that fails fails all its calls.
+// A refusal writes
 // nothing; an acceptance changes one slot in place (an update that stays
 // on its page, whose write-ahead log record holds about the bytes that
 // changed) and commits without waiting for the log to be flushed: a crash
@@ -137,8 +147,8 @@ func (p *Limiter) storedKey(key string) string {
 //
 // Behind a transaction pooler (PgBouncer with pool_mode = transaction),
 // give it the store's pooled pool, made with store/postgres.PoolerConfig
-// (no named prepared statements): an Allow is one statement and keeps no
-// session state, so any server session may run it.
+// (no named prepared statements): a batch of checks is one statement and
+// keeps no session state, so any server session may run it.
 type Limiter struct {
 	pool   *pgxpool.Pool
 	resets *pgreset.Pool // empties pool when a check finds its connection broken
@@ -146,8 +156,11 @@ type Limiter struct {
 	window time.Duration
 	prefix string
 	now    func() time.Time
-	allow  string // SQL
+	allow  string // SQL: one check
+	many   string // SQL: a batch of checks, in turn
 	sweep  string // SQL
+
+	calls groupcommit.Batcher[allowCall, allowResult] // gathers concurrent checks into batches
 
 	stop    context.CancelFunc // ends the sweeper
 	stopped chan struct{}      // closed when the sweeper has returned
@@ -177,11 +190,17 @@ func New(pool *pgxpool.Pool, cfg Config) (*Limiter, error) {
 		prefix: cfg.Prefix,
 		now:    cfg.Now,
 		allow:  `SELECT allowed, count, free, at FROM ` + schema + `.rate_allow($1, $2, $3, $4)`,
+		// rate_allow once for each check, in the arrays' order (the
+		// lateral call runs for each row of unnest in turn): each sees
+		// the rows the checks before it changed.
+		many: `SELECT r.allowed, r.count, r.free, r.at FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS k(key, now, i) ` +
+			`CROSS JOIN LATERAL ` + schema + `.rate_allow(k.key, k.now, $3, $4) AS r ORDER BY k.i`,
 		sweep: `DELETE FROM ` + schema + `.rate_limits WHERE key IN (SELECT key FROM ` + schema +
 			`.rate_limits r WHERE (SELECT max(t) FROM unnest(r.times) AS t) + r.window_us <= ` +
 			`coalesce($1::bigint, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint) LIMIT 500 FOR UPDATE SKIP LOCKED)`,
 		stopped: make(chan struct{}),
 	}
+	p.calls = groupcommit.Batcher[allowCall, allowResult]{Run: p.runCalls, MaxBatch: maxBatch, MaxInFlight: maxInFlight, Gather: true}
 	ctx, stop := context.WithCancel(context.Background())
 	p.stop = stop
 	go p.sweepLoop(ctx, cfg.SweepInterval)
@@ -202,24 +221,103 @@ func (p *Limiter) Close() {
 // [github.com/imagegen/imagegen/ratelimit.Memory.Allow]. A refused request
 // is not recorded. Any string is a key (one longer than 512 bytes, or
 // that PostgreSQL's text refuses, is stored as its SHA-256). Allow fails
-// only when the database does (or ctx ends).
+// only when the database does (or ctx ends before the call's batch is
+// sent; once sent, the batch runs to its end, bounded by 10 s). The
+// error wraps the database's.
 func (p *Limiter) Allow(ctx context.Context, key string) (imagegen.LimitResult, error) {
-	var now *int64
+	c := allowCall{key: p.storedKey(key)}
 	if p.now != nil {
 		us := p.now().UnixMicro()
-		now = &us
+		c.now = &us
 	}
-	var (
-		allowed  bool
-		count    int
-		free, at int64
-	)
-	err := p.pool.QueryRow(ctx, p.allow, p.storedKey(key), now, p.window.Microseconds(), p.limit).Scan(&allowed, &count, &free, &at)
+	r, err := p.calls.Do(ctx, c)
 	if err != nil {
-		p.resets.Note(err) // a pooler or server restart: the pool's other connections are dead too
 		return imagegen.LimitResult{}, fmt.Errorf("ratelimit/postgres: allow: %w", err)
 	}
-	return rolling.Stored(allowed, p.limit, p.window, count, free, at), nil
+	return rolling.Stored(r.allowed, p.limit, p.window, r.count, r.free, r.at), nil
+}
+
+// allowCall is one Allow's check: its stored key and its time (µs), nil
+// for the database server's clock.
+type allowCall struct {
+	key string
+	now *int64
+}
+
+// allowResult is rate_allow's answer to one check.
+type allowResult struct {
+	allowed  bool
+	count    int
+	free, at int64
+}
+
+// Batching bounds: checks per batch, batches in flight (of one Limiter).
+// BenchmarkAllowHotKeys/Accepted (16 callers on 16 hot keys), three
+// alternating runs of 4000 on a 2-core AMD EPYC shared with other work:
+// 76 µs a check (38–89) against 275 µs (228–278) when each check was a
+// transaction of its own, 101 B of WAL a check against 149. Two batches
+// in flight: 99 µs (65–142) against 60 (48–84) for one in the same
+// rounds, as the store's group commit found (maxBatchesInFlight there):
+// the two take turns on the same hot rows.
+const (
+	maxBatch    = 64
+	maxInFlight = 1
+)
+
+// runCalls runs a batch of checks: a lone one as one rate_allow call,
+// several in one statement, so in one transaction, rate_allow for each
+// in turn in the order of their keys (the same order in every process,
+// so that batches wanting the same rows never deadlock: each holds the
+// rows it changed until it commits). A key checked twice goes twice,
+// the second call counting after the first.
+func (p *Limiter) runCalls(ctx context.Context, batch []*groupcommit.Call[allowCall, allowResult]) {
+	if len(batch) == 1 {
+		c := batch[0]
+		err := p.pool.QueryRow(ctx, p.allow, c.Req.key, c.Req.now, p.window.Microseconds(), p.limit).Scan(&c.Res.allowed, &c.Res.count, &c.Res.free, &c.Res.at)
+		if err != nil {
+			p.resets.Note(err) // a pooler or server restart: the pool's other connections are dead too
+			c.Err = err
+		}
+		return
+	}
+	order := slices.Clone(batch)
+	slices.SortStableFunc(order, func(a, b *groupcommit.Call[allowCall, allowResult]) int { return strings.Compare(a.Req.key, b.Req.key) })
+	keys := make([]string, len(order))
+	nows := make([]*int64, len(order))
+	for i, c := range order {
+		keys[i], nows[i] = c.Req.key, c.Req.now
+	}
+	err := func() error {
+		rows, err := p.pool.Query(ctx, p.many, keys, nows, p.window.Microseconds(), p.limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		i := 0
+		for rows.Next() {
+			if i == len(order) {
+				return fmt.Errorf("%d answers for %d checks", i+1, len(order))
+			}
+			r := &order[i].Res
+			if err := rows.Scan(&r.allowed, &r.count, &r.free, &r.at); err != nil {
+				return err
+			}
+			i++
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if i != len(order) {
+			return fmt.Errorf("%d answers for %d checks", i, len(order))
+		}
+		return nil
+	}()
+	if err != nil {
+		p.resets.Note(err)
+		for _, c := range batch {
+			c.Res, c.Err = allowResult{}, err
+		}
+	}
 }
 
 // sweepLoop deletes a batch of idle keys' rows every interval until ctx

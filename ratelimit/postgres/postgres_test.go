@@ -174,3 +174,47 @@ func TestRefusalsWriteNothing(t *testing.T) {
 	is.Equal(x2, xmin) // no new row version: the refusals wrote nothing
 	is.Equal(c2, ctid)
 }
+
+// Concurrent checks of one limiter go to the database in batches, a
+// batch one transaction holding the rows it changed until it commits.
+// Two limiters' batches over the same hot keys, each limiter's callers
+// walking the keys in another order, take the rows in one order (the
+// keys'), so neither waits for the other in a cycle (a deadlock, which
+// PostgreSQL breaks by failing a batch), and every check is counted.
+func TestBatchesOfTwoProcessesDoNotDeadlock(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	pool := pgtest.ConnectPool(t, 8)
+	schema := pgtest.MigratedSchema(t, pool)
+	const keys, goroutines, each = 8, 16, 120
+	cfg := postgres.Config{Limit: 1 << 20, Window: time.Hour, Schema: schema}
+	lims := []*postgres.Limiter{newPostgres(t, pool, cfg), newPostgres(t, pool, cfg)}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for g := range goroutines {
+		lim := lims[g%2]
+		wg.Go(func() {
+			for j := range each {
+				k := (g + j) % keys
+				if g%2 == 1 {
+					k = keys - 1 - k // the other limiter's callers walk the keys backwards
+				}
+				if _, err := lim.Allow(ctx, fmt.Sprint("hot-", k)); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	is.NoErr(errors.Join(errs...))
+	for k := range keys {
+		var n int
+		is.NoErr(pool.QueryRow(ctx, `SELECT cardinality(times) FROM "`+schema+`".rate_limits WHERE key = $1`, postgres.DefaultPrefix+fmt.Sprint("hot-", k)).Scan(&n))
+		is.Equal(n, goroutines*each/keys) // every check of the key counted
+	}
+}
