@@ -61,6 +61,14 @@ func (s *Store) TaskByID(ctx context.Context, id string) (*imagegen.Task, error)
 //	KEYS[1] task  KEYS[2] pending  KEYS[3] balance  KEYS[4] ledger  KEYS[5] webhooks
 //	ARGV[1] now  ARGV[2] id  ARGV[3] owner  ARGV[4] recharge: "1" or ""
 //	ARGV[5] recharge ledger entry JSON up to its time  ARGV[6] re-refund reference
+//	ARGV[7] the call's token (random)
+//
+// As a failure does, the requeue leaves its call's token on the task
+// (field cx, finish_mark with nothing refunded): a run sent again after
+// its reply was lost (go-redis sends a command again when its
+// connection breaks) finds the task requeued by its own call and
+// answers as the first run did, not -1, recharging nothing more. The
+// check is made only when the task is not failed.
 //
 // Returns 1, 0 when there is no such task, -1 when it is not failed,
 // -2 when the balance is short of the recharge.
@@ -68,7 +76,9 @@ var requeueScript = newScript(`
 local now = now_ms()
 local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'cost')
 if f[1] ~= ARGV[3] then return 0 end
-if f[2] ~= 'failed' then return -1 end
+if f[2] ~= 'failed' then
+  return resent_finish(redis.call('HGET', KEYS[1], 'cx'), ARGV[7]) and 1 or -1 -- this very requeue, sent again, or not failed
+end
 if ARGV[4] == '1' then
   local cost = tonumber(f[3])
   local balance = tonumber(redis.call('GET', KEYS[3]) or '0')
@@ -82,7 +92,7 @@ if ARGV[4] == '1' then
 end
 redis.call('HDEL', KEYS[1], 'error', 'error_code', 'finished', 'expires', 'hook_attempts', 'hook_attempts_processing')
 redis.call('ZREM', KEYS[5], ARGV[2], ARGV[2] .. ':processing')
-redis.call('HSET', KEYS[1], 'status', 'pending', 'updated', now, 'run_after', now)
+redis.call('HSET', KEYS[1], 'status', 'pending', 'updated', now, 'run_after', now, 'cx', finish_mark(ARGV[7], 0))
 redis.call('PERSIST', KEYS[1])
 enqueue(KEYS[1], ARGV[2], now)
 return 1
@@ -90,6 +100,8 @@ return 1
 
 // RequeueTask gives a failed task back to the queue, ready now. It reads
 // the task's owner and attempt first, to name the owner's credit keys.
+// A requeue whose reply was lost and that go-redis sent again answers as
+// done, not ErrInvalidTransition.
 func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error {
 	t, err := s.TaskByID(ctx, id)
 	if err != nil {
@@ -107,7 +119,7 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 	sh := s.byID(id)
 	n, err := requeueScript.Run(ctx, s.rdb,
 		[]string{sh.task(id), sh.pending(), sh.balance(t.Owner), sh.ledger(t.Owner), sh.webhooks()},
-		s.nowArg(), id, t.Owner, flag, entry, imagegen.RerefundRef(id, t.Attempt),
+		s.nowArg(), id, t.Owner, flag, entry, imagegen.RerefundRef(id, t.Attempt), callToken(),
 	).Int64()
 	switch {
 	case err != nil:

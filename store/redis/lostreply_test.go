@@ -393,3 +393,44 @@ func TestPutKeySentAgainAfterLostReply(t *testing.T) {
 		})
 	}
 }
+
+// An operator's requeue whose script ran but whose reply was lost used
+// to answer ErrInvalidTransition: go-redis sent the script again, which
+// found the task pending (the first run had requeued it), so the
+// operator was told that the task was not failed though it was back in
+// the queue, recharged. The run sent again now knows its own requeue (it
+// leaves its call's token on the task, as a failure does) and answers it
+// as done, charged once; a requeue of a task that is not failed is still
+// refused.
+func TestRequeueSentAgainAfterLostReply(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, p := behindDropper(t, redisstore.Config{Retention: retention})
+	task := pendingTask(t, s, 3)
+	c, err := s.ClaimTask(ctx, time.Minute)
+	is.NoErr(err)
+	_, err = s.FailTask(ctx, c.ID, c.Attempt, imagegen.Failure{Code: imagegen.CodeInternal, Message: "the model broke"})
+	is.NoErr(err)
+	p.Arm(imagegen.RerefundRef(task.ID, c.Attempt)) // the requeue script's argument, not its read of the task
+	is.NoErr(s.RequeueTask(ctx, task.ID, true))     // requeued: not ErrInvalidTransition
+	is.Equal(p.Dropped(), 1)                        // the reply was lost, and the script sent again
+	got, err := s.Task(ctx, "u", task.ID)
+	is.NoErr(err)
+	is.Equal(got.Status, imagegen.StatusPending)
+	b, err := s.Balance(ctx, "u")
+	is.NoErr(err)
+	is.Equal(b, int64(7)) // charged, refunded, charged again once
+	ledger, err := s.Ledger(ctx, "u")
+	is.NoErr(err)
+	is.Equal(len(ledger), 4) // the grant, the charge, the refund and one recharge
+
+	// Another requeue of the task, pending now, is still refused.
+	is.True(errors.Is(s.RequeueTask(ctx, task.ID, true), imagegen.ErrInvalidTransition))
+	b, err = s.Balance(ctx, "u")
+	is.NoErr(err)
+	is.Equal(b, int64(7))
+	// The task is claimed as any other.
+	c, err = s.ClaimTask(ctx, time.Minute)
+	is.NoErr(err)
+	is.Equal(c.ID, task.ID)
+}

@@ -89,10 +89,12 @@
 // on; a worker's retry or release leaves its token on the task (cx, as a
 // failure does), and a run sent again that finds it answers done. A new API key's run
 // sent again (marked, as a submit's) that finds the record of this very
-// key (its random id and owner) answers it stored. Not so, yet, for the
-// rest, which answer what they find: an operator's requeue sent again
-// answers that the task is not failed (the first run requeued it), a
-// key deletion that its key is not found, a webhook claim sent again
+// key (its random id and owner) answers it stored. An operator's
+// requeue leaves its token on the task (cx, as a failure does), and a
+// run sent again that finds the task requeued by its own call answers
+// done, recharged once. Not so, yet, for the rest, which answer what
+// they find: a key deletion sent again answers that its key is not
+// found, a webhook claim sent again
 // leaves the deliveries the first run claimed to wait out their lease,
 // a webhook retry sent again counts its attempt twice (the delivery
 // gives up one attempt early), and a recovery's counts of a lost reply
