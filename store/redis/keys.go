@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -162,27 +163,45 @@ func (s *Store) changeOwnerKey(ctx context.Context, owner, id, what string, chan
 	return imagegen.ErrKeyNotFound
 }
 
-// deleteKeyScript deletes a revoked key if it is the owner's.
+// deletedKeyTTL is how long a deletion's mark (deletedKey) is kept: far
+// longer than go-redis takes to send a command again.
+const deletedKeyTTL = 5 * time.Minute
+
+// deleteKeyScript deletes a revoked key if it is the owner's. It leaves
+// the call's token under the key's hash (deletedKey, a string expiring
+// after deletedKeyTTL): a run sent again after its reply was lost
+// (go-redis sends a command again when its connection breaks) finds the
+// record gone and the mark its own, and answers as the first run did,
+// not 0. The mark is read only when there is no record.
 //
-//	KEYS[1] apikey:<hash>  KEYS[2] apikeys:<owner> (optional, as in putKeyScript)
-//	ARGV[1] now (unused)  ARGV[2] owner  ARGV[3] id  ARGV[4] hash
+//	KEYS[1] apikey:<hash>  KEYS[2] delkey:<hash>  KEYS[3] apikeys:<owner> (optional, as in putKeyScript)
+//	ARGV[1] now (unused)  ARGV[2] owner  ARGV[3] id  ARGV[4] hash  ARGV[5] the call's token (random)
+//	ARGV[6] deletedKeyTTL (ms)
 //
 // Returns 1, or 0 when the key is not the owner's revoked key with that id.
 var deleteKeyScript = newScript(`
 local f = redis.call('HMGET', KEYS[1], 'owner', 'id', 'revoked')
-if f[1] ~= ARGV[2] or f[2] ~= ARGV[3] or f[3] ~= '1' then return 0 end
+if f[1] ~= ARGV[2] or f[2] ~= ARGV[3] or f[3] ~= '1' then
+  if not f[1] and redis.call('GET', KEYS[2]) == ARGV[5] then return 1 end -- this very deletion, sent again
+  return 0
+end
 redis.call('DEL', KEYS[1])
-if #KEYS >= 2 then redis.call('LREM', KEYS[2], 1, ARGV[4]) end
+redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[6])
+if #KEYS >= 3 then redis.call('LREM', KEYS[3], 1, ARGV[4]) end
 return 1
 `)
 
-// DeleteKey deletes the owner's revoked key id.
+// DeleteKey deletes the owner's revoked key id. A deletion whose reply
+// was lost and that go-redis sent again answers as done, not
+// ErrKeyNotFound.
 func (s *Store) DeleteKey(ctx context.Context, owner, id string) error {
+	token := callToken()
 	return s.changeOwnerKey(ctx, owner, id, "delete key", func(hash string) *goredis.Cmd {
+		args := []any{s.nowArg(), owner, id, hash, token, ms(deletedKeyTTL)}
 		if !s.sharded {
-			return deleteKeyScript.Run(ctx, s.rdb, []string{s.k.apiKey(hash), s.k.apiKeys(owner)}, s.nowArg(), owner, id, hash)
+			return deleteKeyScript.Run(ctx, s.rdb, []string{s.k.apiKey(hash), s.k.deletedKey(hash), s.k.apiKeys(owner)}, args...)
 		}
-		cmd := deleteKeyScript.Run(ctx, s.rdb, []string{s.k.apiKey(hash)}, s.nowArg(), owner, id, hash)
+		cmd := deleteKeyScript.Run(ctx, s.rdb, []string{s.k.apiKey(hash), s.k.deletedKey(hash)}, args...)
 		if n, err := cmd.Int64(); err == nil && n == 1 {
 			if err := s.rdb.LRem(ctx, s.byOwner(owner).apiKeys(owner), 1, hash).Err(); err != nil {
 				cmd.SetErr(err) // the record is gone; the stray entry is skipped, and a retry finds nothing to delete

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/matryer/is"
 	goredis "github.com/redis/go-redis/v9"
 
@@ -433,4 +434,58 @@ func TestRequeueSentAgainAfterLostReply(t *testing.T) {
 	c, err = s.ClaimTask(ctx, time.Minute)
 	is.NoErr(err)
 	is.Equal(c.ID, task.ID)
+}
+
+// A key deletion whose script ran but whose reply was lost used to
+// answer ErrKeyNotFound: go-redis sent the script again, which found
+// the record gone (the first run had deleted it), so the owner was told
+// there was no such key though its deletion had worked. The run sent
+// again now finds the mark its first run left (the call's token, kept a
+// few minutes under the key's hash, in the store's keys) and answers
+// deleted, unlisted once; deleting the key again, or a key that never
+// was, still answers ErrKeyNotFound.
+func TestDeleteKeySentAgainAfterLostReply(t *testing.T) {
+	for _, shards := range []int{1, 4} {
+		t.Run(fmt.Sprint(shards, " shards"), func(t *testing.T) {
+			is := is.New(t)
+			ctx := context.Background()
+			s, p := behindDropper(t, redisstore.Config{Retention: retention, Shards: shards})
+			secret := "delete-lost-reply-" + uuid.NewString()
+			k := imagegen.APIKey{ID: "key_delete_lost_reply", Owner: "u", Hash: imagegen.HashAPIKey(secret),
+				Hint: "dele…", Name: "deleted", CreatedAt: time.Now()}
+			is.NoErr(s.PutKey(ctx, k))
+			is.NoErr(s.PutKey(ctx, imagegen.APIKey{ID: "key_kept", Owner: "u", Hash: imagegen.HashAPIKey(secret + "-kept"), CreatedAt: time.Now()}))
+			is.NoErr(s.RevokeKey(ctx, "u", k.ID))
+			p.Arm(k.ID)                           // the delete script's argument, not its reads of the owner's keys
+			is.NoErr(s.DeleteKey(ctx, "u", k.ID)) // deleted: not ErrKeyNotFound
+			is.Equal(p.Dropped(), 1)              // the reply was lost, and the script sent again
+			keys, err := s.Keys(ctx, "u")
+			is.NoErr(err)
+			is.Equal(len(keys), 1) // unlisted; the other key kept
+			is.Equal(keys[0].ID, "key_kept")
+			_, err = s.KeyByHash(ctx, k.Hash)
+			is.True(errors.Is(err, imagegen.ErrKeyNotFound))
+
+			// What the deletion left naming the key's hash is the store's
+			// (its cleanup deletes it) and short-lived.
+			rdb := redistest.Connect(t)
+			mine := map[string]bool{}
+			for _, key := range redistest.Keys(t, rdb, s.KeyPattern()) {
+				mine[key] = true
+			}
+			for _, key := range redistest.Keys(t, rdb, "*"+k.Hash+"*") {
+				is.True(mine[key]) // under the store's KeyPattern
+				ttl, err := rdb.PTTL(ctx, key).Result()
+				is.NoErr(err)
+				is.True(ttl > 0 && ttl <= 10*time.Minute) // expiring within minutes
+			}
+
+			// Deleting it again, or a key that never was, is still not found.
+			is.True(errors.Is(s.DeleteKey(ctx, "u", k.ID), imagegen.ErrKeyNotFound))
+			is.True(errors.Is(s.DeleteKey(ctx, "u", "key_never"), imagegen.ErrKeyNotFound))
+			keys, err = s.Keys(ctx, "u")
+			is.NoErr(err)
+			is.Equal(len(keys), 1)
+		})
+	}
 }

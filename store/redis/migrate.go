@@ -137,7 +137,7 @@ func (s *Store) migrateKey(ctx context.Context, src goredis.UniversalClient, key
 			owner = owner[:l]
 		}
 		to = s.byOwner(owner).tag + ":" + rest
-	default: // secret, pstats, apikey, session(s): global, same name
+	default: // secret, pstats, apikey, delkey, session(s): global, same name
 		to = key
 	}
 	return 1, copyKey(ctx, src, s.rdb, key, to)

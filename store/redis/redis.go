@@ -92,9 +92,10 @@
 // key (its random id and owner) answers it stored. An operator's
 // requeue leaves its token on the task (cx, as a failure does), and a
 // run sent again that finds the task requeued by its own call answers
-// done, recharged once. Not so, yet, for the rest, which answer what
-// they find: a key deletion sent again answers that its key is not
-// found, a webhook claim sent again
+// done, recharged once. A key deletion leaves its token under the key's
+// hash for a few minutes (P:delkey), and a run sent again that finds the
+// record gone and that token answers deleted. Not so, yet, for the rest,
+// which answer what they find: a webhook claim sent again
 // leaves the deliveries the first run claimed to wait out their lease,
 // a webhook retry sent again counts its attempt twice (the delivery
 // gives up one attempt early), and a recovery's counts of a lost reply
@@ -131,7 +132,7 @@
 //
 // Layout (P is the hash-tagged prefix, "{imagegen}" by default; on a
 // sharded store, the owner's or the id's shard tag for every key but
-// the global ones, layout, secret, pstats, apikey and session(s)):
+// the global ones, layout, secret, pstats, apikey, delkey and session(s)):
 //
 //	P:task:<id>        hash: the task
 //	P:pending          zset: pending task ids by run-after time (ms) (queue stats)
@@ -164,6 +165,8 @@
 //	P:blob:<id>        string: image bytes (the default BlobStore, blob/redis)
 //	P:apikey:<sha256>  hash: API key record
 //	P:apikeys:<owner>  list: the owner's key hashes, oldest first
+//	P:delkey:<sha256>  string: the token of the call that deleted the key, kept 5 minutes, for
+//	                   the deletion sent again (see deleteKeyScript)
 //	P:layout           hash: the number of shards the store is laid out in (shards), recorded by
 //	                   the first CheckLayout or by MigrateToShards
 //	P:secret:<name>    string: a secret shared by all processes (SharedSecret)
@@ -420,6 +423,7 @@ func (k keys) refs(owner string) string          { return k.tag + ":refs:" + own
 func (k keys) image(id string) string            { return k.tag + ":image:" + id }
 func (k keys) apiKey(hash string) string         { return k.tag + ":apikey:" + hash }
 func (k keys) apiKeys(owner string) string       { return k.tag + ":apikeys:" + owner }
+func (k keys) deletedKey(hash string) string     { return k.tag + ":delkey:" + hash }
 func (k keys) session(id string) string          { return k.tag + ":session:" + id }
 func (k keys) ownerSessions(owner string) string { return k.tag + ":sessions:" + owner }
 
