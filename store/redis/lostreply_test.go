@@ -12,6 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/internal/testenv/redistest"
 	redisstore "github.com/imagegen/imagegen/store/redis"
 )
@@ -486,6 +487,62 @@ func TestDeleteKeySentAgainAfterLostReply(t *testing.T) {
 			keys, err = s.Keys(ctx, "u")
 			is.NoErr(err)
 			is.Equal(len(keys), 1)
+		})
+	}
+}
+
+// A webhook claim whose script ran but whose reply was lost used to
+// leave the deliveries it leased waiting out their lease: go-redis sent
+// the script again, which found them leased (not due) and answered
+// none, so the dispatcher sent nothing and the callbacks went out a
+// lease later. The run sent again now finds the record its first run
+// left (the call's token, kept for the lease) and answers with the
+// deliveries that run leased, under the same claimed IDs, leasing no
+// more.
+func TestClaimWebhooksSentAgainAfterLostReply(t *testing.T) {
+	for _, shards := range []int{1, 4} {
+		t.Run(fmt.Sprint(shards, " shards"), func(t *testing.T) {
+			is := is.New(t)
+			ctx := context.Background()
+			clock := imagegentest.NewClock(time.Time{})
+			s, p := behindDropper(t, redisstore.Config{Retention: retention, Shards: shards, Clock: clock})
+			_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"})
+			is.NoErr(err)
+			for range 3 {
+				task := &imagegen.Task{ID: imagegen.NewOwnedID("u"), Owner: "u", Cost: 1, Model: "m",
+					Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p", CallbackURL: "https://example.com/hook"}}
+				_, err := s.CreateTask(ctx, task, imagegen.CreateParams{})
+				is.NoErr(err)
+				c, err := s.ClaimTask(ctx, time.Minute)
+				is.NoErr(err)
+				is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil)) // its delivery is due
+			}
+			const lease = time.Hour + 4321*time.Millisecond // "3604321": marks the claim's command
+			p.Arm("3604321")
+			got, err := s.ClaimWebhooks(ctx, lease, 2)
+			is.Equal(p.Dropped(), 1) // the reply was lost, and the script sent again
+			is.NoErr(err)
+			is.Equal(len(got), 2) // the first run's deliveries, not none
+			is.True(got[0].TaskID != got[1].TaskID)
+			for _, d := range got {
+				is.Equal(d.Owner, "u")
+				is.Equal(d.URL, "https://example.com/hook")
+				is.Equal(d.Event, imagegen.EventCompleted)
+			}
+			// The one left is due: the next claim takes it, and only it.
+			next, err := s.ClaimWebhooks(ctx, time.Minute, 10)
+			is.NoErr(err)
+			is.Equal(len(next), 1)
+			is.True(next[0].TaskID != got[0].TaskID && next[0].TaskID != got[1].TaskID)
+			// The first claim's IDs are its leases: acknowledged, the
+			// deliveries are gone, and none is due once the leases end.
+			for _, d := range append(got, next...) {
+				is.NoErr(s.AckWebhook(ctx, d.ID))
+			}
+			clock.Advance(2 * lease)
+			left, err := s.ClaimWebhooks(ctx, time.Minute, 10)
+			is.NoErr(err)
+			is.Equal(len(left), 0)
 		})
 	}
 }

@@ -127,6 +127,8 @@ func (s *Store) migrateKey(ctx context.Context, src goredis.UniversalClient, key
 		return 0, nil // the queue is empty; fair-share state and pauses start afresh
 	case "layout":
 		return 0, nil // src's record; MigrateToShards writes dst's once the copy is done
+	case "hookclaim":
+		return 0, nil // a webhook claim's record, for its run sent again: no run of src's claims is sent to dst
 	case "task", "image", "blob":
 		to = s.byID(name).tag + ":" + rest
 	case "tasks", "balance", "ledger", "refs", "sched", "apikeys":

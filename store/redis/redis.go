@@ -94,12 +94,14 @@
 // run sent again that finds the task requeued by its own call answers
 // done, recharged once. A key deletion leaves its token under the key's
 // hash for a few minutes (P:delkey), and a run sent again that finds the
-// record gone and that token answers deleted. Not so, yet, for the rest,
-// which answer what they find: a webhook claim sent again
-// leaves the deliveries the first run claimed to wait out their lease,
-// a webhook retry sent again counts its attempt twice (the delivery
-// gives up one attempt early), and a recovery's counts of a lost reply
-// are not reported.
+// record gone and that token answers deleted. A webhook claim carries
+// a random token, marked as a claim's is, and a run that leases
+// deliveries records them under it for the lease (P:hookclaim): a run
+// so marked that finds the record answers with those deliveries still
+// leased, under the same claimed IDs, and leases no more. Not so, yet,
+// for the rest, which answer what they find: a webhook retry sent again
+// counts its attempt twice (the delivery gives up one attempt early),
+// and a recovery's counts of a lost reply are not reported.
 //
 // Time: scripts read "now" from the Redis server (TIME), so processes
 // with skewed clocks still agree on leases. Config.Clock replaces it with
@@ -151,6 +153,8 @@
 //	P:model:<model>    hash: the model's next start allowed by its rate (next, ms) and pause end (pause, ms)
 //	P:leases           zset: processing task ids by lease end (ms)
 //	P:webhooks         zset: due callbacks by due time (ms): "<task id>" (completed), "<task id>:processing"
+//	P:hookclaim:<token> string: the deliveries a webhook claim leased ("<lease end>:<candidate places>"),
+//	                   kept for the lease, for the claim sent again (see claimHooksScript)
 //	P:tasks:<owner>    zset: the owner's tasks, "<created ms, 13 digits>:<id>" (for listing), expiring
 //	                   Retention+24h after its last task was created at the earliest, and at most
 //	                   min(1h, Retention/2) later than that
@@ -416,6 +420,7 @@ func (k keys) finished() string                  { return k.tag + ":finished" } 
 func (k keys) pending() string                   { return k.tag + ":pending" }
 func (k keys) allTasks() string                  { return k.tag + ":all" }
 func (k keys) webhooks() string                  { return k.tag + ":webhooks" }
+func (k keys) hookClaim(token string) string     { return k.tag + ":hookclaim:" + token }
 func (k keys) leases() string                    { return k.tag + ":leases" }
 func (k keys) balance(owner string) string       { return k.tag + ":balance:" + owner }
 func (k keys) ledger(owner string) string        { return k.tag + ":ledger:" + owner }

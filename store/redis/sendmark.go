@@ -10,8 +10,9 @@ import (
 )
 
 // sendMark is a call's token, ARGV[6] of claimScript (and
-// createScript's last argument; putKeyScript's ARGV[8] takes one of no
-// token, for the mark alone): written as "f" and the token
+// createScript's last argument, claimHooksScript's ARGV[3];
+// putKeyScript's ARGV[8] takes one of no token, for the mark alone):
+// written as "f" and the token
 // the first time, and as "a" and the token every time after, which
 // tells the script that the call was sent again:
 // go-redis writes a command's arguments at each send (proto.Writer

@@ -17,16 +17,46 @@ var (
 
 // claimHooksScript leases the due deliveries among the candidates.
 //
-//	KEYS[1] webhooks  KEYS[2..] candidate task keys
-//	ARGV[1] now  ARGV[2] lease (ms)  ARGV[3..] candidate delivery ids
+//	KEYS[1] webhooks  KEYS[2] hookclaim:<token>  KEYS[3..] candidate task keys
+//	ARGV[1] now  ARGV[2] lease (ms)  ARGV[3] the call's token (a *sendMark)  ARGV[4..] candidate delivery ids
+//
+// A run that leases deliveries records which (the lease end and their
+// candidates' places, "<lease end>:<i>,<i>...") in KEYS[2], named by the
+// call's token and expiring with the lease. A run sent again after its
+// reply was lost (ARGV[3] written "a": go-redis sends a command again
+// when its connection breaks) that finds the record answers with the
+// deliveries of its first run that the same lease still holds (their
+// score is its lease end), and leases no more; one that finds none (the
+// first run never ran, or leased nothing) claims as any other. Only a
+// run so marked reads the record: a claim sent once writes it and reads
+// nothing more.
 //
 // Returns {id, owner, callback, attempts, lease end, ...} for each
 // claimed delivery, the lease end (its new score) as an integer string.
 var claimHooksScript = newScript(`
 local now = now_ms()
-local lease_end = now + tonumber(ARGV[2])
 local out = {}
-for i = 2, #KEYS do
+if string.byte(ARGV[3]) == 97 then -- "a": sent again
+  local lease_end, places = string.match(redis.call('GET', KEYS[2]) or '', '^(-?%d+):([%d,]+)$')
+  if lease_end then -- the first run ran and leased these: answer them, as it did
+    for i in string.gmatch(places, '%d+') do
+      i = tonumber(i)
+      local id = ARGV[i + 1]
+      local due = redis.call('ZSCORE', KEYS[1], id)
+      if due and tonumber(due) == tonumber(lease_end) then
+        local f = redis.call('HMGET', KEYS[i], 'owner', 'callback', hook_attempts(id))
+        if f[1] and f[2] then
+          out[#out + 1], out[#out + 2], out[#out + 3], out[#out + 4] = id, f[1], f[2], f[3] or '0'
+          out[#out + 1] = lease_end
+        end
+      end
+    end
+    return out
+  end
+end
+local lease_end = now + tonumber(ARGV[2])
+local places = {}
+for i = 3, #KEYS do
   local id = ARGV[i + 1]
   local due = redis.call('ZSCORE', KEYS[1], id)
   if due and tonumber(due) <= now then
@@ -37,8 +67,12 @@ for i = 2, #KEYS do
       redis.call('ZADD', KEYS[1], lease_end, id)
       out[#out + 1], out[#out + 2], out[#out + 3], out[#out + 4] = id, f[1], f[2], f[3] or '0'
       out[#out + 1] = string.format('%.0f', lease_end)
+      places[#places + 1] = i
     end
   end
+end
+if #places > 0 then
+  redis.call('SET', KEYS[2], string.format('%.0f', lease_end) .. ':' .. table.concat(places, ','), 'PX', math.max(tonumber(ARGV[2]), 1))
 end
 return out
 `)
@@ -47,7 +81,9 @@ return out
 // webhooks sorted set is scored by due time); a store of several shards
 // goes round them, from a shard further on at each call. Each is handed
 // out under a claimed ID (storekit.ClaimedWebhookID) ending in its lease
-// end in milliseconds: its score while that claim leases it.
+// end in milliseconds: its score while that claim leases it. A claim
+// whose reply was lost and that go-redis sent again answers with the
+// deliveries its first run leased, under the same IDs.
 func (s *Store) ClaimWebhooks(ctx context.Context, lease time.Duration, n int) ([]imagegen.WebhookDelivery, error) {
 	var out []imagegen.WebhookDelivery
 	start := int(s.next.Add(1))
@@ -69,14 +105,15 @@ func (s *Store) claimShardWebhooks(ctx context.Context, sh keys, lease time.Dura
 	if err != nil || len(ids) == 0 {
 		return nil, wrapErr("claim webhooks", err)
 	}
-	keys := []string{sh.webhooks()}
-	args := []any{s.nowArg(), ms(lease)}
+	mark := newSendMark() // one per script run: each shard's is a command of its own
+	keys := []string{sh.webhooks(), sh.hookClaim(mark.token)}
+	args := []any{s.nowArg(), ms(lease), mark}
 	for _, id := range ids {
 		taskID, _ := storekit.ParseWebhookID(id)
 		keys = append(keys, sh.task(taskID))
 		args = append(args, id)
 	}
-	reply, err := claimHooksScript.Run(ctx, s.rdb, keys, args...).StringSlice()
+	reply, err := runScript(ctx, s.rdb, claimHooksScript, keys, args...).StringSlice()
 	if err != nil {
 		return nil, wrapErr("claim webhooks", err)
 	}
