@@ -63,22 +63,25 @@ func (s *Store) TaskByID(ctx context.Context, id string) (*imagegen.Task, error)
 //	ARGV[5] recharge ledger entry JSON up to its time  ARGV[6] re-refund reference
 //	ARGV[7] the call's token (random)
 //
-// As a failure does, the requeue leaves its call's token on the task
-// (field cx, finish_mark with nothing refunded): a run sent again after
-// its reply was lost (go-redis sends a command again when its
-// connection breaks) finds the task requeued by its own call and
-// answers as the first run did, not -1, recharging nothing more. The
-// check is made only when the task is not failed.
+// The requeue leaves its call's token on the task, in a field of its
+// own (rx): a run sent again after its reply was lost (go-redis sends a
+// command again when its connection breaks) finds the task requeued by
+// its own call and answers as the first run did, not -1, requeueing and
+// recharging nothing more, whatever the task did since (claimed,
+// cancelled, failed again, given back by its worker, succeeded). cx,
+// where a cancel and a worker's failure, retry or release keep theirs,
+// is left alone: a failure sent again after an operator requeued the
+// task still finds its own call there. Only a second requeue in between
+// writes rx over (its run sent again then answers by the task's status).
 //
 // Returns 1, 0 when there is no such task, -1 when it is not failed,
 // -2 when the balance is short of the recharge.
 var requeueScript = newScript(`
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'cost')
+local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'cost', 'rx')
 if f[1] ~= ARGV[3] then return 0 end
-if f[2] ~= 'failed' then
-  return resent_finish(redis.call('HGET', KEYS[1], 'cx'), ARGV[7]) and 1 or -1 -- this very requeue, sent again, or not failed
-end
+if f[4] == ARGV[7] then return 1 end -- this very requeue, sent again
+if f[2] ~= 'failed' then return -1 end
 if ARGV[4] == '1' then
   local cost = tonumber(f[3])
   local balance = tonumber(redis.call('GET', KEYS[3]) or '0')
@@ -92,7 +95,7 @@ if ARGV[4] == '1' then
 end
 redis.call('HDEL', KEYS[1], 'error', 'error_code', 'finished', 'expires', 'hook_attempts', 'hook_attempts_processing')
 redis.call('ZREM', KEYS[5], ARGV[2], ARGV[2] .. ':processing')
-redis.call('HSET', KEYS[1], 'status', 'pending', 'updated', now, 'run_after', now, 'cx', finish_mark(ARGV[7], 0))
+redis.call('HSET', KEYS[1], 'status', 'pending', 'updated', now, 'run_after', now, 'rx', ARGV[7])
 redis.call('PERSIST', KEYS[1])
 enqueue(KEYS[1], ARGV[2], now)
 return 1

@@ -546,3 +546,112 @@ func TestClaimWebhooksSentAgainAfterLostReply(t *testing.T) {
 		})
 	}
 }
+
+// An operator's requeue whose reply was lost, and the task moved on
+// before go-redis sent the script again: what the task did since must
+// not change the answer, nor make the requeue run twice. The requeue
+// used to find its own call in cx, which a cancel, a worker's failure,
+// retry or release write over: a resend after a cancel or a worker's
+// retry answered ErrInvalidTransition for a requeue that had happened,
+// and one after the task failed again requeued and recharged it a
+// second time.
+func TestRequeueSentAgainAfterTheTaskMovedOn(t *testing.T) {
+	for name, c := range map[string]struct {
+		moveOn     func(ctx context.Context, s *redisstore.Store, id string) error
+		status     imagegen.Status
+		balance    int64
+		ledgerSize int
+	}{
+		"cancelled": {
+			moveOn: func(ctx context.Context, s *redisstore.Store, id string) error {
+				_, err := s.CancelTask(ctx, "u", id)
+				return err
+			},
+			status: imagegen.StatusFailed, balance: 10, ledgerSize: 5, // grant, charge, refund, recharge, the cancel's refund
+		},
+		"failed again": {
+			moveOn: func(ctx context.Context, s *redisstore.Store, id string) error {
+				c, err := s.ClaimTask(ctx, time.Minute)
+				if err != nil {
+					return err
+				}
+				_, err = s.FailTask(ctx, c.ID, c.Attempt, imagegen.Failure{Code: imagegen.CodeInternal, Message: "broke again"})
+				return err
+			},
+			status: imagegen.StatusFailed, balance: 10, ledgerSize: 5, // grant, charge, refund, recharge, the refund: not requeued twice
+		},
+		"retried by its worker": {
+			moveOn: func(ctx context.Context, s *redisstore.Store, id string) error {
+				c, err := s.ClaimTask(ctx, time.Minute)
+				if err != nil {
+					return err
+				}
+				return s.RetryTask(ctx, c.ID, c.Attempt, time.Millisecond, "the provider failed")
+			},
+			status: imagegen.StatusPending, balance: 7, ledgerSize: 4,
+		},
+		"succeeded": {
+			moveOn: func(ctx context.Context, s *redisstore.Store, id string) error {
+				c, err := s.ClaimTask(ctx, time.Minute)
+				if err != nil {
+					return err
+				}
+				return s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil)
+			},
+			status: imagegen.StatusSuccess, balance: 7, ledgerSize: 4,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			ctx := context.Background()
+			s, p := behindDropper(t, redisstore.Config{Retention: retention})
+			task := pendingTask(t, s, 3)
+			cl, err := s.ClaimTask(ctx, time.Minute)
+			is.NoErr(err)
+			_, err = s.FailTask(ctx, cl.ID, cl.Attempt, imagegen.Failure{Code: imagegen.CodeInternal, Message: "the model broke"})
+			is.NoErr(err)
+			p.ArmThen(imagegen.RerefundRef(task.ID, cl.Attempt), func() { // between the first run and the send again
+				if err := c.moveOn(ctx, s, task.ID); err != nil {
+					t.Errorf("moving the task on: %v", err)
+				}
+			})
+			is.NoErr(s.RequeueTask(ctx, task.ID, true)) // requeued: the first run did it
+			is.Equal(p.Dropped(), 1)
+			got, err := s.Task(ctx, "u", task.ID)
+			is.NoErr(err)
+			is.Equal(got.Status, c.status) // as the task moved on: not requeued again
+			b, err := s.Balance(ctx, "u")
+			is.NoErr(err)
+			is.Equal(b, c.balance) // recharged once
+			ledger, err := s.Ledger(ctx, "u")
+			is.NoErr(err)
+			is.Equal(len(ledger), c.ledgerSize)
+		})
+	}
+}
+
+// A worker's failure whose reply was lost, and an operator's requeue of
+// the task before go-redis sent the failure again: the failure ran, and
+// its run sent again answers so, with its refund. Before the requeue
+// left its token in cx (where the failure keeps its own), it did; since,
+// it answered ErrLeaseLost.
+func TestFailSentAgainAfterARequeue(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	s, p := behindDropper(t, redisstore.Config{Retention: retention})
+	task := pendingTask(t, s, 3)
+	c, err := s.ClaimTask(ctx, time.Minute)
+	is.NoErr(err)
+	p.ArmThen("the model broke (lost reply, requeued)", func() {
+		if err := s.RequeueTask(ctx, task.ID, false); err != nil {
+			t.Errorf("requeue: %v", err)
+		}
+	})
+	refund, err := s.FailTask(ctx, c.ID, c.Attempt, imagegen.Failure{Code: imagegen.CodeInternal, Message: "the model broke (lost reply, requeued)"})
+	is.Equal(p.Dropped(), 1)
+	is.NoErr(err) // failed: not ErrLeaseLost
+	is.Equal(refund, int64(3))
+	got, err := s.Task(ctx, "u", task.ID)
+	is.NoErr(err)
+	is.Equal(got.Status, imagegen.StatusPending) // requeued by the operator
+}

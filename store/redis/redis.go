@@ -90,9 +90,10 @@
 // failure does), and a run sent again that finds it answers done. A new API key's run
 // sent again (marked, as a submit's) that finds the record of this very
 // key (its random id and owner) answers it stored. An operator's
-// requeue leaves its token on the task (cx, as a failure does), and a
-// run sent again that finds the task requeued by its own call answers
-// done, recharged once. A key deletion leaves its token under the key's
+// requeue leaves its token on the task (rx, a field of its own, which
+// the task's later endings do not write over), and a run sent again
+// that finds it answers done, recharged once, whatever the task did
+// since. A key deletion leaves its token under the key's
 // hash for a few minutes (P:delkey), and a run sent again that finds the
 // record gone and that token answers deleted. A webhook claim carries
 // a random token, marked as a claim's is, and a run that leases
