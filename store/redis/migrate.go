@@ -158,8 +158,13 @@ func copyKey(ctx context.Context, src, dst goredis.UniversalClient, key, to stri
 	if err != nil {
 		return err
 	}
-	if ttl < 0 {
+	// go-redis gives PTTL's -1 (no expiry) and -2 (no such key) as they
+	// are; RESTORE takes a TTL of 0 as no expiry.
+	switch {
+	case ttl == -1:
 		ttl = 0 // no expiry
+	case ttl <= 0:
+		return nil // gone since the DUMP (-2), or expiring within the millisecond (0): a copy would never expire
 	}
 	return dst.RestoreReplace(ctx, to, ttl, dump).Err()
 }
