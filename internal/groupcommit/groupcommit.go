@@ -7,6 +7,7 @@ package groupcommit
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,7 +66,8 @@ const linger = 100 * time.Millisecond
 
 // Do queues req, waits for its batch to run, and returns its result. A
 // call whose ctx ends before its batch is sent is dropped with ctx's
-// error (and nothing done for it).
+// error (and nothing done for it), at once: it does not wait for the
+// batches in flight to end first.
 func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 	c := &Call[Req, Res]{Ctx: ctx, Req: req, done: make(chan struct{})}
 	b.mu.Lock()
@@ -86,7 +88,19 @@ func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 	if start {
 		go b.flush()
 	}
-	<-c.done
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		b.mu.Lock()
+		if i := slices.Index(b.queue, c); i >= 0 { // not taken yet: drop it
+			b.queue = slices.Delete(b.queue, i, i+1)
+			b.mu.Unlock()
+			var zero Res
+			return zero, ctx.Err()
+		}
+		b.mu.Unlock()
+		<-c.done // taken: its batch is sent, or it is being dropped
+	}
 	return c.Res, c.Err
 }
 

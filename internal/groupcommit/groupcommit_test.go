@@ -90,6 +90,54 @@ func TestCancelledCallIsDropped(t *testing.T) {
 	})
 }
 
+// A call whose context ends while it waits behind a batch in flight
+// returns at once with the context's error, not when that batch ends
+// (which may take up to Timeout: a batch waiting on a lock, say), and is
+// not run.
+func TestCancelledCallReturnsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ran := make(chan int, 2)
+		block := make(chan struct{})
+		b := &Batcher[int, int]{MaxBatch: 8, MaxInFlight: 1, Run: func(_ context.Context, batch []*Call[int, int]) {
+			for _, c := range batch {
+				ran <- c.Req
+			}
+			<-block
+		}}
+		go func() { _, _ = b.Do(context.Background(), 1) }()
+		if got := <-ran; got != 1 {
+			t.Fatalf("ran %d", got)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { _, err := b.Do(ctx, 2); errc <- err }()
+		synctest.Wait() // call 2 has queued behind the running batch
+		cancel()
+		synctest.Wait()
+		returned := false
+		select {
+		case err := <-errc:
+			returned = true
+			if err != context.Canceled {
+				t.Errorf("got %v, want context.Canceled", err)
+			}
+		default:
+			t.Errorf("the cancelled call still waits for the batch in flight")
+		}
+		close(block)
+		if !returned {
+			<-errc // it returns once the batch in flight ends
+		}
+		synctest.Wait()
+		select {
+		case got := <-ran:
+			t.Fatalf("the cancelled call ran (%d)", got)
+		default:
+		}
+		waitIdle(t, b)
+	})
+}
+
 // waitIdle sleeps (in a synctest bubble's time) until b's flushers have
 // lingered and ended, and fails the test if any is left.
 func waitIdle[Req, Res any](t *testing.T, b *Batcher[Req, Res]) {

@@ -222,7 +222,8 @@ func (p *Limiter) Close() {
 // is not recorded. Any string is a key (one longer than 512 bytes, or
 // that PostgreSQL's text refuses, is stored as its SHA-256). Allow fails
 // only when the database does (or ctx ends before the call's batch is
-// sent; once sent, the batch runs to its end, bounded by 10 s). The
+// sent, when it returns at once, even while a batch of other checks is
+// in flight; once sent, the batch runs to its end, bounded by 10 s). The
 // error wraps the database's.
 func (p *Limiter) Allow(ctx context.Context, key string) (imagegen.LimitResult, error) {
 	c := allowCall{key: p.storedKey(key)}

@@ -218,3 +218,43 @@ func TestBatchesOfTwoProcessesDoNotDeadlock(t *testing.T) {
 		is.Equal(n, goroutines*each/keys) // every check of the key counted
 	}
 }
+
+// A batch in flight can wait on a row another transaction holds (here
+// for up to 3 s; at most the batch's 10 s). A check of another key that
+// queues behind it and whose ctx ends meanwhile is never sent: it
+// returns with ctx's error at once, not when that batch ends.
+func TestQueuedCheckReturnsWhenItsContextEnds(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	pool := pgtest.ConnectPool(t, 4)
+	schema := pgtest.MigratedSchema(t, pool)
+	lim := newPostgres(t, pool, postgres.Config{Limit: 100, Window: time.Hour, Schema: schema})
+	_, err := lim.Allow(ctx, "hot")
+	is.NoErr(err)
+	tx, err := pool.Begin(ctx)
+	is.NoErr(err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `UPDATE "`+schema+`".rate_limits SET times = times || 1::bigint WHERE key = $1`, postgres.DefaultPrefix+"hot")
+	is.NoErr(err)
+	blocked := make(chan error, 1)
+	go func() { _, err := lim.Allow(ctx, "hot"); blocked <- err }() // its batch waits for tx
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var waiting bool
+		is.NoErr(pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND position('"' || $1 || '".rate_allow' IN query) > 0)`, schema).Scan(&waiting))
+		if waiting {
+			break
+		}
+		is.True(time.Now().Before(deadline)) // the batch waits on the row
+	}
+	release := time.AfterFunc(3*time.Second, func() { _ = tx.Rollback(ctx) })
+	defer release.Stop()
+	c, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = lim.Allow(c, "other")
+	took := time.Since(start)
+	is.True(errors.Is(err, context.DeadlineExceeded))
+	is.True(took < 2*time.Second) // not held until the batch in flight ended (3 s)
+	_ = tx.Rollback(ctx)
+	is.NoErr(<-blocked)
+}

@@ -260,7 +260,7 @@ func callsWaiting() int {
 	}
 	count := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "[chan receive") && strings.Contains(g, "internal/groupcommit.(*Batcher[") && strings.Contains(g, "]).Do(") {
+		if (strings.Contains(g, "[select") || strings.Contains(g, "[chan receive")) && strings.Contains(g, "internal/groupcommit.(*Batcher[") && strings.Contains(g, "]).Do(") {
 			count++
 		}
 	}
