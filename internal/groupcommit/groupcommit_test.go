@@ -56,21 +56,29 @@ func TestCallsShareBatches(t *testing.T) {
 	})
 }
 
+// batchInFlight is a batcher of one batch in flight whose Run sends each
+// call's Req to ran and then waits for block to close, with call 1's
+// batch running: a call made now queues behind it.
+func batchInFlight(t *testing.T) (b *Batcher[int, int], ran chan int, block chan struct{}) {
+	t.Helper()
+	ran, block = make(chan int, 2), make(chan struct{})
+	b = &Batcher[int, int]{MaxBatch: 8, MaxInFlight: 1, Run: func(_ context.Context, batch []*Call[int, int]) {
+		for _, c := range batch {
+			ran <- c.Req
+		}
+		<-block
+	}}
+	go func() { _, _ = b.Do(context.Background(), 1) }()
+	if got := <-ran; got != 1 {
+		t.Fatalf("ran %d", got)
+	}
+	return b, ran, block
+}
+
 // A call whose context ended before its batch was sent is not run.
 func TestCancelledCallIsDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ran := make(chan int, 2)
-		block := make(chan struct{})
-		b := &Batcher[int, int]{MaxBatch: 8, MaxInFlight: 1, Run: func(_ context.Context, batch []*Call[int, int]) {
-			for _, c := range batch {
-				ran <- c.Req
-			}
-			<-block
-		}}
-		go func() { _, _ = b.Do(context.Background(), 1) }()
-		if got := <-ran; got != 1 {
-			t.Fatalf("ran %d", got)
-		}
+		b, ran, block := batchInFlight(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error)
 		go func() { _, err := b.Do(ctx, 2); errc <- err }()
@@ -96,18 +104,7 @@ func TestCancelledCallIsDropped(t *testing.T) {
 // not run.
 func TestCancelledCallReturnsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ran := make(chan int, 2)
-		block := make(chan struct{})
-		b := &Batcher[int, int]{MaxBatch: 8, MaxInFlight: 1, Run: func(_ context.Context, batch []*Call[int, int]) {
-			for _, c := range batch {
-				ran <- c.Req
-			}
-			<-block
-		}}
-		go func() { _, _ = b.Do(context.Background(), 1) }()
-		if got := <-ran; got != 1 {
-			t.Fatalf("ran %d", got)
-		}
+		b, ran, block := batchInFlight(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
 		go func() { _, err := b.Do(ctx, 2); errc <- err }()

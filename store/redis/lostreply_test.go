@@ -47,6 +47,23 @@ func pendingTask(t *testing.T, s *redisstore.Store, cost int64) *imagegen.Task {
 	return task
 }
 
+// failedTask is pendingTask of cost 3, claimed and failed by its worker
+// (refunded): the task an operator requeues. It returns the task and its
+// claim.
+func failedTask(t *testing.T, s *redisstore.Store) (task, claim *imagegen.Task) {
+	t.Helper()
+	ctx := context.Background()
+	task = pendingTask(t, s, 3)
+	claim, err := s.ClaimTask(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FailTask(ctx, claim.ID, claim.Attempt, imagegen.Failure{Code: imagegen.CodeInternal, Message: "the model broke"}); err != nil {
+		t.Fatal(err)
+	}
+	return task, claim
+}
+
 // A submit whose script ran but whose reply was lost (the connection
 // broke after Redis ran it) used to fail: go-redis sent the script
 // again, which found the task's id taken and answered "task exists",
@@ -408,11 +425,7 @@ func TestRequeueSentAgainAfterLostReply(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	s, p := behindDropper(t, redisstore.Config{Retention: retention})
-	task := pendingTask(t, s, 3)
-	c, err := s.ClaimTask(ctx, time.Minute)
-	is.NoErr(err)
-	_, err = s.FailTask(ctx, c.ID, c.Attempt, imagegen.Failure{Code: imagegen.CodeInternal, Message: "the model broke"})
-	is.NoErr(err)
+	task, c := failedTask(t, s)
 	p.Arm(imagegen.RerefundRef(task.ID, c.Attempt)) // the requeue script's argument, not its read of the task
 	is.NoErr(s.RequeueTask(ctx, task.ID, true))     // requeued: not ErrInvalidTransition
 	is.Equal(p.Dropped(), 1)                        // the reply was lost, and the script sent again
@@ -605,11 +618,7 @@ func TestRequeueSentAgainAfterTheTaskMovedOn(t *testing.T) {
 			is := is.New(t)
 			ctx := context.Background()
 			s, p := behindDropper(t, redisstore.Config{Retention: retention})
-			task := pendingTask(t, s, 3)
-			cl, err := s.ClaimTask(ctx, time.Minute)
-			is.NoErr(err)
-			_, err = s.FailTask(ctx, cl.ID, cl.Attempt, imagegen.Failure{Code: imagegen.CodeInternal, Message: "the model broke"})
-			is.NoErr(err)
+			task, cl := failedTask(t, s)
 			p.ArmThen(imagegen.RerefundRef(task.ID, cl.Attempt), func() { // between the first run and the send again
 				if err := c.moveOn(ctx, s, task.ID); err != nil {
 					t.Errorf("moving the task on: %v", err)
