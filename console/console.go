@@ -16,6 +16,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/internal/drain"
 	"github.com/imagegen/imagegen/ratelimit"
 )
 
@@ -120,10 +121,9 @@ type Console struct {
 	csp       string
 	log       *slog.Logger
 	waits     waitSlots // long waits held, per user
-	// waitsDone ends when Drain is called (stopWaits): task pages'
-	// long-polls then answer at once.
-	waitsDone context.Context
-	stopWaits context.CancelFunc
+	// drained cuts task pages' long-polls short once Drain is called:
+	// they then answer at once.
+	drained *drain.Waits
 }
 
 // New returns the console for cfg, or an error naming the missing or bad
@@ -189,8 +189,8 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 		csp:       contentSecurityPolicy(cfg.ImageOrigins),
 		log:       cfg.Logger,
 		waits:     waitSlots{max: cfg.MaxSessionWaits},
+		drained:   drain.New(),
 	}
-	c.waitsDone, c.stopWaits = context.WithCancel(context.Background())
 	if c.imageURLs == nil {
 		c.imageURLs = cfg.API.ImageURLs
 	}

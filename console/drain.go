@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/drain"
 )
 
 // Drain ends every open long-poll of a task page early: each answers at
@@ -18,21 +19,16 @@ import (
 //
 // It is safe to call more than once and from any goroutine; the rest of
 // the console keeps serving until the server stops.
-func (c *Console) Drain() { c.stopWaits() }
+func (c *Console) Drain() { c.drained.Drain() }
 
 // waitTask is Service.WaitTask for a page's request, cut short by Drain:
 // then it answers with the task as it stands. wait 0 reads it now.
 func (c *Console) waitTask(r *http.Request, owner, id string, wait time.Duration) (*imagegen.Task, error) {
-	ctx := r.Context()
-	if wait <= 0 || c.waitsDone.Err() != nil {
-		return c.svc.WaitTask(ctx, owner, id, 0)
+	now := func(ctx context.Context) (*imagegen.Task, error) { return c.svc.WaitTask(ctx, owner, id, 0) }
+	if wait <= 0 {
+		return now(r.Context())
 	}
-	waitCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(c.waitsDone, cancel)()
-	t, err := c.svc.WaitTask(waitCtx, owner, id, wait)
-	if err != nil && ctx.Err() == nil && c.waitsDone.Err() != nil {
-		return c.svc.WaitTask(ctx, owner, id, 0) // drained, not failed
-	}
-	return t, err
+	return drain.Wait(r.Context(), c.drained, func(ctx context.Context) (*imagegen.Task, error) {
+		return c.svc.WaitTask(ctx, owner, id, wait)
+	}, now)
 }

@@ -18,7 +18,6 @@ package httpapi
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +28,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/drain"
 	"github.com/imagegen/imagegen/internal/memo"
 	"github.com/imagegen/imagegen/internal/weburl"
 )
@@ -154,9 +154,8 @@ type Handler struct {
 	keyIDs *memo.Strings
 	// policy is the last RateLimit-Policy value written (policyOf).
 	policy atomic.Pointer[policyText]
-	// waitsDone ends when Drain is called; stopWaits ends it.
-	waitsDone context.Context
-	stopWaits context.CancelFunc
+	// drained cuts the long waits short once Drain is called.
+	drained *drain.Waits
 	// created is when New ran: the created time of the OpenAI models.
 	created time.Time
 }
@@ -215,8 +214,8 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Authenticator == nil {
 		cfg.Authenticator = BearerKeys{Service: cfg.Service}
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux(), signer: signer{key: cfg.SigningKey}, presigner: presigner, keyIDs: memo.New(keyID), created: cfg.Clock.Now()}
-	h.waitsDone, h.stopWaits = context.WithCancel(context.Background())
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), signer: signer{key: cfg.SigningKey}, presigner: presigner, keyIDs: memo.New(keyID),
+		drained: drain.New(), created: cfg.Clock.Now()}
 	if h.cfg.ClientIP == nil {
 		h.cfg.ClientIP = func(r *http.Request) string { return clientGroup(h.clientAddr(r)) }
 	}

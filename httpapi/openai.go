@@ -155,7 +155,7 @@ func (h *Handler) imageBase64(ctx context.Context, id string) (string, error) {
 // client has no task to come back to.
 func (h *Handler) awaitOpenAI(ctx context.Context, owner, id string) (*imagegen.Task, error) {
 	deadline := h.cfg.Clock.Now().Add(h.cfg.OpenAIWait)
-	waitCtx, stop := h.untilDrained(ctx)
+	waitCtx, stop := h.drained.Context(ctx)
 	defer stop()
 	for {
 		left := deadline.Sub(h.cfg.Clock.Now())
@@ -166,7 +166,7 @@ func (h *Handler) awaitOpenAI(ctx context.Context, owner, id string) (*imagegen.
 		switch {
 		case ctx.Err() != nil:
 			return h.giveUp(ctx, owner, id, ctx.Err())
-		case h.waitsDone.Err() != nil:
+		case h.drained.Drained():
 			if t != nil && t.Status.Terminal() {
 				return t, nil
 			}
