@@ -36,15 +36,8 @@ func TestUnreadableBodyIsTheClientsError(t *testing.T) {
 		"too slow":    os.ErrDeadlineExceeded,
 	}
 	send := func(path, start string, cause error, hdr ...string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest("POST", path, io.MultiReader(strings.NewReader(start), iotest.ErrReader(cause)))
-		r.Header.Set("Authorization", "Bearer "+e.key)
-		r.Header.Set("Content-Type", "application/json")
-		for i := 0; i+1 < len(hdr); i += 2 {
-			r.Header.Set(hdr[i], hdr[i+1])
-		}
-		w := httptest.NewRecorder()
-		e.h.ServeHTTP(w, r)
-		return w
+		body := io.MultiReader(strings.NewReader(start), iotest.ErrReader(cause))
+		return doReading(e.h, "POST", path, e.key, body, append([]string{"Content-Type", "application/json"}, hdr...)...)
 	}
 	for name, cause := range broken {
 		t.Run(name, func(t *testing.T) {

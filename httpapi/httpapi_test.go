@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"image/png"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -90,15 +91,21 @@ func (e *env) do(method, path, key, body string, hdr ...string) *httptest.Respon
 	return doOn(e.h, method, path, key, body, hdr...)
 }
 
-// doOn sends one request to h with key as Bearer token and hdr as
-// name, value pairs.
+// doOn sends one request to h with key as Bearer token, body as JSON
+// and hdr as name, value pairs.
 func doOn(h http.Handler, method, path, key, body string, hdr ...string) *httptest.ResponseRecorder {
-	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	if body != "" {
+		hdr = append([]string{"Content-Type", "application/json"}, hdr...)
+	}
+	return doReading(h, method, path, key, strings.NewReader(body), hdr...)
+}
+
+// doReading is doOn with the body read from body, and no Content-Type
+// but hdr's.
+func doReading(h http.Handler, method, path, key string, body io.Reader, hdr ...string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, path, body)
 	if key != "" {
 		r.Header.Set("Authorization", "Bearer "+key)
-	}
-	if body != "" {
-		r.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		r.Header.Set(hdr[i], hdr[i+1])

@@ -118,8 +118,9 @@ func (s *Store) RequeueTask(_ context.Context, id string, recharge bool) error {
 	}
 	// Its deliveries still queued are dropped: its next ending queues
 	// its own, due then, with no attempts.
-	delete(s.hooks, storekit.WebhookID(id, imagegen.EventCompleted))
-	delete(s.hooks, storekit.WebhookID(id, imagegen.EventProcessing))
+	for _, hook := range storekit.TaskWebhookIDs(id) {
+		delete(s.hooks, hook)
+	}
 	r.finishedAt, r.expiresAt = stamp{}, stamp{} // its expiry entry is skipped when popped
 	r.updatedAt, r.runAfter = stampOf(now), stampOf(now)
 	s.enqueue(r)

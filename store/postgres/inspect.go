@@ -141,7 +141,7 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 	// Its deliveries still queued are dropped: its next ending queues its
 	// own, due then, with no attempts (the insert keeps a row it finds).
 	if _, err := tx.Exec(ctx, s.sql(`DELETE FROM {schema}.webhooks WHERE id = ANY($1)`),
-		[]string{storekit.WebhookID(id, imagegen.EventCompleted), storekit.WebhookID(id, imagegen.EventProcessing)}); err != nil {
+		storekit.TaskWebhookIDs(id)); err != nil {
 		return s.wrapErr("requeue", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

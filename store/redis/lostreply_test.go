@@ -47,18 +47,27 @@ func pendingTask(t *testing.T, s *redisstore.Store, cost int64) *imagegen.Task {
 	return task
 }
 
-// failedTask is pendingTask of cost 3, claimed and failed by its worker
-// (refunded): the task an operator requeues. It returns the task and its
-// claim.
-func failedTask(t *testing.T, s *redisstore.Store) (task, claim *imagegen.Task) {
+// claimedTask is pendingTask of cost, claimed by a worker: it returns
+// the task and its claim.
+func claimedTask(t *testing.T, s *redisstore.Store, cost int64) (task, claim *imagegen.Task) {
 	t.Helper()
-	ctx := context.Background()
-	task = pendingTask(t, s, 3)
-	claim, err := s.ClaimTask(ctx, time.Minute)
+	task = pendingTask(t, s, cost)
+	claim, err := s.ClaimTask(context.Background(), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.FailTask(ctx, claim.ID, claim.Attempt, imagegen.Failure{Code: imagegen.CodeInternal, Message: "the model broke"}); err != nil {
+	if claim.ID != task.ID {
+		t.Fatalf("claimed %s, not the task %s", claim.ID, task.ID)
+	}
+	return task, claim
+}
+
+// failedTask is claimedTask of cost 3, failed by its worker (refunded):
+// the task an operator requeues. It returns the task and its claim.
+func failedTask(t *testing.T, s *redisstore.Store) (task, claim *imagegen.Task) {
+	t.Helper()
+	task, claim = claimedTask(t, s, 3)
+	if _, err := s.FailTask(context.Background(), claim.ID, claim.Attempt, imagegen.Failure{Code: imagegen.CodeInternal, Message: "the model broke"}); err != nil {
 		t.Fatal(err)
 	}
 	return task, claim
@@ -115,12 +124,10 @@ func TestCompleteSentAgainAfterLostReply(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	s, p := behindDropper(t, redisstore.Config{Retention: retention})
-	pendingTask(t, s, 1)
-	c, err := s.ClaimTask(ctx, time.Minute)
-	is.NoErr(err)
+	_, c := claimedTask(t, s, 1)
 	img := imagegen.Image{ID: imagegen.NewOwnedID("u"), TaskID: c.ID, Owner: "u", ContentType: "image/png", Size: 1}
 	p.Arm(img.ID)
-	err = s.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{img}, nil)
+	err := s.CompleteTask(ctx, c.ID, c.Attempt, []imagegen.Image{img}, nil)
 	is.Equal(p.Dropped(), 1) // the reply was lost, and the script sent again
 	is.NoErr(err)            // recorded: not ErrLeaseLost
 	got, err := s.Task(ctx, "u", c.ID)
@@ -259,10 +266,7 @@ func TestGiveBackSentAgainAfterLostReply(t *testing.T) {
 			is := is.New(t)
 			ctx := context.Background()
 			s, p := behindDropper(t, redisstore.Config{Retention: retention})
-			task := pendingTask(t, s, 1)
-			c, err := s.ClaimTask(ctx, time.Minute)
-			is.NoErr(err)
-			is.Equal(c.ID, task.ID)
+			task, c := claimedTask(t, s, 1)
 			p.Arm(task.ID)
 			is.NoErr(giveBack(ctx, s, c)) // not ErrLeaseLost
 			is.Equal(p.Dropped(), 1)      // the reply was lost, and the script sent again
@@ -313,9 +317,7 @@ func TestFailSentAgainAfterLostReply(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	s, p := behindDropper(t, redisstore.Config{Retention: retention})
-	pendingTask(t, s, 3)
-	c, err := s.ClaimTask(ctx, time.Minute)
-	is.NoErr(err)
+	_, c := claimedTask(t, s, 3)
 	p.Arm("the model broke (lost reply)")
 	refund, err := s.FailTask(ctx, c.ID, c.Attempt, imagegen.Failure{Code: imagegen.CodeInternal, Message: "the model broke (lost reply)"})
 	is.Equal(p.Dropped(), 1) // the reply was lost, and the script sent again
@@ -648,9 +650,7 @@ func TestFailSentAgainAfterARequeue(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
 	s, p := behindDropper(t, redisstore.Config{Retention: retention})
-	task := pendingTask(t, s, 3)
-	c, err := s.ClaimTask(ctx, time.Minute)
-	is.NoErr(err)
+	task, c := claimedTask(t, s, 3)
 	p.ArmThen("the model broke (lost reply, requeued)", func() {
 		if err := s.RequeueTask(ctx, task.ID, false); err != nil {
 			t.Errorf("requeue: %v", err)

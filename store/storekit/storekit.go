@@ -3,7 +3,7 @@
 // CheckLedgerEntry, CheckNewKey, refusing with ErrInvalidStoreInput), the
 // messages it writes on the tasks it fails or gives back
 // (ExpiredLeaseMessage, ReleasedMessage), and how it names and keeps
-// callback deliveries (WebhookID, ParseWebhookID, ClaimedWebhookID,
+// callback deliveries (WebhookID, TaskWebhookIDs, ParseWebhookID, ClaimedWebhookID,
 // ParseClaimedWebhookID, EventsField). They are
 // written once here so that backends cannot drift apart; the service and
 // its users never need them. The conformance suite is package storetest.
@@ -74,6 +74,13 @@ func WebhookID(taskID string, e imagegen.CallbackEvent) string {
 		return taskID + processingHookSuffix
 	}
 	return taskID
+}
+
+// TaskWebhookIDs are the IDs of every delivery a task may have queued,
+// one per event (WebhookID): what a store drops when the task is
+// requeued.
+func TaskWebhookIDs(taskID string) []string {
+	return []string{WebhookID(taskID, imagegen.EventCompleted), WebhookID(taskID, imagegen.EventProcessing)}
 }
 
 // ParseWebhookID splits a delivery ID (a WebhookID, not a claimed one:
