@@ -23,6 +23,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/imagegen/imagegen/internal/netconn"
 )
 
 // DefaultResolution is Config.Resolution's default.
@@ -231,22 +233,12 @@ func (c *Conn) Close() error {
 // ReadFrom passes the copy on to the underlying connection when it can
 // do it itself (a TCP connection's sendfile or splice); net/http copies
 // file bodies through it.
-func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
-	if rf, ok := c.Conn.(io.ReaderFrom); ok {
-		return rf.ReadFrom(r)
-	}
-	return io.Copy(struct{ io.Writer }{c.Conn}, r)
-}
+func (c *Conn) ReadFrom(r io.Reader) (int64, error) { return netconn.ReadFrom(c.Conn, r) }
 
 // CloseWrite shuts down the writing side, when the underlying
 // connection can (TCP): net/http does before closing a connection whose
 // request it did not read to its end.
-func (c *Conn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
-}
+func (c *Conn) CloseWrite() error { return netconn.CloseWrite(c.Conn) }
 
 func joinErr(a, b error) error {
 	if a != nil {
