@@ -116,34 +116,36 @@ func (p *Limiter) storedKey(key string) string {
 //
 // Each key is one row of <schema>.rate_limits holding the times of its
 // last accepted requests in a ring of at most Limit slots, about as many
-// as the key makes in one Window. One call of the rate_allow function per
-// Allow reads the row; a request is allowed when fewer than Limit of the
-// times are in the window, and then takes the slot of the oldest time if
-// that one has left the window (else the ring grows by one), with a
-// compare-and-set update of the row (read again if another call changed
-// it first), so concurrent requests from any number of processes
-// never exceed the limit. Concurrent Allow calls of one Limiter share a
-// round trip and a transaction (group commit): the calls that arrive
-// while a batch runs go together in the next, one statement calling
-// rate_allow for each in turn, in the order of their keys, so that two
-// batches (of two processes) that want the same rows take them in the
-// same order and never wait for each other in a cycle. A lone call goes
-// at once, alone. A call waits for its batch to end, whatever its ctx
-// does once the batch is sent; a batch that fails fails all its calls.
-// A refusal writes
-// nothing; an acceptance changes one slot in place (an update that stays
-// on its page, whose write-ahead log record holds about the bytes that
-// changed) and commits without waiting for the log to be flushed: a crash
-// of the database server may forget the last fraction of a second of
-// accepted requests (their count, not the requests). Time is read inside
-// PostgreSQL, to the microsecond, so processes with skewed clocks agree.
-// Rows of keys idle for their Window are deleted in small batches by a
-// goroutine of the limiter, once every SweepInterval (by default a
-// Window), never on the way of an Allow; the table holds about the keys
-// active in one Window. Close stops that goroutine.
+// as the key makes in one Window. Each check reads the row; a request is
+// allowed when fewer than Limit of the times are in the window, and then
+// takes the slot of the oldest time if that one has left the window
+// (else the ring grows by one), with a compare-and-set update of the row
+// (read again if another call changed it first), so concurrent requests
+// from any number of processes never exceed the limit. Concurrent Allow
+// calls of one Limiter share a round trip and a transaction (group
+// commit): the calls that arrive while a batch runs go together in the
+// next, one call of the rate_allow_many function that checks each in
+// turn, in the order of their keys, so that two batches (of two
+// processes) that want the same rows take them in the same order and
+// never wait for each other in a cycle. A lone call goes at once, alone.
+// A call waits for its batch to end, whatever its ctx does once the
+// batch is sent; a batch that fails fails all its calls. A refusal
+// writes nothing; an acceptance changes one slot in place (an update
+// that stays on its page, whose write-ahead log record holds about the
+// bytes that changed) and commits without waiting for the log to be
+// flushed: a crash of the database server may forget the last fraction
+// of a second of accepted requests (their count, not the requests).
+// Time is read inside PostgreSQL, to the microsecond, once a batch, so
+// processes with skewed clocks agree. Rows of keys idle for their Window
+// are deleted in small batches by a goroutine of the limiter, once every
+// SweepInterval (by default a Window), never on the way of an Allow; the
+// table holds about the keys active in one Window. Close stops that
+// goroutine.
 //
-// The table and function come with the store's migrations (version 6):
-// run postgres.Migrate on Schema first. It is safe for concurrent use.
+// The table comes with the store's migrations (version 6), and the
+// function with version 18: run postgres.Migrate on Schema first (on a
+// schema of an earlier version every check fails). It is safe for
+// concurrent use.
 //
 // Behind a transaction pooler (PgBouncer with pool_mode = transaction),
 // give it the store's pooled pool, made with store/postgres.PoolerConfig
@@ -156,8 +158,7 @@ type Limiter struct {
 	window time.Duration
 	prefix string
 	now    func() time.Time
-	allow  string // SQL: one check
-	many   string // SQL: a batch of checks, in turn
+	allow  string // SQL: a batch of checks, in turn
 	sweep  string // SQL
 
 	calls groupcommit.Batcher[allowCall, allowResult] // gathers concurrent checks into batches
@@ -189,12 +190,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Limiter, error) {
 		window: cfg.Window,
 		prefix: cfg.Prefix,
 		now:    cfg.Now,
-		allow:  `SELECT allowed, count, free, at FROM ` + schema + `.rate_allow($1, $2, $3, $4)`,
-		// rate_allow once for each check, in the arrays' order (the
-		// lateral call runs for each row of unnest in turn): each sees
-		// the rows the checks before it changed.
-		many: `SELECT r.allowed, r.count, r.free, r.at FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS k(key, now, i) ` +
-			`CROSS JOIN LATERAL ` + schema + `.rate_allow(k.key, k.now, $3, $4) AS r ORDER BY k.i`,
+		// Each check in turn, in the arrays' order, each seeing the rows
+		// the checks before it changed; a row a check, in that order.
+		allow: `SELECT allowed, count, free, at FROM ` + schema + `.rate_allow_many($1::text[], $2::bigint[], $3, $4)`,
 		sweep: `DELETE FROM ` + schema + `.rate_limits WHERE key IN (SELECT key FROM ` + schema +
 			`.rate_limits r WHERE (SELECT max(t) FROM unnest(r.times) AS t) + r.window_us <= ` +
 			`coalesce($1::bigint, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint) LIMIT 500 FOR UPDATE SKIP LOCKED)`,
@@ -245,7 +243,7 @@ type allowCall struct {
 	now *int64
 }
 
-// allowResult is rate_allow's answer to one check.
+// allowResult is rate_allow_many's answer to one check.
 type allowResult struct {
 	allowed  bool
 	count    int
@@ -259,37 +257,35 @@ type allowResult struct {
 // transaction of its own, 101 B of WAL a check against 149. Two batches
 // in flight: 99 µs (65–142) against 60 (48–84) for one in the same
 // rounds, as the store's group commit found (maxBatchesInFlight there):
-// the two take turns on the same hot rows.
+// the two take turns on the same hot rows. Two batches in flight of
+// disjoint keys (a key always in the same one of two lanes), three
+// alternating runs on a later machine of the kind: 78–90 µs against
+// 68–87 for one lane, with more CPU a check (smaller batches, more
+// statements).
 const (
 	maxBatch    = 64
 	maxInFlight = 1
 )
 
-// runCalls runs a batch of checks: a lone one as one rate_allow call,
-// several in one statement, so in one transaction, rate_allow for each
-// in turn in the order of their keys (the same order in every process,
-// so that batches wanting the same rows never deadlock: each holds the
-// rows it changed until it commits). A key checked twice goes twice,
-// the second call counting after the first.
+// runCalls runs a batch of checks, a lone one too, as one call of
+// rate_allow_many, so in one transaction: each check in turn, in the
+// order of their keys (the same order in every process, so that batches
+// wanting the same rows never deadlock: each holds the rows it changed
+// until it commits). A key checked twice goes twice, the second call
+// counting after the first.
 func (p *Limiter) runCalls(ctx context.Context, batch []*groupcommit.Call[allowCall, allowResult]) {
-	if len(batch) == 1 {
-		c := batch[0]
-		err := p.pool.QueryRow(ctx, p.allow, c.Req.key, c.Req.now, p.window.Microseconds(), p.limit).Scan(&c.Res.allowed, &c.Res.count, &c.Res.free, &c.Res.at)
-		if err != nil {
-			p.resets.Note(err) // a pooler or server restart: the pool's other connections are dead too
-			c.Err = err
-		}
-		return
+	order := batch
+	if len(batch) > 1 {
+		order = slices.Clone(batch)
+		slices.SortStableFunc(order, func(a, b *groupcommit.Call[allowCall, allowResult]) int { return strings.Compare(a.Req.key, b.Req.key) })
 	}
-	order := slices.Clone(batch)
-	slices.SortStableFunc(order, func(a, b *groupcommit.Call[allowCall, allowResult]) int { return strings.Compare(a.Req.key, b.Req.key) })
 	keys := make([]string, len(order))
 	nows := make([]*int64, len(order))
 	for i, c := range order {
 		keys[i], nows[i] = c.Req.key, c.Req.now
 	}
 	err := func() error {
-		rows, err := p.pool.Query(ctx, p.many, keys, nows, p.window.Microseconds(), p.limit)
+		rows, err := p.pool.Query(ctx, p.allow, keys, nows, p.window.Microseconds(), p.limit)
 		if err != nil {
 			return err
 		}
@@ -314,7 +310,7 @@ func (p *Limiter) runCalls(ctx context.Context, batch []*groupcommit.Call[allowC
 		return nil
 	}()
 	if err != nil {
-		p.resets.Note(err)
+		p.resets.Note(err) // a pooler or server restart: the pool's other connections are dead too
 		for _, c := range batch {
 			c.Res, c.Err = allowResult{}, err
 		}
