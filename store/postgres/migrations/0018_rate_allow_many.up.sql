@@ -10,14 +10,14 @@
 -- synchronous_commit = off is now set once a batch, not once a check.
 --
 -- rate_allow_many(keys, nows, window, limit) records one request for
--- each keys[i] in turn, at nows[i] (µs), or at the server's clock where
--- nows[i] is NULL (read once for the call: a batch's checks are made at
--- one time), each as rate_allow of version 6 would have: each check sees
--- the rows that the checks before it changed (a key named twice counts
--- twice, the second after the first). It returns a row per check, in the
--- order of keys. Callers sort keys (the same order in every process) so
--- that two batches that want the same rows never wait for each other in
--- a cycle; the function keeps the order it is given.
+-- each keys[i] in turn, at nows[i] (µs), or at the server's clock as the
+-- check is made where nows[i] is NULL, each as rate_allow of version 6
+-- would have: each check sees the rows that the checks before it
+-- changed (a key named twice counts twice, the second after the first).
+-- It returns a row per check, in the order of keys. Callers sort keys
+-- (the same order in every process) so that two batches that want the
+-- same rows never wait for each other in a cycle; the function keeps the
+-- order it is given.
 --
 -- rate_allow keeps its name, arguments and results, as one call of
 -- rate_allow_many, so that processes of the version before keep working
@@ -27,7 +27,6 @@ CREATE FUNCTION {schema}.rate_allow_many(p_keys text[], p_nows bigint[], p_windo
 RETURNS SETOF record
 LANGUAGE plpgsql AS $$
 DECLARE
-	clock  bigint := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
 	k      text;
 	ts     bigint[];
 	w      bigint;
@@ -39,7 +38,10 @@ BEGIN
 	PERFORM set_config('synchronous_commit', 'off', true);
 	FOR j IN 1..coalesce(cardinality(p_keys), 0) LOOP
 		k := p_keys[j];
-		at := coalesce(p_nows[j], clock);
+		-- The server's clock as the check is made, not as the batch
+		-- began: a check that waited behind others (their row locks)
+		-- counts from when it counts.
+		at := coalesce(p_nows[j], (extract(epoch FROM clock_timestamp()) * 1000000)::bigint);
 		<<attempt>>
 		LOOP
 			SELECT r.times, r.window_us INTO ts, w FROM {schema}.rate_limits r WHERE r.key = k;
