@@ -136,11 +136,11 @@ func (p *Limiter) storedKey(key string) string {
 // flushed: a crash of the database server may forget the last fraction
 // of a second of accepted requests (their count, not the requests).
 // Time is read inside PostgreSQL, to the microsecond, as each check is
-// made, so processes with skewed clocks agree. Rows of keys idle for their Window
-// are deleted in small batches by a goroutine of the limiter, once every
-// SweepInterval (by default a Window), never on the way of an Allow; the
-// table holds about the keys active in one Window. Close stops that
-// goroutine.
+// made, so processes with skewed clocks agree. Rows of keys idle for
+// their Window are deleted in small batches by a goroutine of the
+// limiter, once every SweepInterval (by default a Window), never on the
+// way of an Allow; the table holds about the keys active in one Window.
+// Close stops that goroutine.
 //
 // The table comes with the store's migrations (version 6), and the
 // function with version 18: run postgres.Migrate on Schema first (on a
