@@ -284,37 +284,31 @@ func (p *Limiter) runCalls(ctx context.Context, batch []*groupcommit.Call[allowC
 	for i, c := range order {
 		keys[i], nows[i] = c.Req.key, c.Req.now
 	}
-	err := func() error {
-		rows, err := p.pool.Query(ctx, p.allow, keys, nows, p.window.Microseconds(), p.limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		i := 0
-		for rows.Next() {
-			if i == len(order) {
-				return fmt.Errorf("%d answers for %d checks", i+1, len(order))
-			}
-			r := &order[i].Res
-			if err := rows.Scan(&r.allowed, &r.count, &r.free, &r.at); err != nil {
-				return err
-			}
-			i++
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if i != len(order) {
-			return fmt.Errorf("%d answers for %d checks", i, len(order))
-		}
-		return nil
-	}()
+	var res []allowResult
+	rows, err := p.pool.Query(ctx, p.allow, keys, nows, p.window.Microseconds(), p.limit)
+	if err == nil {
+		res, err = pgx.CollectRows(rows, scanAllowResult)
+	}
+	if err == nil && len(res) != len(order) {
+		err = fmt.Errorf("%d answers for %d checks", len(res), len(order))
+	}
 	if err != nil {
 		p.resets.Note(err) // a pooler or server restart: the pool's other connections are dead too
 		for _, c := range batch {
-			c.Res, c.Err = allowResult{}, err
+			c.Err = err
 		}
+		return
 	}
+	for i, c := range order {
+		c.Res = res[i]
+	}
+}
+
+// scanAllowResult reads one row of rate_allow_many.
+func scanAllowResult(row pgx.CollectableRow) (allowResult, error) {
+	var r allowResult
+	err := row.Scan(&r.allowed, &r.count, &r.free, &r.at)
+	return r, err
 }
 
 // sweepLoop deletes a batch of idle keys' rows every interval until ctx
