@@ -114,11 +114,24 @@ for endpoint in ${ENDPOINTS:-poll submit}; do
 		read -r ours ocpu osleeps < <(run "$servePID" http://127.0.0.1:18091 "$endpoint" "$task")
 		awk -v e="$endpoint" -v r="$round" -v b="$bare" -v o="$ours" -v bc="$bcpu" -v oc="$ocpu" -v bs="$bsleeps" -v os="$osleeps" 'BEGIN {
 			printf "%s round %s: bare %d req/s (%.1f µs CPU each, wrk sleeps %s), serve %d req/s (%.1f µs, %s): %.2fx the rate, %.2fx the CPU per request\n", e, r, b, bc, bs, o, oc, os, o/b, oc/bc }'
+		echo "$ours $bare $ocpu $bcpu" >>"$dir/ratios-$endpoint-serve"
 		if [[ -n ${BASELINE:-} ]]; then
 			read -r base basecpu basesleeps < <(run "$basePID" http://127.0.0.1:18093 "$endpoint" "$baselineTask")
 			awk -v e="$endpoint" -v r="$round" -v b="$bare" -v o="$base" -v bc="$bcpu" -v oc="$basecpu" -v os="$basesleeps" 'BEGIN {
 				printf "%s round %s: baseline serve %d req/s (%.1f µs, wrk sleeps %s): %.2fx the rate, %.2fx the CPU per request\n", e, r, o, oc, os, o/b, oc/bc }'
+			echo "$base $bare $basecpu $bcpu" >>"$dir/ratios-$endpoint-baseline"
 		fi
 	done
+done
+# median: the median of the numbers on stdin, one a line
+median() {
+	sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+for f in "$dir"/ratios-*; do
+	[[ -e $f ]] || continue
+	name=${f##*/ratios-}
+	rate=$(awk '{print $1 / $2}' "$f" | median)
+	cpu=$(awk '{print $3 / $4}' "$f" | median)
+	printf "%s %s over %d rounds: median %.3fx the rate, %.3fx the CPU per request\n" "${name%-*}" "${name##*-}" "$(wc -l <"$f")" "$rate" "$cpu"
 done
 echo "serve's log: $(wc -l <"$dir/serve.log") lines"
