@@ -9,6 +9,8 @@
 # run) and how often wrk went to sleep per request (see run), and each
 # round's ratios: the rate ratio is what wrk sees, the CPU ratio moves
 # less when other processes share the cores.
+# It ends with each endpoint's medians of the rounds' two ratios (and
+# the baseline's, with BASELINE).
 #
 #	cd bench && ./httpratio.sh             # ROUNDS=3 DURATION=5s CONNS=32
 #
