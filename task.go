@@ -256,6 +256,13 @@ func checkURL(raw string) (*url.URL, string) {
 	if len(raw) > MaxURLLength {
 		return nil, "is longer than 2048 bytes"
 	}
+	if !utf8.ValidString(raw) {
+		// url.Parse keeps such bytes, but no store keeps them as they
+		// are: PostgreSQL's text refuses them (a callback_url failed
+		// the submit with a server error) and the JSON a store keeps a
+		// request as turns them into U+FFFD, another URL than was given.
+		return nil, "must be valid UTF-8"
+	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
 		return nil, "must be an absolute http or https URL"
