@@ -12,6 +12,9 @@ func TestDestinationIsOneNameAReceiver(t *testing.T) {
 		"https://example.com./hook",
 		"https://example.com:443/hook",
 		"HTTPS://Example.COM.:443/x?y=1",
+		"https://example.com:0443/hook",    // the port as a number
+		"https://ｅｘａｍｐｌｅ.com/hook",         // fullwidth: the transport dials example.com
+		"https://%EF%BD%85xample.com/hook", // the same, escaped
 	}
 	want := destination(same[0])
 	for _, u := range same[1:] {
@@ -24,7 +27,13 @@ func TestDestinationIsOneNameAReceiver(t *testing.T) {
 			t.Errorf("%s: %q, the same as %s", u, got, same[0])
 		}
 	}
-	if a, b := destination("https://[2001:DB8::1]/a"), destination("https://[2001:db8::1]:443/b"); a != b {
-		t.Errorf("one IPv6 receiver: %q and %q", a, b)
+	for _, pair := range [][2]string{
+		{"https://[2001:DB8::1]/a", "https://[2001:db8::1]:443/b"},
+		{"https://[2001:db8:0:0::1]/a", "https://[2001:db8::1]/b"}, // one IPv6 address, two spellings
+		{"https://[::ffff:8.8.8.8]/a", "https://8.8.8.8/b"},        // IPv4-mapped: the sender dials 8.8.8.8
+	} {
+		if a, b := destination(pair[0]), destination(pair[1]); a != b {
+			t.Errorf("one receiver: %q and %q", a, b)
+		}
 	}
 }

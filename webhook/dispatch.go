@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -285,25 +282,6 @@ func (d *Dispatcher) give(dest, owner string) {
 		default:
 		}
 	}
-}
-
-// destination names a callback's receiver: its URL's host and port, as
-// one name however the URL spells them (the host's case, a trailing
-// dot, the scheme's default port written or not), so that one receiver
-// is one destination for PerDestination.
-func destination(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return rawURL
-	}
-	port := u.Port()
-	if port == "" {
-		port = "443"
-		if strings.EqualFold(u.Scheme, "http") {
-			port = "80"
-		}
-	}
-	return net.JoinHostPort(strings.TrimSuffix(strings.ToLower(u.Hostname()), "."), port)
 }
 
 func (d *Dispatcher) deliver(runCtx context.Context, del imagegen.WebhookDelivery) {
