@@ -51,3 +51,27 @@ func TestSubmitRefusesURLsThatAreNotUTF8(t *testing.T) {
 		t.Errorf("Submit with an escaped callback_url: %v", err)
 	}
 }
+
+// A host with a bracket that is not an IPv6 literal's ("https://]",
+// "http://a]b/": url.Parse takes them) is refused at submit: the
+// sender's and the fetcher's transport cannot split it from its port,
+// so every delivery or fetch would fail. FuzzCallbackURL found it.
+func TestSubmitRefusesHostsWithStrayBrackets(t *testing.T) {
+	for _, raw := range []string{"https://]", "https://a]b/hook", "https://]:443/", "https://a[b/"} {
+		var ve *imagegen.ValidationError
+		req := imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p", CallbackURL: raw}
+		if err := req.Validate(); !errors.As(err, &ve) || ve.Field != "callback_url" {
+			t.Errorf("callback_url %q: %v, want a ValidationError on callback_url", raw, err)
+		}
+		req = imagegen.Request{Scene: imagegen.SceneImageToImage, Prompt: "p", ImageInput: []string{raw}}
+		if err := req.Validate(); !errors.As(err, &ve) || ve.Field != "image_input" {
+			t.Errorf("image_input %q: %v, want a ValidationError on image_input", raw, err)
+		}
+	}
+	for _, raw := range []string{"https://[2001:db8::1]/hook", "https://[2001:db8::1]:8443/hook", "https://[fe80::1%25eth0]/"} {
+		req := imagegen.Request{Scene: imagegen.SceneImageToImage, Prompt: "p", ImageInput: []string{raw}}
+		if err := req.Validate(); err != nil {
+			t.Errorf("image_input %q: %v; an IPv6 literal's brackets are fine", raw, err)
+		}
+	}
+}

@@ -267,6 +267,13 @@ func checkURL(raw string) (*url.URL, string) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
 		return nil, "must be an absolute http or https URL"
 	}
+	if strings.ContainsAny(u.Hostname(), "[]") {
+		// url.Parse takes "https://]" or "http://a]b/" (Hostname drops
+		// only the brackets of an IPv6 literal), but no transport can
+		// split such a host from its port: every fetch or delivery
+		// would fail.
+		return nil, "must be an absolute http or https URL"
+	}
 	if u.User != nil {
 		return nil, "must not carry user credentials"
 	}
