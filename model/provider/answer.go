@@ -45,11 +45,35 @@ func CropAll(provider string, imgs []imagegen.GeneratedImage, ratio imagegen.Asp
 // AnsweredImage is an image that a 2xx answer carried in its body
 // (base64, a data: URI) or at a URL: data, with its type read from its
 // first bytes, or a retryable BadAnswer saying that what ("data[0]") is
-// not an image.
+// not an image. A PNG, JPEG or GIF must have a header that gives a size
+// (ImageSize): its first bytes alone (a signature, cut short) are not
+// an image.
 func AnsweredImage(provider, what string, data []byte) (imagegen.GeneratedImage, error) {
 	ct := ContentType(data)
 	if ct == "" {
 		return imagegen.GeneratedImage{}, BadAnswer(provider, true, fmt.Errorf("%s is not an image", what))
 	}
+	if err := checkHeader(ct, data); err != nil {
+		return imagegen.GeneratedImage{}, BadAnswer(provider, true, fmt.Errorf("%s is not a whole %s: %w", what, ct, err))
+	}
 	return imagegen.GeneratedImage{ContentType: ct, Data: data}, nil
+}
+
+// checkHeader reads the size of an image of type ct that the standard
+// library decodes (PNG, JPEG, GIF) from its header: it must be at least
+// 1x1. Other types pass unread.
+func checkHeader(ct string, data []byte) error {
+	switch ct {
+	case PNG, JPEG, GIF:
+	default:
+		return nil
+	}
+	s, err := ImageSize(data)
+	if err != nil {
+		return err
+	}
+	if s.W < 1 || s.H < 1 {
+		return fmt.Errorf("%w: size %dx%d", ErrUnknownFormat, s.W, s.H)
+	}
+	return nil
 }

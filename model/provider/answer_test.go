@@ -68,3 +68,22 @@ func TestAnsweredImage(t *testing.T) {
 	is.Equal(me.Message, provider.MsgBadAnswer)
 	is.Equal(me.Err.Error(), "data[1] is not an image")
 }
+
+// A PNG, JPEG or GIF whose header gives no size is not an image, though
+// its first bytes name the format (found by fuzzing fal's answers: a
+// data: URI of the PNG signature alone).
+func TestAnsweredImageHeaderOnly(t *testing.T) {
+	for name, data := range map[string][]byte{
+		"PNG signature": []byte("\x89PNG\r\n\x1a\n"),
+		"JPEG start":    {0xff, 0xd8, 0xff, 0xe0},
+		"GIF of 0x0":    []byte("GIF89a\x00\x00\x00\x00\x00\x00\x00;"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			_, err := provider.AnsweredImage("acme", "data[0]", data)
+			me := modelError(t, err)
+			is.True(me.Retryable)
+			is.Equal(me.Message, provider.MsgBadAnswer)
+		})
+	}
+}
