@@ -83,15 +83,11 @@ func images(resp *provider.Response) ([]imagegen.GeneratedImage, error) {
 			case p.Thought:
 				continue // thinking, not the answer
 			case p.InlineData != nil && isImage(p.InlineData.MimeType):
-				data, err := decodeBase64(p.InlineData.Data)
+				img, err := inlineImage(i, p.InlineData)
 				if err != nil {
-					return nil, provider.BadAnswer(Provider, true, fmt.Errorf("parts[%d].inlineData.data: %w", i, err))
+					return nil, err
 				}
-				ct := provider.ContentType(data)
-				if ct == "" {
-					ct = p.InlineData.MimeType
-				}
-				imgs = append(imgs, imagegen.GeneratedImage{ContentType: ct, Data: data})
+				imgs = append(imgs, img)
 			case p.Text != "":
 				text = append(text, p.Text)
 			}
@@ -114,6 +110,30 @@ func images(resp *provider.Response) ([]imagegen.GeneratedImage, error) {
 // answered is a failure that came as an HTTP 200 answer.
 func answered(cause string, opts ...provider.ErrorOption) *imagegen.ModelError {
 	return provider.NewError(Provider, 200, cause, opts...)
+}
+
+// inlineImage is the picture of parts[i].inlineData: of the type its
+// bytes name (AnsweredImage), else of the media type it declares, for
+// the formats net/http cannot tell (HEIC); but empty data, or data that
+// is not the PNG, JPEG or GIF it declares, is a retryable BadAnswer.
+func inlineImage(i int, b *blob) (imagegen.GeneratedImage, error) {
+	what := fmt.Sprintf("parts[%d].inlineData.data", i)
+	data, err := decodeBase64(b.Data)
+	if err != nil {
+		return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("%s: %w", what, err))
+	}
+	if len(data) == 0 {
+		return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("%s is empty", what))
+	}
+	if provider.ContentType(data) != "" {
+		return provider.AnsweredImage(Provider, what, data)
+	}
+	mt, _, _ := mime.ParseMediaType(b.MimeType) // isImage: it parses
+	switch mt {
+	case provider.PNG, provider.JPEG, provider.GIF, provider.WebP:
+		return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("%s is not the %s it declares", what, mt))
+	}
+	return imagegen.GeneratedImage{ContentType: mt, Data: data}, nil
 }
 
 func isImage(mimeType string) bool {

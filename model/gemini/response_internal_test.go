@@ -1,0 +1,39 @@
+package gemini
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/model/provider"
+)
+
+// An inlineData part whose data is empty, or not the PNG it declares, is
+// a retryable bad answer, not a picture (found by FuzzAnswer: an image
+// part without data came back as an empty image); a type net/http cannot
+// tell from the bytes is taken as declared, lower case.
+func TestInlineImage(t *testing.T) {
+	for name, tc := range map[string]struct {
+		blob   blob
+		wantCT string // "" for an error
+	}{
+		"no data":             {blob{MimeType: "image/png"}, ""},
+		"no data, odd type":   {blob{MimeType: "imAge/0"}, ""},
+		"not the PNG it says": {blob{MimeType: "image/png", Data: "AAAA"}, ""},
+		"HEIC, as declared":   {blob{MimeType: "IMAGE/HEIC", Data: "AAAA"}, "image/heic"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			img, err := inlineImage(0, &tc.blob)
+			if tc.wantCT != "" {
+				if err != nil || img.ContentType != tc.wantCT || len(img.Data) != 3 {
+					t.Fatalf("got %q (%d bytes), %v; want %s", img.ContentType, len(img.Data), err, tc.wantCT)
+				}
+				return
+			}
+			var me *imagegen.ModelError
+			if !errors.As(err, &me) || !me.Retryable || me.Message != provider.MsgBadAnswer {
+				t.Fatalf("got %q, %v; want a retryable bad answer", img.ContentType, err)
+			}
+		})
+	}
+}
