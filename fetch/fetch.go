@@ -49,15 +49,23 @@ type Resolver interface {
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
 }
 
+// The default limits of what a Fetcher decodes (Config.MaxPixels and
+// Config.MaxDecodedBytes).
+const (
+	DefaultMaxPixels       = 40_000_000
+	DefaultMaxDecodedBytes = 4 * DefaultMaxPixels
+)
+
 // Config configures a Fetcher. Zero values take the defaults; negative
 // values are refused.
 type Config struct {
 	MaxBytes  int64 // largest body accepted; default 20 MiB
-	MaxPixels int64 // largest width*height decoded; default 40 million
+	MaxPixels int64 // largest width*height decoded; default DefaultMaxPixels
 	// MaxDecodedBytes is the most memory one decoded image may take
 	// (width*height*bytes a pixel, read from the header before decoding):
-	// default 4*MaxPixels, so any 8-bit image within MaxPixels fits and a
-	// 16-bit PNG (8 bytes a pixel) may have half as many pixels.
+	// default 4*MaxPixels (DefaultMaxDecodedBytes with the default
+	// MaxPixels), so any 8-bit image within MaxPixels fits and a 16-bit
+	// PNG (8 bytes a pixel) may have half as many pixels.
 	MaxDecodedBytes int64
 	Timeout         time.Duration // the whole fetch, redirects included; default 15s
 	MaxRedirects    int           // redirects followed; default 3
@@ -101,7 +109,7 @@ func nonNegative[T ~int | ~int64](field string, v T) error {
 
 func (o Config) withDefaults() Config {
 	o.MaxBytes = cmp.Or(o.MaxBytes, 20<<20)
-	o.MaxPixels = cmp.Or(o.MaxPixels, 40_000_000)
+	o.MaxPixels = cmp.Or(o.MaxPixels, DefaultMaxPixels)
 	o.MaxDecodedBytes = cmp.Or(o.MaxDecodedBytes, 4*o.MaxPixels)
 	o.Timeout = cmp.Or(o.Timeout, 15*time.Second)
 	o.MaxRedirects = cmp.Or(o.MaxRedirects, 3)

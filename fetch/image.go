@@ -22,10 +22,29 @@ func (f *Fetcher) Image(ctx context.Context, rawURL string) (image.Image, string
 	return f.Decode(data)
 }
 
-// Decode decodes PNG, JPEG or GIF bytes under the pixel and decoded-size
-// limits, which it checks on the header (DecodeConfig) before decoding.
+// Decode decodes PNG, JPEG or GIF bytes under the fetcher's pixel and
+// decoded-size limits (MaxPixels, MaxDecodedBytes), which it checks on
+// the header before decoding.
 func (f *Fetcher) Decode(data []byte) (image.Image, string, error) {
-	if _, _, err := f.DecodeConfig(data); err != nil {
+	return DecodeWithin(data, f.o.MaxPixels, f.o.MaxDecodedBytes)
+}
+
+// DecodeConfig reads the header of PNG, JPEG or GIF bytes and checks it
+// as Decode would, without decoding the pixels.
+func (f *Fetcher) DecodeConfig(data []byte) (image.Config, string, error) {
+	return DecodeConfigWithin(data, f.o.MaxPixels, f.o.MaxDecodedBytes)
+}
+
+// DecodeWithin decodes PNG, JPEG or GIF bytes of at most maxPixels
+// pixels that take at most maxDecodedBytes once decoded, checking both
+// on the header (DecodeConfigWithin) before it decodes anything: a few
+// hundred bytes of JPEG can name an image of a hundred million pixels,
+// which image.Decode would allocate whole before finding the data short.
+// For bytes from a Fetcher, its Decode applies the limits it was
+// configured with; DefaultMaxPixels and DefaultMaxDecodedBytes are the
+// defaults.
+func DecodeWithin(data []byte, maxPixels, maxDecodedBytes int64) (image.Image, string, error) {
+	if _, _, err := DecodeConfigWithin(data, maxPixels, maxDecodedBytes); err != nil {
 		return nil, "", err
 	}
 	img, format, err := image.Decode(bytes.NewReader(data))
@@ -35,11 +54,11 @@ func (f *Fetcher) Decode(data []byte) (image.Image, string, error) {
 	return img, format, nil
 }
 
-// DecodeConfig reads the header of PNG, JPEG or GIF bytes and checks it
-// as Decode would, without decoding the pixels: at most MaxPixels, and at
-// most MaxDecodedBytes once decoded (a 16-bit PNG takes 8 bytes a pixel,
-// an 8-bit RGBA one 4).
-func (f *Fetcher) DecodeConfig(data []byte) (image.Config, string, error) {
+// DecodeConfigWithin reads the header of PNG, JPEG or GIF bytes and
+// checks it as DecodeWithin would: at most maxPixels, and at most
+// maxDecodedBytes once decoded (a 16-bit PNG takes 8 bytes a pixel, an
+// 8-bit RGBA one 4).
+func DecodeConfigWithin(data []byte, maxPixels, maxDecodedBytes int64) (image.Config, string, error) {
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
 		return cfg, "", fmt.Errorf("%w: %w", ErrNotImage, err)
@@ -53,11 +72,11 @@ func (f *Fetcher) DecodeConfig(data []byte) (image.Config, string, error) {
 		return cfg, "", fmt.Errorf("%w: empty image", ErrNotImage)
 	}
 	px := int64(cfg.Width) * int64(cfg.Height)
-	if px > f.o.MaxPixels {
-		return cfg, "", fmt.Errorf("%w: %dx%d, at most %d pixels", ErrTooManyPixels, cfg.Width, cfg.Height, f.o.MaxPixels)
+	if px > maxPixels {
+		return cfg, "", fmt.Errorf("%w: %dx%d, at most %d pixels", ErrTooManyPixels, cfg.Width, cfg.Height, maxPixels)
 	}
-	if size := px * bytesPerPixel(cfg.ColorModel); size > f.o.MaxDecodedBytes {
-		return cfg, "", fmt.Errorf("%w: %dx%d decodes to %d MB, at most %d MB", ErrTooManyPixels, cfg.Width, cfg.Height, size>>20, f.o.MaxDecodedBytes>>20)
+	if size := px * bytesPerPixel(cfg.ColorModel); size > maxDecodedBytes {
+		return cfg, "", fmt.Errorf("%w: %dx%d decodes to %d MB, at most %d MB", ErrTooManyPixels, cfg.Width, cfg.Height, size>>20, maxDecodedBytes>>20)
 	}
 	return cfg, format, nil
 }

@@ -39,7 +39,9 @@ const (
 // fetch.MaxSetTime for the whole set), and returns them in order. The
 // type of each is taken from its bytes, else from its Content-Type; one
 // the provider does not accept (not in accept) is converted to PNG when
-// the standard library can decode it, one image at a time.
+// the standard library can decode it within the fetcher's limits
+// (*fetch.Fetcher's MaxPixels and MaxDecodedBytes; fetch's defaults for
+// a fetcher without a Decode of its own), one image at a time.
 //
 // Failures are *imagegen.ModelError naming the item (image_input[i]).
 // A reference that cannot be fetched in time, like one that is
@@ -70,7 +72,7 @@ func FetchReferences(ctx context.Context, provider string, f fetch.ImageFetcher,
 	}
 	refs := make([]Reference, 0, len(urls))
 	for i, b := range bodies {
-		ref, err := newReference(b.data, b.ct, accept)
+		ref, err := newReference(f, b.data, b.ct, accept)
 		if err != nil {
 			return nil, &imagegen.ModelError{Provider: provider, InvalidInput: true,
 				Message: fmt.Sprintf("image_input[%d] is not a supported image", i), Err: fmt.Errorf("image_input[%d]: %w", i, err)}
@@ -96,7 +98,19 @@ func referenceError(ctx context.Context, provider string, i int, err error) *ima
 		Message: fmt.Sprintf("image_input[%d] could not be downloaded", i), Err: fmt.Errorf("image_input[%d]: %w", i, err)}
 }
 
-func newReference(data []byte, contentType string, accept []string) (Reference, error) {
+// imageDecoder decodes an image under limits of its own, as
+// *fetch.Fetcher's Decode does under its Config's MaxPixels and
+// MaxDecodedBytes.
+type imageDecoder interface {
+	Decode(data []byte) (image.Image, string, error)
+}
+
+// newReference makes a reference of a fetched body; one of a type the
+// provider does not accept is converted to PNG, decoded under f's
+// limits when f is an imageDecoder (the guarded fetcher), else under
+// fetch's defaults: a user's reference of a few hundred bytes may name
+// a hundred million pixels, which decoding would allocate whole.
+func newReference(f fetch.ImageFetcher, data []byte, contentType string, accept []string) (Reference, error) {
 	ct := ContentType(data)
 	if ct == "" {
 		mt, _, err := mime.ParseMediaType(contentType)
@@ -112,10 +126,16 @@ func newReference(data []byte, contentType string, accept []string) (Reference, 
 	if len(accept) == 0 || slices.Contains(accept, ct) {
 		return ref, nil
 	}
-	if ref.Width == 0 || int64(ref.Width)*int64(ref.Height) > MaxCropPixels {
+	if ref.Width == 0 {
 		return Reference{}, fmt.Errorf("%s is not accepted (%s) and cannot be converted to PNG", ct, strings.Join(accept, ", "))
 	}
-	img, _, err := image.Decode(bytes.NewReader(data))
+	decode := func(data []byte) (image.Image, string, error) {
+		return fetch.DecodeWithin(data, fetch.DefaultMaxPixels, fetch.DefaultMaxDecodedBytes)
+	}
+	if d, ok := f.(imageDecoder); ok {
+		decode = d.Decode
+	}
+	img, _, err := decode(data)
 	if err != nil {
 		return Reference{}, fmt.Errorf("%s is not accepted (%s) and cannot be converted to PNG: %w", ct, strings.Join(accept, ", "), err)
 	}
