@@ -586,7 +586,10 @@ type OperatorStore interface {
 	// RechargeRef(id, attempt); ErrInsufficientCredits and no change when
 	// the balance is short) and a later failure refunds it again (ledger
 	// reference RerefundRef(id, attempt)); without, it runs free and a
-	// later failure refunds nothing. Its callback deliveries still
+	// later failure refunds nothing. A recharge whose reference is
+	// already used (the task was recharged at this attempt and failed
+	// again before a claim, cancelled while pending) is
+	// ErrDuplicateEntry, and changes nothing. Its callback deliveries still
 	// queued (either event) are dropped, so that its next ending queues
 	// its own (see WebhookStore). ErrTaskNotFound for no such task,
 	// ErrInvalidTransition when it is not failed.

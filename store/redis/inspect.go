@@ -75,14 +75,19 @@ func (s *Store) TaskByID(ctx context.Context, id string) (*imagegen.Task, error)
 // writes rx over (its run sent again then answers by the task's status).
 //
 // Returns 1, 0 when there is no such task, -1 when it is not failed,
-// -2 when the balance is short of the recharge.
+// -2 when the balance is short of the recharge, -3 when the recharge's
+// reference (RechargeRef of the task's attempt) is already used.
 var requeueScript = newScript(`
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'cost', 'rx')
+local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'cost', 'rx', 'refund_ref')
 if f[1] ~= ARGV[3] then return 0 end
 if f[4] == ARGV[7] then return 1 end -- this very requeue, sent again
 if f[2] ~= 'failed' then return -1 end
 if ARGV[4] == '1' then
+  -- A recharge at this attempt was made before (its re-refund reference
+  -- is the task's): the task failed again unclaimed, cancelled while
+  -- pending, and the recharge's reference is taken.
+  if f[5] == ARGV[6] then return -3 end
   local cost = tonumber(f[3])
   local balance = tonumber(redis.call('GET', KEYS[3]) or '0')
   if balance < cost then return -2 end
@@ -133,6 +138,8 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 		return fmt.Errorf("redis store: requeue %s task: %w", t.Status, imagegen.ErrInvalidTransition)
 	case n == -2:
 		return imagegen.ErrInsufficientCredits
+	case n == -3:
+		return fmt.Errorf("redis store: requeue %s: recharge %w", id, imagegen.ErrDuplicateEntry)
 	}
 	return nil
 }

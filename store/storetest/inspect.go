@@ -171,6 +171,44 @@ func testRequeue(t *testing.T, h Harness) {
 	is.True(errors.Is(err, imagegen.ErrTaskNotFound))
 }
 
+// testRequeueRechargeTwiceAtOneAttempt: a task recharged by a requeue
+// and cancelled before any claim still has the attempt of that recharge,
+// so a second requeue with a recharge would reuse its reference
+// (RechargeRef): it is refused with ErrDuplicateEntry and changes
+// nothing, so no reference is ever used twice; a free requeue still
+// works. (Found by RandomOperationsAgreeWithModel, seed 15
+// (IMAGEGEN_TEST_SEEDS=15-15): the Redis store charged again under the same
+// reference.)
+func testRequeueRechargeTwiceAtOneAttempt(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	grant(t, s, "u", 10)
+	task := submit(t, s, "u", 2)
+	c := claim(t, s)
+	is.NoErr(errOf(s.FailTask(ctx, task.ID, c.Attempt, fail("provider down"))))
+	is.NoErr(s.RequeueTask(ctx, task.ID, true))
+	refund, err := s.CancelTask(ctx, "u", task.ID)
+	is.NoErr(err)
+	is.Equal(refund, int64(2)) // the recharge, given back
+	is.Equal(balance(t, s, "u"), int64(10))
+
+	err = s.RequeueTask(ctx, task.ID, true)
+	is.True(errors.Is(err, imagegen.ErrDuplicateEntry))
+	is.Equal(get(t, s, "u", task.ID).Status, imagegen.StatusFailed)
+	is.Equal(balance(t, s, "u"), int64(10))
+	entries := checkLedger(t, s, "u")
+	is.Equal(countRefs(entries, imagegen.RechargeRef(task.ID, c.Attempt)), 1)
+	is.Equal(countRefs(entries, imagegen.RerefundRef(task.ID, c.Attempt)), 1)
+
+	is.NoErr(s.RequeueTask(ctx, task.ID, false)) // free: no reference needed
+	is.Equal(get(t, s, "u", task.ID).Status, imagegen.StatusPending)
+	refund, err = s.CancelTask(ctx, "u", task.ID)
+	is.NoErr(err)
+	is.Equal(refund, int64(0)) // it ran free
+	is.Equal(balance(t, s, "u"), int64(10))
+	is.Equal(len(checkLedger(t, s, "u")), 5) // grant, charge, refund, recharge, re-refund
+}
+
 func testPurgeExpired(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store

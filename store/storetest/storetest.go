@@ -114,6 +114,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"TaskByIDSeesEveryOwner", testTaskByID},
 		{"ListAllTasksAcrossOwners", testListAllTasks},
 		{"RequeueFailedTask", testRequeue},
+		{"RequeueRechargeTwiceAtOneAttempt", testRequeueRechargeTwiceAtOneAttempt},
 		{"PurgeExpired", testPurgeExpired},
 		{"ProviderStatsBuckets", testProviderStats},
 		{"ProviderStatsConcurrentAdds", testProviderStatsConcurrent},
