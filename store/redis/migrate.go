@@ -123,7 +123,7 @@ func (s *Store) migrateKey(ctx context.Context, src goredis.UniversalClient, key
 	switch kind {
 	case "all", "webhooks":
 		return s.splitIndex(ctx, src, key, kind)
-	case "pending", "leases", "fair", "vtag", "vtime", "tseq", "model", "run":
+	case "pending", "leases", "fair", "vtag", "vtime", "tseq", "model", "paused", "run":
 		return 0, nil // the queue is empty; fair-share state and pauses start afresh
 	case "layout":
 		return 0, nil // src's record; MigrateToShards writes dst's once the copy is done

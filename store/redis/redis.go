@@ -152,6 +152,7 @@
 //	P:capped           hash: which running sets the store keeps: "o" (the owners') once a claim
 //	                   has had an owner cap, "m:<model>" once one has had a cap for the model
 //	P:model:<model>    hash: the model's next start allowed by its rate (next, ms) and pause end (pause, ms)
+//	P:paused           zset: paused models by pause end (ms), so SchedulerStats lists them all
 //	P:leases           zset: processing task ids by lease end (ms)
 //	P:webhooks         zset: due callbacks by due time (ms): "<task id>" (completed), "<task id>:processing"
 //	P:hookclaim:<token> string: the deliveries a webhook claim leased ("<lease end>:<candidate places>"),
@@ -457,6 +458,7 @@ func (k keys) capped() string            { return k.tag + ":capped" }
 func (k keys) tseq() string              { return k.tag + ":tseq" }
 func (k keys) sched(owner string) string { return k.tag + ":sched:" + owner }
 func (k keys) model(model string) string { return k.tag + ":model:" + model }
+func (k keys) paused() string            { return k.tag + ":paused" } // model → its pause's end (ms)
 
 // prelude holds the clock and the steps that several scripts share;
 // newScript prepends to each script the definitions it uses.

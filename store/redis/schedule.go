@@ -32,14 +32,20 @@ func (s *Store) OwnerWeight(ctx context.Context, owner string) (int, error) {
 }
 
 // pauseScript holds back a model's starts until now + ARGV[2] ms,
-// unless a pause already lasts longer.
+// unless a pause already lasts longer. It notes the pause's end in the
+// shard's paused set too (dropping the pauses that have ended), so that
+// SchedulerStats lists every paused model, also one with no task
+// queued: the claims read the model's hash alone.
 //
-//	KEYS[1] the model's hash
-//	ARGV[1] now  ARGV[2] pause (ms)
+//	KEYS[1] the model's hash  KEYS[2] paused (sorted set: model → pause end, ms)
+//	ARGV[1] now  ARGV[2] pause (ms)  ARGV[3] the model's name
 var pauseScript = newScript(`
-local untilMS = now_ms() + tonumber(ARGV[2])
+local now = now_ms()
+local untilMS = now + tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if untilMS > tonumber(redis.call('HGET', KEYS[1], 'pause') or '0') then
   redis.call('HSET', KEYS[1], 'pause', untilMS)
+  redis.call('ZADD', KEYS[2], untilMS, ARGV[3])
 end
 return 1
 `)
@@ -48,7 +54,7 @@ return 1
 // shard).
 func (s *Store) PauseModel(ctx context.Context, model string, d time.Duration) error {
 	for _, sh := range s.shards {
-		if err := pauseScript.Run(ctx, s.rdb, []string{sh.model(model)}, s.nowArg(), ms(d)).Err(); err != nil {
+		if err := pauseScript.Run(ctx, s.rdb, []string{sh.model(model), sh.paused()}, s.nowArg(), ms(d), model).Err(); err != nil {
 			return wrapErr("pause model", err)
 		}
 	}
@@ -125,6 +131,15 @@ for model in pairs(caps) do
   if not models[model] then
     local m = redis.call('HGET', skey(KEYS[1], 'model:' .. model), 'pause')
     models[model] = {pause = tonumber(m or '0')}
+  end
+end
+-- The paused set names the models paused with no task read above (a
+-- pause made before the set was kept is listed once its model's task
+-- is read, or the model is named, as before).
+local pausedSet = redis.call('ZRANGEBYSCORE', skey(KEYS[1], 'paused'), '(' .. now, '+inf', 'WITHSCORES')
+for i = 1, #pausedSet, 2 do
+  if not models[pausedSet[i]] then
+    models[pausedSet[i]] = {pause = tonumber(pausedSet[i + 1])}
   end
 end
 for model, m in pairs(models) do

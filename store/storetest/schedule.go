@@ -365,6 +365,29 @@ func testModelPause(t *testing.T, h Harness) {
 	is.Equal(len(claimWith(t, s, 4, imagegen.Limits{})), 2)
 }
 
+// testPausedModelListed: SchedulerStats lists a paused model that has
+// no task queued and that the limits do not name, until its pause ends.
+// (The Redis store listed only the models of queued tasks or of the
+// limits; RandomOperationsAgreeWithModel found it, seed 1.)
+func testPausedModelListed(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	is.NoErr(s.PauseModel(ctx, "idle", 2*time.Second))
+	stats, err := s.SchedulerStats(ctx, imagegen.Limits{})
+	is.NoErr(err)
+	is.True(!stats.Paused["idle"].IsZero())
+	is.NoErr(s.PauseModel(ctx, "idle", time.Second)) // shorter: changes nothing
+	h.Advance(time.Second)
+	stats, err = s.SchedulerStats(ctx, imagegen.Limits{})
+	is.NoErr(err)
+	is.True(!stats.Paused["idle"].IsZero())
+	h.Advance(time.Second)
+	stats, err = s.SchedulerStats(ctx, imagegen.Limits{})
+	is.NoErr(err)
+	_, paused := stats.Paused["idle"]
+	is.True(!paused) // ended
+}
+
 // testMaxPending: a submit beyond the owner's pending cap is refused
 // and charges nothing; other owners are unaffected; a claim makes room.
 func testMaxPending(t *testing.T, h Harness) {

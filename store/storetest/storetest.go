@@ -73,6 +73,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"CapsCountTasksClaimedWithoutCaps", acrossShards(testCapsCountUncappedClaims)},
 		{"ModelRate", testModelRate},
 		{"ModelPause", testModelPause},
+		{"PausedModelListedWithoutTasks", testPausedModelListed},
 		{"MaxPending", acrossShards(testMaxPending)},
 		{"MaxPendingThroughTransitions", testMaxPendingThroughTransitions},
 		{"MaxPendingThroughBatchedClaims", testMaxPendingThroughBatchedClaims},
