@@ -119,6 +119,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"PurgeExpired", testPurgeExpired},
 		{"ProviderStatsBuckets", testProviderStats},
 		{"ProviderStatsConcurrentAdds", testProviderStatsConcurrent},
+		{"RandomOperationsAgreeWithModel", testRandomOperations},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
