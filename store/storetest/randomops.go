@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 // randomSeeds and randomSteps bound RandomOperationsAgreeWithModel: each
@@ -78,8 +79,11 @@ const randomSteps = 200
 // (docs/scheduling.md). Where the docs leave the outcome open (an
 // attempt whose lease ran out but was not yet recovered; which of two
 // refusals comes first) either is taken and the model follows the
-// store. Webhooks, idempotency keys, API keys, sessions, watches and
-// retention are left to their own cases.
+// store. Webhook deliveries are modelled too: queued on a task's first
+// claim and its endings as its callback asks, dropped by a requeue,
+// claimed, acked, retried and postponed under claimed IDs (stale ones
+// changing nothing) and plain ones. Idempotency keys, API keys,
+// sessions, watches and retention are left to their own cases.
 func testRandomOperations(t *testing.T, h Harness) {
 	for i, seed := range seeds(t) {
 		t.Logf("seed %d", seed)
@@ -122,6 +126,23 @@ type rmTask struct {
 	requeued    bool    // an operator gave it back at least once
 	progress    float64 // the current attempt's, while processing
 	seed        *int64  // Request.Seed: none at submit, a finish may set it
+	url         string  // Request.CallbackURL, "" for none
+	events      []imagegen.CallbackEvent
+}
+
+// rmHook is a queued webhook delivery; rmClaim one claim of it, whose
+// ID acts only while the delivery's due time is that claim's lease end
+// (WebhookStore).
+type rmHook struct {
+	taskID, owner, url string
+	event              imagegen.CallbackEvent
+	due                time.Duration
+	attempts           int
+}
+
+type rmClaim struct {
+	id, hook string
+	leaseEnd time.Duration
 }
 
 type rmEntry struct {
@@ -157,6 +178,8 @@ type refModel struct {
 	// nextStart is when the model may start next.
 	rate      int
 	nextStart time.Duration
+	hooks     map[string]*rmHook // by WebhookID
+	claims    []rmClaim          // the delivery IDs handed out, for acks and stale ones
 	// lateOutcomes counts, for the report, what the store answered an
 	// attempt whose lease ran out before it was recovered.
 	lateOutcomes map[string]int
@@ -178,6 +201,7 @@ func newRefModel(t *testing.T, h Harness, seed uint64, prefix string) *refModel 
 		paused:       map[string]time.Duration{},
 		lateOutcomes: map[string]int{},
 		seen:         map[string]int{},
+		hooks:        map[string]*rmHook{},
 	}
 	for _, o := range m.owners {
 		m.refs[o] = map[string]bool{}
@@ -278,6 +302,7 @@ func (m *refModel) finishFailed(t *rmTask, code imagegen.ErrorCode) int64 {
 	t.status = imagegen.StatusFailed
 	t.code = code
 	t.leaseUntil = 0
+	m.event(t, imagegen.EventCompleted)
 	if !t.outstanding {
 		return 0
 	}
@@ -311,6 +336,8 @@ func (m *refModel) randomStep() {
 		{3, "requeue", m.opRequeue},
 		{1, "pause", m.opPause},
 		{2, "progress", m.opProgress},
+		{3, "claim webhooks", m.opClaimHooks},
+		{3, "webhook outcome", m.opHookOutcome},
 		{1, "weight", m.opWeight},
 	}
 	total := 0
@@ -398,6 +425,12 @@ func (m *refModel) opCreate() {
 	}
 	task := newTask(owner, cost)
 	task.Model = model
+	if m.rng.IntN(2) == 0 {
+		task.Request.CallbackURL = "https://app.example.com/hooks/" + owner
+		task.Request.CallbackEvents = pick(m.rng, [][]imagegen.CallbackEvent{
+			nil, {imagegen.EventProcessing}, {imagegen.EventCompleted}, {imagegen.EventProcessing, imagegen.EventCompleted},
+		})
+	}
 	m.lastOp = fmt.Sprintf("create %s of %s, cost %d, max pending %d (balance %d, pending %d)",
 		task.ID, owner, cost, p.MaxPending, m.balances[owner], m.pendingOf(owner))
 	b, err := m.s.CreateTask(ctx, task, p)
@@ -426,6 +459,7 @@ func (m *refModel) opCreate() {
 		rt := &rmTask{
 			id: task.ID, owner: owner, model: model, cost: cost,
 			outstanding: true, refundRef: imagegen.RefundRef(task.ID),
+			url: task.Request.CallbackURL, events: task.Request.CallbackEvents,
 		}
 		m.enqueue(rt, m.newLine(), 0)
 		m.tasks[task.ID] = rt
@@ -616,6 +650,9 @@ func (m *refModel) claim(n int, l imagegen.Limits, single bool) {
 		t.attempt++
 		t.leaseUntil = m.now + lease
 		t.progress = 0 // a claim starts from 0
+		if t.attempt == 1 {
+			m.event(t, imagegen.EventProcessing) // its first claim only
+		}
 		if g.Status != imagegen.StatusProcessing || g.Attempt != t.attempt || g.Owner != t.owner || g.Released != t.released {
 			m.fatalf("claimed task %s: status %s attempt %d released %d owner %s, want processing, %d, %d, %s",
 				g.ID, g.Status, g.Attempt, g.Released, g.Owner, t.attempt, t.released, t.owner)
@@ -712,6 +749,7 @@ func (m *refModel) opComplete() {
 	}
 	t.status = imagegen.StatusSuccess
 	t.leaseUntil = 0
+	m.event(t, imagegen.EventCompleted)
 	if seed != nil {
 		t.seed = seed // the model's own seed replaces the request's
 	}
@@ -976,6 +1014,9 @@ func (m *refModel) opRequeue() {
 		}
 		t.requeued = true
 		t.code = ""
+		for _, id := range storekit.TaskWebhookIDs(t.id) { // its queued deliveries are dropped
+			delete(m.hooks, id)
+		}
 		m.enqueue(t, m.newLine(), 0)
 	}
 	m.checkTask(t)
@@ -1004,6 +1045,105 @@ func (m *refModel) opWeight() {
 	}
 }
 
+// event queues t's delivery of e, due now, if t's callback wants it.
+func (m *refModel) event(t *rmTask, e imagegen.CallbackEvent) {
+	if t.url == "" || !imagegen.Wants(t.events, e) {
+		return
+	}
+	m.hooks[storekit.WebhookID(t.id, e)] = &rmHook{taskID: t.id, owner: t.owner, url: t.url, event: e, due: m.now}
+}
+
+// opClaimHooks claims up to n due deliveries: all of them when there
+// are n or fewer, else n of those due longest; each is leased.
+func (m *refModel) opClaimHooks() {
+	n, lease := 1+m.rng.IntN(4), m.claimLease()
+	var due []string
+	for id, h := range m.hooks {
+		if h.due <= m.now {
+			due = append(due, id)
+		}
+	}
+	m.lastOp = fmt.Sprintf("claim %d webhooks (lease %v) of %d due", n, lease, len(due))
+	got, err := m.s.ClaimWebhooks(ctx, lease, n)
+	if err != nil {
+		m.fatalf("claim webhooks: %v", err)
+	}
+	m.note(fmt.Sprintf("took %d", len(got)))
+	if len(got) > n || (!m.h.Sharded && len(got) != min(n, len(due))) {
+		m.fatalf("claimed %d deliveries, want %d of %d due", len(got), min(n, len(due)), len(due))
+	}
+	taken := map[string]bool{}
+	var latest time.Duration
+	for _, d := range got {
+		id, _, _ := storekit.ParseClaimedWebhookID(d.ID)
+		h := m.hooks[id]
+		switch {
+		case h == nil:
+			m.fatalf("claimed delivery %s (%+v), which the model does not have", id, d)
+		case h.due > m.now:
+			m.fatalf("claimed delivery %s, due in %v", id, h.due-m.now)
+		case taken[id]:
+			m.fatalf("claimed delivery %s twice", id)
+		case d.TaskID != h.taskID || d.Event != h.event || d.Owner != h.owner || d.URL != h.url || d.Attempts != h.attempts:
+			m.fatalf("claimed %+v, model %+v", d, *h)
+		}
+		taken[id] = true
+		latest = max(latest, h.due)
+	}
+	if !m.h.Sharded {
+		for _, id := range due {
+			if !taken[id] && m.hooks[id].due < latest {
+				m.fatalf("delivery %s, due %v before one claimed, was left", id, latest-m.hooks[id].due)
+			}
+		}
+	}
+	for _, d := range got {
+		id, _, _ := storekit.ParseClaimedWebhookID(d.ID)
+		m.hooks[id].due = m.now + lease
+		m.claims = append(m.claims, rmClaim{id: d.ID, hook: id, leaseEnd: m.now + lease})
+	}
+}
+
+// opHookOutcome acks, retries or postpones a delivery under an ID a
+// claim handed out (acting only while that claim's lease end is still
+// the delivery's due time) or, now and then, under its plain WebhookID
+// (acting however it stands).
+func (m *refModel) opHookOutcome() {
+	if len(m.claims) == 0 {
+		return
+	}
+	c := m.claims[len(m.claims)-1-m.rng.IntN(min(len(m.claims), 6))]
+	h := m.hooks[c.hook]
+	id, acts := c.id, h != nil && h.due == c.leaseEnd
+	if m.rng.IntN(5) == 0 {
+		id, acts = c.hook, h != nil
+	}
+	delay := time.Duration(m.rng.IntN(4)) * time.Second
+	var err error
+	switch m.rng.IntN(3) {
+	case 0:
+		m.lastOp = fmt.Sprintf("ack webhook %s (acts %v)", id, acts)
+		if err = m.s.AckWebhook(ctx, id); acts {
+			delete(m.hooks, c.hook)
+		}
+	case 1:
+		m.lastOp = fmt.Sprintf("retry webhook %s after %v (acts %v)", id, delay, acts)
+		if err = m.s.RetryWebhook(ctx, id, delay); acts {
+			h.attempts++
+			h.due = m.now + delay
+		}
+	case 2:
+		m.lastOp = fmt.Sprintf("postpone webhook %s by %v (acts %v)", id, delay, acts)
+		if err = m.s.PostponeWebhook(ctx, id, delay); acts {
+			h.due = m.now + delay
+		}
+	}
+	m.note(fmt.Sprintf("acts %v", acts))
+	if err != nil {
+		m.fatalf("webhook outcome: %v", err)
+	}
+}
+
 // drain cancels every unfinished task of the seed, so that the next
 // seed starts on an empty queue.
 func (m *refModel) drain() {
@@ -1016,6 +1156,16 @@ func (m *refModel) drain() {
 		if want := m.finishFailed(t, imagegen.CodeCancelled); refund != want {
 			m.fatalf("cancel of %s at the end refunded %d, want %d", t.id, refund, want)
 		}
+	}
+	// A plain WebhookID acks a delivery however it stands.
+	for id := range m.hooks {
+		if err := m.s.AckWebhook(ctx, id); err != nil {
+			m.fatalf("ack %s at the end: %v", id, err)
+		}
+		delete(m.hooks, id)
+	}
+	if got, err := m.s.ClaimWebhooks(ctx, lease, 10); err != nil || len(got) != 0 {
+		m.fatalf("deliveries left once all were acked: %+v, %v", got, err)
 	}
 }
 
