@@ -20,7 +20,12 @@ import (
 // seed is a run of randomSteps operations on the one store, under owner
 // and model names of its own, drained at its end. IMAGEGEN_TEST_SEEDS
 // replaces the seeds: a number N runs seeds 1..N (to hunt for a
-// disagreement), "first-last" runs seeds first..last.
+// disagreement), "first-last" runs seeds first..last. With
+// IMAGEGEN_TEST_TRACE set, each seed logs the tasks its claims took (by
+// creation index; -1 ends a claim, -2 marks a recovery that requeued
+// several tasks, whose order the docs leave open), to compare stores.
+// A seed's run is the same on every run of a store, but for the memory
+// store after such a recovery (it requeues them in map order).
 var randomSeeds = []uint64{1, 2, 3, 4, 15} // 15 recharges a task twice at one attempt
 
 // seeds returns the seeds to run: randomSeeds unless IMAGEGEN_TEST_SEEDS
@@ -178,6 +183,7 @@ type refModel struct {
 	// nextStart is when the model may start next.
 	rate      int
 	nextStart time.Duration
+	trace     []int
 	hooks     map[string]*rmHook // by WebhookID
 	claims    []rmClaim          // the delivery IDs handed out, for acks and stale ones
 	// lateOutcomes counts, for the report, what the store answered an
@@ -213,6 +219,9 @@ func newRefModel(t *testing.T, h Harness, seed uint64, prefix string) *refModel 
 	}
 	t.Cleanup(func() {
 		t.Logf("seed %d exercised: %v", seed, m.seen)
+		if len(m.trace) > 0 {
+			t.Logf("seed %d claims: %v", seed, m.trace)
+		}
 		if len(m.lateOutcomes) > 0 {
 			t.Logf("seed %d: answers to attempts whose lease had run out, not yet recovered: %v", seed, m.lateOutcomes)
 		}
@@ -424,6 +433,7 @@ func (m *refModel) opCreate() {
 		p.MaxPending = 1 + m.rng.IntN(4)
 	}
 	task := newTask(owner, cost)
+	task.ID = m.newID(owner)
 	task.Model = model
 	if m.rng.IntN(2) == 0 {
 		task.Request.CallbackURL = "https://app.example.com/hooks/" + owner
@@ -477,6 +487,22 @@ func (m *refModel) opCreate() {
 		m.checkTask(m.tasks[task.ID])
 	}
 	m.checkOwner(owner)
+}
+
+// newID returns an id as imagegen.NewOwnedID makes one, its random bits
+// drawn from the seed's source, so that a store that orders tasks by id
+// (where the docs leave the order open: the tasks one recovery
+// requeues) orders them alike in every run of the seed.
+func (m *refModel) newID(owner string) string {
+	var b [16]byte
+	for i := range b {
+		b[i] = byte(m.rng.Uint32())
+	}
+	mark := imagegen.OwnerMark(owner)
+	b[0], b[1] = byte(mark>>8), byte(mark)
+	b[6] = b[6]&0x0f | 0x80 // version 8
+	b[8] = b[8]&0x3f | 0x80 // RFC 9562 variant
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // randomLimits returns the limits of a claim: none, or an owner cap, a
@@ -619,6 +645,12 @@ func (m *refModel) claim(n int, l imagegen.Limits, single bool) {
 		if !slices.Equal(ids, want) {
 			m.fatalf("claimed %v, want %v (candidates in claim order %v)", ids, want, m.describe(cands, positions))
 		}
+	}
+	if os.Getenv("IMAGEGEN_TEST_TRACE") != "" {
+		for _, g := range got {
+			m.trace = append(m.trace, slices.Index(m.order, g.ID))
+		}
+		m.trace = append(m.trace, -1)
 	}
 	for _, g := range got {
 		t, ok := m.tasks[g.ID]
@@ -953,6 +985,9 @@ func (m *refModel) opRecover() {
 		m.enqueue(t, line, 0)
 	}
 	m.note(fmt.Sprintf("requeued %d failed %d", requeued, len(want)))
+	if requeued > 1 && os.Getenv("IMAGEGEN_TEST_TRACE") != "" {
+		m.trace = append(m.trace, -2)
+	}
 	if rec.Requeued != requeued {
 		m.fatalf("recovery requeued %d, want %d", rec.Requeued, requeued)
 	}
