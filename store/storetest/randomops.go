@@ -184,8 +184,11 @@ type refModel struct {
 	rate      int
 	nextStart time.Duration
 	trace     []int
-	hooks     map[string]*rmHook // by WebhookID
-	claims    []rmClaim          // the delivery IDs handed out, for acks and stale ones
+	// base is the store's time at the seed's start (model time 0), read
+	// from its first task's CreatedAt; zero until then.
+	base   time.Time
+	hooks  map[string]*rmHook // by WebhookID
+	claims []rmClaim          // the delivery IDs handed out, for acks and stale ones
 	// lateOutcomes counts, for the report, what the store answered an
 	// attempt whose lease ran out before it was recovered.
 	lateOutcomes map[string]int
@@ -484,6 +487,13 @@ func (m *refModel) opCreate() {
 			m.fatalf("a refused task: Task says %v, want ErrTaskNotFound", gerr)
 		}
 	} else {
+		if m.base.IsZero() {
+			got, err := m.s.Task(ctx, owner, task.ID)
+			if err != nil {
+				m.fatalf("task %s: %v", task.ID, err)
+			}
+			m.base = got.CreatedAt.Add(-m.now)
+		}
 		m.checkTask(m.tasks[task.ID])
 	}
 	m.checkOwner(owner)
@@ -1250,9 +1260,22 @@ func (m *refModel) checkTask(t *rmTask) {
 			m.fatalf("%s task %s has error %q %q", t.status, t.id, got.ErrorCode, got.Error)
 		}
 	}
+	if at := m.base.Add(m.now); got.CreatedAt.After(at) {
+		m.fatalf("task %s created at %v, after now (%v)", t.id, got.CreatedAt, at)
+	}
+	if t.status == imagegen.StatusPending {
+		// A retry's delay sets when it is ready; otherwise it is ready
+		// already (a store may keep when it was queued, or nothing).
+		if at := m.base.Add(t.runAfter); t.runAfter > m.now && !got.RunAfter.Equal(at) {
+			m.fatalf("task %s is ready at %v, model %v", t.id, got.RunAfter, at)
+		}
+		if at := m.base.Add(m.now); t.runAfter <= m.now && got.RunAfter.After(at) {
+			m.fatalf("task %s is ready at %v, later than now, %v", t.id, got.RunAfter, at)
+		}
+	}
 	if t.status == imagegen.StatusProcessing {
-		if got.LeaseUntil.IsZero() {
-			m.fatalf("processing task %s has no lease", t.id)
+		if at := m.base.Add(t.leaseUntil); !got.LeaseUntil.Equal(at) {
+			m.fatalf("task %s is leased until %v, model %v", t.id, got.LeaseUntil, at)
 		}
 		if got.Progress != t.progress {
 			m.fatalf("task %s has progress %v, model %v", t.id, got.Progress, t.progress)
