@@ -176,9 +176,8 @@ func testRequeue(t *testing.T, h Harness) {
 // so a second requeue with a recharge would reuse its reference
 // (RechargeRef): it is refused with ErrDuplicateEntry and changes
 // nothing, so no reference is ever used twice; a free requeue still
-// works. (Found by RandomOperationsAgreeWithModel, seed 15
-// (IMAGEGEN_TEST_SEEDS=15-15): the Redis store charged again under the same
-// reference.)
+// works. (Found by RandomOperationsAgreeWithModel, which reaches it in
+// its seed 12: the Redis store charged again under the same reference.)
 func testRequeueRechargeTwiceAtOneAttempt(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
