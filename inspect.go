@@ -79,7 +79,9 @@ func (in *Inspector) Task(ctx context.Context, id string) (TaskDetail, error) {
 // charged again (and refunded again should it fail again); without, it
 // runs free. reason is required and logged. Errors: ErrTaskNotFound,
 // ErrInvalidTransition (the task is not failed), ErrInsufficientCredits
-// (recharge, balance short).
+// (recharge, balance short), ErrDuplicateEntry (recharge, and the task
+// was recharged at this attempt already: retried with a charge, then
+// cancelled or failed before a worker took it; retry it free).
 func (in *Inspector) Retry(ctx context.Context, id string, recharge bool, reason string) error {
 	if err := checkReason(reason); err != nil {
 		return err

@@ -261,6 +261,8 @@ func (c *Console) opsAction(w http.ResponseWriter, r *http.Request, done string,
 		c.showOps(w, r, http.StatusConflict, owner, "The task is not in a state that allows this; nothing was changed.", notice{})
 	case errors.Is(err, imagegen.ErrInsufficientCredits):
 		c.showOps(w, r, http.StatusPaymentRequired, owner, "The user's balance is too short to charge the retry; nothing was changed.", notice{})
+	case errors.Is(err, imagegen.ErrDuplicateEntry):
+		c.showOps(w, r, http.StatusConflict, owner, "The task was charged again at this attempt already (retried with a charge, then ended before a worker took it); retry it without a charge. Nothing was changed.", notice{})
 	case err != nil:
 		c.serverError(w, r, err)
 	default:
