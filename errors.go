@@ -24,8 +24,9 @@ var (
 	ErrQueueFull = errors.New("imagegen: queue full")
 	// ErrNoTask: no task is ready to be claimed right now.
 	ErrNoTask = errors.New("imagegen: no task ready")
-	// ErrLeaseLost: the caller no longer holds the task's lease (it expired,
-	// another worker claimed the task, or the task already finished).
+	// ErrLeaseLost: the caller no longer holds the task (its lease ran
+	// out and the task was recovered, another worker claimed it, or it
+	// already finished); see Store.ClaimTask.
 	ErrLeaseLost = errors.New("imagegen: lease lost")
 	// ErrInvalidTransition: the task is not in a state that allows the change.
 	ErrInvalidTransition = errors.New("imagegen: invalid task transition")

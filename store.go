@@ -63,6 +63,15 @@ type TaskStore interface {
 	// increments its Attempt (the fencing token) and leases it for
 	// lease. The first claim sets StartedAt. It returns ErrNoTask when
 	// none is ready.
+	//
+	// An attempt holds its task from its claim until the task leaves
+	// processing (it finishes, is retried, released or cancelled) or
+	// RecoverExpired takes it back. A lease that has run out does not
+	// by itself end the hold: until RecoverExpired acts on the task, its
+	// attempt may still finish, retry, release, renew or report
+	// progress, and its work is kept, since no other attempt can have
+	// it yet. The calls below answer ErrLeaseLost only to an attempt
+	// that no longer holds the task.
 	ClaimTask(ctx context.Context, lease time.Duration) (*Task, error)
 
 	// ClaimTasks claims up to p.N ready tasks in one atomic step, each as
