@@ -104,7 +104,7 @@ func (o Config) RefusedHost(host string) (what string, refused bool) {
 	if o.AllowPrivate {
 		return "", false
 	}
-	host = transportHost(host)
+	host = TransportHost(host)
 	if o.exempt(host) {
 		return "", false
 	}
@@ -120,9 +120,10 @@ func (f *Fetcher) RefusedHost(host string) (what string, refused bool) {
 	return f.o.RefusedHost(host)
 }
 
-// transportHost is host as net/http's transport passes it to the dialer:
-// a non-ASCII host in its IDNA ASCII form, when it has one.
-func transportHost(host string) string {
+// TransportHost is host as net/http's transport passes it to the
+// dialer: a non-ASCII host in its IDNA ASCII form, when it has one (so
+// "ｅｘａｍｐｌｅ.com" is example.com), else host as it is.
+func TransportHost(host string) string {
 	for i := 0; i < len(host); i++ {
 		if host[i] >= utf8.RuneSelf {
 			if v, err := idna.Lookup.ToASCII(host); err == nil {

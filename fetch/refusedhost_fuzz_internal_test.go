@@ -38,7 +38,7 @@ func FuzzRefusedHost(f *testing.F) {
 		if w, r := (Config{}).RefusedHost(asciiUpper(host)); r != refused || w != what {
 			t.Fatalf("RefusedHost(%q) = %q, %v but in upper case %q, %v", host, what, refused, w, r)
 		}
-		h := transportHost(host)
+		h := TransportHost(host)
 		if a, err := netip.ParseAddr(h); err == nil && !allowed(a) && !refused {
 			t.Fatalf("RefusedHost(%q) lets %v through", host, a)
 		}

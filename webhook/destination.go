@@ -6,9 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
-	"golang.org/x/net/idna"
+	"github.com/imagegen/imagegen/fetch"
 )
 
 // destination names a callback's receiver: its URL's host and port, as
@@ -35,24 +34,9 @@ func destination(rawURL string) string {
 			port = "80"
 		}
 	}
-	host := u.Hostname()
-	if !isASCII(host) {
-		if v, err := idna.Lookup.ToASCII(host); err == nil {
-			host = v
-		}
-	}
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	host := strings.TrimSuffix(strings.ToLower(fetch.TransportHost(u.Hostname())), ".")
 	if a, err := netip.ParseAddr(host); err == nil {
 		host = a.Unmap().String()
 	}
 	return net.JoinHostPort(host, port)
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
 }
