@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -201,17 +200,9 @@ func (s *FuzzServer) Serve(h http.HandlerFunc) {
 // other host (a URL an answer named) fails without being sent, as a
 // network error would. It follows no redirects.
 func (s *FuzzServer) Client() *http.Client {
-	inner := s.Server.Client().Transport
-	return &http.Client{
-		Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
-			host, _, _ := net.SplitHostPort(r.URL.Host)
-			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-				return nil, fmt.Errorf("fuzzing: non-loopback host %s not reached", r.URL.Host)
-			}
-			return inner.RoundTrip(r)
-		}),
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	return loopbackOnly(s.Server, func(r *http.Request) error {
+		return fmt.Errorf("fuzzing: non-loopback host %s not reached", r.URL.Host)
+	})
 }
 
 // FuzzTimeout bounds one generation of a fuzz target; GenerateWithin
