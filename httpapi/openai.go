@@ -10,7 +10,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/imagegen/imagegen"
@@ -76,10 +75,10 @@ func OpenAIAspectRatio(size string) (imagegen.AspectRatio, bool) {
 	if a, ok := openAISizes[size]; ok {
 		return a, true
 	}
-	ws, hs, ok := strings.Cut(size, "x")
-	w, errW := strconv.Atoi(ws)
-	h, errH := strconv.Atoi(hs)
-	if !ok || errW != nil || errH != nil || w <= 0 || h <= 0 || w > 8192 || h > 8192 {
+	ws, hs, _ := strings.Cut(size, "x")
+	w, okW := sizeDimension(ws)
+	h, okH := sizeDimension(hs)
+	if !okW || !okH {
 		return "", false
 	}
 	for _, a := range imagegen.AspectRatios() {
@@ -88,6 +87,23 @@ func OpenAIAspectRatio(size string) (imagegen.AspectRatio, bool) {
 		}
 	}
 	return "", false
+}
+
+// sizeDimension reads one side of a WIDTHxHEIGHT size: 1 to 8192 in
+// plain decimal digits. strconv.Atoi alone would also take a sign
+// ("+3x+2") or leading zeros ("0512x512"), spellings OpenAI refuses.
+func sizeDimension(s string) (int, bool) {
+	if len(s) == 0 || len(s) > 4 || s[0] == '0' {
+		return 0, false
+	}
+	n := 0
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, n <= 8192
 }
 
 // handleOpenAIGenerations serves POST {OpenAIPrefix}/images/generations.

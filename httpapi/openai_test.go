@@ -183,7 +183,8 @@ func TestOpenAIAspectRatio(t *testing.T) {
 		is.True(ok)
 		is.Equal(got, want)
 	}
-	for _, size := range []string{"1000x700", "1024", "x", "0x0", "-1x-1", "1024x1024x2", "big", "99999x99999"} {
+	for _, size := range []string{"1000x700", "1024", "x", "0x0", "-1x-1", "1024x1024x2", "big", "99999x99999",
+		"+3x+2", "+1024x+1024", "0512x512", "512x0512", " 512x512", "512x512 ", "9000x9000", "8193x8193", "1_024x1_024", "１０２４x１０２４"} {
 		_, ok := httpapi.OpenAIAspectRatio(size)
 		is.True(!ok) // refused
 	}
