@@ -215,7 +215,34 @@ func (s *Store) completeBatch(ctx context.Context, batch []*completeCall) {
 	}
 	for _, c := range batch {
 		c.Res, c.Err = held[c.Req.id], err
+		if err == nil && !c.Res && len(c.Req.images) > 0 {
+			c.Res, c.Err = s.completedAlready(ctx, c.Req)
+		}
 	}
+}
+
+// completedAlreadySQL says whether task $1 is a success of attempt $2
+// with exactly the images $3.
+const completedAlreadySQL = `SELECT EXISTS (SELECT 1 FROM {schema}.tasks WHERE id = $1 AND status = 'success' AND attempt = $2 AND images = $3::text[])`
+
+// completedAlready reports whether the success r, which its statement
+// did not move, was recorded before by r itself: a batch whose reply
+// was lost after its commit (a connection cut) runs again a call at a
+// time, and each call then finds its task a success already. Its image
+// ids, random and new to the success, make that a proof. Without it such
+// a call said ErrLeaseLost, on which the worker deletes the image bytes
+// it put in Config.Blobs: live records without their bytes.
+func (s *Store) completedAlready(ctx context.Context, r completeReq) (bool, error) {
+	ids := make([]string, len(r.images))
+	for i, img := range r.images {
+		ids[i] = img.ID
+	}
+	var done bool
+	err := s.pool.QueryRow(ctx, s.sql(completedAlreadySQL), r.id, int32(r.attempt), ids).Scan(&done)
+	if err != nil {
+		return false, fmt.Errorf("check an earlier run of the success: %w", err)
+	}
+	return done, nil
 }
 
 // FailTask moves the task to failed and refunds it once.
