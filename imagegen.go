@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen/fetch"
+	"github.com/imagegen/imagegen/internal/groupcommit"
 	"github.com/imagegen/imagegen/internal/logbuf"
 	"github.com/imagegen/imagegen/internal/memo"
 	"github.com/imagegen/imagegen/internal/pgtext"
@@ -142,15 +143,18 @@ type WorkerConfig struct {
 	BlobSweepInterval time.Duration
 	// OrphanGrace is how old a blob without a record must be before
 	// SweepBlobs deletes it (default 10m). It must exceed the time from
-	// writing an image's bytes to writing its record (under 10s: the
-	// store calls that record an outcome give up after it) plus any clock
-	// skew between this process and the BlobStore.
+	// writing an image's bytes to writing its record (under 20s: see
+	// MinOrphanGrace) plus any clock skew between this process and the
+	// BlobStore.
 	OrphanGrace time.Duration
 }
 
 // MinOrphanGrace is the shortest Config.OrphanGrace: longer than the
-// worker's limit on recording an outcome (10s).
-const MinOrphanGrace = recordTimeout + 5*time.Second
+// time from an image's bytes to its record. The worker gives the store
+// calls that record an outcome 10s, but the stores of this module send a
+// success in a group commit, whose batch, once taken (just before that
+// deadline, say), runs up to its own timeout, 10s more.
+const MinOrphanGrace = recordTimeout + groupcommit.DefaultTimeout + 5*time.Second
 
 func (c Config) withDefaults() Config {
 	if c.Clock == nil {

@@ -34,7 +34,7 @@ type Batcher[Req, Res any] struct {
 	Run         func(ctx context.Context, batch []*Call[Req, Res])
 	MaxBatch    int
 	MaxInFlight int
-	Timeout     time.Duration // bounds one Run (default 10s)
+	Timeout     time.Duration // bounds one Run (default DefaultTimeout)
 	// Size, when set, is a call's size (its bytes, say): a batch then
 	// also stops before its sizes add up to more than MaxSize, though it
 	// always takes at least one call.
@@ -56,6 +56,11 @@ type Batcher[Req, Res any] struct {
 	idle     int           // lingering flushers not yet woken
 	wake     chan struct{} // one token per flusher woken from lingering
 }
+
+// DefaultTimeout bounds one Run when Batcher.Timeout is zero. A call
+// taken into a batch just before its caller's deadline may so be done up
+// to this long after it.
+const DefaultTimeout = 10 * time.Second
 
 // linger is how long a flusher that found the queue empty waits for
 // more calls before it ends. A flusher's stack grows to the depth of Run
@@ -108,7 +113,7 @@ func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 func (b *Batcher[Req, Res]) flush() {
 	timeout := b.Timeout
 	if timeout <= 0 {
-		timeout = 10 * time.Second
+		timeout = DefaultTimeout
 	}
 	var idle *time.Timer
 	for {
