@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/imagegen/imagegen"
@@ -184,7 +185,10 @@ func (s *Store) Delete(_ context.Context, key string) error {
 }
 
 // List walks the shard directories. It also removes temporary files of
-// Puts that crashed (older than an hour).
+// Puts that crashed (older than an hour). Whatever is not where a blob
+// is kept (a filesystem's lost+found, an interrupted copy's temporary
+// file) is not a blob and is not listed: SweepBlobs would stop at a name
+// that is not a blob key, every time, and never reach the blobs after it.
 func (s *Store) List(ctx context.Context, fn func(imagegen.BlobInfo) error) error {
 	s.removeStaleTemps()
 	err := filepath.WalkDir(s.dir, func(path string, d fs.DirEntry, err error) error {
@@ -198,9 +202,12 @@ func (s *Store) List(ctx context.Context, fn func(imagegen.BlobInfo) error) erro
 			return err
 		}
 		if d.IsDir() {
-			if path == s.tmp {
-				return filepath.SkipDir
+			if path != s.dir && !s.shardDir(path) {
+				return filepath.SkipDir // .tmp, or not the store's
 			}
+			return nil
+		}
+		if imagegen.CheckBlobKey(d.Name()) != nil || s.Path(d.Name()) != path {
 			return nil
 		}
 		fi, err := d.Info()
@@ -217,6 +224,27 @@ func (s *Store) List(ctx context.Context, fn func(imagegen.BlobInfo) error) erro
 	}
 	return nil
 }
+
+// shardDir reports whether path is one of the store's shard directories:
+// <Dir>/<aa> or <Dir>/<aa>/<bb>, two lowercase hex digits each.
+func (s *Store) shardDir(path string) bool {
+	rel, err := filepath.Rel(s.dir, path)
+	if err != nil {
+		return false
+	}
+	parts := strings.Split(rel, string(filepath.Separator))
+	if len(parts) > 2 {
+		return false
+	}
+	for _, p := range parts {
+		if len(p) != 2 || !isHex(p[0]) || !isHex(p[1]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' }
 
 func (s *Store) removeStaleTemps() {
 	entries, _ := os.ReadDir(s.tmp)

@@ -80,3 +80,37 @@ func TestNeedsADir(t *testing.T) {
 		t.Fatal("New without Dir succeeded")
 	}
 }
+
+// TestListSkipsWhatIsNotABlob: files and directories that are not where
+// the store keeps a blob (an interrupted rsync's ".name.XXXXXX" beside a
+// blob, a note at the top, a filesystem's lost+found) are not listed.
+// They were, and SweepBlobs stopped at the first whose name is not a
+// blob key (Delete refuses it): every sweep, so that the blobs listed
+// after it were never deleted.
+func TestListSkipsWhatIsNotABlob(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := file.New(file.Config{Dir: dir})
+	is.NoErr(err)
+	is.NoErr(s.Put(ctx, "img-1", bytes.NewReader([]byte("png")), 3, "image/png"))
+	stray := []string{
+		filepath.Join(filepath.Dir(s.Path("img-1")), ".img-1.Ab12Cd"),
+		filepath.Join(dir, "notes.txt"),
+		filepath.Join(dir, "lost+found", "img-2"),
+	}
+	for _, p := range stray {
+		is.NoErr(os.MkdirAll(filepath.Dir(p), 0o700))
+		is.NoErr(os.WriteFile(p, []byte("x"), 0o600))
+	}
+
+	var listed []string
+	is.NoErr(s.List(ctx, func(i imagegen.BlobInfo) error {
+		if err := imagegen.CheckBlobKey(i.Key); err != nil {
+			return err // what SweepBlobs's Delete says
+		}
+		listed = append(listed, i.Key)
+		return nil
+	}))
+	is.Equal(listed, []string{"img-1"})
+}
