@@ -20,17 +20,37 @@ import (
 // and one record lookup per blob older than the grace; with object
 // storage, a bucket lifecycle rule (expire after retention + 1 day) is a
 // cheap backstop beside it.
+//
+// A blob whose record cannot be read (the store failing on it, or a
+// record the store cannot decode) is kept, and the sweep goes on past it:
+// else one bad record would end every sweep at the same blob, and the
+// bytes listed after it would never go. After 100 such blobs the sweep
+// ends (the store is likely down; the next sweep starts over). The
+// error wraps the first lookup's.
 func (s *Service) SweepBlobs(ctx context.Context) (int, error) {
 	blobs := s.blobs
 	cutoff := s.cfg.Clock.Now().Add(-s.cfg.OrphanGrace)
-	deleted := 0
+	deleted, failed := 0, 0
+	var lookupErr error
 	err := blobs.List(ctx, func(b BlobInfo) error {
 		if b.ModTime.After(cutoff) {
 			return nil
 		}
 		_, err := s.cfg.Store.Image(ctx, b.Key)
-		if !errors.Is(err, ErrImageNotFound) {
-			return err // nil: the record is live
+		switch {
+		case err == nil: // the record is live
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case !errors.Is(err, ErrImageNotFound):
+			failed++
+			if lookupErr == nil {
+				lookupErr = fmt.Errorf("read the record of blob %s: %w", b.Key, err)
+			}
+			if failed >= maxSweepLookupErrors {
+				return errSweepLookups
+			}
+			return nil // kept: its record may be live
 		}
 		if err := blobs.Delete(ctx, b.Key); err != nil {
 			return err
@@ -38,11 +58,23 @@ func (s *Service) SweepBlobs(ctx context.Context) (int, error) {
 		deleted++
 		return nil
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, errSweepLookups):
+		return deleted, fmt.Errorf("imagegen: sweep blobs: stopped after %d records could not be read: %w", failed, lookupErr)
+	case err != nil:
 		return deleted, fmt.Errorf("imagegen: sweep blobs: %w", err)
+	case lookupErr != nil:
+		return deleted, fmt.Errorf("imagegen: sweep blobs: %d records could not be read, their blobs kept: %w", failed, lookupErr)
 	}
 	return deleted, nil
 }
+
+// maxSweepLookupErrors is how many records a sweep may fail to read
+// before it ends.
+const maxSweepLookupErrors = 100
+
+// errSweepLookups ends a sweep's listing after maxSweepLookupErrors.
+var errSweepLookups = errors.New("too many records could not be read")
 
 // sweepLoop runs SweepBlobs every Config.BlobSweepInterval until ctx ends.
 func (s *Service) sweepLoop(ctx context.Context) {
