@@ -61,7 +61,9 @@ type Config struct {
 	// it (ErrBucketNotFound).
 	CreateBucket bool
 	// Prefix is put before every key ("images/" keeps the blobs in a
-	// folder). List sees only objects under it.
+	// folder). List sees only objects under it, so a prefix of the
+	// store's own (or a bucket) keeps Service.SweepBlobs away from other
+	// objects: it deletes any listed blob that has no image record.
 	Prefix string
 	// Region of the bucket. Default: from the AWS chain (AWS_REGION...),
 	// else "us-east-1".
