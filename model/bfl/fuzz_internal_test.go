@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/model/provider"
 	"github.com/imagegen/imagegen/model/provider/providertest"
 )
 
@@ -29,7 +28,7 @@ func FuzzGenerate(f *testing.F) {
 	f.Add(submit, providertest.Spec(f, "result.ready.json"))
 	srv := providertest.NewFuzzServer(f)
 	m, err := New(Config{
-		Config:       provider.Config{APIKey: "k", BaseURL: srv.URL, HTTPClient: srv.Client(), Clock: providertest.NewInstantClock()},
+		Config:       srv.ProviderConfig(),
 		Fetcher:      providertest.FuzzFetcher{},
 		PollInterval: 1,
 	})

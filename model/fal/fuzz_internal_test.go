@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/model/provider"
 	"github.com/imagegen/imagegen/model/provider/providertest"
 )
 
@@ -31,7 +30,7 @@ func FuzzGenerate(f *testing.F) {
 	submit := providertest.Spec(f, "submit.response.json")
 	srv := providertest.NewFuzzServer(f)
 	m, err := New(Config{
-		Config:       provider.Config{APIKey: "k", BaseURL: srv.URL, HTTPClient: srv.Client(), Clock: providertest.NewInstantClock()},
+		Config:       srv.ProviderConfig(),
 		Fetcher:      providertest.FuzzFetcher{},
 		PollInterval: 1,
 	})

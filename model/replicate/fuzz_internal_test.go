@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/model/provider"
 	"github.com/imagegen/imagegen/model/provider/providertest"
 )
 
@@ -25,7 +24,7 @@ func FuzzGenerate(f *testing.F) {
 	}
 	srv := providertest.NewFuzzServer(f)
 	m, err := New(Config{
-		Config:       provider.Config{APIKey: "k", BaseURL: srv.URL, HTTPClient: srv.Client(), Clock: providertest.NewInstantClock()},
+		Config:       srv.ProviderConfig(),
 		Fetcher:      providertest.FuzzFetcher{},
 		PollInterval: 1,
 		SyncWait:     -1,

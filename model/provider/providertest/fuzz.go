@@ -205,6 +205,13 @@ func (s *FuzzServer) Client() *http.Client {
 	})
 }
 
+// ProviderConfig is the provider.Config of an adapter under fuzzing:
+// a key, the server's URL, its loopback-only Client and an instant
+// clock (polls and retries do not wait).
+func (s *FuzzServer) ProviderConfig() provider.Config {
+	return provider.Config{APIKey: "k", BaseURL: s.URL, HTTPClient: s.Client(), Clock: NewInstantClock()}
+}
+
 // FuzzTimeout bounds one generation of a fuzz target; GenerateWithin
 // fails an input that takes longer than twice as long.
 const FuzzTimeout = 2 * time.Second
