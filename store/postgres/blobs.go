@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -151,20 +152,35 @@ func (b blobs) reader(ctx context.Context, key string, size, off, end int64, fir
 	})
 }
 
-// Stat reads the blob's size, time and checksum, not its bytes.
+// Stat reads the blob's size and time, not its bytes (octet_length of a
+// stored bytea reads its header only).
 func (b blobs) Stat(ctx context.Context, key string) (imagegen.BlobInfo, error) {
 	if err := imagegen.CheckBlobKey(key); err != nil {
 		return imagegen.BlobInfo{}, err
 	}
 	info := imagegen.BlobInfo{Key: key}
-	var etag string
-	err := b.s.pool.QueryRow(ctx, b.s.sql(`SELECT octet_length(data), written_at, md5(data) FROM {schema}.blobs WHERE key = $1`), key).
-		Scan(&info.Size, &info.ModTime, &etag)
+	err := b.s.pool.QueryRow(ctx, b.s.sql(`SELECT octet_length(data), written_at FROM {schema}.blobs WHERE key = $1`), key).
+		Scan(&info.Size, &info.ModTime)
 	if err != nil {
 		return imagegen.BlobInfo{}, b.notFound(key, err)
 	}
-	info.ModTime, info.ETag = info.ModTime.UTC(), `"`+etag+`"`
-	return info, nil
+	return withValidator(info), nil
+}
+
+// withValidator sets info's ModTime in UTC and its ETag: the time it was
+// written (to the microsecond, as the table keeps it) and its size, as
+// blob/file and blob/redis make theirs. Every write sets written_at anew,
+// so new bytes get a new validator (but for a rewrite of the same size in
+// the same microsecond of the store's clock: keys are image ids, written
+// once) without the store reading them: an
+// ETag of their checksum (md5(data), as before) read the whole of every
+// blob at each Open and Stat, and of 500 blobs a page in List (the
+// sweep's). Image downloads send the image record's SHA-256 as their
+// ETag, not this one.
+func withValidator(info imagegen.BlobInfo) imagegen.BlobInfo {
+	info.ModTime = info.ModTime.UTC()
+	info.ETag = `"` + strconv.FormatInt(info.ModTime.UnixMicro(), 36) + "-" + strconv.FormatInt(info.Size, 36) + `"`
+	return info
 }
 
 // Delete removes the blob; a missing one is not an error.
@@ -184,7 +200,7 @@ const listPage = 500
 func (b blobs) List(ctx context.Context, fn func(imagegen.BlobInfo) error) error {
 	after := ""
 	for {
-		page, err := queryRows(ctx, b.s, "list blobs", scanBlobInfo, `SELECT key, octet_length(data), written_at, md5(data) FROM {schema}.blobs
+		page, err := queryRows(ctx, b.s, "list blobs", scanBlobInfo, `SELECT key, octet_length(data), written_at FROM {schema}.blobs
 			WHERE key > $1 ORDER BY key LIMIT $2`, after, listPage)
 		if err != nil {
 			return err
@@ -208,11 +224,9 @@ func (b blobs) notFound(key string, err error) error {
 	return b.s.wrapErr("blob", err)
 }
 
-// scanBlobInfo reads a row of key, size, written_at and md5(data).
+// scanBlobInfo reads a row of key, size and written_at.
 func scanBlobInfo(row pgx.CollectableRow) (imagegen.BlobInfo, error) {
 	var info imagegen.BlobInfo
-	var etag string
-	err := row.Scan(&info.Key, &info.Size, &info.ModTime, &etag)
-	info.ModTime, info.ETag = info.ModTime.UTC(), `"`+etag+`"`
-	return info, err
+	err := row.Scan(&info.Key, &info.Size, &info.ModTime)
+	return withValidator(info), err
 }
