@@ -2,7 +2,6 @@ package memory_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -11,15 +10,12 @@ import (
 	"github.com/imagegen/imagegen/internal/testenv"
 	"github.com/imagegen/imagegen/internal/testenv/apitest"
 	"github.com/imagegen/imagegen/store/memory"
+	"github.com/imagegen/imagegen/store/storetest"
 )
 
 // FuzzCursors gives any cursor to the memory store's three cursor-paged
-// lists (ListTasks, ListAllTasks, ListLedger), with tasks and ledger
-// entries to page through: none panics, a cursor it refuses is refused
-// with an error that wraps imagegen.ErrInvalidParams (which the Service
-// turns into a ValidationError on "cursor", a 4xx), and the Service's
-// ListTasks and ListLedger answer any cursor with a page or such a
-// ValidationError.
+// lists and the Service's, with tasks and ledger entries to page
+// through (storetest.CheckCursor says what each must answer).
 func FuzzCursors(f *testing.F) {
 	clock := imagegentest.NewClock(time.Time{})
 	store := testenv.Memory(f, memory.Config{Clock: clock, Retention: time.Hour})
@@ -36,25 +32,6 @@ func FuzzCursors(f *testing.F) {
 		f.Add(c)
 	}
 	f.Fuzz(func(t *testing.T, cursor string) {
-		refused := func(what string, err error) {
-			t.Helper()
-			if err != nil && !errors.Is(err, imagegen.ErrInvalidParams) {
-				t.Fatalf("%s(cursor %q): %v, not ErrInvalidParams", what, cursor, err)
-			}
-		}
-		_, err := store.ListTasks(ctx, "alice", "", 2, cursor)
-		refused("ListTasks", err)
-		_, err = store.ListAllTasks(ctx, imagegen.TaskFilter{}, 2, cursor)
-		refused("ListAllTasks", err)
-		_, err = store.ListLedger(ctx, "alice", 2, cursor)
-		refused("ListLedger", err)
-
-		var ve *imagegen.ValidationError
-		if _, err := s.Service.ListTasks(ctx, "alice", "", 2, cursor); err != nil && (!errors.As(err, &ve) || ve.Field != "cursor") {
-			t.Fatalf("Service.ListTasks(cursor %q): %v, not a ValidationError on cursor", cursor, err)
-		}
-		if _, err := s.Service.ListLedger(ctx, "alice", 2, cursor); err != nil && (!errors.As(err, &ve) || ve.Field != "cursor") {
-			t.Fatalf("Service.ListLedger(cursor %q): %v, not a ValidationError on cursor", cursor, err)
-		}
+		storetest.CheckCursor(t, store, s.Service, "alice", cursor)
 	})
 }

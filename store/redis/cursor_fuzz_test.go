@@ -2,7 +2,6 @@ package redis_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -13,16 +12,13 @@ import (
 	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/imagegen/imagegen/internal/testenv/apitest"
 	redisstore "github.com/imagegen/imagegen/store/redis"
+	"github.com/imagegen/imagegen/store/storetest"
 )
 
 // FuzzCursors gives any cursor to the Redis store's three cursor-paged
-// lists (ListTasks, ListAllTasks, ListLedger) on miniredis, with tasks
-// and ledger entries to page through, as memory's FuzzCursors does: none
-// panics, a cursor it refuses is refused with an error that wraps
-// imagegen.ErrInvalidParams (a 4xx through the Service, never a 5xx),
-// and the Service's ListTasks and ListLedger answer any cursor with a
-// page or a ValidationError on "cursor". A page's tasks are the owner's
-// and newest first whatever the cursor.
+// lists and the Service's on miniredis, with two owners' tasks and
+// ledger entries to page through, as memory's FuzzCursors does
+// (storetest.CheckCursor says what each must answer).
 func FuzzCursors(f *testing.F) {
 	mr := miniredis.RunT(f)
 	rdb := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
@@ -55,30 +51,6 @@ func FuzzCursors(f *testing.F) {
 		f.Add(c)
 	}
 	f.Fuzz(func(t *testing.T, cursor string) {
-		refused := func(what string, err error) {
-			t.Helper()
-			if err != nil && !errors.Is(err, imagegen.ErrInvalidParams) {
-				t.Fatalf("%s(cursor %q): %v, not ErrInvalidParams", what, cursor, err)
-			}
-		}
-		page, err := store.ListTasks(ctx, "alice", "", 2, cursor)
-		refused("ListTasks", err)
-		for i, task := range page.Tasks {
-			if task.Owner != "alice" || (i > 0 && task.CreatedAt.After(page.Tasks[i-1].CreatedAt)) {
-				t.Fatalf("ListTasks(cursor %q): task %d of %s, created %v, in a page of alice's newest first", cursor, i, task.Owner, task.CreatedAt)
-			}
-		}
-		_, err = store.ListAllTasks(ctx, imagegen.TaskFilter{}, 2, cursor)
-		refused("ListAllTasks", err)
-		_, err = store.ListLedger(ctx, "alice", 2, cursor)
-		refused("ListLedger", err)
-
-		var ve *imagegen.ValidationError
-		if _, err := s.Service.ListTasks(ctx, "alice", "", 2, cursor); err != nil && (!errors.As(err, &ve) || ve.Field != "cursor") {
-			t.Fatalf("Service.ListTasks(cursor %q): %v, not a ValidationError on cursor", cursor, err)
-		}
-		if _, err := s.Service.ListLedger(ctx, "alice", 2, cursor); err != nil && (!errors.As(err, &ve) || ve.Field != "cursor") {
-			t.Fatalf("Service.ListLedger(cursor %q): %v, not a ValidationError on cursor", cursor, err)
-		}
+		storetest.CheckCursor(t, store, s.Service, "alice", cursor)
 	})
 }
