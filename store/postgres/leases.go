@@ -242,10 +242,7 @@ func (s *Store) recoverBatch(ctx context.Context, maxAttempts int, rec *imagegen
 		return 0, nil
 	}
 	if len(requeue) > 0 {
-		if _, err := tx.Exec(ctx, s.sql(`UPDATE {schema}.tasks
-			SET status = 'pending', lease_until = NULL, run_after = {now}, updated_at = {now}, last_error = 'lease expired',
-				tag = {schema}.next_tag(owner, {schema}.vtime({now}))
-			WHERE id = ANY($2)`), s.nowArg(), requeue); err != nil {
+		if err := s.requeueExpired(ctx, tx, requeue); err != nil {
 			return 0, s.wrapErr("recover", err)
 		}
 	}
@@ -260,6 +257,28 @@ func (s *Store) recoverBatch(ctx context.Context, maxAttempts int, rec *imagegen
 	rec.Requeued += len(requeue)
 	rec.Failed = append(rec.Failed, failed...)
 	return n, nil
+}
+
+// requeueExpiredSQL sends one task whose lease ended back to the queue,
+// at the end of its owner's line.
+const requeueExpiredSQL = `UPDATE {schema}.tasks
+	SET status = 'pending', lease_until = NULL, run_after = {now}, updated_at = {now}, last_error = 'lease expired',
+		tag = {schema}.next_tag(owner, {schema}.vtime({now}))
+	WHERE id = $2`
+
+// requeueExpired sends the locked tasks ids back to the queue in tx, in
+// order, one statement each (sent together, in one round trip): each
+// statement sees the tasks the ones before it queued, so that each task
+// is tagged after its owner's last, as a release or a retry would tag it.
+// One UPDATE of them all read every task's tag from the snapshot before
+// any was queued: an owner's tasks recovered together shared one tag,
+// and all ran before another owner's next task.
+func (s *Store) requeueExpired(ctx context.Context, tx pgx.Tx, ids []string) error {
+	var b pgx.Batch
+	for _, id := range ids {
+		b.Queue(s.sql(requeueExpiredSQL), s.nowArg(), id)
+	}
+	return tx.SendBatch(ctx, &b).Close()
 }
 
 // unrefundableRetry is how much longer recovery leaves the lease of a

@@ -115,6 +115,26 @@ func testClaimTasksInterleavesOwners(t *testing.T, h Harness) {
 	is.Equal(count(owners(got), "b"), 2)
 }
 
+// testRecoveredTasksTakeTurns: tasks that one recovery sends back to
+// the queue join their owner's line one after another, each a turn of
+// its own (docs/scheduling.md: a task queued while its owner has
+// pending tasks is tagged after the owner's last), so the owner whose
+// leases ran out takes turns with the others rather than running them
+// all first.
+func testRecoveredTasksTakeTurns(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	submitModel(t, h, "a", "test", 3)
+	is.Equal(count(owners(claimEach(t, s, 3)), "a"), 3)
+	submitModel(t, h, "b", "test", 3)
+	h.Advance(2 * lease)
+	is.Equal(recoverNow(t, s, 5).Requeued, 3)
+	got := owners(claimEach(t, s, 6))
+	for i := 0; i < len(got); i += 2 {
+		is.Equal(count(got[i:i+2], "a"), 1) // every turn takes one of each: a b a b a b (or b a ...)
+	}
+}
+
 // testOwnerWeights: weight 3 gets about three turns for one; the weight
 // is kept by the store and checked.
 func testOwnerWeights(t *testing.T, h Harness) {

@@ -67,6 +67,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"NewOwnerWaitsOneTurn", testNewOwnerWaitsOneTurn},
 		{"ClaimTasksInterleavesOwners", acrossShards(testClaimTasksInterleavesOwners)},
 		{"OwnerWeights", testOwnerWeights},
+		{"RecoveredTasksTakeTurns", acrossShards(testRecoveredTasksTakeTurns)},
 		{"OwnerCap", acrossShards(testOwnerCap)},
 		{"ModelCap", acrossShards(testModelCap)},
 		{"RacingClaimersKeepCaps", acrossShards(testRacingClaimers)},
