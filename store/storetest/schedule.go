@@ -135,6 +135,58 @@ func testRecoveredTasksTakeTurns(t *testing.T, h Harness) {
 	}
 }
 
+// testRetriedTaskKeepsItsTurn: a task waiting out its retry delay,
+// alone in the queue while nothing runs, keeps its place in the turns:
+// an owner who submits meanwhile gets one turn before it at most, not
+// its whole backlog (docs/scheduling.md: owners with ready tasks take
+// turns, and a new owner's first task waits behind one turn of the
+// others).
+func testRetriedTaskKeepsItsTurn(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	// Some work served first, so that tags have moved on; b's task is
+	// retried while a's last one runs.
+	a := submitModel(t, h, "a", "test", 4)
+	for range 3 {
+		task := claim(t, s)
+		is.NoErr(s.CompleteTask(ctx, task.ID, task.Attempt, nil, nil))
+	}
+	b := submitModel(t, h, "b", "test", 1)
+	last, task := claim(t, s), claim(t, s)
+	is.Equal(last.ID, a[3])
+	is.Equal(task.ID, b[0])
+	is.NoErr(s.RetryTask(ctx, task.ID, task.Attempt, time.Minute, "try again"))
+	is.NoErr(s.CompleteTask(ctx, last.ID, last.Attempt, nil, nil))
+	// Nothing runs; b's task waits out its delay. c submits a backlog.
+	submitModel(t, h, "c", "test", 4)
+	h.Advance(time.Minute)
+	got := owners(claimEach(t, s, 5))
+	is.Equal(count(got[:2], "b"), 1) // b's retried task within one turn of c's
+}
+
+// testLongRunningTaskKeepsNoOneBack: an old task still running (a slow
+// generation, claimed long before) does not send an owner who submits
+// now ahead of the owners already waiting: its first task waits behind
+// one turn of theirs, and then they take turns (docs/scheduling.md).
+func testLongRunningTaskKeepsNoOneBack(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	a := submitModel(t, h, "a", "test", 1)
+	slow := claim(t, s)
+	is.Equal(slow.ID, a[0]) // runs on, its lease held, to the end
+	submitModel(t, h, "c", "test", 6)
+	for range 3 {
+		task := claim(t, s)
+		is.Equal(task.Owner, "c")
+		is.NoErr(s.CompleteTask(ctx, task.ID, task.Attempt, nil, nil))
+	}
+	submitModel(t, h, "b", "test", 3)
+	got := owners(claimEach(t, s, 6))
+	for i := 0; i < len(got); i += 2 {
+		is.Equal(count(got[i:i+2], "b"), 1) // b and c take turns
+	}
+}
+
 // testOwnerWeights: weight 3 gets about three turns for one; the weight
 // is kept by the store and checked.
 func testOwnerWeights(t *testing.T, h Harness) {

@@ -68,6 +68,8 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ClaimTasksInterleavesOwners", acrossShards(testClaimTasksInterleavesOwners)},
 		{"OwnerWeights", testOwnerWeights},
 		{"RecoveredTasksTakeTurns", acrossShards(testRecoveredTasksTakeTurns)},
+		{"RetriedTaskKeepsItsTurn", acrossShards(testRetriedTaskKeepsItsTurn)},
+		{"LongRunningTaskKeepsNoOneBack", acrossShards(testLongRunningTaskKeepsNoOneBack)},
 		{"OwnerCap", acrossShards(testOwnerCap)},
 		{"ModelCap", acrossShards(testModelCap)},
 		{"RacingClaimersKeepCaps", acrossShards(testRacingClaimers)},
