@@ -166,9 +166,10 @@ func (h *Handler) imageBase64(ctx context.Context, id string) (string, error) {
 }
 
 // awaitOpenAI waits for the task to end, at most Config.OpenAIWait. A
-// task still running then, when the caller goes away, or when the server
-// drains (Drain, at shutdown) is cancelled (and so refunded): an OpenAI
-// client has no task to come back to.
+// task still running then, when the caller goes away, when the server
+// drains (Drain, at shutdown) or when the wait itself fails (a store
+// error) is cancelled (and so refunded): an OpenAI client has no task to
+// come back to.
 func (h *Handler) awaitOpenAI(ctx context.Context, owner, id string) (*imagegen.Task, error) {
 	deadline := h.cfg.Clock.Now().Add(h.cfg.OpenAIWait)
 	waitCtx, stop := h.drained.Context(ctx)
@@ -188,7 +189,10 @@ func (h *Handler) awaitOpenAI(ctx context.Context, owner, id string) (*imagegen.
 			}
 			return h.giveUp(ctx, owner, id, errOpenAIDraining)
 		case err != nil:
-			return nil, err
+			// A wait that fails ends it too: the 500 it answers is
+			// retried by OpenAI's SDKs with a fresh submit, so the
+			// task, charged, must not run on for nobody.
+			return h.giveUp(ctx, owner, id, err)
 		case t.Status.Terminal():
 			return t, nil
 		}
