@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -88,7 +89,9 @@ func (s *Store) AddEntry(_ context.Context, e imagegen.LedgerEntry) (int64, erro
 	return s.appendEntry(e, now)
 }
 
-// appendEntry applies the ledger rules; s.mu is held.
+// appendEntry applies the ledger rules; s.mu is held. An entry that
+// would take the balance past math.MaxInt64 is refused
+// (ErrInvalidParams), as the other stores refuse it.
 func (s *Store) appendEntry(e imagegen.LedgerEntry, now time.Time) (int64, error) {
 	return s.appendEntryRef(e, taskRefOf(e.Ref), now)
 }
@@ -103,6 +106,9 @@ func (s *Store) appendEntryRef(e imagegen.LedgerEntry, ref taskRef, now time.Tim
 	}
 	if a.refs.has(e.Ref, ref) {
 		return a.balance, fmt.Errorf("memory: ref %q: %w", refString(e.Ref, ref), imagegen.ErrDuplicateEntry)
+	}
+	if e.Amount > 0 && a.balance > math.MaxInt64-e.Amount {
+		return a.balance, fmt.Errorf("memory: %s's balance would pass %d with %d more: %w", e.Owner, int64(math.MaxInt64), e.Amount, imagegen.ErrInvalidParams)
 	}
 	if a.balance+e.Amount < 0 {
 		return a.balance, imagegen.ErrInsufficientCredits

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/imagegen/imagegen"
@@ -37,10 +38,14 @@ func (s *Store) CompleteTask(_ context.Context, id string, attempt int, images [
 // FailTask moves the task to failed and refunds it once.
 func (s *Store) FailTask(_ context.Context, id string, attempt int, f imagegen.Failure) (int64, error) {
 	var refund int64
+	var refused error
 	err := s.asHolder(id, attempt, func(r task, now time.Time) {
-		refund = s.fail(r, f, now)
+		refund, refused = s.fail(r, f, now)
 	})
-	return refund, err
+	if err != nil {
+		return 0, err
+	}
+	return refund, refused
 }
 
 // CancelTask fails owner's pending or processing task and refunds it.
@@ -54,26 +59,50 @@ func (s *Store) CancelTask(_ context.Context, owner, id string) (int64, error) {
 	if r.status.terminal() {
 		return 0, fmt.Errorf("memory: cancel %s task: %w", r.status.name(), imagegen.ErrInvalidTransition)
 	}
+	if err := s.canRefund(r); err != nil {
+		return 0, err
+	}
 	s.dequeue(r)
-	return s.fail(r, imagegen.Failure{Code: imagegen.CodeCancelled, Message: imagegen.CancelledMessage}, now), nil
+	return s.fail(r, imagegen.Failure{Code: imagegen.CodeCancelled, Message: imagegen.CancelledMessage}, now)
+}
+
+// canRefund returns an error, and fail would change nothing, when r's
+// refund is due and its owner's balance cannot take it (it would pass
+// math.MaxInt64); s.mu is held.
+func (s *Store) canRefund(r task) error {
+	if r.refunded {
+		return nil
+	}
+	if a := s.accounts[r.owner()]; a != nil && a.balance > math.MaxInt64-r.cost {
+		return fmt.Errorf("memory: task %s: the owner's balance cannot take the refund of %d (it would pass %d); nothing changed",
+			r.id(), r.cost, int64(math.MaxInt64))
+	}
+	return nil
 }
 
 // fail ends the task as failed and refunds its cost, once. It returns
-// the credits it gave back (0 when the task was refunded before).
-func (s *Store) fail(r task, f imagegen.Failure, now time.Time) (refund int64) {
+// the credits it gave back (0 when the task was refunded before), or
+// canRefund's error, having changed nothing, when the refund cannot be
+// made.
+func (s *Store) fail(r task, f imagegen.Failure, now time.Time) (refund int64, err error) {
+	if err := s.canRefund(r); err != nil {
+		return 0, err
+	}
 	if !r.refunded {
 		refund = r.cost
 		// The refund reference is unique per task (and per operator's
-		// recharge), so it cannot collide.
-		_, _ = s.appendEntry(imagegen.LedgerEntry{
+		// recharge), so it cannot collide; canRefund checked the balance.
+		if _, err := s.appendEntry(imagegen.LedgerEntry{
 			Owner: r.owner(), Kind: imagegen.LedgerRefund, Amount: r.cost, Ref: r.refundRef(),
-		}, now)
+		}, now); err != nil {
+			return 0, err
+		}
 		r.refunded = true
 	}
 	o := r.extras()
 	o.err, o.code = f.Message, f.Code
 	s.finish(r, imagegen.StatusFailed, now)
-	return refund
+	return refund, nil
 }
 
 func (s *Store) finish(r task, status imagegen.Status, now time.Time) {

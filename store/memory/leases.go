@@ -101,7 +101,12 @@ func (s *Store) RecoverExpired(_ context.Context, maxAttempts int) (imagegen.Rec
 			if !r.refunded {
 				failed.Refund = r.cost
 			}
-			s.fail(r, imagegen.Failure{Code: imagegen.CodeInternal, Message: storekit.ExpiredLeaseMessage(counted)}, now)
+			if _, err := s.fail(r, imagegen.Failure{Code: imagegen.CodeInternal, Message: storekit.ExpiredLeaseMessage(counted)}, now); err != nil {
+				// Its owner's balance cannot take the refund: left as
+				// it is, tried again later, behind the other leases.
+				r.leaseUntil = stampOf(now.Add(unrefundableRetry))
+				continue
+			}
 			rec.Failed = append(rec.Failed, failed)
 			continue
 		}
@@ -111,6 +116,11 @@ func (s *Store) RecoverExpired(_ context.Context, maxAttempts int) (imagegen.Rec
 	}
 	return rec, nil
 }
+
+// unrefundableRetry is how much longer recovery leaves the lease of a
+// task it could not fail (its refund would take the owner's balance past
+// math.MaxInt64), as the other stores do.
+const unrefundableRetry = time.Minute
 
 // asHolder makes change to task id under s.mu, at the store's time now,
 // if attempt holds the task's lease; otherwise the lease is lost and
