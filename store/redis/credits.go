@@ -29,7 +29,8 @@ import (
 // short, {-1, balance} when the reference was used.
 var addEntryScript = newScript(`
 local now = now_ms()
-local balance = tonumber(redis.call('GET', KEYS[1]) or '0')
+local held = redis.call('GET', KEYS[1]) or '0'
+local balance = tonumber(held)
 if redis.call('SISMEMBER', KEYS[3], ARGV[4]) == 1 then
   local op = '"' .. ARGV[5] .. '"'
   for from = -64, -1024, -64 do
@@ -37,22 +38,22 @@ if redis.call('SISMEMBER', KEYS[3], ARGV[4]) == 1 then
     for i = #entries, 1, -1 do
       if string.find(entries[i], op, 1, true) then
         local e = cjson.decode(entries[i])
-        if e.op == ARGV[5] and e.ref == ARGV[4] then return {1, balance} end -- this very entry, sent again
+        if e.op == ARGV[5] and e.ref == ARGV[4] then return {1, held} end -- this very entry, sent again
       end
     end
     if #entries < 64 then break end
   end
-  return {-1, balance}
+  return {-1, held}
 end
 local amount = tonumber(ARGV[3])
-if balance + amount < 0 then return {0, balance} end
+if balance + amount < 0 then return {0, held} end
 if not takes_list(KEYS[2]) then -- the RPUSH below would fail after the credit and the reference
   return redis.error_reply("the owner's ledger holds a value of another kind; nothing changed")
 end
-balance = redis.call('INCRBY', KEYS[1], amount)
+local after = exact_balance(KEYS[1], redis.call('INCRBY', KEYS[1], ARGV[3])) -- ARGV[3] as sent: exact, where amount is a double
 redis.call('SADD', KEYS[3], ARGV[4])
-redis.call('RPUSH', KEYS[2], cjson.encode({kind = ARGV[2], amount = amount, ref = ARGV[4], at = now, bal = balance, op = ARGV[5]}))
-return {1, balance}
+redis.call('RPUSH', KEYS[2], ledger_entry(ARGV[2], ARGV[3], ARGV[4], now, after, ARGV[5]))
+return {1, after}
 `)
 
 // AddEntry appends e to the owner's ledger. References "task:…" and

@@ -95,7 +95,7 @@ if ARGV[4] == '1' then
     return redis.error_reply("the owner's ledger holds a value of another kind; nothing changed")
   end
   local after = redis.call('DECRBY', KEYS[3], cost)
-  redis.call('RPUSH', KEYS[4], ARGV[5] .. now .. ',"bal":' .. after .. '}')
+  redis.call('RPUSH', KEYS[4], ARGV[5] .. int(now) .. ',"bal":' .. exact_balance(KEYS[3], after) .. '}')
   redis.call('HSET', KEYS[1], 'refunded', '0', 'refund_ref', ARGV[6])
 end
 redis.call('HDEL', KEYS[1], 'error', 'error_code', 'finished', 'expires', 'hook_attempts', 'hook_attempts_processing')

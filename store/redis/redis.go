@@ -660,6 +660,28 @@ local function resent_finish(cx, token)
   if t == token then return 1 + tonumber(refunded) end
 end
 
+-- ledger_entry is a ledger entry as JSON, with its numbers written
+-- exactly: amount and bal are given as the strings of the integers they
+-- are (int, exact_balance), at is written with int. cjson.encode writes
+-- a number with 14 significant digits: a grant of 100000000000001 was
+-- kept as 1e+14, which is not the grant and which no reader could read
+-- back as an integer, so that the owner's ledger could be read no more.
+-- op, a call's token, is written when given.
+local function ledger_entry(kind, amount, ref, at, bal, op)
+  local e = '{"kind":' .. cjson.encode(kind) .. ',"amount":' .. amount .. ',"ref":' .. cjson.encode(ref) ..
+    ',"at":' .. int(at) .. ',"bal":' .. bal
+  if op then e = e .. ',"op":' .. cjson.encode(op) end
+  return e .. '}'
+end
+
+-- exact_balance is the balance key's value as a string of its integer,
+-- given after, what INCRBY or DECRBY answered: a double in Lua, exact
+-- below 2^53 (written with int), read back from the key above.
+local function exact_balance(key, after)
+  if after < 9007199254740992 then return int(after) end
+  return redis.call('GET', key)
+end
+
 -- refund gives a failed task's cost back, once. It returns the credits
 -- given back (0 when the task had them back before), or nil, having
 -- written nothing, when the owner's balance or ledger cannot take them
@@ -676,7 +698,7 @@ local function refund(task, balance, ledger, id, now)
   if not takes_list(ledger) then return nil end
   local after = redis.pcall('INCRBY', balance, cost)
   if type(after) == 'table' then return nil end
-  redis.call('RPUSH', ledger, cjson.encode({kind = 'refund', amount = cost, ref = ref, at = now, bal = after}))
+  redis.call('RPUSH', ledger, ledger_entry('refund', int(cost), ref, now, exact_balance(balance, after)))
   redis.call('HSET', task, 'refunded', '1')
   return cost
 end

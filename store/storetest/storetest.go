@@ -97,6 +97,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"LedgerRules", testLedger},
 		{"LedgerPagesNewestFirst", testLedgerPages},
 		{"LedgerSumsToBalanceUnderLoad", testLedgerSumsUnderLoad},
+		{"LedgerKeepsLargeAmounts", testLedgerKeepsLargeAmounts},
 		{"QueuePositions", acrossShards(testQueuePositions)},
 		{"RetentionRemovesFinishedTasksAndImages", testRetention},
 		{"ImageRecordsKeepEveryField", testImageRecords},

@@ -1,0 +1,51 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+)
+
+// big is a grant larger than 10^14 and below 2^53: every store keeps it,
+// and every number of the ledger beside it, exactly.
+const big = 1_000_000_000_000_001
+
+// testLedgerKeepsLargeAmounts: a ledger holds a large grant and the
+// balances after it exactly, through every kind of entry (a grant, a
+// task's charge and refund, an operator's recharge and its refund, a web
+// charge): it reads back, adds up to the balance, and each entry's
+// BalanceAfter is the sum up to it.
+func testLedgerKeepsLargeAmounts(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: big, Ref: "grant:big"})
+	is.NoErr(err)
+	task, c := startTask(t, s, "u", 3) // a grant of 3, and the charge
+	_, err = s.FailTask(ctx, task.ID, c.Attempt, fail("provider down"))
+	is.NoErr(err) // refunded
+	is.NoErr(s.RequeueTask(ctx, task.ID, true))
+	c = claim(t, s)
+	_, err = s.FailTask(ctx, task.ID, c.Attempt, fail("still down"))
+	is.NoErr(err) // refunded again
+	_, err = s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerWeb, Amount: -7, Ref: "web:spend"})
+	is.NoErr(err)
+
+	want := int64(big + 3 - 7)
+	is.Equal(balance(t, s, "u"), want)
+	entries := checkLedger(t, s, "u")
+	is.Equal(len(entries), 7) // grant, grant, charge, refund, recharge, refund, web
+	var sum int64
+	for _, e := range entries {
+		sum += e.Amount
+		if e.BalanceAfter != sum {
+			t.Fatalf("entry %s (%s %d) says the balance after it was %d, want %d", e.ID, e.Kind, e.Amount, e.BalanceAfter, sum)
+		}
+	}
+	is.Equal(entries[0].Amount, int64(big))
+	page, err := s.ListLedger(ctx, "u", 10, "")
+	is.NoErr(err)
+	is.Equal(len(page.Entries), 7)
+	is.Equal(page.Entries[0].BalanceAfter, want)
+}
