@@ -130,14 +130,17 @@ for on = 1, owners do
 end
 local vtime = read_vtag(KEYS[4])
 -- give_back returns to acct's balance what the batch debited and did not
--- spend (value - left); an owner that had no balance key (one is never
+-- spend (cost - spent: small whole numbers, exact, where value - left,
+-- doubles of the balance, lost the difference above 2^53 and kept a
+-- refused task's cost); an owner that had no balance key (one is never
 -- made without a ledger entry) is left without one.
 local function give_back(acct)
-  if acct.value == acct.left then return end
+  local back = acct.cost - acct.spent
+  if back == 0 then return end
   if #acct.entries == 0 and acct.value == 0 and redis.call('EXISTS', KEYS[acct.k + 2]) == 0 then
     redis.call('DEL', KEYS[acct.k + 1])
   else
-    redis.call('INCRBY', KEYS[acct.k + 1], int(acct.value - acct.left))
+    redis.call('INCRBY', KEYS[acct.k + 1], int(back))
   end
 end
 -- Each balance is debited all its owner's tasks' cost at once (one call
@@ -156,7 +159,7 @@ for _, acct in ipairs(order) do
     if type(left) == 'table' then
       acct.bad = true
     else
-      acct.left, acct.value = left, left + acct.cost
+      acct.left, acct.value, acct.spent = left, left + acct.cost, 0
     end
   end
   out[#out + 1] = acct.value or 0
@@ -183,7 +186,7 @@ for i = 1, n do
     codes[i] = 'f'
   else
     made[task] = true
-    acct.value = acct.value - sp.cost
+    acct.value, acct.spent = acct.value - sp.cost, acct.spent + sp.cost
     local ref = sp.ref
     if ref == '' then ref = '"task:' .. id .. '"' end
     acct.entries[#acct.entries + 1] = '{"kind":"charge","amount":-' .. sp.scost .. ',"ref":' .. ref .. ',"at":' .. snow .. ',"bal":' .. int(acct.value) .. '}'
@@ -227,7 +230,7 @@ end
 local function undo(acct, pushed, undone)
   undone = undone or {}
   if pushed > 0 then redis.call('LTRIM', KEYS[acct.k + 2], 0, -pushed - 1) end
-  redis.call('INCRBY', KEYS[acct.k + 1], int(acct.left + acct.cost - acct.value))
+  redis.call('INCRBY', KEYS[acct.k + 1], int(acct.spent))
   acct.bad = true
   local gone = {}
   for i = 1, n do

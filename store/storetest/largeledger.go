@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/matryer/is"
@@ -48,4 +49,24 @@ func testLedgerKeepsLargeAmounts(t *testing.T, h Harness) {
 	is.NoErr(err)
 	is.Equal(len(page.Entries), 7)
 	is.Equal(page.Entries[0].BalanceAfter, want)
+}
+
+// testLargeBalanceRefusalCostsNothing: a submit refused (its owner's
+// queue is full) changes nothing of a balance above 2^53, where a
+// double cannot hold every integer: the balance is exactly what the
+// charges left, and the ledger adds up to it.
+func testLargeBalanceRefusalCostsNothing(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	const start = 1<<56 + 1
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: start, Ref: "grant:large"})
+	is.NoErr(err)
+	p := imagegen.CreateParams{MaxPending: 1}
+	_, err = s.CreateTask(ctx, newTask("u", 3), p)
+	is.NoErr(err)
+	is.Equal(balance(t, s, "u"), int64(start-3))
+	_, err = s.CreateTask(ctx, newTask("u", 3), p)
+	is.True(errors.Is(err, imagegen.ErrQueueFull))
+	is.Equal(balance(t, s, "u"), int64(start-3)) // the refused submit was not charged
+	is.Equal(len(checkLedger(t, s, "u")), 2)
 }

@@ -98,6 +98,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"LedgerPagesNewestFirst", testLedgerPages},
 		{"LedgerSumsToBalanceUnderLoad", testLedgerSumsUnderLoad},
 		{"LedgerKeepsLargeAmounts", testLedgerKeepsLargeAmounts},
+		{"LargeBalanceRefusalCostsNothing", testLargeBalanceRefusalCostsNothing},
 		{"QueuePositions", acrossShards(testQueuePositions)},
 		{"RetentionRemovesFinishedTasksAndImages", testRetention},
 		{"ImageRecordsKeepEveryField", testImageRecords},
