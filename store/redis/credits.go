@@ -50,7 +50,15 @@ if balance + amount < 0 then return {0, held} end
 if not takes_list(KEYS[2]) then -- the RPUSH below would fail after the credit and the reference
   return redis.error_reply("the owner's ledger holds a value of another kind; nothing changed")
 end
-local after = exact_balance(KEYS[1], redis.call('INCRBY', KEYS[1], ARGV[3])) -- ARGV[3] as sent: exact, where amount is a double
+local after = redis.call('INCRBY', KEYS[1], ARGV[3]) -- ARGV[3] as sent: exact, where amount is a double
+if after < 0 then
+  -- Short after all: above 2^53 the doubles compared above can miss a
+  -- shortfall smaller than their spacing there. The sign of the exact
+  -- result is exact; the debit is taken back, and nothing was written.
+  redis.call('DECRBY', KEYS[1], ARGV[3])
+  return {0, held}
+end
+after = exact_balance(KEYS[1], after)
 redis.call('SADD', KEYS[3], ARGV[4])
 redis.call('RPUSH', KEYS[2], ledger_entry(ARGV[2], ARGV[3], ARGV[4], now, after, ARGV[5]))
 return {1, after}

@@ -70,3 +70,21 @@ func testLargeBalanceRefusalCostsNothing(t *testing.T, h Harness) {
 	is.Equal(balance(t, s, "u"), int64(start-3)) // the refused submit was not charged
 	is.Equal(len(checkLedger(t, s, "u")), 2)
 }
+
+// testLargeBalanceNeverBelowZero: a web charge larger than a balance
+// above 2^53 by less than a double's spacing there is refused, as any
+// larger charge is: the balance never goes below zero.
+func testLargeBalanceNeverBelowZero(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	const start = 1<<56 + 1
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: start, Ref: "grant:large"})
+	is.NoErr(err)
+	_, err = s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerWeb, Amount: -(start + 1), Ref: "web:all-and-one"})
+	is.True(errors.Is(err, imagegen.ErrInsufficientCredits))
+	is.Equal(balance(t, s, "u"), int64(start))
+	_, err = s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerWeb, Amount: -start, Ref: "web:all"})
+	is.NoErr(err)
+	is.Equal(balance(t, s, "u"), int64(0))
+	is.Equal(len(checkLedger(t, s, "u")), 2)
+}

@@ -99,6 +99,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"LedgerSumsToBalanceUnderLoad", testLedgerSumsUnderLoad},
 		{"LedgerKeepsLargeAmounts", testLedgerKeepsLargeAmounts},
 		{"LargeBalanceRefusalCostsNothing", testLargeBalanceRefusalCostsNothing},
+		{"LargeBalanceNeverBelowZero", testLargeBalanceNeverBelowZero},
 		{"QueuePositions", acrossShards(testQueuePositions)},
 		{"RetentionRemovesFinishedTasksAndImages", testRetention},
 		{"ImageRecordsKeepEveryField", testImageRecords},
