@@ -403,12 +403,12 @@ func TestCreateResults(t *testing.T) {
 		}
 	}
 	for name, reply := range map[string][]any{
-		"short codes":    {int64(42), "cc", int64(10), int64(3)},
-		"missing owner":  {int64(42), "cctsfccr", int64(10)},
-		"unknown code":   {int64(42), "cctsfccx", int64(10), int64(3)},
-		"balance string": {int64(42), "cctsfccr", "10", int64(3)},
-		"now missing":    {"cctsfccr", int64(10), int64(3), int64(3)},
-		"empty":          {},
+		"short codes":          {int64(42), "cc", int64(10), int64(3)},
+		"missing owner":        {int64(42), "cctsfccr", int64(10)},
+		"unknown code":         {int64(42), "cctsfccx", int64(10), int64(3)},
+		"balance not a number": {int64(42), "cctsfccr", "ten", int64(3)}, // a string of one is read (above 2^52)
+		"now missing":          {"cctsfccr", int64(10), int64(3), int64(3)},
+		"empty":                {},
 	} {
 		if err := createResults(batch, number, 2, reply); err == nil {
 			t.Errorf("%s: no error", name)

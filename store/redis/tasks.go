@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -143,6 +144,28 @@ local function give_back(acct)
     redis.call('INCRBY', KEYS[acct.k + 1], int(back))
   end
 end
+-- plus is s, the decimal digits of a whole number of any size, plus k,
+-- a small whole number (at most a batch's cost), written exactly: the
+-- balances above 2^53, where a double cannot hold every integer, are
+-- reported and written into charges from the balance read back as a
+-- string (see balance_after).
+local function plus(s, k)
+  local digits, carry = {}, k
+  for i = #s, 1, -1 do
+    local d = string.byte(s, i) - 48 + carry
+    digits[i] = d % 10
+    carry = (d - d % 10) / 10
+  end
+  if carry > 0 then return int(carry) .. table.concat(digits) end
+  return table.concat(digits)
+end
+-- balance_after is acct's balance once it has spent spent of its debit,
+-- as a string of its integer: int(value) while the balance is below
+-- 2^52, else from the exact balance after the whole debit (lstr).
+local function balance_after(acct, spent)
+  if not acct.lstr then return int(acct.left + acct.cost - spent) end
+  return plus(acct.lstr, acct.cost - spent)
+end
 -- Each balance is debited all its owner's tasks' cost at once (one call
 -- where a GET and a SET were); what refused tasks did not spend goes
 -- back at the end. This is the script's first write. An owner whose
@@ -160,9 +183,10 @@ for _, acct in ipairs(order) do
       acct.bad = true
     else
       acct.left, acct.value, acct.spent = left, left + acct.cost, 0
+      if left >= 4503599627370496 then acct.lstr = redis.call('GET', KEYS[acct.k + 1]) end -- 2^52: see balance_after
     end
   end
-  out[#out + 1] = acct.value or 0
+  if acct.bad then out[#out + 1] = 0 else out[#out + 1] = balance_after(acct, 0) end
 end
 -- taken: some id was taken before the batch, so each is looked up;
 -- else made holds the ids the batch made.
@@ -189,7 +213,7 @@ for i = 1, n do
     acct.value, acct.spent = acct.value - sp.cost, acct.spent + sp.cost
     local ref = sp.ref
     if ref == '' then ref = '"task:' .. id .. '"' end
-    acct.entries[#acct.entries + 1] = '{"kind":"charge","amount":-' .. sp.scost .. ',"ref":' .. ref .. ',"at":' .. snow .. ',"bal":' .. int(acct.value) .. '}'
+    acct.entries[#acct.entries + 1] = '{"kind":"charge","amount":-' .. sp.scost .. ',"ref":' .. ref .. ',"at":' .. snow .. ',"bal":' .. balance_after(acct, acct.spent) .. '}'
     local owner, callback, events, rid = acct.owner, sp.callback, sp.events, ARGV[a + 2]
     if callback == '' and events == '' then -- one HSET either way: a call costs more than a field
       if rid == '' then
@@ -570,8 +594,8 @@ func createResults(batch []*createCall, number []int, owners int, reply []any) e
 	}
 	balances := make([]int64, owners)
 	for o := range balances {
-		b, ok := reply[2+o].(int64)
-		if !ok {
+		b, err := replyInt(reply[2+o]) // a string above 2^52, which a Lua number cannot hold exactly
+		if err != nil {
 			return fmt.Errorf("unexpected balance %v in the reply", reply[2+o])
 		}
 		balances[o] = b
@@ -601,6 +625,18 @@ func createResults(batch []*createCall, number []int, owners int, reply []any) e
 		c.Res = res
 	}
 	return nil
+}
+
+// replyInt is a whole number of a script's reply: an integer, or the
+// string of one.
+func replyInt(v any) (int64, error) {
+	switch v := v.(type) {
+	case int64:
+		return v, nil
+	case string:
+		return strconv.ParseInt(v, 10, 64)
+	}
+	return 0, fmt.Errorf("not a whole number: %T", v)
 }
 
 // Task returns owner's task.

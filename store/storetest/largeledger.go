@@ -88,3 +88,22 @@ func testLargeBalanceNeverBelowZero(t *testing.T, h Harness) {
 	is.Equal(balance(t, s, "u"), int64(0))
 	is.Equal(len(checkLedger(t, s, "u")), 2)
 }
+
+// testLargeBalanceChargesSayTheBalance: above 2^53 too, a submit answers
+// the balance its charge left, and the charge's ledger entry says it.
+func testLargeBalanceChargesSayTheBalance(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	const start = 1<<56 + 1
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: start, Ref: "grant:large"})
+	is.NoErr(err)
+	for i := int64(1); i <= 2; i++ {
+		left, err := s.CreateTask(ctx, newTask("u", 3), imagegen.CreateParams{})
+		is.NoErr(err)
+		is.Equal(left, int64(start-3*i)) // the balance after the charge
+	}
+	entries := checkLedger(t, s, "u")
+	is.Equal(len(entries), 3)
+	is.Equal(entries[1].BalanceAfter, int64(start-3))
+	is.Equal(entries[2].BalanceAfter, int64(start-6))
+}

@@ -100,6 +100,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"LedgerKeepsLargeAmounts", testLedgerKeepsLargeAmounts},
 		{"LargeBalanceRefusalCostsNothing", testLargeBalanceRefusalCostsNothing},
 		{"LargeBalanceNeverBelowZero", testLargeBalanceNeverBelowZero},
+		{"LargeBalanceChargesSayTheBalance", testLargeBalanceChargesSayTheBalance},
 		{"QueuePositions", acrossShards(testQueuePositions)},
 		{"RetentionRemovesFinishedTasksAndImages", testRetention},
 		{"ImageRecordsKeepEveryField", testImageRecords},
