@@ -39,7 +39,7 @@ type storeFlags struct {
 func (s *storeFlags) register(fs *flag.FlagSet, what string) {
 	fs.StringVar(&s.redisURL, "redis", "", "Redis URL: "+redisurl.Usage+"; "+what)
 	fs.StringVar(&s.postgresURL, "postgres", "", "PostgreSQL URL (postgres://user@host:port/db) "+what+"; create its schema first with imagegen migrate")
-	fs.IntVar(&s.redisWaitReplicas, "redis-wait-replicas", 0, "with -redis: answer a submit, a finish and a credit change only once this many replicas of the master have it (WAIT, at most 1s; when fewer confirm, the request gets a 500 and the change may or may not survive a failover); 0 answers once the master has it")
+	fs.IntVar(&s.redisWaitReplicas, "redis-wait-replicas", 0, "with -redis: answer a submit, a finish, a credit change and a key's creation or revocation only once this many replicas of the master have it (WAIT, at most 1s; when fewer confirm, the request gets a 500 and the change may or may not survive a failover); 0 answers once the master has it")
 	fs.StringVar(&s.postgresListen, "postgres-listen", "", postgresListenUsage)
 	fs.StringVar(&s.schema, "schema", postgres.DefaultSchema, "PostgreSQL schema of the store's tables (with -postgres)")
 	secretFiles(fs, "redis", "postgres", "postgres-listen")

@@ -125,7 +125,7 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 		entry = fmt.Sprintf(`{"kind":"charge","amount":%d,"ref":%s,"at":`, -t.Cost, ref)
 	}
 	sh := s.byID(id)
-	n, err := requeueScript.Run(ctx, s.rdb,
+	n, err := s.ackedScript(ctx, requeueScript, // acknowledged: it may recharge or refund
 		[]string{sh.task(id), sh.pending(), sh.balance(t.Owner), sh.ledger(t.Owner), sh.webhooks()},
 		s.nowArg(), id, t.Owner, flag, entry, imagegen.RerefundRef(id, t.Attempt), callToken(),
 	).Int64()

@@ -136,7 +136,9 @@ return 1
 // RevokeKey revokes the owner's key id.
 func (s *Store) RevokeKey(ctx context.Context, owner, id string) error {
 	return s.changeOwnerKey(ctx, owner, id, "revoke key", func(hash string) *goredis.Cmd {
-		return revokeScript.Run(ctx, s.rdb, []string{s.k.apiKey(hash)}, s.nowArg(), owner, id)
+		// Acknowledged (WaitReplicas): a revocation that a failover lost
+		// would let the key in again on the promoted master.
+		return s.ackedScript(ctx, revokeScript, []string{s.k.apiKey(hash)}, s.nowArg(), owner, id)
 	})
 }
 

@@ -613,7 +613,7 @@ func (s *Store) recoverShard(ctx context.Context, sh keys, maxAttempts int, rec 
 			keys = append(keys, sh.task(id), sh.balance(owners[i]), sh.ledger(owners[i]))
 			args = append(args, id)
 		}
-		reply, err := recoverScript.Run(ctx, s.rdb, keys, args...).Slice()
+		reply, err := s.ackedScript(ctx, recoverScript, keys, args...).Slice() // acknowledged: a task failed is refunded
 		if err != nil {
 			return wrapErr("recover", err)
 		}

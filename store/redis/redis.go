@@ -232,9 +232,11 @@ type Config struct {
 	// expired by it even if its TTL has not run out on the server.
 	Clock imagegen.Clock
 	// WaitReplicas, when positive, makes a submit, a finish (success,
-	// failure, cancel) and a ledger entry return only once that many
-	// replicas of the master have it (WAIT, on the connection that made
-	// the change, in the same round trip), so that a master's death
+	// failure, cancel, a recovery's failure), a ledger entry (a grant, a
+	// web charge, a requeue's recharge), a new key and a key's
+	// revocation return only once that many replicas of the master have
+	// it (WAIT, on the connection that made the change, in the same
+	// round trip), so that a master's death
 	// after the answer loses none of them (with Sentinel or Cluster
 	// failover to one of those replicas). When fewer confirm within
 	// WaitTimeout, the call returns ErrNotReplicated (the API answers

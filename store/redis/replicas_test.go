@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,4 +59,49 @@ func TestNotReplicatedIsAnError(t *testing.T) {
 	b, err = s.Balance(ctx, "u")
 	is.NoErr(err)
 	is.Equal(b, int64(4)) // two charges, one refund
+}
+
+// A requeue's recharge, a recovery's failure (and its refund) and a
+// key's revocation wait for replicas too: with WaitReplicas and none to
+// confirm, each answers ErrNotReplicated, its change made on the master.
+func TestNotReplicatedRequeueRecoveryAndRevocation(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	rdb := realRedis(t) // a server without replicas
+	clock := imagegentest.NewClock(time.Time{})
+	s := newIsolated(t, rdb, redisstore.Config{Clock: clock, WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond})
+	balance := func() int64 {
+		b, err := s.Balance(ctx, "u")
+		is.NoErr(err)
+		return b
+	}
+
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 5, Ref: "g1"})
+	is.True(errors.Is(err, redisstore.ErrNotReplicated))
+	for _, id := range []string{"t1", "t2"} {
+		_, err = s.CreateTask(ctx, &imagegen.Task{ID: id, Owner: "u", Cost: 1, Model: "m",
+			Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}, imagegen.CreateParams{})
+		is.True(errors.Is(err, redisstore.ErrNotReplicated))
+	}
+	is.True(errors.Is(errOf(s.CancelTask(ctx, "u", "t2")), redisstore.ErrNotReplicated))
+	is.Equal(balance(), int64(4))
+
+	is.True(errors.Is(s.RequeueTask(ctx, "t2", true), redisstore.ErrNotReplicated))
+	is.Equal(balance(), int64(3)) // recharged on the master
+
+	first, err := s.ClaimTask(ctx, time.Minute)
+	is.NoErr(err)
+	clock.Advance(2 * time.Minute)
+	_, err = s.RecoverExpired(ctx, 1) // its one attempt spent: failed and refunded
+	is.True(errors.Is(err, redisstore.ErrNotReplicated))
+	task, err := s.TaskByID(ctx, first.ID)
+	is.NoErr(err)
+	is.Equal(task.Status, imagegen.StatusFailed)
+	is.Equal(balance(), int64(4))
+
+	key := imagegen.APIKey{ID: "k1", Owner: "u", Hash: strings.Repeat("ab", 32), Hint: "igk_…abcd", CreatedAt: clock.Now()}
+	is.True(errors.Is(s.PutKey(ctx, key), redisstore.ErrNotReplicated))
+	is.True(errors.Is(s.RevokeKey(ctx, "u", "k1"), redisstore.ErrNotReplicated))
+	_, err = s.KeyByHash(ctx, key.Hash)
+	is.True(errors.Is(err, imagegen.ErrKeyNotFound)) // revoked on the master
 }
