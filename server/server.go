@@ -113,7 +113,14 @@ type Config struct {
 	// imagegen.ErrUnauthorized is then checked as a Bearer API key.
 	// Default: API keys only. (To replace API keys altogether, wire
 	// httpapi.New by hand with its Authenticator.)
-	Login httpapi.Authenticator
+	//
+	// A browser sends a site's cookies with requests that other sites'
+	// pages make, so Login never sees a browser's cross-origin POST,
+	// PUT, PATCH or DELETE (httpapi.SameOriginOnly): such a request is
+	// checked as an API key only. LoginTrustedOrigins names the origins
+	// whose pages may make them ("https://app.example.com").
+	Login               httpapi.Authenticator
+	LoginTrustedOrigins []string
 	// SigningKey signs image URLs (at least 16 bytes). Default: a random
 	// key kept in the store under SigningSecretName, made by the first
 	// process that needs it.
@@ -217,7 +224,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	var auth httpapi.Authenticator = httpapi.BearerKeys{Service: svc}
 	if cfg.Login != nil {
-		auth = httpapi.FirstOf(cfg.Login, auth)
+		origins := http.NewCrossOriginProtection()
+		for _, o := range cfg.LoginTrustedOrigins {
+			if err := origins.AddTrustedOrigin(o); err != nil {
+				return nil, fmt.Errorf("server: LoginTrustedOrigins: %w", err)
+			}
+		}
+		auth = httpapi.FirstOf(httpapi.SameOriginOnly(cfg.Login, origins), auth)
 	}
 	api, err := httpapi.New(httpapi.Config{
 		Service:         svc,
