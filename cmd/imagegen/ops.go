@@ -39,7 +39,7 @@ const defaultGCFloorMiB = 16
 
 func (c *opsConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.adminAddr, "admin-addr", "", "listen address of the admin listener: /metrics (Prometheus), /healthz, /readyz and, with -pprof, /debug/pprof/ (empty: none; keep it off the public network)")
-	fs.BoolVar(&c.pprof, "pprof", false, "serve /debug/pprof/ on -admin-addr")
+	fs.BoolVar(&c.pprof, "pprof", false, "serve /debug/pprof/ on -admin-addr (all but cmdline, which would show secrets given as flags)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "least level logged: debug, info, warn or error")
 	fs.IntVar(&c.gcFloorMiB, "gc-floor", defaultGCFloorMiB, "MiB of heap the garbage collector counts as live without scanning it, so that while the live heap is small it collects once per that much allocated rather than at every few MiB (memory never written: the cost is the garbage the longer interval lets pile up, up to about this much more resident memory); 0 for none")
@@ -161,8 +161,10 @@ func (o *observability) startAdmin(ctx context.Context, c opsConfig, log *slog.L
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn), Timeout: 10 * time.Second,
 	}))
 	if c.pprof {
+		// Not /debug/pprof/cmdline: the command line may hold secrets
+		// given as flags (-signing-key, a -redis URL's password), which
+		// anyone who reaches this listener would read.
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

@@ -334,8 +334,8 @@ func TestReadyzFollowsTheStore(t *testing.T) {
 }
 
 // A worker process answers its probes and serves its metrics (and,
-// with -pprof, the profiler) on -admin-addr; serve serves no profiler
-// without -pprof.
+// with -pprof, the profiler, but not the command line) on -admin-addr;
+// serve serves no profiler without -pprof.
 func TestWorkerAdminListener(t *testing.T) {
 	is := is.New(t)
 	r := miniredis.RunT(t) // the worker process reaches it on loopback
@@ -352,6 +352,7 @@ func TestWorkerAdminListener(t *testing.T) {
 	is.Equal(probe(t, admin+"/healthz"), http.StatusOK)
 	is.Equal(probe(t, admin+"/readyz"), http.StatusOK)
 	is.Equal(probe(t, admin+"/debug/pprof/"), http.StatusOK)
+	is.Equal(probe(t, admin+"/debug/pprof/cmdline"), http.StatusNotFound) // the command line may hold secrets
 	_, m := scrape(t, admin)
 	is.True(m["imagegen_queue_depth"] != nil && m["go_goroutines"] != nil)
 	w.stop(t)
