@@ -75,7 +75,11 @@ func DecodeConfigWithin(data []byte, maxPixels, maxDecodedBytes int64) (image.Co
 	if px > maxPixels {
 		return cfg, "", fmt.Errorf("%w: %dx%d, at most %d pixels", ErrTooManyPixels, cfg.Width, cfg.Height, maxPixels)
 	}
-	if size := px * bytesPerPixel(cfg.ColorModel); size > maxDecodedBytes {
+	size := px * bytesPerPixel(cfg.ColorModel)
+	if format == "jpeg" {
+		size = max(size, jpegDecodedBytes(data, cfg))
+	}
+	if size > maxDecodedBytes {
 		return cfg, "", fmt.Errorf("%w: %dx%d decodes to %d MB, at most %d MB", ErrTooManyPixels, cfg.Width, cfg.Height, size>>20, maxDecodedBytes>>20)
 	}
 	return cfg, format, nil
