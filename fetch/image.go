@@ -77,7 +77,11 @@ func DecodeConfigWithin(data []byte, maxPixels, maxDecodedBytes int64) (image.Co
 	}
 	size := px * bytesPerPixel(cfg.ColorModel)
 	if format == "jpeg" {
-		size = max(size, jpegDecodedBytes(data, cfg))
+		f, ok := jpegFrameOf(data)
+		if f.scans > MaxJPEGScans {
+			return cfg, "", fmt.Errorf("%w: a JPEG of %d scans, at most %d", ErrNotImage, f.scans, MaxJPEGScans)
+		}
+		size = max(size, jpegDecodedBytes(f, ok, cfg))
 	}
 	if size > maxDecodedBytes {
 		return cfg, "", fmt.Errorf("%w: %dx%d decodes to %d MB, at most %d MB", ErrTooManyPixels, cfg.Width, cfg.Height, size>>20, maxDecodedBytes>>20)
