@@ -85,7 +85,11 @@
 // sign-in (a session kept in the store for Config.SessionTTL) count
 // against Config.Limiter under the same key the API uses for the caller:
 // "key:"+id for a key session and the key signing in, "owner:"+user for
-// a user named by Identify. Beyond the budget the page answers 429 with Retry-After
+// a user named by Identify. The creation of a key counts against
+// "owner:"+user too, a budget all the user's keys share: each new key
+// brings a budget of its own, so counted only against the key that made
+// it, signing in with each new key would make keys without bound. Beyond
+// the budget the page answers 429 with Retry-After
 // (rounded up, as the API does). Revoking a key does not count, so that a
 // user who has spent the budget can still revoke a leaked key; the
 // long-poll of a task page does not count either: it reads one task the

@@ -38,6 +38,7 @@ type fixtureConfig struct {
 	model     imagegen.Model // default: placeholder pictures, 256 px
 	rateLimit int
 	limits    imagegen.Limits // the workers' caps
+	clock     imagegen.Clock  // default: the system's
 }
 
 func newFixture(t *testing.T, fc fixtureConfig) *fixture {
@@ -55,7 +56,7 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 	quiet := slog.New(slog.DiscardHandler)
 	store := testenv.Memory(t, memory.Config{})
 	stack, err := server.New(ctx, server.Config{
-		Service:   imagegen.Config{Store: store, Model: fc.model, Logger: quiet, WorkerConfig: imagegen.WorkerConfig{PollInterval: 20 * time.Millisecond, Limits: fc.limits}},
+		Service:   imagegen.Config{Store: store, Model: fc.model, Logger: quiet, Clock: fc.clock, WorkerConfig: imagegen.WorkerConfig{PollInterval: 20 * time.Millisecond, Limits: fc.limits}},
 		PublicURL: ts.URL,
 		RateLimit: fc.rateLimit,
 	})

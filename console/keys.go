@@ -42,7 +42,7 @@ func (c *Console) showKeys(w http.ResponseWriter, r *http.Request, status int, d
 // (never in a URL, never stored).
 func (c *Console) createKey(w http.ResponseWriter, r *http.Request) {
 	v := viewerFrom(r.Context())
-	switch refusal, err := c.spendRequest(w, r, v); {
+	switch refusal, err := c.spendKeyCreation(w, r, v); {
 	case err != nil:
 		c.serverError(w, r, err)
 		return
