@@ -140,3 +140,23 @@ func status(c net.Conn, path string) (int, error) {
 	_ = res.Body.Close()
 	return res.StatusCode, nil
 }
+
+// serve reads at most 64 KiB of a request's headers (net/http's default
+// is 1 MiB, which, with 512 connections from one address held for the
+// header timeout, let one client hold half a gigabyte): past it the
+// request is answered 431, and headers of a size clients send pass.
+func TestServeBoundsHeaderSize(t *testing.T) {
+	is := is.New(t)
+	s := startServe(t, nil, "-workers", "0")
+	get := func(cookie int) int {
+		r, err := http.NewRequest(http.MethodGet, s.base+"/healthz", nil)
+		is.NoErr(err)
+		r.Header.Set("Cookie", "c="+strings.Repeat("x", cookie))
+		res, err := http.DefaultClient.Do(r)
+		is.NoErr(err)
+		_ = res.Body.Close()
+		return res.StatusCode
+	}
+	is.Equal(get(8<<10), http.StatusOK)
+	is.Equal(get(100<<10), http.StatusRequestHeaderFieldsTooLarge)
+}

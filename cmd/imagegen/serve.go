@@ -107,6 +107,12 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	return c, c.runtimeConfig.validate()
 }
 
+// maxHeaderBytes bounds a request's header block (net/http's default is
+// 1 MiB): with -max-conns-per-addr connections from one address, each
+// may hold this much for the 10 s header timeout. API clients send a few
+// hundred bytes; a host app's cookies stay well under it.
+const maxHeaderBytes = 64 << 10
+
 // serve runs the API and workers on the memory store (or a shared one,
 // with -redis or -postgres) and the model of -model until ctx ends, then shuts down
 // gracefully.
@@ -170,6 +176,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      90 * time.Second, // above the longest Prefer: wait (60 s)
 		IdleTimeout:       2 * time.Minute,
