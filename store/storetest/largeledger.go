@@ -58,16 +58,14 @@ func testLedgerKeepsLargeAmounts(t *testing.T, h Harness) {
 func testLargeBalanceRefusalCostsNothing(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
-	const start = 1<<56 + 1
-	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: start, Ref: "grant:large"})
-	is.NoErr(err)
+	grantLarge(t, s)
 	p := imagegen.CreateParams{MaxPending: 1}
-	_, err = s.CreateTask(ctx, newTask("u", 3), p)
+	_, err := s.CreateTask(ctx, newTask("u", 3), p)
 	is.NoErr(err)
-	is.Equal(balance(t, s, "u"), int64(start-3))
+	is.Equal(balance(t, s, "u"), int64(largeStart-3))
 	_, err = s.CreateTask(ctx, newTask("u", 3), p)
 	is.True(errors.Is(err, imagegen.ErrQueueFull))
-	is.Equal(balance(t, s, "u"), int64(start-3)) // the refused submit was not charged
+	is.Equal(balance(t, s, "u"), int64(largeStart-3)) // the refused submit was not charged
 	is.Equal(len(checkLedger(t, s, "u")), 2)
 }
 
@@ -77,13 +75,11 @@ func testLargeBalanceRefusalCostsNothing(t *testing.T, h Harness) {
 func testLargeBalanceNeverBelowZero(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
-	const start = 1<<56 + 1
-	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: start, Ref: "grant:large"})
-	is.NoErr(err)
-	_, err = s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerWeb, Amount: -(start + 1), Ref: "web:all-and-one"})
+	grantLarge(t, s)
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerWeb, Amount: -(largeStart + 1), Ref: "web:all-and-one"})
 	is.True(errors.Is(err, imagegen.ErrInsufficientCredits))
-	is.Equal(balance(t, s, "u"), int64(start))
-	_, err = s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerWeb, Amount: -start, Ref: "web:all"})
+	is.Equal(balance(t, s, "u"), int64(largeStart))
+	_, err = s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerWeb, Amount: -largeStart, Ref: "web:all"})
 	is.NoErr(err)
 	is.Equal(balance(t, s, "u"), int64(0))
 	is.Equal(len(checkLedger(t, s, "u")), 2)
@@ -94,16 +90,27 @@ func testLargeBalanceNeverBelowZero(t *testing.T, h Harness) {
 func testLargeBalanceChargesSayTheBalance(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
-	const start = 1<<56 + 1
-	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: start, Ref: "grant:large"})
-	is.NoErr(err)
+	grantLarge(t, s)
 	for i := int64(1); i <= 2; i++ {
 		left, err := s.CreateTask(ctx, newTask("u", 3), imagegen.CreateParams{})
 		is.NoErr(err)
-		is.Equal(left, int64(start-3*i)) // the balance after the charge
+		is.Equal(left, int64(largeStart-3*i)) // the balance after the charge
 	}
 	entries := checkLedger(t, s, "u")
 	is.Equal(len(entries), 3)
-	is.Equal(entries[1].BalanceAfter, int64(start-3))
-	is.Equal(entries[2].BalanceAfter, int64(start-6))
+	is.Equal(entries[1].BalanceAfter, int64(largeStart-3))
+	is.Equal(entries[2].BalanceAfter, int64(largeStart-6))
+}
+
+// largeStart is the balance grantLarge gives: above 2^53, where a Lua
+// number (a double) no longer holds every integer, and odd, so that it
+// is not one.
+const largeStart = 1<<56 + 1
+
+// grantLarge grants owner "u" largeStart credits.
+func grantLarge(t *testing.T, s imagegen.Store) {
+	t.Helper()
+	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: largeStart, Ref: "grant:large"}); err != nil {
+		t.Fatal(err)
+	}
 }
