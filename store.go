@@ -532,12 +532,19 @@ type Session struct {
 	ExpiresAt time.Time
 }
 
+// MaxSessionsPerOwner bounds an owner's live console sessions: each
+// sign-in makes one, which lives for hours, so without a bound a user
+// signing in again and again (with each of their keys, at its rate
+// limit) would keep a hundred thousand of them in the store.
+const MaxSessionsPerOwner = 100
+
 // SessionStore keeps console sessions until they expire or are ended.
 type SessionStore interface {
 	// PutSession stores s (ID and Owner required) and returns it as
 	// stored: live for ttl from now, by the store's clock, which sets
 	// CreatedAt and ExpiresAt. A session with s.ID already stored is
-	// replaced.
+	// replaced. An owner keeps at most MaxSessionsPerOwner sessions:
+	// past it, those of its other sessions that expire first are ended.
 	PutSession(ctx context.Context, s Session, ttl time.Duration) (Session, error)
 	// Session returns the live session with the given id, or
 	// ErrSessionNotFound when there is none: never stored, expired, or

@@ -1,9 +1,12 @@
 package memory
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/imagegen/imagegen"
@@ -30,7 +33,30 @@ func (s *Store) PutSession(_ context.Context, sess imagegen.Session, ttl time.Du
 	}
 	s.ownerSessions[sess.Owner][sess.ID] = struct{}{}
 	heap.Push(&s.sessionsExpiring, expiry{at: sess.ExpiresAt, id: sess.ID})
+	s.boundSessions(sess)
 	return sess, nil
+}
+
+// boundSessions ends those of sess's owner's other sessions that expire
+// first while the owner has more than imagegen.MaxSessionsPerOwner;
+// s.mu is held.
+func (s *Store) boundSessions(sess imagegen.Session) {
+	ids := s.ownerSessions[sess.Owner]
+	if len(ids) <= imagegen.MaxSessionsPerOwner {
+		return
+	}
+	others := make([]imagegen.Session, 0, len(ids)-1)
+	for id := range ids {
+		if id != sess.ID {
+			others = append(others, s.sessions[id])
+		}
+	}
+	slices.SortFunc(others, func(a, b imagegen.Session) int {
+		return cmp.Or(a.ExpiresAt.Compare(b.ExpiresAt), strings.Compare(a.ID, b.ID))
+	})
+	for _, old := range others[:len(ids)-imagegen.MaxSessionsPerOwner] {
+		s.dropSession(old)
+	}
 }
 
 // Session returns the live session with the id.

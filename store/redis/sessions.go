@@ -11,10 +11,13 @@ import (
 
 // putSessionScript stores a console session with its TTL, and indexes
 // it under its owner (the index drops what has expired, and lives as
-// long as its longest session).
+// long as its longest session). Past ARGV[6] sessions of the owner, it
+// ends those of the others that expire first (the index's lowest
+// scores; the session keys share the store's tag).
 //
 //	KEYS[1] session:<id>  KEYS[2] sessions:<owner>
 //	ARGV[1] now  ARGV[2] ttl (ms)  ARGV[3] id  ARGV[4] owner  ARGV[5] key id
+//	ARGV[6] the most sessions an owner keeps
 //
 // Returns the time it was stored (ms).
 var putSessionScript = newScript(`
@@ -30,6 +33,18 @@ if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) en
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'owner', ARGV[4], 'key', ARGV[5], 'created', now, 'expires', now + ttl)
 redis.call('PEXPIRE', KEYS[1], ttl)
+local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[6])
+if over > 0 then
+  local prefix = string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[3])
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, over)) do -- one more: this session may be among them
+    if over == 0 then break end
+    if id ~= ARGV[3] then
+      redis.call('ZREM', KEYS[2], id)
+      redis.call('DEL', prefix .. id)
+      over = over - 1
+    end
+  end
+end
 return now
 `)
 
@@ -39,7 +54,7 @@ func (s *Store) PutSession(ctx context.Context, sess imagegen.Session, ttl time.
 		return imagegen.Session{}, fmt.Errorf("%s: a session needs an id, an owner and a ttl of at least 1ms: %w", storeName, imagegen.ErrInvalidParams)
 	}
 	now, err := putSessionScript.Run(ctx, s.rdb, []string{s.k.session(sess.ID), s.k.ownerSessions(sess.Owner)},
-		s.nowArg(), ms(ttl), sess.ID, sess.Owner, sess.KeyID).Int64()
+		s.nowArg(), ms(ttl), sess.ID, sess.Owner, sess.KeyID, imagegen.MaxSessionsPerOwner).Int64()
 	if err != nil {
 		return imagegen.Session{}, wrapErr("put session", err)
 	}

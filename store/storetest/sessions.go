@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -105,4 +106,34 @@ func testSessions(t *testing.T, h Harness) {
 	is.NoErr(err)
 	is.Equal(n, 0) // v's session was replaced by w's
 	is.True(live(t, s, "sess-v"))
+}
+
+// testSessionsPerOwnerBounded: an owner keeps at most
+// imagegen.MaxSessionsPerOwner sessions; each one past it ends the
+// owner's other session that expires first, and no other owner's
+// session is touched.
+func testSessionsPerOwnerBounded(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	putSession(t, s, "other-0", "v", "key-v")
+	const extra = 3
+	for i := range imagegen.MaxSessionsPerOwner + extra {
+		putSession(t, s, fmt.Sprintf("sess-%03d", i), "u", "key-u")
+		h.Advance(time.Second) // each later than the one before
+	}
+	for i := range imagegen.MaxSessionsPerOwner + extra {
+		is.Equal(live(t, s, fmt.Sprintf("sess-%03d", i)), i >= extra) // the first ones ended
+	}
+	is.True(live(t, s, "other-0"))
+
+	// A new session with a shorter life is the one that expires first,
+	// but it is kept: the oldest of the others is ended instead.
+	_, err := s.PutSession(ctx, imagegen.Session{ID: "sess-short", Owner: "u", KeyID: "key-u"}, time.Minute)
+	is.NoErr(err)
+	is.True(live(t, s, "sess-short"))
+	is.True(!live(t, s, fmt.Sprintf("sess-%03d", extra)))
+	is.True(live(t, s, fmt.Sprintf("sess-%03d", extra+1)))
+	n, err := s.EndSessions(ctx, "u")
+	is.NoErr(err)
+	is.Equal(n, imagegen.MaxSessionsPerOwner)
 }

@@ -118,6 +118,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"WebhookOfARequeuedTaskIsQueuedAfresh", testWebhookOfARequeuedTask},
 		{"SharedSecrets", testSharedSecret},
 		{"ConsoleSessions", testSessions},
+		{"SessionsPerOwnerBounded", testSessionsPerOwnerBounded},
 		{"QueueStats", testQueueStats},
 		{"TaskByIDSeesEveryOwner", testTaskByID},
 		{"ListAllTasksAcrossOwners", testListAllTasks},
