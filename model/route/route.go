@@ -167,9 +167,11 @@ func (f *Fallback) Plan(req imagegen.Request) (imagegen.Plan, error) {
 }
 
 // Generate tries the models in order. It reports each model's answer,
-// and each move to the next, to g.Events when set.
+// and each move to the next, to g.Events when set. When none generates,
+// it returns the last retryable error if any model was only unavailable
+// (the service retries the chain), else the last error.
 func (f *Fallback) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
-	var last error
+	var last, unavailable error // unavailable: the last retryable error
 	lastName := ""
 	for _, e := range f.entries {
 		p, err := e.Model.Plan(g.Request)
@@ -194,6 +196,15 @@ func (f *Fallback) Generate(ctx context.Context, g imagegen.Generation) ([]image
 		if !errors.As(err, &me) || !(me.Retryable || me.Misconfigured) || ctx.Err() != nil {
 			return nil, err // a refusal, bad input, or our own deadline: do not try elsewhere
 		}
+		if me.Retryable {
+			unavailable = err
+		}
+	}
+	if unavailable != nil {
+		// A model that was only unavailable may make the image on the
+		// task's next attempt: a later model's misconfiguration must not
+		// fail (and refund) the task.
+		return nil, unavailable
 	}
 	if last == nil {
 		last = &imagegen.ModelError{Provider: f.name, Message: "no model of this route can take the request"}
