@@ -30,7 +30,8 @@ const recordTimeout = 10 * time.Second
 // and regularly sends tasks whose lease expired (their worker died) back
 // to the queue. When ctx ends it stops claiming, waits up to
 // Config.ShutdownTimeout for running generations, then cancels the rest and
-// gives their tasks back to the queue. It returns nil after a clean stop,
+// gives their tasks back to the queue (as it does the tasks of a claim
+// under way when ctx ends). It returns nil after a clean stop,
 // the only stop it has today: a failing store is logged and tried again,
 // not returned (server.Server.Run and imagegen serve pass on a non-nil
 // error all the same). It also deletes image bytes without a record (SweepBlobs) every
@@ -96,7 +97,7 @@ claim:
 		// claims took one task. A slot that frees alone (a slow model)
 		// costs one Gosched.
 		free = yield.WhileGrowing(free, cap(pool), func(n int) int { return n + pool.TakeMore() })
-		tasks, err := s.claim(ctx, free)
+		tasks, err := s.claimUntilStop(ctx, free)
 		pool.Give(free - len(tasks))
 		if err != nil {
 			if ctx.Err() != nil {
