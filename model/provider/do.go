@@ -75,8 +75,10 @@ func attempt(ctx context.Context, client *http.Client, build BuildFunc, p Policy
 		if e == nil { // a classifier must not let a failure pass
 			e = DefaultClassify(p.Provider)(*f)
 		}
-		if d, ok := RetryAfter(f.Header, p.Clock.Now()); ok && f.Status == http.StatusTooManyRequests && e.RetryAfter == 0 {
-			e.RetryAfter = d // the service pauses the model for every worker
+		if f.Status == http.StatusTooManyRequests && e.RetryAfter == 0 {
+			if d, asked := p.askedDelay(f); asked {
+				e.RetryAfter = d // the service pauses the model for every worker
+			}
 		}
 		return nil, f, e
 	}
@@ -111,16 +113,25 @@ func readAnswer(r io.Reader, contentLength, limit int64) ([]byte, error) {
 // asked for it.
 func (p Policy) delay(retry int, f *Failure) (time.Duration, bool) {
 	if f != nil {
-		if d, ok := RetryAfter(f.Header, p.Clock.Now()); ok {
+		if d, ok := p.askedDelay(f); ok {
 			return d, true
-		}
-		if p.RetryDelay != nil {
-			if d, ok := p.RetryDelay(*f); ok && d >= 0 {
-				return d, true
-			}
 		}
 	}
 	return Backoff(retry, p.BaseDelay, p.MaxDelay), false
+}
+
+// askedDelay is the wait f asks for: its Retry-After header, else the
+// delay the adapter reads from its body (RetryDelay: Gemini's RetryInfo).
+func (p Policy) askedDelay(f *Failure) (time.Duration, bool) {
+	if d, ok := RetryAfter(f.Header, p.Clock.Now()); ok {
+		return d, true
+	}
+	if p.RetryDelay != nil {
+		if d, ok := p.RetryDelay(*f); ok && d >= 0 {
+			return d, true
+		}
+	}
+	return 0, false
 }
 
 // stopped is last, retryable still, with why Do did not try again added

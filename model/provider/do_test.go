@@ -207,6 +207,23 @@ func TestDoPausesOnlyOnTooManyRequests(t *testing.T) {
 	is.Equal(modelError(t, err).RetryAfter, time.Duration(0))
 }
 
+// A 429 whose wait is in its body (Gemini's RetryInfo), not in a
+// Retry-After header, pauses the model all the same.
+func TestDoPausesOnADelayInTheBody(t *testing.T) {
+	is := is.New(t)
+	_, url := serve(t, answer{status: 429, body: `{"retryDelay":"38s"}`})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p := policy(providertest.NewInstantClock(), 3)
+	p.RetryDelay = func(f provider.Failure) (time.Duration, bool) {
+		return 38 * time.Second, strings.Contains(string(f.Body), `"38s"`)
+	}
+	_, err := provider.Do(ctx, http.DefaultClient, get(url), p)
+	me := modelError(t, err)
+	is.True(errors.Is(err, provider.ErrPastDeadline))
+	is.Equal(me.RetryAfter, 38*time.Second)
+}
+
 func TestDoGivesUpOnTooLongRetryAfter(t *testing.T) {
 	is := is.New(t)
 	s, url := serve(t, answer{status: 503, header: map[string]string{"Retry-After": "3600"}})
