@@ -58,6 +58,9 @@ func (s *Service) Run(ctx context.Context) error {
 		s.sweepLoop(ctx) // workers write image bytes, so they delete those left behind
 	}()
 
+	claimCtx, stopClaims := s.claimContext(ctx)
+	defer stopClaims()
+
 	pool := slots.New(s.cfg.Workers)
 	recording := make(chan struct{}, recordBacklog*s.cfg.Workers)
 	// run runs a claimed task to its end in a runner goroutine: the
@@ -97,7 +100,7 @@ claim:
 		// claims took one task. A slot that frees alone (a slow model)
 		// costs one Gosched.
 		free = yield.WhileGrowing(free, cap(pool), func(n int) int { return n + pool.TakeMore() })
-		tasks, err := s.claimUntilStop(ctx, free)
+		tasks, err := s.claimUntilStop(ctx, claimCtx, free)
 		pool.Give(free - len(tasks))
 		if err != nil {
 			if ctx.Err() != nil {

@@ -5,11 +5,25 @@ import (
 	"time"
 )
 
-// claimTimeout bounds a claim that Run makes, which its context does
-// not cut short (see claimUntilStop).
+// claimTimeout is how long a claim that Run made may go on once Run's
+// context has ended (see claimUntilStop).
 const claimTimeout = 10 * time.Second
 
-// claimUntilStop is claim for Run. The store call is not cut short by
+// claimContext is the context of Run's claims, made once for the run
+// rather than for each claim: it is not cancelled with ctx but
+// claimTimeout after it, so that a claim under way when ctx ends is
+// answered (see claimUntilStop), and a store that hangs holds up a
+// shutdown by claimTimeout at most. stop releases it.
+func (s *Service) claimContext(ctx context.Context) (claimCtx context.Context, stop func()) {
+	claimCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopAfter := context.AfterFunc(ctx, func() { time.AfterFunc(claimTimeout, cancel) })
+	return claimCtx, func() {
+		stopAfter()
+		cancel()
+	}
+}
+
+// claimUntilStop is claim for Run, made in claimCtx (claimContext), not
 // ctx: a claim whose answer a cancellation loses may have been made all
 // the same (a Redis script or a PostgreSQL statement that ran before
 // the call gave up), and its tasks would stay held by no one until
@@ -17,10 +31,8 @@ const claimTimeout = 10 * time.Second
 // refunded on its last one). Tasks claimed as ctx ended are given back
 // at once instead, with no attempt counted (Store.ReleaseTask), and the
 // claim reports ctx's error.
-func (s *Service) claimUntilStop(ctx context.Context, n int) ([]*Task, error) {
-	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+func (s *Service) claimUntilStop(ctx, claimCtx context.Context, n int) ([]*Task, error) {
 	tasks, err := s.claim(claimCtx, n)
-	cancel()
 	if err != nil || ctx.Err() == nil {
 		return tasks, err
 	}
