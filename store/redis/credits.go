@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,7 +27,8 @@ import (
 // made only when the reference was used.
 //
 // Returns {1, balance} when applied, {0, balance} when the balance is
-// short, {-1, balance} when the reference was used.
+// short, {-1, balance} when the reference was used, {-2, balance} when
+// the balance would pass the largest integer (INCRBY's overflow).
 var addEntryScript = newScript(`
 local now = now_ms()
 local held = redis.call('GET', KEYS[1]) or '0'
@@ -50,7 +52,11 @@ if balance + amount < 0 then return {0, held} end
 if not takes_list(KEYS[2]) then -- the RPUSH below would fail after the credit and the reference
   return redis.error_reply("the owner's ledger holds a value of another kind; nothing changed")
 end
-local after = redis.call('INCRBY', KEYS[1], ARGV[3]) -- ARGV[3] as sent: exact, where amount is a double
+local after = redis.pcall('INCRBY', KEYS[1], ARGV[3]) -- ARGV[3] as sent: exact, where amount is a double
+if type(after) == 'table' then
+  if string.find(after.err, 'overflow', 1, true) then return {-2, held} end -- past the largest balance
+  return after
+end
 if after < 0 then
   -- Short after all: above 2^53 the doubles compared above can miss a
   -- shortfall smaller than their spacing there. The sign of the exact
@@ -86,6 +92,8 @@ func (s *Store) AddEntry(ctx context.Context, e imagegen.LedgerEntry) (int64, er
 		return res[1], imagegen.ErrInsufficientCredits
 	case -1:
 		return res[1], fmt.Errorf("redis store: ref %q: %w", e.Ref, imagegen.ErrDuplicateEntry)
+	case -2:
+		return res[1], fmt.Errorf("redis store: %s's balance would pass %d with %d more: %w", e.Owner, int64(math.MaxInt64), e.Amount, imagegen.ErrInvalidParams)
 	}
 	return res[1], nil
 }

@@ -561,7 +561,9 @@ for i = 1, (#KEYS - 3) / 3 do
           'error', 'image generation did not finish (' .. counted .. ' attempts)', 'error_code', 'internal')
         out[#out + 1] = {id, f[4] or '', f[5] or '', f[6] or '', tostring(counted), cost, refunded}
       else -- its owner's credit keys cannot take the refund: left as it is, tried again later
-        redis.call('ZADD', KEYS[1], int(now + unrefundable_retry), id) -- behind the other leases, not before them at every run
+        local retry = int(now + unrefundable_retry)
+        redis.call('ZADD', KEYS[1], retry, id) -- behind the other leases, not before them at every run
+        redis.call('HSET', task, 'lease_until', retry) -- as the task shows it
       end
     else
       redis.call('ZREM', KEYS[1], id)

@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"errors"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -113,4 +115,57 @@ func grantLarge(t *testing.T, s imagegen.Store) {
 	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: largeStart, Ref: "grant:large"}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// testRefundThatWouldOverflowEndsNothing: a refund that would take its
+// owner's balance past math.MaxInt64 (the balance granted up to the
+// largest after the charge) is not made, and the task is not ended
+// without it: a failure and a cancel are refused with nothing changed,
+// and a recovery leaves the task processing, its lease a minute longer.
+// Once the balance can take it, the refund is made. (The memory store
+// used to end the task failed and Refunded, report the refund, and drop
+// it: the owner's credits were never given back.)
+func testRefundThatWouldOverflowEndsNothing(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "rich", Kind: imagegen.LedgerGrant, Amount: 2, Ref: "grant:first"})
+	is.NoErr(err)
+	task := newTask("rich", 2)
+	_, err = s.CreateTask(ctx, task, imagegen.CreateParams{})
+	is.NoErr(err)
+	top, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "rich", Kind: imagegen.LedgerGrant, Amount: math.MaxInt64, Ref: "grant:top"})
+	is.NoErr(err)
+	is.Equal(top, int64(math.MaxInt64))
+	_, err = s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "rich", Kind: imagegen.LedgerGrant, Amount: 1, Ref: "grant:more"})
+	is.True(errors.Is(err, imagegen.ErrInvalidParams)) // past the largest balance: the caller's mistake
+	c := claim(t, s)
+
+	_, err = s.FailTask(ctx, task.ID, c.Attempt, fail("down"))
+	is.True(err != nil && !errors.Is(err, imagegen.ErrLeaseLost))
+	_, err = s.CancelTask(ctx, "rich", task.ID)
+	is.True(err != nil && !errors.Is(err, imagegen.ErrInvalidTransition))
+	h.Advance(2 * lease)
+	rec := recoverNow(t, s, 1)
+	is.Equal(len(rec.Failed), 0)
+	got, err := s.Task(ctx, "rich", task.ID)
+	is.NoErr(err)
+	is.Equal(got.Status, imagegen.StatusProcessing) // left as it was
+	is.True(!got.Refunded)
+	is.True(got.LeaseUntil.After(c.LeaseUntil)) // tried again later, its lease pushed out
+	is.Equal(balance(t, s, "rich"), int64(math.MaxInt64))
+	is.Equal(len(checkLedger(t, s, "rich")), 3)
+
+	// Once the balance can take it, the refund is made.
+	_, err = s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "rich", Kind: imagegen.LedgerWeb, Amount: -5, Ref: "web:spend"})
+	is.NoErr(err)
+	h.Advance(2 * time.Minute)
+	rec = recoverNow(t, s, 1)
+	is.Equal(len(rec.Failed), 1)
+	is.Equal(rec.Failed[0].Refund, int64(2))
+	got, err = s.Task(ctx, "rich", task.ID)
+	is.NoErr(err)
+	is.Equal(got.Status, imagegen.StatusFailed)
+	is.True(got.Refunded)
+	is.Equal(balance(t, s, "rich"), int64(math.MaxInt64-3))
+	is.Equal(len(checkLedger(t, s, "rich")), 5)
 }

@@ -101,6 +101,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"LargeBalanceRefusalCostsNothing", testLargeBalanceRefusalCostsNothing},
 		{"LargeBalanceNeverBelowZero", testLargeBalanceNeverBelowZero},
 		{"LargeBalanceChargesSayTheBalance", testLargeBalanceChargesSayTheBalance},
+		{"RefundThatWouldOverflowEndsNothing", testRefundThatWouldOverflowEndsNothing},
 		{"QueuePositions", acrossShards(testQueuePositions)},
 		{"RetentionRemovesFinishedTasksAndImages", testRetention},
 		{"ImageRecordsKeepEveryField", testImageRecords},
