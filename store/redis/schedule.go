@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/imagegen/imagegen"
@@ -191,22 +190,9 @@ func (s *Store) shardSchedulerStats(ctx context.Context, sh keys, l imagegen.Lim
 	paused, _ := reply[4].([]any)
 	for i := 0; i+1 < len(paused); i += 2 {
 		model, _ := paused[i].(string)
-		if until := fromMS(toInt64(paused[i+1])); until.After(st.Paused[model]) {
+		if until := fromMS(replyIntOrZero(paused[i+1])); until.After(st.Paused[model]) {
 			st.Paused[model] = until
 		}
 	}
 	return nil
-}
-
-// toInt64 reads a script's number, whether Redis sent it as an integer
-// or a string.
-func toInt64(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case string:
-		n, _ := strconv.ParseInt(x, 10, 64)
-		return n
-	}
-	return 0
 }

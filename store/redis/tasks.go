@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -625,18 +624,6 @@ func createResults(batch []*createCall, number []int, owners int, reply []any) e
 		c.Res = res
 	}
 	return nil
-}
-
-// replyInt is a whole number of a script's reply: an integer, or the
-// string of one.
-func replyInt(v any) (int64, error) {
-	switch v := v.(type) {
-	case int64:
-		return v, nil
-	case string:
-		return strconv.ParseInt(v, 10, 64)
-	}
-	return 0, fmt.Errorf("not a whole number: %T", v)
 }
 
 // Task returns owner's task.
