@@ -79,7 +79,6 @@ type Store struct {
 	recs       slab          // the tasks' records
 	tasks      taskIndex     // task id -> slot
 	pending    runAfterQueue // pending tasks in RunAfter order (stats)
-	fair       pendingQueue  // pending tasks in claim order (fair-share tags)
 	vtime      int64         // the largest tag claimed so far
 	owners     map[string]*ownerState
 	models     map[string]*modelState
@@ -138,7 +137,7 @@ func New(o Config) (*Store, error) {
 		ownerKeys:  make(map[string][]string),
 		ownerTasks: make(map[string][]taskSlot),
 	}
-	s.pending.recs, s.fair.recs = &s.recs, &s.recs
+	s.pending.recs = &s.recs
 	return s, nil
 }
 

@@ -93,6 +93,34 @@ func (q *pendingQueue) remove(k queueKey) bool {
 	return ok
 }
 
+// head returns the slot of the queue's first entry, or 0 when it is
+// empty.
+func (q *pendingQueue) head() slot {
+	i := q.root
+	for i != 0 && q.node(i).left != 0 {
+		i = q.node(i).left
+	}
+	return i
+}
+
+// after returns the slot of the first entry after k, or 0 when there is
+// none (k itself need not be queued).
+func (q *pendingQueue) after(k queueKey) slot {
+	var found slot
+	for i := q.root; i != 0; {
+		t := q.node(i)
+		if k.before(t.key) {
+			found, i = i, t.left
+		} else {
+			i = t.right
+		}
+	}
+	return found
+}
+
+// len is how many entries the queue holds.
+func (q *pendingQueue) len() int { return q.count(q.root) }
+
 // ahead counts the entries claimed before k (k itself need not be
 // queued).
 func (q *pendingQueue) ahead(k queueKey) int {

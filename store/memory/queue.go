@@ -17,7 +17,7 @@ type expiry struct {
 func (e expiry) before(o expiry) bool { return e.at.Before(o.at) }
 
 // QueuePositions counts, for each pending task, the queue entries
-// ahead of it: O(log pending) each.
+// ahead of it, in every model's queue: O(models × log pending) each.
 func (s *Store) QueuePositions(_ context.Context, ids []string) ([]int, error) {
 	s.lock()
 	defer s.mu.Unlock()
@@ -25,7 +25,7 @@ func (s *Store) QueuePositions(_ context.Context, ids []string) ([]int, error) {
 	for i, id := range ids {
 		out[i] = -1
 		if r, ok := s.find(id); ok && r.status == statusPending && r.queuedNow() {
-			out[i] = s.fair.ahead(r.fair.key)
+			out[i] = s.ahead(r.fair.key)
 		}
 	}
 	return out, nil

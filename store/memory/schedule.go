@@ -18,6 +18,7 @@ type ownerState struct {
 
 // modelState is what the caps and rates keep of one model.
 type modelState struct {
+	queue       pendingQueue // the model's pending tasks, in claim order
 	running     map[slot]struct{}
 	nextStart   time.Time // the rate's next allowed start
 	pausedUntil time.Time // PauseModel
@@ -37,7 +38,7 @@ func (s *Store) owner(owner string) *ownerState {
 func (s *Store) model(model string) *modelState {
 	m, ok := s.models[model]
 	if !ok {
-		m = &modelState{running: make(map[slot]struct{})}
+		m = &modelState{queue: pendingQueue{recs: &s.recs}, running: make(map[slot]struct{})}
 		s.models[model] = m
 	}
 	return m
@@ -85,21 +86,11 @@ func (s *Store) newHolds(now time.Time, l imagegen.Limits) *holds {
 
 // reason says why r may not start now, or "" when it may.
 func (h *holds) reason(r task) imagegen.HoldReason {
-	owner, model := r.owner(), r.model()
+	owner := r.owner()
 	if c := h.l.OwnerConcurrency; c > 0 && h.running(&h.owners, owner, h.s.owner(owner).running) >= c {
 		return imagegen.HeldOwnerCap
 	}
-	if c := h.l.ModelCap(model); c > 0 && h.running(&h.models, model, h.s.model(model).running) >= c {
-		return imagegen.HeldModelCap
-	}
-	m := h.s.model(model)
-	if h.now.Before(m.pausedUntil) {
-		return imagegen.HeldModelRate
-	}
-	if h.l.ModelStartRate(model) > 0 && h.now.Before(h.nextStart(model)) {
-		return imagegen.HeldModelRate
-	}
-	return ""
+	return h.modelHeld(r.model())
 }
 
 // running is name's count in *counts: its live running tasks, read
@@ -154,21 +145,39 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // scan walks the pending tasks in claim order and hands take up to n
-// that may start now, passing over at most ClaimScan others (not ready,
-// or held back); s.mu is held. take must not change the queue.
+// that may start now; s.mu is held. take must not change the queues.
+//
+// The walk merges the models' queues. A model that may not start now
+// is passed over whole, its tasks unread, and drops out of the walk
+// once it may not start another; within a model's queue the walk
+// passes over at most ClaimScan tasks (not ready, or their owner at its
+// cap) before that queue drops out. So a claim's work is bounded by n
+// and ClaimScan for each model with pending tasks, whatever the
+// queues' length.
 func (s *Store) scan(now time.Time, l imagegen.Limits, n int, take func(task)) {
 	h := s.newHolds(now, l)
-	taken, passed, at := 0, 0, stampOf(now)
-	s.fair.each(func(_ queueKey, r task) bool {
+	at := stampOf(now)
+	held := func(model string) bool { return h.modelHeld(model) != "" }
+	cs := s.cursors(held)
+	for taken := 0; taken < n; {
+		i := s.lowest(cs)
+		if i < 0 {
+			return
+		}
+		c := &cs[i]
+		r := s.recs.at(c.at)
+		s.advance(c)
 		if !at.before(r.runAfter) && h.reason(r) == "" {
 			h.take(r)
 			take(r)
 			taken++
-		} else {
-			passed++
+			if held(c.model) {
+				c.at = 0
+			}
+		} else if c.passed++; c.passed > imagegen.ClaimScan {
+			c.at = 0
 		}
-		return taken < n && passed <= imagegen.ClaimScan
-	})
+	}
 }
 
 // SetOwnerWeight sets owner's fair-share weight.
@@ -209,16 +218,21 @@ func (s *Store) SchedulerStats(_ context.Context, l imagegen.Limits) (imagegen.S
 	defer s.mu.Unlock()
 	st := imagegen.SchedulerStats{Held: map[imagegen.HoldReason]int{}, Paused: map[string]time.Time{}}
 	h := s.newHolds(now, l)
-	seen, at := 0, stampOf(now)
-	s.fair.each(func(_ queueKey, r task) bool {
+	at := stampOf(now)
+	cs := s.cursors(nil)
+	for seen := 0; seen < imagegen.SchedulerScan; seen++ {
+		i := s.lowest(cs)
+		if i < 0 {
+			break
+		}
+		r := s.recs.at(cs[i].at)
+		s.advance(&cs[i])
 		if !at.before(r.runAfter) {
 			if why := h.reason(r); why != "" {
 				st.Held[why]++
 			}
 		}
-		seen++
-		return seen < imagegen.SchedulerScan
-	})
+	}
 	for name, o := range s.owners {
 		if o.pending > 0 {
 			st.Busiest = append(st.Busiest, imagegen.OwnerLoad{Owner: name, Pending: o.pending, Running: s.live(o.running, now)})

@@ -214,8 +214,8 @@ func checkIndexes(t *testing.T, s *Store, ids []string, owner map[string]string)
 				t.Errorf("free slot %d keeps data: %+v %+v", i, *r.record, *r.side)
 			}
 		}
-		if s.pending.Len() != pending || s.fair.count(s.fair.root) != pending {
-			t.Errorf("queues hold %d and %d, %d pending", s.pending.Len(), s.fair.count(s.fair.root), pending)
+		if s.pending.Len() != pending || s.queuedCount() != pending {
+			t.Errorf("queues hold %d and %d, %d pending", s.pending.Len(), s.queuedCount(), pending)
 		}
 		if len(s.processing) != processing {
 			t.Errorf("processing holds %d, %d processing", len(s.processing), processing)

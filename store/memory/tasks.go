@@ -72,7 +72,7 @@ func (s *Store) enqueue(r task) {
 	}
 	o.last = base + storekit.Stride(o.weight)
 	o.pending++
-	s.fair.push(r.slot, queueKey{order: o.last, seq: s.seq})
+	s.model(r.model()).queue.push(r.slot, queueKey{order: o.last, seq: s.seq})
 }
 
 // queuedNow reports whether r is in the pending queues.
@@ -84,7 +84,7 @@ func (s *Store) dequeue(r task) {
 	if r.queuedNow() {
 		r.queued = queueKey{}
 		s.pending.removed()
-		s.fair.remove(r.fair.key)
+		s.model(r.model()).queue.remove(r.fair.key)
 		r.fair = pendingNode{} // no links left into the queue
 		s.owner(r.owner()).pending--
 	}
