@@ -18,9 +18,11 @@ type queueCursor struct {
 }
 
 // cursors starts a walk of the pending queues, one cursor on the head of
-// each model's queue but those skip names; s.mu is held.
+// each model's queue but those skip names; s.mu is held. The slice is
+// the store's, reused by the next walk.
 func (s *Store) cursors(skip func(model string) bool) []queueCursor {
-	var out []queueCursor
+	out := s.walk[:0]
+	defer func() { s.walk = out }()
 	for name, m := range s.models {
 		if at := m.queue.head(); at != 0 && (skip == nil || !skip(name)) {
 			out = append(out, queueCursor{model: name, queue: &m.queue, at: at})

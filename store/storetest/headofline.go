@@ -83,3 +83,22 @@ func testHeldModelHoldsNoOneBack(kind string) func(*testing.T, Harness) {
 		is.Equal(got[0].ID, backlog[c.ran]) // the backlog kept its order
 	}
 }
+
+// testRetriedBacklogHoldsNoOneBack: a model's retries waiting out their
+// delay (a provider failing every generation), more of them than a
+// claim's look-ahead, at the head of the queue, do not hold back
+// another model's task queued behind them: the look-ahead is spent
+// within each model's queue.
+func testRetriedBacklogHoldsNoOneBack(t *testing.T, h Harness) {
+	is := is.New(t)
+	s := h.Store
+	backlog := submitModel(t, h, "a", "failing", heldBacklog)
+	for range backlog {
+		task := claim(t, s)
+		is.NoErr(s.RetryTask(ctx, task.ID, task.Attempt, time.Hour, "provider unavailable"))
+	}
+	fast := submitModel(t, h, "a", "fast", 1)
+	got := claimWith(t, s, 1, imagegen.Limits{})
+	is.Equal(len(got), 1) // the retries held back the other model's task
+	is.Equal(got[0].ID, fast[0])
+}

@@ -80,6 +80,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"PausedModelHoldsNoOneBack", testHeldModelHoldsNoOneBack("Paused")},
 		{"CappedModelHoldsNoOneBack", testHeldModelHoldsNoOneBack("Capped")},
 		{"RatedModelHoldsNoOneBack", testHeldModelHoldsNoOneBack("Rated")},
+		{"RetriedBacklogHoldsNoOneBack", testRetriedBacklogHoldsNoOneBack},
 		{"MaxPending", acrossShards(testMaxPending)},
 		{"MaxPendingThroughTransitions", testMaxPendingThroughTransitions},
 		{"MaxPendingThroughBatchedClaims", testMaxPendingThroughBatchedClaims},
