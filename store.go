@@ -78,8 +78,14 @@ type TaskStore interface {
 	// ClaimTask would, in fair-share order across owners (lowest Tag
 	// first; one owner's tasks oldest first), passing over the tasks that
 	// p.Limits holds back now: those stay pending, with no attempt
-	// counted. It looks at no more than ClaimScan tasks beyond the ones
-	// it takes, so its cost is bounded whatever the queue's length.
+	// counted. Each model's pending tasks are a queue of their own,
+	// merged in that order: a model that may not start now (paused, at
+	// its cap, waiting for its rate) is passed over without reading its
+	// tasks, and in each model's queue the claim passes over at most
+	// ClaimScan tasks (not ready, or their owner at its cap) beyond the
+	// ones it takes. So its cost is bounded by the batch and ClaimScan
+	// for each model with pending tasks, whatever the queue's length,
+	// and a held model's backlog holds back no other model's tasks.
 	// Caps count running tasks across every process on the store: a
 	// task counts from its claim until it leaves processing (finish,
 	// fail, retry, release, cancel) or its lease ends, whichever is
@@ -199,8 +205,10 @@ type OwnerLoad struct {
 	Running int // processing tasks whose lease has not ended
 }
 
-// ClaimScan is how many ready pending tasks a claim may pass over (held
-// back by a cap or a rate) beyond the ones it takes.
+// ClaimScan is how many pending tasks of one model's queue a claim may
+// pass over (not ready yet, or held back by their owner's cap) beyond
+// the ones it takes; a model held back as a whole (paused, at its cap,
+// waiting for its rate) is passed over without counting its tasks.
 const ClaimScan = 256
 
 // CreateParams are the rules of one CreateTask.
