@@ -168,7 +168,7 @@ local function keyof(memo, prefix, name)
   end
   return k
 end
-local out, vtime, top = {}, nil, nil -- top: the score of the last task claimed, the largest (the merge goes in order)
+local out, vtime, top = {}, nil, nil -- top: the score of the last task claimed, when the queues were read with scores
 local claimed, leased, pend = {}, {}, {} -- ids, ZADD pairs of the leases (but the first's), sched key -> tasks claimed
 local hooks -- ZADD pairs of the processing callbacks, made when there is one
 -- model_held reports whether model may start no task now: paused, at
@@ -179,7 +179,7 @@ local function model_held(model)
   local t = next_start(keyof(rkeys, 'model:', model))
   return t < 0 or (rate > 0 and t > now)
 end
--- The fair queues (see fair_queues): the legacy one, and the queue of
+-- The fair queues (see fair_queues): the legacy one if it holds tasks, and the queue of
 -- each model that may start a task now. A model held back is decided
 -- once, here, and its tasks are not read; one that reaches its cap or
 -- its rate as the claim goes drops out of the merge (drop). Each queue
@@ -197,12 +197,20 @@ local queues, maxchunk = {}, want + scan + 1
 for j, q in ipairs(all) do
   q.chunk, queues[j] = math.floor(want / #all) + 8, q
 end
+local topq, topid -- without scores, the queue and id of the last task claimed
 local function drop(q)
   return q.passed > scan or (q.model and model_held(q.model))
 end
 while #out < want do
-  local q, id = queue_first(queues, maxchunk, drop)
-  if not q then break end
+  local q, id
+  if #queues == 1 then -- one queue (the most usual): nothing to merge
+    q = queues[1]
+    if not drop(q) then id = queue_head(q, maxchunk) end
+    if not id then break end
+  else
+    q, id = queue_first(queues, maxchunk, drop)
+    if not q then break end
+  end
   q.i = q.i + 1
   local task = task_prefix .. id
   -- What the claim decides on, then the rest of what a claimed task
@@ -225,8 +233,13 @@ while #out < want do
       leased[#leased + 1], leased[#leased + 2] = sleased, id
     end
     claimed[#claimed + 1] = id
-    q.taken[#q.taken + 1] = id
-    top = q.scores[q.i - 1]
+    local taken = q.taken
+    if not taken then
+      taken = {}
+      q.taken = taken
+    end
+    taken[#taken + 1] = id
+    if q.scores then top = q.sc[q.i - 1] else topq, topid = q, id end
     local sched = keyof(skeys, 'sched:', owner)
     pend[sched] = (pend[sched] or 0) + 1
     local attempt = '1'
@@ -285,10 +298,14 @@ while #out < want do
   end
 end
 if #claimed > 0 then -- out of the queues (dequeue, for the batch)
+  -- The merge goes in order: the last task claimed has the largest
+  -- tag of the claim (its score read once, when the queue was read
+  -- without scores).
+  top = top or redis.call('ZSCORE', topq.key, topid)
   vtime = numof(claim_vtime(top)) -- an infinite score (written by nothing of this version) moves nothing
   if #leased > 0 then redis.call('ZADD', KEYS[2], unpack(leased)) end -- first: a task processing is never left without its lease
   for _, q in ipairs(all) do
-    if #q.taken > 0 then redis.call('ZREM', q.key, unpack(q.taken)) end
+    if q.taken then redis.call('ZREM', q.key, unpack(q.taken)) end
   end
   redis.call('ZREM', skey(KEYS[1], 'pending'), unpack(claimed))
   for sched, n in pairs(pend) do -- pcalls: see next_tag

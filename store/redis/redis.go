@@ -645,37 +645,55 @@ end
 -- not see the model queues: upgrade the workers first.
 
 -- fair_queues makes the reading state of the shard's fair queues
--- (legacy is fair's key), the legacy queue first, then one per model
--- in fair:models for which skip(model) is not true (skip may be nil),
--- each to be read chunk entries at a time at first (queue_head).
+-- (legacy is fair's key): the legacy queue when it holds tasks, then
+-- one per model in fair:models for which skip(model) is not true (skip
+-- may be nil), each to be read chunk entries at a time at first
+-- (queue_head). Their scores are read only when there are several to
+-- merge (q.scores): Redis writes each score of a reply with printf.
 local function fair_queues(legacy, chunk, skip)
+  local qs, keys, models = {}, {}, {}
+  local n = redis.pcall('ZCARD', legacy)
+  if type(n) == 'number' and n > 0 then keys[1], models[1] = legacy, false end -- of another kind: none
   local names = redis.pcall('SMEMBERS', legacy .. ':models')
   if names.err then names = {} end -- of another kind: none (the submits fail until it is mended)
-  local qs = {{key = legacy}}
   for _, m in ipairs(names) do
-    if not (skip and skip(m)) then qs[#qs + 1] = {key = legacy .. ':m:' .. m, model = m} end
+    if not (skip and skip(m)) then
+      local k = #keys + 1
+      keys[k], models[k] = legacy .. ':m:' .. m, m
+    end
   end
-  for _, q in ipairs(qs) do
-    q.from, q.chunk, q.more, q.i, q.ids, q.scores, q.nums, q.passed, q.taken = 0, chunk, true, 1, {}, {}, {}, 0, {}
+  local scores = #keys > 1
+  for j = 1, #keys do -- each made whole at once: a table grown field by field is rehashed as it grows
+    qs[j] = {key = keys[j], model = models[j], from = 0, chunk = chunk, more = true, i = 1, ids = {}, passed = 0,
+      scores = scores, taken = false, sc = false, nums = false}
   end
   return qs
 end
 
--- queue_head is the id of q's first task not yet looked at (q.i; its
--- score is q.scores[q.i], as a number q.nums[q.i]), reading q's next
--- chunk (growing fourfold, up to maxchunk) when the ones read are used
--- up, or nil when q has no more (a key of another kind has none).
+-- queue_head is the id of q's first task not yet looked at (q.i; when
+-- q.scores, its score is q.sc[q.i], as a number q.nums[q.i]), reading
+-- q's next chunk (growing fourfold, up to maxchunk) when the ones read
+-- are used up, or nil when q has no more (a key of another kind has
+-- none).
 local function queue_head(q, maxchunk)
   if q.i > #q.ids then
     if not q.more then return nil end
-    local r = redis.pcall('ZRANGE', q.key, int(q.from), int(q.from + q.chunk - 1), 'WITHSCORES')
-    if r.err then r = {} end
-    local ids, scores, nums = {}, {}, {}
-    for j = 1, #r, 2 do
-      local k = #ids + 1
-      ids[k], scores[k], nums[k] = r[j], r[j + 1], tonumber(r[j + 1])
+    local ids
+    if q.scores then
+      local r = redis.pcall('ZRANGE', q.key, int(q.from), int(q.from + q.chunk - 1), 'WITHSCORES')
+      if r.err then r = {} end
+      local sc, nums = {}, {}
+      ids = {}
+      for j = 1, #r, 2 do
+        local k = #ids + 1
+        ids[k], sc[k], nums[k] = r[j], r[j + 1], tonumber(r[j + 1])
+      end
+      q.sc, q.nums = sc, nums
+    else
+      ids = redis.pcall('ZRANGE', q.key, int(q.from), int(q.from + q.chunk - 1))
+      if ids.err then ids = {} end
     end
-    q.ids, q.scores, q.nums, q.i = ids, scores, nums, 1
+    q.ids, q.i = ids, 1
     q.more = #ids == q.chunk
     q.from = q.from + #ids
     q.chunk = math.min(q.chunk * 4, maxchunk)
@@ -696,7 +714,7 @@ local function queue_first(qs, maxchunk, drop)
     local id
     if not (drop and drop(q)) then id = queue_head(q, maxchunk) end
     if id then
-      local x = q.nums[q.i]
+      local x = q.scores and q.nums[q.i] -- without scores, q is the one queue
       if not best or x < bn or (x == bn and id < bid) then best, bn, bid = q, x, id end
       j = j + 1
     else

@@ -364,7 +364,7 @@ if #queued > 0 then
         written[#written + 1], names[#names + 1] = {key, q}, m
       end
     end
-    if not failed and type(redis.pcall('SADD', KEYS[3] .. ':models', unpack(names))) == 'table' then
+    if not failed and #names > 0 and type(redis.pcall('SADD', KEYS[3] .. ':models', unpack(names))) == 'table' then
       failed = true
     end
     if not failed and type(redis.pcall('ZADD', KEYS[2], unpack(indexed))) == 'table' then
