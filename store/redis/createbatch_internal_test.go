@@ -291,7 +291,7 @@ func TestCreateBatchKeepsOtherOwnersWhenOnesKeysAreSpoiled(t *testing.T) {
 				if entries, err := s.Ledger(ctx, "a"); err != nil || len(entries) != 3 {
 					t.Fatalf("a's ledger %+v, %v; want the grant and two charges", entries, err)
 				}
-				for _, k := range []string{s.k.pending(), s.k.fair(), s.k.allTasks()} {
+				for _, k := range []string{s.k.pending(), s.k.fairModel("m"), s.k.allTasks()} {
 					if n, err := s.rdb.ZCard(ctx, k).Result(); err != nil || n != 2 {
 						t.Fatalf("%s: %d entries, %v; want a's two", k, n, err)
 					}
@@ -431,12 +431,15 @@ func TestFairScoresAreWholeAndEarlierOnesClaimFirst(t *testing.T) {
 		}
 	}
 	for i, id := range []string{"t1", "t2"} {
-		score, err := rdb.ZScore(ctx, s.k.fair(), id).Result()
+		score, err := rdb.ZScore(ctx, s.k.fairModel("m"), id).Result()
 		if want := float64((i+1)*1000*1024 + i + 1); err != nil || score != want {
 			t.Fatalf("%s: score %v, %v; want %v (tag %d)", id, score, err, want, (i+1)*1000)
 		}
 	}
-	// t1 as an earlier version queued it.
+	// t1 as an earlier version queued it (in the legacy queue).
+	if err := rdb.ZRem(ctx, s.k.fairModel("m"), "t1").Err(); err != nil {
+		t.Fatal(err)
+	}
 	if err := rdb.ZAdd(ctx, s.k.fair(), goredis.Z{Score: 1000 + 1.0/1024, Member: "t1"}).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +468,7 @@ func TestVtagStartsFromVtimeOnce(t *testing.T) {
 		if _, err := s.CreateTask(ctx, &imagegen.Task{ID: id, Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}, imagegen.CreateParams{}); err != nil {
 			t.Fatal(err)
 		}
-		score, err := rdb.ZScore(ctx, s.k.fair(), id).Result()
+		score, err := rdb.ZScore(ctx, s.k.fairModel("m"), id).Result()
 		if err != nil {
 			t.Fatal(err)
 		}

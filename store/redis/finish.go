@@ -388,14 +388,14 @@ func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen
 // task has finished.
 var cancelScript = newScript(`
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'cx')
+local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'cx', 'model')
 if f[1] ~= ARGV[2] then return 0 end
 if f[2] ~= 'pending' and f[2] ~= 'processing' then
   return resent_finish(f[3], ARGV[7]) or -1 -- this very cancel, sent again, or finished before
 end
 local refunded = refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now) -- first: it may write nothing and stop
 if not refunded then return redis.error_reply("the owner's balance or ledger cannot take the refund; nothing changed") end
-dequeue(KEYS[1], ARGV[5], f[1])
+dequeue(KEYS[1], ARGV[5], f[1], f[4] or '')
 finish(KEYS[1], KEYS[5], ARGV[5], 'failed', now, tonumber(ARGV[4]), KEYS[6], nil, 'error', ARGV[3], 'error_code', ARGV[6],
   'cx', finish_mark(ARGV[7], refunded))
 return 1 + refunded

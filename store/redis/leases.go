@@ -15,8 +15,11 @@ import (
 )
 
 // claimScript leases up to ARGV[3] ready pending tasks in fair-share
-// order (the fair queue, lowest tag first), passing over at most
-// ARGV[5] that are not ready or that a cap or rate holds back. A task's
+// order (the fair queues merged, lowest tag first: see fair_queues in
+// the prelude), passing over the models that a pause, a cap or a rate
+// holds back without reading their queues, and at most ARGV[5] tasks
+// of each queue that are not ready or that the owner cap holds back
+// (in the legacy queue, tasks of a held model too). A task's
 // first claim stamps "started" and queues its processing callback, if
 // it asks for one. A model with a rate has its next start pushed a
 // minute/rate later.
@@ -51,11 +54,12 @@ import (
 // them processing with no lease and (as the leases are written before
 // the tasks leave the queues) in the fair queue, passed over by every
 // later claim: never recovered, and once ClaimScan of them lay at its
-// head, no claim found a task.
+// head, no claim found a task (now: no task of their queue).
 //
-//	KEYS[1] fair  KEYS[2] leases  KEYS[3] webhooks  KEYS[4] vtag  KEYS[5] capped  KEYS[6] vtime
+//	KEYS[1] fair (the legacy queue; the models' queues and fair:models are named from it)
+//	KEYS[2] leases  KEYS[3] webhooks  KEYS[4] vtag  KEYS[5] capped  KEYS[6] vtime
 //	ARGV[1] now   ARGV[2] lease (ms)  ARGV[3] how many  ARGV[4] owner cap (0: none)
-//	ARGV[5] how many to pass over at most
+//	ARGV[5] how many to pass over at most, in each queue
 //	ARGV[6] the call's token: "f" and the token, or "a" and the token when the call is sent again (see sendMark)
 //	ARGV[7..] per limited model: name, cap (0: none), starts a minute (0: none)
 //
@@ -164,117 +168,160 @@ local function keyof(memo, prefix, name)
   end
   return k
 end
-local out, passed, vtime = {}, 0, nil
+local out, vtime, top = {}, nil, nil -- top: the score of the last task claimed, when the queues were read with scores
 local claimed, leased, pend = {}, {}, {} -- ids, ZADD pairs of the leases (but the first's), sched key -> tasks claimed
 local hooks -- ZADD pairs of the processing callbacks, made when there is one
--- The queue is read a chunk at a time, from the first task not yet
--- looked at (each chunk starts after the tasks passed over and claimed:
--- the claimed ones leave the queues once, at the end), so that a claim
+-- model_held reports whether model may start no task now: paused, at
+-- its cap, or waiting for its rate's next start (as this claim goes).
+local function model_held(model)
+  local cap, rate = caps[model] or 0, rates[model] or 0
+  if cap > 0 and running(modelRun, keyof(mkeys, 'run:m:', model)) >= cap then return true end
+  local t = next_start(keyof(rkeys, 'model:', model))
+  return t < 0 or (rate > 0 and t > now)
+end
+-- The fair queues (see fair_queues): the legacy one if it holds tasks, and the queue of
+-- each model that may start a task now. A model held back is decided
+-- once, here, and its tasks are not read; one that reaches its cap or
+-- its rate as the claim goes drops out of the merge (drop). Each queue
+-- may pass over scan tasks held back for other reasons (not ready, the
+-- owner's cap, a task hash missing or of another kind; in the legacy
+-- queue, its model too), and drops out once it has passed over more: a
+-- claim's work is bounded by the batch and scan tasks a queue with
+-- pending tasks, whatever a held model's backlog. Each queue is read a
+-- chunk at a time, from the first task not yet looked at (the tasks
+-- passed over and claimed stay in it until the end), so that a claim
 -- whose first tasks are free reads a few entries rather than scan of
 -- them.
-local chunk, more = want + 8, true
-while more and #out < want and passed <= scan do
-  local from = passed + #claimed
-  local ids = redis.call('ZRANGE', KEYS[1], int(from), int(from + chunk - 1))
-  more = #ids == chunk
-  chunk = math.min(chunk * 4, want + scan + 1)
-  for j = 1, #ids do
-    if #out >= want or passed > scan then break end
-    local id = ids[j]
-    local task = task_prefix .. id
-    -- What the claim decides on, then the rest of what a claimed task
-    -- can hold (its request, cost, times, last error): one read.
-    local f = redis.pcall('HMGET', task, 'status', 'run_after', 'owner', 'model', 'attempt', 'started', 'callback', 'events',
-      'req', 'cost', 'created', 'rid', 'last_error', 'released', 'refunded')
-    if f.err then f = {} end -- a task key of another kind: passed over, as a missing task
-    local owner, model = f[3] or '', f[4] or ''
-    local rkey = keyof(rkeys, 'model:', model)
-    local cap, rate = caps[model] or 0, rates[model] or 0
-    local held = f[1] ~= 'pending' or (f[2] and (tonumber(f[2]) or 0) > now) -- run_after: only a retried task has one
-    if not held and ownerCap > 0 and running(ownerRun, keyof(okeys, 'run:o:', owner)) >= ownerCap then held = true end
-    if not held and cap > 0 and running(modelRun, keyof(mkeys, 'run:m:', model)) >= cap then held = true end
-    if not held then
-      local t = next_start(rkey)
-      if t < 0 or (rate > 0 and t > now) then held = true end
-    end
-    if held then
-      passed = passed + 1
+local all = fair_queues(KEYS[1], 0, model_held)
+local queues, maxchunk = {}, want + scan + 1
+for j, q in ipairs(all) do
+  q.chunk, queues[j] = math.floor(want / #all) + 8, q
+end
+local topq, topid -- without scores, the queue and id of the last task claimed
+local function drop(q)
+  return q.passed > scan or (q.model and model_held(q.model))
+end
+while #out < want do
+  local q, id
+  if #queues == 1 then -- one queue (the most usual): nothing to merge
+    q = queues[1]
+    if not drop(q) then id = queue_head(q, maxchunk) end
+    if not id then break end
+  else
+    q, id = queue_first(queues, maxchunk, drop)
+    if not q then break end
+  end
+  q.i = q.i + 1
+  local task = task_prefix .. id
+  -- What the claim decides on, then the rest of what a claimed task
+  -- can hold (its request, cost, times, last error): one read.
+  local f = redis.pcall('HMGET', task, 'status', 'run_after', 'owner', 'model', 'attempt', 'started', 'callback', 'events',
+    'req', 'cost', 'created', 'rid', 'last_error', 'released', 'refunded')
+  if f.err then f = {} end -- a task key of another kind: passed over, as a missing task
+  local owner, model = f[3] or '', f[4] or ''
+  local rkey = keyof(rkeys, 'model:', model)
+  local rate = rates[model] or 0
+  local held = f[1] ~= 'pending' or (f[2] and (tonumber(f[2]) or 0) > now) -- run_after: only a retried task has one
+  if not held and ownerCap > 0 and running(ownerRun, keyof(okeys, 'run:o:', owner)) >= ownerCap then held = true end
+  if not held and model_held(model) then held = true end -- a model queue's is not: see drop
+  if held then
+    q.passed = q.passed + 1
+  else
+    if #claimed == 0 then -- the claim's first write (see the comment above): the others' leases at the end
+      redis.call('ZADD', KEYS[2], sleased, id)
     else
-      if #claimed == 0 then -- the claim's first write (see the comment above): the others' leases at the end
-        redis.call('ZADD', KEYS[2], sleased, id)
-      else
-        leased[#leased + 1], leased[#leased + 2] = sleased, id
+      leased[#leased + 1], leased[#leased + 2] = sleased, id
+    end
+    claimed[#claimed + 1] = id
+    local taken = q.taken
+    if not taken then
+      taken = {}
+      q.taken = taken
+    end
+    taken[#taken + 1] = id
+    if q.scores then top = q.sc[q.i - 1] else topq, topid = q, id end
+    local sched = keyof(skeys, 'sched:', owner)
+    pend[sched] = (pend[sched] or 0) + 1
+    local attempt = '1'
+    if f[5] then attempt = int((numof(f[5]) or 0) + 1) end
+    local rm = mkept[model]
+    if rm == nil then
+      rm = capped['m:' .. model] or false
+      mkept[model] = rm
+    end
+    local ro = capped.o
+    local sro, srm = ro and '1' or '0', rm and '1' or '0'
+    local started = f[6]
+    if started then
+      redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'progress', '0', 'ro', sro, 'rm', srm, 'ct', ct)
+    else -- its first claim: no progress recorded yet (none is 0)
+      started = snow
+      redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'started', snow, 'ro', sro, 'rm', srm, 'ct', ct)
+      if wants_of(f[7], f[8], 'processing') then
+        hooks = hooks or {}
+        hooks[#hooks + 1], hooks[#hooks + 2] = snow, id .. ':processing' -- queued last: see the comment above
       end
-      claimed[#claimed + 1] = id
-      local sched = keyof(skeys, 'sched:', owner)
-      pend[sched] = (pend[sched] or 0) + 1
-      local attempt = '1'
-      if f[5] then attempt = int((numof(f[5]) or 0) + 1) end
-      local rm = mkept[model]
-      if rm == nil then
-        rm = capped['m:' .. model] or false
-        mkept[model] = rm
-      end
-      local ro = capped.o
-      local sro, srm = ro and '1' or '0', rm and '1' or '0'
-      local started = f[6]
-      if started then
-        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'progress', '0', 'ro', sro, 'rm', srm, 'ct', ct)
-      else -- its first claim: no progress recorded yet (none is 0)
-        started = snow
-        redis.call('HSET', task, 'status', 'processing', 'attempt', attempt, 'lease_until', sleased, 'updated', snow, 'started', snow, 'ro', sro, 'rm', srm, 'ct', ct)
-        if wants_of(f[7], f[8], 'processing') then
-          hooks = hooks or {}
-          hooks[#hooks + 1], hooks[#hooks + 2] = snow, id .. ':processing' -- queued last: see the comment above
-        end
-      end
-      if ro then
-        local okey = keyof(okeys, 'run:o:', owner)
-        redis.pcall('ZADD', okey, sleased, id)
-        ownerRun[okey] = running(ownerRun, okey) + 1
-      end
-      if rm then
-        local mkey = keyof(mkeys, 'run:m:', model)
-        redis.pcall('ZADD', mkey, sleased, id)
-        modelRun[mkey] = running(modelRun, mkey) + 1
-      end
-      if rate > 0 then
-        local t = math.max(next_start(rkey), now) + math.floor(60000 / rate)
-        modelNext[rkey] = t
-        redis.pcall('HSET', rkey, 'next', int(t))
-      end
-      -- The task as claimed, in claimedFields' order: what the claim
-      -- set and what was read above, joined by NULs into one string
-      -- (Redis turns each value of a reply into its own bulk string, at
-      -- several times the cost of the join; one concatenation is one
-      -- string made). The last value, the last error, may hold NULs
-      -- itself; a task whose other strings may hold one (its id, owner,
-      -- model or request id: numbers never do, nor the request, JSON
-      -- from encoding/json, which escapes control characters) comes as
-      -- a list instead.
-      local rid = f[12] or ''
-      if string.find(id .. owner .. model .. rid, '\0', 1, true) then
-        out[#out + 1] = {id, owner, model, attempt, sleased, snow, started, f[2] or '', f[9] or '', f[10] or '',
-          f[11] or '', rid, f[14] or '', f[15] or '', f[13] or ''}
-      else
-        out[#out + 1] = id .. '\0' .. owner .. '\0' .. model .. '\0' .. attempt .. '\0' .. sleased .. '\0' .. snow ..
-          '\0' .. started .. '\0' .. (f[2] or '') .. '\0' .. (f[9] or '') .. '\0' .. (f[10] or '') .. '\0' ..
-          (f[11] or '') .. '\0' .. rid .. '\0' .. (f[14] or '') .. '\0' .. (f[15] or '') .. '\0' .. (f[13] or '')
-      end
+    end
+    if ro then
+      local okey = keyof(okeys, 'run:o:', owner)
+      redis.pcall('ZADD', okey, sleased, id)
+      ownerRun[okey] = running(ownerRun, okey) + 1
+    end
+    if rm then
+      local mkey = keyof(mkeys, 'run:m:', model)
+      redis.pcall('ZADD', mkey, sleased, id)
+      modelRun[mkey] = running(modelRun, mkey) + 1
+    end
+    if rate > 0 then
+      local t = math.max(next_start(rkey), now) + math.floor(60000 / rate)
+      modelNext[rkey] = t
+      redis.pcall('HSET', rkey, 'next', int(t))
+    end
+    -- The task as claimed, in claimedFields' order: what the claim
+    -- set and what was read above, joined by NULs into one string
+    -- (Redis turns each value of a reply into its own bulk string, at
+    -- several times the cost of the join; one concatenation is one
+    -- string made). The last value, the last error, may hold NULs
+    -- itself; a task whose other strings may hold one (its id, owner,
+    -- model or request id: numbers never do, nor the request, JSON
+    -- from encoding/json, which escapes control characters) comes as
+    -- a list instead.
+    local rid = f[12] or ''
+    if string.find(id .. owner .. model .. rid, '\0', 1, true) then
+      out[#out + 1] = {id, owner, model, attempt, sleased, snow, started, f[2] or '', f[9] or '', f[10] or '',
+        f[11] or '', rid, f[14] or '', f[15] or '', f[13] or ''}
+    else
+      out[#out + 1] = id .. '\0' .. owner .. '\0' .. model .. '\0' .. attempt .. '\0' .. sleased .. '\0' .. snow ..
+        '\0' .. started .. '\0' .. (f[2] or '') .. '\0' .. (f[9] or '') .. '\0' .. (f[10] or '') .. '\0' ..
+        (f[11] or '') .. '\0' .. rid .. '\0' .. (f[14] or '') .. '\0' .. (f[15] or '') .. '\0' .. (f[13] or '')
     end
   end
 end
 if #claimed > 0 then -- out of the queues (dequeue, for the batch)
-  -- The queue is in tag order: the last task claimed has the largest
-  -- tag of the claim (read once, rather than every score read).
-  vtime = numof(claim_vtime(redis.call('ZSCORE', KEYS[1], claimed[#claimed]))) -- an infinite score (written by nothing of this version) moves nothing
+  -- The merge goes in order: the last task claimed has the largest
+  -- tag of the claim (its score read once, when the queue was read
+  -- without scores).
+  top = top or redis.call('ZSCORE', topq.key, topid)
+  vtime = numof(claim_vtime(top)) -- an infinite score (written by nothing of this version) moves nothing
   if #leased > 0 then redis.call('ZADD', KEYS[2], unpack(leased)) end -- first: a task processing is never left without its lease
-  redis.call('ZREM', KEYS[1], unpack(claimed))
+  for _, q in ipairs(all) do
+    if q.taken then redis.call('ZREM', q.key, unpack(q.taken)) end
+  end
   redis.call('ZREM', skey(KEYS[1], 'pending'), unpack(claimed))
   for sched, n in pairs(pend) do -- pcalls: see next_tag
     redis.pcall('HINCRBY', sched, 'pend', n == 1 and '-1' or int(-n)) -- most often one task an owner: no format
   end
 end
+-- A model whose queue the claim found empty, or emptied (read to its
+-- end, every task claimed), leaves the record of the models with one.
+local gone
+for _, q in ipairs(all) do
+  if q.model and not q.more and q.i > #q.ids and q.passed == 0 then
+    gone = gone or {}
+    gone[#gone + 1] = q.model
+  end
+end
+if gone then redis.pcall('SREM', KEYS[1] .. ':models', unpack(gone)) end
 if vtime then
   local cur = numof(read_string(KEYS[4])) -- not a (finite) number, or not a string: written over
   if not cur then -- this version's first claim: vtag starts from vtime (see claim_vtime)

@@ -129,9 +129,11 @@
 // fails the task) writes nothing: the failure or cancel answers an
 // error, and recovery leaves the task processing and tries it again a
 // minute later, after the other leases. A store-wide queue (pending,
-// fair, all) of another kind fails every submit, charging and keeping
-// nothing, until it is mended; vtag and vtime of another kind read as
-// none, and the next claim writes them over.
+// fair:models, all, or a model's fair queue: then the batches with a
+// task of that model) of another kind fails every submit, charging and
+// keeping nothing, until it is mended (claims read such a fair queue as
+// empty); vtag and vtime of another kind read as none, and the next
+// claim writes them over.
 //
 // Layout (P is the hash-tagged prefix, "{imagegen}" by default; on a
 // sharded store, the owner's or the id's shard tag for every key but
@@ -139,9 +141,14 @@
 //
 //	P:task:<id>        hash: the task
 //	P:pending          zset: pending task ids by run-after time (ms) (queue stats)
-//	P:fair             zset: pending task ids by fair-share tag: the claim order; the score is
+//	P:fair:m:<model>   zset: the model's pending task ids by fair-share tag; the claim merges the
+//	                   models' queues (and fair) in score order, the claim order; the score is
 //	                   tag * 1024 + the queueing count mod 1024, which breaks ties in queueing order
 //	                   (before 2026-11-27 it was tag + count/1024: see tag_score)
+//	P:fair:models      set: the models that have a queue (fair:m:<model>), noted by the submits and
+//	                   requeues, dropped by the claim or cancel that empties the queue (see fair_queues)
+//	P:fair             zset: the legacy queue: every pending task id, as versions before 2026-11-28
+//	                   kept them (one queue); read, drained and never written by this version
 //	P:vtag             string: the largest tag claimed so far (a new owner's line starts there)
 //	P:vtime            string: the same, for processes of versions before vtag (see claim_vtime)
 //	P:tseq             string: counts queueings, for the tie-breaking count
@@ -453,14 +460,16 @@ func (s *Store) expired(expiresMS int64) bool {
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 
-func (k keys) fair() string              { return k.tag + ":fair" }
-func (k keys) vtime() string             { return k.tag + ":vtime" }
-func (k keys) vtag() string              { return k.tag + ":vtag" }
-func (k keys) capped() string            { return k.tag + ":capped" }
-func (k keys) tseq() string              { return k.tag + ":tseq" }
-func (k keys) sched(owner string) string { return k.tag + ":sched:" + owner }
-func (k keys) model(model string) string { return k.tag + ":model:" + model }
-func (k keys) paused() string            { return k.tag + ":paused" } // model → its pause's end (ms)
+func (k keys) fair() string                  { return k.tag + ":fair" } // the legacy fair queue (see fair_queues)
+func (k keys) fairModel(model string) string { return k.tag + ":fair:m:" + model }
+func (k keys) fairModels() string            { return k.tag + ":fair:models" }
+func (k keys) vtime() string                 { return k.tag + ":vtime" }
+func (k keys) vtag() string                  { return k.tag + ":vtag" }
+func (k keys) capped() string                { return k.tag + ":capped" }
+func (k keys) tseq() string                  { return k.tag + ":tseq" }
+func (k keys) sched(owner string) string     { return k.tag + ":sched:" + owner }
+func (k keys) model(model string) string     { return k.tag + ":model:" + model }
+func (k keys) paused() string                { return k.tag + ":paused" } // model → its pause's end (ms)
 
 // prelude holds the clock and the steps that several scripts share;
 // newScript prepends to each script the definitions it uses.
@@ -587,19 +596,132 @@ local function next_tag(task, owner)
   return tag, redis.call('INCR', skey(task, 'tseq')) % 1024
 end
 
--- enqueue puts a pending task in the queues, ready at run_after.
+-- enqueue puts a pending task in the queues, ready at run_after: in
+-- its model's fair queue (fair:m:<model>), its model in the record of
+-- the models with a queue (fair:models), and in pending. A task that was
+-- in the legacy queue (fair) goes back into its model's.
 local function enqueue(task, id, run_after)
-  local owner = redis.call('HGET', task, 'owner') or ''
-  redis.call('ZADD', skey(task, 'fair'), tag_score(next_tag(task, owner)), id)
+  local f = redis.call('HMGET', task, 'owner', 'model')
+  local model = f[2] or ''
+  redis.call('ZADD', skey(task, 'fair:m:' .. model), tag_score(next_tag(task, f[1] or '')), id)
+  redis.call('SADD', skey(task, 'fair:models'), model)
   redis.call('ZADD', skey(task, 'pending'), int(run_after), id)
 end
 
--- dequeue takes a pending task of owner out of the queues.
-local function dequeue(task, id, owner)
-  if redis.call('ZREM', skey(task, 'fair'), id) == 1 then
+-- dequeue takes a pending task of owner and model out of the queues:
+-- its model's fair queue (the model leaves fair:models when that empties
+-- it) or the legacy one (a task queued by an earlier version), and
+-- pending. pcalls: a queue of another kind holds no task.
+local function dequeue(task, id, owner, model)
+  local q = skey(task, 'fair:m:' .. model)
+  local out = redis.pcall('ZREM', q, id) == 1
+  if out then
+    if redis.pcall('ZCARD', q) == 0 then redis.pcall('SREM', skey(task, 'fair:models'), model) end
+  else
+    out = redis.pcall('ZREM', skey(task, 'fair'), id) == 1
+  end
+  if out then
     redis.pcall('HINCRBY', skey(task, 'sched:' .. owner), 'pend', '-1')
   end
   redis.call('ZREM', skey(task, 'pending'), id)
+end
+
+-- The fair queues of a shard: one per model of the pending tasks
+-- (fair:m:<model>, scored as fair was: see tag_score), the models that
+-- have one listed in fair:models, and the legacy queue, fair, where
+-- versions before the model queues (2026-11-28) kept every pending
+-- task. Together they hold the same tasks in the same order as the one
+-- queue did: the claim merges their heads by score (then id, as a zset
+-- orders equal scores), so that a model held back (paused, at its cap,
+-- waiting for its rate) is passed over without reading its tasks.
+--
+-- Upgrading needs no step by hand: the legacy queue is merged as one
+-- more queue, whose tasks are checked one by one (as the one queue's
+-- were), until the claims, cancels and requeues of this version have
+-- emptied it (nothing of this version writes into it; a task claimed
+-- from it that is given back goes into its model's queue). Positions
+-- and SchedulerStats count it too. While earlier versions still run,
+-- their submits write into fair (claimed here too), but their claims do
+-- not see the model queues: upgrade the workers first.
+
+-- fair_queues makes the reading state of the shard's fair queues
+-- (legacy is fair's key): the legacy queue when it holds tasks, then
+-- one per model in fair:models for which skip(model) is not true (skip
+-- may be nil), each to be read chunk entries at a time at first
+-- (queue_head). Their scores are read only when there are several to
+-- merge (q.scores): Redis writes each score of a reply with printf.
+local function fair_queues(legacy, chunk, skip)
+  local qs, keys, models = {}, {}, {}
+  local n = redis.pcall('ZCARD', legacy)
+  if type(n) == 'number' and n > 0 then keys[1], models[1] = legacy, false end -- of another kind: none
+  local names = redis.pcall('SMEMBERS', legacy .. ':models')
+  if names.err then names = {} end -- of another kind: none (the submits fail until it is mended)
+  for _, m in ipairs(names) do
+    if not (skip and skip(m)) then
+      local k = #keys + 1
+      keys[k], models[k] = legacy .. ':m:' .. m, m
+    end
+  end
+  local scores = #keys > 1
+  for j = 1, #keys do -- each made whole at once: a table grown field by field is rehashed as it grows
+    qs[j] = {key = keys[j], model = models[j], from = 0, chunk = chunk, more = true, i = 1, ids = {}, passed = 0,
+      scores = scores, taken = false, sc = false, nums = false}
+  end
+  return qs
+end
+
+-- queue_head is the id of q's first task not yet looked at (q.i; when
+-- q.scores, its score is q.sc[q.i], as a number q.nums[q.i]), reading
+-- q's next chunk (growing fourfold, up to maxchunk) when the ones read
+-- are used up, or nil when q has no more (a key of another kind has
+-- none).
+local function queue_head(q, maxchunk)
+  if q.i > #q.ids then
+    if not q.more then return nil end
+    local ids
+    if q.scores then
+      local r = redis.pcall('ZRANGE', q.key, int(q.from), int(q.from + q.chunk - 1), 'WITHSCORES')
+      if r.err then r = {} end
+      local sc, nums = {}, {}
+      ids = {}
+      for j = 1, #r, 2 do
+        local k = #ids + 1
+        ids[k], sc[k], nums[k] = r[j], r[j + 1], tonumber(r[j + 1])
+      end
+      q.sc, q.nums = sc, nums
+    else
+      ids = redis.pcall('ZRANGE', q.key, int(q.from), int(q.from + q.chunk - 1))
+      if ids.err then ids = {} end
+    end
+    q.ids, q.i = ids, 1
+    q.more = #ids == q.chunk
+    q.from = q.from + #ids
+    q.chunk = math.min(q.chunk * 4, maxchunk)
+    if #ids == 0 then return nil end
+  end
+  return q.ids[q.i]
+end
+
+-- queue_first is the queue of qs whose head comes first (lowest score,
+-- then id), and its head's id, or nil when every queue is used up. A
+-- queue for which drop(q) is true (drop may be nil), and one used up,
+-- leave qs.
+local function queue_first(qs, maxchunk, drop)
+  local best, bn, bid
+  local j = 1
+  while j <= #qs do
+    local q = qs[j]
+    local id
+    if not (drop and drop(q)) then id = queue_head(q, maxchunk) end
+    if id then
+      local x = q.scores and q.nums[q.i] -- without scores, q is the one queue
+      if not best or x < bn or (x == bn and id < bid) then best, bn, bid = q, x, id end
+      j = j + 1
+    else
+      table.remove(qs, j)
+    end
+  end
+  return best, bid
 end
 
 -- A processing task counts in its owner's and its model's running sets

@@ -28,7 +28,8 @@ func stranded(t *testing.T, s *Store, id string) {
 		t.Fatalf("%s: %v", id, err)
 	}
 	_, errLease := s.rdb.ZScore(ctx, s.k.leases(), id).Result()
-	_, errFair := s.rdb.ZScore(ctx, s.k.fair(), id).Result()
+	model, _ := s.rdb.HGet(ctx, s.k.task(id), "model").Result()
+	_, errFair := s.rdb.ZScore(ctx, s.k.fairModel(model), id).Result()
 	switch {
 	case status == "processing" && errLease != nil:
 		t.Errorf("%s is processing with no lease (%v): never recovered", id, errLease)

@@ -80,13 +80,13 @@ func TestSpoiledSchedulingStateStrandsNoTask(t *testing.T) {
 				if err := s.ReleaseTask(ctx, "t1", c.Attempt); err != nil {
 					t.Fatalf("release: %v", err)
 				}
-				if _, err := s.rdb.ZScore(ctx, s.k.fair(), "t1").Result(); err != nil {
+				if _, err := s.rdb.ZScore(ctx, s.k.fairModel("m"), "t1").Result(); err != nil {
 					t.Fatalf("t1 released: %v; want it queued again", err)
 				}
 				if refund, err := s.CancelTask(ctx, "a", "t2"); err != nil || refund != 3 {
 					t.Fatalf("cancel t2: %d, %v; want 3 back", refund, err)
 				}
-				if n, err := s.rdb.ZCard(ctx, s.k.fair()).Result(); err != nil || n != 1 {
+				if n, err := s.rdb.ZCard(ctx, s.k.fairModel("m")).Result(); err != nil || n != 1 {
 					t.Fatalf("fair queue: %d, %v; want t1 alone", n, err)
 				}
 				if c, err := s.ClaimTask(ctx, time.Minute); err != nil || c.ID != "t1" || c.Attempt != 2 {

@@ -60,11 +60,12 @@ func (s *Store) PauseModel(ctx context.Context, model string, d time.Duration) e
 	return nil
 }
 
-// statsScript reads the first ARGV[3] tasks of the fair queue and says
+// statsScript reads the first ARGV[3] tasks in claim order (the fair
+// queues merged, as a claim merges them) and says
 // which ready ones the limits hold back, how many each owner has among
 // them (with its running count), and which models are paused.
 //
-//	KEYS[1] fair
+//	KEYS[1] fair (the legacy queue; the models' queues and fair:models are named from it)
 //	ARGV[1] now  ARGV[2] owner cap  ARGV[3] how many to read
 //	ARGV[4..] per limited model: name, cap, starts a minute
 //
@@ -100,7 +101,13 @@ local function count(kind, name)
   running[key] = byLease[key] or 0
   return running[key]
 end
-for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1)) do
+-- The first ARGV[3] tasks in claim order: the fair queues merged (see
+-- fair_queues).
+local queues, left = fair_queues(KEYS[1], 128), tonumber(ARGV[3])
+while left > 0 do
+  local q, id = queue_first(queues, 1024)
+  if not q then break end
+  q.i, left = q.i + 1, left - 1
   local f = redis.call('HMGET', skey(KEYS[1], 'task:' .. id), 'run_after', 'owner', 'model')
   local owner, model = f[2] or '', f[3] or ''
   if not owners[owner] then owners[owner] = 0; order[#order + 1] = owner end
@@ -151,7 +158,9 @@ return {held[1], held[2], held[3], loads, paused}
 `)
 
 // SchedulerStats reports what l holds back among the first
-// SchedulerScan tasks of the fair queue, the owners with the most
+// SchedulerScan tasks in claim order (of the shard's fair queues
+// merged: a held model's tasks are counted as far as they lie among
+// them, as when there was one queue), the owners with the most
 // pending tasks among them, and the paused models (those of the tasks
 // read and those l names).
 func (s *Store) SchedulerStats(ctx context.Context, l imagegen.Limits) (imagegen.SchedulerStats, error) {

@@ -21,7 +21,8 @@ import (
 func TestCreateBatchTakenBackWhenAStoreQueueIsSpoiled(t *testing.T) {
 	for name, key := range map[string]func(s *Store) string{
 		"pending":          func(s *Store) string { return s.k.pending() },
-		"fair":             func(s *Store) string { return s.k.fair() },
+		"model's fair":     func(s *Store) string { return s.k.fairModel("m") },
+		"fair models":      func(s *Store) string { return s.k.fairModels() },
 		"operators' index": func(s *Store) string { return s.k.allTasks() },
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -46,7 +47,7 @@ func TestCreateBatchTakenBackWhenAStoreQueueIsSpoiled(t *testing.T) {
 				}
 				before := map[string]state{"a": read("a"), "b": read("b")}
 				queues := map[string]int64{}
-				for _, k := range []string{s.k.pending(), s.k.fair(), s.k.allTasks()} {
+				for _, k := range []string{s.k.pending(), s.k.fairModel("m"), s.k.allTasks()} {
 					queues[k], _ = s.rdb.ZCard(ctx, k).Result()
 				}
 				spoiled := key(s)

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/groupcommit"
 	"github.com/imagegen/imagegen/store/storekit"
@@ -27,7 +25,9 @@ import (
 // refused tasks did not spend), its scheduling state is read once and
 // written back once, ledger entries and task index entries are appended
 // in one call each per owner, and one ZADD per queue queues the batch
-// (and one more indexes it for operators). Each owner's keys are named
+// (one per model's queue, and one SADD notes the models that have one:
+// see fair_queues in the prelude; one more indexes it for operators).
+// Each owner's keys are named
 // once, however many of the batch's tasks are the owner's, and so is
 // each spec: what tasks share but their request (model, cost, max
 // pending, callback), usually one for the whole batch.
@@ -41,7 +41,9 @@ import (
 // TTL is pushed out to ARGV[3] only once less than ARGV[2] is left, as
 // its sched hash's ixp says, so that most batches skip the PEXPIRE.
 //
-//	KEYS[1] pending  KEYS[2] the index of all tasks  KEYS[3] fair  KEYS[4] vtag  KEYS[5] tseq
+//	KEYS[1] pending  KEYS[2] the index of all tasks
+//	KEYS[3] fair (the legacy queue, not written: the models' queues, fair:m:<model>, and fair:models are named from it)
+//	KEYS[4] vtag  KEYS[5] tseq
 //	KEYS[4o+2 .. 4o+5]  owner o (1-based): balance, ledger, task index, sched
 //	then per task its task key
 //	ARGV[1] now  ARGV[2] how long an owner's task index outlives its last task at least (ms)
@@ -81,7 +83,10 @@ import (
 var createScript = newScript(`
 local now = now_ms()
 local snow, stamp = int(now), string.format('%013d', now) .. ':' -- index members: stamp .. id
-local out, codes, queued, fair, indexed = {now, ''}, {}, {}, {}, {}
+local out, codes, queued, indexed = {now, ''}, {}, {}, {}
+-- fair: by model, the ZADD arguments of its queue (fair:m:<model>, named
+-- from KEYS[3]); qmodels: the models, in order of their first task.
+local fair, qmodels = {}, {}
 -- Numbers are read from strings by arithmetic (s + 0), not tonumber,
 -- which in Lua 5.1 converts a string twice.
 local owners, keep = ARGV[4] + 0, ARGV[2] + 0
@@ -235,7 +240,16 @@ for i = 1, n do
     acct.last = base + acct.stride
     acct.pend = acct.pend + 1
     queued[#queued + 1], queued[#queued + 2] = snow, id
-    fair[#fair + 1], fair[#fair + 2] = tag_score(acct.last, (seq - n + i) % 1024), id
+    local q = sp.q -- its model's queue's arguments, found once a spec
+    if not q then
+      q = fair[sp.model]
+      if not q then
+        q = {}
+        fair[sp.model], qmodels[#qmodels + 1] = q, sp.model
+      end
+      sp.q = q
+    end
+    q[#q + 1], q[#q + 2] = tag_score(acct.last, (seq - n + i) % 1024), id
     local member = stamp .. id
     acct.members[#acct.members + 1], acct.members[#acct.members + 2] = '0', member
     indexed[#indexed + 1], indexed[#indexed + 2] = '0', member
@@ -299,7 +313,8 @@ if undone then -- the queue entries of undone tasks (id from character from of t
     end
     return kept
   end
-  queued, fair, indexed = drop(queued, 1), drop(fair, 1), drop(indexed, #stamp + 1)
+  queued, indexed = drop(queued, 1), drop(indexed, #stamp + 1)
+  for _, m in ipairs(qmodels) do fair[m] = drop(fair[m], 1) end
 end
 -- members lists the members of a ZADD's arguments (score, member, ...).
 local function members(list)
@@ -330,15 +345,33 @@ end
 -- later one will until the key is mended, and none is charged or kept.
 -- pcalls cost nothing more than calls when they succeed.
 if #queued > 0 then
-  local written -- when one fails: those written before it
+  local written, failed = {}, false -- those written (before the one that failed)
   if type(redis.pcall('ZADD', KEYS[1], unpack(queued))) == 'table' then
-    written = {}
-  elseif type(redis.pcall('ZADD', KEYS[3], unpack(fair))) == 'table' then
-    written = {{KEYS[1], queued}}
-  elseif type(redis.pcall('ZADD', KEYS[2], unpack(indexed))) == 'table' then
-    written = {{KEYS[1], queued}, {KEYS[3], fair}}
+    failed = true
+  else
+    written[1] = {KEYS[1], queued}
+    -- One ZADD a model's queue, and the models in fair:models in one
+    -- SADD (see fair_queues).
+    local names = {}
+    for _, m in ipairs(qmodels) do
+      local q = fair[m]
+      if #q > 0 then
+        local key = KEYS[3] .. ':m:' .. m
+        if type(redis.pcall('ZADD', key, unpack(q))) == 'table' then
+          failed = true
+          break
+        end
+        written[#written + 1], names[#names + 1] = {key, q}, m
+      end
+    end
+    if not failed and #names > 0 and type(redis.pcall('SADD', KEYS[3] .. ':models', unpack(names))) == 'table' then
+      failed = true
+    end
+    if not failed and type(redis.pcall('ZADD', KEYS[2], unpack(indexed))) == 'table' then
+      failed = true
+    end
   end
-  if written then
+  if failed then
     take_back_all(written)
     out[2] = string.rep('w', n)
     return out
@@ -484,8 +517,8 @@ type createSpec struct {
 // balance the debit would take out of range.
 var errOwnerKeys = errors.New("the owner's balance, ledger, task index or scheduling state in Redis could not be read or written (a value of the wrong kind, or a balance out of range); nothing was charged or kept")
 
-// errStoreKeys: one of the store's queues (pending, fair, the
-// operators' index) holds a value of the wrong kind, which only
+// errStoreKeys: one of the store's queues (pending, a model's fair
+// queue or fair:models, the operators' index) holds a value of the wrong kind, which only
 // something other than the store writes: every submit fails until it is
 // mended.
 var errStoreKeys = errors.New("the store's queues in Redis could not be written (a value of the wrong kind); nothing was charged or kept")
@@ -638,31 +671,82 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 	return decodeTask(f)
 }
 
-// QueuePositions asks the fair queue for each task's rank (ZRANK, in
-// claim order: its tag), in one pipelined round trip.
+// positionsScript answers each task's place in claim order: the tasks
+// before it in its own fair queue (ZRANK) and, in each other queue of
+// the shard (the legacy one and the models' in fair:models: see
+// fair_queues), those of a lower score (ZCOUNT), so at most one command
+// a queue, however long the queues. A task that is not pending in a
+// queue answers -1. (Tasks of one score in two queues, which only a tie
+// of tag and queueing count mod 1024 makes, share a place.)
+//
+//	KEYS[1] fair (the legacy queue; the models' queues and fair:models are named from it)
+//	ARGV[i] the ids
+//
+// Returns the places, in the ids' order.
+var positionsScript = newScript(`
+local names = redis.pcall('SMEMBERS', KEYS[1] .. ':models')
+if names.err then names = {} end
+local queues = {KEYS[1]}
+for _, m in ipairs(names) do queues[#queues + 1] = KEYS[1] .. ':m:' .. m end
+local out, task_prefix = {}, skey(KEYS[1], 'task:')
+for i, id in ipairs(ARGV) do
+  local model = redis.pcall('HGET', task_prefix .. id, 'model')
+  local own, score
+  if type(model) == 'string' then
+    own = KEYS[1] .. ':m:' .. model
+    score = redis.pcall('ZSCORE', own, id)
+  end
+  if type(score) ~= 'string' then
+    own = KEYS[1]
+    score = redis.pcall('ZSCORE', own, id)
+  end
+  if type(score) ~= 'string' then
+    out[i] = -1
+  else
+    local n = redis.call('ZRANK', own, id)
+    for _, q in ipairs(queues) do
+      if q ~= own then
+        local c = redis.pcall('ZCOUNT', q, '-inf', '(' .. score)
+        if type(c) == 'number' then n = n + c end
+      end
+    end
+    out[i] = n
+  end
+end
+return out
+`)
+
+// QueuePositions answers each task's place in claim order
+// (positionsScript), one script run a shard the ids are in.
 func (s *Store) QueuePositions(ctx context.Context, ids []string) ([]int, error) {
 	out := make([]int, len(ids))
-	if len(ids) == 0 {
-		return out, nil
-	}
-	cmds := make([]*goredis.IntCmd, len(ids))
-	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for i, id := range ids {
-			cmds[i] = p.ZRank(ctx, s.byID(id).fair(), id)
+	byShard := map[string][]int{} // shard tag → the places in ids of its ids
+	var tags []string
+	for i, id := range ids {
+		tag := s.byID(id).tag
+		if _, ok := byShard[tag]; !ok {
+			tags = append(tags, tag)
 		}
-		return nil
-	})
-	if err != nil && !isNil(err) {
-		return nil, wrapErr("queue positions", err)
+		byShard[tag] = append(byShard[tag], i)
 	}
-	for i, c := range cmds {
-		n, err := c.Result()
-		switch {
-		case isNil(err):
-			out[i] = -1
-		case err != nil:
+	for _, tag := range tags {
+		places := byShard[tag]
+		args := make([]any, len(places))
+		for j, i := range places {
+			args[j] = ids[i]
+		}
+		reply, err := positionsScript.Run(ctx, s.rdb, []string{keys{tag: tag}.fair()}, args...).Slice()
+		if err != nil {
 			return nil, wrapErr("queue positions", err)
-		default:
+		}
+		if len(reply) != len(places) {
+			return nil, fmt.Errorf("redis store: queue positions: unexpected reply of %d values for %d tasks", len(reply), len(places))
+		}
+		for j, i := range places {
+			n, err := replyInt(reply[j])
+			if err != nil {
+				return nil, fmt.Errorf("redis store: queue positions: unexpected reply %v", reply[j])
+			}
 			out[i] = int(n)
 		}
 	}
