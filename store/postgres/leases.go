@@ -67,7 +67,7 @@ const claimSQL = `SELECT ` + taskColumns + ` FROM {schema}.claim_tasks({now}, $2
 // own, run only when wanted (TestClaimUpdatesTheRowsItLocked).
 //
 //	$1 now  $2 lease (µs)  $3 how many
-const claimFreeSQL = `SELECT ` + taskColumns + ` FROM {schema}.claim_free({now}, $2 * interval '1 microsecond', $3)`
+const claimFreeSQL = `SELECT ` + taskColumns + ` FROM {schema}.claim_free({now}, $2 * interval '1 microsecond', $3, $4)`
 
 // ClaimTask leases the next ready pending task in fair-share order.
 func (s *Store) ClaimTask(ctx context.Context, lease time.Duration) (*imagegen.Task, error) {
@@ -81,7 +81,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p imagegen.ClaimParams) ([]*imag
 	var rows pgx.Rows
 	var err error
 	if p.Limits.Zero() {
-		rows, err = s.pool.Query(ctx, s.sql(claimFreeSQL), s.nowArg(), micros(p.Lease), n)
+		rows, err = s.pool.Query(ctx, s.sql(claimFreeSQL), s.nowArg(), micros(p.Lease), n, imagegen.ClaimScan)
 	} else {
 		models, caps, rates := modelLimits(p.Limits)
 		rows, err = s.pool.Query(ctx, s.sql(claimSQL), s.nowArg(), micros(p.Lease), n, imagegen.ClaimScan,
