@@ -42,9 +42,12 @@ func (s *Store) PauseModel(ctx context.Context, model string, d time.Duration) e
 	return s.wrapErr("pause model", err)
 }
 
-// schedulerHead is the first $2 pending tasks in claim order.
-const schedulerHead = `WITH head AS MATERIALIZED (SELECT owner, model, run_after FROM {schema}.tasks
-	WHERE status = 'pending' ORDER BY tag, seq LIMIT $2)`
+// schedulerHead is the first $2 pending tasks in claim order: the
+// first $2 of each model's queue, merged.
+const schedulerHead = `WITH RECURSIVE ` + pendingModels + `, head AS MATERIALIZED (SELECT h.owner, h.model, h.run_after
+	FROM queues q CROSS JOIN LATERAL (SELECT p.owner, p.model, p.run_after, p.tag, p.seq FROM {schema}.tasks p
+		WHERE p.status = 'pending' AND p.model = q.model ORDER BY p.tag, p.seq LIMIT $2) h
+	WHERE q.model IS NOT NULL ORDER BY h.tag, h.seq LIMIT $2)`
 
 // SchedulerStats reports what l holds back among the first
 // SchedulerScan pending tasks in claim order, the owners with the most

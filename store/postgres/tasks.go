@@ -216,16 +216,31 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 	return t, nil
 }
 
+// pendingModels is a recursive CTE, queues(model), of the models with
+// pending tasks (and a last row of NULL): a loose scan of
+// tasks_model_fair, one probe per model (migration 20). The pending
+// tasks are one queue per model there, in claim order; the claim order
+// of them all is the merge of those queues.
+const pendingModels = `queues(model) AS (
+	(SELECT p.model FROM {schema}.tasks p WHERE p.status = 'pending' ORDER BY p.model LIMIT 1)
+	UNION ALL
+	SELECT (SELECT p.model FROM {schema}.tasks p WHERE p.status = 'pending' AND p.model > q.model
+		ORDER BY p.model LIMIT 1)
+	FROM queues q WHERE q.model IS NOT NULL)`
+
 // QueuePositions returns how many pending tasks are ahead of each id in
 // claim order (fair-share tag, then submission), or -1 for a task that
-// is not pending.
+// is not pending: the sum over the models' queues of the tasks ahead of
+// it in each.
 func (s *Store) QueuePositions(ctx context.Context, ids []string) ([]int, error) {
 	out := make([]int, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, s.sql(`SELECT i.ord, CASE WHEN t.id IS NULL THEN -1 ELSE (SELECT count(*) FROM {schema}.tasks p
-			WHERE p.status = 'pending' AND (p.tag, p.seq) < (t.tag, t.seq)) END
+	rows, err := s.pool.Query(ctx, s.sql(`WITH RECURSIVE `+pendingModels+`
+		SELECT i.ord, CASE WHEN t.id IS NULL THEN -1 ELSE (SELECT coalesce(sum((SELECT count(*) FROM {schema}.tasks p
+				WHERE p.status = 'pending' AND p.model = q.model AND (p.tag, p.seq) < (t.tag, t.seq))), 0)::bigint
+			FROM queues q WHERE q.model IS NOT NULL) END
 		FROM unnest($1::text[]) WITH ORDINALITY AS i(id, ord)
 		LEFT JOIN {schema}.tasks t ON t.id = i.id AND t.status = 'pending'`), ids)
 	if err != nil {
