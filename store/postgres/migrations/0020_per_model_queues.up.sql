@@ -36,6 +36,17 @@
 -- concurrent claims lock, not by any backlog. A claim's work is so
 -- bounded by its batch plus p_scan per model with pending tasks.
 --
+-- Two things a claim now locks that it did not: claim_free locks the
+-- tasks not ready that it passes over (version 17 left them out in its
+-- scan, unlocked and uncounted; claim_tasks always locked them), and a
+-- claim that compared several models' heads may end holding the head of
+-- a model it took nothing more from, one row per such model. Both stay
+-- pending and are unlocked when the claim commits; a concurrent claim
+-- passes over them meanwhile.
+--
+-- The index is built inside the migration's transaction: submits and
+-- claims wait for the build (one scan of the tasks table).
+--
 -- vtime, QueuePositions and SchedulerStats read the global order as a
 -- merge of the models' queues too (vtime: the models' heads, and a walk
 -- only of a model whose head is not ready).
