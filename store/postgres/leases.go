@@ -68,12 +68,14 @@ const claimSQL = `SELECT ` + taskColumns + ` FROM {schema}.claim_tasks({now}, $2
 // the models' queues in fair order as claim_tasks does, dropping paused
 // models unread and passing over at most $4 tasks not yet ready per
 // model, without claim_tasks' row-by-row checks, and claims what it took
-// in one UPDATE. (Until migration 20 it walked one queue of every
-// model's tasks, filtering out paused models' tasks and tasks not ready
-// without bound: its work grew with a paused model's backlog.) Like claim_tasks, it notes the
-// tasks that leave pending for the pending cap itself, one row of
-// pending_moves per owner (migration 12), with imagegen.moves_noted set
-// so that the status trigger passes over them.
+// in one UPDATE; with one model (not paused) it walks that model's queue
+// alone. (Until migration 20 it walked one queue of every model's tasks,
+// filtering out paused models' tasks and tasks not ready without bound:
+// its work grew with a paused model's backlog.) It now locks the tasks
+// not ready that it passes over, as claim_tasks always did. Like
+// claim_tasks, it notes the tasks that leave pending for the pending cap
+// itself, one row of pending_moves per owner (migration 12), with
+// imagegen.moves_noted set so that the status trigger passes over them.
 //
 // Version 13 did this in one statement, SELECT ... ORDER BY tag, seq
 // LIMIT $3 FOR UPDATE SKIP LOCKED, whose plan depended on the
