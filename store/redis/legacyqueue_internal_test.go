@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -149,6 +150,69 @@ func TestLegacyFairQueueHeldModel(t *testing.T) {
 		l.ModelConcurrency["slow"] = 3
 		if got := claim(8); !slices.Equal(got, []string{"s2", "s3"}) {
 			t.Fatalf("claimed %v; want s2, s3 once slow's cap allows", got)
+		}
+	})
+}
+
+// oldVersionCancel does to pending task id what a cancel of the version
+// before the model queues does (its dequeue: ZREM from fair, the owner's
+// pend count down only if that removed it, ZREM from pending; then the
+// task is failed), for a rolling upgrade where processes of both
+// versions share the store.
+func oldVersionCancel(t *testing.T, s *Store, owner, id string) {
+	t.Helper()
+	ctx := context.Background()
+	if n, err := s.rdb.ZRem(ctx, s.k.fair(), id).Result(); err != nil {
+		t.Fatal(err)
+	} else if n == 1 {
+		s.rdb.HIncrBy(ctx, s.k.sched(owner), "pend", -1)
+	}
+	if err := s.rdb.ZRem(ctx, s.k.pending(), id).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.rdb.HSet(ctx, s.k.task(id), "status", "failed").Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// During a rolling upgrade an API process of the version before the
+// model queues cancels tasks that this version queued (submitted by its
+// API processes, or given back by its workers, which are upgraded
+// first) in their model's queue. Its dequeue only knows fair: the entry
+// stays in the model's queue, a task that is not pending, and the
+// owner's pending count is never taken down. The claims of this version
+// pass over such entries one by one and never remove them, so once
+// ClaimScan of them lie at the head of a model's queue no task of that
+// model is ever claimed again (before the model queues both versions
+// used fair, and the earlier version's cancel removed the entry).
+func TestReviewOldVersionCancelsStrandNoModelQueue(t *testing.T) {
+	fundedStores(t, 1000, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		var ids []string
+		for i := 0; i < imagegen.ClaimScan+2; i++ {
+			id := fmt.Sprintf("t%03d", i)
+			if _, err := s.CreateTask(ctx, schedTask(id, "a"), imagegen.CreateParams{}); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		for _, id := range ids[:imagegen.ClaimScan+1] {
+			oldVersionCancel(t, s, "a", id)
+		}
+		// A claim may still pass over the entries left behind (its
+		// look-ahead bounds its work), but the claims after it find the
+		// one pending task.
+		last := ids[len(ids)-1]
+		var got *imagegen.Task
+		var err error
+		for range 2 {
+			if got, err = s.ClaimTask(ctx, time.Minute); err == nil {
+				break
+			}
+		}
+		if err != nil || got.ID != last {
+			n, _ := s.rdb.ZCard(ctx, s.k.fairModel("m")).Result()
+			t.Fatalf("two claims after the old version's cancels: %v, %v; want %s, the one pending task (the model's queue holds %d entries)", got, err, last, n)
 		}
 	})
 }
