@@ -226,6 +226,20 @@ while #out < want do
   if not held and model_held(model) then held = true end -- a model queue's is not: see drop
   if held then
     q.passed = q.passed + 1
+    if f[1] ~= 'pending' then
+      -- Not pending (a task key gone or of another kind, or a task
+      -- that left pending without leaving this queue: cancelled by a
+      -- process of a version before the model queues, whose dequeue
+      -- knows only fair): an entry left behind, which no claim could
+      -- take, taken out of the queue at the end, so that such entries
+      -- do not pile up at the head and use up the queue's look-ahead.
+      local stale = q.stale
+      if not stale then
+        stale = {}
+        q.stale = stale
+      end
+      stale[#stale + 1] = id
+    end
   else
     if #claimed == 0 then -- the claim's first write (see the comment above): the others' leases at the end
       redis.call('ZADD', KEYS[2], sleased, id)
@@ -311,6 +325,9 @@ if #claimed > 0 then -- out of the queues (dequeue, for the batch)
   for sched, n in pairs(pend) do -- pcalls: see next_tag
     redis.pcall('HINCRBY', sched, 'pend', n == 1 and '-1' or int(-n)) -- most often one task an owner: no format
   end
+end
+for _, q in ipairs(all) do -- the entries left behind (see stale above); pcall: a queue of another kind reads as empty
+  if q.stale then redis.pcall('ZREM', q.key, unpack(q.stale)) end
 end
 -- A model whose queue the claim found empty, or emptied (read to its
 -- end, every task claimed), leaves the record of the models with one.

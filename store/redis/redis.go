@@ -665,7 +665,7 @@ local function fair_queues(legacy, chunk, skip)
   local scores = #keys > 1
   for j = 1, #keys do -- each made whole at once: a table grown field by field is rehashed as it grows
     qs[j] = {key = keys[j], model = models[j], from = 0, chunk = chunk, more = true, i = 1, ids = {}, passed = 0,
-      scores = scores, taken = false, sc = false, nums = false}
+      scores = scores, taken = false, stale = false, sc = false, nums = false}
   end
   return qs
 end
