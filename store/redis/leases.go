@@ -233,12 +233,14 @@ while #out < want do
       -- knows only fair): an entry left behind, which no claim could
       -- take, taken out of the queue at the end, so that such entries
       -- do not pile up at the head and use up the queue's look-ahead.
+      -- The earlier version's cancel left the owner's count of pending
+      -- tasks as it was, too: it is taken down with the entry.
       local stale = q.stale
       if not stale then
         stale = {}
         q.stale = stale
       end
-      stale[#stale + 1] = id
+      stale[#stale + 1] = {id, f[3]}
     end
   else
     if #claimed == 0 then -- the claim's first write (see the comment above): the others' leases at the end
@@ -327,7 +329,11 @@ if #claimed > 0 then -- out of the queues (dequeue, for the batch)
   end
 end
 for _, q in ipairs(all) do -- the entries left behind (see stale above); pcall: a queue of another kind reads as empty
-  if q.stale then redis.pcall('ZREM', q.key, unpack(q.stale)) end
+  for _, e in ipairs(q.stale or {}) do
+    if redis.pcall('ZREM', q.key, e[1]) == 1 and e[2] then
+      redis.pcall('HINCRBY', keyof(skeys, 'sched:', e[2]), 'pend', '-1')
+    end
+  end
 end
 -- A model whose queue the claim found empty, or emptied (read to its
 -- end, every task claimed), leaves the record of the models with one.

@@ -180,10 +180,11 @@ func oldVersionCancel(t *testing.T, s *Store, owner, id string) {
 // API processes, or given back by its workers, which are upgraded
 // first) in their model's queue. Its dequeue only knows fair: the entry
 // stays in the model's queue, a task that is not pending, and the
-// owner's pending count is never taken down. The claims of this version
-// pass over such entries one by one and never remove them, so once
-// ClaimScan of them lie at the head of a model's queue no task of that
-// model is ever claimed again (before the model queues both versions
+// owner's pending count is not taken down. The claims of this version
+// passed over such entries one by one and never removed them, so once
+// ClaimScan of them lay at the head of a model's queue no task of that
+// model was ever claimed again; they now remove them, and take the
+// owner's count down (before the model queues both versions
 // used fair, and the earlier version's cancel removed the entry).
 func TestReviewOldVersionCancelsStrandNoModelQueue(t *testing.T) {
 	fundedStores(t, 1000, func(t *testing.T, s *Store) {
@@ -213,6 +214,11 @@ func TestReviewOldVersionCancelsStrandNoModelQueue(t *testing.T) {
 		if err != nil || got.ID != last {
 			n, _ := s.rdb.ZCard(ctx, s.k.fairModel("m")).Result()
 			t.Fatalf("two claims after the old version's cancels: %v, %v; want %s, the one pending task (the model's queue holds %d entries)", got, err, last, n)
+		}
+		// The owner's count of pending tasks, which the old version's
+		// cancels left as it was, is taken down with the entries.
+		if pend, err := s.rdb.HGet(ctx, s.k.sched("a"), "pend").Int(); err != nil || pend != 0 {
+			t.Fatalf("owner a's pending count after its tasks were cancelled or claimed: %d, %v; want 0", pend, err)
 		}
 	})
 }
