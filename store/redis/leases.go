@@ -223,7 +223,9 @@ while #out < want do
   local rate = rates[model] or 0
   local held = f[1] ~= 'pending' or (f[2] and (tonumber(f[2]) or 0) > now) -- run_after: only a retried task has one
   if not held and ownerCap > 0 and running(ownerRun, keyof(okeys, 'run:o:', owner)) >= ownerCap then held = true end
-  if not held and model_held(model) then held = true end -- a model queue's is not: see drop
+  -- A model queue's own model was judged just now, by drop: only a task
+  -- of the legacy queue (or one whose hash names another model) is judged here.
+  if not held and model ~= q.model and model_held(model) then held = true end
   if held then
     q.passed = q.passed + 1
     if f[1] ~= 'pending' then
