@@ -86,11 +86,16 @@ func (s *Store) newHolds(now time.Time, l imagegen.Limits) *holds {
 
 // reason says why r may not start now, or "" when it may.
 func (h *holds) reason(r task) imagegen.HoldReason {
-	owner := r.owner()
-	if c := h.l.OwnerConcurrency; c > 0 && h.running(&h.owners, owner, h.s.owner(owner).running) >= c {
+	if h.ownerHeld(r.owner()) {
 		return imagegen.HeldOwnerCap
 	}
 	return h.modelHeld(r.model())
+}
+
+// ownerHeld says whether owner is at its cap under h's limits and picks.
+func (h *holds) ownerHeld(owner string) bool {
+	c := h.l.OwnerConcurrency
+	return c > 0 && h.running(&h.owners, owner, h.s.owner(owner).running) >= c
 }
 
 // running is name's count in *counts: its live running tasks, read
@@ -167,7 +172,9 @@ func (s *Store) scan(now time.Time, l imagegen.Limits, n int, take func(task)) {
 		c := &cs[i]
 		r := s.recs.at(c.at)
 		s.advance(c)
-		if !at.before(r.runAfter) && h.reason(r) == "" {
+		// The model was judged as the cursor was made and after each
+		// take from it (a model held drops out): only the owner is left.
+		if !at.before(r.runAfter) && !h.ownerHeld(r.owner()) {
 			h.take(r)
 			take(r)
 			taken++
