@@ -17,8 +17,8 @@ import (
 const maxClaim = 64
 
 // claimSQL leases up to $3 ready pending tasks in fair-share order
-// (lowest tag first): the claim_tasks function (migrations 8, 12 and
-// 20). SKIP LOCKED lets concurrent claims pass each other's rows instead
+// (lowest tag first): the claim_tasks function (migrations 8, 12, 20
+// and 21). SKIP LOCKED lets concurrent claims pass each other's rows instead
 // of waiting; caps are kept by transaction-scoped advisory locks, taken
 // only when a cap applies.
 //
@@ -48,7 +48,10 @@ const maxClaim = 64
 // A claim that compares several models' heads may leave the head of a
 // model it did not take from locked until it commits (one row per such
 // model): a concurrent claim passes over it, as over the rows a claim
-// passes over.
+// passes over. A model with a rate whose models row another claim holds
+// is passed over too, without waiting for that claim to commit (until
+// migration 21 the claim's insert of the row waited, and two claims that
+// came to two rated models in opposite orders deadlocked).
 //
 // A claim commits without waiting for its WAL flush (synchronous_commit
 // off, for this transaction only): the worker's loop claims one batch at
