@@ -17,9 +17,9 @@ import (
 const maxClaim = 64
 
 // claimSQL leases up to $3 ready pending tasks in fair-share order
-// (lowest tag first): the claim_tasks function (migrations 8, 12, 20
-// and 21). SKIP LOCKED lets concurrent claims pass each other's rows instead
-// of waiting; caps are kept by transaction-scoped advisory locks, taken
+// (lowest tag first): the claim_tasks function (migrations 8, 12, 20,
+// 21 and 22). SKIP LOCKED lets concurrent claims pass each other's rows
+// instead of waiting; caps are kept by transaction-scoped advisory locks, taken
 // only when a cap applies.
 //
 // Since migration 20 the pending tasks are one queue per model
@@ -35,8 +35,9 @@ const maxClaim = 64
 // model drops out once the claim has filled its cap or pushed its rate's
 // next start past now. Tasks passed over for other reasons (not ready,
 // their owner at the owner cap, decided as each is about to be taken)
-// count against $4 per model: a model that has passed over $4 drops out
-// of this claim. Rows locked by a concurrent claim are skipped unseen
+// count against $4 per model: a model that would pass over one more
+// than $4 drops out of this claim (until migration 22, one at the
+// $4-th). Rows locked by a concurrent claim are skipped unseen
 // (SKIP LOCKED), so they count against nothing, but they are bounded by
 // what the concurrent claims lock. A claim's work is so bounded by its
 // batch plus $4 per model with pending tasks, however long a held
@@ -67,7 +68,7 @@ const claimSQL = `SELECT ` + taskColumns + ` FROM {schema}.claim_tasks({now}, $2
 	$3, $4, $5, $6, $7, $8)`
 
 // claimFreeSQL is claimSQL for a claim without caps or rates, the
-// common case: the claim_free function (migrations 14, 17 and 20) merges
+// common case: the claim_free function (migrations 14, 17, 20 and 22) merges
 // the models' queues in fair order as claim_tasks does, dropping paused
 // models unread and passing over at most $4 tasks not yet ready per
 // model, without claim_tasks' row-by-row checks, and claims what it took
