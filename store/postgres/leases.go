@@ -17,8 +17,8 @@ import (
 const maxClaim = 64
 
 // claimSQL leases up to $3 ready pending tasks in fair-share order
-// (lowest tag first): the claim_tasks function (migrations 8, 12, 20,
-// 21 and 22). SKIP LOCKED lets concurrent claims pass each other's rows
+// (lowest tag first): the claim_tasks function (migrations 8, 12 and
+// 20 to 23). SKIP LOCKED lets concurrent claims pass each other's rows
 // instead of waiting; caps are kept by transaction-scoped advisory locks, taken
 // only when a cap applies.
 //
@@ -34,7 +34,9 @@ const maxClaim = 64
 // cursor of its own, a row at a time as the merge needs it, and the
 // model drops out once the claim has filled its cap or pushed its rate's
 // next start past now. Tasks passed over for other reasons (not ready,
-// their owner at the owner cap, decided as each is about to be taken)
+// their owner at the owner cap, decided as each is about to be taken,
+// until the claim finds the owner at its cap: from then on its tasks
+// are passed over without counting its running tasks again)
 // count against $4 per model: a model that would pass over one more
 // than $4 drops out of this claim (until migration 22, one at the
 // $4-th). Rows locked by a concurrent claim are skipped unseen
