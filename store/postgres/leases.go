@@ -19,8 +19,8 @@ const maxClaim = 64
 // claimSQL leases up to $3 ready pending tasks in fair-share order
 // (lowest tag first): the claim_tasks function (migrations 8, 12 and
 // 20 to 23). SKIP LOCKED lets concurrent claims pass each other's rows
-// instead of waiting; caps are kept by transaction-scoped advisory locks, taken
-// only when a cap applies.
+// instead of waiting; caps are kept by transaction-scoped advisory
+// locks, taken only when a cap applies.
 //
 // Since migration 20 the pending tasks are one queue per model
 // (tasks_model_fair: model, tag, seq), and a claim merges the heads of
@@ -34,14 +34,13 @@ const maxClaim = 64
 // cursor of its own, a row at a time as the merge needs it, and the
 // model drops out once the claim has filled its cap or pushed its rate's
 // next start past now. Tasks passed over for other reasons (not ready,
-// their owner at the owner cap, decided as each is about to be taken,
-// until the claim finds the owner at its cap: from then on its tasks
-// are passed over without counting its running tasks again)
-// count against $4 per model: a model that would pass over one more
-// than $4 drops out of this claim (until migration 22, one at the
-// $4-th). Rows locked by a concurrent claim are skipped unseen
-// (SKIP LOCKED), so they count against nothing, but they are bounded by
-// what the concurrent claims lock. A claim's work is so bounded by its
+// their owner at the owner cap, decided as each is about to be taken
+// until the claim finds the owner at its cap, its tasks then passed
+// over without counting again) count against $4 per model: a model that
+// would pass over one more than $4 drops out of this claim (until
+// migration 22, one at the $4-th). Rows locked by a concurrent claim
+// are skipped unseen (SKIP LOCKED), so they count against nothing, but
+// they are bounded by what the concurrent claims lock. A claim's work is so bounded by its
 // batch plus $4 per model with pending tasks, however long a held
 // model's backlog: a held model holds no other model's tasks back.
 // Until migration 20 the claim walked one queue of every model's tasks
