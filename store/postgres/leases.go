@@ -18,7 +18,7 @@ const maxClaim = 64
 
 // claimSQL leases up to $3 ready pending tasks in fair-share order
 // (lowest tag first): the claim_tasks function (migrations 8, 12 and
-// 20 to 23). SKIP LOCKED lets concurrent claims pass each other's rows
+// 20 to 24). SKIP LOCKED lets concurrent claims pass each other's rows
 // instead of waiting; caps are kept by transaction-scoped advisory
 // locks, taken only when a cap applies.
 //
@@ -26,7 +26,9 @@ const maxClaim = 64
 // (tasks_model_fair: model, tag, seq), and a claim merges the heads of
 // those queues in (tag, seq) order, the one global order of before. The
 // models with pending tasks, and each one's head, come from a loose scan
-// of the index (one probe per model). A model is looked at once per
+// of the index (one probe per model), and the merge keeps them in the
+// order of their next tasks (a binary search to put one back in its
+// place; until migration 24 a pass over every model for each). A model is looked at once per
 // claim, when its next task might be the next to take: paused, at its
 // cap (its advisory lock held by another claim, or as many running as
 // the cap) or with its rate's next start in the future, it is dropped
@@ -69,7 +71,8 @@ const claimSQL = `SELECT ` + taskColumns + ` FROM {schema}.claim_tasks({now}, $2
 	$3, $4, $5, $6, $7, $8)`
 
 // claimFreeSQL is claimSQL for a claim without caps or rates, the
-// common case: the claim_free function (migrations 14, 17, 20 and 22) merges
+// common case: the claim_free function (migrations 14, 17, 20, 22
+// and 24) merges
 // the models' queues in fair order as claim_tasks does, dropping paused
 // models unread and passing over at most $4 tasks not yet ready per
 // model, without claim_tasks' row-by-row checks, and claims what it took

@@ -3,11 +3,14 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/testenv/pgtest"
 	"github.com/imagegen/imagegen/store/postgres"
 )
@@ -67,5 +70,56 @@ func TestClaimOfABatchAmongManyModelsCostsTheBatch(t *testing.T) {
 		if batch > 2*one {
 			t.Errorf("%s: a claim of 64 took %v, of one %v", c.name, batch, one)
 		}
+	}
+}
+
+// The merge keeps the one fair order with many models too: tasks of 3
+// owners over 17 models, queued in a random interleaving, are claimed
+// in the order QueuePositions reports, in batches of any size, with and
+// without limits.
+func TestClaimsMergeManyModelsQueues(t *testing.T) {
+	pool := pgtest.Connect(t)
+	for _, l := range []imagegen.Limits{{}, {ModelConcurrency: map[string]int{"m0": 1000}, ModelRate: map[string]int{"m99": 1}}} {
+		t.Run(fmt.Sprintf("limits=%v", !l.Zero()), func(t *testing.T) {
+			ctx := context.Background()
+			s := pgtest.NewStore(t, pool, postgres.Config{})
+			const n = 150
+			rng := rand.New(rand.NewPCG(5, 1))
+			ids := make([]string, n)
+			for _, o := range []string{"o1", "o2", "o3"} {
+				if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: o, Kind: imagegen.LedgerGrant, Amount: n, Ref: "g"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range n {
+				task := newTask(fmt.Sprintf("t%03d", i), fmt.Sprintf("o%d", 1+rng.IntN(3)))
+				task.Model = fmt.Sprintf("m%d", rng.IntN(17))
+				if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
+					t.Fatal(err)
+				}
+				ids[i] = task.ID
+			}
+			pos, err := s.QueuePositions(ctx, ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := make([]string, n)
+			for i, p := range pos {
+				want[p] = ids[i]
+			}
+			var got []string
+			for size := 1; len(got) < n; size = size%13 + 1 {
+				tasks, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Minute, N: size, Limits: l})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, task := range tasks {
+					got = append(got, task.ID)
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("claimed %v,\nwant %v", got, want)
+			}
+		})
 	}
 }
