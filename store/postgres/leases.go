@@ -71,11 +71,10 @@ const claimSQL = `SELECT ` + taskColumns + ` FROM {schema}.claim_tasks({now}, $2
 	$3, $4, $5, $6, $7, $8)`
 
 // claimFreeSQL is claimSQL for a claim without caps or rates, the
-// common case: the claim_free function (migrations 14, 17, 20, 22
-// and 24) merges
-// the models' queues in fair order as claim_tasks does, dropping paused
-// models unread and passing over at most $4 tasks not yet ready per
-// model, without claim_tasks' row-by-row checks, and claims what it took
+// common case: the claim_free function (migrations 14, 17, 20, 22 and
+// 24) merges the models' queues in fair order as claim_tasks does,
+// dropping paused models unread and passing over at most $4 tasks not
+// yet ready per model, without claim_tasks' row-by-row checks, and claims what it took
 // in one UPDATE; with one model (not paused) it walks that model's queue
 // alone. (Until migration 20 it walked one queue of every model's tasks,
 // filtering out paused models' tasks and tasks not ready without bound:
