@@ -74,9 +74,9 @@ const claimSQL = `SELECT ` + taskColumns + ` FROM {schema}.claim_tasks({now}, $2
 // common case: the claim_free function (migrations 14, 17, 20, 22 and
 // 24) merges the models' queues in fair order as claim_tasks does,
 // dropping paused models unread and passing over at most $4 tasks not
-// yet ready per model, without claim_tasks' row-by-row checks, and claims what it took
-// in one UPDATE; with one model (not paused) it walks that model's queue
-// alone. (Until migration 20 it walked one queue of every model's tasks,
+// yet ready per model, without claim_tasks' row-by-row checks, and
+// claims what it took in one UPDATE; with one model (not paused) it
+// walks that model's queue alone. (Until migration 20 it walked one queue of every model's tasks,
 // filtering out paused models' tasks and tasks not ready without bound:
 // its work grew with a paused model's backlog.) It now locks the tasks
 // not ready that it passes over, as claim_tasks always did. Like
