@@ -18,37 +18,45 @@ const maxClaim = 64
 
 // claimSQL leases up to $3 ready pending tasks in fair-share order
 // (lowest tag first): the claim_tasks function (migrations 8, 12 and
-// 20). SKIP LOCKED lets concurrent claims pass each other's rows instead
-// of waiting; caps are kept by transaction-scoped advisory locks, taken
-// only when a cap applies.
+// 20 to 24). SKIP LOCKED lets concurrent claims pass each other's rows
+// instead of waiting; caps are kept by transaction-scoped advisory
+// locks, taken only when a cap applies.
 //
 // Since migration 20 the pending tasks are one queue per model
 // (tasks_model_fair: model, tag, seq), and a claim merges the heads of
 // those queues in (tag, seq) order, the one global order of before. The
 // models with pending tasks, and each one's head, come from a loose scan
-// of the index (one probe per model). A model is looked at once per
-// claim, when its next task might be the next to take: paused, at its
-// cap (its advisory lock held by another claim, or as many running as
-// the cap) or with its rate's next start in the future, it is dropped
-// then, none of its tasks read; otherwise its queue is read through a
-// cursor of its own, a row at a time as the merge needs it, and the
-// model drops out once the claim has filled its cap or pushed its rate's
-// next start past now. Tasks passed over for other reasons (not ready,
-// their owner at the owner cap, decided as each is about to be taken)
-// count against $4 per model: a model that has passed over $4 drops out
-// of this claim. Rows locked by a concurrent claim are skipped unseen
-// (SKIP LOCKED), so they count against nothing, but they are bounded by
-// what the concurrent claims lock. A claim's work is so bounded by its
-// batch plus $4 per model with pending tasks, however long a held
-// model's backlog: a held model holds no other model's tasks back.
-// Until migration 20 the claim walked one queue of every model's tasks
-// and passed over at most $4 in all, so a capped or rate-limited model
-// with more than $4 tasks at the head of the queue left every worker
-// idle (storetest's CappedModelHoldsNoOneBack, RatedModelHoldsNoOneBack).
-// A claim that compares several models' heads may leave the head of a
-// model it did not take from locked until it commits (one row per such
-// model): a concurrent claim passes over it, as over the rows a claim
-// passes over.
+// of the index (one probe per model), and the merge keeps them in the
+// order of their next tasks (a binary search to put one back in its
+// place; until migration 24 a pass over every model for each). A model
+// is looked at once per claim, when its next task might be the next to
+// take: paused, at its cap (its advisory lock held by another claim, or
+// as many running as the cap) or with its rate's next start in the
+// future, it is dropped then, none of its tasks read; otherwise its
+// queue is read through a cursor of its own, a row at a time as the
+// merge needs it, and the model drops out once the claim has filled its
+// cap or pushed its rate's next start past now. Tasks passed over for
+// other reasons (not ready, their owner at the owner cap, decided as
+// each is about to be taken until the claim finds the owner at its cap,
+// its tasks then passed over without counting again) count against $4
+// per model: a model that would pass over one more than $4 drops out of
+// this claim (until migration 22, one at the $4-th). Rows locked by a
+// concurrent claim are skipped unseen (SKIP LOCKED), so they count
+// against nothing, but they are bounded by what the concurrent claims
+// lock. A claim's work is so bounded by its batch plus $4 per model with
+// pending tasks, however long a held model's backlog: a held model holds
+// no other model's tasks back. Until migration 20 the claim walked one
+// queue of every model's tasks and passed over at most $4 in all, so a
+// capped or rate-limited model with more than $4 tasks at the head of
+// the queue left every worker idle (storetest's
+// CappedModelHoldsNoOneBack, RatedModelHoldsNoOneBack). A claim that
+// compares several models' heads may leave the head of a model it did
+// not take from locked until it commits (one row per such model): a
+// concurrent claim passes over it, as over the rows a claim passes over.
+// A model with a rate whose models row another claim holds is passed
+// over too, without waiting for that claim to commit (until migration 21
+// the claim's insert of the row waited, and two claims that came to two
+// rated models in opposite orders deadlocked).
 //
 // A claim commits without waiting for its WAL flush (synchronous_commit
 // off, for this transaction only): the worker's loop claims one batch at
@@ -63,16 +71,16 @@ const maxClaim = 64
 const claimSQL = `SELECT ` + taskColumns + ` FROM {schema}.claim_tasks({now}, $2 * interval '1 microsecond',
 	$3, $4, $5, $6, $7, $8)`
 
-// claimFreeSQL is claimSQL for a claim without caps or rates, the
-// common case: the claim_free function (migrations 14, 17 and 20) merges
-// the models' queues in fair order as claim_tasks does, dropping paused
-// models unread and passing over at most $4 tasks not yet ready per
-// model, without claim_tasks' row-by-row checks, and claims what it took
-// in one UPDATE; with one model (not paused) it walks that model's queue
-// alone. (Until migration 20 it walked one queue of every model's tasks,
-// filtering out paused models' tasks and tasks not ready without bound:
-// its work grew with a paused model's backlog.) It now locks the tasks
-// not ready that it passes over, as claim_tasks always did. Like
+// claimFreeSQL is claimSQL for a claim without caps or rates, the common
+// case: the claim_free function (migrations 14, 17, 20, 22 and 24)
+// merges the models' queues in fair order as claim_tasks does, dropping
+// paused models unread and passing over at most $4 tasks not yet ready
+// per model, without claim_tasks' row-by-row checks, and claims what it
+// took in one UPDATE; with one model (not paused) it walks that model's
+// queue alone. (Until migration 20 it walked one queue of every model's
+// tasks, filtering out paused models' tasks and tasks not ready without
+// bound: its work grew with a paused model's backlog.) It now locks the
+// tasks not ready that it passes over, as claim_tasks always did. Like
 // claim_tasks, it notes the tasks that leave pending for the pending cap
 // itself, one row of pending_moves per owner (migration 12), with
 // imagegen.moves_noted set so that the status trigger passes over them.
