@@ -17,8 +17,8 @@ import (
 const maxClaim = 64
 
 // claimSQL leases up to $3 ready pending tasks in fair-share order
-// (lowest tag first): the claim_tasks function (migrations 8, 12 and
-// 20 to 24). SKIP LOCKED lets concurrent claims pass each other's rows
+// (lowest tag first): the claim_tasks function (migrations 8, 12, 20
+// and 21). SKIP LOCKED lets concurrent claims pass each other's rows
 // instead of waiting; caps are kept by transaction-scoped advisory
 // locks, taken only when a cap applies.
 //
@@ -28,7 +28,7 @@ const maxClaim = 64
 // models with pending tasks, and each one's head, come from a loose scan
 // of the index (one probe per model), and the merge keeps them in the
 // order of their next tasks (a binary search to put one back in its
-// place; until migration 24 a pass over every model for each). A model
+// place; until migration 21 a pass over every model for each). A model
 // is looked at once per claim, when its next task might be the next to
 // take: paused, at its cap (its advisory lock held by another claim, or
 // as many running as the cap) or with its rate's next start in the
@@ -40,7 +40,7 @@ const maxClaim = 64
 // each is about to be taken until the claim finds the owner at its cap,
 // its tasks then passed over without counting again) count against $4
 // per model: a model that would pass over one more than $4 drops out of
-// this claim (until migration 22, one at the $4-th). Rows locked by a
+// this claim (until migration 21, one at the $4-th). Rows locked by a
 // concurrent claim are skipped unseen (SKIP LOCKED), so they count
 // against nothing, but they are bounded by what the concurrent claims
 // lock. A claim's work is so bounded by its batch plus $4 per model with
@@ -72,7 +72,7 @@ const claimSQL = `SELECT ` + taskColumns + ` FROM {schema}.claim_tasks({now}, $2
 	$3, $4, $5, $6, $7, $8)`
 
 // claimFreeSQL is claimSQL for a claim without caps or rates, the common
-// case: the claim_free function (migrations 14, 17, 20, 22 and 24)
+// case: the claim_free function (migrations 14, 17, 20 and 21)
 // merges the models' queues in fair order as claim_tasks does, dropping
 // paused models unread and passing over at most $4 tasks not yet ready
 // per model, without claim_tasks' row-by-row checks, and claims what it

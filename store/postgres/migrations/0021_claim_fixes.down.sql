@@ -1,22 +1,5 @@
--- imagegen store, version 24: the claims' merge keeps the models in the
--- order of their next tasks, so that finding the next model costs a
--- binary search, not a pass over every model.
---
--- Version 20's claim_free and claim_tasks found the model whose next
--- task comes first, and the one after it, by a pass over every model
--- with pending tasks each time the merge turned to a model: a claim of
--- a batch cost the batch times the models (with 2,000 models of one
--- task each, a claim of 64 took three times as long as a claim of one,
--- 36 against 12 ms; TestClaimOfABatchAmongManyModelsCostsTheBatch),
--- beyond the one probe per model of the loose scan that both pay.
---
--- The live models are now kept in v_ord, ordered by (tag, seq) of their
--- next tasks (sorted once after the loose scan); the merge turns to the
--- first, compares with the second, and when it has read the first's
--- queue up to a task that comes after the second's, puts it back in its
--- place by a binary search (one array copy, in C), or takes it out once
--- it is out of the claim. Otherwise claim_free is version 22's and
--- claim_tasks version 23's; the order they take tasks in is unchanged.
+-- Back to version 20: its claim_free and claim_tasks (see the up
+-- migration for what version 21 corrects).
 
 CREATE OR REPLACE FUNCTION {schema}.claim_free(p_now timestamptz, p_lease interval, p_n integer, p_scan integer DEFAULT 256)
 RETURNS SETOF {schema}.tasks
@@ -38,10 +21,6 @@ DECLARE
 	v_curs refcursor[];
 	v_left integer[];
 	v_live boolean[];
-	v_ord integer[]; -- the live models, their next tasks in order
-	lo integer;
-	hi integer;
-	mid integer;
 	v_paused text[];
 	v_model text;
 	c refcursor;
@@ -93,7 +72,7 @@ BEGIN
 			EXIT WHEN NOT FOUND;
 			IF NOT v_ready THEN
 				v_pass := v_pass - 1;
-				EXIT WHEN v_pass < 0;
+				EXIT WHEN v_pass <= 0;
 				CONTINUE;
 			END IF;
 			v_tids := v_tids || v_tid;
@@ -108,11 +87,20 @@ BEGIN
 		v_curs := array_fill(NULL::refcursor, ARRAY[k]);
 		v_left := array_fill(p_scan, ARRAY[k]);
 		v_live := array_fill(true, ARRAY[k]);
-		v_ord := ARRAY(SELECT u.i FROM unnest(v_tags, v_seqs) WITH ORDINALITY AS u(tag, seq, i) ORDER BY u.tag, u.seq);
-		WHILE cardinality(v_tids) < p_n AND cardinality(v_ord) > 0 LOOP
+		WHILE cardinality(v_tids) < p_n LOOP
 			-- The model whose next task comes first (b), and the one after (nb).
-			b := v_ord[1];
-			nb := v_ord[2];
+			b := NULL;
+			nb := NULL;
+			FOR i IN 1 .. k LOOP
+				CONTINUE WHEN NOT v_live[i];
+				IF b IS NULL OR (v_tags[i], v_seqs[i]) < (v_tags[b], v_seqs[b]) THEN
+					nb := b;
+					b := i;
+				ELSIF nb IS NULL OR (v_tags[i], v_seqs[i]) < (v_tags[nb], v_seqs[nb]) THEN
+					nb := i;
+				END IF;
+			END LOOP;
+			EXIT WHEN b IS NULL;
 			c := v_curs[b];
 			IF c IS NULL THEN
 				OPEN c NO SCROLL FOR SELECT p.ctid, p.tag, p.seq, p.run_after <= p_now,
@@ -141,7 +129,7 @@ BEGIN
 				END IF;
 				IF NOT v_ready THEN
 					v_left[b] := v_left[b] - 1;
-					IF v_left[b] < 0 THEN
+					IF v_left[b] <= 0 THEN
 						v_live[b] := false;
 						EXIT;
 					END IF;
@@ -159,21 +147,6 @@ BEGIN
 					v_hooks := v_hooks || v_tid;
 				END IF;
 			END LOOP;
-			IF v_live[b] THEN -- its next task comes after nb's: b back in its place
-				lo := 2;
-				hi := cardinality(v_ord) + 1;
-				WHILE lo < hi LOOP
-					mid := (lo + hi) / 2;
-					IF (v_tags[v_ord[mid]], v_seqs[v_ord[mid]]) < (v_tags[b], v_seqs[b]) THEN
-						lo := mid + 1;
-					ELSE
-						hi := mid;
-					END IF;
-				END LOOP;
-				v_ord := v_ord[2:lo - 1] || b || v_ord[lo:];
-			ELSE
-				v_ord := v_ord[2:];
-			END IF;
 		END LOOP;
 		FOR i IN 1 .. k LOOP
 			c := v_curs[i];
@@ -220,10 +193,6 @@ DECLARE
 	v_curs refcursor[];
 	v_left integer[];
 	v_live boolean[];
-	v_ord integer[]; -- the live models, their next tasks in order
-	lo integer;
-	hi integer;
-	mid integer;
 	v_seen boolean[];
 	v_room integer[];
 	v_rate integer[];
@@ -246,7 +215,6 @@ DECLARE
 	v_first boolean;
 	t {schema}.tasks;
 	owners text[] := '{}';
-	v_held text[] := '{}'; -- owners found at their cap
 BEGIN
 	PERFORM set_config('synchronous_commit', 'off', true);
 	PERFORM set_config('imagegen.moves_noted', 'on', true);
@@ -275,15 +243,19 @@ BEGIN
 	v_seen := array_fill(false, ARRAY[k]);
 	v_room := array_fill(NULL::integer, ARRAY[k]);
 	v_rate := array_fill(0, ARRAY[k]);
-	v_ord := ARRAY(SELECT u.i FROM unnest(v_tags, v_seqs) WITH ORDINALITY AS u(tag, seq, i) ORDER BY u.tag, u.seq);
 	WHILE cardinality(owners) < p_n LOOP
-		-- A model dropped as it was first looked at leaves the order here.
-		WHILE cardinality(v_ord) > 0 AND NOT v_live[v_ord[1]] LOOP
-			v_ord := v_ord[2:];
+		b := NULL;
+		nb := NULL;
+		FOR i IN 1 .. k LOOP
+			CONTINUE WHEN NOT v_live[i];
+			IF b IS NULL OR (v_tags[i], v_seqs[i]) < (v_tags[b], v_seqs[b]) THEN
+				nb := b;
+				b := i;
+			ELSIF nb IS NULL OR (v_tags[i], v_seqs[i]) < (v_tags[nb], v_seqs[nb]) THEN
+				nb := i;
+			END IF;
 		END LOOP;
-		EXIT WHEN cardinality(v_ord) = 0;
-		b := v_ord[1];
-		nb := v_ord[2];
+		EXIT WHEN b IS NULL;
 		IF NOT v_seen[b] THEN -- its cap and rate, once
 			v_seen[b] := true;
 			j := array_position(p_models, v_models[b]);
@@ -303,24 +275,9 @@ BEGIN
 				v_room[b] := cap - running;
 			END IF;
 			IF rate > 0 THEN
+				INSERT INTO {schema}.models (model) VALUES (v_models[b]) ON CONFLICT (model) DO NOTHING;
 				SELECT m.next_start INTO v_next FROM {schema}.models m WHERE m.model = v_models[b] FOR UPDATE SKIP LOCKED;
-				IF NOT FOUND THEN
-					-- Another claim holds the row, or there is none yet: only
-					-- the claim that takes the model's lock r: makes it, and
-					-- no other waits for that claim to commit.
-					IF EXISTS (SELECT 1 FROM {schema}.models m WHERE m.model = v_models[b])
-							OR NOT pg_try_advisory_xact_lock(hashtext('{schema}'), hashtext('r:' || v_models[b])) THEN
-						v_live[b] := false;
-						CONTINUE;
-					END IF;
-					INSERT INTO {schema}.models (model) VALUES (v_models[b]) ON CONFLICT (model) DO NOTHING;
-					SELECT m.next_start INTO v_next FROM {schema}.models m WHERE m.model = v_models[b] FOR UPDATE SKIP LOCKED;
-					IF NOT FOUND THEN
-						v_live[b] := false;
-						CONTINUE;
-					END IF;
-				END IF;
-				IF v_next > p_now THEN
+				IF NOT FOUND OR v_next > p_now THEN
 					v_live[b] := false;
 					CONTINUE;
 				END IF;
@@ -350,7 +307,7 @@ BEGIN
 				END IF;
 				IF NOT v_ready THEN
 					v_left[b] := v_left[b] - 1;
-					IF v_left[b] < 0 THEN
+					IF v_left[b] <= 0 THEN
 						v_live[b] := false;
 						EXIT;
 					END IF;
@@ -365,19 +322,14 @@ BEGIN
 					EXIT;
 				END IF;
 			END IF;
-			IF p_owner_cap > 0 THEN
-				IF NOT (v_owner = ANY (v_held)) AND
-						{schema}.held_reason(v_owner, v_models[b], p_now, p_owner_cap, 0, 0, false, true) IS NOT NULL THEN
-					v_held := v_held || v_owner;
+			IF p_owner_cap > 0 AND
+					{schema}.held_reason(v_owner, v_models[b], p_now, p_owner_cap, 0, 0, false, true) IS NOT NULL THEN
+				v_left[b] := v_left[b] - 1;
+				IF v_left[b] <= 0 THEN
+					v_live[b] := false;
+					EXIT;
 				END IF;
-				IF v_owner = ANY (v_held) THEN
-					v_left[b] := v_left[b] - 1;
-					IF v_left[b] < 0 THEN
-						v_live[b] := false;
-						EXIT;
-					END IF;
-					CONTINUE;
-				END IF;
+				CONTINUE;
 			END IF;
 			UPDATE {schema}.tasks SET status = 'processing', attempt = attempt + 1, started_at = coalesce(started_at, p_now),
 				lease_until = p_now + p_lease, updated_at = p_now, progress = 0
@@ -403,21 +355,6 @@ BEGIN
 			END IF;
 			EXIT WHEN NOT v_live[b];
 		END LOOP;
-		IF v_live[b] THEN -- its next task comes after nb's: b back in its place
-			lo := 2;
-			hi := cardinality(v_ord) + 1;
-			WHILE lo < hi LOOP
-				mid := (lo + hi) / 2;
-				IF (v_tags[v_ord[mid]], v_seqs[v_ord[mid]]) < (v_tags[b], v_seqs[b]) THEN
-					lo := mid + 1;
-				ELSE
-					hi := mid;
-				END IF;
-			END LOOP;
-			v_ord := v_ord[2:lo - 1] || b || v_ord[lo:];
-		ELSE
-			v_ord := v_ord[2:];
-		END IF;
 	END LOOP;
 	FOR i IN 1 .. k LOOP
 		c := v_curs[i];

@@ -1,6 +1,62 @@
--- Back to version 23: the merge finds the next model by a pass over
--- every model (claim_free as version 22 wrote it, claim_tasks as
--- version 23 did).
+-- imagegen store, version 21: four corrections to version 20's claims
+-- (claim_free and claim_tasks), found by a review of the queue per
+-- model; no table changes, and the order claims take tasks in is the
+-- same.
+--
+-- 1. A claim never waits for another claim's transaction on a model
+--    with a rate. claim_tasks (versions 8 to 20) made sure of the
+--    model's models row with INSERT ... ON CONFLICT DO NOTHING before
+--    locking it FOR UPDATE SKIP LOCKED; the insert waits for any
+--    transaction that inserted or changed the row and has not ended, so
+--    a claim that had just started one of the model's tasks (and pushed
+--    its next start) held every other claim of that model until it
+--    committed, and two claims that came to two rated models in
+--    opposite orders deadlocked, one failing after deadlock_timeout
+--    (TestClaimDoesNotWaitForAnotherClaimsRatedModel). The row is now
+--    locked first, SKIP LOCKED; only when there is none at all (a
+--    model's first rated claim) is it inserted, by the one claim that
+--    takes the model's advisory lock r: (transaction-scoped, tried,
+--    never waited for). A claim that finds the row held, or the lock
+--    taken, passes the model over as it passes over one at its cap.
+--
+-- 2. A claim passes over p_scan tasks of a model's queue that may not
+--    start, not one fewer. Version 20 dropped a model when its budget
+--    reached 0, at the p_scan-th task passed over: with exactly
+--    imagegen.ClaimScan (256) tasks not ready, or of an owner at its
+--    cap, at the head of a model's queue, the ready task behind them was
+--    left pending, where the memory and Redis stores (which drop a queue
+--    once it has passed over more than ClaimScan) take it
+--    (TestClaimPassesOverClaimScanTasks).
+--
+-- 3. claim_tasks asks whether an owner is at its cap until it finds it
+--    is, and no more. It asked held_reason, which counts the owner's
+--    running tasks through tasks_owner (every task of the owner's,
+--    finished ones kept for the retention included), for every task it
+--    passed over too, and since version 20 it may pass over p_scan in
+--    each model's queue: 750,000 index entries for 250 tasks in each of
+--    five models, 30 million (a second of server CPU) for twenty models
+--    and 6,000 of the owner's tasks, at every worker's claim
+--    (TestOwnerAtCapIsCountedOncePerClaim). An owner found at its cap
+--    stays so for the rest of the claim (the claim holds the owner's
+--    advisory lock from then on, and its own takes only add to the
+--    count; a slot another process frees meanwhile is for the next
+--    claim): its further tasks are passed over, counted against their
+--    model's budget as before, without asking again.
+--
+-- 4. The merge keeps the models in the order of their next tasks, so
+--    that finding the next model costs a binary search, not a pass over
+--    every model. Version 20 found the model whose next task comes
+--    first, and the one after it, by a pass over every model with
+--    pending tasks each time the merge turned to a model: a claim cost
+--    its batch times the models (with 2,000 models of one task each, a
+--    claim of 64 took three times as long as a claim of one;
+--    BenchmarkClaimAmongManyModels). The live models are now kept in
+--    v_ord, ordered by (tag, seq) of their next tasks (sorted once after
+--    the loose scan); the merge turns to the first, compares with the
+--    second, and when it has read the first's queue up to a task that
+--    comes after the second's, puts it back in its place by a binary
+--    search (one array copy, in C), or takes it out once it is out of
+--    the claim.
 
 CREATE OR REPLACE FUNCTION {schema}.claim_free(p_now timestamptz, p_lease interval, p_n integer, p_scan integer DEFAULT 256)
 RETURNS SETOF {schema}.tasks
@@ -22,6 +78,10 @@ DECLARE
 	v_curs refcursor[];
 	v_left integer[];
 	v_live boolean[];
+	v_ord integer[]; -- the live models, their next tasks in order
+	lo integer;
+	hi integer;
+	mid integer;
 	v_paused text[];
 	v_model text;
 	c refcursor;
@@ -88,20 +148,11 @@ BEGIN
 		v_curs := array_fill(NULL::refcursor, ARRAY[k]);
 		v_left := array_fill(p_scan, ARRAY[k]);
 		v_live := array_fill(true, ARRAY[k]);
-		WHILE cardinality(v_tids) < p_n LOOP
+		v_ord := ARRAY(SELECT u.i FROM unnest(v_tags, v_seqs) WITH ORDINALITY AS u(tag, seq, i) ORDER BY u.tag, u.seq);
+		WHILE cardinality(v_tids) < p_n AND cardinality(v_ord) > 0 LOOP
 			-- The model whose next task comes first (b), and the one after (nb).
-			b := NULL;
-			nb := NULL;
-			FOR i IN 1 .. k LOOP
-				CONTINUE WHEN NOT v_live[i];
-				IF b IS NULL OR (v_tags[i], v_seqs[i]) < (v_tags[b], v_seqs[b]) THEN
-					nb := b;
-					b := i;
-				ELSIF nb IS NULL OR (v_tags[i], v_seqs[i]) < (v_tags[nb], v_seqs[nb]) THEN
-					nb := i;
-				END IF;
-			END LOOP;
-			EXIT WHEN b IS NULL;
+			b := v_ord[1];
+			nb := v_ord[2];
 			c := v_curs[b];
 			IF c IS NULL THEN
 				OPEN c NO SCROLL FOR SELECT p.ctid, p.tag, p.seq, p.run_after <= p_now,
@@ -148,6 +199,21 @@ BEGIN
 					v_hooks := v_hooks || v_tid;
 				END IF;
 			END LOOP;
+			IF v_live[b] THEN -- its next task comes after nb's: b back in its place
+				lo := 2;
+				hi := cardinality(v_ord) + 1;
+				WHILE lo < hi LOOP
+					mid := (lo + hi) / 2;
+					IF (v_tags[v_ord[mid]], v_seqs[v_ord[mid]]) < (v_tags[b], v_seqs[b]) THEN
+						lo := mid + 1;
+					ELSE
+						hi := mid;
+					END IF;
+				END LOOP;
+				v_ord := v_ord[2:lo - 1] || b || v_ord[lo:];
+			ELSE
+				v_ord := v_ord[2:];
+			END IF;
 		END LOOP;
 		FOR i IN 1 .. k LOOP
 			c := v_curs[i];
@@ -194,6 +260,10 @@ DECLARE
 	v_curs refcursor[];
 	v_left integer[];
 	v_live boolean[];
+	v_ord integer[]; -- the live models, their next tasks in order
+	lo integer;
+	hi integer;
+	mid integer;
 	v_seen boolean[];
 	v_room integer[];
 	v_rate integer[];
@@ -245,19 +315,15 @@ BEGIN
 	v_seen := array_fill(false, ARRAY[k]);
 	v_room := array_fill(NULL::integer, ARRAY[k]);
 	v_rate := array_fill(0, ARRAY[k]);
+	v_ord := ARRAY(SELECT u.i FROM unnest(v_tags, v_seqs) WITH ORDINALITY AS u(tag, seq, i) ORDER BY u.tag, u.seq);
 	WHILE cardinality(owners) < p_n LOOP
-		b := NULL;
-		nb := NULL;
-		FOR i IN 1 .. k LOOP
-			CONTINUE WHEN NOT v_live[i];
-			IF b IS NULL OR (v_tags[i], v_seqs[i]) < (v_tags[b], v_seqs[b]) THEN
-				nb := b;
-				b := i;
-			ELSIF nb IS NULL OR (v_tags[i], v_seqs[i]) < (v_tags[nb], v_seqs[nb]) THEN
-				nb := i;
-			END IF;
+		-- A model dropped as it was first looked at leaves the order here.
+		WHILE cardinality(v_ord) > 0 AND NOT v_live[v_ord[1]] LOOP
+			v_ord := v_ord[2:];
 		END LOOP;
-		EXIT WHEN b IS NULL;
+		EXIT WHEN cardinality(v_ord) = 0;
+		b := v_ord[1];
+		nb := v_ord[2];
 		IF NOT v_seen[b] THEN -- its cap and rate, once
 			v_seen[b] := true;
 			j := array_position(p_models, v_models[b]);
@@ -377,6 +443,21 @@ BEGIN
 			END IF;
 			EXIT WHEN NOT v_live[b];
 		END LOOP;
+		IF v_live[b] THEN -- its next task comes after nb's: b back in its place
+			lo := 2;
+			hi := cardinality(v_ord) + 1;
+			WHILE lo < hi LOOP
+				mid := (lo + hi) / 2;
+				IF (v_tags[v_ord[mid]], v_seqs[v_ord[mid]]) < (v_tags[b], v_seqs[b]) THEN
+					lo := mid + 1;
+				ELSE
+					hi := mid;
+				END IF;
+			END LOOP;
+			v_ord := v_ord[2:lo - 1] || b || v_ord[lo:];
+		ELSE
+			v_ord := v_ord[2:];
+		END IF;
 	END LOOP;
 	FOR i IN 1 .. k LOOP
 		c := v_curs[i];
