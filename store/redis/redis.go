@@ -140,7 +140,9 @@
 // recovery leaves the task processing, its lease end a minute later,
 // recovers the other leases, and answers an error that counts the tasks
 // it left. vtag and vtime of another kind read
-// as none, and the next claim writes them over.
+// as none, and the next claim writes them over; tseq of another kind
+// (or not a number) fails every submit, and counts as 0 for a task
+// given back.
 //
 // Layout (P is the hash-tagged prefix, "{imagegen}" by default; on a
 // sharded store, the owner's or the id's shard tag for every key but
@@ -600,7 +602,13 @@ local function next_tag(task, owner)
   local tag = base + stride(f[1])
   redis.pcall('HSET', sched, 'last', whole(tag))
   redis.pcall('HINCRBY', sched, 'pend', '1')
-  return tag, redis.call('INCR', skey(task, 'tseq')) % 1024
+  -- A pcall: the queueing count only breaks ties of tag, and a tseq of
+  -- another kind (or not a number) fails INCR, here after the writes
+  -- above and those of the script that gives a task back; it counts as
+  -- 0 instead.
+  local seq = redis.pcall('INCR', skey(task, 'tseq'))
+  if type(seq) ~= 'number' then seq = 0 end
+  return tag, seq % 1024
 end
 
 -- enqueue puts a pending task in the queues, ready at run_after: in

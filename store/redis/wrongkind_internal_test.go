@@ -230,3 +230,25 @@ func TestRequeueWithAQueueOfAnotherKindChargesNothing(t *testing.T) {
 }
 
 func int64String(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestGiveBackWithATseqOfAnotherKind: the queueing count (tseq), which
+// only breaks ties of tag, was taken with a plain INCR in enqueue, after
+// the writes of the script giving the task back: a tseq that is not a
+// number, or of another kind, failed a retry there, leaving the task
+// pending in no queue and with no lease. Now it counts as 0, and the
+// task is given back.
+func TestGiveBackWithATseqOfAnotherKind(t *testing.T) {
+	fundedStores(t, 10, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		c := claimedTask(t, s)
+		spoil(t, s, s.k.tseq())
+		err := s.RetryTask(ctx, c.ID, c.Attempt, 0, "x")
+		stranded(t, s, c.ID)
+		if err != nil {
+			t.Fatalf("retry with tseq not a number: %v", err)
+		}
+		if got, err := s.ClaimTask(ctx, time.Minute); err != nil || got.ID != c.ID {
+			t.Fatalf("claim after the retry: %v, %v; want %s", got, err, c.ID)
+		}
+	})
+}
