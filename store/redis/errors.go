@@ -19,3 +19,12 @@ func wrapErr(op string, err error) error {
 	}
 	return fmt.Errorf("%s: %s: %w", storeName, op, err)
 }
+
+// errQueueKeys: a task could not be given back to the queue (a retry, a
+// release, a lease recovery, an operator's requeue) because one of the
+// queues it goes into (pending, fair:models, or its model's fair queue)
+// holds a value of the wrong kind, which only something other than the
+// store writes. Nothing was changed: the task is as it was (a recovery
+// pushes its lease end a minute later), to be given back once the key is
+// mended.
+var errQueueKeys = errors.New("the store's queues in Redis could not take the task back (a value of the wrong kind in pending, fair:models or the model's fair queue); the task was left as it was")

@@ -74,15 +74,23 @@ func (s *Store) TaskByID(ctx context.Context, id string) (*imagegen.Task, error)
 // task still finds its own call there. Only a second requeue in between
 // writes rx over (its run sent again then answers by the task's status).
 //
+// A queue the task goes back into that holds a value of another kind
+// (see takes_enqueue) fails the requeue before its first write: the
+// task stays failed, and nothing is charged. Else the requeue debited
+// the recharge and set the task pending, then failed in enqueue: the
+// charge kept, the task in no queue (never claimed).
+//
 // Returns 1, 0 when there is no such task, -1 when it is not failed,
 // -2 when the balance is short of the recharge, -3 when the recharge's
-// reference (RechargeRef of the task's attempt) is already used.
+// reference (RechargeRef of the task's attempt) is already used, -4
+// when a queue cannot take the task.
 var requeueScript = newScript(`
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'cost', 'rx', 'refund_ref')
+local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'cost', 'rx', 'refund_ref', 'model')
 if f[1] ~= ARGV[3] then return 0 end
 if f[4] == ARGV[7] then return 1 end -- this very requeue, sent again
 if f[2] ~= 'failed' then return -1 end
+if not takes_enqueue(KEYS[1], f[6] or '') then return -4 end
 if ARGV[4] == '1' then
   -- A recharge at this attempt was made before (its re-refund reference
   -- is the task's): the task failed again unclaimed, cancelled while
@@ -102,7 +110,7 @@ redis.call('HDEL', KEYS[1], 'error', 'error_code', 'finished', 'expires', 'hook_
 redis.call('ZREM', KEYS[5], ARGV[2], ARGV[2] .. ':processing')
 redis.call('HSET', KEYS[1], 'status', 'pending', 'updated', now, 'run_after', now, 'rx', ARGV[7])
 redis.call('PERSIST', KEYS[1])
-enqueue(KEYS[1], ARGV[2], now)
+enqueue(KEYS[1], ARGV[2], now, f[1], f[6])
 return 1
 `)
 
@@ -140,6 +148,8 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 		return imagegen.ErrInsufficientCredits
 	case n == -3:
 		return fmt.Errorf("redis store: requeue %s: recharge %w", id, imagegen.ErrDuplicateEntry)
+	case n == -4:
+		return fmt.Errorf("redis store: requeue %s: %w", id, errQueueKeys)
 	}
 	return nil
 }

@@ -524,21 +524,31 @@ func (s *Store) SetProgress(ctx context.Context, id string, attempt int, progres
 // as the first run did, not 0 (lease lost); the check is made only when
 // attempt does not hold the lease.
 //
+// A queue the task goes back into that holds a value of another kind
+// (see takes_enqueue) fails the retry before its first write: the task
+// stays processing with its lease, and once the key is mended the
+// lease's recovery gives it back. Else the retry took it out of the
+// leases, set it pending, then failed in enqueue: pending in no queue
+// and with no lease, never claimed nor recovered.
+//
 //	KEYS[1] task  KEYS[2] leases  KEYS[3] pending
 //	ARGV[1] now   ARGV[2] attempt  ARGV[3] delay (ms)  ARGV[4] last error  ARGV[5] id
 //	ARGV[6] the call's token (random)
 //
-// Returns 1, or 0 when attempt does not hold the lease.
+// Returns 1, 0 when attempt does not hold the lease, or -1 (nothing
+// changed) when a queue cannot take the task.
 var retryScript = newScript(`
 local now = now_ms()
 local h = holds(KEYS[1], ARGV[2])
 if not h then return resent_finish(redis.call('HGET', KEYS[1], 'cx'), ARGV[6]) and 1 or 0 end
+local f = redis.call('HMGET', KEYS[1], 'owner', 'model') -- for enqueue too
+if not takes_enqueue(KEYS[1], f[2] or '') then return -1 end
 local runAfter = now + tonumber(ARGV[3])
 redis.call('ZREM', KEYS[2], ARGV[5])
 stop_running(KEYS[1], ARGV[5], h[5], h[6])
 redis.call('HSET', KEYS[1], 'status', 'pending', 'lease_until', 0, 'run_after', runAfter,
   'updated', now, 'last_error', ARGV[4], 'cx', finish_mark(ARGV[6], 0))
-enqueue(KEYS[1], ARGV[5], runAfter)
+enqueue(KEYS[1], ARGV[5], runAfter, f[1], f[2])
 return 1
 `)
 
@@ -550,23 +560,28 @@ func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay tim
 
 // releaseScript gives a task back to the queue, ready now, without
 // counting the attempt (released grows by one). Like retryScript, it
-// leaves its call's token (cx) for a run sent again.
+// leaves its call's token (cx) for a run sent again, and fails before
+// its first write, changing nothing, when a queue the task goes back
+// into holds a value of another kind.
 //
 //	KEYS[1] task  KEYS[2] leases  KEYS[3] pending
 //	ARGV[1] now   ARGV[2] attempt  ARGV[3] last error  ARGV[4] id
 //	ARGV[5] the call's token (random)
 //
-// Returns 1, or 0 when attempt does not hold the lease.
+// Returns 1, 0 when attempt does not hold the lease, or -1 (nothing
+// changed) when a queue cannot take the task.
 var releaseScript = newScript(`
 local now = now_ms()
 local h = holds(KEYS[1], ARGV[2])
 if not h then return resent_finish(redis.call('HGET', KEYS[1], 'cx'), ARGV[5]) and 1 or 0 end
+local f = redis.call('HMGET', KEYS[1], 'owner', 'model') -- for enqueue too
+if not takes_enqueue(KEYS[1], f[2] or '') then return -1 end
 redis.call('ZREM', KEYS[2], ARGV[4])
 stop_running(KEYS[1], ARGV[4], h[5], h[6])
 redis.call('HINCRBY', KEYS[1], 'released', 1)
 redis.call('HSET', KEYS[1], 'status', 'pending', 'lease_until', 0, 'run_after', now,
   'updated', now, 'last_error', ARGV[3], 'cx', finish_mark(ARGV[5], 0))
-enqueue(KEYS[1], ARGV[4], now)
+enqueue(KEYS[1], ARGV[4], now, f[1], f[2])
 return 1
 `)
 
@@ -578,9 +593,14 @@ func (s *Store) ReleaseTask(ctx context.Context, id string, attempt int) error {
 }
 
 // runHolder runs a script whose ARGV are now, attempt, then args, and
-// that answers 0 when attempt does not hold the lease.
+// that answers 0 when attempt does not hold the lease (and, for one
+// that gives the task back to the queue, -1 when a queue cannot take
+// it: errQueueKeys).
 func (s *Store) runHolder(ctx context.Context, script *goredis.Script, id string, attempt int, keys []string, args ...any) error {
 	n, err := s.ackedScript(ctx, script, keys, s.holderArgs(attempt, args)...).Int64()
+	if err == nil && n == -1 {
+		err = errQueueKeys
+	}
 	return leases.Result(storeName, id, attempt, n != 0, err)
 }
 
@@ -604,17 +624,31 @@ const recoverBatch = 100
 // ledger holds a value of another kind, or the balance would overflow)
 // is left processing, its lease end a minute later: nothing is credited
 // without its ledger entry and its mark, and the other leases are
-// recovered.
+// recovered. So is a task to requeue that a queue it goes back into
+// cannot take (one of another kind: see takes_enqueue), asked before
+// anything of it is written: else the script took it out of the leases,
+// set it pending, then failed in enqueue, leaving it in no queue and
+// with no lease (never claimed nor recovered), and the rest of the
+// batch not recovered. Those are counted, for RecoverExpired to report.
 //
-// Returns {requeued, expired leases seen, failed...}, each failed task
-// as {id, owner, model, request id, attempts, cost, refund} (strings;
-// refund is the cost, or 0 when the task had been refunded before).
+// Returns {requeued, expired leases seen, left for a queue, failed...},
+// each failed task as {id, owner, model, request id, attempts, cost,
+// refund} (strings; refund is the cost, or 0 when the task had been
+// refunded before).
 var recoverScript = newScript(`
 local now = now_ms()
 local retention = tonumber(ARGV[2])
 local maxAttempts = tonumber(ARGV[3])
 local unrefundable_retry = 60000 -- ms
-local out = {0, 0}
+local out = {0, 0, 0}
+local seen = {} -- takes_enqueue's answers, by key
+-- leave_for_later pushes a task's lease end a minute later, as the task
+-- shows it too: behind the other leases, not before them at every run.
+local function leave_for_later(task, id)
+  local retry = int(now + unrefundable_retry)
+  redis.call('ZADD', KEYS[1], retry, id)
+  redis.call('HSET', task, 'lease_until', retry)
+end
 for i = 1, (#KEYS - 3) / 3 do
   local task, balance, ledger, id = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3], ARGV[3 + i]
   local leaseEnd = redis.call('ZSCORE', KEYS[1], id)
@@ -633,16 +667,17 @@ for i = 1, (#KEYS - 3) / 3 do
           'error', 'image generation did not finish (' .. counted .. ' attempts)', 'error_code', 'internal')
         out[#out + 1] = {id, f[4] or '', f[5] or '', f[6] or '', tostring(counted), cost, refunded}
       else -- its owner's credit keys cannot take the refund: left as it is, tried again later
-        local retry = int(now + unrefundable_retry)
-        redis.call('ZADD', KEYS[1], retry, id) -- behind the other leases, not before them at every run
-        redis.call('HSET', task, 'lease_until', retry) -- as the task shows it
+        leave_for_later(task, id)
       end
+    elseif not takes_enqueue(task, f[5] or '', seen) then -- a queue cannot take it: left as it is, tried again later
+      leave_for_later(task, id)
+      out[3] = out[3] + 1
     else
       redis.call('ZREM', KEYS[1], id)
       stop_running(task, id)
       redis.call('HSET', task, 'status', 'pending', 'lease_until', 0, 'run_after', now,
         'updated', now, 'last_error', 'lease expired')
-      enqueue(task, id, now)
+      enqueue(task, id, now, f[4], f[5])
       out[1] = out[1] + 1
     end
   end
@@ -653,19 +688,28 @@ return out
 // RecoverExpired sends tasks whose lease ended back to pending, or fails
 // and refunds them after maxAttempts, and reports them. Each batch reads
 // the oldest leases and their owners, then runs one script that checks
-// and moves them.
+// and moves them. Tasks that a queue of another kind cannot take back
+// are left processing, their lease a minute later (see recoverScript):
+// the rest are recovered, and the call answers what it recovered with
+// an error (errQueueKeys) that counts them, as it will at each run until
+// the key is mended.
 func (s *Store) RecoverExpired(ctx context.Context, maxAttempts int) (imagegen.Recovery, error) {
 	var rec imagegen.Recovery
+	left := 0
 	for _, sh := range s.shards {
-		if err := s.recoverShard(ctx, sh, maxAttempts, &rec); err != nil {
+		if err := s.recoverShard(ctx, sh, maxAttempts, &rec, &left); err != nil {
 			return rec, err
 		}
+	}
+	if left > 0 {
+		return rec, fmt.Errorf("redis store: recover: %d tasks whose lease ended left processing, their lease a minute later: %w", left, errQueueKeys)
 	}
 	return rec, nil
 }
 
-// recoverShard is RecoverExpired on one shard.
-func (s *Store) recoverShard(ctx context.Context, sh keys, maxAttempts int, rec *imagegen.Recovery) error {
+// recoverShard is RecoverExpired on one shard; it adds to left the tasks
+// a queue could not take back.
+func (s *Store) recoverShard(ctx context.Context, sh keys, maxAttempts int, rec *imagegen.Recovery, left *int) error {
 	for {
 		ids, err := s.rdb.ZRange(ctx, sh.leases(), 0, recoverBatch-1).Result()
 		if err != nil || len(ids) == 0 {
@@ -691,7 +735,7 @@ func (s *Store) recoverShard(ctx context.Context, sh keys, maxAttempts int, rec 
 		if err != nil {
 			return wrapErr("recover", err)
 		}
-		seen, err := addRecovery(rec, reply)
+		seen, err := addRecovery(rec, reply, left)
 		if err != nil {
 			return err
 		}
@@ -701,16 +745,19 @@ func (s *Store) recoverShard(ctx context.Context, sh keys, maxAttempts int, rec 
 	}
 }
 
-// addRecovery adds recoverScript's reply to rec and returns how many
-// expired leases the script saw.
-func addRecovery(rec *imagegen.Recovery, reply []any) (int, error) {
-	if len(reply) < 2 {
+// addRecovery adds recoverScript's reply to rec, and to left the tasks a
+// queue could not take back, and returns how many expired leases the
+// script saw.
+func addRecovery(rec *imagegen.Recovery, reply []any, left *int) (int, error) {
+	if len(reply) < 3 {
 		return 0, fmt.Errorf("redis store: recover: unexpected script reply of %d values", len(reply))
 	}
 	requeued, _ := reply[0].(int64)
 	seen, _ := reply[1].(int64)
+	kept, _ := reply[2].(int64)
 	rec.Requeued += int(requeued)
-	for _, r := range reply[2:] {
+	*left += int(kept)
+	for _, r := range reply[3:] {
 		f, ok := r.([]any)
 		if !ok || len(f) != 7 {
 			return int(seen), fmt.Errorf("redis store: recover: unexpected failed task %v", r)

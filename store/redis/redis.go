@@ -132,8 +132,17 @@
 // fair:models, all, or a model's fair queue: then the batches with a
 // task of that model) of another kind fails every submit, charging and
 // keeping nothing, until it is mended (claims read such a fair queue as
-// empty); vtag and vtime of another kind read as none, and the next
-// claim writes them over.
+// empty). What gives a task back to such a queue (pending, fair:models,
+// or its model's fair queue) fails too, and changes nothing: a retry or
+// release answers an error and the task stays processing with its
+// lease (recovery requeues it once the key is mended); an operator's
+// requeue answers an error and the task stays failed, nothing charged;
+// recovery leaves the task processing, its lease end a minute later,
+// recovers the other leases, and answers an error that counts the tasks
+// it left. vtag and vtime of another kind read
+// as none, and the next claim writes them over; tseq of another kind
+// (or not a number) fails every submit, and counts as 0 for a task
+// given back.
 //
 // Layout (P is the hash-tagged prefix, "{imagegen}" by default; on a
 // sharded store, the owner's or the id's shard tag for every key but
@@ -593,17 +602,29 @@ local function next_tag(task, owner)
   local tag = base + stride(f[1])
   redis.pcall('HSET', sched, 'last', whole(tag))
   redis.pcall('HINCRBY', sched, 'pend', '1')
-  return tag, redis.call('INCR', skey(task, 'tseq')) % 1024
+  -- A pcall: the queueing count only breaks ties of tag, and a tseq of
+  -- another kind (or not a number) fails INCR, here after the writes
+  -- above and those of the script that gives a task back; it counts as
+  -- 0 instead.
+  local seq = redis.pcall('INCR', skey(task, 'tseq'))
+  if type(seq) ~= 'number' then seq = 0 end
+  return tag, seq % 1024
 end
 
 -- enqueue puts a pending task in the queues, ready at run_after: in
 -- its model's fair queue (fair:m:<model>), its model in the record of
 -- the models with a queue (fair:models), and in pending. A task that was
--- in the legacy queue (fair) goes back into its model's.
-local function enqueue(task, id, run_after)
-  local f = redis.call('HMGET', task, 'owner', 'model')
-  local model = f[2] or ''
-  redis.call('ZADD', skey(task, 'fair:m:' .. model), tag_score(next_tag(task, f[1] or '')), id)
+-- in the legacy queue (fair) goes back into its model's. owner and
+-- model are the task's, as its caller read them, or nil to read them
+-- here. Its calls are plain: a caller asks takes_enqueue first, before
+-- its own writes.
+local function enqueue(task, id, run_after, owner, model)
+  if model == nil then
+    local f = redis.call('HMGET', task, 'owner', 'model')
+    owner, model = f[1], f[2]
+  end
+  model = model or ''
+  redis.call('ZADD', skey(task, 'fair:m:' .. model), tag_score(next_tag(task, owner or '')), id)
   redis.call('SADD', skey(task, 'fair:models'), model)
   redis.call('ZADD', skey(task, 'pending'), int(run_after), id)
 end
@@ -761,14 +782,39 @@ local function run_until(task, id, lease_end)
   if f[4] ~= '0' then redis.pcall('ZADD', skey(task, 'run:m:' .. (f[2] or '')), lease_end, id) end
 end
 
--- takes_list reports whether key can take an RPUSH (a list, or none),
--- for a script to ask before the writes that a failed RPUSH would leave
--- behind (a ledger of another kind is written only by something other
--- than the store).
-local function takes_list(key)
-  local kind = redis.call('TYPE', key)
-  kind = kind.ok or kind
-  return kind == 'list' or kind == 'none'
+-- takes_kind reports whether key can take a write of kind ('list',
+-- 'set', 'zset': an RPUSH, SADD, ZADD): it holds one, or none. A script
+-- asks it before the writes that a failed call would leave behind (a key
+-- of another kind is written only by something other than the store).
+-- A TYPE each: only the scripts that need it ask. seen (a table, or nil)
+-- keeps the answers by key, for a script that asks of a key many times.
+local function takes_kind(key, kind, seen)
+  local ok = seen and seen[key]
+  if ok == nil then
+    local k = redis.call('TYPE', key)
+    k = k.ok or k
+    ok = k == kind or k == 'none'
+    if seen then seen[key] = ok end
+  end
+  return ok
+end
+
+-- takes_list reports whether key can take an RPUSH (a list, or none).
+local function takes_list(key) return takes_kind(key, 'list') end
+
+-- takes_enqueue reports whether enqueue can write a task of model into
+-- the queues: its model's fair queue and pending are sorted sets (or
+-- none), and fair:models a set (or none). The scripts that give a task
+-- back to the queue (retry, release, lease recovery, an operator's
+-- requeue) take it out of the leases or set it pending before enqueue,
+-- and a script that fails keeps what it wrote: a queue of another kind
+-- left the task pending in no queue and with no lease, never claimed
+-- nor recovered. They ask this before their first write and change
+-- nothing when it is false. seen is takes_kind's, for a script that
+-- gives back several tasks: three TYPEs a run at most, and one a model.
+local function takes_enqueue(task, model, seen)
+  return takes_kind(skey(task, 'fair:m:' .. model), 'zset', seen) and takes_kind(skey(task, 'fair:models'), 'set', seen) and
+    takes_kind(skey(task, 'pending'), 'zset', seen)
 end
 
 -- finish_mark is what a cancel, a worker's failure, retry or release
