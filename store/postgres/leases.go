@@ -58,6 +58,17 @@ const maxClaim = 64
 // the claim's insert of the row waited, and two claims that came to two
 // rated models in opposite orders deadlocked).
 //
+// The owner cap's count reads the owner's running tasks alone, through
+// tasks_owner_running (owner, processing tasks only; migration 22).
+// Until then the planner could count through tasks_owner, every task
+// of the owner's, finished ones kept for the retention included, when
+// the statistics made it look cheap (taken while many owners' tasks ran,
+// or before an owner's history grew): a claim of an owner with 20,000
+// finished tasks read 160,000 rows and index entries, against 82 with
+// none (TestOwnerCapCountIgnoresFinishedTasks). The index costs every claim
+// (claim_free's too) one more index entry per task taken, and a lease
+// renewal one; those updates were already not HOT (tasks_leases).
+//
 // A claim commits without waiting for its WAL flush (synchronous_commit
 // off, for this transaction only): the worker's loop claims one batch at
 // a time, so a flush per claim would cap the whole pipeline at one batch

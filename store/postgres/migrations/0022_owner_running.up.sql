@@ -1,0 +1,57 @@
+-- imagegen store, version 22: an index of each owner's running tasks,
+-- so that counting them for the owner cap reads those tasks and not
+-- every task the owner ever had.
+--
+-- A claim with an owner cap (claim_tasks, through held_reason) counts
+-- the owner's running tasks, status = 'processing' AND owner = p_owner,
+-- for each task it is about to take until it finds the owner at its cap;
+-- SchedulerStats counts them too, for each task it looks at. Two indexes
+-- could serve that count: tasks_leases (lease_until, processing tasks
+-- only: the running tasks of every owner) and tasks_owner (owner, seq:
+-- every task of the owner's, finished ones kept for the retention
+-- included). Which one the planner took depended on the statistics.
+-- Analyzed while the queue was busy (many owners each with a task
+-- running), or not analyzed since an owner's history grew, tasks_owner
+-- looked cheaper, and the count read every task the owner ever had: an
+-- owner with 20,000 finished tasks cost a claim of three of its tasks
+-- 160,000 rows and index entries, where the same claim of an owner with
+-- no history read 82 (TestOwnerCapCountIgnoresFinishedTasks).
+--
+-- tasks_owner_running (owner) WHERE status = 'processing' holds the
+-- running tasks alone, so the count's cost is the owner's running tasks
+-- (at most the cap, plus the entries of finished ones a vacuum has not
+-- yet removed), whatever the statistics: the planner prefers it to
+-- tasks_owner always (fewer entries, the same condition met), and where
+-- it takes tasks_leases instead, that is bounded by the running tasks
+-- too. The count needs no change. (Either index also holds the entries
+-- of tasks that finished since the last vacuum, and a bitmap scan does
+-- not mark them dead: analyzed with 100,000 finished tasks, the count
+-- went through tasks_leases and read the 2,000 entries of tasks that
+-- had just finished, before this version as after. That is the recent
+-- finishes of every owner until autovacuum comes, not one owner's
+-- history over the retention.)
+--
+-- What it costs writes: a claim's update of a task was already not HOT
+-- (tasks_leases and the pending-only indexes change), so the row was
+-- already given a new entry in every index; now one more, in this small
+-- index. So is a lease renewal's (lease_until is tasks_leases' key). A
+-- finish, a release or a retry leaves the task out of processing and
+-- adds no entry here; a progress update changes no indexed column and
+-- stays HOT. The alternative, writing the count so that the planner can
+-- use only tasks_leases, adds no write work, but reads every owner's
+-- running tasks at each count, and a sequential scan of the whole table
+-- where the statistics say most tasks are running; it does not hold the
+-- bound whatever the statistics.
+--
+-- The model cap's count (model = p_model) has no index on model over
+-- finished tasks to be misled by: it goes through tasks_leases (so it
+-- did with 100,000 finished tasks, analyzed or not, and analyzed while
+-- 2,000 ran), and only a sequential scan, were the statistics to say
+-- most tasks are running, could read the history. It runs once per capped
+-- model in a claim, not once per task, so it is left as it is, without
+-- a second index to keep up on every claim.
+--
+-- The index is built inside the migration's transaction: submits and
+-- claims wait for the build (one scan of the tasks table).
+
+CREATE INDEX tasks_owner_running ON {schema}.tasks (owner) WHERE status = 'processing';
