@@ -45,7 +45,10 @@ func TestRecoveryWithAnErrorStillWakesTheWorkers(t *testing.T) {
 
 	cancel, stopped := f.runInBackground()
 	defer func() { cancel(); <-stopped }()
-	for f.clock.Waiters() < 4 { // the loops and the idle worker wait
+	for wait := time.Now().Add(3 * time.Second); f.clock.Waiters() < 4; { // the loops and the idle worker wait
+		if time.Now().After(wait) {
+			t.Fatalf("%d waiters on the clock, want the three loops' and the idle worker's", f.clock.Waiters())
+		}
 		time.Sleep(time.Millisecond)
 	}
 	f.clock.Advance(lease) // the lease ends; the recovery loop runs
