@@ -204,10 +204,16 @@ func (s *Service) recoverLoop(ctx context.Context) {
 			return
 		case <-s.cfg.Clock.After(s.cfg.LeaseDuration / 2):
 		}
-		if n, err := s.Recover(ctx); err != nil && ctx.Err() == nil {
-			s.log.ErrorContext(ctx, "recover expired leases", "err", err)
+		// On an error, what Recover reports was done (a store may have
+		// requeued some tasks and left others): the requeued ones wake
+		// the workers all the same.
+		n, err := s.Recover(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.ErrorContext(ctx, "recover expired leases", "err", err, "count", n)
 		} else if n > 0 {
 			s.log.InfoContext(ctx, "recovered tasks with expired leases", "count", n)
+		}
+		if n > 0 {
 			s.wakeWorkers()
 		}
 	}
