@@ -107,7 +107,10 @@ if ARGV[4] == '1' then
   redis.call('HSET', KEYS[1], 'refunded', '0', 'refund_ref', ARGV[6])
 end
 redis.call('HDEL', KEYS[1], 'error', 'error_code', 'finished', 'expires', 'hook_attempts', 'hook_attempts_processing')
-redis.call('ZREM', KEYS[5], ARGV[2], ARGV[2] .. ':processing')
+-- A pcall: webhooks of another kind holds none of the task's deliveries,
+-- and a plain call failing here, after the recharge, kept the charge
+-- with the task still failed.
+redis.pcall('ZREM', KEYS[5], ARGV[2], ARGV[2] .. ':processing')
 redis.call('HSET', KEYS[1], 'status', 'pending', 'updated', now, 'run_after', now, 'rx', ARGV[7])
 redis.call('PERSIST', KEYS[1])
 enqueue(KEYS[1], ARGV[2], now, f[1], f[6])

@@ -252,3 +252,29 @@ func TestGiveBackWithATseqOfAnotherKind(t *testing.T) {
 		}
 	})
 }
+
+// TestRequeueWithWebhooksOfAnotherKind: an operator's requeue takes the
+// task's pending deliveries out of webhooks with a call made after the
+// recharge; a webhooks key of another kind (which holds no delivery)
+// failed it there, keeping the charge with the task still failed. The
+// call reads such a key as holding none, and the requeue goes on.
+func TestRequeueWithWebhooksOfAnotherKind(t *testing.T) {
+	fundedStores(t, 10, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		c := claimedTask(t, s)
+		if _, err := s.FailTask(ctx, c.ID, c.Attempt, imagegen.Failure{Code: imagegen.CodeInternal, Message: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		balance := balanceOf(t, s, "a")
+		spoil(t, s, s.k.webhooks())
+		if err := s.RequeueTask(ctx, c.ID, true); err != nil {
+			t.Fatalf("requeue with webhooks of another kind: %v", err)
+		}
+		if b := balanceOf(t, s, "a"); b != balance-c.Cost {
+			t.Fatalf("balance %d; want %d, charged once", b, balance-c.Cost)
+		}
+		if got, err := s.ClaimTask(ctx, time.Minute); err != nil || got.ID != c.ID {
+			t.Fatalf("claim after the requeue: %v, %v; want %s", got, err, c.ID)
+		}
+	})
+}
