@@ -55,22 +55,12 @@ func TestOwnerCapCountIgnoresFinishedTasks(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = tx.Rollback(ctx) }()
-		// The rows and index entries of tasks this transaction has read
-		// (its statistics are flushed only between transactions).
-		sum := func() (n int64) {
-			if err := tx.QueryRow(ctx, `SELECT sum(pg_stat_get_xact_tuples_fetched(c) + pg_stat_get_xact_tuples_returned(c))
-				FROM (SELECT $1::regclass::oid c UNION ALL SELECT indexrelid FROM pg_index WHERE indrelid = $1::regclass) x`,
-				s.Schema()+".tasks").Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-		before := sum()
+		before := tasksRead(ctx, t, tx, s.Schema())
 		if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s.claim_tasks(now(), interval '1 minute', 8, 256, 4,
 			'{}', '{}', '{}')`, schema)).Scan(&claimed); err != nil {
 			t.Fatal(err)
 		}
-		return claimed, sum() - before
+		return claimed, tasksRead(ctx, t, tx, s.Schema()) - before
 	}
 	claimed0, read0 := measure(0)
 	claimed, read := measure(20000)
