@@ -67,6 +67,51 @@ func BenchmarkClaimAmongManyModels(b *testing.B) {
 	}
 }
 
+// BenchmarkClaimInterleavedModels measures a claim of 64 when the next
+// task is another model's at every take (20 models of 100 pending tasks
+// each, their tags interleaved), rolled back after each op: the merge
+// puts a model back in its place (merge_reorder) once a task.
+func BenchmarkClaimInterleavedModels(b *testing.B) {
+	ctx := context.Background()
+	pool := pgtest.Connect(b)
+	s := pgtest.NewStore(b, pool, postgres.Config{})
+	schema := pgx.Identifier{s.Schema()}.Sanitize()
+	if _, err := pool.Exec(ctx, fmt.Sprintf(`
+		INSERT INTO %[1]s.tasks (id, owner, request, model, cost, status, run_after, created_at, updated_at, tag)
+		SELECT 't' || i, 'o' || (i %% 50), '{}', 'm' || (i %% 20), 1, 'pending', now() - interval '1 second', now(), now(), i
+		FROM generate_series(1, 2000) i;
+		ANALYZE %[1]s.tasks`, schema)); err != nil {
+		b.Fatal(err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Release()
+	for _, c := range []struct{ name, sql string }{
+		{"claim_free", `%s.claim_free(now(), interval '1 minute', 64)`},
+		{"claim_tasks", `%s.claim_tasks(now(), interval '1 minute', 64, 256, 100, '{}', '{}', '{}')`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				tx, err := conn.Begin(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var got int
+				err = tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM `+c.sql, schema)).Scan(&got)
+				_ = tx.Rollback(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got != 64 {
+					b.Fatalf("claimed %d of 64", got)
+				}
+			}
+		})
+	}
+}
+
 // The merge keeps the one fair order with many models too: tasks of 3
 // owners over 17 models, queued in a random interleaving, are claimed
 // in the order QueuePositions reports, in batches of any size, with and

@@ -1,5 +1,5 @@
 -- Back to version 20: its claim_free and claim_tasks (see the up
--- migration for what version 21 corrects).
+-- migration for what version 21 corrects), and no merge_reorder.
 
 CREATE OR REPLACE FUNCTION {schema}.claim_free(p_now timestamptz, p_lease interval, p_n integer, p_scan integer DEFAULT 256)
 RETURNS SETOF {schema}.tasks
@@ -366,3 +366,5 @@ BEGIN
 		INSERT INTO {schema}.pending_moves (owner, d) SELECT o, -count(*) FROM unnest(owners) o GROUP BY o;
 	END IF;
 END $$;
+
+DROP FUNCTION {schema}.merge_reorder(integer[], bigint[], bigint[]);

@@ -56,7 +56,35 @@
 --    second, and when it has read the first's queue up to a task that
 --    comes after the second's, puts it back in its place by a binary
 --    search (one array copy, in C), or takes it out once it is out of
---    the claim.
+--    the claim. The two functions share the putting back,
+--    merge_reorder: a call of it costs about 2 µs, 5 % of a claim of 64
+--    whose every take turns to another model (claim_free, 2.55 against
+--    2.43 ms; BenchmarkClaimInterleavedModels), and nothing measurable
+--    in claim_tasks.
+
+-- merge_reorder is the claims' order of models (p_ord: model numbers,
+-- by the (tag, seq) of their next tasks, p_tags[i] and p_seqs[i]) with
+-- its first, whose next task has moved on, put back in its place: a
+-- binary search over the rest, then one array copy (in C). claim_free
+-- and claim_tasks share it.
+CREATE FUNCTION {schema}.merge_reorder(p_ord integer[], p_tags bigint[], p_seqs bigint[]) RETURNS integer[]
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+	b integer := p_ord[1];
+	lo integer := 2;
+	hi integer := cardinality(p_ord) + 1;
+	mid integer;
+BEGIN
+	WHILE lo < hi LOOP
+		mid := (lo + hi) / 2;
+		IF (p_tags[p_ord[mid]], p_seqs[p_ord[mid]]) < (p_tags[b], p_seqs[b]) THEN
+			lo := mid + 1;
+		ELSE
+			hi := mid;
+		END IF;
+	END LOOP;
+	RETURN p_ord[2:lo - 1] || b || p_ord[lo:];
+END $$;
 
 CREATE OR REPLACE FUNCTION {schema}.claim_free(p_now timestamptz, p_lease interval, p_n integer, p_scan integer DEFAULT 256)
 RETURNS SETOF {schema}.tasks
@@ -79,9 +107,6 @@ DECLARE
 	v_left integer[];
 	v_live boolean[];
 	v_ord integer[]; -- the live models, their next tasks in order
-	lo integer;
-	hi integer;
-	mid integer;
 	v_paused text[];
 	v_model text;
 	c refcursor;
@@ -200,17 +225,7 @@ BEGIN
 				END IF;
 			END LOOP;
 			IF v_live[b] THEN -- its next task comes after nb's: b back in its place
-				lo := 2;
-				hi := cardinality(v_ord) + 1;
-				WHILE lo < hi LOOP
-					mid := (lo + hi) / 2;
-					IF (v_tags[v_ord[mid]], v_seqs[v_ord[mid]]) < (v_tags[b], v_seqs[b]) THEN
-						lo := mid + 1;
-					ELSE
-						hi := mid;
-					END IF;
-				END LOOP;
-				v_ord := v_ord[2:lo - 1] || b || v_ord[lo:];
+				v_ord := {schema}.merge_reorder(v_ord, v_tags, v_seqs);
 			ELSE
 				v_ord := v_ord[2:];
 			END IF;
@@ -261,9 +276,6 @@ DECLARE
 	v_left integer[];
 	v_live boolean[];
 	v_ord integer[]; -- the live models, their next tasks in order
-	lo integer;
-	hi integer;
-	mid integer;
 	v_seen boolean[];
 	v_room integer[];
 	v_rate integer[];
@@ -444,17 +456,7 @@ BEGIN
 			EXIT WHEN NOT v_live[b];
 		END LOOP;
 		IF v_live[b] THEN -- its next task comes after nb's: b back in its place
-			lo := 2;
-			hi := cardinality(v_ord) + 1;
-			WHILE lo < hi LOOP
-				mid := (lo + hi) / 2;
-				IF (v_tags[v_ord[mid]], v_seqs[v_ord[mid]]) < (v_tags[b], v_seqs[b]) THEN
-					lo := mid + 1;
-				ELSE
-					hi := mid;
-				END IF;
-			END LOOP;
-			v_ord := v_ord[2:lo - 1] || b || v_ord[lo:];
+			v_ord := {schema}.merge_reorder(v_ord, v_tags, v_seqs);
 		ELSE
 			v_ord := v_ord[2:];
 		END IF;
