@@ -56,15 +56,6 @@ func (s *Store) ahead(key queueKey) int {
 	return n
 }
 
-// queuedCount is how many tasks the models' queues hold; s.mu is held.
-func (s *Store) queuedCount() int {
-	n := 0
-	for _, m := range s.models {
-		n += m.queue.len()
-	}
-	return n
-}
-
 // modelHeld says why no task of model may start now under h's limits
 // and picks, or "" when its tasks may (an owner's cap may still hold
 // one back).

@@ -45,20 +45,6 @@ type pendingNode struct {
 // node returns the node of the record in slot i (not 0).
 func (q *pendingQueue) node(i slot) *pendingNode { return &q.recs.at(i).fair }
 
-// each calls fn on the entries in order until fn returns false.
-func (q *pendingQueue) each(fn func(queueKey, task) bool) { q.each1(q.root, fn) }
-
-func (q *pendingQueue) each1(i slot, fn func(queueKey, task) bool) bool {
-	for i != 0 {
-		n := q.node(i)
-		if !q.each1(n.left, fn) || !fn(n.key, q.recs.at(i)) {
-			return false
-		}
-		i = n.right
-	}
-	return true
-}
-
 // push queues the record in slot i at k; its node must not be in a
 // queue, and k's seq must not be queued already.
 func (q *pendingQueue) push(i slot, k queueKey) {
@@ -117,9 +103,6 @@ func (q *pendingQueue) after(k queueKey) slot {
 	}
 	return found
 }
-
-// len is how many entries the queue holds.
-func (q *pendingQueue) len() int { return q.count(q.root) }
 
 // ahead counts the entries claimed before k (k itself need not be
 // queued).

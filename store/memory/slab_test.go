@@ -266,3 +266,12 @@ func checkIndexes(t *testing.T, s *Store, ids []string, owner map[string]string)
 		}
 	}
 }
+
+// queuedCount is how many tasks the models' queues hold; s.mu is held.
+func (s *Store) queuedCount() int {
+	n := 0
+	for _, m := range s.models {
+		n += m.queue.count(m.queue.root)
+	}
+	return n
+}
