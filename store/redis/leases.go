@@ -541,14 +541,7 @@ var retryScript = newScript(`
 local now = now_ms()
 local h = holds(KEYS[1], ARGV[2])
 if not h then return resent_finish(redis.call('HGET', KEYS[1], 'cx'), ARGV[6]) and 1 or 0 end
-local f = redis.call('HMGET', KEYS[1], 'owner', 'model') -- for enqueue too
-if not takes_enqueue(KEYS[1], f[2] or '') then return -1 end
-local runAfter = now + tonumber(ARGV[3])
-redis.call('ZREM', KEYS[2], ARGV[5])
-stop_running(KEYS[1], ARGV[5], h[5], h[6])
-redis.call('HSET', KEYS[1], 'status', 'pending', 'lease_until', 0, 'run_after', runAfter,
-  'updated', now, 'last_error', ARGV[4], 'cx', finish_mark(ARGV[6], 0))
-enqueue(KEYS[1], ARGV[5], runAfter, f[1], f[2])
+if not give_back(KEYS[1], ARGV[5], KEYS[2], h, now + tonumber(ARGV[3]), now, ARGV[4], ARGV[6]) then return -1 end
 return 1
 `)
 
@@ -574,14 +567,8 @@ var releaseScript = newScript(`
 local now = now_ms()
 local h = holds(KEYS[1], ARGV[2])
 if not h then return resent_finish(redis.call('HGET', KEYS[1], 'cx'), ARGV[5]) and 1 or 0 end
-local f = redis.call('HMGET', KEYS[1], 'owner', 'model') -- for enqueue too
-if not takes_enqueue(KEYS[1], f[2] or '') then return -1 end
-redis.call('ZREM', KEYS[2], ARGV[4])
-stop_running(KEYS[1], ARGV[4], h[5], h[6])
+if not give_back(KEYS[1], ARGV[4], KEYS[2], h, now, now, ARGV[3], ARGV[5]) then return -1 end
 redis.call('HINCRBY', KEYS[1], 'released', 1)
-redis.call('HSET', KEYS[1], 'status', 'pending', 'lease_until', 0, 'run_after', now,
-  'updated', now, 'last_error', ARGV[3], 'cx', finish_mark(ARGV[5], 0))
-enqueue(KEYS[1], ARGV[4], now, f[1], f[2])
 return 1
 `)
 
@@ -654,7 +641,7 @@ for i = 1, (#KEYS - 3) / 3 do
   local leaseEnd = redis.call('ZSCORE', KEYS[1], id)
   if leaseEnd and tonumber(leaseEnd) <= now then
     out[2] = out[2] + 1
-    local f = redis.call('HMGET', task, 'status', 'attempt', 'released', 'owner', 'model', 'rid', 'cost', 'refunded')
+    local f = redis.call('HMGET', task, 'status', 'attempt', 'released', 'owner', 'model', 'rid', 'cost', 'refunded', 'ro', 'rm')
     local counted = (tonumber(f[2]) or 0) - (tonumber(f[3]) or 0) -- released claims do not count
     if f[1] ~= 'processing' then
       redis.call('ZREM', KEYS[1], id) -- left behind; nothing to recover
@@ -674,7 +661,7 @@ for i = 1, (#KEYS - 3) / 3 do
       out[3] = out[3] + 1
     else
       redis.call('ZREM', KEYS[1], id)
-      stop_running(task, id)
+      stop_running(task, id, f[9], f[10], f[4], f[5])
       redis.call('HSET', task, 'status', 'pending', 'lease_until', 0, 'run_after', now,
         'updated', now, 'last_error', 'lease expired')
       enqueue(task, id, now, f[4], f[5])

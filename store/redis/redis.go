@@ -615,14 +615,10 @@ end
 -- its model's fair queue (fair:m:<model>), its model in the record of
 -- the models with a queue (fair:models), and in pending. A task that was
 -- in the legacy queue (fair) goes back into its model's. owner and
--- model are the task's, as its caller read them, or nil to read them
--- here. Its calls are plain: a caller asks takes_enqueue first, before
--- its own writes.
+-- model are the task's fields, as its caller read them (false: none).
+-- Its calls are plain: a caller asks takes_enqueue first, before its
+-- own writes.
 local function enqueue(task, id, run_after, owner, model)
-  if model == nil then
-    local f = redis.call('HMGET', task, 'owner', 'model')
-    owner, model = f[1], f[2]
-  end
   model = model or ''
   redis.call('ZADD', skey(task, 'fair:m:' .. model), tag_score(next_tag(task, owner or '')), id)
   redis.call('SADD', skey(task, 'fair:models'), model)
@@ -760,19 +756,20 @@ end
 
 -- stop_running gives back a task's owner and model slots: it left
 -- processing. ro and rm are its fields of those names as holds read
--- them, or nil (not given) to read them here.
-local function stop_running(task, id, ro, rm)
-  local owner, model
+-- them, or nil (not given) to read them here; owner and model its
+-- fields as the caller read them (false: none), or nil to read them
+-- here when a slot needs them.
+local function stop_running(task, id, ro, rm, owner, model)
   if ro == nil then
     local f = redis.call('HMGET', task, 'owner', 'model', 'ro', 'rm')
-    owner, model, ro, rm = f[1] or '', f[2] or '', f[3], f[4]
-  elseif ro ~= '0' or rm ~= '0' then -- holds read neither
+    owner, model, ro, rm = f[1], f[2], f[3], f[4]
+  elseif model == nil and (ro ~= '0' or rm ~= '0') then -- holds read neither
     local f = redis.call('HMGET', task, 'owner', 'model')
-    owner, model = f[1] or '', f[2] or ''
+    owner, model = f[1], f[2]
   end
   -- pcalls: a running set of another kind reads as none (see claimScript)
-  if ro ~= '0' then redis.pcall('ZREM', skey(task, 'run:o:' .. owner), id) end
-  if rm ~= '0' then redis.pcall('ZREM', skey(task, 'run:m:' .. model), id) end
+  if ro ~= '0' then redis.pcall('ZREM', skey(task, 'run:o:' .. (owner or '')), id) end
+  if rm ~= '0' then redis.pcall('ZREM', skey(task, 'run:m:' .. (model or '')), id) end
 end
 
 -- run_until moves a processing task's slots to its new lease end.
@@ -828,6 +825,24 @@ local function finish_mark(token, refunded) return token .. ':' .. refunded end
 local function resent_finish(cx, token)
   local t, refunded = string.match(cx or '', '^(.*):(%d+)$')
   if t == token then return 1 + tonumber(refunded) end
+end
+
+-- give_back moves a processing task whose lease its caller holds (h,
+-- what holds read) back to pending, ready at run_after, with last_error
+-- and its call's token (cx, as a failure leaves it: see resent_finish):
+-- out of the leases and its running slots, into the queues. It asks
+-- takes_enqueue before its first write and changes nothing, returning
+-- false, when a queue cannot take the task (see takes_enqueue); else it
+-- returns true. Retry and release share it.
+local function give_back(task, id, leases, h, run_after, now, last_error, token)
+  local f = redis.call('HMGET', task, 'owner', 'model')
+  if not takes_enqueue(task, f[2] or '') then return false end
+  redis.call('ZREM', leases, id)
+  stop_running(task, id, h[5], h[6], f[1], f[2])
+  redis.call('HSET', task, 'status', 'pending', 'lease_until', 0, 'run_after', run_after,
+    'updated', now, 'last_error', last_error, 'cx', finish_mark(token, 0))
+  enqueue(task, id, run_after, f[1], f[2])
+  return true
 end
 
 -- ledger_entry is a ledger entry as JSON, with its numbers written
