@@ -1,5 +1,6 @@
 -- Back to version 20: its claim_free and claim_tasks (see the up
--- migration for what version 21 corrects), and no merge_reorder.
+-- migration for what version 21 corrects), and neither model_heads nor
+-- merge_reorder.
 
 CREATE OR REPLACE FUNCTION {schema}.claim_free(p_now timestamptz, p_lease interval, p_n integer, p_scan integer DEFAULT 256)
 RETURNS SETOF {schema}.tasks
@@ -368,3 +369,4 @@ BEGIN
 END $$;
 
 DROP FUNCTION {schema}.merge_reorder(integer[], bigint[], bigint[]);
+DROP FUNCTION {schema}.model_heads(timestamptz);
