@@ -248,11 +248,32 @@ type Submission struct {
 
 // Submit validates req, prices it with the model, and creates a pending
 // task for owner, debiting the price in the same atomic store operation.
-// Errors: *ValidationError (ErrInvalidParams), ErrInsufficientCredits.
+// Errors: *ValidationError (ErrInvalidParams), ErrInsufficientCredits;
+// a store that failed after it was asked to make the task (a timeout, a
+// connection lost after the write) gives a *SubmitUnknownError naming
+// the task that may exist, charged.
 func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submission, error) {
-	sub, _, err := s.submit(ctx, owner, req, s.cfg.Store.CreateTask)
+	sub, asked, err := s.submit(ctx, owner, req, s.cfg.Store.CreateTask)
+	if err != nil && asked != nil {
+		return sub, &SubmitUnknownError{TaskID: asked.ID, Err: err}
+	}
 	return sub, err
 }
+
+// SubmitUnknownError is a submit whose store call failed after it was
+// asked to make the task: the task TaskID may exist, charged, or not.
+// A caller that will not come back for it (Cancel(owner, TaskID)
+// refunds it, or answers ErrTaskNotFound when it was never made)
+// settles it; the error wraps the store's.
+type SubmitUnknownError struct {
+	TaskID string
+	Err    error
+}
+
+func (e *SubmitUnknownError) Error() string { return e.Err.Error() }
+
+// Unwrap is the store's error.
+func (e *SubmitUnknownError) Unwrap() error { return e.Err }
 
 // ErrOtherStore: SubmitWith was given a store the service does not run on.
 var ErrOtherStore = errors.New("imagegen: the service runs on another store")
