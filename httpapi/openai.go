@@ -138,7 +138,10 @@ func (h *Handler) handleOpenAIGenerations() http.Handler {
 			}
 			b64, err := h.imageBase64(r.Context(), id)
 			if err != nil {
-				h.openAIErr(w, r, err)
+				if r.Context().Err() == nil { // else the caller has gone; nobody reads the answer
+					h.cfg.Logger.ErrorContext(r.Context(), "read an image for a b64_json answer", "task_id", t.ID, "image_id", id, "err", err)
+					openAIImageUnreadable(t.ID).write(w)
+				}
 				return
 			}
 			data[i].B64JSON = b64

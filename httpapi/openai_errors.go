@@ -15,7 +15,10 @@ import (
 // "param","code"}}, param and code null when they do not apply.
 type openAIError struct {
 	status int
-	Error  openAIErrorDetail `json:"error"`
+	// final marks an answer that a retry must not follow
+	// (x-should-retry: false) beside those write knows by status.
+	final bool
+	Error openAIErrorDetail `json:"error"`
 }
 
 type openAIErrorDetail struct {
@@ -43,7 +46,7 @@ func invalidOpenAI(param, message, code string) *openAIError {
 // write sends the error. Answers that a retry cannot change say so
 // (x-should-retry: false), so that OpenAI SDKs do not retry them.
 func (e *openAIError) write(w http.ResponseWriter) {
-	if e.status == http.StatusTooManyRequests && e.Error.Type == "insufficient_quota" || e.status == http.StatusGatewayTimeout {
+	if e.final || e.status == http.StatusTooManyRequests && e.Error.Type == "insufficient_quota" || e.status == http.StatusGatewayTimeout {
 		w.Header().Set("X-Should-Retry", "false")
 	}
 	encode(w, e.status, e)
@@ -74,6 +77,18 @@ func (h *Handler) openAIErr(w http.ResponseWriter, r *http.Request, err error) {
 		h.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		newOpenAIError(http.StatusInternalServerError, "server_error", "", "", "The server had an error while processing your request.").write(w)
 	}
+}
+
+// openAIImageUnreadable is the answer for a task that succeeded, charged,
+// whose image could not be read for a b64_json answer (the image store
+// failing): a 500 that says not to retry, since a retry submits and
+// charges again, and names the task, whose images the native API serves
+// (GET /api/v1/tasks/{id}) once the image store is back.
+func openAIImageUnreadable(taskID string) *openAIError {
+	e := newOpenAIError(http.StatusInternalServerError, "server_error", "", "",
+		"The image was generated and charged, but could not be read from the image store; do not retry. Fetch it later through task "+taskID+".")
+	e.final = true
+	return e
 }
 
 // openAITaskFailed is the answer for a task that failed: a refusal is
