@@ -12,10 +12,18 @@ import (
 	"net/http"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/fetch"
 )
 
-// MaxCropPixels bounds the images CropToRatio decodes.
-const MaxCropPixels = 100_000_000
+// MaxCropPixels bounds the images CropToRatio decodes, and
+// MaxCropDecodedBytes the memory they take decoded (a 16-bit PNG takes
+// 8 bytes a pixel, an 8-bit RGBA one 4), both checked on the header: a
+// provider's few hundred bytes may name an image that image.Decode
+// would allocate whole before finding the data short.
+const (
+	MaxCropPixels       = 100_000_000
+	MaxCropDecodedBytes = 4 * MaxCropPixels
+)
 
 // ErrUnknownFormat: the bytes are not an image the standard library
 // decodes (PNG, JPEG, GIF). WebP is such a format.
@@ -47,11 +55,11 @@ func CropToRatio(img imagegen.GeneratedImage, r imagegen.AspectRatio) (imagegen.
 	if size.Is(r) {
 		return img, false, nil
 	}
-	if int64(size.W)*int64(size.H) > MaxCropPixels {
-		return img, false, fmt.Errorf("image of %v is too large to crop", size)
-	}
-	src, _, err := image.Decode(bytes.NewReader(img.Data))
+	src, _, err := fetch.DecodeWithin(img.Data, MaxCropPixels, MaxCropDecodedBytes)
 	if err != nil {
+		if errors.Is(err, fetch.ErrTooManyPixels) {
+			return img, false, fmt.Errorf("image of %v is too large to crop: %w", size, err)
+		}
 		return img, false, fmt.Errorf("decoding the image: %w", err)
 	}
 	b := src.Bounds()
