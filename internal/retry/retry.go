@@ -62,7 +62,7 @@ func After(h http.Header, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s < 0 || s > 1e9 {
+		if !(s >= 0 && s <= 1e9) { // NaN, which ParseFloat reads, included
 			return 0, false
 		}
 		return time.Duration(s * float64(time.Second)), true

@@ -38,6 +38,8 @@ func TestAfter(t *testing.T) {
 		{map[string]string{"Retry-After-Ms": "junk", "Retry-After": "9"}, 9 * time.Second, true},
 		{map[string]string{"Retry-After": "-3"}, 0, false},
 		{map[string]string{"Retry-After": "soon"}, 0, false},
+		{map[string]string{"Retry-After": "NaN"}, 0, false},
+		{map[string]string{"Retry-After": "Inf"}, 0, false},
 		{map[string]string{}, 0, false},
 	}
 	for _, tc := range cases {
