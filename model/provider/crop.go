@@ -49,8 +49,8 @@ func CropToRatio(img imagegen.GeneratedImage, r imagegen.AspectRatio) (imagegen.
 		return img, false, nil
 	}
 	size, err := ImageSize(img.Data)
-	if err != nil {
-		return img, false, nil // cannot crop what we cannot decode
+	if ct := ContentType(img.Data); err != nil || ct != PNG && ct != JPEG && ct != GIF {
+		return img, false, nil // cannot crop what we cannot decode (a decoder another package registered included)
 	}
 	if size.Is(r) {
 		return img, false, nil
