@@ -43,15 +43,35 @@ func (m *Model) abandon(ctx context.Context, id string, err error) error {
 	if errors.As(err, &me) && me.Message == provider.MsgTimeout {
 		out.Message = provider.MsgTimeout
 	}
+	out.Err = fmt.Errorf("%w (%s)", out.Err, m.stopDetached(ctx, id))
+	return out
+}
+
+// dropped stops a prompt the generation no longer follows for another
+// reason than ctx (its history could not be read), so that it does not
+// take the GPU while the task is retried: err, a *imagegen.ModelError,
+// is returned as it is classified, with the outcome in its cause.
+func (m *Model) dropped(ctx context.Context, id string, err error) error {
+	var me *imagegen.ModelError
+	if !errors.As(err, &me) {
+		me = provider.BadAnswer(Provider, true, err)
+	}
+	out := *me
+	out.Err = fmt.Errorf("%w (prompt %s %s)", me.Err, id, m.stopDetached(ctx, id))
+	return &out
+}
+
+// stopDetached is stop on a context of its own, bounded by
+// cancelTimeout (ctx may have ended), and says what became of the prompt.
+func (m *Model) stopDetached(ctx context.Context, id string) string {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
 	defer cancel()
 	outcome, cerr := m.stop(cctx, id)
 	if cerr != nil {
 		m.cfg.Logger.Warn("comfyui: stopping an abandoned prompt failed", "prompt_id", id, "err", cerr)
-		outcome = fmt.Sprintf("stopping it failed: %v", cerr)
+		return fmt.Sprintf("stopping it failed: %v", cerr)
 	}
-	out.Err = fmt.Errorf("%w (%s)", out.Err, outcome)
-	return out
+	return outcome
 }
 
 // stop takes the prompt off the queue or interrupts it, and says which.

@@ -66,7 +66,11 @@
 // GET /queue: a pending prompt is deleted from it (POST /queue
 // {"delete": [id]}), the running one interrupted (POST /interrupt
 // {"prompt_id": id}: the adapter interrupts only when its prompt is the
-// one running, and newer servers check the id themselves).
+// one running, and newer servers check the id themselves). So is a
+// prompt the adapter stops following for another reason (its history
+// that cannot be read, after the call's retries): the task, retried,
+// queues a prompt again, and the first must not take the GPU meanwhile;
+// the error stays as it was classified, the outcome in its cause.
 //
 // # Failures
 //

@@ -55,6 +55,9 @@ func (m *Model) run(ctx context.Context, g imagegen.Generation, prompt map[strin
 		if ctx.Err() != nil || errors.Is(err, provider.ErrPastDeadline) {
 			return imagegen.GeneratedImage{}, m.abandon(ctx, id, err)
 		}
+		if !ended && h == nil { // the prompt may still be queued or running
+			return imagegen.GeneratedImage{}, m.dropped(ctx, id, err)
+		}
 		return imagegen.GeneratedImage{}, err
 	}
 	return m.image(ctx, id, h)
@@ -234,7 +237,7 @@ func (m *Model) poll(ctx context.Context, id string, now bool) (*historyEntry, e
 			continue // queued or running
 		}
 		if h.Status != nil && h.Status.StatusStr == "error" {
-			return nil, historyFailure(id, &h)
+			return &h, historyFailure(id, &h) // the entry with the error: the prompt has ended
 		}
 		return &h, nil
 	}
