@@ -35,6 +35,8 @@ const (
 	// DefaultHistoryCheck is how often the history of a prompt followed
 	// on the websocket is read as well.
 	DefaultHistoryCheck = 30 * time.Second
+	// DefaultDialTimeout bounds the websocket's handshake.
+	DefaultDialTimeout = 10 * time.Second
 )
 
 var _ imagegen.Model = (*Model)(nil)
@@ -74,6 +76,10 @@ type Config struct {
 	// end (a connection that died without closing). Default 30 s, in real
 	// time.
 	HistoryCheck time.Duration
+	// DialTimeout bounds the websocket's handshake, in real time: a
+	// server or proxy that holds /ws unanswered is one without a
+	// websocket, and the prompt is followed by polling. Default 10 s.
+	DialTimeout time.Duration
 	// Logger receives warnings (a websocket that failed, a cancel that
 	// failed). Default slog.Default().
 	Logger *slog.Logger
@@ -101,8 +107,8 @@ func New(c Config) (*Model, error) {
 	switch {
 	case c.Resolution != 0 && (c.Resolution < 256 || c.Resolution > 4096):
 		return nil, fmt.Errorf("%s: Config.Resolution must be 256 to 4096 (got %d)", Provider, c.Resolution)
-	case c.PollInterval < 0 || c.HistoryCheck < 0:
-		return nil, fmt.Errorf("%s: Config.PollInterval and Config.HistoryCheck must not be negative", Provider)
+	case c.PollInterval < 0 || c.HistoryCheck < 0 || c.DialTimeout < 0:
+		return nil, fmt.Errorf("%s: Config.PollInterval, Config.HistoryCheck and Config.DialTimeout must not be negative", Provider)
 	case strings.ContainsAny(c.Name+c.Checkpoint, "\r\n"):
 		return nil, fmt.Errorf("%s: Config.Name and Config.Checkpoint must be one line", Provider)
 	}
@@ -114,6 +120,7 @@ func New(c Config) (*Model, error) {
 	c.Resolution = cmp.Or(c.Resolution, DefaultResolution)
 	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
 	c.HistoryCheck = cmp.Or(c.HistoryCheck, DefaultHistoryCheck)
+	c.DialTimeout = cmp.Or(c.DialTimeout, DefaultDialTimeout)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

@@ -19,7 +19,8 @@
 //
 // Each generation has a client_id of its own, so its socket carries only
 // its prompt's messages; progress (value of max) goes to
-// Generation.ReportProgress. When the websocket cannot be opened, or
+// Generation.ReportProgress. When the websocket cannot be opened (its
+// handshake unanswered within Config.DialTimeout, 10 s, included), or
 // breaks, the prompt is followed by reading its history every
 // Config.PollInterval (1 s) on the injected clock instead (without
 // progress). While on the socket, the history is read every

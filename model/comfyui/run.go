@@ -77,7 +77,12 @@ func (m *Model) dial(ctx context.Context, clientID string) (*websocket.Conn, err
 	u := "ws" + strings.TrimPrefix(m.client.BaseURL, "http") + "/ws?clientId=" + url.QueryEscape(clientID)
 	hc := *m.client.HTTP
 	hc.Timeout = 0 // the websocket lives as long as the prompt; ctx bounds it
-	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: &hc, HTTPHeader: m.header()})
+	// The handshake has a bound of its own: a /ws held unanswered must
+	// not take the generation's whole deadline. The connection outlives
+	// dctx (Dial's context bounds only the handshake).
+	dctx, cancel := context.WithTimeout(ctx, m.cfg.DialTimeout)
+	defer cancel()
+	conn, resp, err := websocket.Dial(dctx, u, &websocket.DialOptions{HTTPClient: &hc, HTTPHeader: m.header()})
 	if resp != nil && resp.Body != nil && err != nil {
 		_ = resp.Body.Close()
 	}
