@@ -251,7 +251,7 @@ func (s *Service) generate(ctx context.Context, t *Task) attempt {
 	events := &taskEvents{log: log, obs: s.cfg.Observer, tally: &s.providers}
 	progress := &progressWriter{ctx: genCtx, store: s.cfg.Store, clock: s.cfg.Clock, log: log, id: t.ID, attempt: t.Attempt}
 	started := time.Now()
-	imgs, err := s.cfg.Model.Generate(genCtx, Generation{
+	imgs, err := s.generateRecovering(genCtx, log, Generation{
 		TaskID: t.ID, Model: t.Model, Request: t.Request, Attempt: t.Attempt, RequestID: t.RequestID, Events: events,
 		Progress: progress.report,
 	})
