@@ -15,7 +15,9 @@ import (
 // worker. The error is not a *ModelError: the attempt is retried, and
 // the task failed (CodeInternal) and refunded on its last, as for any
 // other error that is not the model's. The panic and its stack are
-// logged.
+// logged. A nil *ModelError returned as the error (a typed nil) is no
+// error: every reading of it (Error, Unwrap, errors.Is) would panic
+// outside the model's call.
 func (s *Service) generateRecovering(ctx context.Context, log *slog.Logger, g Generation) (imgs []GeneratedImage, err error) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -23,5 +25,9 @@ func (s *Service) generateRecovering(ctx context.Context, log *slog.Logger, g Ge
 			imgs, err = nil, fmt.Errorf("imagegen: model %s panicked: %v", g.Model, v)
 		}
 	}()
-	return s.cfg.Model.Generate(ctx, g)
+	imgs, err = s.cfg.Model.Generate(ctx, g)
+	if me, ok := err.(*ModelError); ok && me == nil {
+		err = nil // a typed nil: no failure (its Error and Unwrap would panic)
+	}
+	return imgs, err
 }

@@ -45,3 +45,22 @@ func TestModelPanicFailsTheAttempt(t *testing.T) {
 	is.Equal(f.balance(t, "u"), int64(2)) // refunded once
 	is.True(!f.runOnce(t))
 }
+
+// A model that returns a nil *ModelError as its error (the typed nil of
+// an adapter whose helper returns *ModelError) has not failed: the
+// worker takes its images, where reading that error (its Error, its
+// Unwrap) panicked and ended the process.
+func TestModelNilModelErrorIsNoError(t *testing.T) {
+	is := is.New(t)
+	typedNil := func(context.Context, imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+		var me *imagegen.ModelError
+		return []imagegen.GeneratedImage{{ContentType: "image/png", Data: imagegentest.TinyPNG()}}, me
+	}
+	f := newFixture(t, imagegentest.NewModel(1, typedNil))
+	sub := f.submitFunded(t, "u")
+	is.True(f.runOnce(t))
+	task := f.task(t, "u", sub.TaskID)
+	is.Equal(task.Status, imagegen.StatusSuccess)
+	is.Equal(len(task.Images), 1)
+	is.Equal(f.balance(t, "u"), int64(0)) // charged once, kept
+}
