@@ -277,8 +277,8 @@ func (s *Service) record(ctx context.Context, t *Task, a attempt) {
 	// Record the outcome even if ctx was cancelled meanwhile.
 	storeCtx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancelStore()
-	if err == nil && len(imgs) == 0 {
-		err = &ModelError{Provider: t.Model, Retryable: true, Message: "the model returned no image"}
+	if err == nil {
+		err = checkImages(t, imgs)
 	}
 	if err == nil {
 		err = s.complete(storeCtx, t, imgs, usedSeed(log, t, imgs))
