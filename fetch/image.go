@@ -57,7 +57,8 @@ func DecodeWithin(data []byte, maxPixels, maxDecodedBytes int64) (image.Image, s
 // DecodeConfigWithin reads the header of PNG, JPEG or GIF bytes and
 // checks it as DecodeWithin would: at most maxPixels, and at most
 // maxDecodedBytes once decoded (a 16-bit PNG takes 8 bytes a pixel, an
-// 8-bit RGBA one 4).
+// 8-bit RGBA one 4, a gray one with a transparent colour (tRNS), which
+// image/png decodes to NRGBA or NRGBA64, 4 or 8).
 func DecodeConfigWithin(data []byte, maxPixels, maxDecodedBytes int64) (image.Config, string, error) {
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
@@ -82,6 +83,9 @@ func DecodeConfigWithin(data []byte, maxPixels, maxDecodedBytes int64) (image.Co
 			return cfg, "", fmt.Errorf("%w: a JPEG of %d scans, at most %d", ErrNotImage, f.scans, MaxJPEGScans)
 		}
 		size = max(size, jpegDecodedBytes(f, ok, cfg))
+	}
+	if format == "png" {
+		size = max(size, pngDecodedBytes(data, cfg))
 	}
 	if size > maxDecodedBytes {
 		return cfg, "", fmt.Errorf("%w: %dx%d decodes to %d MB, at most %d MB", ErrTooManyPixels, cfg.Width, cfg.Height, size>>20, maxDecodedBytes>>20)

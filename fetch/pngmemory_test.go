@@ -1,0 +1,106 @@
+package fetch_test
+
+import (
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"runtime"
+	"testing"
+
+	"github.com/imagegen/imagegen/fetch"
+)
+
+// pngShape is a crafted PNG's: its colour type (0 gray, 2 truecolour, 6
+// truecolour with alpha), bit depth and whether a tRNS chunk names a
+// transparent colour.
+type pngShape struct {
+	colorType, depth byte
+	trns             bool
+}
+
+// craftedPNG is a w×h PNG of that shape, every pixel zero: a small file
+// that image/png decodes whole.
+func craftedPNG(w, h int, s pngShape) []byte {
+	channels := map[byte]int{0: 1, 2: 3, 6: 4}[s.colorType]
+	rowBytes := (w*channels*int(s.depth) + 7) / 8
+	var idat bytes.Buffer
+	zw := zlib.NewWriter(&idat)
+	row := make([]byte, 1+rowBytes) // filter type 0, then the pixels
+	for range h {
+		_, _ = zw.Write(row)
+	}
+	_ = zw.Close()
+	var b bytes.Buffer
+	b.WriteString("\x89PNG\r\n\x1a\n")
+	chunk := func(typ string, data []byte) {
+		b.Write(binary.BigEndian.AppendUint32(nil, uint32(len(data))))
+		c := append([]byte(typ), data...)
+		b.Write(c)
+		b.Write(binary.BigEndian.AppendUint32(nil, crc32.ChecksumIEEE(c)))
+	}
+	ihdr := binary.BigEndian.AppendUint32(nil, uint32(w))
+	ihdr = binary.BigEndian.AppendUint32(ihdr, uint32(h))
+	chunk("IHDR", append(ihdr, s.depth, s.colorType, 0, 0, 0))
+	if s.trns {
+		chunk("tRNS", make([]byte, 2*channels)) // one 16-bit sample a channel
+	}
+	chunk("IDAT", idat.Bytes())
+	chunk("IEND", nil)
+	return b.Bytes()
+}
+
+// A PNG DecodeWithin accepts under a decoded-size limit takes no more
+// than that limit to decode (README, "Memory per task"), tRNS or not.
+// image/png's DecodeConfig stops at the header and reports a gray PNG's
+// model (1 or 2 bytes a pixel) even when a tRNS chunk follows, with
+// which image/png decodes it to NRGBA or NRGBA64 (4 or 8): a 16-bit
+// gray PNG with a transparent colour passed the 160 MB check at 40
+// million pixels and took 320 MB to decode.
+func TestDecodedPNGStaysWithinLimit(t *testing.T) {
+	const w, h = 1024, 1024
+	const px = w * h
+	const slack = 1 << 20 // the decoder's rows and zlib state, beside the pixels
+	shapes := []pngShape{
+		{colorType: 0, depth: 1, trns: true}, {colorType: 0, depth: 8}, {colorType: 0, depth: 8, trns: true},
+		{colorType: 0, depth: 16}, {colorType: 0, depth: 16, trns: true},
+		{colorType: 2, depth: 8, trns: true}, {colorType: 2, depth: 16, trns: true}, {colorType: 6, depth: 16},
+	}
+	for _, shape := range shapes {
+		t.Run(fmt.Sprintf("%+v", shape), func(t *testing.T) {
+			data := craftedPNG(w, h, shape)
+			if _, _, err := fetch.DecodeWithin(data, px, 64*px); err != nil {
+				t.Fatalf("the crafted image does not decode: %v", err)
+			}
+			accepted := 0
+			for _, perPixel := range []int64{1, 2, 4, 8, 16} {
+				limit := perPixel * px
+				_, _, err := fetch.DecodeConfigWithin(data, px, limit)
+				if errors.Is(err, fetch.ErrTooManyPixels) {
+					continue
+				}
+				if err != nil {
+					t.Fatalf("limit %d: %v", limit, err)
+				}
+				accepted++
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				img, _, err := fetch.DecodeWithin(data, px, limit)
+				runtime.ReadMemStats(&after)
+				if err != nil {
+					t.Fatalf("limit %d: accepted on its header, then %v", limit, err)
+				}
+				runtime.KeepAlive(img)
+				if got := int64(after.TotalAlloc - before.TotalAlloc); got > limit+slack {
+					t.Errorf("accepted under a limit of %d bytes (%d a pixel), decoding allocated %d (%.1f a pixel)",
+						limit, perPixel, got, float64(got)/px)
+				}
+			}
+			if accepted == 0 {
+				t.Fatal("refused under every limit up to 16 bytes a pixel")
+			}
+		})
+	}
+}
