@@ -65,7 +65,10 @@ type Config struct {
 	// (width*height*bytes a pixel, read from the header before decoding):
 	// default 4*MaxPixels (DefaultMaxDecodedBytes with the default
 	// MaxPixels), so any 8-bit image within MaxPixels fits and a 16-bit
-	// PNG (8 bytes a pixel) may have half as many pixels.
+	// PNG (8 bytes a pixel) may have half as many pixels. An interlaced
+	// PNG counts twice (image/png decodes each pass into an image of its
+	// own before merging it), so an interlaced 8-bit RGBA one may have
+	// half as many pixels too.
 	MaxDecodedBytes int64
 	Timeout         time.Duration // the whole fetch, redirects included; default 15s
 	MaxRedirects    int           // redirects followed; default 3

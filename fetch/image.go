@@ -58,7 +58,8 @@ func DecodeWithin(data []byte, maxPixels, maxDecodedBytes int64) (image.Image, s
 // checks it as DecodeWithin would: at most maxPixels, and at most
 // maxDecodedBytes once decoded (a 16-bit PNG takes 8 bytes a pixel, an
 // 8-bit RGBA one 4, a gray one with a transparent colour (tRNS), which
-// image/png decodes to NRGBA or NRGBA64, 4 or 8).
+// image/png decodes to NRGBA or NRGBA64, 4 or 8; an interlaced PNG
+// twice that, its passes decoded apart before they are merged).
 func DecodeConfigWithin(data []byte, maxPixels, maxDecodedBytes int64) (image.Config, string, error) {
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil {

@@ -14,23 +14,32 @@ import (
 )
 
 // pngShape is a crafted PNG's: its colour type (0 gray, 2 truecolour, 6
-// truecolour with alpha), bit depth and whether a tRNS chunk names a
-// transparent colour.
+// truecolour with alpha), bit depth, whether a tRNS chunk names a
+// transparent colour and whether it is interlaced (Adam7).
 type pngShape struct {
 	colorType, depth byte
-	trns             bool
+	trns, interlaced bool
 }
 
 // craftedPNG is a w×h PNG of that shape, every pixel zero: a small file
 // that image/png decodes whole.
 func craftedPNG(w, h int, s pngShape) []byte {
 	channels := map[byte]int{0: 1, 2: 3, 6: 4}[s.colorType]
-	rowBytes := (w*channels*int(s.depth) + 7) / 8
 	var idat bytes.Buffer
 	zw := zlib.NewWriter(&idat)
-	row := make([]byte, 1+rowBytes) // filter type 0, then the pixels
-	for range h {
-		_, _ = zw.Write(row)
+	passes := [][4]int{{0, 0, 1, 1}} // x and y offset, x and y step
+	if s.interlaced {
+		passes = [][4]int{{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4}, {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}}
+	}
+	for _, p := range passes {
+		pw, ph := (w-p[0]+p[2]-1)/p[2], (h-p[1]+p[3]-1)/p[3]
+		if pw == 0 || ph == 0 {
+			continue // an empty pass has no rows
+		}
+		row := make([]byte, 1+(pw*channels*int(s.depth)+7)/8) // filter type 0, then the pixels
+		for range ph {
+			_, _ = zw.Write(row)
+		}
 	}
 	_ = zw.Close()
 	var b bytes.Buffer
@@ -43,7 +52,11 @@ func craftedPNG(w, h int, s pngShape) []byte {
 	}
 	ihdr := binary.BigEndian.AppendUint32(nil, uint32(w))
 	ihdr = binary.BigEndian.AppendUint32(ihdr, uint32(h))
-	chunk("IHDR", append(ihdr, s.depth, s.colorType, 0, 0, 0))
+	interlace := byte(0)
+	if s.interlaced {
+		interlace = 1
+	}
+	chunk("IHDR", append(ihdr, s.depth, s.colorType, 0, 0, interlace))
 	if s.trns {
 		chunk("tRNS", make([]byte, 2*channels)) // one 16-bit sample a channel
 	}
@@ -53,12 +66,15 @@ func craftedPNG(w, h int, s pngShape) []byte {
 }
 
 // A PNG DecodeWithin accepts under a decoded-size limit takes no more
-// than that limit to decode (README, "Memory per task"), tRNS or not.
+// than that limit to decode (README, "Memory per task"), tRNS or not,
+// interlaced or not.
 // image/png's DecodeConfig stops at the header and reports a gray PNG's
 // model (1 or 2 bytes a pixel) even when a tRNS chunk follows, with
 // which image/png decodes it to NRGBA or NRGBA64 (4 or 8): a 16-bit
 // gray PNG with a transparent colour passed the 160 MB check at 40
-// million pixels and took 320 MB to decode.
+// million pixels and took 320 MB to decode. An interlaced PNG is
+// decoded pass by pass, each pass into an image of its own merged into
+// the whole: twice the pixels' bytes, where once was counted.
 func TestDecodedPNGStaysWithinLimit(t *testing.T) {
 	const w, h = 1024, 1024
 	const px = w * h
@@ -67,6 +83,8 @@ func TestDecodedPNGStaysWithinLimit(t *testing.T) {
 		{colorType: 0, depth: 1, trns: true}, {colorType: 0, depth: 8}, {colorType: 0, depth: 8, trns: true},
 		{colorType: 0, depth: 16}, {colorType: 0, depth: 16, trns: true},
 		{colorType: 2, depth: 8, trns: true}, {colorType: 2, depth: 16, trns: true}, {colorType: 6, depth: 16},
+		{colorType: 6, depth: 8, interlaced: true}, {colorType: 6, depth: 16, interlaced: true},
+		{colorType: 0, depth: 16, trns: true, interlaced: true},
 	}
 	for _, shape := range shapes {
 		t.Run(fmt.Sprintf("%+v", shape), func(t *testing.T) {
@@ -75,7 +93,7 @@ func TestDecodedPNGStaysWithinLimit(t *testing.T) {
 				t.Fatalf("the crafted image does not decode: %v", err)
 			}
 			accepted := 0
-			for _, perPixel := range []int64{1, 2, 4, 8, 16} {
+			for _, perPixel := range []int64{1, 2, 4, 8, 16, 32} {
 				limit := perPixel * px
 				_, _, err := fetch.DecodeConfigWithin(data, px, limit)
 				if errors.Is(err, fetch.ErrTooManyPixels) {
@@ -99,7 +117,7 @@ func TestDecodedPNGStaysWithinLimit(t *testing.T) {
 				}
 			}
 			if accepted == 0 {
-				t.Fatal("refused under every limit up to 16 bytes a pixel")
+				t.Fatal("refused under every limit up to 32 bytes a pixel")
 			}
 		})
 	}

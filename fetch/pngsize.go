@@ -11,26 +11,30 @@ import (
 // header and reports a gray image's model (1 or 2 bytes a pixel), but a
 // tRNS chunk after it makes image/png decode a gray PNG to NRGBA or a
 // 16-bit gray one to NRGBA64 (4 or 8 bytes a pixel), so the chunks up to
-// the first IDAT are looked through for one. Without a header found it
-// answers the most image/png takes a pixel.
+// the first IDAT are looked through for one. An interlaced (Adam7) PNG
+// takes twice: image/png decodes each of its seven passes into an image
+// of its own, which it then merges into the whole. Without a header
+// found it answers the most image/png takes a pixel.
 func pngDecodedBytes(data []byte, cfg image.Config) int64 {
 	px := int64(cfg.Width) * int64(cfg.Height)
 	const sig = "\x89PNG\r\n\x1a\n"
-	// The signature, then IHDR: length, type, width, height, depth, colour type.
-	if len(data) < len(sig)+8+10 || !bytes.HasPrefix(data, []byte(sig)) || string(data[12:16]) != "IHDR" {
-		return 8 * px
+	// The signature, then IHDR: length, type, width, height, depth,
+	// colour type, compression, filter and interlace methods.
+	if len(data) < len(sig)+8+13 || !bytes.HasPrefix(data, []byte(sig)) || string(data[12:16]) != "IHDR" {
+		return 2 * 8 * px
 	}
-	depth, colorType := data[24], data[25]
-	if colorType != 0 { // only gray changes model with tRNS; the others are counted as DecodeConfig says
-		return 0
+	depth, colorType, interlace := data[24], data[25], data[28]
+	n := px * bytesPerPixel(cfg.ColorModel)
+	if colorType == 0 && pngHasTRNS(data[len(sig):]) { // gray with a transparent colour
+		n = 4 * px // NRGBA
+		if depth == 16 {
+			n = 8 * px // NRGBA64
+		}
 	}
-	if !pngHasTRNS(data[len(sig):]) {
-		return 0
+	if interlace != 0 {
+		n *= 2
 	}
-	if depth == 16 {
-		return 8 * px // NRGBA64
-	}
-	return 4 * px // NRGBA
+	return n
 }
 
 // pngHasTRNS reports whether chunks (a PNG after its signature) hold a
