@@ -59,7 +59,9 @@ func DecodeWithin(data []byte, maxPixels, maxDecodedBytes int64) (image.Image, s
 // maxDecodedBytes once decoded (a 16-bit PNG takes 8 bytes a pixel, an
 // 8-bit RGBA one 4, a gray one with a transparent colour (tRNS), which
 // image/png decodes to NRGBA or NRGBA64, 4 or 8; an interlaced PNG
-// twice that, its passes decoded apart before they are merged).
+// twice that, its passes decoded apart before they are merged; a PNG
+// so wide that the two raw rows image/png holds beside it pass 512 KiB,
+// those rows too).
 func DecodeConfigWithin(data []byte, maxPixels, maxDecodedBytes int64) (image.Config, string, error) {
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
