@@ -8,7 +8,8 @@ import (
 
 // FuzzDecodeConfigWithin gives any bytes, from small crafted JPEGs of
 // every shape (progressive, CMYK, many scans) onward, to the header
-// check that guards every decode of a user's reference: it never
+// check that guards every decode of a user's reference (and from small
+// crafted PNGs: gray with tRNS, interlaced): it never
 // panics, and what it accepts decodes (when it decodes) to the size its
 // header named, within the same limits.
 func FuzzDecodeConfigWithin(f *testing.F) {
@@ -17,6 +18,9 @@ func FuzzDecodeConfigWithin(f *testing.F) {
 	}
 	f.Add(scansJPEG(16, 16, 3))
 	f.Add([]byte{0xFF, 0xD8, 0xFF, 0xD9})
+	for _, s := range []pngShape{{colorType: 0, depth: 16, trns: true}, {colorType: 6, depth: 8, interlaced: true}, {colorType: 2, depth: 8, trns: true}} {
+		f.Add(craftedPNG(40, 24, s))
+	}
 	const maxPixels, maxBytes = 1 << 16, 1 << 20
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, _, err := fetch.DecodeConfigWithin(data, maxPixels, maxBytes)
