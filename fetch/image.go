@@ -61,7 +61,8 @@ func DecodeWithin(data []byte, maxPixels, maxDecodedBytes int64) (image.Image, s
 // image/png decodes to NRGBA or NRGBA64, 4 or 8; an interlaced PNG
 // twice that, its passes decoded apart before they are merged; a PNG
 // so wide that the two raw rows image/png holds beside it pass 512 KiB,
-// those rows too).
+// those rows too; an interlaced GIF 2, image/gif putting its rows in
+// order in a second image).
 func DecodeConfigWithin(data []byte, maxPixels, maxDecodedBytes int64) (image.Config, string, error) {
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
@@ -87,8 +88,11 @@ func DecodeConfigWithin(data []byte, maxPixels, maxDecodedBytes int64) (image.Co
 		}
 		size = max(size, jpegDecodedBytes(f, ok, cfg))
 	}
-	if format == "png" {
+	switch format {
+	case "png":
 		size = max(size, pngDecodedBytes(data, cfg))
+	case "gif":
+		size = max(size, gifDecodedBytes(data, cfg))
 	}
 	if size > maxDecodedBytes {
 		return cfg, "", fmt.Errorf("%w: %dx%d decodes to %d MB, at most %d MB", ErrTooManyPixels, cfg.Width, cfg.Height, size>>20, maxDecodedBytes>>20)
