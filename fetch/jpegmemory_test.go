@@ -2,12 +2,8 @@ package fetch_test
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"runtime"
 	"testing"
-
-	"github.com/imagegen/imagegen/fetch"
 )
 
 // jpegShape is a crafted JPEG's: its components (1 gray, 3 YCbCr or RGB,
@@ -76,7 +72,6 @@ func craftedJPEG(w, h int, s jpegShape) []byte {
 func TestDecodedJPEGStaysWithinLimit(t *testing.T) {
 	const w, h = 1024, 1024
 	const px = w * h
-	const slack = 1 << 20 // the decoder's tables and buffers, beside the pixels
 	var shapes []jpegShape
 	for _, prog := range []bool{false, true} {
 		shapes = append(shapes, jpegShape{nComp: 1, prog: prog}, jpegShape{nComp: 3, prog: prog},
@@ -85,37 +80,7 @@ func TestDecodedJPEGStaysWithinLimit(t *testing.T) {
 	}
 	for _, shape := range shapes {
 		t.Run(fmt.Sprintf("%+v", shape), func(t *testing.T) {
-			data := craftedJPEG(w, h, shape)
-			if _, _, err := fetch.DecodeWithin(data, px, 64*px); err != nil {
-				t.Fatalf("the crafted image does not decode: %v", err)
-			}
-			accepted := 0
-			for _, perPixel := range []int64{1, 3, 4, 5, 8, 12, 15, 16, 20, 24, 32} {
-				limit := perPixel * px
-				_, _, err := fetch.DecodeConfigWithin(data, px, limit)
-				if errors.Is(err, fetch.ErrTooManyPixels) {
-					continue
-				}
-				if err != nil {
-					t.Fatalf("limit %d: %v", limit, err)
-				}
-				accepted++
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
-				img, _, err := fetch.DecodeWithin(data, px, limit)
-				runtime.ReadMemStats(&after)
-				if err != nil {
-					t.Fatalf("limit %d: accepted on its header, then %v", limit, err)
-				}
-				runtime.KeepAlive(img)
-				if got := int64(after.TotalAlloc - before.TotalAlloc); got > limit+slack {
-					t.Errorf("accepted under a limit of %d bytes (%d a pixel), decoding allocated %d (%.1f a pixel)",
-						limit, perPixel, got, float64(got)/px)
-				}
-			}
-			if accepted == 0 {
-				t.Fatal("refused under every limit up to 32 bytes a pixel")
-			}
+			decodesWithinLimit(t, craftedJPEG(w, h, shape), px, 1, 3, 4, 5, 8, 12, 15, 16, 20, 24, 32)
 		})
 	}
 }

@@ -112,16 +112,20 @@ func TestDecodedWidePNGStaysWithinLimit(t *testing.T) {
 
 // decodesWithinLimit checks that data, an image of px pixels, decodes
 // under every decoded-size limit DecodeConfigWithin accepts it under
-// (from 1 to 48 bytes a pixel, one at least) allocating no more than
-// that limit, beside a small slack for the decoder's own state.
-func decodesWithinLimit(t *testing.T, data []byte, px int64) {
+// (perPixel bytes a pixel, each in turn; by default from 1 to 48; one
+// at least) allocating no more than that limit, beside a small slack for
+// the decoder's own state (zlib's, a JPEG's tables and buffers).
+func decodesWithinLimit(t *testing.T, data []byte, px int64, perPixel ...int64) {
 	t.Helper()
-	const slack = 1 << 20 // zlib's state and the decoder's, beside the pixels
+	const slack = 1 << 20
+	if len(perPixel) == 0 {
+		perPixel = []int64{1, 2, 4, 8, 16, 32, 48}
+	}
 	if _, _, err := fetch.DecodeWithin(data, px, 64*px); err != nil {
 		t.Fatalf("the crafted image does not decode: %v", err)
 	}
 	accepted := 0
-	for _, perPixel := range []int64{1, 2, 4, 8, 16, 32, 48} {
+	for _, perPixel := range perPixel {
 		limit := perPixel * px
 		_, _, err := fetch.DecodeConfigWithin(data, px, limit)
 		if errors.Is(err, fetch.ErrTooManyPixels) {
@@ -145,6 +149,6 @@ func decodesWithinLimit(t *testing.T, data []byte, px int64) {
 		}
 	}
 	if accepted == 0 {
-		t.Fatal("refused under every limit up to 48 bytes a pixel")
+		t.Fatalf("refused under every limit up to %d bytes a pixel", perPixel[len(perPixel)-1])
 	}
 }
