@@ -135,10 +135,17 @@ func TestDoRetries5xxWithBackoff(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(resp.Status, 200)
 	is.Equal(s.calls.Load(), int32(4))
-	waits := clock.Waits()
-	is.Equal(len(waits), 3)
+	isBackoff(t, clock.Waits(), 3)
+}
+
+// isBackoff checks that waits are n backoffs of a policy of BaseDelay 1s
+// and MaxDelay 3s: doubled, capped, in the upper half (jittered).
+func isBackoff(t *testing.T, waits []time.Duration, n int) {
+	t.Helper()
+	is := is.New(t)
+	is.Equal(len(waits), n)
 	for i, w := range waits {
-		d := min(time.Second<<i, 3*time.Second) // doubled, capped, upper half jittered
+		d := min(time.Second<<i, 3*time.Second)
 		is.True(w >= d/2 && w <= d)
 	}
 }

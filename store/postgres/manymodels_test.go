@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/testenv/pgtest"
@@ -25,43 +26,14 @@ import (
 // keeps the models in order, and a claim of 64 takes about 1.4 times a
 // claim of one.
 func BenchmarkClaimAmongManyModels(b *testing.B) {
-	ctx := context.Background()
-	pool := pgtest.Connect(b)
-	s := pgtest.NewStore(b, pool, postgres.Config{})
-	schema := pgx.Identifier{s.Schema()}.Sanitize()
-	if _, err := pool.Exec(ctx, fmt.Sprintf(`
-		INSERT INTO %[1]s.tasks (id, owner, request, model, cost, status, run_after, created_at, updated_at, tag)
-		SELECT 't' || i, 'o' || (i %% 50), '{}', 'm' || i, 1, 'pending', now() - interval '1 second', now(), now(), i
-		FROM generate_series(1, 2000) i;
-		ANALYZE %[1]s.tasks`, schema)); err != nil {
-		b.Fatal(err)
-	}
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Release()
+	conn, schema := pendingOverModels(b, `'m' || i`)
 	for _, c := range []struct{ name, sql string }{
 		{"claim_free", `%s.claim_free(now(), interval '1 minute', %d)`},
 		{"claim_tasks", `%s.claim_tasks(now(), interval '1 minute', %d, 256, 100, '{}', '{}', '{}')`},
 	} {
 		for _, n := range []int{1, 64} {
 			b.Run(fmt.Sprintf("%s/%d", c.name, n), func(b *testing.B) {
-				for b.Loop() {
-					tx, err := conn.Begin(ctx)
-					if err != nil {
-						b.Fatal(err)
-					}
-					var got int
-					err = tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM `+c.sql, schema, n)).Scan(&got)
-					_ = tx.Rollback(ctx)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if got != n {
-						b.Fatalf("claimed %d of %d", got, n)
-					}
-				}
+				claimRolledBack(b, conn, fmt.Sprintf(c.sql, schema, n), n)
 			})
 		}
 	}
@@ -72,43 +44,59 @@ func BenchmarkClaimAmongManyModels(b *testing.B) {
 // each, their tags interleaved), rolled back after each op: the merge
 // puts a model back in its place (merge_reorder) once a task.
 func BenchmarkClaimInterleavedModels(b *testing.B) {
+	conn, schema := pendingOverModels(b, `'m' || (i % 20)`)
+	for _, c := range []struct{ name, sql string }{
+		{"claim_free", `%s.claim_free(now(), interval '1 minute', 64)`},
+		{"claim_tasks", `%s.claim_tasks(now(), interval '1 minute', 64, 256, 100, '{}', '{}', '{}')`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			claimRolledBack(b, conn, fmt.Sprintf(c.sql, schema), 64)
+		})
+	}
+}
+
+// pendingOverModels is a new store's schema (quoted) with 2,000 pending
+// tasks of 50 owners, task i (tag i) of the model the SQL expression
+// model names for it, analyzed, and a connection of its own.
+func pendingOverModels(b *testing.B, model string) (*pgxpool.Conn, string) {
 	ctx := context.Background()
 	pool := pgtest.Connect(b)
 	s := pgtest.NewStore(b, pool, postgres.Config{})
 	schema := pgx.Identifier{s.Schema()}.Sanitize()
-	if _, err := pool.Exec(ctx, fmt.Sprintf(`
-		INSERT INTO %[1]s.tasks (id, owner, request, model, cost, status, run_after, created_at, updated_at, tag)
-		SELECT 't' || i, 'o' || (i %% 50), '{}', 'm' || (i %% 20), 1, 'pending', now() - interval '1 second', now(), now(), i
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO `+schema+`.tasks (id, owner, request, model, cost, status, run_after, created_at, updated_at, tag)
+		SELECT 't' || i, 'o' || (i % 50), '{}', `+model+`, 1, 'pending', now() - interval '1 second', now(), now(), i
 		FROM generate_series(1, 2000) i;
-		ANALYZE %[1]s.tasks`, schema)); err != nil {
+		ANALYZE `+schema+`.tasks`); err != nil {
 		b.Fatal(err)
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer conn.Release()
-	for _, c := range []struct{ name, sql string }{
-		{"claim_free", `%s.claim_free(now(), interval '1 minute', 64)`},
-		{"claim_tasks", `%s.claim_tasks(now(), interval '1 minute', 64, 256, 100, '{}', '{}', '{}')`},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			for b.Loop() {
-				tx, err := conn.Begin(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				var got int
-				err = tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM `+c.sql, schema)).Scan(&got)
-				_ = tx.Rollback(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if got != 64 {
-					b.Fatalf("claimed %d of 64", got)
-				}
-			}
-		})
+	b.Cleanup(conn.Release)
+	return conn, schema
+}
+
+// claimRolledBack runs the claim function call from (it claims n tasks)
+// in a transaction rolled back after each op, so that every op claims
+// from the same queue.
+func claimRolledBack(b *testing.B, conn *pgxpool.Conn, from string, n int) {
+	ctx := context.Background()
+	for b.Loop() {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var got int
+		err = tx.QueryRow(ctx, `SELECT count(*) FROM `+from).Scan(&got)
+		_ = tx.Rollback(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got != n {
+			b.Fatalf("claimed %d of %d", got, n)
+		}
 	}
 }
 
