@@ -24,7 +24,13 @@ type BuildFunc func(ctx context.Context) (*http.Request, error)
 //     DefaultClassify: 408, 429 and 5xx are retryable); Do retries when
 //     the error says Retryable;
 //   - a transport error, or a 2xx body cut short, is retryable
-//     (NetworkError), unless ctx itself has ended;
+//     (NetworkError), unless ctx itself has ended; but a request that
+//     is not safe to send again (a POST without an Idempotency-Key, see
+//     replayable) is not sent again once it reached the provider and
+//     its answer was lost (a 2xx body cut short, or the HTTP client's
+//     own timeout after it was written): that error wraps
+//     ErrMaybeAccepted and ends Do, since a second POST would be a
+//     second paid generation;
 //   - between attempts Do waits on p.Clock for the delay the provider
 //     asked for (retry-after-ms, Retry-After, then p.RetryDelay), else
 //     for an exponential backoff with jitter;
@@ -39,11 +45,11 @@ func Do(ctx context.Context, client *http.Client, build BuildFunc, p Policy) (*R
 	}
 	p = p.withDefaults()
 	for retry := 0; ; retry++ {
-		resp, fail, err := attempt(ctx, client, build, p)
+		resp, fail, err, final := attempt(ctx, client, build, p)
 		if err == nil {
 			return resp, nil
 		}
-		if !err.Retryable || retry >= p.MaxRetries || ctx.Err() != nil {
+		if final || !err.Retryable || retry >= p.MaxRetries || ctx.Err() != nil {
 			return nil, err
 		}
 		delay, asked := p.delay(retry, fail)
@@ -56,15 +62,20 @@ func Do(ctx context.Context, client *http.Client, build BuildFunc, p Policy) (*R
 	}
 }
 
-// attempt makes one call. fail is set when the answer was not 2xx.
-func attempt(ctx context.Context, client *http.Client, build BuildFunc, p Policy) (*Response, *Failure, *imagegen.ModelError) {
+// attempt makes one call. fail is set when the answer was not 2xx;
+// final, when the call must not be made again (ErrMaybeAccepted).
+func attempt(ctx context.Context, client *http.Client, build BuildFunc, p Policy) (_ *Response, _ *Failure, _ *imagegen.ModelError, final bool) {
 	req, err := build(ctx)
 	if err != nil {
-		return nil, nil, &imagegen.ModelError{Provider: p.Provider, Misconfigured: true, Message: MsgMisconfigured, Err: fmt.Errorf("building the request: %w", redactError(err, p.Redact))}
+		return nil, nil, &imagegen.ModelError{Provider: p.Provider, Misconfigured: true, Message: MsgMisconfigured, Err: fmt.Errorf("building the request: %w", redactError(err, p.Redact))}, false
 	}
+	req, wrote := traceWritten(req)
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, nil, NetworkError(p.Provider, redactError(err, p.Redact))
+		if lostAfterSend(ctx, req, wrote, err) {
+			return nil, nil, maybeAccepted(p.Provider, "no answer after the request was sent", redactError(err, p.Redact)), true
+		}
+		return nil, nil, NetworkError(p.Provider, redactError(err, p.Redact)), false
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -80,19 +91,22 @@ func attempt(ctx context.Context, client *http.Client, build BuildFunc, p Policy
 				e.RetryAfter = d // the service pauses the model for every worker
 			}
 		}
-		return nil, f, e
+		return nil, f, e, false
 	}
 	if resp.ContentLength > p.MaxBodyBytes {
-		return nil, nil, BadAnswer(p.Provider, false, fmt.Errorf("answer of %d bytes, more than %d", resp.ContentLength, p.MaxBodyBytes))
+		return nil, nil, BadAnswer(p.Provider, false, fmt.Errorf("answer of %d bytes, more than %d", resp.ContentLength, p.MaxBodyBytes)), false
 	}
 	body, err := readAnswer(resp.Body, resp.ContentLength, p.MaxBodyBytes)
 	if err != nil {
-		return nil, nil, NetworkError(p.Provider, fmt.Errorf("reading the answer: %w", redactError(err, p.Redact)))
+		if !replayable(req) && ctx.Err() == nil {
+			return nil, nil, maybeAccepted(p.Provider, fmt.Sprintf("reading its HTTP %d answer", resp.StatusCode), redactError(err, p.Redact)), true
+		}
+		return nil, nil, NetworkError(p.Provider, fmt.Errorf("reading the answer: %w", redactError(err, p.Redact))), false
 	}
 	if int64(len(body)) > p.MaxBodyBytes {
-		return nil, nil, BadAnswer(p.Provider, false, fmt.Errorf("answer of more than %d bytes", p.MaxBodyBytes))
+		return nil, nil, BadAnswer(p.Provider, false, fmt.Errorf("answer of more than %d bytes", p.MaxBodyBytes)), false
 	}
-	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body, redact: p.Redact}, nil, nil
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body, redact: p.Redact}, nil, nil, false
 }
 
 // readAnswer reads an answer's body, at most limit+1 bytes. With a

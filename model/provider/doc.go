@@ -65,6 +65,21 @@
 // deadline: it returns the last retryable error at once instead, so
 // the task queue can retry later.
 //
+// A submit is not sent twice. None of the adapters' providers (OpenAI,
+// Stability, fal, Replicate, BFL, Gemini, an sdapi server, ComfyUI)
+// takes an idempotency key on the call that starts a paid generation, so
+// a POST without an Idempotency-Key header that reached the provider
+// and whose answer was lost (a 2xx body cut short by a reset or an
+// unexpected EOF, or no answer before the HTTP client's own timeout
+// after the request was written) is not retried by Do: the provider may
+// have accepted it and will charge for it. Do returns at once an error
+// that wraps ErrMaybeAccepted, retryable, and the service's
+// attempt-level retry (bounded by the worker's max attempts) decides
+// whether the task runs again. GETs (polls, downloads), PUTs and
+// DELETEs, and a POST that carries an Idempotency-Key, are retried as
+// any other network error; so is a POST that never reached the provider
+// (a refused dial) or was reset before any answer.
+//
 // # Keys
 //
 // Secret prints as "[redacted]" through fmt, log/slog and encoding/json.

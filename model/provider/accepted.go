@@ -1,0 +1,70 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
+
+	"github.com/imagegen/imagegen"
+)
+
+// ErrMaybeAccepted is in the chain of the error Do returns when a
+// request that is not safe to send again (a POST that starts a paid
+// generation) reached the provider and its answer was lost: a 2xx answer
+// whose body was cut short or could not be read, or no answer before the
+// HTTP client's own timeout after the request was written. The provider
+// may have accepted the request, and charges for it; Do does not send it
+// again, since a second POST would start a second generation. The error
+// is still Retryable: the service's attempt-level retry decides whether
+// the task runs again (a new attempt, counted and bounded by the
+// worker), which is the documented cost of an answer lost in transit.
+var ErrMaybeAccepted = errors.New("the provider may have accepted the request, but its answer was lost; not sent again")
+
+// replayable reports whether req may be sent again after it reached the
+// server: its method is idempotent (GET, HEAD, OPTIONS, TRACE, PUT,
+// DELETE), or it carries an Idempotency-Key or X-Idempotency-Key header
+// that the provider dedupes on. It is the rule net/http applies to its
+// own retries of a request on a broken keep-alive connection.
+func replayable(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	_, key := req.Header["Idempotency-Key"]
+	_, xkey := req.Header["X-Idempotency-Key"]
+	return key || xkey
+}
+
+// traceWritten returns req with a client trace that records whether the
+// whole request was written to the connection, and the recorder.
+func traceWritten(req *http.Request) (*http.Request, *atomic.Bool) {
+	var wrote atomic.Bool
+	trace := &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
+		if i.Err == nil {
+			wrote.Store(true)
+		}
+	}}
+	return req.WithContext(httptrace.WithClientTrace(req.Context(), trace)), &wrote
+}
+
+// lostAfterSend reports whether a transport error of req is an answer
+// lost after the request was sent, which must not be sent again: req is
+// not replayable, it was written whole, ctx has not ended (Do never
+// retries then anyway) and the HTTP client gave up waiting (its Timeout
+// or the transport's ResponseHeaderTimeout), where the server may well
+// be generating still. Other transport errors (a refused dial, a reset
+// before the answer) stay retryable within Do.
+func lostAfterSend(ctx context.Context, req *http.Request, wrote *atomic.Bool, err error) bool {
+	return !replayable(req) && wrote.Load() && ctx.Err() == nil && isTimeout(err)
+}
+
+// maybeAccepted is the error of a non-replayable request whose answer
+// was lost after it reached the provider (ErrMaybeAccepted): retryable
+// for the service's attempt-level retry, never retried within Do.
+func maybeAccepted(provider string, what string, err error) *imagegen.ModelError {
+	e := NetworkError(provider, fmt.Errorf("%w: %s: %w", ErrMaybeAccepted, what, err))
+	return e
+}
