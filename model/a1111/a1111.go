@@ -3,6 +3,7 @@ package a1111
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -33,6 +34,9 @@ const (
 	// DefaultProgressInterval is the wait between two reads of the
 	// server's progress (GET /sdapi/v1/progress) while a generation runs.
 	DefaultProgressInterval = time.Second
+	// DefaultMaxDuration bounds one Generate whose context has no
+	// deadline (the service always gives one: its GenerateTimeout).
+	DefaultMaxDuration = 30 * time.Minute
 )
 
 var _ imagegen.Model = (*Model)(nil)
@@ -41,7 +45,12 @@ var _ imagegen.Model = (*Model)(nil)
 // HTTP client, the server's base URL (required), the optional
 // "user:password" of its --api-auth (APIKey, sent as Basic auth; without
 // a colon it is the user name, with an empty password), cost (default
-// 1), retries and clock.
+// 1), retries and clock. The default HTTP client is
+// provider.ContextBoundHTTPClient: txt2img answers only when the image
+// is done, so the call lasts as long as the context allows (the
+// service's GenerateTimeout), with connects bounded to 10 s. An
+// injected client's own Timeout cuts the call short of the context: the
+// job is then interrupted, as when the context ends, and not sent again.
 type Config struct {
 	provider.Config
 	// Checkpoint is the checkpoint to run (override_settings.
@@ -68,6 +77,10 @@ type Config struct {
 	// progress while a generation runs (only when the service follows
 	// progress). Default 1 s.
 	ProgressInterval time.Duration
+	// MaxDuration bounds one Generate whose context has no deadline,
+	// since the default HTTP client sets no bound on the answer of its
+	// own. A context with a deadline is used as it is. Default 30 min.
+	MaxDuration time.Duration
 	// Logger receives debug lines (an answer whose info names no seed).
 	// Default slog.Default().
 	Logger *slog.Logger
@@ -86,6 +99,7 @@ func New(c Config) (*Model, error) {
 	client, err := provider.NewClient(&c.Config, provider.Defaults{
 		Provider: Provider, Cost: DefaultCost, Classify: classify,
 		SelfHosted: "the sdapi server's address, e.g. http://127.0.0.1:7860",
+		HTTPClient: provider.ContextBoundHTTPClient,
 	})
 	if err != nil {
 		return nil, err
@@ -101,11 +115,14 @@ func New(c Config) (*Model, error) {
 		return nil, fmt.Errorf("%s: Config.DenoisingStrength must be above 0 and at most 1 (got %v)", Provider, c.DenoisingStrength)
 	case c.ProgressInterval < 0:
 		return nil, fmt.Errorf("%s: Config.ProgressInterval must not be negative (got %v)", Provider, c.ProgressInterval)
+	case c.MaxDuration < 0:
+		return nil, fmt.Errorf("%s: Config.MaxDuration must not be negative (got %v)", Provider, c.MaxDuration)
 	}
 	c.Resolution = cmpOr(c.Resolution, DefaultResolution)
 	c.Steps = cmpOr(c.Steps, DefaultSteps)
 	c.DenoisingStrength = cmpOr(c.DenoisingStrength, DefaultDenoisingStrength)
 	c.ProgressInterval = cmpOr(c.ProgressInterval, DefaultProgressInterval)
+	c.MaxDuration = cmpOr(c.MaxDuration, DefaultMaxDuration)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -139,10 +156,17 @@ func (m *Model) Plan(req imagegen.Request) (imagegen.Plan, error) {
 
 // Generate runs txt2img, or img2img from the reference, while it
 // follows the server's progress (when g.Progress is set); when ctx ends
-// first it interrupts the server's job if that job is this one. The
+// first (or Config.MaxDuration passes, for a ctx without a deadline), or
+// the HTTP client gives up on the answer of its own, it interrupts the
+// server's job if that job is this one, and does not send it again. The
 // image is centre-cropped to the exact ratio if the server answered
 // another size. Failures are *imagegen.ModelError.
 func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, m.cfg.MaxDuration)
+		defer cancel()
+	}
 	req := g.Request
 	refs, err := provider.PlanAndFetch(ctx, Provider, m, req, m.cfg.Fetcher, provider.PNG, provider.JPEG, provider.WebP)
 	if err != nil {
@@ -153,7 +177,10 @@ func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen
 	resp, err := m.generate(ctx, path, body)
 	stop()
 	if err != nil {
-		if ctx.Err() != nil {
+		// Cut off by our side (the context, or the HTTP client's own
+		// timeout after the call was sent: provider.Do sends it no
+		// more), the job may run on: interrupt it if it is ours.
+		if ctx.Err() != nil || errors.Is(err, provider.ErrMaybeAccepted) {
 			return nil, m.abandon(ctx, body.ForceTaskID, err)
 		}
 		return nil, err

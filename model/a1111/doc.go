@@ -61,13 +61,32 @@
 // POST /sdapi/v1/interrupt: a job still queued, or another client's,
 // is left alone.
 //
+// # Timeouts
+//
+// txt2img and img2img answer only when the image is done, so the call
+// lasts as long as the generation. Its bound is the context's deadline,
+// the service's GenerateTimeout, which an operator may set well above
+// 3 minutes for a slow GPU: the default HTTP client
+// (provider.ContextBoundHTTPClient) bounds connects and TLS handshakes
+// to 10 s, and sets no timeout on the answer of its own, which would
+// otherwise cut the call while the GPU still generates. A context
+// without a deadline is bounded by Config.MaxDuration (30 min). When
+// the call is cut off by our side (the context ends, or an injected
+// client's own Timeout passes after the call was sent), the job is
+// interrupted as above and the call is not sent again within the
+// attempt: a second POST would queue the same generation again behind
+// the first.
+//
 // # Failures
 //
 // Every error is a *imagegen.ModelError. 401 and 403 (the credentials)
 // and 404 (a server without --api) are operator errors; 422 is a
 // rejection; 500 (the generation raised: out of memory, say) and the
 // server down or restarting (no answer, 502, 503) are retried within
-// the call (Config.MaxRetries) and then by the task queue. An sdapi
+// the call (Config.MaxRetries) and then by the task queue. A call the
+// server took whose answer was lost (cut short, or timed out by the
+// client) is not sent again within the call (provider.ErrMaybeAccepted);
+// the task queue's next attempt may run it again. An sdapi
 // server refuses no content. The server's words go to the logged cause
 // (ModelError.Err), never to the user, and the password never shows.
 package a1111

@@ -23,7 +23,8 @@ const maxMaxRetries = 10
 // Config; Resolve fills the defaults and checks it. Adapters never read
 // environment variables: the program that starts them does.
 type Config struct {
-	// HTTPClient sends the requests. Default: DefaultHTTPClient().
+	// HTTPClient sends the requests. Default: the adapter's
+	// Defaults.HTTPClient, else DefaultHTTPClient().
 	// An injected client is used as is (its redirect policy included:
 	// custom auth headers survive cross-host redirects in net/http).
 	HTTPClient *http.Client
@@ -62,6 +63,13 @@ type Defaults struct {
 	// Policy.RetryDelay of the client NewClient returns.
 	Classify   func(Failure) *imagegen.ModelError
 	RetryDelay func(Failure) (time.Duration, bool)
+	// HTTPClient makes the client used when Config.HTTPClient is nil.
+	// Default DefaultHTTPClient. An adapter whose one call lasts as long
+	// as the generation (an sdapi server answers txt2img when the image
+	// is done) takes ContextBoundHTTPClient, so that the context, the
+	// service's GenerateTimeout, bounds the call and not a shorter
+	// client timeout.
+	HTTPClient func() *http.Client
 }
 
 // Resolve returns c with defaults filled in, or an error naming the bad
@@ -77,6 +85,9 @@ func (c Config) Resolve(d Defaults) (Config, error) {
 		c.MaxRetries = DefaultMaxRetries
 	case c.MaxRetries < 0:
 		c.MaxRetries = 0
+	}
+	if c.HTTPClient == nil && d.HTTPClient != nil {
+		c.HTTPClient = d.HTTPClient()
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = DefaultHTTPClient()
@@ -144,4 +155,20 @@ func DefaultHTTPClient() *http.Client {
 			return http.ErrUseLastResponse
 		},
 	}
+}
+
+// ContextBoundHTTPClient is DefaultHTTPClient without its bounds on the
+// answer (no ResponseHeaderTimeout, no Client.Timeout): connect and TLS
+// handshakes are still bounded to 10 s, and the context of each call
+// bounds the rest. It is for servers that answer a generation only when
+// it is done (an sdapi server's txt2img), whose call may rightly last as
+// long as the service's GenerateTimeout, which an operator raises above
+// DefaultHTTPClient's 3 minutes for slow GPUs: a shorter client timeout
+// would cut the call while the server still generates. The adapter must
+// then bound a context that has no deadline itself.
+func ContextBoundHTTPClient() *http.Client {
+	c := DefaultHTTPClient()
+	c.Transport.(*http.Transport).ResponseHeaderTimeout = 0
+	c.Timeout = 0
+	return c
 }
