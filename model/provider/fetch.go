@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"image"
 	"image/png"
-	"mime"
 	"slices"
 	"strings"
 
@@ -37,7 +36,9 @@ const (
 // FetchReferences fetches the reference images of a request through f,
 // all at once (fetch.All: within the fetcher's Timeout, at most
 // fetch.MaxSetTime for the whole set), and returns them in order. The
-// type of each is taken from its bytes, else from its Content-Type; one
+// type of each is taken from its bytes alone (ReferenceType), never
+// from the Content-Type the remote server sent: bytes that are not a
+// PNG, JPEG, WebP, GIF, HEIC or HEIF image are refused; one
 // the provider does not accept (not in accept) is converted to PNG when
 // the standard library can decode it within the fetcher's limits
 // (*fetch.Fetcher's MaxPixels and MaxDecodedBytes; fetch's defaults for
@@ -105,19 +106,18 @@ type imageDecoder interface {
 	Decode(data []byte) (image.Image, string, error)
 }
 
-// newReference makes a reference of a fetched body; one of a type the
-// provider does not accept is converted to PNG, decoded under f's
-// limits when f is an imageDecoder (the guarded fetcher), else under
-// fetch's defaults: a user's reference of a few hundred bytes may name
-// a hundred million pixels, which decoding would allocate whole.
-func newReference(f fetch.ImageFetcher, data []byte, contentType string, accept []string) (Reference, error) {
-	ct := ContentType(data)
-	if ct == "" {
-		mt, _, err := mime.ParseMediaType(contentType)
-		if err != nil || !strings.HasPrefix(mt, "image/") {
-			return Reference{}, fmt.Errorf("content of type %q is not an image", contentType)
-		}
-		ct = mt
+// newReference makes a reference of a fetched body, typed from its
+// bytes (ReferenceType): the Content-Type the remote server declared is
+// not trusted, and only named in the error of bytes that are not an
+// image of a supported kind. One of a type the provider does not accept
+// is converted to PNG, decoded under f's limits when f is an
+// imageDecoder (the guarded fetcher), else under fetch's defaults: a
+// user's reference of a few hundred bytes may name a hundred million
+// pixels, which decoding would allocate whole.
+func newReference(f fetch.ImageFetcher, data []byte, declared string, accept []string) (Reference, error) {
+	ct, err := ReferenceType(data)
+	if err != nil {
+		return Reference{}, fmt.Errorf("content declared %q: %w", declared, err)
 	}
 	ref := Reference{Data: data, ContentType: ct}
 	if s, err := ImageSize(data); err == nil {

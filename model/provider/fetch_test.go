@@ -32,7 +32,7 @@ func TestFetchReferences(t *testing.T) {
 		"https://img.example/a.png": {Data: providertest.PNG(64, 48), ContentType: "application/octet-stream"}, // type from the bytes
 		"https://img.example/b.jpg": {Data: providertest.JPEG(20, 40), ContentType: "image/jpeg"},
 		"https://img.example/c.gif": {Data: gifBytes(), ContentType: "image/gif"},
-		"https://img.example/d":     {Data: []byte("\x00\x00\x00\x18ftypheic"), ContentType: "image/heic; q=1"}, // type from the header
+		"https://img.example/d":     {Data: []byte("\x00\x00\x00\x18ftypheic"), ContentType: "image/heic; q=1"}, // HEIC from its ftyp brand
 	}}
 	urls := []string{"https://img.example/a.png", "https://img.example/b.jpg", "https://img.example/c.gif", "https://img.example/d"}
 	refs, err := provider.FetchReferences(context.Background(), "acme", f, urls, provider.PNG, provider.JPEG, provider.HEIC)
