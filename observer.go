@@ -49,7 +49,8 @@ type Observer interface {
 	// WebhookDelivery: a callback delivery attempt (package webhook)
 	// ended with outcome: "delivered", "retry" (failed, will be tried
 	// again), "given_up" (failed MaxAttempts times, or answered 410
-	// Gone) or "dropped" (the task expired first).
+	// Gone), "dropped" (the task expired first) or "not_sent" (failed on
+	// our side before anything was sent; not counted as an attempt).
 	WebhookDelivery(outcome string)
 }
 

@@ -156,7 +156,7 @@ func New(c Config) (*Metrics, error) {
 			Name: "imagegen_rate_limited_total", Help: "API requests refused with 429 (per-key or failed-authentication limit).",
 		}),
 		webhookOutcms: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "imagegen_webhook_deliveries_total", Help: "Callback delivery attempts, by outcome (delivered, retry, given_up, dropped).",
+			Name: "imagegen_webhook_deliveries_total", Help: "Callback delivery attempts, by outcome (delivered, retry, given_up, dropped, not_sent).",
 		}, []string{"outcome"}),
 	}
 	cs := []prometheus.Collector{m.submitted, m.finished, m.queueWait, m.generation, m.providerReqs, m.fallbacks,

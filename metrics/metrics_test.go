@@ -87,7 +87,7 @@ imagegen_tasks_finished_total{error_code="internal",model="openai",status="faile
 # TYPE imagegen_tasks_submitted_total counter
 imagegen_tasks_submitted_total{model="openai",scene="image-to-image"} 1
 imagegen_tasks_submitted_total{model="openai",scene="text-to-image"} 2
-# HELP imagegen_webhook_deliveries_total Callback delivery attempts, by outcome (delivered, retry, given_up, dropped).
+# HELP imagegen_webhook_deliveries_total Callback delivery attempts, by outcome (delivered, retry, given_up, dropped, not_sent).
 # TYPE imagegen_webhook_deliveries_total counter
 imagegen_webhook_deliveries_total{outcome="delivered"} 1
 `

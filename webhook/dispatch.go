@@ -99,6 +99,7 @@ type Dispatcher struct {
 	freed  *sync.Cond           // on mu: a delivery ended
 	held   heldDeliveries       // on mu: claimed by Run, waiting for their destination's or owner's turn
 	wake   chan struct{}        // (1) a delivery ended while some are held
+	unsent unsent               // attempts that failed before anything was sent, per delivery
 }
 
 // NewDispatcher returns a Dispatcher, or an error naming a bad field.
@@ -295,6 +296,10 @@ func (d *Dispatcher) deliver(runCtx context.Context, del imagegen.WebhookDeliver
 	outcome := "retry"
 	var answered *answerError
 	errors.As(err, &answered)
+	unsentN := 0 // failures before sending in a row, this one included
+	if errors.As(err, new(*notSentError)) && !errors.Is(err, imagegen.ErrTaskNotFound) && runCtx.Err() == nil {
+		unsentN = d.unsent.add(del, d.cfg.Clock.Now(), d.cfg.Lease+2*d.cfg.MaxBackoff)
+	}
 	switch {
 	case err == nil:
 		outcome = "delivered"
@@ -311,6 +316,15 @@ func (d *Dispatcher) deliver(runCtx context.Context, del imagegen.WebhookDeliver
 		// is honoured.
 		outcome = ""
 		err = d.store.PostponeWebhook(ctx, del.ID, 0)
+	case unsentN > 0 && unsentN <= d.cfg.MaxAttempts:
+		// Failed on our side before anything was sent: the receiver's
+		// attempts are not used up, but the delivery backs off; past
+		// MaxAttempts such failures in a row it is counted below, as a
+		// failed attempt (see unsent).
+		outcome = "not_sent"
+		delay := d.backoff(unsentN)
+		log.WarnContext(ctx, "webhook not sent: it failed before reaching the receiver; no attempt counted", "err", err, "delay", delay.String())
+		err = d.store.PostponeWebhook(ctx, del.ID, delay)
 	case answered != nil && answered.status == http.StatusGone:
 		// The receiver says the endpoint is gone: no attempt would do
 		// better. Given up like the last attempt (the URL, which may
@@ -334,6 +348,9 @@ func (d *Dispatcher) deliver(runCtx context.Context, del imagegen.WebhookDeliver
 	if outcome != "" {
 		d.cfg.Observer.WebhookDelivery(outcome)
 	}
+	if unsentN == 0 || outcome == "given_up" {
+		d.unsent.reset(del) // it reached the poster, or is done with: a later failure before sending starts a new row
+	}
 	if err != nil {
 		log.ErrorContext(ctx, "record webhook outcome; the lease will expire and it will be tried again", "err", err)
 	}
@@ -351,23 +368,27 @@ func storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 const storeTimeout = 10 * time.Second
 
 // send renders, signs and posts one delivery; nil means a 2xx answer,
-// and any other answer is an *answerError.
+// and any other answer is an *answerError. A failure before the post
+// (reading the task or the secret, rendering, signing) is a
+// notSentError; the Poster's own refusals (a URL it refuses, a blocked
+// address, a host that does not resolve) are the receiver's URL's, and
+// count as attempts.
 func (d *Dispatcher) send(ctx context.Context, del imagegen.WebhookDelivery) error {
 	t, err := d.cfg.Service.Task(ctx, del.Owner, del.TaskID)
 	if err != nil {
-		return err
+		return notSent(fmt.Errorf("reading the task: %w", err))
 	}
 	body, err := d.cfg.Render(t)
 	if err != nil {
-		return fmt.Errorf("render: %w", err)
+		return notSent(fmt.Errorf("render: %w", err))
 	}
 	secret, err := d.cfg.Service.WebhookSecret(ctx, del.Owner)
 	if err != nil {
-		return err
+		return notSent(fmt.Errorf("reading the owner's secret: %w", err))
 	}
 	header, err := wire.Headers(secret, messageID(del), d.cfg.Clock.Now(), body)
 	if err != nil {
-		return err
+		return notSent(fmt.Errorf("signing: %w", err))
 	}
 	header.Set(wire.HeaderEvent, string(cmp.Or(del.Event, imagegen.EventCompleted)))
 	status, answer, err := d.post(ctx, del.URL, header, body)

@@ -21,7 +21,17 @@
 // nothing, is for deliveries the dispatcher itself did not attempt), so
 // a receiver that always answers 429 is given up like any other. A 410
 // Gone gives the delivery up at once, logged at warn with the task id and
-// counted as "given_up" by the Observer. Deliveries are queued by the store in the
+// counted as "given_up" by the Observer. An attempt that failed on our
+// side before anything was sent (the task or the owner's secret could
+// not be read, the body could not be rendered, the request could not be
+// signed) does not count towards MaxAttempts, since the receiver was
+// never reached: it is given back with the backoff (PostponeWebhook,
+// counted as "not_sent"), and only after MaxAttempts of those in a row
+// (counted in memory by this dispatcher) do the next ones count as
+// attempts, so that a failure of ours that never heals is still given
+// up, after at most twice MaxAttempts tries per dispatcher. The
+// Poster's own refusals (a URL or address the guard refuses, a host
+// that does not resolve) are the receiver's, and count. Deliveries are queued by the store in the
 // same step that finishes the task, so on Redis they survive restarts.
 // A failed task that an operator requeues ends again and queues its
 // callback again, under the same webhook-id: receivers dedupe on it
