@@ -21,6 +21,7 @@ import (
 // is still Retryable: the service's attempt-level retry decides whether
 // the task runs again (a new attempt, counted and bounded by the
 // worker), which is the documented cost of an answer lost in transit.
+// A route.Fallback does not move on to its next model on it either.
 var ErrMaybeAccepted = errors.New("the provider may have accepted the request, but its answer was lost; not sent again")
 
 // replayable reports whether req may be sent again after it reached the

@@ -1,7 +1,9 @@
 // Package route combines models: Chooser picks a model per request (by
 // scene, or any rule of the operator's) and reports that model's price
 // at submit; Fallback tries the next model when one is unavailable, but
-// not when one refuses the content. Both are imagegen.Models, so they
+// not when one refuses the content, nor when one's provider may have
+// taken the request and lost its answer (provider.ErrMaybeAccepted: a
+// second model would be a second paid generation). Both are imagegen.Models, so they
 // nest: a chooser of fallback chains, a chain of choosers.
 //
 // Pricing: the price is fixed at submit (Plan) and charged once, however
@@ -15,6 +17,7 @@ import (
 	"fmt"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/model/provider"
 )
 
 // Entry is a model under a route, with the operator's price for it.
@@ -166,8 +169,10 @@ func (f *Fallback) Plan(req imagegen.Request) (imagegen.Plan, error) {
 	return plan, nil
 }
 
-// Generate tries the models in order. It reports each model's answer,
-// and each move to the next, to g.Events when set. When none generates,
+// Generate tries the models in order, the next only when one is
+// unavailable or misconfigured and did not possibly take the request
+// (provider.ErrMaybeAccepted ends the chain). It reports each model's
+// answer, and each move to the next, to g.Events when set. When none generates,
 // it returns the last retryable error if any model was only unavailable
 // (the service retries the chain), else the last error.
 func (f *Fallback) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
@@ -195,6 +200,13 @@ func (f *Fallback) Generate(ctx context.Context, g imagegen.Generation) ([]image
 		var me *imagegen.ModelError
 		if !errors.As(err, &me) || !(me.Retryable || me.Misconfigured) || ctx.Err() != nil {
 			return nil, err // a refusal, bad input, or our own deadline: do not try elsewhere
+		}
+		if errors.Is(err, provider.ErrMaybeAccepted) {
+			// The model's provider may have taken the request, and be
+			// generating (and charging) still: another model now would be
+			// a second paid generation. The attempt ends; the service's
+			// attempt-level retry decides.
+			return nil, err
 		}
 		if me.Retryable {
 			unavailable = err
