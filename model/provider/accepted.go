@@ -65,7 +65,6 @@ func lostAfterSend(ctx context.Context, req *http.Request, wrote *atomic.Bool, e
 // maybeAccepted is the error of a non-replayable request whose answer
 // was lost after it reached the provider (ErrMaybeAccepted): retryable
 // for the service's attempt-level retry, never retried within Do.
-func maybeAccepted(provider string, what string, err error) *imagegen.ModelError {
-	e := NetworkError(provider, fmt.Errorf("%w: %s: %w", ErrMaybeAccepted, what, err))
-	return e
+func maybeAccepted(provider, what string, err error) *imagegen.ModelError {
+	return NetworkError(provider, fmt.Errorf("%w: %s: %w", ErrMaybeAccepted, what, err))
 }

@@ -65,9 +65,10 @@
 // deadline: it returns the last retryable error at once instead, so
 // the task queue can retry later.
 //
-// A submit is not sent twice. None of the adapters' providers (OpenAI,
-// Stability, fal, Replicate, BFL, Gemini, an sdapi server, ComfyUI)
-// takes an idempotency key on the call that starts a paid generation, so
+// A submit is not sent twice. No adapter (OpenAI, Stability, fal,
+// Replicate, BFL, Gemini, a1111, ComfyUI) sends an idempotency key the
+// provider dedupes on with the call that starts a paid generation (an
+// sdapi server's force_task_id names the job but does not dedupe it), so
 // a POST without an Idempotency-Key header that reached the provider
 // and whose answer was lost (a 2xx body cut short by a reset or an
 // unexpected EOF, or no answer before the HTTP client's own timeout
