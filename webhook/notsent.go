@@ -38,8 +38,9 @@ const unsentPruneAt = 4096
 // is this dispatcher's, in memory: a restart, or another dispatcher
 // claiming the delivery, starts it again, each bounded the same way.
 type unsent struct {
-	mu sync.Mutex
-	by map[string]unsentCount
+	mu      sync.Mutex
+	by      map[string]unsentCount
+	pruneAt int // the size at which by is next pruned: twice what the last prune kept, at least unsentPruneAt
 }
 
 type unsentCount struct {
@@ -54,19 +55,22 @@ func unsentKey(del imagegen.WebhookDelivery) string {
 
 // add counts one more failure of del before sending, at now, and
 // returns how many there have been in a row. Entries not seen for
-// forget are dropped once unsentPruneAt are tracked.
+// forget are dropped once unsentPruneAt are tracked, then each time
+// the map doubles, so that pruning costs O(1) a call on average even
+// while a store outage keeps many deliveries failing.
 func (u *unsent) add(del imagegen.WebhookDelivery, now time.Time, forget time.Duration) int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.by == nil {
 		u.by = map[string]unsentCount{}
 	}
-	if len(u.by) >= unsentPruneAt {
+	if len(u.by) >= max(u.pruneAt, unsentPruneAt) {
 		for k, c := range u.by {
 			if now.Sub(c.last) > forget {
 				delete(u.by, k)
 			}
 		}
+		u.pruneAt = 2 * len(u.by)
 	}
 	k := unsentKey(del)
 	c := u.by[k]
