@@ -49,12 +49,12 @@
 // # Work
 //
 // [Service.Run] runs the workers: each claims a pending task with a lease
-// and a fencing token, renews the lease while the model runs, and
-// finishes the task only while it holds the lease. A worker that dies
-// loses its lease and the task goes back to pending for another; after
-// WorkerConfig.MaxAttempts it fails and is refunded. Retryable model errors
-// (rate limits, 5xx, timeouts) are retried with backoff; refusals are
-// not. [Service.RunOnce] runs one queued task now, for tests.
+// and a fencing token, renews the lease while the model runs and until
+// the outcome is stored, and finishes the task only while it holds the
+// lease. A worker that dies loses its lease and the task goes back to
+// pending for another; after WorkerConfig.MaxAttempts it fails and is
+// refunded. Retryable model errors (rate limits, 5xx, timeouts) are
+// retried with backoff; refusals are not. [Service.RunOnce] runs one queued task now, for tests.
 //
 // # Operating
 //

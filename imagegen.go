@@ -109,7 +109,9 @@ type WorkerConfig struct {
 	// GenerateTimeout bounds one attempt of one generation (default 2m).
 	GenerateTimeout time.Duration
 	// LeaseDuration is how long a claimed task stays with its worker
-	// without a renewal (default 30s). Workers renew at a third of it.
+	// without a renewal (default 30s). Workers renew at a third of it,
+	// from the claim until the attempt's outcome (the image bytes too)
+	// is stored.
 	LeaseDuration time.Duration
 	// MaxAttempts is how many times a task is tried before it fails
 	// (default 3). Lease expiries and retryable model errors both count.

@@ -26,9 +26,9 @@ const recordBacklog = 4
 const recordTimeout = 10 * time.Second
 
 // Run executes generations until ctx ends: it claims ready tasks (at most
-// Config.Workers at a time), runs them on the model with a renewed lease,
-// and regularly sends tasks whose lease expired (their worker died) back
-// to the queue. When ctx ends it stops claiming, waits up to
+// Config.Workers at a time), runs them on the model with a lease renewed
+// until their outcome is stored, and regularly sends tasks whose lease
+// expired (their worker died) back to the queue. When ctx ends it stops claiming, waits up to
 // Config.ShutdownTimeout for running generations, then cancels the rest and
 // gives their tasks back to the queue (as it does the tasks of a claim
 // under way when ctx ends). It returns nil after a clean stop,
@@ -69,10 +69,13 @@ func (s *Service) Run(ctx context.Context) error {
 	// that wait together share a commit); at most recordBacklog×Workers
 	// outcomes wait to be stored.
 	run := func(t *Task) {
-		out := s.generate(workCtx, t)
+		log := s.attemptLog(t)
+		lease := s.holdLease(workCtx, t, log) // renewed until the outcome is stored
+		out := s.generate(workCtx, t, log, lease)
 		recording <- struct{}{}
 		pool.Give(1)
 		s.record(workCtx, t, out)
+		lease.release()
 		<-recording
 	}
 	// Runners are kept for the next task rather than started for each:
@@ -219,8 +222,19 @@ func (s *Service) recoverLoop(ctx context.Context) {
 	}
 }
 
-// process runs one claimed attempt of t and records its outcome.
-func (s *Service) process(ctx context.Context, t *Task) { s.record(ctx, t, s.generate(ctx, t)) }
+// process runs one claimed attempt of t and records its outcome, its
+// lease renewed until that is stored.
+func (s *Service) process(ctx context.Context, t *Task) {
+	log := s.attemptLog(t)
+	lease := s.holdLease(ctx, t, log)
+	defer lease.release()
+	s.record(ctx, t, s.generate(ctx, t, log, lease))
+}
+
+// attemptLog is the logger of one claimed attempt of t.
+func (s *Service) attemptLog(t *Task) *slog.Logger {
+	return s.log.With("task_id", t.ID, "request_id", t.RequestID, "attempt", t.Attempt, "model", t.Model)
+}
 
 // attempt is how one generation attempt ended, for record.
 type attempt struct {
@@ -232,21 +246,17 @@ type attempt struct {
 	cancelled bool // the task ended elsewhere (its owner cancelled it)
 }
 
-// generate runs one claimed attempt of t on the model, its lease renewed
-// meanwhile.
-func (s *Service) generate(ctx context.Context, t *Task) attempt {
-	log := s.log.With("task_id", t.ID, "request_id", t.RequestID, "attempt", t.Attempt, "model", t.Model)
+// generate runs one claimed attempt of t on the model; lease, which
+// keeps the task's lease renewed, cancels the generation if the lease
+// is lost meanwhile.
+func (s *Service) generate(ctx context.Context, t *Task, log *slog.Logger, lease *heldLease) attempt {
 	queued := max(t.UpdatedAt.Sub(t.RunAfter), 0) // claimed at UpdatedAt
 	s.cfg.Observer.TaskClaimed(t.Model, queued)
 	log.Info("task claimed", "queued", queued.String())
 	genCtx, cancel := context.WithTimeout(ctx, s.cfg.GenerateTimeout)
 	defer cancel()
 
-	renewDone := make(chan struct{})
-	go func() {
-		defer close(renewDone)
-		s.renewLease(genCtx, cancel, t, log)
-	}()
+	stopOnLoss := lease.cancelOnLoss(cancel, log)
 	cancelled := s.cancelWhenFinishedElsewhere(genCtx, cancel, t)
 	events := &taskEvents{log: log, obs: s.cfg.Observer, tally: &s.providers}
 	progress := &progressWriter{ctx: genCtx, store: s.cfg.Store, clock: s.cfg.Clock, log: log, id: t.ID, attempt: t.Attempt}
@@ -257,9 +267,9 @@ func (s *Service) generate(ctx context.Context, t *Task) attempt {
 	})
 	took := time.Since(started)
 	timedOut := errors.Is(genCtx.Err(), context.DeadlineExceeded)
+	stopOnLoss() // a lease lost from now on is the store's to report (record)
 	cancel()
 	progress.stop() // no progress written once the outcome is
-	<-renewDone
 	if !events.reported.Load() {
 		events.ProviderAnswered(t.Model, err)
 	}
@@ -382,31 +392,6 @@ func (s *Service) logOutcome(log *slog.Logger, err error, msg string, args ...an
 		log.Warn("lease lost before the outcome was stored; another worker owns the task", "outcome", msg)
 	default:
 		log.Warn("could not store the outcome; the lease will expire and the task be retried", "outcome", msg, "err", err)
-	}
-}
-
-// renewLease extends t's lease every third of its duration until ctx
-// ends. If the lease is lost, it cancels the generation.
-func (s *Service) renewLease(ctx context.Context, cancel context.CancelFunc, t *Task, log *slog.Logger) {
-	every := s.cfg.LeaseDuration / 3
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.cfg.Clock.After(every):
-		}
-		err := s.cfg.Store.RenewLease(ctx, t.ID, t.Attempt, s.cfg.LeaseDuration)
-		switch {
-		case err == nil:
-		case errors.Is(err, ErrLeaseLost):
-			log.Warn("lease lost; cancelling the generation")
-			cancel()
-			return
-		case ctx.Err() != nil:
-			return
-		default:
-			log.Warn("lease renewal failed; will try again", "err", err)
-		}
 	}
 }
 
