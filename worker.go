@@ -155,8 +155,19 @@ claim:
 // the calling goroutine. It reports whether there was a task. Tests use it
 // to drive work deterministically. The provider statistics it counts
 // reach the store with the next FlushProviderStats.
+//
+// It claims as Run does (claimUntilStop): a ctx that ends while the
+// claim is under way does not lose a task the store leased meanwhile
+// (it would stay leased to no one until the lease ran out, an attempt
+// used up); the task is given back with no attempt counted, and RunOnce
+// returns ctx's error.
 func (s *Service) RunOnce(ctx context.Context) (bool, error) {
-	tasks, err := s.claim(ctx, 1)
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("imagegen: claim: %w", err)
+	}
+	claimCtx, stopClaim := s.claimContext(ctx)
+	tasks, err := s.claimUntilStop(ctx, claimCtx, 1)
+	stopClaim()
 	if errors.Is(err, ErrNoTask) {
 		return false, nil
 	}
