@@ -92,6 +92,14 @@ type TaskStore interface {
 	// first. Each start of a model with a rate pushes the model's next
 	// allowed start 1/rate later. It returns ErrNoTask when it claims
 	// nothing.
+	//
+	// A task it claimed but cannot read back (stored data that does not
+	// decode) must not cost the others their claim: it returns the
+	// tasks it could read with an *UnreadableTasksError naming the
+	// others, which it fails (CodeInternal) and refunds at once where it
+	// can (storekit.FailUnreadable). The tasks returned with that error
+	// are claimed: the caller runs them. Any other error comes with no
+	// task.
 	ClaimTasks(ctx context.Context, p ClaimParams) ([]*Task, error)
 
 	// RenewLease extends the lease of attempt to now+lease.

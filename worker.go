@@ -181,8 +181,16 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 // claim claims up to n ready tasks. A store that claims none must say
 // ErrNoTask; an empty batch with no error is taken as ErrNoTask too, so
 // that the worker neither indexes it nor claims again without a pause.
+// Tasks the store claimed but could not read (an
+// *UnreadableTasksError) are logged and counted (claimedUnreadable),
+// and the tasks returned with them are run.
 func (s *Service) claim(ctx context.Context, n int) ([]*Task, error) {
 	tasks, err := s.cfg.Store.ClaimTasks(ctx, ClaimParams{Lease: s.cfg.LeaseDuration, N: n, Limits: s.cfg.Limits})
+	var unreadable *UnreadableTasksError
+	if errors.As(err, &unreadable) {
+		s.claimedUnreadable(ctx, unreadable)
+		err = nil
+	}
 	if err == nil && len(tasks) == 0 {
 		return nil, ErrNoTask
 	}

@@ -127,6 +127,17 @@ func (s *Store) ClaimTask(ctx context.Context, lease time.Duration) (*imagegen.T
 
 // ClaimTasks leases up to p.N ready pending tasks in fair-share order,
 // passing over those that p.Limits holds back, in one statement.
+//
+// The statement has leased every row it returns, so a row whose request
+// does not decode (corrupted, or written by something else) does not
+// cost the others their claim, which dropping the batch did (they stayed
+// leased to no one until their leases ran out, an attempt used up each
+// time the bad row came back with them): the tasks it could read are
+// returned, with an *imagegen.UnreadableTasksError for that one, which is
+// failed (CodeInternal) and refunded at once through FailTask
+// (storekit.FailUnreadable) rather than left to its lease: its data will
+// not mend itself. A row that does not scan at all still fails the claim
+// (pgx ends the rows with it).
 func (s *Store) ClaimTasks(ctx context.Context, p imagegen.ClaimParams) ([]*imagegen.Task, error) {
 	n := min(max(p.N, 1), maxClaim)
 	var rows pgx.Rows
@@ -142,8 +153,16 @@ func (s *Store) ClaimTasks(ctx context.Context, p imagegen.ClaimParams) ([]*imag
 		return nil, s.wrapErr("claim", err)
 	}
 	var out []*imagegen.Task
+	var unreadable []imagegen.UnreadableTask
 	for rows.Next() {
 		t, _, err := scanTask(rows)
+		if errors.Is(err, errRequest) {
+			// The statement has leased every row it returns: one whose
+			// request does not decode (corrupted, or written by
+			// something else) must not cost the others their claim.
+			unreadable = append(unreadable, imagegen.UnreadableTask{ID: t.ID, Model: t.Model, Attempt: t.Attempt, Err: err})
+			continue
+		}
 		if err != nil {
 			rows.Close()
 			return nil, s.wrapErr("claim", err)
@@ -152,6 +171,9 @@ func (s *Store) ClaimTasks(ctx context.Context, p imagegen.ClaimParams) ([]*imag
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.wrapErr("claim", err)
+	}
+	if err := storekit.FailUnreadable(ctx, s.FailTask, unreadable); err != nil {
+		return out, err
 	}
 	if len(out) == 0 {
 		return nil, imagegen.ErrNoTask

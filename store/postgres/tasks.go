@@ -164,7 +164,14 @@ func newTaskRequest(t *imagegen.Task) ([]byte, error) {
 const taskColumns = `id, owner, request, model, cost, status, attempt, released, lease_until, run_after, images,
 	error, error_code, last_error, refunded, request_id, created_at, updated_at, started_at, finished_at, expires_at, seq, progress`
 
-// scanTask reads one row of taskColumns.
+// errRequest: a task's stored request does not decode into an
+// imagegen.Request.
+var errRequest = errors.New("request does not decode")
+
+// scanTask reads one row of taskColumns. A row whose request does not
+// decode is an error wrapping errRequest, returned with the task as read
+// without it (its id, model and attempt), so that a claim can fail that
+// one task rather than drop its batch.
 func scanTask(row pgx.Row) (*imagegen.Task, int64, error) {
 	var (
 		t                          imagegen.Task
@@ -181,7 +188,7 @@ func scanTask(row pgx.Row) (*imagegen.Task, int64, error) {
 		return nil, 0, err
 	}
 	if err := json.Unmarshal(req, &t.Request); err != nil {
-		return nil, 0, fmt.Errorf("postgres store: task %s: request: %w", t.ID, err)
+		return &t, 0, fmt.Errorf("postgres store: task %s: %w: %w", t.ID, errRequest, err)
 	}
 	if len(t.Images) == 0 {
 		t.Images = nil

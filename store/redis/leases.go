@@ -378,19 +378,28 @@ func (s *Store) ClaimTask(ctx context.Context, lease time.Duration) (*imagegen.T
 // apply to each shard on its own). A claim whose reply was lost and
 // that go-redis sent again answers with the tasks its first run claimed
 // (see sendMark), so that none is left processing with no worker.
+//
+// A claimed task it cannot read (see claimShard) is failed and refunded
+// (storekit.FailUnreadable) and reported in an
+// *imagegen.UnreadableTasksError returned with the tasks it could read,
+// which are claimed all the same.
 func (s *Store) ClaimTasks(ctx context.Context, p imagegen.ClaimParams) ([]*imagegen.Task, error) {
 	n := min(max(p.N, 1), 64)
 	var tasks []*imagegen.Task
+	var unreadable []imagegen.UnreadableTask
 	start := int(s.next.Add(1))
 	for i := range s.shards {
-		got, err := s.claimShard(ctx, s.shards[(start+i)%len(s.shards)], p, n-len(tasks))
-		if err != nil && len(tasks) == 0 {
+		got, bad, err := s.claimShard(ctx, s.shards[(start+i)%len(s.shards)], p, n-len(tasks))
+		tasks, unreadable = append(tasks, got...), append(unreadable, bad...)
+		if err != nil && len(tasks) == 0 && len(unreadable) == 0 {
 			return nil, err
 		}
-		tasks = append(tasks, got...)
 		if err != nil || len(tasks) == n {
 			break
 		}
+	}
+	if err := storekit.FailUnreadable(ctx, s.FailTask, unreadable); err != nil {
+		return tasks, err
 	}
 	if len(tasks) == 0 {
 		return nil, imagegen.ErrNoTask
@@ -398,8 +407,15 @@ func (s *Store) ClaimTasks(ctx context.Context, p imagegen.ClaimParams) ([]*imag
 	return tasks, nil
 }
 
-// claimShard runs claimScript on one shard for up to n tasks.
-func (s *Store) claimShard(ctx context.Context, sh keys, p imagegen.ClaimParams, n int) ([]*imagegen.Task, error) {
+// claimShard runs claimScript on one shard for up to n tasks. The script
+// has leased every task of its reply, so a task it cannot read (a field
+// that does not decode: corrupted in Redis, or written by something
+// else) does not cost the others their claim: the tasks it could read
+// are returned, and that one in bad, for ClaimTasks to fail. Dropping
+// the batch left the others leased to no one until their leases ran
+// out, an attempt used up each time the bad task came back with them.
+// err is for the script's call only.
+func (s *Store) claimShard(ctx context.Context, sh keys, p imagegen.ClaimParams, n int) (tasks []*imagegen.Task, bad []imagegen.UnreadableTask, err error) {
 	token := newSendMark()
 	args := append(make([]any, 0, 6+3*len(p.Limits.ModelConcurrency)+3*len(p.Limits.ModelRate)),
 		s.nowArg(), ms(p.Lease), n, p.Limits.OwnerConcurrency, imagegen.ClaimScan, token)
@@ -407,21 +423,23 @@ func (s *Store) claimShard(ctx context.Context, sh keys, p imagegen.ClaimParams,
 	keys := []string{sh.fair(), sh.leases(), sh.webhooks(), sh.vtag(), sh.capped(), sh.vtime()}
 	reply, err := runScript(ctx, s.rdb, claimScript, keys, args...).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("redis store: claim: %w", err)
+		return nil, nil, fmt.Errorf("redis store: claim: %w", err)
 	}
-	tasks := make([]*imagegen.Task, 0, len(reply))
+	tasks = make([]*imagegen.Task, 0, len(reply))
 	for _, r := range reply {
 		f, err := claimedHash(r)
 		if err != nil {
-			return nil, err
+			bad = append(bad, imagegen.UnreadableTask{Err: err})
+			continue
 		}
 		t, err := decodeTask(f)
 		if err != nil {
-			return nil, err
+			bad = append(bad, imagegen.UnreadableTask{ID: f["id"], Model: f["model"], Attempt: int(atoi(f["attempt"])), Err: err})
+			continue
 		}
 		tasks = append(tasks, t)
 	}
-	return tasks, nil
+	return tasks, bad, nil
 }
 
 // claimedFields name the values claimScript returns for a task: the

@@ -2,7 +2,8 @@
 // every imagegen.Store applies to what it is asked to keep (CheckNewTask,
 // CheckLedgerEntry, CheckNewKey, refusing with ErrInvalidStoreInput), the
 // messages it writes on the tasks it fails or gives back
-// (ExpiredLeaseMessage, ReleasedMessage), and how it names and keeps
+// (ExpiredLeaseMessage, ReleasedMessage), how it fails a task a claim
+// could not read (FailUnreadable), and how it names and keeps
 // callback deliveries (WebhookID, TaskWebhookIDs, ParseWebhookID, ClaimedWebhookID,
 // ParseClaimedWebhookID, EventsField). They are
 // written once here so that backends cannot drift apart; the service and
@@ -10,6 +11,7 @@
 package storekit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -138,4 +140,29 @@ func EventsField(events []imagegen.CallbackEvent) string {
 		names[i] = string(e)
 	}
 	return strings.Join(names, ",")
+}
+
+// FailUnreadable fails, through fail (the store's FailTask, fenced by
+// each task's claimed attempt, so refunded by the store's own path),
+// each task a claim leased but could not read (CodeInternal,
+// imagegen.UnreadableTaskMessage), and returns the error ClaimTasks
+// returns with the tasks it could read: an *imagegen.UnreadableTasksError,
+// or nil when bad is empty. A task whose id could not be read, or whose
+// failure failed, is left leased: RecoverExpired takes it back when its
+// lease runs out, and fails it after MaxAttempts.
+func FailUnreadable(ctx context.Context, fail func(ctx context.Context, id string, attempt int, f imagegen.Failure) (int64, error), bad []imagegen.UnreadableTask) error {
+	if len(bad) == 0 {
+		return nil
+	}
+	f := imagegen.Failure{Code: imagegen.CodeInternal, Message: imagegen.UnreadableTaskMessage}
+	for i := range bad {
+		t := &bad[i]
+		if t.ID == "" {
+			t.FailErr = errors.New("its id could not be read")
+			continue
+		}
+		t.Refund, t.FailErr = fail(ctx, t.ID, t.Attempt, f)
+		t.Failed = t.FailErr == nil
+	}
+	return &imagegen.UnreadableTasksError{Tasks: bad}
 }
