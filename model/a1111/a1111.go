@@ -35,8 +35,10 @@ const (
 	// server's progress (GET /sdapi/v1/progress) while a generation runs.
 	DefaultProgressInterval = time.Second
 	// DefaultMaxDuration bounds one Generate whose context has no
-	// deadline (the service always gives one: its GenerateTimeout).
-	DefaultMaxDuration = 30 * time.Minute
+	// deadline (the service always gives one: its GenerateTimeout);
+	// it is provider.DefaultMaxDuration, which every adapter bounded by
+	// the context shares.
+	DefaultMaxDuration = provider.DefaultMaxDuration
 )
 
 var _ imagegen.Model = (*Model)(nil)
@@ -45,7 +47,9 @@ var _ imagegen.Model = (*Model)(nil)
 // HTTP client, the server's base URL (required), the optional
 // "user:password" of its --api-auth (APIKey, sent as Basic auth; without
 // a colon it is the user name, with an empty password), cost (default
-// 1), retries and clock. The default HTTP client is
+// 1), retries, clock and MaxDuration (default 30 min), which bounds one
+// Generate whose context has no deadline, since the default HTTP client
+// sets no bound on the answer of its own. The default HTTP client is
 // provider.ContextBoundHTTPClient: txt2img answers only when the image
 // is done, so the call lasts as long as the context allows (the
 // service's GenerateTimeout), with connects bounded to 10 s. An
@@ -77,10 +81,6 @@ type Config struct {
 	// progress while a generation runs (only when the service follows
 	// progress). Default 1 s.
 	ProgressInterval time.Duration
-	// MaxDuration bounds one Generate whose context has no deadline,
-	// since the default HTTP client sets no bound on the answer of its
-	// own. A context with a deadline is used as it is. Default 30 min.
-	MaxDuration time.Duration
 	// Logger receives debug lines (an answer whose info names no seed).
 	// Default slog.Default().
 	Logger *slog.Logger
@@ -115,14 +115,11 @@ func New(c Config) (*Model, error) {
 		return nil, fmt.Errorf("%s: Config.DenoisingStrength must be above 0 and at most 1 (got %v)", Provider, c.DenoisingStrength)
 	case c.ProgressInterval < 0:
 		return nil, fmt.Errorf("%s: Config.ProgressInterval must not be negative (got %v)", Provider, c.ProgressInterval)
-	case c.MaxDuration < 0:
-		return nil, fmt.Errorf("%s: Config.MaxDuration must not be negative (got %v)", Provider, c.MaxDuration)
 	}
 	c.Resolution = cmpOr(c.Resolution, DefaultResolution)
 	c.Steps = cmpOr(c.Steps, DefaultSteps)
 	c.DenoisingStrength = cmpOr(c.DenoisingStrength, DefaultDenoisingStrength)
 	c.ProgressInterval = cmpOr(c.ProgressInterval, DefaultProgressInterval)
-	c.MaxDuration = cmpOr(c.MaxDuration, DefaultMaxDuration)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -162,11 +159,8 @@ func (m *Model) Plan(req imagegen.Request) (imagegen.Plan, error) {
 // image is centre-cropped to the exact ratio if the server answered
 // another size. Failures are *imagegen.ModelError.
 func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, m.cfg.MaxDuration)
-		defer cancel()
-	}
+	ctx, cancel := m.client.Bound(ctx)
+	defer cancel()
 	req := g.Request
 	refs, err := provider.PlanAndFetch(ctx, Provider, m, req, m.cfg.Fetcher, provider.PNG, provider.JPEG, provider.WebP)
 	if err != nil {

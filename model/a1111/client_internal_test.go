@@ -25,5 +25,5 @@ func TestDefaultClientLeavesTheAnswerToTheContext(t *testing.T) {
 	is.Equal(tr.ResponseHeaderTimeout, time.Duration(0))
 	is.True(tr.DialContext != nil)
 	is.Equal(tr.TLSHandshakeTimeout, 10*time.Second)
-	is.Equal(m.cfg.MaxDuration, DefaultMaxDuration)
+	is.Equal(m.client.MaxDuration, DefaultMaxDuration)
 }

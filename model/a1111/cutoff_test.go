@@ -42,7 +42,7 @@ func TestNoDeadlineIsBoundedByMaxDuration(t *testing.T) {
 	is := is.New(t)
 	f := newFake(t)
 	f.Queue(txt2imgCall, answer{Hang: true})
-	m, _ := newModel(t, f, a1111.Config{MaxDuration: 100 * time.Millisecond})
+	m, _ := newModel(t, f, a1111.Config{Config: provider.Config{MaxDuration: 100 * time.Millisecond}})
 	_, err := generate(t.Context(), m, providertest.T2I("a fox", imagegen.Aspect1x1), nil)
 	is.Equal(f.Kinds(), []string{txt2imgCall, taskProgressCall, interruptCall})
 	is.True(errors.Is(err, context.DeadlineExceeded))

@@ -41,6 +41,17 @@
 // references too large to send inline together (a request must stay
 // under about 20 MB; the Files API is not used).
 //
+// # Timeouts
+//
+// generateContent answers only when the image is done (a pro model's 4K
+// image takes a while). The default HTTP client
+// (provider.ContextBoundHTTPClient) bounds connects and TLS handshakes
+// to 10 s and sets no timeout on the answer: the context, the service's
+// GenerateTimeout, bounds the call, and Config.MaxDuration (30 min) a
+// context without a deadline. A call cut short after it was sent is not
+// sent again within the attempt (provider.ErrMaybeAccepted). See
+// provider's Timeouts.
+//
 // # Failures
 //
 // Every error is a *imagegen.ModelError. Three failures arrive as

@@ -26,7 +26,11 @@ const (
 var _ imagegen.Model = (*Model)(nil)
 
 // Config configures the adapter. The embedded provider.Config holds the
-// HTTP client, base URL, API key, cost (default 1), retries and clock.
+// HTTP client, base URL, API key, cost (default 1), retries and clock,
+// and MaxDuration (default 30 min, for a context without a deadline).
+// The default HTTP client is provider.ContextBoundHTTPClient: the
+// generation call answers when the image is done, and the context
+// bounds it (doc.go's Timeouts).
 type Config struct {
 	provider.Config
 	// Model is the Gemini image model id, such as
@@ -53,6 +57,10 @@ func New(c Config) (*Model, error) {
 	client, err := provider.NewClient(&c.Config, provider.Defaults{
 		Provider: Provider, BaseURL: DefaultBaseURL, Cost: DefaultCost,
 		Classify: classify, RetryDelay: retryDelay,
+
+		// The generation call answers when the image is done: the
+		// context bounds it (see provider's Timeouts).
+		HTTPClient: provider.ContextBoundHTTPClient,
 	})
 	if err != nil {
 		return nil, err
@@ -86,6 +94,8 @@ func (m *Model) Plan(req imagegen.Request) (imagegen.Plan, error) {
 // *imagegen.ModelError, including the ones Gemini answers with HTTP 200
 // (a blocked prompt, a finish reason without an image, text only).
 func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+	ctx, cancel := m.client.Bound(ctx) // Config.MaxDuration, for a ctx without a deadline
+	defer cancel()
 	req := g.Request
 	var refs []provider.Reference
 	if req.Scene == imagegen.SceneImageToImage {

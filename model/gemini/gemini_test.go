@@ -1,6 +1,7 @@
 package gemini_test
 
 import (
+	"context"
 	"encoding/base64"
 	"slices"
 	"testing"
@@ -59,7 +60,17 @@ func TestConformance(t *testing.T) {
 			Calls: []string{"generate", "generate", "generate"}, Waits: []providertest.Wait{providertest.Backoff(0), providertest.Backoff(1)}}},
 		Timeouts: []failure{{Answers: []answer{{Hang: true}}, Calls: once}},
 		BadKey:   failure{Causes: []string{"HTTP 400", "API_KEY_INVALID"}, Calls: once},
-		Failures: failures(t),
+		// The default client sets no timeout on the answer (the
+		// generation call lasts as long as the generation): a context
+		// without a deadline is bounded by Config.MaxDuration.
+		Failures: append(failures(t), failure{
+			Name:    "no deadline: bounded by Config.MaxDuration",
+			Config:  gemini.Config{Config: provider.Config{MaxDuration: 100 * time.Millisecond}},
+			Answers: []answer{{Hang: true}},
+			Want:    providertest.Outcome{Retryable: true, Message: provider.MsgTimeout},
+			Is:      context.DeadlineExceeded,
+			Calls:   []string{"generate"},
+		}),
 	})
 }
 

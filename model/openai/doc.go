@@ -46,6 +46,18 @@
 // *fetch.Fetcher). PNG, JPEG and WebP are sent as they are; GIF is
 // converted to PNG; anything else fails the task as invalid input.
 //
+// # Timeouts
+//
+// images/generations and images/edits answer only when the image is
+// done, which a high-quality GPT image can take minutes for. The default
+// HTTP client (provider.ContextBoundHTTPClient) bounds connects and TLS
+// handshakes to 10 s and sets no timeout on the answer: the context,
+// the service's GenerateTimeout, bounds the call, and Config.MaxDuration
+// (30 min) a context without a deadline. A call cut short after it was
+// sent is not sent again within the attempt (provider.ErrMaybeAccepted).
+// dall-e-3 URLs are downloaded through Config.Fetcher, bounded by its
+// own Timeout. See provider's Timeouts.
+//
 // # Failures
 //
 // Every error is a *imagegen.ModelError. moderation_blocked (GPT image

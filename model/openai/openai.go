@@ -26,7 +26,11 @@ const (
 var _ imagegen.Model = (*Model)(nil)
 
 // Config configures the adapter. The embedded provider.Config holds the
-// HTTP client, base URL, API key, cost (default 2), retries and clock.
+// HTTP client, base URL, API key, cost (default 2), retries and clock,
+// and MaxDuration (default 30 min, for a context without a deadline).
+// The default HTTP client is provider.ContextBoundHTTPClient: the
+// generation call answers when the image is done, and the context
+// bounds it (doc.go's Timeouts).
 type Config struct {
 	provider.Config
 	// Model is the OpenAI model: "gpt-image-1" (default), another GPT
@@ -61,6 +65,10 @@ func New(c Config) (*Model, error) {
 	client, err := provider.NewClient(&c.Config, provider.Defaults{
 		Provider: Provider, BaseURL: DefaultBaseURL, Cost: DefaultCost,
 		Classify: classify,
+
+		// The generation call answers when the image is done: the
+		// context bounds it (see provider's Timeouts).
+		HTTPClient: provider.ContextBoundHTTPClient,
 	})
 	if err != nil {
 		return nil, err
@@ -113,6 +121,8 @@ func joinRatios(rs []imagegen.AspectRatio) string {
 // centre-crops it to the exact ratio when the model's size is only near.
 // Failures are *imagegen.ModelError.
 func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+	ctx, cancel := m.client.Bound(ctx) // Config.MaxDuration, for a ctx without a deadline
+	defer cancel()
 	req := g.Request
 	i2i := req.Scene == imagegen.SceneImageToImage
 	if i2i && !m.family.edits {

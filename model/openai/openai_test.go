@@ -51,7 +51,17 @@ func TestConformance(t *testing.T) {
 			Calls: []string{"generations", "generations", "generations"}, Waits: []providertest.Wait{providertest.Backoff(0), providertest.Backoff(1)}}},
 		Timeouts: []failure{{Answers: []answer{{Hang: true}}, Calls: []string{"generations"}}},
 		BadKey:   failure{Causes: []string{"HTTP 401", "invalid_api_key"}, Calls: []string{"generations"}},
-		Failures: failures(t),
+		// The default client sets no timeout on the answer (the
+		// generation call lasts as long as the generation): a context
+		// without a deadline is bounded by Config.MaxDuration.
+		Failures: append(failures(t), failure{
+			Name:    "no deadline: bounded by Config.MaxDuration",
+			Config:  openai.Config{Config: provider.Config{MaxDuration: 100 * time.Millisecond}},
+			Answers: []answer{{Hang: true}},
+			Want:    providertest.Outcome{Retryable: true, Message: provider.MsgTimeout},
+			Is:      context.DeadlineExceeded,
+			Calls:   []string{"generations"},
+		}),
 	})
 }
 

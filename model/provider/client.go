@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"net/http"
+	"time"
 )
 
 // Client is what an adapter keeps of its configuration: the resolved
@@ -18,7 +19,9 @@ type Client struct {
 	// Policy is Config.Policy (retries, clock and key redaction) with
 	// the Classify and RetryDelay of the adapter's Defaults.
 	Policy Policy
-	key    *Secret
+	// MaxDuration is Config.MaxDuration: see Bound.
+	MaxDuration time.Duration
+	key         *Secret
 }
 
 // NewClient takes c over: it resolves *c with the adapter's defaults
@@ -36,12 +39,13 @@ func NewClient(c *Config, d Defaults) (*Client, error) {
 	policy.Classify = d.Classify
 	policy.RetryDelay = d.RetryDelay
 	return &Client{
-		Provider: d.Provider,
-		BaseURL:  rc.BaseURL,
-		Cost:     rc.Cost,
-		HTTP:     rc.HTTPClient,
-		Policy:   policy,
-		key:      &key,
+		Provider:    d.Provider,
+		BaseURL:     rc.BaseURL,
+		Cost:        rc.Cost,
+		HTTP:        rc.HTTPClient,
+		Policy:      policy,
+		MaxDuration: rc.MaxDuration,
+		key:         &key,
 	}, nil
 }
 
@@ -63,4 +67,17 @@ func (c *Client) DoOnce(ctx context.Context, build BuildFunc) (*Response, error)
 	p := c.Policy
 	p.MaxRetries = 0
 	return Do(ctx, c.HTTP, build, p)
+}
+
+// Bound returns ctx, bounded by c.MaxDuration when it has no deadline,
+// and the function that releases it. An adapter whose generation call
+// is bounded by the context alone (ContextBoundHTTPClient, which sets no
+// timeout on the answer) calls it first in Generate, so that a caller
+// without a deadline cannot hold a call, and the server's work, for
+// ever. A ctx with a deadline is returned as it is.
+func (c *Client) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok || c.MaxDuration <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.MaxDuration)
 }

@@ -19,6 +19,12 @@ const DefaultMaxRetries = 3
 // maxMaxRetries bounds Config.MaxRetries, so a typo cannot loop for long.
 const maxMaxRetries = 10
 
+// DefaultMaxDuration bounds one Generate whose context has no deadline,
+// in the adapters whose generation call is bounded by the context
+// (Config.MaxDuration). The service always gives a deadline, its
+// GenerateTimeout.
+const DefaultMaxDuration = 30 * time.Minute
+
 // Config holds what every adapter needs. Adapters embed it in their own
 // Config; Resolve fills the defaults and checks it. Adapters never read
 // environment variables: the program that starts them does.
@@ -44,6 +50,14 @@ type Config struct {
 	MaxRetries int
 	// Clock times the waits between retries. Default imagegen.SystemClock.
 	Clock imagegen.Clock
+	// MaxDuration bounds one Generate whose context has no deadline, in
+	// an adapter whose generation call is bounded by the context alone
+	// (its default HTTP client is ContextBoundHTTPClient, which sets no
+	// timeout on the answer of its own: a1111, openai, stability,
+	// gemini; see the package doc's Timeouts). A context with a
+	// deadline is used as it is. Default DefaultMaxDuration (30 min);
+	// other adapters do not read it.
+	MaxDuration time.Duration
 }
 
 // Defaults are an adapter's values for the fields left empty, and the
@@ -64,11 +78,13 @@ type Defaults struct {
 	Classify   func(Failure) *imagegen.ModelError
 	RetryDelay func(Failure) (time.Duration, bool)
 	// HTTPClient makes the client used when Config.HTTPClient is nil.
-	// Default DefaultHTTPClient. An adapter whose one call lasts as long
-	// as the generation (an sdapi server answers txt2img when the image
-	// is done) takes ContextBoundHTTPClient, so that the context, the
+	// Default DefaultHTTPClient. An adapter whose generation call lasts
+	// as long as the generation (an sdapi server's txt2img, OpenAI's,
+	// Stability's and Gemini's generation calls answer when the image is
+	// done) takes ContextBoundHTTPClient, so that the context, the
 	// service's GenerateTimeout, bounds the call and not a shorter
-	// client timeout.
+	// client timeout, and calls Client.Bound first in Generate (see the
+	// package doc's Timeouts).
 	HTTPClient func() *http.Client
 }
 
@@ -95,6 +111,9 @@ func (c Config) Resolve(d Defaults) (Config, error) {
 	if c.Clock == nil {
 		c.Clock = imagegen.SystemClock{}
 	}
+	if c.MaxDuration == 0 {
+		c.MaxDuration = DefaultMaxDuration
+	}
 	if err := c.validate(d.SelfHosted != ""); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", d.Provider, err)
 	}
@@ -117,6 +136,9 @@ func (c Config) validate(keyOptional bool) error {
 	}
 	if c.MaxRetries > maxMaxRetries {
 		return fmt.Errorf("Config.MaxRetries must be at most %d (got %d)", maxMaxRetries, c.MaxRetries)
+	}
+	if c.MaxDuration < 0 {
+		return fmt.Errorf("Config.MaxDuration must not be negative (got %v)", c.MaxDuration)
 	}
 	return nil
 }
@@ -165,7 +187,8 @@ func DefaultHTTPClient() *http.Client {
 // long as the service's GenerateTimeout, which an operator raises above
 // DefaultHTTPClient's 3 minutes for slow GPUs: a shorter client timeout
 // would cut the call while the server still generates. The adapter must
-// then bound a context that has no deadline itself.
+// then bound a context that has no deadline itself (Client.Bound,
+// Config.MaxDuration).
 func ContextBoundHTTPClient() *http.Client {
 	c := DefaultHTTPClient()
 	c.Transport.(*http.Transport).ResponseHeaderTimeout = 0

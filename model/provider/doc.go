@@ -81,6 +81,24 @@
 // any other network error; so is a POST that never reached the provider
 // (a refused dial) or was reset before any answer.
 //
+// # Timeouts
+//
+// Adapters whose generation call is synchronous, answered only when the
+// image is done (a1111's txt2img, OpenAI's images/generations and
+// edits, Stability's stable-image/generate, Gemini's generateContent),
+// take ContextBoundHTTPClient by default (Defaults.HTTPClient): connects
+// and TLS handshakes bounded to 10 s, no timeout on the answer. The
+// context, the service's GenerateTimeout, bounds the call, so an
+// operator who raises GenerateTimeout above DefaultHTTPClient's
+// 3-minute header timeout for a slow model is not cut short by the
+// client (which lost the paid answer: ErrMaybeAccepted). A context
+// without a deadline is bounded by Config.MaxDuration (default 30 min,
+// Client.Bound, called first in those adapters' Generate). Their
+// downloads of result URLs go through the fetcher, bounded by its own
+// Timeout. Adapters that submit and then poll (BFL, fal, Replicate,
+// whose "Prefer: wait" is at most 60 s, ComfyUI, whose POST /prompt
+// only queues) keep DefaultHTTPClient: each of their calls is short.
+//
 // # Keys
 //
 // Secret prints as "[redacted]" through fmt, log/slog and encoding/json.

@@ -69,6 +69,16 @@
 // a side under 64 px, fewer than 4,096 or more than 9,437,184 pixels, or
 // more than about 10 MiB.
 //
+// # Timeouts
+//
+// The generate call answers only when the image is done. The default
+// HTTP client (provider.ContextBoundHTTPClient) bounds connects and TLS
+// handshakes to 10 s and sets no timeout on the answer: the context,
+// the service's GenerateTimeout, bounds the call, and Config.MaxDuration
+// (30 min) a context without a deadline. A call cut short after it was
+// sent is not sent again within the attempt (provider.ErrMaybeAccepted).
+// See provider's Timeouts.
+//
 // # Failures
 //
 // Every error is a *imagegen.ModelError. Stability's error bodies are

@@ -26,7 +26,10 @@ var _ imagegen.Model = (*Model)(nil)
 
 // Config configures the adapter. The embedded provider.Config holds the
 // HTTP client, base URL, API key, cost (default: the model's, 2 for
-// core), retries and clock.
+// core), retries, clock and MaxDuration (default 30 min, for a context
+// without a deadline). The default HTTP client is
+// provider.ContextBoundHTTPClient: the generate call answers when the
+// image is done, and the context bounds it (doc.go's Timeouts).
 type Config struct {
 	provider.Config
 	// Model chooses the service: "core" (default, text-to-image only),
@@ -64,6 +67,10 @@ func New(c Config) (*Model, error) {
 	client, err := provider.NewClient(&c.Config, provider.Defaults{
 		Provider: Provider, BaseURL: DefaultBaseURL, Cost: svc.cost,
 		Classify: classify, RetryDelay: retryDelay,
+
+		// The generation call answers when the image is done: the
+		// context bounds it (see provider's Timeouts).
+		HTTPClient: provider.ContextBoundHTTPClient,
 	})
 	if err != nil {
 		return nil, err
@@ -105,6 +112,8 @@ func (m *Model) Plan(req imagegen.Request) (imagegen.Plan, error) {
 // centre-cropped to the exact ratio. Failures are *imagegen.ModelError,
 // including CONTENT_FILTERED answers (HTTP 200), which are refusals.
 func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+	ctx, cancel := m.client.Bound(ctx) // Config.MaxDuration, for a ctx without a deadline
+	defer cancel()
 	req := g.Request
 	var refs []provider.Reference
 	var ref *provider.Reference

@@ -2,6 +2,7 @@ package stability_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"image"
 	"image/color"
@@ -47,7 +48,17 @@ func TestConformance(t *testing.T) {
 			Calls: []string{"core", "core", "core"}, Waits: []providertest.Wait{providertest.Backoff(0), {Min: 3 * time.Second, Max: 3 * time.Second}}}},
 		Timeouts: []failure{{Answers: []answer{{Hang: true}}, Calls: []string{"core"}}},
 		BadKey:   failure{Causes: []string{"HTTP 401", "unauthorized"}, Calls: []string{"core"}},
-		Failures: failures(t),
+		// The default client sets no timeout on the answer (the
+		// generation call lasts as long as the generation): a context
+		// without a deadline is bounded by Config.MaxDuration.
+		Failures: append(failures(t), failure{
+			Name:    "no deadline: bounded by Config.MaxDuration",
+			Config:  stability.Config{Config: provider.Config{MaxDuration: 100 * time.Millisecond}},
+			Answers: []answer{{Hang: true}},
+			Want:    providertest.Outcome{Retryable: true, Message: provider.MsgTimeout},
+			Is:      context.DeadlineExceeded,
+			Calls:   []string{"core"},
+		}),
 		// Every Stable Image service takes a seed, as the form field "seed".
 		SentSeed: func(t *testing.T, f *fake) *int64 {
 			calls := f.Calls()
