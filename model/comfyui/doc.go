@@ -84,7 +84,12 @@
 // answer, 502, 503) is retried like any provider outage, within the
 // call (Config.MaxRetries) and then by the task queue; a prompt that
 // failed while it ran (execution_error: out of memory, say) or was
-// interrupted by someone else is retryable. ComfyUI refuses no
-// content. The server's words go to the logged cause, never to the
+// interrupted by someone else is retryable. An answer lost in transit
+// after the server took the call (a 2xx cut short, or the HTTP client's
+// own timeout) ends a POST /prompt at once (provider.ErrMaybeAccepted,
+// retryable by the task queue): a second one would queue a second run.
+// The upload of a reference is sent again instead (provider.Replayable):
+// its file, under this generation's fixed name with overwrite, is only
+// replaced. ComfyUI refuses no content. The server's words go to the logged cause, never to the
 // user, and the token never shows.
 package comfyui

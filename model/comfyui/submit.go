@@ -32,7 +32,10 @@ func (m *Model) upload(ctx context.Context, g imagegen.Generation, refs []provid
 		if err != nil {
 			return nil, provider.BadAnswer(Provider, false, err)
 		}
-		resp, err := m.client.Do(ctx, post)
+		// Sending the file again under its fixed name, with overwrite,
+		// only replaces it: safe to repeat after an answer lost in
+		// transit, unlike POST /prompt, which would queue a second run.
+		resp, err := m.client.Do(ctx, provider.Replayable(post))
 		if err != nil {
 			return nil, err
 		}

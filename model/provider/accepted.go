@@ -24,12 +24,39 @@ import (
 // A route.Fallback does not move on to its next model on it either.
 var ErrMaybeAccepted = errors.New("the provider may have accepted the request, but its answer was lost; not sent again")
 
+// replayableKey marks, in a request's context, a request its caller
+// declared safe to send again (Replayable).
+type replayableKey struct{}
+
+// Replayable returns build with every request it makes marked as safe to
+// send again after it reached the server, whatever its method: Do then
+// retries it after a 2xx answer cut short, or the HTTP client's own
+// timeout, as any other network error, where it would end at once with
+// ErrMaybeAccepted. It is for a POST whose repetition does nothing more
+// than the first (ComfyUI's POST /upload/image of a file under a fixed
+// name, with overwrite), never for one that starts a generation. The
+// mark is a context value of the request, for Do's eyes only: nothing of
+// it is sent to the server.
+func Replayable(build BuildFunc) BuildFunc {
+	return func(ctx context.Context) (*http.Request, error) {
+		req, err := build(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return req.WithContext(context.WithValue(req.Context(), replayableKey{}, true)), nil
+	}
+}
+
 // replayable reports whether req may be sent again after it reached the
 // server: its method is idempotent (GET, HEAD, OPTIONS, TRACE, PUT,
-// DELETE), or it carries an Idempotency-Key or X-Idempotency-Key header
-// that the provider dedupes on. It is the rule net/http applies to its
-// own retries of a request on a broken keep-alive connection.
+// DELETE), it carries an Idempotency-Key or X-Idempotency-Key header
+// that the provider dedupes on (net/http's rule for its own retries of a
+// request on a broken keep-alive connection), or its caller marked it so
+// (Replayable).
 func replayable(req *http.Request) bool {
+	if marked, _ := req.Context().Value(replayableKey{}).(bool); marked {
+		return true
+	}
 	switch req.Method {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
 		return true

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,4 +109,46 @@ func TestDoDoesNotRepostAfterTheClientsTimeout(t *testing.T) {
 	_, err = provider.Do(context.Background(), client, provider.Get(srv.URL, nil), policy(clock, 2))
 	is.True(err != nil)
 	is.Equal(gets.Load(), int32(3))
+}
+
+// A POST its caller marked Replayable (an upload under a fixed name,
+// with overwrite) is retried after a 2xx answer cut short, as a GET is,
+// and the mark sends nothing to the server; an unmarked POST still is
+// not.
+func TestDoRetriesACutShortPostMarkedReplayable(t *testing.T) {
+	is := is.New(t)
+	var posts atomic.Int32
+	var headers []http.Header
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
+		mu.Lock()
+		headers = append(headers, r.Header.Clone())
+		mu.Unlock()
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Errorf("hijack: %v", err)
+			return
+		}
+		defer conn.Close()
+		writeCut(buf)
+	}))
+	t.Cleanup(srv.Close)
+	clock := providertest.NewInstantClock()
+	post := provider.Post(srv.URL, "application/json", []byte(`{}`), http.Header{"X-Test": {"1"}})
+	_, err := provider.Do(context.Background(), http.DefaultClient, provider.Replayable(post), policy(clock, 2))
+	is.True(err != nil)
+	is.True(!errors.Is(err, provider.ErrMaybeAccepted))
+	is.True(modelError(t, err).Retryable)
+	is.Equal(posts.Load(), int32(3)) // sent, then retried twice
+	mu.Lock()
+	for _, h := range headers {
+		is.Equal(len(h), len(headers[0])) // nothing added to mark it
+		is.Equal(h.Get("Idempotency-Key"), "")
+	}
+	mu.Unlock()
+
+	_, err = provider.Do(context.Background(), http.DefaultClient, post, policy(clock, 2))
+	is.True(errors.Is(err, provider.ErrMaybeAccepted))
+	is.Equal(posts.Load(), int32(4)) // sent once
 }

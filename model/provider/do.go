@@ -25,8 +25,8 @@ type BuildFunc func(ctx context.Context) (*http.Request, error)
 //     the error says Retryable;
 //   - a transport error, or a 2xx body cut short, is retryable
 //     (NetworkError), unless ctx itself has ended; but a request that
-//     is not safe to send again (a POST without an Idempotency-Key, see
-//     replayable) is not sent again once it reached the provider and
+//     is not safe to send again (a POST without an Idempotency-Key,
+//     not marked Replayable) is not sent again once it reached the provider and
 //     its answer was lost (a 2xx body cut short, or the HTTP client's
 //     own timeout after it was written): that error wraps
 //     ErrMaybeAccepted and ends Do, since a second POST would be a

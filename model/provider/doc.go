@@ -77,9 +77,12 @@
 // that wraps ErrMaybeAccepted, retryable, and the service's
 // attempt-level retry (bounded by the worker's max attempts) decides
 // whether the task runs again. GETs (polls, downloads), PUTs and
-// DELETEs, and a POST that carries an Idempotency-Key, are retried as
-// any other network error; so is a POST that never reached the provider
-// (a refused dial) or was reset before any answer.
+// DELETEs, a POST that carries an Idempotency-Key, and a POST its
+// adapter declared safe to repeat with Replayable (ComfyUI's image
+// upload, under a fixed name with overwrite: a Go-side mark, nothing is
+// sent), are retried as any other network error; so is a POST that
+// never reached the provider (a refused dial) or was reset before any
+// answer.
 //
 // # Timeouts
 //
