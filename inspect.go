@@ -57,6 +57,9 @@ func (in *Inspector) ListTasks(ctx context.Context, f TaskFilter, limit int, cur
 // Task returns any owner's task with its ledger entries, or
 // ErrTaskNotFound.
 func (in *Inspector) Task(ctx context.Context, id string) (TaskDetail, error) {
+	if !taskIDOK(id) { // names no task; PostgreSQL would refuse it (a server error)
+		return TaskDetail{}, fmt.Errorf("imagegen: task: %w", ErrTaskNotFound)
+	}
 	t, err := in.s.cfg.Store.TaskByID(ctx, id)
 	if err != nil {
 		return TaskDetail{}, fmt.Errorf("imagegen: task: %w", err)
@@ -86,6 +89,9 @@ func (in *Inspector) Retry(ctx context.Context, id string, recharge bool, reason
 	if err := checkReason(reason); err != nil {
 		return err
 	}
+	if !taskIDOK(id) {
+		return fmt.Errorf("imagegen: retry: %w", ErrTaskNotFound)
+	}
 	t, err := in.s.cfg.Store.TaskByID(ctx, id)
 	if err != nil {
 		return fmt.Errorf("imagegen: retry: %w", err)
@@ -108,6 +114,9 @@ func (in *Inspector) Retry(ctx context.Context, id string, recharge bool, reason
 func (in *Inspector) Cancel(ctx context.Context, id, reason string) error {
 	if err := checkReason(reason); err != nil {
 		return err
+	}
+	if !taskIDOK(id) {
+		return fmt.Errorf("imagegen: cancel: %w", ErrTaskNotFound)
 	}
 	t, err := in.s.cfg.Store.TaskByID(ctx, id)
 	if err != nil {

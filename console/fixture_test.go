@@ -39,6 +39,7 @@ type fixtureConfig struct {
 	rateLimit int
 	limits    imagegen.Limits // the workers' caps
 	clock     imagegen.Clock  // default: the system's
+	store     imagegen.Store  // default: a memory store
 }
 
 func newFixture(t *testing.T, fc fixtureConfig) *fixture {
@@ -54,7 +55,10 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 		fc.model = m
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	store := testenv.Memory(t, memory.Config{})
+	var store imagegen.Store = fc.store
+	if store == nil {
+		store = testenv.Memory(t, memory.Config{})
+	}
 	stack, err := server.New(ctx, server.Config{
 		Service:   imagegen.Config{Store: store, Model: fc.model, Logger: quiet, Clock: fc.clock, WorkerConfig: imagegen.WorkerConfig{PollInterval: 20 * time.Millisecond, Limits: fc.limits}},
 		PublicURL: ts.URL,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/pgtext"
 )
 
 // recentScanLimit bounds how many of the tasks created in the last
@@ -101,7 +102,7 @@ func (c *Console) showOps(w http.ResponseWriter, r *http.Request, status int, ow
 		c.serverError(w, r, err)
 		return
 	}
-	if owner != "" {
+	if owner != "" && pgtext.Storable(owner) { // any other names nobody (and PostgreSQL refuses it)
 		if d.Balance, err = c.svc.Balance(ctx, owner); err != nil {
 			c.serverError(w, r, err)
 			return

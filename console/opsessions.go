@@ -3,6 +3,8 @@ package console
 import (
 	"net/http"
 	"strings"
+
+	"github.com/imagegen/imagegen/internal/pgtext"
 )
 
 // opsEndSessions (operators only) ends every console session of the
@@ -13,6 +15,10 @@ func (c *Console) opsEndSessions(w http.ResponseWriter, r *http.Request) {
 	owner := strings.TrimSpace(r.PostForm.Get("owner"))
 	if owner == "" {
 		c.showOps(w, r, http.StatusUnprocessableEntity, owner, "Name the user whose sessions to end.", notice{})
+		return
+	}
+	if !pgtext.Storable(owner) { // names nobody (and PostgreSQL refuses it)
+		c.showOps(w, r, http.StatusUnprocessableEntity, "", "No user has that name (it is not valid UTF-8, or holds NUL); nothing was changed.", notice{})
 		return
 	}
 	reason, ok := c.opsReason(w, r, owner)
