@@ -70,7 +70,13 @@ func onBlobs(t *testing.T, wrap func(imagegen.BlobStore) imagegen.BlobStore) fun
 
 // blobTimeout sets Config.BlobTimeout.
 func blobTimeout(d time.Duration) func(*imagegen.Config) {
-	return func(c *imagegen.Config) { c.BlobTimeout = d }
+	return func(c *imagegen.Config) {
+		c.BlobTimeout = d
+		// A long BlobTimeout needs a longer OrphanGrace than the default.
+		if g := imagegen.OrphanGraceFor(d); g > 10*time.Minute {
+			c.OrphanGrace = max(c.OrphanGrace, g)
+		}
+	}
 }
 
 // logTo makes the fixture's service log JSON into buf.

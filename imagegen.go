@@ -145,18 +145,28 @@ type WorkerConfig struct {
 	BlobSweepInterval time.Duration
 	// OrphanGrace is how old a blob without a record must be before
 	// SweepBlobs deletes it (default 10m). It must exceed the time from
-	// writing an image's bytes to writing its record (under 20s: see
-	// MinOrphanGrace) plus any clock skew between this process and the
-	// BlobStore.
+	// writing an image's bytes to writing its record (BlobTimeout plus
+	// 20s: see MinOrphanGrace) plus any clock skew between this process
+	// and the BlobStore. New refuses one under
+	// max(MinOrphanGrace, OrphanGraceFor(BlobTimeout)).
 	OrphanGrace time.Duration
 }
 
-// MinOrphanGrace is the shortest Config.OrphanGrace: longer than the
-// time from an image's bytes to its record. The worker gives the store
-// calls that record an outcome 10s, but the stores of this module send a
+// MinOrphanGrace is the shortest Config.OrphanGrace at the default
+// BlobTimeout (OrphanGraceFor(DefaultBlobTimeout)), and the shortest at
+// any shorter BlobTimeout.
+const MinOrphanGrace = DefaultBlobTimeout + recordTimeout + groupcommit.DefaultTimeout + 5*time.Second
+
+// OrphanGraceFor is the shortest Config.OrphanGrace with Config.BlobTimeout
+// blobTimeout: longer than the time from an image's bytes to its record.
+// The worker stores a success's images at once, each Put bounded by
+// blobTimeout (the first may be written up to blobTimeout before the
+// last), then gives the record 10s, but the stores of this module send a
 // success in a group commit, whose batch, once taken (just before that
 // deadline, say), runs up to its own timeout, 10s more.
-const MinOrphanGrace = recordTimeout + groupcommit.DefaultTimeout + 5*time.Second
+func OrphanGraceFor(blobTimeout time.Duration) time.Duration {
+	return max(MinOrphanGrace, blobTimeout+recordTimeout+groupcommit.DefaultTimeout+5*time.Second)
+}
 
 func (c Config) withDefaults() Config {
 	if c.Clock == nil {
@@ -201,8 +211,9 @@ func (c Config) validate() error {
 		c.MaxRetryBackoff < 0, c.PollInterval < 0, c.ShutdownTimeout < 0, c.BlobSweepInterval < 0, c.IdempotencyTTL < 0,
 		c.BlobTimeout < 0:
 		return errors.New("imagegen: Config durations must not be negative")
-	case c.OrphanGrace < MinOrphanGrace:
-		return fmt.Errorf("imagegen: Config.OrphanGrace must be at least %v (got %v)", MinOrphanGrace, c.OrphanGrace)
+	case c.OrphanGrace < OrphanGraceFor(c.BlobTimeout):
+		return fmt.Errorf("imagegen: Config.OrphanGrace must be at least %v with Config.BlobTimeout %v, the longest a blob can wait for its record (got %v)",
+			OrphanGraceFor(c.BlobTimeout), c.BlobTimeout, c.OrphanGrace)
 	case c.MaxAttempts < 1:
 		return fmt.Errorf("imagegen: Config.MaxAttempts must be at least 1 (got %d)", c.MaxAttempts)
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // errImageBytes marks complete's errors of the BlobStore: the bytes were
@@ -37,7 +38,6 @@ type BytesCompleter interface {
 // lost lease deletes them at once. A BytesCompleter store takes the
 // bytes and the success in one step instead.
 func (s *Service) complete(ctx context.Context, t *Task, gen []GeneratedImage, seed *int64) error {
-	blobs := s.blobs
 	imgs := make([]Image, len(gen))
 	for i, g := range gen {
 		sum := sha256.Sum256(g.Data)
@@ -47,25 +47,57 @@ func (s *Service) complete(ctx context.Context, t *Task, gen []GeneratedImage, s
 		}
 	}
 	if bc, ok := s.cfg.Store.(BytesCompleter); ok {
+		bytesCtx, cancel := context.WithTimeout(ctx, recordTimeout)
+		defer cancel()
 		data := make([][]byte, len(gen))
 		for i, g := range gen {
 			data[i] = g.Data
 		}
-		if done, err := bc.CompleteTaskWithBytes(ctx, t.ID, t.Attempt, imgs, data, seed); done {
+		if done, err := bc.CompleteTaskWithBytes(bytesCtx, t.ID, t.Attempt, imgs, data, seed); done {
 			return err
 		}
 	}
-	for i, g := range gen {
-		if err := blobs.Put(ctx, imgs[i].ID, bytes.NewReader(g.Data), imgs[i].Size, g.ContentType); err != nil {
-			s.deleteBlobs(ctx, imgs[:i])
-			return fmt.Errorf("%w: %w", errImageBytes, err)
-		}
+	if err := s.putImages(ctx, imgs, gen); err != nil {
+		return err
 	}
-	err := s.cfg.Store.CompleteTask(ctx, t.ID, t.Attempt, imgs, seed)
+	// The record gets recordTimeout of its own, from when the bytes are
+	// stored: the Puts may have used up to BlobTimeout.
+	recordCtx, cancelRecord := context.WithTimeout(ctx, recordTimeout)
+	defer cancelRecord()
+	err := s.cfg.Store.CompleteTask(recordCtx, t.ID, t.Attempt, imgs, seed)
 	if errors.Is(err, ErrLeaseLost) {
-		s.deleteBlobs(ctx, imgs) // no record will ever point at them
+		s.deleteBlobs(recordCtx, imgs) // no record will ever point at them
 	}
 	return err
+}
+
+// putImages stores the bytes of a success's images, all at once, each
+// Put bounded by Config.BlobTimeout alone (s.blobs): one after another
+// under one deadline, four slow-but-healthy Puts would fail every
+// attempt. If any fails, those that were stored are deleted and the
+// error wraps errImageBytes.
+func (s *Service) putImages(ctx context.Context, imgs []Image, gen []GeneratedImage) error {
+	errs := make([]error, len(gen))
+	var wg sync.WaitGroup
+	for i, g := range gen {
+		wg.Go(func() {
+			errs[i] = s.blobs.Put(ctx, imgs[i].ID, bytes.NewReader(g.Data), imgs[i].Size, g.ContentType)
+		})
+	}
+	wg.Wait()
+	var stored []Image
+	for i, err := range errs {
+		if err == nil {
+			stored = append(stored, imgs[i])
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		delCtx, cancel := context.WithTimeout(ctx, recordTimeout)
+		defer cancel()
+		s.deleteBlobs(delCtx, stored)
+		return fmt.Errorf("%w: %w", errImageBytes, err)
+	}
+	return nil
 }
 
 // deleteBlobs removes the bytes of images that will have no record (best

@@ -310,7 +310,9 @@ func (s *Service) record(ctx context.Context, t *Task, a attempt) {
 		err = checkImages(t, imgs)
 	}
 	if err == nil {
-		err = s.complete(storeCtx, t, imgs, usedSeed(log, t, imgs))
+		// complete bounds each Put by BlobTimeout and the record by
+		// recordTimeout of its own, not all of them by storeCtx's.
+		err = s.complete(context.WithoutCancel(ctx), t, imgs, usedSeed(log, t, imgs))
 		if !errors.Is(err, errImageBytes) {
 			s.finished(log, err, t, Failure{}, took, "task succeeded", "images", len(imgs))
 			return

@@ -141,7 +141,7 @@ func testServeWithBlobs(t *testing.T, blobsURL string, count func() int, restart
 	args := []string{
 		"-redis", redisURL, "-blobs", blobsURL, "-demo-key", key, "-demo-credits", "100",
 		"-rate-limit", "100000", "-placeholder-delay", "0", "-workers", "4",
-		"-retention", "30s", "-blob-sweep", "1s", "-orphan-grace", "25s",
+		"-retention", "30s", "-blob-sweep", "1s", "-orphan-grace", "35s",
 	}
 	p, base := startServeProcess(t, args...)
 

@@ -45,7 +45,7 @@ func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int, storeWhat
 	fs.StringVar(&c.blobsURL, "blobs", "", "where image bytes are kept: file:///dir, or s3://bucket/prefix?endpoint=URL&region=R&path_style=true&checksum=when_required&create_bucket=true (credentials from the AWS chain; the bucket must exist unless create_bucket=true); empty keeps them beside the records (in this process, or in Redis with -redis). Use one value for all processes")
 	fs.DurationVar(&c.blobSweep, "blob-sweep", 5*time.Minute, "how often workers delete image bytes whose record is gone (expired, or orphaned by a crash)")
 	fs.DurationVar(&c.blobTimeout, "blob-timeout", imagegen.DefaultBlobTimeout, "how long each call to the -blobs store (a write, a read of a download, a delete, each blob of a listing) may take before it fails: a download then answers 504, a worker retries the task")
-	fs.DurationVar(&c.orphanGrace, "orphan-grace", 10*time.Minute, "how old image bytes without a record must be before the sweep deletes them (at least 25s)")
+	fs.DurationVar(&c.orphanGrace, "orphan-grace", 10*time.Minute, "how old image bytes without a record must be before the sweep deletes them (at least 35s, and -blob-timeout plus 25s)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "on SIGTERM, how long running generations may finish before they are stopped and their tasks given back to the queue (without using up an attempt)")
 	fs.DurationVar(&c.lease, "lease", 30*time.Second, "how long a worker holds a task before another may take it over (renewed while it runs)")
 	c.limitFlags.register(fs)
@@ -73,8 +73,8 @@ func (c runtimeConfig) validate() error {
 		return errors.New("-blob-sweep must be positive")
 	case c.blobTimeout <= 0:
 		return errors.New("-blob-timeout must be positive")
-	case c.orphanGrace < imagegen.MinOrphanGrace:
-		return fmt.Errorf("-orphan-grace must be at least %v", imagegen.MinOrphanGrace)
+	case c.orphanGrace < imagegen.OrphanGraceFor(c.blobTimeout):
+		return fmt.Errorf("-orphan-grace must be at least %v with -blob-timeout %v", imagegen.OrphanGraceFor(c.blobTimeout), c.blobTimeout)
 	}
 	if err := c.limitFlags.validate(); err != nil {
 		return err
