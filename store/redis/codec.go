@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -26,7 +27,11 @@ func (s *Store) liveHash(ctx context.Context, key, what string, notFound error) 
 }
 
 // decodeTask reads a task hash (from HGETALL, as a map or a flat list).
+// A field that does not decode is an error, returned with the task as
+// far as it could be read (that field left zero): a listing shows it
+// (listIndex), every other caller drops it.
 func decodeTask(f map[string]string) (*imagegen.Task, error) {
+	var errs []error
 	t := &imagegen.Task{
 		ID:        f["id"],
 		Owner:     f["owner"],
@@ -39,18 +44,21 @@ func decodeTask(f map[string]string) (*imagegen.Task, error) {
 		Refunded:  f["refunded"] == "1",
 	}
 	if err := json.Unmarshal([]byte(f["req"]), &t.Request); err != nil {
-		return nil, fmt.Errorf("redis store: task %s: request: %w", t.ID, err)
+		t.Request = imagegen.Request{}
+		errs = append(errs, fmt.Errorf("redis store: task %s: request: %w", t.ID, err))
 	}
 	if v := f["seed"]; v != "" { // the seed the model used (CompleteTask)
 		seed, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("redis store: task %s: seed: %w", t.ID, err)
+			errs = append(errs, fmt.Errorf("redis store: task %s: seed: %w", t.ID, err))
+		} else {
+			t.Request.Seed = &seed
 		}
-		t.Request.Seed = &seed
 	}
 	if imgs := f["images"]; imgs != "" {
 		if err := json.Unmarshal([]byte(imgs), &t.Images); err != nil {
-			return nil, fmt.Errorf("redis store: task %s: images: %w", t.ID, err)
+			t.Images = nil
+			errs = append(errs, fmt.Errorf("redis store: task %s: images: %w", t.ID, err))
 		}
 	}
 	t.Cost = atoi(f["cost"])
@@ -66,7 +74,7 @@ func decodeTask(f map[string]string) (*imagegen.Task, error) {
 	if p := f["progress"]; p != "" {
 		t.Progress, _ = strconv.ParseFloat(p, 64)
 	}
-	return t, nil
+	return t, errors.Join(errs...)
 }
 
 func atoi(s string) int64 {

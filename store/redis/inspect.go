@@ -50,7 +50,11 @@ func (s *Store) TaskByID(ctx context.Context, id string) (*imagegen.Task, error)
 	if err != nil {
 		return nil, err
 	}
-	return decodeTask(f)
+	t, err := decodeTask(f)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // requeueScript gives a failed task back to the queue, ready now, and

@@ -14,7 +14,10 @@ import (
 
 // ListTasks returns a page of owner's tasks, newest first. The owner's
 // index holds "<created>:<id>" members; the cursor is the last member
-// returned. Entries of expired tasks are dropped as they are met.
+// returned. Entries of expired tasks are dropped as they are met. A task
+// whose stored fields do not decode is listed with what could be read
+// (id, owner, status, failure, times; an unreadable request left zero),
+// neither failing the page nor left out of it.
 func (s *Store) ListTasks(ctx context.Context, owner string, status imagegen.Status, limit int, cursor string) (imagegen.TaskPage, error) {
 	sh := s.byOwner(owner)
 	return s.listIndex(ctx, sh.ownerTasks(owner), imagegen.TaskFilter{Owner: owner, Status: status}, limit, cursor)
@@ -123,10 +126,11 @@ func (s *Store) listIndex(ctx context.Context, index string, f imagegen.TaskFilt
 				page.Next = last // there is more after it
 				break
 			}
-			t, err := decodeTask(h)
-			if err != nil {
-				return page, err
-			}
+			// A task that does not decode is listed as far as it could
+			// be read (its id, status and failure; its request zero),
+			// not an error for the whole page: the owner can page past
+			// it and sees it failed once a claim has failed it.
+			t, _ := decodeTask(h)
 			page.Tasks = append(page.Tasks, t)
 			last = m
 		}

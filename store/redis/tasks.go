@@ -668,7 +668,11 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 	if f["owner"] != owner {
 		return nil, imagegen.ErrTaskNotFound
 	}
-	return decodeTask(f)
+	t, err := decodeTask(f)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // positionsScript answers each task's place in claim order: the tasks
