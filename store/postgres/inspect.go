@@ -78,7 +78,11 @@ func (s *Store) collectPage(rows pgx.Rows, limit int) (imagegen.TaskPage, error)
 	var lastSeq int64
 	for rows.Next() {
 		t, seq, err := scanTask(rows)
-		if err != nil {
+		// A task whose request does not decode is listed as far as it
+		// could be read (its request zero), not an error for the whole
+		// page: the owner can page past it, and sees it failed once a
+		// claim has failed it.
+		if err != nil && !errors.Is(err, errRequest) {
 			return imagegen.TaskPage{}, s.wrapErr("list tasks", err)
 		}
 		if len(page.Tasks) == limit {

@@ -11,6 +11,9 @@ import (
 
 // ListTasks returns a page of owner's tasks, newest first. The cursor is
 // the submission sequence number of the last task of the previous page.
+// A task whose stored request does not decode is listed with what could
+// be read (id, owner, status, failure, times; its request zero), neither
+// failing the page nor left out of it.
 func (s *Store) ListTasks(ctx context.Context, owner string, status imagegen.Status, limit int, cursor string) (imagegen.TaskPage, error) {
 	below, err := belowCursor(cursor)
 	if err != nil {

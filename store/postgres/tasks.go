@@ -187,15 +187,18 @@ func scanTask(row pgx.Row) (*imagegen.Task, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := json.Unmarshal(req, &t.Request); err != nil {
-		return &t, 0, fmt.Errorf("postgres store: task %s: %w: %w", t.ID, errRequest, err)
-	}
 	if len(t.Images) == 0 {
 		t.Images = nil
 	}
 	t.Status, t.ErrorCode = imagegen.Status(status), imagegen.ErrorCode(code)
 	t.LeaseUntil, t.StartedAt, t.FinishedAt, t.ExpiresAt = utc(lease), utc(started), utc(finished), utc(expires)
 	t.RunAfter, t.CreatedAt, t.UpdatedAt = runAfter.UTC(), created.UTC(), updated.UTC()
+	if err := json.Unmarshal(req, &t.Request); err != nil {
+		// The rest of the row was read: a listing shows the task
+		// (collectPage), every other caller drops it.
+		t.Request = imagegen.Request{}
+		return &t, seq, fmt.Errorf("postgres store: task %s: %w: %w", t.ID, errRequest, err)
+	}
 	return &t, seq, nil
 }
 
