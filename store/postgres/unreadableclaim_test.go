@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
@@ -25,18 +26,8 @@ import (
 func TestClaimWithAnUnreadableTaskReturnsTheOthers(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	pool := pgtest.Connect(t)
-	s := pgtest.NewStore(t, pool, postgres.Config{})
+	s, pool := storeWithUnreadable(ctx, t)
 	schema := pgx.Identifier{s.Schema()}.Sanitize()
-	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "a", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"})
-	is.NoErr(err)
-	for _, id := range []string{"t1", "t2", "t3"} {
-		_, err := s.CreateTask(ctx, newTask(id, "a"), imagegen.CreateParams{})
-		is.NoErr(err)
-	}
-	// Valid JSON (the column is jsonb) that is no imagegen.Request.
-	_, err = pool.Exec(ctx, fmt.Sprintf(`UPDATE %s.tasks SET request = '{"scene": 5}' WHERE id = 't2'`, schema))
-	is.NoErr(err)
 
 	tasks, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Minute, N: 10})
 	var ids []string
@@ -72,4 +63,25 @@ func TestClaimWithAnUnreadableTaskReturnsTheOthers(t *testing.T) {
 	for _, task := range tasks {                // the good ones are held by their claim
 		is.NoErr(s.CompleteTask(ctx, task.ID, task.Attempt, nil, nil))
 	}
+}
+
+// storeWithUnreadable is a new store holding owner a's pending tasks t1,
+// t2 and t3, t2's request written over with JSON that is no
+// imagegen.Request, and the pool it was made on.
+func storeWithUnreadable(ctx context.Context, t *testing.T) (*postgres.Store, *pgxpool.Pool) {
+	t.Helper()
+	is := is.New(t)
+	pool := pgtest.Connect(t)
+	s := pgtest.NewStore(t, pool, postgres.Config{})
+	schema := pgx.Identifier{s.Schema()}.Sanitize()
+	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "a", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"})
+	is.NoErr(err)
+	for _, id := range []string{"t1", "t2", "t3"} {
+		_, err := s.CreateTask(ctx, newTask(id, "a"), imagegen.CreateParams{})
+		is.NoErr(err)
+	}
+	// Valid JSON (the column is jsonb) that is no imagegen.Request.
+	_, err = pool.Exec(ctx, fmt.Sprintf(`UPDATE %s.tasks SET request = '{"scene": 5}' WHERE id = 't2'`, schema))
+	is.NoErr(err)
+	return s, pool
 }

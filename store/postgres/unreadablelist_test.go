@@ -2,15 +2,11 @@ package postgres_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/matryer/is"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/internal/testenv/pgtest"
-	"github.com/imagegen/imagegen/store/postgres"
 )
 
 // A task whose stored request does not decode no longer fails its
@@ -19,18 +15,7 @@ import (
 func TestListWithAnUnreadableTaskListsItAndTheOthers(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	pool := pgtest.Connect(t)
-	s := pgtest.NewStore(t, pool, postgres.Config{})
-	schema := pgx.Identifier{s.Schema()}.Sanitize()
-	_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "a", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"})
-	is.NoErr(err)
-	for _, id := range []string{"t1", "t2", "t3"} {
-		_, err := s.CreateTask(ctx, newTask(id, "a"), imagegen.CreateParams{})
-		is.NoErr(err)
-	}
-	// Valid JSON (the column is jsonb) that is no imagegen.Request.
-	_, err = pool.Exec(ctx, fmt.Sprintf(`UPDATE %s.tasks SET request = '{"scene": 5}' WHERE id = 't2'`, schema))
-	is.NoErr(err)
+	s, _ := storeWithUnreadable(ctx, t)
 
 	var ids []string
 	cursor := ""

@@ -22,12 +22,7 @@ func TestClaimWithAnUnreadableTaskReturnsTheOthers(t *testing.T) {
 	fundedStores(t, 10, func(t *testing.T, s *Store) {
 		is := is.New(t)
 		ctx := context.Background()
-		for _, id := range []string{"t1", "t2", "t3"} {
-			task := &imagegen.Task{ID: id, Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
-			_, err := s.CreateTask(ctx, task, imagegen.CreateParams{})
-			is.NoErr(err)
-		}
-		is.NoErr(s.rdb.HSet(ctx, s.byID("t2").task("t2"), "req", "{not json").Err()) // corrupted in Redis
+		createWithUnreadable(ctx, t, s)
 
 		tasks, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Minute, N: 10})
 		var ids []string
@@ -65,4 +60,17 @@ func TestClaimWithAnUnreadableTaskReturnsTheOthers(t *testing.T) {
 			is.NoErr(s.CompleteTask(ctx, task.ID, task.Attempt, nil, nil))
 		}
 	})
+}
+
+// createWithUnreadable creates owner a's pending tasks t1, t2 and t3 in
+// s, then writes over t2's request with bytes that do not decode.
+func createWithUnreadable(ctx context.Context, t *testing.T, s *Store) {
+	t.Helper()
+	is := is.New(t)
+	for _, id := range []string{"t1", "t2", "t3"} {
+		task := &imagegen.Task{ID: id, Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
+		_, err := s.CreateTask(ctx, task, imagegen.CreateParams{})
+		is.NoErr(err)
+	}
+	is.NoErr(s.rdb.HSet(ctx, s.byID("t2").task("t2"), "req", "{not json").Err()) // corrupted in Redis
 }

@@ -16,12 +16,7 @@ func TestListWithAnUnreadableTaskListsItAndTheOthers(t *testing.T) {
 	fundedStores(t, 10, func(t *testing.T, s *Store) {
 		is := is.New(t)
 		ctx := context.Background()
-		for _, id := range []string{"t1", "t2", "t3"} {
-			task := &imagegen.Task{ID: id, Owner: "a", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}, Model: "m", Cost: 1}
-			_, err := s.CreateTask(ctx, task, imagegen.CreateParams{})
-			is.NoErr(err)
-		}
-		is.NoErr(s.rdb.HSet(ctx, s.byID("t2").task("t2"), "req", "{not json").Err()) // corrupted in Redis
+		createWithUnreadable(ctx, t, s)
 
 		var ids []string
 		cursor := ""
