@@ -30,18 +30,25 @@ func cutShort(t *testing.T) (posts, gets *atomic.Int32, url string) {
 		} else {
 			gets.Add(1)
 		}
-		conn, buf, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			t.Errorf("hijack: %v", err)
-			return
-		}
-		defer conn.Close()
-		writeCut(buf)
+		answerCut(t, w)
 	}))
 	t.Cleanup(srv.Close)
 	return posts, gets, srv.URL
 }
 
+// answerCut takes w's connection over and writes an answer cut short
+// (writeCut), then closes the connection.
+func answerCut(t *testing.T, w http.ResponseWriter) {
+	conn, buf, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		t.Errorf("hijack: %v", err)
+		return
+	}
+	defer conn.Close()
+	writeCut(buf)
+}
+
+// writeCut writes a 200 whose body ends long before its Content-Length.
 func writeCut(buf *bufio.ReadWriter) {
 	_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"id\":\"gen-1\",\"ima")
 	_ = buf.Flush()
@@ -125,13 +132,7 @@ func TestDoRetriesACutShortPostMarkedReplayable(t *testing.T) {
 		mu.Lock()
 		headers = append(headers, r.Header.Clone())
 		mu.Unlock()
-		conn, buf, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			t.Errorf("hijack: %v", err)
-			return
-		}
-		defer conn.Close()
-		writeCut(buf)
+		answerCut(t, w)
 	}))
 	t.Cleanup(srv.Close)
 	clock := providertest.NewInstantClock()
