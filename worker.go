@@ -303,15 +303,12 @@ func (s *Service) record(ctx context.Context, t *Task, a attempt) {
 		log.Info("task cancelled while it ran; generation stopped")
 		return
 	}
-	// Record the outcome even if ctx was cancelled meanwhile.
-	storeCtx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancelStore()
 	if err == nil {
 		err = checkImages(t, imgs)
 	}
 	if err == nil {
 		// complete bounds each Put by BlobTimeout and the record by
-		// recordTimeout of its own, not all of them by storeCtx's.
+		// recordTimeout of its own, even if ctx was cancelled meanwhile.
 		err = s.complete(context.WithoutCancel(ctx), t, imgs, usedSeed(log, t, imgs))
 		if !errors.Is(err, errImageBytes) {
 			s.finished(log, err, t, Failure{}, took, "task succeeded", "images", len(imgs))
@@ -319,13 +316,14 @@ func (s *Service) record(ctx context.Context, t *Task, a attempt) {
 		}
 		// The BlobStore failed or did not answer (Config.BlobTimeout):
 		// the attempt failed like any other, so the task is retried, or
-		// failed and refunded on its last attempt, with a deadline of
-		// its own for that (the bytes' may have used up the first).
+		// failed and refunded on its last attempt.
 		log.Warn("could not store the image bytes", "err", err)
-		failCtx, cancelFail := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-		defer cancelFail()
-		storeCtx = failCtx
 	}
+	// Record the outcome even if ctx was cancelled meanwhile, with a
+	// deadline that starts here: after any image bytes, which have
+	// deadlines of their own.
+	storeCtx, cancelStore := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancelStore()
 
 	var me *ModelError
 	isModelErr := errors.As(err, &me)

@@ -156,10 +156,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p imagegen.ClaimParams) ([]*imag
 	var unreadable []imagegen.UnreadableTask
 	for rows.Next() {
 		t, _, err := scanTask(rows)
-		if errors.Is(err, errRequest) {
-			// The statement has leased every row it returns: one whose
-			// request does not decode (corrupted, or written by
-			// something else) must not cost the others their claim.
+		if errors.Is(err, errRequest) { // leased all the same: failed below, not dropped with the batch
 			unreadable = append(unreadable, imagegen.UnreadableTask{ID: t.ID, Model: t.Model, Attempt: t.Attempt, Err: err})
 			continue
 		}
