@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/imagegen/imagegen"
@@ -21,15 +22,31 @@ type queueState struct {
 	Pending [][]json.RawMessage `json:"queue_pending"`
 }
 
-// holds reports whether items hold the prompt id.
-func holds(items [][]json.RawMessage, id string) bool {
+// pick is the ids of the items that mine picks, given each item's
+// prompt_id and the client_id of its extra_data ("" when it has none).
+func pick(items [][]json.RawMessage, mine func(id, clientID string) bool) []string {
+	var ids []string
 	for _, it := range items {
-		var pid string
-		if len(it) > 1 && json.Unmarshal(it[1], &pid) == nil && pid == id {
-			return true
+		var id string
+		if len(it) < 2 || json.Unmarshal(it[1], &id) != nil || id == "" {
+			continue
+		}
+		var extra struct {
+			ClientID string `json:"client_id"`
+		}
+		if len(it) > 3 {
+			_ = json.Unmarshal(it[3], &extra)
+		}
+		if mine(id, extra.ClientID) {
+			ids = append(ids, id)
 		}
 	}
-	return false
+	return ids
+}
+
+// isID picks the prompt id.
+func isID(id string) func(string, string) bool {
+	return func(pid, _ string) bool { return pid == id }
 }
 
 // abandon stops a prompt nobody will wait for (ctx ended): it is taken
@@ -52,12 +69,18 @@ func (m *Model) abandon(ctx context.Context, id string, err error) error {
 // take the GPU while the task is retried: err, a *imagegen.ModelError,
 // is returned as it is classified, with the outcome in its cause.
 func (m *Model) dropped(ctx context.Context, id string, err error) error {
+	return withOutcome(err, "prompt "+id+" "+m.stopDetached(ctx, id))
+}
+
+// withOutcome is err, a *imagegen.ModelError (a bad answer otherwise),
+// as it is classified, with what became of a prompt added to its cause.
+func withOutcome(err error, outcome string) error {
 	var me *imagegen.ModelError
 	if !errors.As(err, &me) {
 		me = provider.BadAnswer(Provider, true, err)
 	}
 	out := *me
-	out.Err = fmt.Errorf("%w (prompt %s %s)", me.Err, id, m.stopDetached(ctx, id))
+	out.Err = fmt.Errorf("%w (%s)", me.Err, outcome)
 	return &out
 }
 
@@ -66,7 +89,7 @@ func (m *Model) dropped(ctx context.Context, id string, err error) error {
 func (m *Model) stopDetached(ctx context.Context, id string) string {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
 	defer cancel()
-	outcome, cerr := m.stop(cctx, id)
+	outcome, _, cerr := m.stop(cctx, isID(id))
 	if cerr != nil {
 		m.cfg.Logger.Warn("comfyui: stopping an abandoned prompt failed", "prompt_id", id, "err", cerr)
 		return fmt.Sprintf("stopping it failed: %v", cerr)
@@ -74,33 +97,45 @@ func (m *Model) stopDetached(ctx context.Context, id string) string {
 	return outcome
 }
 
-// stop takes the prompt off the queue or interrupts it, and says which.
-func (m *Model) stop(ctx context.Context, id string) (string, error) {
+// stop takes the prompts mine picks in GET /queue off the queue, or
+// interrupts the one running, says which, and returns their ids (none
+// when the queue holds none: "already ended").
+func (m *Model) stop(ctx context.Context, mine func(id, clientID string) bool) (string, []string, error) {
 	resp, err := m.client.DoOnce(ctx, provider.Get(m.client.URL("/queue"), m.header()))
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var q queueState
 	if err := provider.DecodeJSON(Provider, resp, &q); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	switch {
-	case holds(q.Pending, id):
-		return "taken off the queue", m.dequeue(ctx, id)
-	case holds(q.Running, id):
+	pending, running := pick(q.Pending, mine), pick(q.Running, mine)
+	var done []string
+	if len(pending) > 0 {
+		if err := m.dequeue(ctx, pending...); err != nil {
+			return "", pending, err
+		}
+		done = append(done, "taken off the queue")
+	}
+	for _, id := range running {
 		post, err := provider.PostJSON(m.client.URL("/interrupt"), map[string]string{"prompt_id": id}, m.header())
 		if err != nil {
-			return "", err
+			return "", running, err
 		}
-		_, err = m.client.DoOnce(ctx, post)
-		return "interrupted", err
+		if _, err := m.client.DoOnce(ctx, post); err != nil {
+			return "", running, err
+		}
+		done = append(done, "interrupted")
 	}
-	return "already ended", nil
+	if len(done) == 0 {
+		return "already ended", nil, nil
+	}
+	return strings.Join(done, ", "), append(pending, running...), nil
 }
 
-// dequeue deletes a pending prompt from the queue (POST /queue).
-func (m *Model) dequeue(ctx context.Context, id string) error {
-	post, err := provider.PostJSON(m.client.URL("/queue"), map[string][]string{"delete": {id}}, m.header())
+// dequeue deletes pending prompts from the queue (POST /queue).
+func (m *Model) dequeue(ctx context.Context, ids ...string) error {
+	post, err := provider.PostJSON(m.client.URL("/queue"), map[string][]string{"delete": ids}, m.header())
 	if err != nil {
 		return err
 	}

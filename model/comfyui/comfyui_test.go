@@ -148,7 +148,7 @@ func TestConformance(t *testing.T) {
 				is := is.New(t)
 				var body map[string]any
 				is.NoErr(json.Unmarshal(f.Calls()[3].raw, &body))
-				is.True(strings.HasPrefix(body["prompt_id"].(string), "2f1c8b7e-"))
+				is.Equal(body["prompt_id"], f.prompts(t)[0]["prompt_id"])
 			}}},
 		BadKey: failure{Config: comfyui.Config{Logger: quiet}, Causes: []string{"HTTP 401"}, Calls: []string{wsCall, promptCall}},
 		// Given up while queued: taken off ComfyUI's queue.

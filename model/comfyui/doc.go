@@ -12,14 +12,16 @@
 //
 //	upload  POST /upload/image          each reference (multipart image, type=input, overwrite=true)
 //	ws      GET  /ws?clientId=<id>      opened first, so that no message of the prompt is missed
-//	prompt  POST /prompt                {"prompt": <the workflow, filled in>, "client_id": <id>}
+//	prompt  POST /prompt                {"prompt": <the workflow, filled in>, "client_id": <id>, "prompt_id": <a fresh UUID>}
 //	        (the websocket: progress value/max, then executing with node null: the prompt is done)
 //	history GET  /history/{prompt_id}   outputs[*].images[] of the prompt
 //	view    GET  /view?filename=&subfolder=&type=
 //
 // Each generation has a client_id of its own, so its socket carries only
-// its prompt's messages; progress (value of max) goes to
-// Generation.ReportProgress. When the websocket cannot be opened (its
+// its prompt's messages, and sends a prompt_id of its own (ComfyUI
+// 0.3.45 and later queue the prompt under it; older servers ignore it
+// and answer an id of theirs, which the adapter then follows); progress
+// (value of max) goes to Generation.ReportProgress. When the websocket cannot be opened (its
 // handshake unanswered within Config.DialTimeout, 10 s, included), or
 // breaks, the prompt is followed by reading its history every
 // Config.PollInterval (1 s) on the injected clock instead (without
@@ -88,6 +90,17 @@
 // after the server took the call (a 2xx cut short, or the HTTP client's
 // own timeout) ends a POST /prompt at once (provider.ErrMaybeAccepted,
 // retryable by the task queue): a second one would queue a second run.
+// The prompt the server may have queued is then stopped, so that it
+// does not take the GPU for nobody while the task runs again, and so is
+// one whose 2xx answer is not the documented one or whose context ended
+// during the call: the adapter reads GET /queue and takes off the queue,
+// or interrupts, the item that is its prompt, by the prompt_id it sent
+// or by the generation's client_id in the item's extra_data. Both are
+// the generation's alone (one POST /prompt a generation); the prompt_id
+// alone would miss the prompt on a server older than 0.3.45, the
+// client_id alone on none, so the adapter looks for either. A prompt the
+// server had not queued yet when the queue was read (the HTTP client
+// gave up while the server still validated it) is not found, and runs.
 // The upload of a reference is sent again instead (provider.Replayable):
 // its file, under this generation's fixed name with overwrite, is only
 // replaced. ComfyUI refuses no content. The server's words go to the logged cause, never to the

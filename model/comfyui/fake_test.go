@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/google/uuid"
 
 	"github.com/imagegen/imagegen/model/comfyui"
 	"github.com/imagegen/imagegen/model/provider"
@@ -103,6 +104,14 @@ type fake struct {
 	foreign      bool   // messages of another prompt come first
 	nodeErrors   bool   // POST /prompt takes the prompt with node_errors
 	silent       bool   // the websocket carries no message of the prompts
+	// oldServer ignores a prompt_id sent with POST /prompt and mints its
+	// own, as servers before 0.3.45 do.
+	oldServer bool
+	// takenAnswer, when set, is served to POST /prompt instead of the
+	// fake's answer, after the prompt was queued (an answer lost or
+	// garbled on its way back).
+	takenAnswer *answer
+	onTaken     func() // called once a prompt is queued, before its answer
 }
 
 func newFake(t *testing.T) *fake {
@@ -192,7 +201,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	case uploadCall:
 		f.upload(w, r, raw)
 	case promptCall:
-		f.prompt(w, raw)
+		f.prompt(w, r, raw)
 	case historyCall:
 		f.history(w, strings.TrimPrefix(r.URL.Path, "/history/"))
 	case viewCall:
@@ -304,12 +313,18 @@ func (f *fake) upload(w http.ResponseWriter, r *http.Request, raw []byte) {
 	_, _ = w.Write(providertest.EditJSON(f.T, f.Examples.Get("upload.response.json"), func(doc map[string]any) { doc["name"] = name }))
 }
 
-func (f *fake) prompt(w http.ResponseWriter, raw []byte) {
+func (f *fake) prompt(w http.ResponseWriter, r *http.Request, raw []byte) {
 	var body struct {
 		Prompt   map[string]any `json:"prompt"`
 		ClientID string         `json:"client_id"`
+		PromptID *string        `json:"prompt_id"`
 	}
 	providertest.Must(f.T, json.Unmarshal(raw, &body))
+	if body.PromptID != nil && !f.oldServer && !canonicalUUID(*body.PromptID) {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write(f.Examples.Get("prompt.error.invalid-prompt-id.json"))
+		return
+	}
 	size, err := f.check(body.Prompt)
 	if err != nil {
 		w.WriteHeader(http.StatusBadRequest)
@@ -320,6 +335,9 @@ func (f *fake) prompt(w http.ResponseWriter, raw []byte) {
 	}
 	f.mu.Lock()
 	j := &job{id: fmt.Sprintf("2f1c8b7e-4d3a-4c55-9a61-%012d", len(f.jobs)), client: body.ClientID, prompt: body.Prompt, size: size, state: "done"}
+	if body.PromptID != nil && !f.oldServer {
+		j.id = *body.PromptID
+	}
 	f.jobs[j.id] = j
 	f.latest = j
 	switch {
@@ -335,6 +353,13 @@ func (f *fake) prompt(w http.ResponseWriter, raw []byte) {
 		j.history = f.historyOf(j, "history.success.json")
 	}
 	f.mu.Unlock()
+	if f.onTaken != nil {
+		f.onTaken()
+	}
+	if f.takenAnswer != nil {
+		f.takenAnswer.Serve(w, r)
+		return
+	}
 	_, _ = w.Write(providertest.EditJSON(f.T, f.Examples.Get("prompt.response.json"), func(doc map[string]any) {
 		doc["prompt_id"] = j.id
 		if f.nodeErrors {
@@ -344,6 +369,24 @@ func (f *fake) prompt(w http.ResponseWriter, raw []byte) {
 	if f.stuck != "pending" && !f.noWebsocket && !f.silent {
 		go f.run(j)
 	}
+}
+
+// states is the state of each prompt taken, by id.
+func (f *fake) states() map[string]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]string{}
+	for id, j := range f.jobs {
+		out[id] = j.state
+	}
+	return out
+}
+
+// canonicalUUID reports whether s is a UUID in the canonical lowercase
+// hyphenated form, the only prompt_id the newest servers take.
+func canonicalUUID(s string) bool {
+	u, err := uuid.Parse(s)
+	return err == nil && u.String() == s
 }
 
 // run sends a prompt's messages to its client's websocket.

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/model/provider"
 )
@@ -65,10 +67,14 @@ func safeName(s string) string {
 	}, s)
 }
 
-// promptRequest is the body of POST /prompt.
+// promptRequest is the body of POST /prompt. PromptID is the adapter's
+// own (a fresh UUID, in the canonical lowercase form the newest servers
+// require): servers since 0.3.45 queue the prompt under it, older ones
+// ignore it and answer an id of theirs.
 type promptRequest struct {
 	Prompt   map[string]any `json:"prompt"`
 	ClientID string         `json:"client_id"`
+	PromptID string         `json:"prompt_id"`
 }
 
 // promptResponse is the answer of POST /prompt: 200 with the prompt's
@@ -80,24 +86,32 @@ type promptResponse struct {
 	NodeErrors json.RawMessage `json:"node_errors"`
 }
 
-// queue sends the workflow. A workflow ComfyUI refuses (400) is the
-// operator's configuration error, as one it takes with node_errors
-// (outputs that will not run): that one is taken off the queue again.
+// queue sends the workflow, and returns the id the server answered (its
+// own, on a server that ignores the adapter's). A workflow ComfyUI
+// refuses (400) is the operator's configuration error, as one it takes
+// with node_errors (outputs that will not run): that one is taken off
+// the queue again. A prompt the server may have queued though its answer
+// was lost is stopped (lost).
 func (m *Model) queue(ctx context.Context, prompt map[string]any, clientID string) (string, error) {
-	post, err := provider.PostJSON(m.client.URL("/prompt"), promptRequest{Prompt: prompt, ClientID: clientID}, m.header())
+	promptID := uuid.NewString()
+	post, err := provider.PostJSON(m.client.URL("/prompt"), promptRequest{Prompt: prompt, ClientID: clientID, PromptID: promptID}, m.header())
 	if err != nil {
 		return "", &imagegen.ModelError{Provider: Provider, Misconfigured: true, Message: provider.MsgMisconfigured, Err: err}
 	}
 	resp, err := m.client.Do(ctx, post)
 	if err != nil {
+		if errors.Is(err, provider.ErrMaybeAccepted) || ctx.Err() != nil {
+			return "", m.lost(ctx, promptID, clientID, err)
+		}
 		return "", err
 	}
+	// A 2xx: the server queued the prompt before it answered.
 	var p promptResponse
 	if err := provider.DecodeJSON(Provider, resp, &p); err != nil {
-		return "", err
+		return "", m.lost(ctx, promptID, clientID, err)
 	}
 	if p.PromptID == "" {
-		return "", provider.BadAnswer(Provider, true, errors.New("POST /prompt answered no prompt_id"))
+		return "", m.lost(ctx, promptID, clientID, provider.BadAnswer(Provider, true, errors.New("POST /prompt answered no prompt_id")))
 	}
 	if errs := nodeErrors(p.NodeErrors); errs != "" {
 		cerr := m.dequeue(ctx, p.PromptID)
