@@ -174,6 +174,13 @@ func TestConformance(t *testing.T) {
 					f.Queue(pollCall, answer{Status: 200, Body: providertest.EditJSON(t, providertest.Spec(t, "result.ready.json"), func(doc map[string]any) { doc["result"] = nil })})
 				},
 				Want: providertest.Outcome{Retryable: true, Message: provider.MsgBadAnswer}, Causes: []string{"without result.sample"}},
+			// A caller without a deadline is bounded by Config.MaxDuration:
+			// the next poll would pass it, so the task is given up at once
+			// (without the bound the fake's task ends Ready).
+			{Name: "no deadline: bounded by Config.MaxDuration",
+				Config: bfl.Config{Config: provider.Config{MaxDuration: 20 * time.Second}, PollInterval: time.Minute},
+				Want:   providertest.Outcome{Retryable: true, Message: provider.MsgTimeout}, Is: provider.ErrPastDeadline,
+				Causes: []string{"still Pending"}, Calls: []string{submitCall}},
 			{Name: "the sample cannot be downloaded", Calls: polled, Waits: waited,
 				Config: bfl.Config{Fetcher: &providertest.Fetcher{Err: errors.New("unexpected HTTP status 403")}},
 				Want:   providertest.Outcome{Retryable: true, Message: provider.MsgUnavailable}, Causes: []string{"downloading the result"}, Hides: []string{"sig=EXAMPLE"}},

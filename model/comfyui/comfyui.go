@@ -181,6 +181,8 @@ func (m *Model) Plan(req imagegen.Request) (imagegen.Plan, error) {
 // image is centre-cropped to the exact ratio if it is not of it.
 // Failures are *imagegen.ModelError.
 func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+	ctx, cancel := m.client.Bound(ctx) // Config.MaxDuration, for a ctx without a deadline
+	defer cancel()
 	req := g.Request
 	refs, err := provider.PlanAndFetch(ctx, Provider, m, req, m.cfg.Fetcher, provider.PNG, provider.JPEG, provider.WebP)
 	if err != nil {

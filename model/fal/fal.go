@@ -107,6 +107,8 @@ func (m *Model) Plan(req imagegen.Request) (imagegen.Plan, error) {
 // result and downloads its image, centre-cropped to the exact ratio if
 // it is only near. Failures are *imagegen.ModelError.
 func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+	ctx, cancel := m.client.Bound(ctx) // Config.MaxDuration, for a ctx without a deadline
+	defer cancel()
 	req := g.Request
 	if req.Scene == imagegen.SceneImageToImage {
 		return nil, &imagegen.ModelError{Provider: Provider, Message: "image-to-image is not supported by this model",

@@ -101,7 +101,14 @@ func TestConformance(t *testing.T) {
 			Check: func(t *testing.T, f *fake) {
 				is.New(t).True(strings.Contains(f.logs.String(), "status=CANCELLATION_REQUESTED"))
 			}},
-		Failures: append(documentedFailures(t), failures(t)...),
+		Failures: append(documentedFailures(t), append(failures(t),
+			// A caller without a deadline is bounded by Config.MaxDuration:
+			// the next poll would pass it, so the request is cancelled
+			// (without the bound the fake's request completes).
+			failure{Name: "no deadline: bounded by Config.MaxDuration",
+				Config: fal.Config{Config: provider.Config{MaxDuration: 20 * time.Second}, PollInterval: time.Minute},
+				Want:   providertest.Outcome{Retryable: true, Message: provider.MsgTimeout}, Is: provider.ErrPastDeadline,
+				Causes: []string{"still IN_QUEUE"}, Calls: abandoned})...),
 		// flux takes a seed; the service draws one when none is sent.
 		SentSeed: func(t *testing.T, f *fake) *int64 {
 			var seed *int64

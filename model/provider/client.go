@@ -70,11 +70,11 @@ func (c *Client) DoOnce(ctx context.Context, build BuildFunc) (*Response, error)
 }
 
 // Bound returns ctx, bounded by c.MaxDuration when it has no deadline,
-// and the function that releases it. An adapter whose generation call
-// is bounded by the context alone (ContextBoundHTTPClient, which sets no
-// timeout on the answer) calls it first in Generate, so that a caller
-// without a deadline cannot hold a call, and the server's work, for
-// ever. A ctx with a deadline is returned as it is.
+// and the function that releases it. Every adapter calls it first in
+// Generate, so that a caller without a deadline cannot hold a call (an
+// answer ContextBoundHTTPClient sets no timeout on, a job polled that
+// never ends), and the server's work, for ever. A ctx with a deadline
+// is returned as it is.
 func (c *Client) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok || c.MaxDuration <= 0 {
 		return ctx, func() {}

@@ -19,8 +19,7 @@ const DefaultMaxRetries = 3
 // maxMaxRetries bounds Config.MaxRetries, so a typo cannot loop for long.
 const maxMaxRetries = 10
 
-// DefaultMaxDuration bounds one Generate whose context has no deadline,
-// in the adapters whose generation call is bounded by the context
+// DefaultMaxDuration bounds one Generate whose context has no deadline
 // (Config.MaxDuration). The service always gives a deadline, its
 // GenerateTimeout.
 const DefaultMaxDuration = 30 * time.Minute
@@ -50,13 +49,14 @@ type Config struct {
 	MaxRetries int
 	// Clock times the waits between retries. Default imagegen.SystemClock.
 	Clock imagegen.Clock
-	// MaxDuration bounds one Generate whose context has no deadline, in
-	// an adapter whose generation call is bounded by the context alone
-	// (its default HTTP client is ContextBoundHTTPClient, which sets no
-	// timeout on the answer of its own: a1111, openai, stability,
-	// gemini; see the package doc's Timeouts). A context with a
-	// deadline is used as it is. Default DefaultMaxDuration (30 min);
-	// other adapters do not read it.
+	// MaxDuration bounds one Generate whose context has no deadline:
+	// the call of an adapter whose generation call is bounded by the
+	// context alone (its default HTTP client is ContextBoundHTTPClient,
+	// which sets no timeout on the answer of its own: a1111, openai,
+	// stability, gemini), the polls of one that submits and then polls
+	// (bfl, fal, replicate, comfyui); see the package doc's Timeouts. A
+	// context with a deadline is used as it is. Default
+	// DefaultMaxDuration (30 min).
 	MaxDuration time.Duration
 }
 

@@ -96,11 +96,15 @@
 // 3-minute header timeout for a slow model is not cut short by the
 // client (which lost the paid answer: ErrMaybeAccepted). A context
 // without a deadline is bounded by Config.MaxDuration (default 30 min,
-// Client.Bound, called first in those adapters' Generate). Their
+// Client.Bound, called first in every adapter's Generate). Their
 // downloads of result URLs go through the fetcher, bounded by its own
 // Timeout. Adapters that submit and then poll (BFL, fal, Replicate,
 // whose "Prefer: wait" is at most 60 s, ComfyUI, whose POST /prompt
 // only queues) keep DefaultHTTPClient: each of their calls is short.
+// Config.MaxDuration bounds their Generate all the same, so that a job
+// the provider never ends is not followed for ever by a caller without
+// a deadline: it is cancelled (fal, Replicate, whose Cancel-After it
+// also sets) or stopped (ComfyUI) as at any deadline.
 //
 // # Keys
 //

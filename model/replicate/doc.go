@@ -21,8 +21,9 @@
 // The create call carries "Prefer: wait=N", N at most 60 s
 // (Config.SyncWait) and ending 5 s before the context's deadline (none
 // when less than 1 s would be left), and "Cancel-After" set to the time
-// left until the deadline (at least 5 s), so that Replicate stops a
-// prediction nobody waits for even if our cancel never arrives. 201 and
+// left until the deadline (at least 5 s; a context without a deadline
+// has Config.MaxDuration's, 30 min by default), so that Replicate stops
+// a prediction nobody waits for even if our cancel never arrives. 201 and
 // 202 are both success. A prediction still starting or processing is
 // read again at urls.get every Config.PollInterval (1 s), waiting on
 // the injected clock, until it is succeeded, failed, canceled or

@@ -172,6 +172,8 @@ func (m *Model) Plan(req imagegen.Request) (imagegen.Plan, error) {
 // downloads its output and centre-crops it to the exact ratio. Failures
 // are *imagegen.ModelError.
 func (m *Model) Generate(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+	ctx, cancel := m.client.Bound(ctx) // Config.MaxDuration, for a ctx without a deadline
+	defer cancel()
 	req := g.Request
 	var refs []provider.Reference
 	if _, err := m.Plan(req); err != nil { // when called without Plan

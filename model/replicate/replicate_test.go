@@ -125,8 +125,8 @@ func textToImage(t *testing.T) []success {
 				is.Equal(c.path, kontextPath)
 				is.Equal(c.header.Get("Authorization"), "Bearer "+key)
 				is.Equal(c.header.Get("Content-Type"), "application/json")
-				is.Equal(c.header.Get("Prefer"), "wait=60") // no deadline: the longest wait
-				is.Equal(c.header.Get("Cancel-After"), "")  // no deadline: nothing to bound
+				is.Equal(c.header.Get("Prefer"), "wait=60")     // no deadline: the longest wait
+				is.Equal(c.header.Get("Cancel-After"), "1800s") // no deadline: Config.MaxDuration's 30 min
 				// The body is the documented official-model request, without
 				// num_outputs (flux-kontext-pro has none) and asking for PNG.
 				want := providertest.JSON(t, providertest.Spec(t, "create.request.official-model.json"))
@@ -264,6 +264,18 @@ func failures(t *testing.T) []failure {
 	})
 	once := []string{opCreate}
 	return []failure{
+		// A caller without a deadline is bounded by Config.MaxDuration:
+		// the prediction is created with it as its Cancel-After, and the
+		// next poll would pass it, so it is cancelled at once (without
+		// the bound the fake's prediction succeeds).
+		{Name: "no deadline: bounded by Config.MaxDuration",
+			Config: replicate.Config{Config: provider.Config{MaxDuration: 20 * time.Second}, PollInterval: time.Minute},
+			Want:   providertest.Outcome{Retryable: true, Message: provider.MsgTimeout}, Is: provider.ErrPastDeadline,
+			Calls: []string{opCreate, opCancel},
+			Check: func(t *testing.T, f *fake) {
+				is := is.New(t)
+				is.True(f.callsOf(opCreate)[0].header.Get("Cancel-After") != "") // the provider ends it too
+			}},
 		{Name: "server errors run out", Config: replicate.Config{Config: provider.Config{MaxRetries: 1}}, Answers: []answer{down, down, down}, AnswersTo: opCreate,
 			Want: unavailable, Calls: []string{opCreate, opCreate}, Waits: []providertest.Wait{providertest.Backoff(0)}},
 		{Name: "a read that keeps failing: cancelled", Config: replicate.Config{Config: provider.Config{MaxRetries: 1}},
