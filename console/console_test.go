@@ -2,6 +2,9 @@ package console_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -123,6 +126,52 @@ func TestCopiedCookieIsRefusedAfterSignOut(t *testing.T) {
 		if p := c.post("/console/signout/everywhere", url.Values{"csrf": {c.csrf("/console/signin")}}); p.status != http.StatusUnauthorized {
 			t.Errorf("%s: sign out everywhere with the copied cookie after sign-out: status %d, want 401", name, p.status)
 		}
+	}
+}
+
+// Signing in again in a browser ends the session its cookie named, so
+// that a copy of the old cookie (or one planted in the browser) opens
+// nothing afterwards, whoever signs in.
+func TestSignInAgainEndsTheBrowsersSession(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	alice := f.user(t, "alice", 1)
+	b := f.browser(t)
+	b.signIn(alice)
+	for _, again := range []string{alice, f.user(t, "bob", 1)} {
+		thief := f.browser(t)
+		thief.setSessionCookie(b.sessionCookie().Value)
+		if p := thief.get("/console/credits"); p.url != "/console/credits" {
+			t.Fatalf("the copied cookie before signing in again: %d at %s, want the credits page", p.status, p.url)
+		}
+		b.signIn(again)
+		if p := thief.get("/console/credits"); p.url != "/console/signin" {
+			t.Errorf("the copied cookie after signing in again reached %s, want the sign-in page", p.url)
+		}
+		if p := b.get("/console/credits"); p.url != "/console/credits" {
+			t.Errorf("the new session reached %s, want the credits page", p.url)
+		}
+	}
+}
+
+// Signing out ends the session in the store even when its key was
+// revoked (the session opened nothing since, but its record stayed).
+func TestSignOutEndsTheSessionOfARevokedKey(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	b := f.browser(t)
+	b.signIn(f.user(t, "alice", 1))
+	token, _, _ := strings.Cut(b.sessionCookie().Value, ".")
+	sum := sha256.Sum256([]byte(token))
+	id := hex.EncodeToString(sum[:])
+	keys, err := f.svc.Keys(context.Background(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.RevokeKey(context.Background(), "alice", keys[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	b.post("/console/signout", url.Values{"csrf": {b.csrf("/console/signin")}})
+	if _, err := f.store.Session(context.Background(), id); !errors.Is(err, imagegen.ErrSessionNotFound) {
+		t.Errorf("the session after signing out: %v, want ErrSessionNotFound", err)
 	}
 }
 

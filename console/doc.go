@@ -28,7 +28,9 @@
 // so every process on a shared store accepts it, and a forged cookie is
 // refused without a store read). Signing out ends the session in the
 // store, so a copy of the cookie opens nothing afterwards, in any
-// process; "Sign out everywhere" (POST /signout/everywhere, on the keys
+// process, and so does signing in again: a sign-in ends the session the
+// browser's cookie named (whoever's it was) before it opens a new one;
+// "Sign out everywhere" (POST /signout/everywhere, on the keys
 // page) ends every session of the user, and an operator may end them
 // all for a user from the operator page (with a reason, logged). Each
 // request also checks that the key is still live, so revoking a key

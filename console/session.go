@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -106,6 +107,12 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusTooManyRequests, "signin", page{Title: "Sign in", Error: "You were not signed in. " + refusal})
 		return
 	}
+	// The session this browser had (a stale tab's, another user's, or
+	// one planted in it) ends: a sign-in leaves one session live.
+	if err := c.endCookieSession(r); err != nil {
+		c.serverError(w, r, err)
+		return
+	}
 	value, id := c.newSessionToken()
 	if _, err := c.store.PutSession(r.Context(), imagegen.Session{ID: id, Owner: rec.Owner, KeyID: rec.ID}, c.cfg.SessionTTL); err != nil {
 		c.serverError(w, r, err)
@@ -121,15 +128,36 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 // opens nothing in any process, and clears the cookies. For the app's
 // login it only clears the console's cookies: the app owns that session.
 func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
-	v, ok, err := c.keySession(r)
-	if err == nil && ok {
-		err = c.store.EndSession(r.Context(), v.User, v.SessionID)
-	}
-	if err != nil {
+	if err := c.endCookieSession(r); err != nil {
 		c.serverError(w, r, err)
 		return
 	}
 	c.signedOut(w, r, "signedout")
+}
+
+// endCookieSession ends the key session that r's session cookie names,
+// when the cookie is one this console signed and its session is live,
+// whoever's it is and whether or not its key is still live.
+func (c *Console) endCookieSession(r *http.Request) error {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return nil
+	}
+	id, ok := c.sessionIDOf(ck.Value)
+	if !ok {
+		return nil
+	}
+	s, err := c.store.Session(r.Context(), id)
+	switch {
+	case errors.Is(err, imagegen.ErrSessionNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("console: session: %w", err)
+	}
+	if err := c.store.EndSession(r.Context(), s.Owner, s.ID); err != nil {
+		return fmt.Errorf("console: end session: %w", err)
+	}
+	return nil
 }
 
 // signOutEverywhere ends every key session of the signed-in user, in
