@@ -104,6 +104,8 @@ type Config struct {
 	Secret []byte
 	// SecureCookies marks cookies Secure even on plain-http requests (a
 	// TLS-terminating proxy in front). Requests over TLS always get it.
+	// Secure cookies are named with the __Host- prefix, Path=/ (see the
+	// package doc, Security).
 	SecureCookies bool
 
 	Clock  imagegen.Clock // default imagegen.SystemClock

@@ -13,13 +13,12 @@ import (
 // another browser or for another user). It sets the cookie when r has
 // none.
 func (c *Console) csrfToken(w http.ResponseWriter, r *http.Request, user string) string {
-	nonce := ""
-	if ck, err := r.Cookie(csrfCookie); err == nil && len(ck.Value) >= 20 {
-		nonce = ck.Value
-	} else {
+	nonce := c.readCookie(r, csrfCookie)
+	if len(nonce) < 20 {
 		nonce = base64.RawURLEncoding.EncodeToString(imagegen.NewSecretKey())
-		http.SetCookie(w, c.cookie(r, csrfCookie, nonce, 0))
-		r.AddCookie(&http.Cookie{Name: csrfCookie, Value: nonce}) // later tokens of this request agree
+		ck := c.cookie(r, csrfCookie, nonce, 0)
+		http.SetCookie(w, ck)
+		r.AddCookie(&http.Cookie{Name: ck.Name, Value: nonce}) // later tokens of this request agree
 	}
 	return c.mac("csrf", nonce, user)
 }
@@ -43,9 +42,9 @@ func (c *Console) csrf(next http.HandlerFunc) http.HandlerFunc {
 				return
 			}
 		}
-		ck, cerr := r.Cookie(csrfCookie)
+		nonce := c.readCookie(r, csrfCookie)
 		sent := r.PostForm.Get("csrf")
-		if cerr != nil || sent == "" || !hmac.Equal([]byte(sent), []byte(c.mac("csrf", ck.Value, v.User))) {
+		if nonce == "" || sent == "" || !hmac.Equal([]byte(sent), []byte(c.mac("csrf", nonce, v.User))) {
 			c.errorPage(w, r, http.StatusForbidden, "Form expired",
 				"This form was not accepted (its security token is missing or stale). Reload the page and try again.")
 			return

@@ -48,7 +48,16 @@
 // (HttpOnly, SameSite=Lax) and the signed-in user, checked on each POST
 // (double-submit, bound to the user). Cookies are HttpOnly, SameSite=Lax,
 // and Secure when the request came over TLS (or Config.SecureCookies is
-// set, behind a TLS-terminating proxy). A user only ever sees their own
+// set, behind a TLS-terminating proxy). Secure cookies are named with the
+// __Host- prefix (__Host-imagegen_console_session,
+// __Host-imagegen_console_csrf), which browsers accept only with Secure,
+// Path=/ and no Domain, so that no sibling domain and no plain-http page
+// can set a cookie the console would read; only the prefixed names are
+// read then. Path=/ sends them to the whole host, so mount one console a
+// host name there. Over plain http (the default on loopback) the prefix
+// cannot be used (browsers refuse a __Host- cookie without Secure): the
+// cookies keep their plain names, scoped to Config.Prefix. Moving a
+// deployment to https signs its users out once. A user only ever sees their own
 // tasks, keys and ledger: another user's task answers 404, as does every
 // operator page for a user who is not an operator.
 //

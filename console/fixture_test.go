@@ -40,13 +40,19 @@ type fixtureConfig struct {
 	limits    imagegen.Limits // the workers' caps
 	clock     imagegen.Clock  // default: the system's
 	store     imagegen.Store  // default: a memory store
+	tls       bool            // serve over https (httptest's certificate)
 }
 
 func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	mux := http.NewServeMux()
-	ts := httptest.NewServer(mux)
+	ts := httptest.NewUnstartedServer(mux)
+	if fc.tls {
+		ts.StartTLS()
+	} else {
+		ts.Start()
+	}
 	if fc.model == nil {
 		m, err := placeholder.New(placeholder.Config{LongSide: 256})
 		if err != nil {
@@ -144,7 +150,7 @@ type browser struct {
 
 func (f *fixture) browser(t *testing.T) *browser {
 	jar, _ := cookiejar.New(nil)
-	return &browser{t: t, f: f, client: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
+	return &browser{t: t, f: f, client: &http.Client{Jar: jar, Transport: f.ts.Client().Transport, Timeout: 30 * time.Second}}
 }
 
 type page struct {
@@ -205,12 +211,13 @@ func (b *browser) submitForm(from, path string, form url.Values) page {
 	return b.post(path, form)
 }
 
-// sessionCookie returns the browser's console session cookie.
+// sessionCookie returns the browser's console session cookie (under
+// its __Host- name over https).
 func (b *browser) sessionCookie() *http.Cookie {
 	b.t.Helper()
 	u, _ := url.Parse(b.f.ts.URL + "/console/")
 	for _, c := range b.client.Jar.Cookies(u) {
-		if c.Name == "imagegen_console_session" {
+		if c.Name == "imagegen_console_session" || c.Name == "__Host-imagegen_console_session" {
 			return c
 		}
 	}

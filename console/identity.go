@@ -64,11 +64,7 @@ func (c *Console) identify(r *http.Request) (v viewer, ok bool, err error) {
 // its session is live in the store (not signed out, not expired), and
 // its key is still live (revoking the key ends its sessions).
 func (c *Console) keySession(r *http.Request) (viewer, bool, error) {
-	ck, err := r.Cookie(sessionCookie)
-	if err != nil {
-		return viewer{}, false, nil
-	}
-	id, ok := c.sessionIDOf(ck.Value)
+	id, ok := c.sessionIDOf(c.readCookie(r, sessionCookie))
 	if !ok {
 		return viewer{}, false, nil
 	}

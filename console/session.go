@@ -17,10 +17,15 @@ import (
 	"github.com/imagegen/imagegen/httpapi"
 )
 
-// Cookie names. Both are HttpOnly, SameSite=Lax, scoped to the prefix.
+// Cookie names. Both are HttpOnly and SameSite=Lax. Where cookies are
+// Secure (secureCookies) they carry the prefix "__Host-" and Path=/, as
+// the prefix requires; elsewhere (plain http, the default on loopback:
+// browsers refuse a __Host- cookie that is not Secure) these names,
+// scoped to Config.Prefix.
 const (
 	sessionCookie = "imagegen_console_session"
 	csrfCookie    = "imagegen_console_csrf"
+	hostPrefix    = "__Host-"
 )
 
 // mac returns the HMAC-SHA-256 of the parts under purpose, base64url.
@@ -60,16 +65,46 @@ func sessionID(token string) string {
 	return hex.EncodeToString(h[:])
 }
 
+// secureCookies says whether r's cookies are Secure: r came over TLS,
+// or Config.SecureCookies says a proxy in front terminates TLS.
+func (c *Console) secureCookies(r *http.Request) bool {
+	return r.TLS != nil || c.cfg.SecureCookies
+}
+
+// cookieName is the name of cookie name on r: with the __Host- prefix
+// where r's cookies are Secure. Only that name is read there, so that a
+// cookie set over plain http or by a sibling domain (which cannot carry
+// the prefix) is not taken for the console's.
+func (c *Console) cookieName(r *http.Request, name string) string {
+	if c.secureCookies(r) {
+		return hostPrefix + name
+	}
+	return name
+}
+
+// readCookie returns the value of r's cookie name ("" for none).
+func (c *Console) readCookie(r *http.Request, name string) string {
+	ck, err := r.Cookie(c.cookieName(r, name))
+	if err != nil {
+		return ""
+	}
+	return ck.Value
+}
+
 func (c *Console) cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
-	return &http.Cookie{
-		Name:     name,
+	ck := &http.Cookie{
+		Name:     c.cookieName(r, name),
 		Value:    value,
 		Path:     c.cfg.Prefix + "/",
 		MaxAge:   maxAge,
 		HttpOnly: true,
-		Secure:   r.TLS != nil || c.cfg.SecureCookies,
+		Secure:   c.secureCookies(r),
 		SameSite: http.SameSiteLaxMode,
 	}
+	if ck.Secure {
+		ck.Path = "/" // __Host-: Secure, Path=/, no Domain
+	}
+	return ck
 }
 
 func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
@@ -139,11 +174,7 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
 // when the cookie is one this console signed and its session is live,
 // whoever's it is and whether or not its key is still live.
 func (c *Console) endCookieSession(r *http.Request) error {
-	ck, err := r.Cookie(sessionCookie)
-	if err != nil {
-		return nil
-	}
-	id, ok := c.sessionIDOf(ck.Value)
+	id, ok := c.sessionIDOf(c.readCookie(r, sessionCookie))
 	if !ok {
 		return nil
 	}
