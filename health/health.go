@@ -12,9 +12,12 @@
 // image store, in package server) does not make the process unready: its
 // failure is listed under "degraded" and the answer stays 200.
 //
-// A failing check is logged when the answer changes (not at every probe).
-// The error text of each failing check is added under "errors" only with
-// Config.ShowErrors (for an operators' listener, not a public port).
+// A failing check is logged, with its error, when the answer changes
+// (not at every probe). The error text of each failing check is added
+// under "errors" only with Config.ShowErrors, for a listener that only
+// trusted people reach: an error may name hosts, addresses or parts of a
+// URL. imagegen serve and worker never set it, the admin listener
+// included.
 //
 // A check gets a context that ends a tenth of Timeout before the answer
 // is due, so a check that gives up with its context reports its own
@@ -61,7 +64,8 @@ type Config struct {
 	// Timeout bounds each check (default 1s), so /readyz answers within
 	// about that long even when a dependency hangs.
 	Timeout time.Duration
-	// ShowErrors adds each failing check's error to the 503 body.
+	// ShowErrors adds each failing check's error to the body (see the
+	// package doc: only where trusted people alone can ask).
 	ShowErrors bool
 	Logger     *slog.Logger // default slog.Default()
 }

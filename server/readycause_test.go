@@ -23,8 +23,8 @@ import (
 	redisstore "github.com/imagegen/imagegen/store/redis"
 )
 
-// readiness answers the probe of server.ReadyChecks for cfg, as the
-// admin listener does (errors shown).
+// readiness answers the probe of server.ReadyChecks for cfg, with the
+// errors shown (health.Config.ShowErrors), to see what each check says.
 func readiness(t *testing.T, cfg imagegen.Config) (int, health.Status) {
 	t.Helper()
 	h, err := health.New(health.Config{Checks: server.ReadyChecks(cfg, false), Timeout: time.Second,

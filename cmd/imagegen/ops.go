@@ -151,7 +151,10 @@ func (o *observability) startAdmin(ctx context.Context, c opsConfig, log *slog.L
 	if c.adminAddr == "" {
 		return "", func() {}, nil
 	}
-	probes, err := health.New(health.Config{Checks: o.checks, Timeout: time.Second, ShowErrors: true, Logger: log})
+	// No ShowErrors: the answer names what is down and how in a word;
+	// the error's text (host names, parts of a URL) goes to the log only,
+	// when the answer changes.
+	probes, err := health.New(health.Config{Checks: o.checks, Timeout: time.Second, Logger: log})
 	if err != nil {
 		return "", nil, err
 	}

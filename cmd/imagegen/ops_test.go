@@ -303,11 +303,14 @@ func probe(t *testing.T, url string) int {
 // TestReadyzFollowsTheStore: /readyz on the admin listener and on the
 // API port answers 503 from the first probe after Redis (an in-process
 // miniredis on a loopback port) has gone away, and 200 again once it is
-// back, with no restart; /healthz stays 200 throughout.
+// back, with no restart; /healthz stays 200 throughout. The admin
+// listener names what is down and how in a word, never the error's text
+// (it may hold host names or parts of a URL): that is in the log.
 func TestReadyzFollowsTheStore(t *testing.T) {
 	is := is.New(t)
 	r := miniredis.RunT(t)
-	s := startServe(t, nil, "-redis", "redis://"+r.Addr()+"/0", "-demo-key", demoKey, "-admin-addr", "127.0.0.1:0")
+	redisAddr := r.Addr()
+	s := startServe(t, nil, "-redis", "redis://"+redisAddr+"/0", "-demo-key", demoKey, "-admin-addr", "127.0.0.1:0")
 	admin := adminURL(t, s.stderr)
 	for _, base := range []string{admin, s.base} {
 		is.Equal(probe(t, base+"/readyz"), http.StatusOK)
@@ -318,12 +321,23 @@ func TestReadyzFollowsTheStore(t *testing.T) {
 	is.Equal(probe(t, admin+"/readyz"), http.StatusServiceUnavailable) // the first probe after it went away
 	resp, err := http.Get(admin + "/readyz")
 	is.NoErr(err)
-	var body struct {
-		Down []string `json:"down"`
-	}
-	is.NoErr(json.NewDecoder(resp.Body).Decode(&body))
+	raw, err := io.ReadAll(resp.Body)
+	is.NoErr(err)
 	_ = resp.Body.Close()
+	var body struct {
+		Down   []string          `json:"down"`
+		Checks map[string]string `json:"checks"`
+		Errors map[string]string `json:"errors"`
+	}
+	is.NoErr(json.Unmarshal(raw, &body))
 	is.Equal(body.Down, []string{"store"}) // names what is down
+	is.Equal(body.Checks["store"], "connection refused")
+	if body.Errors != nil || strings.Contains(string(raw), redisAddr) {
+		t.Errorf("the admin /readyz shows the store's error: %s", raw)
+	}
+	if logs := s.stderr.String(); !strings.Contains(logs, "not ready") || !strings.Contains(logs, redisAddr) {
+		t.Errorf("the store's error is not in the log:\n%s", logs)
+	}
 	is.Equal(probe(t, s.base+"/readyz"), http.StatusServiceUnavailable)
 	is.Equal(probe(t, admin+"/healthz"), http.StatusOK) // liveness touches nothing
 
