@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/urlredact"
 	postgreslimit "github.com/imagegen/imagegen/ratelimit/postgres"
 	"github.com/imagegen/imagegen/store/postgres"
 )
@@ -44,9 +45,9 @@ func openPostgres(ctx context.Context, c backendConfig, blobs imagegen.BlobStore
 	fail := func(err error) (backend, error) { closeAll(); return backend{}, err }
 	if err := store.CheckSchema(ctx); err != nil {
 		if errors.Is(err, postgres.ErrSchemaVersion) {
-			return fail(fmt.Errorf("postgres at %s: %w", describePostgres(pool), err))
+			return fail(fmt.Errorf("postgres at %s: %w", describePostgres(pool.Config().ConnConfig, c.postgresURL), err))
 		}
-		return fail(fmt.Errorf("postgres at %s: %w", describePostgres(pool), redactErr(err, c.postgresURL)))
+		return fail(fmt.Errorf("postgres at %s: %w", describePostgres(pool.Config().ConnConfig, c.postgresURL), redactErr(err, c.postgresURL)))
 	}
 	be := backend{store: store, workReady: store.WorkReady(), close: func() error { closeAll(); return nil }}
 	err = be.addLimiters(c.rateLimit, func(limit int, prefix string) (imagegen.Limiter, error) {
@@ -85,7 +86,7 @@ func dialPostgres(ctx context.Context, rawURL string, pooled bool) (*pgxpool.Poo
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres at %s does not answer: %w", describePostgres(pool), redactErr(err, rawURL))
+		return nil, fmt.Errorf("postgres at %s does not answer: %w", describePostgres(pool.Config().ConnConfig, rawURL), redactErr(err, rawURL))
 	}
 	return pool, nil
 }
@@ -103,7 +104,7 @@ func dialPostgresListen(ctx context.Context, rawURL string) (*pgx.ConnConfig, er
 	cfg.ConnectTimeout = 5 * time.Second
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("-postgres-listen: postgres at %s:%d does not answer: %w", cfg.Host, cfg.Port, redactErr(err, rawURL))
+		return nil, fmt.Errorf("-postgres-listen: postgres at %s does not answer: %w", urlredact.Text(fmt.Sprintf("%s:%d", cfg.Host, cfg.Port), rawURL, urlredact.Password), redactErr(err, rawURL))
 	}
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
@@ -111,40 +112,28 @@ func dialPostgresListen(ctx context.Context, rawURL string) (*pgx.ConnConfig, er
 	return cfg, nil
 }
 
-// describePostgres names a server without its password.
-func describePostgres(pool *pgxpool.Pool) string {
-	c := pool.Config().ConnConfig
-	return fmt.Sprintf("%s:%d database %s user %s", c.Host, c.Port, c.Database, c.User)
+// describePostgres names the server of c, parsed from raw, without its
+// password: a password with an unencoded '@' reads to pgx as the end of
+// the user's part, the rest of it as the host's.
+func describePostgres(c *pgx.ConnConfig, raw string) string {
+	return urlredact.Text(fmt.Sprintf("%s:%d database %s user %s", c.Host, c.Port, c.Database, c.User), raw, urlredact.Password)
 }
 
-// redactErr hides the password of rawURL wherever err's text repeats it.
+// redactErr hides the password of rawURL wherever err's text repeats
+// it, in any part or form (package urlredact). pgx's parse errors repeat
+// the connection string, masked by pgx at best effort (a password with
+// an '@' in it comes out half shown): that copy is left out, the reason
+// kept.
 func redactErr(err error, rawURL string) error {
-	pw := urlPassword(rawURL)
-	if err == nil || pw == "" || !strings.Contains(err.Error(), pw) {
-		return err
+	if err == nil {
+		return nil
 	}
-	return errors.New(strings.ReplaceAll(err.Error(), pw, "xxxxx"))
-}
-
-// urlPassword is the password in a postgres:// URL or a key=value DSN.
-func urlPassword(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok {
-			return pw
-		}
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		bare := *pe
+		bare.ConnString = ""
+		reason := strings.TrimPrefix(bare.Error(), "cannot parse ``: ")
+		err = errors.New(strings.Replace(err.Error(), pe.Error(), reason, 1))
 	}
-	// A URL that url.Parse refuses: scheme://user:password@host…
-	if _, rest, ok := strings.Cut(raw, "://"); ok {
-		if creds, _, ok := strings.Cut(rest, "@"); ok {
-			if _, pw, ok := strings.Cut(creds, ":"); ok {
-				return pw
-			}
-		}
-	}
-	for _, field := range strings.Fields(raw) {
-		if v, ok := strings.CutPrefix(field, "password="); ok {
-			return strings.Trim(v, "'")
-		}
-	}
-	return ""
+	return urlredact.Error(err, rawURL, urlredact.Password)
 }

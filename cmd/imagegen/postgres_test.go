@@ -107,12 +107,20 @@ func TestPostgresFlagErrors(t *testing.T) {
 		{[]string{"serve", "-postgres", "postgres://alice:s3cretpw@127.0.0.1:1/db?sslmode=disable"}, "does not answer"},
 		{[]string{"migrate", "-postgres", "postgres://alice:s3cretpw@127.0.0.1:1/db?connect_timeout=nope"}, "not a valid PostgreSQL URL"},
 		{[]string{"keys", "list", "-owner", "u", "-postgres", "postgres://alice:s3cret%zz@127.0.0.1:1/db"}, "not a valid PostgreSQL URL"},
+		// A password with an unencoded '@' (pgx cuts at the first '@' and
+		// masks only what comes before it) or '/': no part of it shows.
+		{[]string{"migrate", "-postgres", "postgres://alice:s3cret@t4il@127.0.0.1:bad/db"}, "not a valid PostgreSQL URL"},
+		{[]string{"migrate", "-postgres", "postgres://alice:s3cret@t4il@127.0.0.1:1/db?connect_timeout=nope"}, "invalid connect_timeout"},
+		{[]string{"serve", "-postgres", "postgres://alice:s3cret@t4il@127.0.0.1:1/db?sslmode=disable"}, "does not answer"},
+		{[]string{"serve", "-postgres", "postgres://127.0.0.1:1/db", "-postgres-listen", "postgres://alice:s3cret@t4il@127.0.0.1:1/db?sslmode=disable"}, "does not answer"},
+		{[]string{"migrate", "-postgres", "postgres://alice:s3cret/t4il@127.0.0.1:1/db"}, "not a valid PostgreSQL URL"},
+		{[]string{"migrate", "-postgres", "host=127.0.0.1 port=bad user=alice password='s3cret t4il'"}, "not a valid PostgreSQL URL"},
 	}
 	for _, c := range cases {
 		err := run(ctx, c.args, noEnv, &bytes.Buffer{}, &bytes.Buffer{})
 		is.True(err != nil)
 		msg := err.Error()
-		if !strings.Contains(msg, c.want) || strings.Contains(msg, "s3cret") || strings.Contains(msg, "\n") {
+		if !strings.Contains(msg, c.want) || strings.Contains(msg, "s3cret") || strings.Contains(msg, "t4il") || strings.Contains(msg, "\n") {
 			t.Errorf("%v: got %q, want one line with %q and no password", c.args, msg, c.want)
 		}
 	}

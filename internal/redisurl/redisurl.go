@@ -13,8 +13,9 @@
 // under Sentinel), as in redis://; sentinels that require their own take
 // sentinel_username and sentinel_password. Other query options are
 // go-redis's (dial_timeout=3s, pool_size=20, …), as its ParseURL,
-// ParseClusterURL and ParseFailoverURL read them. Errors never repeat the
-// password.
+// ParseClusterURL and ParseFailoverURL read them. Errors never repeat any
+// part of the user name or password, whatever the URL looks like (see
+// package urlredact).
 package redisurl
 
 import (
@@ -24,6 +25,8 @@ import (
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen/internal/urlredact"
 )
 
 // Kind is the kind of deployment a URL names.
@@ -56,7 +59,7 @@ func Parse(raw string) (Options, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // url.Error repeats the URL, password and all
 		}
-		return Options{}, redact(fmt.Errorf("not a Redis URL (%s): %w", Usage, err), raw)
+		return Options{}, fmt.Errorf("not a Redis URL (%s): %w", Usage, urlredact.Error(err, raw, urlredact.Userinfo))
 	}
 	scheme, kind, _ := strings.Cut(u.Scheme, "+")
 	if scheme != "redis" && scheme != "rediss" {
@@ -78,7 +81,7 @@ func Parse(raw string) (Options, error) {
 		return Options{}, fmt.Errorf("unknown Redis URL scheme %q: want %s", u.Scheme+"+"+kind, Usage)
 	}
 	if err != nil {
-		return Options{}, redact(fmt.Errorf("redis URL: %w", err), raw)
+		return Options{}, fmt.Errorf("redis URL: %w", urlredact.Error(err, raw, urlredact.Userinfo))
 	}
 	return o, nil
 }
@@ -149,42 +152,4 @@ func (o Options) String() string {
 		return fmt.Sprintf("%s db %d", o.Single.Addr, o.Single.DB)
 	}
 	return "redis"
-}
-
-// redact hides every password of raw wherever err's text repeats it.
-func redact(err error, raw string) error {
-	msg := err.Error()
-	changed := false
-	for _, pw := range passwords(raw) {
-		if pw != "" && strings.Contains(msg, pw) {
-			msg = strings.ReplaceAll(msg, pw, "xxxxx")
-			changed = true
-		}
-	}
-	if !changed {
-		return err
-	}
-	return errors.New(msg)
-}
-
-// passwords are the secrets a URL may hold: the userinfo's password and
-// the password query options.
-func passwords(raw string) []string {
-	var out []string
-	if _, rest, ok := strings.Cut(raw, "://"); ok {
-		if creds, _, ok := strings.Cut(rest, "@"); ok {
-			if _, pw, ok := strings.Cut(creds, ":"); ok {
-				out = append(out, pw)
-				if dec, err := url.PathUnescape(pw); err == nil {
-					out = append(out, dec)
-				}
-			}
-		}
-	}
-	if _, query, ok := strings.Cut(raw, "?"); ok {
-		if q, err := url.ParseQuery(query); err == nil {
-			out = append(out, q.Get("password"), q.Get("sentinel_password"))
-		}
-	}
-	return out
 }

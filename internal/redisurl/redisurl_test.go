@@ -59,6 +59,14 @@ func TestParseErrors(t *testing.T) {
 		{"redis+sentinel://:s3cretpw@127.0.0.1:26379", "master=NAME"},
 		{"redis+cluster://:s3cretpw@127.0.0.1:7000?addr=nope", "redis URL"},
 		{"redis+sentinel://127.0.0.1:26379?master=m&sentinel_password=s3cretpw&bogus=1", "redis URL"},
+		// A password with '@', '/' or '%' in it, encoded or not: no part
+		// of it, before or after the '@', nor a fragment the parser quoted.
+		{"redis://:s3cret@t4il@127.0.0.1:notaport", "not a Redis URL"},
+		{"redis://:s3cret@t4il@127.0.0.1:6379/x", "redis URL"},
+		{"redis://:s3cret%40t4il@127.0.0.1:6379/x", "redis URL"},
+		{"redis://:s3cret/t4il@127.0.0.1:6379/0", "not a Redis URL"},
+		{"redis://:s3cret%zzt4il@127.0.0.1:6379/0", "not a Redis URL"},
+		{"redis://s3cret@t4il@127.0.0.1:6379/x", "redis URL"}, // a password without its ':'
 	}
 	for _, c := range cases {
 		_, err := redisurl.Parse(c.url)
@@ -66,8 +74,17 @@ func TestParseErrors(t *testing.T) {
 			t.Errorf("%s: no error", c.url)
 			continue
 		}
-		if msg := err.Error(); !strings.Contains(msg, c.want) || strings.Contains(msg, "s3cret") {
+		if msg := err.Error(); !strings.Contains(msg, c.want) || strings.Contains(msg, "s3cret") || strings.Contains(msg, "t4il") || strings.Contains(msg, "%zz") {
 			t.Errorf("%s: got %q, want %q and no password", c.url, msg, c.want)
 		}
+	}
+}
+
+// A short password is hidden without garbling the rest of the message:
+// the usage it quotes stays whole.
+func TestParseErrorKeepsTheUsageWhole(t *testing.T) {
+	_, err := redisurl.Parse("redis://:p@127.0.0.1:notaport")
+	if err == nil || !strings.Contains(err.Error(), redisurl.Usage) {
+		t.Errorf("got %v, want the usage %q in it", err, redisurl.Usage)
 	}
 }
