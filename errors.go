@@ -49,6 +49,13 @@ var (
 	// ErrBlobTimeout: a BlobStore call did not answer within
 	// Config.BlobTimeout (the error also wraps the store's own).
 	ErrBlobTimeout = errors.New("imagegen: the blob store did not answer in time")
+	// ErrOutcomeUnknown: a store call failed after it was sent, and the
+	// store could not settle what became of it: its write may still
+	// land after the call returned (a transaction that may yet commit),
+	// so a lookup cannot tell yet whether it did. A CreateTask error
+	// wrapping it keeps an idempotency key in flight
+	// (SubmitIdempotent) rather than looking for the task.
+	ErrOutcomeUnknown = errors.New("imagegen: the store cannot tell yet whether the write was made")
 )
 
 // ValidationError reports a request that breaks a rule of the interface.

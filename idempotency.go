@@ -102,8 +102,10 @@ type onceRefusal struct {
 // lost after the write, replicas that did not confirm) is answered as
 // the error, then settled by looking for the task: when it exists, the
 // key keeps its Submission, so a retry replays it instead of charging
-// again; when the store cannot tell, the key stays in flight (a retry
-// gets ErrIdempotencyKeyInUse) until it expires, two minutes on. While
+// again; when the store cannot tell (the lookup fails, or the store's
+// error wraps ErrOutcomeUnknown: its write may still land after the
+// call), the key stays in flight (a retry gets ErrIdempotencyKeyInUse)
+// until it expires, two minutes on. While
 // the first submission is still under way the key answers
 // ErrIdempotencyKeyInUse; with another fingerprint, a *ValidationError
 // wrapping ErrIdempotencyKeyReused; an unusable key is a
@@ -160,6 +162,11 @@ func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, 
 			r.Field, r.Message = ve.Field, ve.Message
 		}
 		body, _ = json.Marshal(r)
+	case asked != nil && errors.Is(err, ErrOutcomeUnknown):
+		// The store could not settle its write: it may still land
+		// after a lookup found nothing. The key stays in flight.
+		s.log.ErrorContext(ctx, "idempotent submission of unknown outcome: key kept in flight", "task_id", asked.ID, "err", err)
+		return sub, false, err
 	case asked != nil:
 		// The store failed after it was asked (a timeout, replicas that
 		// did not confirm): the task may exist, charged. Giving the key

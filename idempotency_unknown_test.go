@@ -3,6 +3,7 @@ package imagegen_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/imagegen/imagegen"
@@ -87,4 +88,52 @@ func TestSubmitIdempotentAfterAnAnswerLost(t *testing.T) {
 			is.Equal(bal, c.wantBal)
 		})
 	}
+}
+
+// landsLate is a store whose submit fails with ErrOutcomeUnknown before
+// its write lands: the task appears only when the test lands it, after
+// the service's lookup would have found nothing.
+type landsLate struct {
+	imagegen.Store
+	asked []*imagegen.Task // what CreateTask was asked, and has not made yet
+}
+
+func (l *landsLate) CreateTask(_ context.Context, t *imagegen.Task, _ imagegen.CreateParams) (int64, error) {
+	l.asked = append(l.asked, t)
+	return 0, fmt.Errorf("batch cut while it may still commit: %w", imagegen.ErrOutcomeUnknown)
+}
+
+// land makes the tasks asked of it, as a transaction committing late.
+func (l *landsLate) land(t *testing.T) {
+	t.Helper()
+	for _, task := range l.asked {
+		if _, err := l.Store.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.asked = nil
+}
+
+// A store error wrapping ErrOutcomeUnknown keeps the key in flight
+// without looking for the task: a lookup would find nothing yet, give
+// the key up, and the retry would charge again once the first write
+// landed.
+func TestSubmitIdempotentOfUnknownOutcomeKeepsTheKey(t *testing.T) {
+	is := is.New(t)
+	late := &landsLate{}
+	f := newFixture(t, imagegentest.NewModel(2), func(cfg *imagegen.Config) { late.Store = cfg.Store; cfg.Store = late })
+	f.funded(t, "alice", 5)
+	once := imagegen.Idempotency{Key: "order-7", Fingerprint: "body-a"}
+	req := func() (imagegen.Request, error) { return textReq, nil }
+
+	_, _, err := f.svc.SubmitIdempotent(ctx, "alice", once, req)
+	is.True(errors.Is(err, imagegen.ErrOutcomeUnknown)) // the caller is told
+	late.land(t)
+
+	_, _, err = f.svc.SubmitIdempotent(ctx, "alice", once, req)
+	is.True(errors.Is(err, imagegen.ErrIdempotencyKeyInUse)) // refused, not charged again
+	is.Equal(len(late.asked), 0)
+	bal, err := f.svc.Balance(ctx, "alice")
+	is.NoErr(err)
+	is.Equal(bal, int64(3)) // charged once
 }

@@ -44,6 +44,10 @@ type TaskStore interface {
 	// short, or ErrQueueFull (and changes nothing) when p.MaxPending is
 	// set and the owner already has that many pending tasks. The task
 	// joins its owner's line in the fair-share order (docs/scheduling.md).
+	// After any other error the task may exist; a store that cannot
+	// tell whether it may still come to exist later (a write sent that
+	// may yet commit) wraps ErrOutcomeUnknown, so that no caller takes a
+	// lookup's "not found" for final.
 	CreateTask(ctx context.Context, t *Task, p CreateParams) (balance int64, err error)
 
 	// Task returns the owner's task, or ErrTaskNotFound when it does not

@@ -107,6 +107,18 @@
 // the next ones run on new connections. A call that failed on a stale
 // connection changed nothing (nothing of it reached a server); one cut
 // during its commit may or may not have committed, as on any database.
+// A batch of submits is settled before its callers get the error: when
+// its timeout passes (10 s) or its connection is cut after it was sent,
+// the server may still commit it (the backend goes on with what it
+// received, and pgx's cancel request is best effort), so the store
+// cancels the batch's statement itself and waits for its transaction
+// to end (named by its id, which the batch's first statement answers
+// before submit_tasks runs, in the same round trip; submitbatch.go),
+// then answers whether it committed. When it cannot tell (the answer
+// was lost before that id came back, or the server did not answer the
+// settling), the error wraps imagegen.ErrOutcomeUnknown, and an
+// idempotent submit keeps its key in flight rather than charge a retry
+// again.
 // A statement the server refused, a deadline or a caller that gave up
 // never resets the pool, so a client cannot empty it by cancelling its
 // requests.

@@ -66,7 +66,8 @@ type createRes struct {
 type createCall = groupcommit.Call[createReq, createRes]
 
 // createBatch creates a batch of tasks with one call of the submit_tasks
-// function. Tasks go in owner order (each owner's in submission order),
+// function (submitBatch: a failure after it was sent is settled, so that
+// no caller takes a task for never made that may still be). Tasks go in owner order (each owner's in submission order),
 // so that concurrent batches lock accounts in one order; should a
 // deadlock with a host app's transaction abort the batch anyway, or a
 // task id of the batch be taken (a submit retried with its id: a run of
@@ -86,7 +87,7 @@ func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
 		ids[i], owners[i], reqs[i], models[i], costs[i], callbacks[i] = t.ID, t.Owner, c.Req.request, t.Model, t.Cost, t.Request.CallbackURL
 		events[i], requestIDs[i], maxPending[i] = storekit.EventsField(t.Request.CallbackEvents), t.RequestID, int32(c.Req.maxPending)
 	}
-	codes, balances, at, err := s.submitTasks(ctx, s.pool, ids, owners, reqs, models, costs, callbacks, events, requestIDs, maxPending)
+	codes, balances, at, err := s.submitBatch(ctx, []any{s.nowArg(), ids, owners, reqs, models, costs, callbacks, events, requestIDs, maxPending})
 	if err == nil && (len(codes) != n || len(balances) != n) {
 		err = fmt.Errorf("create_tasks returned %d results for %d tasks", len(codes), n)
 	}
@@ -117,8 +118,7 @@ var splitBatch = map[string]bool{"40P01": true, "40001": true, "23505": true, "2
 // submitTasks runs submit_tasks on q with the batch's columns.
 func (s *Store) submitTasks(ctx context.Context, q querier, ids, owners, reqs, models []string, costs []int64,
 	callbacks, events, requestIDs []string, maxPending []int32) (codes []int32, balances []int64, at time.Time, err error) {
-	err = q.QueryRow(ctx, s.sql(`SELECT code, balance, {now} FROM {schema}.submit_tasks($2, $3, $4, $5, $6, $7, $8, $9, $10, {now})`),
-		s.nowArg(), ids, owners, reqs, models, costs, callbacks, events, requestIDs, maxPending).Scan(&codes, &balances, &at)
+	err = q.QueryRow(ctx, s.sql(submitSQL), s.nowArg(), ids, owners, reqs, models, costs, callbacks, events, requestIDs, maxPending).Scan(&codes, &balances, &at)
 	return codes, balances, at, err
 }
 

@@ -1,0 +1,178 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/imagegen/imagegen"
+)
+
+// A batch of submits that fails after it was sent (its timeout passed
+// while it waited for a lock or for its commit, the connection was cut)
+// may still commit afterwards: the backend goes on with the statement
+// it received whatever became of the client, and only notices when it
+// answers. A lookup of the tasks at that moment finds nothing, and an
+// idempotent submit that gave its key up on that would charge its retry
+// a second time. So the batch learns its transaction before it runs:
+// its first statement takes a transaction-scoped advisory lock named by
+// the transaction's id and answers that id and the backend's pid, and
+// the server sends that answer at once (a Flush) before it runs
+// submit_tasks, in the same round trip and the same implicit transaction
+// (up to the Sync). After a failure of unknown outcome, settleBatch
+// cancels the backend's statement if it still runs that transaction,
+// waits for the lock (the transaction has ended, and its writes are
+// visible), and reads its fate with txid_status. Every step names the
+// backend and the transaction itself, so it holds behind a transaction
+// pooler, where the session that runs the batch is not the client's.
+
+// batchStartSQL is a batch's first statement ($1 the schema's name).
+const batchStartSQL = `SELECT txid_current(), pg_backend_pid()
+	FROM (SELECT pg_advisory_xact_lock(hashtext($1::text || ':submit'), (txid_current() % 2147483648)::int4) OFFSET 0) l`
+
+// settleSQL waits for the transaction $2 to end ($1 the schema's name,
+// as in batchStartSQL) and returns its fate.
+const settleSQL = `SELECT txid_status($2::bigint)
+	FROM (SELECT pg_advisory_xact_lock(hashtext($1::text || ':submit'), ($2::bigint % 2147483648)::int4) OFFSET 0) l`
+
+// cancelBatchSQL cancels the statement of backend $1 while it runs
+// transaction $2 (a pid alone may be another session's by now).
+const cancelBatchSQL = `SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+	WHERE pid = $1::int AND backend_xid = ($2::bigint % 4294967296)::text::xid`
+
+// submitSQL runs submit_tasks with a batch's columns ($2 to $10).
+const submitSQL = `SELECT code, balance, {now} FROM {schema}.submit_tasks($2, $3, $4, $5, $6, $7, $8, $9, $10, {now})`
+
+// settleTimeout bounds settleBatch.
+const settleTimeout = 10 * time.Second
+
+// errUnsettled is the error of a batch whose outcome stays unknown.
+var errUnsettled = fmt.Errorf("the batch may still commit: %w", imagegen.ErrOutcomeUnknown)
+
+// submitBatch runs submit_tasks with args (submitSQL's, $1 first) in
+// one round trip, and settles a failure after the batch was sent: the
+// error then says whether the batch did not commit (a plain error), or
+// may yet (wrapping imagegen.ErrOutcomeUnknown). A batch that committed
+// though its answer was lost on the way back answers its results.
+func (s *Store) submitBatch(ctx context.Context, args []any) (codes []int32, balances []int64, at time.Time, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, time.Time{}, err // nothing sent
+	}
+	defer conn.Release()
+	typeMap := conn.Conn().TypeMap()
+	var eqb pgx.ExtendedQueryBuilder
+	if err := eqb.Build(typeMap, nil, args); err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	p := conn.Conn().PgConn().StartPipeline(ctx)
+	p.SendQueryParams(batchStartSQL, [][]byte{[]byte(s.schema)}, nil, nil, nil)
+	p.SendFlushRequest()
+	p.SendQueryParams(s.sql(submitSQL), eqb.ParamValues, nil, eqb.ParamFormats, eqb.ResultFormats)
+	p.SendPipelineSync()
+	if err := p.Flush(); err != nil {
+		_ = p.Close()
+		if pgconn.SafeToRetry(err) {
+			return nil, nil, time.Time{}, err // nothing sent
+		}
+		return nil, nil, time.Time{}, fmt.Errorf("%w: %w", errUnsettled, err)
+	}
+	var xid, pid int64
+	if err := readRow(typeMap, p, &xid, &pid); err != nil {
+		_ = p.Close()
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) {
+			return nil, nil, time.Time{}, err // refused: the transaction is over
+		}
+		return nil, nil, time.Time{}, fmt.Errorf("%w: %w", errUnsettled, err) // the transaction is not known
+	}
+	err = readRow(typeMap, p, &codes, &balances, &at)
+	if err == nil {
+		err = readSync(p)
+	} else if errors.As(err, new(*pgconn.PgError)) {
+		_ = p.Close()
+		return nil, nil, time.Time{}, err // submit_tasks failed: nothing commits
+	}
+	if cerr := p.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		return codes, balances, at, nil
+	}
+	committed, serr := s.settleBatch(ctx, pid, xid)
+	switch {
+	case serr != nil:
+		return nil, nil, time.Time{}, fmt.Errorf("%w: %w (settling it: %w)", errUnsettled, err, serr)
+	case committed && codes != nil: // only the commit's answer was lost
+		return codes, balances, at, nil
+	case committed:
+		return nil, nil, time.Time{}, fmt.Errorf("the batch committed, its answer lost: %w", err)
+	}
+	return nil, nil, time.Time{}, fmt.Errorf("the batch did not commit: %w", err)
+}
+
+// settleBatch waits until transaction xid of backend pid has ended,
+// cancelling its statement if it still runs, and reports whether it
+// committed. The wait is bounded by settleTimeout, past the batch's own
+// deadline.
+func (s *Store) settleBatch(ctx context.Context, pid, xid int64) (committed bool, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	// A role that may not cancel it only waits longer for it to end.
+	_, cancelErr := s.pool.Exec(ctx, cancelBatchSQL, pid, xid)
+	var status *string
+	if err := s.pool.QueryRow(ctx, settleSQL, s.schema, xid).Scan(&status); err != nil {
+		return false, errors.Join(s.wrapErr("settle a batch of submits", err), cancelErr)
+	}
+	switch {
+	case status == nil:
+		return false, fmt.Errorf("transaction %d is too old to tell", xid)
+	case *status == "committed":
+		return true, nil
+	case *status == "aborted":
+		return false, nil
+	}
+	return false, fmt.Errorf("transaction %d is %s", xid, *status)
+}
+
+// readRow reads the next result of p, one row, into dst.
+func readRow(typeMap *pgtype.Map, p *pgconn.Pipeline, dst ...any) error {
+	res, err := p.GetResults()
+	if err != nil {
+		return err
+	}
+	rr, ok := res.(*pgconn.ResultReader)
+	if !ok {
+		return fmt.Errorf("pipeline: got %T, want a result", res)
+	}
+	rows := pgx.RowsFromResultReader(typeMap, rr)
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := rows.Scan(dst...); err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+// readSync reads the pipeline's Sync: the batch's commit.
+func readSync(p *pgconn.Pipeline) error {
+	res, err := p.GetResults()
+	if err != nil {
+		return err
+	}
+	if _, ok := res.(*pgconn.PipelineSync); !ok {
+		return fmt.Errorf("pipeline: got %T, want its sync", res)
+	}
+	return nil
+}
