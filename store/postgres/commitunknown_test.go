@@ -71,24 +71,7 @@ func (c *gatedConn) Read(p []byte) (int, error) {
 // server's own pool (migrations, LISTEN).
 func gatedStore(t *testing.T, url string, direct *pgxpool.Pool, g *submitGate) *postgres.Store {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	postgres.PoolerConfig(cfg)
-	var d net.Dialer
-	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := d.DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return &gatedConn{Conn: c, g: g}, nil
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := wrappedPool(t, url, func(c net.Conn) net.Conn { return &gatedConn{Conn: c, g: g} })
 	s, err := postgres.New(pool, postgres.Config{Schema: pgtest.MigratedSchema(t, direct), ListenConfig: direct.Config().ConnConfig})
 	if err != nil {
 		t.Fatal(err)

@@ -58,8 +58,15 @@ func (c *cutConn) Read(p []byte) (int, error) {
 // may cut. It sends each statement's text with it (exec mode), so that
 // the batch's own round trip is recognized.
 func cutterPool(t *testing.T, r *replyCutter) *pgxpool.Pool {
+	return wrappedPool(t, pgtest.URL(t), func(c net.Conn) net.Conn { return &cutConn{Conn: c, r: r} })
+}
+
+// wrappedPool is a pool on url, configured as a pooler needs
+// (postgres.PoolerConfig: each statement's text goes with it), whose
+// connections are wrap's of the ones it dials.
+func wrappedPool(t *testing.T, url string, wrap func(net.Conn) net.Conn) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +77,7 @@ func cutterPool(t *testing.T, r *replyCutter) *pgxpool.Pool {
 		if err != nil {
 			return nil, err
 		}
-		return &cutConn{Conn: c, r: r}, nil
+		return wrap(c), nil
 	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
