@@ -9,8 +9,10 @@
 // pixel limit checked on the image header before the image is decoded,
 // and an SSRF guard: the fetcher resolves the host itself, checks every
 // address at connect time (loopback, private, link-local including cloud
-// metadata, unique-local, CGNAT, multicast, broadcast, unspecified and
-// reserved ranges are refused, in IPv4, IPv6 and IPv4-mapped forms) and
+// metadata, unique-local, CGNAT, multicast, broadcast, unspecified,
+// documentation and reserved ranges are refused, in IPv4, IPv6 and
+// IPv4-mapped forms, and any IPv6 address outside the global unicast
+// space 2000::/3 but NAT64's) and
 // connects to the checked address, so a second DNS answer (rebinding)
 // cannot slip past. A host refused whatever DNS answers (an IP literal in
 // any spelling, localhost names: Config.RefusedHost) is refused before

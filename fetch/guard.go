@@ -13,8 +13,10 @@ import (
 )
 
 // blocked are the address ranges the SSRF guard refuses. IPv4-mapped
-// IPv6 addresses are unmapped first, and NAT64 addresses (64:ff9b::/96)
-// are judged by the IPv4 address they embed.
+// IPv6 addresses are unmapped first, NAT64 addresses (64:ff9b::/96)
+// are judged by the IPv4 address they embed, and any other IPv6 address
+// outside 2000::/3 is refused (globalUnicast6) before these are looked
+// at; those under it are kept here so that the list still names them.
 var blocked = mustPrefixes(
 	"0.0.0.0/8",       // "this network", unspecified
 	"10.0.0.0/8",      // private
@@ -25,6 +27,7 @@ var blocked = mustPrefixes(
 	"192.0.0.0/24",    // IETF protocol assignments
 	"192.0.2.0/24",    // documentation
 	"192.168.0.0/16",  // private
+	"192.88.99.0/24",  // 6to4 relay anycast (deprecated): the nearest relay router
 	"198.18.0.0/15",   // benchmarking
 	"198.51.100.0/24", // documentation
 	"203.0.113.0/24",  // documentation
@@ -34,10 +37,10 @@ var blocked = mustPrefixes(
 	"::ffff:0:0:0/96", // IPv4-translated (SIIT)
 	"64:ff9b:1::/48",  // local-use NAT64
 	"100::/64",        // discard
-	"2001::/32",       // Teredo: embeds an IPv4 address
-	"2001:2::/48",     // benchmarking
+	"2001::/23",       // IETF protocol assignments, as 192.0.0.0/24: Teredo (2001::/32, embeds an IPv4 address), benchmarking (2001:2::/48), and the anycast addresses answered by a server near the sender, PCP (2001:1::1, the home router), TURN (2001:1::2), DNS-SD (2001:1::3)
 	"2001:db8::/32",   // documentation
 	"2002::/16",       // 6to4: embeds an IPv4 address
+	"3fff::/20",       // documentation
 	"fc00::/7",        // unique-local
 	"fe80::/10",       // link-local
 	"fec0::/10",       // site-local (deprecated)
@@ -46,6 +49,13 @@ var blocked = mustPrefixes(
 
 // nat64 is the well-known NAT64 prefix; its last 32 bits are an IPv4 address.
 var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// globalUnicast6 is the only IPv6 space allocated for global unicast
+// (RFC 4291, IANA): an IPv6 address outside it (and outside nat64) is
+// not routed on the Internet, whatever it is used for on a private
+// network (an unallocated prefix such as dead:beef::/32 for a lab, the
+// segment routing SIDs of 5f00::/16), so it is refused.
+var globalUnicast6 = netip.MustParsePrefix("2000::/3")
 
 // mustPrefixes parses constant prefixes; a typo is a programming error.
 func mustPrefixes(ss ...string) []netip.Prefix {
@@ -73,6 +83,9 @@ func allowed(addr netip.Addr) bool {
 	if nat64.Contains(addr) {
 		b := addr.As16()
 		addr = netip.AddrFrom4([4]byte(b[12:]))
+	}
+	if addr.Is6() && !globalUnicast6.Contains(addr) {
+		return false
 	}
 	for _, p := range blocked {
 		if p.Contains(addr) {

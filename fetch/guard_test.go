@@ -33,7 +33,11 @@ func TestAllowed(t *testing.T) {
 		{"IETF 192.0.0/24", []string{"192.0.0.1", "::ffff:192.0.0.170"}, false},
 		{"benchmarking 198.18/15", []string{"198.18.0.1", "198.19.255.255", "::ffff:198.18.0.1", "2001:2::1"}, false},
 		{"IPv4-compatible", []string{"::7f00:1", "::a00:1"}, false},
-		{"6to4 and Teredo", []string{"2002:7f00:1::1", "2001:0:4136:e378::1"}, false},
+		{"6to4 and Teredo", []string{"2002:7f00:1::1", "2001:0:4136:e378::1", "192.88.99.1", "::ffff:192.88.99.1"}, false},
+		{"IETF 2001::/23 (local anycast)", []string{"2001:1::1", "2001:1::2", "2001:1::3", "2001:4:112::1", "2001:1ff::1"}, false},
+		{"documentation", []string{"3fff::1", "3fff:fff::1", "2001:db8::1", "192.0.2.1", "198.51.100.1", "203.0.113.1"}, false},
+		{"IPv6 outside 2000::/3 (unallocated, SRv6)", []string{"dead:beef::1", "4000::1", "5f00::1", "1234::1", "e000::1", "fbff::1"}, false},
+		{"public next to them", []string{"2001:200::1", "2003::1", "3ffe:fff::1", "192.88.100.1", "64:ff9b::c058:6401"}, true},
 		{"invalid", []string{""}, false},
 	} {
 		t.Run(tc.class, func(t *testing.T) {
