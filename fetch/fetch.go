@@ -14,7 +14,8 @@
 // IPv4-mapped forms, and any IPv6 address outside the global unicast
 // space 2000::/3 but NAT64's) and
 // connects to the checked address, so a second DNS answer (rebinding)
-// cannot slip past. A host refused whatever DNS answers (an IP literal in
+// cannot slip past; a host with IPv4 and IPv6 addresses is tried on both
+// families, the second 300 ms after the first, as net.Dialer does. A host refused whatever DNS answers (an IP literal in
 // any spelling, localhost names: Config.RefusedHost) is refused before
 // any lookup; services ask RefusedHost when a URL is given, so that such
 // a URL is refused then rather than when it is fetched. AllowPrivate

@@ -2,7 +2,6 @@ package fetch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -263,8 +262,8 @@ func parseLegacyPart(s string) (uint64, bool) {
 }
 
 // dial is the transport's DialContext: it resolves the host itself,
-// checks every address, and connects to a checked one by IP literal, so
-// nothing resolves the name a second time. A host that RefusedHost
+// checks every address, and connects to a checked one by IP literal
+// (dialChecked), so nothing resolves the name a second time. A host that RefusedHost
 // refuses is refused before any lookup.
 func (f *Fetcher) dial(ctx context.Context, network, hostport string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(hostport)
@@ -288,18 +287,7 @@ func (f *Fetcher) dial(ctx context.Context, network, hostport string) (net.Conn,
 			}
 		}
 	}
-	var errs []error
-	for _, a := range addrs {
-		conn, err := f.o.Dial(ctx, network, net.JoinHostPort(a.String(), port))
-		if err == nil {
-			return conn, nil
-		}
-		errs = append(errs, err)
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, errors.Join(errs...)
+	return f.dialChecked(ctx, network, port, addrs)
 }
 
 // resolve returns host's addresses: an IP literal as it is, a name
