@@ -66,7 +66,8 @@ type TaskStore interface {
 	// next ready pending task in fair-share order to processing,
 	// increments its Attempt (the fencing token) and leases it for
 	// lease. The first claim sets StartedAt. It returns ErrNoTask when
-	// none is ready.
+	// none is ready. A task it returns with an error (as ClaimTasks
+	// returns tasks with one) is claimed: the caller runs it.
 	//
 	// An attempt holds its task from its claim until the task leaves
 	// processing (it finishes, is retried, released or cancelled) or
@@ -101,9 +102,13 @@ type TaskStore interface {
 	// decode) must not cost the others their claim: it returns the
 	// tasks it could read with an *UnreadableTasksError naming the
 	// others, which it fails (CodeInternal) and refunds at once where it
-	// can (storekit.FailUnreadable). The tasks returned with that error
-	// are claimed: the caller runs them. Any other error comes with no
-	// task.
+	// can (storekit.FailUnreadable). A store spread over several parts
+	// (a sharded Redis store), whose claim asks one part after another,
+	// must not drop the tasks of the parts that gave them when a later
+	// part fails, nor drop that part's error: it returns the tasks with
+	// a *PartialClaimError. The two may come together (errors.Join).
+	// The tasks returned with either error are claimed: the caller runs
+	// them, and reports the error. Any other error comes with no task.
 	ClaimTasks(ctx context.Context, p ClaimParams) ([]*Task, error)
 
 	// RenewLease extends the lease of attempt to now+lease.

@@ -181,14 +181,12 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 // claim claims up to n ready tasks. A store that claims none must say
 // ErrNoTask; an empty batch with no error is taken as ErrNoTask too, so
 // that the worker neither indexes it nor claims again without a pause.
-// Tasks the store claimed but could not read (an
-// *UnreadableTasksError) are logged and counted (claimedUnreadable),
-// and the tasks returned with them are run.
+// An error the store returned with tasks (an *UnreadableTasksError, a
+// *PartialClaimError, or both) is logged, and counted where it names
+// tasks the store failed (claimedWithError); the tasks are run.
 func (s *Service) claim(ctx context.Context, n int) ([]*Task, error) {
 	tasks, err := s.cfg.Store.ClaimTasks(ctx, ClaimParams{Lease: s.cfg.LeaseDuration, N: n, Limits: s.cfg.Limits})
-	var unreadable *UnreadableTasksError
-	if errors.As(err, &unreadable) {
-		s.claimedUnreadable(ctx, unreadable)
+	if s.claimedWithError(ctx, err, len(tasks)) {
 		err = nil
 	}
 	if err == nil && len(tasks) == 0 {

@@ -2,6 +2,7 @@ package imagegen
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -45,4 +46,35 @@ func (s *Service) claimUntilStop(ctx, claimCtx context.Context, n int) ([]*Task,
 		s.logOutcome(log, err, "task released as it was claimed: the claim's caller stopped")
 	}
 	return nil, ctx.Err()
+}
+
+// claimedWithError reports the error a claim returned along with the
+// tasks it claimed, and returns true when it did (the claim then has
+// no error for its caller): an *UnreadableTasksError
+// (claimedUnreadable), a *PartialClaimError (logged: the claim could
+// not ask a part of the store after others gave tasks), or any error
+// that came with tasks (a store that returned them with one it does not
+// name: logged). The tasks are claimed: the caller runs them. Before,
+// a *PartialClaimError, not known here, made the worker drop its tasks
+// with the error, leased to no one until their leases ran out.
+func (s *Service) claimedWithError(ctx context.Context, err error, claimed int) bool {
+	if err == nil {
+		return false
+	}
+	var unreadable *UnreadableTasksError
+	if errors.As(err, &unreadable) {
+		s.claimedUnreadable(ctx, unreadable)
+	}
+	var partial *PartialClaimError
+	if errors.As(err, &partial) {
+		s.log.ErrorContext(ctx, "claim could not ask part of the store; the tasks it claimed elsewhere are run, and tasks it may have leased there stay leased until their leases expire",
+			"part", partial.Part, "err", partial.Err, "claimed", claimed)
+	}
+	if unreadable == nil && partial == nil {
+		if claimed == 0 {
+			return false
+		}
+		s.log.ErrorContext(ctx, "claim returned tasks with an error; the tasks are run", "err", err, "claimed", claimed)
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -377,34 +378,44 @@ func (s *Store) ClaimTask(ctx context.Context, lease time.Duration) (*imagegen.T
 // shard, so an owner's concurrency cap is exact; a model's cap and rate
 // apply to each shard on its own). A claim whose reply was lost and
 // that go-redis sent again answers with the tasks its first run claimed
-// (see sendMark), so that none is left processing with no worker.
+// (see sendMark), so that none is left processing with no worker; so
+// does a claim the store asks again once go-redis has given up (see
+// claimShard).
 //
 // A claimed task it cannot read (see claimShard) is failed and refunded
 // (storekit.FailUnreadable) and reported in an
 // *imagegen.UnreadableTasksError returned with the tasks it could read,
-// which are claimed all the same.
+// which are claimed all the same. A shard whose claim fails after
+// earlier shards gave tasks ends the round: the tasks are returned with
+// an *imagegen.PartialClaimError naming the shard (joined with the
+// unreadable tasks' error when there is one), not dropped, nor is the
+// error.
 func (s *Store) ClaimTasks(ctx context.Context, p imagegen.ClaimParams) ([]*imagegen.Task, error) {
 	n := min(max(p.N, 1), 64)
 	var tasks []*imagegen.Task
 	var unreadable []imagegen.UnreadableTask
+	var partial error
 	start := int(s.next.Add(1))
 	for i := range s.shards {
-		got, bad, err := s.claimShard(ctx, s.shards[(start+i)%len(s.shards)], p, n-len(tasks))
+		sh := s.shards[(start+i)%len(s.shards)]
+		got, bad, err := s.claimShard(ctx, sh, p, n-len(tasks))
 		tasks, unreadable = append(tasks, got...), append(unreadable, bad...)
 		if err != nil && len(tasks) == 0 && len(unreadable) == 0 {
 			return nil, err
 		}
-		if err != nil || len(tasks) == n {
+		if err != nil {
+			partial = &imagegen.PartialClaimError{Part: "shard " + sh.tag, Err: err}
+			break
+		}
+		if len(tasks) == n {
 			break
 		}
 	}
-	if err := storekit.FailUnreadable(ctx, s.FailTask, unreadable); err != nil {
-		return tasks, err
-	}
-	if len(tasks) == 0 {
+	err := errors.Join(storekit.FailUnreadable(ctx, s.FailTask, unreadable), partial)
+	if err == nil && len(tasks) == 0 {
 		return nil, imagegen.ErrNoTask
 	}
-	return tasks, nil
+	return tasks, err
 }
 
 // claimShard runs claimScript on one shard for up to n tasks. The script
@@ -415,13 +426,27 @@ func (s *Store) ClaimTasks(ctx context.Context, p imagegen.ClaimParams) ([]*imag
 // the batch left the others leased to no one until their leases ran
 // out, an attempt used up each time the bad task came back with them.
 // err is for the script's call only.
+//
+// A call that fails in a way that leaves unknown whether the script ran
+// (its reply lost with the connection, after go-redis's own sends again
+// were used up: see claimRanMaybe) is asked again, with the same
+// arguments and token, as go-redis's next send would have been, up to
+// claimAsksAgain times while ctx lasts: written after the first, the
+// token is marked as sent again (sendMark), so a script whose first run
+// claimed tasks answers with them rather than claiming others. Else
+// those tasks stayed leased to no worker until their leases ran out,
+// an attempt used up.
 func (s *Store) claimShard(ctx context.Context, sh keys, p imagegen.ClaimParams, n int) (tasks []*imagegen.Task, bad []imagegen.UnreadableTask, err error) {
 	token := newSendMark()
 	args := append(make([]any, 0, 6+3*len(p.Limits.ModelConcurrency)+3*len(p.Limits.ModelRate)),
 		s.nowArg(), ms(p.Lease), n, p.Limits.OwnerConcurrency, imagegen.ClaimScan, token)
 	args = appendModelLimits(args, p.Limits)
 	keys := []string{sh.fair(), sh.leases(), sh.webhooks(), sh.vtag(), sh.capped(), sh.vtime()}
-	reply, err := runScript(ctx, s.rdb, claimScript, keys, args...).Slice()
+	cmd := runScript(ctx, s.rdb, claimScript, keys, args...)
+	for asked := 0; asked < claimAsksAgain && claimRanMaybe(ctx, cmd.Err()); asked++ {
+		cmd = runScript(ctx, s.rdb, claimScript, keys, args...)
+	}
+	reply, err := cmd.Slice()
 	if err != nil {
 		return nil, nil, fmt.Errorf("redis store: claim: %w", err)
 	}
@@ -440,6 +465,23 @@ func (s *Store) claimShard(ctx context.Context, sh keys, p imagegen.ClaimParams,
 		tasks = append(tasks, t)
 	}
 	return tasks, bad, nil
+}
+
+// claimAsksAgain is how many times claimShard asks a shard again when
+// its claim's answer may have been lost (each ask with go-redis's own
+// sends again, and their pauses).
+const claimAsksAgain = 2
+
+// claimRanMaybe reports whether a claim's error leaves unknown whether
+// its script ran, and ctx lets it be asked again: any error but an
+// answer from Redis (a script's error, such as a key of the wrong kind,
+// or a refusal such as LOADING: what the call did is known), a client
+// closed, or ctx's end. A call that never reached Redis (a connection
+// that could not be made) is among them: asked again, it finds no task
+// of its token and claims as any other (see sendMark).
+func claimRanMaybe(ctx context.Context, err error) bool {
+	var answer goredis.Error
+	return err != nil && ctx.Err() == nil && !errors.As(err, &answer) && !errors.Is(err, goredis.ErrClosed)
 }
 
 // claimedFields name the values claimScript returns for a task: the

@@ -84,6 +84,9 @@
 // the first: a run so marked answers with the tasks of the token still
 // processing, if the first run claimed any, and claims no more. Only a
 // marked run looks for them, so a claim sent once reads nothing more.
+// A claim whose error leaves unknown whether it ran once go-redis has
+// given up (a connection's, not Redis's answer) is sent again by the
+// store, the same call, a bounded number of times (claimShard).
 // An idempotent request's begin keeps its call's token in the record
 // (tok), and a run sent again that finds its own record in flight goes
 // on; a worker's retry or release leaves its token on the task (cx, as a

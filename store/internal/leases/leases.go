@@ -10,12 +10,17 @@ import (
 )
 
 // First is ClaimTask made of ClaimTasks(ctx, lease, 1): its one task, or
-// its error.
+// its error, or both: a task that came with an error (a sharded store's
+// claim that leased a task it could not read in one shard, then one in
+// another) is claimed, and returned with it, not dropped.
 func First(tasks []*imagegen.Task, err error) (*imagegen.Task, error) {
-	if err != nil {
+	if len(tasks) == 0 {
+		if err == nil {
+			err = imagegen.ErrNoTask
+		}
 		return nil, err
 	}
-	return tasks[0], nil
+	return tasks[0], err
 }
 
 // Lost is the error of a change refused because attempt no longer holds

@@ -15,6 +15,11 @@ func TestFirst(t *testing.T) {
 	if got, err := First(nil, imagegen.ErrNoTask); got != nil || !errors.Is(err, imagegen.ErrNoTask) {
 		t.Fatalf("First = %v, %v; want ErrNoTask", got, err)
 	}
+	// A task that came with an error is claimed: returned with it.
+	odd := errors.New("a task it could not read")
+	if got, err := First([]*imagegen.Task{a}, odd); got != a || !errors.Is(err, odd) {
+		t.Fatalf("First = %v, %v; want a with the error", got, err)
+	}
 }
 
 func TestResult(t *testing.T) {
