@@ -54,7 +54,8 @@ var (
 	// land after the call returned (a transaction that may yet commit),
 	// so a lookup cannot tell yet whether it did. A CreateTask error
 	// wrapping it keeps an idempotency key in flight
-	// (SubmitIdempotent) rather than looking for the task.
+	// (SubmitIdempotent) rather than looking for the task, until a
+	// retry after its in-flight time settles it.
 	ErrOutcomeUnknown = errors.New("imagegen: the store cannot tell yet whether the write was made")
 )
 

@@ -105,7 +105,13 @@ type onceRefusal struct {
 // again; when the store cannot tell (the lookup fails, or the store's
 // error wraps ErrOutcomeUnknown: its write may still land after the
 // call), the key stays in flight (a retry gets ErrIdempotencyKeyInUse)
-// until it expires, two minutes on. While
+// for two minutes. The first retry after that settles it: the key's
+// record names the task the submission asked for, and when that task
+// exists the retry replays it (charging nothing; another request with
+// the key is refused as above); when it does not, the retry submits
+// afresh under the same task id, so that the earlier write, should it
+// land later still, is refused as the id taken rather than charged; a
+// retry with another fingerprint then gets the key. While
 // the first submission is still under way the key answers
 // ErrIdempotencyKeyInUse; with another fingerprint, a *ValidationError
 // wrapping ErrIdempotencyKeyReused; an unusable key is a
@@ -123,31 +129,96 @@ func (s *Service) SubmitIdempotent(ctx context.Context, owner string, id Idempot
 	if !ValidIdempotencyKey(id.Key) { // an empty one never gets here: the caller meant none
 		return Submission{}, false, &ValidationError{Field: "Idempotency-Key", Message: "must be 1 to 255 printable ASCII characters"}
 	}
-	rec, err := s.cfg.Store.BeginIdempotent(ctx, owner, id.Key, id.Fingerprint, idempotencyInFlight)
-	switch {
-	case err != nil:
-		return Submission{}, false, fmt.Errorf("imagegen: idempotent submit: %w", err)
-	case rec == nil:
-		return s.submitOnce(ctx, owner, id, decode)
-	case rec.Fingerprint != id.Fingerprint:
-		return Submission{}, false, &keyReused{ValidationError{Field: "Idempotency-Key", Message: "was already used with a different request body"}}
-	case !rec.Done:
-		return Submission{}, false, ErrIdempotencyKeyInUse
+	for range 2 {
+		// The task's id is chosen before the key is taken, so that the
+		// key's record names the task its submission asks for: a later
+		// request that finds the record expired can settle it.
+		taskID := NewOwnedID(owner)
+		rec, err := s.cfg.Store.BeginIdempotent(ctx, owner, id.Key, id.Fingerprint, taskID, idempotencyInFlight, s.cfg.IdempotencyTTL)
+		switch {
+		case err != nil:
+			return Submission{}, false, fmt.Errorf("imagegen: idempotent submit: %w", err)
+		case rec == nil:
+			return s.submitOnce(ctx, owner, id, taskID, decode)
+		case rec.Expired:
+			sub, replayed, err := s.settle(ctx, owner, id, rec, decode)
+			if errors.Is(err, errKeyFreed) {
+				continue // the key is free now: begin this request's own submission
+			}
+			return sub, replayed, err
+		case rec.Fingerprint != id.Fingerprint:
+			return Submission{}, false, reusedKey()
+		case !rec.Done:
+			return Submission{}, false, ErrIdempotencyKeyInUse
+		}
+		sub, err = replay(rec)
+		return sub, true, err
 	}
-	sub, err = replay(rec)
-	return sub, true, err
+	return Submission{}, false, ErrIdempotencyKeyInUse // freed and taken again meanwhile: another request has it
 }
 
-// submitOnce runs the submission that holds id's key, then records its
-// outcome for replay, or gives the key up when the outcome depends on
-// more than the request. The record is written even when ctx has ended
-// (a caller that went away must still find what it made).
-func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, decode func() (Request, error)) (Submission, bool, error) {
+// reusedKey is the refusal of a key sent with another request.
+func reusedKey() error {
+	return &keyReused{ValidationError{Field: "Idempotency-Key", Message: "was already used with a different request body"}}
+}
+
+// errKeyFreed: settle gave the key up (its earlier request, another
+// one, made nothing), for this request to begin afresh.
+var errKeyFreed = errors.New("imagegen: idempotency key freed")
+
+// settle settles rec, the in-flight record of id's key whose time ran
+// out before its submission was settled (a store error of unknown
+// outcome, or a process that died while submitting), which
+// BeginIdempotent renewed for this call. The task it asked for
+// (rec.TaskID) may exist: when it does, the key keeps its Submission
+// (replayed to this request when it is the same one, else this one is
+// refused as the key reused), so that nothing is charged again. When it
+// does not, the same request submits afresh under the same task id (a
+// write of the earlier attempt that lands later still is refused as the
+// id taken, not charged again), and another request gets the key freed
+// (errKeyFreed). When the store cannot tell, the key stays in flight.
+func (s *Service) settle(ctx context.Context, owner string, id Idempotency, rec *IdempotencyRecord, decode func() (Request, error)) (Submission, bool, error) {
+	made, err := s.made(ctx, owner, rec.TaskID)
+	if err != nil {
+		s.log.ErrorContext(ctx, "idempotent submission of unknown outcome: key kept in flight", "task_id", rec.TaskID, "err", err)
+		return Submission{}, false, fmt.Errorf("imagegen: idempotent submit: look for the task of an earlier try: %w", err)
+	}
+	if made.TaskID == "" && rec.Fingerprint == id.Fingerprint {
+		return s.submitOnce(ctx, owner, id, rec.TaskID, decode)
+	}
+	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if made.TaskID == "" {
+		if err := s.cfg.Store.AbandonIdempotent(recordCtx, owner, id.Key, rec.Fingerprint); err != nil {
+			return Submission{}, false, fmt.Errorf("imagegen: idempotent submit: %w", err)
+		}
+		return Submission{}, false, errKeyFreed
+	}
+	body, _ := json.Marshal(onceSubmission(made)) // cannot fail: strings and numbers
+	if err := s.cfg.Store.FinishIdempotent(recordCtx, owner, id.Key, rec.Fingerprint, onceSubmitted, body, s.cfg.IdempotencyTTL); err != nil {
+		s.log.ErrorContext(ctx, "record an idempotent submission", "err", err)
+	}
+	if rec.Fingerprint != id.Fingerprint {
+		return Submission{}, false, reusedKey()
+	}
+	return made, true, nil
+}
+
+// submitOnce runs the submission that holds id's key, asking the store
+// for the task taskID (the one the key's record names), then records
+// its outcome for replay, or gives the key up when the outcome depends
+// on more than the request. The record is written even when ctx has
+// ended (a caller that went away must still find what it made).
+func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, taskID string, decode func() (Request, error)) (Submission, bool, error) {
 	req, err := decode()
 	var sub Submission
 	var asked *Task // the task the store was asked to make, when it may exist
 	if err == nil {
-		sub, asked, err = s.submit(ctx, owner, req, s.cfg.Store.CreateTask)
+		create := func(ctx context.Context, t *Task, p CreateParams) (int64, error) {
+			t.ID = taskID
+			return s.cfg.Store.CreateTask(ctx, t, p)
+		}
+		sub, asked, err = s.submit(ctx, owner, req, create)
 	}
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
@@ -164,18 +235,20 @@ func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, 
 		body, _ = json.Marshal(r)
 	case asked != nil && errors.Is(err, ErrOutcomeUnknown):
 		// The store could not settle its write: it may still land
-		// after a lookup found nothing. The key stays in flight.
+		// after a lookup found nothing. The key stays in flight; the
+		// request that finds it expired settles it (settle).
 		s.log.ErrorContext(ctx, "idempotent submission of unknown outcome: key kept in flight", "task_id", asked.ID, "err", err)
 		return sub, false, err
 	case asked != nil:
 		// The store failed after it was asked (a timeout, replicas that
 		// did not confirm): the task may exist, charged. Giving the key
 		// up would let a retry charge again, so look.
-		made, lookErr := s.made(recordCtx, asked)
+		made, lookErr := s.made(recordCtx, asked.Owner, asked.ID)
 		switch {
 		case lookErr != nil:
 			// Unknown still: the key stays in flight until its record
-			// expires, so a retry is refused rather than charged twice.
+			// expires, so a retry is refused rather than charged twice,
+			// then settled by the request that finds it expired.
 			s.log.ErrorContext(ctx, "idempotent submission of unknown outcome: key kept in flight", "task_id", asked.ID, "err", lookErr)
 			return sub, false, err
 		case made.TaskID != "":
@@ -194,20 +267,20 @@ func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, 
 	return sub, false, err
 }
 
-// made returns the Submission of t when the store holds it (a submit
-// whose store call failed after it was asked may have made it), or the
-// zero Submission when it does not; an error when the store cannot tell.
-// The balance is the owner's now, the nearest to the one the submit
-// would have answered.
-func (s *Service) made(ctx context.Context, t *Task) (Submission, error) {
-	got, err := s.cfg.Store.Task(ctx, t.Owner, t.ID)
+// made returns the Submission of owner's task id when the store holds
+// it (a submit whose store call failed after it was asked may have made
+// it), or the zero Submission when it does not; an error when the store
+// cannot tell. The balance is the owner's now, the nearest to the one
+// the submit would have answered.
+func (s *Service) made(ctx context.Context, owner, id string) (Submission, error) {
+	got, err := s.cfg.Store.Task(ctx, owner, id)
 	if errors.Is(err, ErrTaskNotFound) {
 		return Submission{}, nil
 	}
 	if err != nil {
 		return Submission{}, err
 	}
-	balance, err := s.cfg.Store.Balance(ctx, t.Owner)
+	balance, err := s.cfg.Store.Balance(ctx, owner)
 	if err != nil {
 		return Submission{}, err
 	}

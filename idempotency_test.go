@@ -78,7 +78,7 @@ func TestSubmitIdempotent(t *testing.T) {
 	is.True(errors.As(err, &ve))
 	is.Equal(ve.Error(), "prompt: is required")
 
-	_, err = f.store.BeginIdempotent(ctx, "alice", "busy", "body-d", time.Minute)
+	_, err = f.store.BeginIdempotent(ctx, "alice", "busy", "body-d", "", time.Minute, time.Hour)
 	is.NoErr(err)
 	_, _, err = f.svc.SubmitIdempotent(ctx, "alice", imagegen.Idempotency{Key: "busy", Fingerprint: "body-d"}, valid)
 	is.True(errors.Is(err, imagegen.ErrIdempotencyKeyInUse))
@@ -125,7 +125,7 @@ func TestSubmitIdempotentReadsEarlierRecords(t *testing.T) {
 		"made":    {201, `{"task_id":"t-1","status":"pending","credits_used":1,"credits_remaining":4}` + "\n"},
 		"refused": {422, `{"error":{"code":"invalid_params","message":"prompt: is required"}}` + "\n"},
 	} {
-		_, err := f.store.BeginIdempotent(ctx, "alice", key, "fp", time.Minute)
+		_, err := f.store.BeginIdempotent(ctx, "alice", key, "fp", "", time.Minute, time.Hour)
 		is.NoErr(err)
 		is.NoErr(f.store.FinishIdempotent(ctx, "alice", key, "fp", rec.status, []byte(rec.body), time.Hour))
 	}

@@ -426,6 +426,14 @@ type IdempotencyRecord struct {
 	Done        bool   // false while the first request is in flight
 	Status      int    // the first request's outcome, once Done
 	Body        []byte // the first request's answer, once Done
+	// TaskID is the id of the task the request in flight asks the
+	// store to make (BeginIdempotent's taskID); "" in a record written
+	// without one (by an earlier version of a store).
+	TaskID string
+	// Expired: the record was in flight and its time ran out before its
+	// request was settled; BeginIdempotent renewed it, as it was, for
+	// the caller to settle (see BeginIdempotent).
+	Expired bool
 }
 
 // IdempotencyStore keeps idempotency keys of submit requests, per owner,
@@ -433,10 +441,24 @@ type IdempotencyRecord struct {
 // (Service.SubmitIdempotent).
 type IdempotencyStore interface {
 	// BeginIdempotent records that the request with owner's key and
-	// fingerprint is in flight, for at most inFlight, and returns nil.
-	// If the key is already recorded, it changes nothing and returns the
-	// record (which may hold another fingerprint).
-	BeginIdempotent(ctx context.Context, owner, key, fingerprint string, inFlight time.Duration) (*IdempotencyRecord, error)
+	// fingerprint, which will ask the store to make the task taskID,
+	// is in flight, for at most inFlight, and returns nil. If the key
+	// holds a live record (in flight, or finished within its ttl), it
+	// changes nothing and returns the record (which may hold another
+	// fingerprint).
+	//
+	// An in-flight record whose time ran out is kept until ttl (at
+	// least inFlight) after it began: its request's outcome may be
+	// unknown (its task may exist, or still come to exist). While it is
+	// kept, a record that holds a TaskID is not taken over: the call
+	// renews it for inFlight as it is (its fingerprint and TaskID; the
+	// taskID given now is not used) and returns it with Expired set.
+	// The caller settles it under its fingerprint: it finishes it
+	// (FinishIdempotent) when its task exists, or submits that task
+	// again, or abandons the record (AbandonIdempotent). A record with
+	// no TaskID (taskID "", or written by an earlier version) is taken
+	// over once its time has run out, as any record that is gone.
+	BeginIdempotent(ctx context.Context, owner, key, fingerprint, taskID string, inFlight, ttl time.Duration) (*IdempotencyRecord, error)
 	// FinishIdempotent stores the response of the request in flight with
 	// this fingerprint and keeps it for ttl. If the key holds no such
 	// record (it expired, or a later request took the key, or it is

@@ -292,7 +292,7 @@ func TestErrorCodes(t *testing.T) {
 		name: "idempotency key in use",
 		call: func(e *env, c *client.Client) error {
 			store := e.stack.Store
-			if _, err := store.BeginIdempotent(ctx, "alice", "k", fingerprint(e.t, fox), time.Minute); err != nil {
+			if _, err := store.BeginIdempotent(ctx, "alice", "k", fingerprint(e.t, fox), "", time.Minute, time.Hour); err != nil {
 				return err
 			}
 			_, err := c.SubmitWithKey(ctx, fox, "k")

@@ -156,7 +156,7 @@ func TestSubmitWithKey(t *testing.T) {
 		is.True(errors.Is(err, imagegen.ErrInvalidParams)) // the key was used with another request
 
 		// The first request with a key is still being handled.
-		rec, err := e.stack.Store.BeginIdempotent(ctx, "alice", "order-2", fingerprint(t, fox), time.Minute)
+		rec, err := e.stack.Store.BeginIdempotent(ctx, "alice", "order-2", fingerprint(t, fox), "", time.Minute, time.Hour)
 		is.NoErr(err)
 		is.True(rec == nil)
 		_, err = c.SubmitWithKey(ctx, fox, "order-2")

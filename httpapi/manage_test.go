@@ -140,7 +140,7 @@ func TestIdempotentSubmit(t *testing.T) {
 
 	// While the first request with a key runs, a second one is refused.
 	sum := sha256.Sum256([]byte(t2i))
-	rec, err := e.stack.Store.BeginIdempotent(context.Background(), "alice", "order-2", hex.EncodeToString(sum[:]), time.Minute)
+	rec, err := e.stack.Store.BeginIdempotent(context.Background(), "alice", "order-2", hex.EncodeToString(sum[:]), "", time.Minute, time.Hour)
 	is.NoErr(err)
 	is.True(rec == nil)
 	wantError(t, e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", "order-2"), http.StatusConflict, wire.APIIdempotencyKeyInUse)

@@ -433,7 +433,7 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	rc.do(e, "idempotency key with another body", "POST", "/api/v1/generate", rich, `{"scene":"text-to-image","prompt":"another fox"}`,
 		key("order-1"), status(http.StatusUnprocessableEntity))
 	sum := sha256.Sum256([]byte(t2i))
-	rec, err := e.stack.Store.BeginIdempotent(ctx, "rich", "order-2", hex.EncodeToString(sum[:]), time.Minute)
+	rec, err := e.stack.Store.BeginIdempotent(ctx, "rich", "order-2", hex.EncodeToString(sum[:]), "", time.Minute, time.Hour)
 	is.NoErr(err)
 	is.True(rec == nil) // order-2 is now in flight
 	rc.do(e, "idempotency key in use", "POST", "/api/v1/generate", rich, t2i, key("order-2"), status(http.StatusConflict))
@@ -549,7 +549,7 @@ func (extensionsDownStore) ListTasks(context.Context, string, imagegen.Status, i
 func (extensionsDownStore) SharedSecret(context.Context, string, func() []byte) ([]byte, error) {
 	return nil, errBroken
 }
-func (extensionsDownStore) BeginIdempotent(context.Context, string, string, string, time.Duration) (*imagegen.IdempotencyRecord, error) {
+func (extensionsDownStore) BeginIdempotent(context.Context, string, string, string, string, time.Duration, time.Duration) (*imagegen.IdempotencyRecord, error) {
 	return nil, errBroken
 }
 

@@ -118,7 +118,8 @@
 // was lost before that id came back, or the server did not answer the
 // settling), the error wraps imagegen.ErrOutcomeUnknown, and an
 // idempotent submit keeps its key in flight rather than charge a retry
-// again.
+// again, until a later retry settles it (the record names the task it
+// asked for, migration 23; see imagegen.IdempotencyStore).
 // A statement the server refused, a deadline or a caller that gave up
 // never resets the pool, so a client cannot empty it by cancelling its
 // requests.
@@ -140,8 +141,9 @@
 // A finished task and its images are hidden once Config.Retention has
 // passed, and removed by Sweep in bounded batches (DELETE … WHERE id IN
 // (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)), so no long lock is ever
-// held; expired idempotency records and console sessions (migration 5,
-// PutSession) go the same way. RecoverExpired,
+// held; expired idempotency records (an in-flight one that names its
+// task once it is no longer kept to be settled) and console sessions
+// (migration 5, PutSession) go the same way. RecoverExpired,
 // which every worker calls regularly, also sweeps, at most once per
 // Config.SweepInterval per Store. The credit ledger is kept whole.
 // Provider statistics (migration 4, AddProviderStats) are kept for

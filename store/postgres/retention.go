@@ -31,7 +31,8 @@ func (s *Store) Sweep(ctx context.Context) (Swept, error) {
 			SELECT w.id FROM {schema}.webhooks w LEFT JOIN {schema}.tasks t ON t.id = w.task_id
 			WHERE t.id IS NULL OR t.expires_at <= {now} LIMIT $2)`},
 		{&out.IdempotencyRecords, `DELETE FROM {schema}.idempotency WHERE (owner, key) IN (
-			SELECT owner, key FROM {schema}.idempotency WHERE expires_at <= {now} LIMIT $2 FOR UPDATE SKIP LOCKED)`},
+			SELECT owner, key FROM {schema}.idempotency WHERE expires_at <= {now} AND (kept_until IS NULL OR kept_until <= {now})
+			LIMIT $2 FOR UPDATE SKIP LOCKED)`},
 		{&out.Sessions, `DELETE FROM {schema}.sessions WHERE id IN (
 			SELECT id FROM {schema}.sessions WHERE expires_at <= {now} LIMIT $2 FOR UPDATE SKIP LOCKED)`},
 	}

@@ -40,7 +40,7 @@ func TestSweepRemovesExpiredRowsInBatches(t *testing.T) {
 	}
 	_, err = s.CreateTask(ctx, newTask("waiting", "u"), imagegen.CreateParams{})
 	is.NoErr(err)
-	_, err = s.BeginIdempotent(ctx, "u", "k", "fp", time.Minute)
+	_, err = s.BeginIdempotent(ctx, "u", "k", "fp", "", time.Minute, time.Hour)
 	is.NoErr(err)
 	_, err = s.PutSession(ctx, imagegen.Session{ID: "sess", Owner: "u"}, time.Minute)
 	is.NoErr(err)

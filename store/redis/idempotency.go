@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -22,33 +23,62 @@ func (s *Store) idemKey(owner, key string) string {
 // have answered "in flight" and left the key blocked until the record
 // expired, with no request left to finish it.
 //
+// The record names the task its request asks for (task), and an
+// in-flight record outlives its in-flight time (expires) until its keep
+// time (keep, and the hash's TTL): one that names its task is not taken over
+// once its time runs out but renewed as it is, its fingerprint and task
+// kept, and answered as expired, for the caller to settle (see
+// imagegen.IdempotencyStore). A record without task (written by an
+// earlier version, whose TTL was its in-flight time) is taken over as
+// before. A renewal sent again finds its own token on a record that
+// names another task than its own, and answers expired again.
+//
 //	KEYS[1] idempotency record
 //	ARGV[1] now  ARGV[2] fingerprint  ARGV[3] in-flight time (ms)  ARGV[4] the call's token
+//	ARGV[5] the task's id  ARGV[6] keep time (ms, at least the in-flight time)
 //
 // Returns false when recorded now (or by this very call), else
-// {fingerprint, state, status, body}.
+// {fingerprint, state, status, body, task}, state "expired" for a
+// record renewed to be settled.
 var beginIdemScript = newScript(`
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], 'fp', 'state', 'status', 'body', 'expires', 'tok')
-if f[1] and tonumber(f[5]) > now then
-  if f[2] == 'inflight' and f[6] == ARGV[4] then return false end
-  return {f[1], f[2], f[3], f[4]}
+local f = redis.call('HMGET', KEYS[1], 'fp', 'state', 'status', 'body', 'expires', 'tok', 'task', 'keep')
+local task = f[7] or ''
+if f[1] then
+  if tonumber(f[5]) > now then
+    if f[2] == 'inflight' and f[6] == ARGV[4] then
+      if task == ARGV[5] then return false end
+      return {f[1], 'expired', '', '', task}
+    end
+    return {f[1], f[2], f[3] or '', f[4] or '', task}
+  end
+  if f[2] == 'inflight' and task ~= '' and tonumber(f[8] or 0) > now then
+    redis.call('HSET', KEYS[1], 'expires', now + tonumber(ARGV[3]), 'keep', now + tonumber(ARGV[6]), 'tok', ARGV[4])
+    redis.call('PEXPIRE', KEYS[1], ARGV[6])
+    return {f[1], 'expired', '', '', task}
+  end
 end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'fp', ARGV[2], 'state', 'inflight', 'expires', now + tonumber(ARGV[3]), 'tok', ARGV[4])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('HSET', KEYS[1], 'fp', ARGV[2], 'state', 'inflight', 'expires', now + tonumber(ARGV[3]), 'tok', ARGV[4],
+  'task', ARGV[5], 'keep', now + tonumber(ARGV[6]))
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
 return false
 `)
 
 // BeginIdempotent records a request in flight, or returns the record the
-// key already has.
-func (s *Store) BeginIdempotent(ctx context.Context, owner, key, fingerprint string, inFlight time.Duration) (*imagegen.IdempotencyRecord, error) {
-	reply, err := beginIdemScript.Run(ctx, s.rdb, []string{s.idemKey(owner, key)}, s.nowArg(), fingerprint, ms(inFlight), callToken()).Slice()
+// key already has, or renews an expired in-flight record that names its
+// task, for the caller to settle.
+func (s *Store) BeginIdempotent(ctx context.Context, owner, key, fingerprint, taskID string, inFlight, ttl time.Duration) (*imagegen.IdempotencyRecord, error) {
+	reply, err := beginIdemScript.Run(ctx, s.rdb, []string{s.idemKey(owner, key)}, s.nowArg(), fingerprint, ms(inFlight), callToken(),
+		taskID, ms(max(ttl, inFlight))).Slice()
 	if isNil(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, wrapErr("begin idempotent request", err)
+	}
+	if len(reply) != 5 {
+		return nil, wrapErr("begin idempotent request", fmt.Errorf("unexpected reply of %d values", len(reply)))
 	}
 	str := func(i int) string { v, _ := reply[i].(string); return v }
 	status, _ := strconv.Atoi(str(2))
@@ -57,6 +87,8 @@ func (s *Store) BeginIdempotent(ctx context.Context, owner, key, fingerprint str
 		Done:        str(1) == "done",
 		Status:      status,
 		Body:        []byte(str(3)),
+		TaskID:      str(4),
+		Expired:     str(1) == "expired",
 	}, nil
 }
 

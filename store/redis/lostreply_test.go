@@ -290,21 +290,45 @@ func TestBeginIdempotentSentAgainAfterLostReply(t *testing.T) {
 	ctx := context.Background()
 	s, p := behindDropper(t, redisstore.Config{Retention: retention})
 	p.Arm("idem-lost-reply")
-	rec, err := s.BeginIdempotent(ctx, "u", "idem-lost-reply", "fp1", time.Minute)
+	rec, err := s.BeginIdempotent(ctx, "u", "idem-lost-reply", "fp1", "t1", time.Minute, time.Hour)
 	is.Equal(p.Dropped(), 1) // the reply was lost, and the script sent again
 	is.NoErr(err)
 	is.Equal(rec, nil) // recorded by this call: it goes on
 	is.NoErr(s.FinishIdempotent(ctx, "u", "idem-lost-reply", "fp1", 202, []byte(`{"ok":true}`), time.Hour))
-	rec, err = s.BeginIdempotent(ctx, "u", "idem-lost-reply", "fp1", time.Minute)
+	rec, err = s.BeginIdempotent(ctx, "u", "idem-lost-reply", "fp1", "t1", time.Minute, time.Hour)
 	is.NoErr(err)
 	is.True(rec != nil && rec.Done && rec.Status == 202) // the stored response, for the next call
 
 	// Another call with the key while one is in flight is still told so.
-	_, err = s.BeginIdempotent(ctx, "u", "idem-other", "fp2", time.Minute)
+	_, err = s.BeginIdempotent(ctx, "u", "idem-other", "fp2", "t2", time.Minute, time.Hour)
 	is.NoErr(err)
-	rec, err = s.BeginIdempotent(ctx, "u", "idem-other", "fp2", time.Minute)
+	rec, err = s.BeginIdempotent(ctx, "u", "idem-other", "fp2", "t2", time.Minute, time.Hour)
 	is.NoErr(err)
 	is.True(rec != nil && !rec.Done)
+}
+
+// The renewal of an expired in-flight record (for its caller to settle)
+// whose reply was lost: the run sent again finds the record in flight
+// with its own token, but naming the earlier request's task, not its
+// own, and answers it expired again, as the first run did. Taken for
+// a record this call began, the caller would submit afresh, under its
+// own task id, while the earlier request's task may exist.
+func TestBeginIdempotentRenewalSentAgainAfterLostReply(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	clock := imagegentest.NewClock(time.Time{})
+	s, p := behindDropper(t, redisstore.Config{Clock: clock, Retention: retention})
+	rec, err := s.BeginIdempotent(ctx, "u", "idem-renewed", "fp1", "t1", time.Minute, time.Hour)
+	is.NoErr(err)
+	is.Equal(rec, nil)
+	clock.Advance(2 * time.Minute)
+	p.Arm("idem-renewed")
+	rec, err = s.BeginIdempotent(ctx, "u", "idem-renewed", "fp1", "t2", time.Minute, time.Hour)
+	is.Equal(p.Dropped(), 1) // the reply was lost, and the script sent again
+	is.NoErr(err)
+	is.True(rec != nil && rec.Expired) // to be settled
+	is.Equal(rec.TaskID, "t1")         // the earlier request's task
+	is.Equal(rec.Fingerprint, "fp1")
 }
 
 // A worker's failure whose script ran but whose reply was lost used to

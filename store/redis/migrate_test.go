@@ -44,7 +44,7 @@ func migrateToShards(t *testing.T, dstClient goredis.UniversalClient) {
 	}
 	key := imagegen.APIKey{ID: "key_1", Owner: "alice", Hash: imagegen.HashAPIKey("alice-key-0123456789"), Hint: "alic…", CreatedAt: time.Now()}
 	is.NoErr(src.PutKey(ctx, key))
-	_, err := src.BeginIdempotent(ctx, "alice", "idem-1", "fp", time.Minute)
+	_, err := src.BeginIdempotent(ctx, "alice", "idem-1", "fp", "", time.Minute, time.Hour)
 	is.NoErr(err)
 	is.NoErr(src.FinishIdempotent(ctx, "alice", "idem-1", "fp", 201, []byte(`{"task_id":"x"}`), time.Hour))
 
@@ -122,7 +122,7 @@ func migrateToShards(t *testing.T, dstClient goredis.UniversalClient) {
 	listed, err := dst.Keys(ctx, "alice")
 	is.NoErr(err)
 	is.Equal(len(listed), 1) // the owner's list, moved to its shard
-	rec, err := dst.BeginIdempotent(ctx, "alice", "idem-1", "fp", time.Minute)
+	rec, err := dst.BeginIdempotent(ctx, "alice", "idem-1", "fp", "", time.Minute, time.Hour)
 	is.NoErr(err)
 	is.True(rec != nil && rec.Done) // the stored response, replayed
 

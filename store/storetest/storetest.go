@@ -115,6 +115,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"WatchTaskSeesEveryFinish", testWatch},
 		{"IdempotencyKeys", testIdempotency},
 		{"IdempotencyLateFinishChangesNothing", testIdempotencyLateFinish},
+		{"IdempotencyExpiredInFlightIsSettled", testIdempotencyExpiredInFlight},
 		{"ListTasksNewestFirst", testList},
 		{"WebhookDeliveries", testWebhooks},
 		{"WebhookDeliveriesInDueOrder", testWebhookDueOrder},

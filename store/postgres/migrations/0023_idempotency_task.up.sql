@@ -1,0 +1,16 @@
+-- imagegen store, version 23: an idempotency record names the task its
+-- submission asks for, and an in-flight record whose time ran out is
+-- kept to be settled.
+--
+-- A submission whose store call left the task's existence unknown keeps
+-- its key in flight until expires_at. The request that took the key
+-- over after that used to submit afresh, under a new task id: when the
+-- first attempt's task had been made after all, the owner was charged
+-- twice. task_id is the task the submission in flight asks for; an
+-- in-flight record that names one is not taken over once expires_at has
+-- passed, but renewed and settled (its task looked for) by the request
+-- that finds it, until kept_until, after which the retention sweep
+-- removes it. Rows written before (task_id NULL) behave as before, and
+-- expires_at keeps its meaning, so a process of version 22 still reads
+-- and takes over what this version writes.
+ALTER TABLE {schema}.idempotency ADD COLUMN task_id text, ADD COLUMN kept_until timestamptz;
