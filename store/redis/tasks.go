@@ -396,7 +396,12 @@ return out
 // of this id made by its own batch (each task keeps its batch's token),
 // and takes it for its own. A submit that reuses the id of a task made
 // by another batch, of any owner and request, is refused as the id
-// taken, whether or not its run was sent again.
+// taken, whether or not its run was sent again. A submit whose run got
+// no reply at all (every send's connection cut, a read timeout, the
+// caller gone) fails with an error wrapping imagegen.ErrOutcomeUnknown:
+// the run may still be on its way to the server, and run after a
+// lookup found nothing, so an idempotent submit keeps its key in flight
+// and settles it later.
 func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.CreateParams) (int64, error) {
 	args, err := s.createArgsOf(t, p)
 	if err != nil {
@@ -600,8 +605,15 @@ func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCal
 	}
 	args = append(args, newSendMark()) // written "a" when the batch is sent again
 	reply, err := s.ackedScript(ctx, createScript, keys, args...).Slice()
-	if err == nil {
+	switch {
+	case err == nil:
 		err = createResults(batch, number, len(owners), reply)
+	case networkErr(err) || ctxErr(err) != nil:
+		// No reply was read: the run may have been written and not
+		// run yet (its bytes in the network, or in the server's socket
+		// buffer), so it may still run after a lookup on another
+		// connection found nothing.
+		err = fmt.Errorf("%w (no reply: the batch may still run: %w)", err, imagegen.ErrOutcomeUnknown)
 	}
 	if err != nil {
 		for _, c := range batch {
