@@ -30,34 +30,8 @@ type ReplyDropper struct {
 // the test ends.
 func StartReplyDropper(t testing.TB, target string) *ReplyDropper {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &ReplyDropper{Addr: ln.Addr().String()}
-	var wg sync.WaitGroup
-	var conns sync.Map // net.Conn → struct{}, closed at the end
-	t.Cleanup(func() {
-		_ = ln.Close()
-		conns.Range(func(c, _ any) bool { _ = c.(net.Conn).Close(); return true })
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = client.Close()
-				continue
-			}
-			conns.Store(client, struct{}{})
-			conns.Store(server, struct{}{})
-			wg.Go(func() { p.serve(client, server) })
-		}
-	})
+	p := &ReplyDropper{}
+	p.Addr = startProxy(t, target, p.serve)
 	return p
 }
 

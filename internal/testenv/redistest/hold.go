@@ -33,35 +33,8 @@ type CommandHolder struct {
 // ends.
 func StartCommandHolder(t testing.TB, opt *goredis.Options) *CommandHolder {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := opt.Addr
-	h := &CommandHolder{Addr: ln.Addr().String(), opt: opt}
-	var wg sync.WaitGroup
-	var conns sync.Map // net.Conn → struct{}, closed at the end
-	t.Cleanup(func() {
-		_ = ln.Close()
-		conns.Range(func(c, _ any) bool { _ = c.(net.Conn).Close(); return true })
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = client.Close()
-				continue
-			}
-			conns.Store(client, struct{}{})
-			conns.Store(server, struct{}{})
-			wg.Go(func() { h.serve(client, server) })
-		}
-	})
+	h := &CommandHolder{opt: opt}
+	h.Addr = startProxy(t, opt.Addr, h.serve)
 	return h
 }
 
