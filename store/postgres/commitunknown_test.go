@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -222,4 +223,42 @@ func TestSubmitCutBeforeAnyAnswerIsOfUnknownOutcome(t *testing.T) {
 		_, err := s.Task(ctx, "u", "t1")
 		return err
 	})
+}
+
+// A batch that timed out is settled on a pool of one connection too:
+// its connection, which the timeout broke (pgx closes it, and its cancel
+// request ends the backend's statement), goes back to the pool before
+// the settling asks the pool for one. The settling held it while it
+// waited for another, so on a pool of one it could never run: it waited
+// its whole bound (10 s) and answered ErrOutcomeUnknown for a batch that
+// had not committed (and on any pool it took a second slot while
+// holding one, behind every other caller waiting for a connection).
+func TestBatchTimedOutIsSettledOnAPoolOfOneConnection(t *testing.T) {
+	ctx := context.Background()
+	direct := pgtest.Connect(t)
+	url := pgtest.URL(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	pool := wrappedPool(t, url+sep+"pool_max_conns=1", func(c net.Conn) net.Conn { return c })
+	s, err := postgres.New(pool, postgres.Config{Schema: pgtest.MigratedSchema(t, direct), ListenConfig: direct.Config().ConnConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	s.SetCreateTimeoutForTest(time.Second)
+	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	release := lockAccount(t, direct, s, "u")
+	_, err = s.CreateTask(ctx, newTask("t1", "u"), imagegen.CreateParams{}) // waits for the row past its timeout
+	release()
+	t.Logf("CreateTask: %v", err)
+	if err == nil || errors.Is(err, imagegen.ErrOutcomeUnknown) {
+		t.Fatalf("CreateTask whose batch timed out on a pool of one connection: %v; want the batch settled as not committed", err)
+	}
+	if _, err := s.Task(ctx, "u", "t1"); !errors.Is(err, imagegen.ErrTaskNotFound) {
+		t.Fatalf("the task of a batch settled as not committed: %v; want ErrTaskNotFound", err)
+	}
 }

@@ -60,15 +60,50 @@ var errUnsettled = fmt.Errorf("the batch may still commit: %w", imagegen.ErrOutc
 // may yet (wrapping imagegen.ErrOutcomeUnknown). A batch that committed
 // though its answer was lost on the way back answers its results.
 func (s *Store) submitBatch(ctx context.Context, args []any) (codes []int32, balances []int64, at time.Time, err error) {
+	r, err := s.sendBatch(ctx, args)
+	if err == nil || !r.sent {
+		return r.codes, r.balances, r.at, err
+	}
+	// The batch's connection is back in the pool (closed, when the
+	// failure broke it): settling takes one of its own, and on a pool
+	// of one it could not get one while the batch held it.
+	committed, serr := s.settleBatch(ctx, r.pid, r.xid)
+	switch {
+	case serr != nil:
+		return nil, nil, time.Time{}, fmt.Errorf("%w: %w (settling it: %w)", errUnsettled, err, serr)
+	case committed && r.codes != nil: // only the commit's answer was lost
+		return r.codes, r.balances, r.at, nil
+	case committed:
+		return nil, nil, time.Time{}, fmt.Errorf("the batch committed, its answer lost: %w", err)
+	}
+	return nil, nil, time.Time{}, fmt.Errorf("the batch did not commit: %w", err)
+}
+
+// batchRun is what sendBatch learnt of a batch.
+type batchRun struct {
+	codes    []int32
+	balances []int64
+	at       time.Time
+	// sent: the batch's transaction (xid, on backend pid) was under way
+	// when it failed, so its failure needs settling.
+	sent     bool
+	xid, pid int64
+}
+
+// sendBatch runs the batch's pipeline on a connection of its own, which
+// it releases before it returns. A failure it returns with r.sent unset
+// is settled already: nothing was sent, or the transaction is known to
+// be over, or its id never came back (wrapping errUnsettled).
+func (s *Store) sendBatch(ctx context.Context, args []any) (r batchRun, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, nil, time.Time{}, err // nothing sent
+		return r, err // nothing sent
 	}
 	defer conn.Release()
 	typeMap := conn.Conn().TypeMap()
 	var eqb pgx.ExtendedQueryBuilder
 	if err := eqb.Build(typeMap, nil, args); err != nil {
-		return nil, nil, time.Time{}, err
+		return r, err
 	}
 	p := conn.Conn().PgConn().StartPipeline(ctx)
 	p.SendQueryParams(batchStartSQL, [][]byte{[]byte(s.schema)}, nil, nil, nil)
@@ -78,42 +113,30 @@ func (s *Store) submitBatch(ctx context.Context, args []any) (codes []int32, bal
 	if err := p.Flush(); err != nil {
 		_ = p.Close()
 		if pgconn.SafeToRetry(err) {
-			return nil, nil, time.Time{}, err // nothing sent
+			return r, err // nothing sent
 		}
-		return nil, nil, time.Time{}, fmt.Errorf("%w: %w", errUnsettled, err)
+		return r, fmt.Errorf("%w: %w", errUnsettled, err)
 	}
-	var xid, pid int64
-	if err := readRow(typeMap, p, &xid, &pid); err != nil {
+	if err := readRow(typeMap, p, &r.xid, &r.pid); err != nil {
 		_ = p.Close()
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) {
-			return nil, nil, time.Time{}, err // refused: the transaction is over
+			return r, err // refused: the transaction is over
 		}
-		return nil, nil, time.Time{}, fmt.Errorf("%w: %w", errUnsettled, err) // the transaction is not known
+		return r, fmt.Errorf("%w: %w", errUnsettled, err) // the transaction is not known
 	}
-	err = readRow(typeMap, p, &codes, &balances, &at)
+	err = readRow(typeMap, p, &r.codes, &r.balances, &r.at)
 	if err == nil {
 		err = readSync(p)
 	} else if errors.As(err, new(*pgconn.PgError)) {
 		_ = p.Close()
-		return nil, nil, time.Time{}, err // submit_tasks failed: nothing commits
+		return batchRun{}, err // submit_tasks failed: nothing commits
 	}
 	if cerr := p.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		return codes, balances, at, nil
-	}
-	committed, serr := s.settleBatch(ctx, pid, xid)
-	switch {
-	case serr != nil:
-		return nil, nil, time.Time{}, fmt.Errorf("%w: %w (settling it: %w)", errUnsettled, err, serr)
-	case committed && codes != nil: // only the commit's answer was lost
-		return codes, balances, at, nil
-	case committed:
-		return nil, nil, time.Time{}, fmt.Errorf("the batch committed, its answer lost: %w", err)
-	}
-	return nil, nil, time.Time{}, fmt.Errorf("the batch did not commit: %w", err)
+	r.sent = err != nil
+	return r, err
 }
 
 // settleBatch waits until transaction xid of backend pid has ended,
