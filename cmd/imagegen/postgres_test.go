@@ -115,6 +115,11 @@ func TestPostgresFlagErrors(t *testing.T) {
 		{[]string{"serve", "-postgres", "postgres://127.0.0.1:1/db", "-postgres-listen", "postgres://alice:s3cret@t4il@127.0.0.1:1/db?sslmode=disable"}, "does not answer"},
 		{[]string{"migrate", "-postgres", "postgres://alice:s3cret/t4il@127.0.0.1:1/db"}, "not a valid PostgreSQL URL"},
 		{[]string{"migrate", "-postgres", "host=127.0.0.1 port=bad user=alice password='s3cret t4il'"}, "not a valid PostgreSQL URL"},
+		// pgx quotes a fragment "as is": one that runs past the last '@',
+		// or that ends with a backslash.
+		{[]string{"migrate", "-postgres", "postgres://alice:s3cret@:t4il%zz@127.0.0.1:1/db"}, "not a valid PostgreSQL URL"},
+		{[]string{"migrate", "-postgres", `postgres://alice:s3cret%\/t4il@127.0.0.1:1/db`}, "not a valid PostgreSQL URL"},
+		{[]string{"migrate", "-postgres", `postgres://alice:s3"cret@:%"t4il@127.0.0.1:1/db`}, "not a valid PostgreSQL URL"},
 	}
 	for _, c := range cases {
 		err := run(ctx, c.args, noEnv, &bytes.Buffer{}, &bytes.Buffer{})

@@ -67,6 +67,12 @@ func TestParseErrors(t *testing.T) {
 		{"redis://:s3cret/t4il@127.0.0.1:6379/0", "not a Redis URL"},
 		{"redis://:s3cret%zzt4il@127.0.0.1:6379/0", "not a Redis URL"},
 		{"redis://s3cret@t4il@127.0.0.1:6379/x", "redis URL"}, // a password without its ':'
+		// The authority ended early at an unencoded '?' or '/' after a
+		// part that reads as host:port: the rest of the password shows
+		// as an option's name or the path, up to the '@' and on.
+		{"redis://u:s3cret@x?t4il@127.0.0.1:6379/0", "redis URL"},
+		{"redis://:s3cret:0/t4il@127.0.0.1:6379/0", "redis URL"},
+		{"redis://u:s3cret@x?a&t4il@127.0.0.1:6379/0", "redis URL"},
 	}
 	for _, c := range cases {
 		_, err := redisurl.Parse(c.url)

@@ -8,14 +8,18 @@
 // password with an unencoded '/', '?' or '#' ends the authority early.
 // So every reading is hidden: for each '@' after "://", the text before
 // it (Userinfo), or the part of that text after its first ':' (the
-// password, as both parsers split it), and what follows each '@' inside
-// that text (what is left when a parser cut, or masked, up to that '@'),
-// each also as written decoded and re-encoded; the values of password query options (password,
-// sentinel_password, sslpassword); and the password of a key=value DSN,
-// quoted or not. A parser's error may quote a fragment of its input
-// instead ("invalid port \":pa\" after host", "invalid URL escape
-// \"%zz\""): a quoted fragment found in the text before the last '@' is
-// hidden too.
+// password, as both parsers split it), what follows each '@' inside that
+// text (what is left when a parser cut, or masked, up to that '@'), and
+// each tail of that text followed by the '@' (what a parser shows as a
+// path, a query option's name or a quoted fragment when the authority
+// ended early), each also as written, decoded and re-encoded; the values
+// of password query options (password, sentinel_password, sslpassword);
+// and the password of a key=value DSN, quoted or not. A parser's error
+// may quote a fragment of its input instead ("invalid port \":pa\"
+// after host", "invalid URL escape \"%zz\""), with Go's quoting or as
+// written: a quoted fragment of the URL that starts before its last '@'
+// is hidden too. Every match is found in the message as it came, and
+// overlapping ones are masked as one.
 package urlredact
 
 import (
@@ -56,32 +60,72 @@ func Error(err error, raw string, p Part) error {
 	return err
 }
 
-// Text returns msg with every secret of raw hidden.
+// Text returns msg with every secret of raw hidden. What is hidden is
+// found in msg as it came (every secret, every quoted fragment of the
+// text before the last '@'), and each run of it is masked once: hiding
+// one first would leave the rest of another that overlaps it readable.
 func Text(msg, raw string, p Part) string {
+	var hide [][2]int
 	for _, s := range Secrets(raw, p) {
-		msg = strings.ReplaceAll(msg, s, Mask)
+		for i := 0; ; {
+			j := strings.Index(msg[i:], s)
+			if j < 0 {
+				break
+			}
+			hide = append(hide, [2]int{i + j, i + j + len(s)})
+			i += j + 1
+		}
 	}
-	_, rest, ok := strings.Cut(raw, "://")
-	at := strings.LastIndexByte(rest, '@')
-	if !ok || at < 0 {
+	if _, rest, ok := strings.Cut(raw, "://"); ok {
+		if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+			// A fragment of the URL that starts before its last '@'
+			// holds a part of the userinfo (and maybe of what follows).
+			inUserinfo := func(f string) bool {
+				i := strings.Index(rest, f)
+				return f != "" && i >= 0 && i < at
+			}
+			for _, m := range slices.Concat(quoted.FindAllStringIndex(msg, -1), quotedPlain.FindAllStringIndex(msg, -1)) {
+				q := msg[m[0]:m[1]]
+				inner := q[1 : len(q)-1]
+				unq, err := strconv.Unquote(q)
+				if err != nil {
+					unq = inner
+				}
+				if inUserinfo(unq) || inUserinfo(inner) {
+					hide = append(hide, [2]int{m[0] + 1, m[1] - 1})
+				}
+			}
+		}
+	}
+	if len(hide) == 0 {
 		return msg
 	}
-	span := rest[:at]
-	return quoted.ReplaceAllStringFunc(msg, func(q string) string {
-		inner := q[1 : len(q)-1]
-		unq, err := strconv.Unquote(q)
-		if err != nil {
-			unq = inner
+	slices.SortFunc(hide, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+	var b strings.Builder
+	last := 0 // msg[:last] is written
+	for _, h := range hide {
+		switch {
+		case h[0] > last:
+			b.WriteString(msg[last:h[0]])
+			b.WriteString(Mask)
+		case h[1] <= last:
+			continue
+		case last == 0 && h[0] == 0:
+			b.WriteString(Mask)
 		}
-		if (unq != "" && strings.Contains(span, unq)) || (inner != "" && strings.Contains(span, inner)) {
-			return `"` + Mask + `"`
-		}
-		return q
-	})
+		last = max(last, h[1])
+	}
+	b.WriteString(msg[last:])
+	return b.String()
 }
 
-// quoted is a Go-quoted string, as %q writes it.
-var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+// quoted is a Go-quoted string, as %q writes it; quotedPlain, text
+// between double quotes as written (pgx quotes a fragment with "%s",
+// which may end with a backslash).
+var (
+	quoted      = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+	quotedPlain = regexp.MustCompile(`"[^"]*"`)
+)
 
 // Secrets returns every string of raw that may be a secret, longest
 // first (so that a secret is hidden whole before a part of it is).
@@ -90,6 +134,9 @@ func Secrets(raw string, p Part) []string {
 	add := func(s string) {
 		out = append(out, s)
 		if dec, err := url.PathUnescape(s); err == nil {
+			out = append(out, dec)
+		}
+		if dec, err := url.QueryUnescape(s); err == nil { // a query's key or value, as a parser reads it
 			out = append(out, dec)
 		}
 		out = append(out, url.PathEscape(s), url.QueryEscape(s))
@@ -106,9 +153,16 @@ func Secrets(raw string, p Part) []string {
 			if _, pw, ok := strings.Cut(info, ":"); ok {
 				add(pw)
 			}
-			for j := range len(info) { // what follows an '@' inside it: what a parser that cut there left
-				if info[j] == '@' {
+			for j := range len(info) {
+				if info[j] == '@' { // what a parser that cut there left
 					add(info[j+1:])
+				}
+				if j > 0 {
+					// Where a parser ended the authority early (an
+					// unencoded '/', '?' or '#') or a quoted fragment
+					// began (after a '"' or a bad escape), it shows the
+					// rest with this '@' and what follows.
+					add(info[j:] + "@")
 				}
 			}
 		}
