@@ -401,7 +401,9 @@ return out
 // caller gone) fails with an error wrapping imagegen.ErrOutcomeUnknown:
 // the run may still be on its way to the server, and run after a
 // lookup found nothing, so an idempotent submit keeps its key in flight
-// and settles it later.
+// and settles it later. One whose run was answered but too few replicas
+// confirmed (ErrNotReplicated) did run: its error does not wrap
+// ErrOutcomeUnknown, and a lookup finds the task.
 func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.CreateParams) (int64, error) {
 	args, err := s.createArgsOf(t, p)
 	if err != nil {
@@ -604,15 +606,18 @@ func (s *Store) runShardCreates(ctx context.Context, sh keys, batch []*createCal
 		args = append(args, c.Req.id, c.Req.req, c.Req.rid)
 	}
 	args = append(args, newSendMark()) // written "a" when the batch is sent again
-	reply, err := s.ackedScript(ctx, createScript, keys, args...).Slice()
+	cmd := s.ackedScript(ctx, createScript, keys, args...)
+	reply, err := cmd.Slice()
 	switch {
 	case err == nil:
 		err = createResults(batch, number, len(owners), reply)
-	case networkErr(err) || ctxErr(err) != nil:
+	case cmd.Val() == nil && (networkErr(err) || ctxErr(err) != nil):
 		// No reply was read: the run may have been written and not
 		// run yet (its bytes in the network, or in the server's socket
 		// buffer), so it may still run after a lookup on another
-		// connection found nothing.
+		// connection found nothing. A run whose reply was read and
+		// whose WAIT failed (ErrNotReplicated, or WAIT's connection)
+		// has run: a lookup finds what it made.
 		err = fmt.Errorf("%w (no reply: the batch may still run: %w)", err, imagegen.ErrOutcomeUnknown)
 	}
 	if err != nil {
