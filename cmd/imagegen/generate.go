@@ -90,7 +90,7 @@ func generate(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	sub, err := submit(ctx, api, c.request())
+	sub, err := submitter{api: api, stderr: stderr, sleep: sleepCtx}.submit(ctx, c.request())
 	if err != nil {
 		return explain(err, server)
 	}
@@ -140,25 +140,59 @@ func generate(ctx context.Context, args []string, getenv func(string) string, st
 // network errors.
 const maxSubmitTries = 3
 
+// settleWait bounds how long submit keeps asking while the server still
+// holds the key for an earlier try (409 idempotency_key_in_use): a
+// little more than the two minutes a server keeps a key in flight when
+// the outcome of a try is unknown (a store error after the write), after
+// which it settles that try (its task replayed if it was made). Giving
+// up sooner left the user with a key only the CLI knew: running the
+// command again submitted anew, and could charge twice.
+const (
+	settleWait  = 150 * time.Second
+	settlePause = 5 * time.Second
+)
+
+// submitter submits one generation; sleep pauses between tries
+// (sleepCtx; tests pass one that does not wait).
+type submitter struct {
+	api    *client.Client
+	stderr io.Writer
+	sleep  func(context.Context, time.Duration) error
+}
+
 // submit submits req with an idempotency key, retried with the same key
-// after a server or network error (or while the server still handles
-// the first try): the server answers a retry with the
-// first answer, so a retry never creates or charges a second task. A 429
-// is not retried: the user learns when to try again.
-func submit(ctx context.Context, api *client.Client, req imagegen.Request) (wire.Submitted, error) {
+// after a server or network error (up to maxSubmitTries), and while the
+// server still handles or settles an earlier try (for up to settleWait,
+// said once on stderr): the server answers a retry with the first
+// answer, so a retry never creates or charges a second task. A 429 is
+// not retried: the user learns when to try again.
+func (s submitter) submit(ctx context.Context, req imagegen.Request) (wire.Submitted, error) {
 	key := "cli-" + rand.Text()
 	var sub wire.Submitted
 	var err error
-	for try := range maxSubmitTries {
-		if err = sleepCtx(ctx, time.Duration(try)*time.Second); err != nil {
+	var waited time.Duration // while the key was in use
+	for try := 0; ; {
+		sub, err = s.api.SubmitWithKey(ctx, req, key)
+		var pause time.Duration
+		switch {
+		case err == nil || ctx.Err() != nil:
+			return sub, err
+		case errors.Is(err, client.ErrIdempotencyKeyInUse) && waited < settleWait:
+			if waited == 0 {
+				fmt.Fprintf(s.stderr, "the server is still settling an earlier try of this submit; asking again for up to %v (the same key: nothing is charged twice)\n", settleWait)
+			}
+			pause = settlePause
+			waited += pause
+		case client.IsTransient(err) && try+1 < maxSubmitTries:
+			try++
+			pause = time.Duration(try) * time.Second
+		default:
 			return sub, err
 		}
-		sub, err = api.SubmitWithKey(ctx, req, key)
-		if err == nil || ctx.Err() != nil || !(client.IsTransient(err) || errors.Is(err, client.ErrIdempotencyKeyInUse)) {
-			break
+		if err := s.sleep(ctx, pause); err != nil {
+			return sub, err
 		}
 	}
-	return sub, err
 }
 
 // plainFileName reports whether s can name a file in the current
