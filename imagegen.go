@@ -276,8 +276,10 @@ func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submis
 // SubmitUnknownError is a submit whose store call failed after it was
 // asked to make the task: the task TaskID may exist, charged, or not.
 // A caller that will not come back for it (Cancel(owner, TaskID)
-// refunds it, or answers ErrTaskNotFound when it was never made)
-// settles it; the error wraps the store's.
+// refunds it, or answers ErrTaskNotFound when it was not made)
+// settles it; the error wraps the store's. When that wraps
+// ErrOutcomeUnknown the task may be made after ErrTaskNotFound:
+// CancelLostSubmit also cancels it then.
 type SubmitUnknownError struct {
 	TaskID string
 	Err    error

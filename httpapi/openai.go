@@ -117,7 +117,10 @@ func (h *Handler) handleOpenAIGenerations() http.Handler {
 		}
 		sub, err := h.cfg.Service.Submit(r.Context(), p.Owner, req)
 		if err != nil {
-			h.settleLostSubmit(r.Context(), p.Owner, err)
+			// The task it may have made, charged, must not run on for
+			// nobody: OpenAI's SDKs retry the 500 with a fresh submit,
+			// and a caller that hung up comes back for nothing.
+			h.cfg.Service.CancelLostSubmit(r.Context(), p.Owner, err)
 			h.openAIErr(w, r, err)
 			return
 		}
@@ -224,21 +227,6 @@ func (h *Handler) giveUp(ctx context.Context, owner, id string, why error) (*ima
 		return nil, ctx.Err()
 	}
 	return nil, fmt.Errorf("task %s: %w", id, why)
-}
-
-// settleLostSubmit cancels (and so refunds) the task a failed submit may
-// have made (imagegen.SubmitUnknownError): the 500 it answers is retried
-// by OpenAI's SDKs with a fresh submit, and a caller that hung up comes
-// back for nothing, so that task, charged, must not run on for nobody.
-func (h *Handler) settleLostSubmit(ctx context.Context, owner string, err error) {
-	var lost *imagegen.SubmitUnknownError
-	if !errors.As(err, &lost) {
-		return
-	}
-	bg := context.WithoutCancel(ctx)
-	if err := h.cfg.Service.Cancel(bg, owner, lost.TaskID); err != nil && !errors.Is(err, imagegen.ErrTaskNotFound) {
-		h.cfg.Logger.ErrorContext(bg, "cancel the OpenAI-compatible task of a failed submit", "task_id", lost.TaskID, "err", err)
-	}
 }
 
 // decodeOpenAIRequest reads and checks an OpenAI Images request and
