@@ -87,10 +87,13 @@ type TaskStore interface {
 	// merged in that order: a model that may not start now (paused, at
 	// its cap, waiting for its rate) is passed over without reading its
 	// tasks, and in each model's queue the claim passes over at most
-	// ClaimScan tasks (not ready, or their owner at its cap) beyond the
-	// ones it takes. So its cost is bounded by the batch and ClaimScan
-	// for each model with pending tasks, whatever the queue's length,
-	// and a held model's backlog holds back no other model's tasks.
+	// ClaimScan tasks (not ready, or the first of an owner at its cap:
+	// an owner at its cap counts once, its further tasks are passed over
+	// uncounted) beyond the ones it takes. So its cost is bounded by the
+	// batch, ClaimScan for each model with pending tasks and the pending
+	// tasks of the owners at their cap, whatever the queue's length; a
+	// held model's backlog holds back no other model's tasks, and an
+	// owner at its cap no other owner's.
 	// Caps count running tasks across every process on the store: a
 	// task counts from its claim until it leaves processing (finish,
 	// fail, retry, release, cancel) or its lease ends, whichever is
@@ -223,8 +226,9 @@ type OwnerLoad struct {
 }
 
 // ClaimScan is how many pending tasks of one model's queue a claim may
-// pass over (not ready yet, or held back by their owner's cap) beyond
-// the ones it takes; a model held back as a whole (paused, at its cap,
+// pass over (not ready yet, or the first of an owner held back by its
+// cap: the owner's further tasks are passed over uncounted) beyond the
+// ones it takes; a model held back as a whole (paused, at its cap,
 // waiting for its rate) is passed over without counting its tasks.
 const ClaimScan = 256
 

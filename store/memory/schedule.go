@@ -76,6 +76,7 @@ type holds struct {
 	owners map[string]int       // running (live) plus picked, by owner
 	models map[string]int       // likewise by model
 	next   map[string]time.Time // rated models' next start after the picks
+	atCap  map[string]bool      // owners a scan has found at their cap
 }
 
 // newHolds starts a pass; its maps are made when a cap or a rate first
@@ -96,6 +97,21 @@ func (h *holds) reason(r task) imagegen.HoldReason {
 func (h *holds) ownerHeld(owner string) bool {
 	c := h.l.OwnerConcurrency
 	return c > 0 && h.running(&h.owners, owner, h.s.owner(owner).running) >= c
+}
+
+// heldAgain says whether owner, whose task a scan passes over because
+// the owner is at its cap, was found at its cap before in this scan,
+// and notes it: an owner's count only grows within a scan, so it stays
+// at its cap until the scan ends.
+func (h *holds) heldAgain(owner string) bool {
+	if h.atCap[owner] {
+		return true
+	}
+	if h.atCap == nil {
+		h.atCap = map[string]bool{}
+	}
+	h.atCap[owner] = true
+	return false
 }
 
 // running is name's count in *counts: its live running tasks, read
@@ -155,10 +171,14 @@ func maxTime(a, b time.Time) time.Time {
 // The walk merges the models' queues. A model that may not start now
 // is passed over whole, its tasks unread, and drops out of the walk
 // once it may not start another; within a model's queue the walk
-// passes over at most ClaimScan tasks (not ready, or their owner at its
-// cap) before that queue drops out. So a claim's work is bounded by n
-// and ClaimScan for each model with pending tasks, whatever the
-// queues' length.
+// passes over at most ClaimScan tasks (not ready, or the first of an
+// owner found at its cap) before that queue drops out. The further
+// tasks of an owner at its cap are passed over uncounted: otherwise an
+// owner whose slow tasks hold its slots, its backlog fallen behind the
+// tags now served, would hold back every other owner of the model. So
+// a claim's work is bounded by n, ClaimScan for each model with pending
+// tasks and the pending tasks of the owners at their cap (each at most
+// Config.MaxPending), whatever the queues' length.
 func (s *Store) scan(now time.Time, l imagegen.Limits, n int, take func(task)) {
 	h := s.newHolds(now, l)
 	at := stampOf(now)
@@ -174,15 +194,22 @@ func (s *Store) scan(now time.Time, l imagegen.Limits, n int, take func(task)) {
 		s.advance(c)
 		// The model was judged as the cursor was made and after each
 		// take from it (a model held drops out): only the owner is left.
-		if !at.before(r.runAfter) && !h.ownerHeld(r.owner()) {
+		ready := !at.before(r.runAfter)
+		switch {
+		case ready && !h.ownerHeld(r.owner()):
 			h.take(r)
 			take(r)
 			taken++
 			if held(c.model) {
 				c.at = 0
 			}
-		} else if c.passed++; c.passed > imagegen.ClaimScan {
-			c.at = 0
+		case ready && h.heldAgain(r.owner()):
+			// An owner at its cap counts once against the look-ahead,
+			// however many of its tasks lie ahead of others'.
+		default:
+			if c.passed++; c.passed > imagegen.ClaimScan {
+				c.at = 0
+			}
 		}
 	}
 }

@@ -185,10 +185,11 @@ end
 -- once, here, and its tasks are not read; one that reaches its cap or
 -- its rate as the claim goes drops out of the merge (drop). Each queue
 -- may pass over scan tasks held back for other reasons (not ready, the
--- owner's cap, a task hash missing or of another kind; in the legacy
--- queue, its model too), and drops out once it has passed over more: a
--- claim's work is bounded by the batch and scan tasks a queue with
--- pending tasks, whatever a held model's backlog. Each queue is read a
+-- first of an owner at its cap, a task hash missing or of another kind;
+-- in the legacy queue, its model too), and drops out once it has passed
+-- over more: a claim's work is bounded by the batch, scan tasks a queue
+-- with pending tasks and the pending tasks of the owners at their cap,
+-- whatever a held model's backlog. Each queue is read a
 -- chunk at a time, from the first task not yet looked at (the tasks
 -- passed over and claimed stay in it until the end), so that a claim
 -- whose first tasks are free reads a few entries rather than scan of
@@ -198,9 +199,10 @@ local queues, maxchunk = {}, want + scan + 1
 for j, q in ipairs(all) do
   q.chunk, queues[j] = math.floor(want / #all) + 8, q
 end
+local atCap = {} -- the owners found at their cap
 local topq, topid -- without scores, the queue and id of the last task claimed
 local function drop(q)
-  return q.passed > scan or (q.model and model_held(q.model))
+  return q.passed - (q.uncounted or 0) > scan or (q.model and model_held(q.model))
 end
 while #out < want do
   local q, id
@@ -223,12 +225,21 @@ while #out < want do
   local rkey = keyof(rkeys, 'model:', model)
   local rate = rates[model] or 0
   local held = f[1] ~= 'pending' or (f[2] and (tonumber(f[2]) or 0) > now) -- run_after: only a retried task has one
-  if not held and ownerCap > 0 and running(ownerRun, keyof(okeys, 'run:o:', owner)) >= ownerCap then held = true end
+  local uncounted = false
+  if not held and ownerCap > 0 and running(ownerRun, keyof(okeys, 'run:o:', owner)) >= ownerCap then
+    -- An owner at its cap counts once against the look-ahead, however
+    -- many of its tasks lie ahead of others' (its count only grows
+    -- within the claim): its backlog, fallen behind the tags now
+    -- served while its slow tasks hold its slots, holds no one back.
+    held, uncounted = true, atCap[owner]
+    atCap[owner] = true
+  end
   -- A model queue's own model was judged just now, by drop: only a task
   -- of the legacy queue (or one whose hash names another model) is judged here.
   if not held and model ~= q.model and model_held(model) then held = true end
   if held then
-    q.passed = q.passed + 1
+    q.passed = q.passed + 1 -- every task passed over, counted or not: the queue is not empty
+    if uncounted then q.uncounted = (q.uncounted or 0) + 1 end
     if f[1] ~= 'pending' then
       -- Not pending (a task key gone or of another kind, or a task
       -- that left pending without leaving this queue: cancelled by a
