@@ -116,14 +116,15 @@ func (c *Client) WebhookSecret(ctx context.Context) (string, error) {
 	return body.Secret, nil
 }
 
-// WebhookEvent is the task event a callback request reports (its
-// webhook-event header): imagegen.EventProcessing for a task a worker
-// has started (when it was submitted with callback_events asking for
-// it), else imagegen.EventCompleted, which a server without the header
-// only ever sends.
+// WebhookEvent is the task event a callback request reports:
+// imagegen.EventProcessing for a task a worker has started (when it was
+// submitted with callback_events asking for it), else
+// imagegen.EventCompleted. It is read from the request's webhook-id
+// (wire.MessageEvent: "msg_<task id>_processing" for processing), which
+// the signature covers, not from its webhook-event header, which it does
+// not: a delivery captured and replayed within the tolerance with that
+// header changed still reports its own event. Call it on a request that
+// Verify (or Receive) accepted.
 func WebhookEvent(r *http.Request) imagegen.CallbackEvent {
-	if imagegen.CallbackEvent(r.Header.Get(wire.HeaderEvent)) == imagegen.EventProcessing {
-		return imagegen.EventProcessing
-	}
-	return imagegen.EventCompleted
+	return wire.MessageEvent(r.Header.Get(wire.HeaderID))
 }

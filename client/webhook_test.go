@@ -150,12 +150,33 @@ func TestWebhookSecret(t *testing.T) {
 	})
 }
 
+// WebhookEvent reads the event from the signed webhook-id, not from the
+// unsigned webhook-event header: a delivery that verifies keeps its own
+// event when someone replays it with that header changed.
 func TestWebhookEvent(t *testing.T) {
 	is := is.New(t)
-	r := httptest.NewRequest("POST", "/hooks", nil)
-	is.Equal(client.WebhookEvent(r), imagegen.EventCompleted) // no header: a server that sends only completed
-	r.Header.Set(wire.HeaderEvent, "processing")
-	is.Equal(client.WebhookEvent(r), imagegen.EventProcessing)
-	r.Header.Set(wire.HeaderEvent, "completed")
-	is.Equal(client.WebhookEvent(r), imagegen.EventCompleted)
+	secret := imagegen.WebhookSecretPrefix + "c2VjcmV0LWtleS1vZi10aGUtdGVzdA=="
+	sent := time.Unix(1_700_000_000, 0)
+	body := []byte(`{"task_id":"tsk_1","status":"success"}`)
+	for _, c := range []struct {
+		event  imagegen.CallbackEvent
+		header string // the webhook-event header as replayed
+	}{
+		{imagegen.EventCompleted, ""}, // a server that sends only completed
+		{imagegen.EventCompleted, "completed"},
+		{imagegen.EventCompleted, "processing"},
+		{imagegen.EventProcessing, "processing"},
+		{imagegen.EventProcessing, "completed"},
+		{imagegen.EventProcessing, ""},
+	} {
+		h, err := wire.Headers(secret, wire.MessageID("tsk_1", c.event), sent, body)
+		is.NoErr(err)
+		r := httptest.NewRequest("POST", "/hooks", nil)
+		r.Header = h
+		if c.header != "" {
+			r.Header.Set(wire.HeaderEvent, c.header)
+		}
+		is.NoErr(client.VerifyWebhook(secret, r.Header, body, sent)) // the header is not signed: it verifies either way
+		is.Equal(client.WebhookEvent(r), c.event)                    // so the event is the signed id's
+	}
 }

@@ -406,12 +406,8 @@ func (d *Dispatcher) backoff(failed int) time.Duration {
 	return retry.Backoff(failed-1, d.cfg.Backoff, d.cfg.MaxBackoff, false)
 }
 
-// messageID is a delivery's webhook-id: the same on every retry of it,
-// and different for each event of a task ("msg_<task id>" for completed,
-// as before events could be chosen; "msg_<task id>_processing").
+// messageID is a delivery's webhook-id (wire.MessageID): the same on
+// every retry of it, and different for each event of a task.
 func messageID(del imagegen.WebhookDelivery) string {
-	if del.Event == imagegen.EventProcessing {
-		return "msg_" + del.TaskID + "_processing"
-	}
-	return "msg_" + del.TaskID
+	return wire.MessageID(del.TaskID, cmp.Or(del.Event, imagegen.EventCompleted))
 }
