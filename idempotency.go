@@ -214,11 +214,7 @@ func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, 
 	var sub Submission
 	var asked *Task // the task the store was asked to make, when it may exist
 	if err == nil {
-		create := func(ctx context.Context, t *Task, p CreateParams) (int64, error) {
-			t.ID = taskID
-			return s.cfg.Store.CreateTask(ctx, t, p)
-		}
-		sub, asked, err = s.submit(ctx, owner, req, create)
+		sub, asked, err = s.submit(ctx, owner, taskID, req, s.cfg.Store.CreateTask)
 	}
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()

@@ -266,7 +266,7 @@ type Submission struct {
 // connection lost after the write) gives a *SubmitUnknownError naming
 // the task that may exist, charged.
 func (s *Service) Submit(ctx context.Context, owner string, req Request) (Submission, error) {
-	sub, asked, err := s.submit(ctx, owner, req, s.cfg.Store.CreateTask)
+	sub, asked, err := s.submit(ctx, owner, "", req, s.cfg.Store.CreateTask)
 	if err != nil && asked != nil {
 		return sub, &SubmitUnknownError{TaskID: asked.ID, Err: err}
 	}
@@ -310,18 +310,18 @@ func (s *Service) SubmitWith(ctx context.Context, owner string, req Request, on 
 	if on != s.cfg.Store {
 		return Submission{}, ErrOtherStore
 	}
-	sub, _, err := s.submit(ctx, owner, req, create)
+	sub, _, err := s.submit(ctx, owner, "", req, create)
 	return sub, err
 }
 
-// submit prepares owner's task, creates it with create, and logs and
-// counts it. On an error it also returns the task create was asked to
+// submit prepares owner's task (of id, or a new id when id is ""),
+// creates it with create, and logs and counts it. On an error it also returns the task create was asked to
 // make, or nil when create was not called or refused it for certain
 // (short balance, full queue, bad input): only then is it known that no
 // task exists. After any other error (a timeout, a connection lost
 // after the write, replicas that did not confirm) the task may exist.
-func (s *Service) submit(ctx context.Context, owner string, req Request, create func(context.Context, *Task, CreateParams) (int64, error)) (Submission, *Task, error) {
-	t, err := s.prepareTask(ctx, owner, req)
+func (s *Service) submit(ctx context.Context, owner, id string, req Request, create func(context.Context, *Task, CreateParams) (int64, error)) (Submission, *Task, error) {
+	t, err := s.prepareTask(ctx, owner, id, req)
 	if err != nil {
 		return Submission{}, nil, err
 	}
@@ -343,10 +343,10 @@ func (s *Service) submit(ctx context.Context, owner string, req Request, create 
 }
 
 // prepareTask is Submit without the store: it validates req, prices it
-// with the model and returns the pending task to create for owner (with
-// a new ID), storing nothing.
+// with the model and returns the pending task to create for owner (of
+// id, or a new ID when id is ""), storing nothing.
 // Errors: *ValidationError (ErrInvalidParams), or the model's.
-func (s *Service) prepareTask(ctx context.Context, owner string, req Request) (*Task, error) {
+func (s *Service) prepareTask(ctx context.Context, owner, id string, req Request) (*Task, error) {
 	if !pgtext.Storable(owner) { // a host app's (SubmitWith): PostgreSQL would refuse it, aborting the host's transaction
 		return nil, invalid("owner", notStorable)
 	}
@@ -369,8 +369,11 @@ func (s *Service) prepareTask(ctx context.Context, owner string, req Request) (*
 		return nil, fmt.Errorf("imagegen: model %q: %w", plan.Model, err)
 	}
 	req.Seed = seedFor(req, plan)
+	if id == "" {
+		id = NewOwnedID(owner)
+	}
 	return &Task{
-		ID:        NewOwnedID(owner),
+		ID:        id,
 		Owner:     owner,
 		Request:   req,
 		Model:     plan.Model,
