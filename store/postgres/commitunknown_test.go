@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -49,7 +50,7 @@ func (c *gatedConn) Write(p []byte) (int, error) {
 		_ = c.Conn.Close() // lost on the way
 		return len(p), nil
 	}
-	if bytes.Contains(p, []byte("submit_tasks(")) && c.g.armed.CompareAndSwap(true, false) {
+	if runsSubmitTasks(p) && c.g.armed.CompareAndSwap(true, false) {
 		c.gated = true
 	}
 	return c.Conn.Write(p)
@@ -67,13 +68,51 @@ func (c *gatedConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
+// runsSubmitTasks reports whether p, frontend messages that a client
+// writes at once, runs submit_tasks: an Execute ('E') in a write that
+// names it, by its text (a statement sent with its text, as behind a
+// pooler) or by its prepared statement's name (Bind). Preparing the
+// statement (Parse, Describe, Sync) is not running it.
+func runsSubmitTasks(p []byte) bool {
+	if !bytes.Contains(p, []byte("submit_tasks")) {
+		return false
+	}
+	for len(p) >= 5 {
+		if p[0] == 'E' {
+			return true
+		}
+		n := 1 + int(binary.BigEndian.Uint32(p[1:5]))
+		if n < 5 || n > len(p) {
+			return false
+		}
+		p = p[n:]
+	}
+	return false
+}
+
+// execModes are the two ways the store sends a batch: on a pool in pgx's
+// default mode, prepared once a connection; in exec mode (behind a
+// pooler), with its statements' text each time.
+var execModes = map[string]pgx.QueryExecMode{"prepared": pgx.QueryExecModeCacheStatement, "exec": pgx.QueryExecModeExec}
+
 // gatedStore is a store on a fresh schema whose pool (on url: the
-// server, or PgBouncer in front of it) g may hold up, with direct the
-// server's own pool (migrations, LISTEN).
-func gatedStore(t *testing.T, url string, direct *pgxpool.Pool, g *submitGate) *postgres.Store {
+// server, or PgBouncer in front of it; in mode) g may hold up, with
+// direct the server's own pool (migrations, and LISTEN for a pool in
+// exec mode, as behind a pooler).
+func gatedStore(t *testing.T, url string, mode pgx.QueryExecMode, direct *pgxpool.Pool, g *submitGate) *postgres.Store {
 	t.Helper()
-	pool := wrappedPool(t, url, func(c net.Conn) net.Conn { return &gatedConn{Conn: c, g: g} })
-	s, err := postgres.New(pool, postgres.Config{Schema: pgtest.MigratedSchema(t, direct), ListenConfig: direct.Config().ConnConfig})
+	return modeStore(t, wrappedPoolMode(t, url, mode, func(c net.Conn) net.Conn { return &gatedConn{Conn: c, g: g} }), direct)
+}
+
+// modeStore is a store on a fresh schema on pool, LISTENing on direct
+// when pool is in exec mode.
+func modeStore(t *testing.T, pool, direct *pgxpool.Pool) *postgres.Store {
+	t.Helper()
+	cfg := postgres.Config{Schema: pgtest.MigratedSchema(t, direct)}
+	if pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeExec {
+		cfg.ListenConfig = direct.Config().ConnConfig
+	}
+	s, err := postgres.New(pool, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,16 +161,19 @@ func submitsRunning(ctx context.Context, direct *pgxpool.Pool, s *postgres.Store
 // its transaction to end, or says the outcome is unknown, keeping the
 // key), through PgBouncer in transaction mode too.
 func TestIdempotentSubmitWhoseBatchTimedOutChargesOnce(t *testing.T) {
-	for _, through := range []string{"server", "pgbouncer"} {
+	for _, through := range []string{"server/prepared", "server/exec", "pgbouncer"} {
 		t.Run(through, func(t *testing.T) {
 			ctx := context.Background()
 			direct := pgtest.Connect(t)
-			url := pgtest.URL(t)
-			if through == "pgbouncer" {
-				url = pgtest.PgBouncer(t)
+			url, mode := pgtest.URL(t), pgx.QueryExecModeCacheStatement
+			switch through {
+			case "server/exec":
+				mode = pgx.QueryExecModeExec
+			case "pgbouncer":
+				url, mode = pgtest.PgBouncer(t), pgx.QueryExecModeExec
 			}
 			g := &submitGate{open: make(chan struct{})}
-			s := gatedStore(t, url, direct, g)
+			s := gatedStore(t, url, mode, direct, g)
 			s.SetCreateTimeoutForTest(time.Second)
 			svc := newService(t, s, imagegen.Config{})
 			if _, err := svc.Grant(ctx, "alice", 10, "g"); err != nil {
@@ -194,10 +236,16 @@ func TestIdempotentSubmitWhoseBatchTimedOutChargesOnce(t *testing.T) {
 // imagegen.ErrOutcomeUnknown, and the task indeed comes to exist once
 // the row it waited for is free.
 func TestSubmitCutBeforeAnyAnswerIsOfUnknownOutcome(t *testing.T) {
+	for name, mode := range execModes {
+		t.Run(name, func(t *testing.T) { submitCutBeforeAnyAnswer(t, mode) })
+	}
+}
+
+func submitCutBeforeAnyAnswer(t *testing.T, mode pgx.QueryExecMode) {
 	ctx := context.Background()
 	direct := pgtest.Connect(t)
 	g := &submitGate{open: make(chan struct{}), cut: true}
-	s := gatedStore(t, pgtest.URL(t), direct, g)
+	s := gatedStore(t, pgtest.URL(t), mode, direct, g)
 	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"}); err != nil {
 		t.Fatal(err)
 	}
@@ -234,25 +282,21 @@ func TestSubmitCutBeforeAnyAnswerIsOfUnknownOutcome(t *testing.T) {
 // had not committed (and on any pool it took a second slot while
 // holding one, behind every other caller waiting for a connection).
 func TestBatchTimedOutIsSettledOnAPoolOfOneConnection(t *testing.T) {
+	for name, mode := range execModes {
+		t.Run(name, func(t *testing.T) { batchTimedOutOnAPoolOfOne(t, mode) })
+	}
+}
+
+func batchTimedOutOnAPoolOfOne(t *testing.T, mode pgx.QueryExecMode) {
 	ctx := context.Background()
 	direct := pgtest.Connect(t)
-	url := pgtest.URL(t)
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	pool := wrappedPool(t, url+sep+"pool_max_conns=1", func(c net.Conn) net.Conn { return c })
-	s, err := postgres.New(pool, postgres.Config{Schema: pgtest.MigratedSchema(t, direct), ListenConfig: direct.Config().ConnConfig})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := modeStore(t, wrappedPoolMode(t, poolOfOneURL(t), mode, func(c net.Conn) net.Conn { return c }), direct)
 	s.SetCreateTimeoutForTest(time.Second)
 	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"}); err != nil {
 		t.Fatal(err)
 	}
 	release := lockAccount(t, direct, s, "u")
-	_, err = s.CreateTask(ctx, newTask("t1", "u"), imagegen.CreateParams{}) // waits for the row past its timeout
+	_, err := s.CreateTask(ctx, newTask("t1", "u"), imagegen.CreateParams{}) // waits for the row past its timeout
 	release()
 	t.Logf("CreateTask: %v", err)
 	if err == nil || errors.Is(err, imagegen.ErrOutcomeUnknown) {
@@ -261,4 +305,14 @@ func TestBatchTimedOutIsSettledOnAPoolOfOneConnection(t *testing.T) {
 	if _, err := s.Task(ctx, "u", "t1"); !errors.Is(err, imagegen.ErrTaskNotFound) {
 		t.Fatalf("the task of a batch settled as not committed: %v; want ErrTaskNotFound", err)
 	}
+}
+
+// poolOfOneURL is IMAGEGEN_TEST_POSTGRES for a pool of one connection.
+func poolOfOneURL(t *testing.T) string {
+	url := pgtest.URL(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "pool_max_conns=1"
 }

@@ -66,11 +66,17 @@ func cutterPool(t *testing.T, r *replyCutter) *pgxpool.Pool {
 // connections are wrap's of the ones it dials.
 func wrappedPool(t *testing.T, url string, wrap func(net.Conn) net.Conn) *pgxpool.Pool {
 	t.Helper()
+	return wrappedPoolMode(t, url, pgx.QueryExecModeExec, wrap)
+}
+
+// wrappedPoolMode is wrappedPool with statements run in mode.
+func wrappedPoolMode(t *testing.T, url string, mode pgx.QueryExecMode, wrap func(net.Conn) net.Conn) *pgxpool.Pool {
+	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	postgres.PoolerConfig(cfg)
+	cfg.ConnConfig.DefaultQueryExecMode = mode
 	var d net.Dialer
 	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)

@@ -300,6 +300,7 @@ type Store struct {
 	statsTrimmed atomic.Int64 // Unix time of the last removal of old provider stats
 
 	sqlCache   sync.Map // template -> SQL with the schema filled in
+	submitName string   // submitSQL's prepared statement (submitStatementName)
 	creates    groupcommit.Batcher[createReq, createRes]
 	completes  groupcommit.Batcher[completeReq, bool]
 	blobPuts   groupcommit.Batcher[blobPut, struct{}]
@@ -338,6 +339,7 @@ func New(pool *pgxpool.Pool, c Config) (*Store, error) {
 		successCommit: map[bool]string{false: "on", true: "off"}[c.AsyncSuccess],
 		sweepBatch:    cmp.Or(c.SweepBatch, 500),
 	}
+	s.submitName = submitStatementName(s.sql(submitSQL))
 	s.queuedNote = notifier{send: func(p []string) { s.notifyAll(s.queued, p) }}
 	s.creates = groupcommit.Batcher[createReq, createRes]{Run: s.createBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight,
 		Gather: true}

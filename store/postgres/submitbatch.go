@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -101,14 +103,25 @@ func (s *Store) sendBatch(ctx context.Context, args []any) (r batchRun, err erro
 	}
 	defer conn.Release()
 	typeMap := conn.Conn().TypeMap()
+	start, submit, err := s.batchStatements(ctx, conn.Conn())
+	if err != nil {
+		return r, err // nothing sent
+	}
 	var eqb pgx.ExtendedQueryBuilder
-	if err := eqb.Build(typeMap, nil, args); err != nil {
+	if err := eqb.Build(typeMap, submit, args); err != nil {
 		return r, err
 	}
 	p := conn.Conn().PgConn().StartPipeline(ctx)
-	p.SendQueryParams(batchStartSQL, [][]byte{[]byte(s.schema)}, nil, nil, nil)
-	p.SendFlushRequest()
-	p.SendQueryParams(s.sql(submitSQL), eqb.ParamValues, nil, eqb.ParamFormats, eqb.ResultFormats)
+	startArgs := [][]byte{[]byte(s.schema)}
+	if start != nil {
+		p.SendQueryPrepared(start.Name, startArgs, nil, nil)
+		p.SendFlushRequest()
+		p.SendQueryPrepared(submit.Name, eqb.ParamValues, eqb.ParamFormats, eqb.ResultFormats)
+	} else {
+		p.SendQueryParams(batchStartSQL, startArgs, nil, nil, nil)
+		p.SendFlushRequest()
+		p.SendQueryParams(s.sql(submitSQL), eqb.ParamValues, nil, eqb.ParamFormats, eqb.ResultFormats)
+	}
 	p.SendPipelineSync()
 	if err := p.Flush(); err != nil {
 		_ = p.Close()
@@ -137,6 +150,38 @@ func (s *Store) sendBatch(ctx context.Context, args []any) (r batchRun, err erro
 	}
 	r.sent = err != nil
 	return r, err
+}
+
+// batchStatements are the batch's two statements prepared on conn (once
+// a connection: Prepare answers from the connection's own list after
+// that), when the pool keeps prepared statements (pgx's default mode,
+// cache_statement), as every other statement of the store is then: the
+// server parses and plans each once a connection instead of once a
+// batch, which costs it about a fifth of a submit's CPU. In any other
+// mode (behind a transaction pooler, where a named statement does not
+// outlive its transaction) they are nil, and the batch sends its
+// statements unnamed, parsed where they run.
+func (s *Store) batchStatements(ctx context.Context, conn *pgx.Conn) (start, submit *pgconn.StatementDescription, err error) {
+	if conn.Config().DefaultQueryExecMode != pgx.QueryExecModeCacheStatement {
+		return nil, nil, nil
+	}
+	if start, err = conn.Prepare(ctx, batchStartName, batchStartSQL); err != nil {
+		return nil, nil, err
+	}
+	if submit, err = conn.Prepare(ctx, s.submitName, s.sql(submitSQL)); err != nil {
+		return nil, nil, err
+	}
+	return start, submit, nil
+}
+
+// batchStartName names batchStartSQL prepared; submitStatementName names
+// a schema's submitSQL prepared (the schema is in its text, so a
+// connection may hold one a schema).
+const batchStartName = "imagegen_batch_start"
+
+func submitStatementName(query string) string {
+	sum := sha256.Sum256([]byte(query))
+	return "imagegen_submit_tasks_" + hex.EncodeToString(sum[:12])
 }
 
 // settleBatch waits until transaction xid of backend pid has ended,

@@ -1,0 +1,45 @@
+package postgres_test
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/testenv/pgtest"
+)
+
+// On a pool in pgx's default mode, a batch of submits runs its two
+// statements prepared, once a connection: the batch sent them unnamed,
+// so the server parsed and planned both for every batch, about a fifth
+// of a submit's CPU there (BenchmarkPostgresSubmitCPU in the bench
+// module).
+func TestBatchStatementsArePreparedOnceAConnection(t *testing.T) {
+	ctx := context.Background()
+	direct := pgtest.Connect(t)
+	pool := wrappedPoolMode(t, poolOfOneURL(t), pgx.QueryExecModeCacheStatement, func(c net.Conn) net.Conn { return c })
+	s := modeStore(t, pool, direct)
+	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"t1", "t2", "t3"} {
+		if _, err := s.CreateTask(ctx, newTask(id, "u"), imagegen.CreateParams{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The pool's one connection is the one that ran the batches.
+	var starts, submits, submitRuns int64
+	err := pool.QueryRow(ctx, `SELECT
+		count(*) FILTER (WHERE statement LIKE '%pg_advisory_xact_lock%'),
+		count(*) FILTER (WHERE statement LIKE '%submit_tasks(%'),
+		coalesce(sum(generic_plans + custom_plans) FILTER (WHERE statement LIKE '%submit_tasks(%'), 0)
+		FROM pg_prepared_statements WHERE statement NOT LIKE '%pg_prepared_statements%'`).Scan(&starts, &submits, &submitRuns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if starts != 1 || submits != 1 || submitRuns != 3 {
+		t.Fatalf("prepared on the connection: %d batch starts, %d submit statements run %d times; want 1, 1 run 3 times", starts, submits, submitRuns)
+	}
+}
