@@ -299,14 +299,17 @@ type Store struct {
 
 	statsTrimmed atomic.Int64 // Unix time of the last removal of old provider stats
 
-	sqlCache   sync.Map // template -> SQL with the schema filled in
-	submitName string   // submitSQL's prepared statement (submitStatementName)
-	creates    groupcommit.Batcher[createReq, createRes]
-	completes  groupcommit.Batcher[completeReq, bool]
-	blobPuts   groupcommit.Batcher[blobPut, struct{}]
-	queuedNote notifier // "tasks may be ready", after submits and retries
-	listen     *listener
-	resets     *pgreset.Pool // empties the pool when a connection is found broken (wrapErr)
+	sqlCache sync.Map // template -> SQL with the schema filled in
+	// prepareBatch: the pool keeps prepared statements (pgx's default
+	// mode), and so does the submit batch (batchStatements).
+	prepareBatch bool
+	submitName   string // submitSQL's prepared statement (submitStatementName)
+	creates      groupcommit.Batcher[createReq, createRes]
+	completes    groupcommit.Batcher[completeReq, bool]
+	blobPuts     groupcommit.Batcher[blobPut, struct{}]
+	queuedNote   notifier // "tasks may be ready", after submits and retries
+	listen       *listener
+	resets       *pgreset.Pool // empties the pool when a connection is found broken (wrapErr)
 }
 
 // New returns a Store on pool. It does not touch the database: apply
@@ -321,7 +324,8 @@ func New(pool *pgxpool.Pool, c Config) (*Store, error) {
 	if c.SweepBatch < 0 {
 		return nil, fmt.Errorf("postgres store: Config.SweepBatch must not be negative (got %d)", c.SweepBatch)
 	}
-	if c.ListenConfig != nil && !poolerSafe(pool.Config().ConnConfig.DefaultQueryExecMode) {
+	mode := pool.Config().ConnConfig.DefaultQueryExecMode
+	if c.ListenConfig != nil && !poolerSafe(mode) {
 		return nil, ErrPreparedStatements
 	}
 	name := schemaName(c.Schema)
@@ -339,6 +343,7 @@ func New(pool *pgxpool.Pool, c Config) (*Store, error) {
 		successCommit: map[bool]string{false: "on", true: "off"}[c.AsyncSuccess],
 		sweepBatch:    cmp.Or(c.SweepBatch, 500),
 	}
+	s.prepareBatch = mode == pgx.QueryExecModeCacheStatement
 	s.submitName = submitStatementName(s.sql(submitSQL))
 	s.queuedNote = notifier{send: func(p []string) { s.notifyAll(s.queued, p) }}
 	s.creates = groupcommit.Batcher[createReq, createRes]{Run: s.createBatch, MaxBatch: maxBatch, MaxInFlight: maxBatchesInFlight,

@@ -162,7 +162,7 @@ func (s *Store) sendBatch(ctx context.Context, args []any) (r batchRun, err erro
 // outlive its transaction) they are nil, and the batch sends its
 // statements unnamed, parsed where they run.
 func (s *Store) batchStatements(ctx context.Context, conn *pgx.Conn) (start, submit *pgconn.StatementDescription, err error) {
-	if conn.Config().DefaultQueryExecMode != pgx.QueryExecModeCacheStatement {
+	if !s.prepareBatch {
 		return nil, nil, nil
 	}
 	if start, err = conn.Prepare(ctx, batchStartName, batchStartSQL); err != nil {
