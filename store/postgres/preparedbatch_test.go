@@ -43,3 +43,37 @@ func TestBatchStatementsArePreparedOnceAConnection(t *testing.T) {
 		t.Fatalf("prepared on the connection: %d batch starts, %d submit statements run %d times; want 1, 1 run 3 times", starts, submits, submitRuns)
 	}
 }
+
+// A batch whose prepared statements the server no longer has (a host
+// app sharing the pool ran DISCARD ALL or DEALLOCATE ALL on the
+// connection) prepares them again and runs: the server refused it
+// before it ran anything. pgx's own statement cache forgets a statement
+// that failed, but the batch's statements are its own, and every batch
+// on that connection failed until the pool closed it.
+func TestBatchPreparesAgainAfterItsStatementsAreGone(t *testing.T) {
+	ctx := context.Background()
+	direct := pgtest.Connect(t)
+	pool := wrappedPoolMode(t, poolOfOneURL(t), pgx.QueryExecModeCacheStatement, func(c net.Conn) net.Conn { return c })
+	s := modeStore(t, pool, direct)
+	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateTask(ctx, newTask("t1", "u"), imagegen.CreateParams{}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Behind pgx's back, as another user of the connection would.
+	err = conn.Conn().PgConn().Exec(ctx, "DEALLOCATE ALL").Close()
+	conn.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"t2", "t3"} {
+		if _, err := s.CreateTask(ctx, newTask(id, "u"), imagegen.CreateParams{}); err != nil {
+			t.Fatalf("submit %s after DEALLOCATE ALL: %v; want the statements prepared again", id, err)
+		}
+	}
+}

@@ -53,6 +53,10 @@ const submitSQL = `SELECT code, balance, {now} FROM {schema}.submit_tasks($2, $3
 // settleTimeout bounds settleBatch.
 const settleTimeout = 10 * time.Second
 
+// errStatementsGone: the server no longer had the batch's prepared
+// statements, and refused the batch before it ran anything.
+var errStatementsGone = errors.New("the batch's prepared statements were gone")
+
 // errUnsettled is the error of a batch whose outcome stays unknown.
 var errUnsettled = fmt.Errorf("the batch may still commit: %w", imagegen.ErrOutcomeUnknown)
 
@@ -63,6 +67,9 @@ var errUnsettled = fmt.Errorf("the batch may still commit: %w", imagegen.ErrOutc
 // though its answer was lost on the way back answers its results.
 func (s *Store) submitBatch(ctx context.Context, args []any) (codes []int32, balances []int64, at time.Time, err error) {
 	r, err := s.sendBatch(ctx, args)
+	if errors.Is(err, errStatementsGone) {
+		r, err = s.sendBatch(ctx, args) // nothing ran; prepared again
+	}
 	if err == nil || !r.sent {
 		return r.codes, r.balances, r.at, err
 	}
@@ -134,6 +141,10 @@ func (s *Store) sendBatch(ctx context.Context, args []any) (r batchRun, err erro
 		_ = p.Close()
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) {
+			s.forgetBatchStatements(ctx, conn.Conn(), start != nil)
+			if start != nil && pgErr.Code == "26000" { // invalid_sql_statement_name
+				err = fmt.Errorf("%w: %w", errStatementsGone, err)
+			}
 			return r, err // refused: the transaction is over
 		}
 		return r, fmt.Errorf("%w: %w", errUnsettled, err) // the transaction is not known
@@ -143,6 +154,7 @@ func (s *Store) sendBatch(ctx context.Context, args []any) (r batchRun, err erro
 		err = readSync(p)
 	} else if errors.As(err, new(*pgconn.PgError)) {
 		_ = p.Close()
+		s.forgetBatchStatements(ctx, conn.Conn(), start != nil)
 		return batchRun{}, err // submit_tasks failed: nothing commits
 	}
 	if cerr := p.Close(); err == nil {
@@ -172,6 +184,25 @@ func (s *Store) batchStatements(ctx context.Context, conn *pgx.Conn) (start, sub
 		return nil, nil, err
 	}
 	return start, submit, nil
+}
+
+// forgetBatchStatements deallocates the batch's prepared statements on
+// conn after the server refused one (when prepared is set), so that the
+// next batch on conn prepares them again, as pgx does with the
+// statements it caches: a statement the server no longer has (a host
+// app's DISCARD ALL on a shared pool) or whose plan may not change its
+// result type would otherwise fail every batch on conn until the pool
+// closed it. Preparing again after a refusal of another kind (a taken
+// id) costs one round trip.
+func (s *Store) forgetBatchStatements(ctx context.Context, conn *pgx.Conn, prepared bool) {
+	if !prepared {
+		return
+	}
+	for _, name := range []string{batchStartName, s.submitName} {
+		if err := conn.Deallocate(ctx, name); err != nil {
+			return // the connection is broken: the pool closes it
+		}
+	}
 }
 
 // batchStartName names batchStartSQL prepared; submitStatementName names
