@@ -238,6 +238,8 @@ type Service struct {
 	providers providerTally
 	// keyHashes are the hashes of recently presented API keys.
 	keyHashes *memo.Strings
+	// late are the tasks of lost submits still to cancel (CancelLostSubmit).
+	late lateCancels
 }
 
 // New returns a Service for cfg, or an error naming the bad field.
@@ -247,7 +249,8 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	blobs := timedBlobs{s: cfg.Store.Blobs(), d: cfg.BlobTimeout}
-	return &Service{cfg: cfg, log: cfg.Logger, blobs: blobs, wake: make(chan struct{}, 1), keyHashes: memo.New(HashAPIKey)}, nil
+	return &Service{cfg: cfg, log: cfg.Logger, blobs: blobs, wake: make(chan struct{}, 1), keyHashes: memo.New(HashAPIKey),
+		late: lateCancels{wake: make(chan struct{}, 1)}}, nil
 }
 
 // Submission is what a submit made: the new task (pending), its charge

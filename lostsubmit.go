@@ -18,15 +18,22 @@ const (
 	lostSubmitFirstWait = time.Second
 )
 
+// maxLateCancels bounds the lost submits whose tasks CancelLostSubmit
+// keeps cancelling at once; past it, one is logged and left.
+const maxLateCancels = 10000
+
 // CancelLostSubmit settles the task a failed submit may have made, for
 // a caller that will not come back for it (such as the OpenAI-compatible
 // endpoint, whose clients retry a 500 with a fresh submit): when err is
 // a *SubmitUnknownError it cancels (and so refunds) the task it names.
 // When the store's error wraps ErrOutcomeUnknown the write may land
-// after this first cancel found no task (or failed); then a goroutine tries the
-// cancel again, on the service's Clock, until it cancels the task, finds
+// after this first cancel found no task (or failed); then the service
+// tries the cancel again, on its Clock, until it cancels the task, finds
 // it already ended, or has tried lostSubmitTries times (about four
-// minutes), logging what it did, and stops. Any other err is ignored.
+// minutes), logging what it did. The tries of all lost submits run on
+// one goroutine, which ends when none is left: a store outage that loses
+// many submits costs an entry each (at most maxLateCancels), not a
+// goroutine each, and the store one cancel at a time.
 // ctx gives the logs' values; its cancellation does not stop the cancels.
 func (s *Service) CancelLostSubmit(ctx context.Context, owner string, err error) {
 	var lost *SubmitUnknownError
@@ -40,33 +47,33 @@ func (s *Service) CancelLostSubmit(ctx context.Context, owner string, err error)
 		s.log.ErrorContext(ctx, "cancel the task of a lost submit", "task_id", lost.TaskID, "err", cerr)
 	}
 	if late {
-		s.log.WarnContext(ctx, "lost submit of unknown outcome: cancelling its task should it land later", "task_id", lost.TaskID)
-		go s.cancelLateTask(ctx, owner, lost.TaskID)
+		s.late.add(s, lateCancel{ctx: ctx, owner: owner, id: lost.TaskID, wait: lostSubmitFirstWait})
 	}
 }
 
-// cancelLateTask is CancelLostSubmit's goroutine: it cancels task id
-// should its create land after the first cancel, then stops.
-func (s *Service) cancelLateTask(ctx context.Context, owner, id string) {
-	wait, err := lostSubmitFirstWait, error(nil)
-	for range lostSubmitTries {
-		<-s.cfg.Clock.After(wait)
-		wait *= 2
-		err = s.Cancel(ctx, owner, id)
-		switch {
-		case err == nil:
-			s.log.WarnContext(ctx, "the task of a lost submit landed late: cancelled", "task_id", id)
-			return
-		case errors.Is(err, ErrInvalidTransition):
-			s.log.WarnContext(ctx, "the task of a lost submit landed late and had ended before it could be cancelled", "task_id", id)
-			return
-		case !errors.Is(err, ErrTaskNotFound):
-			s.log.ErrorContext(ctx, "cancel the task of a lost submit", "task_id", id, "err", err)
-		}
+// tryLateCancel is one more cancel of c's task; it reports whether to
+// try again (the task not found yet, or the cancel failed).
+func (s *Service) tryLateCancel(c *lateCancel) (again bool) {
+	ctx, id := c.ctx, c.id
+	err := s.Cancel(ctx, c.owner, id)
+	c.tries++
+	switch {
+	case err == nil:
+		s.log.WarnContext(ctx, "the task of a lost submit landed late: cancelled", "task_id", id)
+		return false
+	case errors.Is(err, ErrInvalidTransition):
+		s.log.WarnContext(ctx, "the task of a lost submit landed late and had ended before it could be cancelled", "task_id", id)
+		return false
+	case !errors.Is(err, ErrTaskNotFound):
+		s.log.ErrorContext(ctx, "cancel the task of a lost submit", "task_id", id, "err", err)
+	}
+	if c.tries < lostSubmitTries {
+		return true
 	}
 	if errors.Is(err, ErrTaskNotFound) {
 		s.log.InfoContext(ctx, "the task of a lost submit did not land: nothing to cancel", "task_id", id)
-		return
+	} else {
+		s.log.ErrorContext(ctx, "gave up cancelling the task of a lost submit", "task_id", id, "err", err)
 	}
-	s.log.ErrorContext(ctx, "gave up cancelling the task of a lost submit", "task_id", id, "err", err)
+	return false
 }
