@@ -57,7 +57,8 @@ func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request, next htt
 		}
 	}
 	o.ctx = requestContext{Context: ctx, o: o}
-	r = r.WithContext(&o.ctx)
+	o.req = *r.WithContext(&o.ctx) // inlined, its copy stays on the stack: the request lives in o
+	r = &o.req
 	next.ServeHTTP(o, r)
 	end := time.Now()
 	took := end.Sub(start)
@@ -79,7 +80,7 @@ func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request, next htt
 	if o.taskID == "" {
 		n -= 3 // no task submitted
 	}
-	logbuf.LogAt(ctx, log, end, slog.LevelInfo, "request", attrs[:n]...)
+	logbuf.LogEnabledAt(ctx, log, end, slog.LevelInfo, "request", attrs[:n]...) // logged: Enabled said yes
 }
 
 // routePath is a route pattern without its method ("GET
@@ -151,8 +152,10 @@ func newRequestID() string {
 
 // observed is the writer the routes get: it remembers the status
 // written through it and what the log line needs. It also holds the
-// request's context (ctx) and the values of the headers the API sets on
-// every answer, so that a request costs no allocation for them.
+// request's context (ctx), the request the routes are given (req, r with
+// ctx: what r.WithContext would allocate) and the values of the headers
+// the API sets on every answer, so that a request costs no allocation
+// for them.
 type observed struct {
 	http.ResponseWriter
 	status   int
@@ -164,6 +167,7 @@ type observed struct {
 	// The RateLimit-Policy and RateLimit values (limitRate).
 	ratePolicy, rateLimit [1]string
 	ctx                   requestContext
+	req                   http.Request
 	// The task the request submitted, for its line (LogSubmitted).
 	taskID, model string
 	cost          int64

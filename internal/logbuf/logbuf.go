@@ -137,9 +137,15 @@ func Log(ctx context.Context, log *slog.Logger, level slog.Level, msg string, at
 // LogAt is Log with the record's time given: a caller that has just read
 // the clock (to time a request) need not read it again.
 func LogAt(ctx context.Context, log *slog.Logger, at time.Time, level slog.Level, msg string, attrs ...slog.Attr) {
-	if !log.Enabled(ctx, level) {
-		return
+	if log.Enabled(ctx, level) {
+		LogEnabledAt(ctx, log, at, level, msg, attrs...)
 	}
+}
+
+// LogEnabledAt is LogAt for a caller that has just asked log.Enabled(ctx,
+// level) and been told yes (the API asks once a request, to know
+// whether to gather what the line says): it does not ask again.
+func LogEnabledAt(ctx context.Context, log *slog.Logger, at time.Time, level slog.Level, msg string, attrs ...slog.Attr) {
 	if lineWritten(log.Handler(), at, level, msg, attrs) {
 		return
 	}

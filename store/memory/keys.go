@@ -23,9 +23,11 @@ func (s *Store) PutKey(_ context.Context, k imagegen.APIKey) error {
 	return nil
 }
 
-// KeyByHash returns the live key with the hash.
+// KeyByHash returns the live key with the hash. Keys do not expire, so
+// it reads them without lock's sweep and clock read (every API request
+// authenticates through here; the store's next other call sweeps).
 func (s *Store) KeyByHash(_ context.Context, hash string) (*imagegen.APIKey, error) {
-	s.lock()
+	s.mu.Lock()
 	defer s.mu.Unlock()
 	k, ok := s.keys[hash]
 	if !ok || k.Revoked {

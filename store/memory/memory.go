@@ -159,7 +159,9 @@ func (s *Store) lookup(t taskSlot) (task, bool) {
 }
 
 // lock takes the mutex, removes what has expired, and returns the time.
-// Every method starts with it, so expired data is never returned.
+// Every method that reads or writes what expires starts with it, so
+// expired data is never returned (KeyByHash, which reads only keys,
+// takes the mutex alone).
 func (s *Store) lock() time.Time {
 	s.mu.Lock()
 	now := s.clock.Now()
