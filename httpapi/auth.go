@@ -80,7 +80,7 @@ type BearerKeys struct{ Service *imagegen.Service }
 
 // Authenticate implements Authenticator.
 func (b BearerKeys) Authenticate(r *http.Request) (Principal, error) {
-	key, ok := bearerToken(r.Header.Get("Authorization"))
+	key, ok := bearerToken(headerValue(r.Header, authorizationHeader))
 	if !ok {
 		return Principal{}, fmt.Errorf("no bearer token: %w", imagegen.ErrUnauthorized)
 	}

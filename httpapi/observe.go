@@ -43,7 +43,7 @@ func requestIDOf(ctx context.Context) string {
 // cancel), the only ones it logs.
 func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	start := time.Now()
-	o := &observed{ResponseWriter: w, id: requestID(r.Header.Get(RequestIDHeader))}
+	o := &observed{ResponseWriter: w, id: requestID(headerValue(r.Header, RequestIDHeader))}
 	o.idHeader[0] = o.id
 	w.Header()[RequestIDHeader] = o.idHeader[:]
 	ctx := r.Context()

@@ -22,7 +22,7 @@ import (
 func (h *Handler) handleSubmit() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := PrincipalFrom(r.Context())
-		keys := r.Header.Values("Idempotency-Key")
+		keys := r.Header[idempotencyKeyHeader] // Values, without canonicalizing the key
 		if len(keys) > 1 {
 			h.respondErr(w, r, &imagegen.ValidationError{Field: "Idempotency-Key", Message: "must be given once"})
 			return
@@ -65,7 +65,7 @@ func (h *Handler) handleSubmit() http.Handler {
 // checkContentType refuses a request body declared as anything but JSON
 // (a body without Content-Type is read as JSON).
 func checkContentType(r *http.Request) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" { // the usual one, without parsing
+	if ct := headerValue(r.Header, contentTypeHeader); ct != "" && ct != "application/json" { // the usual one, without parsing
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			return &imagegen.ValidationError{Field: "Content-Type", Message: "must be application/json"}
 		}

@@ -28,7 +28,7 @@ func (h *Handler) handleTask() http.Handler {
 			return wire.TaskBody{}, err
 		}
 		var t *imagegen.Task
-		wait, waited := preferWait(r.Header.Values("Prefer"))
+		wait, waited := preferWait(r.Header[preferHeader])
 		if waited {
 			t, err = h.waitTask(r, owner, id, time.Duration(wait)*time.Second)
 		} else {
