@@ -6,10 +6,24 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/testenv/pgtest"
+	"github.com/imagegen/imagegen/store/postgres"
 )
+
+// preparingStoreOfOne is a store on a fresh schema whose pool, in pgx's
+// default mode, has one connection, and its owner "u" 10 credits.
+func preparingStoreOfOne(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
+	t.Helper()
+	pool := wrappedPoolMode(t, poolOfOneURL(t), pgx.QueryExecModeCacheStatement, func(c net.Conn) net.Conn { return c })
+	s := modeStore(t, pool, pgtest.Connect(t))
+	if _, err := s.AddEntry(context.Background(), imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	return s, pool
+}
 
 // On a pool in pgx's default mode, a batch of submits runs its two
 // statements prepared, once a connection: the batch sent them unnamed,
@@ -18,12 +32,7 @@ import (
 // module).
 func TestBatchStatementsArePreparedOnceAConnection(t *testing.T) {
 	ctx := context.Background()
-	direct := pgtest.Connect(t)
-	pool := wrappedPoolMode(t, poolOfOneURL(t), pgx.QueryExecModeCacheStatement, func(c net.Conn) net.Conn { return c })
-	s := modeStore(t, pool, direct)
-	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"}); err != nil {
-		t.Fatal(err)
-	}
+	s, pool := preparingStoreOfOne(t)
 	for _, id := range []string{"t1", "t2", "t3"} {
 		if _, err := s.CreateTask(ctx, newTask(id, "u"), imagegen.CreateParams{}); err != nil {
 			t.Fatal(err)
@@ -52,12 +61,7 @@ func TestBatchStatementsArePreparedOnceAConnection(t *testing.T) {
 // on that connection failed until the pool closed it.
 func TestBatchPreparesAgainAfterItsStatementsAreGone(t *testing.T) {
 	ctx := context.Background()
-	direct := pgtest.Connect(t)
-	pool := wrappedPoolMode(t, poolOfOneURL(t), pgx.QueryExecModeCacheStatement, func(c net.Conn) net.Conn { return c })
-	s := modeStore(t, pool, direct)
-	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "u", Kind: imagegen.LedgerGrant, Amount: 10, Ref: "g"}); err != nil {
-		t.Fatal(err)
-	}
+	s, pool := preparingStoreOfOne(t)
 	if _, err := s.CreateTask(ctx, newTask("t1", "u"), imagegen.CreateParams{}); err != nil {
 		t.Fatal(err)
 	}
