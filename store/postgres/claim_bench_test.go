@@ -17,3 +17,12 @@ func BenchmarkClaims(b *testing.B) {
 		return pgtest.NewStore(b, pool, postgres.Config{})
 	})
 }
+
+// BenchmarkClaimAllOwnersAtCap: a claim that finds every owner at its
+// cap (storetest.BenchmarkClaimAllOwnersAtCap).
+func BenchmarkClaimAllOwnersAtCap(b *testing.B) {
+	pool := pgtest.Connect(b)
+	storetest.BenchmarkClaimAllOwnersAtCap(b, func(b *testing.B) imagegen.Store {
+		return pgtest.NewStore(b, pool, postgres.Config{})
+	})
+}

@@ -17,3 +17,12 @@ func BenchmarkClaims(b *testing.B) {
 		return newIsolated(b, rdb, redisstore.Config{})
 	})
 }
+
+// BenchmarkClaimAllOwnersAtCap: a claim that finds every owner at its
+// cap (storetest.BenchmarkClaimAllOwnersAtCap).
+func BenchmarkClaimAllOwnersAtCap(b *testing.B) {
+	rdb := redistest.Connect(b)
+	storetest.BenchmarkClaimAllOwnersAtCap(b, func(b *testing.B) imagegen.Store {
+		return newIsolated(b, rdb, redisstore.Config{})
+	})
+}

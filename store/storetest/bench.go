@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -57,5 +58,40 @@ func BenchmarkClaims(b *testing.B, newStore func(b *testing.B) imagegen.Store) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// BenchmarkClaimAllOwnersAtCap measures a claim when every owner with
+// pending tasks is at its concurrency cap (10 owners, each with 2 tasks
+// running under a cap of 2 and 1,000 pending): there is nothing to
+// start, and the claim reads every pending task of the model to find
+// that out (an owner at its cap counts once against the look-ahead,
+// docs/scheduling.md). It is what each claim of idle workers costs in
+// that state. newStore returns a fresh, empty store.
+func BenchmarkClaimAllOwnersAtCap(b *testing.B, newStore func(b *testing.B) imagegen.Store) {
+	const owners, pending, running = 10, 1000, 2
+	s := newStore(b)
+	limits := imagegen.Limits{OwnerConcurrency: running}
+	for o := range owners {
+		owner := fmt.Sprintf("owner-%d", o)
+		if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: owner, Kind: imagegen.LedgerGrant, Amount: pending + running, Ref: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+		for range pending + running {
+			if _, err := s.CreateTask(ctx, newTask(owner, 1), imagegen.CreateParams{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	got, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Hour, N: owners * running, Limits: limits})
+	if err != nil || len(got) != owners*running {
+		b.Fatalf("the first claim took %d tasks (%v); want %d, each owner at its cap", len(got), err, owners*running)
+	}
+	b.ResetTimer()
+	for range b.N {
+		got, err := s.ClaimTasks(ctx, imagegen.ClaimParams{Lease: time.Hour, N: 1, Limits: limits})
+		if !errors.Is(err, imagegen.ErrNoTask) {
+			b.Fatalf("claim with every owner at its cap: %d tasks (%v); want ErrNoTask", len(got), err)
+		}
 	}
 }
