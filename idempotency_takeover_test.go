@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/imagegentest"
 	"github.com/matryer/is"
 )
 
@@ -17,9 +16,7 @@ import (
 // charge. (It used to submit afresh, with a new task id: charged twice.)
 func TestSubmitIdempotentTakeOverReplaysTheTaskThatLanded(t *testing.T) {
 	is := is.New(t)
-	late := &landsLate{}
-	f := newFixture(t, imagegentest.NewModel(2), func(cfg *imagegen.Config) { late.Store = cfg.Store; cfg.Store = late })
-	f.funded(t, "alice", 5)
+	f, late := lateFixture(t)
 	once := imagegen.Idempotency{Key: "order-7", Fingerprint: "body-a"}
 	decodes := 0
 	req := func() (imagegen.Request, error) { decodes++; return textReq, nil }
@@ -55,9 +52,7 @@ func TestSubmitIdempotentTakeOverReplaysTheTaskThatLanded(t *testing.T) {
 // refused as the id taken rather than charged a second time.
 func TestSubmitIdempotentTakeOverSubmitsUnderTheSameID(t *testing.T) {
 	is := is.New(t)
-	late := &landsLate{}
-	f := newFixture(t, imagegentest.NewModel(2), func(cfg *imagegen.Config) { late.Store = cfg.Store; cfg.Store = late })
-	f.funded(t, "alice", 5)
+	f, late := lateFixture(t)
 	once := imagegen.Idempotency{Key: "order-8", Fingerprint: "body-a"}
 	req := func() (imagegen.Request, error) { return textReq, nil }
 
@@ -89,9 +84,7 @@ func TestSubmitIdempotentTakeOverSubmitsUnderTheSameID(t *testing.T) {
 // key keeps the earlier request's task.
 func TestSubmitIdempotentTakeOverByAnotherRequest(t *testing.T) {
 	is := is.New(t)
-	late := &landsLate{}
-	f := newFixture(t, imagegentest.NewModel(2), func(cfg *imagegen.Config) { late.Store = cfg.Store; cfg.Store = late })
-	f.funded(t, "alice", 5)
+	f, late := lateFixture(t)
 	req := func() (imagegen.Request, error) { return textReq, nil }
 
 	_, _, err := f.svc.SubmitIdempotent(ctx, "alice", imagegen.Idempotency{Key: "order-9", Fingerprint: "body-a"}, req)

@@ -103,6 +103,16 @@ func (l *landsLate) CreateTask(_ context.Context, t *imagegen.Task, _ imagegen.C
 	return 0, fmt.Errorf("batch cut while it may still commit: %w", imagegen.ErrOutcomeUnknown)
 }
 
+// lateFixture is newFixture whose store's submits land late (landsLate),
+// with alice funded with 5 credits.
+func lateFixture(t *testing.T) (fixture, *landsLate) {
+	t.Helper()
+	late := &landsLate{}
+	f := newFixture(t, imagegentest.NewModel(2), func(cfg *imagegen.Config) { late.Store = cfg.Store; cfg.Store = late })
+	f.funded(t, "alice", 5)
+	return f, late
+}
+
 // land makes the tasks asked of it, as a transaction committing late.
 func (l *landsLate) land(t *testing.T) {
 	t.Helper()
@@ -120,9 +130,7 @@ func (l *landsLate) land(t *testing.T) {
 // landed.
 func TestSubmitIdempotentOfUnknownOutcomeKeepsTheKey(t *testing.T) {
 	is := is.New(t)
-	late := &landsLate{}
-	f := newFixture(t, imagegentest.NewModel(2), func(cfg *imagegen.Config) { late.Store = cfg.Store; cfg.Store = late })
-	f.funded(t, "alice", 5)
+	f, late := lateFixture(t)
 	once := imagegen.Idempotency{Key: "order-7", Fingerprint: "body-a"}
 	req := func() (imagegen.Request, error) { return textReq, nil }
 

@@ -21,13 +21,12 @@ type lateCancels struct {
 type lateCancel struct {
 	ctx       context.Context // the logs' values
 	owner, id string
-	at        time.Time     // when it is tried next
-	wait      time.Duration // the wait before that try; doubled after it
-	tries     int           // tries made after CancelLostSubmit's own
+	at        time.Time // when it is tried next
+	tries     int       // tries made after CancelLostSubmit's own
 }
 
-// add queues c, tried c.wait from now, and starts the goroutine if none
-// runs; past maxLateCancels it logs c and leaves it.
+// add queues c, tried lostSubmitFirstWait from now, and starts the
+// goroutine if none runs; past maxLateCancels it logs c and leaves it.
 func (l *lateCancels) add(s *Service, c lateCancel) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -36,7 +35,7 @@ func (l *lateCancels) add(s *Service, c lateCancel) {
 		return
 	}
 	s.log.WarnContext(c.ctx, "lost submit of unknown outcome: cancelling its task should it land later", "task_id", c.id)
-	c.at = s.cfg.Clock.Now().Add(c.wait)
+	c.at = s.cfg.Clock.Now().Add(lostSubmitFirstWait)
 	heap.Push(&l.due, c)
 	switch {
 	case !l.running:
@@ -73,9 +72,8 @@ func (l *lateCancels) run(s *Service) {
 		if !s.tryLateCancel(&c) {
 			continue
 		}
-		c.wait *= 2
 		l.mu.Lock()
-		c.at = s.cfg.Clock.Now().Add(c.wait)
+		c.at = s.cfg.Clock.Now().Add(lostSubmitFirstWait << c.tries) // each wait twice the one before
 		heap.Push(&l.due, c)
 		l.mu.Unlock()
 	}

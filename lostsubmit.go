@@ -47,7 +47,7 @@ func (s *Service) CancelLostSubmit(ctx context.Context, owner string, err error)
 		s.log.ErrorContext(ctx, "cancel the task of a lost submit", "task_id", lost.TaskID, "err", cerr)
 	}
 	if late {
-		s.late.add(s, lateCancel{ctx: ctx, owner: owner, id: lost.TaskID, wait: lostSubmitFirstWait})
+		s.late.add(s, lateCancel{ctx: ctx, owner: owner, id: lost.TaskID})
 	}
 }
 

@@ -94,6 +94,24 @@ func (s *lateCreateStore) CancelTask(ctx context.Context, owner, id string) (int
 	return refund, err
 }
 
+// submitLost sends a generation to an OpenAI endpoint on store, whose
+// submit store loses (answered 500), and waits for the endpoint's first
+// cancel of its task; it returns the endpoint and how many waited on its
+// clock before.
+func submitLost(t *testing.T, store *lateCreateStore) (o *openAIEnv, before int) {
+	t.Helper()
+	o = newOpenAIEnv(t, 1000)
+	o.env = newEnv(t, func(opt *envOptions) {
+		opt.openAI, opt.store = true, store
+		opt.api = func(c *httpapi.Config) { c.OpenAIWait = 30 * time.Second }
+	})
+	before = o.clock.Waiters()
+	w := o.do("POST", "/v1/images/generations", o.key, `{"prompt":"otter"}`)
+	o.errorShape(t, w, http.StatusInternalServerError, "server_error", "", "")
+	<-store.cancels
+	return o, before
+}
+
 // A lost submit whose store cannot tell whether its create will still
 // land: the first cancel finds no task, then the create lands, charged.
 // The endpoint keeps cancelling on the clock, so that task is cancelled
@@ -102,16 +120,8 @@ func (s *lateCreateStore) CancelTask(ctx context.Context, owner, id string) (int
 func TestOpenAISubmitThatLandsLateIsCancelledAndRefunded(t *testing.T) {
 	is := is.New(t)
 	store := newLateCreateStore(t)
-	o := newOpenAIEnv(t, 1000)
-	o.env = newEnv(t, func(opt *envOptions) {
-		opt.openAI, opt.store = true, store
-		opt.api = func(c *httpapi.Config) { c.OpenAIWait = 30 * time.Second }
-	})
-	before := o.clock.Waiters()
-	w := o.do("POST", "/v1/images/generations", o.key, `{"prompt":"otter"}`)
-	o.errorShape(t, w, http.StatusInternalServerError, "server_error", "", "")
-	<-store.cancels           // the first cancel found nothing; then the create landed
-	is.True(o.credits() < 10) // charged for a task nobody waits for
+	o, before := submitLost(t, store) // the first cancel found nothing; then the create landed
+	is.True(o.credits() < 10)         // charged for a task nobody waits for
 	testenv.Eventually(t, 5*time.Second, "a cancel to wait on the clock", func() bool { return o.clock.Waiters() > before })
 	o.clock.Advance(time.Second)
 	<-store.cancels
@@ -131,15 +141,7 @@ func TestOpenAISubmitThatNeverLandsStopsCancelling(t *testing.T) {
 	is := is.New(t)
 	store := newLateCreateStore(t)
 	store.never = true
-	o := newOpenAIEnv(t, 1000)
-	o.env = newEnv(t, func(opt *envOptions) {
-		opt.openAI, opt.store = true, store
-		opt.api = func(c *httpapi.Config) { c.OpenAIWait = 30 * time.Second }
-	})
-	before := o.clock.Waiters()
-	w := o.do("POST", "/v1/images/generations", o.key, `{"prompt":"otter"}`)
-	o.errorShape(t, w, http.StatusInternalServerError, "server_error", "", "")
-	<-store.cancels
+	o, before := submitLost(t, store)
 	for wait := time.Second; wait <= 128*time.Second; wait *= 2 {
 		testenv.Eventually(t, 5*time.Second, "a cancel to wait on the clock", func() bool { return o.clock.Waiters() > before })
 		o.clock.Advance(wait)

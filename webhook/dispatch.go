@@ -409,5 +409,5 @@ func (d *Dispatcher) backoff(failed int) time.Duration {
 // messageID is a delivery's webhook-id (wire.MessageID): the same on
 // every retry of it, and different for each event of a task.
 func messageID(del imagegen.WebhookDelivery) string {
-	return wire.MessageID(del.TaskID, cmp.Or(del.Event, imagegen.EventCompleted))
+	return wire.MessageID(del.TaskID, del.Event)
 }

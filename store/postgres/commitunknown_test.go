@@ -95,6 +95,13 @@ func runsSubmitTasks(p []byte) bool {
 // pooler), with its statements' text each time.
 var execModes = map[string]pgx.QueryExecMode{"prepared": pgx.QueryExecModeCacheStatement, "exec": pgx.QueryExecModeExec}
 
+// inEachMode runs test once for each of execModes, as a subtest.
+func inEachMode(t *testing.T, test func(*testing.T, pgx.QueryExecMode)) {
+	for name, mode := range execModes {
+		t.Run(name, func(t *testing.T) { test(t, mode) })
+	}
+}
+
 // gatedStore is a store on a fresh schema whose pool (on url: the
 // server, or PgBouncer in front of it; in mode) g may hold up, with
 // direct the server's own pool (migrations, and LISTEN for a pool in
@@ -236,9 +243,7 @@ func TestIdempotentSubmitWhoseBatchTimedOutChargesOnce(t *testing.T) {
 // imagegen.ErrOutcomeUnknown, and the task indeed comes to exist once
 // the row it waited for is free.
 func TestSubmitCutBeforeAnyAnswerIsOfUnknownOutcome(t *testing.T) {
-	for name, mode := range execModes {
-		t.Run(name, func(t *testing.T) { submitCutBeforeAnyAnswer(t, mode) })
-	}
+	inEachMode(t, submitCutBeforeAnyAnswer)
 }
 
 func submitCutBeforeAnyAnswer(t *testing.T, mode pgx.QueryExecMode) {
@@ -282,9 +287,7 @@ func submitCutBeforeAnyAnswer(t *testing.T, mode pgx.QueryExecMode) {
 // had not committed (and on any pool it took a second slot while
 // holding one, behind every other caller waiting for a connection).
 func TestBatchTimedOutIsSettledOnAPoolOfOneConnection(t *testing.T) {
-	for name, mode := range execModes {
-		t.Run(name, func(t *testing.T) { batchTimedOutOnAPoolOfOne(t, mode) })
-	}
+	inEachMode(t, batchTimedOutOnAPoolOfOne)
 }
 
 func batchTimedOutOnAPoolOfOne(t *testing.T, mode pgx.QueryExecMode) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -68,11 +69,11 @@ func (h *CommandHolder) Release(t testing.TB) {
 	}
 	defer c.Close()
 	var out []byte
-	if h.opt.Password != "" {
+	switch {
+	case h.opt.Password != "" && h.opt.Username != "":
 		out = command(out, "AUTH", h.opt.Username, h.opt.Password)
-		if h.opt.Username == "" {
-			out = command(nil, "AUTH", h.opt.Password)
-		}
+	case h.opt.Password != "":
+		out = command(out, "AUTH", h.opt.Password)
 	}
 	out = command(out, "SELECT", strconv.Itoa(h.opt.DB))
 	out = append(out, bytes.Join(held, nil)...)
@@ -96,19 +97,8 @@ func (h *CommandHolder) serve(client, server net.Conn) {
 	defer client.Close()
 	defer server.Close()
 	go func() {
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := server.Read(buf)
-			if n > 0 {
-				if _, werr := client.Write(buf[:n]); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				_ = client.Close()
-				return
-			}
-		}
+		_, _ = io.Copy(client, server)
+		_ = client.Close()
 	}()
 	buf := make([]byte, 64<<10)
 	for {
