@@ -194,15 +194,64 @@ end
 -- passed over and claimed stay in it until the end), so that a claim
 -- whose first tasks are free reads a few entries rather than scan of
 -- them.
-local all = fair_queues(KEYS[1], 0, model_held)
+-- Parked owners (see fair_queues): of each model with some that may
+-- start a task now, at most 64 are looked at, the least recently looked
+-- at first (each is then scored now, so that the next claim looks at the
+-- others first). The parked queue of one with a free slot (any, when
+-- this claim has no owner cap) is merged; the others' are not read.
+-- parkedOf[model] holds the owners looked at (true: merged) and, when
+-- the model has more, its fair:pk key (see parked_owner).
+local parkedOf, merged = {}, {}
+local pmodels = redis.pcall('SMEMBERS', KEYS[1] .. ':parked')
+if pmodels.err then pmodels = {} end -- of another kind: none
+for _, model in ipairs(pmodels) do
+  if not model_held(model) then
+    local pk = KEYS[1] .. ':pk:' .. model
+    local owners = redis.pcall('ZRANGE', pk, 0, 63)
+    if owners.err then owners = {} end
+    local seen, looked = {}, {}
+    for _, owner in ipairs(owners) do
+      local free = ownerCap == 0 or running(ownerRun, keyof(okeys, 'run:o:', owner)) < ownerCap
+      seen[owner] = free
+      looked[#looked + 1], looked[#looked + 2] = snow, owner
+      if free then merged[#merged + 1] = {key = parked_key(KEYS[1], model, owner), model = model, owner = owner} end
+    end
+    if #looked > 0 then redis.pcall('ZADD', pk, 'XX', unpack(looked)) end
+    parkedOf[model] = {seen = seen, more = #owners == 64 and pk}
+  end
+end
+-- parked_owner reports whether owner, not looked at above, is parked in
+-- the model of p (parkedOf's): only asked when the model has more than
+-- were looked at.
+local function parked_owner(p, owner)
+  local v = p.seen[owner]
+  if v == nil then
+    v = false
+    if p.more then
+      local s = redis.pcall('ZSCORE', p.more, owner)
+      v = type(s) == 'string' and 'parked'
+    end
+    p.seen[owner] = v
+  end
+  return v == 'parked'
+end
+local all = fair_queues(KEYS[1], 0, model_held, merged)
 local queues, maxchunk = {}, want + scan + 1
 for j, q in ipairs(all) do
   q.chunk, queues[j] = math.floor(want / #all) + 8, q
 end
-local atCap = {} -- the owners found at their cap
+local atCap = {} -- the owners found at their cap (or parked: see below)
 local topq, topid -- without scores, the queue and id of the last task claimed
+-- drop reports whether q leaves the merge: it passed over more than
+-- scan tasks, or parked parkMost, its model is held, or it is the
+-- parked queue of an owner now at its cap. The tasks parked leave the
+-- queue, so the next claim goes on from there: a backlog of owners at
+-- their caps is parked over a few claims, each of bounded work, and
+-- holds the tasks behind it back for those claims only.
+local parkMost = 1024
 local function drop(q)
-  return q.passed - (q.uncounted or 0) > scan or (q.model and model_held(q.model))
+  return q.passed - (q.uncounted or 0) > scan or (q.park and #q.park >= parkMost) or (q.model and model_held(q.model)) or
+    (q.owner and ownerCap > 0 and running(ownerRun, keyof(okeys, 'run:o:', q.owner)) >= ownerCap)
 end
 while #out < want do
   local q, id
@@ -225,13 +274,21 @@ while #out < want do
   local rkey = keyof(rkeys, 'model:', model)
   local rate = rates[model] or 0
   local held = f[1] ~= 'pending' or (f[2] and (tonumber(f[2]) or 0) > now) -- run_after: only a retried task has one
-  local uncounted = false
+  local uncounted, park = false, false
   if not held and ownerCap > 0 and running(ownerRun, keyof(okeys, 'run:o:', owner)) >= ownerCap then
     -- An owner at its cap counts once against the look-ahead, however
     -- many of its tasks lie ahead of others' (its count only grows
     -- within the claim): its backlog, fallen behind the tags now
     -- served while its slow tasks hold its slots, holds no one back.
-    held, uncounted = true, atCap[owner]
+    -- The task is parked (see fair_queues), so that later claims do not
+    -- read it again while the owner is at its cap.
+    held, uncounted, park = true, atCap[owner], not q.owner
+    atCap[owner] = true
+  elseif not held and not q.owner and parkedOf[model] and parked_owner(parkedOf[model], owner) then
+    -- An owner parked in the model whose parked queue was not looked at
+    -- (more owners were parked than a claim looks at): its task is
+    -- parked too, behind its older ones, and the owner counts once.
+    held, uncounted, park = true, atCap[owner], true
     atCap[owner] = true
   end
   -- A model queue's own model was judged just now, by drop: only a task
@@ -240,6 +297,14 @@ while #out < want do
   if held then
     q.passed = q.passed + 1 -- every task passed over, counted or not: the queue is not empty
     if uncounted then q.uncounted = (q.uncounted or 0) + 1 end
+    if park then
+      local pk = q.park
+      if not pk then
+        pk = {}
+        q.park = pk
+      end
+      pk[#pk + 1] = {id, owner, model, q.scores and q.sc[q.i - 1]}
+    end
     if f[1] ~= 'pending' then
       -- Not pending (a task key gone or of another kind, or a task
       -- that left pending without leaving this queue: cancelled by a
@@ -349,11 +414,45 @@ for _, q in ipairs(all) do -- the entries left behind (see stale above); pcall: 
     end
   end
 end
+-- The tasks parked (see fair_queues) move to their owners' parked
+-- queues, out of the queue they were in (a parked queue of another kind
+-- takes none: its tasks stay where they were), in chunks (unpack's
+-- limit). A parked queue that the claim emptied is no longer parked.
+for _, q in ipairs(all) do
+  if q.park then
+    local into, order = {}, {}
+    for _, e in ipairs(q.park) do
+      local pq = parked_key(KEYS[1], e[3], e[2])
+      local t = into[pq]
+      if not t then
+        t = {owner = e[2], model = e[3], args = {}}
+        into[pq], order[#order + 1] = t, pq
+      end
+      local a = t.args
+      a[#a + 1], a[#a + 2] = e[4] or redis.call('ZSCORE', q.key, e[1]), e[1]
+    end
+    for _, pq in ipairs(order) do
+      local t = into[pq]
+      local ok = true
+      for from = 1, #t.args, 512 do
+        ok = ok and type(redis.pcall('ZADD', pq, unpack(t.args, from, math.min(from + 511, #t.args)))) == 'number'
+      end
+      if ok then
+        redis.pcall('ZADD', KEYS[1] .. ':pk:' .. t.model, 'NX', snow, t.owner)
+        redis.pcall('SADD', KEYS[1] .. ':parked', t.model)
+        local ids = {}
+        for k = 2, #t.args, 2 do ids[#ids + 1] = t.args[k] end
+        for from = 1, #ids, 512 do redis.call('ZREM', q.key, unpack(ids, from, math.min(from + 511, #ids))) end
+      end
+    end
+  end
+  if q.owner and (q.taken or q.stale) then parked_left(KEYS[1], q.key, q.model, q.owner) end
+end
 -- A model whose queue the claim found empty, or emptied (read to its
 -- end, every task claimed), leaves the record of the models with one.
 local gone
 for _, q in ipairs(all) do
-  if q.model and not q.more and q.i > #q.ids and q.passed == 0 then
+  if q.model and not q.owner and not q.more and q.i > #q.ids and q.passed == 0 then
     gone = gone or {}
     gone[#gone + 1] = q.model
   end

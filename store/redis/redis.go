@@ -159,6 +159,12 @@
 //	                   (before 2026-11-27 it was tag + count/1024: see tag_score)
 //	P:fair:models      set: the models that have a queue (fair:m:<model>), noted by the submits and
 //	                   requeues, dropped by the claim or cancel that empties the queue (see fair_queues)
+//	P:fair:p:<len(model)>:<model>:<owner>
+//	                   zset: the owner's parked tasks of the model (scored as in fair:m:<model>): moved
+//	                   there by a claim that found the owner at its cap, merged by the claims that find
+//	                   it with a free slot (see fair_queues)
+//	P:fair:pk:<model>  zset: the model's parked owners by when a claim last looked at them (ms)
+//	P:fair:parked      set: the models that have parked owners
 //	P:fair             zset: the legacy queue: every pending task id, as versions before 2026-11-28
 //	                   kept them (one queue); read, drained and never written by this version
 //	P:vtag             string: the largest tag claimed so far (a new owner's line starts there)
@@ -475,13 +481,20 @@ func ms(d time.Duration) int64 { return d.Milliseconds() }
 func (k keys) fair() string                  { return k.tag + ":fair" } // the legacy fair queue (see fair_queues)
 func (k keys) fairModel(model string) string { return k.tag + ":fair:m:" + model }
 func (k keys) fairModels() string            { return k.tag + ":fair:models" }
-func (k keys) vtime() string                 { return k.tag + ":vtime" }
-func (k keys) vtag() string                  { return k.tag + ":vtag" }
-func (k keys) capped() string                { return k.tag + ":capped" }
-func (k keys) tseq() string                  { return k.tag + ":tseq" }
-func (k keys) sched(owner string) string     { return k.tag + ":sched:" + owner }
-func (k keys) model(model string) string     { return k.tag + ":model:" + model }
-func (k keys) paused() string                { return k.tag + ":paused" } // model → its pause's end (ms)
+
+// parked names owner's parked queue of model (parked_key in the prelude).
+func (k keys) parked(model, owner string) string {
+	return k.tag + ":fair:p:" + strconv.Itoa(len(model)) + ":" + model + ":" + owner
+}
+func (k keys) parkedOwners(model string) string { return k.tag + ":fair:pk:" + model }
+func (k keys) parkedModels() string             { return k.tag + ":fair:parked" }
+func (k keys) vtime() string                    { return k.tag + ":vtime" }
+func (k keys) vtag() string                     { return k.tag + ":vtag" }
+func (k keys) capped() string                   { return k.tag + ":capped" }
+func (k keys) tseq() string                     { return k.tag + ":tseq" }
+func (k keys) sched(owner string) string        { return k.tag + ":sched:" + owner }
+func (k keys) model(model string) string        { return k.tag + ":model:" + model }
+func (k keys) paused() string                   { return k.tag + ":paused" } // model → its pause's end (ms)
 
 // prelude holds the clock and the steps that several scripts share;
 // newScript prepends to each script the definitions it uses.
@@ -628,17 +641,42 @@ local function enqueue(task, id, run_after, owner, model)
   redis.call('ZADD', skey(task, 'pending'), int(run_after), id)
 end
 
+-- parked_key names owner's parked queue of model (see claimScript:
+-- the tasks a claim found their owner at its cap for, set aside), the
+-- model's length first, so that no other model and owner name it.
+local function parked_key(task, model, owner)
+  return skey(task, 'fair:p:' .. #model .. ':' .. model .. ':' .. owner)
+end
+
+-- parked_left follows tasks leaving owner's parked queue pq of model:
+-- once it is empty the owner leaves the model's parked owners
+-- (fair:pk:<model>), and a model with none left leaves fair:parked.
+-- pcalls: a key of another kind holds no task.
+local function parked_left(task, pq, model, owner)
+  if redis.pcall('EXISTS', pq) == 1 then return end
+  local pk = skey(task, 'fair:pk:' .. model)
+  redis.pcall('ZREM', pk, owner)
+  if redis.pcall('EXISTS', pk) == 0 then redis.pcall('SREM', skey(task, 'fair:parked'), model) end
+end
+
 -- dequeue takes a pending task of owner and model out of the queues:
 -- its model's fair queue (the model leaves fair:models when that empties
--- it) or the legacy one (a task queued by an earlier version), and
--- pending. pcalls: a queue of another kind holds no task.
+-- it), its owner's parked queue of the model, or the legacy one (a task
+-- queued by an earlier version), and pending. pcalls: a queue of
+-- another kind holds no task.
 local function dequeue(task, id, owner, model)
   local q = skey(task, 'fair:m:' .. model)
   local out = redis.pcall('ZREM', q, id) == 1
   if out then
     if redis.pcall('ZCARD', q) == 0 then redis.pcall('SREM', skey(task, 'fair:models'), model) end
   else
-    out = redis.pcall('ZREM', skey(task, 'fair'), id) == 1
+    local pq = parked_key(task, model, owner or '')
+    out = redis.pcall('ZREM', pq, id) == 1
+    if out then
+      parked_left(task, pq, model, owner or '')
+    else
+      out = redis.pcall('ZREM', skey(task, 'fair'), id) == 1
+    end
   end
   if out then
     redis.pcall('HINCRBY', skey(task, 'sched:' .. owner), 'pend', '-1')
@@ -667,11 +705,22 @@ end
 -- fair_queues makes the reading state of the shard's fair queues
 -- (legacy is fair's key): the legacy queue when it holds tasks, then
 -- one per model in fair:models for which skip(model) is not true (skip
--- may be nil), each to be read chunk entries at a time at first
--- (queue_head). Their scores are read only when there are several to
--- merge (q.scores): Redis writes each score of a reply with printf.
-local function fair_queues(legacy, chunk, skip)
-  local qs, keys, models = {}, {}, {}
+-- may be nil), then the parked queues given (parked: a list of {key,
+-- model, owner}, or nil; see parked_queues), each to be read chunk
+-- entries at a time at first (queue_head). Their scores are read only
+-- when there are several to merge (q.scores): Redis writes each score
+-- of a reply with printf.
+--
+-- Parked queues: a claim that finds a task's owner at its cap moves
+-- the task out of its model's queue into the owner's parked queue of
+-- the model (fair:p:<len(model)>:<model>:<owner>, same score), and
+-- notes the owner in fair:pk:<model> (scored by when a claim last
+-- looked at it) and the model in fair:parked. Claims look at parked
+-- owners, not their tasks, and merge the parked queue of an owner with
+-- a free slot, so a backlog behind a cap is read once, not at every
+-- claim (see claimScript).
+local function fair_queues(legacy, chunk, skip, parked)
+  local qs, keys, models, owners = {}, {}, {}, {}
   local n = redis.pcall('ZCARD', legacy)
   if type(n) == 'number' and n > 0 then keys[1], models[1] = legacy, false end -- of another kind: none
   local names = redis.pcall('SMEMBERS', legacy .. ':models')
@@ -682,12 +731,35 @@ local function fair_queues(legacy, chunk, skip)
       keys[k], models[k] = legacy .. ':m:' .. m, m
     end
   end
+  for _, p in ipairs(parked or {}) do
+    local k = #keys + 1
+    keys[k], models[k], owners[k] = p.key, p.model, p.owner
+  end
   local scores = #keys > 1
   for j = 1, #keys do -- each made whole at once: a table grown field by field is rehashed as it grows
-    qs[j] = {key = keys[j], model = models[j], from = 0, chunk = chunk, more = true, i = 1, ids = {}, passed = 0,
-      scores = scores, taken = false, stale = false, sc = false, nums = false}
+    qs[j] = {key = keys[j], model = models[j], owner = owners[j] or false, from = 0, chunk = chunk, more = true, i = 1,
+      ids = {}, passed = 0, scores = scores, taken = false, stale = false, sc = false, nums = false, park = false}
   end
   return qs
+end
+
+-- parked_queues lists the parked queues of the shard (legacy is fair's
+-- key) for fair_queues: of each model in fair:parked (skip(model) not
+-- true; skip may be nil), its parked owners' queues, at most most of
+-- them (the least recently looked at first; nil: all), each as {key,
+-- model, owner}.
+local function parked_queues(legacy, skip, most)
+  local out = {}
+  local models = redis.pcall('SMEMBERS', legacy .. ':parked')
+  if models.err then return out end -- of another kind: none
+  for _, m in ipairs(models) do
+    if not (skip and skip(m)) then
+      local owners = redis.pcall('ZRANGE', legacy .. ':pk:' .. m, 0, most and most - 1 or -1)
+      if owners.err then owners = {} end
+      for _, o in ipairs(owners) do out[#out + 1] = {key = parked_key(legacy, m, o), model = m, owner = o} end
+    end
+  end
+  return out
 end
 
 -- queue_head is the id of q's first task not yet looked at (q.i; when

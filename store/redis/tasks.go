@@ -694,9 +694,9 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 
 // positionsScript answers each task's place in claim order: the tasks
 // before it in its own fair queue (ZRANK) and, in each other queue of
-// the shard (the legacy one and the models' in fair:models: see
-// fair_queues), those of a lower score (ZCOUNT), so at most one command
-// a queue, however long the queues. A task that is not pending in a
+// the shard (the legacy one, the models' in fair:models and the parked
+// owners' queues: see fair_queues), those of a lower score (ZCOUNT), so
+// at most one command a queue, however long the queues. A task that is not pending in a
 // queue answers -1. (Tasks of one score in two queues, which only a tie
 // of tag and queueing count mod 1024 makes, share a place.)
 //
@@ -709,13 +709,19 @@ local names = redis.pcall('SMEMBERS', KEYS[1] .. ':models')
 if names.err then names = {} end
 local queues = {KEYS[1]}
 for _, m in ipairs(names) do queues[#queues + 1] = KEYS[1] .. ':m:' .. m end
+for _, p in ipairs(parked_queues(KEYS[1])) do queues[#queues + 1] = p.key end
 local out, task_prefix = {}, skey(KEYS[1], 'task:')
 for i, id in ipairs(ARGV) do
-  local model = redis.pcall('HGET', task_prefix .. id, 'model')
+  local f = redis.pcall('HMGET', task_prefix .. id, 'model', 'owner')
+  if f.err then f = {} end
   local own, score
-  if type(model) == 'string' then
-    own = KEYS[1] .. ':m:' .. model
+  if f[1] then
+    own = KEYS[1] .. ':m:' .. f[1]
     score = redis.pcall('ZSCORE', own, id)
+    if type(score) ~= 'string' then
+      own = parked_key(KEYS[1], f[1], f[2] or '')
+      score = redis.pcall('ZSCORE', own, id)
+    end
   end
   if type(score) ~= 'string' then
     own = KEYS[1]
