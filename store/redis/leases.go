@@ -201,9 +201,14 @@ end
 -- this claim has no owner cap) is merged; the others' are not read.
 -- parkedOf[model] holds the owners looked at (true: merged) and, when
 -- the model has more, its fair:pk key (see parked_owner).
-local parkedOf, merged = {}, {}
-local pmodels = redis.pcall('SMEMBERS', KEYS[1] .. ':parked')
-if pmodels.err then pmodels = {} end -- of another kind: none
+-- Only a claim with an owner cap parks, and it keeps the owners'
+-- running sets from then on (capped.o): a store whose claimers never
+-- had one has no parked owners, and its claims do not ask.
+local parkedOf, merged, pmodels = {}, {}, {}
+if capped.o then
+  pmodels = redis.pcall('SMEMBERS', KEYS[1] .. ':parked')
+  if pmodels.err then pmodels = {} end -- of another kind: none
+end
 for _, model in ipairs(pmodels) do
   if not model_held(model) then
     local pk = KEYS[1] .. ':pk:' .. model
