@@ -17,8 +17,8 @@ import (
 const maxClaim = 64
 
 // claimSQL leases up to $3 ready pending tasks in fair-share order
-// (lowest tag first): the claim_tasks function (migrations 8, 12, 20
-// and 21). SKIP LOCKED lets concurrent claims pass each other's rows
+// (lowest tag first): the claim_tasks function (migrations 8, 12, 20,
+// 21, 24 and 25). SKIP LOCKED lets concurrent claims pass each other's rows
 // instead of waiting; caps are kept by transaction-scoped advisory
 // locks, taken only when a cap applies.
 //
@@ -38,8 +38,10 @@ const maxClaim = 64
 // cap or pushed its rate's next start past now. Tasks passed over for
 // other reasons (not ready, their owner at the owner cap, decided as
 // each is about to be taken until the claim finds the owner at its cap,
-// its tasks then passed over without counting again) count against $4
-// per model: a model that would pass over one more than $4 drops out of
+// its tasks then passed over without counting again: since migration 25
+// by the scan's own filter, the model's cursor opened again without
+// them, so they are neither locked nor handed to the function's loop)
+// count against $4 per model: a model that would pass over one more than $4 drops out of
 // this claim (until migration 21, one at the $4-th). Rows locked by a
 // concurrent claim are skipped unseen (SKIP LOCKED), so they count
 // against nothing, but they are bounded by what the concurrent claims
