@@ -451,7 +451,9 @@ for _, q in ipairs(all) do
       end
     end
   end
-  if q.owner and (q.taken or q.stale) then parked_left(KEYS[1], q.key, q.model, q.owner) end
+  if q.owner and (q.taken or q.stale or (not q.more and q.i > #q.ids)) then -- read to its end: maybe empty
+    parked_left(KEYS[1], q.key, q.model, q.owner)
+  end
 end
 -- A model whose queue the claim found empty, or emptied (read to its
 -- end, every task claimed), leaves the record of the models with one.

@@ -305,3 +305,26 @@ func TestParkingIsBoundedAClaim(t *testing.T) {
 		}
 	})
 }
+
+// TestParkedOwnerWithNoQueueLeavesTheRecord: an owner noted as parked
+// whose parked queue is gone (deleted by hand, say) leaves the record of
+// parked owners once a claim merges its queue and finds it empty,
+// rather than taking one of the claims' 64 looks for ever.
+func TestParkedOwnerWithNoQueueLeavesTheRecord(t *testing.T) {
+	fundedStores(t, 100, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		running := parkingFixture(t, s)
+		if err := s.rdb.Del(ctx, s.k.parked("m", "a")).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.FailTask(ctx, running.ID, running.Attempt, imagegen.Failure{Code: imagegen.CodeProviderError, Message: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := claimIDs(t, s, 1); !slices.Equal(got, []string{"t-c"}) {
+			t.Fatalf("claimed %v; want t-c", got)
+		}
+		if n, err := s.rdb.Exists(ctx, s.k.parkedOwners("m"), s.k.parkedModels()).Result(); err != nil || n != 0 {
+			t.Fatalf("%d parking records left (%v); want none", n, err)
+		}
+	})
+}
