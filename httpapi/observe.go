@@ -60,8 +60,10 @@ func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request, next htt
 	o.req = *r.WithContext(&o.ctx) // inlined, its copy stays on the stack: the request lives in o
 	r = &o.req
 	next.ServeHTTP(o, r)
-	end := time.Now()
-	took := end.Sub(start)
+	// The monotonic clock alone (time.Now reads the wall clock too), and
+	// the line's time from it: the wall clock at start moved on by took.
+	took := time.Since(start)
+	end := start.Add(took)
 
 	route := r.Pattern // set on r by the mux that matched it
 	if route == "" {

@@ -111,6 +111,23 @@ func testLoggedAndObserved(t *testing.T, mounted bool) {
 	is.Equal(lines[4]["key_id"], "") // not authenticated
 }
 
+// A request's line is timed when the request ended: no earlier than the
+// request was sent, no later than its answer came back (the line's time
+// is worked out from the request's start and its duration).
+func TestARequestLineIsTimedWithinTheRequest(t *testing.T) {
+	is := is.New(t)
+	logs := &syncBuf{}
+	e := newEnv(t, func(o *envOptions) { o.logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	sent := time.Now().Round(0) // the wall clock only, as the line's time is read back
+	is.Equal(e.poll(e.key, "some-id").Code, http.StatusNotFound)
+	back := time.Now().Round(0)
+	lines := logs.lines(t)
+	is.Equal(len(lines), 1)
+	at, err := time.Parse(time.RFC3339Nano, lines[0]["time"].(string))
+	is.NoErr(err)
+	is.True(!at.Before(sent) && !at.After(back)) // the line's time is within the request
+}
+
 func TestRequestIDIsKeptWhenValidAndMadeOtherwise(t *testing.T) {
 	is := is.New(t)
 	e := newEnv(t)
