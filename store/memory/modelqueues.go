@@ -7,28 +7,51 @@ import "github.com/imagegen/imagegen"
 // order is the merge of these queues, lowest key first, the same order
 // one queue of every task would give. Keeping them apart lets a claim
 // pass over a model that may not start now (paused, at its cap, waiting
-// for its rate) without reading its tasks, however many there are.
+// for its rate) without reading its tasks, however many there are. The
+// tasks of an owner found at its cap are parked apart from their model's
+// queue (parked.go), under the same keys; a walk merges them back for an
+// owner that may start one.
 
-// queueCursor walks one model's queue in claim order.
+// queueCursor walks one of a model's queues in claim order: the model's
+// own, or a parked owner's (parked.go).
 type queueCursor struct {
 	model  string
 	queue  *pendingQueue
+	parked bool // queue is an owner's parked queue of the model
 	at     slot // the entry the cursor is on; 0 once it has passed the end
-	passed int  // tasks of this queue the walk passed over
+	// home is the index, in the walk, of the cursor on the model's own
+	// queue; the model's parked queues' cursors follow it.
+	home   int
+	passed int // on the home cursor: tasks of the model the walk passed over
 }
 
-// cursors starts a walk of the pending queues, one cursor on the head of
-// each model's queue but those skip names; s.mu is held. The slice is
-// the store's, reused by the next walk.
-func (s *Store) cursors(skip func(model string) bool) []queueCursor {
+// cursors starts a walk of the pending queues: for each model but those
+// skip names, a cursor on the head of its queue and one on the head of
+// each of its parked queues whose owner merge accepts (nil: all); s.mu
+// is held. The slice is the store's, reused by the next walk.
+func (s *Store) cursors(skip, merge func(name string) bool) []queueCursor {
 	out := s.walk[:0]
 	defer func() { s.walk = out }()
 	for name, m := range s.models {
-		if at := m.queue.head(); at != 0 && (skip == nil || !skip(name)) {
-			out = append(out, queueCursor{model: name, queue: &m.queue, at: at})
+		if (m.queue.root == 0 && len(m.parked) == 0) || (skip != nil && skip(name)) {
+			continue
+		}
+		home := len(out)
+		out = append(out, queueCursor{model: name, queue: &m.queue, at: m.queue.head(), home: home})
+		for owner, q := range m.parked {
+			if merge == nil || merge(owner) {
+				out = append(out, queueCursor{model: name, queue: q, parked: true, at: q.head(), home: home})
+			}
 		}
 	}
 	return out
+}
+
+// stop ends the walk of every queue of c's model.
+func stop(cs []queueCursor, c *queueCursor) {
+	for j := c.home; j < len(cs) && cs[j].home == c.home; j++ {
+		cs[j].at = 0
+	}
 }
 
 // lowest returns the index of the cursor on the lowest key, or -1 when
@@ -47,11 +70,11 @@ func (s *Store) lowest(cs []queueCursor) int {
 func (s *Store) advance(c *queueCursor) { c.at = c.queue.after(s.recs.at(c.at).fair.key) }
 
 // ahead counts the pending tasks claimed before key, in every model's
-// queue; s.mu is held.
+// queues, parked ones included; s.mu is held.
 func (s *Store) ahead(key queueKey) int {
 	n := 0
 	for _, m := range s.models {
-		n += m.queue.ahead(key)
+		n += m.ahead(key)
 	}
 	return n
 }

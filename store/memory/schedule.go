@@ -18,7 +18,11 @@ type ownerState struct {
 
 // modelState is what the caps and rates keep of one model.
 type modelState struct {
-	queue       pendingQueue // the model's pending tasks, in claim order
+	// queue holds the model's pending tasks in claim order, but those
+	// parked: parked holds, by owner, the owner's parked tasks of the
+	// model (parked.go), and is nil until a task is parked.
+	queue       pendingQueue
+	parked      map[string]*pendingQueue
 	running     map[slot]struct{}
 	nextStart   time.Time // the rate's next allowed start
 	pausedUntil time.Time // PauseModel
@@ -76,7 +80,6 @@ type holds struct {
 	owners map[string]int       // running (live) plus picked, by owner
 	models map[string]int       // likewise by model
 	next   map[string]time.Time // rated models' next start after the picks
-	atCap  map[string]bool      // owners a scan has found at their cap
 }
 
 // newHolds starts a pass; its maps are made when a cap or a rate first
@@ -97,21 +100,6 @@ func (h *holds) reason(r task) imagegen.HoldReason {
 func (h *holds) ownerHeld(owner string) bool {
 	c := h.l.OwnerConcurrency
 	return c > 0 && h.running(&h.owners, owner, h.s.owner(owner).running) >= c
-}
-
-// heldAgain says whether owner, whose task a scan passes over because
-// the owner is at its cap, was found at its cap before in this scan,
-// and notes it: an owner's count only grows within a scan, so it stays
-// at its cap until the scan ends.
-func (h *holds) heldAgain(owner string) bool {
-	if h.atCap[owner] {
-		return true
-	}
-	if h.atCap == nil {
-		h.atCap = map[string]bool{}
-	}
-	h.atCap[owner] = true
-	return false
 }
 
 // running is name's count in *counts: its live running tasks, read
@@ -169,21 +157,26 @@ func maxTime(a, b time.Time) time.Time {
 // that may start now; s.mu is held. take must not change the queues.
 //
 // The walk merges the models' queues. A model that may not start now
-// is passed over whole, its tasks unread, and drops out of the walk
-// once it may not start another; within a model's queue the walk
-// passes over at most ClaimScan tasks (not ready, or the first of an
-// owner found at its cap) before that queue drops out. The further
-// tasks of an owner at its cap are passed over uncounted: otherwise an
-// owner whose slow tasks hold its slots, its backlog fallen behind the
-// tags now served, would hold back every other owner of the model. So
-// a claim's work is bounded by n, ClaimScan for each model with pending
-// tasks and the pending tasks of the owners at their cap (each at most
-// Config.MaxPending), whatever the queues' length.
+// is passed over whole, its tasks unread (its parked ones too), and
+// drops out of the walk once it may not start another; within a model
+// the walk passes over at most ClaimScan tasks that are not ready
+// before the model drops out. A task of an owner at its cap met in the
+// model's queue is parked (parked.go), uncounted: otherwise an owner
+// whose slow tasks hold its slots, its backlog fallen behind the tags
+// now served, would hold back every other owner of the model, or cost
+// every claim a read of its backlog. The walk merges the parked queue
+// of each parked owner that may start a task (each of them when l has
+// no owner cap), and leaves one once its owner reaches its cap. So a
+// claim's work is bounded by n, ClaimScan for each model with pending
+// tasks, a running count for each parked owner, the tasks it parks
+// (each task once while it waits) and the parked tasks of owners with
+// a free slot, whatever the queues' length.
 func (s *Store) scan(now time.Time, l imagegen.Limits, n int, take func(task)) {
 	h := s.newHolds(now, l)
 	at := stampOf(now)
 	held := func(model string) bool { return h.modelHeld(model) != "" }
-	cs := s.cursors(held)
+	free := func(owner string) bool { return !h.ownerHeld(owner) }
+	cs := s.cursors(held, free)
 	for taken := 0; taken < n; {
 		i := s.lowest(cs)
 		if i < 0 {
@@ -194,21 +187,23 @@ func (s *Store) scan(now time.Time, l imagegen.Limits, n int, take func(task)) {
 		s.advance(c)
 		// The model was judged as the cursor was made and after each
 		// take from it (a model held drops out): only the owner is left.
-		ready := !at.before(r.runAfter)
+		capped := h.ownerHeld(r.owner())
 		switch {
-		case ready && !h.ownerHeld(r.owner()):
+		case capped && c.parked:
+			c.at = 0 // its owner reached its cap in this walk
+		case capped:
+			s.park(s.models[c.model], r)
+		case at.before(r.runAfter):
+			home := &cs[c.home]
+			if home.passed++; home.passed > imagegen.ClaimScan {
+				stop(cs, c)
+			}
+		default:
 			h.take(r)
 			take(r)
 			taken++
 			if held(c.model) {
-				c.at = 0
-			}
-		case ready && h.heldAgain(r.owner()):
-			// An owner at its cap counts once against the look-ahead,
-			// however many of its tasks lie ahead of others'.
-		default:
-			if c.passed++; c.passed > imagegen.ClaimScan {
-				c.at = 0
+				stop(cs, c)
 			}
 		}
 	}
@@ -245,7 +240,8 @@ func (s *Store) PauseModel(_ context.Context, model string, d time.Duration) err
 }
 
 // SchedulerStats reports what l holds back among the first
-// SchedulerScan pending tasks, and the owners with the most pending
+// SchedulerScan pending tasks (parked ones included, in claim order),
+// and the owners with the most pending
 // tasks (all of them counted).
 func (s *Store) SchedulerStats(_ context.Context, l imagegen.Limits) (imagegen.SchedulerStats, error) {
 	now := s.lock()
@@ -253,7 +249,7 @@ func (s *Store) SchedulerStats(_ context.Context, l imagegen.Limits) (imagegen.S
 	st := imagegen.SchedulerStats{Held: map[imagegen.HoldReason]int{}, Paused: map[string]time.Time{}}
 	h := s.newHolds(now, l)
 	at := stampOf(now)
-	cs := s.cursors(nil)
+	cs := s.cursors(nil, nil)
 	for seen := 0; seen < imagegen.SchedulerScan; seen++ {
 		i := s.lowest(cs)
 		if i < 0 {

@@ -267,11 +267,15 @@ func checkIndexes(t *testing.T, s *Store, ids []string, owner map[string]string)
 	}
 }
 
-// queuedCount is how many tasks the models' queues hold; s.mu is held.
+// queuedCount is how many tasks the models' queues hold, their parked
+// queues included; s.mu is held.
 func (s *Store) queuedCount() int {
 	n := 0
 	for _, m := range s.models {
 		n += m.queue.count(m.queue.root)
+		for _, q := range m.parked {
+			n += q.count(q.root)
+		}
 	}
 	return n
 }

@@ -84,7 +84,7 @@ func (s *Store) dequeue(r task) {
 	if r.queuedNow() {
 		r.queued = queueKey{}
 		s.pending.removed()
-		s.model(r.model()).queue.remove(r.fair.key)
+		s.model(r.model()).unqueue(r)
 		r.fair = pendingNode{} // no links left into the queue
 		s.owner(r.owner()).pending--
 	}
