@@ -1,0 +1,88 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
+)
+
+// TestClaimReadsAParkedBacklogOnce: a claim that meets the backlog of an
+// owner at its cap parks it, out of the model's queue; the next claim,
+// the owner still at its cap, has none of its tasks to read. Once the
+// owner's slot frees, its parked tasks are claimed, oldest first, and
+// the owner is parked no more.
+func TestClaimReadsAParkedBacklogOnce(t *testing.T) {
+	ctx := context.Background()
+	clock := imagegentest.NewClock(time.Time{})
+	s, err := New(Config{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const backlog = 100
+	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "a", Kind: imagegen.LedgerGrant, Amount: backlog + 1, Ref: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	submit := func(i int) {
+		t.Helper()
+		task := &imagegen.Task{ID: fmt.Sprint("a", i), Owner: "a", Cost: 1, Model: "m", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
+		if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Millisecond)
+	}
+	capped := imagegen.ClaimParams{Lease: time.Minute, N: 1, Limits: imagegen.Limits{OwnerConcurrency: 1}}
+	submit(0)
+	running, err := s.ClaimTasks(ctx, capped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= backlog; i++ {
+		submit(i)
+	}
+	for claim := 1; claim <= 2; claim++ {
+		if got, err := s.ClaimTasks(ctx, capped); !errors.Is(err, imagegen.ErrNoTask) {
+			t.Fatalf("claim %d with a at its cap: %d tasks (%v), want ErrNoTask", claim, len(got), err)
+		}
+		s.lock()
+		m := s.models["m"]
+		inQueue, parked := m.queue.count(m.queue.root), 0
+		if q := m.parked["a"]; q != nil {
+			parked = q.count(q.root)
+		}
+		// What a claim would read of model m, a at its cap: none.
+		read := 0
+		for _, c := range s.cursors(nil, func(owner string) bool { return owner != "a" }) {
+			for at := c.at; at != 0; at = c.queue.after(s.recs.at(at).fair.key) {
+				read++
+			}
+		}
+		s.mu.Unlock()
+		if inQueue != 0 || parked != backlog || read != 0 {
+			t.Fatalf("after claim %d: the model's queue holds %d of a's tasks, a's parked queue %d, a claim would read %d; want 0, %d, 0",
+				claim, inQueue, parked, read, backlog)
+		}
+	}
+
+	if err := s.CompleteTask(ctx, running[0].ID, running[0].Attempt, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= backlog; i++ {
+		got, err := s.ClaimTasks(ctx, capped)
+		if err != nil || got[0].ID != fmt.Sprint("a", i) {
+			t.Fatalf("claim after a's slot freed: %v (%v), want a%d", got, err, i)
+		}
+		if err := s.CompleteTask(ctx, got[0].ID, got[0].Attempt, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.lock()
+	defer s.mu.Unlock()
+	if n := len(s.models["m"].parked); n != 0 {
+		t.Fatalf("%d owners parked with nothing pending", n)
+	}
+}
