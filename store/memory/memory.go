@@ -81,6 +81,7 @@ type Store struct {
 	pending    runAfterQueue // pending tasks in RunAfter order (stats)
 	vtime      int64         // the largest tag claimed so far
 	walk       []queueCursor // the cursors of a walk of the models' queues (see cursors)
+	walks      uint64        // the walks started, each's number (see cursors)
 	owners     map[string]*ownerState
 	models     map[string]*modelState
 	processing map[slot]struct{} // leased tasks, for lease recovery

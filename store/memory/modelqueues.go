@@ -13,36 +13,51 @@ import "github.com/imagegen/imagegen"
 // owner that may start one.
 
 // queueCursor walks one of a model's queues in claim order: the model's
-// own, or a parked owner's (parked.go).
+// own or parked queue, or a parked owner's list (parked.go).
 type queueCursor struct {
-	model  string
-	queue  *pendingQueue
-	parked bool // queue is an owner's parked queue of the model
-	at     slot // the entry the cursor is on; 0 once it has passed the end
+	model string
+	m     *modelState
+	queue *pendingQueue // the queue walked, or nil
+	owner *parkedOwner  // the parked owner whose list is walked, or nil
+	at    slot          // the entry the cursor is on; 0 once it has passed the end
 	// home is the index, in the walk, of the cursor on the model's own
-	// queue; the model's parked queues' cursors follow it.
+	// queue; the model's other cursors follow it.
 	home   int
 	passed int // on the home cursor: tasks of the model the walk passed over
 }
 
 // cursors starts a walk of the pending queues: for each model but those
-// skip names, a cursor on the head of its queue and one on the head of
-// each of its parked queues whose owner merge accepts (nil: all); s.mu
-// is held. The slice is the store's, reused by the next walk.
+// skip names, a cursor on the head of its queue, and when merge is nil
+// one on the head of its parked queue (every parked task), else one on
+// the head of the parked list of each owner among the next parkedLook
+// of the model's ring that merge accepts, marked with the walk's
+// number, s.walks; s.mu is held. The slice is the store's, reused by
+// the next walk.
 func (s *Store) cursors(skip, merge func(name string) bool) []queueCursor {
 	out := s.walk[:0]
 	defer func() { s.walk = out }()
+	s.walks++
 	for name, m := range s.models {
-		if (m.queue.root == 0 && len(m.parked) == 0) || (skip != nil && skip(name)) {
+		if (m.queue.root == 0 && m.look == nil) || (skip != nil && skip(name)) {
 			continue
 		}
 		home := len(out)
-		out = append(out, queueCursor{model: name, queue: &m.queue, at: m.queue.head(), home: home})
-		for owner, q := range m.parked {
-			if merge == nil || merge(owner) {
-				out = append(out, queueCursor{model: name, queue: q, parked: true, at: q.head(), home: home})
+		out = append(out, queueCursor{model: name, m: m, queue: &m.queue, at: m.queue.head(), home: home})
+		if merge == nil {
+			out = append(out, queueCursor{model: name, m: m, queue: &m.parked, at: m.parked.head(), home: home})
+			continue
+		}
+		p := m.look
+		for looked := 0; p != nil && looked < parkedLook; looked++ {
+			if merge(p.owner) {
+				p.walk = s.walks
+				out = append(out, queueCursor{model: name, m: m, owner: p, at: p.head(), home: home})
+			}
+			if p = p.next; p == m.look {
+				break
 			}
 		}
+		m.look = p // the least recently looked at first
 	}
 	return out
 }
@@ -67,7 +82,14 @@ func (s *Store) lowest(cs []queueCursor) int {
 }
 
 // advance moves c to its queue's next entry.
-func (s *Store) advance(c *queueCursor) { c.at = c.queue.after(s.recs.at(c.at).fair.key) }
+func (s *Store) advance(c *queueCursor) {
+	k := s.recs.at(c.at).fair.key
+	if c.owner != nil {
+		c.at = c.owner.after(&s.recs, k)
+		return
+	}
+	c.at = c.queue.after(k)
+}
 
 // ahead counts the pending tasks claimed before key, in every model's
 // queues, parked ones included; s.mu is held.

@@ -40,9 +40,8 @@ type pendingNode struct {
 	prio        uint64 // at least the children's
 	size        uint32 // nodes in this subtree
 	left, right slot
-	// parked says that the node is in its owner's parked queue of its
-	// model, not in the model's queue (parked.go). It fits in the
-	// node's padding.
+	// parked says that the node is in its model's parked queue, not in
+	// the model's queue (parked.go). It fits in the node's padding.
 	parked bool
 }
 

@@ -19,13 +19,17 @@ type ownerState struct {
 // modelState is what the caps and rates keep of one model.
 type modelState struct {
 	// queue holds the model's pending tasks in claim order, but those
-	// parked: parked holds, by owner, the owner's parked tasks of the
-	// model (parked.go), and is nil until a task is parked.
-	queue       pendingQueue
-	parked      map[string]*pendingQueue
-	running     map[slot]struct{}
-	nextStart   time.Time // the rate's next allowed start
-	pausedUntil time.Time // PauseModel
+	// parked (parked.go): parked holds those, also in claim order, and
+	// parkedOwners, made when a task is first parked, each parked owner's
+	// in its ring, where look is the owner a claim looks at first (nil
+	// when none is parked).
+	queue        pendingQueue
+	parked       pendingQueue
+	parkedOwners map[string]*parkedOwner
+	look         *parkedOwner
+	running      map[slot]struct{}
+	nextStart    time.Time // the rate's next allowed start
+	pausedUntil  time.Time // PauseModel
 }
 
 // owner returns owner's state, made on first use; s.mu is held.
@@ -42,7 +46,7 @@ func (s *Store) owner(owner string) *ownerState {
 func (s *Store) model(model string) *modelState {
 	m, ok := s.models[model]
 	if !ok {
-		m = &modelState{queue: pendingQueue{recs: &s.recs}, running: make(map[slot]struct{})}
+		m = &modelState{queue: pendingQueue{recs: &s.recs}, parked: pendingQueue{recs: &s.recs}, running: make(map[slot]struct{})}
 		s.models[model] = m
 	}
 	return m
@@ -164,13 +168,16 @@ func maxTime(a, b time.Time) time.Time {
 // model's queue is parked (parked.go), uncounted: otherwise an owner
 // whose slow tasks hold its slots, its backlog fallen behind the tags
 // now served, would hold back every other owner of the model, or cost
-// every claim a read of its backlog. The walk merges the parked queue
-// of each parked owner that may start a task (each of them when l has
-// no owner cap), and leaves one once its owner reaches its cap. So a
-// claim's work is bounded by n, ClaimScan for each model with pending
-// tasks, a running count for each parked owner, the tasks it parks
-// (each task once while it waits) and the parked tasks of owners with
-// a free slot, whatever the queues' length.
+// every claim a read of its backlog. The walk looks at parkedLook of
+// the model's parked owners and merges the parked list of each that may
+// start a task (each of them when l has no owner cap), and leaves one
+// once its owner reaches its cap; a parked owner's task met in the
+// model's queue while its list is not merged is parked too, behind its
+// older ones. So a claim's work is bounded by n, ClaimScan for each
+// model with pending tasks, parkedLook running counts for each model
+// with parked owners, the tasks it parks (each task once while it
+// waits) and the parked tasks of the owners merged, whatever the
+// queues' length.
 func (s *Store) scan(now time.Time, l imagegen.Limits, n int, take func(task)) {
 	h := s.newHolds(now, l)
 	at := stampOf(now)
@@ -187,12 +194,13 @@ func (s *Store) scan(now time.Time, l imagegen.Limits, n int, take func(task)) {
 		s.advance(c)
 		// The model was judged as the cursor was made and after each
 		// take from it (a model held drops out): only the owner is left.
-		capped := h.ownerHeld(r.owner())
+		owner := r.owner()
+		capped := h.ownerHeld(owner)
 		switch {
-		case capped && c.parked:
+		case capped && c.owner != nil:
 			c.at = 0 // its owner reached its cap in this walk
-		case capped:
-			s.park(s.models[c.model], r)
+		case capped, c.owner == nil && c.m.unmerged(owner, s.walks):
+			s.park(c.m, r)
 		case at.before(r.runAfter):
 			home := &cs[c.home]
 			if home.passed++; home.passed > imagegen.ClaimScan {

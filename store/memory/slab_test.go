@@ -268,13 +268,18 @@ func checkIndexes(t *testing.T, s *Store, ids []string, owner map[string]string)
 }
 
 // queuedCount is how many tasks the models' queues hold, their parked
-// queues included; s.mu is held.
+// queues included, or -1 when a model's parked owners' lists do not hold
+// its parked tasks; s.mu is held.
 func (s *Store) queuedCount() int {
 	n := 0
 	for _, m := range s.models {
-		n += m.queue.count(m.queue.root)
-		for _, q := range m.parked {
-			n += q.count(q.root)
+		n += m.queue.count(m.queue.root) + m.parked.count(m.parked.root)
+		parked := 0
+		for _, p := range m.parkedOwners {
+			parked += len(p.tasks)
+		}
+		if parked != m.parked.count(m.parked.root) {
+			return -1 // the owners' lists disagree with the parked queue
 		}
 	}
 	return n
