@@ -443,6 +443,8 @@ for _, q in ipairs(all) do
         ok = ok and type(redis.pcall('ZADD', pq, unpack(t.args, from, math.min(from + 511, #t.args)))) == 'number'
       end
       if ok then
+        local pa = KEYS[1] .. ':pa:' .. t.model
+        for from = 1, #t.args, 512 do redis.pcall('ZADD', pa, unpack(t.args, from, math.min(from + 511, #t.args))) end
         redis.pcall('ZADD', KEYS[1] .. ':pk:' .. t.model, 'NX', snow, t.owner)
         redis.pcall('SADD', KEYS[1] .. ':parked', t.model)
         local ids = {}
@@ -452,7 +454,10 @@ for _, q in ipairs(all) do
     end
   end
   if q.owner and (q.taken or q.stale or (not q.more and q.i > #q.ids)) then -- read to its end: maybe empty
-    parked_left(KEYS[1], q.key, q.model, q.owner)
+    local gone = {}
+    for _, id in ipairs(q.taken or {}) do gone[#gone + 1] = id end
+    for _, e in ipairs(q.stale or {}) do gone[#gone + 1] = e[1] end
+    parked_left(KEYS[1], q.key, q.model, q.owner, gone)
   end
 end
 -- A model whose queue the claim found empty, or emptied (read to its

@@ -16,8 +16,10 @@ import (
 // (what a poll of a pending task asks) on a real Redis
 // (IMAGEGEN_TEST_REDIS) whose shard has that many owners parked in
 // one model, each at its cap of one with one task parked. The
-// positions script counts each parked queue on its own, one ZCOUNT an
-// owner.
+// positions script counts the model's parked tasks in one set
+// (fair:pa:<model>), one ZCOUNT a model; counting each parked owner's
+// queue, as at first, cost 1.7 ms with 1,000 parked owners and 9.4 ms
+// with 5,000, against 0.13 ms with none.
 func BenchmarkQueuePositionsManyParked(b *testing.B) {
 	rdb := redistest.Connect(b)
 	for _, parked := range []int{0, 1000, 5000} {

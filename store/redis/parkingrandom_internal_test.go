@@ -198,10 +198,12 @@ func (w *parkingWorld) check(after string) {
 	tasks := w.all()
 	pipe := w.s.rdb.Pipeline()
 	scores := make([][3]*goredis.FloatCmd, len(tasks))
+	inParkedTasks := make([]*goredis.FloatCmd, len(tasks))
 	for i, task := range tasks {
 		for j, key := range []string{w.s.k.fairModel(task.Model), w.s.k.parked(task.Model, task.Owner), w.s.k.fair()} {
 			scores[i][j] = pipe.ZScore(ctx, key, task.ID)
 		}
+		inParkedTasks[i] = pipe.ZScore(ctx, w.s.k.parkedTasks(task.Model), task.ID)
 	}
 	_, _ = pipe.Exec(ctx)
 	for i, task := range tasks {
@@ -221,7 +223,11 @@ func (w *parkingWorld) check(after string) {
 		if pending && in != 1 || !pending && in != 0 {
 			w.t.Fatalf("after %s: task %s (%s, attempt %d) is in %d queues %v", after, task.ID, task.Status, task.Attempt, in, where)
 		}
-		if in == 1 && where[0] == w.s.k.parked(model, owner) {
+		parked := in == 1 && where[0] == w.s.k.parked(model, owner)
+		if listed := inParkedTasks[i].Err() == nil; listed != parked {
+			w.t.Fatalf("after %s: task %s parked %v, among the model's parked tasks %v", after, task.ID, parked, listed)
+		}
+		if parked {
 			if err := w.s.rdb.ZScore(ctx, w.s.k.parkedOwners(model), owner).Err(); err != nil {
 				w.t.Fatalf("after %s: task %s parked, its owner %s not among m's parked owners: %v", after, task.ID, owner, err)
 			}

@@ -163,6 +163,7 @@
 //	                   zset: the owner's parked tasks of the model (scored as in fair:m:<model>): moved
 //	                   there by a claim that found the owner at its cap, merged by the claims that find
 //	                   it with a free slot (see fair_queues)
+//	P:fair:pa:<model>  zset: every parked task of the model, as in the owners' parked queues (positions)
 //	P:fair:pk:<model>  zset: the model's parked owners by when a claim last looked at them (ms)
 //	P:fair:parked      set: the models that have parked owners
 //	P:fair             zset: the legacy queue: every pending task id, as versions before 2026-11-28
@@ -487,6 +488,7 @@ func (k keys) parked(model, owner string) string {
 	return k.tag + ":fair:p:" + strconv.Itoa(len(model)) + ":" + model + ":" + owner
 }
 func (k keys) parkedOwners(model string) string { return k.tag + ":fair:pk:" + model }
+func (k keys) parkedTasks(model string) string  { return k.tag + ":fair:pa:" + model }
 func (k keys) parkedModels() string             { return k.tag + ":fair:parked" }
 func (k keys) vtime() string                    { return k.tag + ":vtime" }
 func (k keys) vtag() string                     { return k.tag + ":vtag" }
@@ -648,11 +650,14 @@ local function parked_key(task, model, owner)
   return skey(task, 'fair:p:' .. #model .. ':' .. model .. ':' .. owner)
 end
 
--- parked_left follows tasks leaving owner's parked queue pq of model:
--- once it is empty the owner leaves the model's parked owners
--- (fair:pk:<model>), and a model with none left leaves fair:parked.
--- pcalls: a key of another kind holds no task.
-local function parked_left(task, pq, model, owner)
+-- parked_left follows tasks ids (a list, maybe empty) leaving owner's
+-- parked queue pq of model: they leave the model's parked tasks
+-- (fair:pa:<model>, every parked owner's together, which positions
+-- count), and once pq is empty the owner leaves the model's parked
+-- owners (fair:pk:<model>), and a model with none left leaves
+-- fair:parked. pcalls: a key of another kind holds no task.
+local function parked_left(task, pq, model, owner, ids)
+  if #ids > 0 then redis.pcall('ZREM', skey(task, 'fair:pa:' .. model), unpack(ids)) end
   if redis.pcall('EXISTS', pq) == 1 then return end
   local pk = skey(task, 'fair:pk:' .. model)
   redis.pcall('ZREM', pk, owner)
@@ -673,7 +678,7 @@ local function dequeue(task, id, owner, model)
     local pq = parked_key(task, model, owner or '')
     out = redis.pcall('ZREM', pq, id) == 1
     if out then
-      parked_left(task, pq, model, owner or '')
+      parked_left(task, pq, model, owner or '', {id})
     else
       out = redis.pcall('ZREM', skey(task, 'fair'), id) == 1
     end
@@ -706,16 +711,17 @@ end
 -- (legacy is fair's key): the legacy queue when it holds tasks, then
 -- one per model in fair:models for which skip(model) is not true (skip
 -- may be nil), then the parked queues given (parked: a list of {key,
--- model, owner}, or nil; see parked_queues), each to be read chunk
+-- model, owner}, or nil: the claim's, or parked_sets'), each to be read chunk
 -- entries at a time at first (queue_head). Their scores are read only
 -- when there are several to merge (q.scores): Redis writes each score
 -- of a reply with printf.
 --
 -- Parked queues: a claim that finds a task's owner at its cap moves
 -- the task out of its model's queue into the owner's parked queue of
--- the model (fair:p:<len(model)>:<model>:<owner>, same score), and
--- notes the owner in fair:pk:<model> (scored by when a claim last
--- looked at it) and the model in fair:parked. Claims look at parked
+-- the model (fair:p:<len(model)>:<model>:<owner>, same score) and the
+-- model's parked tasks (fair:pa:<model>), and notes the owner in
+-- fair:pk:<model> (scored by when a claim last looked at it) and the
+-- model in fair:parked. Claims look at parked
 -- owners, not their tasks, and merge the parked queue of an owner with
 -- a free slot, so a backlog behind a cap is read once, not at every
 -- claim (see claimScript).
@@ -743,22 +749,15 @@ local function fair_queues(legacy, chunk, skip, parked)
   return qs
 end
 
--- parked_queues lists the parked queues of the shard (legacy is fair's
--- key) for fair_queues: of each model in fair:parked (skip(model) not
--- true; skip may be nil), its parked owners' queues, at most most of
--- them (the least recently looked at first; nil: all), each as {key,
--- model, owner}.
-local function parked_queues(legacy, skip, most)
+-- parked_sets lists the keys of the shard's parked tasks, one a model
+-- with parked owners (fair:pa:<model>, every parked owner's tasks of the
+-- model together), for positionsScript and statsScript: a parked task
+-- keeps its score, so these count and merge as the models' queues do.
+local function parked_sets(legacy)
   local out = {}
   local models = redis.pcall('SMEMBERS', legacy .. ':parked')
   if models.err then return out end -- of another kind: none
-  for _, m in ipairs(models) do
-    if not (skip and skip(m)) then
-      local owners = redis.pcall('ZRANGE', legacy .. ':pk:' .. m, 0, most and most - 1 or -1)
-      if owners.err then owners = {} end
-      for _, o in ipairs(owners) do out[#out + 1] = {key = parked_key(legacy, m, o), model = m, owner = o} end
-    end
-  end
+  for _, m in ipairs(models) do out[#out + 1] = {key = legacy .. ':pa:' .. m, model = m} end
   return out
 end
 

@@ -61,7 +61,7 @@ func (s *Store) PauseModel(ctx context.Context, model string, d time.Duration) e
 }
 
 // statsScript reads the first ARGV[3] tasks in claim order (the fair
-// queues merged, as a claim merges them, and every parked queue) and says
+// queues merged, as a claim merges them, and each model's parked tasks) and says
 // which ready ones the limits hold back, how many each owner has among
 // them (with its running count), and which models are paused.
 //
@@ -103,10 +103,7 @@ local function count(kind, name)
 end
 -- The first ARGV[3] tasks in claim order: the fair queues merged (see
 -- fair_queues).
-local queues, left = fair_queues(KEYS[1], 128, nil, parked_queues(KEYS[1])), tonumber(ARGV[3])
-for _, q in ipairs(queues) do
-  if q.owner then q.chunk = 8 end -- an owner's parked queue: its first tasks are what a claim would look at
-end
+local queues, left = fair_queues(KEYS[1], 128, nil, parked_sets(KEYS[1])), tonumber(ARGV[3])
 while left > 0 do
   local q, id = queue_first(queues, 1024)
   if not q then break end

@@ -694,9 +694,10 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 
 // positionsScript answers each task's place in claim order: the tasks
 // before it in its own fair queue (ZRANK) and, in each other queue of
-// the shard (the legacy one, the models' in fair:models and the parked
-// owners' queues: see fair_queues), those of a lower score (ZCOUNT), so
-// at most one command a queue, however long the queues. A task that is not pending in a
+// the shard (the legacy one, the models' in fair:models and each
+// model's parked tasks, fair:pa:<model>: see fair_queues), those of a
+// lower score (ZCOUNT), so at most one command a queue, however long
+// the queues and however many owners are parked. A task that is not pending in a
 // queue answers -1. (Tasks of one score in two queues, which only a tie
 // of tag and queueing count mod 1024 makes, share a place.)
 //
@@ -709,7 +710,7 @@ local names = redis.pcall('SMEMBERS', KEYS[1] .. ':models')
 if names.err then names = {} end
 local queues = {KEYS[1]}
 for _, m in ipairs(names) do queues[#queues + 1] = KEYS[1] .. ':m:' .. m end
-for _, p in ipairs(parked_queues(KEYS[1])) do queues[#queues + 1] = p.key end
+for _, p in ipairs(parked_sets(KEYS[1])) do queues[#queues + 1] = p.key end
 local out, task_prefix = {}, skey(KEYS[1], 'task:')
 for i, id in ipairs(ARGV) do
   local f = redis.pcall('HMGET', task_prefix .. id, 'model', 'owner')
@@ -719,7 +720,7 @@ for i, id in ipairs(ARGV) do
     own = KEYS[1] .. ':m:' .. f[1]
     score = redis.pcall('ZSCORE', own, id)
     if type(score) ~= 'string' then
-      own = parked_key(KEYS[1], f[1], f[2] or '')
+      own = KEYS[1] .. ':pa:' .. f[1]
       score = redis.pcall('ZSCORE', own, id)
     end
   end
