@@ -13,7 +13,7 @@ import (
 )
 
 // BenchmarkQueuePositionsManyParked: the place of one pending task
-// (what a poll of a pending task asks) on a real Redis
+// (what a poll with view=full of a pending task asks) on a real Redis
 // (IMAGEGEN_TEST_REDIS) whose shard has that many owners parked in
 // one model, each at its cap of one with one task parked. The
 // positions script counts the model's parked tasks in one set
