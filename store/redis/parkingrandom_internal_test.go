@@ -72,6 +72,7 @@ func (w *parkingWorld) claim(capN int, n int, l imagegen.Limits) []*imagegen.Tas
 	return got
 }
 
+// withStatus is every task of status st.
 func (w *parkingWorld) withStatus(st imagegen.Status) []*imagegen.Task {
 	var out []*imagegen.Task
 	for _, task := range w.all() {
@@ -80,6 +81,15 @@ func (w *parkingWorld) withStatus(st imagegen.Status) []*imagegen.Task {
 		}
 	}
 	return out
+}
+
+// anyWith is a task of status st picked at random, or nil when none has it.
+func (w *parkingWorld) anyWith(st imagegen.Status) *imagegen.Task {
+	tasks := w.withStatus(st)
+	if len(tasks) == 0 {
+		return nil
+	}
+	return tasks[w.rng.IntN(len(tasks))]
 }
 
 // all reads every task's status and attempt, in one pipeline.
@@ -135,11 +145,10 @@ func (w *parkingWorld) step() string {
 		w.claim([]int{0, 1, 1, 2}[w.rng.IntN(4)], 1+w.rng.IntN(3), l)
 		return "claim"
 	case r < 75:
-		running := w.withStatus(imagegen.StatusProcessing)
-		if len(running) == 0 {
+		task := w.anyWith(imagegen.StatusProcessing)
+		if task == nil {
 			return "none"
 		}
-		task := running[w.rng.IntN(len(running))]
 		var err error
 		switch w.rng.IntN(4) {
 		case 0:
@@ -156,21 +165,19 @@ func (w *parkingWorld) step() string {
 		}
 		return "end"
 	case r < 82:
-		pending := w.withStatus(imagegen.StatusPending)
-		if len(pending) == 0 {
+		task := w.anyWith(imagegen.StatusPending)
+		if task == nil {
 			return "none"
 		}
-		task := pending[w.rng.IntN(len(pending))]
 		if _, err := w.s.CancelTask(ctx, task.Owner, task.ID); err != nil {
 			w.t.Fatal(err)
 		}
 		return "cancel"
 	case r < 87:
-		failed := w.withStatus(imagegen.StatusFailed)
-		if len(failed) == 0 {
+		task := w.anyWith(imagegen.StatusFailed)
+		if task == nil {
 			return "none"
 		}
-		task := failed[w.rng.IntN(len(failed))]
 		if err := w.s.RequeueTask(ctx, task.ID, false); err != nil {
 			w.t.Fatal(err)
 		}
