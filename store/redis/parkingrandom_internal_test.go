@@ -327,9 +327,11 @@ func runParkingWorld(t *testing.T, s *Store, seed uint64, owners, steps, drainCa
 		w.check("start")
 	}
 	most := int64(0) // the most owners parked in a model at once
-	for range steps {
+	for i := range steps {
 		what := w.step()
-		w.check(what)
+		if !many || i%6 == 5 { // with many owners a check reads hundreds of tasks: every sixth step
+			w.check(what)
+		}
 		for _, model := range w.models {
 			if n, _ := s.rdb.ZCard(context.Background(), s.k.parkedOwners(model)).Result(); n > most {
 				most = n
@@ -353,7 +355,7 @@ func runParkingWorld(t *testing.T, s *Store, seed uint64, owners, steps, drainCa
 // invariants, a few owners and many.
 func TestParkingRandomInvariants(t *testing.T) {
 	for _, c := range []struct{ seed, owners, steps, drain int }{
-		{1, 4, 300, 1}, {2, 4, 300, 0}, {3, 6, 300, 1}, {4, 70, 400, 1}, {5, 3, 300, 2},
+		{1, 4, 150, 1}, {2, 4, 150, 0}, {3, 6, 150, 1}, {4, 70, 200, 1}, {5, 3, 150, 2},
 	} {
 		t.Run(fmt.Sprint(c.seed), func(t *testing.T) {
 			fundedStores(t, 10, func(t *testing.T, s *Store) {
@@ -369,7 +371,7 @@ func TestParkingRandomManyOwners(t *testing.T) {
 	for _, seed := range []uint64{11} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			fundedStores(t, 10, func(t *testing.T, s *Store) {
-				runParkingWorld(t, s, seed, 90, 250, 1, true)
+				runParkingWorld(t, s, seed, 80, 120, 1, true)
 			})
 		})
 	}
