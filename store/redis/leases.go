@@ -20,7 +20,11 @@ import (
 // the prelude), passing over the models that a pause, a cap or a rate
 // holds back without reading their queues, and at most ARGV[5] tasks
 // of each queue that are not ready or that the owner cap holds back
-// (in the legacy queue, tasks of a held model too). A task's
+// (in the legacy queue, tasks of a held model too). The tasks of an
+// owner found at its cap are passed over uncounted and parked, at most
+// 1024 a queue and claim, and the parked queues of up to 64 parked
+// owners a model are looked at and merged for those with a free slot
+// (see fair_queues in the prelude). A task's
 // first claim stamps "started" and queues its processing callback, if
 // it asks for one. A model with a rate has its next start pushed a
 // minute/rate later.
