@@ -711,20 +711,19 @@ end
 -- (legacy is fair's key): the legacy queue when it holds tasks, then
 -- one per model in fair:models for which skip(model) is not true (skip
 -- may be nil), then the parked queues given (parked: a list of {key,
--- model, owner}, or nil: the claim's, or parked_sets'), each to be read chunk
--- entries at a time at first (queue_head). Their scores are read only
--- when there are several to merge (q.scores): Redis writes each score
--- of a reply with printf.
+-- model, owner}, or nil: the claim's, or parked_sets'), each to be read
+-- chunk entries at a time at first (queue_head). Their scores are read
+-- only when there are several to merge (q.scores): Redis writes each
+-- score of a reply with printf.
 --
 -- Parked queues: a claim that finds a task's owner at its cap moves
 -- the task out of its model's queue into the owner's parked queue of
 -- the model (fair:p:<len(model)>:<model>:<owner>, same score) and the
 -- model's parked tasks (fair:pa:<model>), and notes the owner in
 -- fair:pk:<model> (scored by when a claim last looked at it) and the
--- model in fair:parked. Claims look at parked
--- owners, not their tasks, and merge the parked queue of an owner with
--- a free slot, so a backlog behind a cap is read once, not at every
--- claim (see claimScript).
+-- model in fair:parked. Claims look at parked owners, not their tasks,
+-- and merge the parked queue of an owner with a free slot, so a backlog
+-- behind a cap is read once, not at every claim (see claimScript).
 local function fair_queues(legacy, chunk, skip, parked)
   local qs, keys, models, owners = {}, {}, {}, {}
   local n = redis.pcall('ZCARD', legacy)
