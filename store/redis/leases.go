@@ -284,20 +284,18 @@ while #out < want do
   local rate = rates[model] or 0
   local held = f[1] ~= 'pending' or (f[2] and (tonumber(f[2]) or 0) > now) -- run_after: only a retried task has one
   local uncounted, park = false, false
-  if not held and ownerCap > 0 and running(ownerRun, keyof(okeys, 'run:o:', owner)) >= ownerCap then
-    -- An owner at its cap counts once against the look-ahead, however
-    -- many of its tasks lie ahead of others' (its count only grows
-    -- within the claim): its backlog, fallen behind the tags now
-    -- served while its slow tasks hold its slots, holds no one back.
-    -- The task is parked (see fair_queues), so that later claims do not
-    -- read it again while the owner is at its cap.
+  -- An owner at its cap counts once against the look-ahead, however
+  -- many of its tasks lie ahead of others' (its count only grows within
+  -- the claim): its backlog, fallen behind the tags now served while its
+  -- slow tasks hold its slots, holds no one back. A task of its met in a
+  -- model's (or the legacy) queue is parked (see fair_queues), so that
+  -- later claims do not read it again while the owner is at its cap; so
+  -- is one of an owner parked in the model whose parked queue was not
+  -- looked at (more owners were parked than a claim looks at), behind
+  -- its older ones.
+  if not held and ((ownerCap > 0 and running(ownerRun, keyof(okeys, 'run:o:', owner)) >= ownerCap) or
+      (not q.owner and parkedOf[model] and parked_owner(parkedOf[model], owner))) then
     held, uncounted, park = true, atCap[owner], not q.owner
-    atCap[owner] = true
-  elseif not held and not q.owner and parkedOf[model] and parked_owner(parkedOf[model], owner) then
-    -- An owner parked in the model whose parked queue was not looked at
-    -- (more owners were parked than a claim looks at): its task is
-    -- parked too, behind its older ones, and the owner counts once.
-    held, uncounted, park = true, atCap[owner], true
     atCap[owner] = true
   end
   -- A model queue's own model was judged just now, by drop: only a task
@@ -423,6 +421,16 @@ for _, q in ipairs(all) do -- the entries left behind (see stale above); pcall: 
     end
   end
 end
+-- in_chunks calls command on key with args, 512 of them a call
+-- (unpack's limit), with pcalls; it reports whether every call took
+-- them (a key of another kind takes none: the first call fails, and no
+-- more are made).
+local function in_chunks(command, key, args)
+  for from = 1, #args, 512 do
+    if type(redis.pcall(command, key, unpack(args, from, math.min(from + 511, #args)))) ~= 'number' then return false end
+  end
+  return true
+end
 -- The tasks parked (see fair_queues) move to their owners' parked
 -- queues, out of the queue they were in (a parked queue of another kind
 -- takes none: its tasks stay where they were), in chunks (unpack's
@@ -442,18 +450,13 @@ for _, q in ipairs(all) do
     end
     for _, pq in ipairs(order) do
       local t = into[pq]
-      local ok = true
-      for from = 1, #t.args, 512 do
-        ok = ok and type(redis.pcall('ZADD', pq, unpack(t.args, from, math.min(from + 511, #t.args)))) == 'number'
-      end
-      if ok then
-        local pa = KEYS[1] .. ':pa:' .. t.model
-        for from = 1, #t.args, 512 do redis.pcall('ZADD', pa, unpack(t.args, from, math.min(from + 511, #t.args))) end
+      if in_chunks('ZADD', pq, t.args) then
+        in_chunks('ZADD', KEYS[1] .. ':pa:' .. t.model, t.args)
         redis.pcall('ZADD', KEYS[1] .. ':pk:' .. t.model, 'NX', snow, t.owner)
         redis.pcall('SADD', KEYS[1] .. ':parked', t.model)
         local ids = {}
         for k = 2, #t.args, 2 do ids[#ids + 1] = t.args[k] end
-        for from = 1, #ids, 512 do redis.call('ZREM', q.key, unpack(ids, from, math.min(from + 511, #ids))) end
+        in_chunks('ZREM', q.key, ids)
       end
     end
   end
