@@ -174,7 +174,9 @@ func nestedPlans(t *testing.T, query string, dest ...any) []string {
 
 // checkWalk fails the test unless the plan of the statement containing
 // order among plans is a scan of tasks_model_fair (the models' queues,
-// migration 20) in order, without a sort.
+// migration 20) in order, without a sort; a statement that reads parked
+// tasks (migration 26), of tasks_parked (an owner's parked queue) or
+// tasks_parked_fair (every parked task).
 func checkWalk(t *testing.T, plans []string, order string) {
 	t.Helper()
 	found := false
@@ -183,7 +185,14 @@ func checkWalk(t *testing.T, plans []string, order string) {
 			continue
 		}
 		found = true
-		if !strings.Contains(p, "Scan using tasks_model_fair") || strings.Contains(p, "Sort") || strings.Contains(p, "Seq Scan on tasks") {
+		index := "tasks_model_fair" // a model's queue (of the tasks not parked)
+		switch {
+		case strings.Contains(p, "AND p.parked AND"): // an owner's parked queue
+			index = "tasks_parked"
+		case strings.Contains(p, "AND p.parked ORDER BY"): // every parked task
+			index = "tasks_parked_fair"
+		}
+		if !strings.Contains(p, "Scan using "+index+" ") || strings.Contains(p, "Sort") || strings.Contains(p, "Seq Scan on tasks") {
 			t.Errorf("the fair queue is not walked in order:\n%s", p)
 		}
 	}
