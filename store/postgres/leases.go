@@ -18,7 +18,7 @@ const maxClaim = 64
 
 // claimSQL leases up to $3 ready pending tasks in fair-share order
 // (lowest tag first): the claim_tasks function (migrations 8, 12, 20,
-// 21, 24 and 25). SKIP LOCKED lets concurrent claims pass each other's rows
+// 21, 24, 25 and 26). SKIP LOCKED lets concurrent claims pass each other's rows
 // instead of waiting; caps are kept by transaction-scoped advisory
 // locks, taken only when a cap applies.
 //
@@ -42,7 +42,17 @@ const maxClaim = 64
 // by the scan's own filter, the model's cursor opened again without
 // them, so they are neither locked nor handed to the function's loop)
 // count against $4 per model: a model that would pass over one more than $4 drops out of
-// this claim (until migration 21, one at the $4-th). Rows locked by a
+// this claim (until migration 21, one at the $4-th).
+//
+// Since migration 26 the tasks of an owner found at its cap (or parked
+// in the model and not merged) are parked as the claim meets them, at
+// most 1024 of a model's queue a claim: out of tasks_model_fair, into
+// the owner's parked queue of the model (tasks.parked, parked_owners),
+// which later claims do not read while the owner stays at its cap. Each
+// claim looks at up to 64 parked owners of each model and merges the
+// parked queues of those with a free slot (all, with no owner cap) with
+// the models' queues, sharing the model's cap and rate (see the
+// migration and docs/scheduling.md). Rows locked by a
 // concurrent claim are skipped unseen (SKIP LOCKED), so they count
 // against nothing, but they are bounded by what the concurrent claims
 // lock. A claim's work is so bounded by its batch plus $4 per model with
@@ -85,7 +95,9 @@ const claimSQL = `SELECT ` + taskColumns + ` FROM {schema}.claim_tasks({now}, $2
 	$3, $4, $5, $6, $7, $8)`
 
 // claimFreeSQL is claimSQL for a claim without caps or rates, the common
-// case: the claim_free function (migrations 14, 17, 20 and 21)
+// case: the claim_free function (migrations 14, 17, 20, 21 and 26; since
+// 26 it hands the claim to claim_tasks, with no owner cap, while some
+// owner is parked)
 // merges the models' queues in fair order as claim_tasks does, dropping
 // paused models unread and passing over at most $4 tasks not yet ready
 // per model, without claim_tasks' row-by-row checks, and claims what it
