@@ -300,3 +300,42 @@ func TestParkedOwnersBeyondTheWindowTakeTheirTurn(t *testing.T) {
 		t.Fatalf("o78 has %d parked and %d queued; want 2 and 0", parked, queued)
 	}
 }
+
+// A parked task whose owner has no parked record is one no claim would
+// find: a process of a version before 26 that requeues a task a claim
+// had parked (cancelled while parked) writes 'pending' and leaves the
+// flag. Sweep gives such a task back to its model's queue, and only
+// such: a parked owner's tasks stay parked.
+func TestSweepUnparksTasksWithoutTheirOwnersRecord(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Connect(t)
+	s := pgtest.NewStore(t, pool, postgres.Config{})
+	schema := pgx.Identifier{s.Schema()}.Sanitize()
+	hogAtCap(t, pool, schema, 3)
+	if got := claimIDsWith(t, s, 1, capOfTwo); len(got) != 0 {
+		t.Fatalf("a claim with hog at its cap took %v", got)
+	}
+	// stray: pending and parked with no record of its owner, as an
+	// earlier version's requeue leaves it.
+	if _, err := pool.Exec(ctx, fmt.Sprintf(`
+		INSERT INTO %s.tasks (id, owner, request, model, cost, status, run_after, created_at, updated_at, tag, parked)
+		VALUES ('stray', 'other', '{}', 'm', 1, 'pending', now() - interval '1 second', now(), now(), 5, true)`, schema)); err != nil {
+		t.Fatal(err)
+	}
+	if got := claimIDsWith(t, s, 1, capOfTwo); len(got) != 0 {
+		t.Fatalf("claimed %v; the stray is out of every queue a claim reads", got)
+	}
+	swept, err := s.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if swept.Unparked != 1 {
+		t.Fatalf("Sweep unparked %d tasks; want 1 (the stray)", swept.Unparked)
+	}
+	if parked, _ := parkedOf(t, pool, schema, "hog"); parked != 3 {
+		t.Fatalf("%d of hog's tasks parked after Sweep; want 3 (hog is parked)", parked)
+	}
+	if got := claimIDsWith(t, s, 1, capOfTwo); !slices.Equal(got, []string{"stray"}) {
+		t.Fatalf("after Sweep claimed %v; want the stray", got)
+	}
+}

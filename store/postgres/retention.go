@@ -5,6 +5,9 @@ import "context"
 // Swept counts what one Sweep removed.
 type Swept struct {
 	Tasks, Images, Webhooks, IdempotencyRecords, Sessions int64
+	// Unparked counts parked tasks given back to their model's queue
+	// because their owner had no parked record (see unparkStraysSQL).
+	Unparked int64
 }
 
 // sweepRounds bounds the batches of one kind one Sweep deletes, so a
@@ -48,8 +51,34 @@ func (s *Store) Sweep(ctx context.Context) (Swept, error) {
 			}
 		}
 	}
+	for range sweepRounds {
+		tag, err := s.pool.Exec(ctx, s.sql(unparkStraysSQL), s.sweepBatch)
+		if err != nil {
+			return out, s.wrapErr("sweep", err)
+		}
+		out.Unparked += tag.RowsAffected()
+		if tag.RowsAffected() < int64(s.sweepBatch) {
+			break
+		}
+	}
 	return out, nil
 }
+
+// unparkStraysSQL gives back to their model's queue up to $1 parked
+// tasks whose owner has no record in parked_owners: claims merge a
+// parked queue only through its owner's record, so such a task would
+// wait until its owner was parked again in that model. This version's
+// claims never leave one (they park and take records out under the
+// owner's advisory lock), but a process of a version before 26 that
+// requeues a task a claim had parked (cancelled while parked) writes
+// 'pending' without clearing the flag. Unparking is always safe: a
+// claim that meets the task in the model's queue parks it again if its
+// owner is still parked.
+const unparkStraysSQL = `UPDATE {schema}.tasks SET parked = false WHERE id IN (
+	SELECT t.id FROM {schema}.tasks t
+	WHERE t.status = 'pending' AND t.parked
+		AND NOT EXISTS (SELECT 1 FROM {schema}.parked_owners o WHERE o.model = t.model AND o.owner = t.owner)
+	LIMIT $1 FOR UPDATE SKIP LOCKED)`
 
 // maybeSweep sweeps if SweepInterval has passed since this Store last
 // did; errors are left for the next time (reads hide expired rows
