@@ -566,6 +566,12 @@ type SecretStore interface {
 	// SharedSecret returns the secret stored under name, first storing
 	// the one generate makes if there is none.
 	SharedSecret(ctx context.Context, name string, generate func() []byte) ([]byte, error)
+	// ReplaceSharedSecret stores next under name if the secret stored
+	// there is old (byte for byte), and reports whether it did: a
+	// compare-and-swap in one atomic step, so that of several
+	// replacements of the same secret at once exactly one wins and the
+	// others change nothing. A name with no secret is not replaced.
+	ReplaceSharedSecret(ctx context.Context, name string, old, next []byte) (bool, error)
 }
 
 // Session is a signed-in session of the web console (package console),

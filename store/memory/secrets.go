@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"slices"
 )
@@ -16,4 +17,15 @@ func (s *Store) SharedSecret(_ context.Context, name string, generate func() []b
 		s.secrets[name] = generate()
 	}
 	return slices.Clone(s.secrets[name]), nil
+}
+
+// ReplaceSharedSecret stores next under name if old is stored there.
+func (s *Store) ReplaceSharedSecret(_ context.Context, name string, old, next []byte) (bool, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.secrets[name]; !ok || !bytes.Equal(cur, old) {
+		return false, nil
+	}
+	s.secrets[name] = slices.Clone(next)
+	return true, nil
 }

@@ -26,3 +26,15 @@ func (s *Store) SharedSecret(ctx context.Context, name string, generate func() [
 	}
 	return nil, s.wrapErr("shared secret", errors.New("could not read or store the secret"))
 }
+
+// ReplaceSharedSecret stores next under name if old is stored there: an
+// UPDATE conditional on the value, so that of two at once the second
+// waits for the first's row lock, finds the value changed and updates
+// nothing.
+func (s *Store) ReplaceSharedSecret(ctx context.Context, name string, old, next []byte) (bool, error) {
+	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.secrets SET value = $3 WHERE name = $1 AND value = $2`), name, old, next)
+	if err != nil {
+		return false, s.wrapErr("replace shared secret", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

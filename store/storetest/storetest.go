@@ -128,6 +128,8 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"WebhookStaleClaimChangesNothing", testWebhookStaleClaim},
 		{"WebhookOfARequeuedTaskIsQueuedAfresh", testWebhookOfARequeuedTask},
 		{"SharedSecrets", testSharedSecret},
+		{"ReplaceSharedSecret", testReplaceSharedSecret},
+		{"ConcurrentReplaceSharedSecretOneWins", testConcurrentReplaceSharedSecret},
 		{"ConsoleSessions", testSessions},
 		{"SessionsPerOwnerBounded", testSessionsPerOwnerBounded},
 		{"QueueStats", testQueueStats},
