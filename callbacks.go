@@ -1,28 +1,11 @@
 package imagegen
 
 import (
-	"context"
-	"encoding/base64"
-	"fmt"
 	"net/url"
 	"strings"
 
 	"github.com/imagegen/imagegen/fetch"
 )
-
-// WebhookSecretPrefix starts every webhook signing secret (the Standard
-// Webhooks format: "whsec_" and the base64 of the key).
-const WebhookSecretPrefix = "whsec_"
-
-// WebhookSecret returns owner's webhook signing secret, making it on
-// first use. Receivers verify callbacks with it (client.VerifyWebhook).
-func (s *Service) WebhookSecret(ctx context.Context, owner string) (string, error) {
-	key, err := s.cfg.Store.SharedSecret(ctx, "webhook:"+owner, NewSecretKey)
-	if err != nil {
-		return "", fmt.Errorf("imagegen: webhook secret: %w", err)
-	}
-	return WebhookSecretPrefix + base64.StdEncoding.EncodeToString(key), nil
-}
 
 // checkCallback applies the service's rules to a valid callback_url, as
 // Request.validate parsed it (nil for none): https, and not a host that

@@ -69,6 +69,11 @@ type Config struct {
 	// must be https to a public address. Either way deliveries go through
 	// the SSRF guard of the webhook sender.
 	AllowHTTPCallbacks bool
+	// WebhookSecretGrace is how long after RotateWebhookSecret deliveries
+	// are still signed with the secret it replaced, besides the new one,
+	// so that receivers have that long to take the new secret (default
+	// DefaultWebhookSecretGrace, 24h).
+	WebhookSecretGrace time.Duration
 
 	// ImageInputGuard is the address policy of the fetcher the model
 	// fetches image_input URLs with: normally that *fetch.Fetcher itself.
@@ -196,6 +201,7 @@ func (c Config) withDefaults() Config {
 	c.RevokedKeysKept = cmp.Or(c.RevokedKeysKept, DefaultRevokedKeysKept)
 	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, DefaultIdempotencyTTL)
 	c.MaxPending = cmp.Or(c.MaxPending, DefaultMaxPending)
+	c.WebhookSecretGrace = cmp.Or(c.WebhookSecretGrace, DefaultWebhookSecretGrace)
 	return c
 }
 
@@ -214,6 +220,8 @@ func (c Config) validate() error {
 	case c.OrphanGrace < OrphanGraceFor(c.BlobTimeout):
 		return fmt.Errorf("imagegen: Config.OrphanGrace must be at least %v with Config.BlobTimeout %v, the longest a blob can wait for its record (got %v)",
 			OrphanGraceFor(c.BlobTimeout), c.BlobTimeout, c.OrphanGrace)
+	case c.WebhookSecretGrace < 0:
+		return fmt.Errorf("imagegen: Config.WebhookSecretGrace must not be negative (got %v)", c.WebhookSecretGrace)
 	case c.MaxAttempts < 1:
 		return fmt.Errorf("imagegen: Config.MaxAttempts must be at least 1 (got %d)", c.MaxAttempts)
 	}

@@ -382,11 +382,11 @@ func (d *Dispatcher) send(ctx context.Context, del imagegen.WebhookDelivery) err
 	if err != nil {
 		return notSent(fmt.Errorf("render: %w", err))
 	}
-	secret, err := d.cfg.Service.WebhookSecret(ctx, del.Owner)
+	secrets, err := d.cfg.Service.WebhookSigningSecrets(ctx, del.Owner)
 	if err != nil {
 		return notSent(fmt.Errorf("reading the owner's secret: %w", err))
 	}
-	header, err := wire.Headers(secret, messageID(del), d.cfg.Clock.Now(), body)
+	header, err := wire.SignedHeaders(secrets, messageID(del), d.cfg.Clock.Now(), body)
 	if err != nil {
 		return notSent(fmt.Errorf("signing: %w", err))
 	}

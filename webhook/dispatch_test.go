@@ -51,6 +51,7 @@ type call struct {
 	event    string
 	verified error
 	body     []byte
+	header   http.Header
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -58,7 +59,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	err := wire.Verify(rc.secret(), r.Header, body, rc.clock.Now(), wire.DefaultTolerance)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	rc.calls = append(rc.calls, call{id: r.Header.Get(wire.HeaderID), event: r.Header.Get(wire.HeaderEvent), verified: err, body: body})
+	rc.calls = append(rc.calls, call{id: r.Header.Get(wire.HeaderID), event: r.Header.Get(wire.HeaderEvent), verified: err, body: body, header: r.Header.Clone()})
 	status := http.StatusOK
 	if len(rc.answers) > 0 {
 		status, rc.answers = rc.answers[0], rc.answers[1:]

@@ -73,10 +73,27 @@ func signature(k []byte, id string, ts int64, body []byte) string {
 
 // Headers returns the three headers of a signed message.
 func Headers(secret, id string, timestamp time.Time, body []byte) (http.Header, error) {
-	sig, err := Sign(secret, id, timestamp, body)
-	if err != nil {
-		return nil, err
+	return SignedHeaders([]string{secret}, id, timestamp, body)
+}
+
+// SignedHeaders returns the three headers of a message signed with each
+// of secrets: the webhook-signature lists one signature per secret, in
+// their order, space separated, as a sender does while a secret is being
+// rotated (the new secret first, then the one it replaces), so that a
+// receiver with either verifies. It needs at least one secret.
+func SignedHeaders(secrets []string, id string, timestamp time.Time, body []byte) (http.Header, error) {
+	if len(secrets) == 0 {
+		return nil, ErrBadSecret
 	}
+	sigs := make([]string, len(secrets))
+	for i, secret := range secrets {
+		sig, err := Sign(secret, id, timestamp, body)
+		if err != nil {
+			return nil, err
+		}
+		sigs[i] = sig
+	}
+	sig := strings.Join(sigs, " ")
 	h := http.Header{}
 	h.Set(HeaderID, id)
 	h.Set(HeaderTimestamp, strconv.FormatInt(timestamp.Unix(), 10))

@@ -48,3 +48,30 @@ func TestVerify(t *testing.T) {
 	h.Set(wire.HeaderSignature, "v2,"+vectorSig[3:])
 	is.True(errors.Is(wire.Verify(vectorSecret, h, []byte(vectorBody), vectorTime, wire.DefaultTolerance), wire.ErrInvalidSignature))
 }
+
+// TestSignedHeadersSignWithEachSecret: during a rotation the header
+// carries a signature per secret, in their order, and a receiver with
+// either secret verifies.
+func TestSignedHeadersSignWithEachSecret(t *testing.T) {
+	is := is.New(t)
+	const other = "whsec_c2VjcmV0LXNlY3JldA=="
+	h, err := wire.SignedHeaders([]string{other, vectorSecret}, vectorID, vectorTime, []byte(vectorBody))
+	is.NoErr(err)
+	otherSig, err := wire.Sign(other, vectorID, vectorTime, []byte(vectorBody))
+	is.NoErr(err)
+	is.Equal(h.Get(wire.HeaderSignature), otherSig+" "+vectorSig)
+	is.Equal(h.Get(wire.HeaderID), vectorID)
+	is.Equal(h.Get(wire.HeaderTimestamp), "1614265330")
+	for _, secret := range []string{other, vectorSecret} {
+		is.NoErr(wire.Verify(secret, h, []byte(vectorBody), vectorTime, wire.DefaultTolerance))
+	}
+
+	one, err := wire.SignedHeaders([]string{vectorSecret}, vectorID, vectorTime, []byte(vectorBody))
+	is.NoErr(err)
+	is.Equal(one.Get(wire.HeaderSignature), vectorSig) // one secret: as Headers
+
+	_, err = wire.SignedHeaders(nil, vectorID, vectorTime, []byte(vectorBody))
+	is.True(errors.Is(err, wire.ErrBadSecret))
+	_, err = wire.SignedHeaders([]string{vectorSecret, "not-a-secret"}, vectorID, vectorTime, []byte(vectorBody))
+	is.True(errors.Is(err, wire.ErrBadSecret))
+}
