@@ -61,7 +61,8 @@
 //     ends, signed per Standard Webhooks with the user's secret
 //     (WebhookSecret). A receiver checks each callback with
 //     VerifyWebhook, or WebhookVerifier.Receive in its handler, before
-//     trusting it.
+//     trusting it. RotateWebhookSecret replaces the secret; the one it
+//     replaced still signs callbacks for a grace (a day by default).
 //
 // The API key is sent only in the Authorization header of API requests (not
 // to image URLs, which need no key) and never appears in errors or in the

@@ -116,6 +116,32 @@ func (c *Client) WebhookSecret(ctx context.Context) (string, error) {
 	return body.Secret, nil
 }
 
+// RotateWebhookSecret replaces the caller's secret for verifying
+// callbacks with a new one (POST /webhook-secret/rotate, an extension)
+// and returns it, with the time until which callbacks are still signed
+// with the secret it replaced too (imagegen.WebhookRotation). Give the
+// new secret to the receiver before then: during that time each
+// callback carries a signature for each secret, so a receiver with
+// either verifies it. A failed call may have rotated all the same
+// (WebhookSecret tells).
+func (c *Client) RotateWebhookSecret(ctx context.Context) (imagegen.WebhookRotation, error) {
+	res, err := c.call(ctx, http.MethodPost, "/webhook-secret/rotate", nil, nil)
+	if err != nil {
+		return imagegen.WebhookRotation{}, fmt.Errorf("client: rotate webhook secret: %w", err)
+	}
+	var body struct {
+		Secret            string    `json:"secret"`
+		PreviousExpiresAt time.Time `json:"previous_expires_at"`
+	}
+	if err := json.Unmarshal(res.body, &body); err != nil {
+		return imagegen.WebhookRotation{}, fmt.Errorf("client: rotate webhook secret: decoding the answer: %w", err)
+	}
+	if body.Secret == "" || body.PreviousExpiresAt.IsZero() {
+		return imagegen.WebhookRotation{}, errors.New("client: rotate webhook secret: the answer has no secret or no previous_expires_at")
+	}
+	return imagegen.WebhookRotation{Secret: body.Secret, PreviousExpiresAt: body.PreviousExpiresAt}, nil
+}
+
 // WebhookEvent is the task event a callback request reports:
 // imagegen.EventProcessing for a task a worker has started (when it was
 // submitted with callback_events asking for it), else

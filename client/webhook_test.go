@@ -150,6 +150,42 @@ func TestWebhookSecret(t *testing.T) {
 	})
 }
 
+// RotateWebhookSecret replaces the caller's secret, and only the
+// caller's; the server signs with both until the answer's time.
+func TestRotateWebhookSecret(t *testing.T) {
+	inBubble(t, func(t *testing.T, e *env) {
+		is := is.New(t)
+		ctx := context.Background()
+		old, err := e.client().WebhookSecret(ctx)
+		is.NoErr(err)
+		bob := e.clientFor(e.base, e.user("bob", 0))
+		bobs, err := bob.WebhookSecret(ctx)
+		is.NoErr(err)
+
+		rot, err := e.client().RotateWebhookSecret(ctx)
+		is.NoErr(err)
+		is.True(strings.HasPrefix(rot.Secret, imagegen.WebhookSecretPrefix))
+		is.True(rot.Secret != old)
+		is.True(rot.PreviousExpiresAt.Equal(time.Now().Add(imagegen.DefaultWebhookSecretGrace).Truncate(time.Millisecond)))
+		now, err := e.client().WebhookSecret(ctx)
+		is.NoErr(err)
+		is.Equal(now, rot.Secret)
+		signing, err := e.svc.WebhookSigningSecrets(ctx, "alice")
+		is.NoErr(err)
+		is.Equal(signing, []string{rot.Secret, old})
+		h, err := wire.SignedHeaders(signing, "msg_3f0c", hookSent, []byte(hookBody)) // as the server signs now
+		is.NoErr(err)
+		is.NoErr(client.VerifyWebhook(old, h, []byte(hookBody), hookSent))        // a receiver not yet moved
+		is.NoErr(client.VerifyWebhook(rot.Secret, h, []byte(hookBody), hookSent)) // one already moved
+		again, err := bob.WebhookSecret(ctx)
+		is.NoErr(err)
+		is.Equal(again, bobs) // another user's: untouched
+
+		_, err = e.clientFor(e.base, "not-a-valid-key-at-all").RotateWebhookSecret(ctx)
+		is.True(errors.Is(err, imagegen.ErrUnauthorized))
+	})
+}
+
 // WebhookEvent reads the event from the signed webhook-id, not from the
 // unsigned webhook-event header: a delivery that verifies keeps its own
 // event when someone replays it with that header changed.

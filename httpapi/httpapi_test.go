@@ -464,7 +464,7 @@ func TestRoutingErrors(t *testing.T) {
 	for path, allow := range map[string]string{ // every route: another method is a 405 naming the allowed ones
 		"/api/v1/generate": "POST", "/api/v1/tasks/abc": "GET, HEAD", "/api/v1/tasks/abc/cancel": "POST",
 		"/api/v1/tasks": "GET, HEAD", "/api/v1/credits": "GET, HEAD", "/api/v1/credits/ledger": "GET, HEAD",
-		"/api/v1/webhook-secret": "GET, HEAD", "/api/v1/images/abc": "GET, HEAD", "/api/v1/openapi.json": "GET, HEAD",
+		"/api/v1/webhook-secret": "GET, HEAD", "/api/v1/webhook-secret/rotate": "POST", "/api/v1/images/abc": "GET, HEAD", "/api/v1/openapi.json": "GET, HEAD",
 	} {
 		w := e.do("PUT", path, e.key, "")
 		wantError(t, w, http.StatusMethodNotAllowed, wire.APIMethodNotAllowed)

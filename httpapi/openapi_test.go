@@ -260,6 +260,7 @@ func recordExchanges(t *testing.T) *recorder {
 	rc.do(limited, "credits over limit", "GET", "/api/v1/credits", limited.key, "", status(http.StatusTooManyRequests))
 	rc.do(limited, "ledger over limit", "GET", "/api/v1/credits/ledger", limited.key, "", status(http.StatusTooManyRequests))
 	rc.do(limited, "webhook secret over limit", "GET", "/api/v1/webhook-secret", limited.key, "", status(http.StatusTooManyRequests))
+	rc.do(limited, "webhook secret rotate over limit", "POST", "/api/v1/webhook-secret/rotate", limited.key, "", status(http.StatusTooManyRequests))
 	for i := range 100 {
 		x := rc.do(limited, "guess "+strconv.Itoa(i), "GET", "/api/v1/tasks/x", imagegen.NewAPIKey(), "", from("203.0.113.7"))
 		if x.status == http.StatusTooManyRequests {
@@ -313,6 +314,7 @@ func recordExchanges(t *testing.T) *recorder {
 	rc.do(down, "credits, store down", "GET", "/api/v1/credits", down.key, "", status(http.StatusInternalServerError))
 	rc.do(down, "ledger, store down", "GET", "/api/v1/credits/ledger", down.key, "", status(http.StatusInternalServerError))
 	rc.do(down, "webhook secret, store down", "GET", "/api/v1/webhook-secret", down.key, "", status(http.StatusInternalServerError))
+	rc.do(down, "webhook secret rotate, store down", "POST", "/api/v1/webhook-secret/rotate", down.key, "", status(http.StatusInternalServerError))
 	rc.do(down, "idempotent submit, store down", "POST", "/api/v1/generate", down.key, t2i,
 		header("Idempotency-Key", "order-1"), status(http.StatusInternalServerError))
 	return rc
@@ -484,6 +486,18 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	rc.do(e, "webhook secret without key", "GET", "/api/v1/webhook-secret", "", "", invalid, status(http.StatusUnauthorized))
 	rc.do(e, "webhook secret unknown key", "GET", "/api/v1/webhook-secret", imagegen.NewAPIKey(), "", status(http.StatusUnauthorized))
 	rc.do(e, "webhook secret wrong method", "POST", "/api/v1/webhook-secret", e.key, "", component("MethodNotAllowed"))
+	rotated := rc.do(e, "webhook secret rotate", "POST", "/api/v1/webhook-secret/rotate", rich, "", status(http.StatusOK))
+	var rot httpapi.WebhookSecretRotation
+	is.NoErr(json.Unmarshal(rotated.respBody, &rot))
+	is.True(rot.Secret != ws.Secret)
+	is.True(rot.PreviousExpiresAt.Equal(e.clock.Now().Add(imagegen.DefaultWebhookSecretGrace)))
+	is.Equal(rotated.respHeader.Get("Cache-Control"), "no-store")
+	want, err = e.svc.WebhookSecret(ctx, "rich")
+	is.NoErr(err)
+	is.Equal(rot.Secret, want) // the new secret is the one GET answers now
+	rc.do(e, "webhook secret rotate without key", "POST", "/api/v1/webhook-secret/rotate", "", "", invalid, status(http.StatusUnauthorized))
+	rc.do(e, "webhook secret rotate unknown key", "POST", "/api/v1/webhook-secret/rotate", imagegen.NewAPIKey(), "", status(http.StatusUnauthorized))
+	rc.do(e, "webhook secret rotate wrong method", "GET", "/api/v1/webhook-secret/rotate", rich, "", component("MethodNotAllowed"))
 
 	// A long poll of a task that stays pending answers when its wait ends.
 	waiting := taskID(t, rc.do(e, "submit to wait on", "POST", "/api/v1/generate", e.key, t2i))
@@ -796,6 +810,12 @@ func TestOpenAPIRejectsMutations(t *testing.T) {
 		}},
 		{"webhook secret: Cache-Control changed", "webhook secret", false, func(doc map[string]any) {
 			dig(doc, "paths", "/webhook-secret", "get", "responses", "200", "headers", "Cache-Control", "schema")["const"] = "private"
+		}},
+		{"webhook secret rotation: secret renamed", "webhook secret rotate", false, renameIn("WebhookSecretRotation", "secret", "new_secret")},
+		{"webhook secret rotation: previous_expires_at renamed", "webhook secret rotate", false,
+			renameIn("WebhookSecretRotation", "previous_expires_at", "previous_valid_until")},
+		{"webhook secret rotation: Cache-Control changed", "webhook secret rotate", false, func(doc map[string]any) {
+			dig(doc, "paths", "/webhook-secret/rotate", "post", "responses", "200", "headers", "Cache-Control", "schema")["const"] = "private"
 		}},
 		{"full view: started_at renamed", "poll success, full view", false, renameIn("TaskFull", "started_at", "began_at")},
 		{"full view: queue_position renamed", "poll pending, full view", false, renameIn("TaskFull", "queue_position", "position")},

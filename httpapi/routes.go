@@ -25,12 +25,13 @@ func (h *Handler) routes() {
 	route("POST", p+"/generate", api(h.handleSubmit()))
 	route("GET", p+"/tasks/{task_id}", api(h.handleTask()))
 
-	// Extensions: cancel, listing, balance, ledger.
+	// Extensions: cancel, listing, balance, ledger, the webhook secret.
 	route("POST", p+"/tasks/{task_id}/cancel", api(h.handleCancel()))
 	route("GET", p+"/tasks", api(h.handleList()))
 	route("GET", p+"/credits", api(h.handleCredits()))
 	route("GET", p+"/credits/ledger", api(h.handleLedger()))
 	route("GET", p+"/webhook-secret", api(h.handleWebhookSecret()))
+	route("POST", p+"/webhook-secret/rotate", api(h.handleRotateWebhookSecret()))
 
 	// Signed, keyless image downloads (so <img> tags work).
 	route("GET", p+"/images/{image_id}", h.handleImage())

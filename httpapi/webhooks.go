@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/wire"
 )
 
 // WebhookSecret is the body of GET {prefix}/webhook-secret.
@@ -25,6 +26,31 @@ func (h *Handler) handleWebhookSecret() http.Handler {
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		return WebhookSecret{Secret: secret}, nil
+	})
+}
+
+// WebhookSecretRotation is the body of POST
+// {prefix}/webhook-secret/rotate.
+type WebhookSecretRotation struct {
+	// Secret is the new secret: every callback is signed with it from now on.
+	Secret string `json:"secret"`
+	// PreviousExpiresAt is until when callbacks are signed with the
+	// secret it replaced too (imagegen.Config.WebhookSecretGrace).
+	PreviousExpiresAt time.Time `json:"previous_expires_at"`
+}
+
+// handleRotateWebhookSecret serves POST {prefix}/webhook-secret/rotate:
+// a new secret for the user's callbacks, the previous one still signing
+// them for the grace (imagegen.Service.RotateWebhookSecret). The
+// request's body, if any, is not read.
+func (h *Handler) handleRotateWebhookSecret() http.Handler {
+	return userJSON(h, http.StatusOK, func(w http.ResponseWriter, r *http.Request, owner string) (WebhookSecretRotation, error) {
+		rot, err := h.cfg.Service.RotateWebhookSecret(r.Context(), owner)
+		if err != nil {
+			return WebhookSecretRotation{}, err
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		return WebhookSecretRotation{Secret: rot.Secret, PreviousExpiresAt: wire.Time(rot.PreviousExpiresAt)}, nil
 	})
 }
 
