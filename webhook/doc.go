@@ -8,7 +8,12 @@
 //	webhook-signature: v1,<base64 HMAC-SHA256(key, id + "." + timestamp + "." + body)>
 //
 // The key is the user's secret ("whsec_" + base64 key, from
-// Service.WebhookSecret or GET {prefix}/webhook-secret). A delivery
+// Service.WebhookSecret or GET {prefix}/webhook-secret). After the user
+// rotates it (Service.RotateWebhookSecret), each attempt within
+// imagegen.Config.WebhookSecretGrace is signed with the new secret and
+// the replaced one (Service.WebhookSigningSecrets): the header then
+// lists two signatures, space separated, the new one first, so a
+// receiver with either verifies it. A delivery
 // answered with anything but 2xx, or not answered, is retried with
 // exponential backoff (5 s, doubling, at most 10 min apart, 10 attempts
 // by default: about an hour), through the guarded fetcher's SSRF check,

@@ -201,7 +201,7 @@
 //	                   the deletion sent again (see deleteKeyScript)
 //	P:layout           hash: the number of shards the store is laid out in (shards), recorded by
 //	                   the first CheckLayout or by MigrateToShards
-//	P:secret:<name>    string: a secret shared by all processes (SharedSecret)
+//	P:secret:<name>    string: a secret shared by all processes (SharedSecret, ReplaceSharedSecret)
 //	P:session:<id>     hash: console session (owner, key id, created, expires), expiring with it
 //	P:sessions:<owner> zset: the owner's session ids by expiry (ms), for EndSessions
 //	P:pstats:<minute>  hash: provider calls by outcome and fallbacks counted in one minute
