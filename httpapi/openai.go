@@ -240,7 +240,9 @@ func decodeOpenAIRequest(w http.ResponseWriter, r *http.Request) (imagegen.Reque
 		return imagegen.Request{}, "", invalidOpenAI("", "The "+errUnreadableBody.Message+".", "invalid_json")
 	}
 	if err != nil {
-		return imagegen.Request{}, "", invalidOpenAI("", "The request body must be at most 1 MiB.", "request_too_large")
+		// 413, as the native API answers it; OpenAI's SDKs do not retry it.
+		return imagegen.Request{}, "", newOpenAIError(http.StatusRequestEntityTooLarge, "invalid_request_error", "", "request_too_large",
+			"The request body must be at most 1 MiB.")
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
