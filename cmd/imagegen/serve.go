@@ -48,6 +48,9 @@ type serveConfig struct {
 	// all and from one client address (limitConns).
 	maxConns        int
 	maxConnsPerAddr int
+	// webhookSecretGrace is how long a rotated webhook secret still
+	// signs deliveries (imagegen.Config.WebhookSecretGrace).
+	webhookSecretGrace time.Duration
 }
 
 // serveFlags is serve's flag set, filling c.
@@ -69,6 +72,7 @@ func serveFlags(c *serveConfig, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.console, "console", true, "serve the web console at /console/ (users sign in with one of their API keys); -console=false turns it off")
 	fs.Var(&c.operators, "operator", "owner who may see the console's operator pages (repeatable)")
 	fs.StringVar(&c.openAI, "openai-prefix", "/v1", `where the OpenAI-compatible POST <prefix>/images/generations is served ("" turns it off)`)
+	fs.DurationVar(&c.webhookSecretGrace, "webhook-secret-grace", imagegen.DefaultWebhookSecretGrace, "after POST /api/v1/webhook-secret/rotate, how long deliveries are still signed with the replaced secret too, so receivers can move to the new one (at least 1s)")
 	c.runtimeConfig.register(fs, 4, "shared by every process; with neither -redis nor -postgres, state stays in this process")
 	secretFiles(fs, "demo-key", "signing-key")
 	return fs
@@ -103,6 +107,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return c, errors.New(`-openai-prefix must be a path such as /v1, other than /api/v1, or "" to turn it off`)
 	case c.signingKey != "" && len(c.signingKey) < 16:
 		return c, errors.New("-signing-key must be at least 16 bytes")
+	case c.webhookSecretGrace < time.Second:
+		return c, errors.New("-webhook-secret-grace must be at least 1s")
 	}
 	return c, c.runtimeConfig.validate()
 }
@@ -134,6 +140,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer rt.close()
 	obs := rt.obs
+	rt.service.WebhookSecretGrace = c.webhookSecretGrace // rotations are served here, not by workers
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
