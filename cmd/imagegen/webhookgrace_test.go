@@ -24,7 +24,7 @@ func TestServeWebhookSecretGraceFlag(t *testing.T) {
 	until, err := time.Parse(time.RFC3339Nano, rot["previous_expires_at"].(string))
 	is.NoErr(err)
 	// Stored to the millisecond: within the call's span, shifted by 90m.
-	is.True(!until.Before(before.Add(90*time.Minute).Truncate(time.Millisecond)))
+	is.True(!until.Before(before.Add(90 * time.Minute).Truncate(time.Millisecond)))
 	is.True(!until.After(after.Add(90 * time.Minute)))
 	is.NoErr(s.stop())
 
