@@ -272,35 +272,49 @@ func TestDowngradeFrom26KeepsParkedTasks(t *testing.T) {
 	}
 }
 
-// A claim looks at 64 of a model's parked owners, the least recently
-// looked at first: an owner beyond them whose slot frees is claimed a
-// claim or so later, and a task queued by a parked owner it did not look
-// at is parked behind the owner's others.
-func TestParkedOwnersBeyondTheWindowTakeTheirTurn(t *testing.T) {
+// windowOwners is how many owners parkOwnersPastTheWindow parks: more
+// than the 64 a claim looks at in a model.
+const windowOwners = 70
+
+// parkOwnersPastTheWindow makes a store whose model m has windowOwners
+// owners o10 .. o79 parked at a cap of one, each with a running task
+// (r<i>) and a parked one (p<i>, tag 100+i), all looked at at once, so
+// that a claim looks at o10 .. o73 (by name) and not at o74 .. o79.
+func parkOwnersPastTheWindow(t *testing.T) (*postgres.Store, *pgxpool.Pool, string) {
+	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.Connect(t)
 	s := pgtest.NewStore(t, pool, postgres.Config{})
 	schema := pgx.Identifier{s.Schema()}.Sanitize()
-	const owners = 70
 	if _, err := pool.Exec(ctx, fmt.Sprintf(`
 		INSERT INTO %[1]s.tasks (id, owner, request, model, cost, status, run_after, created_at, updated_at, tag, lease_until)
 		SELECT 'r' || i, 'o' || i, '{}', 'm', 1, 'processing', now(), now(), now(), i, now() + interval '1 hour'
 		FROM generate_series(10, 9 + %[2]d) i;
 		INSERT INTO %[1]s.tasks (id, owner, request, model, cost, status, run_after, created_at, updated_at, tag)
 		SELECT 'p' || i, 'o' || i, '{}', 'm', 1, 'pending', now() - interval '1 second', now(), now(), 100 + i
-		FROM generate_series(10, 9 + %[2]d) i`, schema, owners)); err != nil {
+		FROM generate_series(10, 9 + %[2]d) i`, schema, windowOwners)); err != nil {
 		t.Fatal(err)
 	}
-	capOfOne := imagegen.Limits{OwnerConcurrency: 1}
 	claimNone(t, s, 1, capOfOne, "a claim with every owner at its cap")
 	var records int
 	if err := pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s.parked_owners`, schema)).Scan(&records); err != nil {
 		t.Fatal(err)
 	}
-	if records != owners {
-		t.Fatalf("%d parked owners; want %d", records, owners)
+	if records != windowOwners {
+		t.Fatalf("%d parked owners; want %d", records, windowOwners)
 	}
-	last := fmt.Sprintf("o%d", 9+owners) // after the first 64 by name, looked at as long ago
+	return s, pool, schema
+}
+
+var capOfOne = imagegen.Limits{OwnerConcurrency: 1}
+
+// A claim looks at 64 of a model's parked owners, the least recently
+// looked at first: an owner beyond them whose slot frees is claimed a
+// claim or so later, and a task queued by a parked owner it did not look
+// at is parked behind the owner's others.
+func TestParkedOwnersBeyondTheWindowTakeTheirTurn(t *testing.T) {
+	s, pool, schema := parkOwnersPastTheWindow(t)
+	last := fmt.Sprintf("o%d", 9+windowOwners) // after the first 64 by name, looked at as long ago
 	addPending(t, pool, schema, "late", "o78", 1000)
 	freeSlot(t, pool, schema, "r"+last[1:])
 	var got []string
@@ -350,5 +364,28 @@ func TestSweepUnparksTasksWithoutTheirOwnersRecord(t *testing.T) {
 	}
 	if got := claimIDsWith(t, s, 1, capOfTwo); !slices.Equal(got, []string{"stray"}) {
 		t.Fatalf("after Sweep claimed %v; want the stray", got)
+	}
+}
+
+// An owner below its cap whose parked record lies beyond the claim's
+// window of 64 (not looked at by this claim) keeps its order: its new
+// task, queued behind its parked ones, is parked too, not claimed ahead
+// of them; the claim that looks at the owner takes its oldest task.
+func TestOwnerBelowItsCapBeyondTheWindowKeepsItsOrder(t *testing.T) {
+	s, pool, schema := parkOwnersPastTheWindow(t)
+	freeSlot(t, pool, schema, "r78") // o78 is below its cap now
+	addPending(t, pool, schema, "late", "o78", 1000)
+	// This claim looks at o10 .. o73, each at its cap; o78, beyond the
+	// window, may start but has p78 parked ahead of late.
+	claimNone(t, s, 1, capOfOne, "a claim whose window leaves o78 out")
+	if parked, queued := parkedOf(t, pool, schema, "o78"); parked != 2 || queued != 0 {
+		t.Fatalf("o78 has %d parked and %d queued; want 2 and 0 (late parked behind p78)", parked, queued)
+	}
+	// The next claim looks at o74 .. o79 first: o78's oldest starts.
+	if got := claimIDsWith(t, s, 1, capOfOne); !slices.Equal(got, []string{"p78"}) {
+		t.Fatalf("the claim that looks at o78 took %v; want [p78]", got)
+	}
+	if parked, queued := parkedOf(t, pool, schema, "o78"); parked != 1 || queued != 0 {
+		t.Fatalf("o78 has %d parked and %d queued; want late parked", parked, queued)
 	}
 }
