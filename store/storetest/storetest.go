@@ -81,6 +81,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"CappedModelHoldsNoOneBack", testHeldModelHoldsNoOneBack("Capped")},
 		{"RatedModelHoldsNoOneBack", testHeldModelHoldsNoOneBack("Rated")},
 		{"RetriedBacklogHoldsNoOneBack", testRetriedBacklogHoldsNoOneBack},
+		{"DelayedRetriesHoldNoOneBack", testDelayedRetriesHoldNoOneBack},
 		{"OwnerAtCapHoldsNoOneBack", testOwnerAtCapHoldsNoOneBack},
 		{"PassedOverOwnerResumesOldestFirst", acrossShards(testPassedOverOwnerResumesOldestFirst)},
 		{"PassedOverOwnerKeepsItsOrder", testPassedOverOwnerKeepsItsOrder},
