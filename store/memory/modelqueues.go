@@ -22,8 +22,8 @@ type queueCursor struct {
 	at    slot          // the entry the cursor is on; 0 once it has passed the end
 	// home is the index, in the walk, of the cursor on the model's own
 	// queue; the model's other cursors follow it.
-	home   int
-	passed int // on the home cursor: tasks of the model the walk passed over
+	home    int
+	delayed int // on the home cursor: tasks of the model the walk delayed (delayed.go)
 }
 
 // cursors starts a walk of the pending queues: for each model but those
@@ -38,13 +38,14 @@ func (s *Store) cursors(skip, merge func(name string) bool) []queueCursor {
 	defer func() { s.walk = out }()
 	s.walks++
 	for name, m := range s.models {
-		if (m.queue.root == 0 && m.look == nil) || (skip != nil && skip(name)) {
+		if (m.queue.root == 0 && m.look == nil && (merge != nil || m.delayed.root == 0)) || (skip != nil && skip(name)) {
 			continue
 		}
 		home := len(out)
 		out = append(out, queueCursor{model: name, m: m, queue: &m.queue, at: m.queue.head(), home: home})
 		if merge == nil {
-			out = append(out, queueCursor{model: name, m: m, queue: &m.parked, at: m.parked.head(), home: home})
+			out = append(out, queueCursor{model: name, m: m, queue: &m.parked, at: m.parked.head(), home: home},
+				queueCursor{model: name, m: m, queue: &m.delayed, at: m.delayed.head(), home: home})
 			continue
 		}
 		p := m.look

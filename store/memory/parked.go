@@ -109,6 +109,10 @@ func (s *Store) park(m *modelState, r task) {
 // owner with no parked task left leaves the ring.
 func (m *modelState) unqueue(r task) {
 	k := r.fair.key
+	if r.fair.delayed {
+		m.delayed.remove(k) // its entry in m.due goes stale
+		return
+	}
 	if !r.fair.parked {
 		m.queue.remove(k)
 		return
@@ -140,4 +144,6 @@ func (m *modelState) unmerged(owner string, walk uint64) bool {
 }
 
 // ahead counts m's pending tasks claimed before key, parked or not.
-func (m *modelState) ahead(key queueKey) int { return m.queue.ahead(key) + m.parked.ahead(key) }
+func (m *modelState) ahead(key queueKey) int {
+	return m.queue.ahead(key) + m.parked.ahead(key) + m.delayed.ahead(key)
+}

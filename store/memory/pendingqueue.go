@@ -41,8 +41,9 @@ type pendingNode struct {
 	size        uint32 // nodes in this subtree
 	left, right slot
 	// parked says that the node is in its model's parked queue, not in
-	// the model's queue (parked.go). It fits in the node's padding.
-	parked bool
+	// the model's queue (parked.go), and delayed that it is in the
+	// model's delayed set (delayed.go). They fit in the node's padding.
+	parked, delayed bool
 }
 
 // node returns the node of the record in slot i (not 0).

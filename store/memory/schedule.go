@@ -19,14 +19,18 @@ type ownerState struct {
 // modelState is what the caps and rates keep of one model.
 type modelState struct {
 	// queue holds the model's pending tasks in claim order, but those
-	// parked (parked.go): parked holds those, also in claim order, and
-	// parkedOwners, made when a task is first parked, each parked owner's
-	// in its ring, where look is the owner a claim looks at first (nil
-	// when none is parked).
+	// parked (parked.go) and those delayed (delayed.go): parked holds
+	// the parked ones, also in claim order, and parkedOwners, made when
+	// a task is first parked, each parked owner's in its ring, where look
+	// is the owner a claim looks at first (nil when none is parked);
+	// delayed holds the retries moved out of the way while they wait out
+	// their delay, in claim order, and due the same by RunAfter.
 	queue        pendingQueue
 	parked       pendingQueue
 	parkedOwners map[string]*parkedOwner
 	look         *parkedOwner
+	delayed      pendingQueue
+	due          minHeap[dueEntry]
 	running      map[slot]struct{}
 	nextStart    time.Time // the rate's next allowed start
 	pausedUntil  time.Time // PauseModel
@@ -46,7 +50,7 @@ func (s *Store) owner(owner string) *ownerState {
 func (s *Store) model(model string) *modelState {
 	m, ok := s.models[model]
 	if !ok {
-		m = &modelState{queue: pendingQueue{recs: &s.recs}, parked: pendingQueue{recs: &s.recs}, running: make(map[slot]struct{})}
+		m = &modelState{queue: pendingQueue{recs: &s.recs}, parked: pendingQueue{recs: &s.recs}, delayed: pendingQueue{recs: &s.recs}, running: make(map[slot]struct{})}
 		s.models[model] = m
 	}
 	return m
@@ -162,9 +166,15 @@ func maxTime(a, b time.Time) time.Time {
 //
 // The walk merges the models' queues. A model that may not start now
 // is passed over whole, its tasks unread (its parked ones too), and
-// drops out of the walk once it may not start another; within a model
-// the walk passes over at most ClaimScan tasks that are not ready
-// before the model drops out. A task of an owner at its cap met in the
+// drops out of the walk once it may not start another. Within a model
+// the walk moves each task it meets that may not start out of its way,
+// so that it reads it no more while it stays so. A retry met waiting
+// out its delay moves into its model's delayed set (delayed.go), at
+// most delayMost a model and walk (the model then drops out of the
+// walk), and each walk first moves back those whose delay has passed
+// (as many at most): else more of them than a look-ahead at the head
+// of a model's queue would hold back every other task of the model
+// until their delay passed. A task of an owner at its cap met in the
 // model's queue is parked (parked.go), uncounted: otherwise an owner
 // whose slow tasks hold its slots, its backlog fallen behind the tags
 // now served, would hold back every other owner of the model, or cost
@@ -173,14 +183,19 @@ func maxTime(a, b time.Time) time.Time {
 // start a task (each of them when l has no owner cap), and leaves one
 // once its owner reaches its cap; a parked owner's task met in the
 // model's queue while its list is not merged is parked too, behind its
-// older ones. So a claim's work is bounded by n, ClaimScan for each
-// model with pending tasks, parkedLook running counts for each model
+// older ones. So a claim's work is bounded by n, parkedLook running counts for each model
 // with parked owners, the tasks it parks (each task once while it
-// waits) and the parked tasks of the owners merged, whatever the
+// waits), 2 × delayMost tasks moved for each model with retries
+// waiting and the parked tasks of the owners merged, whatever the
 // queues' length.
 func (s *Store) scan(now time.Time, l imagegen.Limits, n int, take func(task)) {
 	h := s.newHolds(now, l)
 	at := stampOf(now)
+	for _, m := range s.models {
+		if len(m.due) != 0 {
+			s.promote(m, at)
+		}
+	}
 	held := func(model string) bool { return h.modelHeld(model) != "" }
 	free := func(owner string) bool { return !h.ownerHeld(owner) }
 	cs := s.cursors(held, free)
@@ -203,9 +218,11 @@ func (s *Store) scan(now time.Time, l imagegen.Limits, n int, take func(task)) {
 			s.park(c.m, r)
 		case at.before(r.runAfter):
 			home := &cs[c.home]
-			if home.passed++; home.passed > imagegen.ClaimScan {
+			if home.delayed++; home.delayed > delayMost {
 				stop(cs, c)
+				break
 			}
+			s.delay(c.m, r)
 		default:
 			h.take(r)
 			take(r)
