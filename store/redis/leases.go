@@ -24,7 +24,11 @@ import (
 // owner found at its cap are passed over uncounted and parked, at most
 // 1024 a queue and claim, and the parked queues of up to 64 parked
 // owners a model are looked at and merged for those with a free slot
-// (see fair_queues in the prelude). A task's
+// (see fair_queues in the prelude). The retries met in a model's queue
+// waiting out their delay are moved aside, uncounted, at most 1024 a
+// queue and claim, into the model's delayed retries, and each claim
+// first moves back those now due, at most 1024 a model (see
+// fair_queues). A task's
 // first claim stamps "started" and queues its processing callback, if
 // it asks for one. A model with a rate has its next start pushed a
 // minute/rate later.
@@ -111,6 +115,40 @@ if string.byte(ct) == 97 then -- "a": sent again
   if #out > 0 then return out end
 end
 local snow, sleased, after_now = int(now), int(now + lease), '(' .. int(now)
+-- in_chunks calls command on key with args, 512 of them a call
+-- (unpack's limit), with pcalls; it reports whether every call took
+-- them (a key of another kind takes none: the first call fails, and no
+-- more are made).
+local function in_chunks(command, key, args)
+  for from = 1, #args, 512 do
+    if type(redis.pcall(command, key, unpack(args, from, math.min(from + 511, #args)))) ~= 'number' then return false end
+  end
+  return true
+end
+-- The delayed retries now due go back into their models' queues,
+-- under their scores, the earliest first, at most delayMost a model (see
+-- fair_queues): the rest go at the next claims. Before the queues are
+-- read, so that a retry due starts at its tag's place.
+local delayMost = 1024
+local dmodels = redis.pcall('ZRANGEBYSCORE', KEYS[1] .. ':dm', '-inf', snow)
+if dmodels.err then dmodels = {} end -- of another kind: none
+for _, model in ipairs(dmodels) do
+  local d, dt = KEYS[1] .. ':d:' .. model, KEYS[1] .. ':dt:' .. model
+  local ids = redis.pcall('ZRANGEBYSCORE', dt, '-inf', snow, 'LIMIT', '0', int(delayMost))
+  if not ids.err and #ids > 0 then
+    local back = {}
+    for _, id in ipairs(ids) do
+      local sc = redis.pcall('ZSCORE', d, id)
+      if type(sc) == 'string' then back[#back + 1], back[#back + 2] = sc, id end
+    end
+    if #back == 0 or in_chunks('ZADD', KEYS[1] .. ':m:' .. model, back) then -- a queue of another kind takes none: they stay
+      in_chunks('ZREM', d, ids)
+      in_chunks('ZREM', dt, ids)
+      if #back > 0 then redis.pcall('SADD', KEYS[1] .. ':models', model) end
+    end
+  end
+  delayed_head(KEYS[1], model)
+end
 local caps, rates = {}, {}
 for i = 7, #ARGV, 3 do
   caps[ARGV[i]], rates[ARGV[i]] = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
@@ -252,14 +290,16 @@ end
 local atCap = {} -- the owners found at their cap (or parked: see below)
 local topq, topid -- without scores, the queue and id of the last task claimed
 -- drop reports whether q leaves the merge: it passed over more than
--- scan tasks, or parked parkMost, its model is held, or it is the
+-- scan tasks, or parked parkMost, or moved delayMost aside (see
+-- fair_queues), its model is held, or it is the
 -- parked queue of an owner now at its cap. The tasks parked leave the
 -- queue, so the next claim goes on from there: a backlog of owners at
 -- their caps is parked over a few claims, each of bounded work, and
 -- holds the tasks behind it back for those claims only.
 local parkMost = 1024
 local function drop(q)
-  return q.passed - (q.uncounted or 0) > scan or (q.park and #q.park >= parkMost) or (q.model and model_held(q.model)) or
+  return q.passed - (q.uncounted or 0) > scan or (q.park and #q.park >= parkMost) or (q.delay and #q.delay >= delayMost) or
+    (q.model and model_held(q.model)) or
     (q.owner and ownerCap > 0 and running(ownerRun, keyof(okeys, 'run:o:', q.owner)) >= ownerCap)
 end
 while #out < want do
@@ -282,8 +322,13 @@ while #out < want do
   local owner, model = f[3] or '', f[4] or ''
   local rkey = keyof(rkeys, 'model:', model)
   local rate = rates[model] or 0
-  local held = f[1] ~= 'pending' or (f[2] and (tonumber(f[2]) or 0) > now) -- run_after: only a retried task has one
-  local uncounted, park = false, false
+  local waits = f[1] == 'pending' and f[2] and (tonumber(f[2]) or 0) > now -- run_after: only a retried task has one
+  local held = f[1] ~= 'pending' or waits
+  -- A retry waiting out its delay met in a model's queue is moved aside,
+  -- uncounted (see fair_queues): more of them than scan at the head of
+  -- the queue would hold back every other task of the model.
+  local delay = waits and q.model and not q.owner
+  local uncounted, park = delay, false
   -- An owner at its cap counts once against the look-ahead, however
   -- many of its tasks lie ahead of others' (its count only grows within
   -- the claim): its backlog, fallen behind the tags now served while its
@@ -304,6 +349,14 @@ while #out < want do
   if held then
     q.passed = q.passed + 1 -- every task passed over, counted or not: the queue is not empty
     if uncounted then q.uncounted = (q.uncounted or 0) + 1 end
+    if delay then
+      local dl = q.delay
+      if not dl then
+        dl = {}
+        q.delay = dl
+      end
+      dl[#dl + 1] = {id, f[2], q.scores and q.sc[q.i - 1]}
+    end
     if park then
       local pk = q.park
       if not pk then
@@ -421,16 +474,6 @@ for _, q in ipairs(all) do -- the entries left behind (see stale above); pcall: 
     end
   end
 end
--- in_chunks calls command on key with args, 512 of them a call
--- (unpack's limit), with pcalls; it reports whether every call took
--- them (a key of another kind takes none: the first call fails, and no
--- more are made).
-local function in_chunks(command, key, args)
-  for from = 1, #args, 512 do
-    if type(redis.pcall(command, key, unpack(args, from, math.min(from + 511, #args)))) ~= 'number' then return false end
-  end
-  return true
-end
 -- The tasks parked (see fair_queues) move to their owners' parked
 -- queues, out of the queue they were in (a parked queue of another kind
 -- takes none: its tasks stay where they were), in chunks (unpack's
@@ -457,6 +500,26 @@ for _, q in ipairs(all) do
         local ids = {}
         for k = 2, #t.args, 2 do ids[#ids + 1] = t.args[k] end
         in_chunks('ZREM', q.key, ids)
+      end
+    end
+  end
+  if q.delay then -- the retries met waiting move aside (see fair_queues), in chunks
+    local byScore, byTime, ids = {}, {}, {}
+    for _, e in ipairs(q.delay) do
+      local sc = e[3] or redis.pcall('ZSCORE', q.key, e[1])
+      if type(sc) == 'string' then
+        byScore[#byScore + 1], byScore[#byScore + 2] = sc, e[1]
+        byTime[#byTime + 1], byTime[#byTime + 2] = e[2], e[1]
+        ids[#ids + 1] = e[1]
+      end
+    end
+    local d = KEYS[1] .. ':d:' .. q.model
+    if #ids > 0 and in_chunks('ZADD', d, byScore) then
+      if in_chunks('ZADD', KEYS[1] .. ':dt:' .. q.model, byTime) then
+        in_chunks('ZREM', q.key, ids)
+        delayed_head(KEYS[1], q.model)
+      else -- of another kind: they stay in the queue
+        in_chunks('ZREM', d, ids)
       end
     end
   end

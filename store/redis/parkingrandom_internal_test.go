@@ -197,6 +197,13 @@ func (w *parkingWorld) step() string {
 	}
 }
 
+// queues names the queues a pending task may be in: its model's, its
+// model's delayed retries, its owner's parked queue of its model, the
+// legacy one.
+func (w *parkingWorld) queues(task *imagegen.Task) [4]string {
+	return [4]string{w.s.k.fairModel(task.Model), w.s.k.delayed(task.Model), w.s.k.parked(task.Model, task.Owner), w.s.k.fair()}
+}
+
 // check verifies the queues' invariants.
 func (w *parkingWorld) check(after string) {
 	w.t.Helper()
@@ -204,20 +211,22 @@ func (w *parkingWorld) check(after string) {
 	pend := map[string]int{}
 	tasks := w.all()
 	pipe := w.s.rdb.Pipeline()
-	scores := make([][3]*goredis.FloatCmd, len(tasks))
+	scores := make([][4]*goredis.FloatCmd, len(tasks))
 	inParkedTasks := make([]*goredis.FloatCmd, len(tasks))
+	dueAt := make([]*goredis.FloatCmd, len(tasks))
 	for i, task := range tasks {
-		for j, key := range []string{w.s.k.fairModel(task.Model), w.s.k.parked(task.Model, task.Owner), w.s.k.fair()} {
+		for j, key := range w.queues(task) {
 			scores[i][j] = pipe.ZScore(ctx, key, task.ID)
 		}
 		inParkedTasks[i] = pipe.ZScore(ctx, w.s.k.parkedTasks(task.Model), task.ID)
+		dueAt[i] = pipe.ZScore(ctx, w.s.k.delayedDue(task.Model), task.ID)
 	}
 	_, _ = pipe.Exec(ctx)
 	for i, task := range tasks {
 		owner, model := task.Owner, task.Model
 		in := 0
 		var where []string
-		for j, key := range []string{w.s.k.fairModel(model), w.s.k.parked(model, owner), w.s.k.fair()} {
+		for j, key := range w.queues(task) {
 			if scores[i][j].Err() == nil {
 				in++
 				where = append(where, key)
@@ -233,6 +242,22 @@ func (w *parkingWorld) check(after string) {
 		parked := in == 1 && where[0] == w.s.k.parked(model, owner)
 		if listed := inParkedTasks[i].Err() == nil; listed != parked {
 			w.t.Fatalf("after %s: task %s parked %v, among the model's parked tasks %v", after, task.ID, parked, listed)
+		}
+		delayed := in == 1 && where[0] == w.s.k.delayed(model)
+		if due := dueAt[i].Err() == nil; due != delayed {
+			w.t.Fatalf("after %s: task %s delayed %v, among the model's retries by run-after %v", after, task.ID, delayed, due)
+		}
+		if delayed {
+			if runAfter, _ := w.s.rdb.HGet(ctx, w.s.k.task(task.ID), "run_after").Float64(); dueAt[i].Val() != runAfter {
+				w.t.Fatalf("after %s: task %s delayed until %v, its run-after %v", after, task.ID, dueAt[i].Val(), runAfter)
+			}
+			first, err := w.s.rdb.ZRangeWithScores(ctx, w.s.k.delayedDue(model), 0, 0).Result()
+			if err != nil || len(first) != 1 {
+				w.t.Fatalf("after %s: the first of %s's delayed retries: %v, %v", after, model, first, err)
+			}
+			if at, err := w.s.rdb.ZScore(ctx, w.s.k.delayedModels(), model).Result(); err != nil || at != first[0].Score {
+				w.t.Fatalf("after %s: %s noted among the models with delayed retries at %v (%v); its first is due at %v", after, model, at, err, first[0].Score)
+			}
 		}
 		if parked {
 			if err := w.s.rdb.ZScore(ctx, w.s.k.parkedOwners(model), owner).Err(); err != nil {

@@ -166,6 +166,10 @@
 //	P:fair:pa:<model>  zset: every parked task of the model, as in the owners' parked queues (positions)
 //	P:fair:pk:<model>  zset: the model's parked owners by when a claim last looked at them (ms)
 //	P:fair:parked      set: the models that have parked owners
+//	P:fair:d:<model>   zset: the model's retries waiting out their delay, moved out of its queue by a
+//	                   claim that met them (scored as in fair:m:<model>), until due (see fair_queues)
+//	P:fair:dt:<model>  zset: the same ids by run-after time (ms)
+//	P:fair:dm          zset: the models with delayed retries, by when their first is due (ms)
 //	P:fair             zset: the legacy queue: every pending task id, as versions before 2026-11-28
 //	                   kept them (one queue); read, drained and never written by this version
 //	P:vtag             string: the largest tag claimed so far (a new owner's line starts there)
@@ -490,13 +494,19 @@ func (k keys) parked(model, owner string) string {
 func (k keys) parkedOwners(model string) string { return k.tag + ":fair:pk:" + model }
 func (k keys) parkedTasks(model string) string  { return k.tag + ":fair:pa:" + model }
 func (k keys) parkedModels() string             { return k.tag + ":fair:parked" }
-func (k keys) vtime() string                    { return k.tag + ":vtime" }
-func (k keys) vtag() string                     { return k.tag + ":vtag" }
-func (k keys) capped() string                   { return k.tag + ":capped" }
-func (k keys) tseq() string                     { return k.tag + ":tseq" }
-func (k keys) sched(owner string) string        { return k.tag + ":sched:" + owner }
-func (k keys) model(model string) string        { return k.tag + ":model:" + model }
-func (k keys) paused() string                   { return k.tag + ":paused" } // model → its pause's end (ms)
+
+// The model's delayed retries (see fair_queues in the prelude): by
+// fair-share score, by run-after time, and the models that have some.
+func (k keys) delayed(model string) string    { return k.tag + ":fair:d:" + model }
+func (k keys) delayedDue(model string) string { return k.tag + ":fair:dt:" + model }
+func (k keys) delayedModels() string          { return k.tag + ":fair:dm" }
+func (k keys) vtime() string                  { return k.tag + ":vtime" }
+func (k keys) vtag() string                   { return k.tag + ":vtag" }
+func (k keys) capped() string                 { return k.tag + ":capped" }
+func (k keys) tseq() string                   { return k.tag + ":tseq" }
+func (k keys) sched(owner string) string      { return k.tag + ":sched:" + owner }
+func (k keys) model(model string) string      { return k.tag + ":model:" + model }
+func (k keys) paused() string                 { return k.tag + ":paused" } // model → its pause's end (ms)
 
 // prelude holds the clock and the steps that several scripts share;
 // newScript prepends to each script the definitions it uses.
@@ -664,16 +674,41 @@ local function parked_left(task, pq, model, owner, ids)
   if redis.pcall('EXISTS', pk) == 0 then redis.pcall('SREM', skey(task, 'fair:parked'), model) end
 end
 
+-- delayed_head notes in fair:dm (fair is the shard's legacy queue's
+-- key, which names the others) when the first of model's delayed
+-- retries is due (the lowest score of fair:dt:<model>), or takes the
+-- model out of it when it has none (see fair_queues). pcalls: a key of
+-- another kind holds none.
+local function delayed_head(fair, model)
+  local h = redis.pcall('ZRANGE', fair .. ':dt:' .. model, '0', '0', 'WITHSCORES')
+  if h.err or #h == 0 then
+    redis.pcall('ZREM', fair .. ':dm', model)
+  else
+    redis.pcall('ZADD', fair .. ':dm', h[2], model)
+  end
+end
+
+-- undelay takes task id out of model's delayed retries (fair:d:<model>
+-- and fair:dt:<model>), and reports whether it was there.
+local function undelay(fair, id, model)
+  if redis.pcall('ZREM', fair .. ':d:' .. model, id) ~= 1 then return false end
+  redis.pcall('ZREM', fair .. ':dt:' .. model, id)
+  delayed_head(fair, model)
+  return true
+end
+
 -- dequeue takes a pending task of owner and model out of the queues:
 -- its model's fair queue (the model leaves fair:models when that empties
--- it), its owner's parked queue of the model, or the legacy one (a task
--- queued by an earlier version), and pending. pcalls: a queue of
--- another kind holds no task.
+-- it), its model's delayed retries, its owner's parked queue of the
+-- model, or the legacy one (a task queued by an earlier version), and
+-- pending. pcalls: a queue of another kind holds no task.
 local function dequeue(task, id, owner, model)
   local q = skey(task, 'fair:m:' .. model)
   local out = redis.pcall('ZREM', q, id) == 1
   if out then
     if redis.pcall('ZCARD', q) == 0 then redis.pcall('SREM', skey(task, 'fair:models'), model) end
+  elseif undelay(skey(task, 'fair'), id, model) then
+    out = true
   else
     local pq = parked_key(task, model, owner or '')
     out = redis.pcall('ZREM', pq, id) == 1
@@ -724,6 +759,18 @@ end
 -- model in fair:parked. Claims look at parked owners, not their tasks,
 -- and merge the parked queue of an owner with a free slot, so a backlog
 -- behind a cap is read once, not at every claim (see claimScript).
+--
+-- Delayed retries: a claim that meets in a model's queue a retry still
+-- waiting out its delay (run_after to come) moves it, uncounted, out of
+-- the queue into the model's delayed retries, under the same score
+-- (fair:d:<model>, for positions, stats and cancels) and by run_after
+-- (fair:dt:<model>), and notes the model in fair:dm, scored by when its
+-- first retry is due. Each claim first moves back into their models'
+-- queues, under their scores, the retries now due. A claim moves at
+-- most 1024 retries of a queue aside, and 1024 of a model back (see
+-- claimScript): so more retries waiting at the head of a model's queue
+-- than a claim passes over hold back none of the model's other tasks,
+-- and a retry still starts at its tag's place once due.
 local function fair_queues(legacy, chunk, skip, parked)
   local qs, keys, models, owners = {}, {}, {}, {}
   local n = redis.pcall('ZCARD', legacy)
@@ -743,20 +790,28 @@ local function fair_queues(legacy, chunk, skip, parked)
   local scores = #keys > 1
   for j = 1, #keys do -- each made whole at once: a table grown field by field is rehashed as it grows
     qs[j] = {key = keys[j], model = models[j], owner = owners[j] or false, from = 0, chunk = chunk, more = true, i = 1,
-      ids = {}, passed = 0, scores = scores, taken = false, stale = false, sc = false, nums = false, park = false}
+      ids = {}, passed = 0, scores = scores, taken = false, stale = false, sc = false, nums = false, park = false,
+      delay = false}
   end
   return qs
 end
 
 -- parked_sets lists the keys of the shard's parked tasks, one a model
 -- with parked owners (fair:pa:<model>, every parked owner's tasks of the
--- model together), for positionsScript and statsScript: a parked task
--- keeps its score, so these count and merge as the models' queues do.
+-- model together), and of its delayed retries, one a model with some
+-- (fair:d:<model>), for positionsScript and statsScript: a parked or
+-- delayed task keeps its score, so these count and merge as the
+-- models' queues do.
 local function parked_sets(legacy)
   local out = {}
   local models = redis.pcall('SMEMBERS', legacy .. ':parked')
-  if models.err then return out end -- of another kind: none
-  for _, m in ipairs(models) do out[#out + 1] = {key = legacy .. ':pa:' .. m, model = m} end
+  if not models.err then -- of another kind: none
+    for _, m in ipairs(models) do out[#out + 1] = {key = legacy .. ':pa:' .. m, model = m} end
+  end
+  models = redis.pcall('ZRANGE', legacy .. ':dm', '0', '-1')
+  if not models.err then
+    for _, m in ipairs(models) do out[#out + 1] = {key = legacy .. ':d:' .. m, model = m} end
+  end
   return out
 end
 

@@ -694,8 +694,9 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 
 // positionsScript answers each task's place in claim order: the tasks
 // before it in its own fair queue (ZRANK) and, in each other queue of
-// the shard (the legacy one, the models' in fair:models and each
-// model's parked tasks, fair:pa:<model>: see fair_queues), those of a
+// the shard (the legacy one, the models' in fair:models, each model's
+// parked tasks, fair:pa:<model>, and its delayed retries, fair:d:<model>:
+// see fair_queues), those of a
 // lower score (ZCOUNT), so at most one command a queue, however long
 // the queues and however many owners are parked. A task that is not pending in a
 // queue answers -1. (Tasks of one score in two queues, which only a tie
@@ -719,6 +720,10 @@ for i, id in ipairs(ARGV) do
   if f[1] then
     own = KEYS[1] .. ':m:' .. f[1]
     score = redis.pcall('ZSCORE', own, id)
+    if type(score) ~= 'string' then
+      own = KEYS[1] .. ':d:' .. f[1]
+      score = redis.pcall('ZSCORE', own, id)
+    end
     if type(score) ~= 'string' then
       own = KEYS[1] .. ':pa:' .. f[1]
       score = redis.pcall('ZSCORE', own, id)
