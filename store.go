@@ -89,7 +89,11 @@ type TaskStore interface {
 	// tasks, and in each model's queue the claim passes over at most
 	// ClaimScan tasks (not ready, or the first of an owner at its cap:
 	// an owner at its cap counts once, its further tasks are passed over
-	// uncounted) beyond the ones it takes. So its cost is bounded by the
+	// uncounted) beyond the ones it takes. Retries waiting out their
+	// delay are not among them: the claim sets aside those it meets (a
+	// bounded number a claim) and puts them back at their tags' places
+	// once due, so that they hold back none of their model's other tasks
+	// (storetest's DelayedRetriesHoldNoOneBack). So its cost is bounded by the
 	// batch, ClaimScan for each model with pending tasks and the pending
 	// tasks of the owners at their cap, whatever the queue's length; a
 	// held model's backlog holds back no other model's tasks, and an
