@@ -74,11 +74,11 @@ type parkWorld struct {
 	parked map[string]bool      // the pending tasks parked at the last check
 	// cancelledParked: the tasks cancelled while parked, not requeued since
 	cancelledParked map[string]bool
-	stale  [][2]any             // (id, attempt) of attempts whose lease was recovered
-	qseq   int
-	n      int
-	steps  []string // what each step did, for failure messages
-	seen   parkSeen
+	stale           [][2]any // (id, attempt) of attempts whose lease was recovered
+	qseq            int
+	n               int
+	steps           []string // what each step did, for failure messages
+	seen            parkSeen
 }
 
 // parkSeen counts what the steps exercised, so that a run that parks
