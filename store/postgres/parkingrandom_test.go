@@ -28,21 +28,27 @@ import (
 // finishes of expired attempts) and checks each step against a model of
 // the tasks kept by the test (parkWorld.check, parkWorld.claim), then
 // drains the store with claims without caps. A failure names its seed:
-// go test -run 'TestParkingRandomSteps/seed=N' replays it.
+// go test -run '^TestParkingRandomSteps/seed=N$' replays it.
 func TestParkingRandomSteps(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3, 4, 5, 6} {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			pool := pgtest.Connect(t)
 			clock := imagegentest.NewClock(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
 			s := pgtest.NewStore(t, pool, postgres.Config{Clock: clock, Retention: 24 * time.Hour, SweepInterval: -1})
-			runParkWorld(t, s, pool, clock, seed, 400)
+			runParkWorld(t, s, pool, clock, seed, 400, false)
 		})
 	}
 	t.Run("pgbouncer/seed=7", func(t *testing.T) {
 		p := pgtest.ConnectPooled(t) // skips unless IMAGEGEN_TEST_PGBOUNCER is set
 		clock := imagegentest.NewClock(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
 		s := p.NewStore(t, postgres.Config{Clock: clock, Retention: 24 * time.Hour, SweepInterval: -1})
-		runParkWorld(t, s, p.Pool, clock, 7, 250)
+		runParkWorld(t, s, p.Pool, clock, 7, 250, false)
+	})
+	t.Run("crowd/seed=11", func(t *testing.T) {
+		pool := pgtest.Connect(t)
+		clock := imagegentest.NewClock(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
+		s := pgtest.NewStore(t, pool, postgres.Config{Clock: clock, Retention: 24 * time.Hour, SweepInterval: -1})
+		runParkWorld(t, s, pool, clock, 11, 200, true)
 	})
 }
 
@@ -79,6 +85,11 @@ type parkWorld struct {
 	n               int
 	steps           []string // what each step did, for failure messages
 	seen            parkSeen
+	// crowd: many owners at a cap of one (more parked owners than a
+	// claim looks at); records: each model's parked owners at the last
+	// check
+	crowd   bool
+	records map[string]int
 }
 
 // parkSeen counts what the steps exercised, so that a run that parks
@@ -89,6 +100,7 @@ type parkSeen struct {
 	cancelledParked int // parked tasks cancelled
 	requeuedParked  int // tasks cancelled while parked, requeued
 	leftRecords     int // checks that found a parked owner's record with no parked task
+	mostRecords     int // the most parked owners of a model at a check
 }
 
 const (
@@ -96,12 +108,22 @@ const (
 	parkMaxAttempts = 3
 )
 
-func runParkWorld(t *testing.T, s *postgres.Store, pool *pgxpool.Pool, clock *imagegentest.Clock, seed uint64, steps int) {
+// runParkWorld runs steps random steps on s (its clock clock, its
+// tables read through pool), then drains it. With crowd, 80 owners on
+// two models (most tasks of the first), each first queueing tasks and
+// running one; else four on three models.
+func runParkWorld(t *testing.T, s *postgres.Store, pool *pgxpool.Pool, clock *imagegentest.Clock, seed uint64, steps int, crowd bool) {
 	ctx := context.Background()
 	w := &parkWorld{t: t, s: s, pool: pool, schema: pgx.Identifier{s.Schema()}.Sanitize(), clock: clock,
 		rng: rand.New(rand.NewPCG(seed, 26)), seed: seed, owners: []string{"ann", "bob", "cy", "dee"},
 		models: []string{"m", "n", "o"}, tasks: map[string]*parkTask{}, paused: map[string]time.Time{},
-		cancelledParked: map[string]bool{}}
+		cancelledParked: map[string]bool{}, crowd: crowd}
+	if crowd {
+		w.owners, w.models = nil, []string{"m", "n"}
+		for i := range 80 {
+			w.owners = append(w.owners, fmt.Sprintf("o%02d", i))
+		}
+	}
 	for _, owner := range w.owners {
 		if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: owner, Kind: imagegen.LedgerGrant, Amount: 100000, Ref: "g"}); err != nil {
 			t.Fatal(err)
@@ -110,12 +132,31 @@ func runParkWorld(t *testing.T, s *postgres.Store, pool *pgxpool.Pool, clock *im
 	if err := s.SetOwnerWeight(ctx, "bob", 2); err != nil {
 		t.Fatal(err)
 	}
+	if crowd { // every owner runs a task and queues more
+		for _, owner := range w.owners {
+			for range 4 {
+				w.submit(owner, w.crowdModel())
+			}
+		}
+		for range len(w.owners) {
+			if strings.HasSuffix(w.claim(8, imagegen.Limits{OwnerConcurrency: 1}), ": []") {
+				break
+			}
+		}
+		w.steps = append(w.steps, "start")
+		w.check()
+	}
 	for range steps {
 		w.steps = append(w.steps, w.step())
 		w.check()
 	}
-	if w.seen.parked == 0 || w.seen.claimedParked == 0 || w.seen.cancelledParked == 0 || w.seen.requeuedParked == 0 {
+	switch {
+	case w.seen.parked == 0 || w.seen.claimedParked == 0 || w.seen.cancelledParked == 0:
 		w.fail("the steps exercised too little of parking: %+v", w.seen)
+	case !crowd && w.seen.requeuedParked == 0:
+		w.fail("no task cancelled while parked was requeued: %+v", w.seen)
+	case crowd && w.seen.mostRecords <= 64:
+		w.fail("at most %d owners parked in a model; want more than a claim looks at (64)", w.seen.mostRecords)
 	}
 	w.drain()
 }
@@ -124,8 +165,8 @@ func runParkWorld(t *testing.T, s *postgres.Store, pool *pgxpool.Pool, clock *im
 func (w *parkWorld) fail(format string, args ...any) {
 	w.t.Helper()
 	last := w.steps[max(0, len(w.steps)-12):]
-	w.t.Fatalf("seed %d, step %d: %s\nlast steps:\n  %s\nreplay: go test -run 'TestParkingRandomSteps/seed=%d' ./store/postgres/",
-		w.seed, len(w.steps), fmt.Sprintf(format, args...), strings.Join(last, "\n  "), w.seed)
+	w.t.Fatalf("seed %d, step %d: %s\nlast steps:\n  %s\nreplay: go test -run '^%s$' ./store/postgres/",
+		w.seed, len(w.steps), fmt.Sprintf(format, args...), strings.Join(last, "\n  "), w.t.Name())
 }
 
 func (w *parkWorld) must(err error, what string) {
@@ -172,27 +213,60 @@ func (w *parkWorld) running(now time.Time, owner, model string) int {
 	return n
 }
 
+// submit queues a task of owner and model.
+func (w *parkWorld) submit(owner, model string) string {
+	w.n++
+	id := fmt.Sprintf("t%04d-%s-%s", w.n, owner, model)
+	task := &parkTask{id: id, owner: owner, model: model}
+	_, err := w.s.CreateTask(context.Background(), &imagegen.Task{ID: id, Owner: owner, Model: model, Cost: 1,
+		Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}, imagegen.CreateParams{})
+	w.must(err, "submit "+id)
+	w.tasks[id] = task
+	w.order = append(w.order, id)
+	w.queued(task, w.clock.Now())
+	return "submit " + id
+}
+
+// crowdModel is m four times in five, else n.
+func (w *parkWorld) crowdModel() string {
+	if w.rng.IntN(5) == 0 {
+		return "n"
+	}
+	return "m"
+}
+
 func (w *parkWorld) step() string {
 	ctx := context.Background()
 	w.clock.Advance(time.Millisecond)
 	r := w.rng.IntN(100)
+	if w.crowd {
+		// More owners at their caps than a claim looks at: submits,
+		// claims under a cap of one and endings; now and then a claim
+		// without caps, a cancel, a requeue, the clock past some leases.
+		switch {
+		case r < 10:
+			return w.submit(w.owners[w.rng.IntN(len(w.owners))], w.crowdModel())
+		case r < 45:
+			return w.claim(1+w.rng.IntN(3), imagegen.Limits{OwnerConcurrency: 1})
+		case r < 50:
+			return w.claim(1, imagegen.Limits{})
+		case r < 85:
+			r = 60 // end
+		case r < 90:
+			r = 70 // cancel pending
+		case r < 93:
+			r = 77 // requeue
+		default:
+			r = 90 // advance
+		}
+	}
 	switch {
 	case r < 28:
-		owner := w.owners[0] // ann queues most, so she sits at her cap with a backlog
+		owner := w.owners[0] // the first owner queues most, so it sits at its cap with a backlog
 		if w.rng.IntN(5) >= 2 {
 			owner = w.owners[w.rng.IntN(len(w.owners))]
 		}
-		model := w.models[w.rng.IntN(len(w.models))]
-		w.n++
-		id := fmt.Sprintf("t%04d-%s-%s", w.n, owner, model)
-		task := &parkTask{id: id, owner: owner, model: model}
-		_, err := w.s.CreateTask(ctx, &imagegen.Task{ID: id, Owner: owner, Model: model, Cost: 1,
-			Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}, imagegen.CreateParams{})
-		w.must(err, "submit "+id)
-		w.tasks[id] = task
-		w.order = append(w.order, id)
-		w.queued(task, w.clock.Now())
-		return "submit " + id
+		return w.submit(owner, w.models[w.rng.IntN(len(w.models))])
 	case r < 53:
 		l := imagegen.Limits{OwnerConcurrency: []int{0, 1, 1, 2, 2}[w.rng.IntN(5)]}
 		switch w.rng.IntN(6) {
@@ -407,7 +481,10 @@ func (w *parkWorld) claim(n int, l imagegen.Limits) string {
 	if len(got) < n {
 		for _, id := range w.order {
 			task := w.tasks[id]
-			if task.status == imagegen.StatusPending && !task.runAfter.After(now) && !w.paused[task.model].After(now) &&
+			// A claim looks at 64 of a model's parked owners: with more,
+			// one beyond them waits a claim or a few (the drain checks
+			// that it is claimed in the end).
+			if task.status == imagegen.StatusPending && w.records[task.model] < 64 && !task.runAfter.After(now) && !w.paused[task.model].After(now) &&
 				(l.OwnerConcurrency == 0 || w.running(now, task.owner, "") < l.OwnerConcurrency) &&
 				(l.ModelConcurrency[task.model] == 0 || w.running(now, "", task.model) < l.ModelConcurrency[task.model]) {
 				w.fail("the claim took %d of %d and left %s (parked %v), which may start", len(got), n, id, w.parked[id])
@@ -462,6 +539,17 @@ func (w *parkWorld) check() {
 	if empty {
 		w.seen.leftRecords++
 	}
+	w.records = map[string]int{}
+	prows, err := w.pool.Query(ctx, fmt.Sprintf(`SELECT model, count(*) FROM %s.parked_owners GROUP BY model`, w.schema))
+	w.must(err, "count parked owners")
+	for prows.Next() {
+		var model string
+		var n int
+		w.must(prows.Scan(&model, &n), "count parked owners")
+		w.records[model] = n
+		w.seen.mostRecords = max(w.seen.mostRecords, n)
+	}
+	w.must(prows.Err(), "count parked owners")
 	if seen != len(w.tasks) {
 		w.fail("the store holds %d tasks; want %d", seen, len(w.tasks))
 	}
