@@ -27,7 +27,9 @@ import (
 // clock moved past leases with and without recovery, sweeps, late
 // finishes of expired attempts) and checks each step against a model of
 // the tasks kept by the test (parkWorld.check, parkWorld.claim), then
-// drains the store with claims without caps. A failure names its seed:
+// drains the store with claims without caps; the crowd cases do so with
+// more parked owners in a model than a claim looks at. A failure names
+// its seed and subtest:
 // go test -run '^TestParkingRandomSteps/seed=N$' replays it.
 func TestParkingRandomSteps(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3, 4, 5} {
@@ -44,10 +46,10 @@ func TestParkingRandomSteps(t *testing.T) {
 		s := p.NewStore(t, postgres.Config{Clock: clock, Retention: 24 * time.Hour, SweepInterval: -1})
 		runParkWorld(t, s, p.Pool, clock, 7, 250, false)
 	})
-	// Seeds 13 and 15 meet a new task of an owner with a free slot
-	// beyond the parked owners a claim looks at (of 11 to 18, so do 15
-	// and 17): without its parking behind the owner's parked tasks, it
-	// starts before them.
+	// Many owners at a cap of one. Of seeds 11 to 18, 13, 15 and 17 meet
+	// a new task of an owner with a free slot beyond the parked owners a
+	// claim looks at: a claim that did not park it behind the owner's
+	// parked tasks would start it before them.
 	for _, seed := range []uint64{13, 15} {
 		t.Run(fmt.Sprintf("crowd/seed=%d", seed), func(t *testing.T) {
 			pool := pgtest.Connect(t)
