@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
-	"github.com/imagegen/imagegen/imagegentest"
 )
 
 // TestClaimMovesRetriesAsideBounded: a claim moves at most delayMost
@@ -18,22 +17,8 @@ import (
 // RunAfter first, and they are claimed by their tags.
 func TestClaimMovesRetriesAsideBounded(t *testing.T) {
 	ctx := context.Background()
-	clock := imagegentest.NewClock(time.Time{})
-	s, err := New(Config{Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const retries = delayMost + 10
-	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "a", Kind: imagegen.LedgerGrant, Amount: retries + 1, Ref: "g"}); err != nil {
-		t.Fatal(err)
-	}
-	submit := func(id string) {
-		t.Helper()
-		task := &imagegen.Task{ID: id, Owner: "a", Cost: 1, Model: "m", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
-		if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, clock, submit := ownerStore(t, retries+1)
 	one := imagegen.ClaimParams{Lease: time.Minute, N: 1}
 	for i := range retries {
 		submit(fmt.Sprint("r", i))

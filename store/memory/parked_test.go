@@ -18,21 +18,11 @@ import (
 // the owner is parked no more.
 func TestClaimReadsAParkedBacklogOnce(t *testing.T) {
 	ctx := context.Background()
-	clock := imagegentest.NewClock(time.Time{})
-	s, err := New(Config{Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const backlog = 100
-	if _, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "a", Kind: imagegen.LedgerGrant, Amount: backlog + 1, Ref: "g"}); err != nil {
-		t.Fatal(err)
-	}
+	s, clock, submitID := ownerStore(t, backlog+1)
 	submit := func(i int) {
 		t.Helper()
-		task := &imagegen.Task{ID: fmt.Sprint("a", i), Owner: "a", Cost: 1, Model: "m", Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}
-		if _, err := s.CreateTask(ctx, task, imagegen.CreateParams{}); err != nil {
-			t.Fatal(err)
-		}
+		submitID(fmt.Sprint("a", i))
 		clock.Advance(time.Millisecond)
 	}
 	capped := imagegen.ClaimParams{Lease: time.Minute, N: 1, Limits: imagegen.Limits{OwnerConcurrency: 1}}
