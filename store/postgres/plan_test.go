@@ -176,7 +176,9 @@ func nestedPlans(t *testing.T, query string, dest ...any) []string {
 // order among plans is a scan of tasks_model_fair (the models' queues,
 // migration 20) in order, without a sort; a statement that reads parked
 // tasks (migration 26), of tasks_parked (an owner's parked queue) or
-// tasks_parked_fair (every parked task).
+// tasks_parked_fair (every parked task); one that reads delayed retries
+// (migration 27), of tasks_delayed (by model and when due) or
+// tasks_delayed_fair (every delayed retry).
 func checkWalk(t *testing.T, plans []string, order string) {
 	t.Helper()
 	found := false
@@ -185,8 +187,12 @@ func checkWalk(t *testing.T, plans []string, order string) {
 			continue
 		}
 		found = true
-		index := "tasks_model_fair" // a model's queue (of the tasks not parked)
+		index := "tasks_model_fair" // a model's queue (of the tasks neither parked nor delayed)
 		switch {
+		case strings.Contains(p, "AND p.delayed ORDER BY p.model"), strings.Contains(p, "AND p.delayed AND p.model"):
+			index = "tasks_delayed" // the delayed retries by model, due first
+		case strings.Contains(p, "AND p.delayed ORDER BY p.tag"): // every delayed retry
+			index = "tasks_delayed_fair"
 		case strings.Contains(p, "AND p.parked AND"): // an owner's parked queue
 			index = "tasks_parked"
 		case strings.Contains(p, "AND p.parked ORDER BY"): // every parked task

@@ -43,15 +43,19 @@ func (s *Store) PauseModel(ctx context.Context, model string, d time.Duration) e
 }
 
 // schedulerHead is the first $2 pending tasks in claim order: the
-// first $2 of each model's queue and the first $2 parked tasks, merged.
+// first $2 of each model's queue, the first $2 parked tasks and the
+// first $2 delayed ones, merged.
 const schedulerHead = `WITH RECURSIVE ` + pendingModels + `, head AS MATERIALIZED (SELECT h.owner, h.model, h.run_after
 	FROM (SELECT h.owner, h.model, h.run_after, h.tag, h.seq
 		FROM queues q CROSS JOIN LATERAL (SELECT p.owner, p.model, p.run_after, p.tag, p.seq FROM {schema}.tasks p
-			WHERE p.status = 'pending' AND NOT p.parked AND p.model = q.model ORDER BY p.tag, p.seq LIMIT $2) h
+			WHERE p.status = 'pending' AND NOT p.parked AND NOT p.delayed AND p.model = q.model ORDER BY p.tag, p.seq LIMIT $2) h
 		WHERE q.model IS NOT NULL
 		UNION ALL
 		(SELECT p.owner, p.model, p.run_after, p.tag, p.seq FROM {schema}.tasks p
-			WHERE p.status = 'pending' AND p.parked ORDER BY p.tag, p.seq LIMIT $2)) h
+			WHERE p.status = 'pending' AND p.parked ORDER BY p.tag, p.seq LIMIT $2)
+		UNION ALL
+		(SELECT p.owner, p.model, p.run_after, p.tag, p.seq FROM {schema}.tasks p
+			WHERE p.status = 'pending' AND p.delayed ORDER BY p.tag, p.seq LIMIT $2)) h
 	ORDER BY h.tag, h.seq LIMIT $2)`
 
 // SchedulerStats reports what l holds back among the first

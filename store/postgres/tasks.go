@@ -232,19 +232,22 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 // tasks are one queue per model there, in claim order, but for the
 // parked ones (migration 26: tasks.parked, the tasks a claim set aside
 // while their owners were at their caps), which tasks_parked_fair holds
-// in claim order; the claim order of them all is the merge of those
-// queues.
+// in claim order, and the delayed ones (migration 27: tasks.delayed, the
+// retries a claim set aside while they wait out their delay), which
+// tasks_delayed_fair holds in claim order; the claim order of them all
+// is the merge of those queues.
 const pendingModels = `queues(model) AS (
-	(SELECT p.model FROM {schema}.tasks p WHERE p.status = 'pending' AND NOT p.parked ORDER BY p.model LIMIT 1)
+	(SELECT p.model FROM {schema}.tasks p WHERE p.status = 'pending' AND NOT p.parked AND NOT p.delayed
+		ORDER BY p.model LIMIT 1)
 	UNION ALL
-	SELECT (SELECT p.model FROM {schema}.tasks p WHERE p.status = 'pending' AND NOT p.parked AND p.model > q.model
+	SELECT (SELECT p.model FROM {schema}.tasks p WHERE p.status = 'pending' AND NOT p.parked AND NOT p.delayed AND p.model > q.model
 		ORDER BY p.model LIMIT 1)
 	FROM queues q WHERE q.model IS NOT NULL)`
 
 // QueuePositions returns how many pending tasks are ahead of each id in
 // claim order (fair-share tag, then submission), or -1 for a task that
 // is not pending: the sum over the models' queues of the tasks ahead of
-// it in each, and of the parked tasks ahead of it.
+// it in each, and of the parked and the delayed tasks ahead of it.
 func (s *Store) QueuePositions(ctx context.Context, ids []string) ([]int, error) {
 	out := make([]int, len(ids))
 	if len(ids) == 0 {
@@ -252,9 +255,11 @@ func (s *Store) QueuePositions(ctx context.Context, ids []string) ([]int, error)
 	}
 	rows, err := s.pool.Query(ctx, s.sql(`WITH RECURSIVE `+pendingModels+`
 		SELECT i.ord, CASE WHEN t.id IS NULL THEN -1 ELSE (SELECT coalesce(sum((SELECT count(*) FROM {schema}.tasks p
-				WHERE p.status = 'pending' AND NOT p.parked AND p.model = q.model AND (p.tag, p.seq) < (t.tag, t.seq))), 0)::bigint
+				WHERE p.status = 'pending' AND NOT p.parked AND NOT p.delayed AND p.model = q.model
+					AND (p.tag, p.seq) < (t.tag, t.seq))), 0)::bigint
 			FROM queues q WHERE q.model IS NOT NULL) + (SELECT count(*) FROM {schema}.tasks p
-				WHERE p.status = 'pending' AND p.parked AND (p.tag, p.seq) < (t.tag, t.seq)) END
+				WHERE p.status = 'pending' AND p.parked AND (p.tag, p.seq) < (t.tag, t.seq)) + (SELECT count(*) FROM {schema}.tasks p
+				WHERE p.status = 'pending' AND p.delayed AND (p.tag, p.seq) < (t.tag, t.seq)) END
 		FROM unnest($1::text[]) WITH ORDINALITY AS i(id, ord)
 		LEFT JOIN {schema}.tasks t ON t.id = i.id AND t.status = 'pending'`), ids)
 	if err != nil {

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -19,9 +18,6 @@ import (
 // QueueStats), cancelled like any. Once their delay has passed they
 // start at their tags' places: before the newer tasks, in their order.
 func testDelayedRetriesHoldNoOneBack(t *testing.T, h Harness) {
-	if !keepsDelayedSet(h.Store) {
-		t.Skipf("%T keeps no delayed set yet", h.Store)
-	}
 	is := is.New(t)
 	s := h.Store
 	retries := submitModel(t, h, "a", "m", heldBacklog)
@@ -73,16 +69,4 @@ func testDelayedRetriesHoldNoOneBack(t *testing.T, h Harness) {
 		order = append(order, ids...)
 	}
 	is.Equal(order, want)
-}
-
-// keepsDelayedSet says whether s is of a store that moves the retries
-// waiting out their delay out of the way of its claims: the case runs
-// on those only, until every store does.
-func keepsDelayedSet(s imagegen.Store) bool {
-	switch fmt.Sprintf("%T", s) {
-	case "*memory.Store", "*redis.Store":
-		return true
-	default:
-		return false
-	}
 }
