@@ -90,8 +90,7 @@ type TaskStore interface {
 	// ClaimScan tasks (not ready, or the first of an owner at its cap:
 	// an owner at its cap counts once, its further tasks are passed over
 	// uncounted) beyond the ones it takes. Retries waiting out their
-	// delay should not be among them (the memory and Redis stores; not
-	// yet PostgreSQL): the claim sets aside those it meets (a
+	// delay are not among them: the claim sets aside those it meets (a
 	// bounded number a claim) and puts them back at their tags' places
 	// once due, so that they hold back none of their model's other tasks
 	// (storetest's DelayedRetriesHoldNoOneBack). So its cost is bounded by the

@@ -18,7 +18,7 @@ const maxClaim = 64
 
 // claimSQL leases up to $3 ready pending tasks in fair-share order
 // (lowest tag first): the claim_tasks function (migrations 8, 12, 20,
-// 21, 24, 25 and 26). SKIP LOCKED lets concurrent claims pass each other's rows
+// 21, 24, 25, 26 and 27). SKIP LOCKED lets concurrent claims pass each other's rows
 // instead of waiting; caps are kept by transaction-scoped advisory
 // locks, taken only when a cap applies.
 //
@@ -52,7 +52,17 @@ const maxClaim = 64
 // claim looks at up to 64 parked owners of each model and merges the
 // parked queues of those with a free slot (all, with no owner cap) with
 // the models' queues, sharing the model's cap and rate (see the
-// migration and docs/scheduling.md). Rows locked by a
+// migration and docs/scheduling.md).
+//
+// Since migration 27 a task of a model's queue that is not ready (a
+// retry waiting out its delay) is set aside as the claim meets it,
+// uncounted against $4, at most 1024 of a queue a claim: out of
+// tasks_model_fair, into its model's delayed retries (tasks.delayed,
+// tasks_delayed by model and run_after), and each claim first gives
+// back to their queues, with their tags, those now due (at most 1024 a
+// model; the undelay function): so retries waiting at the head of a
+// model's queue, however many, hold back none of its other tasks
+// (storetest's DelayedRetriesHoldNoOneBack). Rows locked by a
 // concurrent claim are skipped unseen (SKIP LOCKED), so they count
 // against nothing, but they are bounded by what the concurrent claims
 // lock. A claim's work is so bounded by its batch plus $4 per model with
@@ -95,9 +105,10 @@ const claimSQL = `SELECT ` + taskColumns + ` FROM {schema}.claim_tasks({now}, $2
 	$3, $4, $5, $6, $7, $8)`
 
 // claimFreeSQL is claimSQL for a claim without caps or rates, the common
-// case: the claim_free function (migrations 14, 17, 20, 21 and 26; since
-// 26 it hands the claim to claim_tasks, with no owner cap, while some
-// owner is parked)
+// case: the claim_free function (migrations 14, 17, 20, 21, 26 and 27;
+// since 26 it hands the claim to claim_tasks, with no owner cap, while
+// some owner is parked; since 27 it sets aside the tasks not ready it
+// meets, as claim_tasks does, instead of passing over $4 of them)
 // merges the models' queues in fair order as claim_tasks does, dropping
 // paused models unread and passing over at most $4 tasks not yet ready
 // per model, without claim_tasks' row-by-row checks, and claims what it
