@@ -110,8 +110,8 @@ const claimSQL = `SELECT ` + taskColumns + ` FROM {schema}.claim_tasks({now}, $2
 // some owner is parked; since 27 it sets aside the tasks not ready it
 // meets, as claim_tasks does, instead of passing over $4 of them)
 // merges the models' queues in fair order as claim_tasks does, dropping
-// paused models unread and passing over at most $4 tasks not yet ready
-// per model, without claim_tasks' row-by-row checks, and claims what it
+// paused models unread (and, until 27, passing over at most $4 tasks
+// not yet ready per model), without claim_tasks' row-by-row checks, and claims what it
 // took in one UPDATE; with one model (not paused) it walks that model's
 // queue alone. (Until migration 20 it walked one queue of every model's
 // tasks, filtering out paused models' tasks and tasks not ready without
