@@ -1,8 +1,9 @@
 -- Back to version 26: the delayed retries go back to their models'
 -- queues (the flag and its indexes dropped: a delayed retry is a
 -- pending task), and the functions as version 26 had them (vtime,
--- model_heads, claim_tasks and claim_free). Processes of version 27
--- must not run against the schema after this.
+-- model_heads, claim_tasks and claim_free, copied from version 26's
+-- migration with their comments). Processes of version 27 must not run
+-- against the schema after this.
 
 DROP FUNCTION {schema}.undelay(timestamptz);
 DROP INDEX {schema}.tasks_delayed_fair;
