@@ -236,10 +236,19 @@ func (s *Store) SetProgress(ctx context.Context, id string, attempt int, progres
 	return s.holderResult(id, attempt, tag, err)
 }
 
+// backInQueue is the SET clause that gives a task back to the pending
+// tasks in its model's queue (tasks_model_fair): pending, and neither
+// parked at its owner's cap (migration 26) nor set aside as a delayed
+// retry (migration 27), whichever it was when it left the queue.
+// Retries, releases, recoveries and requeues all write it. (A delayed
+// flag left behind would heal by itself: the next claim gives back
+// every delayed task whose run_after has passed.)
+const backInQueue = `status = 'pending', parked = false, delayed = false`
+
 // RetryTask gives the task back to the queue, ready after delay.
 func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay time.Duration, lastErr string) error {
 	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.tasks
-		SET status = 'pending', parked = false, delayed = false, lease_until = NULL, run_after = {now} + $4 * interval '1 microsecond',
+		SET `+backInQueue+`, lease_until = NULL, run_after = {now} + $4 * interval '1 microsecond',
 			updated_at = {now}, last_error = $5, tag = {schema}.next_tag(owner, {schema}.vtime({now}))
 		WHERE `+holds), s.nowArg(), id, attempt, micros(delay), lastErr)
 	if err == nil && tag.RowsAffected() == 1 && delay <= time.Second {
@@ -252,7 +261,7 @@ func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay tim
 // counting the attempt (its Released count grows by one).
 func (s *Store) ReleaseTask(ctx context.Context, id string, attempt int) error {
 	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.tasks
-		SET status = 'pending', parked = false, delayed = false, lease_until = NULL, run_after = {now}, updated_at = {now},
+		SET `+backInQueue+`, lease_until = NULL, run_after = {now}, updated_at = {now},
 			released = released + 1, last_error = $4, tag = {schema}.next_tag(owner, {schema}.vtime({now}))
 		WHERE `+holds), s.nowArg(), id, attempt, storekit.ReleasedMessage)
 	if err == nil && tag.RowsAffected() == 1 {
@@ -357,7 +366,7 @@ func (s *Store) recoverBatch(ctx context.Context, maxAttempts int, rec *imagegen
 // requeueExpiredSQL sends one task whose lease ended back to the queue,
 // at the end of its owner's line.
 const requeueExpiredSQL = `UPDATE {schema}.tasks
-	SET status = 'pending', parked = false, delayed = false, lease_until = NULL, run_after = {now}, updated_at = {now},
+	SET ` + backInQueue + `, lease_until = NULL, run_after = {now}, updated_at = {now},
 		last_error = 'lease expired',
 		tag = {schema}.next_tag(owner, {schema}.vtime({now}))
 	WHERE id = $2`
