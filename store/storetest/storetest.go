@@ -142,6 +142,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ProviderStatsBuckets", testProviderStats},
 		{"ProviderStatsConcurrentAdds", testProviderStatsConcurrent},
 		{"RandomOperationsAgreeWithModel", testRandomOperations},
+		{"ConcurrentStressKeepsTheRules", testConcurrentStress},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
