@@ -32,7 +32,9 @@ import (
 type Harness struct {
 	Store imagegen.Store
 	// Advance moves the store's time forward by d: its clock, and for a
-	// backend with server-side expiry, the server's time too.
+	// backend with server-side expiry, the server's time too. It may be
+	// called while other goroutines use the store (as
+	// ConcurrentStressKeepsTheRules does), though never by two at once.
 	Advance func(d time.Duration)
 	// Retention is the store's configured retention of finished tasks.
 	Retention time.Duration
