@@ -1,20 +1,16 @@
 package imagegen
 
-import "context"
+import (
+	"context"
 
-type requestKey struct{}
-
-// request is what WithRequestID and WithRequest put in a context.
-type request struct {
-	id      string
-	submits SubmitLogger // nil: the service logs its own "task submitted" line
-}
+	"github.com/imagegen/imagegen/internal/requestctx"
+)
 
 // WithRequestID returns ctx carrying the id of the request being served
 // (the X-Request-Id of an API call). Submit records it on the task, so
 // that the task's whole life is logged with it, in any process.
 func WithRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestKey{}, &request{id: id})
+	return requestctx.With(ctx, requestctx.Request{ID: id})
 }
 
 // WithRequest is WithRequestID with the submissions of the request
@@ -24,7 +20,7 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 // request (httpapi's request line) puts the task there, so that a submit
 // costs one log line, not two.
 func WithRequest(ctx context.Context, id string, submits SubmitLogger) context.Context {
-	return context.WithValue(ctx, requestKey{}, &request{id: id, submits: submits})
+	return requestctx.With(ctx, requestctx.Request{ID: id, Submits: submits})
 }
 
 // SubmitLogger logs the tasks submitted under a request in place of the
@@ -39,8 +35,8 @@ type SubmitLogger interface {
 
 // RequestID returns the request id that ctx carries, or "".
 func RequestID(ctx context.Context) string {
-	if r, _ := ctx.Value(requestKey{}).(*request); r != nil {
-		return r.id
+	if r := requestctx.Of(ctx); r != nil {
+		return r.ID
 	}
 	return ""
 }
@@ -48,6 +44,6 @@ func RequestID(ctx context.Context) string {
 // submitLogged tells the SubmitLogger of ctx's request, if any, of t and
 // reports whether it logs t.
 func submitLogged(ctx context.Context, t *Task) bool {
-	r, _ := ctx.Value(requestKey{}).(*request)
-	return r != nil && r.submits != nil && r.submits.LogSubmitted(t.ID, t.Model, t.Cost)
+	r := requestctx.Of(ctx)
+	return r != nil && r.Submits != nil && r.Submits.LogSubmitted(t.ID, t.Model, t.Cost)
 }

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/logbuf"
+	"github.com/imagegen/imagegen/internal/requestctx"
 )
 
 // RequestIDHeader carries the request id: taken from the request when it
@@ -50,10 +50,10 @@ func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request, next htt
 	log := h.cfg.Logger
 	logged := log.Enabled(ctx, slog.LevelInfo)
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		o.request = requestctx.Request{ID: o.id} // what imagegen.WithRequestID would add, kept in o
+		o.hasRequest = true
 		if logged {
-			ctx = imagegen.WithRequest(ctx, o.id, o) // a task submitted goes on the request's line
-		} else {
-			ctx = imagegen.WithRequestID(ctx, o.id)
+			o.request.Submits = o // a task submitted goes on the request's line (imagegen.WithRequest)
 		}
 	}
 	o.ctx = requestContext{Context: ctx, o: o}
@@ -82,7 +82,7 @@ func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request, next htt
 	if o.taskID == "" {
 		n -= 3 // no task submitted
 	}
-	logbuf.LogEnabledAt(ctx, log, end, slog.LevelInfo, "request", attrs[:n]...) // logged: Enabled said yes
+	logbuf.LogEnabledAt(&o.ctx, log, end, slog.LevelInfo, "request", attrs[:n]...) // logged: Enabled said yes
 }
 
 // routePath is a route pattern without its method ("GET
@@ -170,6 +170,11 @@ type observed struct {
 	ratePolicy, rateLimit [1]string
 	ctx                   requestContext
 	req                   http.Request
+	// The request's id and SubmitLogger as ctx gives them to the service
+	// (imagegen.WithRequest), on the requests that change something
+	// (hasRequest); on GET and HEAD, ctx passes their key on.
+	request    requestctx.Request
+	hasRequest bool
 	// The task the request submitted, for its line (LogSubmitted).
 	taskID, model string
 	cost          int64
@@ -178,16 +183,22 @@ type observed struct {
 type observedKey struct{}
 
 // requestContext is the request's context with its observed record
-// added (what context.WithValue would make, without an allocation of its
-// own).
+// added, and on requests that change something the request's id and
+// SubmitLogger (what context.WithValue and imagegen.WithRequest would
+// make, without an allocation of their own).
 type requestContext struct {
 	context.Context
 	o *observed
 }
 
 func (c *requestContext) Value(key any) any {
-	if _, ok := key.(observedKey); ok {
+	switch key.(type) {
+	case observedKey:
 		return c.o
+	case requestctx.Key:
+		if c.o.hasRequest {
+			return &c.o.request
+		}
 	}
 	return c.Context.Value(key)
 }
