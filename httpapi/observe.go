@@ -75,7 +75,7 @@ func (h *Handler) serveObserved(w http.ResponseWriter, r *http.Request, next htt
 		return
 	}
 	attrs := [...]slog.Attr{slog.String("method", r.Method), slog.String("route", routePath(route)),
-		slog.Int("status", status), slog.String("duration", took.String()), slog.String("request_id", o.id),
+		slog.Int("status", status), logbuf.Duration(log.Handler(), "duration", took), slog.String("request_id", o.id),
 		slog.String("key_id", h.keyIDOf(o.principal.RateKey)),
 		slog.String("task_id", o.taskID), slog.String("model", o.model), slog.Int64("cost", o.cost)}
 	n := len(attrs)

@@ -175,6 +175,22 @@ func lineWritten(h slog.Handler, at time.Time, level slog.Level, msg string, att
 	return true
 }
 
+// Duration is an attribute whose value reads d.String() in the lines of
+// h: slog.Duration when h is NewTextHandler's (alone or under Handler),
+// which writes it so (as slog's text handler does) without making the
+// string; otherwise slog.String of d.String(), so that every handler
+// writes the same text (slog's JSON handler writes a Duration as
+// nanoseconds).
+func Duration(h slog.Handler, key string, d time.Duration) slog.Attr {
+	if f, ok := h.(flushing); ok {
+		h = f.Handler
+	}
+	if _, ok := h.(*textHandler); ok {
+		return slog.Duration(key, d)
+	}
+	return slog.String(key, d.String())
+}
+
 // Handler wraps h, which writes to w, so that every record of level Warn
 // or above is written out at once (with the lines buffered before it):
 // warnings and errors are not held back, nor lost if the process then
