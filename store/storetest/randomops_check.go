@@ -334,7 +334,7 @@ func (m *refModel) checkSchedulerStats(l imagegen.Limits) {
 			modelRun[t.model]++
 		}
 	}
-	only, either := map[imagegen.HoldReason]int{}, map[imagegen.HoldReason]int{}
+	tally := newHeldTally()
 	for _, t := range m.tasksWhere(func(t *rmTask) bool { return t.status == imagegen.StatusPending && t.runAfter <= m.now }) {
 		var why []imagegen.HoldReason
 		if l.OwnerConcurrency > 0 && ownerRun[t.owner] >= l.OwnerConcurrency {
@@ -346,18 +346,11 @@ func (m *refModel) checkSchedulerStats(l imagegen.Limits) {
 		if m.paused[t.model] > m.now || (l.ModelRate[t.model] > 0 && m.rateHeld(t)) {
 			why = append(why, imagegen.HeldModelRate)
 		}
-		for _, r := range why {
-			either[r]++
-		}
-		if len(why) == 1 {
-			only[why[0]]++
-		}
+		tally.add(why)
 	}
-	for _, r := range imagegen.HoldReasons() {
-		if n := st.Held[r]; n < only[r] || n > either[r] {
-			m.fatalf("scheduler stats under %+v: %d held by %s, model %d to %d (held %v)", l, n, r, only[r], either[r], st.Held)
-		}
-	}
+	tally.outside(st.Held, func(r imagegen.HoldReason, n, lo, hi int) {
+		m.fatalf("scheduler stats under %+v: %d held by %s, model %d to %d (held %v)", l, n, r, lo, hi, st.Held)
+	})
 	for _, load := range st.Busiest {
 		if !slices.Contains(m.owners, load.Owner) {
 			if load.Pending != 0 {

@@ -113,7 +113,7 @@ func (st *stressRun) checkSchedulerStats(when string, tasks map[string]*imagegen
 			st.t.Errorf("%s: scheduler stats: %s, with %d pending, is not among the busiest %+v", when, o, want.Pending, stats.Busiest)
 		}
 	}
-	only, either := map[imagegen.HoldReason]int{}, map[imagegen.HoldReason]int{}
+	tally := newHeldTally()
 	now := st.now()
 	for _, task := range tasks {
 		if task.Status != imagegen.StatusPending || task.RunAfter.After(now) {
@@ -126,18 +126,11 @@ func (st *stressRun) checkSchedulerStats(when string, tasks map[string]*imagegen
 		if modelRun[task.Model] >= stressLimits.ModelConcurrency[task.Model] {
 			why = append(why, imagegen.HeldModelCap)
 		}
-		for _, r := range why {
-			either[r]++
-		}
-		if len(why) == 1 {
-			only[why[0]]++
-		}
+		tally.add(why)
 	}
-	for _, r := range imagegen.HoldReasons() {
-		if n := stats.Held[r]; n < only[r] || n > either[r] {
-			st.t.Errorf("%s: scheduler stats: %d held by %s, the tasks say %d to %d (held %v)", when, n, r, only[r], either[r], stats.Held)
-		}
-	}
+	tally.outside(stats.Held, func(r imagegen.HoldReason, n, lo, hi int) {
+		st.t.Errorf("%s: scheduler stats: %d held by %s, the tasks say %d to %d (held %v)", when, n, r, lo, hi, stats.Held)
+	})
 }
 
 // checkBalances checks each owner's balance: its grants less the cost of
