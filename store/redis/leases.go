@@ -83,7 +83,7 @@ import (
 // NULs (or, when one but the last holds a NUL, as a list of them).
 var claimScript = newScript(`
 local now = now_ms()
-local lease, want, ownerCap, scan = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local lease, want, ownerCap, scan = ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0, ARGV[5] + 0
 local ct = ARGV[6] -- as the first run wrote it: "f" and the token
 if string.byte(ct) == 97 then -- "a": sent again
   -- What the first run of this call claimed: the tasks holding its
@@ -114,7 +114,8 @@ if string.byte(ct) == 97 then -- "a": sent again
   end
   if #out > 0 then return out end
 end
-local snow, sleased, after_now = int(now), int(now + lease), '(' .. int(now)
+local snow, sleased = int(now), int(now + lease)
+local after_now = '(' .. snow
 -- in_chunks calls command on key with args, 512 of them a call
 -- (unpack's limit), with pcalls; it reports whether every call took
 -- them (a key of another kind takes none: the first call fails, and no
@@ -130,8 +131,16 @@ end
 -- fair_queues): the rest go at the next claims. Before the queues are
 -- read, so that a retry due starts at its tag's place.
 local delayMost = 1024
-local dmodels = redis.pcall('ZRANGEBYSCORE', KEYS[1] .. ':dm', '-inf', snow)
-if dmodels.err then dmodels = {} end -- of another kind: none
+-- The legacy queue and the record of the models with delayed retries
+-- are usually gone (emptied since the upgrade; no retry waiting): one
+-- EXISTS asks for both, and only when one is there is each asked on its
+-- own (their ZCARD and ZRANGEBYSCORE: two calls where one was, then).
+local rare = redis.call('EXISTS', KEYS[1], KEYS[1] .. ':dm') > 0
+local dmodels = {}
+if rare then
+  dmodels = redis.pcall('ZRANGEBYSCORE', KEYS[1] .. ':dm', '-inf', snow)
+  if dmodels.err then dmodels = {} end -- of another kind: none
+end
 for _, model in ipairs(dmodels) do
   local d, dt = KEYS[1] .. ':d:' .. model, KEYS[1] .. ':dt:' .. model
   local ids = redis.pcall('ZRANGEBYSCORE', dt, '-inf', snow, 'LIMIT', '0', int(delayMost))
@@ -282,7 +291,7 @@ local function parked_owner(p, owner)
   end
   return v == 'parked'
 end
-local all = fair_queues(KEYS[1], 0, model_held, merged)
+local all = fair_queues(KEYS[1], 0, model_held, merged, not rare)
 local queues, maxchunk = {}, want + scan + 1
 for j, q in ipairs(all) do
   q.chunk, queues[j] = math.floor(want / #all) + 8, q
@@ -547,10 +556,11 @@ if vtime then
   end
   if vtime > cur then
     local s = whole(vtime)
-    redis.call('SET', KEYS[4], s)
-    -- For processes of the earlier version, which read vtime: a SET a
-    -- claim that can go once no such process is left to run.
-    redis.call('SET', KEYS[6], s)
+    -- vtime too, for processes of the earlier version, which read it: a
+    -- key a claim can stop writing once no such process is left to run.
+    -- One MSET, where two SETs made two calls (it sets each key as SET
+    -- does; both share the store's hash tag).
+    redis.call('MSET', KEYS[4], s, KEYS[6], s)
   end
 end
 if hooks then redis.call('ZADD', KEYS[3], unpack(hooks)) end

@@ -521,7 +521,7 @@ const prelude = `
 local function now_ms()
   if ARGV[1] ~= '' then return tonumber(ARGV[1]) end
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return t[1] * 1000 + math.floor(t[2] / 1000)
 end
 
 -- skey names the store's key with the given suffix, from another of
@@ -572,7 +572,7 @@ local function tag_score(tag, k) return whole(tag * 1024 + k) end
 -- write vtime too, in tag units, which the earlier version's submits
 -- start from. While both versions run, an owner's next tasks may sort
 -- behind others' until its queue empties.
-local function claim_vtime(score) return math.floor(tonumber(score) / 1024) end
+local function claim_vtime(score) return math.floor(score / 1024) end
 
 -- numof is tonumber for the numbers the store writes: nil for a value
 -- that is not one, and for one that is not finite ("nan", "inf": Lua's
@@ -747,7 +747,9 @@ end
 -- one per model in fair:models for which skip(model) is not true (skip
 -- may be nil), then the parked queues given (parked: a list of {key,
 -- model, owner}, or nil: the claim's, or parked_sets'), each to be read
--- chunk entries at a time at first (queue_head). Their scores are read
+-- chunk entries at a time at first (queue_head). gone true says that
+-- the caller knows the legacy queue holds nothing (nil: it is asked).
+-- Their scores are read
 -- only when there are several to merge (q.scores): Redis writes each
 -- score of a reply with printf.
 --
@@ -771,9 +773,9 @@ end
 -- claimScript): so more retries waiting at the head of a model's queue
 -- than a claim passes over hold back none of the model's other tasks,
 -- and a retry still starts at its tag's place once due.
-local function fair_queues(legacy, chunk, skip, parked)
+local function fair_queues(legacy, chunk, skip, parked, gone)
   local qs, keys, models, owners = {}, {}, {}, {}
-  local n = redis.pcall('ZCARD', legacy)
+  local n = not gone and redis.pcall('ZCARD', legacy)
   if type(n) == 'number' and n > 0 then keys[1], models[1] = legacy, false end -- of another kind: none
   local names = redis.pcall('SMEMBERS', legacy .. ':models')
   if names.err then names = {} end -- of another kind: none (the submits fail until it is mended)
