@@ -48,7 +48,7 @@ func (s *Store) PauseModel(ctx context.Context, model string, d time.Duration) e
 const schedulerHead = `WITH RECURSIVE ` + pendingModels + `, head AS MATERIALIZED (SELECT h.owner, h.model, h.run_after
 	FROM (SELECT h.owner, h.model, h.run_after, h.tag, h.seq
 		FROM queues q CROSS JOIN LATERAL (SELECT p.owner, p.model, p.run_after, p.tag, p.seq FROM {schema}.tasks p
-			WHERE p.status = 'pending' AND NOT p.parked AND NOT p.delayed AND p.model = q.model ORDER BY p.tag, p.seq LIMIT $2) h
+			WHERE ` + inModelQueue + ` AND p.model = q.model ORDER BY p.tag, p.seq LIMIT $2) h
 		WHERE q.model IS NOT NULL
 		UNION ALL
 		(SELECT p.owner, p.model, p.run_after, p.tag, p.seq FROM {schema}.tasks p

@@ -226,6 +226,12 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 	return t, nil
 }
 
+// inModelQueue says that task p is in its model's queue: pending, neither
+// parked nor delayed. It is tasks_model_fair's predicate (migration 27)
+// as the index spells it, so that the planner reads that index; the
+// twin of backInQueue, which puts a task there.
+const inModelQueue = `p.status = 'pending' AND NOT p.parked AND NOT p.delayed`
+
 // pendingModels is a recursive CTE, queues(model), of the models with
 // pending tasks in their queues (and a last row of NULL): a loose scan
 // of tasks_model_fair, one probe per model (migration 20). The pending
@@ -237,10 +243,9 @@ func (s *Store) Task(ctx context.Context, owner, id string) (*imagegen.Task, err
 // tasks_delayed_fair holds in claim order; the claim order of them all
 // is the merge of those queues.
 const pendingModels = `queues(model) AS (
-	(SELECT p.model FROM {schema}.tasks p WHERE p.status = 'pending' AND NOT p.parked AND NOT p.delayed
-		ORDER BY p.model LIMIT 1)
+	(SELECT p.model FROM {schema}.tasks p WHERE ` + inModelQueue + ` ORDER BY p.model LIMIT 1)
 	UNION ALL
-	SELECT (SELECT p.model FROM {schema}.tasks p WHERE p.status = 'pending' AND NOT p.parked AND NOT p.delayed AND p.model > q.model
+	SELECT (SELECT p.model FROM {schema}.tasks p WHERE ` + inModelQueue + ` AND p.model > q.model
 		ORDER BY p.model LIMIT 1)
 	FROM queues q WHERE q.model IS NOT NULL)`
 
@@ -255,8 +260,7 @@ func (s *Store) QueuePositions(ctx context.Context, ids []string) ([]int, error)
 	}
 	rows, err := s.pool.Query(ctx, s.sql(`WITH RECURSIVE `+pendingModels+`
 		SELECT i.ord, CASE WHEN t.id IS NULL THEN -1 ELSE (SELECT coalesce(sum((SELECT count(*) FROM {schema}.tasks p
-				WHERE p.status = 'pending' AND NOT p.parked AND NOT p.delayed AND p.model = q.model
-					AND (p.tag, p.seq) < (t.tag, t.seq))), 0)::bigint
+				WHERE `+inModelQueue+` AND p.model = q.model AND (p.tag, p.seq) < (t.tag, t.seq))), 0)::bigint
 			FROM queues q WHERE q.model IS NOT NULL) + (SELECT count(*) FROM {schema}.tasks p
 				WHERE p.status = 'pending' AND p.parked AND (p.tag, p.seq) < (t.tag, t.seq)) + (SELECT count(*) FROM {schema}.tasks p
 				WHERE p.status = 'pending' AND p.delayed AND (p.tag, p.seq) < (t.tag, t.seq)) END
