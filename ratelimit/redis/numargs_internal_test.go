@@ -23,7 +23,10 @@ func TestScriptsHandRedisNoNumberLiterals(t *testing.T) {
 	}
 }
 
-var numberLiteral = regexp.MustCompile(`^\s*-?[0-9][0-9.]*\s*$`)
+var (
+	numberLiteral = regexp.MustCompile(`^\s*-?[0-9][0-9.]*\s*$`)
+	redisCallOpen = regexp.MustCompile(`redis\.p?call\(`)
+)
 
 // luaCall is one redis.call or redis.pcall in a script: its text and its
 // arguments, split at the commas outside parentheses and strings.
@@ -44,7 +47,7 @@ func redisCalls(src string) []luaCall {
 	}
 	s := code.String()
 	var out []luaCall
-	for _, loc := range regexp.MustCompile(`redis\.p?call\(`).FindAllStringIndex(s, -1) {
+	for _, loc := range redisCallOpen.FindAllStringIndex(s, -1) {
 		depth, quote, start := 1, byte(0), loc[1]
 		var args []string
 		i := loc[1]

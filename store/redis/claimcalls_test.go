@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,13 +57,8 @@ func TestClaimOfOneTaskMakesItsCallsOnly(t *testing.T) {
 		"time": 1, "exists": 1, "hgetall": 1, "smembers": 1, "hmget": 2, "zrange": 1,
 		"zadd": 1, "hset": 1, "zscore": 1, "zrem": 2, "hincrby": 1, "get": 1, "mset": 1,
 	}
-	if len(calls) != len(want) {
+	if !maps.Equal(calls, want) {
 		t.Fatalf("the claim's calls %v; want %v", calls, want)
-	}
-	for name, n := range want {
-		if calls[name] != n {
-			t.Fatalf("the claim's calls %v; want %v", calls, want)
-		}
 	}
 }
 
