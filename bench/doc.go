@@ -11,6 +11,9 @@
 //
 //	cd bench && IMAGEGEN_TEST_REDIS=redis://127.0.0.1:6379/15 go test -run '^$' -bench . -benchtime 20000x
 //
+// issue27.sh runs one set of the README's performance table, every line
+// beside its anchor, and prints the medians and ratios.
+//
 // Keys are written under a fresh prefix (imagegen) or queue (asynq) and
 // deleted afterwards; asynq runs in the database numbered one lower so its
 // bookkeeping keys stay apart.
