@@ -30,6 +30,7 @@
 # stops the servers it started, by their PIDs, when it exits.
 set -euo pipefail
 cd "$(dirname "$0")"
+source ./median.sh
 ROUNDS=${ROUNDS:-3} DURATION=${DURATION:-5s} CONNS=${CONNS:-32} THREADS=${THREADS:-2}
 nice=(nice -n "${NICE:-0}")
 export KEY=bench-key-0123456789abcdef
@@ -125,10 +126,6 @@ for endpoint in ${ENDPOINTS:-poll submit}; do
 		fi
 	done
 done
-# median: the median of the numbers on stdin, one a line
-median() {
-	sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
-}
 for f in "$dir"/ratios-*; do
 	[[ -e $f ]] || continue
 	name=${f##*/ratios-}

@@ -25,6 +25,7 @@
 # redis-server processes of its own (redis-server on PATH).
 set -euo pipefail
 cd "$(dirname "$0")"
+source ./median.sh
 : "${IMAGEGEN_TEST_REDIS:?set IMAGEGEN_TEST_REDIS (a Redis database the benchmarks may write to)}"
 : "${IMAGEGEN_TEST_POSTGRES:?set IMAGEGEN_TEST_POSTGRES (a PostgreSQL database the benchmarks may write to)}"
 export IMAGEGEN_TEST_REDIS IMAGEGEN_TEST_POSTGRES
@@ -66,23 +67,26 @@ echo "Redis against asynq"
 echo "PostgreSQL against River"
 "${nice[@]}" go test -run '^$' -bench 'Postgres(Submit|Pipeline)/(postgres-store|river|river-insert)$' \
 	-benchtime 3000x -count 3 >"$OUT/postgres.txt"
-# Each test binary runs from its own package directory: BenchmarkServerCPU
-# builds serve from there.
+# alternate DIR BIN ANCHOR_DIR ANCHOR_BIN BENCH BENCHTIME OUT: ROUNDS
+# rounds of BENCH, this tree's test binary BIN then the anchor's, each
+# run from its own package directory (BenchmarkServerCPU builds serve
+# from there), their lines marked "main" and "anchor" in OUT.
+alternate() {
+	for _ in $(seq 1 "$ROUNDS"); do
+		(cd "$1" && "${nice[@]}" "$2" -test.run '^$' -test.bench "$5" -test.benchtime "$6") | sed -n 's/^Benchmark/main Benchmark/p' >>"$7"
+		(cd "$3" && "${nice[@]}" "$4" -test.run '^$' -test.bench "$5" -test.benchtime "$6") | sed -n 's/^Benchmark/anchor Benchmark/p' >>"$7"
+	done
+}
 echo "Redis CPU a task and the PostgreSQL limiter, $ROUNDS alternating rounds"
-for _ in $(seq 1 "$ROUNDS"); do
-	(cd "$root/cmd/imagegen" && "${nice[@]}" "$work/cpu-main.test" -test.run '^$' -test.bench 'ServerCPU/redis$' -test.benchtime 10000x) | sed -n 's/^Benchmark/main Benchmark/p' >>"$OUT/cpu.txt"
-	(cd "$work/src/1d579fa/cmd/imagegen" && "${nice[@]}" "$work/cpu-1d579fa.test" -test.run '^$' -test.bench 'ServerCPU/redis$' -test.benchtime 10000x) | sed -n 's/^Benchmark/anchor Benchmark/p' >>"$OUT/cpu.txt"
-done
-for _ in $(seq 1 "$ROUNDS"); do
-	(cd "$root/ratelimit/postgres" && "${nice[@]}" "$work/lim-main.test" -test.run '^$' -test.bench 'AllowHotKeys/Accepted' -test.benchtime 4000x) | sed -n 's/^Benchmark/main Benchmark/p' >>"$OUT/limiter.txt"
-	(cd "$lim" && "${nice[@]}" "$work/lim-276ffcd.test" -test.run '^$' -test.bench 'AllowHotKeys/Accepted' -test.benchtime 4000x) | sed -n 's/^Benchmark/anchor Benchmark/p' >>"$OUT/limiter.txt"
-done
+alternate "$root/cmd/imagegen" "$work/cpu-main.test" "$work/src/1d579fa/cmd/imagegen" "$work/cpu-1d579fa.test" \
+	'ServerCPU/redis$' 10000x "$OUT/cpu.txt"
+alternate "$root/ratelimit/postgres" "$work/lim-main.test" "$lim" "$work/lim-276ffcd.test" \
+	'AllowHotKeys/Accepted' 4000x "$OUT/limiter.txt"
 
-# median FILE NAME UNIT [WHO]: the median of the values before UNIT on
-# FILE's lines of benchmark NAME (its name without the -GOMAXPROCS
-# suffix), and with WHO first ("main" or "anchor") when given; "nan"
-# when there are none.
-median() {
+# medianOf FILE NAME UNIT [WHO]: the median of the values before UNIT
+# on FILE's lines of benchmark NAME (its name without the -GOMAXPROCS
+# suffix), and with WHO first ("main" or "anchor") when given.
+medianOf() {
 	awk -v name="Benchmark$2" -v unit="$3" -v who="${4:-}" '
 		who != "" && $1 != who {next}
 		{
@@ -91,8 +95,7 @@ median() {
 			sub(/-[0-9]+$/, "", n)
 			if (n != name) next
 			for (i = f + 1; i <= NF; i++) if ($i == unit) print $(i - 1)
-		}' "$1" | sort -g |
-		awk '{v[NR] = $1} END {if (NR == 0) print "nan"; else print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+		}' "$1" | median
 }
 # line LABEL TARGET OURS ANCHOR HOW: a summary line; HOW is "time" (lower
 # is better: the ratio is anchor/ours) or "rate" (ours/anchor).
@@ -109,15 +112,15 @@ if [[ -f $OUT/http.txt ]]; then
 	grep 'over .* rounds' "$OUT/http.txt"
 fi
 r=$OUT/redis.txt p=$OUT/postgres.txt
-line "Redis submit vs asynq (ns/op)" "≥ 1.2x" "$(median "$r" RedisSubmit/store ns/op)" "$(median "$r" RedisSubmit/asynq ns/op)" time
-line "Redis submit vs asynq-charged (ns/op)" "–" "$(median "$r" RedisSubmit/store ns/op)" "$(median "$r" RedisSubmit/asynq-charged ns/op)" time
-line "Redis pipeline vs asynq (tasks/s)" "≥ 1.5x" "$(median "$r" RedisPipeline/imagegen tasks/s)" "$(median "$r" RedisPipeline/asynq tasks/s)" rate
-line "PostgreSQL pipeline vs River (tasks/s)" "≥ 1.5x" "$(median "$p" PostgresPipeline/postgres-store tasks/s)" "$(median "$p" PostgresPipeline/river tasks/s)" rate
-line "PostgreSQL submit vs River (ns/op)" "≥ 3x" "$(median "$p" PostgresSubmit/postgres-store ns/op)" "$(median "$p" PostgresSubmit/river-insert ns/op)" time
+line "Redis submit vs asynq (ns/op)" "≥ 1.2x" "$(medianOf "$r" RedisSubmit/store ns/op)" "$(medianOf "$r" RedisSubmit/asynq ns/op)" time
+line "Redis submit vs asynq-charged (ns/op)" "–" "$(medianOf "$r" RedisSubmit/store ns/op)" "$(medianOf "$r" RedisSubmit/asynq-charged ns/op)" time
+line "Redis pipeline vs asynq (tasks/s)" "≥ 1.5x" "$(medianOf "$r" RedisPipeline/imagegen tasks/s)" "$(medianOf "$r" RedisPipeline/asynq tasks/s)" rate
+line "PostgreSQL pipeline vs River (tasks/s)" "≥ 1.5x" "$(medianOf "$p" PostgresPipeline/postgres-store tasks/s)" "$(medianOf "$p" PostgresPipeline/river tasks/s)" rate
+line "PostgreSQL submit vs River (ns/op)" "≥ 3x" "$(medianOf "$p" PostgresSubmit/postgres-store ns/op)" "$(medianOf "$p" PostgresSubmit/river-insert ns/op)" time
 # The Redis CPU a task is each round's submit plus completion.
 awk '{for (i = 3; i <= NF; i++) if ($i == "cpu-µs/submit" || $i == "cpu-µs/complete") s += $(i - 1); print $1, $2, s, "µs"; s = 0}' \
 	"$OUT/cpu.txt" >"$OUT/cpu-sums.txt"
 c=$OUT/cpu-sums.txt l=$OUT/limiter.txt
-line "Redis CPU a task, µs (ours/1d579fa)" "≤ 100 µs" "$(median "$c" ServerCPU/redis µs main)" "$(median "$c" ServerCPU/redis µs anchor)" rate
-line "PostgreSQL limiter, ns/op (vs 276ffcd)" "≥ 4x" "$(median "$l" AllowHotKeys/Accepted ns/op main)" "$(median "$l" AllowHotKeys/Accepted ns/op anchor)" time
-printf "%-40s %-12s %12s\n" "PostgreSQL limiter, WAL B a check" "≤ 300 B" "$(median "$l" AllowHotKeys/Accepted WAL-B/op main)"
+line "Redis CPU a task, µs (ours/1d579fa)" "≤ 100 µs" "$(medianOf "$c" ServerCPU/redis µs main)" "$(medianOf "$c" ServerCPU/redis µs anchor)" rate
+line "PostgreSQL limiter, ns/op (vs 276ffcd)" "≥ 4x" "$(medianOf "$l" AllowHotKeys/Accepted ns/op main)" "$(medianOf "$l" AllowHotKeys/Accepted ns/op anchor)" time
+printf "%-40s %-12s %12s\n" "PostgreSQL limiter, WAL B a check" "≤ 300 B" "$(medianOf "$l" AllowHotKeys/Accepted WAL-B/op main)"
