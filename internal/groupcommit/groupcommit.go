@@ -6,6 +6,7 @@
 package groupcommit
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -49,11 +50,27 @@ type Batcher[Req, Res any] struct {
 	// next (PostgreSQL store, bench module's 32 submitters: batches of
 	// 1 and 31 in turn, each waiting for its own disk flush).
 	Gather bool
+	// MinBehind, when set, keeps a batch of fewer calls than MinBehind
+	// from going while another batch is in flight: its calls wait for
+	// that batch to end (whose flusher then takes them, with the calls
+	// that came meanwhile), for more calls to make MinBehind, or for
+	// HoldMax to pass since the batch was first held, whichever comes
+	// first. A server with a fixed cost a run (a Redis script's is
+	// larger than a task's share of it) then does fewer, larger runs
+	// under moderate concurrency, where MaxInFlight alone sent a run for
+	// every two or three calls; a lone call, with nothing in flight,
+	// still goes at once.
+	MinBehind int
+	// HoldMax bounds how long MinBehind holds a batch (default
+	// DefaultHoldMax): a batch in flight that takes longer (a connection
+	// stalled) does not hold the others up for its whole Timeout.
+	HoldMax time.Duration
 
 	mu       sync.Mutex
 	queue    []*Call[Req, Res]
-	flushers int           // running or lingering
-	idle     int           // lingering flushers not yet woken
+	flushers int           // running, holding or lingering
+	running  int           // flushers inside Run
+	idle     int           // holding or lingering flushers not yet woken
 	wake     chan struct{} // one token per flusher woken from lingering
 }
 
@@ -61,6 +78,11 @@ type Batcher[Req, Res any] struct {
 // taken into a batch just before its caller's deadline may so be done up
 // to this long after it.
 const DefaultTimeout = 10 * time.Second
+
+// DefaultHoldMax bounds how long MinBehind holds a batch when
+// Batcher.HoldMax is zero: several round trips on loopback or a local
+// network, short beside a request's own time.
+const DefaultHoldMax = time.Millisecond
 
 // linger is how long a flusher that found the queue empty waits for
 // more calls before it ends. A flusher's stack grows to the depth of Run
@@ -115,17 +137,33 @@ func (b *Batcher[Req, Res]) flush() {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	var idle *time.Timer
+	var (
+		idle      *time.Timer
+		held      *Call[Req, Res] // the first call of the batch held (MinBehind)
+		heldUntil time.Time       // when that batch goes anyway
+	)
 	for {
 		b.mu.Lock()
 		n := b.batchLen()
-		if n == 0 {
+		wait := linger
+		switch {
+		case n == 0:
+		case n < b.MinBehind && b.running > 0:
+			now := time.Now()
+			if b.queue[0] != held {
+				held, heldUntil = b.queue[0], now.Add(cmp.Or(b.HoldMax, DefaultHoldMax))
+			}
+			wait = min(heldUntil.Sub(now), linger) // never idle longer than a lingering flusher
+		default:
+			wait = 0
+		}
+		if wait > 0 {
 			b.idle++
 			b.mu.Unlock()
 			if idle == nil {
-				idle = time.NewTimer(linger)
+				idle = time.NewTimer(wait)
 			} else {
-				idle.Reset(linger)
+				idle.Reset(wait)
 			}
 			select {
 			case <-b.wake:
@@ -141,10 +179,15 @@ func (b *Batcher[Req, Res]) flush() {
 			default:
 			}
 			b.idle--
+			if b.batchLen() > 0 { // a batch held (or queued as the timer fired): take it, or hold it on
+				b.mu.Unlock()
+				continue
+			}
 			b.flushers--
 			b.mu.Unlock()
 			return
 		}
+		held = nil
 		batch := make([]*Call[Req, Res], 0, n)
 		for _, c := range b.queue[:n] {
 			if err := c.Ctx.Err(); err != nil {
@@ -155,11 +198,17 @@ func (b *Batcher[Req, Res]) flush() {
 			batch = append(batch, c)
 		}
 		b.queue = append(b.queue[:0], b.queue[n:]...)
+		if len(batch) > 0 {
+			b.running++
+		}
 		b.mu.Unlock()
 		if len(batch) > 0 {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].Ctx), timeout)
 			b.Run(ctx, batch)
 			cancel()
+			b.mu.Lock()
+			b.running--
+			b.mu.Unlock()
 			for _, c := range batch {
 				close(c.done)
 			}

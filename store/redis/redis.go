@@ -340,10 +340,12 @@ func New(rdb goredis.UniversalClient, o Config) (*Store, error) {
 		waitReplicas: o.WaitReplicas,
 		waitTimeout:  cmp.Or(o.WaitTimeout, DefaultWaitTimeout),
 	}
-	s.creates = groupcommit.Batcher[createArgs, createResult]{Run: s.runCreates, MaxBatch: maxBatch, MaxInFlight: maxInFlight, Gather: true}
+	s.creates = groupcommit.Batcher[createArgs, createResult]{Run: s.runCreates, MaxBatch: maxBatch, MaxInFlight: maxInFlight, Gather: true,
+		MinBehind: minBehind}
 	s.completes = groupcommit.Batcher[completeArgs, struct{}]{Run: s.runCompletes, MaxBatch: maxBatch, MaxInFlight: maxCompletesInFlight,
 		Size: completeArgs.size, MaxSize: blobredis.MaxBatchBytes}
-	s.keyReads = groupcommit.Batcher[string, map[string]string]{Run: s.runKeyReads, MaxBatch: maxBatch, MaxInFlight: maxInFlight, Gather: true}
+	s.keyReads = groupcommit.Batcher[string, map[string]string]{Run: s.runKeyReads, MaxBatch: maxBatch, MaxInFlight: maxInFlight, Gather: true,
+		MinBehind: minBehind}
 	n := o.Shards
 	if n == 0 {
 		n = 1

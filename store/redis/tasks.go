@@ -457,6 +457,23 @@ var _ [255 - maxBatch]struct{} // maxBatch < 256
 // µs a submit against 36-57.
 const maxInFlight = 4
 
+// minBehind: a batch of fewer submits (or key reads) than this waits
+// while another is in flight, until that one ends, more come, or
+// groupcommit's DefaultHoldMax (1 ms) passes (groupcommit's MinBehind;
+// the rate limiter's batches do the same). A script run's fixed cost is
+// about three tasks' (createScript: some 240k server instructions a run,
+// 72k a task), and under moderate concurrency four batches in flight
+// went as runs of two or three submits each: HTTP submits through serve
+// (BenchmarkServerCPU/redis, 30 owners, 32 clients) took 51-59 µs of
+// Redis CPU a task for the submit phase against 59-67 without it, and
+// the bench module's 64 submitters 14.1-17.0 µs a submit against
+// 16.5-20.7, 13-14.5 µs of Redis CPU against 15.5-19 (Intel Xeon, 2
+// cores, alternating runs). A quarter of a batch: with half (32), the
+// 64 submitters split into one batch in flight and one held behind it,
+// and Redis waited for the Go side between them (21.9-27.1 µs a
+// submit); with 8, no better than none.
+const minBehind = maxBatch / 4
+
 // maxCompletesInFlight is how many runs of the complete script may be in
 // flight at once on a store of one shard (a sharded store keeps
 // maxInFlight: see New). A worker's slot is free again before its success is stored, so

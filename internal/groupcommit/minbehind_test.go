@@ -1,0 +1,135 @@
+package groupcommit
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// heldBatcher is a batcher of up to four batches in flight that holds
+// batches of fewer than minBehind calls behind one in flight, for up to
+// holdMax. Its Run reports each batch's calls on ran; the batch holding
+// call 1 then waits for block to close. Call 1's batch is in flight when
+// it returns.
+func heldBatcher(t *testing.T, minBehind int, holdMax time.Duration) (b *Batcher[int, int], ran chan []int, block chan struct{}) {
+	t.Helper()
+	ran, block = make(chan []int, 8), make(chan struct{})
+	b = &Batcher[int, int]{MaxBatch: 8, MaxInFlight: 4, MinBehind: minBehind, HoldMax: holdMax,
+		Run: func(_ context.Context, batch []*Call[int, int]) {
+			reqs := make([]int, 0, len(batch))
+			for _, c := range batch {
+				reqs = append(reqs, c.Req)
+			}
+			ran <- reqs
+			if slices.Contains(reqs, 1) {
+				<-block
+			}
+		}}
+	go func() { _, _ = b.Do(context.Background(), 1) }()
+	if got := <-ran; !slices.Equal(got, []int{1}) {
+		t.Fatalf("first batch %v, want [1]", got)
+	}
+	return b, ran, block
+}
+
+// doAll makes each call in its own goroutine; wait returns once all
+// have been answered.
+func doAll(b *Batcher[int, int], reqs ...int) (wait func()) {
+	var wg sync.WaitGroup
+	for _, r := range reqs {
+		wg.Go(func() { _, _ = b.Do(context.Background(), r) })
+	}
+	return wg.Wait
+}
+
+// noBatch fails the test if a batch has run since ran was last read.
+func noBatch(t *testing.T, ran chan []int, why string) {
+	t.Helper()
+	select {
+	case got := <-ran:
+		t.Fatalf("batch %v ran: %s", got, why)
+	default:
+	}
+}
+
+// Calls fewer than MinBehind wait behind the batch in flight, though
+// MaxInFlight would let them go beside it, and go together, as one
+// batch, once it ends.
+func TestMinBehindHoldsSmallBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, ran, block := heldBatcher(t, 3, time.Hour)
+		wait := doAll(b, 2)
+		synctest.Wait()
+		wait2 := doAll(b, 3)
+		synctest.Wait()
+		noBatch(t, ran, "calls 2 and 3, fewer than MinBehind, went beside the batch in flight")
+		close(block)
+		wait()
+		wait2()
+		if got := <-ran; !slices.Equal(got, []int{2, 3}) {
+			t.Fatalf("after the batch in flight: %v, want [2 3] in one batch", got)
+		}
+		waitIdle(t, b)
+	})
+}
+
+// Once MinBehind calls wait, they go beside the batch in flight.
+func TestMinBehindLetsFullEnoughBatchGo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, ran, block := heldBatcher(t, 3, time.Hour)
+		wait := doAll(b, 2, 3, 4)
+		synctest.Wait()
+		got := <-ran // blocks (the test fails by deadlock) if the three are still held
+		slices.Sort(got)
+		if !slices.Equal(got, []int{2, 3, 4}) {
+			t.Fatalf("batch %v beside the one in flight, want [2 3 4]", got)
+		}
+		close(block)
+		wait()
+		waitIdle(t, b)
+	})
+}
+
+// A batch held behind one that takes longer than HoldMax goes anyway
+// once HoldMax has passed, beside the batch still in flight.
+func TestHoldMaxBoundsTheHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const holdMax = 5 * time.Millisecond
+		b, ran, block := heldBatcher(t, 3, holdMax)
+		start := time.Now()
+		wait := doAll(b, 2)
+		synctest.Wait()
+		noBatch(t, ran, "call 2 went before HoldMax")
+		got := <-ran
+		if !slices.Equal(got, []int{2}) {
+			t.Fatalf("batch %v, want [2]", got)
+		}
+		if held := time.Since(start); held != holdMax {
+			t.Fatalf("call 2 held %v, want HoldMax (%v)", held, holdMax)
+		}
+		wait()
+		close(block)
+		waitIdle(t, b)
+	})
+}
+
+// With nothing in flight a call goes at once, however few: MinBehind
+// never makes a lone call wait.
+func TestMinBehindLoneCallGoesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ran := 0
+		b := &Batcher[int, int]{MaxBatch: 8, MaxInFlight: 4, MinBehind: 8, HoldMax: time.Hour,
+			Run: func(context.Context, []*Call[int, int]) { ran++ }}
+		start := time.Now()
+		if _, err := b.Do(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited != 0 || ran != 1 {
+			t.Fatalf("a lone call ran %d times after %v, want once at once", ran, waited)
+		}
+		waitIdle(t, b)
+	})
+}
