@@ -2,7 +2,8 @@
 // commit): a store sends the calls that arrive while earlier batches are
 // in flight together, in one round trip and one commit, so many
 // concurrent callers share the cost of one. A lone call goes at once, so
-// nothing ever waits for a batch to fill.
+// nothing ever waits for a batch to fill; with MinBehind, a small batch
+// waits (briefly) only behind another in flight.
 package groupcommit
 
 import (

@@ -463,15 +463,17 @@ const maxInFlight = 4
 // the rate limiter's batches do the same). A script run's fixed cost is
 // about three tasks' (createScript: some 240k server instructions a run,
 // 72k a task), and under moderate concurrency four batches in flight
-// went as runs of two or three submits each: HTTP submits through serve
-// (BenchmarkServerCPU/redis, 30 owners, 32 clients) took 51-59 µs of
-// Redis CPU a task for the submit phase against 59-67 without it, and
-// the bench module's 64 submitters 14.1-17.0 µs a submit against
-// 16.5-20.7, 13-14.5 µs of Redis CPU against 15.5-19 (Intel Xeon, 2
-// cores, alternating runs). A quarter of a batch: with half (32), the
-// 64 submitters split into one batch in flight and one held behind it,
-// and Redis waited for the Go side between them (21.9-27.1 µs a
-// submit); with 8, no better than none.
+// went as runs of two or three submits each. Measured against the
+// commit before it, alternating, three rounds each (2-core Intel Xeon):
+// HTTP submits through serve (BenchmarkServerCPU/redis, 30 owners, 32
+// clients) 55-57 µs of Redis CPU a task for the submit phase against
+// 60-64, 114-121 µs a task in all against 124; the bench module's 64
+// submitters 14.0-17.2 µs a submit against 18.1-21.9 (Redis CPU 14-16
+// µs against 16.5-19.5); its pipeline 19.2k-19.7k tasks/s against
+// 18.9k-19.4k. A quarter of a batch: in a first version of the hold,
+// half a batch (32) split the 64 submitters into one batch in flight and
+// one held behind it, so that Redis waited for the Go side between them
+// (21.9-27.1 µs a submit), and 8 was no better than no hold.
 const minBehind = maxBatch / 4
 
 // maxCompletesInFlight is how many runs of the complete script may be in
