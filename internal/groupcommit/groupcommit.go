@@ -23,7 +23,8 @@ type Call[Req, Res any] struct {
 	Res Res
 	Err error
 
-	done chan struct{}
+	done   chan struct{}
+	queued time.Time // when Do queued it (MinBehind's HoldMax counts from here)
 }
 
 // Batcher runs calls in batches of at most MaxBatch, with at most
@@ -55,14 +56,16 @@ type Batcher[Req, Res any] struct {
 	// from going while another batch is in flight: its calls wait for
 	// that batch to end (whose flusher then takes them, with the calls
 	// that came meanwhile), for more calls to make MinBehind, or for
-	// HoldMax to pass since the batch was first held, whichever comes
-	// first. A server with a fixed cost a run (a Redis script's is
+	// HoldMax to pass since the first of them was queued, whichever
+	// comes first. A server with a fixed cost a run (a Redis script's is
 	// larger than a task's share of it) then does fewer, larger runs
 	// under moderate concurrency, where MaxInFlight alone sent a run for
 	// every two or three calls; a lone call, with nothing in flight,
-	// still goes at once.
+	// still goes at once. Keep it at most MaxBatch (and what MaxSize
+	// lets a batch hold): a batch that can never reach it is always held
+	// HoldMax behind another.
 	MinBehind int
-	// HoldMax bounds how long MinBehind holds a batch (default
+	// HoldMax bounds how long MinBehind holds a call (default
 	// DefaultHoldMax): a batch in flight that takes longer (a connection
 	// stalled) does not hold the others up for its whole Timeout.
 	HoldMax time.Duration
@@ -98,6 +101,9 @@ const linger = 100 * time.Millisecond
 // batches in flight to end first.
 func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 	c := &Call[Req, Res]{Ctx: ctx, Req: req, done: make(chan struct{})}
+	if b.MinBehind > 0 {
+		c.queued = time.Now()
+	}
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
 	start := false
@@ -132,31 +138,35 @@ func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 	return c.Res, c.Err
 }
 
-// flush runs batches until the queue has been empty for linger.
+// flush runs batches until it has run none for linger: the time it
+// held a batch (MinBehind) that another flusher then took counts as
+// lingering.
 func (b *Batcher[Req, Res]) flush() {
 	timeout := b.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	var (
-		idle      *time.Timer
-		held      *Call[Req, Res] // the first call of the batch held (MinBehind)
-		heldUntil time.Time       // when that batch goes anyway
+		idle     *time.Timer
+		idleFrom time.Time // since when it has run no batch (zero: it just ran one)
 	)
 	for {
 		b.mu.Lock()
 		n := b.batchLen()
-		wait := linger
-		switch {
-		case n == 0:
-		case n < b.MinBehind && b.running > 0:
+		var wait time.Duration
+		if n == 0 || n < b.MinBehind && b.running > 0 {
 			now := time.Now()
-			if b.queue[0] != held {
-				held, heldUntil = b.queue[0], now.Add(cmp.Or(b.HoldMax, DefaultHoldMax))
+			if idleFrom.IsZero() {
+				idleFrom = now
 			}
-			wait = min(heldUntil.Sub(now), linger) // never idle longer than a lingering flusher
-		default:
-			wait = 0
+			wait = idleFrom.Add(linger).Sub(now)
+			if n > 0 { // held: until HoldMax after its first call was queued (at most linger a sleep)
+				wait = min(b.queue[0].queued.Add(cmp.Or(b.HoldMax, DefaultHoldMax)).Sub(now), linger)
+			} else if wait <= 0 {
+				b.flushers--
+				b.mu.Unlock()
+				return
+			}
 		}
 		if wait > 0 {
 			b.idle++
@@ -180,15 +190,10 @@ func (b *Batcher[Req, Res]) flush() {
 			default:
 			}
 			b.idle--
-			if b.batchLen() > 0 { // a batch held (or queued as the timer fired): take it, or hold it on
-				b.mu.Unlock()
-				continue
-			}
-			b.flushers--
 			b.mu.Unlock()
-			return
+			continue // a batch to take or to hold on, or linger's end
 		}
-		held = nil
+		idleFrom = time.Time{}
 		batch := make([]*Call[Req, Res], 0, n)
 		for _, c := range b.queue[:n] {
 			if err := c.Ctx.Err(); err != nil {

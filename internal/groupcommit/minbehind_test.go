@@ -76,19 +76,103 @@ func TestMinBehindHoldsSmallBatch(t *testing.T) {
 	})
 }
 
-// Once MinBehind calls wait, they go beside the batch in flight.
+// Once MinBehind calls wait, they go beside the batch in flight, at
+// once: the held flusher is woken by the call that makes MinBehind.
 func TestMinBehindLetsFullEnoughBatchGo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, ran, block := heldBatcher(t, 3, time.Hour)
-		wait := doAll(b, 2, 3, 4)
+		start := time.Now()
+		wait := doAll(b, 2)
 		synctest.Wait()
-		got := <-ran // blocks (the test fails by deadlock) if the three are still held
-		slices.Sort(got)
-		if !slices.Equal(got, []int{2, 3, 4}) {
-			t.Fatalf("batch %v beside the one in flight, want [2 3 4]", got)
+		wait2 := doAll(b, 3)
+		synctest.Wait()
+		noBatch(t, ran, "calls 2 and 3, fewer than MinBehind, went beside the batch in flight")
+		wait3 := doAll(b, 4)
+		synctest.Wait()
+		select {
+		case got := <-ran:
+			if !slices.Equal(got, []int{2, 3, 4}) {
+				t.Fatalf("batch %v beside the one in flight, want [2 3 4]", got)
+			}
+		default:
+			t.Fatal("MinBehind calls still held")
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("MinBehind calls went after %v, want at once", waited)
 		}
 		close(block)
 		wait()
+		wait2()
+		wait3()
+		waitIdle(t, b)
+	})
+}
+
+// With every flusher busy (one in Run, one holding), the call that makes
+// MinBehind wakes the held flusher: no new flusher may start for it.
+func TestMinBehindWakesHeldFlusher(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ran, block := make(chan []int, 8), make(chan struct{})
+		b := &Batcher[int, int]{MaxBatch: 8, MaxInFlight: 2, MinBehind: 3, HoldMax: time.Hour,
+			Run: func(_ context.Context, batch []*Call[int, int]) {
+				reqs := make([]int, 0, len(batch))
+				for _, c := range batch {
+					reqs = append(reqs, c.Req)
+				}
+				ran <- reqs
+				if slices.Contains(reqs, 1) {
+					<-block
+				}
+			}}
+		go func() { _, _ = b.Do(context.Background(), 1) }()
+		<-ran
+		start := time.Now()
+		var waits []func()
+		for _, r := range []int{2, 3, 4} {
+			waits = append(waits, doAll(b, r))
+			synctest.Wait()
+		}
+		select {
+		case got := <-ran:
+			if !slices.Equal(got, []int{2, 3, 4}) {
+				t.Fatalf("batch %v beside the one in flight, want [2 3 4]", got)
+			}
+		default:
+			t.Fatal("MinBehind calls still held")
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("MinBehind calls went after %v, want at once", waited)
+		}
+		close(block)
+		for _, w := range waits {
+			w()
+		}
+		waitIdle(t, b)
+	})
+}
+
+// HoldMax runs from when the batch was first held: calls that join it
+// (and wake its flusher) do not put its deadline off.
+func TestHoldMaxFromFirstHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const holdMax = 5 * time.Millisecond
+		b, ran, block := heldBatcher(t, 4, holdMax)
+		start := time.Now()
+		wait := doAll(b, 2)
+		synctest.Wait()
+		time.Sleep(3 * time.Millisecond)
+		wait2 := doAll(b, 3)
+		synctest.Wait()
+		noBatch(t, ran, "calls 2 and 3 went before HoldMax")
+		if got := <-ran; !slices.Equal(got, []int{2, 3}) {
+			t.Fatalf("batch %v, want [2 3]", got)
+		}
+		if held := time.Since(start); held != holdMax {
+			t.Fatalf("held %v, want HoldMax (%v) from the first hold", held, holdMax)
+		}
+		wait()
+		wait2()
+		close(block)
 		waitIdle(t, b)
 	})
 }
@@ -130,6 +214,63 @@ func TestMinBehindLoneCallGoesAtOnce(t *testing.T) {
 		if waited := time.Since(start); waited != 0 || ran != 1 {
 			t.Fatalf("a lone call ran %d times after %v, want once at once", ran, waited)
 		}
+		waitIdle(t, b)
+	})
+}
+
+// A flusher that held a batch which the flusher of the batch in flight
+// then took lingers, as one that found the queue empty does: it does
+// not end when HoldMax passes (a flusher started anew for the next
+// batch grows its stack again).
+func TestHeldFlusherLingers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const holdMax = 5 * time.Millisecond
+		b, ran, block := heldBatcher(t, 3, holdMax)
+		wait := doAll(b, 2)
+		synctest.Wait() // call 2 is held by a second flusher
+		close(block)    // the first flusher takes it
+		wait()
+		if got := <-ran; !slices.Equal(got, []int{2}) {
+			t.Fatalf("batch %v, want [2]", got)
+		}
+		time.Sleep(2 * holdMax)
+		synctest.Wait()
+		b.mu.Lock()
+		flushers := b.flushers
+		b.mu.Unlock()
+		if flushers != 2 {
+			t.Fatalf("%d flushers once HoldMax passed with the queue empty, want 2 (both lingering)", flushers)
+		}
+		waitIdle(t, b)
+	})
+}
+
+// HoldMax counts from when each call was queued: when the first held
+// call gives up, the call behind it is not held HoldMax anew.
+func TestHoldMaxCountsFromEachCallsQueueing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const holdMax = 5 * time.Millisecond
+		b, ran, block := heldBatcher(t, 3, holdMax)
+		start := time.Now()
+		ctx, cancel := context.WithCancel(context.Background())
+		gaveUp := make(chan error)
+		go func() { _, err := b.Do(ctx, 2); gaveUp <- err }()
+		synctest.Wait()
+		wait := doAll(b, 3)
+		synctest.Wait()
+		time.Sleep(holdMax / 2)
+		cancel()
+		if err := <-gaveUp; err != context.Canceled {
+			t.Fatalf("call 2: %v, want context.Canceled", err)
+		}
+		if got := <-ran; !slices.Equal(got, []int{3}) {
+			t.Fatalf("batch %v, want [3]", got)
+		}
+		if held := time.Since(start); held != holdMax {
+			t.Fatalf("call 3 held %v, want HoldMax (%v) from when it was queued", held, holdMax)
+		}
+		wait()
+		close(block)
 		waitIdle(t, b)
 	})
 }
