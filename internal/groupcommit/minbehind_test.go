@@ -11,13 +11,18 @@ import (
 
 // heldBatcher is a batcher of up to four batches in flight that holds
 // batches of fewer than minBehind calls behind one in flight, for up to
-// holdMax. Its Run reports each batch's calls on ran; the batch holding
+// holdMax (heldBatcherOf: up to maxInFlight). Its Run reports each batch's calls on ran; the batch holding
 // call 1 then waits for block to close. Call 1's batch is in flight when
 // it returns.
 func heldBatcher(t *testing.T, minBehind int, holdMax time.Duration) (b *Batcher[int, int], ran chan []int, block chan struct{}) {
 	t.Helper()
+	return heldBatcherOf(t, 4, minBehind, holdMax)
+}
+
+func heldBatcherOf(t *testing.T, maxInFlight, minBehind int, holdMax time.Duration) (b *Batcher[int, int], ran chan []int, block chan struct{}) {
+	t.Helper()
 	ran, block = make(chan []int, 8), make(chan struct{})
-	b = &Batcher[int, int]{MaxBatch: 8, MaxInFlight: 4, MinBehind: minBehind, HoldMax: holdMax,
+	b = &Batcher[int, int]{MaxBatch: 8, MaxInFlight: maxInFlight, MinBehind: minBehind, HoldMax: holdMax,
 		Run: func(_ context.Context, batch []*Call[int, int]) {
 			reqs := make([]int, 0, len(batch))
 			for _, c := range batch {
@@ -77,83 +82,47 @@ func TestMinBehindHoldsSmallBatch(t *testing.T) {
 }
 
 // Once MinBehind calls wait, they go beside the batch in flight, at
-// once: the held flusher is woken by the call that makes MinBehind.
+// once: the call that makes MinBehind wakes the held flusher. With
+// MaxInFlight 2 every flusher is then busy (one in Run, one holding),
+// so no new one may start for it.
 func TestMinBehindLetsFullEnoughBatchGo(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b, ran, block := heldBatcher(t, 3, time.Hour)
-		start := time.Now()
-		wait := doAll(b, 2)
-		synctest.Wait()
-		wait2 := doAll(b, 3)
-		synctest.Wait()
-		noBatch(t, ran, "calls 2 and 3, fewer than MinBehind, went beside the batch in flight")
-		wait3 := doAll(b, 4)
-		synctest.Wait()
-		select {
-		case got := <-ran:
-			if !slices.Equal(got, []int{2, 3, 4}) {
-				t.Fatalf("batch %v beside the one in flight, want [2 3 4]", got)
+	for _, maxInFlight := range []int{4, 2} {
+		synctest.Test(t, func(t *testing.T) {
+			b, ran, block := heldBatcherOf(t, maxInFlight, 3, time.Hour)
+			start := time.Now()
+			var waits []func()
+			for _, r := range []int{2, 3, 4} {
+				if r == 4 {
+					noBatch(t, ran, "calls 2 and 3, fewer than MinBehind, went beside the batch in flight")
+				}
+				waits = append(waits, doAll(b, r))
+				synctest.Wait()
 			}
-		default:
-			t.Fatal("MinBehind calls still held")
-		}
-		if waited := time.Since(start); waited != 0 {
-			t.Fatalf("MinBehind calls went after %v, want at once", waited)
-		}
-		close(block)
-		wait()
-		wait2()
-		wait3()
-		waitIdle(t, b)
-	})
+			select {
+			case got := <-ran:
+				if !slices.Equal(got, []int{2, 3, 4}) {
+					t.Fatalf("MaxInFlight %d: batch %v beside the one in flight, want [2 3 4]", maxInFlight, got)
+				}
+			default:
+				t.Fatalf("MaxInFlight %d: MinBehind calls still held", maxInFlight)
+			}
+			if waited := time.Since(start); waited != 0 {
+				t.Fatalf("MaxInFlight %d: MinBehind calls went after %v, want at once", maxInFlight, waited)
+			}
+			close(block)
+			for _, w := range waits {
+				w()
+			}
+			waitIdle(t, b)
+		})
+	}
 }
 
-// With every flusher busy (one in Run, one holding), the call that makes
-// MinBehind wakes the held flusher: no new flusher may start for it.
-func TestMinBehindWakesHeldFlusher(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ran, block := make(chan []int, 8), make(chan struct{})
-		b := &Batcher[int, int]{MaxBatch: 8, MaxInFlight: 2, MinBehind: 3, HoldMax: time.Hour,
-			Run: func(_ context.Context, batch []*Call[int, int]) {
-				reqs := make([]int, 0, len(batch))
-				for _, c := range batch {
-					reqs = append(reqs, c.Req)
-				}
-				ran <- reqs
-				if slices.Contains(reqs, 1) {
-					<-block
-				}
-			}}
-		go func() { _, _ = b.Do(context.Background(), 1) }()
-		<-ran
-		start := time.Now()
-		var waits []func()
-		for _, r := range []int{2, 3, 4} {
-			waits = append(waits, doAll(b, r))
-			synctest.Wait()
-		}
-		select {
-		case got := <-ran:
-			if !slices.Equal(got, []int{2, 3, 4}) {
-				t.Fatalf("batch %v beside the one in flight, want [2 3 4]", got)
-			}
-		default:
-			t.Fatal("MinBehind calls still held")
-		}
-		if waited := time.Since(start); waited != 0 {
-			t.Fatalf("MinBehind calls went after %v, want at once", waited)
-		}
-		close(block)
-		for _, w := range waits {
-			w()
-		}
-		waitIdle(t, b)
-	})
-}
-
-// HoldMax runs from when the batch was first held: calls that join it
-// (and wake its flusher) do not put its deadline off.
-func TestHoldMaxFromFirstHold(t *testing.T) {
+// A batch held behind one that takes longer than HoldMax goes anyway
+// once HoldMax has passed since its first call was queued, beside the
+// batch still in flight: a call that joins it later (and wakes its
+// flusher) does not put that off.
+func TestHoldMaxBoundsTheHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const holdMax = 5 * time.Millisecond
 		b, ran, block := heldBatcher(t, 4, holdMax)
@@ -168,33 +137,10 @@ func TestHoldMaxFromFirstHold(t *testing.T) {
 			t.Fatalf("batch %v, want [2 3]", got)
 		}
 		if held := time.Since(start); held != holdMax {
-			t.Fatalf("held %v, want HoldMax (%v) from the first hold", held, holdMax)
+			t.Fatalf("held %v, want HoldMax (%v) from the first call's queueing", held, holdMax)
 		}
 		wait()
 		wait2()
-		close(block)
-		waitIdle(t, b)
-	})
-}
-
-// A batch held behind one that takes longer than HoldMax goes anyway
-// once HoldMax has passed, beside the batch still in flight.
-func TestHoldMaxBoundsTheHold(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const holdMax = 5 * time.Millisecond
-		b, ran, block := heldBatcher(t, 3, holdMax)
-		start := time.Now()
-		wait := doAll(b, 2)
-		synctest.Wait()
-		noBatch(t, ran, "call 2 went before HoldMax")
-		got := <-ran
-		if !slices.Equal(got, []int{2}) {
-			t.Fatalf("batch %v, want [2]", got)
-		}
-		if held := time.Since(start); held != holdMax {
-			t.Fatalf("call 2 held %v, want HoldMax (%v)", held, holdMax)
-		}
-		wait()
 		close(block)
 		waitIdle(t, b)
 	})
