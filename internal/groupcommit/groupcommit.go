@@ -153,16 +153,15 @@ func (b *Batcher[Req, Res]) flush() {
 	for {
 		b.mu.Lock()
 		n := b.batchLen()
-		var wait time.Duration
+		var wait time.Duration // how long to stay idle before looking again (0: take the batch)
 		if n == 0 || n < b.MinBehind && b.running > 0 {
 			now := time.Now()
 			if idleFrom.IsZero() {
 				idleFrom = now
 			}
-			wait = idleFrom.Add(linger).Sub(now)
 			if n > 0 { // held: until HoldMax after its first call was queued (at most linger a sleep)
 				wait = min(b.queue[0].queued.Add(cmp.Or(b.HoldMax, DefaultHoldMax)).Sub(now), linger)
-			} else if wait <= 0 {
+			} else if wait = idleFrom.Add(linger).Sub(now); wait <= 0 { // lingered long enough
 				b.flushers--
 				b.mu.Unlock()
 				return

@@ -9,17 +9,12 @@ import (
 	"time"
 )
 
-// heldBatcher is a batcher of up to four batches in flight that holds
-// batches of fewer than minBehind calls behind one in flight, for up to
-// holdMax (heldBatcherOf: up to maxInFlight). Its Run reports each batch's calls on ran; the batch holding
-// call 1 then waits for block to close. Call 1's batch is in flight when
-// it returns.
-func heldBatcher(t *testing.T, minBehind int, holdMax time.Duration) (b *Batcher[int, int], ran chan []int, block chan struct{}) {
-	t.Helper()
-	return heldBatcherOf(t, 4, minBehind, holdMax)
-}
-
-func heldBatcherOf(t *testing.T, maxInFlight, minBehind int, holdMax time.Duration) (b *Batcher[int, int], ran chan []int, block chan struct{}) {
+// heldBatcher is a batcher of up to maxInFlight batches in flight that
+// holds batches of fewer than minBehind calls behind one in flight, for
+// up to holdMax. Its Run reports each batch's calls on ran; the batch
+// holding call 1 then waits for block to close. Call 1's batch is in
+// flight when it returns.
+func heldBatcher(t *testing.T, maxInFlight, minBehind int, holdMax time.Duration) (b *Batcher[int, int], ran chan []int, block chan struct{}) {
 	t.Helper()
 	ran, block = make(chan []int, 8), make(chan struct{})
 	b = &Batcher[int, int]{MaxBatch: 8, MaxInFlight: maxInFlight, MinBehind: minBehind, HoldMax: holdMax,
@@ -60,12 +55,22 @@ func noBatch(t *testing.T, ran chan []int, why string) {
 	}
 }
 
+// nextBatch fails the test unless the next batch to run holds want and
+// runs after (in the bubble's time) since start.
+func nextBatch(t *testing.T, ran chan []int, want []int, start time.Time, after time.Duration) {
+	t.Helper()
+	got := <-ran
+	if waited := time.Since(start); !slices.Equal(got, want) || waited != after {
+		t.Fatalf("batch %v after %v, want %v after %v", got, waited, want, after)
+	}
+}
+
 // Calls fewer than MinBehind wait behind the batch in flight, though
 // MaxInFlight would let them go beside it, and go together, as one
 // batch, once it ends.
 func TestMinBehindHoldsSmallBatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, ran, block := heldBatcher(t, 3, time.Hour)
+		b, ran, block := heldBatcher(t, 4, 3, time.Hour)
 		wait := doAll(b, 2)
 		synctest.Wait()
 		wait2 := doAll(b, 3)
@@ -88,7 +93,7 @@ func TestMinBehindHoldsSmallBatch(t *testing.T) {
 func TestMinBehindLetsFullEnoughBatchGo(t *testing.T) {
 	for _, maxInFlight := range []int{4, 2} {
 		synctest.Test(t, func(t *testing.T) {
-			b, ran, block := heldBatcherOf(t, maxInFlight, 3, time.Hour)
+			b, ran, block := heldBatcher(t, maxInFlight, 3, time.Hour)
 			start := time.Now()
 			var waits []func()
 			for _, r := range []int{2, 3, 4} {
@@ -98,17 +103,7 @@ func TestMinBehindLetsFullEnoughBatchGo(t *testing.T) {
 				waits = append(waits, doAll(b, r))
 				synctest.Wait()
 			}
-			select {
-			case got := <-ran:
-				if !slices.Equal(got, []int{2, 3, 4}) {
-					t.Fatalf("MaxInFlight %d: batch %v beside the one in flight, want [2 3 4]", maxInFlight, got)
-				}
-			default:
-				t.Fatalf("MaxInFlight %d: MinBehind calls still held", maxInFlight)
-			}
-			if waited := time.Since(start); waited != 0 {
-				t.Fatalf("MaxInFlight %d: MinBehind calls went after %v, want at once", maxInFlight, waited)
-			}
+			nextBatch(t, ran, []int{2, 3, 4}, start, 0) // beside the batch in flight, at once
 			close(block)
 			for _, w := range waits {
 				w()
@@ -125,7 +120,7 @@ func TestMinBehindLetsFullEnoughBatchGo(t *testing.T) {
 func TestHoldMaxBoundsTheHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const holdMax = 5 * time.Millisecond
-		b, ran, block := heldBatcher(t, 4, holdMax)
+		b, ran, block := heldBatcher(t, 4, 4, holdMax)
 		start := time.Now()
 		wait := doAll(b, 2)
 		synctest.Wait()
@@ -133,12 +128,7 @@ func TestHoldMaxBoundsTheHold(t *testing.T) {
 		wait2 := doAll(b, 3)
 		synctest.Wait()
 		noBatch(t, ran, "calls 2 and 3 went before HoldMax")
-		if got := <-ran; !slices.Equal(got, []int{2, 3}) {
-			t.Fatalf("batch %v, want [2 3]", got)
-		}
-		if held := time.Since(start); held != holdMax {
-			t.Fatalf("held %v, want HoldMax (%v) from the first call's queueing", held, holdMax)
-		}
+		nextBatch(t, ran, []int{2, 3}, start, holdMax) // HoldMax from the first call's queueing
 		wait()
 		wait2()
 		close(block)
@@ -171,7 +161,7 @@ func TestMinBehindLoneCallGoesAtOnce(t *testing.T) {
 func TestHeldFlusherLingers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const holdMax = 5 * time.Millisecond
-		b, ran, block := heldBatcher(t, 3, holdMax)
+		b, ran, block := heldBatcher(t, 4, 3, holdMax)
 		wait := doAll(b, 2)
 		synctest.Wait() // call 2 is held by a second flusher
 		close(block)    // the first flusher takes it
@@ -196,7 +186,7 @@ func TestHeldFlusherLingers(t *testing.T) {
 func TestHoldMaxCountsFromEachCallsQueueing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const holdMax = 5 * time.Millisecond
-		b, ran, block := heldBatcher(t, 3, holdMax)
+		b, ran, block := heldBatcher(t, 4, 3, holdMax)
 		start := time.Now()
 		ctx, cancel := context.WithCancel(context.Background())
 		gaveUp := make(chan error)
@@ -209,12 +199,7 @@ func TestHoldMaxCountsFromEachCallsQueueing(t *testing.T) {
 		if err := <-gaveUp; err != context.Canceled {
 			t.Fatalf("call 2: %v, want context.Canceled", err)
 		}
-		if got := <-ran; !slices.Equal(got, []int{3}) {
-			t.Fatalf("batch %v, want [3]", got)
-		}
-		if held := time.Since(start); held != holdMax {
-			t.Fatalf("call 3 held %v, want HoldMax (%v) from when it was queued", held, holdMax)
-		}
+		nextBatch(t, ran, []int{3}, start, holdMax) // HoldMax from when call 3 was queued
 		wait()
 		close(block)
 		waitIdle(t, b)
