@@ -542,6 +542,21 @@ func recordOpenAI(t *testing.T, rc *recorder) {
 	e.clock.Advance(imagegen.MaxWait)
 	<-timedOut
 
+	rc.do(e, "openai: too large", "POST", path, e.key, `{"prompt":"`+strings.Repeat("a", 1<<20)+`"}`, invalid, status(http.StatusRequestEntityTooLarge))
+	rc.do(e, "openai: models", "GET", "/v1/models", e.key, "", status(http.StatusOK))
+	rc.do(e, "openai: models, no key", "GET", "/v1/models", "", "", invalid, status(http.StatusUnauthorized))
+	rc.do(e, "openai: model", "GET", "/v1/models/"+httpapi.DefaultOpenAIModel, e.key, "", status(http.StatusOK))
+	rc.do(e, "openai: unknown model", "GET", "/v1/models/nope", e.key, "", status(http.StatusNotFound))
+	rc.do(e, "openai: model, no key", "GET", "/v1/models/nope", "", "", invalid, status(http.StatusUnauthorized))
+
+	// The server begins to shut down while a request waits: 503.
+	drained := newEnv(t, func(o *envOptions) { o.openAI = true })
+	shutDown := startWaiting(t, drained.clock, func() *exchange { // no worker runs: it waits
+		return rc.do(drained, "openai: shutting down", "POST", path, drained.key, `{"prompt":"otter"}`, status(http.StatusServiceUnavailable))
+	})
+	drained.api.Drain()
+	<-shutDown
+
 	limited := newEnv(t, func(o *envOptions) { o.limit = 1; o.openAI = true })
 	rc.do(limited, "openai: within limit", "POST", path, limited.key, `{"prompt":"otter","n":5}`, invalid, status(http.StatusBadRequest))
 	rc.do(limited, "openai: over limit", "POST", path, limited.key, `{"prompt":"otter"}`, status(http.StatusTooManyRequests))

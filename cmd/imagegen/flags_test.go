@@ -167,3 +167,21 @@ func TestServeTrustedProxyFlag(t *testing.T) {
 	_, err = parseServe([]string{"-trusted-proxy", "not-a-cidr"}, noEnv, io.Discard)
 	is.True(err != nil)
 }
+
+// An empty IMAGEGEN_* variable counts as not set (docs/configuration.md
+// says so): the flag keeps its default, where a value sets it; an empty
+// value is given with the flag itself.
+func TestEmptyEnvironmentVariableCountsAsUnset(t *testing.T) {
+	is := is.New(t)
+	for _, tc := range []struct{ env, want string }{{"", "/v1"}, {"/openai", "/openai"}} {
+		fs := newFlagSet("test", &bytes.Buffer{})
+		prefix := fs.String("openai-prefix", "/v1", "")
+		is.NoErr(envDefaults(fs, func(k string) string {
+			if k == "IMAGEGEN_OPENAI_PREFIX" {
+				return tc.env
+			}
+			return ""
+		}))
+		is.Equal(*prefix, tc.want)
+	}
+}

@@ -203,15 +203,19 @@ func buildModel(c modelChoice, d modelDeps) (imagegen.Model, error) {
 	return nil, fmt.Errorf("-model %q: unknown provider", c)
 }
 
+// comfyWorkflowsVar names the folder of an operator's ComfyUI workflows
+// (NAME.json, NAME.img2img.json), read from the environment only.
+const comfyWorkflowsVar = "COMFYUI_WORKFLOWS"
+
 // newComfyUI builds -model comfyui[/NAME]: NAME is an operator's
-// workflow when COMFYUI_WORKFLOWS holds NAME.json or NAME.img2img.json,
+// workflow when comfyWorkflowsVar holds NAME.json or NAME.img2img.json,
 // else the checkpoint of the built-in workflows.
 func newComfyUI(c modelChoice, pc provider.Config, d modelDeps) (imagegen.Model, error) {
 	cfg := comfyui.Config{Config: pc, Checkpoint: c.model, Fetcher: d.fetcher, Logger: d.log}
-	if dir := d.getenv("COMFYUI_WORKFLOWS"); dir != "" && c.model != "" {
+	if dir := d.getenv(comfyWorkflowsVar); dir != "" && c.model != "" {
 		w, found, err := comfyui.ReadWorkflows(os.DirFS(dir), c.model)
 		if err != nil {
-			return nil, fmt.Errorf("-model %s: COMFYUI_WORKFLOWS: %w", c, err)
+			return nil, fmt.Errorf("-model %s: %s: %w", c, comfyWorkflowsVar, err)
 		}
 		if found {
 			cfg.Workflows, cfg.Name, cfg.Checkpoint = w, c.model, ""

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/imagegen/imagegen/model/comfyui"
 	"github.com/imagegen/imagegen/model/placeholder"
 )
 
@@ -136,7 +137,9 @@ run or manage a store (`+"`serve`, `worker`, `migrate`, `keys`, `credits`, `owne
 also read each flag from the environment variable shown beside it: the flag's
 name upper-cased, dashes as underscores, after `+"`IMAGEGEN_`"+`. A flag on the
 command line wins over the environment; a repeatable flag takes a
-comma-separated list there. Secrets (passwords in URLs, keys) are best given
+comma-separated list there. An empty variable counts as not set: to give a
+flag an empty value (`+"`-openai-prefix=`"+`, which turns the OpenAI-compatible
+endpoint off), give the flag itself. Secrets (passwords in URLs, keys) are best given
 through the environment or a `+"`-<name>-file`"+` flag, since a command line shows in
 `+"`ps`"+`. `+"`generate`"+` and `+"`tasks`"+` are clients of a server's API: they read the
 server from `+"`-server`"+` or `+"`IMAGEGEN_SERVER`"+`, and the API key from
@@ -200,6 +203,7 @@ server from `+"`-server`"+` or `+"`IMAGEGEN_SERVER`"+`, and the API key from
 		}
 		fmt.Fprintf(w, "| `%s` | serve, worker with `-model %s` | %s |\n", baseURLVar(p), p, base)
 	}
+	fmt.Fprintf(w, "| `%s` | serve, worker with `-model %s/NAME` | a folder of operators' workflows: NAME.json (text-to-image) and NAME.img2img.json (image-to-image); a NAME found there is that workflow, any other NAME the checkpoint of the built-in workflows |\n", comfyWorkflowsVar, comfyui.Provider)
 	fmt.Fprintln(w, "| `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_PROFILE`, `AWS_REGION`, … | serve, worker with `-blobs s3://…` | the standard AWS chain, for the bucket |")
 }
 
