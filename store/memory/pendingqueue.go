@@ -93,6 +93,15 @@ func (q *pendingQueue) head() slot {
 	return i
 }
 
+// headTag returns the fair-share tag of the queue's first entry, and
+// false when it is empty.
+func (q *pendingQueue) headTag() (int64, bool) {
+	if i := q.head(); i != 0 {
+		return q.node(i).key.order, true
+	}
+	return 0, false
+}
+
 // after returns the slot of the first entry after k, or 0 when there is
 // none (k itself need not be queued).
 func (q *pendingQueue) after(k queueKey) slot {

@@ -66,13 +66,15 @@ func (s *Store) enqueue(r task) {
 	r.queued = queueKey{order: r.runAfter.unixNano(), seq: s.seq}
 	s.pending.push(r.queued, r.slot)
 	o := s.owner(r.owner())
-	base := s.vtime
+	m := s.model(r.model())
+	head, queued := m.queue.headTag()
+	base := storekit.QueueBase(s.vtime, head, queued)
 	if o.pending > 0 {
 		base = max(base, o.last)
 	}
 	o.last = base + storekit.Stride(o.weight)
 	o.pending++
-	s.model(r.model()).queue.push(r.slot, queueKey{order: o.last, seq: s.seq})
+	m.queue.push(r.slot, queueKey{order: o.last, seq: s.seq})
 }
 
 // queuedNow reports whether r is in the pending queues.

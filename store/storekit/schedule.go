@@ -29,6 +29,21 @@ func Stride(weight int) int64 {
 	return imagegen.TagStride / int64(weight)
 }
 
+// QueueBase is the virtual time a task queued for a model is tagged
+// from (docs/scheduling.md): v, the store's, unless the model's queue
+// is behind it (held back while other models ran: paused, at its cap,
+// waiting for its rate), when it is one less than the tag at the
+// model's head, so that an owner's first task there waits behind one
+// turn of the owners queued there, not behind their whole backlog.
+// head is the tag of the first task in the model's queue of tasks that
+// are neither parked nor delayed; ok is false when that queue is empty.
+func QueueBase(v, head int64, ok bool) int64 {
+	if ok && head < v {
+		return head - 1
+	}
+	return v
+}
+
 // SortBusiest sorts loads most pending first (then by owner) and keeps
 // the first imagegen.BusiestOwners, as SchedulerStats.Busiest lists them.
 func SortBusiest(loads []imagegen.OwnerLoad) []imagegen.OwnerLoad {
