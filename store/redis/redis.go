@@ -602,6 +602,31 @@ local function read_vtag(vtag)
   return numof(read_string(vtag) or read_string(skey(vtag, 'vtime'))) or 0
 end
 
+-- queue_head_tag is the tag at the head of a model's fair queue q
+-- (fair:m:<model>: the model's pending tasks neither parked nor
+-- delayed, see fair_queues), read back from its score as claim_vtime
+-- does, or false when the queue is empty (or of another kind, or its
+-- score is not a number).
+local function queue_head_tag(q)
+  local h = redis.pcall('ZRANGE', q, '0', '0', 'WITHSCORES')
+  if h.err or #h == 0 then return false end
+  local score = numof(h[2])
+  return score ~= nil and claim_vtime(score)
+end
+
+-- queue_base is the virtual time a task queued for a model is tagged
+-- from (storekit.QueueBase, docs/scheduling.md): v, the largest tag
+-- claimed (read_vtag), unless the model's queue is behind it (held back
+-- while other models ran: paused, at its cap, waiting for its rate),
+-- when it is one less than head, the tag at the model's head
+-- (queue_head_tag; false: the queue is empty), so that an owner's first
+-- task there waits behind one turn of the owners queued there, not
+-- behind their whole backlog.
+local function queue_base(v, head)
+  if head and head < v then return head - 1 end
+  return v
+end
+
 -- stride is how far one task moves the tag of an owner of weight w.
 local function stride(w)
   w = numof(w) or 1
@@ -618,16 +643,18 @@ end
 -- fails keeps what it wrote before. The create script refuses such an
 -- owner's new tasks instead (see createScript).
 
--- next_tag gives the owner's next task its tag (the score in fair):
--- after the owner's last one while it has pending tasks, else after the
--- largest tag claimed, plus the owner's stride; it returns the tag and
--- the queueing count mod 1024, which keeps ties in queueing order (see
--- tag_score). It counts the task as pending.
-local function next_tag(task, owner)
+-- next_tag gives the owner's next task of model its tag (the score in
+-- its model's fair queue): the owner's stride after base, where base is
+-- the larger of the owner's last tag (while it has pending tasks) and
+-- queue_base: the largest tag claimed, or one less than the tag at the
+-- head of the model's queue when that is behind it. It returns the tag
+-- and the queueing count mod 1024, which keeps ties in queueing order
+-- (see tag_score). It counts the task as pending.
+local function next_tag(task, owner, model)
   local sched = skey(task, 'sched:' .. owner)
   local f = redis.pcall('HMGET', sched, 'w', 'last', 'pend')
   if f.err then f = {} end
-  local base = read_vtag(skey(task, 'vtag'))
+  local base = queue_base(read_vtag(skey(task, 'vtag')), queue_head_tag(skey(task, 'fair:m:' .. model)))
   if (numof(f[3]) or 0) > 0 then base = math.max(base, numof(f[2]) or 0) end
   local tag = base + stride(f[1])
   redis.pcall('HSET', sched, 'last', whole(tag))
@@ -650,7 +677,7 @@ end
 -- own writes.
 local function enqueue(task, id, run_after, owner, model)
   model = model or ''
-  redis.call('ZADD', skey(task, 'fair:m:' .. model), tag_score(next_tag(task, owner or '')), id)
+  redis.call('ZADD', skey(task, 'fair:m:' .. model), tag_score(next_tag(task, owner or '', model)), id)
   redis.call('SADD', skey(task, 'fair:models'), model)
   redis.call('ZADD', skey(task, 'pending'), int(run_after), id)
 end

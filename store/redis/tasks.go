@@ -32,9 +32,21 @@ import (
 // each spec: what tasks share but their request (model, cost, max
 // pending, callback), usually one for the whole batch.
 //
-// Each task gets its fair-share tag (see next_tag in the prelude): after
-// its owner's last while the owner has pending tasks, else after the
-// largest tag claimed.
+// Each task gets its fair-share tag (see next_tag in the prelude): its
+// owner's stride after base, the larger of its owner's last tag (while
+// the owner has pending tasks) and queue_base: the largest tag claimed
+// (vtag), or, when the head of the task's model's queue is behind that
+// (the model held back while others ran), one less than the tag at the
+// head. The head is read once a model a batch (one ZRANGE, before the
+// batch queues anything), and each of the batch's tasks is tagged from
+// it, as if the tasks had been submitted one after another, each seeing
+// the queue with the batch's earlier tasks in it: those give base
+// nothing new, since a task queued behind a head behind vtag is tagged
+// at or after the head (base is at least head - 1, the stride at least
+// 1), and one queued while the queue is empty or not behind vtag is
+// tagged after vtag; so the lowest tag in the queue is behind vtag
+// after a task is queued exactly when it was before, and is the same
+// tag when it is. (vtag, written by claims only, stays as read.)
 //
 // An owner's task index outlives its last task by at least ARGV[2] (the
 // retention and a day) and at most ARGV[3] (that and indexMargin): its
@@ -42,7 +54,7 @@ import (
 // its sched hash's ixp says, so that most batches skip the PEXPIRE.
 //
 //	KEYS[1] pending  KEYS[2] the index of all tasks
-//	KEYS[3] fair (the legacy queue, not written: the models' queues, fair:m:<model>, and fair:models are named from it)
+//	KEYS[3] fair (the legacy queue, not written: the models' queues, fair:m:<model> (their heads read, then written), and fair:models are named from it)
 //	KEYS[4] vtag  KEYS[5] tseq
 //	KEYS[4o+2 .. 4o+5]  owner o (1-based): balance, ledger, task index, sched
 //	then per task its task key
@@ -235,20 +247,23 @@ for i = 1, n do
       if rid ~= '' then h[#h + 1], h[#h + 2] = 'rid', rid end
       redis.call('HSET', unpack(h))
     end
-    local base = vtime
-    if acct.pend > 0 then base = math.max(base, acct.last) end
-    acct.last = base + acct.stride
-    acct.pend = acct.pend + 1
-    queued[#queued + 1], queued[#queued + 2] = snow, id
     local q = sp.q -- its model's queue's arguments, found once a spec
     if not q then
       q = fair[sp.model]
       if not q then
-        q = {}
+        -- base: what the model's tasks are tagged from (but for their
+        -- owners' last tags), from the head of its queue read once a
+        -- model: see the comment on createScript.
+        q = {base = queue_base(vtime, queue_head_tag(KEYS[3] .. ':m:' .. sp.model))}
         fair[sp.model], qmodels[#qmodels + 1] = q, sp.model
       end
       sp.q = q
     end
+    local base = q.base
+    if acct.pend > 0 then base = math.max(base, acct.last) end
+    acct.last = base + acct.stride
+    acct.pend = acct.pend + 1
+    queued[#queued + 1], queued[#queued + 2] = snow, id
     q[#q + 1], q[#q + 2] = tag_score(acct.last, (seq - n + i) % 1024), id
     local member = stamp .. id
     acct.members[#acct.members + 1], acct.members[#acct.members + 2] = '0', member
