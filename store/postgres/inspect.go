@@ -136,7 +136,7 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 	}
 	if _, err := tx.Exec(ctx, s.sql(`UPDATE {schema}.tasks
 		SET `+backInQueue+`, error = '', error_code = '', lease_until = NULL, finished_at = NULL, expires_at = NULL,
-			run_after = {now}, updated_at = {now}, tag = {schema}.next_tag(owner, {schema}.vtime({now})),
+			run_after = {now}, updated_at = {now}, `+queuedTag+`,
 			refunded = CASE WHEN $3 THEN false ELSE refunded END,
 			refund_ref = CASE WHEN $3 THEN $4 ELSE refund_ref END
 		WHERE id = $2`), s.nowArg(), id, recharge, refundRef); err != nil {

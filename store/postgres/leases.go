@@ -245,11 +245,22 @@ func (s *Store) SetProgress(ctx context.Context, id string, attempt int, progres
 // every delayed task whose run_after has passed.)
 const backInQueue = `status = 'pending', parked = false, delayed = false`
 
+// queuedTag is the SET clause that tags a task given back to the queue
+// (the retries, releases, recoveries and requeues that write
+// backInQueue): after its owner's last pending task (next_tag), from
+// its model's base (model_base, migration 28), as submit_tasks tags a
+// new task. The base is the store's virtual time (vtime), unless the
+// head of the model's queue is behind it (the model held back while
+// others ran: paused, at its cap, waiting for its rate), when it is one
+// less than the head's tag (storekit.QueueBase), so the task waits
+// behind one turn of the model's backlog, not all of it.
+const queuedTag = `tag = {schema}.next_tag(owner, {schema}.model_base(model, {schema}.vtime({now})))`
+
 // RetryTask gives the task back to the queue, ready after delay.
 func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay time.Duration, lastErr string) error {
 	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.tasks
 		SET `+backInQueue+`, lease_until = NULL, run_after = {now} + $4 * interval '1 microsecond',
-			updated_at = {now}, last_error = $5, tag = {schema}.next_tag(owner, {schema}.vtime({now}))
+			updated_at = {now}, last_error = $5, `+queuedTag+`
 		WHERE `+holds), s.nowArg(), id, attempt, micros(delay), lastErr)
 	if err == nil && tag.RowsAffected() == 1 && delay <= time.Second {
 		s.queuedNote.poke("")
@@ -262,7 +273,7 @@ func (s *Store) RetryTask(ctx context.Context, id string, attempt int, delay tim
 func (s *Store) ReleaseTask(ctx context.Context, id string, attempt int) error {
 	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.tasks
 		SET `+backInQueue+`, lease_until = NULL, run_after = {now}, updated_at = {now},
-			released = released + 1, last_error = $4, tag = {schema}.next_tag(owner, {schema}.vtime({now}))
+			released = released + 1, last_error = $4, `+queuedTag+`
 		WHERE `+holds), s.nowArg(), id, attempt, storekit.ReleasedMessage)
 	if err == nil && tag.RowsAffected() == 1 {
 		s.queuedNote.poke("")
@@ -368,7 +379,7 @@ func (s *Store) recoverBatch(ctx context.Context, maxAttempts int, rec *imagegen
 const requeueExpiredSQL = `UPDATE {schema}.tasks
 	SET ` + backInQueue + `, lease_until = NULL, run_after = {now}, updated_at = {now},
 		last_error = 'lease expired',
-		tag = {schema}.next_tag(owner, {schema}.vtime({now}))
+		` + queuedTag + `
 	WHERE id = $2`
 
 // requeueExpired sends the locked tasks ids back to the queue in tx, in

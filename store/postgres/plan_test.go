@@ -135,6 +135,27 @@ func TestVtimeWalksTheQueueInOrder(t *testing.T) {
 	checkWalk(t, plans, "ORDER BY")
 }
 
+// model_base, once per model a batch of submits creates tasks of and
+// once per task given back to the queue (migration 28), reads the head
+// of the model's queue with one probe of tasks_model_fair, not a read
+// and a sort of the model's pending tasks, in its generic plan too (a
+// session keeps it from the sixth call on): on a table of 233 tasks
+// without statistics, the same query with LIMIT 1 was planned
+// generically as a scan of tasks_owner_pending and a sort, which every
+// later call in the session then ran on the grown queue.
+func TestModelBaseReadsTheModelsHead(t *testing.T) {
+	pool := pgtest.Connect(t)
+	s := pgtest.NewStore(t, pool, postgres.Config{})
+	createTasks(t, s, 233)
+	var base int64
+	plans := nestedPlans(t, fmt.Sprintf("SELECT min(%s.model_base('m', 1000000000 + i)) FROM generate_series(1, 8) i",
+		pgx.Identifier{s.Schema()}.Sanitize()), &base)
+	if base != 999 { // the first task's tag (one turn of weight 1), less one
+		t.Fatalf("model_base = %d, want 999", base)
+	}
+	checkWalk(t, plans, "ORDER BY p.tag, p.seq")
+}
+
 // nestedPlans runs query, scanning its one row into dest, and returns the
 // plans auto_explain logs for it and the statements inside the functions
 // it calls; it skips the test when the server has no auto_explain.
