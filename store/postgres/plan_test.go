@@ -135,6 +135,34 @@ func TestVtimeWalksTheQueueInOrder(t *testing.T) {
 	checkWalk(t, plans, "ORDER BY")
 }
 
+// vtime reads each head it needs (each model's queue's, the first parked
+// task's, the first delayed retry's) with a walk of its index in order,
+// in the plans a session keeps too (migration 29): PL/pgSQL plans a
+// statement without parameters once, at its first call, and the next
+// model's head generically from its sixth call on. On a table of 233
+// tasks without statistics, version 27's LIMIT 1 queries of the models'
+// heads were planned as a scan of tasks_owner_pending and a sort, which
+// every later call in the session ran on the grown queue.
+func TestVtimeReadsTheHeadsInOrder(t *testing.T) {
+	pool := pgtest.Connect(t)
+	s := pgtest.NewStore(t, pool, postgres.Config{})
+	createTasks(t, s, 233)
+	var v int64
+	plans := nestedPlans(t, fmt.Sprintf("SELECT min(%s.vtime(now() + i * interval '1 microsecond')) FROM generate_series(1, 8) i",
+		pgx.Identifier{s.Schema()}.Sanitize()), &v)
+	if v != 0 { // the first task's tag (one turn of weight 1), less a turn
+		t.Fatalf("vtime = %d, want 0", v)
+	}
+	for _, order := range []string{
+		"NOT p.delayed ORDER BY p.model", // the first model's head
+		"AND p.model > ",                 // the next model's
+		"AND p.parked ORDER BY",          // the first parked task
+		"AND p.delayed ORDER BY",         // the first delayed retry
+	} {
+		checkWalk(t, plans, order)
+	}
+}
+
 // model_base, once per model a batch of submits creates tasks of and
 // once per task given back to the queue (migration 28), reads the head
 // of the model's queue with one probe of tasks_model_fair, not a read
