@@ -26,50 +26,16 @@ func heldModelState(t *testing.T, pool *pgxpool.Pool, schema string) {
 		('a', 100), ('b', 100), ('d', 100), ('e', 100), ('f', 100)`); err != nil {
 		t.Fatal(err)
 	}
-	var pre modelSubmit
+	var pre submitCall
 	for i := range 5 {
-		pre.add(fmt.Sprintf("pre-a%d", i), "a", "slow")
+		pre.addOf(fmt.Sprintf("pre-a%d", i), "a", "slow")
 	}
 	for i := range 10 {
-		pre.add(fmt.Sprintf("pre-b%d", i), "b", "fast")
+		pre.addOf(fmt.Sprintf("pre-b%d", i), "b", "fast")
 	}
-	pre.run(t, pool, schema)
+	pre.mustRun(t, pool, schema)
 	if _, err := pool.Exec(ctx, `UPDATE `+q+`.tasks SET status = 'processing', attempt = 1 WHERE owner = 'b'`); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// modelSubmit is one call of submit_tasks with a model a task.
-type modelSubmit struct{ ids, owners, models []string }
-
-func (c *modelSubmit) add(id, owner, model string) {
-	c.ids, c.owners, c.models = append(c.ids, id), append(c.owners, owner), append(c.models, model)
-}
-
-func (c modelSubmit) run(t *testing.T, pool *pgxpool.Pool, schema string) {
-	t.Helper()
-	n := len(c.ids)
-	fill := func(s string) []string {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = s
-		}
-		return out
-	}
-	costs, caps := make([]int64, n), make([]int32, n)
-	for i := range costs {
-		costs[i] = 1
-	}
-	var codes []int32
-	if err := pool.QueryRow(context.Background(), `SELECT code FROM `+pgx.Identifier{schema}.Sanitize()+
-		`.submit_tasks($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		c.ids, c.owners, fill(`{"prompt":"x"}`), c.models, costs, fill(""), fill(""), fill(""), caps, submitAt).Scan(&codes); err != nil {
-		t.Fatal(err)
-	}
-	for i, code := range codes {
-		if code != 1 {
-			t.Fatalf("submit of %s: code %d", c.ids[i], code)
-		}
 	}
 }
 
@@ -100,21 +66,21 @@ func TestSubmitTagsFromTheModelsHead(t *testing.T) {
 	heldModelState(t, pool, batched)
 	heldModelState(t, pool, single)
 
-	var batch modelSubmit
-	batch.add("a1", "a", "fast") // after a's last pending task (5000), from vtime: 11000
-	batch.add("a2", "a", "slow") // after a1: 12000
-	batch.add("d1", "d", "slow") // the held model's head less one, a turn on: 1999
-	batch.add("d2", "d", "slow") // 2999
-	batch.add("d3", "d", "fast") // from vtime: 11000
-	batch.add("d4", "d", "slow") // after d3: 12000
-	batch.add("e1", "e", "fast") // 11000
-	batch.add("e2", "e", "slow") // after e1: 12000
-	batch.add("f1", "f", "slow") // a run of one: 1999
-	batch.run(t, pool, batched)
+	var batch submitCall
+	batch.addOf("a1", "a", "fast") // after a's last pending task (5000), from vtime: 11000
+	batch.addOf("a2", "a", "slow") // after a1: 12000
+	batch.addOf("d1", "d", "slow") // the held model's head less one, a turn on: 1999
+	batch.addOf("d2", "d", "slow") // 2999
+	batch.addOf("d3", "d", "fast") // from vtime: 11000
+	batch.addOf("d4", "d", "slow") // after d3: 12000
+	batch.addOf("e1", "e", "fast") // 11000
+	batch.addOf("e2", "e", "slow") // after e1: 12000
+	batch.addOf("f1", "f", "slow") // a run of one: 1999
+	batch.mustRun(t, pool, batched)
 	for i := range batch.ids {
-		var one modelSubmit
-		one.add(batch.ids[i], batch.owners[i], batch.models[i])
-		one.run(t, pool, single)
+		var one submitCall
+		one.addOf(batch.ids[i], batch.owners[i], batch.models[i])
+		one.mustRun(t, pool, single)
 	}
 	got, want := storeState(t, pool, batched), storeState(t, pool, single)
 	if !reflect.DeepEqual(got, want) {
@@ -136,9 +102,9 @@ func TestRequeuesTagFromTheModelsHead(t *testing.T) {
 	schema := s.Schema()
 	q := pgx.Identifier{schema}.Sanitize()
 	heldModelState(t, pool, schema)
-	var d modelSubmit
-	d.add("d1", "d", "slow")
-	d.run(t, pool, schema)
+	var d submitCall
+	d.addOf("d1", "d", "slow")
+	d.mustRun(t, pool, schema)
 	// d1 out of the queue, as the step before each way back leaves it.
 	set := func(state string) {
 		t.Helper()

@@ -18,15 +18,38 @@ import (
 	"github.com/imagegen/imagegen/store/postgres"
 )
 
-// submitCall is one call of submit_tasks: a batch in owner order.
+// submitCall is one call of submit_tasks: a batch in owner order, of
+// model "m" unless models names each task's.
 type submitCall struct {
-	ids, owners []string
-	costs       []int64
-	caps        []int32
+	ids, owners, models []string
+	costs               []int64
+	caps                []int32
 }
 
 func (c *submitCall) add(id, owner string, cost int64, maxPending int32) {
 	c.ids, c.owners, c.costs, c.caps = append(c.ids, id), append(c.owners, owner), append(c.costs, cost), append(c.caps, maxPending)
+}
+
+// addOf adds a task of model at a cost of 1 with no pending cap; a call
+// that names one task's model must name every task's.
+func (c *submitCall) addOf(id, owner, model string) {
+	c.add(id, owner, 1, 0)
+	c.models = append(c.models, model)
+}
+
+// mustRun runs c on pool in schema and fails the test unless every task
+// was created.
+func (c submitCall) mustRun(t *testing.T, pool *pgxpool.Pool, schema string) {
+	t.Helper()
+	codes, _, err := c.run(context.Background(), pool, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, code := range codes {
+		if code != 1 {
+			t.Fatalf("submit of %s: code %d", c.ids[i], code)
+		}
+	}
 }
 
 var submitAt = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
@@ -43,8 +66,12 @@ func (c submitCall) run(ctx context.Context, q interface {
 		}
 		return out
 	}
+	models := c.models
+	if models == nil {
+		models = fill("m")
+	}
 	err = q.QueryRow(ctx, `SELECT code, balance FROM `+pgx.Identifier{schema}.Sanitize()+`.submit_tasks($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		c.ids, c.owners, fill(`{"prompt":"x"}`), fill("m"), c.costs, fill(""), fill(""), fill(""), c.caps, submitAt).Scan(&codes, &balances)
+		c.ids, c.owners, fill(`{"prompt":"x"}`), models, c.costs, fill(""), fill(""), fill(""), c.caps, submitAt).Scan(&codes, &balances)
 	return codes, balances, err
 }
 
