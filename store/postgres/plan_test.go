@@ -184,6 +184,59 @@ func TestModelBaseReadsTheModelsHead(t *testing.T) {
 	checkWalk(t, plans, "ORDER BY p.tag, p.seq")
 }
 
+// model_heads, at the start of every claim, reads the head of each
+// model's queue with a walk of tasks_model_fair in order (the loose
+// scan), in the plans a session keeps too (migration 30): PL/pgSQL plans
+// the first model's head once, at its first call, and the next model's
+// generically from its sixth call on (at once inside claim_free, which
+// forces generic plans). On a table of 233 tasks without statistics,
+// version 27's LIMIT 1 queries were planned, from the first call, as a
+// scan of tasks_owner_pending and a sort, which every later claim in
+// the session ran on the grown queue.
+func TestModelHeadsReadsTheHeadsInOrder(t *testing.T) {
+	pool := pgtest.Connect(t)
+	s := pgtest.NewStore(t, pool, postgres.Config{})
+	createTasks(t, s, 233)
+	var n int
+	plans := nestedPlans(t, fmt.Sprintf(`SELECT count(*) FROM generate_series(1, 8) i,
+		LATERAL %s.model_heads(now() + i * interval '1 microsecond') h WHERE h.models = '{m}'`,
+		pgx.Identifier{s.Schema()}.Sanitize()), &n)
+	if n != 8 {
+		t.Fatalf("model_heads found model m alone %d times of 8", n)
+	}
+	checkWalk(t, plans, "NOT p.delayed ORDER BY p.model") // the first model's head
+	checkWalk(t, plans, "AND p.model > ")                 // the next model's
+}
+
+// undelay, at the start of every claim, finds the models with delayed
+// retries and each one's first due with a walk of tasks_delayed in
+// order (its loose scan), in the plans a session keeps too: at 233
+// tasks without statistics version 27's LIMIT 1 queries are planned on
+// tasks_delayed, by their first call and generically alike, so they
+// need no cursor. (Its UPDATE, which gives a model's due retries back by
+// ctid, is not checked here.)
+func TestUndelayReadsTheHeadsInOrder(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Connect(t)
+	s := pgtest.NewStore(t, pool, postgres.Config{})
+	createTasks(t, s, 233)
+	// 33 delayed retries of two models, due an hour apart: each call
+	// below finds both models and gives some back.
+	if _, err := pool.Exec(ctx, s.SQLForTest(`UPDATE {schema}.tasks
+		SET model = CASE WHEN seq % 2 = 0 THEN 'm' ELSE 'n' END, delayed = true, run_after = now() + (seq % 16) * interval '1 hour'
+		WHERE seq % 7 = 0`)); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	plans := nestedPlans(t, fmt.Sprintf("SELECT count(%s.undelay(now() + i * interval '1 hour')) FROM generate_series(1, 8) i",
+		pgx.Identifier{s.Schema()}.Sanitize()), &n)
+	if n != 8 {
+		t.Fatalf("undelay ran %d times, want 8", n)
+	}
+	checkWalk(t, plans, "AND p.delayed ORDER BY p.model, p.run_after LIMIT 1")       // the first model's
+	checkWalk(t, plans, "AND p.model > v_model ORDER BY p.model, p.run_after LIMIT") // the next model's
+}
+
 // nestedPlans runs query, scanning its one row into dest, and returns the
 // plans auto_explain logs for it and the statements inside the functions
 // it calls; it skips the test when the server has no auto_explain.
