@@ -391,3 +391,68 @@ func TestSuccessKeepsTheGenericPlan(t *testing.T) {
 		t.Errorf("the success statement was planned for its parameters %d times, generically %d times; want 0 and 10", custom, generic)
 	}
 }
+
+// The claims write the rows they locked by ctid, WHERE ctid = ANY (an
+// array of them), with a Tid Scan in the plans a session keeps too
+// (migration 31): claim_free's UPDATE of the tasks it takes, the tasks
+// both claims set aside (delayed) and claim_tasks parks, and undelay's
+// due retries given back. PostgreSQL plans ctid = ANY of an array it
+// does not know as ten rows; on a table of 233 tasks without statistics
+// version 27's statements were planned as a Seq Scan of tasks, claim_free's
+// generically from the first call (it forces generic plans) and
+// undelay's from the sixth, which every later claim in the session ran
+// on the grown table, finished tasks included.
+func TestClaimsUpdateByCtidWithTidScans(t *testing.T) {
+	for _, claim := range []string{
+		"claim_free(now() + i * interval '1 hour', interval '1 minute', 8)",
+		"claim_tasks(now() + i * interval '1 hour', interval '1 minute', 8, 256, 1, '{}', '{}', '{}')",
+	} {
+		name := claim[:strings.Index(claim, "(")]
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			pool := pgtest.Connect(t)
+			s := pgtest.NewStore(t, pool, postgres.Config{})
+			createTasks(t, s, 233)
+			// Tasks not ready in the queue, which the claims set aside, and
+			// delayed retries due an hour apart, which undelay gives back;
+			// for claim_tasks, three owners at a cap of 1, whose tasks it parks.
+			setup := `UPDATE {schema}.tasks SET run_after = now() + (seq % 16) * interval '1 hour' WHERE seq % 5 = 0;
+				UPDATE {schema}.tasks SET delayed = true, run_after = now() + (seq % 16) * interval '1 hour' WHERE seq % 7 = 0`
+			if name == "claim_tasks" {
+				setup += `; UPDATE {schema}.tasks SET owner = 'o' || (seq % 3)`
+			}
+			if _, err := pool.Exec(ctx, s.SQLForTest(setup)); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			plans := nestedPlans(t, fmt.Sprintf("SELECT count(*) FROM generate_series(1, 8) i, LATERAL %s.%s c",
+				pgx.Identifier{s.Schema()}.Sanitize(), claim), &n)
+			if n == 0 {
+				t.Fatal("claimed no task")
+			}
+			found := map[string]bool{}
+			for _, p := range plans {
+				if !strings.Contains(p, "ctid = ANY") || !strings.Contains(p, "UPDATE") || strings.Contains(p, "parked_owners SET") {
+					continue
+				}
+				for _, set := range []string{"SET delayed = ", "SET parked = ", "SET status = 'processing'"} {
+					if strings.Contains(p, set) {
+						found[set] = true
+					}
+				}
+				if !strings.Contains(p, "Tid Scan on tasks") || strings.Contains(p, "Seq Scan on tasks") {
+					t.Errorf("the rows are not found by their ctid:\n%s", p)
+				}
+			}
+			want := []string{"SET delayed = ", "SET status = 'processing'"}
+			if name == "claim_tasks" {
+				want = []string{"SET delayed = ", "SET parked = "}
+			}
+			for _, set := range want {
+				if !found[set] {
+					t.Errorf("no plan of the UPDATE %s... by ctid among %d logged", set, len(plans))
+				}
+			}
+		})
+	}
+}
