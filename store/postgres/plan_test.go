@@ -144,9 +144,7 @@ func TestVtimeWalksTheQueueInOrder(t *testing.T) {
 // heads were planned as a scan of tasks_owner_pending and a sort, which
 // every later call in the session ran on the grown queue.
 func TestVtimeReadsTheHeadsInOrder(t *testing.T) {
-	pool := pgtest.Connect(t)
-	s := pgtest.NewStore(t, pool, postgres.Config{})
-	createTasks(t, s, 233)
+	_, s := youngStore(t)
 	var v int64
 	plans := nestedPlans(t, fmt.Sprintf("SELECT min(%s.vtime(now() + i * interval '1 microsecond')) FROM generate_series(1, 8) i",
 		pgx.Identifier{s.Schema()}.Sanitize()), &v)
@@ -172,9 +170,7 @@ func TestVtimeReadsTheHeadsInOrder(t *testing.T) {
 // generically as a scan of tasks_owner_pending and a sort, which every
 // later call in the session then ran on the grown queue.
 func TestModelBaseReadsTheModelsHead(t *testing.T) {
-	pool := pgtest.Connect(t)
-	s := pgtest.NewStore(t, pool, postgres.Config{})
-	createTasks(t, s, 233)
+	_, s := youngStore(t)
 	var base int64
 	plans := nestedPlans(t, fmt.Sprintf("SELECT min(%s.model_base('m', 1000000000 + i)) FROM generate_series(1, 8) i",
 		pgx.Identifier{s.Schema()}.Sanitize()), &base)
@@ -194,9 +190,7 @@ func TestModelBaseReadsTheModelsHead(t *testing.T) {
 // scan of tasks_owner_pending and a sort, which every later claim in
 // the session ran on the grown queue.
 func TestModelHeadsReadsTheHeadsInOrder(t *testing.T) {
-	pool := pgtest.Connect(t)
-	s := pgtest.NewStore(t, pool, postgres.Config{})
-	createTasks(t, s, 233)
+	_, s := youngStore(t)
 	var n int
 	plans := nestedPlans(t, fmt.Sprintf(`SELECT count(*) FROM generate_series(1, 8) i,
 		LATERAL %s.model_heads(now() + i * interval '1 microsecond') h WHERE h.models = '{m}'`,
@@ -217,9 +211,7 @@ func TestModelHeadsReadsTheHeadsInOrder(t *testing.T) {
 // ctid, is not checked here.)
 func TestUndelayReadsTheHeadsInOrder(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.Connect(t)
-	s := pgtest.NewStore(t, pool, postgres.Config{})
-	createTasks(t, s, 233)
+	pool, s := youngStore(t)
 	// 33 delayed retries of two models, due an hour apart: each call
 	// below finds both models and gives some back.
 	if _, err := pool.Exec(ctx, s.SQLForTest(`UPDATE {schema}.tasks
@@ -328,6 +320,24 @@ func checkPlan(t *testing.T, plans []string, text, node string) {
 	}
 }
 
+// youngTasks is the size of a young tasks table, one without statistics
+// yet, at which PostgreSQL's plans for a queue's head (LIMIT 1 over
+// tasks_model_fair, which has just grown a second level) and for the
+// claims' UPDATEs by ctid tip over to a scan and a sort, or a Seq Scan:
+// the plans a session made there are kept as the table grows, so the
+// tests of the plans a session keeps run at this size.
+const youngTasks = 233
+
+// youngStore returns a pool and a store whose tasks table is young:
+// youngTasks pending tasks and no statistics.
+func youngStore(t *testing.T) (*pgxpool.Pool, *postgres.Store) {
+	t.Helper()
+	pool := pgtest.Connect(t)
+	s := pgtest.NewStore(t, pool, postgres.Config{})
+	createTasks(t, s, youngTasks)
+	return pool, s
+}
+
 // createTasks submits n tasks of one owner, t0000 on, 16 at a time.
 func createTasks(t *testing.T, s *postgres.Store, n int) {
 	t.Helper()
@@ -410,9 +420,7 @@ func TestClaimsUpdateByCtidWithTidScans(t *testing.T) {
 		name := claim[:strings.Index(claim, "(")]
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			pool := pgtest.Connect(t)
-			s := pgtest.NewStore(t, pool, postgres.Config{})
-			createTasks(t, s, 233)
+			pool, s := youngStore(t)
 			// Tasks not ready in the queue, which the claims set aside, and
 			// delayed retries due an hour apart, which undelay gives back;
 			// for claim_tasks, three owners at a cap of 1, whose tasks it parks.
