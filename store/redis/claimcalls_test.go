@@ -4,12 +4,10 @@ import (
 	"context"
 	"maps"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/testenv/redistest"
@@ -52,7 +50,7 @@ func TestClaimOfOneTaskMakesItsCallsOnly(t *testing.T) {
 	if err != nil || got.ID != "t1" {
 		t.Fatalf("claimed %v, %v; want t1", got, err)
 	}
-	calls := scriptCalls(t, rdb)
+	calls := redistest.ScriptCalls(t, rdb)
 	want := map[string]int{
 		"time": 1, "exists": 1, "hgetall": 1, "smembers": 1, "hmget": 2, "zrange": 1,
 		"zadd": 1, "hset": 1, "zscore": 1, "zrem": 2, "hincrby": 1, "get": 1, "mset": 1,
@@ -60,29 +58,4 @@ func TestClaimOfOneTaskMakesItsCallsOnly(t *testing.T) {
 	if !maps.Equal(calls, want) {
 		t.Fatalf("the claim's calls %v; want %v", calls, want)
 	}
-}
-
-// scriptCalls reads the calls of each command since the last CONFIG
-// RESETSTAT from INFO commandstats, but for the script runs themselves
-// and the test's own commands.
-func scriptCalls(t *testing.T, rdb *goredis.Client) map[string]int {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls := map[string]int{}
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-		name, found := strings.CutPrefix(name, "cmdstat_")
-		if !ok || !found || strings.HasPrefix(name, "eval") || strings.HasPrefix(name, "config") || name == "info" {
-			continue
-		}
-		n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-		if err != nil {
-			t.Fatalf("%q: %v", line, err)
-		}
-		calls[name] = n
-	}
-	return calls
 }

@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -134,16 +133,7 @@ func TestCreateBatchReadsEachModelsHeadOnce(t *testing.T) {
 			t.Fatalf("call %d: %+v, %v", i, c.Res, c.Err)
 		}
 	}
-	info, err := rdb.Info(ctx, "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	zranges := 0
-	for _, line := range strings.Split(info, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_zrange:calls="); ok {
-			zranges, _ = strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-		}
-	}
+	zranges := redistest.ScriptCalls(t, rdb)["zrange"]
 	if zranges != 2 {
 		t.Fatalf("the batch of two models made %d ZRANGEs; want 2", zranges)
 	}
