@@ -72,7 +72,10 @@ type Config struct {
 	ClientIP func(*http.Request) string
 
 	// Prefix is where the app mounts the console, e.g. "/console"
-	// (default ""). Links and cookie paths start with it.
+	// (default ""). Links, redirects and cookie paths start with it, so
+	// it must be a clean absolute path on this site: New refuses one
+	// that starts with "//", or holds a backslash, a dot segment or a
+	// character that ends a path.
 	Prefix string
 
 	// Identify is the host app's login.
@@ -144,7 +147,7 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 		return nil, errors.New("console: Config.SessionTTL must not be negative")
 	case cfg.MaxSessionWaits < 0:
 		return nil, errors.New("console: Config.MaxSessionWaits must not be negative")
-	case cfg.Prefix != "" && (!strings.HasPrefix(cfg.Prefix, "/") || strings.ContainsAny(cfg.Prefix, "{}? ")):
+	case cfg.Prefix != "" && !cleanPrefix(cfg.Prefix):
 		return nil, fmt.Errorf("console: Config.Prefix must be a path such as /console (got %q)", cfg.Prefix)
 	}
 	for _, o := range cfg.ImageOrigins {

@@ -36,6 +36,12 @@ func TestNewNamesTheBadField(t *testing.T) {
 		{"no image URLs", func(c *console.Config) { c.ImageURLs = nil }, "Config.API or Config.ImageURLs"},
 		{"no sign-in", func(c *console.Config) { c.Identify = nil }, "Config.Identify"},
 		{"relative prefix", func(c *console.Config) { c.Prefix = "console" }, "Config.Prefix"},
+		// Redirects go to the prefix: a browser takes "//host" and "/\host"
+		// for another site (and the mux refused "//host" with a panic).
+		{"prefix naming a host", func(c *console.Config) { c.Prefix = "//evil.example" }, "Config.Prefix"},
+		{"prefix naming a host with a backslash", func(c *console.Config) { c.Prefix = `/\evil.example` }, "Config.Prefix"},
+		{"prefix with a dot segment", func(c *console.Config) { c.Prefix = "/a/../console" }, "Config.Prefix"},
+		{"prefix with a line break", func(c *console.Config) { c.Prefix = "/console\nX-Evil: 1" }, "Config.Prefix"},
 		{"image origin with a path", func(c *console.Config) { c.ImageOrigins = []string{"https://img.example.com/x"} }, "Config.ImageOrigins"},
 		{"image origin injecting a directive", func(c *console.Config) { c.ImageOrigins = []string{"https://a.example; script-src *"} }, "Config.ImageOrigins"},
 		{"short secret", func(c *console.Config) { c.Secret = []byte("short") }, "Config.Secret"},
