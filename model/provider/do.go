@@ -78,6 +78,7 @@ func attempt(ctx context.Context, client *http.Client, build BuildFunc, p Policy
 		return nil, nil, NetworkError(p.Provider, redactError(err, p.Redact)), false
 	}
 	defer resp.Body.Close()
+	defer closeWhenDone(ctx, resp)()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxFailureBody))
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxFailureBody))
@@ -158,4 +159,22 @@ func stopped(last *imagegen.ModelError, why error) *imagegen.ModelError {
 		e.Err = fmt.Errorf("%w (not retried: %w)", last.Err, why)
 	}
 	return &e
+}
+
+// closeWhenDone closes resp's body when ctx ends, so that no read of it
+// outlives the call's context, and at once when resp is a 101 Switching
+// Protocols (its body is the connection, not an answer); the returned
+// func stops the watch. net/http ends a read of a body when the
+// request's context ends, except for a 101's: handed over to the
+// caller, the connection is no longer the transport's, and a provider
+// (or a proxy before it) that answered 101 and then sent nothing held
+// Do, reading what it took for a failure's body, and with it the
+// worker and the task's lease, for as long as it kept the connection
+// open, the generation's deadline and the client's Timeout both passed.
+// fetch's Fetch and Post do the same for the URLs they fetch.
+func closeWhenDone(ctx context.Context, resp *http.Response) (stop func() bool) {
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		_ = resp.Body.Close()
+	}
+	return context.AfterFunc(ctx, func() { _ = resp.Body.Close() })
 }

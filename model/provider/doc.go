@@ -105,6 +105,9 @@
 // the provider never ends is not followed for ever by a caller without
 // a deadline: it is cancelled (fal, Replicate, whose Cancel-After it
 // also sets) or stopped (ComfyUI) as at any deadline.
+// Do never reads an answer past its context, nor the connection a 101
+// Switching Protocols hands over (net/http's one body the context does
+// not bound): that answer is a failure of its status at once.
 //
 // # Keys
 //
