@@ -113,9 +113,13 @@ func answered(cause string, opts ...provider.ErrorOption) *imagegen.ModelError {
 }
 
 // inlineImage is the picture of parts[i].inlineData: of the type its
-// bytes name (AnsweredImage), else of the media type it declares, for
-// the formats net/http cannot tell (HEIC); but empty data, or data that
-// is not the PNG, JPEG or GIF it declares, is a retryable BadAnswer.
+// bytes name (AnsweredImage), else of the media type it declares when
+// that is HEIC or HEIF, which net/http cannot tell; but empty data,
+// data that is not the PNG, JPEG or GIF it declares, and any other
+// declared type is a retryable BadAnswer. The service serves an image
+// under the type it was stored with, from its own origin: a declared
+// image/svg+xml kept as it was would be a document of the service's,
+// scripts and all, not a picture.
 func inlineImage(i int, b *blob) (imagegen.GeneratedImage, error) {
 	what := fmt.Sprintf("parts[%d].inlineData.data", i)
 	data, err := decodeBase64(b.Data)
@@ -130,10 +134,12 @@ func inlineImage(i int, b *blob) (imagegen.GeneratedImage, error) {
 	}
 	mt, _, _ := mime.ParseMediaType(b.MimeType) // isImage: it parses
 	switch mt {
+	case provider.HEIC, provider.HEIF:
+		return imagegen.GeneratedImage{ContentType: mt, Data: data}, nil
 	case provider.PNG, provider.JPEG, provider.GIF, provider.WebP:
 		return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("%s is not the %s it declares", what, mt))
 	}
-	return imagegen.GeneratedImage{ContentType: mt, Data: data}, nil
+	return imagegen.GeneratedImage{}, provider.BadAnswer(Provider, true, fmt.Errorf("%s is of type %q, not an image type the service keeps", what, mt))
 }
 
 func isImage(mimeType string) bool {
