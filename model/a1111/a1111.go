@@ -104,6 +104,12 @@ func New(c Config) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if k := client.Key(); !k.IsZero() {
+		// The credentials go in base64 (header): a page that echoes the
+		// request's headers (a proxy's, a debug page) holds them so,
+		// which the key as configured, all the client redacts, is not.
+		client.Policy.Redact = provider.Redactor(k, provider.Secret(basicCredentials(k)))
+	}
 	switch {
 	case strings.ContainsAny(c.Checkpoint, "\r\n"):
 		return nil, fmt.Errorf("%s: Config.Checkpoint must be one line", Provider)
@@ -197,8 +203,13 @@ func taskID(g imagegen.Generation) string {
 // configured.
 func (m *Model) header() http.Header {
 	h := http.Header{}
-	if k := m.client.Key().Reveal(); k != "" {
-		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(k)))
+	if k := m.client.Key(); !k.IsZero() {
+		h.Set("Authorization", "Basic "+basicCredentials(k))
 	}
 	return h
+}
+
+// basicCredentials is the credentials of Basic auth for k, "user:password".
+func basicCredentials(k provider.Secret) string {
+	return base64.StdEncoding.EncodeToString([]byte(k.Reveal()))
 }

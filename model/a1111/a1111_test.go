@@ -135,6 +135,11 @@ func TestConformance(t *testing.T) {
 				Want: providertest.Outcome{Message: provider.MsgRejected}, Causes: []string{"HTTP 422", "value is not a valid integer"}, Calls: []string{txt2imgCall}},
 			{Name: "no sdapi (started without --api)", Answers: []answer{{Status: 404, Body: providertest.Spec(t, "error.404.json")}}, AnswersTo: txt2imgCall,
 				Want: providertest.Outcome{Misconfigured: true, Message: provider.MsgMisconfigured}, Causes: []string{"HTTP 404"}, Calls: []string{txt2imgCall}},
+			// The credentials go as Basic auth: a page that echoes the
+			// request's headers holds them in base64, not as configured.
+			{Name: "a proxy's 403 that echoes the Authorization header", Answers: []answer{{Status: 403, Body: []byte("<html>403 Forbidden: Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(key)) + "</html>")}}, AnswersTo: txt2imgCall,
+				Want: providertest.Outcome{Misconfigured: true, Message: provider.MsgMisconfigured}, Causes: []string{"HTTP 403", "Authorization: Basic [redacted]"},
+				Hides: []string{base64.StdEncoding.EncodeToString([]byte(key))}, Calls: []string{txt2imgCall}},
 			{Name: "no image", Answers: []answer{{Status: 200, Body: []byte(`{"images":[],"parameters":{},"info":"{}"}`)}}, AnswersTo: txt2imgCall,
 				Want: providertest.Outcome{Retryable: true, Message: provider.MsgBadAnswer}, Causes: []string{"no image"}, Calls: []string{txt2imgCall}},
 			{Name: "an image that is not base64", Answers: []answer{{Status: 200, Body: []byte(`{"images":["%%%"],"parameters":{},"info":"{}"}`)}}, AnswersTo: txt2imgCall,

@@ -88,5 +88,6 @@
 // client) is not sent again within the call (provider.ErrMaybeAccepted);
 // the task queue's next attempt may run it again. An sdapi
 // server refuses no content. The server's words go to the logged cause
-// (ModelError.Err), never to the user, and the password never shows.
+// (ModelError.Err), never to the user, and the password never shows,
+// as configured nor in the base64 of the Basic header a page may echo.
 package a1111
