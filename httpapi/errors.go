@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -37,11 +38,28 @@ func (h *Handler) respondErr(w http.ResponseWriter, r *http.Request, err error) 
 		writeError(w, http.StatusConflict, wire.APIIdempotencyKeyInUse, "a request with this Idempotency-Key is still in progress; retry later")
 	case errors.Is(err, imagegen.ErrInvalidTransition):
 		writeError(w, http.StatusConflict, wire.APITaskAlreadyFinished, "the task has already finished; it was not changed")
+	case callerGone(r):
+		w.WriteHeader(statusClientClosed)
 	default:
 		h.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", r.Pattern,
 			"request_id", requestIDOf(r.Context()), "err", err)
 		writeError(w, http.StatusInternalServerError, wire.APIInternalError, "internal server error")
 	}
+}
+
+// statusClientClosed is the status of a request whose caller
+// hung up before its answer (nginx's 499): a long poll given up by a
+// client's own timeout, or any request whose store call the hang-up
+// cut short. Nobody reads it, so it has no body; the request's line and
+// the Observer see it, so that a client's hang-up is never counted, or
+// logged, as a server error.
+const statusClientClosed = 499
+
+// callerGone reports whether r's caller hung up (net/http cancels the
+// request's context then). A deadline a host app set is not a hang-up:
+// that error stays the server's.
+func callerGone(r *http.Request) bool {
+	return errors.Is(r.Context().Err(), context.Canceled)
 }
 
 func writeRateLimited(w http.ResponseWriter, retryAfter time.Duration, message string) {

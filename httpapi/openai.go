@@ -141,10 +141,12 @@ func (h *Handler) handleOpenAIGenerations() http.Handler {
 			}
 			b64, err := h.imageBase64(r.Context(), id)
 			if err != nil {
-				if r.Context().Err() == nil { // else the caller has gone; nobody reads the answer
-					h.cfg.Logger.ErrorContext(r.Context(), "read an image for a b64_json answer", "task_id", t.ID, "image_id", id, "err", err)
-					openAIImageUnreadable(t.ID).write(w)
+				if r.Context().Err() != nil { // the caller has gone; nobody reads the answer
+					w.WriteHeader(statusClientClosed)
+					return
 				}
+				h.cfg.Logger.ErrorContext(r.Context(), "read an image for a b64_json answer", "task_id", t.ID, "image_id", id, "err", err)
+				openAIImageUnreadable(t.ID).write(w)
 				return
 			}
 			data[i].B64JSON = b64

@@ -73,6 +73,7 @@ func (h *Handler) openAIErr(w http.ResponseWriter, r *http.Request, err error) {
 			"The image was not ready in time; the task was cancelled and its credits refunded.").write(w)
 	case r.Context().Err() != nil:
 		// The caller has gone; nobody reads the answer.
+		w.WriteHeader(statusClientClosed)
 	default:
 		h.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		newOpenAIError(http.StatusInternalServerError, "server_error", "", "", "The server had an error while processing your request.").write(w)
