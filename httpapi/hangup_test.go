@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -10,7 +11,10 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
+	"github.com/imagegen/imagegen/internal/testenv"
+	"github.com/imagegen/imagegen/store/memory"
 )
 
 // A client that hangs up during a long poll (an HTTP client's timeout
@@ -79,4 +83,57 @@ func TestHungUpOpenAIRequestIsCancelledAndNotASuccess(t *testing.T) {
 	is.Equal(w.Code, 499)
 	is.Equal(obs.calls[len(obs.calls)-1], "POST /v1/images/generations ") // 499 has no status text
 	is.Equal(e.credits(), before)                                         // cancelled, refunded
+}
+
+// A download whose client hangs up while the image store is slow to
+// answer was logged as "image store failed" and counted as a 503
+// storage_unavailable: a store outage in every dashboard, made by any
+// holder of an image link. It is a 499 too, and the store's lines are
+// left for the store's own failures.
+func TestHungUpDownloadIsNotAStoreFailure(t *testing.T) {
+	is := is.New(t)
+	blobs := newOutageBlobs()
+	t.Cleanup(func() { close(blobs.release) })
+	obs, logs := &seen{}, &syncBuf{}
+	e := newEnv(t, func(o *envOptions) {
+		o.store = testenv.Memory(t, memory.Config{Retention: retention, Blobs: blobs})
+		o.service = func(c *imagegen.Config) { c.BlobTimeout = time.Minute } // the hang-up comes first
+		o.observer = obs
+		o.logger = slog.New(slog.NewJSONHandler(logs, nil))
+	})
+	path, _ := e.imagePath()
+	blobs.mode.Store(storeHangs)
+	ctx, hangUp := context.WithCancel(context.Background())
+	defer hangUp()
+	answer := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, httptest.NewRequestWithContext(ctx, "GET", path, nil))
+		answer <- w
+	}()
+	testenv.Eventually(t, 10*time.Second, "the download to wait on the store", func() bool { return blobs.waiting.Load() == 1 })
+	hangUp()
+	w := <-answer
+	is.Equal(w.Code, 499)
+	is.Equal(obs.calls[len(obs.calls)-1], "GET /api/v1/images/{image_id} ") // 499 has no status text
+
+	// Once the bytes began, a hang-up that cuts a read short still
+	// breaks the answer off, without a line about the store.
+	blobs.mode.Store(storeStalls)
+	ctx, hangUp = context.WithCancel(context.Background())
+	defer hangUp()
+	aborted := make(chan any, 1)
+	go func() {
+		defer func() { aborted <- recover() }()
+		e.h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(ctx, "GET", path, nil))
+	}()
+	testenv.Eventually(t, 10*time.Second, "the download to stall on the store", func() bool { return blobs.waiting.Load() == 1 })
+	hangUp()
+	is.Equal(<-aborted, http.ErrAbortHandler)
+
+	for _, l := range logs.lines(t) {
+		if l["level"] == "WARN" || l["level"] == "ERROR" {
+			t.Errorf("a hung-up download was logged as a failure: %v", l)
+		}
+	}
 }

@@ -235,6 +235,9 @@ func (h *Handler) sendPart(w http.ResponseWriter, r *http.Request, p *part, buf 
 // server closes the connection (HTTP/1) or resets the stream (HTTP/2),
 // so the client cannot take a short body for the image.
 func (h *Handler) abortDownload(r *http.Request, err error) {
+	if callerGone(r) { // the hang-up cut the read short: nobody to tell, nothing failed
+		panic(http.ErrAbortHandler)
+	}
 	h.cfg.Logger.WarnContext(r.Context(), "image download broken off: the store failed after the answer began",
 		"path", r.URL.Path, "err", err)
 	panic(http.ErrAbortHandler)
@@ -252,7 +255,8 @@ func (h *Handler) enterStore() bool {
 
 // downloadErr answers a store error met before the status was sent: 404
 // for bytes that are gone, 504 when the store did not answer in time and
-// 503 when it failed (both with Retry-After).
+// 503 when it failed (both with Retry-After); 499, unlogged, when the
+// client hung up while it waited.
 func (h *Handler) downloadErr(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, imagegen.ErrImageNotFound), errors.Is(err, imagegen.ErrBlobNotFound):
@@ -263,6 +267,8 @@ func (h *Handler) downloadErr(w http.ResponseWriter, r *http.Request, err error)
 		h.cfg.Logger.WarnContext(r.Context(), "image store did not answer in time", "path", r.URL.Path, "err", err)
 		w.Header().Set("Retry-After", strconv.FormatInt(RetryAfterSeconds(storeRetryAfter), 10))
 		writeError(w, http.StatusGatewayTimeout, wire.APIStorageTimeout, "the image store did not answer in time; try again later")
+	case callerGone(r): // the hang-up cut the store call short: not the store's failure
+		w.WriteHeader(statusClientClosed)
 	default:
 		h.cfg.Logger.WarnContext(r.Context(), "image store failed", "path", r.URL.Path, "err", err)
 		w.Header().Set("Retry-After", strconv.FormatInt(RetryAfterSeconds(storeRetryAfter), 10))
