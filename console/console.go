@@ -17,6 +17,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/internal/drain"
+	"github.com/imagegen/imagegen/internal/weburl"
 	"github.com/imagegen/imagegen/ratelimit"
 )
 
@@ -147,7 +148,7 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 		return nil, errors.New("console: Config.SessionTTL must not be negative")
 	case cfg.MaxSessionWaits < 0:
 		return nil, errors.New("console: Config.MaxSessionWaits must not be negative")
-	case cfg.Prefix != "" && !cleanPrefix(cfg.Prefix):
+	case cfg.Prefix != "/" && cfg.Prefix != "" && !weburl.PathPrefix(strings.TrimSuffix(cfg.Prefix, "/")):
 		return nil, fmt.Errorf("console: Config.Prefix must be a path such as /console (got %q)", cfg.Prefix)
 	}
 	for _, o := range cfg.ImageOrigins {

@@ -23,7 +23,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"path"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -187,10 +186,10 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("httpapi: Config.Service is required")
 	case cfg.Limiter == nil:
 		return nil, errors.New("httpapi: Config.Limiter is required")
-	case !plainPath(cfg.Prefix):
-		return nil, fmt.Errorf("httpapi: Config.Prefix must be a clean path starting with /, without spaces, controls or braces (got %q)", cfg.Prefix)
-	case cfg.OpenAIPrefix != "" && (!plainPath(cfg.OpenAIPrefix) || cfg.OpenAIPrefix == cfg.Prefix):
-		return nil, fmt.Errorf("httpapi: Config.OpenAIPrefix must be a clean path starting with /, without spaces, controls or braces, and differ from Prefix (got %q)", cfg.OpenAIPrefix)
+	case !weburl.PathPrefix(cfg.Prefix):
+		return nil, fmt.Errorf("httpapi: Config.Prefix must be a clean path such as /api/v1, without spaces, controls, braces or backslashes (got %q)", cfg.Prefix)
+	case cfg.OpenAIPrefix != "" && (!weburl.PathPrefix(cfg.OpenAIPrefix) || cfg.OpenAIPrefix == cfg.Prefix):
+		return nil, fmt.Errorf("httpapi: Config.OpenAIPrefix must be a clean path such as /v1, without spaces, controls, braces or backslashes, and differ from Prefix (got %q)", cfg.OpenAIPrefix)
 	case cfg.ForwardedHeader != "X-Forwarded-For" && cfg.ForwardedHeader != "Forwarded":
 		return nil, fmt.Errorf("httpapi: Config.ForwardedHeader must be X-Forwarded-For or Forwarded (got %q)", cfg.ForwardedHeader)
 	case cfg.OpenAIWait < 0:
@@ -222,17 +221,6 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h.routes()
 	return h, nil
-}
-
-// plainPath reports whether p, a prefix of the routes, is a clean path
-// starting with / and holding nothing that net/http's patterns read
-// otherwise: white space or a control (the end of a method), a brace
-// (a wildcard), an empty or dot segment (a path no request has, which
-// the mux refuses). New would panic on some, and serve "/{v}" under any
-// first segment.
-func plainPath(p string) bool {
-	return strings.HasPrefix(p, "/") && path.Clean(p) == p &&
-		!strings.ContainsFunc(p, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '{' || r == '}' })
 }
 
 // ClientIP names the client of r as the API's failed-authentication
