@@ -293,7 +293,20 @@ func failures(t *testing.T) []failure {
 	noRetry := fal.Config{Config: provider.Config{MaxRetries: -1}}
 	badAnswer := providertest.Outcome{Retryable: true, Message: provider.MsgBadAnswer}
 	down := answer{Status: 502, Body: []byte(`{"detail":"incomplete response","error_type":"runner_incomplete_response"}`)}
+	many := providertest.EditJSON(t, providertest.Spec(t, "result.flux-dev.json"), func(doc map[string]any) {
+		img := doc["images"].([]any)[0]
+		imgs := make([]any, provider.MaxAnswerImages+1)
+		for i := range imgs {
+			imgs[i] = img
+		}
+		doc["images"] = imgs
+	})
 	return []failure{
+		// Refused before any is downloaded: each download holds the worker.
+		{Name: "more pictures than an answer may hold", Answers: []answer{{Status: 200, Body: many}}, AnswersTo: resultCall,
+			Want:   providertest.Outcome{Message: provider.MsgBadAnswer},
+			Causes: []string{"more than the 16"}, Calls: queued, Waits: polled,
+			Check: func(t *testing.T, f *fake) { is.New(t).Equal(len(f.cdn.Asked()), 0) }},
 		{Name: "no access to the app", Answers: []answer{{Status: 403, Body: []byte(`{"detail":"User does not have access to this app (key ` + key + `)"}`)}}, AnswersTo: submitCall,
 			Want: providertest.Outcome{Misconfigured: true, Message: provider.MsgMisconfigured}, Causes: []string{"HTTP 403"}, Calls: []string{submitCall}},
 		{Name: "a rate limit past the deadline", Deadline: 10 * time.Second,

@@ -36,6 +36,9 @@ func (m *Model) images(ctx context.Context, resp *provider.Response, ratio image
 	if err := provider.DecodeJSON(Provider, resp, &body); err != nil {
 		return nil, err
 	}
+	if err := provider.CheckAnswerImages(Provider, "images", len(body.Images)); err != nil {
+		return nil, err
+	}
 	var out []imagegen.GeneratedImage
 	flagged := 0
 	for i, im := range body.Images {

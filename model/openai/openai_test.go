@@ -3,7 +3,9 @@ package openai_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,6 +191,11 @@ func failures(t *testing.T) []failure {
 			Setup: func(_ *testing.T, f *fake) { f.answerURL = true }, Want: unavailable, Calls: once},
 		{Name: "an answer that echoes the key", Answers: []answer{{Status: 400, Body: []byte(`{"error":{"message":"bad key ` + key + `","type":"invalid_request_error","param":null,"code":null}}`)}},
 			Want: providertest.Outcome{Message: provider.MsgRejected}, Causes: []string{provider.Redacted}, Calls: once},
+		// Refused before any is downloaded: with none downloadable, each
+		// would fail the task as unavailable.
+		{Name: "an answer of more pictures than an answer may hold", Config: openai.Config{Fetcher: &providertest.Fetcher{}},
+			Answers: []answer{{Status: 200, Body: manyURLs(provider.MaxAnswerImages + 1)}},
+			Want:    providertest.Outcome{Message: provider.MsgBadAnswer}, Causes: []string{"more than the 16"}, Calls: once},
 	}
 }
 
@@ -231,4 +238,13 @@ func TestExactRatiosOnly(t *testing.T) {
 		_, err := d.Plan(providertest.T2I("a fox", imagegen.Aspect16x9))
 		is.Equal(err.Error(), "aspect_ratio: must be one of 1:1 or auto for model dall-e-3")
 	})
+}
+
+// manyURLs is a generations answer that lists n pictures by URL.
+func manyURLs(n int) []byte {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = fmt.Sprintf(`{"url":"https://img.example/%d.png"}`, i)
+	}
+	return []byte(`{"created":1713833628,"data":[` + strings.Join(items, ",") + `]}`)
 }

@@ -30,6 +30,9 @@ func (m *Model) images(ctx context.Context, resp *provider.Response, ratio image
 	if len(body.Data) == 0 {
 		return nil, provider.BadAnswer(Provider, true, errors.New("the answer holds no image"))
 	}
+	if err := provider.CheckAnswerImages(Provider, "data", len(body.Data)); err != nil {
+		return nil, err
+	}
 	out := make([]imagegen.GeneratedImage, 0, len(body.Data))
 	for i, d := range body.Data {
 		img, err := m.image(ctx, i, d.B64JSON, d.URL)

@@ -35,7 +35,8 @@
 // Polling adapters (Replicate, fal, Stability's async results) build
 // their status calls with Get, wait between polls with Wait (on the
 // client's Policy.Clock, never past the deadline), and download URL
-// results with DownloadResult. Tests use package providertest: the
+// results with DownloadResult, after CheckAnswerImages has refused an
+// answer that lists more than MaxAnswerImages pictures. Tests use package providertest: the
 // conformance suite every adapter runs (Run), a clock that records
 // waits, a scripted fetch.ImageFetcher, PNG/JPEG makers, the loader of the
 // wire examples each adapter keeps in its testdata directory, and

@@ -448,3 +448,28 @@ func TestSeedInput(t *testing.T) {
 	is.NoErr(err)
 	is.True(plan.Seeded)
 }
+
+// An answer that lists more outputs than provider.MaxAnswerImages is
+// refused before any is downloaded (each download holds the worker and
+// its bytes in memory); one that lists that many is taken whole.
+func TestTooManyOutputsAreNotDownloaded(t *testing.T) {
+	for _, n := range []int{provider.MaxAnswerImages, provider.MaxAnswerImages + 1} {
+		f := newFake(t)
+		f.outputs = n
+		m, _ := newModel(t, f, replicate.Config{Model: "black-forest-labs/flux-schnell", Config: provider.Config{Cost: 1, MaxRetries: -1}})
+		imgs, err := providertest.Generate(context.Background(), m, providertest.T2I("a fox", imagegen.Aspect1x1))
+		if n <= provider.MaxAnswerImages {
+			if err != nil || len(imgs) != n {
+				t.Fatalf("%d outputs: %d images, %v; want them all", n, len(imgs), err)
+			}
+			continue
+		}
+		var me *imagegen.ModelError
+		if !errors.As(err, &me) || me.Retryable || me.Message != provider.MsgBadAnswer {
+			t.Fatalf("%d outputs: %v; want a bad answer, not retryable", n, err)
+		}
+		if got := f.Fetched(); len(got) != 0 {
+			t.Fatalf("%d outputs: %d downloaded; want none", n, len(got))
+		}
+	}
+}

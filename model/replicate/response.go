@@ -83,6 +83,9 @@ func (m *Model) outputs(ctx context.Context, p *prediction) ([]imagegen.Generate
 	if err != nil {
 		return nil, err
 	}
+	if err := provider.CheckAnswerImages(Provider, "prediction "+p.ID+" output", len(urls)); err != nil {
+		return nil, err
+	}
 	imgs := make([]imagegen.GeneratedImage, 0, len(urls))
 	for i, u := range urls {
 		if err := m.allowed(u); err != nil {
