@@ -9,7 +9,8 @@
 // pixel limit checked on the image header before the image is decoded,
 // and an SSRF guard: the fetcher resolves the host itself, checks every
 // address at connect time (loopback, private, link-local including cloud
-// metadata, unique-local, CGNAT, multicast, broadcast, unspecified,
+// metadata, Azure's platform endpoint 168.63.129.16, unique-local, CGNAT,
+// multicast, broadcast, unspecified,
 // documentation and reserved ranges are refused, in IPv4, IPv6 and
 // IPv4-mapped forms, and any IPv6 address outside the global unicast
 // space 2000::/3 but NAT64's) and

@@ -17,33 +17,34 @@ import (
 // outside 2000::/3 is refused (globalUnicast6) before these are looked
 // at; those under it are kept here so that the list still names them.
 var blocked = mustPrefixes(
-	"0.0.0.0/8",       // "this network", unspecified
-	"10.0.0.0/8",      // private
-	"100.64.0.0/10",   // carrier-grade NAT
-	"127.0.0.0/8",     // loopback
-	"169.254.0.0/16",  // link-local, cloud metadata (169.254.169.254)
-	"172.16.0.0/12",   // private
-	"192.0.0.0/24",    // IETF protocol assignments
-	"192.0.2.0/24",    // documentation
-	"192.168.0.0/16",  // private
-	"192.88.99.0/24",  // 6to4 relay anycast (deprecated): the nearest relay router
-	"198.18.0.0/15",   // benchmarking
-	"198.51.100.0/24", // documentation
-	"203.0.113.0/24",  // documentation
-	"224.0.0.0/4",     // multicast
-	"240.0.0.0/4",     // reserved, broadcast 255.255.255.255
-	"::/96",           // unspecified ::, loopback ::1, IPv4-compatible (deprecated)
-	"::ffff:0:0:0/96", // IPv4-translated (SIIT)
-	"64:ff9b:1::/48",  // local-use NAT64
-	"100::/64",        // discard
-	"2001::/23",       // IETF protocol assignments, as 192.0.0.0/24: Teredo (2001::/32, embeds an IPv4 address), benchmarking (2001:2::/48), and the anycast addresses answered by a server near the sender, PCP (2001:1::1, the home router), TURN (2001:1::2), DNS-SD (2001:1::3)
-	"2001:db8::/32",   // documentation
-	"2002::/16",       // 6to4: embeds an IPv4 address
-	"3fff::/20",       // documentation
-	"fc00::/7",        // unique-local
-	"fe80::/10",       // link-local
-	"fec0::/10",       // site-local (deprecated)
-	"ff00::/8",        // multicast
+	"0.0.0.0/8",        // "this network", unspecified
+	"10.0.0.0/8",       // private
+	"100.64.0.0/10",    // carrier-grade NAT
+	"127.0.0.0/8",      // loopback
+	"169.254.0.0/16",   // link-local, cloud metadata (169.254.169.254)
+	"168.63.129.16/32", // Azure's platform endpoint (WireServer: a VM's agent configuration, extension settings), public but answered inside every Azure VM's network
+	"172.16.0.0/12",    // private
+	"192.0.0.0/24",     // IETF protocol assignments
+	"192.0.2.0/24",     // documentation
+	"192.168.0.0/16",   // private
+	"192.88.99.0/24",   // 6to4 relay anycast (deprecated): the nearest relay router
+	"198.18.0.0/15",    // benchmarking
+	"198.51.100.0/24",  // documentation
+	"203.0.113.0/24",   // documentation
+	"224.0.0.0/4",      // multicast
+	"240.0.0.0/4",      // reserved, broadcast 255.255.255.255
+	"::/96",            // unspecified ::, loopback ::1, IPv4-compatible (deprecated)
+	"::ffff:0:0:0/96",  // IPv4-translated (SIIT)
+	"64:ff9b:1::/48",   // local-use NAT64
+	"100::/64",         // discard
+	"2001::/23",        // IETF protocol assignments, as 192.0.0.0/24: Teredo (2001::/32, embeds an IPv4 address), benchmarking (2001:2::/48), and the anycast addresses answered by a server near the sender, PCP (2001:1::1, the home router), TURN (2001:1::2), DNS-SD (2001:1::3)
+	"2001:db8::/32",    // documentation
+	"2002::/16",        // 6to4: embeds an IPv4 address
+	"3fff::/20",        // documentation
+	"fc00::/7",         // unique-local
+	"fe80::/10",        // link-local
+	"fec0::/10",        // site-local (deprecated)
+	"ff00::/8",         // multicast
 )
 
 // nat64 is the well-known NAT64 prefix; its last 32 bits are an IPv4 address.

@@ -24,6 +24,7 @@ func TestAllowed(t *testing.T) {
 		{"private 172.16/12", []string{"172.16.0.1", "172.31.255.255", "::ffff:172.16.0.1"}, false},
 		{"private 192.168/16", []string{"192.168.0.1", "::ffff:192.168.1.1"}, false},
 		{"link-local and metadata", []string{"169.254.169.254", "169.254.0.1", "fe80::1", "::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe"}, false},
+		{"Azure's platform endpoint (WireServer)", []string{"168.63.129.16", "::ffff:168.63.129.16", "64:ff9b::a83f:8110"}, false},
 		{"unique-local", []string{"fc00::1", "fd12:3456::1"}, false},
 		{"CGNAT", []string{"100.64.0.1", "100.127.255.255", "::ffff:100.64.0.1"}, false},
 		{"unspecified", []string{"0.0.0.0", "::", "::ffff:0.0.0.0"}, false},
@@ -37,7 +38,7 @@ func TestAllowed(t *testing.T) {
 		{"IETF 2001::/23 (local anycast)", []string{"2001:1::1", "2001:1::2", "2001:1::3", "2001:4:112::1", "2001:1ff::1"}, false},
 		{"documentation", []string{"3fff::1", "3fff:fff::1", "2001:db8::1", "192.0.2.1", "198.51.100.1", "203.0.113.1"}, false},
 		{"IPv6 outside 2000::/3 (unallocated, SRv6)", []string{"dead:beef::1", "4000::1", "5f00::1", "1234::1", "e000::1", "fbff::1"}, false},
-		{"public next to them", []string{"2001:200::1", "2003::1", "3ffe:fff::1", "192.88.100.1", "64:ff9b::c058:6401"}, true},
+		{"public next to them", []string{"2001:200::1", "2003::1", "3ffe:fff::1", "192.88.100.1", "64:ff9b::c058:6401", "168.63.129.15", "168.63.129.17"}, true},
 		{"invalid", []string{""}, false},
 	} {
 		t.Run(tc.class, func(t *testing.T) {
