@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/suggest"
@@ -245,6 +246,9 @@ func decodeOpenAIRequest(w http.ResponseWriter, r *http.Request) (imagegen.Reque
 		// 413, as the native API answers it; OpenAI's SDKs do not retry it.
 		return imagegen.Request{}, "", newOpenAIError(http.StatusRequestEntityTooLarge, "invalid_request_error", "", "request_too_large",
 			"The request body must be at most 1 MiB.")
+	}
+	if !utf8.Valid(body) { // encoding/json would read each bad byte as U+FFFD: a prompt other than the one sent
+		return imagegen.Request{}, "", invalidOpenAI("", "The request body must be JSON in UTF-8.", "invalid_json")
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {

@@ -209,6 +209,9 @@ func TestOpenAIErrors(t *testing.T) {
 	o.errorShape(t, gen(`{"prompt":7}`), http.StatusBadRequest, "invalid_request_error", "prompt", "invalid_type")
 	o.errorShape(t, gen(`{"prompt":"`+strings.Repeat("a", imagegen.MaxPromptChars+1)+`"}`), http.StatusBadRequest, "invalid_request_error", "prompt", "invalid_value")
 	o.errorShape(t, gen(`[1]`), http.StatusBadRequest, "invalid_request_error", "", "invalid_json")
+	// Bytes that are not UTF-8 are not JSON: refused, not read as U+FFFD
+	// (a prompt other than the one sent, which the native API refuses too).
+	o.errorShape(t, gen("{\"prompt\":\"ott\xffer\"}"), http.StatusBadRequest, "invalid_request_error", "", "invalid_json")
 	// A body over the limit: 413, as on the native API.
 	o.errorShape(t, gen(`{"prompt":"`+strings.Repeat("a", httpapi.MaxBodyBytes)+`"}`), http.StatusRequestEntityTooLarge, "invalid_request_error", "", "request_too_large")
 	o.errorShape(t, o.do("POST", "/v1/images/generations", o.key, `{"prompt":"otter"}`, "Content-Type", "text/plain"), http.StatusBadRequest, "invalid_request_error", "", "invalid_value")
