@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 )
 
 // BlobRangeReader is a BlobStore that reads one byte range of a blob in
@@ -30,7 +31,7 @@ type BlobRangeReader interface {
 // Stat), so that a HEAD request or an empty image answers as a GET
 // would.
 func ReadBlobRange(ctx context.Context, s BlobStore, key string, off, n int64) (io.ReadCloser, error) {
-	if off < 0 || n < 0 {
+	if off < 0 || n < 0 || n > math.MaxInt64-off {
 		return nil, fmt.Errorf("%w: blob %s: range %d+%d", ErrBlobSize, key, off, n)
 	}
 	if rr, ok := s.(BlobRangeReader); ok {
@@ -50,7 +51,7 @@ func ReadBlobRange(ctx context.Context, s BlobStore, key string, off, n int64) (
 	if err != nil {
 		return nil, err
 	}
-	if off+n > b.Size {
+	if !RangeFits(off, n, b.Size) {
 		_ = b.Body.Close()
 		return nil, RangePastEnd(key, off, n, b.Size)
 	}
@@ -59,6 +60,15 @@ func ReadBlobRange(ctx context.Context, s BlobStore, key string, off, n int64) (
 		return nil, fmt.Errorf("imagegen: blob %s: seek: %w", key, err)
 	}
 	return limitedBody{Reader: io.LimitReader(b.Body, n), Closer: b.Body}, nil
+}
+
+// RangeFits reports whether bytes [off, off+n) lie within a blob of size
+// bytes. It never computes off+n, which overflows for a huge off or n: a
+// BlobRangeReader that checked off+n > size would take such a range for
+// one that fits (and slice past the blob, or send a range it does not
+// mean).
+func RangeFits(off, n, size int64) bool {
+	return off >= 0 && n >= 0 && off <= size && n <= size-off
 }
 
 // RangePastEnd is the error of a range [off, off+n) of a blob of size

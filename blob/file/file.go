@@ -145,7 +145,7 @@ func (s *Store) ReadRange(ctx context.Context, key string, off, n int64) (io.Rea
 	if err != nil {
 		return nil, err
 	}
-	if off < 0 || n < 0 || off+n > b.Size {
+	if !imagegen.RangeFits(off, n, b.Size) {
 		_ = b.Body.Close()
 		return nil, imagegen.RangePastEnd(key, off, n, b.Size)
 	}

@@ -80,7 +80,7 @@ func (s *Store) ReadRange(_ context.Context, key string, off, n int64) (io.ReadC
 	if err != nil {
 		return nil, err
 	}
-	if off < 0 || n < 0 || off+n > b.info.Size {
+	if !imagegen.RangeFits(off, n, b.info.Size) {
 		return nil, imagegen.RangePastEnd(key, off, n, b.info.Size)
 	}
 	return nopCloser{bytes.NewReader(b.data[off : off+n])}, nil

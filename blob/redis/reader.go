@@ -33,7 +33,7 @@ func (s *Store) ReadRange(ctx context.Context, key string, off, n int64) (io.Rea
 	if err != nil {
 		return nil, err
 	}
-	if off < 0 || n < 0 || off+n > info.Size {
+	if !imagegen.RangeFits(off, n, info.Size) {
 		return nil, imagegen.RangePastEnd(key, off, n, info.Size)
 	}
 	return s.reader(ctx, key, info, offset, off, off+n), nil

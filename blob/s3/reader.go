@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -81,7 +82,7 @@ func (s *Store) ReadRange(ctx context.Context, key string, off, n int64) (io.Rea
 	if err := imagegen.CheckBlobKey(key); err != nil {
 		return nil, err
 	}
-	if off < 0 || n < 0 {
+	if off < 0 || n < 0 || n > math.MaxInt64-off { // no object is that long
 		return nil, imagegen.RangePastEnd(key, off, n, -1)
 	}
 	if n == 0 { // a look, not a read: HEAD
@@ -104,7 +105,7 @@ func (s *Store) ReadRange(ctx context.Context, key string, off, n int64) (io.Rea
 	if err != nil {
 		return nil, s.wrap("read", key, err)
 	}
-	if size, ok := rangeTotal(aws.ToString(out.ContentRange)); ok && off+n > size {
+	if size, ok := rangeTotal(aws.ToString(out.ContentRange)); ok && !imagegen.RangeFits(off, n, size) {
 		_ = out.Body.Close()
 		return nil, imagegen.RangePastEnd(key, off, n, size)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 
@@ -124,7 +125,7 @@ func (b blobs) ReadRange(ctx context.Context, key string, off, n int64) (io.Read
 	if err := imagegen.CheckBlobKey(key); err != nil {
 		return nil, err
 	}
-	if off < 0 || n < 0 {
+	if off < 0 || n < 0 || n > math.MaxInt64-off { // no blob is that long
 		return nil, imagegen.RangePastEnd(key, off, n, -1)
 	}
 	var size int64
@@ -134,7 +135,7 @@ func (b blobs) ReadRange(ctx context.Context, key string, off, n int64) (io.Read
 	if err != nil {
 		return nil, b.notFound(key, err)
 	}
-	if off+n > size {
+	if !imagegen.RangeFits(off, n, size) {
 		return nil, imagegen.RangePastEnd(key, off, n, size)
 	}
 	return b.reader(ctx, key, size, off, off+n, first), nil
