@@ -46,7 +46,9 @@ func (w *sliceWriter) Write(p []byte) (int, error) {
 
 // Reader reads r and fails with an error wrapping imagegen.ErrBlobSize if r
 // gives fewer or more than size bytes: BlobStore.Put implementations
-// read through it, so a short or long body is never stored.
+// read through it, so a short or long body is never stored. A negative
+// size fails at the first Read, without reading r: no body has that many
+// bytes (an empty one would otherwise pass as one of exactly size).
 func Reader(key string, r io.Reader, size int64) io.Reader {
 	return &exactReader{key: key, r: r, left: size, size: size}
 }
@@ -58,6 +60,9 @@ type exactReader struct {
 }
 
 func (e *exactReader) Read(p []byte) (int, error) {
+	if e.size < 0 {
+		return 0, fmt.Errorf("%w: blob %s: negative size %d", imagegen.ErrBlobSize, e.key, e.size)
+	}
 	if e.left <= 0 {
 		// Anything more than size is an error; probe for it.
 		var one [1]byte

@@ -3,6 +3,7 @@ package blobkit_test
 import (
 	"bytes"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -48,4 +49,13 @@ func TestRead(t *testing.T) {
 		_, err := blobkit.Read("k", strings.NewReader(tt.body), tt.size)
 		is.True(errors.Is(err, imagegen.ErrBlobSize)) // the size is wrong
 	}
+}
+
+// Reader refuses a negative size even for an empty body, which has as
+// many bytes as it says it has left: blob/file, which copies through
+// Reader, stored an empty blob for a Put of size -1.
+func TestReaderNegativeSize(t *testing.T) {
+	is := is.New(t)
+	_, err := io.ReadAll(blobkit.Reader("k", strings.NewReader(""), -1))
+	is.True(errors.Is(err, imagegen.ErrBlobSize))
 }

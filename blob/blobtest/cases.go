@@ -110,6 +110,12 @@ func testSizeMismatch(t *testing.T, s imagegen.BlobStore) {
 	is.True(errors.Is(err, imagegen.ErrBlobSize))
 	_, err = s.Stat(ctx, long)
 	is.True(errors.Is(err, imagegen.ErrBlobNotFound))
+	// A negative size is no size at all, even for an empty body.
+	negative := name("negative")
+	err = s.Put(ctx, negative, bytes.NewReader(nil), -1, "image/png")
+	is.True(errors.Is(err, imagegen.ErrBlobSize))
+	_, err = s.Stat(ctx, negative)
+	is.True(errors.Is(err, imagegen.ErrBlobNotFound))
 
 	// A failed replacement leaves the old bytes.
 	put(t, s, kept, pattern(50, 8))
