@@ -61,9 +61,11 @@ type Config struct {
 	// it (ErrBucketNotFound).
 	CreateBucket bool
 	// Prefix is put before every key ("images/" keeps the blobs in a
-	// folder). List sees only objects under it, so a prefix of the
-	// store's own (or a bucket) keeps Service.SweepBlobs away from other
-	// objects: it deletes any listed blob that has no image record.
+	// folder); when set, it must end with "/". List sees only objects
+	// under it, so a prefix of the store's own (or a bucket) keeps
+	// Service.SweepBlobs away from other objects: it deletes any listed
+	// blob that has no image record. (Without the "/", "images" would
+	// take "images-backup.tar" for the blob "-backup.tar".)
 	Prefix string
 	// Region of the bucket. Default: from the AWS chain (AWS_REGION...),
 	// else "us-east-1".
@@ -105,6 +107,9 @@ func New(ctx context.Context, c Config) (*Store, error) {
 	}
 	if strings.HasPrefix(c.Prefix, "/") {
 		return nil, fmt.Errorf("s3 blobs: Config.Prefix must not start with / (got %q)", c.Prefix)
+	}
+	if c.Prefix != "" && !strings.HasSuffix(c.Prefix, "/") {
+		return nil, fmt.Errorf(`s3 blobs: Config.Prefix must end with "/" (got %q): the bucket's other objects that start with it would be listed as blobs, and swept`, c.Prefix)
 	}
 	var loads []func(*awsconfig.LoadOptions) error
 	if c.Region != "" {

@@ -95,3 +95,33 @@ func TestNeedsABucket(t *testing.T) {
 		t.Fatal("New without Bucket succeeded")
 	}
 }
+
+// A Prefix that does not end in "/" is refused: the bucket's other
+// objects that merely start with it would be listed as blobs (under
+// Prefix "images", "images-backup.tar" is the blob "-backup.tar"), and
+// Service.SweepBlobs deletes every listed blob without an image record.
+// Two such stores would also share objects: Prefix "a" and key "bc" is
+// Prefix "ab" and key "c".
+func TestPrefixMustEndInSlash(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	endpoint := s3test.Fake(t)
+	other := storeOf(t, blobs3.Config{Bucket: s3test.Bucket, Endpoint: endpoint})
+	is.NoErr(other.Put(ctx, "images-backup.tar", strings.NewReader("abc"), 3, "application/x-tar"))
+	t.Cleanup(func() { _ = other.Delete(context.Background(), "images-backup.tar") })
+
+	c := blobs3.Config{Bucket: s3test.Bucket, Prefix: "images", Region: s3test.Region, Endpoint: endpoint,
+		PathStyle: true, ChecksumWhenRequired: true, Credentials: s3test.Credentials}
+	s, err := blobs3.New(ctx, c)
+	if err == nil {
+		var listed []string
+		is.NoErr(s.List(ctx, func(b imagegen.BlobInfo) error { listed = append(listed, b.Key); return nil }))
+		t.Fatalf("New took Prefix %q; its List sees another object as the blobs %q", c.Prefix, listed)
+	}
+	is.True(strings.Contains(err.Error(), `must end with "/"`))
+	for _, ok := range []string{"", "images/", "a/b/"} {
+		c.Prefix = ok
+		_, err := blobs3.New(ctx, c)
+		is.NoErr(err)
+	}
+}
