@@ -2,6 +2,7 @@ package blob
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -27,11 +28,20 @@ import (
 // it). Credentials come from the standard AWS chain. The prefix is the
 // URL's path; a trailing "/" is added when missing. An s3 store is
 // checked with a HEAD of the bucket, which create_bucket creates if
-// missing (s3.Store.EnsureBucket).
+// missing (s3.Store.EnsureBucket). A URL with user information
+// (s3://key:secret@bucket) is refused, its secret never printed.
 func Open(ctx context.Context, rawURL string) (imagegen.BlobStore, error) {
 	u, err := url.Parse(rawURL)
+	if err != nil && strings.Contains(rawURL, "@") {
+		// The parser's error quotes the URL, and part of it in its
+		// reason ("invalid port" for a secret key with a "/" in it).
+		return nil, errors.New("blob URL: not a valid URL (not printed: it has user information, which may hold a secret; credentials come from the AWS chain)")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("blob URL: %w", err)
+	}
+	if u.User != nil && (u.Scheme == "file" || u.Scheme == "s3") {
+		return nil, fmt.Errorf("blob URL %q: credentials do not belong in the URL (they are not printed); an s3 store takes them from the AWS chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE...)", redact(u))
 	}
 	switch u.Scheme {
 	case "file":

@@ -91,3 +91,35 @@ func TestOpenSuggestsFileURLForAPath(t *testing.T) {
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "file://"+filepath.ToSlash(abs)))
 }
+
+// Credentials have no place in a blob URL (the AWS chain gives them): a
+// URL with user information is refused, not opened with them ignored,
+// and its secret is never printed, even when the URL does not parse (a
+// secret key with a "/" in it makes the host's port invalid, and the
+// parser's error quotes the whole URL).
+func TestOpenRefusesCredentialsInTheURL(t *testing.T) {
+	backend := s3mem.New()
+	if err := backend.CreateBucket("pics"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(backend).Server())
+	defer srv.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	query := "?endpoint=" + url.QueryEscape(srv.URL) + "&region=us-east-1&path_style=true"
+	for _, tc := range []struct{ url, secret string }{
+		{"s3://AKIDEXAMPLE:hunter2@pics/out" + query, "hunter2"},
+		{"s3://AKIDEXAMPLE:wJalr/K7MDENG+bPxRfi@pics/out" + query, "wJalr"},
+		{"s3://AKIDEXAMPLE:wJalr%zzK7MDENG@pics/out" + query, "wJalr"},
+		{"file://me:hunter2@localhost" + filepath.ToSlash(t.TempDir()), "hunter2"},
+	} {
+		_, err := blob.Open(context.Background(), tc.url)
+		switch {
+		case err == nil:
+			t.Errorf("%s was opened, its credentials ignored", tc.url)
+		case strings.Contains(err.Error(), tc.secret):
+			t.Errorf("the error prints the secret %q: %v", tc.secret, err)
+		}
+	}
+}
