@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -283,9 +284,10 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 }
 
 // List scans the store's keys (SCAN, 500 at a time) and reads each
-// one's header in a pipeline. On a Cluster every master is scanned at
-// once, and fn is still called from one goroutine at a time, and not
-// again once it returned an error.
+// one's header in a pipeline; keys the scan's pattern matches that are
+// not the store's blobs are skipped (own). On a Cluster every master is
+// scanned at once, and fn is still called from one goroutine at a time,
+// and not again once it returned an error.
 func (s *Store) List(ctx context.Context, fn func(imagegen.BlobInfo) error) error {
 	scan := func(ctx context.Context, c goredis.UniversalClient, fn func(imagegen.BlobInfo) error) error {
 		var cursor uint64
@@ -324,7 +326,19 @@ func serialFn(fn func(imagegen.BlobInfo) error) func(imagegen.BlobInfo) error {
 	}
 }
 
+// own reports whether rkey, a key List's pattern matched, is where the
+// store keeps a blob: the Redis key of a valid blob key. The pattern alone
+// matches more: names that are not blob keys (which Delete refuses, so a
+// sweep would stop at them every time), and, with KeyTag, other stores'
+// tags ("{shop:*}:blob:*" matches store "shop:eu"'s "{shop:eu}:blob:<id>"),
+// whose blobs the sweep, finding no record of theirs here, would delete.
+func (s *Store) own(rkey string) bool {
+	key := s.blobKey(rkey)
+	return imagegen.CheckBlobKey(key) == nil && s.rkey(key) == rkey
+}
+
 func (s *Store) listBatch(ctx context.Context, c goredis.UniversalClient, keys []string, fn func(imagegen.BlobInfo) error) error {
+	keys = slices.DeleteFunc(keys, func(k string) bool { return !s.own(k) })
 	if len(keys) == 0 {
 		return nil
 	}
