@@ -44,6 +44,10 @@ func (r *rangeReader) Read(p []byte) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("s3 blobs: read %s: %w", r.key, err)
 		}
+		if start, _, ok := contentRange(aws.ToString(out.ContentRange)); r.pos > 0 && (!ok || start != r.pos) {
+			_ = out.Body.Close()
+			return 0, notTheRange(r.key, r.pos, out.ContentRange)
+		}
 		r.body = out.Body
 	}
 	n, err := r.body.Read(p)
@@ -105,22 +109,46 @@ func (s *Store) ReadRange(ctx context.Context, key string, off, n int64) (io.Rea
 	if err != nil {
 		return nil, s.wrap("read", key, err)
 	}
-	if size, ok := rangeTotal(aws.ToString(out.ContentRange)); ok && !imagegen.RangeFits(off, n, size) {
+	start, size, ranged := contentRange(aws.ToString(out.ContentRange))
+	if !ranged { // a service that ignores Range answers the whole object
+		start, size = 0, aws.ToInt64(out.ContentLength)
+	}
+	switch {
+	case !ranged && out.ContentLength == nil:
+		_ = out.Body.Close()
+		return nil, notTheRange(key, off, out.ContentRange)
+	case !imagegen.RangeFits(off, n, size):
 		_ = out.Body.Close()
 		return nil, imagegen.RangePastEnd(key, off, n, size)
+	case start != off || !ranged && n != size:
+		_ = out.Body.Close()
+		return nil, notTheRange(key, off, out.ContentRange)
 	}
 	return out.Body, nil
 }
 
-// rangeTotal reads the complete length of a Content-Range answer
-// ("bytes 0-99/1234").
-func rangeTotal(contentRange string) (int64, bool) {
-	_, total, ok := strings.Cut(contentRange, "/")
-	if !ok {
-		return 0, false
+// contentRange reads the first byte and the complete length of a
+// Content-Range answer ("bytes 0-99/1234").
+func contentRange(header string) (start, total int64, ok bool) {
+	first, rest, ok1 := strings.Cut(strings.TrimPrefix(header, "bytes "), "-")
+	_, length, ok2 := strings.Cut(rest, "/")
+	if !ok1 || !ok2 {
+		return 0, 0, false
 	}
-	n, err := strconv.ParseInt(total, 10, 64)
-	return n, err == nil
+	start, err1 := strconv.ParseInt(first, 10, 64)
+	total, err2 := strconv.ParseInt(length, 10, 64)
+	return start, total, err1 == nil && err2 == nil
+}
+
+// notTheRange is the error of an answer to a GET from off that starts
+// elsewhere: a service that ignored the Range (and sent the object from
+// its first byte) must not have that read as the bytes asked for.
+func notTheRange(key string, off int64, contentRange *string) error {
+	got := aws.ToString(contentRange)
+	if got == "" {
+		got = "the whole object"
+	}
+	return fmt.Errorf("s3 blobs: read %s: asked for the bytes from %d on, the service answered %s (does it ignore Range?)", key, off, got)
 }
 
 // isInvalidRange reports a 416 answer (a range past the object's end).
