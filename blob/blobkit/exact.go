@@ -29,12 +29,27 @@ func Append(dst []byte, key string, r io.Reader, size int64) ([]byte, error) {
 // new slice of that size: the BlobStores that keep a blob in one slice
 // read a Put's body this way. A negative size, like a body of another
 // length, is an error wrapping imagegen.ErrBlobSize.
+//
+// The size is a caller's word, not the body's: a reader that tells its
+// length (a bytes.Reader, a strings.Reader, a bytes.Buffer: Len) and
+// tells another is refused before anything is allocated, and room is
+// made up front for at most MaxPrealloc bytes (the rest, if the body
+// has them, as they come). Else a Put that said 1 PiB would panic
+// (makeslice), and one that said 1 TiB end the process out of memory.
 func Read(key string, r io.Reader, size int64) ([]byte, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("%w: blob %s: negative size %d", imagegen.ErrBlobSize, key, size)
 	}
-	return Append(make([]byte, 0, size), key, r, size)
+	if l, ok := r.(interface{ Len() int }); ok && int64(l.Len()) != size {
+		return nil, fmt.Errorf("%w: blob %s: body holds %d bytes, expected %d", imagegen.ErrBlobSize, key, l.Len(), size)
+	}
+	return Append(make([]byte, 0, min(size, MaxPrealloc)), key, r, size)
 }
+
+// MaxPrealloc is the most room Read makes for a body before reading it:
+// more than any image, less than what would hurt to allocate for a size
+// that was wrong.
+const MaxPrealloc = 64 << 20
 
 // sliceWriter appends what is written to a slice.
 type sliceWriter struct{ b []byte }

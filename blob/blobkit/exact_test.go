@@ -59,3 +59,14 @@ func TestReaderNegativeSize(t *testing.T) {
 	_, err := io.ReadAll(blobkit.Reader("k", strings.NewReader(""), -1))
 	is.True(errors.Is(err, imagegen.ErrBlobSize))
 }
+
+// Read makes room for the size it is told only as far as MaxPrealloc,
+// and not at all when the reader tells another length: a Put that said
+// 1 PiB panicked in makeslice (blob/memory, PostgreSQL's blobs).
+func TestReadHugeSize(t *testing.T) {
+	is := is.New(t)
+	_, err := blobkit.Read("k", strings.NewReader("abc"), 1<<50)
+	is.True(errors.Is(err, imagegen.ErrBlobSize)) // the reader has 3 bytes
+	_, err = blobkit.Read("k", io.LimitReader(strings.NewReader("abc"), 3), 1<<50)
+	is.True(errors.Is(err, imagegen.ErrBlobSize)) // short, found by reading
+}

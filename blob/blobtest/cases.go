@@ -110,6 +110,13 @@ func testSizeMismatch(t *testing.T, s imagegen.BlobStore) {
 	is.True(errors.Is(err, imagegen.ErrBlobSize))
 	_, err = s.Stat(ctx, long)
 	is.True(errors.Is(err, imagegen.ErrBlobNotFound))
+	// A size far beyond the body's is refused, not made room for first
+	// (1 PiB: past what a slice may hold).
+	huge := name("huge")
+	err = s.Put(ctx, huge, bytes.NewReader(pattern(100, 7)), 1<<50, "image/png")
+	is.True(errors.Is(err, imagegen.ErrBlobSize))
+	_, err = s.Stat(ctx, huge)
+	is.True(errors.Is(err, imagegen.ErrBlobNotFound))
 	// A negative size is no size at all, even for an empty body.
 	negative := name("negative")
 	err = s.Put(ctx, negative, bytes.NewReader(nil), -1, "image/png")
