@@ -32,14 +32,18 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) err
 }
 
 // envDefaults sets every flag of fs that was not given on the command line
-// (neither itself nor its -<name>-file) from IMAGEGEN_<NAME> in the
-// environment.
+// (neither itself nor its -<name>-file, nor, for a -<name>-file, its
+// -<name>) from IMAGEGEN_<NAME> in the environment. A secret given two
+// ways in one place is refused (secretTwice).
 func envDefaults(fs *flag.FlagSet, getenv func(string) string) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if err := secretTwice(fs, given, getenv); err != nil {
+		return err
+	}
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] || given[f.Name+"-file"] || err != nil {
+		if given[f.Name] || given[f.Name+"-file"] || given[fileTarget(f)] || err != nil {
 			return
 		}
 		name := envName(f.Name)
@@ -143,6 +147,36 @@ func secretFiles(fs *flag.FlagSet, names ...string) {
 		}
 		fs.Var(fileValue{target: f.Value}, name+"-file", fmt.Sprintf("file holding -%s (%s)", name, how))
 	}
+}
+
+// fileTarget is the name of the flag that f, a -<name>-file of
+// secretFiles, sets; "" for any other flag.
+func fileTarget(f *flag.Flag) string {
+	if _, ok := f.Value.(fileValue); !ok {
+		return ""
+	}
+	return strings.TrimSuffix(f.Name, "-file")
+}
+
+// secretTwice refuses a secret given both as itself and as a file, on
+// the command line or in the environment (where the other place does not
+// give it): which one won would depend on the order the flags are set
+// in, and a repeatable flag would take the values of both. The error
+// names the two, never a value.
+func secretTwice(fs *flag.FlagSet, given map[string]bool, getenv func(string) string) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := fileTarget(f)
+		switch {
+		case name == "" || err != nil:
+		case given[name] && given[f.Name]:
+			err = fmt.Errorf("-%s and -%s are both given: give the secret one way", name, f.Name)
+		case given[name] || given[f.Name]:
+		case getenv(envName(name)) != "" && getenv(envName(f.Name)) != "":
+			err = fmt.Errorf("%s and %s are both set: give the secret one way", envName(name), envName(f.Name))
+		}
+	})
+	return err
 }
 
 // fileValue sets target from the contents of the file it is given.

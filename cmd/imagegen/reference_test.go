@@ -141,7 +141,8 @@ comma-separated list there. An empty variable counts as not set: to give a
 flag an empty value (`+"`-openai-prefix=`"+`, which turns the OpenAI-compatible
 endpoint off), give the flag itself. Secrets (passwords in URLs, keys) are best given
 through the environment or a `+"`-<name>-file`"+` flag, since a command line shows in
-`+"`ps`"+`. `+"`generate`"+` and `+"`tasks`"+` are clients of a server's API: they read the
+`+"`ps`"+`; a secret given on the command line, as itself or as a file, wins over
+both of its variables, and one given both ways in one place is refused. `+"`generate`"+` and `+"`tasks`"+` are clients of a server's API: they read the
 server from `+"`-server`"+` or `+"`IMAGEGEN_SERVER`"+`, and the API key from
 `+"`IMAGEGEN_API_KEY`"+` only.
 
