@@ -43,6 +43,12 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return helpIsNoError(err)
 	}
+	// -1, -to's default, is the latest version; any other negative -to
+	// would read as the latest too, though "-to -1" typed to mean "one
+	// back" does not mean up.
+	if c.to < -1 {
+		return fmt.Errorf("-to must be a version, 0 to %d (got %d)", postgres.LatestVersion(), c.to)
+	}
 	if c.redisFrom != "" || c.redisTo != "" {
 		return migrateRedis(ctx, c, stdout)
 	}
@@ -94,6 +100,8 @@ func migrateRedis(ctx context.Context, c migrateConfig, stdout io.Writer) error 
 		return errors.New("-redis and -redis-to go together: the single-node store to copy and the Cluster to copy it onto")
 	case c.url != "":
 		return errors.New("use -postgres or -redis and -redis-to, not both")
+	case c.down || c.to >= 0:
+		return errors.New("-down and -to migrate the PostgreSQL schema: the copy onto a Cluster takes neither")
 	}
 	dst, err := dialRedis(ctx, "redis-to", c.redisTo)
 	if err != nil {
