@@ -58,7 +58,7 @@ func serveFlags(c *serveConfig, stderr io.Writer) *flag.FlagSet {
 	fs := newFlagSet("serve", stderr)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&c.publicURL, "public-url", "", "base of image URLs, e.g. https://img.example.com (default: http://<addr>)")
-	fs.Var(&c.demoKeys, "demo-key", "API key of a demo user, at least 16 characters (repeatable; each key gets its own user)")
+	fs.Var(&c.demoKeys, "demo-key", "API key of a demo user, at least 16 characters (repeatable; each key gets its own user; default: on the memory store, one demo user whose generated key is printed at start, on a shared store none)")
 	fs.Int64Var(&c.demoCredits, "demo-credits", 100, "credits granted to each demo user")
 	fs.IntVar(&c.rateLimit, "rate-limit", 10, "requests per API key per rolling minute")
 	fs.StringVar(&c.signingKey, "signing-key", "", "secret for signing image URLs, at least 16 bytes (default: one kept in the store, shared by every process on a shared store)")
@@ -246,8 +246,12 @@ func mountConsole(ctx context.Context, mux *http.ServeMux, stack *server.Server,
 }
 
 // createDemoUsers gives each -demo-key its own user with -demo-credits,
-// or, with no -demo-key, makes one demo user; it returns the note that
-// shows that user's new key, once, for serve to print when it serves.
+// or, with no -demo-key on the memory store, makes one demo user; it
+// returns the note that shows that user's new key, once, for serve to
+// print when it serves. On a shared store it makes none without
+// -demo-key: every start of every process would add a key of its own to
+// the store, none ever revoked, each printed where the deployment's logs
+// keep it (its users' keys come from imagegen keys create).
 func createDemoUsers(ctx context.Context, svc *imagegen.Service, c serveConfig) (note string, err error) {
 	grant := func(owner string) error {
 		if c.demoCredits == 0 {
@@ -257,6 +261,9 @@ func createDemoUsers(ctx context.Context, svc *imagegen.Service, c serveConfig) 
 		return err
 	}
 	if len(c.demoKeys) == 0 {
+		if c.storeFlags.name() != "memory" {
+			return "", nil
+		}
 		key, _, err := svc.CreateKey(ctx, "demo")
 		if err != nil {
 			return "", err
