@@ -121,7 +121,7 @@ func (b *budget) release(t *ticket, status int, h http.Header) {
 		}
 		b.mode = metered
 		if r <= 0 {
-			b.block(now.Add(reset))
+			b.block(now, reset)
 		}
 	} else if b.mode == meterUnknown && status >= 200 && status < 300 {
 		b.mode = unmetered
@@ -131,15 +131,25 @@ func (b *budget) release(t *ticket, status int, h http.Header) {
 		if !ok || wait <= 0 {
 			wait = time.Second
 		}
-		b.block(now.Add(wait))
+		b.block(now, wait)
 		b.tokens = min(b.tokens, 0)
 	}
 	close(b.changed)
 	b.changed = make(chan struct{})
 }
 
-func (b *budget) block(until time.Time) {
-	if until.After(b.until) {
+// maxLimitWait caps the wait an answer asks for (Retry-After, or a
+// RateLimit reset): it holds every goroutine of the Client back, and one
+// answer of a proxy in the way (say, "Retry-After: 86400"), or a wrong
+// one, must not stop them all for that long; past it, one request probes
+// and a server that still refuses says so again. The imagegen server
+// asks for a minute at most.
+const maxLimitWait = 5 * time.Minute
+
+// block holds requests back for wait from now (at most maxLimitWait),
+// unless they are held back longer already.
+func (b *budget) block(now time.Time, wait time.Duration) {
+	if until := now.Add(min(wait, maxLimitWait)); until.After(b.until) {
 		b.until = until
 	}
 }

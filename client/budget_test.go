@@ -127,3 +127,36 @@ func TestBudgetUnmetered(t *testing.T) {
 		is.True(tk != nil)
 	}
 }
+
+// A wait the server asks for (Retry-After, or a RateLimit reset) holds
+// the Client's every goroutine back, so it is capped at maxLimitWait:
+// one answer of a proxy that says "a day", or a Retry-After of 10^9
+// seconds, must not stop every call of the Client for that long (past
+// the cap, one probe asks again). The imagegen server asks for a minute
+// at most.
+func TestBudgetCapsTheWaitAServerAsksFor(t *testing.T) {
+	is := is.New(t)
+	clock := imagegentest.NewClock(time.Time{})
+	b := newBudget(clock)
+	tk, _, _ := b.take()
+	h := http.Header{}
+	h.Set("Retry-After", "1000000000")
+	b.release(tk, http.StatusTooManyRequests, h)
+	_, wait, _ := b.take()
+	is.Equal(wait, maxLimitWait)
+
+	clock.Advance(maxLimitWait)
+	tk, _, _ = b.take()
+	is.True(tk != nil) // the probe
+	b.release(tk, http.StatusOK, rateLimit("0", "2147483647"))
+	_, wait, _ = b.take()
+	is.Equal(wait, maxLimitWait)
+
+	clock.Advance(maxLimitWait)
+	tk, _, _ = b.take()
+	h = http.Header{}
+	h.Set("Retry-After", clock.Now().Add(24*time.Hour).Format(http.TimeFormat))
+	b.release(tk, http.StatusTooManyRequests, h)
+	_, wait, _ = b.take()
+	is.Equal(wait, maxLimitWait)
+}

@@ -18,7 +18,10 @@
 // one Client polling many tasks at once stays within the key's limit. Only
 // requests made with the same key from elsewhere can still cause a 429;
 // Wait and Generate then wait for Retry-After and go on, while Submit and
-// Task return the *APIError.
+// Task return the *APIError. A wait an answer asks for holds back every
+// goroutine of the Client, so it is capped at 5 minutes (the server asks
+// for a minute at most): one odd answer, of a proxy say, asking for a
+// day does not stop the Client for a day.
 //
 // # Polling
 //
