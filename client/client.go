@@ -134,7 +134,8 @@ func WithRateLimitWait(f func(d time.Duration)) Option {
 }
 
 // WithMaxDownload sets the largest image Download writes, in bytes
-// (default DefaultMaxDownload); a larger one fails with ErrTooLarge.
+// (default DefaultMaxDownload; at least 1, else New fails); a larger one
+// fails with ErrTooLarge.
 func WithMaxDownload(n int64) Option { return func(c *Client) { c.maxImage = n } }
 
 // WithFullView makes Task, Wait, Generate and List ask for the full view
@@ -195,6 +196,10 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("client: poll interval must be positive and at most its maximum (got %v, %v)", c.pollMin, c.pollMax)
 	case c.longPoll < 0:
 		return nil, fmt.Errorf("client: long poll must not be negative (got %v)", c.longPoll)
+	case c.maxImage < 1:
+		// Below 1, Download of an image of unknown size wrote nothing
+		// and reported success.
+		return nil, fmt.Errorf("client: the download limit must be at least 1 byte (got %d)", c.maxImage)
 	}
 	c.budget = newBudget(c.clock)
 	c.budget.onWait = c.onLimitWait

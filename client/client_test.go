@@ -565,6 +565,10 @@ func TestNewValidates(t *testing.T) {
 		"zero interval":   {base: "https://img.example.test", key: "k", opts: []client.Option{client.WithPollInterval(0, time.Second)}},
 		"max below first": {base: "https://img.example.test", key: "k", opts: []client.Option{client.WithPollInterval(time.Second, time.Millisecond)}},
 		"negative wait":   {base: "https://img.example.test", key: "k", opts: []client.Option{client.WithLongPoll(-time.Second)}},
+		// A negative limit made Download of an image of unknown size
+		// write nothing and return nil.
+		"negative download limit": {base: "https://img.example.test", key: "k", opts: []client.Option{client.WithMaxDownload(-1)}},
+		"zero download limit":     {base: "https://img.example.test", key: "k", opts: []client.Option{client.WithMaxDownload(0)}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := client.New(tc.base, tc.key, tc.opts...)
