@@ -37,7 +37,7 @@ type runtimeConfig struct {
 func (c *runtimeConfig) register(fs *flag.FlagSet, defaultWorkers int, storeWhat string) {
 	c.storeFlags.register(fs, storeWhat)
 	fs.StringVar(&c.model, "model", placeholder.Name, "the model: placeholder, openai, gemini, fal, replicate, stability, bfl (bfl/flux-pro-1.1, bfl/flux-pro-1.1-ultra, bfl/flux-dev, bfl/flux-kontext-pro) a1111[/CHECKPOINT] (a self-hosted sdapi server at A1111_BASE_URL, optional A1111_API_KEY user:password) or comfyui[/CHECKPOINT or workflow name] (a ComfyUI server at COMFYUI_BASE_URL, optional COMFYUI_API_KEY Bearer token, workflows NAME.json and NAME.img2img.json from COMFYUI_WORKFLOWS), optionally /<model id> and =<cost 1-3>; several, comma-separated, make a fallback chain (keys from OPENAI_API_KEY, GEMINI_API_KEY, FAL_KEY, REPLICATE_API_TOKEN, STABILITY_API_KEY, BFL_API_KEY; <PROVIDER>_BASE_URL points one at another API root)")
-	fs.IntVar(&c.workers, "workers", defaultWorkers, "concurrent generations in this process (0 runs none)")
+	fs.IntVar(&c.workers, "workers", defaultWorkers, "concurrent generations in this process (0 runs none: an API process of a shared store, whose worker processes run the tasks)")
 	fs.DurationVar(&c.placeholderDelay, "placeholder-delay", 2*time.Second, "how long the placeholder model takes per image")
 	fs.IntVar(&c.placeholderSize, "placeholder-size", 1024, "pixels on the long side of the placeholder model's images, 16 to 4096 (small ones make load tests measure the service rather than PNG encoding)")
 	fs.BoolVar(&c.allowPrivateURLs, "allow-private-urls", false, "let image_input and callback_url URLs point at loopback and private addresses, and callbacks use http (development only)")

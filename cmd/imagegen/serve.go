@@ -201,6 +201,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer stopAdmin()
 	fmt.Fprint(stdout, demoNote) // a new key is shown once nothing can fail before serving
+	if c.workers == 0 && c.storeFlags.name() == "memory" {
+		// The API alone on a store no other process reaches: a task is
+		// charged and stays pending until it expires.
+		log.Warn("-workers 0 on the memory store: no process can run the tasks submitted here (they are charged and stay pending); use -workers 1 or more, or a shared store with worker processes")
+	}
 	log.Info("imagegen serving", "addr", ln.Addr().String(), "api", publicURL+"/api/v1", "console", consoleURL(c.console, publicURL), "workers", c.workers, "model", c.model, "store", c.storeFlags.name(), "blobs", blobsName(c.blobsURL), "admin", admin)
 	_ = logs.Flush() // the address, at once
 
