@@ -7,8 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/imagegen/imagegen"
 )
@@ -184,13 +187,27 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 			tw := newTable(stdout)
 			fmt.Fprintln(tw, "AT\tKIND\tAMOUNT\tREF")
 			for _, e := range ledger {
-				fmt.Fprintf(tw, "%s\t%s\t%+d\t%s\n", e.At.Format(time.RFC3339), e.Kind, e.Amount, e.Reference())
+				fmt.Fprintf(tw, "%s\t%s\t%+d\t%s\n", e.At.Format(time.RFC3339), e.Kind, e.Amount, tableCell(e.Reference()))
 			}
 			return tw.Flush()
 		default:
 			return fmt.Errorf("unknown credits command %q (grant, show)", args[0])
 		}
 	})
+}
+
+// tableCell is s as a table cell shows it: as it is, unless it holds a
+// control character, which is written escaped (as Go quotes it, without
+// the quotes). Cells carry what the host app, users and providers wrote
+// (an owner id, a provider's error), and an escape sequence in one would
+// rewrite the operator's terminal, a newline or a tab forge a row or a
+// column.
+func tableCell(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }
 
 // newTable lines up the tab-separated cells written to w in columns, as

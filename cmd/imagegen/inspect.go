@@ -187,8 +187,8 @@ func printTaskList(ctx context.Context, in *imagegen.Inspector, f inspectFlags, 
 	tw := newTable(stdout)
 	fmt.Fprintln(tw, "TASK\tOWNER\tSTATUS\tMODEL\tCOST\tATTEMPTS\tCREATED\tERROR")
 	for _, t := range page.Tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", t.ID, t.Owner, t.Status, t.Model, t.Cost, t.Attempt,
-			t.CreatedAt.UTC().Format(time.RFC3339), cmp.Or(string(t.ErrorCode), t.LastError))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", tableCell(t.ID), tableCell(t.Owner), tableCell(string(t.Status)), tableCell(t.Model), t.Cost, t.Attempt,
+			t.CreatedAt.UTC().Format(time.RFC3339), tableCell(cmp.Or(string(t.ErrorCode), t.LastError)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
