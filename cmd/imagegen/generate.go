@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -92,7 +93,7 @@ func generate(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	sub, err := submitter{api: api, stderr: stderr, sleep: sleepCtx}.submit(ctx, c.request())
 	if err != nil {
-		return explain(err, server)
+		return explainSubmit(err, server)
 	}
 	fmt.Fprintf(stderr, "submitted task %s (%s)\n", sub.TaskID, plural(sub.CreditsUsed, "credit"))
 
@@ -193,6 +194,21 @@ func (s submitter) submit(ctx context.Context, req imagegen.Request) (wire.Submi
 			return sub, err
 		}
 	}
+}
+
+// explainSubmit is explain for a submit that failed. After a server
+// error, or a network error past the dial, a task may have been made and
+// charged all the same (the server's store wrote it before the error),
+// and the command run again submits with a new idempotency key: the user
+// is told so before trying again.
+func explainSubmit(err error, server string) error {
+	explained := explain(err, server)
+	var opErr *net.OpError
+	if !client.IsTransient(err) || (errors.As(err, &opErr) && opErr.Op == "dial") {
+		return explained
+	}
+	msg := explained.Error() + "\na task may have been created and charged all the same: see your balance (GET /api/v1/credits, or the console) before running the command again"
+	return &userError{msg: msg, err: err}
 }
 
 // plainFileName reports whether s can name a file in the current
