@@ -119,6 +119,18 @@
 // grant and web-charge references are kept for ever, so an idempotent
 // grant cannot apply twice however late it is retried.
 //
+// A limit of the listings (not of the tasks): the indexes that list
+// tasks (P:tasks:<owner>, ListTasks; P:all, the operators' listing)
+// last Retention+24h past a task's creation, not past its end, as the
+// layout below says. A task still pending or running that long after
+// it was made (a model paused for days, a backlog that takes more
+// than a day beyond the retention to drain) or one finished late in
+// that span drops out of the listings, and with its owner's index
+// gone so do the owner's other tasks made before; each task is still
+// read by id, claimed, finished, refunded and sent to its callback as
+// any other. The memory and PostgreSQL stores list a task as long as
+// it exists.
+//
 // Keys written by something other than the store: an owner whose
 // balance, ledger, task index or scheduling state holds a value of
 // another kind has its submits refused (nothing charged or kept), and
