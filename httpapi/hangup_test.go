@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -34,12 +33,7 @@ func TestHungUpLongPollIsNotAServerError(t *testing.T) {
 	ctx, hangUp := context.WithCancel(context.Background())
 	defer hangUp()
 	got := startWaiting(t, e.clock, func() *httptest.ResponseRecorder {
-		r := httptest.NewRequest("GET", "/api/v1/tasks/"+id, nil).WithContext(ctx)
-		r.Header.Set("Authorization", "Bearer "+e.key)
-		r.Header.Set("Prefer", "wait=30")
-		w := httptest.NewRecorder()
-		e.h.ServeHTTP(w, r)
-		return w
+		return doOn(within(ctx, e.h), "GET", "/api/v1/tasks/"+id, e.key, "", "Prefer", "wait=30")
 	})
 	hangUp()
 	w := <-got
@@ -71,12 +65,7 @@ func TestHungUpOpenAIRequestIsCancelledAndNotASuccess(t *testing.T) {
 	ctx, hangUp := context.WithCancel(context.Background())
 	defer hangUp()
 	got := startWaiting(t, e.clock, func() *httptest.ResponseRecorder {
-		r := httptest.NewRequest("POST", "/v1/images/generations", strings.NewReader(`{"prompt":"a red fox"}`)).WithContext(ctx)
-		r.Header.Set("Authorization", "Bearer "+e.key)
-		r.Header.Set("Content-Type", "application/json")
-		w := httptest.NewRecorder()
-		e.h.ServeHTTP(w, r)
-		return w
+		return doOn(within(ctx, e.h), "POST", "/v1/images/generations", e.key, `{"prompt":"a red fox"}`)
 	})
 	hangUp()
 	w := <-got
@@ -136,4 +125,10 @@ func TestHungUpDownloadIsNotAStoreFailure(t *testing.T) {
 			t.Errorf("a hung-up download was logged as a failure: %v", l)
 		}
 	}
+}
+
+// within is h serving each request with ctx as its context: a client
+// that hangs up when ctx is cancelled.
+func within(ctx context.Context, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r.WithContext(ctx)) })
 }

@@ -124,12 +124,7 @@ func TestAdminFlagErrors(t *testing.T) {
 // (and the environment), so they need not appear in ps.
 func TestServeSecretsFromFiles(t *testing.T) {
 	is := is.New(t)
-	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		is.NoErr(os.WriteFile(p, []byte(text), 0o600))
-		return p
-	}
+	write := secretFileWriter(t)
 	signing := write("signing", "signing-secret-0123456789\n")
 	demo := write("demo", "a-key-of-sixteen-chars\n\nb-key-of-sixteen-chars\n")
 	redisURL := write("redis", "redis://:hunter2hunter2@127.0.0.1:6379/10\n")
@@ -140,7 +135,7 @@ func TestServeSecretsFromFiles(t *testing.T) {
 	is.Equal([]string(c.demoKeys), []string{"a-key-of-sixteen-chars", "b-key-of-sixteen-chars"})
 	is.Equal(c.redisURL, "redis://:hunter2hunter2@127.0.0.1:6379/10")
 
-	_, err = parseServe([]string{"-signing-key-file", filepath.Join(dir, "missing")}, noEnv, io.Discard)
+	_, err = parseServe([]string{"-signing-key-file", filepath.Join(t.TempDir(), "missing")}, noEnv, io.Discard)
 	is.True(err != nil)
 	_, err = parseServe([]string{"-signing-key-file", write("empty", "\n")}, noEnv, io.Discard)
 	is.True(err != nil)
@@ -183,5 +178,19 @@ func TestEmptyEnvironmentVariableCountsAsUnset(t *testing.T) {
 			return ""
 		}))
 		is.Equal(*prefix, tc.want)
+	}
+}
+
+// secretFileWriter returns a func that writes text to the file name in
+// a directory of the test's own, readable by its owner only, as a
+// secret's file is, and returns its path.
+func secretFileWriter(t *testing.T) func(name, text string) string {
+	dir := t.TempDir()
+	return func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 }

@@ -17,12 +17,7 @@ import (
 // of the store in the file).
 func TestCommandLineSecretWinsOverEnvironmentFile(t *testing.T) {
 	is := is.New(t)
-	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		is.NoErr(os.WriteFile(p, []byte(text), 0o600))
-		return p
-	}
+	write := secretFileWriter(t)
 	env := map[string]string{
 		"IMAGEGEN_POSTGRES_FILE":    write("pg", "postgres://app:prod-password@prod.example:5432/shop\n"),
 		"IMAGEGEN_SIGNING_KEY_FILE": write("signing", "signing-key-from-the-env-file\n"),
