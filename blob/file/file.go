@@ -4,9 +4,11 @@
 // Layout: <Dir>/<aa>/<bb>/<key>, where aa and bb are the first four hex
 // digits of the key's SHA-256, so no directory grows past a few thousand
 // entries (65,536 shard directories at most). A Put writes
-// <Dir>/.tmp/<random>, syncs it, and renames it into place: a reader sees
-// the old blob or the whole new one, never a part; a crash leaves a
-// temporary file that List removes once it is an hour old.
+// <Dir>/.tmp/<random>, syncs it, renames it into place and syncs the
+// directories the rename (and a new shard directory) wrote to: a reader
+// sees the old blob or the whole new one, never a part; a Put that
+// returned survives a power loss; a crash leaves a temporary file that
+// List removes once it is an hour old.
 //
 // Several processes on one host (or on a shared filesystem with atomic
 // rename, such as NFSv4) may use one directory.
@@ -46,6 +48,9 @@ type Config struct {
 type Store struct {
 	dir string
 	tmp string
+	// syncDir syncs a directory (the package's syncDir; a test's
+	// recorder in tests).
+	syncDir func(dir string) error
 }
 
 const (
@@ -64,7 +69,7 @@ func New(c Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file blobs: %w", err)
 	}
-	s := &Store{dir: dir, tmp: filepath.Join(dir, tmpDir)}
+	s := &Store{dir: dir, tmp: filepath.Join(dir, tmpDir), syncDir: syncDir}
 	if err := os.MkdirAll(s.tmp, dirPerm); err != nil {
 		return nil, fmt.Errorf("file blobs: %w", err)
 	}
@@ -81,7 +86,8 @@ func (s *Store) Path(key string) string {
 	return filepath.Join(s.dir, h[:2], h[2:], key)
 }
 
-// Put writes a temporary file, syncs it and renames it into place.
+// Put writes a temporary file, syncs it, renames it into place and
+// syncs the directories it was renamed into (syncDirs).
 func (s *Store) Put(_ context.Context, key string, r io.Reader, size int64, _ string) error {
 	if err := imagegen.CheckBlobKey(key); err != nil {
 		return err
@@ -111,6 +117,8 @@ func (s *Store) Put(_ context.Context, key string, r io.Reader, size int64, _ st
 		return fmt.Errorf("file blobs: put %s: %w", key, err)
 	}
 	path := s.Path(key)
+	_, err = os.Stat(filepath.Dir(path))
+	fresh := err != nil // its shard directory is (maybe) made now: its name is to be synced too
 	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
 		return fmt.Errorf("file blobs: put %s: %w", key, err)
 	}
@@ -118,6 +126,9 @@ func (s *Store) Put(_ context.Context, key string, r io.Reader, size int64, _ st
 		return fmt.Errorf("file blobs: put %s: %w", key, err)
 	}
 	done = true
+	if err := s.syncDirs(path, fresh); err != nil {
+		return fmt.Errorf("file blobs: put %s: sync its directory: %w", key, err)
+	}
 	return nil
 }
 
