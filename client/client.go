@@ -109,7 +109,10 @@ type credential struct{ authorization string }
 type Option func(*Client)
 
 // WithHTTPClient sets the HTTP client (default: one with a timeout of
-// DefaultTimeout). Its timeout must exceed the long-poll wait.
+// DefaultTimeout that refuses a redirect to plain http carrying the
+// API key, which net/http copies onto a redirect to the same host).
+// Its timeout must exceed the long-poll wait; its redirect policy is
+// its own.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 
 // WithUserAgent sets the User-Agent header (default DefaultUserAgent).
@@ -186,7 +189,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		o(c)
 	}
 	if c.hc == nil {
-		c.hc = &http.Client{Timeout: DefaultTimeout}
+		c.hc = &http.Client{Timeout: DefaultTimeout, CheckRedirect: keepEncrypted}
 	}
 	if c.clock == nil {
 		c.clock = imagegen.SystemClock{}
