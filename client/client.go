@@ -214,7 +214,15 @@ func parseBase(raw string) (string, error) {
 		return "", fmt.Errorf("client: base URL %q has no scheme: did you mean http://%s (or https://)?", raw, raw)
 	}
 	u, err := url.Parse(raw)
-	if err != nil {
+	var uerr *url.Error
+	switch {
+	case err != nil && strings.Contains(raw, "@"):
+		// The parser's error quotes the URL, and part of it in its
+		// reason ("invalid port" for a password with a "/" in it).
+		return "", errors.New("client: base URL is not a valid URL (not shown: it has user information, which may hold a password)")
+	case errors.As(err, &uerr):
+		return "", fmt.Errorf("client: base URL is not a valid URL: %w", uerr.Err) // not quoted: its query may hold a token
+	case err != nil:
 		return "", fmt.Errorf("client: base URL: %w", err)
 	}
 	switch {
@@ -225,7 +233,9 @@ func parseBase(raw string) (string, error) {
 	case u.User != nil:
 		return "", errors.New("client: base URL must not carry credentials; pass the API key")
 	case u.RawQuery != "" || u.Fragment != "":
-		return "", fmt.Errorf("client: base URL %q must not have a query or fragment", u.Redacted())
+		bare := *u // without them: a token there is not printed
+		bare.RawQuery, bare.Fragment, bare.RawFragment = "", "", ""
+		return "", fmt.Errorf("client: base URL %q must not have a query or fragment (not shown)", bare.Redacted())
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""

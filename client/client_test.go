@@ -586,6 +586,22 @@ func TestNewValidates(t *testing.T) {
 	}
 }
 
+// A base URL is refused without printing what may be a secret in it: a
+// token in its query or fragment, a password in user information that
+// does not parse.
+func TestNewPrintsNoSecretOfTheBaseURL(t *testing.T) {
+	for _, base := range []string{
+		"https://img.example.test/?token=hunter2secret",
+		"https://img.example.test/#hunter2secret",
+		"https://user:hunter2/secret@img.example.test", // a "/" in the password: not a URL
+	} {
+		_, err := client.New(base, "k")
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("New(%q): %v; want an error without the secret", base, err)
+		}
+	}
+}
+
 // A base URL without a scheme (host:port, as people write addresses) is
 // refused with the URL it likely meant.
 func TestNewSuggestsAScheme(t *testing.T) {
