@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,7 +47,7 @@ type Config struct {
 	// own prefix.
 	Prefix string
 	// SweepInterval is how often the limiter deletes, in the background,
-	// a batch of the rows of keys idle for their window (default Window).
+	// the rows of keys idle for their window (default Window).
 	SweepInterval time.Duration
 	// Now, when set, replaces the database server's clock (tests only):
 	// its time is passed to the database instead of read there.
@@ -137,9 +138,10 @@ func (p *Limiter) storedKey(key string) string {
 // of a second of accepted requests (their count, not the requests).
 // Time is read inside PostgreSQL, to the microsecond, as each check is
 // made, so processes with skewed clocks agree. Rows of keys idle for
-// their Window are deleted in small batches by a goroutine of the
-// limiter, once every SweepInterval (by default a Window), never on the
-// way of an Allow; the table holds about the keys active in one Window.
+// their Window are deleted by a goroutine of the limiter, once every
+// SweepInterval (by default a Window), in batches of 500 a statement
+// until none is left (for at most 10 s a round), never on the way of an
+// Allow; the table holds about the keys active in one Window.
 // Close stops that goroutine.
 //
 // The table comes with the store's migrations (version 6), and the
@@ -167,8 +169,17 @@ type Limiter struct {
 	stopped chan struct{}      // closed when the sweeper has returned
 }
 
-// sweepTimeout bounds one batch of the idle-key sweep.
-const sweepTimeout = 10 * time.Second
+// sweepTimeout bounds one round of the idle-key sweep; sweepBatch is
+// how many rows one statement of it deletes, so that each holds its row
+// locks briefly. A round deletes batches until one finds fewer idle rows
+// than that: one batch a round would fall behind as soon as more than
+// sweepBatch keys a SweepInterval went idle (a client rotating addresses
+// through the failed-authentication limit), and the table would grow
+// without bound.
+const (
+	sweepTimeout = 10 * time.Second
+	sweepBatch   = 500
+)
 
 // New returns a PostgreSQL limiter on pool configured by cfg, with
 // defaults for its zero fields, and starts its sweeper of idle keys,
@@ -195,7 +206,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Limiter, error) {
 		allow: `SELECT allowed, count, free, at FROM ` + schema + `.rate_allow_many($1::text[], $2::bigint[], $3, $4)`,
 		sweep: `DELETE FROM ` + schema + `.rate_limits WHERE key IN (SELECT key FROM ` + schema +
 			`.rate_limits r WHERE (SELECT max(t) FROM unnest(r.times) AS t) + r.window_us <= ` +
-			`coalesce($1::bigint, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint) LIMIT 500 FOR UPDATE SKIP LOCKED)`,
+			`coalesce($1::bigint, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint) LIMIT ` + strconv.Itoa(sweepBatch) + ` FOR UPDATE SKIP LOCKED)`,
 		stopped: make(chan struct{}),
 	}
 	p.calls = groupcommit.Batcher[allowCall, allowResult]{Run: p.runCalls, MaxBatch: maxBatch, MaxInFlight: maxInFlight, Gather: true}
@@ -327,9 +338,11 @@ func (p *Limiter) sweepLoop(ctx context.Context, every time.Duration) {
 	}
 }
 
-// sweepOnce deletes one batch of idle keys' rows, by the database's clock
-// (Config.Now's, when set). Errors are left for the next time: the rows
-// stay until then, and Allow does not depend on them being gone.
+// sweepOnce deletes the rows of idle keys, by the database's clock
+// (Config.Now's, when set), a batch a statement until a batch finds
+// fewer than sweepBatch or the round's sweepTimeout ends. Errors are left
+// for the next round: the rows stay until then, and Allow does not
+// depend on them being gone.
 func (p *Limiter) sweepOnce(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
 	defer cancel()
@@ -338,5 +351,10 @@ func (p *Limiter) sweepOnce(ctx context.Context) {
 		us := p.now().UnixMicro()
 		now = &us
 	}
-	_, _ = p.pool.Exec(ctx, p.sweep, now)
+	for {
+		tag, err := p.pool.Exec(ctx, p.sweep, now)
+		if err != nil || tag.RowsAffected() < sweepBatch {
+			return
+		}
+	}
 }
