@@ -129,3 +129,28 @@ func TestMemoryAllowDoesNotAllocate(t *testing.T) {
 	})
 	is.Equal(allocs, 0.0) // a tracked key costs no allocation
 }
+
+// TestMemoryForgetsIdleKeysAfterReachingMaxKeys fills the table to its
+// cap within one window (a flood of one-off keys), then sends one new
+// key a window: the flood's keys are all idle, so they must be swept out
+// rather than held at the cap for good.
+func TestMemoryForgetsIdleKeysAfterReachingMaxKeys(t *testing.T) {
+	is := is.New(t)
+	clock := imagegentest.NewClock(time.Time{})
+	const maxKeys = 100
+	lim, err := ratelimit.NewMemory(ratelimit.MemoryConfig{Limit: 2, Clock: clock, MaxKeys: maxKeys})
+	is.NoErr(err)
+	ctx := context.Background()
+	for i := range 10 * maxKeys { // the flood, all in one window
+		_, err := lim.Allow(ctx, fmt.Sprint("flood-", i))
+		is.NoErr(err)
+	}
+	is.Equal(lim.Len(), maxKeys) // at the cap
+	for i := range 2 * maxKeys { // then one key a window, each idle when the next comes
+		clock.Advance(time.Minute)
+		_, err := lim.Allow(ctx, fmt.Sprint("later-", i))
+		is.NoErr(err)
+	}
+	t.Logf("%d keys tracked", lim.Len())
+	is.True(lim.Len() < maxKeys/2) // the idle keys were swept, not kept at the cap
+}

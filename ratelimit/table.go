@@ -24,19 +24,24 @@ type table[K comparable, E any] struct {
 }
 
 type shard[K comparable, E any] struct {
-	mu      sync.Mutex
-	m       map[K]*E
-	max     int // at most this many entries
-	sweepAt int // sweep idle entries when an insert finds this many
-	t       *table[K, E]
-	_       [64]byte // keep shards on separate cache lines
+	mu  sync.Mutex
+	m   map[K]*E
+	max int // at most this many entries
+	// untilSweep counts down the inserts until idle entries are swept
+	// again: as many as the shard held after the last sweep, so a sweep's
+	// cost is amortised over them. Counting inserts, not entries, keeps
+	// sweeps going in a shard held at max, where evictions keep the
+	// number of entries from ever growing again.
+	untilSweep int
+	t          *table[K, E]
+	_          [64]byte // keep shards on separate cache lines
 }
 
 const (
 	maxShards = 64
 	// minPerShard is the smallest share of the cap one shard gets.
 	minPerShard = 64
-	// minSweep is the smallest shard size that triggers a sweep.
+	// minSweep is the fewest inserts between two sweeps of a shard.
 	minSweep = 32
 	// evictSample is how many entries are compared to pick one to evict.
 	evictSample = 5
@@ -71,7 +76,7 @@ func newTable[K comparable, E any](
 		s := &t.shards[i]
 		s.m = make(map[K]*E)
 		s.max = maxEntries / n
-		s.sweepAt = minSweep
+		s.untilSweep = minSweep
 		s.t = t
 	}
 	return t
@@ -100,7 +105,7 @@ func (s *shard[K, E]) get(k K) *E { return s.m[k] }
 // insert adds e under k, which must not be present, making room first.
 // The caller holds s.mu.
 func (s *shard[K, E]) insert(k K, e *E, now time.Time) {
-	if len(s.m) >= s.sweepAt {
+	if s.untilSweep--; s.untilSweep <= 0 {
 		s.sweep(now)
 	}
 	for len(s.m) >= s.max {
@@ -109,8 +114,9 @@ func (s *shard[K, E]) insert(k K, e *E, now time.Time) {
 	s.m[k] = e
 }
 
-// sweep drops idle entries. It runs when the shard has doubled since the
-// last sweep, so its cost is amortised over the inserts that grew it.
+// sweep drops idle entries. It runs once as many inserts as the shard
+// then held have been made since the last sweep (the shard has doubled,
+// or, held at max, has turned over), so its cost is amortised over them.
 func (s *shard[K, E]) sweep(now time.Time) {
 	before := len(s.m)
 	for k, e := range s.m {
@@ -125,7 +131,7 @@ func (s *shard[K, E]) sweep(now time.Time) {
 		}
 		s.m = m
 	}
-	s.sweepAt = max(2*len(s.m), minSweep)
+	s.untilSweep = max(len(s.m), minSweep)
 }
 
 // evict drops the lowest-ranked of a few entries (map iteration starts at a
