@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -69,7 +68,9 @@ type Config struct {
 	// its budget the sign-in form answers 429. Nil: not limited.
 	AuthFailures imagegen.Limiter
 	// ClientIP names the client of a request for AuthFailures. Default:
-	// API.ClientIP when API is set, else the request's remote address.
+	// API.ClientIP when API is set, else httpapi.PeerClientIP (the
+	// request's remote address, an IPv6 one by its /64, as the API
+	// counts it without trusted proxies).
 	ClientIP func(*http.Request) string
 
 	// Prefix is where the app mounts the console, e.g. "/console"
@@ -205,18 +206,10 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 	case cfg.API != nil:
 		c.cfg.ClientIP = cfg.API.ClientIP
 	default:
-		c.cfg.ClientIP = remoteHost
+		c.cfg.ClientIP = httpapi.PeerClientIP
 	}
 	c.mux = c.routes()
 	return c, nil
-}
-
-func remoteHost(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // ServeHTTP serves one console request, with the security headers.

@@ -67,6 +67,14 @@ func clientGroup(a netip.Addr) string {
 	return netip.PrefixFrom(a, 64).Masked().String()
 }
 
+// PeerClientIP names the client of r as Config.ClientIP's default does
+// with no trusted proxy: its peer address, an IPv6 one by its /64 (see
+// clientGroup). Front ends that count failed sign-ins without an API
+// Handler (the console's default) use it, so that one client is one key
+// there too: rotating addresses inside a /64, or an IPv4 address shown
+// IPv4-mapped or with a zone, buys no further guesses.
+func PeerClientIP(r *http.Request) string { return clientGroup(parseHost(r.RemoteAddr)) }
+
 // parseHost reads an IP address with or without a port ("192.0.2.1",
 // "192.0.2.1:80", "[2001:db8::1]:80", "2001:db8::1").
 func parseHost(s string) netip.Addr {
