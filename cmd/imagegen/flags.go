@@ -107,7 +107,9 @@ func (l *stringList) Set(v string) error {
 }
 
 // prefixList is a repeatable CIDR flag; a bare address is its own /32 or
-// /128.
+// /128, and an IPv4 address or range written IPv4-mapped
+// ("::ffff:10.0.0.0/104") is that IPv4 one: peers are compared unmapped,
+// and netip.Prefix.Contains matches no IPv4 address to a mapped prefix.
 type prefixList []netip.Prefix
 
 func (l *prefixList) String() string { return fmt.Sprint(len(*l)) + " prefixes" }
@@ -121,6 +123,9 @@ func (l *prefixList) Set(v string) error {
 			return fmt.Errorf("not a CIDR or IP address: %q", v)
 		}
 		p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+	}
+	if p.Addr().Is4In6() && p.Bits() >= 96 {
+		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 	}
 	*l = append(*l, p.Masked())
 	return nil

@@ -161,6 +161,15 @@ func TestServeTrustedProxyFlag(t *testing.T) {
 	is.Equal([]netip.Prefix(c.trustedProxies), []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")})
 	_, err = parseServe([]string{"-trusted-proxy", "not-a-cidr"}, noEnv, io.Discard)
 	is.True(err != nil)
+
+	// An IPv4 range written IPv4-mapped, as dual-stack listeners' logs show
+	// IPv4 peers, is that IPv4 range: peers are compared unmapped, and a
+	// mapped prefix contains none of them (its proxy's connections were
+	// bounded as one client's, every client behind it sharing the bound).
+	c, err = parseServe([]string{"-trusted-proxy", "::ffff:203.0.113.0/120", "-trusted-proxy", "::ffff:198.51.100.9"}, noEnv, io.Discard)
+	is.NoErr(err)
+	is.Equal([]netip.Prefix(c.trustedProxies), []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("198.51.100.9/32")})
+	is.True(unbounded(netip.MustParseAddr("203.0.113.7"), c.trustedProxies))
 }
 
 // An empty IMAGEGEN_* variable counts as not set (docs/configuration.md
