@@ -65,7 +65,7 @@ while k < first_bytes do
   local blobs = n < 0
   if blobs then n = -n end
   a = a + 5
-  local h = holds(task, attempt)
+  local h = holds(task, attempt, 'created')
   local result, keep = 0, false
   if h then
     result = 1
@@ -336,7 +336,7 @@ func (s *Store) runShardCompletes(ctx context.Context, sh keys, batch []*complet
 // before), or 0 when attempt does not hold the lease.
 var failScript = newScript(`
 local now = now_ms()
-local h = holds(KEYS[1], ARGV[2])
+local h = holds(KEYS[1], ARGV[2], 'created')
 if not h then
   return resent_finish(redis.call('HGET', KEYS[1], 'cx'), ARGV[7]) or 0 -- this very failure, sent again, or lease lost
 end

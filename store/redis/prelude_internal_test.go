@@ -19,7 +19,7 @@ func definedIn(script string) map[string]bool {
 func TestPreludeForTakesWhatTheBodyUses(t *testing.T) {
 	got := definedIn(preludeFor("local now = now_ms()\n-- refund is not called here\nfinish(KEYS[1], KEYS[2], ARGV[2], 'success', now, 1000, KEYS[3], nil)\n"))
 	// finish and what it calls, directly or not.
-	for _, name := range []string{"now_ms", "finish", "stop_running", "wants", "wants_of", "int", "skey", "store_tag"} {
+	for _, name := range []string{"now_ms", "finish", "stop_running", "wants_of", "keep_listed", "int", "skey", "store_tag"} {
 		if !got[name] {
 			t.Errorf("preludeFor misses %s, which the body needs; has %v", name, got)
 		}

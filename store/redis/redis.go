@@ -119,17 +119,18 @@
 // grant and web-charge references are kept for ever, so an idempotent
 // grant cannot apply twice however late it is retried.
 //
-// A limit of the listings (not of the tasks): the indexes that list
-// tasks (P:tasks:<owner>, ListTasks; P:all, the operators' listing)
-// last Retention+24h past a task's creation, not past its end, as the
-// layout below says. A task still pending or running that long after
-// it was made (a model paused for days, a backlog that takes more
-// than a day beyond the retention to drain) or one finished late in
-// that span drops out of the listings, and with its owner's index
-// gone so do the owner's other tasks made before; each task is still
-// read by id, claimed, finished, refunded and sent to its callback as
-// any other. The memory and PostgreSQL stores list a task as long as
-// it exists.
+// A limit of the listings (not of the tasks): an owner's index
+// (P:tasks:<owner>, ListTasks) lasts Retention+24h past the owner's
+// last submit, and a task that ends more than a day after it was made
+// puts itself back in it and makes it last its retention (keep_listed),
+// so every finished task is listed while it is kept; but a task still
+// pending or running after its owner's index expired (a model paused
+// for days, with no submit of its owner meanwhile) is not listed until
+// it ends. The operators' listing (P:all) is trimmed of tasks made more
+// than Retention+24h ago, finished or not. Each task is still read by
+// id, claimed, finished, refunded and sent to its callback as any
+// other. The memory and PostgreSQL stores list a task as long as it
+// exists.
 //
 // Keys written by something other than the store: an owner whose
 // balance, ledger, task index or scheduling state holds a value of
@@ -201,7 +202,8 @@
 //	                   kept for the lease, for the claim sent again (see claimHooksScript)
 //	P:tasks:<owner>    zset: the owner's tasks, "<created ms, 13 digits>:<id>" (for listing), expiring
 //	                   Retention+24h after its last task was created at the earliest, and at most
-//	                   min(1h, Retention/2) later than that
+//	                   min(1h, Retention/2) later than that; a task that ends more than a day after
+//	                   it was made is put back and the index kept for its retention (keep_listed)
 //	P:all              zset: every task, "<created ms, 13 digits>:<id>" (operators' listing;
 //	                   trimmed, every 64 queueings, of tasks created more than Retention+24h ago, as owners' indexes expire)
 //	P:balance:<owner>  string: credit balance
@@ -1062,19 +1064,13 @@ end
 -- finish ends a task, starts its retention, queues its callback if it
 -- has one, and tells the watchers (on the channel "<tag>:finished", the
 -- tag being what precedes ":task:").
--- wants reports whether the task has a callback that asks for event
--- (its "events" field lists them; none means completed only).
--- wants_of is wants on the task's callback and events fields, already
--- read.
+-- wants_of reports whether a task with these callback and events
+-- fields has a callback that asks for event (events lists them; none
+-- means completed only).
 local function wants_of(callback, events, event)
   if not callback then return false end
   if not events or events == '' then return event == 'completed' end
   return string.find(',' .. events .. ',', ',' .. event .. ',', 1, true) ~= nil
-end
-
-local function wants(task, event)
-  local f = redis.call('HMGET', task, 'callback', 'events')
-  return wants_of(f[1], f[2], event)
 end
 
 -- finished_channel and finished_publish are, once finish has found
@@ -1083,8 +1079,35 @@ end
 -- finished_at and finished_retention are the times finish last made
 -- strings of (finished_snow, finished_expires, finished_sretention):
 -- a script run finishes its tasks at one time.
-local finished_channel, finished_publish
+local finished_channel, finished_publish, finished_tag
 local finished_at, finished_retention, finished_snow, finished_expires, finished_sretention
+
+-- keep_listed keeps a task that ends more than a day after it was made
+-- in its owner's task index for its retention. createScript pushes an
+-- owner's index out to the retention and a day (and a margin) past the
+-- owner's last submit: a task that ends within a day of being made ends
+-- its retention before that, and needs nothing (so the common finish
+-- costs nothing more); one that ends later (a model paused for days, a
+-- long backlog) would outlive the index, or, the index gone and made
+-- again by a later submit, be missing from it. It is put back (ZADD NX:
+-- its place is its creation) and the index given at least the task's
+-- retention and a margin. created is the task's field (a string,
+-- false or nil when missing); tag is what precedes ":task:" in its key,
+-- its owner's shard's too.
+local function keep_listed(task, tag, id, created, now, retention)
+  created = tonumber(created)
+  if not created or now - created <= 86400000 then return end
+  local owner = redis.call('HGET', task, 'owner')
+  if not owner then return end
+  local index = tag .. ':tasks:' .. owner
+  if type(redis.pcall('ZADD', index, 'NX', 0, string.format('%013d', created) .. ':' .. id)) == 'table' then
+    return -- a value of another kind, which only something else writes: the task is listed no more, as before
+  end
+  local ttl = redis.call('PTTL', index)
+  if ttl == -1 or ttl < retention then
+    redis.call('PEXPIRE', index, int(retention + math.min(3600000, math.floor(retention / 2))))
+  end
+end
 
 -- finish's h is what holds read of the task (its reply), or nil to
 -- read it; more arguments are fields and values to set on the task with
@@ -1092,13 +1115,16 @@ local finished_at, finished_retention, finished_snow, finished_expires, finished
 -- leases false leaves the task in the leases, for a caller that takes a
 -- batch out of them at once.
 local function finish(task, leases, id, status, now, retention, hooks, h, ...)
-  local hooked
+  local hooked, created
   if h then
     stop_running(task, id, h[5], h[6])
     hooked = wants_of(h[3], h[4], 'completed')
+    created = h[7]
   else
     stop_running(task, id)
-    hooked = wants(task, 'completed')
+    local f = redis.call('HMGET', task, 'callback', 'events', 'created')
+    hooked = wants_of(f[1], f[2], 'completed')
+    created = f[3]
   end
   if now ~= finished_at or retention ~= finished_retention then -- the times as strings, made once per run
     finished_at, finished_retention = now, retention
@@ -1112,12 +1138,13 @@ local function finish(task, leases, id, status, now, retention, hooks, h, ...)
   redis.call('HSET', task, 'status', status, 'lease_until', '0', 'updated', snow, 'finished', snow, 'expires', finished_expires, ...)
   redis.call('PEXPIRE', task, finished_sretention)
   if not finished_channel then
-    local tag = string.match(task, '^(.-}):task:')
-    finished_channel, finished_publish = tag .. ':finished', 'PUBLISH'
-    if string.find(tag, ':%d+%.%d+}$') then
+    finished_tag = string.match(task, '^(.-}):task:')
+    finished_channel, finished_publish = finished_tag .. ':finished', 'PUBLISH'
+    if string.find(finished_tag, ':%d+%.%d+}$') then
       finished_publish = 'SPUBLISH' -- a Cluster's shard: only its own nodes hear it
     end
   end
+  keep_listed(task, finished_tag, id, created, now, retention)
   redis.call(finished_publish, finished_channel, id)
 end
 
@@ -1131,12 +1158,14 @@ end
 -- holds reports whether attempt holds the task's lease: it returns
 -- what it read (HMGET's reply, so no table is made for it: the status,
 -- attempt, callback, events, ro and rm fields, for stop_running and
--- finish, which need not read them again), or nil when it does not.
+-- finish, which need not read them again, and the fields given after
+-- attempt: a caller that finishes the task gives 'created', for
+-- keep_listed), or nil when it does not.
 -- Its owner and model are left for stop_running to read when the task
 -- is in a running set: rarely, and each value read costs the server a
 -- string.
-local function holds(task, attempt)
-  local f = redis.call('HMGET', task, 'status', 'attempt', 'callback', 'events', 'ro', 'rm')
+local function holds(task, attempt, ...)
+  local f = redis.call('HMGET', task, 'status', 'attempt', 'callback', 'events', 'ro', 'rm', ...)
   if f[1] ~= 'processing' or f[2] ~= attempt then return nil end
   return f
 end

@@ -119,6 +119,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"RefundThatWouldOverflowEndsNothing", testRefundThatWouldOverflowEndsNothing},
 		{"QueuePositions", acrossShards(testQueuePositions)},
 		{"RetentionRemovesFinishedTasksAndImages", testRetention},
+		{"FinishedLateStaysListed", testFinishedLateStaysListed},
 		{"ImageRecordsKeepEveryField", testImageRecords},
 		{"APIKeys", testKeys},
 		{"APIKeyLastUse", testKeyLastUse},
