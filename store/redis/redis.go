@@ -123,7 +123,7 @@
 // (P:tasks:<owner>, ListTasks) lasts Retention+24h past the owner's
 // last submit, and a task that ends more than a day after it was made
 // puts itself back in it and makes it last its retention (keep_listed),
-// so every finished task is listed while it is kept; but a task still
+// so ListTasks lists every finished task while it is kept; but a task still
 // pending or running after its owner's index expired (a model paused
 // for days, with no submit of its owner meanwhile) is not listed until
 // it ends. The operators' listing (P:all) is trimmed of tasks made more
