@@ -1093,7 +1093,10 @@ local finished_at, finished_retention, finished_snow, finished_expires, finished
 -- its place is its creation) and the index given at least the task's
 -- retention and a margin. created is the task's field (a string,
 -- false or nil when missing); tag is what precedes ":task:" in its key,
--- its owner's shard's too.
+-- its owner's shard's too (but for a task MigrateToShards moved, whose
+-- id has no owner's mark: it ended before the move, and only an
+-- operator's requeue ends it again, when the index this writes, in
+-- shard 0, is one no listing reads, gone with its TTL).
 local function keep_listed(task, tag, id, created, now, retention)
   created = tonumber(created)
   if not created or now - created <= 86400000 then return end
