@@ -20,9 +20,10 @@
 //     bytes whose record is gone.
 //   - [Model] prices a request at submit ([Model.Plan]) and generates it
 //     ([Model.Generate]): model/placeholder draws locally; model/openai,
-//     model/gemini, model/replicate, model/fal and model/stability call
-//     providers; model/route chooses per request and falls back between
-//     providers.
+//     model/gemini, model/replicate, model/fal, model/stability and
+//     model/bfl call providers, model/a1111 and model/comfyui a
+//     self-hosted server; model/route chooses per request and falls back
+//     between providers.
 //   - [Clock] is injected, so tests move time instead of sleeping
 //     (package imagegentest has a manual clock and a scripted model).
 //
