@@ -16,7 +16,7 @@
 // receiver with either verifies it. A delivery
 // answered with anything but 2xx, or not answered, is retried with
 // exponential backoff (5 s, doubling, at most 10 min apart, 10 attempts
-// by default: about an hour), through the guarded fetcher's SSRF check,
+// by default: about half an hour), through the guarded fetcher's SSRF check,
 // never following redirects. A 429 or 503 with a Retry-After (seconds or
 // an HTTP date; a Retry-After-Ms in milliseconds wins over it) waits the longer of the backoff and Retry-After, at most
 // Config.MaxBackoff: a receiver can slow its deliveries down, not hurry
