@@ -31,7 +31,7 @@ type BlobRangeReader interface {
 // Stat), so that a HEAD request or an empty image answers as a GET
 // would.
 func ReadBlobRange(ctx context.Context, s BlobStore, key string, off, n int64) (io.ReadCloser, error) {
-	if off < 0 || n < 0 || n > math.MaxInt64-off {
+	if !RangeFits(off, n, math.MaxInt64) { // no blob is that long
 		return nil, fmt.Errorf("%w: blob %s: range %d+%d", ErrBlobSize, key, off, n)
 	}
 	if rr, ok := s.(BlobRangeReader); ok {

@@ -2,7 +2,6 @@ package blob
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/blob/file"
 	"github.com/imagegen/imagegen/blob/s3"
+	"github.com/imagegen/imagegen/internal/urlredact"
 )
 
 // Open returns the BlobStore a URL names:
@@ -32,13 +32,10 @@ import (
 // (s3://key:secret@bucket) is refused, its secret never printed.
 func Open(ctx context.Context, rawURL string) (imagegen.BlobStore, error) {
 	u, err := url.Parse(rawURL)
-	if err != nil && strings.Contains(rawURL, "@") {
+	if err != nil {
 		// The parser's error quotes the URL, and part of it in its
 		// reason ("invalid port" for a secret key with a "/" in it).
-		return nil, errors.New("blob URL: not a valid URL (not printed: it has user information, which may hold a secret; credentials come from the AWS chain)")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("blob URL: %w", err)
+		return nil, fmt.Errorf("blob URL: %w", urlredact.Error(err, rawURL, urlredact.Userinfo))
 	}
 	if u.User != nil && (u.Scheme == "file" || u.Scheme == "s3") {
 		return nil, fmt.Errorf("blob URL %q: credentials do not belong in the URL (they are not printed); an s3 store takes them from the AWS chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE...)", redact(u))

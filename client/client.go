@@ -15,6 +15,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/retry"
+	"github.com/imagegen/imagegen/internal/urlredact"
 	"github.com/imagegen/imagegen/wire"
 )
 
@@ -214,16 +215,15 @@ func parseBase(raw string) (string, error) {
 		return "", fmt.Errorf("client: base URL %q has no scheme: did you mean http://%s (or https://)?", raw, raw)
 	}
 	u, err := url.Parse(raw)
-	var uerr *url.Error
-	switch {
-	case err != nil && strings.Contains(raw, "@"):
-		// The parser's error quotes the URL, and part of it in its
-		// reason ("invalid port" for a password with a "/" in it).
-		return "", errors.New("client: base URL is not a valid URL (not shown: it has user information, which may hold a password)")
-	case errors.As(err, &uerr):
-		return "", fmt.Errorf("client: base URL is not a valid URL: %w", uerr.Err) // not quoted: its query may hold a token
-	case err != nil:
-		return "", fmt.Errorf("client: base URL: %w", err)
+	if err != nil {
+		// Not the URL, which the parser quotes (its query may hold a
+		// token), and its reason with user information hidden ("invalid
+		// port" quotes part of a password with a "/" in it).
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return "", fmt.Errorf("client: base URL is not a valid URL: %w", urlredact.Error(err, raw, urlredact.Userinfo))
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":

@@ -41,21 +41,14 @@ func (h *Handler) clientAddr(r *http.Request) netip.Addr {
 }
 
 // trusted reports that a (unmapped, as parseHost reads it) is one of
-// cfg.TrustedProxies. An IPv4 address also matches a prefix written
-// IPv4-mapped ("::ffff:10.0.0.0/104", as logs of dual-stack listeners
-// show IPv4 peers), which netip.Prefix.Contains alone never matches to an
-// IPv4 address: such a proxy would go untrusted, and all its clients
-// would count as the proxy, one budget of failures for them all.
+// cfg.TrustedProxies (unmapped by New, so that a proxy written
+// IPv4-mapped matches its IPv4 peers).
 func (h *Handler) trusted(a netip.Addr) bool {
 	if !a.IsValid() {
 		return false
 	}
-	mapped := a
-	if a.Is4() {
-		mapped = netip.AddrFrom16(a.As16())
-	}
 	for _, p := range h.cfg.TrustedProxies {
-		if p.Contains(a) || p.Contains(mapped) {
+		if p.Contains(a) {
 			return true
 		}
 	}

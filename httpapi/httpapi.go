@@ -30,6 +30,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/internal/drain"
 	"github.com/imagegen/imagegen/internal/memo"
+	"github.com/imagegen/imagegen/internal/netprefix"
 	"github.com/imagegen/imagegen/internal/weburl"
 )
 
@@ -178,6 +179,14 @@ func New(cfg Config) (*Handler, error) {
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
 	cfg.ImageBaseURL = strings.TrimSuffix(cfg.ImageBaseURL, "/")
 	cfg.OpenAIPrefix = strings.TrimSuffix(cfg.OpenAIPrefix, "/")
+	// A proxy written IPv4-mapped ("::ffff:10.0.0.0/104") is read as the
+	// IPv4 range it covers, as peers are read unmapped (a copy: the
+	// caller's slice is theirs).
+	proxies := make([]netip.Prefix, len(cfg.TrustedProxies))
+	for i, p := range cfg.TrustedProxies {
+		proxies[i] = netprefix.Unmap(p)
+	}
+	cfg.TrustedProxies = proxies
 	cfg.OpenAIWait = cmp.Or(cfg.OpenAIWait, imagegen.MaxWait)
 	cfg.MaxStoreWaits = cmp.Or(cfg.MaxStoreWaits, DefaultMaxStoreWaits)
 	cfg.ForwardedHeader = cmp.Or(http.CanonicalHeaderKey(cfg.ForwardedHeader), "X-Forwarded-For")

@@ -86,7 +86,7 @@ func (s *Store) ReadRange(ctx context.Context, key string, off, n int64) (io.Rea
 	if err := imagegen.CheckBlobKey(key); err != nil {
 		return nil, err
 	}
-	if off < 0 || n < 0 || n > math.MaxInt64-off { // no object is that long
+	if !imagegen.RangeFits(off, n, math.MaxInt64) { // no object is that long
 		return nil, imagegen.RangePastEnd(key, off, n, -1)
 	}
 	if n == 0 { // a look, not a read: HEAD

@@ -62,7 +62,7 @@ func (e *userError) Unwrap() error { return e.err }
 // with a hint where one helps. Other errors are returned as they are.
 func explain(err error, server string) error {
 	var apiErr *client.APIError
-	var opErr *net.OpError
+	dial := failedDial(err)
 	switch {
 	case err == nil:
 		return nil
@@ -81,8 +81,18 @@ func explain(err error, server string) error {
 			msg = fmt.Sprintf("the server answered %d %s: %s", apiErr.StatusCode, apiErr.Code, msg)
 		}
 		return &userError{msg: msg, err: err}
-	case errors.As(err, &opErr) && opErr.Op == "dial":
-		return &userError{msg: fmt.Sprintf("cannot reach the server at %s (set -server or %s): %v", server, envServer, opErr.Err), err: err}
+	case dial != nil:
+		return &userError{msg: fmt.Sprintf("cannot reach the server at %s (set -server or %s): %v", server, envServer, dial.Err), err: err}
 	}
 	return err
+}
+
+// failedDial returns the error of a connection to the server that was
+// never made (its dial failed: nothing was sent), or nil.
+func failedDial(err error) *net.OpError {
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		return opErr
+	}
+	return nil
 }

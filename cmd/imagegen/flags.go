@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/imagegen/imagegen/internal/netprefix"
 )
 
 // newFlagSet is the flag set of command name; it reports to stderr and
@@ -122,12 +124,9 @@ func (l *prefixList) Set(v string) error {
 		if aerr != nil {
 			return fmt.Errorf("not a CIDR or IP address: %q", v)
 		}
-		p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		p = netip.PrefixFrom(a, a.BitLen()) // its /32 or /128 (a mapped one: Unmap below)
 	}
-	if p.Addr().Is4In6() && p.Bits() >= 96 {
-		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
-	}
-	*l = append(*l, p.Masked())
+	*l = append(*l, netprefix.Unmap(p))
 	return nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -203,8 +202,7 @@ func (s submitter) submit(ctx context.Context, req imagegen.Request) (wire.Submi
 // is told so before trying again.
 func explainSubmit(err error, server string) error {
 	explained := explain(err, server)
-	var opErr *net.OpError
-	if !client.IsTransient(err) || (errors.As(err, &opErr) && opErr.Op == "dial") {
+	if !client.IsTransient(err) || failedDial(err) != nil {
 		return explained
 	}
 	msg := explained.Error() + "\na task may have been created and charged all the same: see your balance (GET /api/v1/credits, or the console) before running the command again"

@@ -125,7 +125,7 @@ func (b blobs) ReadRange(ctx context.Context, key string, off, n int64) (io.Read
 	if err := imagegen.CheckBlobKey(key); err != nil {
 		return nil, err
 	}
-	if off < 0 || n < 0 || n > math.MaxInt64-off { // no blob is that long
+	if !imagegen.RangeFits(off, n, math.MaxInt64) { // no blob is that long
 		return nil, imagegen.RangePastEnd(key, off, n, -1)
 	}
 	var size int64

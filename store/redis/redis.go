@@ -1091,7 +1091,8 @@ local finished_at, finished_retention, finished_snow, finished_expires, finished
 -- long backlog) would outlive the index, or, the index gone and made
 -- again by a later submit, be missing from it. It is put back (ZADD NX:
 -- its place is its creation) and the index given at least the task's
--- retention and a margin. created is the task's field (a string,
+-- retention and a margin. (The day and the margin are Go's: the day
+-- createArgs adds to the retention, and indexMargin.) created is the task's field (a string,
 -- false or nil when missing); tag is what precedes ":task:" in its key,
 -- its owner's shard's too (but for a task MigrateToShards moved, whose
 -- id has no owner's mark: it ended before the move, and only an
