@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen"
 )
 
 func isNil(err error) bool { return errors.Is(err, goredis.Nil) }
@@ -28,3 +30,11 @@ func wrapErr(op string, err error) error {
 // pushes its lease end a minute later), to be given back once the key is
 // mended.
 var errQueueKeys = errors.New("the store's queues in Redis could not take the task back (a value of the wrong kind in pending, fair:models or the model's fair queue); the task was left as it was")
+
+// errAttemptMoved: an operator's recharging requeue read the task at one
+// attempt, and by the time its script ran the task had been requeued,
+// claimed and failed again (at a later attempt), so the recharge's
+// references (RechargeRef, RerefundRef), named after the attempt read,
+// were another attempt's. Nothing was changed; RequeueTask reads the
+// task again once before it answers with this.
+var errAttemptMoved = fmt.Errorf("the task failed again at a later attempt while it was being requeued; nothing was changed: %w", imagegen.ErrInvalidTransition)

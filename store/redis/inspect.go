@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -65,7 +66,7 @@ func (s *Store) TaskByID(ctx context.Context, id string) (*imagegen.Task, error)
 //	KEYS[1] task  KEYS[2] pending  KEYS[3] balance  KEYS[4] ledger  KEYS[5] webhooks
 //	ARGV[1] now  ARGV[2] id  ARGV[3] owner  ARGV[4] recharge: "1" or ""
 //	ARGV[5] recharge ledger entry JSON up to its time  ARGV[6] re-refund reference
-//	ARGV[7] the call's token (random)
+//	ARGV[7] the call's token (random)  ARGV[8] the task's attempt as read
 //
 // The requeue leaves its call's token on the task, in a field of its
 // own (rx): a run sent again after its reply was lost (go-redis sends a
@@ -84,18 +85,25 @@ func (s *Store) TaskByID(ctx context.Context, id string) (*imagegen.Task, error)
 // the recharge and set the task pending, then failed in enqueue: the
 // charge kept, the task in no queue (never claimed).
 //
+// A recharge's references are named after the attempt RequeueTask read
+// (ARGV[8]): a task requeued, claimed and failed again since has another,
+// and the script refuses it (-5) rather than charge, or refuse as a
+// duplicate, under the references of an attempt that is not the task's.
+//
 // Returns 1, 0 when there is no such task, -1 when it is not failed,
 // -2 when the balance is short of the recharge, -3 when the recharge's
 // reference (RechargeRef of the task's attempt) is already used, -4
-// when a queue cannot take the task.
+// when a queue cannot take the task, -5 when a recharge's task is at an
+// attempt other than ARGV[8].
 var requeueScript = newScript(`
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'cost', 'rx', 'refund_ref', 'model')
+local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'cost', 'rx', 'refund_ref', 'model', 'attempt')
 if f[1] ~= ARGV[3] then return 0 end
 if f[4] == ARGV[7] then return 1 end -- this very requeue, sent again
 if f[2] ~= 'failed' then return -1 end
 if not takes_enqueue(KEYS[1], f[6] or '') then return -4 end
 if ARGV[4] == '1' then
+  if tonumber(f[7] or '0') ~= tonumber(ARGV[8]) then return -5 end -- failed again since the read
   -- A recharge at this attempt was made before (its re-refund reference
   -- is the task's): the task failed again unclaimed, cancelled while
   -- pending, and the recharge's reference is taken.
@@ -122,14 +130,29 @@ return 1
 `)
 
 // RequeueTask gives a failed task back to the queue, ready now. It reads
-// the task's owner and attempt first, to name the owner's credit keys.
-// A requeue whose reply was lost and that go-redis sent again answers as
-// done, not ErrInvalidTransition.
+// the task's owner and attempt first, to name the owner's credit keys
+// and a recharge's references. A task that failed again at a later
+// attempt between the read and the script is read again, once; should
+// it move again, RequeueTask answers errAttemptMoved (an
+// ErrInvalidTransition) and nothing is changed. A requeue whose reply
+// was lost and that go-redis sent again answers as done, not
+// ErrInvalidTransition.
 func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error {
-	t, err := s.TaskByID(ctx, id)
-	if err != nil {
-		return err
+	for reads := 1; ; reads++ {
+		t, err := s.TaskByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		err = s.requeueRead(ctx, t, recharge)
+		if !errors.Is(err, errAttemptMoved) || reads == 2 {
+			return err
+		}
 	}
+}
+
+// requeueRead runs requeueScript for task t as RequeueTask read it.
+func (s *Store) requeueRead(ctx context.Context, t *imagegen.Task, recharge bool) error {
+	id := t.ID
 	var flag, entry string
 	if recharge {
 		flag = "1"
@@ -142,7 +165,7 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 	sh := s.byID(id)
 	n, err := s.ackedScript(ctx, requeueScript, // acknowledged: it may recharge or refund
 		[]string{sh.task(id), sh.pending(), sh.balance(t.Owner), sh.ledger(t.Owner), sh.webhooks()},
-		s.nowArg(), id, t.Owner, flag, entry, imagegen.RerefundRef(id, t.Attempt), callToken(),
+		s.nowArg(), id, t.Owner, flag, entry, imagegen.RerefundRef(id, t.Attempt), callToken(), t.Attempt,
 	).Int64()
 	switch {
 	case err != nil:
@@ -157,6 +180,8 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 		return fmt.Errorf("redis store: requeue %s: recharge %w", id, imagegen.ErrDuplicateEntry)
 	case n == -4:
 		return fmt.Errorf("redis store: requeue %s: %w", id, errQueueKeys)
+	case n == -5:
+		return fmt.Errorf("redis store: requeue %s read at attempt %d: %w", id, t.Attempt, errAttemptMoved)
 	}
 	return nil
 }
