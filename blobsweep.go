@@ -25,16 +25,25 @@ import (
 // record the store cannot decode) is kept, and the sweep goes on past it:
 // else one bad record would end every sweep at the same blob, and the
 // bytes listed after it would never go. After 100 such blobs the sweep
-// ends (the store is likely down; the next sweep starts over). The
-// error wraps the first lookup's.
+// ends (the store is likely down). The error wraps the first lookup's.
+// The Service remembers those blobs (up to 10,000) and the next sweeps
+// keep them without reading their records again, so each sweep's 100 are
+// new ones and it goes on further than the last: the orphans listed
+// after more than 100 unreadable records are still deleted. Once a
+// sweep goes through the whole listing, the next reads them all again;
+// a sweep that kept remembered blobs logs how many.
 func (s *Service) SweepBlobs(ctx context.Context) (int, error) {
 	blobs := s.blobs
 	cutoff := s.cfg.Clock.Now().Add(-s.cfg.OrphanGrace)
-	deleted, failed := 0, 0
+	deleted, failed, skipped := 0, 0, 0
 	var lookupErr error
 	err := blobs.List(ctx, func(b BlobInfo) error {
 		if b.ModTime.After(cutoff) {
 			return nil
+		}
+		if s.unreadable.has(b.Key) {
+			skipped++
+			return nil // kept: read again once a sweep has gone through the listing
 		}
 		_, err := s.cfg.Store.Image(ctx, b.Key)
 		switch {
@@ -44,6 +53,7 @@ func (s *Service) SweepBlobs(ctx context.Context) (int, error) {
 			return ctx.Err()
 		case !errors.Is(err, ErrImageNotFound):
 			failed++
+			s.unreadable.add(b.Key)
 			if lookupErr == nil {
 				lookupErr = fmt.Errorf("read the record of blob %s: %w", b.Key, err)
 			}
@@ -58,6 +68,13 @@ func (s *Service) SweepBlobs(ctx context.Context) (int, error) {
 		deleted++
 		return nil
 	})
+	if skipped > 0 {
+		s.log.WarnContext(ctx, "sweep image blobs: kept blobs whose records could not be read in an earlier sweep, not read again",
+			"count", skipped, "deleted", deleted)
+	}
+	if err == nil {
+		s.unreadable.forget() // through the listing: the next sweep reads them again
+	}
 	switch {
 	case errors.Is(err, errSweepLookups):
 		return deleted, fmt.Errorf("imagegen: sweep blobs: stopped after %d records could not be read: %w", failed, lookupErr)

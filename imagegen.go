@@ -248,6 +248,9 @@ type Service struct {
 	keyHashes *memo.Strings
 	// late are the tasks of lost submits still to cancel (CancelLostSubmit).
 	late lateCancels
+	// unreadable are the blobs whose records SweepBlobs could not read,
+	// kept without a lookup until a sweep goes through the listing.
+	unreadable unreadableBlobs
 }
 
 // New returns a Service for cfg, or an error naming the bad field.
