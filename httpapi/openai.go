@@ -216,7 +216,9 @@ var errOpenAITimeout = errors.New("httpapi: the generation did not finish in tim
 var errOpenAIDraining = errors.New("httpapi: the server is shutting down")
 
 // giveUp cancels a task the OpenAI endpoint stops waiting for, for the
-// reason why. A task that ended meanwhile is returned as it ended.
+// reason why. A task that ended meanwhile is returned as it ended. A
+// cancel that fails otherwise leaves the task queued or running, and
+// charged: giveUp answers an *uncancelledError, which the answer says.
 func (h *Handler) giveUp(ctx context.Context, owner, id string, why error) (*imagegen.Task, error) {
 	bg := context.WithoutCancel(ctx)
 	err := h.cfg.Service.Cancel(bg, owner, id)
@@ -225,12 +227,29 @@ func (h *Handler) giveUp(ctx context.Context, owner, id string, why error) (*ima
 	}
 	if err != nil && !errors.Is(err, imagegen.ErrInvalidTransition) {
 		h.cfg.Logger.ErrorContext(bg, "cancel an OpenAI-compatible task that ran out of time", "task_id", id, "err", err)
+		if ctx.Err() == nil {
+			return nil, &uncancelledError{id: id, why: why, err: err}
+		}
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	return nil, fmt.Errorf("task %s: %w", id, why)
 }
+
+// uncancelledError: the OpenAI endpoint gave up on task id, for the
+// reason why, and could not cancel it (err): it may still run, and it is
+// charged unless it fails.
+type uncancelledError struct {
+	id       string
+	why, err error
+}
+
+func (e *uncancelledError) Error() string {
+	return fmt.Sprintf("task %s: %v; cancelling it failed: %v", e.id, e.why, e.err)
+}
+
+func (e *uncancelledError) Unwrap() []error { return []error{e.why, e.err} }
 
 // decodeOpenAIRequest reads and checks an OpenAI Images request and
 // returns our request and the response format ("url" or "b64_json").

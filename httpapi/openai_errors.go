@@ -55,7 +55,10 @@ func (e *openAIError) write(w http.ResponseWriter) {
 // openAIErr maps a service error to OpenAI's shapes.
 func (h *Handler) openAIErr(w http.ResponseWriter, r *http.Request, err error) {
 	var ve *imagegen.ValidationError
+	var uncancelled *uncancelledError
 	switch {
+	case errors.As(err, &uncancelled): // before the reasons it wraps, whose answers say the task was cancelled
+		openAIUncancelled(uncancelled).write(w)
 	case errors.As(err, &ve):
 		invalidOpenAI(ve.Field, ve.Message, "invalid_value").write(w)
 	case errors.Is(err, imagegen.ErrInsufficientCredits):
@@ -90,6 +93,26 @@ func openAIImageUnreadable(taskID string) *openAIError {
 		"The image was generated and charged, but could not be read from the image store; do not retry. Fetch it later through task "+taskID+".")
 	e.final = true
 	return e
+}
+
+// openAIUncancelled is the answer for a task the endpoint gave up on
+// (out of time, at shutdown, or when its wait failed) and could not
+// cancel: the answer its reason has, but final (x-should-retry: false,
+// no Retry-After), since a retry submits and charges again while this
+// task may still run, charged; it names the task, whose result the
+// native API serves (GET /api/v1/tasks/{id}).
+func openAIUncancelled(e *uncancelledError) *openAIError {
+	status, code, reason := http.StatusInternalServerError, "", "The server had an error while waiting for the image"
+	switch {
+	case errors.Is(e.why, errOpenAITimeout):
+		status, code, reason = http.StatusGatewayTimeout, "timeout", "The image was not ready in time"
+	case errors.Is(e.why, errOpenAIDraining):
+		status, code, reason = http.StatusServiceUnavailable, "server_shutting_down", "The server is restarting"
+	}
+	oe := newOpenAIError(status, "server_error", "", code,
+		reason+", and its task could not be cancelled: it may still run and be charged; do not retry. Fetch its result later through task "+e.id+".")
+	oe.final = true
+	return oe
 }
 
 // openAITaskFailed is the answer for a task that failed: a refusal is
