@@ -29,7 +29,7 @@ func newStore(b *testing.B, rdb *goredis.Client) *redisstore.Store {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { redistest.DeleteKeys(b, rdb, store.KeyPattern()) })
+	b.Cleanup(func() { redistest.DeleteKeysOf(b, rdb, store) })
 	return store
 }
 

@@ -33,7 +33,11 @@ type Config struct {
 	Window time.Duration
 	// Prefix starts the name of every Redis key of the limiter (default
 	// DefaultPrefix). Limiters with the same prefix on one Redis
-	// share their counts; give each policy its own prefix.
+	// share their counts; give each policy its own prefix, and not one
+	// that begins with another's: a key is the prefix and the limited
+	// key run together ("{<prefix><key>}"), so limiter "p" counting key
+	// "x:a" and limiter "p:x" counting key ":a" would share a count, and
+	// each's KeyPattern matches the other's keys.
 	Prefix string
 	// Now, when set, replaces the Redis server's clock, for tests only:
 	// its time is passed to the script instead of read there with TIME.
@@ -330,8 +334,9 @@ func (e keyError) Error() string { return string(e) }
 func (e keyError) RedisError() {}
 
 // KeyPattern is a SCAN/KEYS pattern that matches every key of the
-// limiter (and of any limiter with the same Prefix), for operators' tools
-// and tests that clean up after themselves.
+// limiter (and of any limiter with the same Prefix, or one that begins
+// with it: see Config.Prefix), for operators' tools and tests that clean
+// up after themselves.
 func (r *Limiter) KeyPattern() string { return "{" + redisglob.Escape(r.prefix) + "*" }
 
 // redisKey names key's log, in a hash tag for Cluster. A key holding "}"

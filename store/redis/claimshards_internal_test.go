@@ -43,7 +43,7 @@ func onTwoShards(t *testing.T, via func(t *testing.T, addr string) string, test 
 		opt := redistest.Options(t)
 		ts := newTwoShards(t, opt, via, "imagegen-test-"+uuid.NewString())
 		direct := redistest.NewClient(t, redistest.Options(t))
-		t.Cleanup(func() { redistest.DeleteKeys(t, direct, ts.s.KeyPattern()) })
+		t.Cleanup(func() { redistest.DeleteKeysOf(t, direct, ts.s) })
 		test(t, ts)
 	})
 }

@@ -77,7 +77,7 @@ func fundedBenchStore(b *testing.B, owners int) *Store {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { redistest.DeleteKeys(b, rdb, s.KeyPattern()) })
+	b.Cleanup(func() { redistest.DeleteKeysOf(b, rdb, s) })
 	for o := range owners {
 		owner := "owner-" + strconv.Itoa(o)
 		if _, err := s.AddEntry(context.Background(), imagegen.LedgerEntry{Owner: owner, Kind: imagegen.LedgerGrant, Amount: 1 << 50, Ref: "grant:" + owner}); err != nil {

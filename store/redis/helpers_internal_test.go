@@ -35,7 +35,7 @@ func fundedStores(t *testing.T, credits int64, test func(t *testing.T, s *Store)
 	t.Run("redis", func(t *testing.T) {
 		rdb := redistest.Connect(t)
 		s := fundedStoreOn(t, rdb, "imagegen-test-"+uuid.NewString(), credits)
-		t.Cleanup(func() { redistest.DeleteKeys(t, rdb, s.KeyPattern()) })
+		t.Cleanup(func() { redistest.DeleteKeysOf(t, rdb, s) })
 		test(t, s)
 	})
 }

@@ -32,7 +32,7 @@ func (r layoutRedis) open(shards int) *redisstore.Store {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.t.Cleanup(func() { redistest.DeleteKeys(r.t, r.rdb, s.KeyPattern()) })
+	r.t.Cleanup(func() { redistest.DeleteKeysOf(r.t, r.rdb, s) })
 	return s
 }
 

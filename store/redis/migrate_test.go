@@ -78,7 +78,7 @@ func migrateToShards(t *testing.T, dstClient goredis.UniversalClient) {
 	moved, err := redisstore.MigrateToShards(ctx, single, dst)
 	is.NoErr(err)
 	t.Logf("moved %+v", moved)
-	t.Cleanup(func() { redistest.DeleteKeys(t, dstClient, dst.KeyPattern()) })
+	t.Cleanup(func() { redistest.DeleteKeysOf(t, dstClient, dst) })
 
 	// The destination records its number of shards: it checks out, and a
 	// process of one shard on the Cluster (the copied store's) is refused.

@@ -29,7 +29,7 @@ func BenchmarkQueuePositionsManyParked(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { redistest.DeleteKeys(b, rdb, s.KeyPattern()) })
+			b.Cleanup(func() { redistest.DeleteKeysOf(b, rdb, s) })
 			owners := make([]string, parked)
 			for i := range owners {
 				owners[i] = fmt.Sprintf("o%05d", i)

@@ -411,13 +411,43 @@ func (s *Store) Ping(ctx context.Context) error {
 	return s.CheckLayout(ctx)
 }
 
-// KeyPattern matches every key of the store, for operators' tools and
-// for tests that clean up after themselves.
+// KeyPattern is a SCAN/KEYS pattern that matches every key of the
+// store, for operators' tools and for tests that clean up after
+// themselves. A store on one shard has its keys under "{P}:" (P the
+// prefix), and its pattern matches them alone. A sharded store has them
+// under "{P}:" and its shards' tags, "{P:<shard>.<salt>}:", which no
+// glob tells from the keys of a store whose prefix is P, a ':' and a
+// digit or ':' ("P:1x", say): its pattern, "{P[:}][0-9:]*", matches
+// those too (but not "P:x"'s or "Px"'s), and OwnsKey tells them apart.
+// Delete what the pattern matches and OwnsKey keeps.
 func (s *Store) KeyPattern() string {
 	if s.sharded {
-		return "{" + redisglob.Escape(strings.Trim(s.k.tag, "{}")) + "[:}]*"
+		return "{" + redisglob.Escape(strings.Trim(s.k.tag, "{}")) + "[:}][0-9:]*"
 	}
 	return redisglob.Escape(s.k.tag) + ":*" // the prefix may hold glob characters (*?[\)
+}
+
+// OwnsKey reports whether key, one KeyPattern matched, is the store's:
+// under "{P}:" or one of its shards' tags. (A store whose prefix is
+// named as one of those tags, "P:0.12", shares their keys: no name
+// tells them apart.)
+func (s *Store) OwnsKey(key string) bool {
+	end := strings.IndexByte(key, '}') + 1 // the prefix holds no braces: the tag ends at the first
+	if end == 0 || !strings.HasPrefix(key[end:], ":") {
+		return false
+	}
+	tag := key[:end]
+	if tag == s.k.tag {
+		return true
+	}
+	// "{P:<shard>.<salt>}": shard names the one tag it can be.
+	rest, ok := strings.CutPrefix(tag, strings.TrimSuffix(s.k.tag, "}")+":")
+	if !s.sharded || !ok {
+		return false
+	}
+	shard, _, ok := strings.Cut(rest, ".")
+	i, err := strconv.Atoi(shard)
+	return ok && err == nil && i >= 0 && i < len(s.shards) && s.shards[i].tag == tag
 }
 
 // byOwner is the shard of owner's keys: its balance, ledger, tasks and

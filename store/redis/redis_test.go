@@ -71,7 +71,7 @@ func newIsolated(t testing.TB, rdb goredis.UniversalClient, o redisstore.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { deleteKeys(t, rdb, store.KeyPattern()) })
+	t.Cleanup(func() { redistest.DeleteKeysOf(t, rdb, store) })
 	return store
 }
 

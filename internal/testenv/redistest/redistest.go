@@ -80,14 +80,34 @@ func Keys(t testing.TB, rdb goredis.UniversalClient, pattern string) []string {
 	return keys
 }
 
+// KeyOwner is a store whose keys a pattern matches along with, maybe,
+// some of other stores' (store/redis.Store: see its KeyPattern).
+type KeyOwner interface {
+	KeyPattern() string
+	OwnsKey(key string) bool
+}
+
+// DeleteKeysOf deletes s's keys: those its KeyPattern matches that it
+// owns, leaving other stores' alone.
+func DeleteKeysOf(t testing.TB, rdb goredis.UniversalClient, s KeyOwner) {
+	t.Helper()
+	deleteKeys(t, rdb, s.KeyPattern(), slices.DeleteFunc(Keys(t, rdb, s.KeyPattern()), func(k string) bool { return !s.OwnsKey(k) }))
+}
+
 // DeleteKeys deletes the keys matching pattern, and no other; never
 // FLUSHDB: the server may be shared. It unlinks a thousand keys a round
 // trip (one key a command, so a cluster takes it too): benchmarks leave
 // many.
 func DeleteKeys(t testing.TB, rdb goredis.UniversalClient, pattern string) {
 	t.Helper()
+	deleteKeys(t, rdb, pattern, Keys(t, rdb, pattern))
+}
+
+// deleteKeys deletes keys, pattern's matches, in batches.
+func deleteKeys(t testing.TB, rdb goredis.UniversalClient, pattern string, keys []string) {
+	t.Helper()
 	ctx := context.Background()
-	for batch := range slices.Chunk(Keys(t, rdb, pattern), 1000) {
+	for batch := range slices.Chunk(keys, 1000) {
 		_, err := rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			for _, k := range batch {
 				p.Unlink(ctx, k)
