@@ -33,6 +33,11 @@ func (s *Store) KeyByHash(_ context.Context, hash string) (*imagegen.APIKey, err
 	if !ok || k.Revoked {
 		return nil, imagegen.ErrKeyNotFound
 	}
+	// A copy, the one allocation of an authentication: the record is
+	// changed in place under the lock (TouchKey, RevokeKey), and the
+	// caller gets a value of its own (Service.Authenticate hands it on to
+	// the host app), so handing out the record itself would let a caller's
+	// change reach the store and its reads race the store's writes.
 	c := *k
 	return &c, nil
 }
