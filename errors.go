@@ -26,7 +26,8 @@ var (
 	ErrNoTask = errors.New("imagegen: no task ready")
 	// ErrLeaseLost: the caller no longer holds the task (its lease ran
 	// out and the task was recovered, another worker claimed it, or it
-	// already finished); see Store.ClaimTask.
+	// already finished), or, from Store.RenewLease, its lease has ended;
+	// see Store.ClaimTask.
 	ErrLeaseLost = errors.New("imagegen: lease lost")
 	// ErrInvalidTransition: the task is not in a state that allows the change.
 	ErrInvalidTransition = errors.New("imagegen: invalid task transition")

@@ -73,10 +73,14 @@ type TaskStore interface {
 	// processing (it finishes, is retried, released or cancelled) or
 	// RecoverExpired takes it back. A lease that has run out does not
 	// by itself end the hold: until RecoverExpired acts on the task, its
-	// attempt may still finish, retry, release, renew or report
-	// progress, and its work is kept, since no other attempt can have
-	// it yet. The calls below answer ErrLeaseLost only to an attempt
-	// that no longer holds the task.
+	// attempt may still finish, fail, retry, release or report progress,
+	// and its work is kept, since no other attempt can have it yet. It
+	// may not renew the lease: the task stopped counting against the
+	// caps when its lease ended, and another task may have taken its
+	// slot, so a renewal would put the owner or the model over its cap
+	// (RenewLease). The calls below answer ErrLeaseLost only to an
+	// attempt that no longer holds the task, and RenewLease to one
+	// whose lease has ended too.
 	ClaimTask(ctx context.Context, lease time.Duration) (*Task, error)
 
 	// ClaimTasks claims up to p.N ready tasks in one atomic step, each as
@@ -118,8 +122,16 @@ type TaskStore interface {
 	// them, and reports the error. Any other error comes with no task.
 	ClaimTasks(ctx context.Context, p ClaimParams) ([]*Task, error)
 
-	// RenewLease extends the lease of attempt to now+lease.
-	// ErrLeaseLost when attempt no longer holds the task.
+	// RenewLease extends the lease of attempt to now+lease while it
+	// runs. ErrLeaseLost (and nothing changes) when attempt no longer
+	// holds the task, or when its lease has ended (now is at or past
+	// LeaseUntil), even before RecoverExpired has taken the task back:
+	// the task stopped counting against the caps at that instant, and a
+	// renewal that revived it could put its owner or model one over
+	// the cap. The attempt may still store an outcome (see ClaimTask);
+	// the Service's worker stops the generation, as on any lost lease,
+	// and leaves the task to RecoverExpired unless the generation had
+	// already ended.
 	RenewLease(ctx context.Context, id string, attempt int, lease time.Duration) error
 
 	// CompleteTask stores the images' records and moves the task to

@@ -261,6 +261,9 @@ type attempt struct {
 	took      time.Duration
 	timedOut  bool
 	cancelled bool // the task ended elsewhere (its owner cancelled it)
+	// leaseLost: a renewal found the lease lost (or ended) while the
+	// generation ran, and cancelled it.
+	leaseLost bool
 }
 
 // generate runs one claimed attempt of t on the model; lease, which
@@ -284,13 +287,13 @@ func (s *Service) generate(ctx context.Context, t *Task, log *slog.Logger, lease
 	})
 	took := time.Since(started)
 	timedOut := errors.Is(genCtx.Err(), context.DeadlineExceeded)
-	stopOnLoss() // a lease lost from now on is the store's to report (record)
+	leaseLost := !stopOnLoss() // false: it had run; a lease lost from now on is the store's to report (record)
 	cancel()
 	progress.stop() // no progress written once the outcome is
 	if !events.reported.Load() {
 		events.ProviderAnswered(t.Model, err)
 	}
-	return attempt{log: log, images: imgs, err: err, took: took, timedOut: timedOut, cancelled: cancelled.Load()}
+	return attempt{log: log, images: imgs, err: err, took: took, timedOut: timedOut, cancelled: cancelled.Load(), leaseLost: leaseLost}
 }
 
 // record stores how attempt a of t ended: success, a retry, a refund, or
@@ -299,6 +302,16 @@ func (s *Service) record(ctx context.Context, t *Task, a attempt) {
 	log, imgs, err, took, timedOut := a.log, a.images, a.err, a.took, a.timedOut
 	if a.cancelled {
 		log.Info("task cancelled while it ran; generation stopped")
+		return
+	}
+	if a.leaseLost && err != nil {
+		// The generation failed because the lease was lost and it was
+		// cancelled, not because the model failed: storing a retry or a
+		// failure would blame the provider. The lease ended (the worker
+		// stalled past it: the store refuses its renewal, as the task's
+		// slot may be another's now), or another attempt or a cancel
+		// took the task: recovery, or that other party, settles it.
+		log.Warn("lease lost while the generation ran; generation stopped, the task is left to lease recovery")
 		return
 	}
 	if err == nil {

@@ -57,9 +57,12 @@ func (l *heldLease) release() {
 }
 
 // renewLease extends t's lease every third of its duration until ctx
-// ends, and reports whether it ended because the lease was lost. A
-// renewal that fails otherwise is logged and tried again at the next
-// period.
+// ends, and reports whether it ended because the lease was lost: taken
+// from this attempt, or ended before a renewal reached the store (the
+// worker stalled, or the store was out of reach, for a lease's length),
+// which the store refuses to renew (Store.RenewLease) since the task's
+// slot may be another's by then. A renewal that fails otherwise is
+// logged and tried again at the next period.
 func (s *Service) renewLease(ctx context.Context, t *Task, log *slog.Logger) (lost bool) {
 	every := s.cfg.LeaseDuration / 3
 	for {

@@ -50,12 +50,19 @@ func (s *Store) claim(r task, now time.Time, lease time.Duration) *imagegen.Task
 	return &t
 }
 
-// RenewLease extends the lease of the holder of attempt.
+// RenewLease extends the lease of the holder of attempt while it runs.
+// A lease that has ended is not renewed (ErrLeaseLost): its task no
+// longer counts against the caps, and another may have taken its slot.
 func (s *Store) RenewLease(_ context.Context, id string, attempt int, lease time.Duration) error {
-	return s.asHolder(id, attempt, func(r task, now time.Time) {
-		r.leaseUntil = stampOf(now.Add(lease))
-		r.updatedAt = stampOf(now)
-	})
+	now := s.lock()
+	defer s.mu.Unlock()
+	r, ok := s.holder(id, attempt)
+	if !ok || !stampOf(now).before(r.leaseUntil) {
+		return leases.Lost("memory", id, attempt)
+	}
+	r.leaseUntil = stampOf(now.Add(lease))
+	r.updatedAt = stampOf(now)
+	return nil
 }
 
 // SetProgress records the generation's progress on the task attempt
@@ -128,12 +135,22 @@ const unrefundableRetry = time.Minute
 func (s *Store) asHolder(id string, attempt int, change func(r task, now time.Time)) error {
 	now := s.lock()
 	defer s.mu.Unlock()
-	r, ok := s.find(id)
-	if !ok || r.status != statusProcessing || r.attempt != attempt {
+	r, ok := s.holder(id, attempt)
+	if !ok {
 		return leases.Lost("memory", id, attempt)
 	}
 	change(r, now)
 	return nil
+}
+
+// holder returns task id if attempt holds it (it is processing under
+// that attempt, whether or not its lease has ended); s.mu is held.
+func (s *Store) holder(id string, attempt int) (task, bool) {
+	r, ok := s.find(id)
+	if !ok || r.status != statusProcessing || r.attempt != attempt {
+		return task{}, false
+	}
+	return r, true
 }
 
 func (s *Store) requeue(r task, runAfter, now time.Time) {

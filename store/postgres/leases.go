@@ -220,11 +220,14 @@ func modelLimits(l imagegen.Limits) (models []string, caps, rates []int32) {
 // holds is the fencing condition: attempt $3 holds task $2's lease.
 const holds = `id = $2 AND status = 'processing' AND attempt = $3`
 
-// RenewLease extends the lease of the holder of attempt.
+// RenewLease extends the lease of the holder of attempt while it runs.
+// A lease that has ended (lease_until <= now) is not renewed
+// (ErrLeaseLost): its task no longer counts against the caps, which
+// count lease_until > now, and another task may have taken its slot.
 func (s *Store) RenewLease(ctx context.Context, id string, attempt int, lease time.Duration) error {
 	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE {schema}.tasks
 		SET lease_until = {now} + $4 * interval '1 microsecond', updated_at = {now}
-		WHERE `+holds), s.nowArg(), id, attempt, micros(lease))
+		WHERE `+holds+` AND lease_until > {now}`), s.nowArg(), id, attempt, micros(lease))
 	return s.holderResult(id, attempt, tag, err)
 }
 

@@ -738,15 +738,19 @@ func appendModelLimits(args []any, l imagegen.Limits) []any {
 	return args
 }
 
-// renewScript extends the lease of its holder.
+// renewScript extends the lease of its holder while it runs. A lease
+// that has ended (lease_until <= now) is not renewed: its task no longer
+// counts against the caps (their running sets count a lease until its
+// end), and another task may have taken its slot.
 //
 //	KEYS[1] task  KEYS[2] leases
 //	ARGV[1] now   ARGV[2] attempt  ARGV[3] lease (ms)  ARGV[4] id
 //
-// Returns 1, or 0 when attempt does not hold the lease.
+// Returns 1, or 0 when attempt does not hold the lease or it has ended.
 var renewScript = newScript(`
 local now = now_ms()
-if not holds(KEYS[1], ARGV[2]) then return 0 end
+local h = holds(KEYS[1], ARGV[2], 'lease_until')
+if not h or (tonumber(h[7]) or 0) <= now then return 0 end
 local untilMS = now + tonumber(ARGV[3])
 redis.call('HSET', KEYS[1], 'lease_until', untilMS, 'updated', now)
 redis.call('ZADD', KEYS[2], untilMS, ARGV[4])

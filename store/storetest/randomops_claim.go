@@ -249,6 +249,8 @@ func (m *refModel) holderOrLapsed() *rmTask {
 // lease has run out unrecovered, and reports whether the store took
 // it. The docs leave it open: ErrLeaseLost lists "it expired" among its
 // causes, while the lease's holder is still the only one who could act.
+// (A renewal is not among these: an ended lease is never renewed, see
+// opRenew.)
 func (m *refModel) lateAnswer(t *rmTask, what string, err error) bool {
 	if !m.lapsed(t) {
 		return false

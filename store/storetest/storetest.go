@@ -98,6 +98,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"FencingTokenGuardsEveryFinish", testFencing},
 		{"ExpiredLeaseIsReclaimed", testLeaseExpiry},
 		{"RenewedLeaseIsKept", testLeaseRenewal},
+		{"EndedLeaseIsNotRenewed", testEndedLeaseIsNotRenewed},
 		{"ProgressOfTheHolder", testProgress},
 		{"SeedAtFinish", testSeedAtFinish},
 		{"MaxAttemptsFailsAndRefunds", testMaxAttempts},
