@@ -134,14 +134,26 @@ func (s *Service) Ledger(ctx context.Context, owner string) ([]LedgerEntry, erro
 // entries (0 means DefaultListLimit, at most MaxListLimit), after cursor
 // (the previous page's Next; "" for the first page). Each entry carries
 // its ID and the balance after it, so the newest entry's BalanceAfter is
-// the balance when the page was read.
+// the balance when the page was read. Cursors are opaque and bound to
+// owner and the ledger, as ListTasks's are to theirs.
 func (s *Service) ListLedger(ctx context.Context, owner string, limit int, cursor string) (LedgerPage, error) {
 	limit, err := checkPage(limit, cursor)
 	if err != nil {
 		return LedgerPage{}, err
 	}
-	page, err := s.cfg.Store.ListLedger(ctx, owner, limit, cursor)
-	return storePage("ledger", page, err)
+	cursors := s.listCursors(listing{kind: "ledger", owner: owner})
+	after, err := cursors.open(ctx, cursor)
+	if err != nil {
+		return LedgerPage{}, err
+	}
+	page, err := s.cfg.Store.ListLedger(ctx, owner, limit, after)
+	if page, err = storePage("ledger", page, err); err != nil {
+		return LedgerPage{}, err
+	}
+	if page.Next, err = cursors.seal(ctx, page.Next); err != nil {
+		return LedgerPage{}, err
+	}
+	return page, nil
 }
 
 func (s *Service) addEntry(ctx context.Context, e LedgerEntry) (int64, error) {

@@ -47,6 +47,20 @@
 // charges its own web use through the same ledger ([Service.Grant],
 // [Service.ChargeWeb]), so the API and the app share one balance.
 //
+// # Listing
+//
+// [Service.ListTasks] and [Service.ListLedger] page through an owner's
+// tasks and ledger, newest first. Their cursors are opaque: the store's
+// cursor (often a store-wide sequence number) sealed with AES-GCM under a
+// key the store shares as [ListCursorSecretName], with the owner and
+// the list as associated data, so a cursor reveals nothing of other
+// owners' activity and opens only for the owner and list it was given
+// for. One that does not open (altered, another owner's, the other
+// list's, from before an upgrade or under a replaced key) is a
+// *[ValidationError] on "cursor": start again from the first page. The
+// operator's [Inspector.ListTasks] pages across owners with the store's
+// cursor as it is.
+//
 // # Work
 //
 // [Service.Run] runs the workers: each claims a pending task with a lease

@@ -18,6 +18,15 @@ const (
 // (0 means DefaultListLimit, at most MaxListLimit), only those with the
 // given status unless it is "", after cursor (from the previous page's
 // Next; "" for the first page).
+//
+// Cursors are opaque: the store's cursor sealed (listcursor.go) under
+// the key the store shares as ListCursorSecretName, bound to owner and
+// to the task list (not to status: a cursor is a place in the owner's
+// list). A cursor tells its holder nothing about other owners (not how
+// many tasks were made between two pages), and one that does not open
+// for this owner and list (altered, another owner's, the ledger's, one
+// from before an upgrade or under a replaced key) is a ValidationError
+// on "cursor": the client starts again from the first page.
 func (s *Service) ListTasks(ctx context.Context, owner string, status Status, limit int, cursor string) (TaskPage, error) {
 	if status != "" && !status.Valid() {
 		return TaskPage{}, errBadStatus()
@@ -26,8 +35,19 @@ func (s *Service) ListTasks(ctx context.Context, owner string, status Status, li
 	if err != nil {
 		return TaskPage{}, err
 	}
-	page, err := s.cfg.Store.ListTasks(ctx, owner, status, limit, cursor)
-	return storePage("tasks", page, err)
+	cursors := s.listCursors(listing{kind: "tasks", owner: owner})
+	after, err := cursors.open(ctx, cursor)
+	if err != nil {
+		return TaskPage{}, err
+	}
+	page, err := s.cfg.Store.ListTasks(ctx, owner, status, limit, after)
+	if page, err = storePage("tasks", page, err); err != nil {
+		return TaskPage{}, err
+	}
+	if page.Next, err = cursors.seal(ctx, page.Next); err != nil {
+		return TaskPage{}, err
+	}
+	return page, nil
 }
 
 // storePage turns a store's answer for one page into the Service's: a
@@ -48,7 +68,12 @@ func errBadStatus() error {
 	return invalid("status", "must be one of pending, processing, success, failed")
 }
 
-func errBadCursor() error { return invalid("cursor", "is not a cursor this server gave") }
+func errBadCursor() error {
+	return invalid("cursor", "is not a cursor this server gave for this list; list again from the first page")
+}
+
+// maxCursorLen is the longest cursor a list takes (and gives).
+const maxCursorLen = 256
 
 // checkPage applies the paging rules shared by the task list and the
 // ledger, and returns the limit to use.
@@ -59,7 +84,7 @@ func checkPage(limit int, cursor string) (int, error) {
 	case limit < 0 || limit > MaxListLimit:
 		return 0, invalid("limit", "must be 1 to %d", MaxListLimit)
 	}
-	if len(cursor) > 256 {
+	if len(cursor) > maxCursorLen {
 		return 0, errBadCursor()
 	}
 	return limit, nil

@@ -95,7 +95,10 @@ type TaskList struct {
 //	}
 //
 // Each page is one request against the rate limit. A bad status, limit
-// or cursor gives an error wrapping imagegen.ErrInvalidParams.
+// or cursor gives an error wrapping imagegen.ErrInvalidParams. Cursors
+// are opaque and serve only the user and list they were given for; one
+// kept across a server upgrade may be refused so: start again without
+// it.
 func (c *Client) List(ctx context.Context, opts ListOptions) (TaskList, error) {
 	q := pageQuery(opts.Limit, opts.Cursor)
 	if opts.Status != "" {

@@ -1,0 +1,146 @@
+package imagegen_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/imagegentest"
+)
+
+// noPendingLimit lets one owner queue as many tasks as a test submits.
+func noPendingLimit(c *imagegen.Config) { c.MaxPending = -1 }
+
+// fixedCursorKey stores the list-cursor secret before the service makes
+// one, so that the cursors a test sees are the same at every run.
+func fixedCursorKey(t *testing.T, f fixture) {
+	t.Helper()
+	_, err := f.store.SharedSecret(ctx, imagegen.ListCursorSecretName, func() []byte { return bytes.Repeat([]byte{7}, 32) })
+	is.New(t).NoErr(err)
+}
+
+// nextOf is the Next of owner's first page of limit tasks as the Service
+// gives it, and as the store made it.
+func nextOf(t *testing.T, f fixture, owner string, limit int) (given, stored string) {
+	t.Helper()
+	is := is.New(t)
+	page, err := f.svc.ListTasks(ctx, owner, "", limit, "")
+	is.NoErr(err)
+	raw, err := f.store.ListTasks(ctx, owner, "", limit, "")
+	is.NoErr(err)
+	is.True(page.Next != "" && raw.Next != "")
+	return page.Next, raw.Next
+}
+
+// A user who lists their tasks before and after other users' submits
+// learns nothing of those from the cursors: a cursor is not the store's
+// submission sequence and holds it in no readable form, all cursors of a
+// store have one length however long that sequence has grown, and the
+// same place in the user's list has the same cursor whatever others did
+// meanwhile.
+func TestListCursorsHideTheStoreSequence(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1), noPendingLimit)
+	fixedCursorKey(t, f)
+	bobSubmits := func(n int) {
+		f.funded(t, "bob", int64(n))
+		for range n {
+			f.submit(t, "bob")
+		}
+	}
+	// Sequences of three digits and more, which a cursor would not hold
+	// by chance.
+	bobSubmits(100)
+	f.submitFunded(t, "alice")
+	f.submitFunded(t, "alice")
+	before, storedBefore := nextOf(t, f, "alice", 1)
+
+	bobSubmits(900)
+	f.submitFunded(t, "alice")
+	after, storedAfter := nextOf(t, f, "alice", 1)
+	is.True(len(storedAfter) > len(storedBefore)) // the store's sequence has grown by bob's tasks
+
+	for cursor, stored := range map[string]string{before: storedBefore, after: storedAfter} {
+		is.True(!strings.Contains(cursor, stored))
+		raw, err := base64.RawURLEncoding.DecodeString(cursor)
+		is.NoErr(err) // base64url without padding
+		is.True(!bytes.Contains(raw, []byte(stored)))
+		_, err = strconv.ParseUint(cursor, 10, 64)
+		is.True(err != nil)
+	}
+	is.Equal(len(before), len(after))
+
+	// The next page of the later listing continues where the earlier
+	// one's first page ended: the same place, the same cursor.
+	page, err := f.svc.ListTasks(ctx, "alice", "", 1, after)
+	is.NoErr(err)
+	is.Equal(len(page.Tasks), 1)
+	is.Equal(page.Next, before)
+}
+
+// A cursor opens only for the owner and list it was given for (under any
+// status filter), as it was given: any other is a ValidationError on
+// "cursor".
+func TestListCursorsOpenOnlyForTheirListing(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1))
+	for range 3 {
+		f.submitFunded(t, "alice")
+		f.submitFunded(t, "bob")
+	}
+	tasks, stored := nextOf(t, f, "alice", 1)
+	ledger, err := f.svc.ListLedger(ctx, "alice", 1, "")
+	is.NoErr(err)
+	is.True(ledger.Next != "")
+
+	listTasks := func(owner string, status imagegen.Status) func(string) error {
+		return func(c string) error { _, err := f.svc.ListTasks(ctx, owner, status, 1, c); return err }
+	}
+	listLedger := func(owner string) func(string) error {
+		return func(c string) error { _, err := f.svc.ListLedger(ctx, owner, 1, c); return err }
+	}
+	refused := func(what string, list func(string) error, cursor string) {
+		t.Helper()
+		err := list(cursor)
+		var ve *imagegen.ValidationError
+		if !errors.As(err, &ve) || ve.Field != "cursor" || !errors.Is(err, imagegen.ErrInvalidParams) {
+			t.Errorf("%s: cursor %q: got %v, want a ValidationError on cursor", what, cursor, err)
+		}
+	}
+	is.NoErr(listTasks("alice", "")(tasks))                     // as given, it opens
+	is.NoErr(listTasks("alice", imagegen.StatusPending)(tasks)) // a place in the list, whatever the filter
+	is.NoErr(listLedger("alice")(ledger.Next))
+
+	refused("another owner's task cursor", listTasks("bob", ""), tasks)
+	refused("another owner's ledger cursor", listLedger("bob"), ledger.Next)
+	refused("a task cursor on the ledger", listLedger("alice"), tasks)
+	refused("a ledger cursor on the tasks", listTasks("alice", ""), ledger.Next)
+	refused("the store's own cursor (as given before)", listTasks("alice", ""), stored)
+	refused("cut", listTasks("alice", ""), tasks[:len(tasks)-4])
+	refused("lengthened", listTasks("alice", ""), tasks+"AAAA")
+	refused("padded", listTasks("alice", ""), tasks+"==")
+	for i := range len(tasks) { // every character altered in turn
+		alt := byte('A')
+		if tasks[i] == alt {
+			alt = 'B'
+		}
+		refused("altered at "+strconv.Itoa(i), listTasks("alice", ""), tasks[:i]+string(alt)+tasks[i+1:])
+	}
+
+	// Under a replaced key, the old cursors are refused, and listing
+	// again from the first page works.
+	old, err := f.store.SharedSecret(ctx, imagegen.ListCursorSecretName, imagegen.NewSecretKey)
+	is.NoErr(err)
+	swapped, err := f.store.ReplaceSharedSecret(ctx, imagegen.ListCursorSecretName, old, imagegen.NewSecretKey())
+	is.NoErr(err)
+	is.True(swapped)
+	refused("under a replaced key", listTasks("alice", ""), tasks)
+	fresh, _ := nextOf(t, f, "alice", 1)
+	is.NoErr(listTasks("alice", "")(fresh))
+}
