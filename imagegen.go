@@ -251,6 +251,8 @@ type Service struct {
 	// unreadable are the blobs whose records SweepBlobs could not read,
 	// kept without a lookup until a sweep goes through the listing.
 	unreadable unreadableBlobs
+	// cursorKeys seals and opens ListTasks' and ListLedger's cursors.
+	cursorKeys cursorKeys
 }
 
 // New returns a Service for cfg, or an error naming the bad field.

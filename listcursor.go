@@ -1,18 +1,25 @@
 package imagegen
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // ListCursorSecretName is the name of the shared secret
 // (SecretStore.SharedSecret) that the cursors of ListTasks and ListLedger
 // are sealed under, made by the first process that needs it. Every
 // process on the store seals and opens with it, so a cursor one process
-// gave another accepts. Deleting it from the store makes every cursor
-// given so far refused (clients start again from the first page).
+// gave another accepts. A Service reads it once and keeps it; given a
+// cursor that does not open, it reads it again, so a secret replaced in
+// the store (ReplaceSharedSecret) is taken up by every process at the
+// first cursor sealed under the new one. Deleting or replacing it makes
+// every cursor given so far refused (clients start again from the first
+// page); after deleting it, restart the processes, so that none goes on
+// sealing under the old one.
 const ListCursorSecretName = "list-cursor"
 
 // A listing is what a cursor pages through: the kind of list and whose
@@ -35,45 +42,75 @@ func (l listing) associatedData() []byte {
 	return b
 }
 
-// listCursors seals and opens the cursors of one listing call, reading
-// the sealing key from the store when first needed (a first page
-// without a next one needs none).
+// listCursors seals and opens the cursors of one listing call with the
+// Service's cursor key (cursorKeys).
 type listCursors struct {
-	s      *Service
-	l      listing
+	s *Service
+	l listing
+}
+
+func (s *Service) listCursors(l listing) listCursors { return listCursors{s: s, l: l} }
+
+// cursorKeys is a Service's cursor sealer, made from the store's shared
+// secret when first needed and kept, so that a listing costs the store
+// no read of the secret. A cursor that does not open under the kept key
+// makes it read the secret again (once a call): a secret deleted or
+// replaced in the store is taken up at the next cursor that needs it.
+type cursorKeys struct {
+	mu     sync.Mutex
+	secret []byte
 	sealer *cursorSealer
 }
 
-func (s *Service) listCursors(l listing) *listCursors { return &listCursors{s: s, l: l} }
-
-func (c *listCursors) key(ctx context.Context) (*cursorSealer, error) {
-	if c.sealer != nil {
-		return c.sealer, nil
+// get returns the sealer, reading the secret from store when there is
+// none yet or when fresh asks for the store's current one.
+func (k *cursorKeys) get(ctx context.Context, store SecretStore, fresh bool) (*cursorSealer, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.sealer != nil && !fresh {
+		return k.sealer, nil
 	}
-	secret, err := c.s.cfg.Store.SharedSecret(ctx, ListCursorSecretName, NewSecretKey)
+	secret, err := store.SharedSecret(ctx, ListCursorSecretName, NewSecretKey)
 	if err != nil {
-		return nil, fmt.Errorf("imagegen: list %s: cursor key: %w", c.l.kind, err)
+		return nil, fmt.Errorf("cursor key: %w", err)
+	}
+	if k.sealer != nil && bytes.Equal(secret, k.secret) {
+		return k.sealer, nil
 	}
 	sealer, err := newCursorSealer(secret)
 	if err != nil {
+		return nil, err
+	}
+	k.secret, k.sealer = secret, &sealer
+	return k.sealer, nil
+}
+
+func (c listCursors) key(ctx context.Context, fresh bool) (*cursorSealer, error) {
+	sealer, err := c.s.cursorKeys.get(ctx, c.s.cfg.Store, fresh)
+	if err != nil {
 		return nil, fmt.Errorf("imagegen: list %s: %w", c.l.kind, err)
 	}
-	c.sealer = &sealer
-	return c.sealer, nil
+	return sealer, nil
 }
 
 // open returns the store's cursor that cursor (one seal gave, or "" for
 // the first page) stands for. A cursor that does not open for this
 // listing is the caller's mistake: errBadCursor.
-func (c *listCursors) open(ctx context.Context, cursor string) (string, error) {
+func (c listCursors) open(ctx context.Context, cursor string) (string, error) {
 	if cursor == "" {
 		return "", nil
 	}
-	sealer, err := c.key(ctx)
+	sealer, err := c.key(ctx, false)
 	if err != nil {
 		return "", err
 	}
 	after, err := sealer.open(c.l.associatedData(), cursor)
+	if errors.Is(err, errCursorSeal) { // sealed under a key the store holds now?
+		if sealer, err = c.key(ctx, true); err != nil {
+			return "", err
+		}
+		after, err = sealer.open(c.l.associatedData(), cursor)
+	}
 	if errors.Is(err, errCursorSeal) {
 		return "", errBadCursor()
 	}
@@ -82,11 +119,11 @@ func (c *listCursors) open(ctx context.Context, cursor string) (string, error) {
 
 // seal returns the cursor to hand out for the store's cursor next (""
 // for the last page stays "").
-func (c *listCursors) seal(ctx context.Context, next string) (string, error) {
+func (c listCursors) seal(ctx context.Context, next string) (string, error) {
 	if next == "" {
 		return "", nil
 	}
-	sealer, err := c.key(ctx)
+	sealer, err := c.key(ctx, false)
 	if err != nil {
 		return "", err
 	}

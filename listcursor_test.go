@@ -2,10 +2,12 @@ package imagegen_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/matryer/is"
@@ -133,14 +135,60 @@ func TestListCursorsOpenOnlyForTheirListing(t *testing.T) {
 		refused("altered at "+strconv.Itoa(i), listTasks("alice", ""), tasks[:i]+string(alt)+tasks[i+1:])
 	}
 
-	// Under a replaced key, the old cursors are refused, and listing
-	// again from the first page works.
+	// Under a replaced key: another process, which reads the store's
+	// secret now, seals under the new key; its cursor opens here too
+	// (this Service, which kept the old key, reads the secret again),
+	// and from then on the old cursors are refused; listing again from
+	// the first page works.
 	old, err := f.store.SharedSecret(ctx, imagegen.ListCursorSecretName, imagegen.NewSecretKey)
 	is.NoErr(err)
 	swapped, err := f.store.ReplaceSharedSecret(ctx, imagegen.ListCursorSecretName, old, imagegen.NewSecretKey())
 	is.NoErr(err)
 	is.True(swapped)
+	other, err := imagegen.New(imagegen.Config{Store: f.store, Model: f.model, Clock: f.clock, Logger: quiet})
+	is.NoErr(err)
+	page, err := other.ListTasks(ctx, "alice", "", 1, "")
+	is.NoErr(err)
+	is.True(page.Next != tasks) // sealed under the new key
+	is.NoErr(listTasks("alice", "")(page.Next))
 	refused("under a replaced key", listTasks("alice", ""), tasks)
 	fresh, _ := nextOf(t, f, "alice", 1)
+	is.Equal(fresh, page.Next)
 	is.NoErr(listTasks("alice", "")(fresh))
+}
+
+// secretReads counts its store's SharedSecret calls.
+type secretReads struct {
+	imagegen.Store
+	n atomic.Int64
+}
+
+func (s *secretReads) SharedSecret(ctx context.Context, name string, generate func() []byte) ([]byte, error) {
+	s.n.Add(1)
+	return s.Store.SharedSecret(ctx, name, generate)
+}
+
+// A Service reads the cursor key from the store once, not at every
+// listing: paging costs the store no more than the pages.
+func TestListCursorKeyIsReadOnce(t *testing.T) {
+	is := is.New(t)
+	var reads *secretReads
+	f := newFixture(t, imagegentest.NewModel(1), func(c *imagegen.Config) {
+		reads = &secretReads{Store: c.Store}
+		c.Store = reads
+	})
+	for range 4 {
+		f.submitFunded(t, "alice")
+	}
+	cursor, pages := "", 0
+	for {
+		page, err := f.svc.ListTasks(ctx, "alice", "", 1, cursor)
+		is.NoErr(err)
+		pages++
+		if cursor = page.Next; cursor == "" {
+			break
+		}
+	}
+	is.Equal(pages, 4)
+	is.Equal(reads.n.Load(), int64(1))
 }
