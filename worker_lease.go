@@ -62,24 +62,29 @@ func (l *heldLease) release() {
 // worker stalled, or the store was out of reach, for a lease's length),
 // which the store refuses to renew (Store.RenewLease) since the task's
 // slot may be another's by then. A renewal that fails otherwise is
-// logged and tried again at the next period.
+// logged and tried again a quarter of the period later (a twelfth of the
+// lease), so that a store out of reach for most of a lease's two
+// thirds left still finds the lease renewed before it ends.
 func (s *Service) renewLease(ctx context.Context, t *Task, log *slog.Logger) (lost bool) {
 	every := s.cfg.LeaseDuration / 3
+	next := every
 	for {
 		select {
 		case <-ctx.Done():
 			return false
-		case <-s.cfg.Clock.After(every):
+		case <-s.cfg.Clock.After(next):
 		}
 		err := s.cfg.Store.RenewLease(ctx, t.ID, t.Attempt, s.cfg.LeaseDuration)
 		switch {
 		case err == nil:
+			next = every
 		case errors.Is(err, ErrLeaseLost):
 			return true
 		case ctx.Err() != nil:
 			return false
 		default:
-			log.Warn("lease renewal failed; will try again", "err", err)
+			next = every / 4
+			log.Warn("lease renewal failed; will try again", "err", err, "in", next)
 		}
 	}
 }
