@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/matryer/is"
@@ -256,29 +257,37 @@ func TestRunBoundsConcurrency(t *testing.T) {
 }
 
 func TestShutdownReleasesRunningTasks(t *testing.T) {
-	is := is.New(t)
-	started := make(chan struct{})
-	shutdown := newWaitsClock(time.Minute)
-	f := newFixture(t, imagegentest.NewModel(1, imagegentest.Block(started, make(chan struct{}))),
-		shutdown.install, func(c *imagegen.Config) { c.ShutdownTimeout = time.Minute })
-	sub := f.submitFunded(t, "u")
-	runCtx, cancel := context.WithCancel(ctx)
-	stopped := make(chan error)
-	go func() { stopped <- f.svc.Run(runCtx) }()
-	<-started
-	cancel()
-	// Run waits for the generation up to ShutdownTimeout, then gives up on it.
-	shutdown.waited(t)
-	select {
-	case <-stopped:
-		t.Fatal("Run returned before the shutdown timeout")
-	default:
-	}
-	f.clock.Advance(time.Minute)
-	is.NoErr(<-stopped)
-	task := f.task(t, "u", sub.TaskID)
-	is.Equal(task.Status, imagegen.StatusPending) // released for another worker
-	is.Equal(f.balance(t, "u"), int64(0))         // still paid for: it will run
+	// In a bubble, synctest.Wait returns once every goroutine is blocked
+	// for good: the clock moves a third of the lease at a time, and the
+	// renewer renews at each step as it does in real time while Run waits
+	// (a minute's jump at once would end the lease before any renewal,
+	// and the store refuses to renew an ended lease).
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		started := make(chan struct{})
+		f := newFixture(t, imagegentest.NewModel(1, imagegentest.Block(started, make(chan struct{}))),
+			func(c *imagegen.Config) { c.ShutdownTimeout = time.Minute })
+		sub := f.submitFunded(t, "u")
+		runCtx, cancel := context.WithCancel(ctx)
+		stopped := make(chan error, 1)
+		go func() { stopped <- f.svc.Run(runCtx) }()
+		<-started
+		cancel()
+		// Run waits for the generation up to ShutdownTimeout, then gives up on it.
+		for elapsed := time.Duration(0); elapsed < time.Minute; elapsed += lease / 3 {
+			synctest.Wait()
+			select {
+			case <-stopped:
+				t.Fatalf("Run returned %v into the shutdown timeout of a minute", elapsed)
+			default:
+			}
+			f.clock.Advance(lease / 3)
+		}
+		is.NoErr(<-stopped)
+		task := f.task(t, "u", sub.TaskID)
+		is.Equal(task.Status, imagegen.StatusPending) // released for another worker
+		is.Equal(f.balance(t, "u"), int64(0))         // still paid for: it will run
+	})
 }
 
 func TestUnusableReferenceImageFailsAtOnce(t *testing.T) {
