@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -269,18 +267,15 @@ func decodeOpenAIRequest(w http.ResponseWriter, r *http.Request) (imagegen.Reque
 	if !utf8.Valid(body) { // encoding/json would read each bad byte as U+FFFD: a prompt other than the one sent
 		return imagegen.Request{}, "", invalidOpenAI("", "The request body must be JSON in UTF-8.", "invalid_json")
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+	if !json.Valid(body) || !isJSONObject(body) {
 		return imagegen.Request{}, "", invalidOpenAI("", "The request body must be a JSON object.", "invalid_json")
 	}
-	for _, name := range slices.Sorted(maps.Keys(fields)) {
-		if !slices.Contains(openAIAcceptedFields, name) {
-			msg := "Unrecognized request argument supplied: " + name
-			if near := suggest.Nearest(name, openAIAcceptedFields); near != "" {
-				msg += " (did you mean " + near + "?)"
-			}
-			return imagegen.Request{}, "", invalidOpenAI(name, msg, "unknown_parameter")
+	if name, ok := firstUnknownField(body); ok {
+		msg := "Unrecognized request argument supplied: " + name
+		if near := suggest.Nearest(name, openAIAcceptedFields); near != "" {
+			msg += " (did you mean " + near + "?)"
 		}
+		return imagegen.Request{}, "", invalidOpenAI(name, msg, "unknown_parameter")
 	}
 	var in OpenAIImagesRequest
 	if err := json.Unmarshal(body, &in); err != nil {
