@@ -7,6 +7,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/imagegen/imagegen/internal/retry"
 	"github.com/imagegen/imagegen/store/internal/taskwatch"
 )
 
@@ -21,7 +22,9 @@ import (
 // a subscription's connection breaks, go-redis subscribes again on a
 // new one; what was announced in between is lost, so every watcher is
 // then woken, spuriously (Store.WatchTask allows it: callers read the
-// task again).
+// task again). So is every watcher when a Cluster's node drops the
+// subscription because the shard's slot moved away from it (a
+// resharding), and the subscription is made anew on the slot's master.
 func (s *Store) WatchTask(ctx context.Context, id string) (<-chan struct{}, func(), error) {
 	return s.watch.watch(ctx, s.byID(id).finished(), id)
 }
@@ -93,49 +96,116 @@ func (w *watcher) watch(ctx context.Context, channel, id string) (<-chan struct{
 // sub.ready, so no finish published after WatchTask returns can be
 // missed.
 func (w *watcher) start(channel string, sub *subscription) {
-	var ps *goredis.PubSub
-	if w.sharded {
-		ps = w.rdb.SSubscribe(context.Background())
-	} else {
-		ps = w.rdb.Subscribe(context.Background())
-	}
+	ps := w.pubSub()
 	sub.ps, sub.ready, sub.err = ps, make(chan struct{}), nil
-	ready := sub.ready
-	go func() {
-		var err error
-		if w.sharded {
-			err = ps.SSubscribe(context.Background(), channel)
-		} else {
-			err = ps.Subscribe(context.Background(), channel)
-		}
-		if err == nil {
-			_, err = ps.Receive(context.Background()) // the confirmation
-		}
+	go w.run(channel, sub, ps, sub.ready)
+}
+
+// pubSub is a new PubSub of no channel yet: it connects at its first
+// subscription, on a Cluster to the master of the channel's slot.
+func (w *watcher) pubSub() *goredis.PubSub {
+	if w.sharded {
+		return w.rdb.SSubscribe(context.Background())
+	}
+	return w.rdb.Subscribe(context.Background())
+}
+
+// subscribeTries bounds the subscriptions a start makes while a
+// Cluster's node answers that the slot is elsewhere (MOVED): the
+// client's map of the slots is reloaded between them.
+const subscribeTries = 8
+
+// run subscribes ps to channel, closes ready, and wakes watchers as
+// announcements come, until ps is closed.
+func (w *watcher) run(channel string, sub *subscription, ps *goredis.PubSub, ready chan struct{}) {
+	pause := retry.Doubling{Min: 20 * time.Millisecond, Max: time.Second}
+	err := w.subscribe(ps, channel)
+	// A Cluster client that has not yet heard that the slot moved (a
+	// resharding, a failover) subscribes on the node that served it,
+	// which answers MOVED: the slot map is reloaded (in the background:
+	// hence the pause) and a new PubSub tries again.
+	for try := 1; movedErr(err) && try < subscribeTries; try++ {
+		w.reloadSlots()
+		time.Sleep(pause.Next())
+		_ = ps.Close()
+		next := w.pubSub()
 		w.mu.Lock()
-		if sub.ps == ps {
-			sub.err = err
+		mine := sub.ps == ps
+		if mine {
+			sub.ps = next
 		}
 		w.mu.Unlock()
-		close(ready)
-		if err != nil {
-			return
+		if !mine { // closed meanwhile: nobody watches
+			_ = next.Close()
+			break
 		}
-		// Ends when ps is closed. A confirmation after the first is a
-		// subscription made again: go-redis does that on a new
-		// connection once one breaks (a failover, a node restarted), and
-		// what was announced in between reached no one, so every watcher
-		// is woken (spuriously: it reads its task again).
-		for msg := range ps.ChannelWithSubscriptions() {
-			w.mu.Lock()
-			switch msg := msg.(type) {
-			case *goredis.Message:
-				w.subs.Wake(msg.Payload)
-			case *goredis.Subscription:
-				w.subs.WakeAll()
+		ps = next
+		err = w.subscribe(ps, channel)
+	}
+	w.mu.Lock()
+	if sub.ps == ps {
+		sub.err = err
+	}
+	w.mu.Unlock()
+	close(ready)
+	if err != nil {
+		return
+	}
+	// Ends when ps is closed. A confirmation after the first is a
+	// subscription made again: go-redis does that on a new connection
+	// once one breaks (a failover, a node restarted), and what was
+	// announced in between reached no one, so every watcher is woken
+	// (spuriously: it reads its task again). An unsubscription is the
+	// server's (the store never unsubscribes, it closes ps): a Cluster's
+	// node that gave the channel's slot away (a resharding, a master
+	// demoted) drops its subscribers to the slot's channels on a
+	// connection that stays open, and go-redis does not subscribe again.
+	// Every watcher is woken, and the subscription is made anew, on the
+	// slot's master now, while anyone watches.
+	for msg := range ps.ChannelWithSubscriptions() {
+		w.mu.Lock()
+		switch msg := msg.(type) {
+		case *goredis.Message:
+			w.subs.Wake(msg.Payload)
+		case *goredis.Subscription:
+			w.subs.WakeAll()
+			if (msg.Kind == "unsubscribe" || msg.Kind == "sunsubscribe") && sub.ps == ps {
+				_ = ps.Close()
+				w.reloadSlots()
+				if sub.n > 0 {
+					w.start(channel, sub)
+				} else { // lingering: let it go
+					if sub.idle != nil {
+						sub.idle.Stop()
+					}
+					sub.ps, sub.idle = nil, nil
+				}
 			}
-			w.mu.Unlock()
 		}
-	}()
+		w.mu.Unlock()
+	}
+}
+
+// subscribe subscribes ps to channel and reads the confirmation.
+func (w *watcher) subscribe(ps *goredis.PubSub, channel string) error {
+	var err error
+	if w.sharded {
+		err = ps.SSubscribe(context.Background(), channel)
+	} else {
+		err = ps.Subscribe(context.Background(), channel)
+	}
+	if err == nil {
+		_, err = ps.Receive(context.Background()) // the confirmation
+	}
+	return err
+}
+
+// reloadSlots has a Cluster client reload its map of the slots (in the
+// background).
+func (w *watcher) reloadSlots() {
+	if cc, ok := w.rdb.(*goredis.ClusterClient); ok {
+		cc.ReloadState(context.Background())
+	}
 }
 
 func (w *watcher) unwatch(sub *subscription, id string, ch chan struct{}) {
@@ -151,13 +221,16 @@ func (w *watcher) unwatch(sub *subscription, id string, ch chan struct{}) {
 		sub.ps = nil
 		return
 	}
-	ps := sub.ps
-	sub.idle = time.AfterFunc(watchLinger, func() {
+	// The timer closes whatever sub.ps is then: a subscription made
+	// again (run) replaces it.
+	var idle *time.Timer
+	idle = time.AfterFunc(watchLinger, func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		if sub.n == 0 && sub.ps == ps {
-			_ = ps.Close()
+		if sub.n == 0 && sub.idle == idle && sub.ps != nil {
+			_ = sub.ps.Close()
 			sub.ps, sub.idle = nil, nil
 		}
 	})
+	sub.idle = idle
 }
