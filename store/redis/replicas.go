@@ -7,6 +7,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/imagegen/imagegen/internal/retry"
 )
 
 // DefaultWaitTimeout bounds each WAIT for replicas when
@@ -28,7 +30,9 @@ var ErrNotReplicated = errors.New("redis store: not confirmed by enough replicas
 // either way. It returns ErrNotReplicated when too few replicas confirm,
 // and the pipeline's error when a command failed (each command holds its
 // own result too). A Cluster's answer that the slot has moved (a
-// failover, a resharding) reloads the slot map and tries once more.
+// failover, a resharding) reloads the slot map and, once it names
+// another master (or after awaitOtherMaster's bound), tries once more;
+// a broken connection has the map reloaded and tries once more at once.
 func (s *Store) acked(ctx context.Context, routeKey string, fn func(p goredis.Pipeliner)) error {
 	if s.waitReplicas == 0 {
 		_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error { fn(p); return nil })
@@ -46,7 +50,11 @@ func (s *Store) acked(ctx context.Context, routeKey string, fn func(p goredis.Pi
 			return nil
 		})
 		if cc, ok := s.rdb.(*goredis.ClusterClient); ok && try == 0 && (movedErr(err) || networkErr(err)) {
-			cc.ReloadState(ctx) // the slot's master may have changed
+			if movedErr(err) { // the map is stale: wait for the new one
+				awaitOtherMaster(ctx, cc, routeKey, node)
+			} else {
+				cc.ReloadState(ctx) // the slot's master may have changed
+			}
 			continue
 		}
 		n, werr := wait.Int64()
@@ -60,6 +68,35 @@ func (s *Store) acked(ctx context.Context, routeKey string, fn func(p goredis.Pi
 			return fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, n, s.waitReplicas, s.waitTimeout)
 		}
 		return err
+	}
+}
+
+// slotMapTries bounds the reloads of a Cluster client's slot map that
+// awaitOtherMaster waits for (about a second and a half in all).
+const slotMapTries = 8
+
+// awaitOtherMaster has cc reload its map of the slots and waits until
+// the map names another master than failed for key, at most
+// slotMapTries reloads. go-redis reloads the map in the background, so
+// a try made at once would go to the node that just failed.
+func awaitOtherMaster(ctx context.Context, cc *goredis.ClusterClient, key string, failed goredis.Cmdable) {
+	old, ok := failed.(*goredis.Client)
+	if !ok {
+		return
+	}
+	pause := retry.Doubling{Min: 10 * time.Millisecond, Max: 400 * time.Millisecond}
+	for range slotMapTries {
+		cc.ReloadState(ctx)
+		t := time.NewTimer(pause.Next())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if n, err := cc.MasterForKey(ctx, key); err == nil && n.Options().Addr != old.Options().Addr {
+			return
+		}
 	}
 }
 

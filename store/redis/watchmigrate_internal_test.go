@@ -122,3 +122,31 @@ func moveSlot(t *testing.T, c *redistest.Cluster, rdb *goredis.ClusterClient, ke
 	must(dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
 	must(src.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
 }
+
+// A write that waits for replicas (Config.WaitReplicas) goes straight
+// to the master of its slot in the client's map; when that node answers
+// MOVED (a resharding moved the slot), acked reloaded the map and tried
+// once more at once, but go-redis reloads it in the background, so the
+// second try went to the same node, and the write (a submit, a grant, a
+// finish) failed with the MOVED answer. Now acked waits, boundedly, for
+// the map to name the node MOVED named.
+func TestAckedFollowsAMigratedSlot(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.StartCluster(t, 3)
+	rdb := c.Client(t)
+	s, err := New(rdb, Config{Retention: time.Hour, WaitReplicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant := func(ref string) error {
+		_, err := s.AddEntry(ctx, imagegen.LedgerEntry{Owner: "a", Kind: imagegen.LedgerGrant, Amount: 1, Ref: ref})
+		return err
+	}
+	if err := grant("g1"); err != nil {
+		t.Fatal(err)
+	}
+	moveSlot(t, c, rdb, s.byOwner("a").balance("a"))
+	if err := grant("g2"); err != nil {
+		t.Fatalf("a grant after the owner's slot moved: %v", err)
+	}
+}
