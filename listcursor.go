@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // ListCursorSecretName is the name of the shared secret
@@ -56,8 +57,20 @@ func (s *Service) listCursors(l listing) listCursors { return listCursors{s: s, 
 // no read of the secret. A cursor that does not open under the kept key
 // makes it read the secret again (once a call): a secret deleted or
 // replaced in the store is taken up at the next cursor that needs it.
+//
+// The kept sealer is read without a lock: a read of the secret (which
+// may wait on a slow store, and which any client can cause with a
+// cursor that does not open) holds up only the other calls that read
+// it, never the listings that seal or open under the kept key. The
+// reads take turns (reading), each waiting no longer than its context.
 type cursorKeys struct {
-	mu     sync.Mutex
+	cur     atomic.Pointer[cursorKey]
+	once    sync.Once
+	reading chan struct{} // one read of the secret at a time
+}
+
+// cursorKey is a secret and the sealer made of it.
+type cursorKey struct {
 	secret []byte
 	sealer *cursorSealer
 }
@@ -65,24 +78,32 @@ type cursorKeys struct {
 // get returns the sealer, reading the secret from store when there is
 // none yet or when fresh asks for the store's current one.
 func (k *cursorKeys) get(ctx context.Context, store SecretStore, fresh bool) (*cursorSealer, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.sealer != nil && !fresh {
-		return k.sealer, nil
+	if cur := k.cur.Load(); cur != nil && !fresh {
+		return cur.sealer, nil
+	}
+	k.once.Do(func() { k.reading = make(chan struct{}, 1) })
+	select {
+	case k.reading <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("cursor key: %w", ctx.Err())
+	}
+	defer func() { <-k.reading }()
+	if cur := k.cur.Load(); cur != nil && !fresh { // read by the call before
+		return cur.sealer, nil
 	}
 	secret, err := store.SharedSecret(ctx, ListCursorSecretName, NewSecretKey)
 	if err != nil {
 		return nil, fmt.Errorf("cursor key: %w", err)
 	}
-	if k.sealer != nil && bytes.Equal(secret, k.secret) {
-		return k.sealer, nil
+	if cur := k.cur.Load(); cur != nil && bytes.Equal(secret, cur.secret) {
+		return cur.sealer, nil
 	}
 	sealer, err := newCursorSealer(secret)
 	if err != nil {
 		return nil, err
 	}
-	k.secret, k.sealer = secret, &sealer
-	return k.sealer, nil
+	k.cur.Store(&cursorKey{secret: secret, sealer: &sealer})
+	return &sealer, nil
 }
 
 func (c listCursors) key(ctx context.Context, fresh bool) (*cursorSealer, error) {

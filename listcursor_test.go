@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -191,4 +192,60 @@ func TestListCursorKeyIsReadOnce(t *testing.T) {
 	}
 	is.Equal(pages, 4)
 	is.Equal(reads.n.Load(), int64(1))
+}
+
+// gatedSecrets holds every read of the list-cursor secret after the first until gate
+// is closed, as a store that is slow or out of reach would.
+type gatedSecrets struct {
+	imagegen.Store
+	n       atomic.Int64
+	gate    chan struct{}
+	waiting chan struct{} // gets a value when a call waits at the gate
+}
+
+func (s *gatedSecrets) SharedSecret(ctx context.Context, name string, generate func() []byte) ([]byte, error) {
+	if name == imagegen.ListCursorSecretName && s.n.Add(1) > 1 {
+		s.waiting <- struct{}{}
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return s.Store.SharedSecret(ctx, name, generate)
+}
+
+// A cursor that does not open makes the Service read the secret again;
+// while that read waits on the store, listings with the key already
+// kept go on: a client sending bad cursors does not hold up every
+// other listing behind its store reads.
+func TestListCursorRereadDoesNotBlockOtherListings(t *testing.T) {
+	is := is.New(t)
+	var gs *gatedSecrets
+	f := newFixture(t, imagegentest.NewModel(1), func(c *imagegen.Config) {
+		gs = &gatedSecrets{Store: c.Store, gate: make(chan struct{}), waiting: make(chan struct{}, 1)}
+		c.Store = gs
+	})
+	defer close(gs.gate)
+	for range 3 {
+		f.submitFunded(t, "alice")
+	}
+	good, _ := nextOf(t, f, "alice", 1) // the key is read and kept
+	bad := base64.RawURLEncoding.EncodeToString(make([]byte, 60))
+	go func() {
+		_, _ = f.svc.ListTasks(context.Background(), "bob", "", 1, bad)
+	}()
+	<-gs.waiting // the bad cursor's reread is waiting on the store
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.svc.ListTasks(ctx, "alice", "", 1, good)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		is.NoErr(err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a listing with a good cursor waited for another listing's store read of the cursor key")
+	}
 }
