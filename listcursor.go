@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ListCursorSecretName is the name of the shared secret
@@ -15,9 +16,9 @@ import (
 // are sealed under, made by the first process that needs it. Every
 // process on the store seals and opens with it, so a cursor one process
 // gave another accepts. A Service reads it once and keeps it; given a
-// cursor that does not open, it reads it again, so a secret replaced in
-// the store (ReplaceSharedSecret) is taken up by every process at the
-// first cursor sealed under the new one. Deleting or replacing it makes
+// cursor that does not open, it reads it again (at most once a second),
+// so a secret replaced in the store (ReplaceSharedSecret) is taken up by
+// every process at the first cursor sealed under the new one. Deleting or replacing it makes
 // every cursor given so far refused (clients start again from the first
 // page); after deleting it, restart the processes, so that none goes on
 // sealing under the old one.
@@ -62,22 +63,31 @@ func (s *Service) listCursors(l listing) listCursors { return listCursors{s: s, 
 // may wait on a slow store, and which any client can cause with a
 // cursor that does not open) holds up only the other calls that read
 // it, never the listings that seal or open under the kept key. The
-// reads take turns (reading), each waiting no longer than its context.
+// reads take turns (reading), each waiting no longer than its context,
+// and the store is read again at most once in cursorReread: cursors
+// that do not open, which any client can send, cost the store a read a
+// second at most, not one each.
 type cursorKeys struct {
 	cur     atomic.Pointer[cursorKey]
 	once    sync.Once
 	reading chan struct{} // one read of the secret at a time
 }
 
-// cursorKey is a secret and the sealer made of it.
+// cursorKey is a secret, the sealer made of it, and when it was read
+// from the store (by the Service's clock).
 type cursorKey struct {
 	secret []byte
 	sealer *cursorSealer
+	readAt time.Time
 }
+
+// cursorReread is how often at most a Service reads the cursor key again
+// for cursors that do not open under the one it keeps.
+const cursorReread = time.Second
 
 // get returns the sealer, reading the secret from store when there is
 // none yet or when fresh asks for the store's current one.
-func (k *cursorKeys) get(ctx context.Context, store SecretStore, fresh bool) (*cursorSealer, error) {
+func (k *cursorKeys) get(ctx context.Context, store SecretStore, clock Clock, fresh bool) (*cursorSealer, error) {
 	if cur := k.cur.Load(); cur != nil && !fresh {
 		return cur.sealer, nil
 	}
@@ -88,7 +98,8 @@ func (k *cursorKeys) get(ctx context.Context, store SecretStore, fresh bool) (*c
 		return nil, fmt.Errorf("cursor key: %w", ctx.Err())
 	}
 	defer func() { <-k.reading }()
-	if cur := k.cur.Load(); cur != nil && !fresh { // read by the call before
+	now := clock.Now()
+	if cur := k.cur.Load(); cur != nil && (!fresh || now.Sub(cur.readAt) < cursorReread) { // read by a call before
 		return cur.sealer, nil
 	}
 	secret, err := store.SharedSecret(ctx, ListCursorSecretName, NewSecretKey)
@@ -96,18 +107,19 @@ func (k *cursorKeys) get(ctx context.Context, store SecretStore, fresh bool) (*c
 		return nil, fmt.Errorf("cursor key: %w", err)
 	}
 	if cur := k.cur.Load(); cur != nil && bytes.Equal(secret, cur.secret) {
+		k.cur.Store(&cursorKey{secret: cur.secret, sealer: cur.sealer, readAt: now})
 		return cur.sealer, nil
 	}
 	sealer, err := newCursorSealer(secret)
 	if err != nil {
 		return nil, err
 	}
-	k.cur.Store(&cursorKey{secret: secret, sealer: &sealer})
+	k.cur.Store(&cursorKey{secret: secret, sealer: &sealer, readAt: now})
 	return &sealer, nil
 }
 
 func (c listCursors) key(ctx context.Context, fresh bool) (*cursorSealer, error) {
-	sealer, err := c.s.cursorKeys.get(ctx, c.s.cfg.Store, fresh)
+	sealer, err := c.s.cursorKeys.get(ctx, c.s.cfg.Store, c.s.cfg.Clock, fresh)
 	if err != nil {
 		return nil, fmt.Errorf("imagegen: list %s: %w", c.l.kind, err)
 	}

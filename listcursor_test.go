@@ -146,6 +146,7 @@ func TestListCursorsOpenOnlyForTheirListing(t *testing.T) {
 	swapped, err := f.store.ReplaceSharedSecret(ctx, imagegen.ListCursorSecretName, old, imagegen.NewSecretKey())
 	is.NoErr(err)
 	is.True(swapped)
+	f.clock.Advance(time.Second) // past cursorReread since this Service read the key
 	other, err := imagegen.New(imagegen.Config{Store: f.store, Model: f.model, Clock: f.clock, Logger: quiet})
 	is.NoErr(err)
 	page, err := other.ListTasks(ctx, "alice", "", 1, "")
@@ -231,6 +232,7 @@ func TestListCursorRereadDoesNotBlockOtherListings(t *testing.T) {
 		f.submitFunded(t, "alice")
 	}
 	good, _ := nextOf(t, f, "alice", 1) // the key is read and kept
+	f.clock.Advance(time.Second)        // a cursor that does not open makes it read again
 	bad := base64.RawURLEncoding.EncodeToString(make([]byte, 60))
 	go func() {
 		_, _ = f.svc.ListTasks(context.Background(), "bob", "", 1, bad)
@@ -248,4 +250,32 @@ func TestListCursorRereadDoesNotBlockOtherListings(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a listing with a good cursor waited for another listing's store read of the cursor key")
 	}
+}
+
+// Cursors that do not open, which any client can send, make the Service
+// read the key from the store again at most once a second: not once
+// each.
+func TestBadCursorsRereadTheKeyAtMostOnceASecond(t *testing.T) {
+	is := is.New(t)
+	var reads *secretReads
+	f := newFixture(t, imagegentest.NewModel(1), func(c *imagegen.Config) {
+		reads = &secretReads{Store: c.Store}
+		c.Store = reads
+	})
+	f.submitFunded(t, "alice")
+	f.submitFunded(t, "alice")
+	nextOf(t, f, "alice", 1) // the key is read and kept
+	is.Equal(reads.n.Load(), int64(1))
+	bad := base64.RawURLEncoding.EncodeToString(make([]byte, 60))
+	for range 20 {
+		_, err := f.svc.ListTasks(ctx, "alice", "", 1, bad)
+		is.True(errors.Is(err, imagegen.ErrInvalidParams))
+	}
+	is.Equal(reads.n.Load(), int64(1)) // within the second of the first read
+	f.clock.Advance(time.Second)
+	for range 20 {
+		_, err := f.svc.ListTasks(ctx, "alice", "", 1, bad)
+		is.True(errors.Is(err, imagegen.ErrInvalidParams))
+	}
+	is.Equal(reads.n.Load(), int64(2)) // once more, a second on
 }
