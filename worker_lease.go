@@ -63,8 +63,9 @@ func (l *heldLease) release() {
 // which the store refuses to renew (Store.RenewLease) since the task's
 // slot may be another's by then. A renewal that fails otherwise is
 // logged and tried again a quarter of the period later (a twelfth of the
-// lease), so that a store out of reach for most of a lease's two
-// thirds left still finds the lease renewed before it ends.
+// lease), so that a store out of reach for less than 7/12 of the lease,
+// wherever the outage starts, still finds the lease renewed before it
+// ends (at the next third only, 1/3).
 func (s *Service) renewLease(ctx context.Context, t *Task, log *slog.Logger) (lost bool) {
 	every := s.cfg.LeaseDuration / 3
 	next := every
