@@ -141,19 +141,9 @@ func (s *Service) ListLedger(ctx context.Context, owner string, limit int, curso
 	if err != nil {
 		return LedgerPage{}, err
 	}
-	cursors := s.listCursors(listing{kind: "ledger", owner: owner})
-	after, err := cursors.open(ctx, cursor)
-	if err != nil {
-		return LedgerPage{}, err
-	}
-	page, err := s.cfg.Store.ListLedger(ctx, owner, limit, after)
-	if page, err = storePage("ledger", page, err); err != nil {
-		return LedgerPage{}, err
-	}
-	if page.Next, err = cursors.seal(ctx, page.Next); err != nil {
-		return LedgerPage{}, err
-	}
-	return page, nil
+	return ownerPage(ctx, s, "ledger", owner, cursor, func(after string) (LedgerPage, error) {
+		return s.cfg.Store.ListLedger(ctx, owner, limit, after)
+	}, func(p *LedgerPage) *string { return &p.Next })
 }
 
 func (s *Service) addEntry(ctx context.Context, e LedgerEntry) (int64, error) {

@@ -252,7 +252,7 @@ type Service struct {
 	// kept without a lookup until a sweep goes through the listing.
 	unreadable unreadableBlobs
 	// cursorKeys seals and opens ListTasks' and ListLedger's cursors.
-	cursorKeys cursorKeys
+	cursorKeys *cursorKeys
 }
 
 // New returns a Service for cfg, or an error naming the bad field.
@@ -263,7 +263,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	blobs := timedBlobs{s: cfg.Store.Blobs(), d: cfg.BlobTimeout}
 	return &Service{cfg: cfg, log: cfg.Logger, blobs: blobs, wake: make(chan struct{}, 1), keyHashes: memo.New(HashAPIKey),
-		late: lateCancels{wake: make(chan struct{}, 1)}}, nil
+		late: lateCancels{wake: make(chan struct{}, 1)}, cursorKeys: newCursorKeys()}, nil
 }
 
 // Submission is what a submit made: the new task (pending), its charge

@@ -35,17 +35,29 @@ func (s *Service) ListTasks(ctx context.Context, owner string, status Status, li
 	if err != nil {
 		return TaskPage{}, err
 	}
-	cursors := s.listCursors(listing{kind: "tasks", owner: owner})
+	return ownerPage(ctx, s, "tasks", owner, cursor, func(after string) (TaskPage, error) {
+		return s.cfg.Store.ListTasks(ctx, owner, status, limit, after)
+	}, func(p *TaskPage) *string { return &p.Next })
+}
+
+// ownerPage is one page of owner's list of kind what ("tasks" or
+// "ledger") from cursor, one it gave before ("" for the first page): it
+// opens cursor into the store's (listCursors), reads the page after it
+// (list), and seals the page's next cursor (which next points at) for
+// the caller.
+func ownerPage[P any](ctx context.Context, s *Service, what, owner, cursor string, list func(after string) (P, error), next func(*P) *string) (P, error) {
+	var none P
+	cursors := s.listCursors(listing{kind: what, owner: owner})
 	after, err := cursors.open(ctx, cursor)
 	if err != nil {
-		return TaskPage{}, err
+		return none, err
 	}
-	page, err := s.cfg.Store.ListTasks(ctx, owner, status, limit, after)
-	if page, err = storePage("tasks", page, err); err != nil {
-		return TaskPage{}, err
+	page, err := list(after)
+	if page, err = storePage(what, page, err); err != nil {
+		return none, err
 	}
-	if page.Next, err = cursors.seal(ctx, page.Next); err != nil {
-		return TaskPage{}, err
+	if *next(&page), err = cursors.seal(ctx, *next(&page)); err != nil {
+		return none, err
 	}
 	return page, nil
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -69,9 +68,10 @@ func (s *Service) listCursors(l listing) listCursors { return listCursors{s: s, 
 // second at most, not one each.
 type cursorKeys struct {
 	cur     atomic.Pointer[cursorKey]
-	once    sync.Once
-	reading chan struct{} // one read of the secret at a time
+	reading chan struct{} // one read of the secret at a time (newCursorKeys makes it)
 }
+
+func newCursorKeys() *cursorKeys { return &cursorKeys{reading: make(chan struct{}, 1)} }
 
 // cursorKey is a secret, the sealer made of it, and when it was read
 // from the store (by the Service's clock).
@@ -91,7 +91,6 @@ func (k *cursorKeys) get(ctx context.Context, store SecretStore, clock Clock, fr
 	if cur := k.cur.Load(); cur != nil && !fresh {
 		return cur.sealer, nil
 	}
-	k.once.Do(func() { k.reading = make(chan struct{}, 1) })
 	select {
 	case k.reading <- struct{}{}:
 	case <-ctx.Done():
