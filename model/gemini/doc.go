@@ -69,7 +69,10 @@
 //	no image part, any other finish reason
 //	  (IMAGE_OTHER, OTHER, ...), no candidate  failed, retryable: a glitch
 //
-// Thought parts (thought: true) are skipped. HTTP errors are
+// Thought parts (thought: true) are skipped. An answer of more image
+// parts than provider.MaxAnswerImages (16) is a bad answer, not
+// retried, before any is decoded: each would be an image of the task,
+// stored all at once. HTTP errors are
 // google.rpc.Status bodies: 400 INVALID_ARGUMENT whose ErrorInfo reason
 // is API_KEY_INVALID, FAILED_PRECONDITION (billing, region), 401, 403
 // and 404 are operator errors (not retried; the user reads "the image

@@ -179,6 +179,13 @@ func failures(t *testing.T) []failure {
 	textOnly := providertest.EditJSON(t, providertest.Spec(t, "response.image.json"), func(doc map[string]any) {
 		set(doc, "candidates.0.content.parts", []any{map[string]any{"text": "What kind of dish would you like?"}})
 	})
+	manyImages := providertest.EditJSON(t, providertest.Spec(t, "response.image.json"), func(doc map[string]any) {
+		parts := make([]any, provider.MaxAnswerImages+1)
+		for i := range parts {
+			parts[i] = map[string]any{"inlineData": map[string]any{"mimeType": "image/png", "data": base64.StdEncoding.EncodeToString(providertest.PNG(8, 8))}}
+		}
+		set(doc, "candidates.0.content.parts", parts)
+	})
 	big := make([]byte, 8<<20) // two of them are too much to send inline
 	copy(big, providertest.PNG(8, 8))
 	refs := &providertest.Fetcher{Images: map[string]providertest.Image{
@@ -196,6 +203,10 @@ func failures(t *testing.T) []failure {
 		{Name: "OTHER", Config: noRetry, Answers: []answer{{Status: 200, Body: finishing(t, "OTHER")}}, Want: retryLater, Calls: once},
 		{Name: "no candidates", Config: noRetry, Answers: []answer{{Status: 200, Body: []byte(`{"modelVersion":"gemini-2.5-flash-image"}`)}}, Want: badAnswer, Calls: once},
 		{Name: "an answer not JSON", Config: noRetry, Answers: []answer{{Status: 200, Body: []byte(`<html>`)}}, Want: badAnswer, Calls: once},
+		// Refused as an answer of OpenAI's, fal's or Replicate's is: each
+		// picture would be a blob of the task's, stored all at once.
+		{Name: "an answer of more pictures than an answer may hold", Config: noRetry, Answers: []answer{{Status: 200, Body: manyImages}},
+			Want: providertest.Outcome{Message: provider.MsgBadAnswer}, Causes: []string{"more than the 16"}, Calls: once},
 		// Error answers.
 		{Name: "invalid argument", Config: noRetry, Answers: []answer{{Status: 400, Body: providertest.Spec(t, "error.400.invalid-argument.json")}},
 			Want: providertest.Outcome{Message: provider.MsgRejected}, Causes: []string{"INVALID_ARGUMENT"}, Calls: once},

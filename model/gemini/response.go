@@ -60,6 +60,9 @@ func refusal(reason string) (string, bool) {
 //	                                                      would most likely get the same answer
 //	no image, any other reason (IMAGE_OTHER, OTHER, tool
 //	  calls, none), or no candidate at all                failed, retryable: a glitch
+//
+// An answer of more than provider.MaxAnswerImages image parts is a bad
+// answer, not retried, before any is decoded.
 func images(resp *provider.Response) ([]imagegen.GeneratedImage, error) {
 	var body generateResponse
 	if err := provider.DecodeJSON(Provider, resp, &body); err != nil {
@@ -78,6 +81,9 @@ func images(resp *provider.Response) ([]imagegen.GeneratedImage, error) {
 	var imgs []imagegen.GeneratedImage
 	var text []string
 	if c.Content != nil {
+		if err := provider.CheckAnswerImages(Provider, "candidates[0].content.parts", imageParts(c.Content.Parts)); err != nil {
+			return nil, err
+		}
 		for i, p := range c.Content.Parts {
 			switch {
 			case p.Thought:
@@ -105,6 +111,19 @@ func images(resp *provider.Response) ([]imagegen.GeneratedImage, error) {
 		return nil, answered(cause, provider.Retry(false), provider.UserMessage(msgNoImage), provider.Code(c.FinishReason))
 	}
 	return nil, answered(cause, provider.Retry(true), provider.UserMessage(msgGlitch), provider.Code(c.FinishReason))
+}
+
+// imageParts counts the parts images reads as pictures: each would be
+// an image of the task, its bytes stored all at once, so an answer of
+// more than provider.MaxAnswerImages is refused before any is decoded.
+func imageParts(parts []part) int {
+	n := 0
+	for _, p := range parts {
+		if !p.Thought && p.InlineData != nil && isImage(p.InlineData.MimeType) {
+			n++
+		}
+	}
+	return n
 }
 
 // answered is a failure that came as an HTTP 200 answer.
