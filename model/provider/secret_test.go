@@ -100,6 +100,30 @@ func TestConfigResolve(t *testing.T) {
 	}
 }
 
+// A BaseURL refused for the credentials, query or fragment it holds
+// (an operator's http://user:password@gpu:7860 for an sdapi server's
+// --api-auth, a ?key= of a proxy) is named in the error without them:
+// the error is printed at startup, to the operator's logs.
+func TestConfigResolveKeepsTheBaseURLsSecretsOutOfItsError(t *testing.T) {
+	d := provider.Defaults{Provider: "gpu", Cost: 1, SelfHosted: "the server's address"}
+	for _, raw := range []string{
+		"http://admin:hunter2-secret@gpu.lan:7860",
+		"http://hunter2-secret@gpu.lan:7860",
+		"https://gpu.lan/v1?key=hunter2-secret",
+		"https://gpu.lan/v1#hunter2-secret",
+		"http://admin:hunter2-secret%zz@gpu.lan:7860", // does not parse
+		"gpu.lan:hunter2-secret",                      // no scheme
+	} {
+		t.Run(raw, func(t *testing.T) {
+			is := is.New(t)
+			_, err := provider.Config{BaseURL: raw}.Resolve(d)
+			is.True(err != nil)
+			is.True(contains(err.Error(), "gpu: Config.BaseURL")) // names the field
+			is.True(!contains(err.Error(), "hunter2"))            // not the secret
+		})
+	}
+}
+
 // A self-hosted server (Defaults.SelfHosted) has no default address: its
 // BaseURL is required, and named in the error; its key may be empty.
 func TestConfigResolveSelfHosted(t *testing.T) {
