@@ -6,7 +6,10 @@
 // "seed"}; the API's default image/* would put finish_reason in a header
 // instead; JSON keeps one answer shape, the one the documented examples
 // show). Every call asks for output_format png, and sends the task's
-// seed as "seed" (Plan.Seeded; Stability reads 0 as "random").
+// seed as "seed" (Plan.Seeded; Stability reads 0 as "random"); the
+// answer's seed, the one the image was made with, comes back as the
+// image's Seed, which the service records on the task when it is not
+// the task's (a seed of 0 a user asked for).
 //
 // # Models and cost
 //

@@ -158,7 +158,13 @@ func (f *fake) success(c call) []byte {
 		s = f.answer
 	}
 	f.mu.Unlock()
-	return withImage(f.T, f.Examples.Get("generate.response.accept-json.json"), f.PNGs.Of(s))
+	body := withImage(f.T, f.Examples.Get("generate.response.accept-json.json"), f.PNGs.Of(s))
+	if sent := c.seed(f.T); sent != nil && *sent != 0 {
+		// The seed used: the one sent, or (none, or 0, which the API
+		// reads as "random") the example's.
+		body = providertest.EditJSON(f.T, body, func(resp map[string]any) { resp["seed"] = *sent })
+	}
+	return body
 }
 
 // withImage is an answer body with its image set.

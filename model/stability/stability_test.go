@@ -3,6 +3,7 @@ package stability_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"image"
 	"image/color"
@@ -289,3 +290,41 @@ func newModel(t *testing.T, f *fake, c stability.Config) (*stability.Model, *pro
 	clock := providertest.Configure(&c.Config, f.Server.URL, key)
 	return providertest.MustNew(t, stability.New, c), clock
 }
+
+// The seed the answer reports comes back with the image, for the
+// service to record: the one sent, or the one Stability drew when the
+// task's seed was 0, which it reads as "random" (a user may ask for 0:
+// the task must then show the seed that makes the image again), or none
+// when the answer names none.
+func TestSeedFromAnswer(t *testing.T) {
+	f := newFake(t)
+	m, _ := newModel(t, f, stability.Config{})
+	noSeed := providertest.EditJSON(t, providertest.Spec(t, "generate.response.accept-json.json"), func(resp map[string]any) {
+		resp["image"] = base64.StdEncoding.EncodeToString(providertest.PNG(1024, 1024))
+		delete(resp, "seed")
+	})
+	for _, c := range []struct {
+		name   string
+		seed   int64
+		answer []byte // scripted, when set
+		want   *int64
+	}{
+		{name: "the seed sent", seed: imagegen.MaxSeed, want: ptr(int64(imagegen.MaxSeed))},
+		{name: "0, read as random", seed: 0, want: ptr(int64(343940597))}, // the example's
+		{name: "none in the answer", seed: 0, answer: noSeed, want: nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			if c.answer != nil {
+				f.Queue("", providertest.Answer{Status: 200, Body: c.answer})
+			}
+			req := providertest.T2I("a fox", imagegen.Aspect1x1)
+			req.Seed = &c.seed
+			imgs, err := providertest.Generate(t.Context(), m, req)
+			is.NoErr(err)
+			is.Equal(imgs[0].Seed, c.want)
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
