@@ -31,7 +31,7 @@ func (m *Model) run(ctx context.Context, g imagegen.Generation, prompt map[strin
 	if !m.cfg.NoWebsocket {
 		var err error
 		if conn, err = m.dial(ctx, clientID); err != nil {
-			m.cfg.Logger.Warn("comfyui: no websocket, following the prompt by polling its history", "err", err)
+			m.cfg.Logger.Warn("comfyui: no websocket, following the prompt by polling its history", "err", m.redacted(err))
 			conn = nil
 		}
 	}
@@ -61,6 +61,14 @@ func (m *Model) run(ctx context.Context, g imagegen.Generation, prompt map[strin
 		return imagegen.GeneratedImage{}, err
 	}
 	return m.image(ctx, id, h)
+}
+
+// redacted is the text of a websocket error, which comes from outside
+// provider.Do, with the token redacted as Do redacts its own: the
+// server's (or a proxy's) words in it, such as a 101's Upgrade header,
+// may echo the Authorization it was sent.
+func (m *Model) redacted(err error) string {
+	return m.client.Policy.Redact(err.Error())
 }
 
 // newClientID is a client_id of this generation's own, so that the
@@ -155,7 +163,7 @@ func (m *Model) watch(ctx context.Context, conn *websocket.Conn, id string, g im
 			if ctx.Err() != nil {
 				return false, ctx.Err()
 			}
-			m.cfg.Logger.Warn("comfyui: the websocket broke, following the prompt by polling its history", "prompt_id", id, "err", err)
+			m.cfg.Logger.Warn("comfyui: the websocket broke, following the prompt by polling its history", "prompt_id", id, "err", m.redacted(err))
 			return false, nil
 		}
 		if kind != websocket.MessageText {
