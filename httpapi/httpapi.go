@@ -210,7 +210,7 @@ func New(cfg Config) (*Handler, error) {
 	case cfg.PresignTTL > 0 && cfg.ImageBaseURL != "":
 		return nil, errors.New("httpapi: set Config.ImageBaseURL or Config.PresignTTL, not both")
 	case cfg.ImageBaseURL != "" && !weburl.Absolute(cfg.ImageBaseURL):
-		return nil, fmt.Errorf("httpapi: Config.ImageBaseURL must be an absolute http(s) URL without credentials, query or fragment (got %q)", cfg.ImageBaseURL)
+		return nil, fmt.Errorf("httpapi: Config.ImageBaseURL must be an absolute http(s) URL without credentials, query or fragment (got %s)", weburl.Shown(cfg.ImageBaseURL))
 	}
 	var presigner imagegen.BlobPresigner
 	if cfg.PresignTTL > 0 {

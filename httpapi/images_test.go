@@ -165,12 +165,16 @@ func TestImageRedirectConfigErrors(t *testing.T) {
 		"both redirects":                         {PresignTTL: time.Minute, ImageBaseURL: "https://cdn.example.test"},
 		"a base that is not a URL":               {ImageBaseURL: "cdn.example.test"},
 		"a base with a query":                    {ImageBaseURL: "https://cdn.example.test?v=1"},
-		"a base with credentials":                {ImageBaseURL: "https://u:pw@cdn.example.test"},
+		"a base with credentials":                {ImageBaseURL: "https://u:hunter2@cdn.example.test"},
+		"a base with a key in its query":         {ImageBaseURL: "https://cdn.example.test?key=hunter2"},
 		"a negative presign TTL":                 {PresignTTL: -time.Second},
 	} {
 		c.Service, c.Limiter = e.svc, allowAll{}
-		if _, err := httpapi.New(c); err == nil {
+		_, err := httpapi.New(c)
+		if err == nil {
 			t.Errorf("%s: accepted", name)
+		} else if strings.Contains(err.Error(), "hunter2") { // printed at startup, to the logs
+			t.Errorf("%s: the error shows the secret: %v", name, err)
 		}
 	}
 }

@@ -352,7 +352,7 @@ func checkPublicURL(raw string) error {
 		return errors.New("server: Config.PublicURL is required (the scheme and host image URLs start with, e.g. https://app.example.com)")
 	}
 	if !weburl.Absolute(raw) {
-		return fmt.Errorf("server: Config.PublicURL must be an absolute http(s) URL without credentials, query or fragment (got %q)", raw)
+		return fmt.Errorf("server: Config.PublicURL must be an absolute http(s) URL without credentials, query or fragment (got %s)", weburl.Shown(raw))
 	}
 	return nil
 }

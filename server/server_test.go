@@ -42,6 +42,7 @@ func TestNewNamesTheMissingField(t *testing.T) {
 		{"no public URL", func(c *server.Config) { c.PublicURL = "" }, "Config.PublicURL is required"},
 		{"relative public URL", func(c *server.Config) { c.PublicURL = "img.example.com" }, "Config.PublicURL must be"},
 		{"public URL with a query", func(c *server.Config) { c.PublicURL = "https://x.example?a=1" }, "Config.PublicURL must be"},
+		{"public URL with credentials", func(c *server.Config) { c.PublicURL = "https://u:hunter2@x.example" }, `must be an absolute http(s) URL without credentials, query or fragment (got "https://[redacted]@x.example")`},
 		{"negative rate limit", func(c *server.Config) { c.RateLimit = -1 }, "Config.RateLimit"},
 		{"short signing key", func(c *server.Config) { c.SigningKey = []byte("short") }, "SigningKey"},
 	}

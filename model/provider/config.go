@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/internal/weburl"
 )
 
 // DefaultMaxRetries is how many times a failed call is retried when
@@ -129,7 +130,7 @@ func (c Config) validate(keyOptional bool) error {
 	}
 	u, err := url.Parse(c.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("Config.BaseURL must be an absolute http(s) URL without credentials, query or fragment (got %s)", shownURL(u, err))
+		return fmt.Errorf("Config.BaseURL must be an absolute http(s) URL without credentials, query or fragment (got %s)", weburl.Shown(c.BaseURL))
 	}
 	if c.Cost < imagegen.MinCost || c.Cost > imagegen.MaxCost {
 		return fmt.Errorf("Config.Cost must be %d to %d (got %d)", imagegen.MinCost, imagegen.MaxCost, c.Cost)
@@ -141,30 +142,6 @@ func (c Config) validate(keyOptional bool) error {
 		return fmt.Errorf("Config.MaxDuration must not be negative (got %v)", c.MaxDuration)
 	}
 	return nil
-}
-
-// shownURL is a refused base URL as its error shows it, to the
-// operator's logs: its credentials (an sdapi server's user:password, a
-// token as user name), query and fragment, which may hold secrets,
-// replaced by Redacted; one that does not parse, or names no host, is
-// not shown at all (url.Parse's own error quotes the whole text).
-func shownURL(u *url.URL, err error) string {
-	if err != nil || u.Host == "" {
-		return "a value that is not one"
-	}
-	s := *u
-	s.User, s.RawQuery, s.Fragment, s.RawFragment, s.ForceQuery = nil, "", "", "", false
-	shown := s.String()
-	if u.User != nil {
-		shown = strings.Replace(shown, "//", "//"+Redacted+"@", 1)
-	}
-	if u.RawQuery != "" || u.ForceQuery {
-		shown += "?" + Redacted
-	}
-	if u.Fragment != "" || u.RawFragment != "" {
-		shown += "#" + Redacted
-	}
-	return fmt.Sprintf("%q", shown)
 }
 
 // Policy returns the retry policy of a resolved config: its retries and
