@@ -110,10 +110,11 @@ type credential struct{ authorization string }
 type Option func(*Client)
 
 // WithHTTPClient sets the HTTP client (default: one with a timeout of
-// DefaultTimeout that refuses a redirect to plain http carrying the
-// API key, which net/http copies onto a redirect to the same host).
-// Its timeout must exceed the long-poll wait; its redirect policy is
-// its own.
+// DefaultTimeout that sends the API key on a redirect only within the
+// API's origin, its scheme, host and port, where net/http sends it to
+// any port of the host and to its subdomains, and refuses a redirect to
+// plain http that would carry it). Its timeout must exceed the
+// long-poll wait; its redirect policy is its own.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 
 // WithUserAgent sets the User-Agent header (default DefaultUserAgent).

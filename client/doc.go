@@ -68,6 +68,7 @@
 //     replaced still signs callbacks for a grace (a day by default).
 //
 // The API key is sent only in the Authorization header of API requests (not
-// to image URLs, which need no key) and never appears in errors or in the
-// printed Client.
+// to image URLs, which need no key), not on a redirect to another origin
+// than the API's (another port or a subdomain included), and never appears
+// in errors or in the printed Client.
 package client
