@@ -213,6 +213,9 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 
 func parseBase(raw string) (string, error) {
 	if !strings.Contains(raw, "://") && !strings.ContainsAny(raw, "@ ") && raw != "" {
+		if i := strings.IndexAny(raw, "?#"); i >= 0 {
+			raw = raw[:i] // a token may be there: not printed
+		}
 		return "", fmt.Errorf("client: base URL %q has no scheme: did you mean http://%s (or https://)?", raw, raw)
 	}
 	u, err := url.Parse(raw)
@@ -228,15 +231,13 @@ func parseBase(raw string) (string, error) {
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", fmt.Errorf("client: base URL %q must be http or https", u.Redacted())
+		return "", fmt.Errorf("client: base URL %q must be http or https", shownBase(u))
 	case u.Host == "":
-		return "", fmt.Errorf("client: base URL %q has no host", u.Redacted())
+		return "", fmt.Errorf("client: base URL %q has no host", shownBase(u))
 	case u.User != nil:
 		return "", errors.New("client: base URL must not carry credentials; pass the API key")
 	case u.RawQuery != "" || u.Fragment != "":
-		bare := *u // without them: a token there is not printed
-		bare.RawQuery, bare.Fragment, bare.RawFragment = "", "", ""
-		return "", fmt.Errorf("client: base URL %q must not have a query or fragment (not shown)", bare.Redacted())
+		return "", fmt.Errorf("client: base URL %q must not have a query or fragment (not shown)", shownBase(u))
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
@@ -244,6 +245,14 @@ func parseBase(raw string) (string, error) {
 		u.Path = "/api/v1"
 	}
 	return u.String(), nil
+}
+
+// shownBase is a refused base URL as its error quotes it: without its
+// user information, query and fragment, where a token may be.
+func shownBase(u *url.URL) string {
+	bare := *u
+	bare.User, bare.RawQuery, bare.ForceQuery, bare.Fragment, bare.RawFragment = nil, "", false, "", ""
+	return bare.String()
 }
 
 // String describes c without its API key.

@@ -594,6 +594,11 @@ func TestNewPrintsNoSecretOfTheBaseURL(t *testing.T) {
 		"https://img.example.test/?token=hunter2secret",
 		"https://img.example.test/#hunter2secret",
 		"https://user:hunter2/secret@img.example.test", // a "/" in the password: not a URL
+		"ftp://img.example.test/?token=hunter2secret",  // refused for its scheme
+		"https:///api/v1?token=hunter2secret",          // refused for its missing host
+		"img.example.test/api/v1?token=hunter2secret",  // refused for its missing scheme
+		"img.example.test/api/v1#hunter2secret",
+		"ftp://hunter2secret@img.example.test/", // a token as the user name
 	} {
 		_, err := client.New(base, "k")
 		if err == nil || strings.Contains(err.Error(), "hunter2") {
