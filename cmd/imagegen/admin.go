@@ -201,7 +201,8 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 // the quotes). Cells carry what the host app, users and providers wrote
 // (an owner id, a provider's error), and an escape sequence in one would
 // rewrite the operator's terminal, a newline or a tab forge a row or a
-// column.
+// column. generate and tasks show what a server sent (a task's id,
+// status, error and model, an error answer's message) through it too.
 func tableCell(s string) string {
 	if !strings.ContainsFunc(s, unicode.IsControl) {
 		return s

@@ -67,7 +67,7 @@ func explain(err error, server string) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &apiErr):
-		msg := apiErr.Message
+		msg := tableCell(apiErr.Message) // the server's (or a proxy's) words, control characters escaped
 		switch {
 		case errors.Is(err, imagegen.ErrUnauthorized):
 			msg = fmt.Sprintf("the server refused the API key in %s: %s", envAPIKey, msg)
@@ -78,7 +78,7 @@ func explain(err error, server string) error {
 			errors.Is(err, imagegen.ErrInvalidParams),
 			errors.Is(err, imagegen.ErrRateLimited):
 		default:
-			msg = fmt.Sprintf("the server answered %d %s: %s", apiErr.StatusCode, apiErr.Code, msg)
+			msg = fmt.Sprintf("the server answered %d %s: %s", apiErr.StatusCode, tableCell(apiErr.Code), msg)
 		}
 		return &userError{msg: msg, err: err}
 	case dial != nil:

@@ -94,14 +94,14 @@ func generate(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return explainSubmit(err, server)
 	}
-	fmt.Fprintf(stderr, "submitted task %s (%s)\n", sub.TaskID, plural(sub.CreditsUsed, "credit"))
+	fmt.Fprintf(stderr, "submitted task %s (%s)\n", tableCell(sub.TaskID), plural(sub.CreditsUsed, "credit"))
 
-	prog.Status(string(sub.Status))
+	prog.Status(tableCell(string(sub.Status)))
 	task, err := watchTask(ctx, api, sub.TaskID, prog)
 	prog.Done()
 	if err != nil {
 		if ctx.Err() != nil {
-			msg := fmt.Sprintf("interrupted; task %s goes on (see it with: imagegen tasks get %s)", sub.TaskID, sub.TaskID)
+			msg := fmt.Sprintf("interrupted; task %s goes on (see it with: imagegen tasks get %s)", tableCell(sub.TaskID), tableCell(sub.TaskID))
 			return &userError{msg: msg, err: ctx.Err()}
 		}
 		return explain(err, server)
@@ -111,9 +111,9 @@ func generate(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	switch {
 	case task.Status == imagegen.StatusFailed:
-		return &userError{msg: fmt.Sprintf("task %s failed: %s", task.TaskID, task.Error), err: task.Err()}
+		return &userError{msg: fmt.Sprintf("task %s failed: %s", tableCell(task.TaskID), tableCell(task.Error)), err: task.Err()}
 	case len(task.Images) == 0:
-		return fmt.Errorf("task %s succeeded with no image", task.TaskID)
+		return fmt.Errorf("task %s succeeded with no image", tableCell(task.TaskID))
 	}
 
 	dir := "."
@@ -128,7 +128,7 @@ func generate(ctx context.Context, args []string, getenv func(string) string, st
 			return outputPath(c.out, task.TaskID, i, len(task.Images), ext)
 		})
 		if err != nil {
-			return fmt.Errorf("image %d of task %s: %w", i+1, task.TaskID, explain(err, server))
+			return fmt.Errorf("image %d of task %s: %w", i+1, tableCell(task.TaskID), explain(err, server))
 		}
 		fmt.Fprintln(stdout, path)
 	}

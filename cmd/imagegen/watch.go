@@ -100,7 +100,7 @@ func describeStatus(t *client.Task) string {
 			return fmt.Sprintf("pending (%d ahead in the queue)", n)
 		}
 	}
-	return string(t.Status)
+	return tableCell(string(t.Status)) // the server's: a status this command does not know is shown, then refused
 }
 
 // timing sums up how the task went, from the full view's details: the
@@ -109,7 +109,7 @@ func describeStatus(t *client.Task) string {
 func timing(t *client.Task) string {
 	var parts []string
 	if t.Model != "" {
-		parts = append(parts, "model "+t.Model)
+		parts = append(parts, "model "+tableCell(t.Model))
 	}
 	if t.Seed != nil {
 		parts = append(parts, "seed "+strconv.FormatInt(*t.Seed, 10))
