@@ -450,7 +450,7 @@ func (s *Service) cancel(ctx context.Context, owner, id string, before *Task) (r
 	if before == nil {
 		before, _ = s.cfg.Store.Task(ctx, owner, id)
 	}
-	if refund, err = s.cfg.Store.CancelTask(ctx, owner, id); err != nil {
+	if refund, err = s.cfg.Store.CancelTask(ctx, owner, id, CancelParams{}); err != nil {
 		return 0, fmt.Errorf("imagegen: cancel: %w", err)
 	}
 	t := before

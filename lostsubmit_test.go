@@ -20,9 +20,9 @@ type cancelCounter struct {
 	n atomic.Int64
 }
 
-func (c *cancelCounter) CancelTask(ctx context.Context, owner, id string) (int64, error) {
+func (c *cancelCounter) CancelTask(ctx context.Context, owner, id string, p imagegen.CancelParams) (int64, error) {
 	c.n.Add(1)
-	return c.Store.CancelTask(ctx, owner, id)
+	return c.Store.CancelTask(ctx, owner, id, p)
 }
 
 // Many lost submits of unknown outcome (a store outage) are cancelled

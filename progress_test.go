@@ -171,7 +171,7 @@ func TestProgressOfAnEndedAttemptIsDropped(t *testing.T) {
 	is := is.New(t)
 	var f fixture
 	f = newFixture(t, imagegentest.NewModel(1, func(ctx context.Context, g imagegen.Generation) ([]imagegen.GeneratedImage, error) {
-		is.NoErr(errOf(f.store.CancelTask(ctx, "u", g.TaskID)))
+		is.NoErr(errOf(f.store.CancelTask(ctx, "u", g.TaskID, imagegen.CancelParams{})))
 		g.ReportProgress(0.5) // the lease is lost: dropped
 		return nil, ctx.Err()
 	}))

@@ -171,11 +171,15 @@ type TaskStore interface {
 	ReleaseTask(ctx context.Context, id string, attempt int) error
 
 	// CancelTask fails owner's pending or processing task (CodeCancelled,
-	// CancelledMessage) and refunds it; a processing task's lease ends
+	// CancelledMessage) and refunds it, unless p.KeepStartedCharge and
+	// the task is processing: then its charge is kept (no refund, no
+	// ledger entry; Task.Refunded stays false). The status it decides on
+	// is the one it changes, in one step. A processing task's lease ends
 	// with it, so its worker can change nothing more. ErrTaskNotFound for
 	// no such task of owner, ErrInvalidTransition when it has finished.
-	// It returns the credits it gave back, as FailTask does.
-	CancelTask(ctx context.Context, owner, id string) (refund int64, err error)
+	// It returns the credits it gave back, as FailTask does (0 when the
+	// charge is kept).
+	CancelTask(ctx context.Context, owner, id string, p CancelParams) (refund int64, err error)
 
 	// RecoverExpired sends tasks whose lease has ended back to pending, or
 	// fails them (CodeInternal, storekit.ExpiredLeaseMessage) and refunds them, as
@@ -253,6 +257,16 @@ type CreateParams struct {
 	// MaxPending refuses the task (ErrQueueFull) when its owner already
 	// has this many pending tasks; 0 is no limit.
 	MaxPending int
+}
+
+// CancelParams are the rules of one CancelTask.
+type CancelParams struct {
+	// KeepStartedCharge keeps the charge of a task a worker had claimed
+	// (processing): its generation had begun, and a provider may bill
+	// for it. A pending task (one never claimed, one sent back to
+	// pending after a lost lease or a release, or one waiting for a
+	// delayed retry) is refunded either way.
+	KeepStartedCharge bool
 }
 
 // ClaimParams are the arguments of one ClaimTasks.

@@ -31,11 +31,11 @@ func (s pickyStore) Task(ctx context.Context, owner, id string) (*imagegen.Task,
 	return s.Store.Task(ctx, owner, id)
 }
 
-func (s pickyStore) CancelTask(ctx context.Context, owner, id string) (int64, error) {
+func (s pickyStore) CancelTask(ctx context.Context, owner, id string, p imagegen.CancelParams) (int64, error) {
 	if unstorable(id) {
 		return 0, errUnstorable
 	}
-	return s.Store.CancelTask(ctx, owner, id)
+	return s.Store.CancelTask(ctx, owner, id, p)
 }
 
 // A task id in the path that is not valid UTF-8 or holds NUL names no

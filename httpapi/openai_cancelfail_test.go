@@ -20,7 +20,7 @@ import (
 // cancelDownStore fails every cancel, as a store that is down would.
 type cancelDownStore struct{ *memory.Store }
 
-func (cancelDownStore) CancelTask(context.Context, string, string) (int64, error) {
+func (cancelDownStore) CancelTask(context.Context, string, string, imagegen.CancelParams) (int64, error) {
 	return 0, errors.New("store down")
 }
 

@@ -82,8 +82,8 @@ func (s *lateCreateStore) CreateTask(_ context.Context, t *imagegen.Task, p imag
 	return 0, fmt.Errorf("no reply (the command may still run): %w", imagegen.ErrOutcomeUnknown)
 }
 
-func (s *lateCreateStore) CancelTask(ctx context.Context, owner, id string) (int64, error) {
-	refund, err := s.Store.CancelTask(ctx, owner, id)
+func (s *lateCreateStore) CancelTask(ctx context.Context, owner, id string, p imagegen.CancelParams) (int64, error) {
+	refund, err := s.Store.CancelTask(ctx, owner, id, p)
 	s.mu.Lock()
 	if s.land != nil {
 		s.land()

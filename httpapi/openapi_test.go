@@ -565,7 +565,7 @@ func recordOpenAI(t *testing.T, rc *recorder) {
 // extensionsDownStore fails the store operations of the extensions.
 type extensionsDownStore struct{ *memory.Store }
 
-func (extensionsDownStore) CancelTask(context.Context, string, string) (int64, error) {
+func (extensionsDownStore) CancelTask(context.Context, string, string, imagegen.CancelParams) (int64, error) {
 	return 0, errBroken
 }
 func (extensionsDownStore) Balance(context.Context, string) (int64, error) { return 0, errBroken }

@@ -48,8 +48,10 @@ func (s *Store) FailTask(_ context.Context, id string, attempt int, f imagegen.F
 	return refund, refused
 }
 
-// CancelTask fails owner's pending or processing task and refunds it.
-func (s *Store) CancelTask(_ context.Context, owner, id string) (int64, error) {
+// CancelTask fails owner's pending or processing task and refunds it,
+// but for a processing one's when p.KeepStartedCharge: its charge is
+// kept. The status is read and changed under one hold of s.mu.
+func (s *Store) CancelTask(_ context.Context, owner, id string, p imagegen.CancelParams) (int64, error) {
 	now := s.lock()
 	defer s.mu.Unlock()
 	r, ok := s.find(id)
@@ -59,11 +61,16 @@ func (s *Store) CancelTask(_ context.Context, owner, id string) (int64, error) {
 	if r.status.terminal() {
 		return 0, fmt.Errorf("memory: cancel %s task: %w", r.status.name(), imagegen.ErrInvalidTransition)
 	}
+	cancelled := imagegen.Failure{Code: imagegen.CodeCancelled, Message: imagegen.CancelledMessage}
+	if p.KeepStartedCharge && r.status == statusProcessing {
+		s.end(r, cancelled, now) // processing: in no queue
+		return 0, nil
+	}
 	if err := s.canRefund(r); err != nil {
 		return 0, err
 	}
 	s.dequeue(r)
-	return s.fail(r, imagegen.Failure{Code: imagegen.CodeCancelled, Message: imagegen.CancelledMessage}, now)
+	return s.fail(r, cancelled, now)
 }
 
 // canRefund returns an error, and fail would change nothing, when r's
@@ -99,10 +106,16 @@ func (s *Store) fail(r task, f imagegen.Failure, now time.Time) (refund int64, e
 		}
 		r.refunded = true
 	}
+	s.end(r, f, now)
+	return refund, nil
+}
+
+// end moves r to failed with f as its error and refunds nothing: fail
+// refunds, then ends; a cancel that keeps the charge only ends.
+func (s *Store) end(r task, f imagegen.Failure, now time.Time) {
 	o := r.extras()
 	o.err, o.code = f.Message, f.Code
 	s.finish(r, imagegen.StatusFailed, now)
-	return refund, nil
 }
 
 func (s *Store) finish(r task, status imagegen.Status, now time.Time) {

@@ -82,7 +82,7 @@ func TestChargeRefOfASubmit(t *testing.T) {
 		if _, err := s.CreateTask(ctx, &imagegen.Task{ID: id, Owner: "u", Cost: 1, Request: imagegen.Request{Prompt: "p"}}, imagegen.CreateParams{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.CancelTask(ctx, "u", id); err != nil {
+		if _, err := s.CancelTask(ctx, "u", id, imagegen.CancelParams{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -63,7 +63,7 @@ func TestQueueMatchesLinearCount(t *testing.T) {
 			case 5: // cancel a pending or a processing task
 				status := []imagegen.Status{imagegen.StatusPending, imagegen.StatusProcessing}[rng.IntN(2)]
 				if tk, ok := pick(status); ok {
-					err = errOf(s.CancelTask(ctx, "u", tk.ID))
+					err = errOf(s.CancelTask(ctx, "u", tk.ID, imagegen.CancelParams{}))
 				}
 			case 6: // retry after a delay
 				if tk, ok := pick(imagegen.StatusProcessing); ok {

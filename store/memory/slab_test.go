@@ -150,7 +150,7 @@ func TestIndexesFollowTheSlab(t *testing.T) {
 			case 5:
 				if len(ids) > 0 {
 					id := ids[rng.IntN(len(ids))]
-					_, _ = s.CancelTask(ctx, owner[id], id) // any state: refusals are fine
+					_, _ = s.CancelTask(ctx, owner[id], id, imagegen.CancelParams{}) // any state: refusals are fine
 				}
 			case 6:
 				if len(ids) > 0 {

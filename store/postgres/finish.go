@@ -256,11 +256,14 @@ func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen
 	return refund, nil
 }
 
-// CancelTask fails owner's pending or processing task and refunds it.
-func (s *Store) CancelTask(ctx context.Context, owner, id string) (int64, error) {
+// CancelTask fails owner's pending or processing task and refunds it,
+// but for a processing one's when p.KeepStartedCharge
+// (cancel_task_charged, migration 32, decides under the row's lock).
+func (s *Store) CancelTask(ctx context.Context, owner, id string, p imagegen.CancelParams) (int64, error) {
 	var n int64
-	err := s.pool.QueryRow(ctx, s.sql(`SELECT {schema}.cancel_task_refund($2, $3, $4, $5, {now}, $6 * interval '1 microsecond', $7)`),
-		s.nowArg(), owner, id, string(imagegen.CodeCancelled), imagegen.CancelledMessage, micros(s.retention), s.finished).Scan(&n)
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT {schema}.cancel_task_charged($2, $3, $4, $5, {now}, $6 * interval '1 microsecond', $7, $8)`),
+		s.nowArg(), owner, id, string(imagegen.CodeCancelled), imagegen.CancelledMessage, micros(s.retention), s.finished,
+		p.KeepStartedCharge).Scan(&n)
 	switch {
 	case err != nil:
 		return 0, s.wrapErr("cancel", err)

@@ -325,7 +325,7 @@ func (w *parkWorld) step() string {
 			return "cancel: none pending"
 		}
 		what := fmt.Sprintf("cancel pending %s (parked %v)", task.id, w.parked[task.id])
-		_, err := w.s.CancelTask(ctx, task.owner, task.id)
+		_, err := w.s.CancelTask(ctx, task.owner, task.id, imagegen.CancelParams{})
 		w.must(err, what)
 		task.status = imagegen.StatusFailed
 		if w.parked[task.id] {
@@ -411,7 +411,7 @@ func (w *parkWorld) end(task *parkTask) string {
 		w.queued(task, now)
 	default:
 		what = "cancel running"
-		_, err = w.s.CancelTask(ctx, task.owner, task.id)
+		_, err = w.s.CancelTask(ctx, task.owner, task.id, imagegen.CancelParams{})
 		task.status = imagegen.StatusFailed
 	}
 	what = fmt.Sprintf("%s %s attempt %d", what, task.id, task.attempt)

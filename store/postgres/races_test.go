@@ -109,7 +109,7 @@ func TestCancelRacesCompletion(t *testing.T) {
 		var cancelErr, completeErr error
 		var refund int64
 		together(
-			func() { refund, cancelErr = s.CancelTask(ctx, "u", id) },
+			func() { refund, cancelErr = s.CancelTask(ctx, "u", id, imagegen.CancelParams{}) },
 			func() {
 				completeErr = s.CompleteTask(ctx, id, c.Attempt, []imagegen.Image{{ID: id + "-img", ContentType: "image/png", Size: 1}}, nil)
 			},
@@ -181,7 +181,7 @@ func TestRecoveryRacesLateCompletion(t *testing.T) {
 			t.Errorf("%s: complete %v, recovery %+v: %+v", id, completeErr, rec, r)
 		}
 		if r.status == "pending" { // out of the way of the next round
-			if _, err := s.CancelTask(ctx, "u", id); err != nil {
+			if _, err := s.CancelTask(ctx, "u", id, imagegen.CancelParams{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -208,7 +208,7 @@ func TestRequeueRacesCancel(t *testing.T) {
 		var refund int64
 		together(
 			func() { requeueErr = s.RequeueTask(ctx, id, recharge) },
-			func() { refund, cancelErr = s.CancelTask(ctx, "u", id) },
+			func() { refund, cancelErr = s.CancelTask(ctx, "u", id, imagegen.CancelParams{}) },
 		)
 		if requeueErr != nil {
 			t.Fatalf("%s: requeue: %v", id, requeueErr)
@@ -233,7 +233,7 @@ func TestRequeueRacesCancel(t *testing.T) {
 			if r.status != "pending" || r.refunded != !recharge || r.refunds != 1 {
 				t.Errorf("%s: requeued after the cancel (recharge %v), but %+v", id, recharge, r)
 			}
-			if _, err := s.CancelTask(ctx, "u", id); err != nil { // out of the way
+			if _, err := s.CancelTask(ctx, "u", id, imagegen.CancelParams{}); err != nil { // out of the way
 				t.Fatal(err)
 			}
 		default:

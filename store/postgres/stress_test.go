@@ -195,7 +195,7 @@ func TestConcurrentQueueKeepsItsRules(t *testing.T) {
 			for !stopped() {
 				time.Sleep(time.Duration(5+r.IntN(20)) * time.Millisecond)
 				id := fmt.Sprintf("%s-t%03d", o, r.IntN(tasksPerOwner))
-				refund, err := stores[r.IntN(2)].CancelTask(ctx, o, id)
+				refund, err := stores[r.IntN(2)].CancelTask(ctx, o, id, imagegen.CancelParams{})
 				switch {
 				case err == nil:
 					log.refund(o, refund)

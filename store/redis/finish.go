@@ -370,12 +370,15 @@ func (s *Store) FailTask(ctx context.Context, id string, attempt int, f imagegen
 }
 
 // cancelScript fails the owner's pending or processing task and refunds
-// it. A processing task's lease ends with it (finish takes it out of the
-// leases), so its worker can change nothing more.
+// it, but for a processing one's when ARGV[8] is "1"
+// (CancelParams.KeepStartedCharge): its charge is kept. The status it
+// decides on is the one it reads, in the same run. A processing task's
+// lease ends with it (finish takes it out of the leases), so its worker
+// can change nothing more.
 //
 //	KEYS[1] task  KEYS[2] pending  KEYS[3] balance  KEYS[4] ledger  KEYS[5] leases  KEYS[6] webhooks
 //	ARGV[1] now   ARGV[2] owner  ARGV[3] reason  ARGV[4] retention (ms)  ARGV[5] id
-//	ARGV[6] error code  ARGV[7] the call's token (random)
+//	ARGV[6] error code  ARGV[7] the call's token (random)  ARGV[8] keep a started charge ("1" or "0")
 //
 // The cancel leaves on the task its token and what it refunded (field
 // cx, "<token>:<refunded>", as a failure does): a run sent again after its reply was lost
@@ -393,18 +396,21 @@ if f[1] ~= ARGV[2] then return 0 end
 if f[2] ~= 'pending' and f[2] ~= 'processing' then
   return resent_finish(f[3], ARGV[7]) or -1 -- this very cancel, sent again, or finished before
 end
-local refunded = refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now) -- first: it may write nothing and stop
-if not refunded then return redis.error_reply("the owner's balance or ledger cannot take the refund; nothing changed") end
+local refunded = 0
+if ARGV[8] ~= '1' or f[2] ~= 'processing' then
+  refunded = refund(KEYS[1], KEYS[3], KEYS[4], ARGV[5], now) -- first: it may write nothing and stop
+  if not refunded then return redis.error_reply("the owner's balance or ledger cannot take the refund; nothing changed") end
+end
 dequeue(KEYS[1], ARGV[5], f[1], f[4] or '')
 finish(KEYS[1], KEYS[5], ARGV[5], 'failed', now, tonumber(ARGV[4]), KEYS[6], nil, 'error', ARGV[3], 'error_code', ARGV[6],
   'cx', finish_mark(ARGV[7], refunded))
 return 1 + refunded
 `)
 
-// CancelTask fails owner's pending or processing task and refunds it.
-// A cancel whose reply was lost and that go-redis sent again answers as
+// CancelTask fails owner's pending or processing task and refunds it,
+// but for a processing one's when p.KeepStartedCharge. A cancel whose reply was lost and that go-redis sent again answers as
 // done, with what it refunded, not as a task already finished.
-func (s *Store) CancelTask(ctx context.Context, owner, id string) (int64, error) {
+func (s *Store) CancelTask(ctx context.Context, owner, id string, p imagegen.CancelParams) (int64, error) {
 	k := s.byID(id)
 	if k.tag != s.byOwner(owner).tag {
 		return 0, imagegen.ErrTaskNotFound // not the owner's: its id says another shard
@@ -412,6 +418,7 @@ func (s *Store) CancelTask(ctx context.Context, owner, id string) (int64, error)
 	n, err := s.ackedScript(ctx, cancelScript,
 		[]string{k.task(id), k.pending(), k.balance(owner), k.ledger(owner), k.leases(), k.webhooks()},
 		s.nowArg(), owner, imagegen.CancelledMessage, ms(s.retention), id, string(imagegen.CodeCancelled), callToken(),
+		luaFlag(p.KeepStartedCharge),
 	).Int64()
 	switch {
 	case err != nil:

@@ -57,7 +57,7 @@ func TestLegacyFairQueueIsClaimedAndCancelled(t *testing.T) {
 		}
 		positions(0, 1, 2, 3, 4)
 
-		if refund, err := s.CancelTask(ctx, "a", "t2"); err != nil || refund != 3 {
+		if refund, err := s.CancelTask(ctx, "a", "t2", imagegen.CancelParams{}); err != nil || refund != 3 {
 			t.Fatalf("cancel t2: %d, %v; want 3 back", refund, err)
 		}
 		if _, err := s.rdb.ZScore(ctx, s.k.fair(), "t2").Result(); !isNil(err) {

@@ -208,7 +208,7 @@ func TestCancelSentAgainAfterLostReply(t *testing.T) {
 	s, p := behindDropper(t, redisstore.Config{Retention: retention})
 	task := pendingTask(t, s, 3)
 	p.Arm(imagegen.CancelledMessage)
-	refund, err := s.CancelTask(ctx, "u", task.ID)
+	refund, err := s.CancelTask(ctx, "u", task.ID, imagegen.CancelParams{})
 	is.Equal(p.Dropped(), 1) // the reply was lost, and the script sent again
 	is.NoErr(err)            // cancelled: not ErrInvalidTransition
 	is.Equal(refund, int64(3))
@@ -217,7 +217,7 @@ func TestCancelSentAgainAfterLostReply(t *testing.T) {
 	is.Equal(b, int64(10)) // refunded once
 
 	// Another cancel of the finished task is still refused.
-	_, err = s.CancelTask(ctx, "u", task.ID)
+	_, err = s.CancelTask(ctx, "u", task.ID, imagegen.CancelParams{})
 	is.True(errors.Is(err, imagegen.ErrInvalidTransition))
 }
 
@@ -603,7 +603,7 @@ func TestRequeueSentAgainAfterTheTaskMovedOn(t *testing.T) {
 	}{
 		"cancelled": {
 			moveOn: func(ctx context.Context, s *redisstore.Store, id string) error {
-				_, err := s.CancelTask(ctx, "u", id)
+				_, err := s.CancelTask(ctx, "u", id, imagegen.CancelParams{})
 				return err
 			},
 			status: imagegen.StatusFailed, balance: 10, ledgerSize: 5, // grant, charge, refund, recharge, the cancel's refund

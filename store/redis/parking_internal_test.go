@@ -176,7 +176,7 @@ func TestParkedTaskCancelled(t *testing.T) {
 		ctx := context.Background()
 		parkingFixture(t, s)
 		for _, id := range []string{"t-a1"} {
-			if refund, err := s.CancelTask(ctx, "a", id); err != nil || refund != 3 {
+			if refund, err := s.CancelTask(ctx, "a", id, imagegen.CancelParams{}); err != nil || refund != 3 {
 				t.Fatalf("cancel %s: refund %d, %v; want 3", id, refund, err)
 			}
 		}

@@ -158,7 +158,7 @@ func (w *parkingWorld) step() string {
 		case 2:
 			err = w.s.ReleaseTask(ctx, task.ID, task.Attempt)
 		case 3:
-			_, err = w.s.CancelTask(ctx, task.Owner, task.ID)
+			_, err = w.s.CancelTask(ctx, task.Owner, task.ID, imagegen.CancelParams{})
 		}
 		if err != nil {
 			w.t.Fatal(err)
@@ -169,7 +169,7 @@ func (w *parkingWorld) step() string {
 		if task == nil {
 			return "none"
 		}
-		if _, err := w.s.CancelTask(ctx, task.Owner, task.ID); err != nil {
+		if _, err := w.s.CancelTask(ctx, task.Owner, task.ID, imagegen.CancelParams{}); err != nil {
 			w.t.Fatal(err)
 		}
 		return "cancel"

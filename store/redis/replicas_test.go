@@ -55,7 +55,7 @@ func TestNotReplicatedIsAnError(t *testing.T) {
 	c, err := s.ClaimTask(ctx, time.Minute) // a claim does not wait
 	is.NoErr(err)
 	is.True(errors.Is(s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil), redisstore.ErrNotReplicated))
-	is.True(errors.Is(errOf(s.CancelTask(ctx, "u", "t2")), redisstore.ErrNotReplicated))
+	is.True(errors.Is(errOf(s.CancelTask(ctx, "u", "t2", imagegen.CancelParams{})), redisstore.ErrNotReplicated))
 	b, err = s.Balance(ctx, "u")
 	is.NoErr(err)
 	is.Equal(b, int64(4)) // two charges, one refund
@@ -83,7 +83,7 @@ func TestNotReplicatedRequeueRecoveryAndRevocation(t *testing.T) {
 			Request: imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "p"}}, imagegen.CreateParams{})
 		is.True(errors.Is(err, redisstore.ErrNotReplicated))
 	}
-	is.True(errors.Is(errOf(s.CancelTask(ctx, "u", "t2")), redisstore.ErrNotReplicated))
+	is.True(errors.Is(errOf(s.CancelTask(ctx, "u", "t2", imagegen.CancelParams{})), redisstore.ErrNotReplicated))
 	is.Equal(balance(), int64(4))
 
 	is.True(errors.Is(s.RequeueTask(ctx, "t2", true), redisstore.ErrNotReplicated))

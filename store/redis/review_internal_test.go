@@ -200,7 +200,7 @@ func TestRefundThatCannotBeWritten(t *testing.T) {
 			}
 			spoil(t, s, s.k.ledger("b"))
 			for range 3 {
-				_, _ = s.CancelTask(ctx, "b", "t1")
+				_, _ = s.CancelTask(ctx, "b", "t1", imagegen.CancelParams{})
 			}
 			if b := balanceOf(t, s, "b"); b > 10 {
 				t.Errorf("b's balance %d after three cancels; want at most 10 (granted 10, charged 3)", b)

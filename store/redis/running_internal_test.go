@@ -42,7 +42,7 @@ func TestLeavingProcessingWithoutRunningFieldsLeavesBothSets(t *testing.T) {
 			case "retry":
 				err = s.RetryTask(ctx, "t1", claimed[0].Attempt, time.Minute, "again")
 			case "cancel":
-				_, err = s.CancelTask(ctx, "a", "t1")
+				_, err = s.CancelTask(ctx, "a", "t1", imagegen.CancelParams{})
 			}
 			if err != nil {
 				t.Fatal(err)

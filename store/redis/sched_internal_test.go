@@ -83,7 +83,7 @@ func TestSpoiledSchedulingStateStrandsNoTask(t *testing.T) {
 				if _, err := s.rdb.ZScore(ctx, s.k.fairModel("m"), "t1").Result(); err != nil {
 					t.Fatalf("t1 released: %v; want it queued again", err)
 				}
-				if refund, err := s.CancelTask(ctx, "a", "t2"); err != nil || refund != 3 {
+				if refund, err := s.CancelTask(ctx, "a", "t2", imagegen.CancelParams{}); err != nil || refund != 3 {
 					t.Fatalf("cancel t2: %d, %v; want 3 back", refund, err)
 				}
 				if n, err := s.rdb.ZCard(ctx, s.k.fairModel("m")).Result(); err != nil || n != 1 {

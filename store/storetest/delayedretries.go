@@ -45,7 +45,7 @@ func testDelayedRetriesHoldNoOneBack(t *testing.T, h Harness) {
 	is.NoErr(err)
 	is.Equal(qs.Pending, int64(len(retries)+1))
 	before := balance(t, s, "a")
-	after, err := s.CancelTask(ctx, "a", retries[1])
+	after, err := s.CancelTask(ctx, "a", retries[1], imagegen.CancelParams{})
 	is.NoErr(err)
 	is.Equal(after, before+1) // refunded
 	getFailed(t, s, "a", retries[1], imagegen.CodeCancelled)

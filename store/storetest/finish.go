@@ -40,7 +40,7 @@ func testRefundOnce(t *testing.T, h Harness) {
 	wg.Wait()
 	is.Equal(wins, 1)
 	is.Equal(recoverAfterLease(t, h, 1).Moved(), 0) // a failed task holds no lease
-	is.True(errors.Is(errOf(s.CancelTask(ctx, "u", task.ID)), imagegen.ErrInvalidTransition))
+	is.True(errors.Is(errOf(s.CancelTask(ctx, "u", task.ID, imagegen.CancelParams{})), imagegen.ErrInvalidTransition))
 
 	failed := getFailed(t, s, "u", task.ID, imagegen.CodeProviderError)
 	is.Equal(failed.Error, "provider down")
@@ -58,7 +58,7 @@ func testCancel(t *testing.T, h Harness) {
 	pending := submit(t, s, "u", 1)
 	running := submit(t, s, "u", 1)
 	done := submit(t, s, "u", 1)
-	refund, err := s.CancelTask(ctx, "u", pending.ID)
+	refund, err := s.CancelTask(ctx, "u", pending.ID, imagegen.CancelParams{})
 	is.NoErr(err)
 	is.Equal(refund, int64(1)) // the cost, given back
 	got := getFailed(t, s, "u", pending.ID, imagegen.CodeCancelled)
@@ -74,7 +74,7 @@ func testCancel(t *testing.T, h Harness) {
 	is.NoErr(s.CompleteTask(ctx, done.ID, c2.Attempt, nil, nil))
 
 	// A processing task is cancelled too, and its worker loses the lease.
-	is.NoErr(errOf(s.CancelTask(ctx, "u", running.ID)))
+	is.NoErr(errOf(s.CancelTask(ctx, "u", running.ID, imagegen.CancelParams{})))
 	getFailed(t, s, "u", running.ID, imagegen.CodeCancelled)
 	is.True(errors.Is(s.RenewLease(ctx, running.ID, c.Attempt, lease), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.CompleteTask(ctx, running.ID, c.Attempt, nil, nil), imagegen.ErrLeaseLost))
@@ -83,7 +83,7 @@ func testCancel(t *testing.T, h Harness) {
 
 	// Finished tasks stay as they are.
 	for _, id := range []string{pending.ID, running.ID, done.ID} {
-		is.True(errors.Is(errOf(s.CancelTask(ctx, "u", id)), imagegen.ErrInvalidTransition))
+		is.True(errors.Is(errOf(s.CancelTask(ctx, "u", id, imagegen.CancelParams{})), imagegen.ErrInvalidTransition))
 	}
 	is.Equal(get(t, s, "u", done.ID).Status, imagegen.StatusSuccess)
 	_, err = s.ClaimTask(ctx, lease)

@@ -186,7 +186,7 @@ func testRequeueRechargeTwiceAtOneAttempt(t *testing.T, h Harness) {
 	c := claim(t, s)
 	is.NoErr(errOf(s.FailTask(ctx, task.ID, c.Attempt, fail("provider down"))))
 	is.NoErr(s.RequeueTask(ctx, task.ID, true))
-	refund, err := s.CancelTask(ctx, "u", task.ID)
+	refund, err := s.CancelTask(ctx, "u", task.ID, imagegen.CancelParams{})
 	is.NoErr(err)
 	is.Equal(refund, int64(2)) // the recharge, given back
 	is.Equal(balance(t, s, "u"), int64(10))
@@ -201,7 +201,7 @@ func testRequeueRechargeTwiceAtOneAttempt(t *testing.T, h Harness) {
 
 	is.NoErr(s.RequeueTask(ctx, task.ID, false)) // free: no reference needed
 	is.Equal(get(t, s, "u", task.ID).Status, imagegen.StatusPending)
-	refund, err = s.CancelTask(ctx, "u", task.ID)
+	refund, err = s.CancelTask(ctx, "u", task.ID, imagegen.CancelParams{})
 	is.NoErr(err)
 	is.Equal(refund, int64(0)) // it ran free
 	is.Equal(balance(t, s, "u"), int64(10))

@@ -142,7 +142,7 @@ func testRefundThatWouldOverflowEndsNothing(t *testing.T, h Harness) {
 
 	_, err = s.FailTask(ctx, task.ID, c.Attempt, fail("down"))
 	is.True(err != nil && !errors.Is(err, imagegen.ErrLeaseLost))
-	_, err = s.CancelTask(ctx, "rich", task.ID)
+	_, err = s.CancelTask(ctx, "rich", task.ID, imagegen.CancelParams{})
 	is.True(err != nil && !errors.Is(err, imagegen.ErrInvalidTransition))
 	h.Advance(2 * lease)
 	rec := recoverNow(t, s, 1)

@@ -37,7 +37,7 @@ func testFencing(t *testing.T, h Harness) {
 	is.True(errors.Is(errOf(s.FailTask(ctx, task.ID, c.Attempt, fail("late"))), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.RetryTask(ctx, task.ID, c.Attempt, 0, "late"), imagegen.ErrLeaseLost))
 	is.True(errors.Is(s.RenewLease(ctx, task.ID, c.Attempt, lease), imagegen.ErrLeaseLost))
-	is.True(errors.Is(errOf(s.CancelTask(ctx, "u", task.ID)), imagegen.ErrInvalidTransition))
+	is.True(errors.Is(errOf(s.CancelTask(ctx, "u", task.ID, imagegen.CancelParams{})), imagegen.ErrInvalidTransition))
 	after := get(t, s, "u", task.ID)
 	is.Equal(after.Status, imagegen.StatusSuccess)
 	is.Equal(after.Error, "")

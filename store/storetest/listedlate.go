@@ -27,7 +27,7 @@ func testFinishedLateStaysListed(t *testing.T, h Harness) {
 	if _, err := s.FailTask(ctx, bad.ID, c.Attempt, fail("refused")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CancelTask(ctx, "u", gone.ID); err != nil {
+	if _, err := s.CancelTask(ctx, "u", gone.ID, imagegen.CancelParams{}); err != nil {
 		t.Fatal(err)
 	}
 	h.Advance(h.Retention - time.Minute) // all three are kept yet

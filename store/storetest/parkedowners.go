@@ -106,7 +106,7 @@ func testPassedOverTaskCancelled(t *testing.T, h Harness) {
 	s := h.Store
 	running, a := passedOver(t, h, 3)
 	before := balance(t, s, "a")
-	after, err := s.CancelTask(ctx, "a", a[1])
+	after, err := s.CancelTask(ctx, "a", a[1], imagegen.CancelParams{})
 	is.NoErr(err)
 	is.Equal(after, before+1) // refunded
 	is.Equal(balance(t, s, "a"), before+1)

@@ -51,14 +51,14 @@ func testMaxPendingThroughTransitions(t *testing.T, h Harness) {
 
 	c = claim(t, s)
 	n--
-	_, err := s.CancelTask(ctx, "a", c.ID) // processing: not counted
+	_, err := s.CancelTask(ctx, "a", c.ID, imagegen.CancelParams{}) // processing: not counted
 	is.NoErr(err)
 	n = pendingIs(t, s, "a", n)
 
 	page, err := s.ListTasks(ctx, "a", imagegen.StatusPending, 1, "")
 	is.NoErr(err)
 	is.Equal(len(page.Tasks), 1)
-	_, err = s.CancelTask(ctx, "a", page.Tasks[0].ID)
+	_, err = s.CancelTask(ctx, "a", page.Tasks[0].ID, imagegen.CancelParams{})
 	is.NoErr(err)
 	n = pendingIs(t, s, "a", n-1)
 

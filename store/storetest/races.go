@@ -69,7 +69,7 @@ func testFinishRaces(t *testing.T, h Harness) {
 		}
 		for range 2 {
 			race("cancel", func() error {
-				refund, err := s.CancelTask(ctx, "u", task.ID)
+				refund, err := s.CancelTask(ctx, "u", task.ID, imagegen.CancelParams{})
 				return won(&cancels, refund, err)
 			}, imagegen.ErrInvalidTransition)
 		}
@@ -173,7 +173,7 @@ func testFinishRaces(t *testing.T, h Harness) {
 		if want == "pending" || want == "processing" {
 			// Left to run: cancel it, so that the next round's claim
 			// takes the next task.
-			refund, err := s.CancelTask(ctx, "u", task.ID)
+			refund, err := s.CancelTask(ctx, "u", task.ID, imagegen.CancelParams{})
 			if err != nil {
 				t.Fatalf("round %d: cancel the task left %s: %v", round, want, err)
 			}

@@ -307,16 +307,32 @@ func (m *refModel) newLine() int {
 // finishFailed fails t, refunding its outstanding charge once, and
 // returns the refund.
 func (m *refModel) finishFailed(t *rmTask, code imagegen.ErrorCode) int64 {
-	t.status = imagegen.StatusFailed
-	t.code = code
-	t.leaseUntil = 0
-	m.event(t, imagegen.EventCompleted)
+	m.endFailed(t, code)
 	if !t.outstanding {
 		return 0
 	}
 	t.outstanding = false
 	m.apply(t.owner, imagegen.LedgerRefund, t.cost, t.refundRef)
 	return t.cost
+}
+
+// finishCancelled fails t as cancelled and returns the refund: as
+// finishFailed, but a processing task's charge stays outstanding when
+// keep (CancelParams.KeepStartedCharge).
+func (m *refModel) finishCancelled(t *rmTask, keep bool) int64 {
+	if keep && t.status == imagegen.StatusProcessing {
+		m.endFailed(t, imagegen.CodeCancelled)
+		return 0
+	}
+	return m.finishFailed(t, imagegen.CodeCancelled)
+}
+
+// endFailed fails t and refunds nothing.
+func (m *refModel) endFailed(t *rmTask, code imagegen.ErrorCode) {
+	t.status = imagegen.StatusFailed
+	t.code = code
+	t.leaseUntil = 0
+	m.event(t, imagegen.EventCompleted)
 }
 
 // randomStep applies one random operation and checks what it touched.

@@ -37,8 +37,10 @@ func (m *refModel) checkTask(t *rmTask) {
 		if got.ErrorCode != t.code || got.Error == "" {
 			m.fatalf("task %s failed with %q %q, model code %q", t.id, got.ErrorCode, got.Error, t.code)
 		}
-		if !got.Refunded { // refunded now, or before it was requeued free
-			m.fatalf("failed task %s is not marked refunded", t.id)
+		// Refunded now, or before it was requeued free; not when a
+		// cancel kept the charge of a started task.
+		if got.Refunded == t.outstanding {
+			m.fatalf("failed task %s is marked refunded %v, its charge outstanding %v", t.id, got.Refunded, t.outstanding)
 		}
 	case imagegen.StatusSuccess:
 		if (got.Request.Seed == nil) != (t.seed == nil) || (t.seed != nil && *got.Request.Seed != *t.seed) {

@@ -114,7 +114,7 @@ func (m *refModel) opHookOutcome() {
 func (m *refModel) drain() {
 	m.lastOp = "drain"
 	for _, t := range m.tasksWhere(func(t *rmTask) bool { return !t.status.Terminal() }) {
-		refund, err := m.s.CancelTask(ctx, t.owner, t.id)
+		refund, err := m.s.CancelTask(ctx, t.owner, t.id, imagegen.CancelParams{})
 		if err != nil {
 			m.fatalf("cancel %s at the end: %v", t.id, err)
 		}

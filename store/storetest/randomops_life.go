@@ -200,8 +200,9 @@ func (m *refModel) opCancel() {
 	if m.rng.IntN(5) == 0 {
 		owner = pick(m.rng, slices.DeleteFunc(slices.Clone(m.owners), func(o string) bool { return o == t.owner }))
 	}
-	m.lastOp = fmt.Sprintf("cancel %s (%s of %s) as %s", t.id, t.status, t.owner, owner)
-	refund, err := m.s.CancelTask(ctx, owner, t.id)
+	keep := m.rng.IntN(2) == 0
+	m.lastOp = fmt.Sprintf("cancel %s (%s of %s) as %s, keep a started charge %v", t.id, t.status, t.owner, owner, keep)
+	refund, err := m.s.CancelTask(ctx, owner, t.id, imagegen.CancelParams{KeepStartedCharge: keep})
 	switch {
 	case owner != t.owner:
 		if !errors.Is(err, imagegen.ErrTaskNotFound) {
@@ -216,7 +217,7 @@ func (m *refModel) opCancel() {
 			m.fatalf("cancel: %v", err)
 		}
 		m.note(fmt.Sprintf("%s, refund %v", t.status, t.outstanding))
-		if want := m.finishFailed(t, imagegen.CodeCancelled); refund != want {
+		if want := m.finishCancelled(t, keep); refund != want {
 			m.fatalf("cancel refunded %d, want %d", refund, want)
 		}
 	}

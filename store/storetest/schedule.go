@@ -251,7 +251,7 @@ func testOwnerCap(t *testing.T, h Harness) {
 	cur = claimA()
 	is.NoErr(errOf(s.FailTask(ctx, cur.ID, cur.Attempt, fail("no"))))
 	cur = claimA()
-	is.NoErr(errOf(s.CancelTask(ctx, "a", cur.ID)))
+	is.NoErr(errOf(s.CancelTask(ctx, "a", cur.ID, imagegen.CancelParams{})))
 	cur = claimA()
 	h.Advance(lease) // its worker died: the slot comes back with the lease
 	next := claimA()

@@ -109,6 +109,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"RetryWaitsForItsDelay", testRetry},
 		{"ReleaseDoesNotUseAnAttempt", testRelease},
 		{"CancelPendingOnly", testCancel},
+		{"CancelKeepsAStartedCharge", testCancelKeepsAStartedCharge},
 		{"FinishRacesEndEachTaskOnce", testFinishRaces},
 		{"LedgerRules", testLedger},
 		{"LedgerPagesNewestFirst", testLedgerPages},

@@ -274,7 +274,7 @@ func (st *stressRun) cancel(r *rand.Rand) {
 		return
 	}
 	st.log.doom(task.ID) // before the call, as settle's stopRunning
-	refund, err := st.s.CancelTask(ctx, task.Owner, task.ID)
+	refund, err := st.s.CancelTask(ctx, task.Owner, task.ID, imagegen.CancelParams{})
 	switch {
 	case err == nil:
 		st.log.refunded(task, refund, "cancel")

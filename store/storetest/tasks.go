@@ -108,12 +108,12 @@ func testOwnership(t *testing.T, h Harness) {
 	is.True(errors.Is(err, imagegen.ErrTaskNotFound))
 	_, err = s.Task(ctx, "alice", "no-such-task")
 	is.True(errors.Is(err, imagegen.ErrTaskNotFound))
-	err = errOf(s.CancelTask(ctx, "mallory", task.ID))
+	err = errOf(s.CancelTask(ctx, "mallory", task.ID, imagegen.CancelParams{}))
 	is.True(errors.Is(err, imagegen.ErrTaskNotFound))
 	is.Equal(get(t, s, "alice", task.ID).Status, imagegen.StatusPending)
 	// Once it has ended too: another owner cannot tell that it exists.
-	is.NoErr(errOf(s.CancelTask(ctx, "alice", task.ID)))
-	err = errOf(s.CancelTask(ctx, "mallory", task.ID))
+	is.NoErr(errOf(s.CancelTask(ctx, "alice", task.ID, imagegen.CancelParams{})))
+	err = errOf(s.CancelTask(ctx, "mallory", task.ID, imagegen.CancelParams{}))
 	is.True(errors.Is(err, imagegen.ErrTaskNotFound))
 	is.True(!errors.Is(err, imagegen.ErrInvalidTransition))
 }
@@ -211,7 +211,7 @@ func testQueuePositions(t *testing.T, h Harness) {
 	is.True(!started.Before(get(t, s, "u", a.ID).CreatedAt.Add(time.Second)))
 	is.Equal(positions(a.ID, b.ID, c.ID, d.ID), []int{-1, 0, 1, 2})
 
-	is.NoErr(errOf(s.CancelTask(ctx, "v", b.ID)))
+	is.NoErr(errOf(s.CancelTask(ctx, "v", b.ID, imagegen.CancelParams{})))
 	is.Equal(positions(b.ID, c.ID, d.ID), []int{-1, 0, 1})
 
 	// A retry goes back behind the tasks that are due before it, and

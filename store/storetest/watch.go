@@ -56,6 +56,6 @@ func testWatch(t *testing.T, h Harness) {
 	is.NoErr(errOf(s.FailTask(ctx, c.ID, c.Attempt, fail("no"))))
 	is.True(finishedWithin(chBad))
 
-	is.NoErr(errOf(s.CancelTask(ctx, "u", cancelled.ID)))
+	is.NoErr(errOf(s.CancelTask(ctx, "u", cancelled.ID, imagegen.CancelParams{})))
 	is.True(finishedWithin(chCancelled))
 }

@@ -30,7 +30,7 @@ func testWebhooks(t *testing.T, h Harness) {
 	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil))
 	c = claim(t, s)
 	is.NoErr(s.CompleteTask(ctx, c.ID, c.Attempt, nil, nil)) // no callback: nothing queued
-	is.NoErr(errOf(s.CancelTask(ctx, "u", cancelled.ID)))
+	is.NoErr(errOf(s.CancelTask(ctx, "u", cancelled.ID, imagegen.CancelParams{})))
 	_ = plain
 
 	got = claimHooks(t, s, 10)
