@@ -420,16 +420,27 @@ func (s *Service) Task(ctx context.Context, owner, id string) (*Task, error) {
 	return t, nil
 }
 
-// Cancel fails owner's pending or processing task with error "cancelled"
-// (CodeCancelled) and refunds it; a running generation is stopped. A
+// Cancel is the owner's own cancel: it fails owner's pending or
+// processing task with error "cancelled" (CodeCancelled), and a running
+// generation is stopped. A pending task is refunded; a processing one
+// keeps its charge, since its generation had begun and a provider may
+// bill for it (CancelWith with CancelParams.KeepStartedCharge). A
 // finished task is unchanged: ErrInvalidTransition. Another owner's task
 // is ErrTaskNotFound.
 func (s *Service) Cancel(ctx context.Context, owner, id string) error {
-	if !taskIDOK(id) {
-		return fmt.Errorf("imagegen: cancel: %w", ErrTaskNotFound)
-	}
-	_, err := s.cancel(ctx, owner, id, nil)
+	_, err := s.CancelWith(ctx, owner, id, CancelParams{KeepStartedCharge: true})
 	return err
+}
+
+// CancelWith is Cancel with its refund rule given: with p's zero value
+// it refunds a running task too, for a cancel that is the service's
+// choice rather than the owner's (a caller the server stopped waiting
+// for, a lost submit's answer). It returns the credits it gave back.
+func (s *Service) CancelWith(ctx context.Context, owner, id string, p CancelParams) (refund int64, err error) {
+	if !taskIDOK(id) {
+		return 0, fmt.Errorf("imagegen: cancel: %w", ErrTaskNotFound)
+	}
+	return s.cancel(ctx, owner, id, nil, p)
 }
 
 // taskIDOK reports whether id could name a task: 1 to 128 bytes of
@@ -441,16 +452,17 @@ func taskIDOK(id string) bool {
 	return id != "" && len(id) <= 128 && pgtext.Storable(id)
 }
 
-// cancel cancels owner's task id, counts and logs it, and returns the
-// credits it gave back, as the store reports them (a task an operator
-// retried free of charge was refunded then, and its cancel gives nothing
-// back). before is the task as read just before (nil: cancel reads it),
-// for its model and request id in the count and the log line.
-func (s *Service) cancel(ctx context.Context, owner, id string, before *Task) (refund int64, err error) {
+// cancel cancels owner's task id as p says, counts and logs it, and
+// returns the credits it gave back, as the store reports them (none for
+// a started task whose charge p keeps; none for a task an operator
+// retried free of charge: it was refunded then). before is the task as
+// read just before (nil: cancel reads it), for its model and request id
+// in the count and the log line.
+func (s *Service) cancel(ctx context.Context, owner, id string, before *Task, p CancelParams) (refund int64, err error) {
 	if before == nil {
 		before, _ = s.cfg.Store.Task(ctx, owner, id)
 	}
-	if refund, err = s.cfg.Store.CancelTask(ctx, owner, id, CancelParams{}); err != nil {
+	if refund, err = s.cfg.Store.CancelTask(ctx, owner, id, p); err != nil {
 		return 0, fmt.Errorf("imagegen: cancel: %w", err)
 	}
 	t := before

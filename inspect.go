@@ -109,8 +109,10 @@ func (in *Inspector) Retry(ctx context.Context, id string, recharge bool, reason
 }
 
 // Cancel fails any owner's pending or processing task (CodeCancelled)
-// and refunds it, as its owner's cancel would. reason is required and
-// logged. Errors: ErrTaskNotFound, ErrInvalidTransition (finished).
+// and refunds it in full, a running one too: the cancel is the
+// operator's choice, not the owner's (whose own cancel keeps a started
+// generation's charge). reason is required and logged. Errors:
+// ErrTaskNotFound, ErrInvalidTransition (finished).
 func (in *Inspector) Cancel(ctx context.Context, id, reason string) error {
 	if err := checkReason(reason); err != nil {
 		return err
@@ -122,7 +124,7 @@ func (in *Inspector) Cancel(ctx context.Context, id, reason string) error {
 	if err != nil {
 		return fmt.Errorf("imagegen: cancel: %w", err)
 	}
-	refund, err := in.s.cancel(ctx, t.Owner, id, t)
+	refund, err := in.s.cancel(ctx, t.Owner, id, t, CancelParams{})
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,9 @@ const maxLateCancels = 10000
 // CancelLostSubmit settles the task a failed submit may have made, for
 // a caller that will not come back for it (such as the OpenAI-compatible
 // endpoint, whose clients retry a 500 with a fresh submit): when err is
-// a *SubmitUnknownError it cancels (and so refunds) the task it names.
+// a *SubmitUnknownError it cancels the task it names and refunds it in
+// full, even one a worker has begun: the server lost the submit's
+// answer, so its caller never had the task (cancelLost).
 // When the store's error wraps ErrOutcomeUnknown the write may land
 // after this first cancel found no task (or failed); then the service
 // tries the cancel again, on its Clock, until it cancels the task, finds
@@ -41,7 +43,7 @@ func (s *Service) CancelLostSubmit(ctx context.Context, owner string, err error)
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	cerr := s.Cancel(ctx, owner, lost.TaskID)
+	cerr := s.cancelLost(ctx, owner, lost.TaskID)
 	late := errors.Is(err, ErrOutcomeUnknown) && cerr != nil && !errors.Is(cerr, ErrInvalidTransition)
 	if cerr != nil && !errors.Is(cerr, ErrTaskNotFound) {
 		s.log.ErrorContext(ctx, "cancel the task of a lost submit", "task_id", lost.TaskID, "err", cerr)
@@ -51,11 +53,18 @@ func (s *Service) CancelLostSubmit(ctx context.Context, owner string, err error)
 	}
 }
 
+// cancelLost cancels the task of a lost submit and refunds it in full,
+// a running one too: the cancel is the service's choice.
+func (s *Service) cancelLost(ctx context.Context, owner, id string) error {
+	_, err := s.CancelWith(ctx, owner, id, CancelParams{})
+	return err
+}
+
 // tryLateCancel is one more cancel of c's task; it reports whether to
 // try again (the task not found yet, or the cancel failed).
 func (s *Service) tryLateCancel(c *lateCancel) (again bool) {
 	ctx, id := c.ctx, c.id
-	err := s.Cancel(ctx, c.owner, id)
+	err := s.cancelLost(ctx, c.owner, id)
 	c.tries++
 	switch {
 	case err == nil:

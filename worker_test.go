@@ -303,6 +303,9 @@ func TestUnusableReferenceImageFailsAtOnce(t *testing.T) {
 	is.Equal(f.balance(t, "u"), int64(1))
 }
 
+// The owner's cancel of a running task stops its generation, and keeps
+// its charge: the generation had begun, and a provider may bill for it
+// (a cancel was a way to have a provider's call for nothing).
 func TestCancelStopsARunningGeneration(t *testing.T) {
 	is := is.New(t)
 	started, never := make(chan struct{}), make(chan struct{})
@@ -316,7 +319,8 @@ func TestCancelStopsARunningGeneration(t *testing.T) {
 	is.Equal(task.Status, imagegen.StatusFailed)
 	is.Equal(task.ErrorCode, imagegen.CodeCancelled)
 	is.Equal(task.Error, "cancelled")
-	is.Equal(f.balance(t, "u"), int64(1)) // refunded
+	is.Equal(f.balance(t, "u"), int64(0)) // the owner's cancel keeps a started generation's charge
+	is.True(!task.Refunded)
 	is.True(errors.Is(f.svc.Cancel(ctx, "u", sub.TaskID), imagegen.ErrInvalidTransition))
 }
 

@@ -52,7 +52,8 @@
 //   - SubmitWithKey sends an Idempotency-Key, so that a submit retried
 //     after a network error or a 5xx cannot create or charge a second
 //     task: the server replays the first answer.
-//   - Cancel ends a pending or processing task (refunded); a task that
+//   - Cancel ends a pending or processing task (refunded while pending;
+//     one whose generation has begun keeps its charge); a task that
 //     has already ended gives an error wrapping
 //     imagegen.ErrInvalidTransition.
 //   - List pages through the caller's tasks, newest first.

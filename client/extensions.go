@@ -46,7 +46,8 @@ func (c *Client) SubmitWithKey(ctx context.Context, req imagegen.Request, idempo
 
 // Cancel cancels a pending or processing task (POST /tasks/{id}/cancel)
 // and returns it as it now is: failed, with ErrorCode
-// imagegen.CodeCancelled; its credits are refunded. A task that has
+// imagegen.CodeCancelled. A pending task's credits are refunded; a
+// processing one keeps its charge (its generation had begun). A task that has
 // already ended is not changed, and the error wraps
 // imagegen.ErrInvalidTransition (409 task_already_finished); Task tells
 // how it ended. A task that does not exist or belongs to another user

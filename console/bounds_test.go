@@ -21,7 +21,10 @@ import (
 // newHoldingFixture is the fixture with a model that runs every
 // generation (of the first hundred) until it is cancelled or the test
 // ends, so tasks stay processing while a test looks at them.
-func newHoldingFixture(t *testing.T) *fixture {
+func newHoldingFixture(t *testing.T) *fixture { return newHoldingFixtureWith(t, imagegen.Limits{}) }
+
+// newHoldingFixtureWith is newHoldingFixture whose workers keep limits.
+func newHoldingFixtureWith(t *testing.T, limits imagegen.Limits) *fixture {
 	hold := make(chan struct{})
 	step := func(ctx context.Context, _ imagegen.Generation) ([]imagegen.GeneratedImage, error) {
 		select {
@@ -30,7 +33,7 @@ func newHoldingFixture(t *testing.T) *fixture {
 		}
 		return nil, ctx.Err()
 	}
-	f := newFixture(t, fixtureConfig{model: imagegentest.NewModel(1, slices.Repeat([]imagegentest.Step{step}, 100)...)})
+	f := newFixture(t, fixtureConfig{model: imagegentest.NewModel(1, slices.Repeat([]imagegentest.Step{step}, 100)...), limits: limits})
 	t.Cleanup(func() { close(hold) }) // before the fixture's cleanup, which waits for the workers
 	return f
 }

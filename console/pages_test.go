@@ -93,7 +93,7 @@ func TestTaskPageShowsIDModelSeedTimingsAndProgress(t *testing.T) {
 	queued := h.submit(t, "bob", "behind it")
 	h.awaitProcessing(t, "bob", running) // the worker takes the first one up
 	contains(t, hb.get("/console/tasks/"+running), `id="shown-progress">Generating (attempt 1), for `, `<dd id="shown-finished">not yet</dd>`,
-		`Cancel this task</button>`, `its 1 credit goes back to your balance`)
+		`Cancel this task</button>`, `While it waits in the queue, its 1 credit goes back to your balance; once its generation has begun, it stays spent.`)
 	p = hb.get("/console/tasks/" + queued)
 	if !strings.Contains(p.body, `id="shown-progress">Next in the queue`) && !strings.Contains(p.body, `id="shown-progress">Generating`) {
 		t.Errorf("the queued task's progress: %s", regexp.MustCompile(`id="shown-progress">[^<]*`).FindString(p.body))

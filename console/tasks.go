@@ -132,7 +132,9 @@ func (c *Console) loadTask(w http.ResponseWriter, r *http.Request, wait time.Dur
 	return tv, true
 }
 
-// cancelTask cancels the user's pending or processing task (refunded).
+// cancelTask cancels the user's pending or processing task: the owner's
+// cancel (Service.Cancel), which refunds a pending task and keeps a
+// processing one's charge.
 func (c *Console) cancelTask(w http.ResponseWriter, r *http.Request) {
 	v := viewerFrom(r.Context())
 	id := r.PathValue("id")

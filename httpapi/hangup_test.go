@@ -51,9 +51,11 @@ func TestHungUpLongPollIsNotAServerError(t *testing.T) {
 }
 
 // A caller of the OpenAI-compatible endpoint that hangs up while its
-// image is made gets its task cancelled and refunded (it has no task to
-// come back to), and the request's line and the Observer say 499: they
-// said 200, a success, for an answer nobody got.
+// task waits in the queue gets it cancelled and refunded (it has no task
+// to come back to; one hung up on once its generation had begun keeps
+// its charge: TestOpenAIHangUpDuringGenerationKeepsTheCharge), and the
+// request's line and the Observer say 499: they said 200, a success,
+// for an answer nobody got.
 func TestHungUpOpenAIRequestIsCancelledAndNotASuccess(t *testing.T) {
 	is := is.New(t)
 	obs := &seen{}
@@ -71,7 +73,7 @@ func TestHungUpOpenAIRequestIsCancelledAndNotASuccess(t *testing.T) {
 	w := <-got
 	is.Equal(w.Code, 499)
 	is.Equal(obs.calls[len(obs.calls)-1], "POST /v1/images/generations ") // 499 has no status text
-	is.Equal(e.credits(), before)                                         // cancelled, refunded
+	is.Equal(e.credits(), before)                                         // cancelled while pending, refunded
 }
 
 // A download whose client hangs up while the image store is slow to

@@ -11,8 +11,10 @@ import (
 
 // handleCancel serves POST {prefix}/tasks/{task_id}/cancel: a pending or
 // processing task ends failed with error "cancelled" (error_code
-// "cancelled") and is refunded; the answer is the task. A finished task
-// is unchanged: 409 task_already_finished.
+// "cancelled"); the answer is the task. It is the owner's own cancel
+// (Service.Cancel): a pending task is refunded, a processing one keeps
+// its charge (its generation had begun, and the provider may bill for
+// it). A finished task is unchanged: 409 task_already_finished.
 func (h *Handler) handleCancel() http.Handler {
 	return userJSON(h, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, owner string) (wire.TaskBody, error) {
 		id := r.PathValue("task_id")

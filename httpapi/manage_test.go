@@ -33,7 +33,7 @@ func TestCancel(t *testing.T) {
 	is.Equal(m["error_code"], "cancelled")
 	bal, err := e.svc.Balance(context.Background(), "alice")
 	is.NoErr(err)
-	is.Equal(bal, int64(10)) // refunded
+	is.Equal(bal, int64(10)) // a pending task: refunded
 
 	wantError(t, e.do("POST", "/api/v1/tasks/"+id+"/cancel", e.key, ""), http.StatusConflict, wire.APITaskAlreadyFinished)
 	// Another user learns nothing, not even that the task has ended.

@@ -185,22 +185,22 @@ func (h *Handler) awaitOpenAI(ctx context.Context, owner, id string) (*imagegen.
 	for {
 		left := deadline.Sub(h.cfg.Clock.Now())
 		if left <= 0 {
-			return h.giveUp(ctx, owner, id, errOpenAITimeout)
+			return h.giveUp(ctx, owner, id, errOpenAITimeout, serverGaveUp())
 		}
 		t, err := h.cfg.Service.WaitTask(waitCtx, owner, id, left)
 		switch {
 		case ctx.Err() != nil:
-			return h.giveUp(ctx, owner, id, ctx.Err())
+			return h.giveUp(ctx, owner, id, ctx.Err(), h.hungUp())
 		case h.drained.Drained():
 			if t != nil && t.Status.Terminal() {
 				return t, nil
 			}
-			return h.giveUp(ctx, owner, id, errOpenAIDraining)
+			return h.giveUp(ctx, owner, id, errOpenAIDraining, serverGaveUp())
 		case err != nil:
 			// A wait that fails ends it too: the 500 it answers is
 			// retried by OpenAI's SDKs with a fresh submit, so the
 			// task, charged, must not run on for nobody.
-			return h.giveUp(ctx, owner, id, err)
+			return h.giveUp(ctx, owner, id, err, serverGaveUp())
 		case t.Status.Terminal():
 			return t, nil
 		}
@@ -213,13 +213,28 @@ var errOpenAITimeout = errors.New("httpapi: the generation did not finish in tim
 // errOpenAIDraining: the server began to shut down while the task ran.
 var errOpenAIDraining = errors.New("httpapi: the server is shutting down")
 
+// serverGaveUp is how giveUp cancels when the server stops waiting (the
+// wait ran out, the server drains, the wait failed): its choice, not the
+// caller's, so the task is refunded in full, a running one too.
+func serverGaveUp() imagegen.CancelParams { return imagegen.CancelParams{} }
+
+// hungUp is how giveUp cancels when the request's context has ended:
+// the caller hung up, its choice, and a generation that had begun keeps
+// its charge, as the owner's cancel does (POST /tasks/{id}/cancel); else
+// hanging up would have a provider's call for nothing. A server that is
+// draining (and may close its connections) gave up itself: refunded.
+func (h *Handler) hungUp() imagegen.CancelParams {
+	return imagegen.CancelParams{KeepStartedCharge: !h.drained.Drained()}
+}
+
 // giveUp cancels a task the OpenAI endpoint stops waiting for, for the
-// reason why. A task that ended meanwhile is returned as it ended. A
-// cancel that fails otherwise leaves the task queued or running, and
-// charged: giveUp answers an *uncancelledError, which the answer says.
-func (h *Handler) giveUp(ctx context.Context, owner, id string, why error) (*imagegen.Task, error) {
+// reason why, as p says. A task that ended meanwhile is returned as it
+// ended. A cancel that fails otherwise leaves the task queued or
+// running, and charged: giveUp answers an *uncancelledError, which the
+// answer says.
+func (h *Handler) giveUp(ctx context.Context, owner, id string, why error, p imagegen.CancelParams) (*imagegen.Task, error) {
 	bg := context.WithoutCancel(ctx)
-	err := h.cfg.Service.Cancel(bg, owner, id)
+	_, err := h.cfg.Service.CancelWith(bg, owner, id, p)
 	if errors.Is(err, imagegen.ErrInvalidTransition) && ctx.Err() == nil {
 		return h.cfg.Service.Task(bg, owner, id)
 	}

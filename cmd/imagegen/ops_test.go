@@ -211,7 +211,11 @@ func TestOperatedRun(t *testing.T) {
 	is.Equal(sum(m, "imagegen_tasks_finished_total"), 5.0)
 	is.Equal(value(m, "imagegen_rate_limited_total"), 2.0)
 	is.Equal(value(m, "imagegen_credits_charged_total"), 5.0)
-	is.Equal(value(m, "imagegen_credits_refunded_total"), 2.0)
+	// Four tasks were claimed; the cancelled one too if a worker took it
+	// before the cancel (then its call ended "cancelled", and the
+	// cancel, its owner's, kept its charge: only the refusal refunded).
+	claimedThenCancelled := value(m, "imagegen_provider_requests_total", "provider", "placeholder", "outcome", "cancelled")
+	is.Equal(value(m, "imagegen_credits_refunded_total"), 2-claimedThenCancelled)
 	is.Equal(value(m, "imagegen_provider_requests_total", "provider", "placeholder", "outcome", "success"), 3.0)
 	is.Equal(value(m, "imagegen_provider_requests_total", "provider", "placeholder", "outcome", "refused"), 1.0)
 	is.Equal(sum(m, "imagegen_provider_fallbacks_total"), 0.0) // a refusal is not passed on
@@ -219,9 +223,6 @@ func TestOperatedRun(t *testing.T) {
 	is.Equal(value(m, "imagegen_http_requests_total", "route", "GET /api/v1/credits", "code", "429"), 2.0)
 	is.Equal(value(m, "imagegen_http_requests_total", "route", "GET /api/v1/credits", "code", "200"), 12.0)
 	is.Equal(value(m, "imagegen_http_request_seconds", "route", "POST /api/v1/tasks/{task_id}/cancel"), 1.0)
-	// Four tasks were claimed; the cancelled one too if a worker took it
-	// before the cancel (then its call ended "cancelled").
-	claimedThenCancelled := value(m, "imagegen_provider_requests_total", "provider", "placeholder", "outcome", "cancelled")
 	is.Equal(value(m, "imagegen_task_queue_wait_seconds"), 4+claimedThenCancelled)
 	is.Equal(value(m, "imagegen_task_generation_seconds"), 4.0) // the finishes that ran a generation
 	is.Equal(value(m, "imagegen_queue_depth", "status", "pending"), 0.0)
