@@ -11,7 +11,10 @@ import (
 // Credit rules. The price of a task is chosen at submit from the model
 // that will run it (Model.Plan) and is debited with the task's creation in
 // one atomic store operation. A task that ends failed is refunded exactly
-// once by the store (FailTask, RecoverExpired, CancelTask). Grants and the
+// once by the store (FailTask, RecoverExpired, CancelTask), but for one
+// its owner cancelled once a worker had claimed it (CancelTask with
+// CancelParams.KeepStartedCharge): its generation had begun, and it keeps
+// its charge. Grants and the
 // host app's web charges go through the same append-only ledger, so API
 // and web use share one balance, which never goes below zero.
 

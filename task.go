@@ -311,7 +311,7 @@ type Task struct {
 	Error      string    // user-facing reason, on failure
 	ErrorCode  ErrorCode // machine-readable reason, on failure
 	LastError  string    // the last attempt's error, for operators
-	Refunded   bool      // the cost was given back (failed tasks)
+	Refunded   bool      // the cost was given back (failed tasks; not one whose cancel kept a started charge)
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 	StartedAt  time.Time // when a worker first claimed it (zero before)
