@@ -51,7 +51,8 @@ func TestConcurrentIdempotentSubmitsMakeOneTask(t *testing.T) {
 }
 
 // Cancels racing the worker's completions: every task ends, and the
-// owner is charged for the successes only.
+// owner is charged for the successes and for the tasks its cancel found
+// running (their charge kept: failed, cancelled, not refunded) only.
 func TestCancelsRacingCompletionsChargeOnlySuccesses(t *testing.T) {
 	e := newEnv(t)
 	key := e.user("carol", 1000)
@@ -87,22 +88,27 @@ func TestCancelsRacingCompletionsChargeOnlySuccesses(t *testing.T) {
 			break
 		}
 	}
-	succeeded := 0
+	succeeded, kept := 0, 0
 	for _, id := range ids {
 		task, err := e.svc.Task(context.Background(), "carol", id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		switch task.Status {
-		case imagegen.StatusSuccess:
+		switch {
+		case task.Status == imagegen.StatusSuccess:
 			succeeded++
-		case imagegen.StatusFailed:
+		case task.Status == imagegen.StatusFailed && !task.Refunded:
+			if task.ErrorCode != imagegen.CodeCancelled {
+				t.Errorf("task %s failed with %q and was not refunded", id, task.ErrorCode)
+			}
+			kept++
+		case task.Status == imagegen.StatusFailed:
 		default:
 			t.Errorf("task %s stuck %s", id, task.Status)
 		}
 	}
 	bal, _ := e.svc.Balance(context.Background(), "carol")
-	if want := int64(1000 - 2*succeeded); bal != want {
-		t.Errorf("balance %d, want %d (%d succeeded)", bal, want, succeeded)
+	if want := int64(1000 - 2*(succeeded+kept)); bal != want {
+		t.Errorf("balance %d, want %d (%d succeeded, %d cancelled while running)", bal, want, succeeded, kept)
 	}
 }
