@@ -30,15 +30,9 @@ func (a queueKey) before(b queueKey) bool {
 // A task's node is its record's fair field, and the links are slots in
 // the store's slab (0 for none), not pointers: the tree adds nothing
 // for the collector to follow.
-//
-// The head is kept apart (headSlot), so that a submit, which reads its
-// model queue's head for the fair-share tag, does not walk the left
-// spine: a walk of about ln n nodes, each in its own place in the slab
-// (a cache miss each on a long queue).
 type pendingQueue struct {
-	recs     *slab
-	root     slot
-	headSlot slot // the head: push and remove keep it (0: empty)
+	recs *slab
+	root slot
 }
 
 type pendingNode struct {
@@ -79,9 +73,6 @@ func (q *pendingQueue) push(i slot, k queueKey) {
 	n.left, n.right = q.split(*link, k)
 	q.recount(i)
 	*link = i
-	if q.headSlot == 0 || k.before(q.node(q.headSlot).key) {
-		q.headSlot = i
-	}
 }
 
 // remove takes the entry at k out of the queue and reports whether it
@@ -89,18 +80,12 @@ func (q *pendingQueue) push(i slot, k queueKey) {
 func (q *pendingQueue) remove(k queueKey) bool {
 	var ok bool
 	q.root, ok = q.removeFrom(q.root, k)
-	if ok && q.node(q.headSlot).key == k {
-		q.headSlot = q.leftmost()
-	}
 	return ok
 }
 
 // head returns the slot of the queue's first entry, or 0 when it is
 // empty.
-func (q *pendingQueue) head() slot { return q.headSlot }
-
-// leftmost finds the head by walking down the tree's left spine.
-func (q *pendingQueue) leftmost() slot {
+func (q *pendingQueue) head() slot {
 	i := q.root
 	for i != 0 && q.node(i).left != 0 {
 		i = q.node(i).left
