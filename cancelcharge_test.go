@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -127,4 +128,26 @@ func TestLateCancelOfALostSubmitRefundsARunningTask(t *testing.T) {
 	is.Equal(task.ErrorCode, imagegen.CodeCancelled)
 	is.True(task.Refunded)
 	is.Equal(f.balance(t, "u"), int64(1)) // refunded
+}
+
+// A task whose owner's cancel kept its started charge was never
+// refunded: an operator's retry with a recharge would charge it a
+// second time, and is refused; a free retry runs it.
+func TestRechargeOfATaskThatKeptItsChargeIsRefused(t *testing.T) {
+	is := is.New(t)
+	f := newFixture(t, imagegentest.NewModel(1))
+	id, done := startRunning(t, f, "u")
+	is.NoErr(f.svc.Cancel(ctx, "u", id)) // kept its charge
+	is.NoErr(<-done)
+	_, err := f.svc.Grant(ctx, "u", 1, "second credit")
+	is.NoErr(err)
+
+	err = f.svc.Inspector().Retry(ctx, id, true, "the provider's outage is over")
+	is.True(errors.Is(err, imagegen.ErrDuplicateEntry)) // would charge it twice
+	is.Equal(f.balance(t, "u"), int64(1))               // not charged again
+	is.Equal(f.task(t, "u", id).Status, imagegen.StatusFailed)
+
+	is.NoErr(f.svc.Inspector().Retry(ctx, id, false, "on the house"))
+	is.Equal(f.task(t, "u", id).Status, imagegen.StatusPending)
+	is.Equal(f.balance(t, "u"), int64(1))
 }

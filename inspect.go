@@ -84,7 +84,9 @@ func (in *Inspector) Task(ctx context.Context, id string) (TaskDetail, error) {
 // ErrInvalidTransition (the task is not failed), ErrInsufficientCredits
 // (recharge, balance short), ErrDuplicateEntry (recharge, and the task
 // was recharged at this attempt already: retried with a charge, then
-// cancelled or failed before a worker took it; retry it free).
+// cancelled or failed before a worker took it; or recharge, and the task
+// was never refunded: its owner's cancel kept its started charge; retry
+// it free).
 func (in *Inspector) Retry(ctx context.Context, id string, recharge bool, reason string) error {
 	if err := checkReason(reason); err != nil {
 		return err
@@ -95,6 +97,9 @@ func (in *Inspector) Retry(ctx context.Context, id string, recharge bool, reason
 	t, err := in.s.cfg.Store.TaskByID(ctx, id)
 	if err != nil {
 		return fmt.Errorf("imagegen: retry: %w", err)
+	}
+	if recharge && t.Status == StatusFailed && !t.Refunded {
+		return fmt.Errorf("imagegen: retry: task %s kept its charge (its owner cancelled it once it had begun; nothing was refunded), so a recharge would charge it twice: retry it free: %w", id, ErrDuplicateEntry)
 	}
 	if err := in.s.cfg.Store.RequeueTask(ctx, id, recharge); err != nil {
 		return fmt.Errorf("imagegen: retry: %w", err)

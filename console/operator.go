@@ -263,7 +263,7 @@ func (c *Console) opsAction(w http.ResponseWriter, r *http.Request, done string,
 	case errors.Is(err, imagegen.ErrInsufficientCredits):
 		c.showOps(w, r, http.StatusPaymentRequired, owner, "The user's balance is too short to charge the retry; nothing was changed.", notice{})
 	case errors.Is(err, imagegen.ErrDuplicateEntry):
-		c.showOps(w, r, http.StatusConflict, owner, "The task was charged again at this attempt already (retried with a charge, then ended before a worker took it); retry it without a charge. Nothing was changed.", notice{})
+		c.showOps(w, r, http.StatusConflict, owner, "A charge would charge the task twice (it was charged again at this attempt already, or its owner cancelled it once it had begun and it kept its charge); retry it without a charge. Nothing was changed.", notice{})
 	case err != nil:
 		c.serverError(w, r, err)
 	default:
