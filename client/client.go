@@ -390,7 +390,8 @@ func isRateLimited(err error) bool {
 }
 
 // IsTransient reports whether an error of the client may pass by itself:
-// a 5xx answer or a failure to get an answer at all. Wait retries such
+// a 5xx answer or a failure to get an answer at all (no connection, or
+// an answer that broke off before its body was whole). Wait retries such
 // errors; a program that polls on its own can do the same.
 func IsTransient(err error) bool {
 	var apiErr *APIError
@@ -398,8 +399,17 @@ func IsTransient(err error) bool {
 		return apiErr.StatusCode >= 500
 	}
 	var netErr *url.Error
-	return errors.As(err, &netErr)
+	var broken *brokenAnswerError
+	return errors.As(err, &netErr) || errors.As(err, &broken)
 }
+
+// brokenAnswerError: an answer's body broke off before it was read
+// whole (the connection closed or timed out after the headers): no
+// answer, as a failed connection is, so IsTransient takes it.
+type brokenAnswerError struct{ err error }
+
+func (e *brokenAnswerError) Error() string { return "reading the answer: " + e.err.Error() }
+func (e *brokenAnswerError) Unwrap() error { return e.err }
 
 // Download writes the image at url (a URL of Task.Images) to w. Image
 // URLs are signed and need no API key, so the key is not sent. An
@@ -489,7 +499,7 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, hea
 	c.budget.release(t, resp.StatusCode, resp.Header)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("reading the answer: %w", err)
+		return nil, &brokenAnswerError{err: err}
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		return nil, newAPIError(resp.StatusCode, resp.Header, data, c.clock.Now())
 	case len(data) > maxBody:
