@@ -3,6 +3,8 @@ package console_test
 import (
 	"context"
 	"net/http"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/imagegen/imagegen"
@@ -41,6 +43,32 @@ func TestCancelButtonKeepsAStartedCharge(t *testing.T) {
 		}
 		if got := balance(); got != c.want {
 			t.Fatalf("balance after cancelling %s: %d, want %d", c.id, got, c.want)
+		}
+	}
+}
+
+// The notice after the user's cancel says what came of the charge: back
+// in the balance for a queued task, kept for one whose generation had
+// begun (where it said "back in the balance" for both).
+func TestCancelNoticeSaysWhetherTheChargeCameBack(t *testing.T) {
+	f := newHoldingFixtureWith(t, imagegen.Limits{OwnerConcurrency: 1})
+	b := f.browser(t)
+	b.signIn(f.user(t, "bob", 3))
+	running := f.submit(t, "bob", "a long one")
+	f.awaitProcessing(t, "bob", running)
+	queued := f.submit(t, "bob", "behind it")
+	const back, kept = "What it cost is back in the balance.", "Its generation had begun, so what it cost stays spent."
+	for _, c := range []struct {
+		id        string
+		want, not string
+	}{{queued, back, kept}, {running, kept, back}} {
+		p := b.submitForm("/console/tasks/"+c.id, "/console/tasks/"+c.id+"/cancel", nil)
+		if p.status != http.StatusOK {
+			t.Fatalf("cancel %s: status %d", c.id, p.status)
+		}
+		if !strings.Contains(p.body, c.want) || strings.Contains(p.body, c.not) {
+			t.Errorf("the page after cancelling %s says %q; want %q and not %q",
+				c.id, regexp.MustCompile(`id="notice">[^<]*`).FindString(p.body), c.want, c.not)
 		}
 	}
 }

@@ -134,11 +134,19 @@ func (c *Console) loadTask(w http.ResponseWriter, r *http.Request, wait time.Dur
 
 // cancelTask cancels the user's pending or processing task: the owner's
 // cancel (Service.Cancel), which refunds a pending task and keeps a
-// processing one's charge.
+// processing one's charge. The notice it leads to says which: a
+// refund now, or the task's Refunded (a task an operator retried free
+// was refunded then), is "back in the balance"; else the charge was kept.
 func (c *Console) cancelTask(w http.ResponseWriter, r *http.Request) {
 	v := viewerFrom(r.Context())
 	id := r.PathValue("id")
-	err := c.svc.Cancel(r.Context(), v.User, id)
+	refund, err := c.svc.CancelWith(r.Context(), v.User, id, imagegen.CancelParams{KeepStartedCharge: true})
+	done := "cancelled"
+	if err == nil && refund == 0 {
+		if t, terr := c.svc.Task(r.Context(), v.User, id); terr != nil || !t.Refunded {
+			done = "cancelled-kept" // unread: say nothing came back, which may be short of the truth, not past it
+		}
+	}
 	switch {
 	case errors.Is(err, imagegen.ErrTaskNotFound):
 		c.notFound(w, r)
@@ -147,7 +155,7 @@ func (c *Console) cancelTask(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		c.serverError(w, r, err)
 	default:
-		http.Redirect(w, r, c.path("/tasks/"+id+"?done=cancelled"), http.StatusSeeOther)
+		http.Redirect(w, r, c.path("/tasks/"+id+"?done="+done), http.StatusSeeOther)
 	}
 }
 
@@ -196,6 +204,8 @@ func flash(r *http.Request) notice {
 	switch r.URL.Query().Get("done") {
 	case "cancelled":
 		return notice{success: "The task was cancelled. What it cost is back in the balance."}
+	case "cancelled-kept":
+		return notice{success: "The task was cancelled. Its generation had begun, so what it cost stays spent."}
 	case "finished":
 		return notice{info: "The task had already finished; nothing was changed."}
 	case "retried":
