@@ -43,7 +43,8 @@
 // debited in the same atomic store operation that creates the task: there
 // is never a task without its charge, nor a charge without its task, and
 // the balance never goes negative ([ErrInsufficientCredits]). A task that
-// ends failed is refunded exactly once. The host app grants credits and
+// ends failed is refunded exactly once, but for one its owner cancelled
+// once a worker had claimed it ([Service.Cancel]): it keeps its charge. The host app grants credits and
 // charges its own web use through the same ledger ([Service.Grant],
 // [Service.ChargeWeb]), so the API and the app share one balance.
 //

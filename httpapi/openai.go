@@ -176,8 +176,9 @@ func (h *Handler) imageBase64(ctx context.Context, id string) (string, error) {
 // awaitOpenAI waits for the task to end, at most Config.OpenAIWait. A
 // task still running then, when the caller goes away, when the server
 // drains (Drain, at shutdown) or when the wait itself fails (a store
-// error) is cancelled (and so refunded): an OpenAI client has no task to
-// come back to.
+// error) is cancelled: an OpenAI client has no task to come back to. The
+// server's giving up refunds it in full (serverGaveUp); the caller's
+// hanging up cancels it as the owner's cancel does (hungUp).
 func (h *Handler) awaitOpenAI(ctx context.Context, owner, id string) (*imagegen.Task, error) {
 	deadline := h.cfg.Clock.Now().Add(h.cfg.OpenAIWait)
 	waitCtx, stop := h.drained.Context(ctx)
