@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/client"
@@ -214,7 +215,7 @@ func explainSubmit(err error, server string) error {
 // character, and not starting with a dot ("..", hidden files).
 func plainFileName(s string) bool {
 	return s != "" && s[0] != '.' && !strings.ContainsAny(s, `/\:`) &&
-		!strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f })
+		!strings.ContainsFunc(s, unicode.IsControl) // C0, DEL and C1: the name is printed
 }
 
 func plural(n int64, unit string) string {

@@ -50,3 +50,19 @@ func TestImageExt(t *testing.T) {
 	_, err = imageExt(nil)
 	is.True(err != nil)
 }
+
+// Without -o the server's task id names the file and generate prints
+// that name: an id with a C1 control character (U+009B is CSI, an escape
+// sequence's start to a terminal that reads C1 controls) is refused as
+// one with a C0 control is, where plainFileName took it and generate
+// printed it raw (tableCell escapes it everywhere else).
+func TestPlainFileNameRefusesControlCharacters(t *testing.T) {
+	for _, id := range []string{"t\x1b[2J", "t\u009b2J", "t\u0085x", "t\x7f"} {
+		if plainFileName(id) {
+			t.Errorf("plainFileName(%q) = true, want false", id)
+		}
+	}
+	if !plainFileName("3f0c9a4e-1d2b") {
+		t.Error("plainFileName refuses a plain task id")
+	}
+}
