@@ -47,3 +47,29 @@ func TestGeneratePrintsNoControlCharacterOfTheServer(t *testing.T) {
 		}
 	}
 }
+
+// tasks get prints the task as JSON, whose encoder escapes C0 control
+// characters but leaves C1 ones (U+0080 to U+009F) raw: U+009B starts an
+// escape sequence on some terminals. They are printed as \u escapes,
+// and the JSON still reads back as the server sent it.
+func TestTasksGetPrintsNoC1ControlCharacter(t *testing.T) {
+	const evil = "\u009b2J\u009d0;owned\u009c"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]string{"task_id": "t1", "status": "failed", "error": evil})
+	}))
+	defer srv.Close()
+	r := runCLI(ctx, srv.URL, nil, "tasks", "get", "t1")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if strings.ContainsAny(r.stdout, "\u009b\u009c\u009d") {
+		t.Errorf("stdout holds the server's C1 control characters: %q", r.stdout)
+	}
+	var back struct {
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &back); err != nil || back.Error != evil {
+		t.Errorf("stdout reads back as error %q (%v), want %q", back.Error, err, evil)
+	}
+}

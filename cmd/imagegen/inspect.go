@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -76,10 +75,7 @@ func inspectCmd(ctx context.Context, args []string, getenv func(string) string, 
 			if err != nil {
 				return err
 			}
-			enc := json.NewEncoder(stdout)
-			enc.SetEscapeHTML(false)
-			enc.SetIndent("", "  ")
-			return enc.Encode(newInspectShow(d))
+			return printJSON(stdout, newInspectShow(d))
 		case "retry":
 			if err := in.Retry(ctx, ids[0], f.recharge, f.reason); err != nil {
 				return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -43,10 +42,7 @@ func tasksCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return explain(err, server)
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetEscapeHTML(false) // image URLs keep their & as is
-	enc.SetIndent("", "  ")
-	return enc.Encode(task)
+	return printJSON(stdout, task)
 }
 
 // tasksGetFlags is the flag set of tasks get, filling a.
