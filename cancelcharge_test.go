@@ -31,6 +31,17 @@ func startRunning(t *testing.T, f fixture, owner string) (id string, done <-chan
 	return sub.TaskID, done
 }
 
+// isCancelledAndRefunded checks that u's task id, which startRunning
+// ran on u's one credit, ended cancelled and gave that credit back.
+func isCancelledAndRefunded(t *testing.T, f fixture, id string) {
+	t.Helper()
+	is := is.New(t)
+	task := f.task(t, "u", id)
+	is.Equal(task.ErrorCode, imagegen.CodeCancelled)
+	is.True(task.Refunded)
+	is.Equal(f.balance(t, "u"), int64(1)) // refunded
+}
+
 // An operator's cancel is the service's choice, not the owner's: a
 // running task is refunded in full, and its generation stopped.
 func TestOperatorCancelOfARunningTaskRefunds(t *testing.T) {
@@ -40,10 +51,7 @@ func TestOperatorCancelOfARunningTaskRefunds(t *testing.T) {
 	is.Equal(f.balance(t, "u"), int64(0)) // charged
 	is.NoErr(f.svc.Inspector().Cancel(ctx, id, "the provider bills us twice for it"))
 	is.NoErr(<-done)
-	task := f.task(t, "u", id)
-	is.Equal(task.ErrorCode, imagegen.CodeCancelled)
-	is.True(task.Refunded)
-	is.Equal(f.balance(t, "u"), int64(1)) // refunded
+	isCancelledAndRefunded(t, f, id)
 }
 
 // The owner's cancel counts and logs what it did: a running task's kept
@@ -124,10 +132,7 @@ func TestLateCancelOfALostSubmitRefundsARunningTask(t *testing.T) {
 	is.Equal(f.task(t, "u", id).Status, imagegen.StatusProcessing) // the first cancel found nothing
 	f.clock.Advance(time.Second)
 	is.NoErr(<-done) // the late cancel stopped the generation
-	task := f.task(t, "u", id)
-	is.Equal(task.ErrorCode, imagegen.CodeCancelled)
-	is.True(task.Refunded)
-	is.Equal(f.balance(t, "u"), int64(1)) // refunded
+	isCancelledAndRefunded(t, f, id)
 }
 
 // A task whose owner's cancel kept its started charge was never
