@@ -94,8 +94,9 @@ type Config struct {
 	// origin path). The bytes then never pass through this process.
 	ImageBaseURL string
 	// PresignTTL, when positive, makes image downloads redirect (302) to
-	// a presigned URL of the store's BlobStore, valid this long; the
-	// BlobStore must implement imagegen.BlobPresigner (blob/s3 does).
+	// a presigned URL of the store's BlobStore, valid this long (less
+	// when the image expires sooner: never past it); the BlobStore must
+	// implement imagegen.BlobPresigner (blob/s3 does).
 	// Each download gets a fresh URL, so the link a client keeps (the
 	// signed API URL) works until the image expires.
 	PresignTTL time.Duration

@@ -53,12 +53,20 @@ func (h *Handler) redirectImage(w http.ResponseWriter, r *http.Request, id strin
 	target := h.cfg.ImageBaseURL + "/" + url.PathEscape(id)
 	cache := cacheUntil(img.ExpiresAt, now)
 	if h.cfg.ImageBaseURL == "" {
-		if target, err = h.presigner.PresignGet(r.Context(), id, h.cfg.PresignTTL); err != nil {
+		// The presigned URL is a credential of its own: it must not
+		// outlive the image (the signed URL ends with it). It lives
+		// whole seconds, so an image with less than one left is gone.
+		ttl := min(h.cfg.PresignTTL, img.ExpiresAt.Sub(now)).Truncate(time.Second)
+		if ttl < time.Second {
+			imageNotFound(w)
+			return
+		}
+		if target, err = h.presigner.PresignGet(r.Context(), id, ttl); err != nil {
 			h.respondErr(w, r, err)
 			return
 		}
 		// A cached redirect must not outlive the presigned URL.
-		cache = "private, max-age=" + strconv.FormatInt(int64(h.cfg.PresignTTL/2/time.Second), 10)
+		cache = "private, max-age=" + strconv.FormatInt(int64(ttl/2/time.Second), 10)
 	}
 	w.Header().Set("Cache-Control", cache)
 	http.Redirect(w, r, target, http.StatusFound)
