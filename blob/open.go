@@ -29,7 +29,8 @@ import (
 // URL's path; a trailing "/" is added when missing. An s3 store is
 // checked with a HEAD of the bucket, which create_bucket creates if
 // missing (s3.Store.EnsureBucket). A URL with user information
-// (s3://key:secret@bucket) is refused, its secret never printed.
+// (s3://key:secret@bucket), or an endpoint with some, is refused, its
+// secret never printed.
 func Open(ctx context.Context, rawURL string) (imagegen.BlobStore, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -116,10 +117,14 @@ func openS3(ctx context.Context, u *url.URL) (imagegen.BlobStore, error) {
 	return store, nil
 }
 
-// redact drops any user information from u, so a URL with a secret in
-// it is never printed.
+// redact drops any user information from u, and hides any in its
+// endpoint parameter, so a URL with a secret in it is never printed.
 func redact(u *url.URL) string {
 	c := *u
 	c.User = nil
-	return c.String()
+	shown := c.String()
+	for _, endpoint := range u.Query()["endpoint"] {
+		shown = urlredact.Text(shown, endpoint, urlredact.Userinfo)
+	}
+	return shown
 }

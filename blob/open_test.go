@@ -123,3 +123,36 @@ func TestOpenRefusesCredentialsInTheURL(t *testing.T) {
 		}
 	}
 }
+
+// Credentials in the endpoint are credentials in the URL too: refused,
+// never printed, whether the endpoint is written encoded or as it is
+// (and then the server's address: an endpoint that does not answer
+// must not have its error show the secret either).
+func TestOpenRefusesCredentialsInTheEndpoint(t *testing.T) {
+	backend := s3mem.New()
+	if err := backend.CreateBucket("pics"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(backend).Server())
+	defer srv.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, endpoint := range []string{
+		"http://AKIDEXAMPLE:hunter2@" + host,
+		url.QueryEscape("http://AKIDEXAMPLE:hunter2@" + host),
+		"http://AKIDEXAMPLE:hunter2@127.0.0.1:1",              // nothing answers there
+		"http://AKIDEXAMPLE:hunter2@" + host + "&colour=blue", // refused for its unknown parameter, the URL quoted
+		url.QueryEscape("http://AKIDEXAMPLE:hunter2@"+host) + "&path_style=maybe",
+	} {
+		raw := "s3://pics/out?endpoint=" + endpoint + "&region=us-east-1&path_style=true"
+		_, err := blob.Open(context.Background(), raw)
+		switch {
+		case err == nil:
+			t.Errorf("%s was opened, its credentials ignored", endpoint)
+		case strings.Contains(err.Error(), "hunter2"):
+			t.Errorf("the error prints the secret: %v", err)
+		}
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -71,7 +72,8 @@ type Config struct {
 	// else "us-east-1".
 	Region string
 	// Endpoint is the service's base URL, for S3-compatible services
-	// ("http://127.0.0.1:9000"). Default: AWS.
+	// ("http://127.0.0.1:9000"), without credentials (refused: they
+	// would be printed with the store's errors). Default: AWS.
 	Endpoint string
 	// PathStyle addresses the bucket in the path (endpoint/bucket/key)
 	// instead of the host name; most S3-compatible services need it.
@@ -110,6 +112,13 @@ func New(ctx context.Context, c Config) (*Store, error) {
 	}
 	if c.Prefix != "" && !strings.HasSuffix(c.Prefix, "/") {
 		return nil, fmt.Errorf(`s3 blobs: Config.Prefix must end with "/" (got %q): the bucket's other objects that start with it would be listed as blobs, and swept`, c.Prefix)
+	}
+	if c.Endpoint != "" {
+		// Neither the parser's error nor the endpoint is printed: either
+		// may hold a secret written into the URL.
+		if e, err := url.Parse(c.Endpoint); err != nil || e.User != nil || e.Host == "" {
+			return nil, errors.New("s3 blobs: Config.Endpoint must be an absolute URL without credentials, such as http://127.0.0.1:9000 (it is not printed); credentials come from the AWS chain or Config.Credentials")
+		}
 	}
 	var loads []func(*awsconfig.LoadOptions) error
 	if c.Region != "" {
