@@ -30,13 +30,7 @@ func TestOpenFile(t *testing.T) {
 
 func TestOpenS3(t *testing.T) {
 	is := is.New(t)
-	backend := s3mem.New()
-	is.NoErr(backend.CreateBucket("pics"))
-	srv := httptest.NewServer(gofakes3.New(backend).Server())
-	defer srv.Close()
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	srv, backend := fakeS3(t)
 	ctx := context.Background()
 	s, err := blob.Open(ctx, "s3://pics/out?endpoint="+url.QueryEscape(srv.URL)+"&region=us-east-1&path_style=true&checksum=when_required")
 	is.NoErr(err)
@@ -98,15 +92,7 @@ func TestOpenSuggestsFileURLForAPath(t *testing.T) {
 // secret key with a "/" in it makes the host's port invalid, and the
 // parser's error quotes the whole URL).
 func TestOpenRefusesCredentialsInTheURL(t *testing.T) {
-	backend := s3mem.New()
-	if err := backend.CreateBucket("pics"); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gofakes3.New(backend).Server())
-	defer srv.Close()
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	srv, _ := fakeS3(t)
 	query := "?endpoint=" + url.QueryEscape(srv.URL) + "&region=us-east-1&path_style=true"
 	for _, tc := range []struct{ url, secret string }{
 		{"s3://AKIDEXAMPLE:hunter2@pics/out" + query, "hunter2"},
@@ -129,15 +115,7 @@ func TestOpenRefusesCredentialsInTheURL(t *testing.T) {
 // (and then the server's address: an endpoint that does not answer
 // must not have its error show the secret either).
 func TestOpenRefusesCredentialsInTheEndpoint(t *testing.T) {
-	backend := s3mem.New()
-	if err := backend.CreateBucket("pics"); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gofakes3.New(backend).Server())
-	defer srv.Close()
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	srv, _ := fakeS3(t)
 	host := strings.TrimPrefix(srv.URL, "http://")
 	for _, endpoint := range []string{
 		"http://AKIDEXAMPLE:hunter2@" + host,
@@ -155,4 +133,21 @@ func TestOpenRefusesCredentialsInTheEndpoint(t *testing.T) {
 			t.Errorf("the error prints the secret: %v", err)
 		}
 	}
+}
+
+// fakeS3 is an in-process S3 server, and its backend, holding an empty
+// bucket "pics", with the environment's credentials set for it; it
+// stops when t ends.
+func fakeS3(t *testing.T) (*httptest.Server, *s3mem.Backend) {
+	t.Helper()
+	backend := s3mem.New()
+	if err := backend.CreateBucket("pics"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	return srv, backend
 }
