@@ -19,16 +19,7 @@ func TestDefaultClientRefusesToSendTheKeyInClear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	get := func(url string, key bool) *http.Request {
-		r, err := http.NewRequest("GET", url, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if key {
-			r.Header.Set("Authorization", "Bearer igk_key")
-		}
-		return r
-	}
+	get := func(url string, key bool) *http.Request { return newRequest(t, url, key) }
 	check := c.hc.CheckRedirect
 	if check == nil {
 		t.Fatal("the default http.Client follows any redirect")

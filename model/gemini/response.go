@@ -86,15 +86,13 @@ func images(resp *provider.Response) ([]imagegen.GeneratedImage, error) {
 		}
 		for i, p := range c.Content.Parts {
 			switch {
-			case p.Thought:
-				continue // thinking, not the answer
-			case p.InlineData != nil && isImage(p.InlineData.MimeType):
+			case isImagePart(p):
 				img, err := inlineImage(i, p.InlineData)
 				if err != nil {
 					return nil, err
 				}
 				imgs = append(imgs, img)
-			case p.Text != "":
+			case p.Text != "" && !p.Thought: // thinking is not the answer
 				text = append(text, p.Text)
 			}
 		}
@@ -119,11 +117,17 @@ func images(resp *provider.Response) ([]imagegen.GeneratedImage, error) {
 func imageParts(parts []part) int {
 	n := 0
 	for _, p := range parts {
-		if !p.Thought && p.InlineData != nil && isImage(p.InlineData.MimeType) {
+		if isImagePart(p) {
 			n++
 		}
 	}
 	return n
+}
+
+// isImagePart reports whether p is a picture of the answer: inline data
+// of an image type, not a thought (thinking is not the answer).
+func isImagePart(p part) bool {
+	return !p.Thought && p.InlineData != nil && isImage(p.InlineData.MimeType)
 }
 
 // answered is a failure that came as an HTTP 200 answer.

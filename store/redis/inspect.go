@@ -64,7 +64,7 @@ func (s *Store) TaskByID(ctx context.Context, id string) (*imagegen.Task, error)
 // then, with none.
 //
 //	KEYS[1] task  KEYS[2] pending  KEYS[3] balance  KEYS[4] ledger  KEYS[5] webhooks
-//	ARGV[1] now  ARGV[2] id  ARGV[3] owner  ARGV[4] recharge: "1" or ""
+//	ARGV[1] now  ARGV[2] id  ARGV[3] owner  ARGV[4] recharge: "1" or "0"
 //	ARGV[5] recharge ledger entry JSON up to its time  ARGV[6] re-refund reference
 //	ARGV[7] the call's token (random)  ARGV[8] the task's attempt as read
 //
@@ -153,9 +153,8 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 // requeueRead runs requeueScript for task t as RequeueTask read it.
 func (s *Store) requeueRead(ctx context.Context, t *imagegen.Task, recharge bool) error {
 	id := t.ID
-	var flag, entry string
+	var entry string
 	if recharge {
-		flag = "1"
 		ref, err := json.Marshal(imagegen.RechargeRef(id, t.Attempt))
 		if err != nil {
 			return fmt.Errorf("redis store: encode reference: %w", err)
@@ -165,7 +164,7 @@ func (s *Store) requeueRead(ctx context.Context, t *imagegen.Task, recharge bool
 	sh := s.byID(id)
 	n, err := s.ackedScript(ctx, requeueScript, // acknowledged: it may recharge or refund
 		[]string{sh.task(id), sh.pending(), sh.balance(t.Owner), sh.ledger(t.Owner), sh.webhooks()},
-		s.nowArg(), id, t.Owner, flag, entry, imagegen.RerefundRef(id, t.Attempt), callToken(), t.Attempt,
+		s.nowArg(), id, t.Owner, luaFlag(recharge), entry, imagegen.RerefundRef(id, t.Attempt), callToken(), t.Attempt,
 	).Int64()
 	switch {
 	case err != nil:
