@@ -87,7 +87,9 @@ func (d *Dispatcher) holdOrGiveBack(ctx context.Context, x heldDelivery) {
 // comeBackAt is when a delivery of keys given back now is due again:
 // PollInterval from now, or AttemptTimeout when nothing of a key has
 // moved for a PollInterval (a hanging receiver), and after the key's
-// earlier ones once heldCap of those come back together. d.mu is held.
+// earlier ones once heldCap of those come back together. Only keys with
+// deliveries in flight keep a backlog (give drops it with their last).
+// d.mu is held.
 func (d *Dispatcher) comeBackAt(now time.Time, keys ...string) time.Time {
 	wait := d.cfg.PollInterval
 	for _, k := range keys {
@@ -102,6 +104,13 @@ func (d *Dispatcher) comeBackAt(now time.Time, keys ...string) time.Time {
 		}
 	}
 	for _, k := range keys {
+		if d.flying[k] == 0 {
+			// Nothing of k is in flight, so give will never clear its
+			// entry: the other key, whose share is in flight, paces
+			// these deliveries. (Keeping it cost an entry for every owner
+			// or receiver the dispatcher ever gave back, for good.)
+			continue
+		}
 		b := d.back[k]
 		if !b.at.Equal(at) {
 			b = backlog{at: at}
