@@ -10,6 +10,10 @@ type Model interface {
 	// request (for example a ratio that the chosen model cannot make).
 	Plan(req Request) (Plan, error)
 	// Generate runs a planned generation. Failures are *ModelError.
+	// Each image must have bytes and be a PNG, JPEG, WebP, GIF, AVIF,
+	// HEIC or HEIF (see GeneratedImage.ContentType); an answer that
+	// breaks this fails the attempt, and the task is failed and
+	// refunded.
 	Generate(ctx context.Context, g Generation) ([]GeneratedImage, error)
 }
 
@@ -52,8 +56,19 @@ func (g Generation) ReportProgress(fraction float64) {
 
 // GeneratedImage is one picture produced by a model.
 type GeneratedImage struct {
+	// ContentType is the image's media type. The service stores it
+	// lowercased and without parameters when SafeImageType accepts it
+	// ("Image/PNG; x=y" is stored as image/png). When it is "" or not a
+	// safe type, the service reads the type from Data's first bytes
+	// instead, and uses it if it is a safe one. Otherwise the answer is
+	// not an image (an HTML page, an SVG, which a browser would run as a
+	// page of the image's origin, or anything else): the attempt fails
+	// with a *ModelError that is not retried, and the task is failed
+	// and refunded, with nothing stored.
 	ContentType string
-	Data        []byte
+	// Data is the image's bytes; an image of none fails the attempt
+	// (retried).
+	Data []byte
 	// Seed, when not nil, is the seed the provider reports it made the
 	// image with (an sdapi server's info, Black Forest Labs' result).
 	// When it is not the task's, the service records it as the task's

@@ -315,7 +315,7 @@ func (s *Service) record(ctx context.Context, t *Task, a attempt) {
 		return
 	}
 	if err == nil {
-		err = checkImages(t, imgs)
+		imgs, err = checkImages(t, imgs)
 	}
 	if err == nil {
 		// complete bounds each Put by BlobTimeout and the record by
