@@ -20,15 +20,24 @@ import (
 // the image endpoint serves as an attachment any record whose type is
 // not safe.
 func SafeImageType(contentType string) (string, bool) {
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
+	if safeBareType(contentType) { // as stored: nothing to parse
+		return contentType, true
+	}
+	mt, _, err := mime.ParseMediaType(contentType) // lowercased
+	if err != nil || !safeBareType(mt) {
 		return "", false
 	}
-	switch mt { // ParseMediaType lowercases it
+	return mt, true
+}
+
+// safeBareType reports whether mt, a bare lowercase media type, is one
+// of SafeImageType's.
+func safeBareType(mt string) bool {
+	switch mt {
 	case "image/png", "image/jpeg", "image/webp", "image/gif", "image/avif", "image/heic", "image/heif":
-		return mt, true
+		return true
 	}
-	return "", false
+	return false
 }
 
 // sniffImageType is the type of the image data is, from its first
