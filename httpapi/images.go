@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/wire"
 )
 
@@ -44,10 +45,17 @@ func (h *Handler) handleImage() http.Handler {
 }
 
 // redirectImage answers 302 to the image at the CDN (ImageBaseURL) or
-// at a presigned URL of the BlobStore.
+// at a presigned URL of the BlobStore. An image whose record's type is
+// not a safe image type (imagegen.SafeImageType) is served from here
+// instead, as an attachment (serveImage): the CDN or object store would
+// serve the type its object was put with.
 func (h *Handler) redirectImage(w http.ResponseWriter, r *http.Request, id string, now time.Time) {
 	img, err := h.cfg.Service.Image(r.Context(), id)
 	if h.imageErr(w, r, err) {
+		return
+	}
+	if _, ok := imagegen.SafeImageType(img.ContentType); !ok {
+		h.serveImage(w, r, img, now)
 		return
 	}
 	target := h.cfg.ImageBaseURL + "/" + url.PathEscape(id)

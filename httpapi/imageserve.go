@@ -22,6 +22,26 @@ const copyBufSize = 32 << 10
 // storeRetryAfter is the Retry-After of a download the store failed.
 const storeRetryAfter = 5 * time.Second
 
+// imageCSP is the Content-Security-Policy of image answers: opened
+// as a page, an image runs nothing and loads nothing (inline style
+// only, which browsers' own image pages use), in a sandbox of an
+// origin of its own.
+const imageCSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
+
+// servedType is the Content-Type that img is served with: its type as
+// imagegen.SafeImageType makes it, or application/octet-stream, as an
+// attachment, for a record whose type is not a safe image type (one
+// written before the worker checked types). It is never a type a
+// browser would open as a page of the image's origin.
+func (h *Handler) servedType(r *http.Request, img *imagegen.Image) (ct string, attachment bool) {
+	if ct, ok := imagegen.SafeImageType(img.ContentType); ok {
+		return ct, false
+	}
+	h.cfg.Logger.WarnContext(r.Context(), "image record of a type that is not an image's: served as an attachment",
+		"image_id", img.ID, "content_type", img.ContentType)
+	return "application/octet-stream", true
+}
+
 // serveImage answers a GET or HEAD of img with its bytes from the
 // BlobStore. Preconditions come first (412, 304), then Range (RFC 9110):
 // at most MaxRanges ranges, merged and sorted, each read from the store
@@ -83,8 +103,13 @@ func (h *Handler) serveImage(w http.ResponseWriter, r *http.Request, img *imageg
 	validators()
 	hd.Set("Accept-Ranges", "bytes")
 	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Content-Security-Policy", imageCSP)
+	ct, attachment := h.servedType(r, img)
+	if attachment {
+		hd.Set("Content-Disposition", "attachment")
+	}
 	if answer == rangeWhole || len(ranges) == 1 {
-		hd.Set("Content-Type", img.ContentType)
+		hd.Set("Content-Type", ct)
 		hd.Set("Content-Length", strconv.FormatInt(ranges[0].length, 10))
 		status := http.StatusOK
 		if answer == rangeParts {
@@ -97,23 +122,23 @@ func (h *Handler) serveImage(w http.ResponseWriter, r *http.Request, img *imageg
 		}
 		return
 	}
-	h.sendParts(w, r, img, ranges, first, buf)
+	h.sendParts(w, r, img, ct, ranges, first, buf)
 }
 
-// sendParts writes a multipart/byteranges answer of ranges, the first of
-// them open as first (its caller closes it). Each later range is read
-// from the store when its turn comes.
-func (h *Handler) sendParts(w http.ResponseWriter, r *http.Request, img *imagegen.Image, ranges []byteRange, first *part, buf []byte) {
+// sendParts writes a multipart/byteranges answer of ranges, each part
+// of type ct, the first of them open as first (its caller closes it).
+// Each later range is read from the store when its turn comes.
+func (h *Handler) sendParts(w http.ResponseWriter, r *http.Request, img *imagegen.Image, ct string, ranges []byteRange, first *part, buf []byte) {
 	mw := multipart.NewWriter(w)
 	hd := w.Header()
 	hd.Set("Content-Type", "multipart/byteranges; boundary="+mw.Boundary())
-	hd.Set("Content-Length", strconv.FormatInt(multipartLength(ranges, img, mw.Boundary()), 10))
+	hd.Set("Content-Length", strconv.FormatInt(multipartLength(ranges, img.Size, ct, mw.Boundary()), 10))
 	w.WriteHeader(http.StatusPartialContent)
 	if r.Method == http.MethodHead {
 		return
 	}
 	for i, rg := range ranges {
-		if _, err := mw.CreatePart(partHeader(rg, img)); err != nil {
+		if _, err := mw.CreatePart(partHeader(rg, img.Size, ct)); err != nil {
 			return // the client went away
 		}
 		var ok bool
@@ -142,23 +167,26 @@ func (h *Handler) sendLaterPart(w http.ResponseWriter, r *http.Request, img *ima
 }
 
 // multipartLength is the byte count of the multipart answer of ranges
-// with boundary, worked out by writing its framing to a counter.
-func multipartLength(ranges []byteRange, img *imagegen.Image, boundary string) int64 {
+// of an image of size bytes, parts of type ct, with boundary, worked out
+// by writing its framing to a counter.
+func multipartLength(ranges []byteRange, size int64, ct, boundary string) int64 {
 	var c countingWriter
 	mw := multipart.NewWriter(&c)
 	_ = mw.SetBoundary(boundary)
 	for _, rg := range ranges {
-		_, _ = mw.CreatePart(partHeader(rg, img))
+		_, _ = mw.CreatePart(partHeader(rg, size, ct))
 		c += countingWriter(rg.length)
 	}
 	_ = mw.Close()
 	return int64(c)
 }
 
-func partHeader(rg byteRange, img *imagegen.Image) textproto.MIMEHeader {
+// partHeader is the header of rg's part of an image of size bytes
+// served as type ct.
+func partHeader(rg byteRange, size int64, ct string) textproto.MIMEHeader {
 	return textproto.MIMEHeader{
-		"Content-Range": {rg.contentRange(img.Size)},
-		"Content-Type":  {img.ContentType},
+		"Content-Range": {rg.contentRange(size)},
+		"Content-Type":  {ct},
 	}
 }
 
