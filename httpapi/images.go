@@ -19,7 +19,10 @@ import (
 // ETag (the image's SHA-256), Last-Modified, Cache-Control until the
 // image expires, conditional requests (304, 412), HEAD and Range
 // requests (206, 416), every error in the API's JSON shape; nothing is
-// copied whole into memory. With Config.ImageBaseURL or
+// copied whole into memory. The type served is the record's as
+// imagegen.SafeImageType makes it, with nosniff and a sandboxing
+// Content-Security-Policy; a record of another type is served as an
+// application/octet-stream attachment, never redirected. With Config.ImageBaseURL or
 // Config.PresignTTL the answer is a 302 to the CDN or to a fresh
 // presigned object-store URL, so the bytes never pass through this
 // process; the signed URL stays the stable one clients keep.
