@@ -1,9 +1,10 @@
 package imagegen
 
 import (
-	"bytes"
 	"mime"
 	"net/http"
+
+	"github.com/imagegen/imagegen/internal/bmff"
 )
 
 // SafeImageType is contentType's bare media type (lowercased, without
@@ -45,7 +46,7 @@ func safeBareType(mt string) bool {
 // net/http tells PNG, JPEG, GIF and WebP; AVIF, HEIC and HEIF are read
 // from the major brand of the ISO BMFF ftyp box they start with.
 func sniffImageType(data []byte) string {
-	if ct := bmffImageType(data); ct != "" {
+	if ct := bmff.ImageType(data); ct != "" {
 		return ct
 	}
 	ct, ok := SafeImageType(http.DetectContentType(data))
@@ -53,22 +54,4 @@ func sniffImageType(data []byte) string {
 		return ""
 	}
 	return ct
-}
-
-// bmffImageType is image/avif, image/heic or image/heif when data
-// starts with an ISO BMFF ftyp box of such a major brand (AV1 Image
-// File Format; ISO/IEC 23008-12); "" otherwise.
-func bmffImageType(data []byte) string {
-	if len(data) < 12 || !bytes.Equal(data[4:8], []byte("ftyp")) {
-		return ""
-	}
-	switch string(data[8:12]) {
-	case "avif", "avis":
-		return "image/avif"
-	case "heic", "heix", "heim", "heis", "hevc", "hevx", "hevm", "hevs":
-		return "image/heic"
-	case "mif1", "msf1":
-		return "image/heif"
-	}
-	return ""
 }

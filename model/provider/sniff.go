@@ -1,9 +1,10 @@
 package provider
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+
+	"github.com/imagegen/imagegen/internal/bmff"
 )
 
 // ErrNotReferenceImage: a fetched reference's bytes are not an image
@@ -21,7 +22,7 @@ var ErrNotReferenceImage = errors.New("not a PNG, JPEG, WebP, GIF, HEIC or HEIF 
 // image/png of an HTML page, or image/jpeg of a WebP, and a provider
 // told the wrong type of an image rejects it or misreads it.
 func ReferenceType(data []byte) (string, error) {
-	if ct := heifType(data); ct != "" {
+	if ct := bmff.ImageType(data); ct == HEIC || ct == HEIF { // AVIF is no reference image
 		return ct, nil
 	}
 	switch ct := ContentType(data); ct {
@@ -34,22 +35,4 @@ func ReferenceType(data []byte) (string, error) {
 		return ct, nil
 	}
 	return "", ErrNotReferenceImage
-}
-
-// heifType is image/heic or image/heif when data starts with an ISO
-// BMFF ftyp box whose major brand is HEIF's (ISO/IEC 23008-12): heic,
-// heix, heim, heis, hevc, hevx, hevm, hevs for HEVC-coded images, mif1
-// and msf1 for HEIF of another coding; "" otherwise (AVIF's avif brand
-// included). net/http does not sniff these.
-func heifType(data []byte) string {
-	if len(data) < 12 || !bytes.Equal(data[4:8], []byte("ftyp")) {
-		return ""
-	}
-	switch string(data[8:12]) {
-	case "heic", "heix", "heim", "heis", "hevc", "hevx", "hevm", "hevs":
-		return HEIC
-	case "mif1", "msf1":
-		return HEIF
-	}
-	return ""
 }
