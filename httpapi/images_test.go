@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -114,6 +115,27 @@ func TestImageRecordWithoutBytesIsNotFound(t *testing.T) {
 	path, id := e.imagePath()
 	is.NoErr(e.stack.Store.Blobs().Delete(context.Background(), id))
 	wantError(t, e.do("GET", path, "", ""), http.StatusNotFound, wire.APINotFound)
+}
+
+// TestImageExpiresMustBeCanonical: a signed URL is accepted only with
+// the expiry written as it was signed, in canonical decimal: the same
+// number with a sign or a leading zero is a bad URL, a 404.
+func TestImageExpiresMustBeCanonical(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	path, _ := e.imagePath()
+	u, err := url.Parse(path)
+	is.NoErr(err)
+	expires := u.Query().Get("expires")
+	with := func(exp string) string {
+		q := u.Query()
+		q.Set("expires", exp)
+		return u.Path + "?" + q.Encode()
+	}
+	is.Equal(e.do("GET", with(expires), "", "").Code, http.StatusOK)
+	for _, exp := range []string{"+" + expires, "0" + expires, "00" + expires} {
+		wantError(t, e.do("GET", with(exp), "", ""), http.StatusNotFound, wire.APINotFound)
+	}
 }
 
 func TestImageRedirectsToTheCDN(t *testing.T) {
