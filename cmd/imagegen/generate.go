@@ -15,6 +15,7 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/client"
+	"github.com/imagegen/imagegen/model/provider"
 	"github.com/imagegen/imagegen/wire"
 )
 
@@ -25,6 +26,8 @@ type generateConfig struct {
 	images stringList
 	out    string
 	seed   *int64
+	// maxDownload is the most bytes of images the run writes (0: no cap).
+	maxDownload int64
 }
 
 // generateFlags is generate's flag set, filling c.
@@ -42,6 +45,7 @@ func generateFlags(c *generateConfig, stderr io.Writer) *flag.FlagSet {
 		return nil
 	})
 	fs.StringVar(&c.out, "o", "", "file to write (with several images: name-1.ext, name-2.ext, …; default: the task id)")
+	fs.Int64Var(&c.maxDownload, "max-download-bytes", defaultMaxDownloadBytes, fmt.Sprintf("most bytes of images one run writes in all; the image that would go past it is refused and its partial file removed (0: no cap). Each image is also at most %d MiB, and a task that lists more than %d images is refused", client.DefaultMaxDownload>>20, maxTaskImages))
 	c.apiFlags.register(fs)
 	return fs
 }
@@ -59,6 +63,8 @@ func parseGenerate(args []string, stderr io.Writer) (generateConfig, error) {
 		return c, errors.New("-prompt is required")
 	case !imagegen.AspectRatio(c.aspect).Valid():
 		return c, fmt.Errorf("-aspect must be one of %s (got %q)", aspectChoices(), c.aspect)
+	case c.maxDownload < 0:
+		return c, fmt.Errorf("-max-download-bytes must be 0 (no cap) or more (got %d)", c.maxDownload)
 	}
 	return c, nil
 }
@@ -115,6 +121,8 @@ func generate(ctx context.Context, args []string, getenv func(string) string, st
 		return &userError{msg: fmt.Sprintf("task %s failed: %s", tableCell(task.TaskID), tableCell(task.Error)), err: task.Err()}
 	case len(task.Images) == 0:
 		return fmt.Errorf("task %s succeeded with no image", tableCell(task.TaskID))
+	case len(task.Images) > maxTaskImages:
+		return fmt.Errorf("task %s lists %d images, more than the %d a task may have; none was written", tableCell(task.TaskID), len(task.Images), maxTaskImages)
 	}
 
 	dir := "."
@@ -124,10 +132,15 @@ func generate(ctx context.Context, args []string, getenv func(string) string, st
 		// Without -o the task id names the file; the server chose it.
 		return fmt.Errorf("task %q succeeded, but its id cannot name a file in this directory; give one with -o", task.TaskID)
 	}
+	budget := &downloadBudget{limit: c.maxDownload}
 	for i, u := range task.Images {
-		path, err := saveImage(ctx, api, u, dir, func(ext string) string {
+		path, err := saveImage(ctx, api, budget, u, dir, func(ext string) string {
 			return outputPath(c.out, task.TaskID, i, len(task.Images), ext)
 		})
+		if errors.Is(err, errOverDownloadBudget) {
+			msg := fmt.Sprintf("image %d of task %s: the images are more than -max-download-bytes (%d bytes) in all; it was not written (raise -max-download-bytes, or 0 for no cap)", i+1, tableCell(task.TaskID), c.maxDownload)
+			return &userError{msg: msg, err: err}
+		}
 		if err != nil {
 			return fmt.Errorf("image %d of task %s: %w", i+1, tableCell(task.TaskID), explain(err, server))
 		}
@@ -136,6 +149,11 @@ func generate(ctx context.Context, args []string, getenv func(string) string, st
 	fmt.Fprintf(stderr, "credits: %d used, %d remaining\n", sub.CreditsUsed, sub.CreditsRemaining)
 	return nil
 }
+
+// maxTaskImages is the most images generate writes for one task: the
+// most an adapter takes from one answer. A server that lists more is
+// broken or hostile, and none of them is downloaded.
+const maxTaskImages = provider.MaxAnswerImages
 
 // maxSubmitTries bounds the submits of one generation after server or
 // network errors.

@@ -251,8 +251,9 @@ func TestParseGenerate(t *testing.T) {
 	c, err = parseGenerate([]string{"-prompt", "a fox", "-aspect", "3:4"}, &stderr)
 	is.NoErr(err)
 	is.Equal(c.request(), imagegen.Request{Scene: imagegen.SceneTextToImage, Prompt: "a fox", AspectRatio: imagegen.Aspect3x4})
+	is.Equal(c.maxDownload, int64(256<<20)) // the default cap
 
-	for _, bad := range [][]string{nil, {"-prompt", "  "}, {"-prompt", "x", "-aspect", "5:4"}, {"-prompt", "x", "extra"}, {"-api-key", "k"}} {
+	for _, bad := range [][]string{nil, {"-prompt", "  "}, {"-prompt", "x", "-aspect", "5:4"}, {"-prompt", "x", "extra"}, {"-api-key", "k"}, {"-prompt", "x", "-max-download-bytes", "-1"}} {
 		_, err := parseGenerate(bad, &stderr)
 		is.True(err != nil)
 	}

@@ -53,9 +53,9 @@ func imageExt(head []byte) (string, error) {
 
 // saveImage downloads the image at imageURL into a temporary file beside
 // its destination and renames it to name(ext) once complete, so that a
-// failed or interrupted download leaves no partial file. It returns the
-// name written.
-func saveImage(ctx context.Context, c *client.Client, imageURL, dir string, name func(ext string) string) (path string, err error) {
+// failed or interrupted download, or one past budget, leaves no partial
+// file. It returns the name written.
+func saveImage(ctx context.Context, c *client.Client, budget *downloadBudget, imageURL, dir string, name func(ext string) string) (path string, err error) {
 	f, err := os.CreateTemp(dir, ".imagegen-*.part")
 	if err != nil {
 		return "", err
@@ -66,7 +66,7 @@ func saveImage(ctx context.Context, c *client.Client, imageURL, dir string, name
 			_ = os.Remove(f.Name())
 		}
 	}()
-	if err := c.Download(ctx, imageURL, f); err != nil {
+	if err := c.Download(ctx, imageURL, budget.writer(f)); err != nil {
 		return "", err
 	}
 	head := make([]byte, 512)
