@@ -78,7 +78,7 @@ func attempt(ctx context.Context, client *http.Client, build BuildFunc, p Policy
 		return nil, nil, NetworkError(p.Provider, redactError(err, p.Redact)), false
 	}
 	defer resp.Body.Close()
-	defer closeWhenDone(ctx, resp)()
+	defer closeWhenDone(req.Context(), resp)()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxFailureBody))
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxFailureBody))
@@ -161,10 +161,12 @@ func stopped(last *imagegen.ModelError, why error) *imagegen.ModelError {
 	return &e
 }
 
-// closeWhenDone closes resp's body when ctx ends, so that no read of it
-// outlives the call's context, and at once when resp is a 101 Switching
-// Protocols (its body is the connection, not an answer); the returned
-// func stops the watch. net/http ends a read of a body when the
+// closeWhenDone closes resp's body when ctx, the request's context,
+// ends, so that no read of it outlives that context (the call's, unless
+// the build gave the request one that outlives it: Replicate's create,
+// which must learn the id of a prediction it may have to cancel), and
+// at once when resp is a 101 Switching Protocols (its body is the
+// connection, not an answer); the returned func stops the watch. net/http ends a read of a body when the
 // request's context ends, except for a 101's: handed over to the
 // caller, the connection is no longer the transport's, and a provider
 // (or a proxy before it) that answered 101 and then sent nothing held

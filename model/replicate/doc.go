@@ -33,7 +33,12 @@
 // following a running prediction (the context ends, the next poll would
 // come after the deadline, a read keeps failing) it cancels it
 // (POST urls.cancel, once, on a context of its own) and fails
-// retryably.
+// retryably. That holds for a context that ends while the create call
+// is under way, before any prediction id is known: the call goes on for
+// up to 10 s more to learn the id of the prediction it made, which is
+// then cancelled, rather than left to run (and be billed) to its end; a
+// create that fails has nothing to cancel. The outcome of every cancel
+// is in the error's logged cause.
 //
 // # Aspect ratios
 //

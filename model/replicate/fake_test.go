@@ -119,7 +119,8 @@ type fake struct {
 	outputHost  string        // default replicate.delivery
 	foreignURLs bool          // answer urls on api.replicate.com, as the examples have them
 	hangGet     bool          // reads hang until the client leaves
-	hanging     chan struct{} // gets a value when a read starts to hang
+	hanging     chan struct{} // gets a value when a read starts to hang, or a create to be held
+	holdCreate  chan struct{} // when set, creates are answered only once it is closed
 	refs        *providertest.Fetcher
 
 	mu      sync.Mutex
@@ -193,6 +194,10 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		c.input = body.Input
 	}
 	next, scripted := f.Record(c.op, c)
+	if c.op == opCreate && f.holdCreate != nil {
+		f.hanging <- struct{}{}
+		<-f.holdCreate
+	}
 
 	w.Header().Set("Content-Type", "application/json")
 	switch {

@@ -396,6 +396,52 @@ func TestGiveUpDuringARead(t *testing.T) {
 	is.Equal(len(f.callsOf(opCancel)), 1)
 }
 
+// The caller gives up while the create call is under way, before any
+// prediction id is known: the call goes on long enough to learn the id
+// of the prediction it made, which is then cancelled, rather than left
+// to run (and be billed) to its end. A create that fails sends no
+// cancel: there is nothing to cancel.
+func TestGiveUpDuringTheCreate(t *testing.T) {
+	for name, tc := range map[string]struct {
+		fail    []answer
+		cancels int
+	}{
+		"the prediction is made": {cancels: 1},
+		"the create fails":       {fail: []answer{down}, cancels: 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			f := newFake(t)
+			f.Queue(opCreate, tc.fail...)
+			f.holdCreate = make(chan struct{})
+			m, _ := newModel(t, f, replicate.Config{})
+			cctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				<-f.hanging // the create is under way
+				cancel()
+				close(f.holdCreate) // answered after the caller gave up
+			}()
+			_, err := providertest.Generate(cctx, m, providertest.T2I("a fox", imagegen.Aspect1x1))
+			me := providertest.ModelError(t, err)
+			is.True(me.Retryable)
+			if tc.fail == nil {
+				is.True(errors.Is(err, context.Canceled)) // else the create's own failure
+			}
+			is.Equal(len(f.callsOf(opCreate)), 1) // not sent again after the caller gave up
+			cancels := f.callsOf(opCancel)
+			is.Equal(len(cancels), tc.cancels)
+			for _, c := range cancels { // of the prediction the create made
+				is.Equal(c.method, "POST")
+				is.Equal(c.path, "/v1/predictions/"+c.id+"/cancel")
+				f.mu.Lock()
+				p, made := f.preds[c.id]
+				is.True(made && p.cancelled && len(f.preds) == 1)
+				f.mu.Unlock()
+			}
+		})
+	}
+}
+
 // Every fake checks every request against openapi.json and fails its
 // test on a violation; this shows that the check rejects requests that
 // break the spec.

@@ -76,11 +76,42 @@ func (m *Model) create(ctx context.Context, input map[string]any) (*prediction, 
 	if err != nil {
 		return nil, &imagegen.ModelError{Provider: Provider, Message: provider.MsgMisconfigured, Err: err}
 	}
-	resp, err := m.client.Do(ctx, withTimeLeft(post, m.cfg.SyncWait))
+	// A caller that gives up while the call is under way has no id to
+	// cancel the prediction by: the request outlives ctx by up to
+	// cancelTimeout, so that its answer still comes, and await cancels
+	// the prediction it names (abandon) rather than leave it running,
+	// and billed, to its end. Do still follows ctx: no try is made, nor
+	// waited for, once ctx has ended.
+	rctx, release := outliving(ctx, cancelTimeout)
+	defer release()
+	resp, err := m.client.Do(ctx, onContext(rctx, withTimeLeft(post, m.cfg.SyncWait)))
 	if err != nil {
 		return nil, err
 	}
 	return decodePrediction(resp)
+}
+
+// outliving is a context that ends grace after ctx ends (its deadline
+// or its cancel), and the function that ends it at once.
+func outliving(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	out, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(grace, cancel)
+		context.AfterFunc(out, func() { t.Stop() })
+	})
+	return out, func() { stop(); cancel() }
+}
+
+// onContext makes the requests of build on rctx, whatever context the
+// attempt is made under.
+func onContext(rctx context.Context, build provider.BuildFunc) provider.BuildFunc {
+	return func(ctx context.Context) (*http.Request, error) {
+		req, err := build(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return req.WithContext(rctx), nil
+	}
 }
 
 // withTimeLeft adds to every request that post builds the headers that
