@@ -77,6 +77,15 @@ type GeneratedImage struct {
 	Seed *int64
 }
 
+// MaxTaskImages is the most pictures a task keeps from one generation:
+// providers answer one picture or a few variants, and a model's answer
+// that holds more (a custom model's fault, or a provider's) fails the
+// attempt without storing any, as a model that answers no picture does.
+// The built-in adapters refuse such answers before downloading them
+// (model/provider.MaxAnswerImages), and `imagegen generate` refuses a
+// task that lists more.
+const MaxTaskImages = 16
+
 // Cost limits of docs/api.md, "Limits".
 const (
 	MinCost = 1

@@ -11,7 +11,8 @@ import (
 //
 // An answer with no image, or with an image of no bytes, which a
 // success would have stored (and charged for) as an empty download, is
-// a retryable *ModelError, as a provider's glitch is.
+// a retryable *ModelError, as a provider's glitch is. An answer of more
+// than MaxTaskImages is not retryable: the model answers so again.
 //
 // Each image is stored under its declared type's bare media type when
 // that is a safe one (SafeImageType), else under the type its bytes
@@ -25,6 +26,10 @@ import (
 func checkImages(t *Task, imgs []GeneratedImage) ([]GeneratedImage, error) {
 	if len(imgs) == 0 {
 		return nil, &ModelError{Provider: t.Model, Retryable: true, Message: "the model returned no image"}
+	}
+	if len(imgs) > MaxTaskImages {
+		return nil, &ModelError{Provider: t.Model, Message: "the model returned more images than a task keeps",
+			Err: fmt.Errorf("%d images, more than %d", len(imgs), MaxTaskImages)}
 	}
 	for i, img := range imgs {
 		if len(img.Data) == 0 {

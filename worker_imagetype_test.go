@@ -160,3 +160,39 @@ func TestOneImageThatIsNotAnImageFailsTheAnswer(t *testing.T) {
 	is.Equal(f.balance(t, "u"), int64(1))
 	is.Equal(len(blobs.puts()), 0)
 }
+
+// TestAnswerOfMoreImagesThanATaskKeepsFailsTheTask: a model (a user's
+// own, say) that answers more than imagegen.MaxTaskImages pictures has
+// none of them stored: the task fails, refunded, at once (each would
+// be kept, served and listed on the task), and exactly the most passes.
+func TestAnswerOfMoreImagesThanATaskKeepsFailsTheTask(t *testing.T) {
+	for _, c := range []struct {
+		n      int
+		stored bool
+	}{{imagegen.MaxTaskImages + 1, false}, {imagegen.MaxTaskImages, true}} {
+		is := is.New(t)
+		many := func(context.Context, imagegen.Generation) ([]imagegen.GeneratedImage, error) {
+			imgs := make([]imagegen.GeneratedImage, c.n)
+			for i := range imgs {
+				imgs[i] = imagegen.GeneratedImage{ContentType: "image/png", Data: imagegentest.TinyPNG()}
+			}
+			return imgs, nil
+		}
+		var blobs *putTypes
+		f := newFixture(t, imagegentest.NewModel(1, many), recordingPuts(t, &blobs))
+		sub := f.submitFunded(t, "u")
+		is.True(f.runOnce(t))
+		task := f.task(t, "u", sub.TaskID)
+		if !c.stored {
+			is.Equal(task.Status, imagegen.StatusFailed)
+			is.True(task.Refunded)
+			is.Equal(task.Attempt, 1) // not retried: the model answers so again
+			is.Equal(len(task.Images), 0)
+			is.Equal(f.balance(t, "u"), int64(1))
+			is.Equal(len(blobs.puts()), 0)
+			continue
+		}
+		is.Equal(task.Status, imagegen.StatusSuccess)
+		is.Equal(len(task.Images), c.n)
+	}
+}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/client"
-	"github.com/imagegen/imagegen/model/provider"
 	"github.com/imagegen/imagegen/wire"
 )
 
@@ -151,9 +150,9 @@ func generate(ctx context.Context, args []string, getenv func(string) string, st
 }
 
 // maxTaskImages is the most images generate writes for one task: the
-// most an adapter takes from one answer. A server that lists more is
-// broken or hostile, and none of them is downloaded.
-const maxTaskImages = provider.MaxAnswerImages
+// most a task keeps. A server that lists more is broken or hostile, and
+// none of them is downloaded.
+const maxTaskImages = imagegen.MaxTaskImages
 
 // maxSubmitTries bounds the submits of one generation after server or
 // network errors.

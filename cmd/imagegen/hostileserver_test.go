@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/imagegen/imagegen/model/provider"
+	"github.com/imagegen/imagegen"
 )
 
 // What a server sends (a task id, its status, its error, an error
@@ -136,14 +136,14 @@ func dirNames(t *testing.T) []string {
 }
 
 // A server that lists more images than a task can have (a broken or
-// hostile one: the adapters take at most provider.MaxAnswerImages from
+// hostile one: the service keeps at most imagegen.MaxTaskImages from
 // an answer) gets none of them downloaded: nothing is written.
 func TestGenerateRefusesMoreImagesThanATaskHas(t *testing.T) {
 	t.Chdir(t.TempDir())
-	srv := newImageServer(t, provider.MaxAnswerImages+1, 100)
+	srv := newImageServer(t, imagegen.MaxTaskImages+1, 100)
 	r := runCLI(ctx, srv.URL, nil, "generate", "-prompt", "a fox", "-o", "out.png")
-	if r.err == nil || !strings.Contains(r.err.Error(), fmt.Sprint(provider.MaxAnswerImages+1)) {
-		t.Fatalf("error %v, want one naming the %d images listed", r.err, provider.MaxAnswerImages+1)
+	if r.err == nil || !strings.Contains(r.err.Error(), fmt.Sprint(imagegen.MaxTaskImages+1)) {
+		t.Fatalf("error %v, want one naming the %d images listed", r.err, imagegen.MaxTaskImages+1)
 	}
 	if n := srv.downloads.Load(); n != 0 {
 		t.Errorf("%d images downloaded, want none", n)
@@ -154,12 +154,12 @@ func TestGenerateRefusesMoreImagesThanATaskHas(t *testing.T) {
 
 	// As many as a task may have are all written.
 	t.Chdir(t.TempDir())
-	srv = newImageServer(t, provider.MaxAnswerImages, 100)
+	srv = newImageServer(t, imagegen.MaxTaskImages, 100)
 	if r := runCLI(ctx, srv.URL, nil, "generate", "-prompt", "a fox", "-o", "out.png"); r.err != nil {
 		t.Fatal(r.err)
 	}
-	if names := dirNames(t); len(names) != provider.MaxAnswerImages {
-		t.Errorf("files written: %q, want %d", names, provider.MaxAnswerImages)
+	if names := dirNames(t); len(names) != imagegen.MaxTaskImages {
+		t.Errorf("files written: %q, want %d", names, imagegen.MaxTaskImages)
 	}
 }
 

@@ -1,6 +1,10 @@
 package provider
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/imagegen/imagegen"
+)
 
 // MaxAnswerImages is the most pictures an adapter takes from one
 // answer. A task is one generation, for which providers answer one
@@ -8,8 +12,9 @@ import "fmt"
 // fault, or a self-hosted server's odd setup) is refused before any of
 // them is downloaded, since each download holds the worker for up to
 // the fetcher's Timeout and its bytes in memory until the task is
-// stored, and nothing else bounds how many an answer may list.
-const MaxAnswerImages = 16
+// stored, and nothing else bounds how many an answer may list. It is
+// imagegen.MaxTaskImages, the most the service keeps from any model.
+const MaxAnswerImages = imagegen.MaxTaskImages
 
 // CheckAnswerImages is the error of an answer whose list what holds n
 // pictures, more than MaxAnswerImages (nil when it holds no more): a
