@@ -692,7 +692,14 @@ type OperatorStore interface {
 	// later failure refunds nothing. A recharge whose reference is
 	// already used (the task was recharged at this attempt and failed
 	// again before a claim, cancelled while pending) is
-	// ErrDuplicateEntry, and changes nothing. Its callback deliveries still
+	// ErrDuplicateEntry, and changes nothing. So is a recharge of a task
+	// that was not refunded (Task.Refunded false: its owner's cancel kept
+	// its started charge, CancelParams.KeepStartedCharge), which would
+	// give it a second charge outstanding: the store decides it in the
+	// same atomic step as the requeue, on the task as it is then, since a
+	// caller's earlier read can be outrun (another operator's recharge, a
+	// claim and such a cancel in between). A requeue without a recharge
+	// is allowed either way. Its callback deliveries still
 	// queued (either event) are dropped, so that its next ending queues
 	// its own (see WebhookStore). ErrTaskNotFound for no such task,
 	// ErrInvalidTransition when it is not failed.

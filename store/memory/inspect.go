@@ -91,7 +91,9 @@ func (r task) matches(f imagegen.TaskFilter) bool {
 		(f.Until.IsZero() || r.createdAt.before(stampOf(f.Until)))
 }
 
-// RequeueTask gives a failed task back to the queue, ready now.
+// RequeueTask gives a failed task back to the queue, ready now. A
+// recharge of a task never refunded is refused (see
+// imagegen.OperatorStore).
 func (s *Store) RequeueTask(_ context.Context, id string, recharge bool) error {
 	now := s.lock()
 	defer s.mu.Unlock()
@@ -101,6 +103,12 @@ func (s *Store) RequeueTask(_ context.Context, id string, recharge bool) error {
 	}
 	if r.status != statusFailed {
 		return fmt.Errorf("memory: requeue %s task: %w", r.status.name(), imagegen.ErrInvalidTransition)
+	}
+	if recharge && !r.refunded {
+		// Its last charge is outstanding (its owner's cancel kept it): a
+		// recharge would give it a second. Checked under the lock, with
+		// the requeue, so no check made before can be outrun.
+		return fmt.Errorf("memory: requeue %s: recharge of a task never refunded: %w", id, imagegen.ErrDuplicateEntry)
 	}
 	if recharge {
 		_, err := s.appendEntry(imagegen.LedgerEntry{

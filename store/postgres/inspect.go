@@ -98,7 +98,9 @@ func (s *Store) collectPage(rows pgx.Rows, limit int) (imagegen.TaskPage, error)
 // RequeueTask gives a failed task back to the queue, ready now, in one
 // transaction: with recharge its cost is debited again (RechargeRef) and
 // a later failure refunds it again (RerefundRef); without, a later
-// failure refunds nothing.
+// failure refunds nothing. A recharge of a task never refunded (its
+// owner's cancel kept its started charge) is refused, decided on the
+// row as read under its lock, so no check made before can be outrun.
 func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -108,8 +110,9 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 	var owner, status string
 	var cost int64
 	var attempt int
-	err = tx.QueryRow(ctx, s.sql(`SELECT owner, status, cost, attempt FROM {schema}.tasks
-		WHERE id = $2 AND `+visible+` FOR UPDATE`), s.nowArg(), id).Scan(&owner, &status, &cost, &attempt)
+	var refunded bool
+	err = tx.QueryRow(ctx, s.sql(`SELECT owner, status, cost, attempt, refunded FROM {schema}.tasks
+		WHERE id = $2 AND `+visible+` FOR UPDATE`), s.nowArg(), id).Scan(&owner, &status, &cost, &attempt, &refunded)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return imagegen.ErrTaskNotFound
 	}
@@ -118,6 +121,9 @@ func (s *Store) RequeueTask(ctx context.Context, id string, recharge bool) error
 	}
 	if imagegen.Status(status) != imagegen.StatusFailed {
 		return fmt.Errorf("postgres store: requeue %s task: %w", status, imagegen.ErrInvalidTransition)
+	}
+	if recharge && !refunded {
+		return fmt.Errorf("postgres store: requeue %s: recharge of a task never refunded: %w", id, imagegen.ErrDuplicateEntry)
 	}
 	refundRef := ""
 	if recharge {

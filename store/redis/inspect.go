@@ -90,14 +90,20 @@ func (s *Store) TaskByID(ctx context.Context, id string) (*imagegen.Task, error)
 // and the script refuses it (-5) rather than charge, or refuse as a
 // duplicate, under the references of an attempt that is not the task's.
 //
+// A recharge of a task never refunded (its owner's cancel kept its
+// started charge) is refused (-6), here and not only by the caller's
+// read: the check and the charge are one step, so an operator's check
+// cannot be outrun by another's recharge, a claim and such a cancel.
+//
 // Returns 1, 0 when there is no such task, -1 when it is not failed,
 // -2 when the balance is short of the recharge, -3 when the recharge's
 // reference (RechargeRef of the task's attempt) is already used, -4
 // when a queue cannot take the task, -5 when a recharge's task is at an
-// attempt other than ARGV[8].
+// attempt other than ARGV[8], -6 when a recharge's task was not
+// refunded.
 var requeueScript = newScript(`
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'cost', 'rx', 'refund_ref', 'model', 'attempt')
+local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'cost', 'rx', 'refund_ref', 'model', 'attempt', 'refunded')
 if f[1] ~= ARGV[3] then return 0 end
 if f[4] == ARGV[7] then return 1 end -- this very requeue, sent again
 if f[2] ~= 'failed' then return -1 end
@@ -108,6 +114,9 @@ if ARGV[4] == '1' then
   -- is the task's): the task failed again unclaimed, cancelled while
   -- pending, and the recharge's reference is taken.
   if f[5] == ARGV[6] then return -3 end
+  -- Its last charge was never refunded (its owner's cancel kept it): a
+  -- recharge would be its second.
+  if f[8] ~= '1' then return -6 end
   local cost = tonumber(f[3])
   local balance = tonumber(redis.call('GET', KEYS[3]) or '0')
   if balance < cost then return -2 end
@@ -181,6 +190,8 @@ func (s *Store) requeueRead(ctx context.Context, t *imagegen.Task, recharge bool
 		return fmt.Errorf("redis store: requeue %s: %w", id, errQueueKeys)
 	case n == -5:
 		return fmt.Errorf("redis store: requeue %s read at attempt %d: %w", id, t.Attempt, errAttemptMoved)
+	case n == -6:
+		return fmt.Errorf("redis store: requeue %s: recharge of a task never refunded: %w", id, imagegen.ErrDuplicateEntry)
 	}
 	return nil
 }

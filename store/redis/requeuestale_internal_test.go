@@ -72,3 +72,55 @@ func TestRequeueOfAStaleReadNamesNoOtherAttempt(t *testing.T) {
 		})
 	}
 }
+
+// TestRequeueOfAStaleReadRechargesNoKeptCharge: a recharge read the task
+// failed and refunded; before its script another operator recharged it,
+// a worker claimed it and its owner cancelled it keeping that started
+// charge, so the task is failed and not refunded. The stale run is
+// refused (its attempt moved) and RequeueTask's read again refuses the
+// recharge (ErrDuplicateEntry): no second charge, nothing changed.
+func TestRequeueOfAStaleReadRechargesNoKeptCharge(t *testing.T) {
+	fundedStores(t, 10, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		c := claimedTask(t, s)
+		if _, err := s.FailTask(ctx, c.ID, c.Attempt, imagegen.Failure{Message: "x", Code: imagegen.CodeInternal}); err != nil {
+			t.Fatal(err)
+		}
+		stale, err := s.TaskByID(ctx, "t1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !stale.Refunded {
+			t.Fatal("failed task not refunded")
+		}
+		// Another operator's recharge, a claim and the owner's cancel
+		// keeping the started charge, between the read and the script.
+		if err := s.RequeueTask(ctx, "t1", true); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ClaimTask(ctx, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CancelTask(ctx, "a", "t1", imagegen.CancelParams{KeepStartedCharge: true}); err != nil {
+			t.Fatal(err)
+		}
+		before := balanceOf(t, s, "a")
+
+		if err := s.requeueRead(ctx, stale, true); !errors.Is(err, errAttemptMoved) {
+			t.Fatalf("requeue of a stale read: %v; want errAttemptMoved", err)
+		}
+		if err := s.RequeueTask(ctx, "t1", true); !errors.Is(err, imagegen.ErrDuplicateEntry) {
+			t.Fatalf("recharge of a kept charge: %v; want ErrDuplicateEntry", err)
+		}
+		got, err := s.TaskByID(ctx, "t1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != imagegen.StatusFailed || got.Refunded {
+			t.Errorf("task %s refunded %v after the refused recharges; want failed, not refunded", got.Status, got.Refunded)
+		}
+		if b := balanceOf(t, s, "a"); b != before {
+			t.Errorf("balance %d after the refused recharges; want %d", b, before)
+		}
+	})
+}

@@ -67,8 +67,9 @@ const randomSteps = 200
 //     release, renew, progress, cancel (by the owner or another), stale
 //     attempts (ErrLeaseLost), lease expiry by Harness.Advance and
 //     RecoverExpired with 1 to 3 attempts allowed, operators' requeues
-//     with and without a recharge: each task's state, refunds exactly
-//     once, who may see the task;
+//     with and without a recharge (refused for a task whose charge a
+//     cancel kept): each task's state, refunds exactly once, who may
+//     see the task;
 //   - QueueStats, QueuePositions, SchedulerStats, ListTasks,
 //     ListAllTasks, TaskByID.
 //

@@ -279,26 +279,36 @@ func (m *refModel) opRequeue() {
 	m.lastOp = fmt.Sprintf("requeue %s (%s, attempt %d) recharge %v (balance %d)", t.id, t.status, t.attempt, recharge, m.balances[t.owner])
 	err := m.s.RequeueTask(ctx, t.id, recharge)
 	ref := imagegen.RechargeRef(t.id, t.attempt)
+	// A recharge is refused when its reference is used, and when the
+	// task's charge is outstanding (a cancel kept it): it would be a
+	// second (store.go, RequeueTask).
+	taken := m.refs[t.owner][ref] || t.outstanding
 	switch {
 	case t.status != imagegen.StatusFailed:
 		if !errors.Is(err, imagegen.ErrInvalidTransition) {
 			m.fatalf("requeue of a %s task: %v, want ErrInvalidTransition", t.status, err)
 		}
-	case recharge && m.balances[t.owner] < t.cost && m.refs[t.owner][ref]:
+	case recharge && m.balances[t.owner] < t.cost && taken:
 		// The docs do not say which refusal comes first.
-		m.note("short, recharge reference taken")
+		m.note(fmt.Sprintf("short, recharge refused (charge outstanding %v)", t.outstanding))
 		if !errors.Is(err, imagegen.ErrInsufficientCredits) && !errors.Is(err, imagegen.ErrDuplicateEntry) {
-			m.fatalf("requeue, short and its recharge's reference taken: %v, want ErrInsufficientCredits or ErrDuplicateEntry", err)
+			m.fatalf("requeue, short and its recharge refused (reference %s taken %v, charge outstanding %v): %v, want ErrInsufficientCredits or ErrDuplicateEntry",
+				ref, m.refs[t.owner][ref], t.outstanding, err)
 		}
 	case recharge && m.balances[t.owner] < t.cost:
 		m.note("short")
 		if !errors.Is(err, imagegen.ErrInsufficientCredits) {
 			m.fatalf("requeue with a recharge beyond the balance: %v, want ErrInsufficientCredits", err)
 		}
+	case recharge && t.outstanding:
+		// Its owner's cancel kept its started charge: never refunded.
+		m.note("recharge of a charge outstanding")
+		if !errors.Is(err, imagegen.ErrDuplicateEntry) {
+			m.fatalf("requeue with a recharge of a task whose charge is outstanding: %v, want ErrDuplicateEntry", err)
+		}
 	case recharge && m.refs[t.owner][ref]:
 		// It failed again before a claim moved its attempt on (it was
-		// cancelled while pending): the recharge's reference is taken
-		// (store.go, RequeueTask).
+		// cancelled while pending): the recharge's reference is taken.
 		m.note("recharge reference taken")
 		if !errors.Is(err, imagegen.ErrDuplicateEntry) {
 			m.fatalf("requeue with a recharge whose reference %s is taken: %v, want ErrDuplicateEntry", ref, err)

@@ -146,6 +146,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"ListAllTasksAcrossOwners", testListAllTasks},
 		{"RequeueFailedTask", testRequeue},
 		{"RequeueRechargeTwiceAtOneAttempt", testRequeueRechargeTwiceAtOneAttempt},
+		{"RequeueRechargeOfAKeptCharge", testRequeueRechargeOfAKeptCharge},
 		{"PurgeExpired", testPurgeExpired},
 		{"ProviderStatsBuckets", testProviderStats},
 		{"ProviderStatsConcurrentAdds", testProviderStatsConcurrent},
