@@ -86,7 +86,10 @@ func (in *Inspector) Task(ctx context.Context, id string) (TaskDetail, error) {
 // was recharged at this attempt already: retried with a charge, then
 // cancelled or failed before a worker took it; or recharge, and the task
 // was never refunded: its owner's cancel kept its started charge; retry
-// it free).
+// it free). The store's requeue makes the last check again, in the step
+// that charges (Store.RequeueTask), so it holds when other operators,
+// workers and the owner act on the task between Retry's read and its
+// requeue.
 func (in *Inspector) Retry(ctx context.Context, id string, recharge bool, reason string) error {
 	if err := checkReason(reason); err != nil {
 		return err
@@ -98,6 +101,8 @@ func (in *Inspector) Retry(ctx context.Context, id string, recharge bool, reason
 	if err != nil {
 		return fmt.Errorf("imagegen: retry: %w", err)
 	}
+	// Refused early for its clear message; the store refuses it again
+	// should the task come to this state after this read.
 	if recharge && t.Status == StatusFailed && !t.Refunded {
 		return fmt.Errorf("imagegen: retry: task %s kept its charge (its owner cancelled it once it had begun; nothing was refunded), so a recharge would charge it twice: retry it free: %w", id, ErrDuplicateEntry)
 	}
