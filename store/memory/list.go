@@ -4,30 +4,40 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 // ListTasks returns a page of owner's tasks, newest first. The cursor is
-// the position in the owner's submission order to continue below.
+// the position in the owner's submission order to continue below. A
+// page reads at most storekit.ListScan(limit) of the owner's tasks (a
+// binary search finds where it starts): when a status filter matches
+// fewer within them, the page is short and its Next goes on below the
+// last task read, so that no call holds the store's lock for a read of
+// every task the owner keeps.
 func (s *Store) ListTasks(_ context.Context, owner string, status imagegen.Status, limit int, cursor string) (imagegen.TaskPage, error) {
 	s.lock()
 	defer s.mu.Unlock()
-	kept := s.compactOwnerTasks(owner)
 	below, err := belowCursor(cursor)
 	if err != nil {
 		return imagegen.TaskPage{}, err
 	}
-	start := len(kept) - 1
-	for start >= 0 && kept[start].seq >= below {
-		start--
-	}
+	ts := s.ownerTasks[owner] // oldest first; entries of removed tasks are skipped (compactOwnerTasks drops them)
+	start := sort.Search(len(ts), func(i int) bool { return ts[i].seq >= below }) - 1
 	var page imagegen.TaskPage
 	var last uint64 // the seq of the page's last task
+	budget := storekit.ListScan(limit)
 	for i := start; i >= 0; i-- {
-		r := s.recs.at(kept[i].slot)
-		if status != "" && r.status.name() != status {
+		if budget == 0 {
+			page.Next = strconv.FormatUint(ts[i+1].seq, 10) // the last one read
+			break
+		}
+		budget--
+		r, ok := s.lookup(ts[i])
+		if !ok || (status != "" && r.status.name() != status) {
 			continue
 		}
 		if len(page.Tasks) == limit {

@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/imagegen/imagegen"
+	"github.com/imagegen/imagegen/store/storekit"
 )
 
 // ListTasks returns a page of owner's tasks, newest first. The owner's
@@ -93,7 +94,7 @@ func (s *Store) listIndex(ctx context.Context, index string, f imagegen.TaskFilt
 	var page imagegen.TaskPage
 	var last string // index member of the page's last task
 	batch := int64(limit + 1)
-	for range 20 { // bounded: a filter that matches little ends early
+	for range storekit.ListScanPages { // bounded (storekit.ListScan): a filter that matches little ends early
 		members, err := s.rdb.ZRevRangeByLex(ctx, index, &goredis.ZRangeBy{Max: maxLex, Min: minLex, Count: batch}).Result()
 		if err != nil {
 			return page, wrapErr("list tasks", err)

@@ -166,3 +166,15 @@ func FailUnreadable(ctx context.Context, fail func(ctx context.Context, id strin
 	}
 	return &imagegen.UnreadableTasksError{Tasks: bad}
 }
+
+// ListScanPages is how many pages' worth of an owner's tasks one call
+// of ListTasks reads at most (ListScan).
+const ListScanPages = 20
+
+// ListScan is the most of an owner's tasks one call of ListTasks with
+// this limit reads: ListScanPages pages of limit+1. A status filter
+// that matches fewer within them answers a short page, even an empty
+// one, whose Next goes on below the last task read, so that a filter
+// matching little costs each request a bounded read, not one of every
+// task the owner keeps.
+func ListScan(limit int) int { return ListScanPages * (max(limit, 1) + 1) }

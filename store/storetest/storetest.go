@@ -131,6 +131,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		{"IdempotencyLateFinishChangesNothing", testIdempotencyLateFinish},
 		{"IdempotencyExpiredInFlightIsSettled", testIdempotencyExpiredInFlight},
 		{"ListTasksNewestFirst", testList},
+		{"ListScanIsBounded", testListScanIsBounded},
 		{"WebhookDeliveries", testWebhooks},
 		{"WebhookDeliveriesInDueOrder", testWebhookDueOrder},
 		{"WebhookEvents", testWebhookEvents},
