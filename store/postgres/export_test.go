@@ -12,3 +12,6 @@ const CompleteSQL = completeSQL
 // group commit's, groupcommit.DefaultTimeout otherwise). Call it before
 // the store's first submit.
 func (s *Store) SetCreateTimeoutForTest(d time.Duration) { s.creates.Timeout = d }
+
+// QueuePositionsSQL is queuePositionsSQL, for the cost test.
+const QueuePositionsSQL = queuePositionsSQL

@@ -249,6 +249,34 @@ const pendingModels = `queues(model) AS (
 		ORDER BY p.model LIMIT 1)
 	FROM queues q WHERE q.model IS NOT NULL)`
 
+// queuePositionsSQL answers QueuePositions with one read of the queues
+// up to the last of the ids in claim order, however many ids: the ids'
+// pending tasks in claim order (asked) cut the queues into segments,
+// each counted once in every model's queue (tasks_model_fair, one range
+// of it a model) and among the parked and the delayed tasks
+// (tasks_parked_fair, tasks_delayed_fair), and a task's position is the
+// sum of the segments up to it. Counting every task ahead of each id on
+// its own read the queues once an id: the full view of a page of 100
+// pending tasks at the back of a long queue read it a hundred times.
+const queuePositionsSQL = `WITH RECURSIVE ` + pendingModels + `,
+	asked AS (SELECT DISTINCT t.tag, t.seq FROM {schema}.tasks t WHERE t.id = ANY($1::text[]) AND t.status = 'pending'),
+	segments AS (SELECT tag, seq,
+			coalesce(lag(tag) OVER w, -9223372036854775808) AS from_tag, coalesce(lag(seq) OVER w, -9223372036854775808) AS from_seq
+		FROM asked WINDOW w AS (ORDER BY tag, seq)),
+	counted AS (SELECT g.tag, g.seq,
+			(SELECT coalesce(sum((SELECT count(*) FROM {schema}.tasks p
+				WHERE ` + inModelQueue + ` AND p.model = q.model AND (p.tag, p.seq) >= (g.from_tag, g.from_seq) AND (p.tag, p.seq) < (g.tag, g.seq))), 0)
+			FROM queues q WHERE q.model IS NOT NULL) + (SELECT count(*) FROM {schema}.tasks p
+				WHERE p.status = 'pending' AND p.parked AND (p.tag, p.seq) >= (g.from_tag, g.from_seq) AND (p.tag, p.seq) < (g.tag, g.seq))
+			+ (SELECT count(*) FROM {schema}.tasks p
+				WHERE p.status = 'pending' AND p.delayed AND (p.tag, p.seq) >= (g.from_tag, g.from_seq) AND (p.tag, p.seq) < (g.tag, g.seq)) AS n
+		FROM segments g),
+	positions AS MATERIALIZED (SELECT tag, seq, sum(n) OVER (ORDER BY tag, seq) AS ahead FROM counted)
+	SELECT i.ord, coalesce(p.ahead, -1)::bigint
+	FROM unnest($1::text[]) WITH ORDINALITY AS i(id, ord)
+	LEFT JOIN {schema}.tasks t ON t.id = i.id AND t.status = 'pending'
+	LEFT JOIN positions p ON p.tag = t.tag AND p.seq = t.seq`
+
 // QueuePositions returns how many pending tasks are ahead of each id in
 // claim order (fair-share tag, then submission), or -1 for a task that
 // is not pending: the sum over the models' queues of the tasks ahead of
@@ -258,14 +286,15 @@ func (s *Store) QueuePositions(ctx context.Context, ids []string) ([]int, error)
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, s.sql(`WITH RECURSIVE `+pendingModels+`
-		SELECT i.ord, CASE WHEN t.id IS NULL THEN -1 ELSE (SELECT coalesce(sum((SELECT count(*) FROM {schema}.tasks p
-				WHERE `+inModelQueue+` AND p.model = q.model AND (p.tag, p.seq) < (t.tag, t.seq))), 0)::bigint
-			FROM queues q WHERE q.model IS NOT NULL) + (SELECT count(*) FROM {schema}.tasks p
-				WHERE p.status = 'pending' AND p.parked AND (p.tag, p.seq) < (t.tag, t.seq)) + (SELECT count(*) FROM {schema}.tasks p
-				WHERE p.status = 'pending' AND p.delayed AND (p.tag, p.seq) < (t.tag, t.seq)) END
-		FROM unnest($1::text[]) WITH ORDINALITY AS i(id, ord)
-		LEFT JOIN {schema}.tasks t ON t.id = i.id AND t.status = 'pending'`), ids)
+	var b pgx.Batch
+	b.Queue(noJITSQL)
+	b.Queue(s.sql(queuePositionsSQL), ids)
+	br := s.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, s.wrapErr("queue positions", err)
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return nil, s.wrapErr("queue positions", err)
 	}
@@ -281,3 +310,12 @@ func (s *Store) QueuePositions(ctx context.Context, ids []string) ([]int, error)
 	}
 	return out, s.wrapErr("queue positions", rows.Err())
 }
+
+// noJITSQL goes before queuePositionsSQL in the same round trip and
+// implicit transaction (a pgx batch), so that the statement is planned
+// without JIT compilation. The planner prices its per-model counts far
+// above what they read (it cannot tell how few tasks lie between two
+// tags), past jit_above_cost, and compiling then took most of its time:
+// 20,000 tasks queued, the positions of 100 at the back took 0.52 s with
+// JIT and 4 ms without; of one, 20 ms against 3 ms.
+const noJITSQL = `SELECT set_config('jit', 'off', true)`
