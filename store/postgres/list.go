@@ -39,8 +39,9 @@ func (s *Store) ListTasks(ctx context.Context, owner string, status imagegen.Sta
 
 // listFiltered is ListTasks with a status: it reads the owner's newest
 // storekit.ListScan(limit) tasks below the cursor (the index of owner
-// and seq, then their rows, for their status) and lists those with the
-// status. A status that matches fewer of them than the page holds
+// and seq, then their rows, for their status; expired ones that
+// retention has not removed yet count too) and lists those visible with
+// the status. A status that matches fewer of them than the page holds
 // gives a short page, even an empty one, whose Next is the last task
 // read when the read stopped at its bound (a "cut" row, sent whether
 // or not it has the status): else every page of a status that matches
@@ -49,12 +50,12 @@ func (s *Store) ListTasks(ctx context.Context, owner string, status imagegen.Sta
 func (s *Store) listFiltered(ctx context.Context, owner string, status imagegen.Status, limit int, below int64) (imagegen.TaskPage, error) {
 	scan := storekit.ListScan(limit)
 	rows, err := s.pool.Query(ctx, s.sql(`WITH scanned AS MATERIALIZED (
-			SELECT `+taskColumns+` FROM {schema}.tasks
-			WHERE owner = $2 AND seq < $3 AND `+visible+`
+			SELECT `+taskColumns+`, `+visible+` AS live FROM {schema}.tasks
+			WHERE owner = $2 AND seq < $3
 			ORDER BY seq DESC LIMIT $5),
 		cut AS (SELECT min(seq) AS seq FROM scanned HAVING count(*) = $5)
-		SELECT `+taskColumns+`, status = $4 AS listed, seq = (SELECT seq FROM cut) AS cut FROM scanned
-		WHERE status = $4 OR seq = (SELECT seq FROM cut)
+		SELECT `+taskColumns+`, live AND status = $4 AS listed, seq = (SELECT seq FROM cut) AS cut FROM scanned
+		WHERE (live AND status = $4) OR seq = (SELECT seq FROM cut)
 		ORDER BY seq DESC LIMIT $6`), s.nowArg(), owner, below, string(status), scan, limit+2)
 	if err != nil {
 		return imagegen.TaskPage{}, s.wrapErr("list tasks", err)
