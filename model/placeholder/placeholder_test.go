@@ -221,8 +221,11 @@ func TestReferenceErrorMapping(t *testing.T) {
 	}{
 		{fmt.Errorf("timed out: %w", context.DeadlineExceeded), false, "timed out while downloading"},
 		{fmt.Errorf("%w: under 16384 bytes a second", fetch.ErrTooSlow), false, "timed out while downloading"},
-		{&fetch.StatusError{Code: 503}, true, "could not be downloaded (HTTP 503)"},
-		{&fetch.StatusError{Code: 429}, true, "could not be downloaded (HTTP 429)"},
+		// A server error of the user's host is the user's input too, not
+		// retried: a host that answers 503 after holding the fetch to
+		// its timeout would hold a worker for every attempt, refunded.
+		{&fetch.StatusError{Code: 503}, false, "could not be downloaded (HTTP 503)"},
+		{&fetch.StatusError{Code: 429}, false, "could not be downloaded (HTTP 429)"},
 		{&fetch.StatusError{Code: 403}, false, "could not be downloaded (HTTP 403)"},
 		{fmt.Errorf("x: %w", fetch.ErrBlockedAddress), false, "address not allowed"},
 		{fmt.Errorf("%w: 30 MB", fetch.ErrTooLarge), false, "too large"},

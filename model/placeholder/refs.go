@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"image"
-	"net/http"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/fetch"
@@ -69,23 +68,23 @@ func (m *Model) drawReferences(img *image.NRGBA, refs []reference) error {
 }
 
 // referenceError says, safely for the user, why reference i cannot be
-// used. Server-side answers (5xx, 429) may pass on a later attempt; the
-// rest, a reference that could not be fetched in time included, will
-// not, and fail the task as invalid input.
+// used. Every such failure is the user's input and fails the task at
+// once, not retried, as the provider adapters' references do: a host's
+// 5xx or 429 too, since a host of the user's choosing that holds each
+// fetch to its timeout and then answers 503 would hold a worker for
+// every attempt, each refunded.
 func referenceError(i int, err error) *imagegen.ModelError {
-	reason, retry := refusal(err), false
+	reason := refusal(err)
 	var status *fetch.StatusError
 	switch {
 	case fetch.TimedOut(err):
 		reason = "timed out while downloading"
 	case errors.As(err, &status):
 		reason = fmt.Sprintf("could not be downloaded (HTTP %d)", status.Code)
-		retry = status.Code >= 500 || status.Code == http.StatusTooManyRequests
 	}
 	return &imagegen.ModelError{
 		Provider:     Name,
-		Retryable:    retry,
-		InvalidInput: !retry,
+		InvalidInput: true,
 		Message:      fmt.Sprintf("image_input[%d] could not be used: %s", i, reason),
 		Err:          err,
 	}
