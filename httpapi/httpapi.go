@@ -123,9 +123,12 @@ type Config struct {
 	// Default: DefaultOpenAIModel alone; server.New lists the service's
 	// model.
 	OpenAIModels []string
-	// OpenAIWait bounds how long that endpoint waits for the image
-	// before it cancels the task, refunds it and answers 504 (default
-	// imagegen.MaxWait). Keep it below the HTTP server's WriteTimeout.
+	// OpenAIWait bounds how long that endpoint waits for its task to
+	// start (default imagegen.MaxWait); a task a worker is running then
+	// is waited for at most one more OpenAIWait. A task pending at the
+	// deadline, or still running after the extension, is cancelled and
+	// refunded in full, and the answer is a 504. A request can thus wait
+	// twice OpenAIWait: keep that below the HTTP server's WriteTimeout.
 	OpenAIWait time.Duration
 	Clock      imagegen.Clock // default SystemClock
 	// Logger gets one line per request (method, route, status, duration,

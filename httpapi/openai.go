@@ -20,8 +20,9 @@ import (
 // answers in OpenAI's response and error shapes, so the official OpenAI
 // SDKs work against this server by changing their base URL. It is the
 // same service behind another door: the same API keys, credits and rate
-// limit. It submits a task and waits for it (at most
-// Config.OpenAIWait); see docs/api.md for what maps to what.
+// limit. It submits a task and waits for it (Config.OpenAIWait for it
+// to start, as long again for a running one to end); see docs/api.md for
+// what maps to what.
 
 // OpenAIImagesRequest is the body of POST /images/generations, as
 // OpenAI's CreateImageRequest defines it. Only prompt, n, size and
@@ -173,22 +174,31 @@ func (h *Handler) imageBase64(ctx context.Context, id string) (string, error) {
 	return b.String(), nil
 }
 
-// awaitOpenAI waits for the task to end, at most Config.OpenAIWait. A
-// task still running then, when the caller goes away, when the server
-// drains (Drain, at shutdown) or when the wait itself fails (a store
-// error) is cancelled: an OpenAI client has no task to come back to. The
-// server's giving up refunds it in full (serverGaveUp); the caller's
-// hanging up cancels it as the owner's cancel does (hungUp).
+// awaitOpenAI waits for the task to end. Config.OpenAIWait bounds the
+// wait for it to start: a task still pending then is cancelled. One a
+// worker is running then is waited for at most one more OpenAIWait, so
+// that a caller cannot have its tasks start just before the deadline
+// (a backlog about OpenAIWait deep) and run, calling the provider, only
+// to be cancelled and refunded: a task that ends in the extension is
+// answered and charged as any task is.
+//
+// A task cancelled when the server stops waiting (pending at the
+// deadline, still running after the extension, running when the server
+// drains at shutdown, or whose wait fails: a store error) is refunded
+// in full (serverGaveUp): an OpenAI client has no task to come back to.
+// The one still running after the extension is refunded too: it has run
+// for a whole OpenAIWait at least, however late it started, so what
+// holds it is the provider or the worker (ours to answer for), not the
+// caller's timing, and keeping its charge would bill an honest caller
+// for an image it never gets. The caller hanging up cancels the task as
+// the owner's cancel does (hungUp).
 func (h *Handler) awaitOpenAI(ctx context.Context, owner, id string) (*imagegen.Task, error) {
 	deadline := h.cfg.Clock.Now().Add(h.cfg.OpenAIWait)
+	extended := false
 	waitCtx, stop := h.drained.Context(ctx)
 	defer stop()
 	for {
-		left := deadline.Sub(h.cfg.Clock.Now())
-		if left <= 0 {
-			return h.giveUp(ctx, owner, id, errOpenAITimeout, serverGaveUp())
-		}
-		t, err := h.cfg.Service.WaitTask(waitCtx, owner, id, left)
+		t, err := h.cfg.Service.WaitTask(waitCtx, owner, id, deadline.Sub(h.cfg.Clock.Now()))
 		switch {
 		case ctx.Err() != nil:
 			return h.giveUp(ctx, owner, id, ctx.Err(), h.hungUp())
@@ -204,19 +214,27 @@ func (h *Handler) awaitOpenAI(ctx context.Context, owner, id string) (*imagegen.
 			return h.giveUp(ctx, owner, id, err, serverGaveUp())
 		case t.Status.Terminal():
 			return t, nil
+		case h.cfg.Clock.Now().Before(deadline): // WaitTask waits at most imagegen.MaxWait
+			continue
+		case !extended && t.Status == imagegen.StatusProcessing:
+			extended, deadline = true, deadline.Add(h.cfg.OpenAIWait)
+		default:
+			return h.giveUp(ctx, owner, id, errOpenAITimeout, serverGaveUp())
 		}
 	}
 }
 
-// errOpenAITimeout: the task did not end within Config.OpenAIWait.
+// errOpenAITimeout: the task did not start within Config.OpenAIWait, or
+// did not end within one more.
 var errOpenAITimeout = errors.New("httpapi: the generation did not finish in time")
 
 // errOpenAIDraining: the server began to shut down while the task ran.
 var errOpenAIDraining = errors.New("httpapi: the server is shutting down")
 
 // serverGaveUp is how giveUp cancels when the server stops waiting (the
-// wait ran out, the server drains, the wait failed): its choice, not the
-// caller's, so the task is refunded in full, a running one too.
+// task did not start in time or did not end in the extension, the
+// server drains, the wait failed): its choice, not the caller's, so the
+// task is refunded in full, a running one too (see awaitOpenAI).
 func serverGaveUp() imagegen.CancelParams { return imagegen.CancelParams{} }
 
 // hungUp is how giveUp cancels when the request's context has ended:
