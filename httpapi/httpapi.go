@@ -128,7 +128,9 @@ type Config struct {
 	// is waited for at most one more OpenAIWait. A task pending at the
 	// deadline, or still running after the extension, is cancelled and
 	// refunded in full, and the answer is a 504. A request can thus wait
-	// twice OpenAIWait: keep that below the HTTP server's WriteTimeout.
+	// twice OpenAIWait; the handler moves its connection's write deadline
+	// past that (and 30 s to write the answer), whatever WriteTimeout
+	// the http.Server has.
 	OpenAIWait time.Duration
 	Clock      imagegen.Clock // default SystemClock
 	// Logger gets one line per request (method, route, status, duration,

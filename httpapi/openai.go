@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/imagegen/imagegen"
@@ -124,6 +125,12 @@ func (h *Handler) handleOpenAIGenerations() http.Handler {
 			h.openAIErr(w, r, err)
 			return
 		}
+		// The answer may come up to twice OpenAIWait from now
+		// (awaitOpenAI), past the WriteTimeout the server may set for
+		// its other routes: the connection's write deadline must not
+		// cut off the answer of a task that ended, charged. Real time:
+		// a deadline is the connection's, not Config.Clock's.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(2*h.cfg.OpenAIWait + openAIAnswerTime))
 		t, err := h.awaitOpenAI(r.Context(), p.Owner, sub.TaskID)
 		if err != nil {
 			h.openAIErr(w, r, err)
@@ -223,6 +230,11 @@ func (h *Handler) awaitOpenAI(ctx context.Context, owner, id string) (*imagegen.
 		}
 	}
 }
+
+// openAIAnswerTime is how long an OpenAI answer may take to write once
+// its task has ended (b64_json answers hold whole images), on top of
+// the longest wait, for the connection's write deadline.
+const openAIAnswerTime = 30 * time.Second
 
 // errOpenAITimeout: the task did not start within Config.OpenAIWait, or
 // did not end within one more.

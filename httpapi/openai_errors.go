@@ -153,6 +153,10 @@ func (c *errorCapture) WriteHeader(status int) {
 	c.ResponseWriter.WriteHeader(status)
 }
 
+// Unwrap lets http.ResponseController reach the connection's writer
+// (the OpenAI handler moves its write deadline).
+func (c *errorCapture) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
 func (c *errorCapture) Write(b []byte) (int, error) {
 	if c.status != 0 {
 		return c.body.Write(b)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"image/png"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -166,4 +167,54 @@ func TestOpenAIRunningPastTheExtensionIsRefunded(t *testing.T) {
 			is.Equal(o.onlyTask().ErrorCode, imagegen.CodeCancelled)
 		})
 	}
+}
+
+// An OpenAI request may be answered up to twice OpenAIWait after its
+// submit, longer than the WriteTimeout a server may set for its other
+// routes (serve's is 90 s against the longest wait of 120 s): the
+// handler moves its connection's write deadline past the wait, so the
+// answer of a task that ended, charged, is not cut off. Here the
+// server's WriteTimeout passes, in real time, while the task runs.
+func TestOpenAIAnswerOutlivesTheServersWriteTimeout(t *testing.T) {
+	is := is.New(t)
+	o := newLongLeaseOpenAIEnv(t)
+	srv := httptest.NewUnstartedServer(o.h)
+	srv.Config.WriteTimeout = 200 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	type result struct {
+		code int
+		body []byte
+		err  error
+	}
+	answer := startWaiting(t, o.clock, func() result {
+		req, err := http.NewRequest("POST", srv.URL+"/v1/images/generations", strings.NewReader(`{"prompt":"a red fox"}`))
+		if err != nil {
+			return result{err: err}
+		}
+		req.Header.Set("Authorization", "Bearer "+o.key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			return result{err: err}
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return result{code: resp.StatusCode, body: body, err: err}
+	})
+	release := make(chan struct{})
+	stopped := o.generatingUntil(release)
+	time.Sleep(2 * srv.Config.WriteTimeout) // the server's own deadline passes while the task runs
+	close(release)
+	<-stopped
+	var r result
+	select {
+	case r = <-answer:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the request was not answered")
+	}
+	is.NoErr(r.err) // the answer arrived whole
+	is.Equal(r.code, http.StatusOK)
+	o.valid(t, "ImagesResponse", r.body)
+	is.Equal(o.credits(), int64(8)) // charged once
 }
