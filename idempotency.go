@@ -62,7 +62,11 @@ const DefaultIdempotencyTTL = 24 * time.Hour
 // records, so that records written by either read alike.
 const (
 	onceSubmitted = 201 // Body: the Submission, as JSON (onceSubmission)
-	onceRefused   = 422 // Body: the refusal, as JSON (onceRefusal)
+	// onceRefused is a refusal of the request (Body: onceRefusal). It is
+	// no longer written (a refused request gives its key up), but
+	// records of earlier versions, the HTTP API's and the service's,
+	// are replayed until they expire.
+	onceRefused = 422
 )
 
 // onceSubmission is a Submission as an idempotency record keeps it: the
@@ -74,9 +78,9 @@ type onceSubmission struct {
 	CreditsRemaining int64  `json:"credits_remaining"`
 }
 
-// onceRefusal is a refusal as an idempotency record keeps it. Records
-// the HTTP API wrote earlier hold its error body ({"error":{"message"}}),
-// read into Error.
+// onceRefusal is a refusal as a record of an earlier version keeps it:
+// the service's ({"field","message"}), or the HTTP API's error body
+// ({"error":{"message"}}), read into Error. Only read, never written.
 type onceRefusal struct {
 	Field   string `json:"field,omitempty"`
 	Message string `json:"message,omitempty"`
@@ -92,12 +96,18 @@ type onceRefusal struct {
 // and validates nothing.
 //
 // The same key with the same fingerprint, within Config.IdempotencyTTL,
-// answers what the first submission answered and charges nothing more:
-// its Submission, or its refusal of the request (an error wrapping
-// ErrInvalidParams, from decode or from the request's rules), with
-// replayed true. Outcomes that depend on more than the request (such as
-// ErrInsufficientCredits before a top-up, or a store error before the
-// task was made) are not kept: the next try runs afresh. A store error
+// answers the first submission's Submission and charges nothing more,
+// with replayed true. Only a submission is kept. A refusal of the
+// request (an error wrapping ErrInvalidParams, from decode or from the
+// request's rules) keeps no record: the key is given up, so the same
+// request sent again is decoded, validated and refused again (replayed
+// false), and the key sent with a corrected request is a new request.
+// (Keeping refusals, which cost nothing, would let any caller fill the
+// store with records; records of refusals that earlier versions wrote
+// are still replayed until they expire.) Outcomes that depend on more
+// than the request (such as ErrInsufficientCredits before a top-up, or
+// a store error before the task was made) are not kept either: the
+// next try runs afresh. A store error
 // that leaves the task's existence unknown (a timeout, a connection
 // lost after the write, replicas that did not confirm) is answered as
 // the error, then settled by looking for the task: when it exists, the
@@ -206,9 +216,11 @@ func (s *Service) settle(ctx context.Context, owner string, id Idempotency, rec 
 
 // submitOnce runs the submission that holds id's key, asking the store
 // for the task taskID (the one the key's record names), then records
-// its outcome for replay, or gives the key up when the outcome depends
-// on more than the request. The record is written even when ctx has
-// ended (a caller that went away must still find what it made).
+// the task it made for replay, or gives the key up when it made none
+// (a refusal of the request, or an outcome that depends on more than
+// the request), or keeps the key in flight when the store cannot tell.
+// The record is written even when ctx has ended (a caller that went
+// away must still find what it made).
 func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, taskID string, decode func() (Request, error)) (Submission, bool, error) {
 	req, err := decode()
 	var sub Submission
@@ -218,17 +230,17 @@ func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, 
 	}
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	status, body := onceSubmitted, []byte(nil)
+	var body []byte // the Submission to keep, or nil to give the key up
 	switch {
 	case err == nil:
 		body, _ = json.Marshal(onceSubmission(sub)) // cannot fail: strings and numbers
 	case errors.Is(err, ErrInvalidParams):
-		status = onceRefused
-		r := onceRefusal{Message: err.Error()}
-		if ve := (*ValidationError)(nil); errors.As(err, &ve) {
-			r.Field, r.Message = ve.Field, ve.Message
-		}
-		body, _ = json.Marshal(r)
+		// Refused for its content: nothing was made or charged, and a
+		// retry is refused again the same way (validation depends on the
+		// request alone), so the key is given up rather than kept for
+		// the ttl. A record for each would let anybody, without credits,
+		// fill the store for free; and the key may be sent again with
+		// the request corrected.
 	case asked != nil && errors.Is(err, ErrOutcomeUnknown):
 		// The store could not settle its write: it may still land
 		// after a lookup found nothing. The key stays in flight; the
@@ -253,7 +265,7 @@ func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, 
 	}
 	var recErr error
 	if body != nil {
-		recErr = s.cfg.Store.FinishIdempotent(recordCtx, owner, id.Key, id.Fingerprint, status, body, s.cfg.IdempotencyTTL)
+		recErr = s.cfg.Store.FinishIdempotent(recordCtx, owner, id.Key, id.Fingerprint, onceSubmitted, body, s.cfg.IdempotencyTTL)
 	} else {
 		recErr = s.cfg.Store.AbandonIdempotent(recordCtx, owner, id.Key, id.Fingerprint)
 	}

@@ -35,8 +35,8 @@ func TestValidIdempotencyKey(t *testing.T) {
 }
 
 // The service's idempotent submit: one task and one charge per key and
-// request; refusals of the request replayed, refusals of state not; a
-// key with another request, or still under way, refused.
+// request; refusals (of the request or of state) not kept; a key with
+// another request, or still under way, refused.
 func TestSubmitIdempotent(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, imagegentest.NewModel(2))
@@ -73,8 +73,8 @@ func TestSubmitIdempotent(t *testing.T) {
 	is.True(!replayed)
 	is.True(errors.As(err, &ve))
 	is.Equal(ve.Error(), "prompt: is required")
-	_, replayed, err = f.svc.SubmitIdempotent(ctx, "alice", bad, valid) // the refusal is kept, not run again
-	is.True(replayed)
+	_, replayed, err = f.svc.SubmitIdempotent(ctx, "alice", bad, empty) // the refusal is not kept: validated again
+	is.True(!replayed)
 	is.True(errors.As(err, &ve))
 	is.Equal(ve.Error(), "prompt: is required")
 
@@ -112,8 +112,10 @@ func TestSubmitIdempotentRecordsAfterTheCallerLeft(t *testing.T) {
 	is.Equal(again.TaskID, first.TaskID)
 }
 
-// Records the HTTP API wrote before the service kept them (its status
-// and body) replay alike.
+// Records written by earlier versions replay alike until they expire:
+// the HTTP API's, before the service kept them (its status and body),
+// and the service's refusals of a request (status 422), which it no
+// longer writes (a store may hold them during and after an upgrade).
 func TestSubmitIdempotentReadsEarlierRecords(t *testing.T) {
 	is := is.New(t)
 	f := newFixture(t, imagegentest.NewModel(1))
@@ -124,6 +126,7 @@ func TestSubmitIdempotentReadsEarlierRecords(t *testing.T) {
 	}{
 		"made":    {201, `{"task_id":"t-1","status":"pending","credits_used":1,"credits_remaining":4}` + "\n"},
 		"refused": {422, `{"error":{"code":"invalid_params","message":"prompt: is required"}}` + "\n"},
+		"refusal": {422, `{"field":"prompt","message":"is required","error":{"message":""}}`}, // as the service wrote it
 	} {
 		_, err := f.store.BeginIdempotent(ctx, "alice", key, "fp", "", time.Minute, time.Hour)
 		is.NoErr(err)
@@ -133,7 +136,14 @@ func TestSubmitIdempotentReadsEarlierRecords(t *testing.T) {
 	is.NoErr(err)
 	is.True(replayed)
 	is.Equal(sub, imagegen.Submission{TaskID: "t-1", Status: imagegen.StatusPending, CreditsUsed: 1, CreditsRemaining: 4})
-	_, _, err = f.svc.SubmitIdempotent(ctx, "alice", imagegen.Idempotency{Key: "refused", Fingerprint: "fp"}, never)
+	_, replayed, err = f.svc.SubmitIdempotent(ctx, "alice", imagegen.Idempotency{Key: "refused", Fingerprint: "fp"}, never)
 	is.True(errors.Is(err, imagegen.ErrInvalidParams))
+	is.True(replayed)
 	is.Equal(err.Error(), "prompt: is required")
+	_, replayed, err = f.svc.SubmitIdempotent(ctx, "alice", imagegen.Idempotency{Key: "refusal", Fingerprint: "fp"}, never)
+	var ve *imagegen.ValidationError
+	is.True(errors.As(err, &ve))
+	is.True(replayed)
+	is.Equal(ve.Field, "prompt")
+	is.Equal(ve.Message, "is required")
 }

@@ -453,8 +453,8 @@ type KeyStore interface {
 
 // IdempotencyRecord is what a store keeps for one idempotency key.
 // The store keeps it as given; Service.SubmitIdempotent writes and reads
-// it (Status 201 with the submission, or 422 with the refusal of the
-// request, as JSON in Body).
+// it (Status 201 with the submission, as JSON in Body; earlier versions
+// also wrote 422 with the refusal of the request, which it still reads).
 type IdempotencyRecord struct {
 	Fingerprint string // identifies the request (a hash of its body)
 	Done        bool   // false while the first request is in flight

@@ -47,9 +47,9 @@ type APIError struct {
 	RetryAfter time.Duration
 	// Replayed: the server answered with the stored answer of an earlier
 	// request with the same idempotency key (SubmitWithKey), as its
-	// "Idempotent-Replayed: true" header says. Only answers that depend
-	// on the request body alone are replayed (not insufficient_credits,
-	// rate limits or server errors).
+	// "Idempotent-Replayed: true" header says. The server keeps only
+	// created tasks for a key, so an error is Replayed only when an
+	// earlier server version kept its refusal of the body.
 	Replayed bool
 
 	// sentinel overrides the mapping of Code (Download's ErrImageNotFound).

@@ -33,9 +33,10 @@ const MaxIdempotencyKey = imagegen.MaxIdempotencyKey
 // imagegen.ErrInvalidParams, and nothing is sent). Errors besides
 // Submit's: the key used with another request gives invalid_params
 // (imagegen.ErrInvalidParams); while the first request with the key is
-// still being handled, an error wrapping ErrIdempotencyKeyInUse. A
-// refusal for want of credits is replayed too (APIError.Replayed): after
-// adding credits, use a new key.
+// still being handled, an error wrapping ErrIdempotencyKeyInUse. Only a
+// created task is kept for the key: a refusal of the request
+// (invalid_params) or for want of credits is not, so the same key may
+// be sent again with the request corrected, or after adding credits.
 func (c *Client) SubmitWithKey(ctx context.Context, req imagegen.Request, idempotencyKey string) (wire.Submitted, error) {
 	if !imagegen.ValidIdempotencyKey(idempotencyKey) {
 		return wire.Submitted{}, fmt.Errorf("client: submit: the idempotency key must be 1 to %d printable ASCII characters, not starting or ending with a space: %w",

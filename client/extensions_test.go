@@ -167,7 +167,8 @@ func TestSubmitWithKey(t *testing.T) {
 		is.Equal(apiErr.StatusCode, http.StatusConflict)
 		is.Equal(apiErr.Code, "idempotency_key_in_use")
 
-		// A refusal of the body is replayed for its key, and says so.
+		// A refusal of the body is not kept for its key: sent again it
+		// is refused again, not replayed.
 		blank := fox
 		blank.Prompt = "   "
 		_, err = c.SubmitWithKey(ctx, blank, "blank")
@@ -177,8 +178,8 @@ func TestSubmitWithKey(t *testing.T) {
 		_, err = c.SubmitWithKey(ctx, blank, "blank")
 		is.True(errors.Is(err, imagegen.ErrInvalidParams))
 		is.True(errors.As(err, &apiErr))
-		is.True(apiErr.Replayed)
-		is.True(strings.Contains(err.Error(), "replayed"))
+		is.True(!apiErr.Replayed)
+		is.True(!strings.Contains(err.Error(), "replayed"))
 
 		// A refusal that depends on the balance is not kept: after a
 		// top-up the same key goes through.

@@ -138,5 +138,6 @@
 // that posts again) makes one task and one charge, the second answer
 // showing the first one's task; sent again with other values it makes
 // nothing and offers a fresh form. A form refused before it made a task
-// (invalid, rate-limited, short of credits) may be sent again.
+// (invalid, rate-limited, short of credits) keeps no record of its token
+// and may be sent again.
 package console

@@ -48,7 +48,7 @@ func TestPlaygroundFormIsSubmittedOnce(t *testing.T) {
 	}
 
 	// A refused form is shown again with a fresh token: sent again as it
-	// is, it is refused again (the refusal is kept, as the API keeps it for
+	// is, it is validated and refused again (a refusal keeps no record of
 	// its key) and charges nothing; corrected, it makes a task.
 	refusedOnce := onceField.FindStringSubmatch(b.get("/console/playground").body)[1]
 	bad := url.Values{"scene": {"image-to-image"}, "prompt": {"a cat"}, "once": {refusedOnce}}

@@ -88,7 +88,7 @@ func (c *Console) playgroundSubmit(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, imagegen.ErrIdempotencyKeyInUse):
 		c.showPlayground(w, r, http.StatusConflict, d, "This form was already sent and is still being submitted: see Tasks.")
 	case errors.As(err, &verr):
-		d.Once = uuid.NewString() // the refusal is kept for the old token: the corrected form is a new one
+		d.Once = uuid.NewString() // the corrected form is a new one (a server before this one kept the refusal for the old token)
 		c.showPlayground(w, r, http.StatusUnprocessableEntity, d, verr.Error())
 	case errors.Is(err, imagegen.ErrInvalidParams):
 		d.Once = uuid.NewString()

@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -35,15 +37,41 @@ func TestIdempotencyRefusalOfStateNotReplayed(t *testing.T) {
 	is.Equal(again.Body.String(), w.Body.String())
 }
 
-// TestIdempotencyBodyErrorsReplayed: a refusal that depends on the body
-// alone (422) is replayed.
-func TestIdempotencyBodyErrorsReplayed(t *testing.T) {
+// TestIdempotencyBodyErrorsNotKept: a refusal of the body (422) keeps no
+// record of its key: the same body is validated and refused again, not
+// replayed, and the key then takes the corrected body as a new request.
+func TestIdempotencyBodyErrorsNotKept(t *testing.T) {
 	is := is.New(t)
 	e := newEnv(t)
 	bad := `{"scene":"text-to-image","prompt":"","aspect_ratio":"16:9"}`
-	wantError(t, e.do("POST", "/api/v1/generate", e.key, bad, "Idempotency-Key", "v"), http.StatusUnprocessableEntity, wire.APIInvalidParams)
+	first := wantError(t, e.do("POST", "/api/v1/generate", e.key, bad, "Idempotency-Key", "v"), http.StatusUnprocessableEntity, wire.APIInvalidParams)
 	w := e.do("POST", "/api/v1/generate", e.key, bad, "Idempotency-Key", "v")
-	is.Equal(w.Code, http.StatusUnprocessableEntity)
+	is.Equal(wantError(t, w, http.StatusUnprocessableEntity, wire.APIInvalidParams), first) // refused again, alike
+	is.Equal(w.Header().Get("Idempotent-Replayed"), "")
+	made := e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", "v")
+	is.Equal(made.Code, http.StatusCreated) // not "already used with a different request body"
+	is.Equal(made.Header().Get("Idempotent-Replayed"), "")
+	again := e.do("POST", "/api/v1/generate", e.key, t2i, "Idempotency-Key", "v")
+	is.Equal(again.Code, http.StatusCreated)
+	is.Equal(again.Header().Get("Idempotent-Replayed"), "true")
+	is.Equal(again.Body.String(), made.Body.String())
+}
+
+// TestIdempotencyEarlierRefusalReplayed: a refusal an earlier version
+// kept for a key (status 422) is still replayed as a 422 until it
+// expires, as a store may hold such records during and after an upgrade.
+func TestIdempotencyEarlierRefusalReplayed(t *testing.T) {
+	is := is.New(t)
+	e := newEnv(t)
+	bad := `{"scene":"text-to-image","prompt":"","aspect_ratio":"16:9"}`
+	sum := sha256.Sum256([]byte(bad))
+	fp := hex.EncodeToString(sum[:])
+	_, err := e.stack.Store.BeginIdempotent(context.Background(), "alice", "old", fp, "", time.Minute, time.Hour)
+	is.NoErr(err)
+	is.NoErr(e.stack.Store.FinishIdempotent(context.Background(), "alice", "old", fp, http.StatusUnprocessableEntity,
+		[]byte(`{"field":"prompt","message":"is required","error":{"message":""}}`), time.Hour))
+	w := e.do("POST", "/api/v1/generate", e.key, bad, "Idempotency-Key", "old")
+	is.Equal(wantError(t, w, http.StatusUnprocessableEntity, wire.APIInvalidParams), "prompt: is required")
 	is.Equal(w.Header().Get("Idempotent-Replayed"), "true")
 }
 

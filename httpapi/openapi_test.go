@@ -448,8 +448,10 @@ func recordExtensions(t *testing.T, rc *recorder, e *env, rich, succeeded string
 	is.Equal(x.respHeader.Get("Idempotent-Replayed"), "") // depends on the balance: not kept
 	bad := `{"scene":"video","prompt":"p"}`
 	rc.do(e, "idempotent invalid submit", "POST", "/api/v1/generate", rich, bad, key("order-3"), invalid, status(http.StatusUnprocessableEntity))
-	x = rc.do(e, "idempotent invalid submit, replayed", "POST", "/api/v1/generate", rich, bad, key("order-3"), invalid, status(http.StatusUnprocessableEntity))
-	is.Equal(x.respHeader.Get("Idempotent-Replayed"), "true")
+	x = rc.do(e, "idempotent invalid submit, retried", "POST", "/api/v1/generate", rich, bad, key("order-3"), invalid, status(http.StatusUnprocessableEntity))
+	is.Equal(x.respHeader.Get("Idempotent-Replayed"), "") // a refusal of the body is not kept: refused again
+	x = rc.do(e, "idempotent submit, corrected after a refusal", "POST", "/api/v1/generate", rich, t2i, key("order-3"), status(http.StatusCreated))
+	is.Equal(x.respHeader.Get("Idempotent-Replayed"), "") // the key is free for the corrected body
 
 	// Callbacks: the submit field and the signing secret.
 	rc.do(e, "submit with callback_url", "POST", "/api/v1/generate", rich,
