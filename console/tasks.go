@@ -62,11 +62,14 @@ func (c *Console) view(t *imagegen.Task) taskView {
 	}
 }
 
-// tasksData is one page of the task list.
+// tasksData is one page of the task list. A page filtered by status
+// may hold no task and still have older ones (the store reads a bounded
+// stretch of the user's tasks a page: storekit.ListScan).
 type tasksData struct {
 	Tasks  []taskView
 	Status string
 	Next   string // cursor of the next page
+	Paged  bool   // the page is an older one (a cursor was given)
 }
 
 func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request) {
@@ -77,7 +80,7 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request) {
 	if c.listFailed(w, r, err, "That list position or status is not valid.") {
 		return
 	}
-	d := tasksData{Status: string(status), Next: page.Next}
+	d := tasksData{Status: string(status), Next: page.Next, Paged: q.Get("cursor") != ""}
 	for _, t := range page.Tasks {
 		d.Tasks = append(d.Tasks, c.view(t))
 	}
