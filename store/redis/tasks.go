@@ -57,6 +57,9 @@ import (
 //	KEYS[3] fair (the legacy queue, not written: the models' queues, fair:m:<model> (their heads read, then written), and fair:models are named from it)
 //	KEYS[4] vtag  KEYS[5] tseq
 //	KEYS[4o+2 .. 4o+5]  owner o (1-based): balance, ledger, task index, sched
+//	(and its refs, named from the store's tag: each task made adds its
+//	charge's reference, "task:<id>", so that its id stays taken once
+//	retention has removed the task, as the other stores' ledgers keep it)
 //	then per task its task key
 //	ARGV[1] now  ARGV[2] how long an owner's task index outlives its last task at least (ms)
 //	ARGV[3] the TTL an owner's task index is given when it is pushed out (ms)
@@ -141,7 +144,7 @@ for on = 1, owners do
     -- finite one) reads as none (as next_tag reads it), and is written
     -- over below.
     local pend = numof(f[3]) or 0
-    order[on] = {k = k, owner = ARGV[5 + 2 * on], cost = ARGV[6 + 2 * on], entries = {}, members = {},
+    order[on] = {k = k, owner = ARGV[5 + 2 * on], cost = ARGV[6 + 2 * on], entries = {}, members = {}, crefs = {},
       stride = stride(f[1]), last = numof(f[2]) or 0, pend = pend, pend0 = pend, ixp = numof(f[4]), read = f}
   end
 end
@@ -214,6 +217,14 @@ for i = 1, n do
   local id, sp, acct = ARGV[a], specs[sn], order[on]
   local exists
   if taken then exists = redis.call('EXISTS', task) == 1 else exists = made[task] end
+  -- A task gone with its retention leaves its charge's reference among
+  -- its owner's references (refs, which AddEntry's grants share): its
+  -- id is taken still, and a submit that asks for it again (an
+  -- idempotent submit settling one of unknown outcome) is not charged
+  -- a second time.
+  if not exists and not acct.bad and redis.pcall('SISMEMBER', skey(task, 'refs:' .. acct.owner), 'task:' .. id) == 1 then
+    exists = true
+  end
   if acct.bad then
     codes[i] = 'e'
   elseif exists and resent and not made[task] and again(task) then
@@ -229,6 +240,7 @@ for i = 1, n do
     acct.value, acct.spent = acct.value - sp.cost, acct.spent + sp.cost
     local ref = sp.ref
     if ref == '' then ref = '"task:' .. id .. '"' end
+    acct.crefs[#acct.crefs + 1] = 'task:' .. id
     acct.entries[#acct.entries + 1] = '{"kind":"charge","amount":-' .. sp.scost .. ',"ref":' .. ref .. ',"at":' .. snow .. ',"bal":' .. balance_after(acct, acct.spent) .. '}'
     local owner, callback, events, rid = acct.owner, sp.callback, sp.events, ARGV[a + 2]
     if callback == '' and events == '' then -- one HSET either way: a call costs more than a field
@@ -393,6 +405,14 @@ if #queued > 0 then
   end
   if math.floor(seq / 64) ~= math.floor((seq - n) / 64) then -- trimmed once every 64 queueings
     redis.call('ZREMRANGEBYLEX', KEYS[2], '-', '(' .. string.format('%013d', now - keep))
+  end
+end
+-- The charges' references, once nothing of the batch is taken back
+-- (see above): a pcall, since refs of another kind (only something
+-- other than the store writes it) leaves the tasks made, unmarked.
+for _, acct in ipairs(order) do
+  if not acct.bad and #acct.crefs > 0 then
+    redis.pcall('SADD', skey(KEYS[1], 'refs:' .. acct.owner), unpack(acct.crefs))
   end
 end
 out[2] = table.concat(codes)

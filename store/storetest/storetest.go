@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore NewFunc) {
 		fn   func(*testing.T, Harness)
 	}{
 		{"CreateTaskDebitsAndQueues", testCreateTask},
+		{"RecreateOfAnExpiredTaskChargesNothing", testRecreateOfAnExpiredTaskChargesNothing},
 		{"InsufficientCreditsChangeNothing", testInsufficientCredits},
 		{"ConcurrentSubmitsNeverOverdraw", testConcurrentSubmits},
 		{"OnlyTheOwnerSeesATask", testOwnership},
