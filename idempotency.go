@@ -121,7 +121,12 @@ type onceRefusal struct {
 // the key is refused as above); when it does not, the retry submits
 // afresh under the same task id, so that the earlier write, should it
 // land later still, is refused as the id taken rather than charged; a
-// retry with another fingerprint then gets the key. While
+// retry with another fingerprint then gets the key. When the store
+// refuses that id as charged already (ErrDuplicateEntry) and holds no
+// task of it, the first try made the task and retention has removed it
+// since (Config.IdempotencyTTL outlasts the store's retention): the key
+// keeps that task's Submission, replayed, and nothing is charged again.
+// While
 // the first submission is still under way the key answers
 // ErrIdempotencyKeyInUse; with another fingerprint, a *ValidationError
 // wrapping ErrIdempotencyKeyReused; an unusable key is a
@@ -261,6 +266,25 @@ func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, 
 			return sub, false, err
 		case made.TaskID != "":
 			body, _ = json.Marshal(onceSubmission(made))
+		case errors.Is(err, ErrDuplicateEntry):
+			// The store refused the id as charged already, and holds no
+			// task of it: an earlier try of this key (settle asks for
+			// its task's id again) made it, and retention has removed
+			// it since. The key keeps that submission, replayed to
+			// this request: giving the key up let the next retry
+			// submit afresh and charge a second time.
+			bal, balErr := s.cfg.Store.Balance(recordCtx, asked.Owner)
+			if balErr != nil {
+				s.log.ErrorContext(ctx, "idempotent submission whose task is gone: key kept in flight", "task_id", asked.ID, "err", balErr)
+				return sub, false, err
+			}
+			sub = Submission{TaskID: asked.ID, Status: StatusPending, CreditsUsed: asked.Cost, CreditsRemaining: bal}
+			body, _ = json.Marshal(onceSubmission(sub))
+			if recErr := s.cfg.Store.FinishIdempotent(recordCtx, owner, id.Key, id.Fingerprint, onceSubmitted, body, s.cfg.IdempotencyTTL); recErr != nil {
+				s.log.ErrorContext(ctx, "record an idempotent submission", "err", recErr)
+			}
+			s.log.WarnContext(ctx, "idempotent submission settled: its task was made by an earlier try and has expired", "task_id", asked.ID)
+			return sub, true, nil
 		}
 	}
 	var recErr error

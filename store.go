@@ -44,6 +44,10 @@ type TaskStore interface {
 	// short, or ErrQueueFull (and changes nothing) when p.MaxPending is
 	// set and the owner already has that many pending tasks. The task
 	// joins its owner's line in the fair-share order (docs/scheduling.md).
+	// An id already used is refused with an error wrapping
+	// ErrDuplicateEntry, changing nothing: the id of a task that exists,
+	// or of one that retention has removed (its charge's reference is
+	// in the ledger still), so that no id is charged twice.
 	// After any other error the task may exist; a store that cannot
 	// tell whether it may still come to exist later (a write sent that
 	// may yet commit) wraps ErrOutcomeUnknown, so that no caller takes a

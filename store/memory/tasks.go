@@ -17,7 +17,7 @@ func (s *Store) CreateTask(_ context.Context, t *imagegen.Task, p imagegen.Creat
 	defer s.mu.Unlock()
 	key := keyOf(t.ID)
 	if _, ok := s.tasks.getKey(key); ok {
-		return 0, fmt.Errorf("memory: task %q exists", t.ID)
+		return 0, fmt.Errorf("memory: task %q exists: %w", t.ID, imagegen.ErrDuplicateEntry)
 	}
 	if o := s.owners[t.Owner]; p.MaxPending > 0 && o != nil && o.pending >= p.MaxPending {
 		return 0, fmt.Errorf("memory: owner has %d pending tasks: %w", o.pending, imagegen.ErrQueueFull)

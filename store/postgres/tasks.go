@@ -44,7 +44,7 @@ func createError(t *imagegen.Task, res createRes) error {
 	case 0:
 		return imagegen.ErrInsufficientCredits
 	case -1:
-		return fmt.Errorf("postgres store: task %q exists", t.ID)
+		return fmt.Errorf("postgres store: task %q exists: %w", t.ID, imagegen.ErrDuplicateEntry)
 	case -2:
 		return fmt.Errorf("postgres store: owner's pending tasks at the max: %w", imagegen.ErrQueueFull)
 	}
@@ -99,6 +99,12 @@ func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
 		return
 	}
 	for i, c := range batch {
+		if n == 1 && errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == chargeRefTaken {
+			// The task is gone (retention removed it) but its charge
+			// is in the ledger: its id is taken, as a task's that exists.
+			c.Res = createRes{code: -1}
+			continue
+		}
 		if err != nil {
 			c.Err = s.wrapErr("create task", err)
 			continue
@@ -106,6 +112,11 @@ func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
 		c.Res = createRes{code: codes[i], balance: balances[i], at: at.UTC()}
 	}
 }
+
+// chargeRefTaken is the ledger's unique (owner, ref) constraint, which a
+// submit of an id whose task retention has removed violates with its
+// charge ("task:<id>").
+const chargeRefTaken = "ledger_owner_ref_key"
 
 // splitBatch are the errors of a batch that its tasks are created one
 // by one after: a deadlock or serialization failure; a task id taken;

@@ -456,8 +456,8 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.Cre
 		return 0, fmt.Errorf("redis store: create task: %w", errOwnerKeys)
 	case res.code == -4:
 		return 0, fmt.Errorf("redis store: create task: %w", errStoreKeys)
-	case res.code < 0:
-		return 0, fmt.Errorf("redis store: task %q exists", t.ID)
+	case res.code < 0: // -1: the id is taken (its task exists, or its charge's reference is used)
+		return 0, fmt.Errorf("redis store: task %q exists: %w", t.ID, imagegen.ErrDuplicateEntry)
 	}
 	now := fromMS(res.now)
 	t.Status, t.Attempt = imagegen.StatusPending, 0

@@ -15,7 +15,8 @@ import (
 // after retention has removed the task. A CreateTask that asks for the
 // id again (Service.SubmitIdempotent does, settling a submission of
 // unknown outcome whose key outlived the task: Config.IdempotencyTTL
-// longer than the retention) is refused: no second charge, no task.
+// longer than the retention) is refused with ErrDuplicateEntry, as the
+// id of a task that exists is: no second charge, no task.
 func testRecreateOfAnExpiredTaskChargesNothing(t *testing.T, h Harness) {
 	is := is.New(t)
 	s := h.Store
@@ -34,12 +35,19 @@ func testRecreateOfAnExpiredTaskChargesNothing(t *testing.T, h Harness) {
 	again := newTask("u", cost)
 	again.ID = task.ID
 	_, err = s.CreateTask(ctx, again, imagegen.CreateParams{})
-	is.True(err != nil) // its id was charged once already
-	is.True(!errors.Is(err, imagegen.ErrInsufficientCredits))
+	is.True(errors.Is(err, imagegen.ErrDuplicateEntry)) // its id was charged once already
 	is.Equal(balance(t, s, "u"), int64(5))
 	after := checkLedger(t, s, "u")
 	is.Equal(after, ledger)
 	is.Equal(countRefs(after, imagegen.ChargeRef(task.ID)), 1)
 	_, err = s.Task(ctx, "u", task.ID)
 	is.True(errors.Is(err, imagegen.ErrTaskNotFound)) // nothing made
+
+	live := submit(t, s, "u", 1)
+	twin := newTask("u", 1)
+	twin.ID = live.ID
+	_, err = s.CreateTask(ctx, twin, imagegen.CreateParams{})
+	is.True(errors.Is(err, imagegen.ErrDuplicateEntry)) // the id of a task that exists
+	is.Equal(balance(t, s, "u"), int64(4))
+	is.Equal(countRefs(checkLedger(t, s, "u"), imagegen.ChargeRef(live.ID)), 1)
 }
