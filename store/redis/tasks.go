@@ -211,20 +211,41 @@ end
 -- else made holds the ids the batch made.
 local taken, made = redis.call('EXISTS', unpack(KEYS, tasks + 1)) > 0, {}
 local nums, a0 = ARGV[6], a -- a0: the first task's arguments
+-- used: the batch's ids whose charge's reference their owner has used
+-- already. A task gone with its retention leaves that reference among
+-- its owner's references (refs, which AddEntry's grants share): its id
+-- is taken still, and a submit that asks for it again (an idempotent
+-- submit settling one of unknown outcome) is not charged a second
+-- time. One SMISMEMBER an owner of the batch, not a call a task (a
+-- pcall: refs of another kind, which only something other than the
+-- store writes, leaves every id free).
+local used = {}
+do
+  local ids, refs = {}, {}
+  for i = 1, n do
+    local on = string.byte(nums, 2 * i - 1)
+    if not order[on].bad then
+      if not ids[on] then ids[on], refs[on] = {}, {} end
+      local id = ARGV[a0 + 3 * (i - 1)]
+      ids[on][#ids[on] + 1], refs[on][#refs[on] + 1] = id, 'task:' .. id
+    end
+  end
+  for on, r in pairs(refs) do
+    local hits = redis.pcall('SMISMEMBER', skey(KEYS[1], 'refs:' .. order[on].owner), unpack(r))
+    if hits.err == nil then
+      for j, hit in ipairs(hits) do
+        if hit == 1 then used[ids[on][j]] = true end
+      end
+    end
+  end
+end
 for i = 1, n do
   local task = KEYS[tasks + i]
   local on, sn = string.byte(nums, 2 * i - 1, 2 * i)
   local id, sp, acct = ARGV[a], specs[sn], order[on]
   local exists
   if taken then exists = redis.call('EXISTS', task) == 1 else exists = made[task] end
-  -- A task gone with its retention leaves its charge's reference among
-  -- its owner's references (refs, which AddEntry's grants share): its
-  -- id is taken still, and a submit that asks for it again (an
-  -- idempotent submit settling one of unknown outcome) is not charged
-  -- a second time.
-  if not exists and not acct.bad and redis.pcall('SISMEMBER', skey(task, 'refs:' .. acct.owner), 'task:' .. id) == 1 then
-    exists = true
-  end
+  if not exists and used[id] then exists = true end
   if acct.bad then
     codes[i] = 'e'
   elseif exists and resent and not made[task] and again(task) then
