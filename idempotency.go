@@ -57,6 +57,17 @@ const idempotencyInFlight = 2 * time.Minute
 // DefaultIdempotencyTTL is Config.IdempotencyTTL when it is left zero.
 const DefaultIdempotencyTTL = 24 * time.Hour
 
+// TaskRetainer is a Store that says how long it keeps a finished task
+// (its retention); the stores of this repository are. The Service keeps
+// an idempotency record no longer than that (Config.IdempotencyTTL is
+// capped at it): a record that outlived its task would have the retry
+// that settles a submission of unknown outcome ask the store for the id
+// of a task retention has removed, which a store that keeps no trace of
+// it (the Redis store) would make and charge again.
+type TaskRetainer interface {
+	TaskRetention() time.Duration
+}
+
 // What a finished idempotency record holds (IdempotencyRecord.Status):
 // the statuses the HTTP API recorded before the service kept these
 // records, so that records written by either read alike.
@@ -124,8 +135,9 @@ type onceRefusal struct {
 // retry with another fingerprint then gets the key. When the store
 // refuses that id as charged already (ErrDuplicateEntry) and holds no
 // task of it, the first try made the task and retention has removed it
-// since (Config.IdempotencyTTL outlasts the store's retention): the key
-// keeps that task's Submission, replayed, and nothing is charged again.
+// since (Config.IdempotencyTTL outlasts the retention of a store that is
+// no TaskRetainer): the key keeps that task's Submission, replayed, and
+// nothing is charged again.
 // While
 // the first submission is still under way the key answers
 // ErrIdempotencyKeyInUse; with another fingerprint, a *ValidationError

@@ -56,8 +56,10 @@ type Config struct {
 	RevokedKeysKept int
 
 	// IdempotencyTTL is how long SubmitIdempotent replays a submission's
-	// outcome for its key (default DefaultIdempotencyTTL); set it to the
-	// store's retention.
+	// outcome for its key (default DefaultIdempotencyTTL), at most the
+	// store's retention when the store says it (TaskRetainer: the
+	// stores of this repository do); set it to the store's retention
+	// for a store that does not.
 	IdempotencyTTL time.Duration
 	// MaxPending is how many pending tasks one owner may have: a submit
 	// beyond it is refused (ErrQueueFull), nothing charged (default
@@ -200,6 +202,9 @@ func (c Config) withDefaults() Config {
 	c.MaxKeysPerOwner = cmp.Or(c.MaxKeysPerOwner, DefaultMaxKeysPerOwner)
 	c.RevokedKeysKept = cmp.Or(c.RevokedKeysKept, DefaultRevokedKeysKept)
 	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, DefaultIdempotencyTTL)
+	if r, ok := c.Store.(TaskRetainer); ok && r.TaskRetention() > 0 {
+		c.IdempotencyTTL = min(c.IdempotencyTTL, r.TaskRetention())
+	}
 	c.MaxPending = cmp.Or(c.MaxPending, DefaultMaxPending)
 	c.WebhookSecretGrace = cmp.Or(c.WebhookSecretGrace, DefaultWebhookSecretGrace)
 	return c

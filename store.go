@@ -45,9 +45,12 @@ type TaskStore interface {
 	// set and the owner already has that many pending tasks. The task
 	// joins its owner's line in the fair-share order (docs/scheduling.md).
 	// An id already used is refused with an error wrapping
-	// ErrDuplicateEntry, changing nothing: the id of a task that exists,
-	// or of one that retention has removed (its charge's reference is
-	// in the ledger still), so that no id is charged twice.
+	// ErrDuplicateEntry, changing nothing: the id of a task that exists;
+	// a store whose ledger keeps each charge's reference refuses the id
+	// of one that retention has removed too (the memory store,
+	// PostgreSQL). The Service asks for a used id only to settle an
+	// idempotent submission, within its record's life, which it keeps no
+	// longer than a TaskRetainer's retention.
 	// After any other error the task may exist; a store that cannot
 	// tell whether it may still come to exist later (a write sent that
 	// may yet commit) wraps ErrOutcomeUnknown, so that no caller takes a

@@ -202,3 +202,8 @@ func (s *Store) Len() (tasks, images int) {
 	defer s.mu.Unlock()
 	return s.tasks.len(), len(s.images)
 }
+
+// TaskRetention is how long the store keeps a finished task and its
+// images (Config.Retention, or DefaultRetention): the Service keeps no
+// idempotency record longer (imagegen.TaskRetainer).
+func (s *Store) TaskRetention() time.Duration { return s.retention }

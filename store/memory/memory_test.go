@@ -21,9 +21,10 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Harness {
 		clock := imagegentest.NewClock(time.Time{})
 		return storetest.Harness{
-			Store:     testenv.Memory(t, memory.Config{Clock: clock, Retention: time.Hour}),
-			Advance:   clock.Advance,
-			Retention: time.Hour,
+			Store:           testenv.Memory(t, memory.Config{Clock: clock, Retention: time.Hour}),
+			Advance:         clock.Advance,
+			Retention:       time.Hour,
+			KeepsChargedIDs: true,
 		}
 	})
 }

@@ -24,7 +24,7 @@ func TestConformanceThroughPgBouncer(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Harness {
 		clock := imagegentest.NewClock(time.Time{})
 		s := p.NewStore(t, postgres.Config{Clock: clock, Retention: retention})
-		return storetest.Harness{Store: s, Advance: clock.Advance, Retention: retention}
+		return storetest.Harness{Store: s, Advance: clock.Advance, Retention: retention, KeepsChargedIDs: true}
 	})
 }
 

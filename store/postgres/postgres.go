@@ -471,3 +471,8 @@ func (s *Store) fenced(id string, attempt int, held bool, err error) error {
 	s.resets.Note(err)
 	return leases.Result(storeName, id, attempt, held, err)
 }
+
+// TaskRetention is how long the store keeps a finished task and its
+// images (Config.Retention, or DefaultRetention): the Service keeps no
+// idempotency record longer (imagegen.TaskRetainer).
+func (s *Store) TaskRetention() time.Duration { return s.retention }

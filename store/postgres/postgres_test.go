@@ -28,7 +28,7 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Harness {
 		clock := imagegentest.NewClock(time.Time{})
 		s := pgtest.NewStore(t, pool, postgres.Config{Clock: clock, Retention: retention})
-		return storetest.Harness{Store: s, Advance: clock.Advance, Retention: retention}
+		return storetest.Harness{Store: s, Advance: clock.Advance, Retention: retention, KeepsChargedIDs: true}
 	})
 }
 

@@ -208,8 +208,7 @@
 //	                   trimmed, every 64 queueings, of tasks created more than Retention+24h ago, as owners' indexes expire)
 //	P:balance:<owner>  string: credit balance
 //	P:ledger:<owner>   list: ledger entries, oldest first (JSON; an entry's ID is its position from 1)
-//	P:refs:<owner>     set: grant and web references used, and each charge's "task:<id>" (written
-//	                   since 2026-11-30: an id stays taken once retention has removed its task)
+//	P:refs:<owner>     set: grant and web references used
 //	P:image:<id>       string: image record, JSON (task, owner, type, size, sum, created and expires
 //	                   in ms), expiring with it (a record written before these strings is a hash of
 //	                   the same fields, read too)
@@ -1209,3 +1208,8 @@ end
 // newScript makes a script of body and the prelude's definitions it
 // uses.
 func newScript(body string) *goredis.Script { return goredis.NewScript(preludeFor(body) + body) }
+
+// TaskRetention is how long the store keeps a finished task and its
+// images (Config.Retention, or DefaultRetention): the Service keeps no
+// idempotency record longer (imagegen.TaskRetainer).
+func (s *Store) TaskRetention() time.Duration { return s.retention }

@@ -57,9 +57,6 @@ import (
 //	KEYS[3] fair (the legacy queue, not written: the models' queues, fair:m:<model> (their heads read, then written), and fair:models are named from it)
 //	KEYS[4] vtag  KEYS[5] tseq
 //	KEYS[4o+2 .. 4o+5]  owner o (1-based): balance, ledger, task index, sched
-//	(and its refs, named from the store's tag: each task made adds its
-//	charge's reference, "task:<id>", so that its id stays taken once
-//	retention has removed the task, as the other stores' ledgers keep it)
 //	then per task its task key
 //	ARGV[1] now  ARGV[2] how long an owner's task index outlives its last task at least (ms)
 //	ARGV[3] the TTL an owner's task index is given when it is pushed out (ms)
@@ -144,7 +141,7 @@ for on = 1, owners do
     -- finite one) reads as none (as next_tag reads it), and is written
     -- over below.
     local pend = numof(f[3]) or 0
-    order[on] = {k = k, owner = ARGV[5 + 2 * on], cost = ARGV[6 + 2 * on], entries = {}, members = {}, crefs = {},
+    order[on] = {k = k, owner = ARGV[5 + 2 * on], cost = ARGV[6 + 2 * on], entries = {}, members = {},
       stride = stride(f[1]), last = numof(f[2]) or 0, pend = pend, pend0 = pend, ixp = numof(f[4]), read = f}
   end
 end
@@ -211,41 +208,12 @@ end
 -- else made holds the ids the batch made.
 local taken, made = redis.call('EXISTS', unpack(KEYS, tasks + 1)) > 0, {}
 local nums, a0 = ARGV[6], a -- a0: the first task's arguments
--- used: the batch's ids whose charge's reference their owner has used
--- already. A task gone with its retention leaves that reference among
--- its owner's references (refs, which AddEntry's grants share): its id
--- is taken still, and a submit that asks for it again (an idempotent
--- submit settling one of unknown outcome) is not charged a second
--- time. One SMISMEMBER an owner of the batch, not a call a task (a
--- pcall: refs of another kind, which only something other than the
--- store writes, leaves every id free).
-local used = {}
-do
-  local ids, refs = {}, {}
-  for i = 1, n do
-    local on = string.byte(nums, 2 * i - 1)
-    if not order[on].bad then
-      if not ids[on] then ids[on], refs[on] = {}, {} end
-      local id = ARGV[a0 + 3 * (i - 1)]
-      ids[on][#ids[on] + 1], refs[on][#refs[on] + 1] = id, 'task:' .. id
-    end
-  end
-  for on, r in pairs(refs) do
-    local hits = redis.pcall('SMISMEMBER', skey(KEYS[1], 'refs:' .. order[on].owner), unpack(r))
-    if hits.err == nil then
-      for j, hit in ipairs(hits) do
-        if hit == 1 then used[ids[on][j]] = true end
-      end
-    end
-  end
-end
 for i = 1, n do
   local task = KEYS[tasks + i]
   local on, sn = string.byte(nums, 2 * i - 1, 2 * i)
   local id, sp, acct = ARGV[a], specs[sn], order[on]
   local exists
   if taken then exists = redis.call('EXISTS', task) == 1 else exists = made[task] end
-  if not exists and used[id] then exists = true end
   if acct.bad then
     codes[i] = 'e'
   elseif exists and resent and not made[task] and again(task) then
@@ -261,7 +229,6 @@ for i = 1, n do
     acct.value, acct.spent = acct.value - sp.cost, acct.spent + sp.cost
     local ref = sp.ref
     if ref == '' then ref = '"task:' .. id .. '"' end
-    acct.crefs[#acct.crefs + 1] = 'task:' .. id
     acct.entries[#acct.entries + 1] = '{"kind":"charge","amount":-' .. sp.scost .. ',"ref":' .. ref .. ',"at":' .. snow .. ',"bal":' .. balance_after(acct, acct.spent) .. '}'
     local owner, callback, events, rid = acct.owner, sp.callback, sp.events, ARGV[a + 2]
     if callback == '' and events == '' then -- one HSET either way: a call costs more than a field
@@ -428,14 +395,6 @@ if #queued > 0 then
     redis.call('ZREMRANGEBYLEX', KEYS[2], '-', '(' .. string.format('%013d', now - keep))
   end
 end
--- The charges' references, once nothing of the batch is taken back
--- (see above): a pcall, since refs of another kind (only something
--- other than the store writes it) leaves the tasks made, unmarked.
-for _, acct in ipairs(order) do
-  if not acct.bad and #acct.crefs > 0 then
-    redis.pcall('SADD', skey(KEYS[1], 'refs:' .. acct.owner), unpack(acct.crefs))
-  end
-end
 out[2] = table.concat(codes)
 return out
 `)
@@ -477,7 +436,7 @@ func (s *Store) CreateTask(ctx context.Context, t *imagegen.Task, p imagegen.Cre
 		return 0, fmt.Errorf("redis store: create task: %w", errOwnerKeys)
 	case res.code == -4:
 		return 0, fmt.Errorf("redis store: create task: %w", errStoreKeys)
-	case res.code < 0: // -1: the id is taken (its task exists, or its charge's reference is used)
+	case res.code < 0: // -1: the id is taken (its task exists)
 		return 0, fmt.Errorf("redis store: task %q exists: %w", t.ID, imagegen.ErrDuplicateEntry)
 	}
 	now := fromMS(res.now)
