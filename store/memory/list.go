@@ -64,6 +64,22 @@ func belowCursor(cursor string) (uint64, error) {
 	return seq, nil
 }
 
+// forgetOwnerTasks drops owner's index once retention has removed its
+// newest task, when none of its tasks is left (an older one may be
+// pending still: then the index stays, for the next compaction); s.mu is
+// held. Without it, an owner who made a few tasks and left kept its
+// index for as long as the store ran (compactOwnerTasks runs on appends
+// at powers of two).
+func (s *Store) forgetOwnerTasks(owner string) {
+	ts := s.ownerTasks[owner]
+	if len(ts) == 0 {
+		return
+	}
+	if _, ok := s.lookup(ts[len(ts)-1]); !ok {
+		s.compactOwnerTasks(owner)
+	}
+}
+
 // compactOwnerTasks drops from owner's index the tasks that retention
 // removed, and returns it; s.mu is held. Cursors are sequence numbers,
 // so compaction does not move them.

@@ -184,10 +184,12 @@ func (s *Store) sweep(now time.Time) int {
 					_ = s.ownBlobs.Delete(context.Background(), img) // in memory: cannot fail
 				}
 			}
+			owner := r.owner()
 			s.tasks.delete(r.id())
 			s.recs.release(r.slot)
 			s.allGone++
 			n++
+			s.forgetOwnerTasks(owner)
 		}
 	}
 	s.sweepIdem(now)
