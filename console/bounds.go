@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/imagegen/imagegen/httpapi"
@@ -65,36 +64,4 @@ func (c *Console) tooMany(w http.ResponseWriter, r *http.Request, retryAfter int
 		return
 	}
 	c.render(w, r, http.StatusTooManyRequests, "message", page{Title: "Too many requests", Error: msg})
-}
-
-// waitSlots counts the long waits each user's sessions hold open in
-// this process.
-type waitSlots struct {
-	max  int
-	mu   sync.Mutex
-	held map[string]int
-}
-
-// take holds one of key's slots and reports true, or reports false
-// when key holds max already.
-func (s *waitSlots) take(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.held[key] >= s.max {
-		return false
-	}
-	if s.held == nil {
-		s.held = make(map[string]int)
-	}
-	s.held[key]++
-	return true
-}
-
-// give releases one of key's slots.
-func (s *waitSlots) give(key string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.held[key]--; s.held[key] <= 0 {
-		delete(s.held, key) // the map holds only sessions that are waiting
-	}
 }

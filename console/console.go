@@ -16,6 +16,7 @@ import (
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/httpapi"
 	"github.com/imagegen/imagegen/internal/drain"
+	"github.com/imagegen/imagegen/internal/waitslots"
 	"github.com/imagegen/imagegen/internal/weburl"
 	"github.com/imagegen/imagegen/ratelimit"
 )
@@ -127,7 +128,7 @@ type Console struct {
 	mux       *http.ServeMux
 	csp       string
 	log       *slog.Logger
-	waits     waitSlots // long waits held, per user
+	waits     *waitslots.Slots // long waits held, per user
 	// drained cuts task pages' long-polls short once Drain is called:
 	// they then answer at once.
 	drained *drain.Waits
@@ -195,7 +196,7 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 		pages:     pages,
 		csp:       contentSecurityPolicy(cfg.ImageOrigins),
 		log:       cfg.Logger,
-		waits:     waitSlots{max: cfg.MaxSessionWaits},
+		waits:     waitslots.New(cfg.MaxSessionWaits),
 		drained:   drain.New(),
 	}
 	if c.imageURLs == nil {

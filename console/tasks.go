@@ -174,12 +174,12 @@ func (c *Console) taskJSON(w http.ResponseWriter, r *http.Request) {
 	wait := pollWait(r.URL.Query().Get("wait"))
 	if wait > 0 {
 		key := viewerFrom(r.Context()).boundsKey()
-		if !c.waits.take(key) {
+		if !c.waits.Take(key) {
 			c.tooMany(w, r, httpapi.RetryAfterSeconds(waitRetryAfter),
-				fmt.Sprintf("Your console sessions already hold %d waits for tasks; close a task page or try again shortly.", c.waits.max))
+				fmt.Sprintf("Your console sessions already hold %d waits for tasks; close a task page or try again shortly.", c.waits.Max()))
 			return
 		}
-		defer c.waits.give(key)
+		defer c.waits.Give(key)
 	}
 	if tv, ok := c.loadTask(w, r, wait); ok {
 		writeJSON(w, http.StatusOK, tv)
