@@ -31,6 +31,7 @@ import (
 	"github.com/imagegen/imagegen/internal/drain"
 	"github.com/imagegen/imagegen/internal/memo"
 	"github.com/imagegen/imagegen/internal/netprefix"
+	"github.com/imagegen/imagegen/internal/waitslots"
 	"github.com/imagegen/imagegen/internal/weburl"
 )
 
@@ -39,6 +40,11 @@ const MaxBodyBytes = 1 << 20
 
 // DefaultMaxStoreWaits is the default of Config.MaxStoreWaits.
 const DefaultMaxStoreWaits = 64
+
+// DefaultMaxWaitsPerOwner is the default of Config.MaxWaitsPerOwner: twice
+// the console's per-user bound, as an API client may follow several
+// batches at once.
+const DefaultMaxWaitsPerOwner = 20
 
 // Config configures the handler. Service and Limiter are required.
 type Config struct {
@@ -113,6 +119,18 @@ type Config struct {
 	// the Service's Config.BlobTimeout per store call (then 504
 	// storage_timeout).
 	MaxStoreWaits int
+	// MaxWaitsPerOwner bounds the long waits one owner (a user, whatever
+	// API keys they use) holds open at once: polls with "Prefer: wait=N"
+	// (N > 0) and OpenAI-compatible requests, each of which holds a
+	// goroutine, a connection and a store watch for up to a minute or two.
+	// Default DefaultMaxWaitsPerOwner; negative: no bound. Each API
+	// process counts its own: behind a load balancer an owner may hold
+	// this many in every process. A poll beyond the bound is answered at
+	// once with the task as it stands, without Preference-Applied (RFC
+	// 7240 lets a server ignore a preference); an OpenAI request beyond
+	// it is refused before it submits anything, with 429
+	// rate_limit_exceeded and Retry-After.
+	MaxWaitsPerOwner int
 	// OpenAIPrefix, when set (for example "/v1"), also serves the
 	// OpenAI-compatible POST {OpenAIPrefix}/images/generations and
 	// GET {OpenAIPrefix}/models, an optional extension; any other path
@@ -163,6 +181,9 @@ type Handler struct {
 	policy atomic.Pointer[policyText]
 	// drained cuts the long waits short once Drain is called.
 	drained *drain.Waits
+	// waits counts the long waits each owner holds open
+	// (Config.MaxWaitsPerOwner).
+	waits *waitslots.Slots
 	// created is when New ran: the created time of the OpenAI models.
 	created time.Time
 }
@@ -195,6 +216,7 @@ func New(cfg Config) (*Handler, error) {
 	cfg.TrustedProxies = proxies
 	cfg.OpenAIWait = cmp.Or(cfg.OpenAIWait, imagegen.MaxWait)
 	cfg.MaxStoreWaits = cmp.Or(cfg.MaxStoreWaits, DefaultMaxStoreWaits)
+	cfg.MaxWaitsPerOwner = cmp.Or(cfg.MaxWaitsPerOwner, DefaultMaxWaitsPerOwner)
 	cfg.ForwardedHeader = cmp.Or(http.CanonicalHeaderKey(cfg.ForwardedHeader), "X-Forwarded-For")
 	switch {
 	case cfg.Service == nil:
@@ -230,7 +252,7 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Authenticator = BearerKeys{Service: cfg.Service}
 	}
 	h := &Handler{cfg: cfg, mux: http.NewServeMux(), signer: signer{key: cfg.SigningKey}, presigner: presigner, keyIDs: memo.New(keyID),
-		drained: drain.New(), created: cfg.Clock.Now()}
+		drained: drain.New(), waits: waitslots.New(cfg.MaxWaitsPerOwner), created: cfg.Clock.Now()}
 	if h.cfg.ClientIP == nil {
 		h.cfg.ClientIP = func(r *http.Request) string { return clientGroup(h.clientAddr(r)) }
 	}

@@ -22,8 +22,9 @@ import (
 // SDKs work against this server by changing their base URL. It is the
 // same service behind another door: the same API keys, credits and rate
 // limit. It submits a task and waits for it (Config.OpenAIWait for it
-// to start, as long again for a running one to end); see docs/api.md for
-// what maps to what.
+// to start, as long again for a running one to end), one of the owner's
+// Config.MaxWaitsPerOwner long waits; see docs/api.md for what maps to
+// what.
 
 // OpenAIImagesRequest is the body of POST /images/generations, as
 // OpenAI's CreateImageRequest defines it. Only prompt, n, size and
@@ -116,6 +117,14 @@ func (h *Handler) handleOpenAIGenerations() http.Handler {
 			oerr.write(w)
 			return
 		}
+		// The wait below is one of the owner's long waits: beyond
+		// Config.MaxWaitsPerOwner the request is refused before it
+		// submits, so nothing is charged.
+		if !h.waits.Take(p.Owner) {
+			openAITooManyWaits(w, h.waits.Max())
+			return
+		}
+		defer h.waits.Give(p.Owner) // on a panic or a hang-up too
 		sub, err := h.cfg.Service.Submit(r.Context(), p.Owner, req)
 		if err != nil {
 			// The task it may have made, charged, must not run on for

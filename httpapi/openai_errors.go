@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/imagegen/imagegen"
 	"github.com/imagegen/imagegen/wire"
@@ -81,6 +82,19 @@ func (h *Handler) openAIErr(w http.ResponseWriter, r *http.Request, err error) {
 		h.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		newOpenAIError(http.StatusInternalServerError, "server_error", "", "", "The server had an error while processing your request.").write(w)
 	}
+}
+
+// waitsRetryAfter is the Retry-After of an OpenAI request refused for
+// the owner's open waits: one of them will likely have ended by then.
+const waitsRetryAfter = 2 * time.Second
+
+// openAITooManyWaits refuses an OpenAI request whose owner already holds
+// Config.MaxWaitsPerOwner long waits: OpenAI's rate-limit 429, which its
+// SDKs retry after Retry-After. Nothing was submitted.
+func openAITooManyWaits(w http.ResponseWriter, max int) {
+	w.Header().Set("Retry-After", strconv.FormatInt(RetryAfterSeconds(waitsRetryAfter), 10))
+	newOpenAIError(http.StatusTooManyRequests, "requests", "", "rate_limit_exceeded",
+		"You already have "+strconv.Itoa(max)+" requests waiting for images on this server; nothing was submitted or charged. Try again when one of them has answered.").write(w)
 }
 
 // openAIImageUnreadable is the answer for a task that succeeded, charged,

@@ -16,7 +16,9 @@ import (
 // task is finished, or after N seconds with its state then, and says so
 // with "Preference-Applied: wait=N" (only on a task answer: an error
 // answer applied no preference). The request counts once against the
-// rate limit however long it waits. Drain cuts open waits short. With
+// rate limit however long it waits. One owner holds at most
+// Config.MaxWaitsPerOwner waits at once; one more is answered at once,
+// without Preference-Applied. Drain cuts open waits short. With
 // ?view=full the task carries wire.TaskDetails (timing, model, seed, queue
 // position); other query parameters are ignored, as they always were.
 func (h *Handler) handleTask() http.Handler {
@@ -29,6 +31,13 @@ func (h *Handler) handleTask() http.Handler {
 		}
 		var t *imagegen.Task
 		wait, waited := preferWait(r.Header[preferHeader])
+		if waited && wait > 0 {
+			if h.waits.Take(owner) {
+				defer h.waits.Give(owner) // on a panic or a hang-up too
+			} else {
+				waited = false // the owner holds Config.MaxWaitsPerOwner waits: answered at once, preference not applied
+			}
+		}
 		if waited {
 			t, err = h.waitTask(r, owner, id, time.Duration(wait)*time.Second)
 		} else {

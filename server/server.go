@@ -132,6 +132,10 @@ type Config struct {
 	// MaxStoreWaits bounds the image downloads waiting for the BlobStore
 	// at once (httpapi.Config.MaxStoreWaits; default 64).
 	MaxStoreWaits int
+	// MaxWaitsPerOwner bounds the long waits one user holds open at once
+	// in this process (httpapi.Config.MaxWaitsPerOwner; default 20,
+	// negative: no bound).
+	MaxWaitsPerOwner int
 
 	// Callbacks sends callback deliveries. Default: the guarded fetcher
 	// (fetch.New), allowed to reach private addresses only when
@@ -233,24 +237,25 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		auth = httpapi.FirstOf(httpapi.SameOriginOnly(cfg.Login, origins), auth)
 	}
 	api, err := httpapi.New(httpapi.Config{
-		Service:         svc,
-		Prefix:          cfg.Prefix,
-		OpenAIPrefix:    cfg.OpenAIPrefix,
-		OpenAIModels:    openAIModels(cfg),
-		PublicURL:       cfg.PublicURL,
-		Limiter:         cfg.Limiter,
-		AuthFailures:    cfg.AuthFailures,
-		TrustedProxies:  cfg.TrustedProxies,
-		ForwardedHeader: cfg.ForwardedHeader,
-		Authenticator:   auth,
-		SigningKey:      cfg.SigningKey,
-		ImageBaseURL:    cfg.ImageBaseURL,
-		PresignTTL:      cfg.PresignTTL,
-		Blobs:           cfg.Service.Store.Blobs(),
-		MaxStoreWaits:   cfg.MaxStoreWaits,
-		Clock:           clock,
-		Logger:          log,
-		Observer:        cfg.Service.Observer,
+		Service:          svc,
+		Prefix:           cfg.Prefix,
+		OpenAIPrefix:     cfg.OpenAIPrefix,
+		OpenAIModels:     openAIModels(cfg),
+		PublicURL:        cfg.PublicURL,
+		Limiter:          cfg.Limiter,
+		AuthFailures:     cfg.AuthFailures,
+		TrustedProxies:   cfg.TrustedProxies,
+		ForwardedHeader:  cfg.ForwardedHeader,
+		Authenticator:    auth,
+		SigningKey:       cfg.SigningKey,
+		ImageBaseURL:     cfg.ImageBaseURL,
+		PresignTTL:       cfg.PresignTTL,
+		Blobs:            cfg.Service.Store.Blobs(),
+		MaxStoreWaits:    cfg.MaxStoreWaits,
+		MaxWaitsPerOwner: cfg.MaxWaitsPerOwner,
+		Clock:            clock,
+		Logger:           log,
+		Observer:         cfg.Service.Observer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)

@@ -42,6 +42,8 @@ type serveConfig struct {
 	operators stringList
 	// storeWaits bounds the downloads waiting for the image store.
 	storeWaits int
+	// waitsPerUser bounds one user's long waits (0: no bound).
+	waitsPerUser int
 	// openAI is where the OpenAI-compatible endpoint is served ("" for off).
 	openAI string
 	// maxConns and maxConnsPerAddr bound the open HTTP connections, in
@@ -65,6 +67,7 @@ func serveFlags(c *serveConfig, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.imageBase, "image-base-url", "", "redirect image downloads to this CDN base URL + /<image id> (its origin serves the -blobs store's objects), so the bytes never pass through this process")
 	fs.DurationVar(&c.presignTTL, "image-presign", 0, "redirect image downloads to presigned object-store URLs valid this long, e.g. 10m, or until the image expires if sooner (needs -blobs s3://...); 0 streams them through this process")
 	fs.IntVar(&c.storeWaits, "image-store-waits", httpapi.DefaultMaxStoreWaits, "most image downloads waiting for the image store at once; more are refused at once with 503 and Retry-After")
+	fs.IntVar(&c.waitsPerUser, "max-waits-per-user", httpapi.DefaultMaxWaitsPerOwner, "most long waits one user holds open at once in this process (GET /api/v1/tasks/{id} with Prefer: wait, and OpenAI-compatible requests, whatever keys they use); one more poll is answered at once without waiting, one more OpenAI request is refused with 429 and Retry-After, charged nothing (0: no cap)")
 	fs.Var(&c.trustedProxies, "trusted-proxy", "CIDR (or address) of a reverse proxy whose -forwarded-header names the client, for the per-address limit on failed logins; its connections are not bounded by -max-conns-per-addr (repeatable; default: none, the client is the peer address)")
 	fs.StringVar(&c.forwardedHeader, "forwarded-header", "X-Forwarded-For", "the header the trusted proxies write the client's address into: X-Forwarded-For or Forwarded (only that one is read)")
 	fs.IntVar(&c.maxConns, "max-conns", 0, "most HTTP connections open at once; more wait in the listen backlog until one closes (0: three quarters of the process's open-file limit, so that file descriptors stay for the store's connections)")
@@ -95,6 +98,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return c, errors.New("-image-presign must not be negative")
 	case c.storeWaits < 1:
 		return c, errors.New("-image-store-waits must be at least 1")
+	case c.waitsPerUser < 0:
+		return c, errors.New("-max-waits-per-user must not be negative (0: no cap)")
 	case c.maxConns < 0 || c.maxConnsPerAddr < 0:
 		return c, errors.New("-max-conns and -max-conns-per-addr must not be negative (0: the default bound, and no bound per address)")
 	case c.presignTTL > 0 && c.imageBase != "":
@@ -151,19 +156,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		publicURL = "http://" + displayAddr(ln.Addr())
 	}
 	stack, err := server.New(ctx, server.Config{
-		Service:         rt.service,
-		PublicURL:       publicURL,
-		Limiter:         rt.limiter,
-		AuthFailures:    rt.authFailures,
-		TrustedProxies:  c.trustedProxies,
-		ForwardedHeader: c.forwardedHeader,
-		OpenAIPrefix:    c.openAI,
-		OpenAIModels:    modelIDs(c.model),
-		SigningKey:      []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
-		NoWorkers:       c.workers == 0,       // -workers 0: this process serves the API only
-		ImageBaseURL:    c.imageBase,
-		PresignTTL:      c.presignTTL,
-		MaxStoreWaits:   c.storeWaits,
+		Service:          rt.service,
+		PublicURL:        publicURL,
+		Limiter:          rt.limiter,
+		AuthFailures:     rt.authFailures,
+		TrustedProxies:   c.trustedProxies,
+		ForwardedHeader:  c.forwardedHeader,
+		OpenAIPrefix:     c.openAI,
+		OpenAIModels:     modelIDs(c.model),
+		SigningKey:       []byte(c.signingKey), // empty: one kept in the store, shared by every process on it
+		NoWorkers:        c.workers == 0,       // -workers 0: this process serves the API only
+		ImageBaseURL:     c.imageBase,
+		PresignTTL:       c.presignTTL,
+		MaxStoreWaits:    c.storeWaits,
+		MaxWaitsPerOwner: c.waitsPerUserConfig(),
 	})
 	if err != nil {
 		return err
@@ -317,4 +323,13 @@ func consoleURL(on bool, publicURL string) string {
 		return "off"
 	}
 	return publicURL + "/console/"
+}
+
+// waitsPerUserConfig is -max-waits-per-user as
+// httpapi.Config.MaxWaitsPerOwner takes it: 0 (no cap) is negative there.
+func (c serveConfig) waitsPerUserConfig() int {
+	if c.waitsPerUser == 0 {
+		return -1
+	}
+	return c.waitsPerUser
 }
