@@ -248,6 +248,7 @@ func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, 
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	var body []byte // the Submission to keep, or nil to give the key up
+	replayed := false
 	switch {
 	case err == nil:
 		body, _ = json.Marshal(onceSubmission(sub)) // cannot fail: strings and numbers
@@ -290,13 +291,9 @@ func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, 
 				s.log.ErrorContext(ctx, "idempotent submission whose task is gone: key kept in flight", "task_id", asked.ID, "err", balErr)
 				return sub, false, err
 			}
-			sub = Submission{TaskID: asked.ID, Status: StatusPending, CreditsUsed: asked.Cost, CreditsRemaining: bal}
-			body, _ = json.Marshal(onceSubmission(sub))
-			if recErr := s.cfg.Store.FinishIdempotent(recordCtx, owner, id.Key, id.Fingerprint, onceSubmitted, body, s.cfg.IdempotencyTTL); recErr != nil {
-				s.log.ErrorContext(ctx, "record an idempotent submission", "err", recErr)
-			}
 			s.log.WarnContext(ctx, "idempotent submission settled: its task was made by an earlier try and has expired", "task_id", asked.ID)
-			return sub, true, nil
+			sub, err, replayed = Submission{TaskID: asked.ID, Status: StatusPending, CreditsUsed: asked.Cost, CreditsRemaining: bal}, nil, true
+			body, _ = json.Marshal(onceSubmission(sub))
 		}
 	}
 	var recErr error
@@ -308,7 +305,7 @@ func (s *Service) submitOnce(ctx context.Context, owner string, id Idempotency, 
 	if recErr != nil {
 		s.log.ErrorContext(ctx, "record an idempotent submission", "err", recErr)
 	}
-	return sub, false, err
+	return sub, replayed, err
 }
 
 // made returns the Submission of owner's task id when the store holds

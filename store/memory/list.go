@@ -64,12 +64,12 @@ func belowCursor(cursor string) (uint64, error) {
 	return seq, nil
 }
 
-// forgetOwnerTasks drops owner's index once retention has removed its
-// newest task, when none of its tasks is left (an older one may be
-// pending still: then the index stays, for the next compaction); s.mu is
-// held. Without it, an owner who made a few tasks and left kept its
-// index for as long as the store ran (compactOwnerTasks runs on appends
-// at powers of two).
+// forgetOwnerTasks compacts owner's index once retention has removed
+// its newest task (compactOwnerTasks: the entries of removed tasks go,
+// and the index with them when none is left; an older task may be
+// pending still); s.mu is held. Without it, an owner who made a few
+// tasks and left kept its index for as long as the store ran
+// (compactOwnerTasks ran only on appends at powers of two).
 func (s *Store) forgetOwnerTasks(owner string) {
 	ts := s.ownerTasks[owner]
 	if len(ts) == 0 {

@@ -184,7 +184,7 @@ func (s *Store) sweep(now time.Time) int {
 					_ = s.ownBlobs.Delete(context.Background(), img) // in memory: cannot fail
 				}
 			}
-			owner := r.owner()
+			owner := r.owner() // read before its slot is released
 			s.tasks.delete(r.id())
 			s.recs.release(r.slot)
 			s.allGone++

@@ -98,13 +98,13 @@ func (s *Store) createBatch(ctx context.Context, batch []*createCall) {
 		}
 		return
 	}
+	if n == 1 && errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == chargeRefTaken {
+		// The task is gone (retention removed it) but its charge is in
+		// the ledger: its id is taken, as a task's that exists.
+		batch[0].Res = createRes{code: -1}
+		return
+	}
 	for i, c := range batch {
-		if n == 1 && errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == chargeRefTaken {
-			// The task is gone (retention removed it) but its charge
-			// is in the ledger: its id is taken, as a task's that exists.
-			c.Res = createRes{code: -1}
-			continue
-		}
 		if err != nil {
 			c.Err = s.wrapErr("create task", err)
 			continue
